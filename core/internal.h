@@ -1,0 +1,236 @@
+/*
+ * ipkit core internals: the context layout and the calls modules make to each other.
+ * Nothing here is API; integrators include only <ipkit/core.h>.
+ *
+ * Module map (one concern a file):
+ *   stack.c     context, pools, ipk_run dispatch, timers fan-out, counters, helpers
+ *   link.c      Ethernet / raw-IP framing in and out
+ *   arp.c       ARP cache, requests/replies, queue of packets waiting for resolution
+ *   ip4.c       IPv4 input validation, output, fragment reassembly
+ *   icmp4.c     echo, errors out (port unreachable), errors in (to TCP)
+ *   udp.c       bind table, input, output
+ *   tcp_*.c     TCP (tcp.h has the connection object)
+ */
+#ifndef IPKIT_CORE_INTERNAL_H
+#define IPKIT_CORE_INTERNAL_H
+
+#include <ipkit/core.h>
+
+#include "wire/wire.h"
+
+#define IPK_INLINE static inline
+
+/* Ops access: a unity build binds the table at compile time. */
+#ifdef IPK_OPS_STATIC
+#define IPK_OPS(ctx) (&(IPK_OPS_STATIC))
+#else
+#define IPK_OPS(ctx) ((ctx)->ops)
+#endif
+#define IPK_OPQ(ctx) ((ctx)->cfg.opaque)
+
+#define IPK_NO_DEADLINE UINT64_MAX
+
+/* Freestanding helpers (no libc). */
+#define ipk_memcpy __builtin_memcpy
+#define ipk_memset __builtin_memset
+#define ipk_memcmp __builtin_memcmp
+#define IPK_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define IPK_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define IPK_UNUSED(x) ((void)(x))
+
+/*
+ * A packet-buffer descriptor: one packet held in one of the core's queues (TCP send
+ * queue, TCP out-of-order queue, reassembly, ARP wait queue). Taken from the pool the
+ * integrator filled with ipk_add_pbs; exhaustion is counted (IPK_DROP_NO_PB).
+ */
+struct ipk_pb {
+	struct ipk_pb *next;
+	void *pkt;       /* the integrator's packet */
+	uint32_t off;    /* first byte of interest in pkt (payload start) */
+	uint32_t len;    /* bytes of interest */
+	uint32_t seq;    /* TCP: sequence number of the first byte; frag: byte offset */
+	uint32_t aux;    /* ARP queue: next-hop IPv4 (be); TCP send: flags (SYN/FIN) */
+	uint64_t t;      /* TCP send: time last sent; frag/ARP: time queued */
+	uint32_t xmit;   /* TCP send: times transmitted */
+	uint32_t pad_;
+};
+
+/* Received-datagram facts passed from ip4 to the transport inputs. */
+struct ipk_rx {
+	uint32_t src_be, dst_be;
+	uint32_t l3_off;  /* IPv4 header offset in pkt */
+	uint32_t l4_off;  /* transport header offset in pkt */
+	uint32_t l4_len;  /* transport bytes (header + payload), chain included */
+	uint8_t proto;
+	uint8_t tos;
+	uint8_t ttl;
+	uint8_t l4_csum_ok; /* 1: NIC verified the transport checksum */
+	uint8_t is_bcast;   /* to the broadcast / network address */
+	uint8_t reassembled;/* pkt is a chain built by reassembly */
+};
+
+struct ipk_listener {
+	uint16_t port_be;   /* 0 = free slot */
+	uint16_t backlog;
+	uint16_t pending;   /* connections in SYN-RECEIVED */
+	uint16_t pad_;
+};
+
+struct ipk_udp_bind {
+	uint16_t port_be;   /* 0 = free slot */
+};
+
+struct ipk_arp_entry {
+	uint32_t ip4_be;    /* 0 = free */
+	uint8_t mac[6];
+	uint8_t state;      /* IPK_ARP_* below */
+	uint8_t tries;
+	uint64_t expires;   /* RESOLVED: end of life; PENDING: next retry */
+	struct ipk_pb *q;   /* packets waiting (PENDING) */
+	uint16_t qlen;
+	uint16_t pad_[3];
+};
+#define IPK_ARP_FREE 0
+#define IPK_ARP_PENDING 1
+#define IPK_ARP_RESOLVED 2
+#define IPK_ARP_STATIC 3
+
+struct ipk_frag {
+	uint32_t src_be, dst_be;
+	uint16_t id;
+	uint8_t proto;
+	uint8_t used;
+	uint32_t total;     /* datagram payload length once the last fragment is seen, else 0 */
+	uint32_t have;      /* payload bytes held */
+	uint16_t npieces;
+	uint16_t pad_;
+	uint64_t expires;
+	struct ipk_pb *pieces; /* sorted by offset; pb->seq = offset, pb->off/len = payload */
+};
+
+struct ipk_conn; /* tcp.h */
+
+struct ipk_ctx {
+	struct ipk_config cfg;
+	const struct ipk_ops *ops;
+	struct ipk_counters cnt;
+	uint64_t now;
+	uint32_t l2_len;        /* 14 for Ethernet, 0 for raw IP */
+	uint32_t tx_queued;     /* frames given to ops->tx since the last flush */
+
+	/* pools (free lists threaded through the objects) */
+	struct ipk_pb *pb_free;
+	uint32_t pb_nfree, pb_total;
+	struct ipk_conn *conn_free;
+	uint32_t conn_nfree, conn_total;
+
+	/* tables carved out of the context memory after this struct */
+	struct ipk_conn **conn_hash;  /* cfg.conn_hash_buckets heads */
+	struct ipk_listener *listeners;
+	struct ipk_udp_bind *udp_binds;
+	struct ipk_arp_entry *arp;
+	struct ipk_frag *frags;
+
+	/* TCP bookkeeping */
+	struct ipk_conn *timer_head;  /* connections with an armed timer (tcp_timer.c) */
+	uint64_t tcp_deadline;        /* earliest timer among them (cached, may be early) */
+	uint16_t eph_next;            /* next ephemeral port to try (host order) */
+	uint16_t ip_id;               /* next IPv4 identification */
+	uint32_t isn_secret_;         /* unused when ops->isn_hash is set */
+
+	uint64_t arp_deadline, frag_deadline;
+};
+
+/* ---------------------------------------------------------- op shims */
+
+IPK_INLINE void *ipk_pkt_alloc(struct ipk_ctx *c) { return IPK_OPS(c)->pkt_alloc(IPK_OPQ(c)); }
+IPK_INLINE void ipk_pkt_free(struct ipk_ctx *c, void *p) { IPK_OPS(c)->pkt_free(p, IPK_OPQ(c)); }
+IPK_INLINE uint8_t *ipk_pkt_data(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_data(p, IPK_OPQ(c)); }
+IPK_INLINE uint32_t ipk_pkt_len(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_len(p, IPK_OPQ(c)); }
+IPK_INLINE void ipk_pkt_set_len(struct ipk_ctx *c, void *p, uint32_t n) { IPK_OPS(c)->pkt_set_len(p, n, IPK_OPQ(c)); }
+IPK_INLINE void ipk_pkt_adj_head(struct ipk_ctx *c, void *p, uint32_t n) { IPK_OPS(c)->pkt_adj_head(p, n, IPK_OPQ(c)); }
+IPK_INLINE void ipk_pkt_trim_tail(struct ipk_ctx *c, void *p, uint32_t n) { IPK_OPS(c)->pkt_trim_tail(p, n, IPK_OPQ(c)); }
+IPK_INLINE void *ipk_pkt_clone(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_clone(p, IPK_OPQ(c)); }
+IPK_INLINE void ipk_pkt_chain_append(struct ipk_ctx *c, void *h, void *t) { IPK_OPS(c)->pkt_chain_append(h, t, IPK_OPQ(c)); }
+IPK_INLINE void *ipk_pkt_chain_next(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_chain_next(p, IPK_OPQ(c)); }
+IPK_INLINE void *ipk_pkt_chain_cut(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_chain_cut(p, IPK_OPQ(c)); }
+
+/* Free a whole chain. */
+void ipk_pkt_free_chain(struct ipk_ctx *c, void *p);
+/* Total bytes of a chain. */
+uint32_t ipk_pkt_chain_len(struct ipk_ctx *c, void *p);
+/* Checksum-add `len` bytes from `off` into the chain (ipk_csum_add semantics). */
+uint32_t ipk_csum_chain(struct ipk_ctx *c, void *p, uint32_t off, uint32_t len, uint32_t sum, int *odd);
+
+/* ------------------------------------------------------------ pools */
+
+struct ipk_pb *ipk_pb_get(struct ipk_ctx *c);           /* NULL + counted when empty */
+void ipk_pb_put(struct ipk_ctx *c, struct ipk_pb *pb);  /* does not free pb->pkt */
+struct ipk_conn *ipk_conn_get(struct ipk_ctx *c);       /* zeroed; NULL when empty */
+void ipk_conn_put(struct ipk_ctx *c, struct ipk_conn *conn);
+
+IPK_INLINE void ipk_drop(struct ipk_ctx *c, enum ipk_drop why) { c->cnt.drop[why]++; }
+/* Count `why` and free the packet chain. */
+void ipk_drop_pkt(struct ipk_ctx *c, void *pkt, enum ipk_drop why);
+
+/* -------------------------------------------------------- link / ARP */
+
+/* Input of one frame from ipk_run (takes ownership). */
+void ipk_link_input(struct ipk_ctx *c, void *pkt);
+/*
+ * Output of a frame whose IPv4 datagram starts at offset c->l2_len of pkt (the first
+ * l2_len bytes are reserved for the link header, which this fills). next_hop_be is
+ * the on-link destination (ip4.c picks gateway or destination). Ownership passes.
+ * Returns 0, or a negative error when the packet was dropped.
+ */
+int ipk_link_output_ip4(struct ipk_ctx *c, void *pkt, uint32_t next_hop_be);
+/* Hand a finished frame to ops->tx, counting it. */
+void ipk_link_tx(struct ipk_ctx *c, void *pkt);
+
+void ipk_arp_input(struct ipk_ctx *c, void *pkt, uint32_t off);
+/* Resolve next_hop for pkt: transmits now when known, else queues (bounded) and
+ * sends a request. Ownership passes. */
+int ipk_arp_output(struct ipk_ctx *c, void *pkt, uint32_t next_hop_be);
+uint64_t ipk_arp_timer(struct ipk_ctx *c, uint64_t now); /* returns next deadline */
+
+/* --------------------------------------------------------------- IPv4 */
+
+void ipk_ip4_input(struct ipk_ctx *c, void *pkt, uint32_t off);
+/* Allocate a packet for an outgoing datagram: returns it with length 0; the
+ * transport writes its header at ipk_l4_off(c). NULL (counted) when none. */
+void *ipk_ip4_alloc(struct ipk_ctx *c);
+IPK_INLINE uint32_t ipk_l4_off(const struct ipk_ctx *c) { return c->l2_len + IPK_IP4_HLEN; }
+/*
+ * Finish and send a datagram: pkt (maybe a chain) holds l2 room + 20 bytes of IPv4
+ * header room + l4_len transport bytes. Fills the IPv4 header (DF set unless
+ * `allow_frag`), applies checksum offload marks (meta is completed with l2/l3 and
+ * the IP flag), routes, and passes to the link. Ownership passes.
+ */
+int ipk_ip4_output(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t proto,
+                   uint32_t l4_len, struct ipk_tx_meta *meta);
+uint64_t ipk_ip4_frag_timer(struct ipk_ctx *c, uint64_t now);
+/* Is this address one we answer to (ours, broadcast)? */
+int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be);
+
+/* --------------------------------------------------------------- ICMP */
+
+void ipk_icmp_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx);
+/* Send an ICMP error quoting the offending datagram (its IPv4 header at l3_off of
+ * pkt, which stays the caller's). */
+void ipk_icmp_send_error(struct ipk_ctx *c, void *pkt, uint32_t l3_off, uint8_t type,
+                         uint8_t code);
+
+/* ---------------------------------------------------------------- UDP */
+
+void ipk_udp_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx);
+
+/* ---------------------------------------------------------------- TCP */
+
+void ipk_tcp_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx);
+/* An ICMP error quoted a TCP segment of ours: `quote` holds the quoted IPv4 header
+ * and at least 8 bytes after it (qlen bytes, already checked >= ihl + 8). */
+void ipk_tcp_icmp_error(struct ipk_ctx *c, uint8_t type, uint8_t code, uint16_t mtu,
+                        const uint8_t *quote, uint32_t qlen);
+uint64_t ipk_tcp_timer(struct ipk_ctx *c, uint64_t now); /* returns next deadline */
+
+#endif

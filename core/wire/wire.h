@@ -1,0 +1,229 @@
+/*
+ * ipkit wire layer: pure parse and emit of each header. No state, no ops, no context.
+ *
+ * Rules every function here follows:
+ *  - parse checks every length before it reads a byte, returns the header length on
+ *    success and a negative IPK_WIRE_E* code when the bytes are malformed;
+ *  - emit writes into a caller's buffer of `cap` bytes and returns the bytes written,
+ *    or 0 when cap is too small;
+ *  - all multi-byte fields are read and written byte by byte in big-endian order
+ *    (never a cast of a byte pointer to a struct), so the code is right on any
+ *    endianness and alignment;
+ *  - IPv4 addresses and ports stay in network order (suffix _be) so they compare and
+ *    copy directly against the API's values; every other number is host order.
+ */
+#ifndef IPKIT_WIRE_H
+#define IPKIT_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define IPK_WIRE_ESHORT (-1)   /* buffer shorter than the header says */
+#define IPK_WIRE_EVERSION (-2) /* wrong version / hardware / protocol type */
+#define IPK_WIRE_ELEN (-3)     /* a length field is inconsistent */
+#define IPK_WIRE_EOPT (-4)     /* malformed option */
+
+/* ------------------------------------------------------------- bytes */
+
+static inline uint16_t ipk_rd16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
+static inline uint32_t ipk_rd32(const uint8_t *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static inline void ipk_wr16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+static inline void ipk_wr32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+/* Network-order values kept as they are in memory (the _be convention). */
+static inline uint16_t ipk_rdbe16(const uint8_t *p)
+{
+	uint16_t v;
+	__builtin_memcpy(&v, p, 2);
+	return v;
+}
+static inline uint32_t ipk_rdbe32(const uint8_t *p)
+{
+	uint32_t v;
+	__builtin_memcpy(&v, p, 4);
+	return v;
+}
+static inline void ipk_wrbe16(uint8_t *p, uint16_t v) { __builtin_memcpy(p, &v, 2); }
+static inline void ipk_wrbe32(uint8_t *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }
+
+/* ---------------------------------------------------------- checksum */
+
+/* RFC 1071 one's-complement sum. ipk_csum_add adds `len` bytes at `p` to a running
+ * 32-bit sum; `odd` says whether an odd number of bytes was summed before (so pieces
+ * of a scattered buffer can be summed one after another) and is updated. */
+uint32_t ipk_csum_add(uint32_t sum, const uint8_t *p, uint32_t len, int *odd);
+/* Fold to 16 bits and complement: the value to store in a checksum field (host order). */
+uint16_t ipk_csum_fold(uint32_t sum);
+/* Sum of the TCP/UDP IPv4 pseudo-header (RFC 793 §3.1 / RFC 768). */
+uint32_t ipk_csum_pseudo(uint32_t src_be, uint32_t dst_be, uint8_t proto, uint32_t l4_len);
+/* Non-complemented fold of the pseudo-header sum, as NICs expect in the checksum field
+ * when transmit checksum offload is requested. */
+uint16_t ipk_csum_pseudo_fold(uint32_t src_be, uint32_t dst_be, uint8_t proto, uint32_t l4_len);
+
+/* ---------------------------------------------------------- Ethernet */
+
+#define IPK_ETH_HLEN 14
+#define IPK_ETHERTYPE_IP4 0x0800
+#define IPK_ETHERTYPE_ARP 0x0806
+#define IPK_ETHERTYPE_VLAN 0x8100
+
+struct ipk_eth_hdr {
+	uint8_t dst[6], src[6];
+	uint16_t type; /* host order */
+};
+int ipk_eth_parse(const uint8_t *p, uint32_t len, struct ipk_eth_hdr *h);
+uint32_t ipk_eth_emit(uint8_t *p, uint32_t cap, const struct ipk_eth_hdr *h);
+
+/* --------------------------------------------------------------- ARP */
+
+#define IPK_ARP_LEN 28 /* Ethernet/IPv4 ARP body */
+#define IPK_ARP_REQUEST 1
+#define IPK_ARP_REPLY 2
+
+struct ipk_arp_hdr {
+	uint16_t op;
+	uint8_t sha[6];
+	uint32_t spa_be;
+	uint8_t tha[6];
+	uint32_t tpa_be;
+};
+/* Accepts only htype 1 / ptype 0x0800 / hlen 6 / plen 4 (else IPK_WIRE_EVERSION). */
+int ipk_arp_parse(const uint8_t *p, uint32_t len, struct ipk_arp_hdr *h);
+uint32_t ipk_arp_emit(uint8_t *p, uint32_t cap, const struct ipk_arp_hdr *h);
+
+/* -------------------------------------------------------------- IPv4 */
+
+#define IPK_IP4_HLEN 20
+#define IPK_IPPROTO_ICMP 1
+#define IPK_IPPROTO_TCP 6
+#define IPK_IPPROTO_UDP 17
+#define IPK_IP4_DF 0x4000
+#define IPK_IP4_MF 0x2000
+#define IPK_IP4_OFFMASK 0x1fff
+
+struct ipk_ip4_hdr {
+	uint8_t ihl;        /* header length in bytes (20..60) */
+	uint8_t tos;
+	uint16_t tot_len;   /* total length in bytes */
+	uint16_t id;
+	uint16_t frag;      /* flags (DF/MF) | offset in 8-byte units, as on the wire */
+	uint8_t ttl;
+	uint8_t proto;
+	uint16_t csum;
+	uint32_t src_be, dst_be;
+};
+/* Checks version 4, ihl >= 20, ihl <= tot_len <= len. Does not verify the checksum
+ * (see ipk_ip4_csum_ok) so that a NIC's verdict can be used instead. */
+int ipk_ip4_parse(const uint8_t *p, uint32_t len, struct ipk_ip4_hdr *h);
+int ipk_ip4_csum_ok(const uint8_t *p, uint32_t ihl);
+/* Writes a 20-byte header (no options). With fill_csum the checksum is computed,
+ * otherwise the field is 0 (for offload). */
+uint32_t ipk_ip4_emit(uint8_t *p, uint32_t cap, const struct ipk_ip4_hdr *h, int fill_csum);
+
+/* -------------------------------------------------------------- ICMP */
+
+#define IPK_ICMP_HLEN 8
+#define IPK_ICMP_ECHO_REPLY 0
+#define IPK_ICMP_UNREACH 3
+#define IPK_ICMP_ECHO 8
+#define IPK_ICMP_TIME_EXCEEDED 11
+#define IPK_ICMP_UNREACH_PORT 3
+#define IPK_ICMP_UNREACH_NEEDFRAG 4
+
+struct ipk_icmp_hdr {
+	uint8_t type, code;
+	uint16_t csum;
+	uint16_t id, seq; /* echo: identifier and sequence (host order) */
+	uint16_t mtu;     /* unreach/needfrag: next-hop MTU (RFC 1191) */
+	uint32_t rest;    /* the raw 4 bytes after the checksum */
+};
+int ipk_icmp_parse(const uint8_t *p, uint32_t len, struct ipk_icmp_hdr *h);
+/* Writes the 8-byte header; the checksum over header + payload is the caller's
+ * (compute with ipk_csum_add after the payload is in place). */
+uint32_t ipk_icmp_emit(uint8_t *p, uint32_t cap, const struct ipk_icmp_hdr *h);
+
+/* --------------------------------------------------------------- UDP */
+
+#define IPK_UDP_HLEN 8
+
+struct ipk_udp_hdr {
+	uint16_t sport_be, dport_be;
+	uint16_t len; /* header + payload */
+	uint16_t csum;
+};
+/* Checks 8 <= len field <= len. */
+int ipk_udp_parse(const uint8_t *p, uint32_t len, struct ipk_udp_hdr *h);
+uint32_t ipk_udp_emit(uint8_t *p, uint32_t cap, const struct ipk_udp_hdr *h);
+
+/* --------------------------------------------------------------- TCP */
+
+#define IPK_TCP_HLEN 20
+#define IPK_TCP_FIN 0x01
+#define IPK_TCP_SYN 0x02
+#define IPK_TCP_RST 0x04
+#define IPK_TCP_PSH 0x08
+#define IPK_TCP_ACK 0x10
+#define IPK_TCP_URG 0x20
+#define IPK_TCP_ECE 0x40
+#define IPK_TCP_CWR 0x80
+
+struct ipk_tcp_hdr {
+	uint16_t sport_be, dport_be;
+	uint32_t seq, ack;
+	uint8_t doff;   /* header length in bytes (20..60) */
+	uint8_t flags;  /* IPK_TCP_* */
+	uint16_t wnd;   /* raw window field, unscaled */
+	uint16_t csum;
+	uint16_t urp;
+};
+/* Checks 20 <= doff <= len. Options are parsed separately. */
+int ipk_tcp_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_hdr *h);
+/* Writes the 20-byte fixed header with h->doff as data offset (options follow,
+ * written by ipk_tcp_opts_emit); checksum field as given. */
+uint32_t ipk_tcp_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_hdr *h);
+
+#define IPK_TCPOPT_EOL 0
+#define IPK_TCPOPT_NOP 1
+#define IPK_TCPOPT_MSS 2
+#define IPK_TCPOPT_WSCALE 3
+#define IPK_TCPOPT_SACK_PERM 4
+#define IPK_TCPOPT_SACK 5
+#define IPK_TCPOPT_TS 8
+#define IPK_TCP_MAX_SACK 4
+
+struct ipk_tcp_opts {
+	uint8_t has_mss, has_ws, has_sack_perm, has_ts;
+	uint16_t mss;
+	uint8_t ws;            /* shift as received (caller clamps to 14, RFC 7323 §2.3) */
+	uint8_t nsack;         /* SACK blocks present */
+	uint32_t tsval, tsecr;
+	uint32_t sack[IPK_TCP_MAX_SACK][2]; /* left, right edges */
+};
+/* Parse the option bytes (p points after the fixed header, len = doff - 20).
+ * Unknown options with a sane length are skipped. Returns 0 or IPK_WIRE_EOPT for a
+ * length of 0/1, a length past the end, or a known option with the wrong length. */
+int ipk_tcp_opts_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_opts *o);
+/* Emit the options present in o (MSS, WS, SACK-permitted, TS, SACK blocks), NOP
+ * padded to a multiple of 4; returns bytes written (<= 40) or 0 if cap is short. */
+uint32_t ipk_tcp_opts_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_opts *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,479 @@
+/*
+ * ipkit core: a freestanding TCP/IP engine (Ethernet, ARP, IPv4, ICMP, UDP, TCP).
+ *
+ * The core has no libc, no allocator, no threads, no clock and no loop of its own.
+ * Everything it needs comes from the integrator:
+ *
+ *   - memory for the context (ipk_ctx_size), connection objects (ipk_conn_size) and
+ *     packet-buffer descriptors (ipk_pb_size), handed over before or after init;
+ *   - packets: the integrator's own objects (an mbuf, an XDP frame, a pool slot),
+ *     touched only through the packet ops in struct ipk_ops;
+ *   - time: every entry point takes `now` in nanoseconds; ipk_run returns the next
+ *     deadline;
+ *   - events: delivered by callback from inside ipk_run and the other entry points.
+ *
+ * One context serves one thread / one NIC queue. Contexts share nothing, so many of
+ * them can live in one process (the simulator runs hundreds).
+ *
+ * Byte order: every value that ends in _be is in network byte order (as it sits in
+ * the packet). Ports and addresses cross the API in network order so that they can be
+ * copied straight from and to headers; use ipk_htons / ipk_htonl to build them.
+ *
+ * Packet ownership, the one rule: a packet handed to the core (ipk_run's batch,
+ * ipk_tcp_send, ipk_udp_send) belongs to the core from then on, which frees it through
+ * ops->pkt_free or passes it to ops->tx; a packet handed to the integrator (ops->tx)
+ * belongs to the integrator. Packets shown in events (payload, UDP datagram, ICMP
+ * reply) stay the core's and are valid only during the callback; clone them with the
+ * integrator's own clone to keep them.
+ */
+#ifndef IPKIT_CORE_H
+#define IPKIT_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- errors */
+
+/* Every call that can fail returns 0 or a positive count on success and one of
+ * these negative codes on failure. */
+#define IPK_OK 0
+#define IPK_EINVAL (-1)      /* bad argument: NULL handle, bad length, bad config */
+#define IPK_ENOMEM (-2)      /* a pool (connections or pb descriptors) is empty */
+#define IPK_EAGAIN (-3)      /* send buffer full or window closed: retry after an event */
+#define IPK_ENOTCONN (-4)    /* connection not in a state that allows the call */
+#define IPK_EADDRINUSE (-5)  /* port already bound / listening / 4-tuple in use */
+#define IPK_ECLOSED (-6)     /* handle refers to a connection that is closed or freed */
+#define IPK_EMSGSIZE (-7)    /* datagram larger than the path allows */
+#define IPK_ENOBUFS (-8)     /* ops->pkt_alloc returned NULL */
+#define IPK_EHOSTUNREACH (-9) /* no route or ARP resolution failed */
+#define IPK_ENOENT (-10)     /* nothing bound / listening there */
+
+/* ------------------------------------------------------------- constants */
+
+#define IPK_LINK_ETH 0   /* Ethernet II frames */
+#define IPK_LINK_RAWIP 1 /* bare IPv4 packets (TUN-style devices) */
+
+/* NIC capabilities, declared by the integrator in ipk_config.caps. The core uses
+ * each when present and does the work in software when absent. */
+#define IPK_CAP_RX_CSUM_IP4 (1u << 0) /* ops->rx_csum reports IPv4 header checksum status */
+#define IPK_CAP_RX_CSUM_L4 (1u << 1)  /* ops->rx_csum reports TCP/UDP checksum status */
+#define IPK_CAP_TX_CSUM_IP4 (1u << 2) /* NIC fills the IPv4 header checksum */
+#define IPK_CAP_TX_CSUM_TCP (1u << 3) /* NIC fills the TCP checksum (core writes pseudo-header sum) */
+#define IPK_CAP_TX_CSUM_UDP (1u << 4) /* NIC fills the UDP checksum (core writes pseudo-header sum) */
+#define IPK_CAP_TSO (1u << 5)         /* NIC segments TCP up to ipk_config.tso_max bytes */
+#define IPK_CAP_SG (1u << 6)          /* NIC transmits packet chains (scatter-gather) */
+#define IPK_CAP_LRO (1u << 7)         /* NIC may deliver coalesced TCP segments larger than MSS */
+
+/* ops->rx_csum result bits */
+#define IPK_RXCSUM_IP4_GOOD (1u << 0)
+#define IPK_RXCSUM_IP4_BAD (1u << 1)
+#define IPK_RXCSUM_L4_GOOD (1u << 2)
+#define IPK_RXCSUM_L4_BAD (1u << 3)
+
+/* Transmit offload requests placed on a packet through ops->tx_offload. */
+#define IPK_TXOFF_IP4_CSUM (1u << 0)
+#define IPK_TXOFF_TCP_CSUM (1u << 1)
+#define IPK_TXOFF_UDP_CSUM (1u << 2)
+#define IPK_TXOFF_TSO (1u << 3)
+
+struct ipk_tx_meta {
+	uint32_t flags;  /* IPK_TXOFF_* */
+	uint16_t l2_len; /* bytes of link header (0 for IPK_LINK_RAWIP) */
+	uint16_t l3_len; /* bytes of IPv4 header */
+	uint16_t l4_len; /* bytes of TCP/UDP header */
+	uint16_t mss;    /* with IPK_TXOFF_TSO: payload bytes per segment */
+};
+
+/* Why a connection was closed (ops->tcp_closed). */
+enum ipk_close_reason {
+	IPK_CLOSE_NORMAL = 0,   /* both FINs exchanged and acknowledged */
+	IPK_CLOSE_RESET = 1,    /* peer sent a valid RST */
+	IPK_CLOSE_REFUSED = 2,  /* RST in answer to our SYN */
+	IPK_CLOSE_TIMEOUT = 3,  /* retransmissions exhausted */
+	IPK_CLOSE_ABORTED = 4,  /* ipk_tcp_abort called */
+	IPK_CLOSE_UNREACH = 5   /* ICMP hard error during connection setup */
+};
+
+/* Reasons a received frame or segment was dropped; ipk_counters.drop[reason]. */
+enum ipk_drop {
+	IPK_DROP_RUNT = 0,          /* shorter than its link header */
+	IPK_DROP_ETHERTYPE,         /* unsupported EtherType */
+	IPK_DROP_NOT_FOR_US,        /* destination MAC or IPv4 address is not ours */
+	IPK_DROP_ARP_MALFORMED,     /* bad ARP header or lengths */
+	IPK_DROP_IP4_MALFORMED,     /* bad version, IHL, total length */
+	IPK_DROP_IP4_CSUM,          /* IPv4 header checksum */
+	IPK_DROP_IP4_OPTIONS,       /* options we refuse (source route etc.) */
+	IPK_DROP_IP4_PROTO,         /* unsupported protocol */
+	IPK_DROP_IP4_BAD_SRC,       /* broadcast / multicast / loopback source */
+	IPK_DROP_FRAG_NOMEM,        /* reassembly resources exhausted */
+	IPK_DROP_FRAG_OVERLAP,      /* overlapping fragments: datagram discarded */
+	IPK_DROP_FRAG_TIMEOUT,      /* reassembly timed out (per fragment freed) */
+	IPK_DROP_FRAG_TOO_BIG,      /* reassembled size above 65535 or configured limit */
+	IPK_DROP_ICMP_MALFORMED,    /* short or bad checksum */
+	IPK_DROP_ICMP_TYPE,         /* type we do not handle */
+	IPK_DROP_UDP_MALFORMED,     /* bad length */
+	IPK_DROP_UDP_CSUM,          /* UDP checksum */
+	IPK_DROP_UDP_NO_PORT,       /* nobody bound (ICMP port unreachable sent) */
+	IPK_DROP_TCP_MALFORMED,     /* bad data offset, length or options */
+	IPK_DROP_TCP_CSUM,          /* TCP checksum */
+	IPK_DROP_TCP_NO_CONN,       /* no connection / listener (RST sent if allowed) */
+	IPK_DROP_TCP_OUT_OF_WINDOW, /* sequence outside the receive window */
+	IPK_DROP_TCP_BAD_ACK,       /* acknowledges data never sent */
+	IPK_DROP_TCP_BAD_FLAGS,     /* flag combination not allowed in this state */
+	IPK_DROP_TCP_OOO_FULL,      /* out-of-order queue full */
+	IPK_DROP_TCP_BACKLOG,       /* listener backlog full */
+	IPK_DROP_TCP_REFUSED,       /* ops->tcp_accept said no */
+	IPK_DROP_NO_CONN_MEM,       /* connection pool empty */
+	IPK_DROP_NO_PB,             /* packet-buffer descriptor pool empty */
+	IPK_DROP_ARP_QUEUE_FULL,    /* tx packet waiting for ARP dropped */
+	IPK_DROP_ARP_TIMEOUT,       /* tx packet waiting for ARP timed out */
+	IPK_DROP_NO_PKT,            /* ops->pkt_alloc returned NULL on transmit */
+	IPK_DROP_CHAIN,             /* received packet chain not allowed here */
+	IPK_DROP__COUNT
+};
+
+struct ipk_counters {
+	uint64_t drop[IPK_DROP__COUNT];
+	uint64_t rx_frames, tx_frames;
+	uint64_t rx_bytes, tx_bytes;
+	uint64_t tcp_rx_segs, tcp_tx_segs;
+	uint64_t tcp_retransmits;     /* segments sent again (RTO and fast retransmit) */
+	uint64_t tcp_rto;             /* retransmission timeouts */
+	uint64_t tcp_fast_retransmits;
+	uint64_t tcp_rst_tx, tcp_rst_rx;
+	uint64_t tcp_active_opens, tcp_passive_opens;
+	uint64_t tcp_ooo_segs;        /* segments queued out of order */
+	uint64_t tcp_dup_segs;        /* segments carrying only already-received data */
+	uint64_t udp_rx, udp_tx;
+	uint64_t icmp_rx, icmp_tx;
+	uint64_t arp_rx, arp_tx;
+	uint64_t ip4_frags_rx, ip4_reassembled;
+};
+
+/* Name of a drop reason, for logs ("ip4_csum"); never NULL. */
+const char *ipk_drop_name(enum ipk_drop reason);
+
+/* ----------------------------------------------------------------- types */
+
+struct ipk_ctx;  /* opaque engine context */
+struct ipk_conn; /* opaque TCP connection handle */
+
+/* A TCP connection's addresses, all in network order. */
+struct ipk_tuple {
+	uint32_t local_ip4_be, peer_ip4_be;
+	uint16_t local_port_be, peer_port_be;
+};
+
+/*
+ * The one ops table. All fields marked (required) must be set; optional ones may be
+ * NULL. `opaque` is ipk_config.opaque, passed back untouched.
+ *
+ * Unity builds: define IPK_OPS_STATIC to the name of the integrator's own
+ * `static const struct ipk_ops` before including core/ipkit_unity.c and the core calls
+ * that table directly, so hot calls are direct and inlinable; the table given to
+ * ipk_ctx_init is then ignored.
+ */
+struct ipk_ops {
+	/* -- packets (required) ------------------------------------------------
+	 * A packet is a descriptor over a buffer: data pointer + length, room to grow
+	 * at the tail up to the buffer's end, and an optional `next` (scatter-gather
+	 * chain). The core never touches a packet except through these. */
+
+	/* A fresh packet with at least ipk_config.pkt_buf_size bytes of room at its data
+	 * pointer and length 0; NULL when the pool is empty (the core counts and backs
+	 * off, never spins). */
+	void *(*pkt_alloc)(void *opaque);
+	/* Release a packet, and its buffer when this was the last reference. Frees one
+	 * descriptor, not the chain behind it. */
+	void (*pkt_free)(void *pkt, void *opaque);
+	uint8_t *(*pkt_data)(void *pkt, void *opaque);
+	uint32_t (*pkt_len)(void *pkt, void *opaque);
+	/* Grow or shrink the data length (within the buffer). */
+	void (*pkt_set_len)(void *pkt, uint32_t len, void *opaque);
+	/* Move the data start forward by n bytes (n <= len). */
+	void (*pkt_adj_head)(void *pkt, uint32_t n, void *opaque);
+	/* Drop n bytes from the end (n <= len). */
+	void (*pkt_trim_tail)(void *pkt, uint32_t n, void *opaque);
+	/* New descriptor over the same buffer (reference count + 1), same data pointer
+	 * and length, no next; NULL when out of descriptors. */
+	void *(*pkt_clone)(void *pkt, void *opaque);
+	/* Append `tail` (and its chain) at the end of `head`'s chain. */
+	void (*pkt_chain_append)(void *head, void *tail, void *opaque);
+	/* Next packet in a chain, or NULL. */
+	void *(*pkt_chain_next)(void *pkt, void *opaque);
+	/* Detach and return the rest of the chain after `pkt` (pkt's next becomes NULL). */
+	void *(*pkt_chain_cut)(void *pkt, void *opaque);
+
+	/* -- NIC ------------------------------------------------------------- */
+
+	/* (required) Queue a frame (possibly a chain, with IPK_CAP_SG) for transmit.
+	 * Ownership passes to the integrator. */
+	void (*tx)(void *pkt, void *opaque);
+	/* (optional) Called at the end of every entry point that queued frames. */
+	void (*tx_flush)(void *opaque);
+	/* (optional, needed with any IPK_CAP_TX_*) Mark transmit offloads on a frame. */
+	void (*tx_offload)(void *pkt, const struct ipk_tx_meta *meta, void *opaque);
+	/* (optional, needed with IPK_CAP_RX_CSUM_*) IPK_RXCSUM_* bits for a received
+	 * frame; bits not set mean "unknown" and the core checks in software. */
+	uint32_t (*rx_csum)(void *pkt, void *opaque);
+
+	/* -- randomness (required) ------------------------------------------- */
+
+	/* 32 random bits (ephemeral ports, IPv4 ID, fallback ISN). */
+	uint32_t (*random)(void *opaque);
+	/* (optional) RFC 6528 F(): a keyed hash of the 4-tuple (PRF with a secret key).
+	 * When NULL the core uses random() for the ISN offset instead. */
+	uint32_t (*isn_hash)(const struct ipk_tuple *t, void *opaque);
+
+	/* -- ARP owned by the integrator (optional) ---------------------------
+	 * When arp_resolve is set the built-in ARP cache is not used: the core asks
+	 * this function for the MAC of a next hop; 1 = known (mac filled), 0 = not
+	 * known (the packet waits in the ARP queue and the core sends a request). */
+	int (*arp_resolve)(uint32_t ip4_be, uint8_t mac[6], void *opaque);
+	/* (optional) Told of every IP->MAC binding learned from the wire. */
+	void (*arp_learned)(uint32_t ip4_be, const uint8_t mac[6], void *opaque);
+
+	/* -- TCP events ------------------------------------------------------ */
+
+	/* (optional) A SYN arrived for a listening port: return nonzero to accept.
+	 * NULL accepts everything up to the backlog. */
+	int (*tcp_accept)(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opaque);
+	/* (optional) A passive open completed; the return value becomes the
+	 * connection's user pointer (ipk_tcp_user). */
+	void *(*tcp_accepted)(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque);
+	/* (optional) An active open completed. */
+	void (*tcp_connected)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *opaque);
+	/* (required for TCP) In-order payload, zero-copy: `len` bytes at `off` in `pkt`
+	 * (never a chain). The packet stays the core's. The bytes count against the
+	 * receive window until the application calls ipk_tcp_recved. len == 0 with
+	 * pkt == NULL means the peer sent FIN (end of stream). */
+	void (*tcp_payload)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+	                    uint32_t off, uint32_t len, void *opaque);
+	/* (optional) `bytes` more of our data were acknowledged; send-buffer room grew. */
+	void (*tcp_acked)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
+	                  void *opaque);
+	/* (optional) The connection is gone; after this call the handle is invalid.
+	 * Called once per connection that reached tcp_accepted / tcp_connected, and for
+	 * active opens that failed. */
+	void (*tcp_closed)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
+	                   enum ipk_close_reason why, void *opaque);
+
+	/* -- UDP / ICMP events ----------------------------------------------- */
+
+	/* (optional) A datagram for a bound port: `len` bytes at `off` in `pkt`; after a
+	 * reassembly the payload may continue in pkt's chain (use ipk_pkt_copy). */
+	void (*udp_recv)(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
+	                 uint32_t len, void *opaque);
+	/* (optional) An ICMP echo reply arrived (for ipk_icmp_echo). */
+	void (*icmp_echo_reply)(struct ipk_ctx *ctx, uint32_t from_ip4_be, uint16_t id_be,
+	                        uint16_t seq_be, uint32_t payload_len, void *opaque);
+};
+
+/* Engine configuration. ipk_config_default fills every field with a documented
+ * default; set addresses, caps and sizes after it. */
+struct ipk_config {
+	uint32_t version; /* IPK_CONFIG_VERSION */
+	void *opaque;     /* handed back to every op */
+
+	uint8_t link;     /* IPK_LINK_ETH (default) or IPK_LINK_RAWIP */
+	uint8_t mac[6];
+	uint32_t ip4_be, netmask_be, gateway_be; /* gateway 0 = none (on-link only) */
+	uint16_t mtu;          /* IP MTU, default 1500 */
+	uint32_t pkt_buf_size; /* bytes every ops->pkt_alloc packet can hold, default 2048 */
+
+	uint32_t caps;    /* IPK_CAP_* */
+	uint32_t tso_max; /* with IPK_CAP_TSO: largest TCP payload per frame, default 65535-40 */
+
+	/* sizes of internal tables, fixed at init (they set ipk_ctx_size) */
+	uint32_t conn_hash_buckets; /* power of two, default 1024 */
+	uint16_t max_listeners;     /* default 16 */
+	uint16_t max_udp_binds;     /* default 16 */
+	uint16_t arp_entries;       /* default 64 */
+	uint16_t frag_slots;        /* datagrams reassembled at once, default 8 */
+
+	/* ARP */
+	uint64_t arp_ttl_ns;        /* cache entry life, default 60 s */
+	uint64_t arp_retry_ns;      /* request retransmit interval, default 1 s */
+	uint8_t arp_retries;        /* requests before giving up, default 3 */
+	uint8_t arp_queue_per_entry;/* tx packets waiting per unresolved address, default 8 */
+
+	/* IPv4 */
+	uint8_t ttl;                /* default 64 */
+	uint64_t frag_timeout_ns;   /* RFC 791: default 30 s */
+	uint32_t frag_max_bytes;    /* largest reassembled datagram, default 65535 */
+	uint16_t frag_max_pieces;   /* fragments per datagram, default 64 */
+
+	/* TCP */
+	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB */
+	uint32_t tcp_rcvbuf;        /* receive window ceiling, default 256 KiB */
+	uint16_t tcp_ooo_max;       /* out-of-order segments held per connection, default 64 */
+	uint64_t tcp_rto_min_ns;    /* RFC 6298 (2.4) says 1 s; default 200 ms like Linux */
+	uint64_t tcp_rto_max_ns;    /* default 60 s */
+	uint64_t tcp_rto_init_ns;   /* RFC 6298 (2.1): default 1 s */
+	uint8_t tcp_max_retries;    /* RTOs in a row before IPK_CLOSE_TIMEOUT, default 12 */
+	uint8_t tcp_syn_retries;    /* default 6 */
+	uint64_t tcp_time_wait_ns;  /* TIME_WAIT duration (2*MSL), default 60 s */
+	uint64_t tcp_delack_ns;     /* delayed-ACK timer, default 40 ms; 0 = ACK every segment */
+	uint8_t tcp_nagle;          /* RFC 896 Nagle, default 0 (off) */
+	uint8_t tcp_wscale;         /* our window-scale shift, default 7 */
+	uint16_t tcp_backlog_max;   /* cap on any listener's backlog, default 128 */
+	uint16_t eph_port_lo, eph_port_hi; /* ephemeral range (host order), default 49152..65535 */
+};
+
+#define IPK_CONFIG_VERSION 1u
+
+void ipk_config_default(struct ipk_config *cfg);
+
+/* --------------------------------------------------------------- context */
+
+/* Bytes the context needs for this configuration (0 if the config is invalid). */
+size_t ipk_ctx_size(const struct ipk_config *cfg);
+/* Bytes of one connection object and one pb descriptor. */
+size_t ipk_conn_size(void);
+size_t ipk_pb_size(void);
+
+/* Initialise a context in `mem` (ipk_ctx_size bytes, 8-byte aligned). `ops` must
+ * outlive the context. Returns the context, or NULL for a bad config / missing
+ * required op. */
+struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cfg,
+                             const struct ipk_ops *ops);
+
+/* Give the core `count` connection objects / pb descriptors laid out contiguously in
+ * `mem` (8-byte aligned, count * ipk_conn_size() bytes). The memory stays the
+ * integrator's to free only after the context is no longer used. Returns count
+ * added or IPK_EINVAL. */
+int ipk_add_conns(struct ipk_ctx *ctx, void *mem, uint32_t count);
+int ipk_add_pbs(struct ipk_ctx *ctx, void *mem, uint32_t count);
+
+/* Free pool entries: how many connections / pb descriptors are unused now. */
+uint32_t ipk_conns_free(const struct ipk_ctx *ctx);
+uint32_t ipk_pbs_free(const struct ipk_ctx *ctx);
+
+/*
+ * The engine's one driving call: process `n` received frames (ownership passes to
+ * the core; pkts may be NULL when n == 0), fire the timers due at `now`, transmit
+ * what is ready, and return the next absolute deadline in ns (UINT64_MAX when no
+ * timer is armed). Call it again at that deadline, or sooner when frames arrive.
+ */
+uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t now);
+
+/* Counters since init. */
+const struct ipk_counters *ipk_counters(const struct ipk_ctx *ctx);
+
+/* Copy `len` bytes starting `off` bytes into the chain at `pkt` into `dst`;
+ * returns bytes copied (less when the chain is shorter). */
+uint32_t ipk_pkt_copy(struct ipk_ctx *ctx, void *pkt, uint32_t off, void *dst, uint32_t len);
+
+/* ------------------------------------------------------------------- ARP */
+
+/* Send a gratuitous ARP for our address (RFC 5227 announcement). */
+int ipk_arp_announce(struct ipk_ctx *ctx, uint64_t now);
+/* Put a static entry in the built-in cache (never expires). */
+int ipk_arp_add_static(struct ipk_ctx *ctx, uint32_t ip4_be, const uint8_t mac[6]);
+
+/* ------------------------------------------------------------------- TCP */
+
+/* Listen on a local port; backlog bounds connections in SYN-RECEIVED for it. */
+int ipk_tcp_listen(struct ipk_ctx *ctx, uint16_t port_be, uint16_t backlog);
+int ipk_tcp_unlisten(struct ipk_ctx *ctx, uint16_t port_be);
+
+/* Active open to peer. local_port_be 0 picks an ephemeral port. On success *out is
+ * the new connection (SYN sent); tcp_connected or tcp_closed follows. */
+int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_port_be,
+                    uint16_t local_port_be, void *user, struct ipk_conn **out, uint64_t now);
+
+/* Zero-copy send: queue `pkt` (its data..len are payload; a chain is allowed)
+ * after the data already queued. Ownership passes to the core on success only;
+ * on error the packet is still the caller's. Returns payload bytes queued or
+ * IPK_EAGAIN (not enough send-buffer room for the whole packet), IPK_ENOTCONN. */
+int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t now);
+/* Copying send: queue up to len bytes from buf; returns bytes queued (0 when the
+ * send buffer is full) or a negative error. */
+int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *buf, uint32_t len,
+                  uint64_t now);
+/* Room left in the send buffer, in bytes. */
+uint32_t ipk_tcp_sndbuf_free(const struct ipk_conn *c);
+/* The application consumed `bytes` delivered by tcp_payload; reopens the window. */
+int ipk_tcp_recved(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t bytes, uint64_t now);
+/* Half-close: send FIN after queued data. The connection lives until both sides
+ * are done; tcp_closed reports the end. */
+int ipk_tcp_close(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now);
+/* Send RST and free the connection now; tcp_closed(IPK_CLOSE_ABORTED) is called. */
+int ipk_tcp_abort(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now);
+
+void *ipk_tcp_user(const struct ipk_conn *c);
+void ipk_tcp_set_user(struct ipk_conn *c, void *user);
+int ipk_tcp_tuple(const struct ipk_conn *c, struct ipk_tuple *t);
+/* Per-connection Nagle switch (RFC 896); default from ipk_config.tcp_nagle. */
+int ipk_tcp_set_nagle(struct ipk_conn *c, int on);
+
+/* Connection state, as RFC 9293 names them. */
+enum ipk_tcp_state {
+	IPK_TCP_CLOSED = 0, IPK_TCP_LISTEN, IPK_TCP_SYN_SENT, IPK_TCP_SYN_RECEIVED,
+	IPK_TCP_ESTABLISHED, IPK_TCP_FIN_WAIT_1, IPK_TCP_FIN_WAIT_2, IPK_TCP_CLOSE_WAIT,
+	IPK_TCP_CLOSING, IPK_TCP_LAST_ACK, IPK_TCP_TIME_WAIT
+};
+enum ipk_tcp_state ipk_tcp_state(const struct ipk_conn *c);
+
+struct ipk_tcp_info {
+	enum ipk_tcp_state state;
+	uint32_t mss;           /* send MSS */
+	uint32_t cwnd, ssthresh;/* bytes */
+	uint32_t snd_wnd;       /* peer's advertised window, bytes */
+	uint32_t rcv_wnd;       /* our advertised window, bytes */
+	uint32_t inflight;      /* bytes sent, not acknowledged */
+	uint64_t srtt_ns, rttvar_ns, rto_ns;
+	uint64_t retransmits;
+	uint8_t snd_wscale, rcv_wscale;
+};
+int ipk_tcp_info(const struct ipk_conn *c, struct ipk_tcp_info *info);
+
+/* ------------------------------------------------------------------- UDP */
+
+int ipk_udp_bind(struct ipk_ctx *ctx, uint16_t port_be);
+int ipk_udp_unbind(struct ipk_ctx *ctx, uint16_t port_be);
+/* Send `pkt` (data..len is the payload, at most mtu - 28 bytes; headers are
+ * prepended in a separate packet or in the headroom the core allocates). Ownership
+ * passes to the core on success only. */
+int ipk_udp_send(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip4_be,
+                 uint16_t peer_port_be, void *pkt, uint64_t now);
+/* Copying variant. */
+int ipk_udp_sendto(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip4_be,
+                   uint16_t peer_port_be, const void *buf, uint32_t len, uint64_t now);
+
+/* ------------------------------------------------------------------ ICMP */
+
+/* Send an echo request with `len` bytes of payload (a pattern). */
+int ipk_icmp_echo(struct ipk_ctx *ctx, uint32_t dst_ip4_be, uint16_t id_be, uint16_t seq_be,
+                  uint32_t len, uint64_t now);
+
+/* --------------------------------------------------------------- helpers */
+
+static inline uint16_t ipk_htons(uint16_t v)
+{
+	const uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
+	uint16_t r;
+	__builtin_memcpy(&r, b, 2);
+	return r;
+}
+static inline uint32_t ipk_htonl(uint32_t v)
+{
+	const uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+	uint32_t r;
+	__builtin_memcpy(&r, b, 4);
+	return r;
+}
+#define ipk_ntohs ipk_htons
+#define ipk_ntohl ipk_htonl
+/* a.b.c.d in network order */
+#define IPK_IP4(a, b, c, d) \
+	ipk_htonl(((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
+
+#ifdef __cplusplus
+}
+#endif
+#endif
