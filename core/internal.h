@@ -139,7 +139,13 @@ struct ipk_ctx {
 	uint32_t isn_secret_;         /* unused when ops->isn_hash is set */
 
 	uint64_t arp_deadline, frag_deadline;
+
+	/* ICMP error rate limit (icmp4.c): token bucket, RFC 1812 §4.3.2.8 / RFC 1122 */
+	uint64_t icmp_tokens_t;        /* time the bucket was last refilled */
+	uint32_t icmp_tokens;
 };
+#define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
+#define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */
 
 /* ---------------------------------------------------------- op shims */
 
@@ -186,6 +192,11 @@ void ipk_link_input(struct ipk_ctx *c, void *pkt);
 int ipk_link_output_ip4(struct ipk_ctx *c, void *pkt, uint32_t next_hop_be);
 /* Hand a finished frame to ops->tx, counting it. */
 void ipk_link_tx(struct ipk_ctx *c, void *pkt);
+/* Fill the Ethernet header (first 14 bytes of pkt) and transmit. Ownership passes. */
+void ipk_link_eth_tx(struct ipk_ctx *c, void *pkt, const uint8_t dst_mac[6], uint16_t type);
+/* Call ops->tx_flush when frames were queued since the last flush (end of every
+ * entry point). */
+void ipk_link_flush(struct ipk_ctx *c);
 
 void ipk_arp_input(struct ipk_ctx *c, void *pkt, uint32_t off);
 /* Resolve next_hop for pkt: transmits now when known, else queues (bounded) and
@@ -211,6 +222,10 @@ int ipk_ip4_output(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t proto,
 uint64_t ipk_ip4_frag_timer(struct ipk_ctx *c, uint64_t now);
 /* Is this address one we answer to (ours, broadcast)? */
 int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be);
+/* Limited broadcast or our subnet's broadcast / network address? */
+int ipk_ip4_is_bcast(const struct ipk_ctx *c, uint32_t ip_be);
+/* On-link next hop for dst (dst itself, or the gateway); 0 when there is no route. */
+uint32_t ipk_ip4_next_hop(const struct ipk_ctx *c, uint32_t dst_be);
 
 /* --------------------------------------------------------------- ICMP */
 

@@ -133,6 +133,7 @@ enum ipk_drop {
 	IPK_DROP_ARP_TIMEOUT,       /* tx packet waiting for ARP timed out */
 	IPK_DROP_NO_PKT,            /* ops->pkt_alloc returned NULL on transmit */
 	IPK_DROP_CHAIN,             /* received packet chain not allowed here */
+	IPK_DROP_NO_ROUTE,          /* transmit: destination off-link and no gateway */
 	IPK_DROP__COUNT
 };
 
