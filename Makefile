@@ -1,0 +1,75 @@
+# ipkit: the front door for newcomers.
+#
+#   make          build (meson + ninja, debugoptimized) in build/
+#   make test     unit + sim tests, the same under ASan+UBSan, the portability gate,
+#                 a short libFuzzer run; ends with "N passed, N failed"
+#   make demo     run the simulator demo and check its pcap with tshark
+#   make fuzz     long libFuzzer run (FUZZ_SECONDS, default 600)
+#   make install  meson install (PREFIX, default /usr/local; DESTDIR honoured)
+#   make deps     install missing build/test tools with apt-get (Debian 12)
+#   make clean    remove the build directories
+#
+# Every target checks the tools first (a fast no-op when all are present).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+BUILD ?= build
+SANBUILD ?= build-san
+PREFIX ?= /usr/local
+FUZZ_SECONDS ?= 600
+FUZZ_TEST_SECONDS ?= 60
+
+# Debian packages the build, the tests and the demo need. gcc-multilib is left out
+# on purpose: on Debian 12 it conflicts with the cross compilers; 32-bit x86 builds
+# use i686-linux-gnu-gcc -static instead.
+DEB_PKGS := meson ninja-build gcc g++ clang libclang-rt-14-dev tshark \
+            gcc-i686-linux-gnu libc6-dev-i386-cross gcc-s390x-linux-gnu \
+            libc6-dev-s390x-cross qemu-user binutils pkg-config python3
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_ENV := env DEBIAN_FRONTEND=noninteractive
+
+.PHONY: build all deps test demo fuzz install clean
+
+all: build
+
+deps:
+	@missing=""; \
+	if ! command -v dpkg-query >/dev/null 2>&1; then \
+		echo "deps: not a Debian system; install by hand: $(DEB_PKGS)"; exit 0; \
+	fi; \
+	for p in $(DEB_PKGS); do \
+		s=$$(dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null || true); \
+		[ "$$s" = installed ] || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	echo "deps: installing:$$missing"; \
+	echo "wireshark-common wireshark-common/install-setuid boolean false" \
+		| $(SUDO) debconf-set-selections; \
+	$(SUDO) $(APT_ENV) apt-get update -q && \
+	$(SUDO) $(APT_ENV) apt-get install -y -q --no-install-recommends $$missing
+
+$(BUILD)/build.ninja: | deps
+	meson setup $(BUILD) --buildtype=debugoptimized --prefix=$(PREFIX)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+test: deps
+	@bash tests/port/run_all.sh --build $(BUILD) --san $(SANBUILD) \
+		--fuzz-seconds $(FUZZ_TEST_SECONDS)
+
+demo: build
+	@bash tests/port/demo_check.sh $(BUILD)
+
+fuzz: deps
+	@bash tests/port/run_all.sh --san $(SANBUILD) --only-fuzz \
+		--fuzz-seconds $(FUZZ_SECONDS)
+
+install: build
+	meson configure $(BUILD) -Dprefix=$(PREFIX)
+	meson install -C $(BUILD) $(if $(DESTDIR),--destdir $(DESTDIR))
+
+clean:
+	rm -rf $(BUILD) $(SANBUILD) build-port ipkit-demo.pcap

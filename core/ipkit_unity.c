@@ -1,0 +1,37 @@
+/*
+ * The whole core as one translation unit.
+ *
+ * Compile this file instead of linking the library when you want the compiler to see
+ * the entire stack at once. Its main use: bind the ops table at compile time.
+ *
+ *     static const struct ipk_ops my_ops = { ... };
+ *     #define IPK_OPS_STATIC my_ops
+ *     #include "ipkit_unity.c"
+ *
+ * With IPK_OPS_STATIC defined, every op call in the core goes to &my_ops directly
+ * (see IPK_OPS in internal.h), so packet ops and tx become direct calls the compiler
+ * can inline; the table passed to ipk_ctx_init is then ignored.
+ *
+ * Every core .c file must be listed here; tests/port/gate.sh fails when one is not.
+ * Static helpers of different files share this one scope, so two files must not
+ * define static functions or macros with the same name.
+ */
+#include "wire/csum.c"
+#include "wire/eth.c"
+#include "wire/arp.c"
+#include "wire/ip4.c"
+#include "wire/icmp4.c"
+#include "wire/udp.c"
+#include "wire/tcp.c"
+
+#include "stack.c"
+#include "link.c"
+#include "arp.c"
+#include "ip4.c"
+#include "icmp4.c"
+#include "udp.c"
+#include "tcp.c"
+#include "tcp_in.c"
+#include "tcp_out.c"
+#include "tcp_timer.c"
+#include "tcp_cc.c"

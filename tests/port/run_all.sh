@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# The whole test run behind `make test` (and `make fuzz` with --only-fuzz).
+#
+# Stages, each timed:
+#   1. build/     debugoptimized build, `meson test` of every suite
+#   2. build-san/ the same C tests under ASan + UBSan (halt on error, leaks detected)
+#   3. portability gate (tests/port/gate.sh): freestanding, C++17, i686, s390x, unity
+#   4. a bounded libFuzzer run, when the fuzz_frames target was built
+# A test program counts once per stage it runs in; each gate check and the fuzz run
+# count as one test; a build or setup failure counts as one failed test. The last
+# line is "N passed, N failed"; the exit status is non-zero when anything failed.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+
+build=build
+san=build-san
+fuzz_seconds=60
+only_fuzz=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--build) build=$2; shift 2 ;;
+	--san) san=$2; shift 2 ;;
+	--fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
+	--only-fuzz) only_fuzz=1; shift ;;
+	*) echo "run_all.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+
+passed=0
+failed=0
+summary=()
+
+note() { printf '\n=== %s\n' "$*"; }
+
+# stage_end NAME START PASS FAIL
+stage_end() {
+	local secs=$(($(date +%s) - $2))
+	passed=$((passed + $3))
+	failed=$((failed + $4))
+	summary+=("$(printf '%-10s %4d passed %4d failed %5ds' "$1" "$3" "$4" "$secs")")
+	printf -- '--- %s: %d passed, %d failed (%ds)\n' "$1" "$3" "$4" "$secs"
+}
+
+# meson_stage NAME DIR SETUP_ARGS...: configure (once), build, test, count testlog.json
+meson_stage() {
+	local name=$1 dir=$2 t0
+	shift 2
+	t0=$(date +%s)
+	note "$name: $dir"
+	if [ ! -f "$dir/build.ninja" ] && ! meson setup "$dir" "$@"; then
+		stage_end "$name" "$t0" 0 1
+		return
+	fi
+	if ! ninja -C "$dir"; then
+		echo "FAIL $name: build"
+		stage_end "$name" "$t0" 0 1
+		return
+	fi
+	rm -f "$dir/meson-logs/testlog.json"
+	meson test -C "$dir" --print-errorlogs --num-processes "$(nproc)" \
+		--timeout-multiplier "${TIMEOUT_MULT:-1}" || true
+	local counts
+	counts=$(python3 tests/port/testlog_count.py "$dir/meson-logs/testlog.json")
+	stage_end "$name" "$t0" "${counts% *}" "${counts#* }"
+}
+
+# The sanitizer runtime for libFuzzer ships with clang; prefer it, fall back to gcc.
+san_compilers() {
+	if command -v clang >/dev/null && command -v clang++ >/dev/null; then
+		echo "CC=clang CXX=clang++"
+	else
+		echo "CC=gcc CXX=g++"
+	fi
+}
+
+san_setup_args=(--buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+	"-Dc_args=-fno-sanitize-recover=all -fno-omit-frame-pointer"
+	"-Dcpp_args=-fno-sanitize-recover=all -fno-omit-frame-pointer")
+
+san_stage() {
+	export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:print_summary=1
+	export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1:print_summary=1
+	if [ ! -f "$san/build.ninja" ]; then
+		# shellcheck disable=SC2046
+		env $(san_compilers) meson setup "$san" "${san_setup_args[@]}" ||
+			{ stage_end sanitize "$(date +%s)" 0 1; return; }
+	fi
+	TIMEOUT_MULT=3 meson_stage sanitize "$san"
+}
+
+gate_stage() {
+	local t0 out p f
+	t0=$(date +%s)
+	note "portability gate"
+	out=$(mktemp)
+	bash tests/port/gate.sh --build "$build" 2>&1 | tee "$out"
+	p=$(grep -c '^ok ' "$out" || true)
+	f=$(grep -c '^FAIL ' "$out" || true)
+	rm -f "$out"
+	if [ "$p" = 0 ] && [ "$f" = 0 ]; then f=1; fi
+	stage_end gate "$t0" "$p" "$f"
+}
+
+# fuzz_stage SECONDS: run every fuzz_* target found in the sanitizer build.
+fuzz_stage() {
+	local t0 secs=$1 p=0 f=0 bin name work corpus
+	t0=$(date +%s)
+	note "libFuzzer, ${secs}s per target"
+	if [ ! -f "$san/build.ninja" ]; then
+		env $(san_compilers) meson setup "$san" "${san_setup_args[@]}" >/dev/null ||
+			{ stage_end fuzz "$t0" 0 1; return; }
+	fi
+	ninja -C "$san" >/dev/null 2>&1 || true
+	local found=0
+	for bin in "$san"/tests/fuzz/fuzz_*; do
+		[ -x "$bin" ] && [ -f "$bin" ] || continue
+		name=$(basename "$bin")
+		# libFuzzer targets accept -help=1; plain corpus replayers do not
+		"$bin" -help=1 2>&1 | grep -q 'max_total_time' || continue
+		found=1
+		work=$(mktemp -d)
+		mkdir -p "$san/fuzz-artifacts"
+		corpus=()
+		for d in "tests/fuzz/corpus/$name" "tests/fuzz/corpus" "tests/fuzz/${name#fuzz_}_corpus"; do
+			[ -d "$d" ] && corpus+=("$d") && break
+		done
+		echo "$name: $secs s (artifacts in $san/fuzz-artifacts/)"
+		if "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+			-print_final_stats=1 -artifact_prefix="$san/fuzz-artifacts/$name-" \
+			"$work" ${corpus[@]+"${corpus[@]}"} >"$work.log" 2>&1; then
+			echo "ok fuzz $name"; p=$((p + 1))
+			grep -E '^(stat::number_of_executed_units|#[0-9]+ +DONE)' "$work.log" || true
+		else
+			echo "FAIL fuzz $name"; f=$((f + 1))
+			tail -n 40 "$work.log"
+		fi
+		rm -rf "$work" "$work.log"
+	done
+	[ "$found" = 1 ] || echo "no libFuzzer target built (needs clang); skipped"
+	stage_end fuzz "$t0" "$p" "$f"
+}
+
+rm -f "$build/test-summary.txt"
+t_all=$(date +%s)
+if [ "$only_fuzz" = 1 ]; then
+	fuzz_stage "$fuzz_seconds"
+else
+	meson_stage unit+sim "$build" --buildtype=debugoptimized
+	san_stage
+	gate_stage
+	if [ "$fuzz_seconds" -gt 0 ]; then fuzz_stage "$fuzz_seconds"; fi
+fi
+
+printf '\n=== summary (%ds total)\n' "$(($(date +%s) - t_all))"
+printf '%s\n' "${summary[@]}"
+echo "$passed passed, $failed failed"
+if [ "$only_fuzz" = 0 ] && [ -d "$build" ]; then
+	echo "$passed passed, $failed failed" >"$build/test-summary.txt"
+fi
+[ "$failed" = 0 ] && [ "$passed" -gt 0 ]
