@@ -1,0 +1,334 @@
+/*
+ * arp.c: ARP (RFC 826) for Ethernet/IPv4.
+ *
+ * Built-in cache of cfg.arp_entries entries. A PENDING entry holds a bounded queue of
+ * frames waiting for the reply; requests are retried every arp_retry_ns, and after
+ * arp_retries requests the queue is dropped (IPK_DROP_ARP_TIMEOUT). When the table is
+ * full a new entry evicts the oldest RESOLVED one; PENDING and STATIC entries are never
+ * evicted, so a scan of many unresolved addresses cannot push out working bindings, and
+ * a pending entry's life is bounded by arp_retries * arp_retry_ns.
+ *
+ * With ops->arp_resolve the integrator owns the table: the cache slots then only hold
+ * PENDING entries (queue + retries), freed once a binding for them is seen.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+static const uint8_t mac_bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+static const uint8_t mac_zero[6] = {0, 0, 0, 0, 0, 0};
+
+static int integrator_owned(const struct ipk_ctx *c) { return IPK_OPS(c)->arp_resolve != NULL; }
+
+static struct ipk_arp_entry *arp_find(struct ipk_ctx *c, uint32_t ip_be)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->cfg.arp_entries; i++)
+		if (c->arp[i].state != IPK_ARP_FREE && c->arp[i].ip4_be == ip_be)
+			return &c->arp[i];
+	return NULL;
+}
+
+/* A free slot, else the RESOLVED entry closest to expiry (the oldest). */
+static struct ipk_arp_entry *arp_slot(struct ipk_ctx *c)
+{
+	struct ipk_arp_entry *victim = NULL;
+	uint32_t i;
+
+	for (i = 0; i < c->cfg.arp_entries; i++) {
+		struct ipk_arp_entry *e = &c->arp[i];
+
+		if (e->state == IPK_ARP_FREE)
+			return e;
+		if (e->state == IPK_ARP_RESOLVED && (!victim || e->expires < victim->expires))
+			victim = e;
+	}
+	if (victim)
+		ipk_memset(victim, 0, sizeof(*victim));
+	return victim;
+}
+
+static void arp_arm(struct ipk_ctx *c, uint64_t t)
+{
+	if (t < c->arp_deadline)
+		c->arp_deadline = t;
+}
+
+/* Send an ARP packet on the wire; returns 0 or IPK_ENOBUFS. */
+static int arp_send(struct ipk_ctx *c, uint16_t op, const uint8_t dst_mac[6],
+                    const uint8_t tha[6], uint32_t tpa_be)
+{
+	struct ipk_arp_hdr a;
+	void *pkt = ipk_pkt_alloc(c);
+
+	if (!pkt) {
+		ipk_drop(c, IPK_DROP_NO_PKT);
+		return IPK_ENOBUFS;
+	}
+	a.op = op;
+	ipk_memcpy(a.sha, c->cfg.mac, 6);
+	a.spa_be = c->cfg.ip4_be;
+	ipk_memcpy(a.tha, tha, 6);
+	a.tpa_be = tpa_be;
+	ipk_pkt_set_len(c, pkt, IPK_ETH_HLEN + IPK_ARP_LEN);
+	ipk_arp_emit(ipk_pkt_data(c, pkt) + IPK_ETH_HLEN, IPK_ARP_LEN, &a);
+	c->cnt.arp_tx++;
+	ipk_link_eth_tx(c, pkt, dst_mac, IPK_ETHERTYPE_ARP);
+	return 0;
+}
+
+/* Transmit every queued frame, in the order queued, to mac; frees the queue. */
+static void arp_flush_queue(struct ipk_ctx *c, struct ipk_arp_entry *e, const uint8_t mac[6])
+{
+	struct ipk_pb *pb = e->q;
+
+	e->q = NULL;
+	e->qlen = 0;
+	while (pb) {
+		struct ipk_pb *next = pb->next;
+
+		ipk_link_eth_tx(c, pb->pkt, mac, IPK_ETHERTYPE_IP4);
+		ipk_pb_put(c, pb);
+		pb = next;
+	}
+}
+
+static void arp_drop_queue(struct ipk_ctx *c, struct ipk_arp_entry *e, enum ipk_drop why)
+{
+	struct ipk_pb *pb = e->q;
+
+	e->q = NULL;
+	e->qlen = 0;
+	while (pb) {
+		struct ipk_pb *next = pb->next;
+
+		ipk_drop_pkt(c, pb->pkt, why);
+		ipk_pb_put(c, pb);
+		pb = next;
+	}
+}
+
+/* Bind ip -> mac in entry e (built-in cache) and release its waiting frames. */
+static void arp_bind(struct ipk_ctx *c, struct ipk_arp_entry *e, uint32_t ip_be,
+                     const uint8_t mac[6])
+{
+	e->ip4_be = ip_be;
+	ipk_memcpy(e->mac, mac, 6);
+	if (e->state != IPK_ARP_STATIC) {
+		e->state = IPK_ARP_RESOLVED;
+		e->expires = c->now + c->cfg.arp_ttl_ns;
+		arp_arm(c, e->expires);
+	}
+	e->tries = 0;
+	arp_flush_queue(c, e, mac);
+}
+
+/* Addresses a binding may be learned for: unicast, not ours. */
+static int arp_learnable(const struct ipk_ctx *c, const struct ipk_arp_hdr *a)
+{
+	const uint8_t *ip = (const uint8_t *)&a->spa_be;
+
+	if (a->spa_be == 0 || a->spa_be == c->cfg.ip4_be || (a->sha[0] & 1u) != 0)
+		return 0;
+	if (ip[0] >= 224 || ip[0] == 127)
+		return 0;
+	return !ipk_ip4_is_bcast(c, a->spa_be);
+}
+
+/* RFC 826 "Packet Reception": merge into an existing entry from any ARP; add one only
+ * when the packet is addressed to us. */
+static void arp_learn(struct ipk_ctx *c, const struct ipk_arp_hdr *a, int for_us)
+{
+	struct ipk_arp_entry *e = arp_find(c, a->spa_be);
+
+	if (!arp_learnable(c, a))
+		return;
+	if (integrator_owned(c)) {
+		if (IPK_OPS(c)->arp_learned)
+			IPK_OPS(c)->arp_learned(a->spa_be, a->sha, IPK_OPQ(c));
+		if (e) {
+			arp_flush_queue(c, e, a->sha);
+			ipk_memset(e, 0, sizeof(*e));
+		}
+		return;
+	}
+	if (!e && for_us)
+		e = arp_slot(c);
+	if (!e)
+		return;
+	if (e->state == IPK_ARP_STATIC)
+		return;
+	arp_bind(c, e, a->spa_be, a->sha);
+	if (IPK_OPS(c)->arp_learned)
+		IPK_OPS(c)->arp_learned(a->spa_be, a->sha, IPK_OPQ(c));
+}
+
+/* Takes ownership of pkt (always freed here). */
+void ipk_arp_input(struct ipk_ctx *c, void *pkt, uint32_t off)
+{
+	struct ipk_arp_hdr a;
+	uint32_t len = ipk_pkt_len(c, pkt);
+	int for_us;
+
+	c->cnt.arp_rx++;
+	if (off > len || ipk_arp_parse(ipk_pkt_data(c, pkt) + off, len - off, &a) < 0 ||
+	    (a.op != IPK_ARP_REQUEST && a.op != IPK_ARP_REPLY)) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_ARP_MALFORMED);
+		return;
+	}
+	ipk_pkt_free_chain(c, pkt);
+	for_us = c->cfg.ip4_be != 0 && a.tpa_be == c->cfg.ip4_be;
+	arp_learn(c, &a, for_us);
+	/* RFC 826: answer requests for our address, unicast to the asker. An RFC 5227
+	 * probe (sender 0.0.0.0) is answered too, defending our address. */
+	if (for_us && a.op == IPK_ARP_REQUEST && (a.sha[0] & 1u) == 0)
+		arp_send(c, IPK_ARP_REPLY, a.sha, a.sha, a.spa_be);
+}
+
+static int arp_lookup(struct ipk_ctx *c, uint32_t ip_be, uint8_t mac[6])
+{
+	struct ipk_arp_entry *e;
+
+	if (integrator_owned(c))
+		return IPK_OPS(c)->arp_resolve(ip_be, mac, IPK_OPQ(c));
+	e = arp_find(c, ip_be);
+	if (!e)
+		return 0;
+	if (e->state == IPK_ARP_STATIC ||
+	    (e->state == IPK_ARP_RESOLVED && e->expires > c->now)) {
+		ipk_memcpy(mac, e->mac, 6);
+		return 1;
+	}
+	return 0;
+}
+
+/* Find or start the PENDING entry for ip_be; NULL when the table is full of pending
+ * and static entries. */
+static struct ipk_arp_entry *arp_pending(struct ipk_ctx *c, uint32_t ip_be)
+{
+	struct ipk_arp_entry *e = arp_find(c, ip_be);
+
+	if (e && e->state == IPK_ARP_PENDING)
+		return e;
+	if (!e)
+		e = arp_slot(c);
+	if (!e)
+		return NULL;
+	/* A new entry, or an expired RESOLVED one being revalidated. */
+	ipk_memset(e, 0, sizeof(*e));
+	e->ip4_be = ip_be;
+	e->state = IPK_ARP_PENDING;
+	e->tries = 1;
+	e->expires = c->now + c->cfg.arp_retry_ns;
+	arp_arm(c, e->expires);
+	arp_send(c, IPK_ARP_REQUEST, mac_bcast, mac_zero, ip_be);
+	return e;
+}
+
+static int arp_enqueue(struct ipk_ctx *c, struct ipk_arp_entry *e, void *pkt, uint32_t nh)
+{
+	struct ipk_pb *pb, **tail;
+
+	if (e->qlen >= c->cfg.arp_queue_per_entry) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_ARP_QUEUE_FULL);
+		return IPK_EAGAIN;
+	}
+	pb = ipk_pb_get(c);
+	if (!pb) {
+		ipk_pkt_free_chain(c, pkt);
+		return IPK_ENOMEM;
+	}
+	pb->pkt = pkt;
+	pb->aux = nh;
+	pb->t = c->now;
+	/* Bounded by arp_queue_per_entry. */
+	for (tail = &e->q; *tail; tail = &(*tail)->next)
+		;
+	*tail = pb;
+	e->qlen++;
+	return 0;
+}
+
+/* Takes ownership of pkt: sent now, queued, or freed (and counted) on error. */
+int ipk_arp_output(struct ipk_ctx *c, void *pkt, uint32_t next_hop_be)
+{
+	struct ipk_arp_entry *e;
+	uint8_t mac[6];
+
+	if (arp_lookup(c, next_hop_be, mac)) {
+		ipk_link_eth_tx(c, pkt, mac, IPK_ETHERTYPE_IP4);
+		return 0;
+	}
+	e = arp_pending(c, next_hop_be);
+	if (!e) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_ARP_QUEUE_FULL);
+		return IPK_EHOSTUNREACH;
+	}
+	return arp_enqueue(c, e, pkt, next_hop_be);
+}
+
+/* A PENDING entry whose retry time came: another request, or give up. */
+static void arp_retry(struct ipk_ctx *c, struct ipk_arp_entry *e, uint64_t now)
+{
+	if (e->tries >= c->cfg.arp_retries) {
+		arp_drop_queue(c, e, IPK_DROP_ARP_TIMEOUT);
+		ipk_memset(e, 0, sizeof(*e));
+		return;
+	}
+	e->tries++;
+	e->expires = now + c->cfg.arp_retry_ns;
+	arp_send(c, IPK_ARP_REQUEST, mac_bcast, mac_zero, e->ip4_be);
+}
+
+uint64_t ipk_arp_timer(struct ipk_ctx *c, uint64_t now)
+{
+	uint64_t next = IPK_NO_DEADLINE;
+	uint32_t i;
+
+	for (i = 0; i < c->cfg.arp_entries; i++) {
+		struct ipk_arp_entry *e = &c->arp[i];
+
+		if (e->state == IPK_ARP_PENDING && e->expires <= now)
+			arp_retry(c, e, now);
+		else if (e->state == IPK_ARP_RESOLVED && e->expires <= now)
+			ipk_memset(e, 0, sizeof(*e));
+		if ((e->state == IPK_ARP_PENDING || e->state == IPK_ARP_RESOLVED) &&
+		    e->expires < next)
+			next = e->expires;
+	}
+	return next;
+}
+
+int ipk_arp_announce(struct ipk_ctx *ctx, uint64_t now)
+{
+	int rc;
+
+	if (!ctx || ctx->cfg.link != IPK_LINK_ETH || ctx->cfg.ip4_be == 0)
+		return IPK_EINVAL;
+	ctx->now = now;
+	/* RFC 5227 §2.3: an ARP Request with sender and target both our address. */
+	rc = arp_send(ctx, IPK_ARP_REQUEST, mac_bcast, mac_zero, ctx->cfg.ip4_be);
+	ipk_link_flush(ctx);
+	return rc;
+}
+
+int ipk_arp_add_static(struct ipk_ctx *ctx, uint32_t ip4_be, const uint8_t mac[6])
+{
+	struct ipk_arp_entry *e;
+
+	if (!ctx || !mac || ip4_be == 0 || (mac[0] & 1u) != 0 || integrator_owned(ctx))
+		return IPK_EINVAL;
+	e = arp_find(ctx, ip4_be);
+	if (!e)
+		e = arp_slot(ctx);
+	if (!e)
+		return IPK_ENOMEM;
+	e->state = IPK_ARP_STATIC;
+	e->expires = 0;
+	arp_bind(ctx, e, ip4_be, mac);
+	ipk_link_flush(ctx);
+	return 0;
+}

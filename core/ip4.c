@@ -1,0 +1,532 @@
+/*
+ * ip4.c: IPv4 input validation and dispatch, output (header, routing, offload
+ * marks), and fragment reassembly.
+ *
+ * Reassembly (RFC 791 §3.2, with RFC 815's idea of tracking what is still missing by
+ * keeping pieces sorted): up to cfg.frag_slots datagrams at once, keyed by
+ * (src, dst, id, proto). Pieces are kept whole, as pb entries sorted by offset.
+ * Overlap policy, as RFC 5722 mandates for IPv6: an exact duplicate of a piece we
+ * hold is ignored; any other overlap discards the whole datagram, because
+ * overlapping fragments are only ever seen in attacks (IDS evasion, RFC 1858) and
+ * there is no safe way to choose which bytes to trust.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+#define IP4_MAX_TOTAL 65535u
+#define IPOPT_EOL 0
+#define IPOPT_NOP 1
+#define IPOPT_LSRR 131
+#define IPOPT_SSRR 137
+
+/* --------------------------------------------------------------- addresses */
+
+static uint8_t ip_top(uint32_t ip_be) { return ((const uint8_t *)&ip_be)[0]; }
+
+int ipk_ip4_is_bcast(const struct ipk_ctx *c, uint32_t ip_be)
+{
+	uint32_t mask = c->cfg.netmask_be, host = ~mask;
+
+	if (ip_be == 0xffffffffu)
+		return 1;
+	/* RFC 3021: /31 and /32 have no broadcast address. */
+	if (c->cfg.ip4_be == 0 || mask == 0 || ipk_ntohl(host) < 3u)
+		return 0;
+	if ((ip_be & mask) != (c->cfg.ip4_be & mask))
+		return 0;
+	/* RFC 1122 §3.3.6: all-ones host part, and the obsolete all-zeros form. */
+	return (ip_be & host) == host || (ip_be & host) == 0;
+}
+
+int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be)
+{
+	if (!c)
+		return 0;
+	return (c->cfg.ip4_be != 0 && ip_be == c->cfg.ip4_be) || ipk_ip4_is_bcast(c, ip_be);
+}
+
+uint32_t ipk_ip4_next_hop(const struct ipk_ctx *c, uint32_t dst_be)
+{
+	uint32_t mask = c->cfg.netmask_be;
+
+	if (dst_be == 0)
+		return 0;
+	if (dst_be == 0xffffffffu || (dst_be & mask) == (c->cfg.ip4_be & mask))
+		return dst_be;
+	return c->cfg.gateway_be;
+}
+
+/* RFC 1122 §3.2.1.3: a source that cannot be a host. 0.0.0.0 is allowed only for
+ * UDP to a broadcast (a host booting with DHCP/BOOTP). */
+static int ip4_bad_src(const struct ipk_ctx *c, const struct ipk_ip4_hdr *h, int bcast)
+{
+	uint8_t top = ip_top(h->src_be);
+
+	if (h->src_be == 0)
+		return !(bcast && h->proto == IPK_IPPROTO_UDP);
+	if (top == 127 || (top >= 224 && top <= 239))
+		return 1;
+	return ipk_ip4_is_bcast(c, h->src_be);
+}
+
+/* ------------------------------------------------------------------ input */
+
+/* Walk the options (RFC 791 §3.1). Returns 0 to go on, else the drop reason. */
+static int ip4_options(const uint8_t *p, uint32_t len)
+{
+	uint32_t i = 0;
+
+	while (i < len) {
+		uint8_t type = p[i];
+		uint32_t olen;
+
+		if (type == IPOPT_EOL)
+			return 0;
+		if (type == IPOPT_NOP) {
+			i++;
+			continue;
+		}
+		if (i + 1 >= len || p[i + 1] < 2 || p[i + 1] > len - i)
+			return IPK_DROP_IP4_MALFORMED;
+		olen = p[i + 1];
+		/* RFC 7126 §4.3/4.4: loose and strict source routes are dropped. */
+		if (type == IPOPT_LSRR || type == IPOPT_SSRR)
+			return IPK_DROP_IP4_OPTIONS;
+		i += olen;
+	}
+	return 0;
+}
+
+/* Header checksum: the NIC's verdict when it gives one, else software. Also reports
+ * whether the NIC vouched for the transport checksum. */
+static int ip4_csum_verdict(struct ipk_ctx *c, void *pkt, const uint8_t *ip, uint32_t ihl,
+                            uint8_t *l4_ok)
+{
+	uint32_t v = 0;
+
+	if ((c->cfg.caps & (IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4)) && IPK_OPS(c)->rx_csum)
+		v = IPK_OPS(c)->rx_csum(pkt, IPK_OPQ(c));
+	*l4_ok = (c->cfg.caps & IPK_CAP_RX_CSUM_L4) && (v & IPK_RXCSUM_L4_GOOD) &&
+	         !(v & IPK_RXCSUM_L4_BAD);
+	if (c->cfg.caps & IPK_CAP_RX_CSUM_IP4) {
+		if (v & IPK_RXCSUM_IP4_BAD)
+			return 0;
+		if (v & IPK_RXCSUM_IP4_GOOD)
+			return 1;
+	}
+	return ipk_ip4_csum_ok(ip, ihl);
+}
+
+static void *ip4_linearize(struct ipk_ctx *c, void *pkt)
+{
+	uint32_t total = ipk_pkt_chain_len(c, pkt);
+	void *flat;
+
+	if (total > c->cfg.pkt_buf_size) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_FRAG_TOO_BIG);
+		return NULL;
+	}
+	flat = ipk_pkt_alloc(c);
+	if (!flat) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_NO_PKT);
+		return NULL;
+	}
+	ipk_pkt_copy(c, pkt, 0, ipk_pkt_data(c, flat), total);
+	ipk_pkt_set_len(c, flat, total);
+	ipk_pkt_free_chain(c, pkt);
+	return flat;
+}
+
+/* Hand a complete datagram to its transport (which takes ownership). */
+static void ip4_dispatch(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
+{
+	/* TCP and ICMP take one flat packet; only UDP reads chains. */
+	if (rx->reassembled && rx->proto != IPK_IPPROTO_UDP) {
+		pkt = ip4_linearize(c, pkt);
+		if (!pkt)
+			return;
+	}
+	switch (rx->proto) {
+	case IPK_IPPROTO_ICMP:
+		ipk_icmp_input(c, pkt, rx);
+		return;
+	case IPK_IPPROTO_UDP:
+		ipk_udp_input(c, pkt, rx);
+		return;
+	case IPK_IPPROTO_TCP:
+		ipk_tcp_input(c, pkt, rx);
+		return;
+	default:
+		/* RFC 1122 §3.2.2.1: protocol unreachable, never for broadcasts. */
+		if (!rx->is_bcast)
+			ipk_icmp_send_error(c, pkt, rx->l3_off, IPK_ICMP_UNREACH, 2);
+		ipk_drop_pkt(c, pkt, IPK_DROP_IP4_PROTO);
+	}
+}
+
+static void ip4_frag_input(struct ipk_ctx *c, void *pkt, const struct ipk_ip4_hdr *h,
+                           const struct ipk_rx *rx);
+
+/* Validate a datagram whose header is at `off`; returns the drop reason or -1. */
+static int ip4_check(struct ipk_ctx *c, void *pkt, uint32_t off, struct ipk_ip4_hdr *h,
+                     struct ipk_rx *rx)
+{
+	uint8_t *p = ipk_pkt_data(c, pkt);
+	uint32_t len = ipk_pkt_len(c, pkt);
+	int opt;
+
+	if (off > len || ipk_ip4_parse(p + off, len - off, h) < 0)
+		return IPK_DROP_IP4_MALFORMED;
+	/* Ethernet pads short frames to 60 bytes: the datagram ends at tot_len. */
+	if (len - off > h->tot_len)
+		ipk_pkt_trim_tail(c, pkt, len - off - h->tot_len);
+	if (!ip4_csum_verdict(c, pkt, p + off, h->ihl, &rx->l4_csum_ok))
+		return IPK_DROP_IP4_CSUM;
+	if (!ipk_ip4_is_local(c, h->dst_be))
+		return IPK_DROP_NOT_FOR_US;
+	rx->is_bcast = (uint8_t)ipk_ip4_is_bcast(c, h->dst_be);
+	if (ip4_bad_src(c, h, rx->is_bcast))
+		return IPK_DROP_IP4_BAD_SRC;
+	opt = ip4_options(p + off + IPK_IP4_HLEN, (uint32_t)h->ihl - IPK_IP4_HLEN);
+	if (opt)
+		return opt;
+	return -1;
+}
+
+/* Takes ownership of pkt. The IPv4 header is at `off`. */
+void ipk_ip4_input(struct ipk_ctx *c, void *pkt, uint32_t off)
+{
+	struct ipk_ip4_hdr h;
+	struct ipk_rx rx;
+	int why;
+
+	ipk_memset(&rx, 0, sizeof(rx));
+	why = ip4_check(c, pkt, off, &h, &rx);
+	if (why >= 0) {
+		ipk_drop_pkt(c, pkt, (enum ipk_drop)why);
+		return;
+	}
+	rx.src_be = h.src_be;
+	rx.dst_be = h.dst_be;
+	rx.l3_off = off;
+	rx.l4_off = off + h.ihl;
+	rx.l4_len = (uint32_t)h.tot_len - h.ihl;
+	rx.proto = h.proto;
+	rx.tos = h.tos;
+	rx.ttl = h.ttl;
+	if (h.frag & (IPK_IP4_MF | IPK_IP4_OFFMASK)) {
+		rx.l4_csum_ok = 0; /* a NIC verdict on one fragment says nothing */
+		ip4_frag_input(c, pkt, &h, &rx);
+		return;
+	}
+	ip4_dispatch(c, pkt, &rx);
+}
+
+/* ------------------------------------------------------------ reassembly */
+
+static void frag_free_slot(struct ipk_ctx *c, struct ipk_frag *f, int count_as)
+{
+	struct ipk_pb *pb = f->pieces;
+
+	while (pb) {
+		struct ipk_pb *next = pb->next;
+
+		if (count_as >= 0)
+			ipk_drop_pkt(c, pb->pkt, (enum ipk_drop)count_as);
+		else
+			ipk_pkt_free_chain(c, pb->pkt);
+		ipk_pb_put(c, pb);
+		pb = next;
+	}
+	ipk_memset(f, 0, sizeof(*f));
+}
+
+static struct ipk_frag *frag_slot(struct ipk_ctx *c, const struct ipk_ip4_hdr *h)
+{
+	struct ipk_frag *free_slot = NULL;
+	uint32_t i;
+
+	for (i = 0; i < c->cfg.frag_slots; i++) {
+		struct ipk_frag *f = &c->frags[i];
+
+		if (!f->used) {
+			if (!free_slot)
+				free_slot = f;
+			continue;
+		}
+		if (f->src_be == h->src_be && f->dst_be == h->dst_be && f->id == h->id &&
+		    f->proto == h->proto)
+			return f;
+	}
+	if (!free_slot)
+		return NULL;
+	free_slot->used = 1;
+	free_slot->src_be = h->src_be;
+	free_slot->dst_be = h->dst_be;
+	free_slot->id = h->id;
+	free_slot->proto = h->proto;
+	free_slot->expires = c->now + c->cfg.frag_timeout_ns;
+	if (free_slot->expires < c->frag_deadline)
+		c->frag_deadline = free_slot->expires;
+	return free_slot;
+}
+
+/* Where a piece [start, end) goes in the sorted list. Returns 1 (insert at *at),
+ * 0 (exact duplicate) or -1 (overlap). */
+static int frag_place(struct ipk_frag *f, uint32_t start, uint32_t end, struct ipk_pb ***at)
+{
+	struct ipk_pb **pp = &f->pieces;
+
+	while (*pp && (*pp)->seq + (*pp)->len <= start)
+		pp = &(*pp)->next;
+	*at = pp;
+	if (!*pp || end <= (*pp)->seq)
+		return 1;
+	if ((*pp)->seq == start && (*pp)->seq + (*pp)->len == end)
+		return 0;
+	return -1;
+}
+
+/* Does the new piece contradict what the slot knows of the datagram's end? */
+static int frag_bad_end(const struct ipk_frag *f, uint32_t end, int last)
+{
+	const struct ipk_pb *pb;
+
+	if (f->total && (end > f->total || (last && end != f->total)))
+		return 1;
+	if (last)
+		for (pb = f->pieces; pb; pb = pb->next)
+			if (pb->seq + pb->len > end)
+				return 1;
+	return 0;
+}
+
+static void frag_complete(struct ipk_ctx *c, struct ipk_frag *f);
+
+/* Decide what to do with a fragment; returns the drop reason for the whole
+ * datagram, IPK_DROP__COUNT to drop only this fragment silently, or -1 to keep it. */
+static int frag_admit(struct ipk_ctx *c, struct ipk_frag *f, uint32_t start, uint32_t end,
+                      int last, struct ipk_pb ***at)
+{
+	int place;
+
+	if (end > c->cfg.frag_max_bytes)
+		return IPK_DROP_FRAG_TOO_BIG;
+	if (frag_bad_end(f, end, last))
+		return IPK_DROP_FRAG_OVERLAP;
+	place = frag_place(f, start, end, at);
+	if (place == 0)
+		return IPK_DROP__COUNT;
+	if (place < 0)
+		return IPK_DROP_FRAG_OVERLAP;
+	if (f->npieces >= c->cfg.frag_max_pieces)
+		return IPK_DROP_FRAG_TOO_BIG;
+	return -1;
+}
+
+static void frag_store(struct ipk_ctx *c, struct ipk_frag *f, void *pkt, struct ipk_pb **at,
+                       const struct ipk_rx *rx, uint32_t start, int last)
+{
+	struct ipk_pb *pb = ipk_pb_get(c);
+
+	if (!pb) {
+		ipk_pkt_free_chain(c, pkt); /* counted as IPK_DROP_NO_PB */
+		return;
+	}
+	pb->pkt = pkt;
+	pb->seq = start;
+	pb->off = rx->l4_off;
+	pb->len = rx->l4_len;
+	pb->aux = rx->l3_off;
+	pb->t = c->now;
+	pb->next = *at;
+	*at = pb;
+	f->npieces++;
+	f->have += rx->l4_len;
+	if (last)
+		f->total = start + rx->l4_len;
+	if (f->total && f->have == f->total)
+		frag_complete(c, f);
+}
+
+/* Takes ownership of pkt (one fragment; rx describes it). */
+static void ip4_frag_input(struct ipk_ctx *c, void *pkt, const struct ipk_ip4_hdr *h,
+                           const struct ipk_rx *rx)
+{
+	uint32_t start = (uint32_t)(h->frag & IPK_IP4_OFFMASK) * 8u, end = start + rx->l4_len;
+	int last = !(h->frag & IPK_IP4_MF), why;
+	struct ipk_pb **at;
+	struct ipk_frag *f;
+
+	c->cnt.ip4_frags_rx++;
+	/* RFC 791: every fragment but the last carries a multiple of 8 bytes. */
+	if (rx->l4_len == 0 || (!last && (rx->l4_len & 7u) != 0)) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_IP4_MALFORMED);
+		return;
+	}
+	if (end + h->ihl > IP4_MAX_TOTAL) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_FRAG_TOO_BIG);
+		return;
+	}
+	f = frag_slot(c, h);
+	if (!f) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_FRAG_NOMEM);
+		return;
+	}
+	why = frag_admit(c, f, start, end, last, &at);
+	if (why == IPK_DROP__COUNT) {
+		ipk_pkt_free_chain(c, pkt);
+	} else if (why >= 0) {
+		ipk_drop_pkt(c, pkt, (enum ipk_drop)why);
+		frag_free_slot(c, f, why);
+	} else {
+		frag_store(c, f, pkt, at, rx, start, last);
+	}
+}
+
+/* Make the first fragment's header describe the whole datagram, so that an ICMP
+ * error quoting it (port unreachable) shows the real datagram. */
+static void frag_fix_header(struct ipk_ctx *c, void *pkt, uint32_t l3_off, uint32_t total)
+{
+	uint8_t *ip = ipk_pkt_data(c, pkt) + l3_off;
+	uint32_t ihl = (uint32_t)(ip[0] & 0x0fu) * 4u;
+	int odd = 0;
+
+	ipk_wr16(ip + 2, (uint16_t)(ihl + total));
+	ipk_wr16(ip + 6, 0);
+	ipk_wr16(ip + 10, 0);
+	ipk_wr16(ip + 10, ipk_csum_fold(ipk_csum_add(0, ip, ihl, &odd)));
+}
+
+/* All bytes are here: one chain, first fragment (headers intact) then each other
+ * fragment trimmed to its payload. */
+static void frag_complete(struct ipk_ctx *c, struct ipk_frag *f)
+{
+	struct ipk_pb *first = f->pieces, *pb;
+	struct ipk_rx rx;
+	const uint8_t *ip;
+	void *head = first->pkt;
+
+	ipk_memset(&rx, 0, sizeof(rx));
+	rx.l3_off = first->aux;
+	rx.l4_off = first->off;
+	if ((rx.l4_off - rx.l3_off) + f->total > IP4_MAX_TOTAL) {
+		frag_free_slot(c, f, IPK_DROP_FRAG_TOO_BIG);
+		return;
+	}
+	for (pb = first->next; pb; pb = pb->next) {
+		ipk_pkt_adj_head(c, pb->pkt, pb->off);
+		ipk_pkt_chain_append(c, head, pb->pkt);
+	}
+	for (pb = first; pb;) {
+		struct ipk_pb *next = pb->next;
+		ipk_pb_put(c, pb);
+		pb = next;
+	}
+	frag_fix_header(c, head, rx.l3_off, f->total);
+	ip = ipk_pkt_data(c, head) + rx.l3_off;
+	rx.src_be = f->src_be;
+	rx.dst_be = f->dst_be;
+	rx.proto = f->proto;
+	rx.tos = ip[1];
+	rx.ttl = ip[8];
+	rx.l4_len = f->total;
+	rx.is_bcast = (uint8_t)ipk_ip4_is_bcast(c, f->dst_be);
+	rx.reassembled = 1;
+	ipk_memset(f, 0, sizeof(*f));
+	c->cnt.ip4_reassembled++;
+	ip4_dispatch(c, head, &rx);
+}
+
+/* RFC 792 / RFC 1122 §3.3.2: on timeout, time exceeded (code 1) if the first fragment
+ * arrived; every held fragment is freed and counted. */
+uint64_t ipk_ip4_frag_timer(struct ipk_ctx *c, uint64_t now)
+{
+	uint64_t next = IPK_NO_DEADLINE;
+	uint32_t i;
+
+	for (i = 0; i < c->cfg.frag_slots; i++) {
+		struct ipk_frag *f = &c->frags[i];
+
+		if (!f->used)
+			continue;
+		if (f->expires > now) {
+			next = IPK_MIN(next, f->expires);
+			continue;
+		}
+		if (f->pieces && f->pieces->seq == 0)
+			ipk_icmp_send_error(c, f->pieces->pkt, f->pieces->aux,
+			                    IPK_ICMP_TIME_EXCEEDED, 1);
+		frag_free_slot(c, f, IPK_DROP_FRAG_TIMEOUT);
+	}
+	return next;
+}
+
+/* ----------------------------------------------------------------- output */
+
+void *ipk_ip4_alloc(struct ipk_ctx *c)
+{
+	void *pkt = ipk_pkt_alloc(c);
+
+	if (!pkt) {
+		ipk_drop(c, IPK_DROP_NO_PKT);
+		return NULL;
+	}
+	ipk_pkt_set_len(c, pkt, 0);
+	return pkt;
+}
+
+/* Write the 20-byte header at l2_len; checksum by the NIC when it offers. */
+static void ip4_fill(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t proto,
+                     uint32_t l4_len, struct ipk_tx_meta *meta)
+{
+	struct ipk_ip4_hdr h;
+	int hw = (c->cfg.caps & IPK_CAP_TX_CSUM_IP4) != 0;
+
+	ipk_memset(&h, 0, sizeof(h));
+	h.ihl = IPK_IP4_HLEN;
+	h.tot_len = (uint16_t)(IPK_IP4_HLEN + l4_len);
+	h.id = c->ip_id++;
+	/* We never fragment on transmit (RFC 1191 path MTU discovery relies on DF). */
+	h.frag = IPK_IP4_DF;
+	h.ttl = c->cfg.ttl;
+	h.proto = proto;
+	h.src_be = c->cfg.ip4_be;
+	h.dst_be = dst_be;
+	ipk_ip4_emit(ipk_pkt_data(c, pkt) + c->l2_len, IPK_IP4_HLEN, &h, !hw);
+	if (hw)
+		meta->flags |= IPK_TXOFF_IP4_CSUM;
+	meta->l2_len = (uint16_t)c->l2_len;
+	meta->l3_len = IPK_IP4_HLEN;
+}
+
+/* Takes ownership of pkt (a chain allowed): transmitted, queued for ARP, or freed
+ * and counted on error. */
+int ipk_ip4_output(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t proto,
+                   uint32_t l4_len, struct ipk_tx_meta *meta)
+{
+	struct ipk_tx_meta local;
+	uint32_t nh, tot = IPK_IP4_HLEN + l4_len;
+
+	if (!meta) {
+		ipk_memset(&local, 0, sizeof(local));
+		meta = &local;
+	}
+	if (tot > IP4_MAX_TOTAL || (tot > c->cfg.mtu && !(meta->flags & IPK_TXOFF_TSO)) ||
+	    ipk_pkt_len(c, pkt) < c->l2_len + IPK_IP4_HLEN) {
+		ipk_pkt_free_chain(c, pkt);
+		return IPK_EMSGSIZE;
+	}
+	nh = ipk_ip4_next_hop(c, dst_be);
+	if (nh == 0) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_NO_ROUTE);
+		return IPK_EHOSTUNREACH;
+	}
+	ip4_fill(c, pkt, dst_be, proto, l4_len, meta);
+	if (meta->flags && IPK_OPS(c)->tx_offload)
+		IPK_OPS(c)->tx_offload(pkt, meta, IPK_OPQ(c));
+	return ipk_link_output_ip4(c, pkt, nh);
+}

@@ -1,0 +1,82 @@
+/*
+ * link.c: framing in and out. Ethernet II (RFC 894) or raw IPv4 (TUN-style, no link
+ * header and no ARP).
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+static const uint8_t eth_bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+/* Frames we accept: to our MAC or to broadcast. Multicast groups are not joined. */
+static int eth_for_us(const struct ipk_ctx *c, const uint8_t dst[6])
+{
+	return ipk_memcmp(dst, c->cfg.mac, 6) == 0 || ipk_memcmp(dst, eth_bcast, 6) == 0;
+}
+
+/* Takes ownership of pkt: passes it on or frees it. */
+void ipk_link_input(struct ipk_ctx *c, void *pkt)
+{
+	struct ipk_eth_hdr eh;
+	uint32_t len = ipk_pkt_len(c, pkt);
+
+	if (c->cfg.link == IPK_LINK_RAWIP) {
+		ipk_ip4_input(c, pkt, 0);
+		return;
+	}
+	if (ipk_eth_parse(ipk_pkt_data(c, pkt), len, &eh) < 0) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_RUNT);
+		return;
+	}
+	if (!eth_for_us(c, eh.dst)) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_NOT_FOR_US);
+		return;
+	}
+	/* 802.1Q tagged frames (0x8100) land here too: no VLAN support. */
+	if (eh.type == IPK_ETHERTYPE_IP4)
+		ipk_ip4_input(c, pkt, IPK_ETH_HLEN);
+	else if (eh.type == IPK_ETHERTYPE_ARP)
+		ipk_arp_input(c, pkt, IPK_ETH_HLEN);
+	else
+		ipk_drop_pkt(c, pkt, IPK_DROP_ETHERTYPE);
+}
+
+/* Ownership of pkt passes to the integrator through ops->tx. */
+void ipk_link_tx(struct ipk_ctx *c, void *pkt)
+{
+	c->cnt.tx_frames++;
+	c->cnt.tx_bytes += ipk_pkt_chain_len(c, pkt);
+	c->tx_queued++;
+	IPK_OPS(c)->tx(pkt, IPK_OPQ(c));
+}
+
+/* Ownership of pkt passes (transmitted, or freed when it cannot hold the header). */
+void ipk_link_eth_tx(struct ipk_ctx *c, void *pkt, const uint8_t dst_mac[6], uint16_t type)
+{
+	struct ipk_eth_hdr eh;
+
+	ipk_memcpy(eh.dst, dst_mac, 6);
+	ipk_memcpy(eh.src, c->cfg.mac, 6);
+	eh.type = type;
+	if (ipk_eth_emit(ipk_pkt_data(c, pkt), ipk_pkt_len(c, pkt), &eh) != IPK_ETH_HLEN) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_NO_PKT);
+		return;
+	}
+	ipk_link_tx(c, pkt);
+}
+
+/* Ownership of pkt passes. Broadcast destinations need no ARP (RFC 1122 §3.3.6). */
+int ipk_link_output_ip4(struct ipk_ctx *c, void *pkt, uint32_t next_hop_be)
+{
+	if (c->cfg.link == IPK_LINK_RAWIP) {
+		ipk_link_tx(c, pkt);
+		return 0;
+	}
+	if (ipk_ip4_is_bcast(c, next_hop_be)) {
+		ipk_link_eth_tx(c, pkt, eth_bcast, IPK_ETHERTYPE_IP4);
+		return 0;
+	}
+	return ipk_arp_output(c, pkt, next_hop_be);
+}

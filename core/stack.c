@@ -1,0 +1,394 @@
+/*
+ * stack.c: the context (configuration, memory layout, pools), the ipk_run driver
+ * that feeds received frames to the link layer and fans timers out to the modules,
+ * counters, and packet-chain helpers every module shares.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "tcp.h"
+
+#define IPK_NS_PER_MS 1000000ull
+#define IPK_NS_PER_S 1000000000ull
+
+/* ---------------------------------------------------------------- config */
+
+static void config_default_tcp(struct ipk_config *cfg)
+{
+	cfg->tcp_sndbuf = 256u * 1024u;
+	cfg->tcp_rcvbuf = 256u * 1024u;
+	cfg->tcp_ooo_max = 64;
+	cfg->tcp_rto_min_ns = 200 * IPK_NS_PER_MS;
+	cfg->tcp_rto_max_ns = 60 * IPK_NS_PER_S;
+	cfg->tcp_rto_init_ns = 1 * IPK_NS_PER_S;
+	cfg->tcp_max_retries = 12;
+	cfg->tcp_syn_retries = 6;
+	cfg->tcp_time_wait_ns = 60 * IPK_NS_PER_S;
+	cfg->tcp_delack_ns = 40 * IPK_NS_PER_MS;
+	cfg->tcp_nagle = 0;
+	cfg->tcp_wscale = 7;
+	cfg->tcp_backlog_max = 128;
+	cfg->eph_port_lo = 49152;
+	cfg->eph_port_hi = 65535;
+}
+
+void ipk_config_default(struct ipk_config *cfg)
+{
+	if (!cfg)
+		return;
+	ipk_memset(cfg, 0, sizeof(*cfg));
+	cfg->version = IPK_CONFIG_VERSION;
+	cfg->link = IPK_LINK_ETH;
+	cfg->mtu = 1500;
+	cfg->pkt_buf_size = 2048;
+	cfg->tso_max = 65535 - 40;
+	cfg->conn_hash_buckets = 1024;
+	cfg->max_listeners = 16;
+	cfg->max_udp_binds = 16;
+	cfg->arp_entries = 64;
+	cfg->frag_slots = 8;
+	cfg->arp_ttl_ns = 60 * IPK_NS_PER_S;
+	cfg->arp_retry_ns = 1 * IPK_NS_PER_S;
+	cfg->arp_retries = 3;
+	cfg->arp_queue_per_entry = 8;
+	cfg->ttl = 64;
+	cfg->frag_timeout_ns = 30 * IPK_NS_PER_S; /* RFC 791: 15 s lower bound; Linux uses 30 s */
+	cfg->frag_max_bytes = 65535;
+	cfg->frag_max_pieces = 64;
+	config_default_tcp(cfg);
+}
+
+static int config_valid(const struct ipk_config *cfg)
+{
+	uint32_t l2;
+
+	if (!cfg || cfg->version != IPK_CONFIG_VERSION)
+		return 0;
+	if (cfg->link != IPK_LINK_ETH && cfg->link != IPK_LINK_RAWIP)
+		return 0;
+	l2 = cfg->link == IPK_LINK_ETH ? IPK_ETH_HLEN : 0;
+	/* RFC 791: every host must accept 576-byte datagrams. */
+	if (cfg->mtu < 576 || cfg->pkt_buf_size < l2 || cfg->mtu > cfg->pkt_buf_size - l2)
+		return 0;
+	if (cfg->conn_hash_buckets == 0 ||
+	    (cfg->conn_hash_buckets & (cfg->conn_hash_buckets - 1)) != 0)
+		return 0;
+	if (cfg->max_listeners == 0 || cfg->max_udp_binds == 0 || cfg->arp_entries == 0 ||
+	    cfg->frag_slots == 0 || cfg->frag_max_pieces == 0 || cfg->frag_max_bytes == 0)
+		return 0;
+	if (cfg->arp_retries == 0 || cfg->arp_queue_per_entry == 0 || cfg->ttl == 0)
+		return 0;
+	if (cfg->eph_port_lo == 0 || cfg->eph_port_lo > cfg->eph_port_hi)
+		return 0;
+	return 1;
+}
+
+/* ---------------------------------------------------------------- layout */
+
+static size_t align8(size_t n) { return (n + 7u) & ~(size_t)7u; }
+
+/* Offsets of the tables carved after struct ipk_ctx; returns the total size. */
+struct ctx_layout {
+	size_t hash, listeners, udp, arp, frags, total;
+};
+
+static void ctx_layout(const struct ipk_config *cfg, struct ctx_layout *l)
+{
+	size_t at = align8(sizeof(struct ipk_ctx));
+
+	l->hash = at;
+	at += align8((size_t)cfg->conn_hash_buckets * sizeof(struct ipk_conn *));
+	l->listeners = at;
+	at += align8((size_t)cfg->max_listeners * sizeof(struct ipk_listener));
+	l->udp = at;
+	at += align8((size_t)cfg->max_udp_binds * sizeof(struct ipk_udp_bind));
+	l->arp = at;
+	at += align8((size_t)cfg->arp_entries * sizeof(struct ipk_arp_entry));
+	l->frags = at;
+	at += align8((size_t)cfg->frag_slots * sizeof(struct ipk_frag));
+	l->total = at;
+}
+
+size_t ipk_ctx_size(const struct ipk_config *cfg)
+{
+	struct ctx_layout l;
+
+	if (!config_valid(cfg))
+		return 0;
+	ctx_layout(cfg, &l);
+	return l.total;
+}
+
+size_t ipk_conn_size(void) { return align8(sizeof(struct ipk_conn)); }
+size_t ipk_pb_size(void) { return align8(sizeof(struct ipk_pb)); }
+
+static int ops_valid(const struct ipk_ops *o, const struct ipk_config *cfg)
+{
+	const uint32_t tx_caps = IPK_CAP_TX_CSUM_IP4 | IPK_CAP_TX_CSUM_TCP |
+	                         IPK_CAP_TX_CSUM_UDP | IPK_CAP_TSO;
+	const uint32_t rx_caps = IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4;
+
+	if (!o || !o->pkt_alloc || !o->pkt_free || !o->pkt_data || !o->pkt_len ||
+	    !o->pkt_set_len || !o->pkt_adj_head || !o->pkt_trim_tail || !o->pkt_clone ||
+	    !o->pkt_chain_append || !o->pkt_chain_next || !o->pkt_chain_cut)
+		return 0;
+	if (!o->tx || !o->random)
+		return 0;
+	if ((cfg->caps & tx_caps) && !o->tx_offload)
+		return 0;
+	if ((cfg->caps & rx_caps) && !o->rx_csum)
+		return 0;
+	return 1;
+}
+
+static void ctx_start_values(struct ipk_ctx *c)
+{
+	uint32_t span = (uint32_t)c->cfg.eph_port_hi - c->cfg.eph_port_lo + 1u;
+
+	c->l2_len = c->cfg.link == IPK_LINK_ETH ? IPK_ETH_HLEN : 0;
+	c->arp_deadline = IPK_NO_DEADLINE;
+	c->frag_deadline = IPK_NO_DEADLINE;
+	c->eph_next = (uint16_t)(c->cfg.eph_port_lo + IPK_OPS(c)->random(IPK_OPQ(c)) % span);
+	c->ip_id = (uint16_t)IPK_OPS(c)->random(IPK_OPQ(c));
+	c->icmp_tokens = IPK_ICMP_RATE_BURST;
+}
+
+struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cfg,
+                             const struct ipk_ops *ops)
+{
+	struct ctx_layout l;
+	struct ipk_ctx *c;
+	uint8_t *base = (uint8_t *)mem;
+
+#ifdef IPK_OPS_STATIC
+	ops = &(IPK_OPS_STATIC);
+#endif
+	if (!mem || ((uintptr_t)mem & 7u) != 0 || !config_valid(cfg) || !ops_valid(ops, cfg))
+		return NULL;
+	ctx_layout(cfg, &l);
+	if (size < l.total)
+		return NULL;
+	ipk_memset(mem, 0, l.total);
+	c = (struct ipk_ctx *)mem;
+	c->cfg = *cfg;
+	c->ops = ops;
+	c->conn_hash = (struct ipk_conn **)(void *)(base + l.hash);
+	c->listeners = (struct ipk_listener *)(void *)(base + l.listeners);
+	c->udp_binds = (struct ipk_udp_bind *)(void *)(base + l.udp);
+	c->arp = (struct ipk_arp_entry *)(void *)(base + l.arp);
+	c->frags = (struct ipk_frag *)(void *)(base + l.frags);
+	ctx_start_values(c);
+	return c;
+}
+
+/* ----------------------------------------------------------------- pools */
+
+int ipk_add_conns(struct ipk_ctx *ctx, void *mem, uint32_t count)
+{
+	uint8_t *p = (uint8_t *)mem;
+	uint32_t i;
+
+	if (!ctx || !mem || ((uintptr_t)mem & 7u) != 0)
+		return IPK_EINVAL;
+	for (i = 0; i < count; i++)
+		ipk_conn_put(ctx, (struct ipk_conn *)(void *)(p + (size_t)i * ipk_conn_size()));
+	ctx->conn_total += count;
+	return (int)count;
+}
+
+int ipk_add_pbs(struct ipk_ctx *ctx, void *mem, uint32_t count)
+{
+	uint8_t *p = (uint8_t *)mem;
+	uint32_t i;
+
+	if (!ctx || !mem || ((uintptr_t)mem & 7u) != 0)
+		return IPK_EINVAL;
+	for (i = 0; i < count; i++)
+		ipk_pb_put(ctx, (struct ipk_pb *)(void *)(p + (size_t)i * ipk_pb_size()));
+	ctx->pb_total += count;
+	return (int)count;
+}
+
+uint32_t ipk_conns_free(const struct ipk_ctx *ctx) { return ctx ? ctx->conn_nfree : 0; }
+uint32_t ipk_pbs_free(const struct ipk_ctx *ctx) { return ctx ? ctx->pb_nfree : 0; }
+
+struct ipk_pb *ipk_pb_get(struct ipk_ctx *c)
+{
+	struct ipk_pb *pb = c->pb_free;
+
+	if (!pb) {
+		ipk_drop(c, IPK_DROP_NO_PB);
+		return NULL;
+	}
+	c->pb_free = pb->next;
+	c->pb_nfree--;
+	ipk_memset(pb, 0, sizeof(*pb));
+	return pb;
+}
+
+void ipk_pb_put(struct ipk_ctx *c, struct ipk_pb *pb)
+{
+	pb->pkt = NULL;
+	pb->next = c->pb_free;
+	c->pb_free = pb;
+	c->pb_nfree++;
+}
+
+struct ipk_conn *ipk_conn_get(struct ipk_ctx *c)
+{
+	struct ipk_conn *conn = c->conn_free;
+
+	if (!conn)
+		return NULL;
+	c->conn_free = conn->pool_next;
+	c->conn_nfree--;
+	ipk_memset(conn, 0, sizeof(*conn));
+	return conn;
+}
+
+void ipk_conn_put(struct ipk_ctx *c, struct ipk_conn *conn)
+{
+	conn->pool_next = c->conn_free;
+	c->conn_free = conn;
+	c->conn_nfree++;
+}
+
+/* ------------------------------------------------------------------- run */
+
+void ipk_link_flush(struct ipk_ctx *c)
+{
+	if (c->tx_queued == 0)
+		return;
+	c->tx_queued = 0;
+	if (IPK_OPS(c)->tx_flush)
+		IPK_OPS(c)->tx_flush(IPK_OPQ(c));
+}
+
+static void run_timers(struct ipk_ctx *c, uint64_t now)
+{
+	if (c->arp_deadline <= now)
+		c->arp_deadline = ipk_arp_timer(c, now);
+	if (c->frag_deadline <= now)
+		c->frag_deadline = ipk_ip4_frag_timer(c, now);
+	if (c->tcp_deadline <= now)
+		c->tcp_deadline = ipk_tcp_timer(c, now);
+}
+
+uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t now)
+{
+	uint64_t next;
+	uint32_t i;
+
+	if (!ctx)
+		return IPK_NO_DEADLINE;
+	ctx->now = now;
+	for (i = 0; pkts && i < n; i++) {
+		if (!pkts[i])
+			continue;
+		if (ipk_pkt_chain_next(ctx, pkts[i])) {
+			ipk_drop_pkt(ctx, pkts[i], IPK_DROP_CHAIN);
+			continue;
+		}
+		ctx->cnt.rx_frames++;
+		ctx->cnt.rx_bytes += ipk_pkt_len(ctx, pkts[i]);
+		ipk_link_input(ctx, pkts[i]);
+	}
+	run_timers(ctx, now);
+	ipk_link_flush(ctx);
+	next = IPK_MIN(ctx->arp_deadline, ctx->frag_deadline);
+	return IPK_MIN(next, ctx->tcp_deadline);
+}
+
+/* -------------------------------------------------------------- counters */
+
+const struct ipk_counters *ipk_counters(const struct ipk_ctx *ctx)
+{
+	return ctx ? &ctx->cnt : NULL;
+}
+
+const char *ipk_drop_name(enum ipk_drop reason)
+{
+	static const char *const names[IPK_DROP__COUNT] = {
+		"runt", "ethertype", "not_for_us", "arp_malformed", "ip4_malformed",
+		"ip4_csum", "ip4_options", "ip4_proto", "ip4_bad_src", "frag_nomem",
+		"frag_overlap", "frag_timeout", "frag_too_big", "icmp_malformed", "icmp_type",
+		"udp_malformed", "udp_csum", "udp_no_port", "tcp_malformed", "tcp_csum",
+		"tcp_no_conn", "tcp_out_of_window", "tcp_bad_ack", "tcp_bad_flags",
+		"tcp_ooo_full", "tcp_backlog", "tcp_refused", "no_conn_mem", "no_pb",
+		"arp_queue_full", "arp_timeout", "no_pkt", "chain", "no_route",
+	};
+	unsigned r = (unsigned)reason;
+
+	if (r >= (unsigned)IPK_DROP__COUNT || !names[r])
+		return "unknown";
+	return names[r];
+}
+
+/* ---------------------------------------------------------- packet helpers */
+
+void ipk_pkt_free_chain(struct ipk_ctx *c, void *p)
+{
+	/* Bounded by the chain's length: each step frees one descriptor. */
+	while (p) {
+		void *next = ipk_pkt_chain_cut(c, p);
+		ipk_pkt_free(c, p);
+		p = next;
+	}
+}
+
+uint32_t ipk_pkt_chain_len(struct ipk_ctx *c, void *p)
+{
+	uint32_t n = 0;
+
+	for (; p; p = ipk_pkt_chain_next(c, p))
+		n += ipk_pkt_len(c, p);
+	return n;
+}
+
+uint32_t ipk_pkt_copy(struct ipk_ctx *ctx, void *pkt, uint32_t off, void *dst, uint32_t len)
+{
+	uint8_t *out = (uint8_t *)dst;
+	uint32_t done = 0;
+
+	if (!ctx || !dst)
+		return 0;
+	for (; pkt && done < len; pkt = ipk_pkt_chain_next(ctx, pkt)) {
+		uint32_t plen = ipk_pkt_len(ctx, pkt), n;
+
+		if (off >= plen) {
+			off -= plen;
+			continue;
+		}
+		n = IPK_MIN(plen - off, len - done);
+		ipk_memcpy(out + done, ipk_pkt_data(ctx, pkt) + off, n);
+		done += n;
+		off = 0;
+	}
+	return done;
+}
+
+uint32_t ipk_csum_chain(struct ipk_ctx *c, void *p, uint32_t off, uint32_t len, uint32_t sum,
+                        int *odd)
+{
+	for (; p && len > 0; p = ipk_pkt_chain_next(c, p)) {
+		uint32_t plen = ipk_pkt_len(c, p), n;
+
+		if (off >= plen) {
+			off -= plen;
+			continue;
+		}
+		n = IPK_MIN(plen - off, len);
+		sum = ipk_csum_add(sum, ipk_pkt_data(c, p) + off, n, odd);
+		len -= n;
+		off = 0;
+	}
+	return sum;
+}
+
+void ipk_drop_pkt(struct ipk_ctx *c, void *pkt, enum ipk_drop why)
+{
+	ipk_drop(c, why);
+	ipk_pkt_free_chain(c, pkt);
+}

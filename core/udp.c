@@ -1,0 +1,256 @@
+/*
+ * udp.c: UDP (RFC 768, RFC 1122 §4.1): the bind table, input with checksum and
+ * length checks, and zero-copy or copying output.
+ *
+ * The bind table is an open-addressing hash of cfg.max_udp_binds slots with linear
+ * probing and backward-shift deletion, so a lookup on the per-packet path touches a
+ * few slots, not every bound port.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* ------------------------------------------------------------ bind table */
+
+static uint32_t bind_home(const struct ipk_ctx *c, uint16_t port_be)
+{
+	/* Fibonacci hashing of the port, reduced to the table size. */
+	uint32_t h = (uint32_t)port_be * 2654435769u;
+
+	return (h >> 16) % c->cfg.max_udp_binds;
+}
+
+/* Slot holding port_be, or -1. Stops at the first empty slot. */
+static int32_t bind_find(const struct ipk_ctx *c, uint16_t port_be)
+{
+	uint32_t n = c->cfg.max_udp_binds, i = bind_home(c, port_be), k;
+
+	for (k = 0; k < n; k++, i = (i + 1u) % n) {
+		if (c->udp_binds[i].port_be == 0)
+			return -1;
+		if (c->udp_binds[i].port_be == port_be)
+			return (int32_t)i;
+	}
+	return -1;
+}
+
+int ipk_udp_bind(struct ipk_ctx *ctx, uint16_t port_be)
+{
+	uint32_t n, i, k;
+
+	if (!ctx || port_be == 0)
+		return IPK_EINVAL;
+	if (bind_find(ctx, port_be) >= 0)
+		return IPK_EADDRINUSE;
+	n = ctx->cfg.max_udp_binds;
+	for (k = 0, i = bind_home(ctx, port_be); k < n; k++, i = (i + 1u) % n) {
+		if (ctx->udp_binds[i].port_be == 0) {
+			ctx->udp_binds[i].port_be = port_be;
+			return 0;
+		}
+	}
+	return IPK_ENOMEM;
+}
+
+/* Is slot `home` <= ... < `hole` on the cyclic probe path to `i`? Then the entry at
+ * i may move back into the hole. */
+static int bind_can_fill(uint32_t home, uint32_t hole, uint32_t i)
+{
+	if (hole <= i)
+		return home <= hole || home > i;
+	return home <= hole && home > i;
+}
+
+int ipk_udp_unbind(struct ipk_ctx *ctx, uint16_t port_be)
+{
+	int32_t at;
+	uint32_t n, hole, i, k;
+
+	if (!ctx || port_be == 0)
+		return IPK_EINVAL;
+	at = bind_find(ctx, port_be);
+	if (at < 0)
+		return IPK_ENOENT;
+	n = ctx->cfg.max_udp_binds;
+	hole = (uint32_t)at;
+	ctx->udp_binds[hole].port_be = 0;
+	/* Backward-shift deletion keeps every probe chain unbroken. */
+	for (k = 1, i = (hole + 1u) % n; k < n; k++, i = (i + 1u) % n) {
+		uint16_t p = ctx->udp_binds[i].port_be;
+
+		if (p == 0)
+			break;
+		if (bind_can_fill(bind_home(ctx, p), hole, i)) {
+			ctx->udp_binds[hole].port_be = p;
+			ctx->udp_binds[i].port_be = 0;
+			hole = i;
+		}
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------------- input */
+
+/* RFC 768: checksum 0 means the sender computed none. */
+static int udp_csum_ok(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx,
+                       const struct ipk_udp_hdr *h)
+{
+	uint32_t sum;
+	int odd = 0;
+
+	if (h->csum == 0 || rx->l4_csum_ok)
+		return 1;
+	if (!rx->reassembled && (c->cfg.caps & IPK_CAP_RX_CSUM_L4) &&
+	    (IPK_OPS(c)->rx_csum(pkt, IPK_OPQ(c)) & IPK_RXCSUM_L4_BAD))
+		return 0;
+	sum = ipk_csum_pseudo(rx->src_be, rx->dst_be, IPK_IPPROTO_UDP, h->len);
+	sum = ipk_csum_chain(c, pkt, rx->l4_off, h->len, sum, &odd);
+	return ipk_csum_fold(sum) == 0;
+}
+
+/* Takes ownership of pkt (maybe a reassembled chain); freed after ops->udp_recv. */
+void ipk_udp_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
+{
+	struct ipk_udp_hdr h;
+	struct ipk_tuple t;
+	uint8_t hdr[IPK_UDP_HLEN];
+
+	c->cnt.udp_rx++;
+	if (ipk_pkt_copy(c, pkt, rx->l4_off, hdr, sizeof(hdr)) != sizeof(hdr) ||
+	    ipk_udp_parse(hdr, rx->l4_len, &h) < 0) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_UDP_MALFORMED);
+		return;
+	}
+	if (!udp_csum_ok(c, pkt, rx, &h)) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_UDP_CSUM);
+		return;
+	}
+	if (bind_find(c, h.dport_be) < 0) {
+		/* RFC 1122 §4.1.3.1: port unreachable, never for broadcasts. */
+		if (!rx->is_bcast)
+			ipk_icmp_send_error(c, pkt, rx->l3_off, IPK_ICMP_UNREACH,
+			                    IPK_ICMP_UNREACH_PORT);
+		ipk_drop_pkt(c, pkt, IPK_DROP_UDP_NO_PORT);
+		return;
+	}
+	if (IPK_OPS(c)->udp_recv) {
+		t.local_ip4_be = rx->dst_be;
+		t.peer_ip4_be = rx->src_be;
+		t.local_port_be = h.dport_be;
+		t.peer_port_be = h.sport_be;
+		IPK_OPS(c)->udp_recv(c, &t, pkt, rx->l4_off + IPK_UDP_HLEN,
+		                     (uint32_t)h.len - IPK_UDP_HLEN, IPK_OPQ(c));
+	}
+	ipk_pkt_free_chain(c, pkt);
+}
+
+/* ---------------------------------------------------------------- output */
+
+/* `pkt` holds link + IPv4 room, 8 bytes of UDP header room and the payload (in
+ * its chain with scatter-gather). Fills the header and checksum, sends. Takes
+ * ownership. */
+static int udp_emit(struct ipk_ctx *c, void *pkt, uint16_t sport_be, uint32_t dst_be,
+                    uint16_t dport_be, uint32_t plen)
+{
+	struct ipk_udp_hdr h;
+	struct ipk_tx_meta meta;
+	uint32_t ulen = IPK_UDP_HLEN + plen;
+	uint8_t *p = ipk_pkt_data(c, pkt) + ipk_l4_off(c);
+	int odd = 0, rc;
+
+	ipk_memset(&meta, 0, sizeof(meta));
+	h.sport_be = sport_be;
+	h.dport_be = dport_be;
+	h.len = (uint16_t)ulen;
+	h.csum = 0;
+	if (c->cfg.caps & IPK_CAP_TX_CSUM_UDP) {
+		h.csum = ipk_csum_pseudo_fold(c->cfg.ip4_be, dst_be, IPK_IPPROTO_UDP, ulen);
+		meta.flags |= IPK_TXOFF_UDP_CSUM;
+		meta.l4_len = IPK_UDP_HLEN;
+		ipk_udp_emit(p, IPK_UDP_HLEN, &h);
+	} else {
+		uint32_t sum = ipk_csum_pseudo(c->cfg.ip4_be, dst_be, IPK_IPPROTO_UDP, ulen);
+
+		ipk_udp_emit(p, IPK_UDP_HLEN, &h);
+		sum = ipk_csum_chain(c, pkt, ipk_l4_off(c), ulen, sum, &odd);
+		h.csum = ipk_csum_fold(sum);
+		/* RFC 768: a computed 0 is sent as all ones (0 means "no checksum"). */
+		ipk_wr16(p + 6, h.csum ? h.csum : 0xffffu);
+	}
+	c->cnt.udp_tx++;
+	rc = ipk_ip4_output(c, pkt, dst_be, IPK_IPPROTO_UDP, ulen, &meta);
+	ipk_link_flush(c);
+	return rc < 0 ? rc : (int)plen;
+}
+
+static int udp_send_check(struct ipk_ctx *c, uint16_t sport_be, uint32_t dst_be,
+                          uint16_t dport_be, uint32_t plen)
+{
+	if (!c || sport_be == 0 || dport_be == 0 || dst_be == 0)
+		return IPK_EINVAL;
+	if (plen > (uint32_t)c->cfg.mtu - IPK_IP4_HLEN - IPK_UDP_HLEN)
+		return IPK_EMSGSIZE;
+	if (ipk_ip4_next_hop(c, dst_be) == 0)
+		return IPK_EHOSTUNREACH;
+	return 0;
+}
+
+/*
+ * Zero-copy with IPK_CAP_SG (a header packet is chained in front of pkt), else one
+ * copy into a fresh packet. On success returns the payload bytes; pkt then belongs to
+ * the core. On IPK_EINVAL / IPK_EMSGSIZE / IPK_EHOSTUNREACH / IPK_ENOBUFS pkt is still
+ * the caller's. Any later failure (ARP queue full, no pb) frees it and is counted.
+ */
+int ipk_udp_send(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip4_be,
+                 uint16_t peer_port_be, void *pkt, uint64_t now)
+{
+	uint32_t plen, hl;
+	void *hdr;
+	int rc;
+
+	if (!ctx || !pkt)
+		return IPK_EINVAL;
+	plen = ipk_pkt_chain_len(ctx, pkt);
+	rc = udp_send_check(ctx, local_port_be, peer_ip4_be, peer_port_be, plen);
+	if (rc < 0)
+		return rc;
+	ctx->now = now;
+	hdr = ipk_ip4_alloc(ctx);
+	if (!hdr)
+		return IPK_ENOBUFS;
+	hl = ipk_l4_off(ctx) + IPK_UDP_HLEN;
+	if (ctx->cfg.caps & IPK_CAP_SG) {
+		ipk_pkt_set_len(ctx, hdr, hl);
+		ipk_pkt_chain_append(ctx, hdr, pkt);
+	} else {
+		ipk_pkt_copy(ctx, pkt, 0, ipk_pkt_data(ctx, hdr) + hl, plen);
+		ipk_pkt_set_len(ctx, hdr, hl + plen);
+		ipk_pkt_free_chain(ctx, pkt);
+	}
+	return udp_emit(ctx, hdr, local_port_be, peer_ip4_be, peer_port_be, plen);
+}
+
+int ipk_udp_sendto(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip4_be,
+                   uint16_t peer_port_be, const void *buf, uint32_t len, uint64_t now)
+{
+	uint32_t hl;
+	void *pkt;
+	int rc;
+
+	if (!ctx || (!buf && len > 0))
+		return IPK_EINVAL;
+	rc = udp_send_check(ctx, local_port_be, peer_ip4_be, peer_port_be, len);
+	if (rc < 0)
+		return rc;
+	ctx->now = now;
+	pkt = ipk_ip4_alloc(ctx);
+	if (!pkt)
+		return IPK_ENOBUFS;
+	hl = ipk_l4_off(ctx) + IPK_UDP_HLEN;
+	if (len > 0)
+		ipk_memcpy(ipk_pkt_data(ctx, pkt) + hl, buf, len);
+	ipk_pkt_set_len(ctx, pkt, hl + len);
+	return udp_emit(ctx, pkt, local_port_be, peer_ip4_be, peer_port_be, len);
+}
