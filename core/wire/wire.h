@@ -155,7 +155,9 @@ struct ipk_icmp_hdr {
 };
 int ipk_icmp_parse(const uint8_t *p, uint32_t len, struct ipk_icmp_hdr *h);
 /* Writes the 8-byte header; the checksum over header + payload is the caller's
- * (compute with ipk_csum_add after the payload is in place). */
+ * (compute with ipk_csum_add after the payload is in place). Bytes 4..7 come from
+ * id/seq for echo and echo reply, from mtu (upper half zero) for unreach/needfrag,
+ * and from rest for every other type. */
 uint32_t ipk_icmp_emit(uint8_t *p, uint32_t cap, const struct ipk_icmp_hdr *h);
 
 /* --------------------------------------------------------------- UDP */
@@ -195,7 +197,8 @@ struct ipk_tcp_hdr {
 /* Checks 20 <= doff <= len. Options are parsed separately. */
 int ipk_tcp_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_hdr *h);
 /* Writes the 20-byte fixed header with h->doff as data offset (options follow,
- * written by ipk_tcp_opts_emit); checksum field as given. */
+ * written by ipk_tcp_opts_emit); checksum field as given. Also returns 0 when
+ * h->doff is not a multiple of 4 in 20..60. */
 uint32_t ipk_tcp_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_hdr *h);
 
 #define IPK_TCPOPT_EOL 0
@@ -220,7 +223,10 @@ struct ipk_tcp_opts {
  * length of 0/1, a length past the end, or a known option with the wrong length. */
 int ipk_tcp_opts_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_opts *o);
 /* Emit the options present in o (MSS, WS, SACK-permitted, TS, SACK blocks), NOP
- * padded to a multiple of 4; returns bytes written (<= 40) or 0 if cap is short. */
+ * padded to a multiple of 4; returns bytes written (<= 40) or 0 if cap is short.
+ * Layout as Linux sends it: MSS; SACK-perm,TS (or NOP,NOP,TS); NOP,WS;
+ * NOP,NOP,SACK-perm when there is no TS; NOP,NOP,SACK with as many of o->nsack
+ * blocks as fit in 40 bytes (3 with TS, 4 without). */
 uint32_t ipk_tcp_opts_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_opts *o);
 
 #ifdef __cplusplus
