@@ -123,7 +123,9 @@ def run_test(arch, name, test, target, archives, build, outdir):
 
 def main(build, archname):
     arch = ARCHES[archname]
-    tests = [t for t in introspect(build, "--tests") if "unit" in t.get("suite", [])]
+    # meson names suites "<project>:<suite>"
+    tests = [t for t in introspect(build, "--tests")
+             if any(s.split(":")[-1] == "unit" for s in t.get("suite", []))]
     targets = introspect(build, "--targets")
     by_file = {}
     for t in targets:
