@@ -118,7 +118,7 @@ fuzz_stage() {
 		[ -x "$bin" ] && [ -f "$bin" ] || continue
 		name=$(basename "$bin")
 		# libFuzzer targets accept -help=1; plain corpus replayers do not
-		"$bin" -help=1 2>&1 | grep -q 'max_total_time' || continue
+		timeout 10 "$bin" -help=1 2>&1 | grep -q max_total_time || continue
 		found=1
 		work=$(mktemp -d)
 		mkdir -p "$san/fuzz-artifacts"
