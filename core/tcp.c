@@ -1,0 +1,610 @@
+/*
+ * TCP: the public API, the connection hash, listeners, ISN and ephemeral ports, and
+ * the one place connections are freed.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "tcp.h"
+#include "wire/wire.h"
+
+/* ---------------------------------------------------------------- hash */
+
+static uint32_t tuple_hash(uint32_t lip, uint16_t lport, uint32_t pip, uint16_t pport)
+{
+	/* A multiplicative mix; the inputs are network order, which only permutes bits. */
+	uint32_t h = pip * 0x9e3779b1u;
+
+	h ^= ((uint32_t)pport << 16 | lport) * 0x85ebca77u;
+	h ^= lip * 0xc2b2ae3du;
+	h ^= h >> 15;
+	h *= 0x27d4eb2fu;
+	h ^= h >> 13;
+	return h;
+}
+
+static uint32_t bucket(const struct ipk_ctx *ctx, uint32_t h)
+{
+	return h & (ctx->cfg.conn_hash_buckets - 1u);
+}
+
+struct ipk_conn *ipk_tcp_lookup(struct ipk_ctx *ctx, uint32_t lip, uint16_t lport, uint32_t pip,
+                                uint16_t pport)
+{
+	uint32_t h = tuple_hash(lip, lport, pip, pport);
+	struct ipk_conn *c = ctx->conn_hash[bucket(ctx, h)];
+
+	for (; c; c = c->hash_next) {
+		if (c->hash == h && c->t.peer_ip4_be == pip && c->t.peer_port_be == pport &&
+		    c->t.local_port_be == lport && c->t.local_ip4_be == lip)
+			return c;
+	}
+	return NULL;
+}
+
+void ipk_tcp_hash_insert(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint32_t b;
+
+	c->hash = tuple_hash(c->t.local_ip4_be, c->t.local_port_be, c->t.peer_ip4_be,
+	                     c->t.peer_port_be);
+	b = bucket(ctx, c->hash);
+	c->hash_next = ctx->conn_hash[b];
+	ctx->conn_hash[b] = c;
+	c->fl |= IPK_TCPF_LINKED;
+}
+
+static void hash_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_conn **pp = &ctx->conn_hash[bucket(ctx, c->hash)];
+
+	if (!(c->fl & IPK_TCPF_LINKED))
+		return;
+	for (; *pp; pp = &(*pp)->hash_next) {
+		if (*pp == c) {
+			*pp = c->hash_next;
+			break;
+		}
+	}
+	c->hash_next = NULL;
+	c->fl &= ~IPK_TCPF_LINKED;
+}
+
+/* ------------------------------------------------------------- ISN, ports */
+
+/* RFC 6528 §3: ISN = M + F(4-tuple, secret), M a timer ticking every 4 us. */
+uint32_t ipk_tcp_isn(struct ipk_ctx *ctx, const struct ipk_tuple *t)
+{
+	uint32_t m = (uint32_t)(ctx->now / 4000u);
+	uint32_t f;
+
+	if (IPK_OPS(ctx)->isn_hash)
+		f = IPK_OPS(ctx)->isn_hash(t, IPK_OPQ(ctx));
+	else
+		f = IPK_OPS(ctx)->random(IPK_OPQ(ctx));
+	return m + f;
+}
+
+/* Pick a local port whose 4-tuple is free, starting at ctx->eph_next; bounded by the
+ * size of the range. Returns the port in network order or 0 when none is free. */
+static uint16_t eph_pick(struct ipk_ctx *ctx, uint32_t pip, uint16_t pport)
+{
+	uint32_t lo = ctx->cfg.eph_port_lo, hi = ctx->cfg.eph_port_hi;
+	uint32_t n = hi - lo + 1u, i, p = ctx->eph_next;
+
+	if (lo == 0 || hi < lo)
+		return 0;
+	if (p < lo || p > hi)
+		p = lo;
+	for (i = 0; i < n; i++) {
+		uint16_t be = ipk_htons((uint16_t)p);
+		uint32_t next = p == hi ? lo : p + 1u;
+
+		if (!ipk_tcp_lookup(ctx, ctx->cfg.ip4_be, be, pip, pport)) {
+			ctx->eph_next = (uint16_t)next;
+			return be;
+		}
+		p = next;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------- state, freeing */
+
+void ipk_tcp_enter(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_tcp_state st)
+{
+	IPK_UNUSED(ctx);
+	c->state = (uint8_t)st;
+}
+
+void ipk_tcp_backlog_release(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_listener *l;
+
+	if (!(c->fl & IPK_TCPF_BACKLOG))
+		return;
+	c->fl &= ~IPK_TCPF_BACKLOG;
+	if (c->listen_idx >= ctx->cfg.max_listeners)
+		return;
+	l = &ctx->listeners[c->listen_idx];
+	if (l->port_be == c->t.local_port_be && l->pending > 0)
+		l->pending--;
+}
+
+void ipk_tcp_report_closed(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_close_reason why)
+{
+	int tell = (c->fl & (IPK_TCPF_ANNOUNCED | IPK_TCPF_ACTIVE)) != 0;
+
+	if (c->fl & IPK_TCPF_REPORTED)
+		return;
+	c->fl |= IPK_TCPF_REPORTED;
+	if (tell && IPK_OPS(ctx)->tcp_closed) {
+		ipk_tcp_hold(c);
+		IPK_OPS(ctx)->tcp_closed(ctx, c, c->user, why, IPK_OPQ(ctx));
+		c->busy--;
+	}
+}
+
+static void conn_free(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	c->magic = 0;
+	c->state = IPK_TCP_CLOSED;
+	ipk_conn_put(ctx, c);
+}
+
+/*
+ * The one way out. Unhooks the connection from the hash, the timers and the backlog,
+ * frees its queues, reports tcp_closed once when the application knows the handle
+ * (announced, or an active open), and returns it to the pool unless core code up the
+ * stack still holds it (then the last ipk_tcp_release frees it).
+ * SYN-RECEIVED connections never announced die silently (RFC 9293 §3.10.7.4: back to
+ * LISTEN, which for us means just gone).
+ */
+void ipk_tcp_destroy(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_close_reason why)
+{
+	if (c->fl & IPK_TCPF_ZOMBIE)
+		return;
+	hash_remove(ctx, c);
+	ipk_tcp_timers_remove(ctx, c);
+	ipk_tcp_backlog_release(ctx, c);
+	ipk_tcp_queues_free(ctx, c);
+	c->state = IPK_TCP_CLOSED;
+	ipk_tcp_report_closed(ctx, c, why);
+	if (c->busy) {
+		c->fl |= IPK_TCPF_ZOMBIE;
+		return;
+	}
+	conn_free(ctx, c);
+}
+
+int ipk_tcp_release(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (c->busy)
+		c->busy--;
+	if (c->busy == 0 && (c->fl & IPK_TCPF_ZOMBIE)) {
+		conn_free(ctx, c);
+		return 1;
+	}
+	return (c->fl & IPK_TCPF_ZOMBIE) != 0;
+}
+
+/* RFC 9293 §3.7.1 MSS and RFC 7323 §2.2 window scale from the peer's SYN. */
+void ipk_tcp_syn_opts(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o)
+{
+	uint32_t ours = (uint32_t)ctx->cfg.mtu - 40u;
+	uint32_t m = o->has_mss ? o->mss : IPK_TCP_DEFAULT_MSS;
+
+	if (m > ours)
+		m = ours;
+	if (m < IPK_TCP_MIN_MSS)
+		m = IPK_TCP_MIN_MSS;
+	c->mss = m;
+	if (o->has_ws) {
+		c->fl |= IPK_TCPF_PEER_WS;
+		c->snd_wscale = (uint8_t)IPK_MIN(o->ws, IPK_TCP_MAX_WSCALE);
+	}
+	/* Both sides must send it (§2.2); for an active open our SYN always did. */
+	if (o->has_ws && ctx->cfg.tcp_wscale > 0) {
+		c->fl |= IPK_TCPF_WS_OK;
+		c->rcv_wscale = (uint8_t)IPK_MIN(ctx->cfg.tcp_wscale, IPK_TCP_MAX_WSCALE);
+	} else {
+		c->fl &= ~IPK_TCPF_WS_OK;
+		c->snd_wscale = 0;
+		c->rcv_wscale = 0;
+	}
+	ipk_tcp_cc_init(ctx, c); /* the initial window is in units of the real MSS */
+}
+
+/* ------------------------------------------------------------ handles */
+
+/* A handle the application may use: live, and tcp_closed not yet reported. */
+static int conn_check(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	if (!ctx || !c)
+		return IPK_EINVAL;
+	if (c->magic != IPK_TCP_MAGIC || (c->fl & (IPK_TCPF_REPORTED | IPK_TCPF_ZOMBIE)) ||
+	    c->state == IPK_TCP_CLOSED)
+		return IPK_ECLOSED;
+	return IPK_OK;
+}
+
+static int conn_check_ro(const struct ipk_conn *c)
+{
+	if (!c)
+		return IPK_EINVAL;
+	if (c->magic != IPK_TCP_MAGIC || c->state == IPK_TCP_CLOSED)
+		return IPK_ECLOSED;
+	return IPK_OK;
+}
+
+void ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tuple *t)
+{
+	c->magic = IPK_TCP_MAGIC;
+	c->t = *t;
+	c->mss = IPK_TCP_DEFAULT_MSS;
+	c->rcv_mss = (uint32_t)ctx->cfg.mtu - 40u;
+	c->rto = ctx->cfg.tcp_rto_init_ns;
+	c->sndbuf = ctx->cfg.tcp_sndbuf;
+	c->iss = ipk_tcp_isn(ctx, t);
+	c->snd_una = c->snd_nxt = c->snd_max = c->iss;
+	c->sq_seq = c->iss + 1u;
+	if (ctx->cfg.tcp_nagle)
+		c->fl |= IPK_TCPF_NAGLE;
+	ipk_tcp_cc_init(ctx, c);
+}
+
+/* ------------------------------------------------------------- listen */
+
+int ipk_tcp_listen(struct ipk_ctx *ctx, uint16_t port_be, uint16_t backlog)
+{
+	struct ipk_listener *freel = NULL;
+	uint32_t i;
+
+	if (!ctx || port_be == 0 || backlog == 0)
+		return IPK_EINVAL;
+	for (i = 0; i < ctx->cfg.max_listeners; i++) {
+		struct ipk_listener *l = &ctx->listeners[i];
+
+		if (l->port_be == port_be)
+			return IPK_EADDRINUSE;
+		if (l->port_be == 0 && !freel)
+			freel = l;
+	}
+	if (!freel)
+		return IPK_ENOMEM;
+	freel->port_be = port_be;
+	freel->backlog = IPK_MIN(backlog, ctx->cfg.tcp_backlog_max);
+	freel->pending = 0;
+	return IPK_OK;
+}
+
+int ipk_tcp_unlisten(struct ipk_ctx *ctx, uint16_t port_be)
+{
+	uint32_t i;
+
+	if (!ctx || port_be == 0)
+		return IPK_EINVAL;
+	for (i = 0; i < ctx->cfg.max_listeners; i++) {
+		if (ctx->listeners[i].port_be == port_be) {
+			/* Connections still in SYN-RECEIVED complete normally; their
+			 * backlog release sees the port changed and does nothing. */
+			ctx->listeners[i].port_be = 0;
+			ctx->listeners[i].pending = 0;
+			return IPK_OK;
+		}
+	}
+	return IPK_ENOENT;
+}
+
+/* ------------------------------------------------------------ connect */
+
+int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_port_be,
+                    uint16_t local_port_be, void *user, struct ipk_conn **out, uint64_t now)
+{
+	struct ipk_tuple t;
+	struct ipk_conn *c;
+
+	if (!ctx || !out || peer_ip4_be == 0 || peer_port_be == 0)
+		return IPK_EINVAL;
+	*out = NULL;
+	ctx->now = now;
+	if (local_port_be == 0)
+		local_port_be = eph_pick(ctx, peer_ip4_be, peer_port_be);
+	else if (ipk_tcp_lookup(ctx, ctx->cfg.ip4_be, local_port_be, peer_ip4_be, peer_port_be))
+		local_port_be = 0;
+	if (local_port_be == 0)
+		return IPK_EADDRINUSE;
+	c = ipk_conn_get(ctx);
+	if (!c)
+		return IPK_ENOMEM;
+	t.local_ip4_be = ctx->cfg.ip4_be;
+	t.peer_ip4_be = peer_ip4_be;
+	t.local_port_be = local_port_be;
+	t.peer_port_be = peer_port_be;
+	ipk_tcp_conn_setup(ctx, c, &t);
+	c->user = user;
+	c->fl |= IPK_TCPF_ACTIVE;
+	ipk_tcp_enter(ctx, c, IPK_TCP_SYN_SENT);
+	ipk_tcp_hash_insert(ctx, c);
+	ctx->cnt.tcp_active_opens++;
+	*out = c;
+	/* RFC 9293 §3.10.1: send SYN; if no packet is free now the retry timer sends it. */
+	ipk_tcp_hold(c);
+	ipk_tcp_output(ctx, c);
+	ipk_tcp_release(ctx, c);
+	ipk_link_flush(ctx);
+	return IPK_OK;
+}
+
+/* --------------------------------------------------------------- send */
+
+static int can_send(const struct ipk_conn *c)
+{
+	if (c->fl & IPK_TCPF_FIN_QUEUED)
+		return 0;
+	return c->state == IPK_TCP_ESTABLISHED || c->state == IPK_TCP_CLOSE_WAIT ||
+	       c->state == IPK_TCP_SYN_SENT || c->state == IPK_TCP_SYN_RECEIVED;
+}
+
+uint32_t ipk_tcp_sndbuf_free(const struct ipk_conn *c)
+{
+	if (conn_check_ro(c) != IPK_OK || !can_send(c))
+		return 0;
+	return c->sndbuf > c->sq_bytes ? c->sndbuf - c->sq_bytes : 0;
+}
+
+static void sq_append(struct ipk_conn *c, struct ipk_pb *pb)
+{
+	pb->next = NULL;
+	if (c->sq_tail)
+		c->sq_tail->next = pb;
+	else
+		c->sq_head = pb;
+	c->sq_tail = pb;
+	c->sq_bytes += pb->len;
+}
+
+static void after_queue(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
+{
+	ctx->now = now;
+	ipk_tcp_hold(c);
+	ipk_tcp_output(ctx, c);
+	ipk_tcp_release(ctx, c);
+	ipk_link_flush(ctx);
+}
+
+/* Zero-copy send: on success the pb holds the application's chain until acknowledged. */
+int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t now)
+{
+	struct ipk_pb *pb;
+	uint32_t len;
+	int rc = conn_check(ctx, c);
+
+	if (rc != IPK_OK)
+		return rc;
+	if (!pkt)
+		return IPK_EINVAL;
+	if (!can_send(c))
+		return IPK_ENOTCONN;
+	len = ipk_pkt_chain_len(ctx, pkt);
+	if (len == 0)
+		return IPK_EINVAL;
+	if (len > ctx->cfg.tcp_sndbuf || c->sq_bytes > ctx->cfg.tcp_sndbuf - len)
+		return IPK_EAGAIN;
+	pb = ipk_pb_get(ctx);
+	if (!pb)
+		return IPK_ENOMEM;
+	pb->pkt = pkt;
+	pb->off = 0;
+	pb->len = len;
+	pb->seq = ipk_tcp_data_end(c);
+	pb->aux = 0;
+	sq_append(c, pb);
+	after_queue(ctx, c, now);
+	return (int)len;
+}
+
+/* Fill the tail copy-packet, then fresh packets of up to one MSS each. */
+static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_t *buf,
+                           uint32_t len)
+{
+	uint32_t cap = IPK_MIN(c->mss, ctx->cfg.pkt_buf_size), done = 0;
+
+	while (done < len) {
+		struct ipk_pb *pb = c->sq_tail;
+		uint32_t have, n;
+
+		if (!pb || !(pb->aux & IPK_TCP_PB_COPY) || pb->len >= cap) {
+			void *p = ipk_pkt_alloc(ctx);
+
+			if (!p) {
+				ipk_drop(ctx, IPK_DROP_NO_PKT);
+				break;
+			}
+			pb = ipk_pb_get(ctx);
+			if (!pb) {
+				ipk_pkt_free(ctx, p);
+				break;
+			}
+			pb->pkt = p;
+			pb->off = 0;
+			pb->len = 0;
+			pb->seq = ipk_tcp_data_end(c);
+			pb->aux = IPK_TCP_PB_COPY;
+			sq_append(c, pb);
+		}
+		have = ipk_pkt_len(ctx, pb->pkt);
+		n = IPK_MIN(len - done, cap - pb->len);
+		/* Bytes after the old end are new; clones already sent never see them. */
+		ipk_pkt_set_len(ctx, pb->pkt, have + n);
+		ipk_memcpy(ipk_pkt_data(ctx, pb->pkt) + have, buf + done, n);
+		pb->len += n;
+		c->sq_bytes += n;
+		done += n;
+	}
+	return done;
+}
+
+int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *buf, uint32_t len,
+                  uint64_t now)
+{
+	uint32_t room, n;
+	int rc = conn_check(ctx, c);
+
+	if (rc != IPK_OK)
+		return rc;
+	if (!buf && len)
+		return IPK_EINVAL;
+	if (!can_send(c))
+		return IPK_ENOTCONN;
+	room = ctx->cfg.tcp_sndbuf > c->sq_bytes ? ctx->cfg.tcp_sndbuf - c->sq_bytes : 0;
+	n = write_copy(ctx, c, (const uint8_t *)buf, IPK_MIN(len, room));
+	if (n == 0 && len > 0 && room > 0)
+		return IPK_ENOBUFS;
+	if (n > 0)
+		after_queue(ctx, c, now);
+	return (int)n;
+}
+
+int ipk_tcp_recved(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t bytes, uint64_t now)
+{
+	uint32_t before;
+	int rc = conn_check(ctx, c);
+
+	if (rc != IPK_OK)
+		return rc;
+	if (bytes > c->rcv_unread)
+		return IPK_EINVAL;
+	ctx->now = now;
+	before = c->rcv_adv;
+	c->rcv_unread -= bytes;
+	/* RFC 9293 §3.8.6.2.2: tell the peer only when the window grew enough. */
+	if (ipk_tcp_synced(c) && !(c->fl & IPK_TCPF_FIN_RCVD)) {
+		uint32_t wnd = ctx->cfg.tcp_rcvbuf - c->rcv_unread;
+		uint32_t thresh = IPK_MIN(ctx->cfg.tcp_rcvbuf / 2u, c->rcv_mss);
+
+		if (ipk_seq_ge(c->rcv_nxt + wnd, before + thresh)) {
+			c->fl |= IPK_TCPF_ACK_NOW;
+			after_queue(ctx, c, now);
+		}
+	}
+	return IPK_OK;
+}
+
+/* ------------------------------------------------------------- closing */
+
+int ipk_tcp_close(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
+{
+	int rc = conn_check(ctx, c);
+
+	if (rc != IPK_OK)
+		return rc;
+	ctx->now = now;
+	switch (c->state) {
+	case IPK_TCP_SYN_SENT:
+		/* RFC 9293 §3.10.4: nothing to tell the peer yet. */
+		ipk_tcp_destroy(ctx, c, IPK_CLOSE_ABORTED);
+		return IPK_OK;
+	case IPK_TCP_SYN_RECEIVED:
+	case IPK_TCP_ESTABLISHED:
+	case IPK_TCP_CLOSE_WAIT:
+		if (c->fl & IPK_TCPF_FIN_QUEUED)
+			return IPK_ENOTCONN;
+		c->fl |= IPK_TCPF_FIN_QUEUED;
+		if (c->state == IPK_TCP_ESTABLISHED)
+			ipk_tcp_enter(ctx, c, IPK_TCP_FIN_WAIT_1);
+		else if (c->state == IPK_TCP_CLOSE_WAIT)
+			ipk_tcp_enter(ctx, c, IPK_TCP_LAST_ACK);
+		after_queue(ctx, c, now);
+		return IPK_OK;
+	default:
+		return IPK_ENOTCONN;
+	}
+}
+
+int ipk_tcp_abort(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
+{
+	int rc = conn_check(ctx, c);
+
+	if (rc != IPK_OK)
+		return rc;
+	ctx->now = now;
+	/* RFC 9293 §3.10.5: RST in the synchronized states (and SYN-RECEIVED). */
+	if (c->state != IPK_TCP_SYN_SENT)
+		ipk_tcp_send_rst_conn(ctx, c);
+	ipk_tcp_destroy(ctx, c, IPK_CLOSE_ABORTED);
+	ipk_link_flush(ctx);
+	return IPK_OK;
+}
+
+/* ------------------------------------------------------------ accessors */
+
+void *ipk_tcp_user(const struct ipk_conn *c)
+{
+	return conn_check_ro(c) == IPK_OK ? c->user : NULL;
+}
+
+void ipk_tcp_set_user(struct ipk_conn *c, void *user)
+{
+	if (conn_check_ro(c) == IPK_OK)
+		c->user = user;
+}
+
+int ipk_tcp_tuple(const struct ipk_conn *c, struct ipk_tuple *t)
+{
+	int rc = conn_check_ro(c);
+
+	if (rc != IPK_OK)
+		return rc;
+	if (!t)
+		return IPK_EINVAL;
+	*t = c->t;
+	return IPK_OK;
+}
+
+int ipk_tcp_set_nagle(struct ipk_conn *c, int on)
+{
+	int rc = conn_check_ro(c);
+
+	if (rc != IPK_OK)
+		return rc;
+	if (on)
+		c->fl |= IPK_TCPF_NAGLE;
+	else
+		c->fl &= ~IPK_TCPF_NAGLE;
+	return IPK_OK;
+}
+
+enum ipk_tcp_state ipk_tcp_state(const struct ipk_conn *c)
+{
+	if (conn_check_ro(c) != IPK_OK)
+		return IPK_TCP_CLOSED;
+	return (enum ipk_tcp_state)c->state;
+}
+
+int ipk_tcp_info(const struct ipk_conn *c, struct ipk_tcp_info *info)
+{
+	int rc = conn_check_ro(c);
+
+	if (rc != IPK_OK)
+		return rc;
+	if (!info)
+		return IPK_EINVAL;
+	ipk_memset(info, 0, sizeof(*info));
+	info->state = (enum ipk_tcp_state)c->state;
+	info->mss = c->mss;
+	info->cwnd = c->cwnd;
+	info->ssthresh = c->ssthresh;
+	info->snd_wnd = c->snd_wnd;
+	info->rcv_wnd = c->rcv_adv - c->rcv_nxt;
+	info->inflight = c->snd_nxt - c->snd_una;
+	info->srtt_ns = c->srtt;
+	info->rttvar_ns = c->rttvar;
+	info->rto_ns = c->rto;
+	info->retransmits = c->retransmits;
+	info->snd_wscale = c->snd_wscale;
+	info->rcv_wscale = c->rcv_wscale;
+	return IPK_OK;
+}

@@ -1,0 +1,224 @@
+/*
+ * The TCP connection object and the calls the tcp_*.c files make to each other.
+ *
+ * Files:  tcp.c        API, lookup hash, listeners, open/close/free, ISN, ports
+ *         tcp_in.c     segment arrival (RFC 9293 §3.10.7)
+ *         tcp_out.c    segment construction and the send decision (§3.8.6, §3.10.4)
+ *         tcp_timer.c  RTO (RFC 6298), persist, delayed ACK, TIME_WAIT, timer list
+ *         tcp_cc.c     congestion control (RFC 5681 / 6582 NewReno) behind a small interface
+ *
+ * stack.c includes this header only for sizeof(struct ipk_conn) and relies on
+ * pool_next being the first member (its free-list link).
+ *
+ * Sequence space: [iss] is our SYN; data bytes start at iss + 1. The send queue holds
+ * every data byte from snd_una on (acknowledged bytes are released at once), so the
+ * byte with sequence s lives at offset s - sq_seq of the queue. A queued FIN takes the
+ * sequence number right after the last data byte.
+ */
+#ifndef IPKIT_CORE_TCP_H
+#define IPKIT_CORE_TCP_H
+
+#include "internal.h"
+
+/* RFC 9293 §3.7.1: send MSS when the peer sent no MSS option. */
+#define IPK_TCP_DEFAULT_MSS 536
+/* Smallest peer MSS we accept: a tiny value would make us emit a segment per byte. */
+#define IPK_TCP_MIN_MSS 64
+/* Floor for an MSS lowered by ICMP fragmentation-needed (RFC 1191 §3 allows ignoring
+ * implausibly small MTUs; 576 - 40 keeps a forged ICMP from crippling a connection). */
+#define IPK_TCP_PMTU_MIN_MSS 536
+/* RFC 7323 §2.3: the largest window-scale shift. */
+#define IPK_TCP_MAX_WSCALE 14
+/* RFC 6298 (2.4) clock granularity G. */
+#define IPK_TCP_G_NS 1000000ull
+/* Back-off before retrying output that failed for lack of packets or pbs. */
+#define IPK_TCP_RETRY_NS 1000000ull
+/* Segments one tcp_output call may emit (bounds the work of a single event). */
+#define IPK_TCP_OUTPUT_BURST 64
+
+/* c->fl bits */
+#define IPK_TCPF_ACTIVE 0x0001u     /* we sent the first SYN (connect) */
+#define IPK_TCPF_ANNOUNCED 0x0002u  /* tcp_accepted / tcp_connected was called */
+#define IPK_TCPF_REPORTED 0x0004u   /* tcp_closed was called: handle is dead */
+#define IPK_TCPF_BACKLOG 0x0008u    /* counted in a listener's pending */
+#define IPK_TCPF_FIN_QUEUED 0x0010u /* application closed: FIN follows the data */
+#define IPK_TCPF_ACK_NOW 0x0020u    /* an ACK must go out before the event ends */
+#define IPK_TCPF_ACK_LATER 0x0040u  /* an ACK is owed (delayed-ACK timer) */
+#define IPK_TCPF_WS_OK 0x0080u      /* both SYNs carried window scale */
+#define IPK_TCPF_NAGLE 0x0100u      /* RFC 896 on */
+#define IPK_TCPF_RTT_ON 0x0200u     /* a segment is being timed */
+#define IPK_TCPF_RECOVERY 0x0400u   /* NewReno fast recovery */
+#define IPK_TCPF_ZOMBIE 0x0800u     /* freed while busy: release when busy drops */
+#define IPK_TCPF_PEER_WS 0x1000u    /* peer's SYN carried window scale */
+#define IPK_TCPF_FIN_RCVD 0x2000u   /* peer's FIN consumed (rcv_nxt counts it) */
+#define IPK_TCPF_LINKED 0x4000u     /* in ctx->conn_hash */
+#define IPK_TCPF_ON_TIMERS 0x8000u  /* in ctx->timer_head list */
+
+/* pb->aux flag for send-queue and out-of-order pbs */
+#define IPK_TCP_PB_COPY 0x1u /* send queue: packet filled by ipk_tcp_write (may grow) */
+#define IPK_TCP_PB_FIN 0x2u  /* out-of-order queue: segment carried FIN */
+
+/* A stale-handle guard: set while the object is a live connection. */
+#define IPK_TCP_MAGIC 0x7463706bu
+
+struct ipk_conn {
+	struct ipk_conn *pool_next; /* stack.c's free list: must stay first */
+	struct ipk_conn *hash_next; /* chain in ctx->conn_hash */
+	struct ipk_conn *timer_next, *timer_prev;
+	uint32_t magic;
+	uint32_t fl;                /* IPK_TCPF_* */
+	struct ipk_tuple t;
+	uint32_t hash;
+	uint8_t state;              /* enum ipk_tcp_state */
+	uint8_t snd_wscale;         /* shift applied to the peer's window field */
+	uint8_t rcv_wscale;         /* shift the peer applies to ours */
+	uint8_t busy;               /* nesting of core code running on this conn */
+	uint16_t listen_idx;        /* slot in ctx->listeners (with IPK_TCPF_BACKLOG) */
+	uint16_t dupacks;
+	void *user;
+
+	/* send sequence variables, RFC 9293 §3.3.1 */
+	uint32_t iss, snd_una, snd_nxt;
+	uint32_t snd_max;           /* highest sequence sent + 1 (acceptable ACK bound) */
+	uint32_t snd_wnd;           /* peer's window in bytes (scaled) */
+	uint32_t max_sndwnd;        /* largest window the peer offered (SWS §3.8.6.2.1) */
+	uint32_t snd_wl1, snd_wl2;
+	uint32_t mss;               /* send MSS */
+	uint32_t rcv_mss;           /* MSS we advertised */
+
+	/* receive sequence variables */
+	uint32_t irs, rcv_nxt;
+	uint32_t rcv_adv;           /* right edge of the window we advertised */
+	uint32_t rcv_unread;        /* delivered, not yet ipk_tcp_recved */
+	uint16_t segs_unacked;      /* in-order segments since our last ACK */
+	uint16_t ooo_n;
+
+	/* queues of pbs (see internal.h): send data from snd_una, out-of-order data */
+	struct ipk_pb *sq_head, *sq_tail;
+	uint32_t sq_seq;            /* sequence of the first queued data byte */
+	uint32_t sq_bytes;
+	struct ipk_pb *ooo;         /* sorted by seq, non-overlapping */
+
+	/* timers: absolute ns, 0 = off */
+	uint64_t rtx_at;            /* RTO; in TIME_WAIT the end of TIME_WAIT */
+	uint64_t persist_at;
+	uint64_t delack_at;
+	uint64_t retry_at;          /* output blocked on packets/pbs */
+
+	/* RFC 6298 */
+	uint64_t srtt, rttvar, rto; /* ns; srtt == 0 until the first sample */
+	uint64_t rtt_t;             /* send time of the timed segment */
+	uint32_t rtt_seq;           /* its ACK must cover this sequence */
+	uint8_t nrtx;               /* RTOs in a row */
+	uint8_t npersist;           /* persist back-off exponent */
+	uint8_t soft_err;           /* last ICMP soft error type (RFC 1122 §4.2.3.9) */
+	uint8_t pad_;
+
+	/* congestion control (tcp_cc.c) */
+	uint32_t cwnd, ssthresh;
+	uint32_t recover;           /* RFC 6582 */
+	uint32_t bytes_acked;       /* RFC 3465 congestion avoidance counter */
+
+	uint64_t retransmits;
+	uint32_t sndbuf;            /* cfg.tcp_sndbuf at open (for ipk_tcp_sndbuf_free) */
+	uint32_t pad2_;
+};
+
+IPK_INLINE int ipk_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+IPK_INLINE int ipk_seq_le(uint32_t a, uint32_t b) { return (int32_t)(a - b) <= 0; }
+IPK_INLINE int ipk_seq_gt(uint32_t a, uint32_t b) { return (int32_t)(a - b) > 0; }
+IPK_INLINE int ipk_seq_ge(uint32_t a, uint32_t b) { return (int32_t)(a - b) >= 0; }
+
+/* A parsed arriving segment; the packet stays the caller's. */
+struct ipk_tcp_seg {
+	struct ipk_tcp_hdr h;
+	struct ipk_tcp_opts o;
+	void *pkt;
+	uint32_t poff;   /* payload offset in pkt */
+	uint32_t len;    /* payload bytes */
+	uint32_t src_be, dst_be;
+};
+
+/* Sequence space a segment occupies (RFC 9293 §3.4: SYN and FIN count). */
+IPK_INLINE uint32_t ipk_tcp_seg_len(const struct ipk_tcp_seg *s)
+{
+	return s->len + ((s->h.flags & IPK_TCP_SYN) ? 1u : 0u) + ((s->h.flags & IPK_TCP_FIN) ? 1u : 0u);
+}
+
+IPK_INLINE int ipk_tcp_synced(const struct ipk_conn *c)
+{
+	return c->state >= IPK_TCP_ESTABLISHED;
+}
+
+/* ---- tcp.c */
+struct ipk_conn *ipk_tcp_lookup(struct ipk_ctx *ctx, uint32_t lip, uint16_t lport, uint32_t pip,
+                                uint16_t pport);
+void ipk_tcp_hash_insert(struct ipk_ctx *ctx, struct ipk_conn *c);
+uint32_t ipk_tcp_isn(struct ipk_ctx *ctx, const struct ipk_tuple *t);
+/* Take the connection out of everything and return it to the pool. `why` is given
+ * to tcp_closed when the application knows the connection (see tcp.c). */
+void ipk_tcp_destroy(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_close_reason why);
+/* Report tcp_closed now (TIME_WAIT entry) while the object lives on. */
+void ipk_tcp_report_closed(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_close_reason why);
+/* Leave SYN-RECEIVED: give the listener's backlog slot back. */
+void ipk_tcp_backlog_release(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Fill a fresh (zeroed) connection for tuple t: ISN, MSS, RTO, congestion state. */
+void ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tuple *t);
+void ipk_tcp_enter(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_tcp_state st);
+IPK_INLINE void ipk_tcp_hold(struct ipk_conn *c) { c->busy++; }
+/* Drop a hold; returns 1 when the connection was freed meanwhile (c is now invalid). */
+int ipk_tcp_release(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Apply the peer's SYN options (MSS, window scale) */
+void ipk_tcp_syn_opts(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o);
+
+/* ---- tcp_out.c */
+/* Send what the windows, Nagle and SWS avoidance allow, then an owed ACK. */
+void ipk_tcp_output(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Send one segment from the connection: `len` payload bytes from the send queue at
+ * `seq`; SYN and FIN are derived from the sequence numbers. Returns the sequence
+ * space used (payload + SYN + FIN) or a negative error (nothing sent). */
+int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,
+                 unsigned how);
+#define IPK_TCP_X_FIN 0x1u   /* may carry our FIN when the segment reaches it */
+#define IPK_TCP_X_PROBE 0x2u /* zero-window probe: outside the window, no RTO */
+int ipk_tcp_send_ack(struct ipk_ctx *ctx, struct ipk_conn *c);
+int ipk_tcp_send_rst_conn(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* RFC 9293 §3.10.7.1: answer a segment that has no connection. */
+void ipk_tcp_send_rst_for(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s);
+/* Window field value and the right edge it sets (receiver SWS, §3.8.6.2.2). */
+uint32_t ipk_tcp_rcv_window(const struct ipk_ctx *ctx, const struct ipk_conn *c);
+/* Free send-queue bytes now acknowledged up to `ack`; returns bytes released. */
+uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack);
+void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c);
+IPK_INLINE uint32_t ipk_tcp_data_end(const struct ipk_conn *c) { return c->sq_seq + c->sq_bytes; }
+IPK_INLINE int ipk_tcp_fin_sent(const struct ipk_conn *c)
+{
+	return (c->fl & IPK_TCPF_FIN_QUEUED) && ipk_seq_gt(c->snd_max, ipk_tcp_data_end(c));
+}
+IPK_INLINE int ipk_tcp_fin_acked(const struct ipk_conn *c)
+{
+	return (c->fl & IPK_TCPF_FIN_QUEUED) && ipk_seq_gt(c->snd_una, ipk_tcp_data_end(c));
+}
+
+/* ---- tcp_in.c: connection-level processing of one segment (pkt stays caller's) */
+void ipk_tcp_input_conn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s);
+void ipk_tcp_input_listen(struct ipk_ctx *ctx, struct ipk_tcp_seg *s);
+
+/* ---- tcp_timer.c */
+void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c);
+void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c);
+void ipk_tcp_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r);
+void ipk_tcp_rto_reset(struct ipk_ctx *ctx, struct ipk_conn *c);
+void ipk_tcp_arm_rtx(struct ipk_ctx *ctx, struct ipk_conn *c);
+void ipk_tcp_arm_persist(struct ipk_ctx *ctx, struct ipk_conn *c);
+
+/* ---- tcp_cc.c: NewReno (RFC 5681, 3465, 6582, 6928). Hooks for CUBIC later. */
+void ipk_tcp_cc_init(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* New data acknowledged (acked bytes, snd_una not yet advanced). Returns 1 when a
+ * partial ACK in recovery asks for the next hole to be retransmitted. */
+int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uint32_t acked);
+/* A duplicate ACK; returns 1 when fast retransmit is due now. */
+int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c);
+void ipk_tcp_cc_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c);
+
+#endif

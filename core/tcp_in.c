@@ -1,0 +1,722 @@
+/*
+ * TCP input: segment validation, demultiplexing, and the RFC 9293 §3.10.7 "segment
+ * arrives" processing, split by state and by step so each rule sits in one function.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "tcp.h"
+#include "wire/wire.h"
+
+/* ------------------------------------------------------------- parsing */
+
+/* A reassembled datagram arrives as a chain; the payload callback promises a single
+ * packet, so copy into one when it fits. Returns the packet to use or NULL (counted,
+ * freed). */
+static void *linearize(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
+{
+	uint32_t total = rx->l4_off + rx->l4_len;
+	void *one;
+
+	if (!ipk_pkt_chain_next(ctx, pkt))
+		return pkt;
+	one = total <= ctx->cfg.pkt_buf_size ? ipk_pkt_alloc(ctx) : NULL;
+	if (!one) {
+		ipk_drop_pkt(ctx, pkt, IPK_DROP_CHAIN);
+		return NULL;
+	}
+	ipk_pkt_set_len(ctx, one, total);
+	ipk_pkt_copy(ctx, pkt, 0, ipk_pkt_data(ctx, one), total);
+	ipk_pkt_free_chain(ctx, pkt);
+	return one;
+}
+
+/* Returns IPK_DROP__COUNT when the segment is sound, else the drop reason. */
+static enum ipk_drop seg_parse(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx,
+                               struct ipk_tcp_seg *s)
+{
+	uint32_t plen = ipk_pkt_len(ctx, pkt);
+	const uint8_t *p;
+
+	if (rx->l4_off > plen || rx->l4_len > plen - rx->l4_off || rx->l4_len < IPK_TCP_HLEN)
+		return IPK_DROP_TCP_MALFORMED;
+	p = ipk_pkt_data(ctx, pkt) + rx->l4_off;
+	if (ipk_tcp_parse(p, rx->l4_len, &s->h) < 0 || s->h.sport_be == 0 || s->h.dport_be == 0)
+		return IPK_DROP_TCP_MALFORMED;
+	if (!rx->l4_csum_ok) {
+		int odd = 0;
+		uint32_t sum = ipk_csum_pseudo(rx->src_be, rx->dst_be, IPK_IPPROTO_TCP, rx->l4_len);
+
+		if (ipk_csum_fold(ipk_csum_add(sum, p, rx->l4_len, &odd)) != 0)
+			return IPK_DROP_TCP_CSUM;
+	}
+	ipk_memset(&s->o, 0, sizeof(s->o));
+	if (ipk_tcp_opts_parse(p + IPK_TCP_HLEN, (uint32_t)s->h.doff - IPK_TCP_HLEN, &s->o) < 0)
+		return IPK_DROP_TCP_MALFORMED;
+	/* SYN with RST or FIN has no meaning in any state. */
+	if ((s->h.flags & IPK_TCP_SYN) && (s->h.flags & (IPK_TCP_RST | IPK_TCP_FIN)))
+		return IPK_DROP_TCP_BAD_FLAGS;
+	if (rx->is_bcast)
+		return IPK_DROP_NOT_FOR_US;
+	s->pkt = pkt;
+	s->poff = rx->l4_off + s->h.doff;
+	s->len = rx->l4_len - s->h.doff;
+	s->src_be = rx->src_be;
+	s->dst_be = rx->dst_be;
+	return IPK_DROP__COUNT;
+}
+
+/*
+ * Entry from ip4.c; takes ownership of pkt. The packet is freed here after the
+ * segment is processed, unless the out-of-order queue kept it (s.pkt set to NULL).
+ */
+void ipk_tcp_input(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
+{
+	struct ipk_tcp_seg s;
+	struct ipk_conn *c;
+	enum ipk_drop why;
+
+	pkt = linearize(ctx, pkt, rx);
+	if (!pkt)
+		return;
+	why = seg_parse(ctx, pkt, rx, &s);
+	if (why != IPK_DROP__COUNT) {
+		ipk_drop_pkt(ctx, pkt, why);
+		return;
+	}
+	ctx->cnt.tcp_rx_segs++;
+	c = ipk_tcp_lookup(ctx, s.dst_be, s.h.dport_be, s.src_be, s.h.sport_be);
+	if (c)
+		ipk_tcp_input_conn(ctx, c, &s);
+	else
+		ipk_tcp_input_listen(ctx, &s);
+	if (s.pkt)
+		ipk_pkt_free(ctx, s.pkt);
+}
+
+/* -------------------------------------------------------------- LISTEN */
+
+static int listener_find(const struct ipk_ctx *ctx, uint16_t port_be)
+{
+	uint32_t i;
+
+	for (i = 0; i < ctx->cfg.max_listeners; i++) {
+		if (ctx->listeners[i].port_be == port_be)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* A segment for no connection: RST it (RFC 9293 §3.10.7.1) and count. */
+static void no_conn(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
+{
+	if (s->h.flags & IPK_TCP_RST)
+		ctx->cnt.tcp_rst_rx++;
+	ipk_tcp_send_rst_for(ctx, s);
+	ipk_drop(ctx, IPK_DROP_TCP_NO_CONN);
+}
+
+static void passive_open(struct ipk_ctx *ctx, struct ipk_tcp_seg *s, int idx)
+{
+	struct ipk_tuple t;
+	struct ipk_conn *c;
+
+	t.local_ip4_be = s->dst_be;
+	t.peer_ip4_be = s->src_be;
+	t.local_port_be = s->h.dport_be;
+	t.peer_port_be = s->h.sport_be;
+	if (IPK_OPS(ctx)->tcp_accept && !IPK_OPS(ctx)->tcp_accept(ctx, &t, IPK_OPQ(ctx))) {
+		ipk_tcp_send_rst_for(ctx, s);
+		ipk_drop(ctx, IPK_DROP_TCP_REFUSED);
+		return;
+	}
+	c = ipk_conn_get(ctx);
+	if (!c) {
+		ipk_drop(ctx, IPK_DROP_NO_CONN_MEM);
+		return;
+	}
+	ipk_tcp_conn_setup(ctx, c, &t);
+	c->irs = s->h.seq;
+	c->rcv_nxt = s->h.seq + 1u;
+	ipk_tcp_syn_opts(ctx, c, &s->o);
+	c->snd_wnd = c->max_sndwnd = s->h.wnd; /* RFC 7323 §2.2: SYN window unscaled */
+	c->snd_wl1 = s->h.seq;
+	c->snd_wl2 = c->iss;
+	c->listen_idx = (uint16_t)idx;
+	c->fl |= IPK_TCPF_BACKLOG;
+	ctx->listeners[idx].pending++;
+	ipk_tcp_enter(ctx, c, IPK_TCP_SYN_RECEIVED);
+	ipk_tcp_hash_insert(ctx, c);
+	ctx->cnt.tcp_passive_opens++;
+	ipk_tcp_hold(c);
+	ipk_tcp_output(ctx, c); /* SYN-ACK */
+	ipk_tcp_release(ctx, c);
+}
+
+/* RFC 9293 §3.10.7.2 (LISTEN), or §3.10.7.1 when nobody listens. */
+void ipk_tcp_input_listen(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
+{
+	int idx = listener_find(ctx, s->h.dport_be);
+	uint8_t f = s->h.flags;
+
+	if (idx < 0 || (f & (IPK_TCP_RST | IPK_TCP_ACK))) {
+		no_conn(ctx, s);
+		return;
+	}
+	if (!(f & IPK_TCP_SYN)) {
+		ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
+		return;
+	}
+	if (ctx->listeners[idx].pending >= ctx->listeners[idx].backlog) {
+		ipk_drop(ctx, IPK_DROP_TCP_BACKLOG);
+		return;
+	}
+	passive_open(ctx, s, idx);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static int zombie(const struct ipk_conn *c)
+{
+	return (c->fl & IPK_TCPF_ZOMBIE) != 0 || c->state == IPK_TCP_CLOSED;
+}
+
+static void ack_now(struct ipk_conn *c)
+{
+	c->fl |= IPK_TCPF_ACK_NOW;
+}
+
+/* Peer's window from a non-SYN segment (RFC 7323 §2.3 scaling). */
+static uint32_t seg_wnd(const struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	return (uint32_t)s->h.wnd << c->snd_wscale;
+}
+
+static void announce(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	const struct ipk_ops *ops = IPK_OPS(ctx);
+
+	c->fl |= IPK_TCPF_ANNOUNCED;
+	if (c->fl & IPK_TCPF_ACTIVE) {
+		if (ops->tcp_connected)
+			ops->tcp_connected(ctx, c, c->user, IPK_OPQ(ctx));
+	} else if (ops->tcp_accepted) {
+		c->user = ops->tcp_accepted(ctx, c, IPK_OPQ(ctx));
+	}
+}
+
+/* RFC 9293 §3.10.7.4: TIME-WAIT lasts 2*MSL from the last FIN seen. */
+static void tw_arm(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	c->rtx_at = ctx->now + ctx->cfg.tcp_time_wait_ns;
+	if (c->rtx_at == 0)
+		c->rtx_at = 1; /* 0 means "off" */
+}
+
+static void enter_time_wait(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	ipk_tcp_enter(ctx, c, IPK_TCP_TIME_WAIT);
+	c->persist_at = c->retry_at = c->delack_at = 0;
+	tw_arm(ctx, c);
+	ipk_tcp_queues_free(ctx, c);
+	/* The application is done with it; the object lives on for 2*MSL. */
+	ipk_tcp_report_closed(ctx, c, IPK_CLOSE_NORMAL);
+}
+
+/* ------------------------------------------------------------ SYN-SENT */
+
+static void syn_sent_established(struct ipk_ctx *ctx, struct ipk_conn *c,
+                                 const struct ipk_tcp_seg *s)
+{
+	c->snd_una = s->h.ack;
+	if (ipk_seq_lt(c->snd_nxt, c->snd_una))
+		c->snd_nxt = c->snd_una;
+	if ((c->fl & IPK_TCPF_RTT_ON) && ipk_seq_ge(s->h.ack, c->rtt_seq)) {
+		c->fl &= ~IPK_TCPF_RTT_ON;
+		ipk_tcp_rtt_sample(ctx, c, ctx->now - c->rtt_t);
+	}
+	c->rtx_at = 0;
+	ipk_tcp_rto_reset(ctx, c);
+	ipk_tcp_enter(ctx, c, (c->fl & IPK_TCPF_FIN_QUEUED) ? IPK_TCP_FIN_WAIT_1 :
+	                                                         IPK_TCP_ESTABLISHED);
+	ack_now(c);
+	announce(ctx, c);
+}
+
+/* RFC 9293 §3.10.7.3 */
+static void input_syn_sent(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
+{
+	uint8_t f = s->h.flags;
+
+	if ((f & IPK_TCP_ACK) &&
+	    (ipk_seq_le(s->h.ack, c->iss) || ipk_seq_gt(s->h.ack, c->snd_max))) {
+		ipk_tcp_send_rst_for(ctx, s);
+		ipk_drop(ctx, IPK_DROP_TCP_BAD_ACK);
+		return;
+	}
+	if (f & IPK_TCP_RST) {
+		ctx->cnt.tcp_rst_rx++;
+		if (f & IPK_TCP_ACK)
+			ipk_tcp_destroy(ctx, c, IPK_CLOSE_REFUSED);
+		else
+			ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
+		return;
+	}
+	if (!(f & IPK_TCP_SYN)) {
+		ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
+		return;
+	}
+	c->irs = s->h.seq;
+	c->rcv_nxt = s->h.seq + 1u;
+	c->rcv_adv = c->rcv_nxt + IPK_MIN(ctx->cfg.tcp_rcvbuf, 0xffffu);
+	ipk_tcp_syn_opts(ctx, c, &s->o);
+	c->snd_wnd = c->max_sndwnd = s->h.wnd; /* unscaled in a SYN (RFC 7323 §2.2) */
+	c->snd_wl1 = s->h.seq;
+	c->snd_wl2 = s->h.ack;
+	if (f & IPK_TCP_ACK) {
+		syn_sent_established(ctx, c, s);
+		return;
+	}
+	/* Simultaneous open: SYN-RECEIVED, answer with SYN-ACK from our ISS. */
+	ipk_tcp_enter(ctx, c, IPK_TCP_SYN_RECEIVED);
+	c->snd_nxt = c->iss;
+	c->rtx_at = 0;
+}
+
+/* ------------------------------------------------- synchronized: checks */
+
+/* RFC 9293 §3.10.7.4 first: the four acceptability cases. */
+static int seq_acceptable(const struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	uint32_t wnd = ipk_seq_gt(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;
+	uint32_t len = ipk_tcp_seg_len(s), seq = s->h.seq;
+	uint32_t end = seq + len - 1u;
+
+	if (len == 0)
+		return wnd == 0 ? seq == c->rcv_nxt : (seq - c->rcv_nxt) < wnd;
+	if (wnd == 0)
+		return 0;
+	return (seq - c->rcv_nxt) < wnd || (end - c->rcv_nxt) < wnd;
+}
+
+/* RFC 5961 §3.2: only an exact hit resets; elsewhere in the window earns a challenge
+ * ACK. Returns 1 when the segment was consumed. */
+static void input_rst(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	ctx->cnt.tcp_rst_rx++;
+	if (s->h.seq != c->rcv_nxt) {
+		ack_now(c);
+		ipk_drop(ctx, IPK_DROP_TCP_OUT_OF_WINDOW);
+		return;
+	}
+	if (c->state == IPK_TCP_SYN_RECEIVED && (c->fl & IPK_TCPF_ACTIVE))
+		ipk_tcp_destroy(ctx, c, IPK_CLOSE_REFUSED);
+	else
+		ipk_tcp_destroy(ctx, c, IPK_CLOSE_RESET);
+}
+
+/* Unacceptable segment: ACK it (unless RST) and drop. TIME_WAIT answers a
+ * retransmitted FIN and restarts 2*MSL (§3.10.7.4 eighth, TIME-WAIT). */
+static void input_unacceptable(struct ipk_ctx *ctx, struct ipk_conn *c,
+                               const struct ipk_tcp_seg *s)
+{
+	if (s->h.flags & IPK_TCP_RST) {
+		ipk_drop(ctx, IPK_DROP_TCP_OUT_OF_WINDOW);
+		return;
+	}
+	ack_now(c);
+	if (c->state == IPK_TCP_TIME_WAIT && (s->h.flags & IPK_TCP_FIN))
+		tw_arm(ctx, c);
+	if (ipk_seq_le(s->h.seq + ipk_tcp_seg_len(s), c->rcv_nxt))
+		ctx->cnt.tcp_dup_segs++;
+	ipk_drop(ctx, IPK_DROP_TCP_OUT_OF_WINDOW);
+}
+
+/* ------------------------------------------------------- synchronized: ACK */
+
+static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack)
+{
+	uint32_t acked = ack - c->snd_una, bytes;
+	int partial;
+
+	if ((c->fl & IPK_TCPF_RTT_ON) && ipk_seq_ge(ack, c->rtt_seq)) {
+		c->fl &= ~IPK_TCPF_RTT_ON;
+		ipk_tcp_rtt_sample(ctx, c, ctx->now - c->rtt_t);
+	}
+	partial = ipk_tcp_cc_on_ack(ctx, c, ack, acked);
+	bytes = ipk_tcp_sq_release(ctx, c, ack);
+	c->snd_una = ack;
+	if (ipk_seq_lt(c->snd_nxt, ack))
+		c->snd_nxt = ack;
+	ipk_tcp_rto_reset(ctx, c);
+	c->npersist = 0;
+	/* RFC 6298 (5.2)/(5.3): stop when all is acknowledged, else restart. */
+	c->rtx_at = 0;
+	if (c->snd_una != c->snd_max)
+		ipk_tcp_arm_rtx(ctx, c);
+	if (partial) {
+		uint32_t n = IPK_MIN(c->mss, ipk_tcp_data_end(c) - c->snd_una);
+
+		if (ipk_tcp_xmit(ctx, c, c->snd_una, n, IPK_TCP_X_FIN) >= 0)
+			ctx->cnt.tcp_fast_retransmits++;
+	}
+	if (bytes && (c->fl & IPK_TCPF_ANNOUNCED) && IPK_OPS(ctx)->tcp_acked)
+		IPK_OPS(ctx)->tcp_acked(ctx, c, c->user, bytes, IPK_OPQ(ctx));
+}
+
+static void dup_ack(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint32_t n;
+
+	if (!ipk_tcp_cc_on_dupack(ctx, c))
+		return;
+	/* RFC 5681 §3.2 (2): fast retransmit of the first unacknowledged segment. */
+	n = IPK_MIN(c->mss, ipk_tcp_data_end(c) - c->snd_una);
+	if (ipk_seq_gt(c->snd_una, ipk_tcp_data_end(c)))
+		n = 0;
+	if (ipk_tcp_xmit(ctx, c, c->snd_una, n, IPK_TCP_X_FIN) >= 0)
+		ctx->cnt.tcp_fast_retransmits++;
+	c->rtx_at = 0;
+	ipk_tcp_arm_rtx(ctx, c);
+}
+
+/* RFC 9293 §3.10.7.4 fifth, ESTABLISHED rules. Returns 0 when the segment is dropped. */
+static int ack_process(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	uint32_t ack = s->h.ack, wnd = seg_wnd(c, s), old_wnd = c->snd_wnd;
+
+	if (ipk_seq_gt(ack, c->snd_max)) {
+		ack_now(c);
+		ipk_drop(ctx, IPK_DROP_TCP_BAD_ACK);
+		return 0;
+	}
+	if (ipk_seq_lt(ack, c->snd_una))
+		return 1; /* old duplicate ACK: ignore it, keep the text */
+	if (ipk_seq_lt(c->snd_wl1, s->h.seq) ||
+	    (c->snd_wl1 == s->h.seq && ipk_seq_le(c->snd_wl2, ack))) {
+		c->snd_wnd = wnd;
+		c->snd_wl1 = s->h.seq;
+		c->snd_wl2 = ack;
+		if (wnd > c->max_sndwnd)
+			c->max_sndwnd = wnd;
+		if (wnd > 0) {
+			c->persist_at = 0;
+			c->npersist = 0;
+		}
+	}
+	if (ipk_seq_gt(ack, c->snd_una)) {
+		new_ack(ctx, c, ack);
+	} else if (s->len == 0 && !(s->h.flags & (IPK_TCP_SYN | IPK_TCP_FIN)) && wnd == old_wnd &&
+	           c->snd_max != c->snd_una) {
+		/* RFC 5681 §2 DUPLICATE ACKNOWLEDGMENT (a)-(e) */
+		dup_ack(ctx, c);
+	}
+	return !zombie(c);
+}
+
+/* ACK-driven state changes (§3.10.7.4 fifth, per state). Returns 0 when closed. */
+static int ack_states(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (!ipk_tcp_fin_acked(c))
+		return 1;
+	switch (c->state) {
+	case IPK_TCP_FIN_WAIT_1:
+		ipk_tcp_enter(ctx, c, IPK_TCP_FIN_WAIT_2);
+		return 1;
+	case IPK_TCP_CLOSING:
+		enter_time_wait(ctx, c);
+		return 1;
+	case IPK_TCP_LAST_ACK:
+		ipk_tcp_destroy(ctx, c, IPK_CLOSE_NORMAL);
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+/* SYN-RECEIVED + ACK (§3.10.7.4 fifth). Returns 0 when the segment is dropped. */
+static int syn_rcvd_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	if (!ipk_seq_gt(s->h.ack, c->snd_una) || ipk_seq_gt(s->h.ack, c->snd_max)) {
+		ipk_tcp_send_rst_for(ctx, s);
+		ipk_drop(ctx, IPK_DROP_TCP_BAD_ACK);
+		return 0;
+	}
+	ipk_tcp_backlog_release(ctx, c);
+	ipk_tcp_enter(ctx, c, (c->fl & IPK_TCPF_FIN_QUEUED) ? IPK_TCP_FIN_WAIT_1 :
+	                                                         IPK_TCP_ESTABLISHED);
+	c->snd_wnd = seg_wnd(c, s);
+	c->max_sndwnd = IPK_MAX(c->max_sndwnd, c->snd_wnd);
+	c->snd_wl1 = s->h.seq;
+	c->snd_wl2 = s->h.ack;
+	announce(ctx, c);
+	return !zombie(c);
+}
+
+/* ------------------------------------------------------ synchronized: text */
+
+/* Hand in-order bytes to the application; the packet stays ours. */
+static void deliver(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint32_t off,
+                    uint32_t len)
+{
+	c->rcv_nxt += len;
+	c->rcv_unread += len;
+	if (len && IPK_OPS(ctx)->tcp_payload)
+		IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, pkt, off, len, IPK_OPQ(ctx));
+}
+
+/* RFC 9293 §3.10.7.4 eighth: FIN in sequence. */
+static void fin_process(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	c->rcv_nxt += 1u;
+	c->fl |= IPK_TCPF_FIN_RCVD;
+	ack_now(c);
+	switch (c->state) {
+	case IPK_TCP_SYN_RECEIVED:
+	case IPK_TCP_ESTABLISHED:
+		ipk_tcp_enter(ctx, c, IPK_TCP_CLOSE_WAIT);
+		break;
+	case IPK_TCP_FIN_WAIT_1:
+		if (ipk_tcp_fin_acked(c))
+			enter_time_wait(ctx, c);
+		else
+			ipk_tcp_enter(ctx, c, IPK_TCP_CLOSING);
+		break;
+	case IPK_TCP_FIN_WAIT_2:
+		enter_time_wait(ctx, c);
+		break;
+	default:
+		break;
+	}
+	if (IPK_OPS(ctx)->tcp_payload && !(c->fl & IPK_TCPF_REPORTED))
+		IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, NULL, 0, 0, IPK_OPQ(ctx));
+}
+
+/* Insert [seq, seq+len) (+FIN) into the sorted out-of-order queue, trimming what
+ * other entries already hold. Takes the packet on success (s->pkt = NULL). */
+static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s,
+                       uint32_t seq, uint32_t off, uint32_t len, int fin)
+{
+	struct ipk_pb **pp = &c->ooo, *pb;
+
+	while (*pp && ipk_seq_le((*pp)->seq + (*pp)->len, seq))
+		pp = &(*pp)->next;
+	if (*pp && ipk_seq_le((*pp)->seq, seq)) {
+		uint32_t cover = (*pp)->seq + (*pp)->len - seq;
+
+		if (cover >= len && !fin) {
+			ctx->cnt.tcp_dup_segs++;
+			return;
+		}
+		cover = IPK_MIN(cover, len);
+		seq += cover;
+		off += cover;
+		len -= cover;
+		pp = &(*pp)->next;
+	}
+	while (*pp && ipk_seq_le((*pp)->seq + (*pp)->len, seq + len) &&
+	       !((*pp)->aux & IPK_TCP_PB_FIN)) {
+		struct ipk_pb *dead = *pp;
+
+		*pp = dead->next;
+		ipk_pkt_free(ctx, dead->pkt);
+		ipk_pb_put(ctx, dead);
+		c->ooo_n--;
+	}
+	if (*pp && ipk_seq_lt((*pp)->seq, seq + len)) {
+		len = (*pp)->seq - seq;
+		fin = 0;
+	}
+	if (c->ooo_n >= ctx->cfg.tcp_ooo_max) {
+		ipk_drop(ctx, IPK_DROP_TCP_OOO_FULL);
+		return;
+	}
+	pb = ipk_pb_get(ctx);
+	if (!pb)
+		return;
+	pb->pkt = s->pkt;
+	pb->off = off;
+	pb->len = len;
+	pb->seq = seq;
+	pb->aux = fin ? IPK_TCP_PB_FIN : 0;
+	pb->next = *pp;
+	*pp = pb;
+	c->ooo_n++;
+	ctx->cnt.tcp_ooo_segs++;
+	s->pkt = NULL;
+}
+
+/* Deliver queued segments the new rcv_nxt reaches. */
+static void ooo_drain(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	while (c->ooo && ipk_seq_le(c->ooo->seq, c->rcv_nxt) && !zombie(c)) {
+		struct ipk_pb *pb = c->ooo;
+		uint32_t skip = c->rcv_nxt - pb->seq;
+		int fin;
+
+		c->ooo = pb->next;
+		c->ooo_n--;
+		if (skip < pb->len)
+			deliver(ctx, c, pb->pkt, pb->off + skip, pb->len - skip);
+		fin = (pb->aux & IPK_TCP_PB_FIN) && pb->seq + pb->len == c->rcv_nxt;
+		ipk_pkt_free(ctx, pb->pkt);
+		ipk_pb_put(ctx, pb);
+		if (fin && !zombie(c))
+			fin_process(ctx, c);
+	}
+}
+
+static int text_state(const struct ipk_conn *c)
+{
+	return c->state == IPK_TCP_ESTABLISHED || c->state == IPK_TCP_FIN_WAIT_1 ||
+	       c->state == IPK_TCP_FIN_WAIT_2;
+}
+
+/* RFC 9293 §3.10.7.4 seventh and eighth: segment text and FIN. */
+static void text_process(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
+{
+	uint32_t seq = s->h.seq, off = s->poff, len = s->len, room;
+	int fin = (s->h.flags & IPK_TCP_FIN) != 0, had_ooo = c->ooo != NULL;
+
+	if (!text_state(c) || (len == 0 && !fin))
+		return;
+	if (ipk_seq_lt(seq, c->rcv_nxt)) {
+		uint32_t skip = IPK_MIN(c->rcv_nxt - seq, len);
+
+		seq += skip;
+		off += skip;
+		len -= skip;
+	}
+	room = ipk_seq_gt(c->rcv_adv, seq) ? c->rcv_adv - seq : 0;
+	if (len > room) {
+		len = room; /* beyond the window: trimmed, and a FIN there with it */
+		fin = 0;
+		ack_now(c);
+	}
+	if (seq != c->rcv_nxt) {
+		ooo_insert(ctx, c, s, seq, off, len, fin);
+		ack_now(c); /* RFC 5681 §4.2: immediate ACK for out-of-order data */
+		return;
+	}
+	deliver(ctx, c, s->pkt, off, len);
+	if (len)
+		c->segs_unacked++;
+	if (!zombie(c))
+		ooo_drain(ctx, c);
+	if (fin && !zombie(c))
+		fin_process(ctx, c);
+	/* RFC 9293 §3.8.6.3 / RFC 5681 §4.2: ACK at least every second full segment,
+	 * at once when a hole was filled; else delay. */
+	if (had_ooo || ctx->cfg.tcp_delack_ns == 0 || c->segs_unacked >= 2)
+		ack_now(c);
+	else if (len)
+		c->fl |= IPK_TCPF_ACK_LATER;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+/* SYN-RECEIVED: a retransmitted SYN gets the SYN-ACK again. */
+static int syn_rcvd_resyn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	if (c->state != IPK_TCP_SYN_RECEIVED || !(s->h.flags & IPK_TCP_SYN) ||
+	    (s->h.flags & IPK_TCP_ACK) || s->h.seq != c->irs)
+		return 0;
+	ipk_tcp_xmit(ctx, c, c->iss, 0, 0);
+	return 1;
+}
+
+static void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
+{
+	uint8_t f = s->h.flags;
+
+	if (syn_rcvd_resyn(ctx, c, s))
+		return;
+	if (!seq_acceptable(c, s)) {
+		input_unacceptable(ctx, c, s);
+		return;
+	}
+	if (f & IPK_TCP_RST) {
+		input_rst(ctx, c, s);
+		return;
+	}
+	if (f & IPK_TCP_SYN) {
+		/* RFC 5961 §4.2: a SYN in a synchronized state earns a challenge ACK. */
+		ack_now(c);
+		ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
+		return;
+	}
+	if (!(f & IPK_TCP_ACK)) {
+		ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
+		return;
+	}
+	if (c->state == IPK_TCP_SYN_RECEIVED && !syn_rcvd_ack(ctx, c, s))
+		return;
+	if (!ack_process(ctx, c, s) || !ack_states(ctx, c))
+		return;
+	text_process(ctx, c, s);
+}
+
+/* Process one segment for connection c; s->pkt stays the caller's unless queued. */
+void ipk_tcp_input_conn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
+{
+	ipk_tcp_hold(c);
+	if (c->state == IPK_TCP_SYN_SENT)
+		input_syn_sent(ctx, c, s);
+	else
+		input_synced(ctx, c, s);
+	if (!zombie(c))
+		ipk_tcp_output(ctx, c);
+	ipk_tcp_release(ctx, c);
+}
+
+/* ----------------------------------------------------------------- ICMP */
+
+/* RFC 1191 / RFC 5927 §4.1: lower the MSS and resend when the path MTU dropped. */
+static void icmp_needfrag(struct ipk_ctx *ctx, struct ipk_conn *c, uint16_t mtu)
+{
+	uint32_t mss;
+
+	if (mtu < 68u)
+		return; /* RFC 1191 §5: old routers send 0; keep the MSS */
+	mss = (uint32_t)mtu - 40u;
+	if (mss < IPK_TCP_PMTU_MIN_MSS)
+		mss = IPK_TCP_PMTU_MIN_MSS;
+	if (mss >= c->mss)
+		return;
+	c->mss = mss;
+	c->snd_nxt = c->snd_una; /* resend what was in flight at the new size */
+	ipk_tcp_output(ctx, c);
+}
+
+void ipk_tcp_icmp_error(struct ipk_ctx *ctx, uint8_t type, uint8_t code, uint16_t mtu,
+                        const uint8_t *quote, uint32_t qlen)
+{
+	uint32_t ihl, seq;
+	struct ipk_conn *c;
+
+	if (!quote || qlen < IPK_IP4_HLEN)
+		return;
+	ihl = (uint32_t)(quote[0] & 0x0fu) * 4u;
+	if (ihl < IPK_IP4_HLEN || qlen < ihl + 8u)
+		return;
+	c = ipk_tcp_lookup(ctx, ipk_rdbe32(quote + 12), ipk_rdbe16(quote + ihl),
+	                   ipk_rdbe32(quote + 16), ipk_rdbe16(quote + ihl + 2));
+	seq = ipk_rd32(quote + ihl + 4);
+	/* RFC 5927 §4.1: believe only errors quoting a sequence number in flight. */
+	if (!c || ipk_seq_lt(seq, c->snd_una) || !ipk_seq_lt(seq, c->snd_max))
+		return;
+	ipk_tcp_hold(c);
+	if (type == IPK_ICMP_UNREACH && code == IPK_ICMP_UNREACH_NEEDFRAG) {
+		icmp_needfrag(ctx, c, mtu);
+	} else if (type == IPK_ICMP_UNREACH && (code == 2 || code == IPK_ICMP_UNREACH_PORT) &&
+	           c->state == IPK_TCP_SYN_SENT) {
+		/* RFC 1122 §4.2.3.9: protocol/port unreachable are hard errors; we act on
+		 * them only while opening, where they cannot tear down live data. */
+		ipk_tcp_destroy(ctx, c, IPK_CLOSE_UNREACH);
+	} else {
+		c->soft_err = type; /* soft error: remembered, the connection goes on */
+	}
+	ipk_tcp_release(ctx, c);
+}

@@ -1,0 +1,499 @@
+/*
+ * TCP output: building segments (header in a fresh packet, payload chained by
+ * scatter-gather or copied), the send decision (windows, Nagle, SWS avoidance), ACKs
+ * and RSTs.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "tcp.h"
+#include "wire/wire.h"
+
+struct seg_spec {
+	uint32_t seq, ack;
+	uint8_t flags;
+	uint16_t wnd;
+	const struct ipk_tcp_opts *o;
+	uint32_t plen; /* payload bytes taken from the connection's send queue */
+};
+
+/* ------------------------------------------------------------ send queue */
+
+static void pb_free_all(struct ipk_ctx *ctx, struct ipk_pb *pb)
+{
+	while (pb) {
+		struct ipk_pb *n = pb->next;
+
+		ipk_pkt_free_chain(ctx, pb->pkt);
+		ipk_pb_put(ctx, pb);
+		pb = n;
+	}
+}
+
+void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	pb_free_all(ctx, c->sq_head);
+	c->sq_head = c->sq_tail = NULL;
+	c->sq_bytes = 0;
+	pb_free_all(ctx, c->ooo);
+	c->ooo = NULL;
+	c->ooo_n = 0;
+}
+
+uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack)
+{
+	uint32_t end = ipk_tcp_data_end(c), n, done;
+
+	if (ipk_seq_gt(ack, end))
+		ack = end;
+	if (!ipk_seq_gt(ack, c->sq_seq))
+		return 0;
+	n = done = ack - c->sq_seq;
+	while (n > 0 && c->sq_head) {
+		struct ipk_pb *pb = c->sq_head;
+
+		if (pb->len <= n) {
+			n -= pb->len;
+			c->sq_head = pb->next;
+			if (!c->sq_head)
+				c->sq_tail = NULL;
+			ipk_pkt_free_chain(ctx, pb->pkt);
+			ipk_pb_put(ctx, pb);
+		} else {
+			pb->off += n;
+			pb->len -= n;
+			pb->seq += n;
+			n = 0;
+		}
+	}
+	c->sq_seq = ack;
+	c->sq_bytes -= done;
+	return done;
+}
+
+/* The pb holding sequence `seq` and the offset of it inside pb's bytes. */
+static struct ipk_pb *sq_find(struct ipk_conn *c, uint32_t seq, uint32_t *at)
+{
+	uint32_t off = seq - c->sq_seq;
+	struct ipk_pb *pb = c->sq_head;
+
+	while (pb && off >= pb->len) {
+		off -= pb->len;
+		pb = pb->next;
+	}
+	*at = off;
+	return pb;
+}
+
+/* Copy `len` queued bytes from `seq` to dst (no scatter-gather). */
+static void sq_copy(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint8_t *dst,
+                    uint32_t len)
+{
+	uint32_t at;
+	struct ipk_pb *pb = sq_find(c, seq, &at);
+
+	while (pb && len > 0) {
+		uint32_t n = IPK_MIN(len, pb->len - at);
+
+		ipk_pkt_copy(ctx, pb->pkt, pb->off + at, dst, n);
+		dst += n;
+		len -= n;
+		at = 0;
+		pb = pb->next;
+	}
+}
+
+/* Chain clones of bytes [off, off+len) of packet chain p behind hdr. */
+static int chain_slice(struct ipk_ctx *ctx, void *hdr, void *p, uint32_t off, uint32_t len)
+{
+	for (; p && len > 0; p = ipk_pkt_chain_next(ctx, p)) {
+		uint32_t plen = ipk_pkt_len(ctx, p), n;
+		void *k;
+
+		if (off >= plen) {
+			off -= plen;
+			continue;
+		}
+		n = IPK_MIN(len, plen - off);
+		k = ipk_pkt_clone(ctx, p);
+		if (!k)
+			return IPK_ENOBUFS;
+		ipk_pkt_adj_head(ctx, k, off);
+		ipk_pkt_trim_tail(ctx, k, plen - off - n);
+		ipk_pkt_chain_append(ctx, hdr, k);
+		len -= n;
+		off = 0;
+	}
+	return len == 0 ? IPK_OK : IPK_EINVAL;
+}
+
+static int sq_attach(struct ipk_ctx *ctx, struct ipk_conn *c, void *hdr, uint32_t seq,
+                     uint32_t len)
+{
+	uint32_t at;
+	struct ipk_pb *pb = sq_find(c, seq, &at);
+
+	while (pb && len > 0) {
+		uint32_t n = IPK_MIN(len, pb->len - at);
+		int rc = chain_slice(ctx, hdr, pb->pkt, pb->off + at, n);
+
+		if (rc != IPK_OK)
+			return rc;
+		len -= n;
+		at = 0;
+		pb = pb->next;
+	}
+	return len == 0 ? IPK_OK : IPK_EINVAL;
+}
+
+/* ------------------------------------------------------------ segments */
+
+static void seg_csum(struct ipk_ctx *ctx, void *pkt, const struct ipk_tuple *t, uint32_t l4_len,
+                     struct ipk_tx_meta *meta)
+{
+	uint32_t l4 = ipk_l4_off(ctx);
+	uint8_t *th = ipk_pkt_data(ctx, pkt) + l4;
+
+	if (ctx->cfg.caps & IPK_CAP_TX_CSUM_TCP) {
+		ipk_wr16(th + 16, ipk_csum_pseudo_fold(t->local_ip4_be, t->peer_ip4_be,
+		                                       IPK_IPPROTO_TCP, l4_len));
+		meta->flags |= IPK_TXOFF_TCP_CSUM;
+	} else {
+		int odd = 0;
+		uint32_t sum = ipk_csum_pseudo(t->local_ip4_be, t->peer_ip4_be, IPK_IPPROTO_TCP,
+		                               l4_len);
+
+		sum = ipk_csum_chain(ctx, pkt, l4, l4_len, sum, &odd);
+		ipk_wr16(th + 16, ipk_csum_fold(sum));
+	}
+}
+
+/*
+ * Build and send one segment to t. Payload (sp->plen bytes at sp->seq) comes from c's
+ * send queue: cloned and chained with IPK_CAP_SG, copied into the header packet
+ * otherwise. The packet passes to ipk_ip4_output (which frees it on failure).
+ */
+static int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct seg_spec *sp,
+                    struct ipk_conn *c)
+{
+	uint8_t opt[40];
+	uint32_t olen = sp->o ? ipk_tcp_opts_emit(opt, sizeof(opt), sp->o) : 0;
+	uint32_t hlen = IPK_TCP_HLEN + olen, l4 = ipk_l4_off(ctx);
+	int sg = (ctx->cfg.caps & IPK_CAP_SG) && sp->plen > 0;
+	struct ipk_tcp_hdr h;
+	struct ipk_tx_meta meta;
+	uint8_t *th;
+	void *pkt = ipk_ip4_alloc(ctx);
+
+	if (!pkt)
+		return IPK_ENOBUFS;
+	ipk_pkt_set_len(ctx, pkt, l4 + hlen + (sg ? 0u : sp->plen));
+	th = ipk_pkt_data(ctx, pkt) + l4;
+	h.sport_be = t->local_port_be;
+	h.dport_be = t->peer_port_be;
+	h.seq = sp->seq;
+	h.ack = sp->ack;
+	h.doff = (uint8_t)hlen;
+	h.flags = sp->flags;
+	h.wnd = sp->wnd;
+	h.csum = 0;
+	h.urp = 0;
+	ipk_tcp_emit(th, IPK_TCP_HLEN, &h);
+	if (olen)
+		ipk_memcpy(th + IPK_TCP_HLEN, opt, olen);
+	if (sp->plen && !sg)
+		sq_copy(ctx, c, sp->seq, th + hlen, sp->plen);
+	if (sg && sq_attach(ctx, c, pkt, sp->seq, sp->plen) != IPK_OK) {
+		ipk_pkt_free_chain(ctx, pkt);
+		ipk_drop(ctx, IPK_DROP_NO_PKT);
+		return IPK_ENOBUFS;
+	}
+	ipk_memset(&meta, 0, sizeof(meta));
+	meta.l4_len = (uint16_t)hlen;
+	seg_csum(ctx, pkt, t, hlen + sp->plen, &meta);
+	if (c && sp->plen > c->mss && (ctx->cfg.caps & IPK_CAP_TSO)) {
+		meta.flags |= IPK_TXOFF_TSO;
+		meta.mss = (uint16_t)c->mss;
+	}
+	ctx->cnt.tcp_tx_segs++;
+	if (sp->flags & IPK_TCP_RST)
+		ctx->cnt.tcp_rst_tx++;
+	return ipk_ip4_output(ctx, pkt, t->peer_ip4_be, IPK_IPPROTO_TCP, hlen + sp->plen, &meta);
+}
+
+/* ------------------------------------------------------------ windows */
+
+/* RFC 9293 §3.8.6.2.2 receiver SWS avoidance: offer more only when the window can
+ * grow by min(rcvbuf/2, MSS); never move the right edge back (§3.8.6). */
+uint32_t ipk_tcp_rcv_window(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint32_t buf = ctx->cfg.tcp_rcvbuf;
+	uint32_t avail = buf > c->rcv_unread ? buf - c->rcv_unread : 0;
+	uint32_t cur = ipk_seq_gt(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;
+	uint32_t lim = (uint32_t)0xffffu << c->rcv_wscale;
+
+	if (avail < cur + IPK_MIN(buf / 2u, c->rcv_mss))
+		avail = cur;
+	return IPK_MIN(avail, lim);
+}
+
+/* Window field for a non-SYN segment; records the right edge it announces. */
+static uint16_t wnd_field(const struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint32_t w = ipk_tcp_rcv_window(ctx, c);
+	uint32_t f = w >> c->rcv_wscale;
+	uint32_t edge = c->rcv_nxt + (f << c->rcv_wscale);
+
+	if (ipk_seq_gt(edge, c->rcv_adv))
+		c->rcv_adv = edge;
+	return (uint16_t)f;
+}
+
+/* RFC 7323 §2.2: the window in a SYN is never scaled. */
+static uint16_t syn_wnd_field(const struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint32_t w = IPK_MIN(ctx->cfg.tcp_rcvbuf, 0xffffu);
+
+	c->rcv_adv = c->rcv_nxt + w;
+	return (uint16_t)w;
+}
+
+static void syn_opts(const struct ipk_ctx *ctx, const struct ipk_conn *c, struct ipk_tcp_opts *o)
+{
+	ipk_memset(o, 0, sizeof(*o));
+	o->has_mss = 1;
+	o->mss = (uint16_t)c->rcv_mss;
+	/* RFC 7323 §1.3: offer window scale in our SYN, and in a SYN-ACK only when the
+	 * peer's SYN offered it. SACK-permitted and timestamps come later. */
+	if (ctx->cfg.tcp_wscale > 0 &&
+	    (c->state == IPK_TCP_SYN_SENT || (c->fl & IPK_TCPF_PEER_WS))) {
+		o->has_ws = 1;
+		o->ws = (uint8_t)IPK_MIN(ctx->cfg.tcp_wscale, IPK_TCP_MAX_WSCALE);
+	}
+}
+
+/* -------------------------------------------------------------- xmit */
+
+static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t used,
+                       unsigned how)
+{
+	uint32_t end = seq + used;
+
+	if (used == 0)
+		return;
+	if (ipk_seq_lt(seq, c->snd_max)) {
+		/* Karn's rule (RFC 6298 §3): no RTT sample across a retransmission. */
+		c->fl &= ~IPK_TCPF_RTT_ON;
+		c->retransmits++;
+		ctx->cnt.tcp_retransmits++;
+	} else if (!(c->fl & IPK_TCPF_RTT_ON) && !(how & IPK_TCP_X_PROBE)) {
+		c->fl |= IPK_TCPF_RTT_ON;
+		c->rtt_seq = end;
+		c->rtt_t = ctx->now;
+	}
+	if (ipk_seq_gt(end, c->snd_max))
+		c->snd_max = end;
+	if (!(how & IPK_TCP_X_PROBE) && c->rtx_at == 0)
+		ipk_tcp_arm_rtx(ctx, c);
+}
+
+int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,
+                 unsigned how)
+{
+	struct seg_spec sp;
+	struct ipk_tcp_opts o;
+	int syn = seq == c->iss && (c->state == IPK_TCP_SYN_SENT || c->state == IPK_TCP_SYN_RECEIVED);
+	int fin_ok = c->state == IPK_TCP_FIN_WAIT_1 || c->state == IPK_TCP_CLOSING ||
+	             c->state == IPK_TCP_LAST_ACK;
+	uint32_t used;
+	int rc;
+
+	ipk_memset(&sp, 0, sizeof(sp));
+	sp.seq = seq;
+	sp.ack = c->rcv_nxt;
+	sp.flags = c->state == IPK_TCP_SYN_SENT ? 0 : IPK_TCP_ACK;
+	if (syn) {
+		sp.flags |= IPK_TCP_SYN;
+		syn_opts(ctx, c, &o);
+		sp.o = &o;
+		sp.wnd = syn_wnd_field(ctx, c);
+		len = 0;
+	} else {
+		sp.wnd = wnd_field(ctx, c);
+		sp.plen = len;
+		if ((how & IPK_TCP_X_FIN) && fin_ok && (c->fl & IPK_TCPF_FIN_QUEUED) &&
+		    seq + len == ipk_tcp_data_end(c))
+			sp.flags |= IPK_TCP_FIN;
+		if (len && seq + len == ipk_tcp_data_end(c))
+			sp.flags |= IPK_TCP_PSH;
+	}
+	rc = seg_send(ctx, &c->t, &sp, c);
+	if (rc < 0)
+		return rc;
+	if (sp.flags & IPK_TCP_ACK) {
+		c->fl &= ~(IPK_TCPF_ACK_NOW | IPK_TCPF_ACK_LATER);
+		c->delack_at = 0;
+		c->segs_unacked = 0;
+	}
+	used = len + (syn ? 1u : 0u) + ((sp.flags & IPK_TCP_FIN) ? 1u : 0u);
+	after_xmit(ctx, c, seq, used, how);
+	return (int)used;
+}
+
+int ipk_tcp_send_ack(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	int rc = ipk_tcp_xmit(ctx, c, c->snd_nxt, 0, 0);
+
+	return rc < 0 ? rc : IPK_OK;
+}
+
+int ipk_tcp_send_rst_conn(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct seg_spec sp;
+
+	/* RFC 9293 §3.10.5 ABORT: <SEQ=SND.NXT><CTL=RST> (ACK added so every stack
+	 * takes it; the seq alone decides acceptability, RFC 5961 §3.2). */
+	ipk_memset(&sp, 0, sizeof(sp));
+	sp.seq = c->snd_nxt;
+	sp.ack = c->rcv_nxt;
+	sp.flags = IPK_TCP_RST | (c->state == IPK_TCP_SYN_SENT ? 0 : IPK_TCP_ACK);
+	return seg_send(ctx, &c->t, &sp, NULL);
+}
+
+void ipk_tcp_send_rst_for(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s)
+{
+	struct seg_spec sp;
+	struct ipk_tuple t;
+
+	/* RFC 9293 §3.10.7.1: never answer a RST; take SEQ from the ACK field when there
+	 * is one, else SEQ=0 and ACK the segment's whole sequence space. */
+	if (s->h.flags & IPK_TCP_RST)
+		return;
+	ipk_memset(&sp, 0, sizeof(sp));
+	if (s->h.flags & IPK_TCP_ACK) {
+		sp.seq = s->h.ack;
+		sp.flags = IPK_TCP_RST;
+	} else {
+		sp.ack = s->h.seq + ipk_tcp_seg_len(s);
+		sp.flags = IPK_TCP_RST | IPK_TCP_ACK;
+	}
+	t.local_ip4_be = s->dst_be;
+	t.peer_ip4_be = s->src_be;
+	t.local_port_be = s->h.dport_be;
+	t.peer_port_be = s->h.sport_be;
+	seg_send(ctx, &t, &sp, NULL);
+}
+
+/* ---------------------------------------------------------- send policy */
+
+/* Largest payload one frame may carry: MSS, or with TSO up to tso_max (whole MSS
+ * multiples) limited by the packet size when payload must be copied. */
+static uint32_t seg_max(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint32_t m = c->mss, room;
+
+	if (ctx->cfg.caps & IPK_CAP_TSO) {
+		m = ctx->cfg.tso_max - ctx->cfg.tso_max % c->mss;
+		if (!(ctx->cfg.caps & IPK_CAP_SG)) {
+			room = ctx->cfg.pkt_buf_size - ipk_l4_off(ctx) - 60u;
+			m = IPK_MIN(m, room - room % c->mss);
+		}
+		if (m < c->mss)
+			m = c->mss;
+	}
+	return m;
+}
+
+/*
+ * RFC 9293 §3.8.6.2.1 sender SWS avoidance plus RFC 896 Nagle: a segment goes when it
+ * is full, when it empties the queue and (with Nagle) nothing is in flight, or when it
+ * is at least half the largest window the peer has offered.
+ */
+static int send_ok(const struct ipk_conn *c, uint32_t len, uint32_t avail, uint32_t inflight)
+{
+	if (len >= c->mss)
+		return 1;
+	if ((c->fl & IPK_TCPF_NAGLE) && inflight > 0)
+		return 0;
+	if (len == avail)
+		return 1;
+	return len >= c->max_sndwnd / 2u;
+}
+
+static void retry_later(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (c->retry_at == 0)
+		c->retry_at = ctx->now + IPK_TCP_RETRY_NS;
+}
+
+static int fin_state(const struct ipk_conn *c)
+{
+	return c->state == IPK_TCP_FIN_WAIT_1 || c->state == IPK_TCP_CLOSING ||
+	       c->state == IPK_TCP_LAST_ACK;
+}
+
+/* One pass of the send loop; returns 0 when nothing more can go. */
+static int output_one(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint32_t end = ipk_tcp_data_end(c);
+	uint32_t avail = ipk_seq_lt(c->snd_nxt, end) ? end - c->snd_nxt : 0;
+	uint32_t inflight = c->snd_nxt - c->snd_una;
+	uint32_t wnd = IPK_MIN(c->snd_wnd, c->cwnd);
+	uint32_t usable = wnd > inflight ? wnd - inflight : 0;
+	uint32_t len = IPK_MIN(IPK_MIN(avail, usable), seg_max(ctx, c));
+	int fin = fin_state(c) && (c->fl & IPK_TCPF_FIN_QUEUED) && c->snd_nxt + len == end &&
+	          !ipk_tcp_fin_sent(c);
+	int rc;
+
+	if (len > 0 && !send_ok(c, len, avail, inflight))
+		len = 0;
+	if (len == 0 && !(fin && avail == 0))
+		return 0;
+	rc = ipk_tcp_xmit(ctx, c, c->snd_nxt, len, IPK_TCP_X_FIN);
+	if (rc < 0) {
+		retry_later(ctx, c);
+		return 0;
+	}
+	c->snd_nxt += (uint32_t)rc;
+	return rc > 0;
+}
+
+static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < IPK_TCP_OUTPUT_BURST; i++) {
+		if (!output_one(ctx, c))
+			break;
+	}
+	/* RFC 9293 §3.8.6.1: data waiting behind a zero window needs the persist timer. */
+	if (c->snd_wnd == 0 && ipk_seq_lt(c->snd_nxt, ipk_tcp_data_end(c)) &&
+	    c->snd_nxt == c->snd_una && c->rtx_at == 0 && c->persist_at == 0)
+		ipk_tcp_arm_persist(ctx, c);
+}
+
+void ipk_tcp_output(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (c->state == IPK_TCP_CLOSED || (c->fl & IPK_TCPF_ZOMBIE))
+		return;
+	c->retry_at = 0;
+	if ((c->state == IPK_TCP_SYN_SENT || c->state == IPK_TCP_SYN_RECEIVED) &&
+	    c->snd_nxt == c->iss) {
+		int rc = ipk_tcp_xmit(ctx, c, c->iss, 0, 0);
+
+		if (rc < 0)
+			retry_later(ctx, c);
+		else
+			c->snd_nxt = c->iss + 1u;
+	} else if (ipk_tcp_synced(c) && c->state != IPK_TCP_TIME_WAIT) {
+		output_data(ctx, c);
+	}
+	if ((c->fl & IPK_TCPF_ACK_NOW) && c->state != IPK_TCP_SYN_SENT &&
+	    ipk_tcp_send_ack(ctx, c) < 0)
+		retry_later(ctx, c);
+	if ((c->fl & IPK_TCPF_ACK_LATER) && c->delack_at == 0)
+		c->delack_at = ctx->now + ctx->cfg.tcp_delack_ns;
+	ipk_tcp_timers_update(ctx, c);
+}

@@ -1,0 +1,224 @@
+/*
+ * TCP timers: retransmission (RFC 6298), SYN retries, zero-window persist
+ * (RFC 9293 §3.8.6.1), delayed ACK (RFC 9293 §3.8.6.3), TIME_WAIT (§3.10.7.4), and
+ * the retry of output blocked on packets.
+ *
+ * Each connection keeps absolute deadlines; connections with any deadline set sit on
+ * ctx->timer_head (doubly linked, so arming and disarming are O(1)), and
+ * ctx->tcp_deadline caches the earliest one so ipk_tcp_timer costs nothing until
+ * something is due. Nothing here runs per packet.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "tcp.h"
+#include "wire/wire.h"
+
+static uint64_t earliest(uint64_t a, uint64_t b)
+{
+	if (a == 0)
+		return b;
+	if (b == 0)
+		return a;
+	return a < b ? a : b;
+}
+
+static uint64_t conn_deadline(const struct ipk_conn *c)
+{
+	return earliest(earliest(c->rtx_at, c->persist_at), earliest(c->delack_at, c->retry_at));
+}
+
+void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (!(c->fl & IPK_TCPF_ON_TIMERS))
+		return;
+	if (c->timer_prev)
+		c->timer_prev->timer_next = c->timer_next;
+	else
+		ctx->timer_head = c->timer_next;
+	if (c->timer_next)
+		c->timer_next->timer_prev = c->timer_prev;
+	c->timer_next = c->timer_prev = NULL;
+	c->fl &= ~IPK_TCPF_ON_TIMERS;
+	c->rtx_at = c->persist_at = c->delack_at = c->retry_at = 0;
+}
+
+void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint64_t d = conn_deadline(c);
+
+	if (d == 0) {
+		ipk_tcp_timers_remove(ctx, c);
+		return;
+	}
+	if (!(c->fl & IPK_TCPF_ON_TIMERS)) {
+		c->timer_prev = NULL;
+		c->timer_next = ctx->timer_head;
+		if (ctx->timer_head)
+			ctx->timer_head->timer_prev = c;
+		ctx->timer_head = c;
+		c->fl |= IPK_TCPF_ON_TIMERS;
+	}
+	if (d < ctx->tcp_deadline)
+		ctx->tcp_deadline = d;
+}
+
+/* RFC 6298 (2.3)-(2.5): RTO = SRTT + max(G, K*RTTVAR), clamped to [min, max]. */
+static void rto_compute(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint64_t r = c->srtt + IPK_MAX(IPK_TCP_G_NS, 4u * c->rttvar);
+
+	if (r < ctx->cfg.tcp_rto_min_ns)
+		r = ctx->cfg.tcp_rto_min_ns;
+	if (r > ctx->cfg.tcp_rto_max_ns)
+		r = ctx->cfg.tcp_rto_max_ns;
+	c->rto = r;
+}
+
+void ipk_tcp_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r)
+{
+	if (r == 0)
+		r = 1;
+	if (c->srtt == 0) {
+		/* (2.2) first measurement */
+		c->srtt = r;
+		c->rttvar = r / 2u;
+	} else {
+		/* (2.3) beta = 1/4, alpha = 1/8 */
+		uint64_t d = c->srtt > r ? c->srtt - r : r - c->srtt;
+
+		c->rttvar = (3u * c->rttvar + d) / 4u;
+		c->srtt = (7u * c->srtt + r) / 8u;
+	}
+	rto_compute(ctx, c);
+}
+
+/* A new ACK ends the back-off: the RTO goes back to the estimate (when there is one). */
+void ipk_tcp_rto_reset(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	c->nrtx = 0;
+	if (c->srtt)
+		rto_compute(ctx, c);
+}
+
+void ipk_tcp_arm_rtx(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	c->rtx_at = ctx->now + c->rto;
+	c->persist_at = 0;
+}
+
+void ipk_tcp_arm_persist(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint64_t t = IPK_MAX(c->rto, ctx->cfg.tcp_rto_min_ns);
+	uint32_t i;
+
+	for (i = 0; i < c->npersist && t < ctx->cfg.tcp_rto_max_ns; i++)
+		t *= 2u;
+	c->persist_at = ctx->now + IPK_MIN(t, ctx->cfg.tcp_rto_max_ns);
+}
+
+/* RFC 6298 (5.4)-(5.6): retransmit the earliest unacknowledged segment, back off.
+ * Returns 1 when the connection was closed. */
+static int on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	int syn = c->state == IPK_TCP_SYN_SENT || c->state == IPK_TCP_SYN_RECEIVED;
+	uint32_t limit = syn ? ctx->cfg.tcp_syn_retries : ctx->cfg.tcp_max_retries;
+
+	if (c->nrtx >= limit) {
+		ipk_tcp_destroy(ctx, c, IPK_CLOSE_TIMEOUT);
+		return 1;
+	}
+	c->nrtx++;
+	c->rto = IPK_MIN(c->rto * 2u, ctx->cfg.tcp_rto_max_ns);
+	ctx->cnt.tcp_rto++;
+	if (syn) {
+		c->snd_nxt = c->iss;
+		return 0;
+	}
+	ipk_tcp_cc_on_rto(ctx, c);
+	c->snd_nxt = c->snd_una;
+	return 0;
+}
+
+/* RFC 9293 §3.8.6.1: probe a zero window with one byte, backing off. */
+static void on_persist(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (c->snd_wnd > 0 || !ipk_seq_lt(c->snd_una, ipk_tcp_data_end(c)) ||
+	    c->snd_nxt != c->snd_una)
+		return;
+	if (ipk_tcp_xmit(ctx, c, c->snd_una, 1, IPK_TCP_X_PROBE) < 0) {
+		c->retry_at = ctx->now + IPK_TCP_RETRY_NS;
+		return;
+	}
+	if (c->npersist < 30)
+		c->npersist++;
+	ipk_tcp_arm_persist(ctx, c);
+}
+
+/* Fire what is due on one connection; returns 1 when it was closed. */
+static int fire(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
+{
+	int gone = 0;
+
+	ipk_tcp_hold(c);
+	if (c->rtx_at && c->rtx_at <= now) {
+		c->rtx_at = 0;
+		if (c->state == IPK_TCP_TIME_WAIT) {
+			ipk_tcp_destroy(ctx, c, IPK_CLOSE_NORMAL);
+			gone = 1;
+		} else {
+			gone = on_rto(ctx, c);
+		}
+	}
+	if (!gone && c->persist_at && c->persist_at <= now) {
+		c->persist_at = 0;
+		on_persist(ctx, c);
+	}
+	if (!gone && c->delack_at && c->delack_at <= now) {
+		c->delack_at = 0;
+		if (c->fl & IPK_TCPF_ACK_LATER)
+			c->fl |= IPK_TCPF_ACK_NOW;
+	}
+	if (!gone && c->retry_at && c->retry_at <= now)
+		c->retry_at = 0;
+	if (!gone)
+		ipk_tcp_output(ctx, c);
+	return ipk_tcp_release(ctx, c) || gone;
+}
+
+uint64_t ipk_tcp_timer(struct ipk_ctx *ctx, uint64_t now)
+{
+	uint64_t next;
+	uint32_t restarts = 0;
+	struct ipk_conn *c, *n;
+
+	ctx->now = now;
+	if (now < ctx->tcp_deadline)
+		return ctx->tcp_deadline;
+again:
+	next = IPK_NO_DEADLINE;
+	for (c = ctx->timer_head; c; c = n) {
+		uint64_t d = conn_deadline(c);
+
+		n = c->timer_next;
+		if (d && d <= now) {
+			/* A closed connection may have run tcp_closed, which may abort
+			 * others (n among them): start over; each pass frees one. */
+			if (fire(ctx, c, now)) {
+				if (restarts++ <= ctx->conn_total)
+					goto again;
+				next = now; /* give up for now; the caller comes back */
+				break;
+			}
+			if (!(c->fl & IPK_TCPF_ON_TIMERS))
+				continue;
+			d = conn_deadline(c);
+		}
+		if (d && d < next)
+			next = d;
+	}
+	ctx->tcp_deadline = next;
+	return next;
+}
