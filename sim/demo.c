@@ -18,6 +18,9 @@
 #include "apps.h"
 #include "sim.h"
 
+/* not a well-known port, so capture tools do not dissect the stream as HTTP etc. */
+#define DEMO_PORT 40000
+
 struct opts {
 	uint64_t bytes, seed, rate, delay_ns;
 	double loss;
@@ -176,9 +179,9 @@ static int run_demo(const struct opts *o)
 	lc.loss = o->loss;
 	l = cn && sn ? sim_connect(s, cn, sn, &lc) : NULL;
 	if (!l || (o->pcap && sim_link_pcap(l, o->pcap)) ||
-	    sim_bulk_init(&d.server, sn, ipk_htons(80), o->bytes, o->seed) ||
+	    sim_bulk_init(&d.server, sn, ipk_htons(DEMO_PORT), o->bytes, o->seed) ||
 	    sim_bulk_init(&d.client, cn, 0, 0, 0) ||
-	    sim_bulk_connect(&d.client, cb.ip4_be, ipk_htons(80), &d.conn)) {
+	    sim_bulk_connect(&d.client, cb.ip4_be, ipk_htons(DEMO_PORT), &d.conn)) {
 		fprintf(stderr, "ipkit-sim-demo: setup failed (engine, memory or pcap file)\n");
 		sim_destroy(s);
 		return 2;
