@@ -178,11 +178,11 @@ static struct hnode *hnode_new(struct hnet *net, int idx,
 	h->ops.icmp_echo_reply = op_echo_reply;
 	h->ops.arp_learned = op_arp_learned;
 	sz = ipk_ctx_size(&h->cfg);
-	h->mem = aligned_alloc(8, (sz + 7) & ~(size_t)7);
+	h->mem = malloc((sz + 7) & ~(size_t)7);
 	h->ctx = ipk_ctx_init(h->mem, sz, &h->cfg, &h->ops);
 	h->npbs = H_NPBS;
-	h->pbs = aligned_alloc(8, ipk_pb_size() * H_NPBS);
-	h->conns = aligned_alloc(8, ipk_conn_size() * H_NCONNS);
+	h->pbs = malloc(ipk_pb_size() * H_NPBS);
+	h->conns = malloc(ipk_conn_size() * H_NCONNS);
 	if (h->ctx) {
 		ipk_add_pbs(h->ctx, h->pbs, H_NPBS);
 		ipk_add_conns(h->ctx, h->conns, H_NCONNS);

@@ -362,7 +362,7 @@ static void test_config_invalid_gives_zero_size_and_null_ctx(void)
 	bad = cfg; bad.link = IPK_LINK_RAWIP; bad.mtu = 2048; CHECK(ipk_ctx_size(&bad) > 0);
 	CHECK_EQ(ipk_ctx_size(NULL), 0);
 	memset(&ops, 0, sizeof(ops));
-	mem = aligned_alloc(8, sz);
+	mem = malloc(sz);
 	CHECK(ipk_ctx_init(mem, sz, &cfg, &ops) == NULL);
 	sim_pkt_ops(&ops);
 	ops.random = rnd;
