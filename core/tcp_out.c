@@ -443,13 +443,14 @@ static int output_one(struct ipk_ctx *ctx, struct ipk_conn *c)
 	uint32_t wnd = IPK_MIN(c->snd_wnd, c->cwnd);
 	uint32_t usable = wnd > inflight ? wnd - inflight : 0;
 	uint32_t len = IPK_MIN(IPK_MIN(avail, usable), seg_max(ctx, c));
-	int fin = fin_state(c) && (c->fl & IPK_TCPF_FIN_QUEUED) && c->snd_nxt + len == end &&
-	          !ipk_tcp_fin_sent(c);
+	/* snd_nxt never passes the FIN, so reaching `end` means the FIN is (re)due */
+	int fin = fin_state(c) && (c->fl & IPK_TCPF_FIN_QUEUED) && ipk_seq_le(c->snd_nxt, end);
 	int rc;
 
 	if (len > 0 && !send_ok(c, len, avail, inflight))
 		len = 0;
-	if (len == 0 && !(fin && avail == 0))
+	fin = fin && c->snd_nxt + len == end;
+	if (len == 0 && !fin)
 		return 0;
 	rc = ipk_tcp_xmit(ctx, c, c->snd_nxt, len, IPK_TCP_X_FIN);
 	if (rc < 0) {
