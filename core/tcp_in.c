@@ -345,7 +345,9 @@ static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack)
 		c->fl &= ~IPK_TCPF_RTT_ON;
 		ipk_tcp_rtt_sample(ctx, c, ctx->now - c->rtt_t);
 	}
-	partial = ipk_tcp_cc_on_ack(ctx, c, ack, acked);
+	if (c->snd_una == c->iss)
+		acked--; /* our SYN is not data for congestion control */
+	partial = acked ? ipk_tcp_cc_on_ack(ctx, c, ack, acked) : 0;
 	bytes = ipk_tcp_sq_release(ctx, c, ack);
 	c->snd_una = ack;
 	if (ipk_seq_lt(c->snd_nxt, ack))
