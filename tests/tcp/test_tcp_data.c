@@ -325,8 +325,8 @@ static void test_established_three_dupacks_fast_retransmit(void)
 	/* full ACK ends recovery */
 	th_seg(t, A, IRS + 1, iss + 5001, W, NULL, 0);
 	CHECK(!(c->fl & IPK_TCPF_RECOVERY));
-	/* ssthresh = max(5000/2, 2*1000); cwnd = min(ssthresh, flight 0 -> MSS, + MSS) */
-	CHECK_EQ(c->ssthresh, 2500);
+	/* ssthresh = max(flight 4000 / 2, 2*MSS); cwnd = min(ssthresh, max(0, MSS) + MSS) */
+	CHECK_EQ(c->ssthresh, 2000);
 	CHECK_EQ(c->cwnd, 2000);
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
