@@ -480,12 +480,16 @@ int ipk_tcp_recved(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t bytes, uint
 	ctx->now = now;
 	before = c->rcv_adv;
 	c->rcv_unread -= bytes;
-	/* RFC 9293 §3.8.6.2.2: tell the peer only when the window grew enough. */
+	/* RFC 9293 §3.8.6.2.2: tell the peer at once only when the window grew by
+	 * min(rcvbuf/2, MSS) and what it may still send is below half the buffer;
+	 * otherwise the next ACK carries the new edge. */
 	if (ipk_tcp_synced(c) && !(c->fl & IPK_TCPF_FIN_RCVD)) {
 		uint32_t wnd = ctx->cfg.tcp_rcvbuf - c->rcv_unread;
 		uint32_t thresh = IPK_MIN(ctx->cfg.tcp_rcvbuf / 2u, c->rcv_mss);
+		uint32_t cur = ipk_seq_gt(before, c->rcv_nxt) ? before - c->rcv_nxt : 0;
 
-		if (ipk_seq_ge(c->rcv_nxt + wnd, before + thresh)) {
+		if (ipk_seq_ge(c->rcv_nxt + wnd, before + thresh) &&
+		    cur < ctx->cfg.tcp_rcvbuf / 2u) {
 			c->fl |= IPK_TCPF_ACK_NOW;
 			after_queue(ctx, c, now);
 		}
