@@ -1,0 +1,358 @@
+/*
+ * libFuzzer target: arbitrary frames into an engine that holds established TCP
+ * connections, a listener and a UDP bind.
+ *
+ *   build (clang):  meson setup build-fuzz -Dc_args=-fsanitize=address,undefined \
+ *                   && ninja -C build-fuzz tests/fuzz/fuzz_frames
+ *   run:            ./build-fuzz/tests/fuzz/fuzz_frames -max_total_time=60 tests/fuzz/corpus/
+ *   replay (gcc):   ./build/tests/fuzz/fuzz_frames_replay tests/fuzz/corpus/ crash-1234
+ *
+ * Input: one flags byte, then frames, each a 2-byte big-endian length and that many
+ * bytes. Flags bit 0: fix the IPv4/TCP/UDP/ICMP checksums of each frame before it
+ * goes in (so the fuzzer reaches past checksum checks); bit 1: let timers run
+ * between frames; bits 2-3: which connection's current sequence numbers patch a
+ * TCP frame's seq/ack (so in-window segments are easy to reach).
+ *
+ * The world (engine A with a listener on 80, UDP 53, and three connections opened
+ * by a peer engine B over a simulated link) is rebuilt for every input from the
+ * same seed, so every input replays exactly. After the frames, virtual time runs
+ * on (retransmissions, TIME_WAIT, reassembly timeouts) and the pool invariants are
+ * checked; a violation aborts, which libFuzzer reports as a crash.
+ */
+#include "fuzz_frames.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+#define NCONN 3
+
+struct fz {
+	struct sim *s;
+	struct sim_node *a, *b;
+	struct sim_link *l;
+	struct ipk_conn *bc[NCONN];
+	struct ipk_config ca, cb;
+};
+
+static int fz_all_up(void *arg)
+{
+	struct fz *f = (struct fz *)arg;
+	int i;
+
+	for (i = 0; i < NCONN; i++)
+		if (!f->bc[i] || ipk_tcp_state(f->bc[i]) != IPK_TCP_ESTABLISHED)
+			return 0;
+	return 1;
+}
+
+static void fz_cfg(struct ipk_config *c, uint32_t idx)
+{
+	sim_node_config(c, idx);
+	c->tcp_time_wait_ns = SIM_SEC(1);
+	c->tcp_syn_retries = 2;
+	c->tcp_max_retries = 3;
+	c->frag_timeout_ns = SIM_SEC(2);
+}
+
+static int fz_build(struct fz *f)
+{
+	struct sim_node_res r;
+	struct sim_link_cfg lc;
+	int i;
+
+	memset(f, 0, sizeof(*f));
+	memset(&r, 0, sizeof(r));
+	r.conns = 16;
+	r.pbs = 512;
+	r.pkts = 512;
+	f->s = sim_create(12345);
+	fz_cfg(&f->ca, 1);
+	fz_cfg(&f->cb, 2);
+	f->a = sim_node_create(f->s, &f->ca, &r);
+	f->b = sim_node_create(f->s, &f->cb, &r);
+	sim_link_cfg_default(&lc);
+	lc.delay_ns = SIM_US(50);
+	if (!f->a || !f->b || !(f->l = sim_connect(f->s, f->a, f->b, &lc)) ||
+	    ipk_tcp_listen(f->a->ctx, ipk_htons(80), 8) < 0 || ipk_udp_bind(f->a->ctx, ipk_htons(53)) < 0)
+		return -1;
+	for (i = 0; i < NCONN; i++)
+		if (ipk_tcp_connect(f->b->ctx, f->ca.ip4_be, ipk_htons(80), ipk_htons((uint16_t)(40000 + i)),
+		                    NULL, &f->bc[i], 0) < 0)
+			return -1;
+	sim_node_kick(f->b);
+	if (sim_run(f->s, SIM_SEC(5), fz_all_up, f) != SIM_DONE)
+		return -1;
+	for (i = 0; i < NCONN; i++)
+		ipk_tcp_write(f->b->ctx, f->bc[i], "hello fuzz", 10, f->s->now);
+	sim_node_kick(f->b);
+	sim_run(f->s, f->s->now + SIM_MS(100), NULL, NULL);
+	return 0;
+}
+
+/* ------------------------------------------------------------ frame fix-ups */
+
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
+static void wr16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/* Returns the IPv4 header offset, or 0 when the frame is not a sane IPv4 frame. */
+static uint32_t ip_at(const uint8_t *f, uint32_t len, uint32_t *ihl, uint32_t *tot)
+{
+	if (len < 34 || rd16(f + 12) != 0x0800 || (f[14] >> 4) != 4)
+		return 0;
+	*ihl = (uint32_t)(f[14] & 15) * 4;
+	*tot = rd16(f + 16);
+	if (*ihl < 20 || *tot < *ihl || *tot > len - 14)
+		return 0;
+	return 14;
+}
+
+static void fix_csums(uint8_t *f, uint32_t len)
+{
+	uint32_t ihl, tot, l4len, at, sum;
+	uint8_t *ip, *l4;
+
+	if (!ip_at(f, len, &ihl, &tot))
+		return;
+	ip = f + 14;
+	l4 = ip + ihl;
+	l4len = tot - ihl;
+	wr16(ip + 10, 0);
+	wr16(ip + 10, sim_csum_fold(sim_csum_add(0, ip, ihl)));
+	if (rd16(ip + 6) & 0x3fff)
+		return; /* fragment: the datagram checksum spans pieces */
+	if (ip[9] == 6 && l4len >= 20)
+		at = 16;
+	else if (ip[9] == 17 && l4len >= 8)
+		at = 6;
+	else if (ip[9] == 1 && l4len >= 4)
+		at = 2;
+	else
+		return;
+	wr16(l4 + at, 0);
+	sum = ip[9] == 1 ? 0 : sim_csum_add(0, ip + 12, 8) + ip[9] + l4len;
+	wr16(l4 + at, sim_csum_fold(sim_csum_add(sum, l4, l4len)));
+}
+
+/* Aim a TCP frame at connection `which` by giving it that connection's ports
+ * (sequence numbers stay the fuzzer's; the corpus carries in-window ones). */
+static void aim_tcp(struct fz *f, uint8_t *fr, uint32_t len, int which)
+{
+	struct ipk_tuple t;
+	uint32_t ihl, tot;
+	uint8_t *tcp;
+
+	if (!ip_at(fr, len, &ihl, &tot) || fr[14 + 9] != 6 || tot - ihl < 20 || !f->bc[which])
+		return;
+	if (ipk_tcp_tuple(f->bc[which], &t) < 0)
+		return;
+	tcp = fr + 14 + ihl;
+	/* B's tuple seen from A: B's local port is A's peer port */
+	memcpy(tcp, &t.local_port_be, 2);
+	memcpy(tcp + 2, &t.peer_port_be, 2);
+}
+
+/* ------------------------------------------------------------ invariants */
+
+static void check_node(const struct sim_node *n)
+{
+	if (n->pool->descs_out > n->pool->ndescs || n->pool->bufs_out > n->pool->nbufs ||
+	    n->pool->bufs_out > n->pool->descs_out || ipk_conns_free(n->ctx) > n->res.conns ||
+	    ipk_pbs_free(n->ctx) > n->res.pbs) {
+		fprintf(stderr, "fuzz_frames: pool invariant broken on node %u\n", n->index);
+		abort();
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct fz f;
+	uint8_t flags, frame[2048];
+	size_t at = 1;
+	int nframes = 0;
+
+	if (size < 1 || fz_build(&f)) {
+		sim_destroy(f.s);
+		return 0;
+	}
+	flags = data[0];
+	while (at + 2 <= size && nframes < 64) {
+		uint32_t len = (uint32_t)(data[at] << 8 | data[at + 1]);
+		struct sim_pkt *k;
+		void *pkts[1];
+
+		at += 2;
+		if (len > size - at)
+			len = (uint32_t)(size - at);
+		if (len > sizeof(frame))
+			len = sizeof(frame);
+		memcpy(frame, data + at, len);
+		at += len;
+		nframes++;
+		if (flags & 0x0c)
+			aim_tcp(&f, frame, len, ((flags >> 2) & 3) % NCONN);
+		if (flags & 1)
+			fix_csums(frame, len);
+		k = sim_pkt_from(f.a->pool, frame, len);
+		if (!k)
+			continue;
+		pkts[0] = k;
+		ipk_run(f.a->ctx, pkts, 1, f.s->now);
+		sim_node_kick(f.a);
+		check_node(f.a);
+		if (flags & 2)
+			sim_run(f.s, f.s->now + SIM_MS(300), NULL, NULL);
+	}
+	/* let every timer that the frames armed fire: RTOs, TIME_WAIT, reassembly */
+	sim_run(f.s, f.s->now + SIM_SEC(10), NULL, NULL);
+	check_node(f.a);
+	check_node(f.b);
+	sim_destroy(f.s);
+	f.s = NULL;
+	return 0;
+}
+
+/* ------------------------------------------------------------ seed corpus */
+
+static int put_file(const char *dir, const char *name, uint8_t flags, const uint8_t *fr,
+                    uint32_t len)
+{
+	char path[1024];
+	uint8_t hdr[3];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fp = fopen(path, "wb");
+	if (!fp)
+		return 0;
+	hdr[0] = flags;
+	hdr[1] = (uint8_t)(len >> 8);
+	hdr[2] = (uint8_t)len;
+	fwrite(hdr, 1, 3, fp);
+	fwrite(fr, 1, len, fp);
+	fclose(fp);
+	return 1;
+}
+
+/* Frames B sends right after the world is built, captured from the link's pcap:
+ * exactly in window when replayed into a freshly built world. */
+static int corpus_live(const char *dir)
+{
+	static struct fz f;
+	const char *tmp = "fuzz_corpus_tmp.pcap";
+	uint8_t rec[16], fr[2048];
+	int n = 0, k = 0;
+	FILE *fp;
+
+	if (fz_build(&f) || sim_link_pcap(f.l, tmp))
+		return 0;
+	ipk_tcp_write(f.b->ctx, f.bc[0], "data segment", 12, f.s->now);
+	ipk_tcp_close(f.b->ctx, f.bc[1], f.s->now);
+	ipk_icmp_echo(f.b->ctx, f.ca.ip4_be, ipk_htons(7), ipk_htons(1), 32, f.s->now);
+	ipk_udp_sendto(f.b->ctx, ipk_htons(5353), f.ca.ip4_be, ipk_htons(53), "query", 5, f.s->now);
+	ipk_tcp_connect(f.b->ctx, f.ca.ip4_be, ipk_htons(80), ipk_htons(41000), NULL, NULL, f.s->now);
+	sim_node_kick(f.b);
+	sim_run(f.s, f.s->now + SIM_US(20), NULL, NULL); /* sent, not yet arrived */
+	sim_destroy(f.s);
+	fp = fopen(tmp, "rb");
+	if (!fp || fread(rec, 1, 8, fp) != 8 || fseek(fp, 24, SEEK_SET)) {
+		if (fp)
+			fclose(fp);
+		return 0;
+	}
+	while (fread(rec, 1, 16, fp) == 16) {
+		uint32_t len = rec[8] | rec[9] << 8 | (uint32_t)rec[10] << 16 | (uint32_t)rec[11] << 24;
+		char name[64];
+		if (len > sizeof(fr) || fread(fr, 1, len, fp) != len)
+			break;
+		if (fr[11] != 2) /* only frames from B (MAC ...:02) */
+			continue;
+		snprintf(name, sizeof(name), "live-%02d", k++);
+		n += put_file(dir, name, 0, fr, len);
+	}
+	fclose(fp);
+	remove(tmp);
+	return n;
+}
+
+static uint32_t eth_ip(uint8_t *fr, uint8_t proto, uint32_t l4len, uint16_t frag)
+{
+	static const uint8_t a[6] = {2, 0, 0, 0, 0, 1}, b[6] = {2, 0, 0, 0, 0, 2};
+	uint8_t *ip = fr + 14;
+
+	memcpy(fr, a, 6);
+	memcpy(fr + 6, b, 6);
+	wr16(fr + 12, 0x0800);
+	memset(ip, 0, 20);
+	ip[0] = 0x45;
+	wr16(ip + 2, (uint16_t)(20 + l4len));
+	wr16(ip + 4, 99);
+	wr16(ip + 6, frag);
+	ip[8] = 64;
+	ip[9] = proto;
+	ip[12] = 10; ip[15] = 2; /* 10.0.0.2 -> 10.0.0.1 */
+	ip[16] = 10; ip[19] = 1;
+	return 34;
+}
+
+static int corpus_crafted(const char *dir)
+{
+	uint8_t fr[1600];
+	uint32_t h;
+	int n = 0;
+
+	/* ARP request for 10.0.0.1 */
+	memset(fr, 0, sizeof(fr));
+	memset(fr, 0xff, 6);
+	fr[6] = 2; fr[11] = 2;
+	wr16(fr + 12, 0x0806);
+	wr16(fr + 14, 1); wr16(fr + 16, 0x0800); fr[18] = 6; fr[19] = 4; wr16(fr + 20, 1);
+	fr[22] = 2; fr[27] = 2; fr[28] = 10; fr[31] = 2; fr[38] = 10; fr[41] = 1;
+	n += put_file(dir, "arp-request", 0, fr, 42);
+	n += put_file(dir, "arp-short", 0, fr, 30);
+	/* SYN to the listener with MSS, WS, SACK-permitted, timestamps (checksums fixed) */
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip(fr, 6, 40, 0);
+	wr16(fr + h, 45000); wr16(fr + h + 2, 80); fr[h + 7] = 1; fr[h + 12] = 10 << 4;
+	fr[h + 13] = 0x02; wr16(fr + h + 14, 65535);
+	{
+		static const uint8_t opt[20] = {2, 4, 5, 0xb4, 1, 3, 3, 7, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0};
+		memcpy(fr + h + 20, opt, 20);
+	}
+	n += put_file(dir, "tcp-syn", 1, fr, h + 40);
+	fr[h + 20 + 1] = 0; /* option length 0: malformed */
+	n += put_file(dir, "tcp-syn-bad-option", 1, fr, h + 40);
+	fr[h + 12] = 15 << 4; /* data offset past the end */
+	n += put_file(dir, "tcp-bad-doff", 1, fr, h + 40);
+	/* fragments of a UDP datagram to port 53, second half first */
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip(fr, 17, 800, 0x2000 | 100);
+	memset(fr + h, 0xab, 800);
+	n += put_file(dir, "ip-frag-tail-first", 1, fr, h + 800);
+	h = eth_ip(fr, 17, 800, 0x2000);
+	wr16(fr + h, 5353); wr16(fr + h + 2, 53); wr16(fr + h + 4, 1608);
+	n += put_file(dir, "ip-frag-head", 1, fr, h + 800);
+	/* ping with options-sized IHL but no room */
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip(fr, 1, 16, 0);
+	fr[h] = 8;
+	n += put_file(dir, "icmp-echo", 1, fr, h + 16);
+	fr[14] = 0x4f;
+	n += put_file(dir, "ip-bad-ihl", 0, fr, h + 16);
+	fr[14] = 0x45;
+	wr16(fr + 16, 9000); /* total length past the frame */
+	n += put_file(dir, "ip-bad-totlen", 0, fr, h + 16);
+	n += put_file(dir, "runt", 0, fr, 10);
+	return n;
+}
+
+int fuzz_frames_make_corpus(const char *dir)
+{
+	return corpus_live(dir) + corpus_crafted(dir);
+}
