@@ -475,6 +475,11 @@ static void fin_process(struct ipk_ctx *ctx, struct ipk_conn *c)
 	c->rcv_nxt += 1u;
 	c->fl |= IPK_TCPF_FIN_RCVD;
 	ack_now(c);
+	/* End of stream first: entering TIME_WAIT reports tcp_closed. */
+	if (IPK_OPS(ctx)->tcp_payload)
+		IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, NULL, 0, 0, IPK_OPQ(ctx));
+	if (zombie(c))
+		return;
 	switch (c->state) {
 	case IPK_TCP_SYN_RECEIVED:
 	case IPK_TCP_ESTABLISHED:
@@ -492,8 +497,6 @@ static void fin_process(struct ipk_ctx *ctx, struct ipk_conn *c)
 	default:
 		break;
 	}
-	if (IPK_OPS(ctx)->tcp_payload && !(c->fl & IPK_TCPF_REPORTED))
-		IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, NULL, 0, 0, IPK_OPQ(ctx));
 }
 
 /* Insert [seq, seq+len) (+FIN) into the sorted out-of-order queue, trimming what

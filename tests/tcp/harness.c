@@ -327,8 +327,9 @@ void th_send(struct th *t, uint16_t sport, uint16_t dport, uint8_t flags, uint32
              uint32_t ack, uint16_t wnd, const struct ipk_tcp_opts *o, const void *payload,
              uint32_t len)
 {
-	struct sim_pkt *k = sim_pkt_alloc(t->pool);
-	uint8_t *p = sim_pkt_data(k), opt[40];
+	uint32_t fe = t->pool->fail_every;
+	struct sim_pkt *k;
+	uint8_t *p, opt[40];
 	uint32_t olen = o ? ipk_tcp_opts_emit(opt, sizeof(opt), o) : 0;
 	uint32_t tl = IPK_TCP_HLEN + olen + len;
 	struct ipk_eth_hdr e;
@@ -336,8 +337,13 @@ void th_send(struct th *t, uint16_t sport, uint16_t dport, uint8_t flags, uint32
 	struct ipk_tcp_hdr th;
 	int odd = 0;
 	uint32_t sum;
-	void *vp = k;
+	void *vp;
 
+	t->pool->fail_every = 0; /* fault injection is for the core, not the script */
+	k = sim_pkt_alloc(t->pool);
+	t->pool->fail_every = fe;
+	p = sim_pkt_data(k);
+	vp = k;
 	memcpy(e.dst, t->mac, 6);
 	memcpy(e.src, t->peer_mac, 6);
 	e.type = IPK_ETHERTYPE_IP4;

@@ -619,6 +619,130 @@ static void test_established_icmp_needfrag_lowers_mss(void)
 	finish(t);
 }
 
+static void test_established_delayed_ack_every_second_segment(void)
+{
+	struct th *t = th_new(NULL);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t iss = th_accept(t, IRS, NULL, W, &c);
+
+	th_seg(t, A, IRS + 1, iss + 1, W, "aaaa", 4);
+	CHECK_EQ(th_pending(t), 0);
+	th_seg(t, A, IRS + 5, iss + 1, W, "bbbb", 4);
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 9)); /* second segment: ACK now */
+	th_seg(t, A, IRS + 9, iss + 1, W, "cccc", 4);
+	CHECK_EQ(th_pending(t), 0);
+	th_advance(t, 39 * MS);
+	CHECK_EQ(th_pending(t), 0);
+	th_advance(t, 1 * MS); /* tcp_delack_ns */
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 13));
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+static void test_established_close_fin_follows_queued_data(void)
+{
+	struct th *t = th_new(NULL);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t iss = th_accept(t, IRS, NULL, 0, &c); /* zero window: data waits */
+
+	ipk_tcp_write(t->ctx, c, "last words", 10, t->now);
+	CHECK_EQ(ipk_tcp_close(t->ctx, c, t->now), IPK_OK);
+	CHECK_EQ(th_pending(t), 0);
+	th_seg(t, A, IRS + 1, iss + 1, W, NULL, 0);
+	CHECK(th_expect(t, &s, IPK_TCP_FIN | A, iss + 1, IRS + 1));
+	CHECK_EQ(s.len, 10);
+	th_seg(t, A, IRS + 1, iss + 12, W, NULL, 0);
+	CHECK_EQ(c->state, IPK_TCP_FIN_WAIT_2);
+	CHECK_EQ(t->acked, 10);
+	/* half-closed: the peer may still send */
+	th_seg(t, A, IRS + 1, iss + 12, W, "more", 4);
+	CHECK_EQ(t->rxlen, 4);
+	th_seg(t, IPK_TCP_FIN | A, IRS + 5, iss + 12, W, NULL, 0);
+	CHECK_EQ(t->fins, 1);
+	CHECK_EQ(c->state, IPK_TCP_TIME_WAIT);
+	th_advance(t, t->cfg.tcp_time_wait_ns);
+	finish(t);
+}
+
+static void test_established_fin_out_of_order_held(void)
+{
+	struct th *t = th_new(NULL);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t iss = th_accept(t, IRS, NULL, W, &c);
+
+	th_seg(t, IPK_TCP_FIN | A, IRS + 4, iss + 1, W, "def", 3);
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 1));
+	CHECK_EQ(t->fins, 0);
+	th_seg(t, A, IRS + 1, iss + 1, W, "abc", 3);
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 8));
+	CHECK_EQ(t->rxlen, 6);
+	CHECK(memcmp(t->rx, "abcdef", 6) == 0);
+	CHECK_EQ(t->fins, 1);
+	CHECK_EQ(ipk_tcp_state(c), IPK_TCP_CLOSE_WAIT);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+static void test_syn_sent_icmp_port_unreachable_closes(void)
+{
+	struct th *t = th_new(NULL);
+	struct ipk_conn *c = NULL;
+	struct tseg s;
+	uint8_t q[28];
+
+	ipk_tcp_connect(t->ctx, t->peer_be, be(5000), be(4000), NULL, &c, t->now);
+	CHECK(th_next(t, &s));
+	memset(q, 0, sizeof(q));
+	q[0] = 0x45;
+	memcpy(q + 12, &t->ip_be, 4);
+	memcpy(q + 16, &t->peer_be, 4);
+	ipk_wrbe16(q + 20, be(4000));
+	ipk_wrbe16(q + 22, be(5000));
+	ipk_wr32(q + 24, s.h.seq);
+	ipk_tcp_icmp_error(t->ctx, IPK_ICMP_UNREACH, IPK_ICMP_UNREACH_PORT, 0, q, 28);
+	CHECK_EQ(t->closed, 1);
+	CHECK_EQ(t->why, IPK_CLOSE_UNREACH);
+	finish(t);
+}
+
+static void test_syn_sent_close_reports_closed(void)
+{
+	struct th *t = th_new(NULL);
+	struct ipk_conn *c = NULL;
+
+	ipk_tcp_connect(t->ctx, t->peer_be, be(5000), 0, NULL, &c, t->now);
+	CHECK_EQ(ipk_tcp_close(t->ctx, c, t->now), IPK_OK);
+	CHECK_EQ(t->closed, 1);
+	CHECK_EQ(ipk_tcp_state(c), IPK_TCP_CLOSED);
+	finish(t);
+}
+
+static void few_pkts(struct ipk_config *c) { c->tcp_delack_ns = 0; }
+
+static void test_established_out_of_packets_retries_later(void)
+{
+	struct th *t = th_new(few_pkts);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t iss = th_accept(t, IRS, NULL, W, &c);
+
+	ipk_tcp_write(t->ctx, c, "abc", 3, t->now);
+	th_seg(t, A, IRS + 1, iss + 4, W, NULL, 0);
+	th_clear(t);
+	t->pool->fail_every = 1; /* every allocation fails */
+	th_seg(t, A, IRS + 1, iss + 4, W, "xyz", 3); /* its ACK cannot be sent */
+	t->pool->fail_every = 0;
+	CHECK_EQ(th_pending(t), 0);
+	CHECK(t->ctx->cnt.drop[IPK_DROP_NO_PKT] > 0);
+	th_advance(t, 1 * MS);
+	CHECK(th_expect(t, &s, A, iss + 4, IRS + 4));
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 int main(void)
 {
 	RUN(test_listen_syn_mss_negotiated);
@@ -644,5 +768,11 @@ int main(void)
 	RUN(test_established_tx_csum_offload_and_sg_chain);
 	RUN(test_established_tso_large_segment);
 	RUN(test_established_icmp_needfrag_lowers_mss);
+	RUN(test_established_delayed_ack_every_second_segment);
+	RUN(test_established_close_fin_follows_queued_data);
+	RUN(test_established_fin_out_of_order_held);
+	RUN(test_syn_sent_icmp_port_unreachable_closes);
+	RUN(test_syn_sent_close_reports_closed);
+	RUN(test_established_out_of_packets_retries_later);
 	return check_summary();
 }
