@@ -63,6 +63,10 @@ static void xfer_run(struct xfer *x, uint64_t seed, const struct sim_link_cfg *l
 
 static void xfer_check_ok(struct xfer *x, int both_ways)
 {
+	if (x->ca && x->ca->why != IPK_CLOSE_NORMAL)
+		printf("  A's fetch closed with reason %d\n", (int)x->ca->why);
+	if (x->cb && x->cb->why != IPK_CLOSE_NORMAL)
+		printf("  B's fetch closed with reason %d\n", (int)x->cb->why);
 	CHECK_EQ(x->st, SIM_DONE);
 	CHECK(x->ca && x->ca->closed && x->ca->why == IPK_CLOSE_NORMAL);
 	CHECK_EQ(x->app_a.ok_transfers, 1);
