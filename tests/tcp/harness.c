@@ -372,6 +372,11 @@ void th_send(struct th *t, uint16_t sport, uint16_t dport, uint8_t flags, uint32
 		memcpy(p + 34 + IPK_TCP_HLEN + olen, payload, len);
 	sum = ipk_csum_pseudo(t->peer_be, t->ip_be, IPK_IPPROTO_TCP, tl);
 	ipk_wr16(p + 34 + 16, ipk_csum_fold(ipk_csum_add(sum, p + 34, tl, &odd)));
+	if (t->corrupt_next == 1)
+		p[34 + 16] ^= 0x55;
+	if (t->corrupt_next == 2)
+		p[34 + 12] = 0x10;
+	t->corrupt_next = 0;
 	k->len = 34 + tl;
 	ipk_run(t->ctx, &vp, 1, t->now);
 }

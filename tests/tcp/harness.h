@@ -63,6 +63,7 @@ struct th {
 	struct sim_pkt *q[TH_CAP * 4];
 	int qn;
 	int drop_every; /* with link: drop every Nth frame sent (0 = none) */
+	int corrupt_next; /* th_send: 1 = bad TCP checksum, 2 = data offset 4 (bad) */
 	uint32_t sent_n;
 
 	/* events */

@@ -423,6 +423,24 @@ static void test_abort_sends_rst(void)
 	finish(t);
 }
 
+static void test_listen_malformed_segments_dropped(void)
+{
+	struct th *t = th_new(NULL);
+
+	ipk_tcp_listen(t->ctx, be(80), 4);
+	t->corrupt_next = 1;
+	th_seg(t, IPK_TCP_SYN, IRS, 0, W, NULL, 0);
+	t->corrupt_next = 2;
+	th_seg(t, IPK_TCP_SYN, IRS, 0, W, NULL, 0);
+	th_seg(t, IPK_TCP_SYN | IPK_TCP_FIN, IRS, 0, W, NULL, 0);
+	CHECK_EQ(th_pending(t), 0);
+	CHECK_EQ(t->ctx->cnt.drop[IPK_DROP_TCP_CSUM], 1);
+	CHECK_EQ(t->ctx->cnt.drop[IPK_DROP_TCP_MALFORMED], 1);
+	CHECK_EQ(t->ctx->cnt.drop[IPK_DROP_TCP_BAD_FLAGS], 1);
+	CHECK_EQ(ipk_conns_free(t->ctx), t->nconns);
+	finish(t);
+}
+
 int main(void)
 {
 	RUN(test_listen_syn_gets_synack);
@@ -447,5 +465,6 @@ int main(void)
 	RUN(test_established_syn_in_window_challenge_ack);
 	RUN(test_established_old_segment_acked_as_dup);
 	RUN(test_abort_sends_rst);
+	RUN(test_listen_malformed_segments_dropped);
 	return check_summary();
 }
