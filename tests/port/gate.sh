@@ -14,6 +14,7 @@
 #   c++17         every core file as C++17 with g++ and clang++
 #   unity         core/ipkit_unity.c includes every core .c file and compiles alone;
 #                 examples/unity_static_ops.c (ops bound at compile time) builds and runs
+#   readme        the code README.md quotes still matches examples/minimal_embed.c
 #   cross         every suite-'unit' test, built -static for i686 (run natively) and
 #                 s390x (run under qemu-s390x, big-endian)
 set -uo pipefail
@@ -151,6 +152,14 @@ check_unity() {
 	done
 }
 
+check_readme() {
+	if python3 tests/port/readme_sync.py README.md examples/minimal_embed.c >"$tmp/readme" 2>&1; then
+		ok "README quotes examples/minimal_embed.c as it is"
+	else
+		fail "README quotes examples/minimal_embed.c as it is"; show "$tmp/readme"
+	fi
+}
+
 check_cross() {
 	local arch need
 	if [ ! -f "$build/build.ninja" ]; then
@@ -174,6 +183,7 @@ check_freestanding
 check_i686
 check_cxx
 check_unity
+check_readme
 check_cross
 
 [ "$fails" = 0 ]
