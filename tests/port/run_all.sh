@@ -105,7 +105,7 @@ gate_stage() {
 
 # fuzz_stage SECONDS: run every fuzz_* target found in the sanitizer build.
 fuzz_stage() {
-	local t0 secs=$1 p=0 f=0 bin name work corpus
+	local t0 secs=$1 p=0 f=0 bin name work corpus help
 	t0=$(date +%s)
 	note "libFuzzer, ${secs}s per target"
 	if [ ! -f "$san/build.ninja" ]; then
@@ -118,7 +118,9 @@ fuzz_stage() {
 		[ -x "$bin" ] && [ -f "$bin" ] || continue
 		name=$(basename "$bin")
 		# libFuzzer targets accept -help=1; plain corpus replayers do not
-		timeout 10 "$bin" -help=1 2>&1 | grep -q max_total_time || continue
+		# (captured whole: grep -q closing the pipe early would fail it under pipefail)
+		help=$(timeout 10 "$bin" -help=1 2>&1 || true)
+		[[ $help == *max_total_time* ]] || continue
 		found=1
 		work=$(mktemp -d)
 		mkdir -p "$san/fuzz-artifacts"
