@@ -470,29 +470,42 @@ static void deliver(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint32_t
 }
 
 /* RFC 9293 §3.10.7.4 eighth: FIN in sequence. */
+/* End of stream reported to the application (tcp_payload with no packet). */
+static void fin_report(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (IPK_OPS(ctx)->tcp_payload)
+		IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, NULL, 0, 0, IPK_OPQ(ctx));
+}
+
+/* RFC 9293 §3.10.7.4 eighth: the FIN moves the state first, so that an application
+ * closing from its end-of-stream callback sees CLOSE_WAIT (and goes to LAST_ACK),
+ * except where the FIN completes our own close: there end of stream is reported
+ * before TIME_WAIT, because entering TIME_WAIT reports tcp_closed. */
 static void fin_process(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
+	if (c->fl & IPK_TCPF_FIN_RCVD)
+		return; /* a FIN occupies one sequence number, once */
 	c->rcv_nxt += 1u;
 	c->fl |= IPK_TCPF_FIN_RCVD;
 	ack_now(c);
-	/* End of stream first: entering TIME_WAIT reports tcp_closed. */
-	if (IPK_OPS(ctx)->tcp_payload)
-		IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, NULL, 0, 0, IPK_OPQ(ctx));
-	if (zombie(c))
-		return;
 	switch (c->state) {
 	case IPK_TCP_SYN_RECEIVED:
 	case IPK_TCP_ESTABLISHED:
 		ipk_tcp_enter(ctx, c, IPK_TCP_CLOSE_WAIT);
+		fin_report(ctx, c);
 		break;
 	case IPK_TCP_FIN_WAIT_1:
-		if (ipk_tcp_fin_acked(c))
-			enter_time_wait(ctx, c);
-		else
+		if (!ipk_tcp_fin_acked(c)) {
 			ipk_tcp_enter(ctx, c, IPK_TCP_CLOSING);
-		break;
+			fin_report(ctx, c);
+			break;
+		}
+		/* our FIN is acknowledged: as FIN-WAIT-2 */
+		/* fall through */
 	case IPK_TCP_FIN_WAIT_2:
-		enter_time_wait(ctx, c);
+		fin_report(ctx, c);
+		if (!zombie(c))
+			enter_time_wait(ctx, c);
 		break;
 	default:
 		break;
@@ -610,7 +623,8 @@ static void text_process(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 		c->segs_unacked++;
 	if (!zombie(c))
 		ooo_drain(ctx, c);
-	if (fin && !zombie(c))
+	/* The FIN counts only where it sits: the drain may have consumed a queued copy. */
+	if (fin && !zombie(c) && c->rcv_nxt == seq + len)
 		fin_process(ctx, c);
 	/* RFC 9293 §3.8.6.3 / RFC 5681 §4.2: ACK at least every second full segment,
 	 * at once when a hole was filled; else delay. */

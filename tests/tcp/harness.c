@@ -145,6 +145,9 @@ static void op_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void
 	(void)user;
 	if (!pkt) {
 		t->fins++;
+		t->state_at_fin = ipk_tcp_state(c);
+		if (t->close_on_fin)
+			ipk_tcp_close(ctx, c, t->now);
 		return;
 	}
 	t->payload_calls++;

@@ -76,6 +76,8 @@ struct th {
 	uint32_t payload_calls, last_off, last_len;
 	uint64_t acked;
 	int auto_recved;        /* call ipk_tcp_recved for each delivery */
+	int close_on_fin;       /* call ipk_tcp_close from the end-of-stream event */
+	enum ipk_tcp_state state_at_fin; /* connection state seen by that event */
 	void *user_tag;
 };
 

@@ -686,6 +686,56 @@ static void test_established_fin_out_of_order_held(void)
 	finish(t);
 }
 
+/* Regression: a FIN held in the out-of-order queue and the same FIN arriving again
+ * in order (a retransmission covering the hole) took two sequence numbers, so every
+ * later ACK was one past the peer's FIN and the peer never left LAST_ACK. */
+static void test_established_fin_queued_and_retransmitted_counts_once(void)
+{
+	struct th *t = th_new(no_delack);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t iss = th_accept(t, IRS, NULL, W, &c);
+
+	th_seg(t, IPK_TCP_FIN | A, IRS + 4, iss + 1, W, "def", 3);
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 1));
+	th_seg(t, IPK_TCP_FIN | A, IRS + 1, iss + 1, W, "abcdef", 6);
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 8));
+	CHECK_EQ(t->rxlen, 6);
+	CHECK_EQ(t->fins, 1);
+	CHECK_EQ(ipk_tcp_state(c), IPK_TCP_CLOSE_WAIT);
+	/* the next segment we send still acknowledges exactly FIN + 1 */
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, "x", 1, t->now), 1);
+	CHECK(th_expect(t, &s, A | IPK_TCP_PSH, iss + 1, IRS + 8));
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* Regression: the end-of-stream event came before the move to CLOSE_WAIT, so an
+ * application closing from it went FIN_WAIT_1 -> CLOSING -> TIME_WAIT and held
+ * the connection for 2*MSL as if it had closed first. */
+static void test_established_close_from_fin_event_goes_last_ack(void)
+{
+	struct th *t = th_new(no_delack);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t iss = th_accept(t, IRS, NULL, W, &c);
+
+	t->close_on_fin = 1;
+	th_seg(t, IPK_TCP_FIN | A, IRS + 1, iss + 1, W, NULL, 0);
+	CHECK_EQ(t->fins, 1);
+	CHECK_EQ(t->state_at_fin, IPK_TCP_CLOSE_WAIT);
+	CHECK_EQ(ipk_tcp_state(c), IPK_TCP_LAST_ACK);
+	CHECK(th_next(t, &s));
+	CHECK(s.h.flags & IPK_TCP_FIN);
+	CHECK_EQ(s.h.ack, IRS + 2);
+	while (th_next(t, &s))
+		;
+	th_seg(t, A, IRS + 2, iss + 2, W, NULL, 0);
+	CHECK_EQ(t->closed, 1);
+	CHECK_EQ(t->why, IPK_CLOSE_NORMAL);
+	finish(t);
+}
+
 static void test_syn_sent_icmp_port_unreachable_closes(void)
 {
 	struct th *t = th_new(NULL);
@@ -771,6 +821,8 @@ int main(void)
 	RUN(test_established_delayed_ack_every_second_segment);
 	RUN(test_established_close_fin_follows_queued_data);
 	RUN(test_established_fin_out_of_order_held);
+	RUN(test_established_fin_queued_and_retransmitted_counts_once);
+	RUN(test_established_close_from_fin_event_goes_last_ack);
 	RUN(test_syn_sent_icmp_port_unreachable_closes);
 	RUN(test_syn_sent_close_reports_closed);
 	RUN(test_established_out_of_packets_retries_later);
