@@ -1,0 +1,149 @@
+/*
+ * ipkit io: packet-I/O backends behind one small interface, and the packet pool they
+ * share with the core.
+ *
+ * A backend moves frames between a (real or virtual) NIC queue and packets of an
+ * ipk_pool. It never sees the core; the runtime (runtime/node.h) joins the two.
+ *
+ *   struct ipk_pool *pool = ipk_pool_create(&pcfg, err, sizeof err);
+ *   struct ipk_io *io = ipk_io_open("afxdp:veth1,queue=0", pool, err, sizeof err);
+ *   n = ipk_io_rx_burst(io, pkts, 32);   ... ipk_run(ctx, (void **)pkts, n, now) ...
+ *   ipk_io_tx_burst(io, out, k); ipk_io_flush(io);
+ *
+ * Hosted code (Linux): libc, system calls and the backends' libraries are allowed here.
+ * Errors: functions return a negative errno value and, where they take `err`, write a
+ * one-line human message there (what failed, on which device, and what to do, e.g.
+ * the missing capability).
+ */
+#ifndef IPKIT_IO_H
+#define IPKIT_IO_H
+
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ pool */
+
+struct ipk_pool;
+
+/*
+ * A packet: a descriptor over one buffer of the pool. Buffers are reference counted
+ * (clones share them) and chains link descriptors (scatter-gather). All fields are
+ * readable by backends; `off`/`len` change only through the pool functions or the
+ * core's packet ops.
+ */
+struct ipk_pkt {
+	uint8_t *buf;            /* start of the buffer (buf_size bytes) */
+	uint32_t off;            /* data starts at buf + off */
+	uint32_t len;            /* data bytes in this descriptor */
+	struct ipk_pkt *next;    /* scatter-gather chain, NULL at the end */
+	struct ipk_pool *pool;
+	uint32_t idx;            /* buffer index in the pool area (AF_XDP frame address / buf_size) */
+	uint32_t rx_csum;        /* IPK_RXCSUM_* set by a backend that knows (vnet hdr, XDP hints) */
+	struct ipk_tx_meta meta; /* transmit offloads requested by the core (flags 0 = none) */
+	void *user;              /* free for the current holder */
+};
+
+struct ipk_pool_cfg {
+	uint32_t nbufs;      /* buffers, default 8192 */
+	uint32_t buf_size;   /* bytes per buffer incl. headroom, power of two, default 2048 */
+	uint32_t headroom;   /* bytes kept free before data on alloc, default 128 */
+	uint32_t ndescs;     /* descriptors (>= nbufs; clones need extra), default 2 * nbufs */
+	int hugepages;       /* 1: back the area with hugepages, falling back to 4 KiB pages */
+};
+void ipk_pool_cfg_default(struct ipk_pool_cfg *cfg);
+
+/* The buffer area is one contiguous, page-aligned mapping (AF_XDP registers it as
+ * UMEM; memlink places it in shared memory with ipk_pool_create_at). */
+struct ipk_pool *ipk_pool_create(const struct ipk_pool_cfg *cfg, char *err, size_t errlen);
+void ipk_pool_destroy(struct ipk_pool *p);
+void *ipk_pool_area(const struct ipk_pool *p, size_t *size);
+uint32_t ipk_pool_buf_size(const struct ipk_pool *p);
+
+/* A fresh packet: len 0, off = headroom. NULL when empty (counted). */
+struct ipk_pkt *ipk_pkt_alloc(struct ipk_pool *p);
+/* Packet for a given buffer index (a backend that got the buffer back from the kernel,
+ * e.g. an AF_XDP rx frame): takes a descriptor, refcount 1. NULL when out of descriptors. */
+struct ipk_pkt *ipk_pkt_attach(struct ipk_pool *p, uint32_t idx, uint32_t off, uint32_t len);
+/* Take a buffer out of the pool without a descriptor (to hand to the kernel: AF_XDP fill
+ * ring); returns its index or -1. ipk_pool_buf_put gives it back. */
+int64_t ipk_pool_buf_get(struct ipk_pool *p);
+void ipk_pool_buf_put(struct ipk_pool *p, uint32_t idx);
+/* Release one descriptor (and the buffer at its last reference). */
+void ipk_pkt_free(struct ipk_pkt *k);
+void ipk_pkt_free_chain(struct ipk_pkt *k);
+struct ipk_pkt *ipk_pkt_clone(struct ipk_pkt *k);
+uint32_t ipk_pkt_chain_len(const struct ipk_pkt *k);
+static inline uint8_t *ipk_pkt_mtod(const struct ipk_pkt *k) { return k->buf + k->off; }
+/* Buffers and descriptors in use now (tests check these return to 0). */
+void ipk_pool_usage(const struct ipk_pool *p, uint32_t *bufs_out, uint32_t *descs_out);
+
+/* Fill the packet ops of `ops` (pkt_alloc ... pkt_chain_cut) with this pool. The
+ * context's ipk_config.opaque must point to a struct whose first member is the
+ * struct ipk_pool * to allocate from. */
+void ipk_pool_fill_ops(struct ipk_ops *ops);
+
+/* --------------------------------------------------------------- backend */
+
+struct ipk_io;
+
+struct ipk_io_caps {
+	uint32_t offloads;  /* IPK_CAP_* the device really provides (and that are enabled) */
+	uint32_t tso_max;   /* with IPK_CAP_TSO */
+	uint16_t mtu;       /* IP MTU of the device */
+	uint16_t nqueues;   /* queues this instance serves */
+	uint8_t link;       /* IPK_LINK_ETH or IPK_LINK_RAWIP */
+	uint8_t mac[6];     /* the device's MAC (zero for raw IP) */
+	uint8_t pad_;
+};
+
+struct ipk_io_stats {
+	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
+	uint64_t rx_drops;    /* no buffer / ring full / malformed from the device */
+	uint64_t tx_drops;    /* could not be queued */
+	uint64_t rx_errors, tx_errors;
+	uint64_t wakeups;     /* sleeps on the fd that ended with traffic */
+};
+
+/*
+ * Open a backend from a spec string "<kind>:<device>[,key=value...]":
+ *   tap:NAME[,vnet=0|1][,offload=0|1]     TAP (Ethernet); creates/attaches NAME
+ *   tun:NAME[,vnet=0|1]                   TUN (raw IPv4)
+ *   afpacket:DEV[,fanout=N][,vnet=0|1][,frames=N]
+ *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1]
+ *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N]
+ *   dpdk:...                              (the DPDK issue)
+ * Any spec may end with ",pcap=FILE" to wrap the backend in a pcap writer.
+ * Returns NULL and writes a one-line message to err on failure (unknown kind, missing
+ * device, missing privilege — naming the capability, unsupported mode, MTU mismatch).
+ */
+struct ipk_io *ipk_io_open(const char *spec, struct ipk_pool *pool, char *err, size_t errlen);
+void ipk_io_close(struct ipk_io *io);
+
+/* Receive up to n packets (ownership passes to the caller); returns the count (0 when
+ * nothing is there; never blocks) or a negative errno on a device error. */
+int ipk_io_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n);
+/* Queue up to n packets (chains allowed when caps.offloads has IPK_CAP_SG; offload
+ * marks in pkt->meta honoured for the caps advertised). Returns how many were taken;
+ * the rest stay the caller's. Taken packets are freed by the backend once sent. */
+int ipk_io_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n);
+/* Push queued transmissions to the device (kick). */
+int ipk_io_flush(struct ipk_io *io);
+const struct ipk_io_caps *ipk_io_caps(const struct ipk_io *io);
+/* A file descriptor that becomes readable when packets arrive (event-driven mode), or
+ * -1 when the backend can only be polled. */
+int ipk_io_fd(const struct ipk_io *io);
+/* Before sleeping on ipk_io_fd: arm wake-ups (memlink) — returns 0, or 1 if packets
+ * arrived meanwhile (don't sleep). */
+int ipk_io_arm(struct ipk_io *io);
+void ipk_io_stats(const struct ipk_io *io, struct ipk_io_stats *st);
+const char *ipk_io_name(const struct ipk_io *io);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
