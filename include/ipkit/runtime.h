@@ -67,6 +67,9 @@ struct ipk_pool *ipk_node_pool(struct ipk_node *n);
 uint64_t ipk_node_now(struct ipk_node *n); /* CLOCK_MONOTONIC ns, refreshed each poll */
 void *ipk_node_app(void *opaque);          /* cfg.app from an event's opaque */
 struct ipk_node *ipk_node_from(void *opaque);
+/* Frames the core sent that the backend never took (device queue stuck while the
+ * node's own transmit batch was full); dropped and counted, TCP retransmits them. */
+uint64_t ipk_node_tx_drops(const struct ipk_node *n);
 
 #ifdef __cplusplus
 }
