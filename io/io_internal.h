@@ -24,6 +24,24 @@ const char *ipk_io_arg(const struct ipk_io_args *a, const char *key);
 long ipk_io_arg_int(const struct ipk_io_args *a, const char *key, long def, char *err,
                     size_t errlen);
 
+/* Parse a spec into a (zeroed first). Rejects: no kind or device, a kind that is not
+ * [a-z0-9_]+, an option without '=' or with an empty key/value, a repeated key, more
+ * than IPK_IO_MAX_KV options, parts too long. 0 or -EINVAL with a message. */
+int ipk_io_parse(const char *spec, struct ipk_io_args *a, char *err, size_t errlen);
+/* -EINVAL with "<kind>: unknown option 'x'" when a key is not in the NULL-ended list. */
+int ipk_io_arg_check(const struct ipk_io_args *a, const char *const *known, char *err,
+                     size_t errlen);
+/* 0/1 value of key, def when absent, -1 plus a message when not 0 or 1. */
+int ipk_io_arg_bool(const struct ipk_io_args *a, const char *key, int def, char *err,
+                    size_t errlen);
+/* Open from parsed args (no pcap handling); spec is kept as the name. */
+struct ipk_io *ipk_io_open_args(const struct ipk_io_args *a, const char *spec,
+                                struct ipk_pool *pool, char *err, size_t errlen);
+/* Wrap an open backend in a pcap writer (pcap.c). Takes io; on failure closes it and
+ * returns NULL. */
+struct ipk_io *ipk_io_pcap_wrap(struct ipk_io *io, const char *file, char *err,
+                                size_t errlen);
+
 struct ipk_io_backend {
 	const char *kind;       /* "tap", "tun", "afpacket", "afxdp", "memlink" */
 	size_t priv_size;

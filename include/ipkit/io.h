@@ -86,6 +86,29 @@ void ipk_pool_usage(const struct ipk_pool *p, uint32_t *bufs_out, uint32_t *desc
  * context's ipk_config.opaque must point to a struct whose first member is the
  * struct ipk_pool * to allocate from. */
 void ipk_pool_fill_ops(struct ipk_ops *ops);
+/* ops->tx_offload and ops->rx_csum for pool packets (the runtime sets them when the
+ * backend advertises IPK_CAP_TX_* / IPK_CAP_RX_CSUM_*): the marks live in pkt->meta
+ * and pkt->rx_csum, where backends read and write them. */
+void ipk_pool_tx_offload(void *pkt, const struct ipk_tx_meta *m, void *opaque);
+uint32_t ipk_pool_rx_csum(void *pkt, void *opaque);
+
+/* Bytes free before the data of a fresh packet. A packet from ipk_pkt_alloc has
+ * buf_size - headroom bytes of room: set the core's pkt_buf_size to at most that. */
+uint32_t ipk_pool_headroom(const struct ipk_pool *p);
+/* Copy a chain's data into dst (at most cap bytes); returns the bytes copied. */
+uint32_t ipk_pkt_linearize(const struct ipk_pkt *k, uint8_t *dst, uint32_t cap);
+/* References to k's buffer (1 + clones sharing it); for tests and debugging. */
+uint32_t ipk_pkt_buf_refcnt(const struct ipk_pkt *k);
+
+struct ipk_pool_stats {
+	uint64_t allocs, alloc_fails; /* ipk_pkt_alloc calls / NULL returns (also clone/attach) */
+	uint64_t clones;
+	uint64_t buf_fails;           /* ipk_pool_buf_get found the pool empty */
+	uint64_t bad_puts;            /* double or foreign buf_put / attach, ignored */
+	uint32_t hugepages;           /* 1 when the area is backed by hugepages */
+	uint32_t pad_;
+};
+void ipk_pool_stats(const struct ipk_pool *p, struct ipk_pool_stats *st);
 
 /* --------------------------------------------------------------- backend */
 

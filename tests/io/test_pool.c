@@ -1,0 +1,244 @@
+/* Packet pool: allocation, refcounted clones, chains, exhaustion and recovery, buffer
+ * index <-> address, buf_get/attach/put, and the core packet ops over the pool. */
+#include <ipkit/io.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+
+static struct ipk_pool *small_pool(uint32_t nbufs, uint32_t ndescs)
+{
+	struct ipk_pool_cfg c;
+
+	ipk_pool_cfg_default(&c);
+	c.nbufs = nbufs;
+	c.ndescs = ndescs;
+	return ipk_pool_create(&c, NULL, 0);
+}
+
+static void usage_is(struct ipk_pool *p, uint32_t bufs, uint32_t descs)
+{
+	uint32_t b, d;
+
+	ipk_pool_usage(p, &b, &d);
+	CHECK_EQ(b, bufs);
+	CHECK_EQ(d, descs);
+}
+
+static void test_pool_alloc_gives_headroom_and_aligned_area(void)
+{
+	struct ipk_pool *p = small_pool(16, 32);
+	struct ipk_pkt *k;
+	size_t sz;
+	uint8_t *area;
+
+	CHECK(p != NULL);
+	area = (uint8_t *)ipk_pool_area(p, &sz);
+	CHECK(((uintptr_t)area & 4095) == 0);
+	CHECK(sz >= 16u * 2048);
+	k = ipk_pkt_alloc(p);
+	CHECK(k != NULL);
+	CHECK_EQ(k->off, 128);
+	CHECK_EQ(k->len, 0);
+	CHECK(k->buf == area + (size_t)k->idx * ipk_pool_buf_size(p));
+	CHECK(k->next == NULL && k->pool == p);
+	usage_is(p, 1, 1);
+	ipk_pkt_free(k);
+	usage_is(p, 0, 0);
+	ipk_pool_destroy(p);
+}
+
+static void test_pool_clone_shares_buffer_until_last_free(void)
+{
+	struct ipk_pool *p = small_pool(4, 8);
+	struct ipk_pkt *k = ipk_pkt_alloc(p), *c;
+
+	k->len = 10;
+	memcpy(ipk_pkt_mtod(k), "0123456789", 10);
+	k->meta.flags = IPK_TXOFF_TCP_CSUM;
+	c = ipk_pkt_clone(k);
+	CHECK(c != NULL && c != k);
+	CHECK(c->buf == k->buf && c->off == k->off && c->len == 10);
+	CHECK_EQ(c->meta.flags, IPK_TXOFF_TCP_CSUM);
+	CHECK_EQ(ipk_pkt_buf_refcnt(k), 2);
+	usage_is(p, 1, 2);
+	ipk_pkt_free(k);
+	usage_is(p, 1, 1);
+	CHECK(memcmp(ipk_pkt_mtod(c), "0123456789", 10) == 0);
+	CHECK_EQ(ipk_pkt_buf_refcnt(c), 1);
+	ipk_pkt_free(c);
+	usage_is(p, 0, 0);
+	ipk_pool_destroy(p);
+}
+
+static void test_pool_chain_len_linearize_free_chain(void)
+{
+	struct ipk_pool *p = small_pool(8, 16);
+	struct ipk_pkt *a = ipk_pkt_alloc(p), *b = ipk_pkt_alloc(p), *c;
+	uint8_t out[16];
+
+	memcpy(ipk_pkt_mtod(a), "head", 4);
+	a->len = 4;
+	memcpy(ipk_pkt_mtod(b), "tail!", 5);
+	b->len = 5;
+	c = ipk_pkt_clone(b);
+	a->next = b;
+	b->next = c;
+	CHECK_EQ(ipk_pkt_chain_len(a), 14);
+	CHECK_EQ(ipk_pkt_linearize(a, out, sizeof(out)), 14);
+	CHECK(memcmp(out, "headtail!tail!", 14) == 0);
+	CHECK_EQ(ipk_pkt_linearize(a, out, 6), 6);
+	ipk_pkt_free_chain(a);
+	usage_is(p, 0, 0);
+	ipk_pool_destroy(p);
+}
+
+static void test_pool_exhaustion_counts_and_recovers(void)
+{
+	struct ipk_pool *p = small_pool(4, 5);
+	struct ipk_pkt *k[4], *c, *d;
+	struct ipk_pool_stats st;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		CHECK((k[i] = ipk_pkt_alloc(p)) != NULL);
+	CHECK(ipk_pkt_alloc(p) == NULL);
+	c = ipk_pkt_clone(k[0]); /* the fifth descriptor */
+	CHECK(c != NULL);
+	d = ipk_pkt_clone(k[0]); /* out of descriptors */
+	CHECK(d == NULL);
+	CHECK_EQ(ipk_pool_buf_get(p), -1);
+	ipk_pool_stats(p, &st);
+	CHECK_EQ(st.alloc_fails, 2);
+	CHECK_EQ(st.clones, 2);
+	CHECK_EQ(st.buf_fails, 1);
+	ipk_pkt_free(c); /* a descriptor back, but still no buffer */
+	CHECK(ipk_pkt_alloc(p) == NULL);
+	ipk_pkt_free(k[3]);
+	CHECK((k[3] = ipk_pkt_alloc(p)) != NULL);
+	for (i = 0; i < 4; i++)
+		ipk_pkt_free(k[i]);
+	usage_is(p, 0, 0);
+	ipk_pool_destroy(p);
+}
+
+static void test_pool_buf_get_attach_put_roundtrip(void)
+{
+	struct ipk_pool *p = small_pool(4, 8);
+	struct ipk_pool_stats st;
+	struct ipk_pkt *k;
+	int64_t idx = ipk_pool_buf_get(p);
+
+	CHECK(idx >= 0);
+	usage_is(p, 1, 0);
+	CHECK(ipk_pkt_attach(p, (uint32_t)idx, 2000, 100) == NULL); /* past the buffer */
+	CHECK(ipk_pkt_attach(p, 3, 0, 10) == NULL || idx == 3);     /* free buffer: refused */
+	k = ipk_pkt_attach(p, (uint32_t)idx, 256, 60);
+	CHECK(k != NULL);
+	CHECK_EQ(k->idx, (uint32_t)idx);
+	CHECK(ipk_pkt_mtod(k) == (uint8_t *)ipk_pool_area(p, NULL) + idx * 2048 + 256);
+	ipk_pkt_free(k);
+	usage_is(p, 0, 0);
+	idx = ipk_pool_buf_get(p);
+	ipk_pool_buf_put(p, (uint32_t)idx);
+	ipk_pool_buf_put(p, (uint32_t)idx); /* double put: ignored */
+	ipk_pool_buf_put(p, 99);            /* foreign index: ignored */
+	ipk_pool_stats(p, &st);
+	CHECK(st.bad_puts >= 3);
+	usage_is(p, 0, 0);
+	ipk_pool_destroy(p);
+}
+
+static void test_pool_bad_config_rejected_with_message(void)
+{
+	struct ipk_pool_cfg c;
+	char err[128] = "";
+
+	ipk_pool_cfg_default(&c);
+	c.buf_size = 3000;
+	CHECK(ipk_pool_create(&c, err, sizeof(err)) == NULL);
+	CHECK(strcmp(err, "pool: buf_size must be a power of two in 256..1048576") == 0);
+	ipk_pool_cfg_default(&c);
+	c.ndescs = c.nbufs - 1;
+	CHECK(ipk_pool_create(&c, err, sizeof(err)) == NULL);
+	CHECK(strstr(err, "ndescs") != NULL);
+	ipk_pool_cfg_default(&c);
+	c.headroom = 1024;
+	CHECK(ipk_pool_create(&c, err, sizeof(err)) == NULL);
+}
+
+static void test_pool_hugepages_falls_back(void)
+{
+	struct ipk_pool_cfg c;
+	struct ipk_pool *p;
+	struct ipk_pkt *k;
+
+	ipk_pool_cfg_default(&c);
+	c.nbufs = 1024;
+	c.ndescs = 2048;
+	c.hugepages = 1;
+	p = ipk_pool_create(&c, NULL, 0);
+	CHECK(p != NULL); /* with or without hugepages configured on the host */
+	k = ipk_pkt_alloc(p);
+	CHECK(k != NULL);
+	ipk_pkt_free(k);
+	ipk_pool_destroy(p);
+}
+
+struct holder {
+	struct ipk_pool *pool;
+};
+
+static void test_pool_ops_drive_packets(void)
+{
+	struct holder h;
+	struct ipk_ops ops;
+	struct ipk_pkt *k, *c, *rest;
+	struct ipk_tx_meta m;
+
+	memset(&ops, 0, sizeof(ops));
+	h.pool = small_pool(4, 8);
+	ipk_pool_fill_ops(&ops);
+	k = (struct ipk_pkt *)ops.pkt_alloc(&h);
+	CHECK(k != NULL);
+	ops.pkt_set_len(k, 100, &h);
+	CHECK_EQ(ops.pkt_len(k, &h), 100);
+	ops.pkt_set_len(k, 5000, &h); /* beyond the buffer: ignored */
+	CHECK_EQ(ops.pkt_len(k, &h), 100);
+	ops.pkt_adj_head(k, 14, &h);
+	CHECK_EQ(k->off, 142);
+	CHECK(ops.pkt_data(k, &h) == k->buf + 142);
+	ops.pkt_trim_tail(k, 200, &h);
+	CHECK_EQ(k->len, 0);
+	ops.pkt_set_len(k, 10, &h);
+	c = (struct ipk_pkt *)ops.pkt_clone(k, &h);
+	ops.pkt_chain_append(k, c, &h);
+	CHECK(ops.pkt_chain_next(k, &h) == c);
+	rest = (struct ipk_pkt *)ops.pkt_chain_cut(k, &h);
+	CHECK(rest == c && k->next == NULL);
+	memset(&m, 0, sizeof(m));
+	m.flags = IPK_TXOFF_TSO;
+	m.mss = 1448;
+	ipk_pool_tx_offload(k, &m, &h);
+	CHECK_EQ(k->meta.mss, 1448);
+	k->rx_csum = IPK_RXCSUM_L4_GOOD;
+	CHECK_EQ(ipk_pool_rx_csum(k, &h), IPK_RXCSUM_L4_GOOD);
+	ops.pkt_free(c, &h);
+	ops.pkt_free(k, &h);
+	usage_is(h.pool, 0, 0);
+	ipk_pool_destroy(h.pool);
+}
+
+int main(void)
+{
+	RUN(test_pool_alloc_gives_headroom_and_aligned_area);
+	RUN(test_pool_clone_shares_buffer_until_last_free);
+	RUN(test_pool_chain_len_linearize_free_chain);
+	RUN(test_pool_exhaustion_counts_and_recovers);
+	RUN(test_pool_buf_get_attach_put_roundtrip);
+	RUN(test_pool_bad_config_rejected_with_message);
+	RUN(test_pool_hugepages_falls_back);
+	RUN(test_pool_ops_drive_packets);
+	return check_summary();
+}
