@@ -1,0 +1,473 @@
+/*
+ * memlink: an Ethernet link between two processes on one machine through shared
+ * memory, with no kernel on the data path.
+ *
+ *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N][,mtu=M][,wait=MS]
+ *
+ * role=a creates the region /dev/shm/ipkit-ml-NAME (removing a stale one first);
+ * role=b attaches to it, waiting up to `wait` ms (default 5000) for the creator, and
+ * checks magic, version and every size before use. Frames are copied once each way
+ * (why: ml_ring.h). MACs are fixed: 02:49:50:4b:00:0a for a, ...:0b for b.
+ *
+ * Wake-up: each side binds a unix datagram socket /dev/shm/ipkit-ml-NAME.<role>.sock;
+ * ipk_io_fd returns it. Before sleeping the runtime calls ipk_io_arm, which sets the
+ * ring's need_wakeup flag; a producer that finds the flag set after publishing
+ * clears it and sends one datagram to the peer's socket. With busypoll=1 no socket
+ * exists (ipk_io_fd = -1), the flag is never set and the data path makes no system
+ * call at all.
+ */
+#include "io_internal.h"
+#include "ml_ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+struct ml_priv {
+	uint8_t *base;
+	size_t size;
+	int shm_fd;
+	int sock;            /* our wake-up socket, -1 with busypoll */
+	int role;            /* 0 = a, 1 = b */
+	int armed;
+	int attached;        /* role b holds the region's attached flag */
+	struct ml_ring tx, rx;
+	struct sockaddr_un peer;
+	char shm_name[96];
+	char sock_path[108];
+	uint64_t bad_seen;   /* ring errors already added to the stats */
+};
+
+static struct ml_priv *ml_priv(const struct ipk_io *io) { return (struct ml_priv *)io->priv; }
+
+static int ml_name_ok(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > 48)
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+static void ml_sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Parsed and checked spec values. */
+struct ml_opts {
+	int role, busypoll;
+	long slots, mtu, wait_ms;
+	int mtu_given;
+};
+
+static int ml_parse(const struct ipk_io_args *a, struct ml_opts *o, char *err, size_t el)
+{
+	const char *role = ipk_io_arg(a, "role");
+
+	if (!ml_name_ok(a->dev))
+		return ipk_io_err(err, el, EINVAL,
+		                  "memlink: name '%s' must be 1-48 characters of [A-Za-z0-9._-]",
+		                  a->dev);
+	if (!role || (strcmp(role, "a") && strcmp(role, "b")))
+		return ipk_io_err(err, el, EINVAL, "memlink:%s: role=a (creates) or role=b "
+		                  "(attaches) is required", a->dev);
+	o->role = role[0] == 'b';
+	o->busypoll = (int)ipk_io_arg_int(a, "busypoll", 0, err, el);
+	o->slots = ipk_io_arg_int(a, "slots", 1024, err, el);
+	o->mtu = ipk_io_arg_int(a, "mtu", 1500, err, el);
+	o->wait_ms = ipk_io_arg_int(a, "wait", 5000, err, el);
+	o->mtu_given = ipk_io_arg(a, "mtu") != NULL;
+	if (o->busypoll < 0 || o->slots < 0 || o->mtu < 0 || o->wait_ms < 0)
+		return -EINVAL;
+	if (o->busypoll > 1)
+		return ipk_io_err(err, el, EINVAL, "memlink:%s: busypoll must be 0 or 1", a->dev);
+	if (o->slots < (long)ML_MIN_SLOTS || o->slots > (long)ML_MAX_SLOTS ||
+	    (o->slots & (o->slots - 1)))
+		return ipk_io_err(err, el, EINVAL, "memlink:%s: slots=%ld must be a power of two "
+		                  "in %u..%u", a->dev, o->slots, ML_MIN_SLOTS, ML_MAX_SLOTS);
+	if (o->mtu < 68 || o->mtu > (long)ML_MAX_MTU)
+		return ipk_io_err(err, el, EINVAL, "memlink:%s: mtu=%ld out of range 68..%u",
+		                  a->dev, o->mtu, ML_MAX_MTU);
+	if (o->wait_ms > 600000)
+		return ipk_io_err(err, el, EINVAL, "memlink:%s: wait=%ld ms is more than 600000",
+		                  a->dev, o->wait_ms);
+	return 0;
+}
+
+static int ml_create(struct ml_priv *p, const struct ml_opts *o, const char *dev, char *err,
+                     size_t el)
+{
+	uint32_t slot = ml_slot_size((uint32_t)o->mtu);
+	size_t size = ml_region_size((uint32_t)o->slots, slot);
+	struct ml_hdr *h;
+
+	shm_unlink(p->shm_name); /* a stale region from a run that crashed */
+	p->shm_fd = shm_open(p->shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (p->shm_fd < 0)
+		return ipk_io_err(err, el, errno, "memlink:%s: cannot create /dev/shm%s: %s", dev,
+		                  p->shm_name, strerror(errno));
+	if (ftruncate(p->shm_fd, (off_t)size) < 0)
+		return ipk_io_err(err, el, errno, "memlink:%s: cannot size the region to %zu "
+		                  "bytes: %s", dev, size, strerror(errno));
+	p->base = (uint8_t *)mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, p->shm_fd, 0);
+	if (p->base == MAP_FAILED) {
+		p->base = NULL;
+		return ipk_io_err(err, el, errno, "memlink:%s: mmap: %s", dev, strerror(errno));
+	}
+	p->size = size;
+	h = (struct ml_hdr *)p->base;
+	h->version = ML_VERSION;
+	h->hdr_size = ML_HDR_SIZE;
+	h->nslots = (uint32_t)o->slots;
+	h->slot_size = slot;
+	h->mtu = (uint32_t)o->mtu;
+	h->total_size = size;
+	h->pid[0] = (uint32_t)getpid();
+	/* release: the attacher acquires the magic and then reads the fields above. */
+	__atomic_store_n(&h->magic, ML_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Check a header written by the creator; never trust a field it holds. */
+static int ml_check_hdr(const struct ml_hdr *h, size_t file_size, const struct ml_opts *o,
+                        const char *dev, char *err, size_t el)
+{
+	uint32_t n = h->nslots, mtu = h->mtu;
+
+	if (h->version != ML_VERSION || h->hdr_size != ML_HDR_SIZE)
+		return ipk_io_err(err, el, EPROTO, "memlink:%s: region has version %u (header %u "
+		                  "bytes), this build speaks version %u", dev, h->version,
+		                  h->hdr_size, ML_VERSION);
+	if (n < ML_MIN_SLOTS || n > ML_MAX_SLOTS || (n & (n - 1)) || mtu < 68 ||
+	    mtu > ML_MAX_MTU || h->slot_size != ml_slot_size(mtu) || h->flags != 0 ||
+	    h->total_size != ml_region_size(n, h->slot_size) || h->total_size != file_size)
+		return ipk_io_err(err, el, EPROTO, "memlink:%s: region header is inconsistent "
+		                  "(slots %u, mtu %u, size %zu); recreate it with role=a", dev, n,
+		                  mtu, file_size);
+	if (o->mtu_given && (uint32_t)o->mtu != mtu)
+		return ipk_io_err(err, el, EINVAL, "memlink:%s: MTU mismatch: role a uses mtu=%u, "
+		                  "this side asked for mtu=%ld", dev, mtu, o->mtu);
+	return 0;
+}
+
+/* Map the creator's region once it exists and carries the magic; bounded wait. */
+static int ml_attach(struct ml_priv *p, const struct ml_opts *o, const char *dev, char *err,
+                     size_t el)
+{
+	long waited = 0;
+	struct stat st;
+	struct ml_hdr *h;
+	int rc;
+
+	for (;;) {
+		if (p->shm_fd < 0)
+			p->shm_fd = shm_open(p->shm_name, O_RDWR, 0);
+		if (p->shm_fd >= 0 && fstat(p->shm_fd, &st) == 0 &&
+		    (size_t)st.st_size >= ML_HDR_SIZE) {
+			h = (struct ml_hdr *)mmap(NULL, ML_HDR_SIZE, PROT_READ, MAP_SHARED, p->shm_fd, 0);
+			if (h != MAP_FAILED) {
+				uint32_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+				rc = magic == ML_MAGIC ? ml_check_hdr(h, (size_t)st.st_size, o, dev, err, el)
+				                       : 1;
+				munmap(h, ML_HDR_SIZE);
+				if (rc <= 0) {
+					if (rc < 0)
+						return rc;
+					break;
+				}
+			}
+		}
+		if (waited >= o->wait_ms)
+			return ipk_io_err(err, el, ENOENT, "memlink:%s: no role=a side created "
+			                  "/dev/shm%s within %ld ms", dev, p->shm_name, o->wait_ms);
+		ml_sleep_ms(10);
+		waited += 10;
+	}
+	p->size = (size_t)st.st_size;
+	p->base = (uint8_t *)mmap(NULL, p->size, PROT_READ | PROT_WRITE, MAP_SHARED, p->shm_fd, 0);
+	if (p->base == MAP_FAILED) {
+		p->base = NULL;
+		return ipk_io_err(err, el, errno, "memlink:%s: mmap: %s", dev, strerror(errno));
+	}
+	h = (struct ml_hdr *)p->base;
+	{
+		uint32_t zero = 0;
+		if (!__atomic_compare_exchange_n(&h->attached, &zero, 1, 0, __ATOMIC_ACQ_REL,
+		                                 __ATOMIC_RELAXED))
+			return ipk_io_err(err, el, EBUSY, "memlink:%s: a role=b side is already "
+			                  "attached", dev);
+	}
+	p->attached = 1;
+	h->pid[1] = (uint32_t)getpid();
+	return 0;
+}
+
+static void ml_rings(struct ml_priv *p)
+{
+	const struct ml_hdr *h = (const struct ml_hdr *)p->base;
+	uint32_t n = h->nslots, ss = h->slot_size;
+	int me = p->role, peer = !p->role;
+
+	/* ring r carries frames from side r to side !r, out of side r's slots */
+	ml_ring_init(&p->tx, (struct ml_ring_ctl *)(p->base + ml_ring_ctl_off(me, n)),
+	             (struct ml_desc *)(p->base + ml_ring_desc_off(me, n)),
+	             p->base + ml_slots_off(me, n, ss), n, ss);
+	ml_ring_init(&p->rx, (struct ml_ring_ctl *)(p->base + ml_ring_ctl_off(peer, n)),
+	             (struct ml_desc *)(p->base + ml_ring_desc_off(peer, n)),
+	             p->base + ml_slots_off(peer, n, ss), n, ss);
+	/* A re-attaching b continues from the indices it left (checked like any). */
+	p->tx.local = __atomic_load_n(&p->tx.ctl->prod, __ATOMIC_ACQUIRE);
+	p->rx.local = __atomic_load_n(&p->rx.ctl->cons, __ATOMIC_ACQUIRE);
+}
+
+static int ml_sock_open(struct ml_priv *p, const char *dev, char *err, size_t el)
+{
+	struct sockaddr_un sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", p->sock_path);
+	p->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (p->sock < 0)
+		return ipk_io_err(err, el, errno, "memlink:%s: socket: %s", dev, strerror(errno));
+	unlink(p->sock_path);
+	if (bind(p->sock, (struct sockaddr *)&sa, sizeof sa) < 0)
+		return ipk_io_err(err, el, errno, "memlink:%s: bind %s: %s", dev, p->sock_path,
+		                  strerror(errno));
+	return 0;
+}
+
+static int ml_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t el)
+{
+	struct ml_priv *p = ml_priv(io);
+	static const char role_ch[2] = { 'a', 'b' };
+	struct ml_opts o;
+	struct ipk_pkt *probe;
+	uint32_t mtu;
+	int rc;
+
+	p->shm_fd = -1;
+	p->sock = -1;
+	memset(&o, 0, sizeof o);
+	rc = ml_parse(a, &o, err, el);
+	if (rc < 0)
+		return rc;
+	p->role = o.role;
+	snprintf(p->shm_name, sizeof p->shm_name, "/ipkit-ml-%s", a->dev);
+	snprintf(p->sock_path, sizeof p->sock_path, "/dev/shm/ipkit-ml-%s.%c.sock", a->dev,
+	         role_ch[p->role]);
+	p->peer.sun_family = AF_UNIX;
+	snprintf(p->peer.sun_path, sizeof p->peer.sun_path, "/dev/shm/ipkit-ml-%s.%c.sock",
+	         a->dev, role_ch[!p->role]);
+	rc = p->role ? ml_attach(p, &o, a->dev, err, el) : ml_create(p, &o, a->dev, err, el);
+	if (rc < 0)
+		return rc;
+	ml_rings(p);
+	mtu = ((const struct ml_hdr *)p->base)->mtu;
+	probe = ipk_pkt_alloc(io->pool);
+	if (!probe)
+		return ipk_io_err(err, el, ENOMEM, "memlink:%s: the packet pool is empty", a->dev);
+	rc = mtu + 18 > ipk_pool_buf_size(io->pool) - probe->off;
+	ipk_pkt_free(probe);
+	if (rc)
+		return ipk_io_err(err, el, EMSGSIZE, "memlink:%s: mtu=%u does not fit the pool's "
+		                  "%u-byte buffers; use a larger buf_size or a smaller mtu", a->dev,
+		                  mtu, ipk_pool_buf_size(io->pool));
+	if (!o.busypoll && (rc = ml_sock_open(p, a->dev, err, el)) < 0)
+		return rc;
+	io->caps.offloads = IPK_CAP_SG;
+	io->caps.mtu = (uint16_t)mtu;
+	io->caps.nqueues = 1;
+	io->caps.link = IPK_LINK_ETH;
+	memcpy(io->caps.mac, "\x02\x49\x50\x4b\x00\x0a", 6);
+	io->caps.mac[5] = (uint8_t)(0x0a + p->role);
+	return 0;
+}
+
+/* Fold the rings' corruption counters into the stats (they count in the ring so the
+ * ring stays testable on its own). */
+static void ml_count_bad(struct ipk_io *io)
+{
+	struct ml_priv *p = ml_priv(io);
+	uint64_t bad = p->rx.bad_index + p->rx.bad_desc + p->tx.bad_index;
+
+	if (bad != p->bad_seen) {
+		io->st.rx_errors += bad - p->bad_seen;
+		p->bad_seen = bad;
+	}
+}
+
+static int ml_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct ml_priv *p = ml_priv(io);
+	uint32_t avail = ml_ring_cons_avail(&p->rx), i;
+	int got = 0;
+
+	if (p->armed) {
+		ml_ring_cons_disarm(&p->rx);
+		p->armed = 0;
+	}
+	for (i = 0; i < avail && got < n; i++) {
+		const uint8_t *data;
+		long len = ml_ring_cons_peek(&p->rx, &data);
+		struct ipk_pkt *k;
+
+		ml_ring_cons_next(&p->rx);
+		if (len < 0)
+			continue;
+		k = ipk_pkt_alloc(io->pool);
+		if (!k || (uint32_t)len > ipk_pool_buf_size(io->pool) - k->off) {
+			if (k)
+				ipk_pkt_free(k);
+			io->st.rx_drops++;
+			continue;
+		}
+		memcpy(ipk_pkt_mtod(k), data, (size_t)len);
+		k->len = (uint32_t)len;
+		pkts[got++] = k;
+		io->st.rx_pkts++;
+		io->st.rx_bytes += (uint64_t)len;
+	}
+	if (i)
+		ml_ring_cons_release(&p->rx);
+	ml_count_bad(io);
+	return got;
+}
+
+static void ml_wake_peer(struct ml_priv *p)
+{
+	char b = 1;
+	/* Best effort: a missing peer socket (busypoll peer, not attached yet) or a full
+	 * one (a wake-up is already pending) needs nothing more. */
+	(void)sendto(p->sock, &b, 1, MSG_DONTWAIT,
+	             (const struct sockaddr *)&p->peer, sizeof p->peer);
+}
+
+static int ml_publish(struct ipk_io *io)
+{
+	struct ml_priv *p = ml_priv(io);
+
+	if (ml_ring_prod_publish(&p->tx)) {
+		if (p->sock < 0) {
+			/* busy-polling side: a sleeping peer still needs its wake-up */
+			int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			char b = 1;
+			if (s >= 0) {
+				(void)sendto(s, &b, 1, MSG_DONTWAIT, (const struct sockaddr *)&p->peer,
+				             sizeof p->peer);
+				close(s);
+			}
+		} else {
+			ml_wake_peer(p);
+		}
+	}
+	return 0;
+}
+
+static int ml_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct ml_priv *p = ml_priv(io);
+	uint32_t space = ml_ring_prod_space(&p->tx);
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct ipk_pkt *k = pkts[i], *s;
+		uint32_t total = ipk_pkt_chain_len(k), len = 0;
+		uint8_t *dst;
+
+		if (total == 0 || total > p->tx.slot_size) {
+			io->st.tx_errors++;
+			ipk_pkt_free_chain(k);
+			continue;
+		}
+		if (space == 0)
+			break;
+		dst = ml_ring_prod_slot(&p->tx);
+		for (s = k; s; s = s->next) {
+			memcpy(dst + len, ipk_pkt_mtod(s), s->len);
+			len += s->len;
+		}
+		ml_ring_prod_commit(&p->tx, len);
+		space--;
+		io->st.tx_pkts++;
+		io->st.tx_bytes += len;
+		ipk_pkt_free_chain(k);
+	}
+	io->st.tx_drops += (uint64_t)(n - i);
+	ml_publish(io);
+	ml_count_bad(io);
+	return i;
+}
+
+static int ml_flush(struct ipk_io *io) { return ml_publish(io); }
+
+static int ml_fd(const struct ipk_io *io) { return ml_priv(io)->sock; }
+
+static int ml_arm(struct ipk_io *io)
+{
+	struct ml_priv *p = ml_priv(io);
+	char buf[16];
+	int i;
+
+	if (p->sock < 0)
+		return 1; /* busy-poll: never sleep */
+	/* Drain old wake-ups so poll() sleeps until the next one (bounded: the socket
+	 * holds few datagrams, the peer sends one per arm). */
+	for (i = 0; i < 64 && recv(p->sock, buf, sizeof buf, MSG_DONTWAIT) > 0; i++)
+		;
+	if (i)
+		io->st.wakeups++;
+	p->armed = 1;
+	return ml_ring_cons_arm(&p->rx);
+}
+
+static void ml_close(struct ipk_io *io)
+{
+	struct ml_priv *p = ml_priv(io);
+
+	if (p->base && p->attached)
+		__atomic_store_n(&((struct ml_hdr *)p->base)->attached, 0, __ATOMIC_RELEASE);
+	if (p->base)
+		munmap(p->base, p->size);
+	if (p->shm_fd >= 0)
+		close(p->shm_fd);
+	if (p->sock >= 0) {
+		close(p->sock);
+		unlink(p->sock_path);
+	}
+	if (p->role == 0 && p->shm_name[0])
+		shm_unlink(p->shm_name);
+	p->base = NULL;
+	p->shm_fd = p->sock = -1;
+	p->attached = 0;
+	p->shm_name[0] = 0;
+}
+
+static int ml_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t el)
+{
+	int rc = ml_open_inner(io, a, err, el);
+
+	if (rc < 0)
+		ml_close(io); /* idempotent: safe if the caller closes again */
+	return rc;
+}
+
+const struct ipk_io_backend ipk_io_memlink_backend = {
+	"memlink", sizeof(struct ml_priv), ml_open, ml_rx_burst, ml_tx_burst, ml_flush, ml_fd,
+	ml_arm, ml_close,
+};
