@@ -145,6 +145,18 @@ struct ipk_ctx {
 	/* ICMP error rate limit (icmp4.c): token bucket, RFC 1812 §4.3.2.8 / RFC 1122 */
 	uint64_t icmp_tokens_t;        /* time the bucket was last refilled */
 	uint32_t icmp_tokens;
+
+	/* TCP defences (tcp_defence.c, tcp_syncookie.c, tcp_tw.c) */
+	uint64_t chack_t;             /* start of the current challenge-ACK second */
+	uint32_t chack_n, chack_budget; /* sent in it, and its (randomised) budget */
+	uint32_t synrecv_n;           /* connections in SYN-RECEIVED (counted in a backlog) */
+	uint32_t tw_n;                /* connections on the TIME_WAIT list */
+	struct ipk_conn *tw_head, *tw_tail; /* TIME_WAIT, oldest first */
+	uint64_t cookie_key[2];       /* SipHash key for SYN cookies, drawn on first use */
+	uint64_t cookie_last;         /* when the last cookie was sent (0 = never) */
+	uint8_t cookie_keyed;
+	uint8_t iss_floor_on;         /* new connections take an ISS above iss_floor */
+	uint32_t iss_floor;           /* (a TIME_WAIT 4-tuple being reused, tcp_tw.c) */
 };
 #define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */

@@ -35,3 +35,6 @@
 #include "tcp_out.c"
 #include "tcp_timer.c"
 #include "tcp_cc.c"
+#include "tcp_defence.c"
+#include "tcp_syncookie.c"
+#include "tcp_tw.c"

@@ -30,6 +30,11 @@ static void config_default_tcp(struct ipk_config *cfg)
 	cfg->tcp_nagle = 0;
 	cfg->tcp_wscale = 7;
 	cfg->tcp_backlog_max = 128;
+	cfg->tcp_challenge_ack_limit = 1000;
+	cfg->tcp_invalid_ratelimit_ns = 500 * IPK_NS_PER_MS;
+	cfg->tcp_synrecv_max = 256;
+	cfg->tcp_syncookies = 1;
+	cfg->tcp_tw_max = 4096;
 	cfg->eph_port_lo = 49152;
 	cfg->eph_port_hi = 65535;
 }
@@ -81,6 +86,8 @@ static int config_valid(const struct ipk_config *cfg)
 	if (cfg->arp_retries == 0 || cfg->arp_queue_per_entry == 0 || cfg->ttl == 0)
 		return 0;
 	if (cfg->eph_port_lo == 0 || cfg->eph_port_lo > cfg->eph_port_hi)
+		return 0;
+	if (cfg->tcp_syncookies > 2)
 		return 0;
 	return 1;
 }

@@ -126,6 +126,8 @@ void ipk_tcp_backlog_release(struct ipk_ctx *ctx, struct ipk_conn *c)
 	if (!(c->fl & IPK_TCPF_BACKLOG))
 		return;
 	c->fl &= ~IPK_TCPF_BACKLOG;
+	if (ctx->synrecv_n > 0)
+		ctx->synrecv_n--;
 	if (c->listen_idx >= ctx->cfg.max_listeners)
 		return;
 	l = &ctx->listeners[c->listen_idx];
@@ -167,6 +169,7 @@ void ipk_tcp_destroy(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_close_rea
 	if (c->fl & IPK_TCPF_ZOMBIE)
 		return;
 	hash_remove(ctx, c);
+	ipk_tcp_tw_unlink(ctx, c);
 	ipk_tcp_timers_remove(ctx, c);
 	ipk_tcp_backlog_release(ctx, c);
 	ipk_tcp_queues_free(ctx, c);
@@ -250,6 +253,8 @@ void ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 	c->iss = ipk_tcp_isn(ctx, t);
 	c->snd_una = c->snd_nxt = c->snd_max = c->iss;
 	c->sq_seq = c->iss + 1u;
+	if (ctx->iss_floor_on)
+		ipk_tcp_iss_above(c, ctx->iss_floor);
 	if (ctx->cfg.tcp_nagle)
 		c->fl |= IPK_TCPF_NAGLE;
 	ipk_tcp_cc_init(ctx, c);
@@ -305,15 +310,25 @@ int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_por
 {
 	struct ipk_tuple t;
 	struct ipk_conn *c;
+	uint32_t floor = 0;
+	int reused = 0;
 
 	if (!ctx || !out || peer_ip4_be == 0 || peer_port_be == 0)
 		return IPK_EINVAL;
 	*out = NULL;
 	ctx->now = now;
-	if (local_port_be == 0)
+	if (local_port_be == 0) {
 		local_port_be = eph_pick(ctx, peer_ip4_be, peer_port_be);
-	else if (ipk_tcp_lookup(ctx, ctx->cfg.ip4_be, local_port_be, peer_ip4_be, peer_port_be))
-		local_port_be = 0;
+		if (local_port_be == 0) {
+			local_port_be = ipk_tcp_tw_eph(ctx, peer_ip4_be, peer_port_be, &floor);
+			reused = local_port_be != 0;
+		}
+	} else {
+		c = ipk_tcp_lookup(ctx, ctx->cfg.ip4_be, local_port_be, peer_ip4_be, peer_port_be);
+		reused = c ? ipk_tcp_tw_take(ctx, c, &floor) : 0;
+		if (c && !reused)
+			local_port_be = 0;
+	}
 	if (local_port_be == 0)
 		return IPK_EADDRINUSE;
 	c = ipk_conn_get(ctx);
@@ -324,6 +339,8 @@ int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_por
 	t.local_port_be = local_port_be;
 	t.peer_port_be = peer_port_be;
 	ipk_tcp_conn_setup(ctx, c, &t);
+	if (reused)
+		ipk_tcp_iss_above(c, floor);
 	c->user = user;
 	c->fl |= IPK_TCPF_ACTIVE;
 	ipk_tcp_enter(ctx, c, IPK_TCP_SYN_SENT);

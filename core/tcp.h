@@ -122,6 +122,13 @@ struct ipk_conn {
 	uint64_t retransmits;
 	uint32_t sndbuf;            /* cfg.tcp_sndbuf at open (for ipk_tcp_sndbuf_free) */
 	uint32_t pad2_;
+
+	/* defences (tcp_defence.c, tcp_tw.c) */
+	uint64_t oow_t;             /* last ACK sent to an unacceptable segment (0 = never) */
+	struct ipk_conn *tw_next, *tw_prev; /* ctx TIME_WAIT list, with tw_linked */
+	uint64_t tw_since;          /* when TIME_WAIT was entered */
+	uint8_t tw_linked;
+	uint8_t pad3_[7];
 };
 
 IPK_INLINE int ipk_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
@@ -182,6 +189,9 @@ int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t
 #define IPK_TCP_X_FIN 0x1u   /* may carry our FIN when the segment reaches it */
 #define IPK_TCP_X_PROBE 0x2u /* zero-window probe: outside the window, no RTO */
 int ipk_tcp_send_ack(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* A segment with no connection behind it (a SYN cookie's SYN-ACK). */
+int ipk_tcp_send_raw(struct ipk_ctx *ctx, const struct ipk_tuple *t, uint32_t seq, uint32_t ack,
+                     uint8_t flags, uint16_t wnd, const struct ipk_tcp_opts *o);
 int ipk_tcp_send_rst_conn(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* RFC 9293 §3.10.7.1: answer a segment that has no connection. */
 void ipk_tcp_send_rst_for(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s);
@@ -220,5 +230,40 @@ int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uin
 /* A duplicate ACK; returns 1 when fast retransmit is due now. */
 int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_cc_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c);
+
+/* ---- tcp_defence.c: RFC 5961 challenge ACKs and the ACK-loop limit */
+/* Owe a challenge ACK (RFC 5961 §3.2, §4.2, §5.2) unless a limit says no; counted. */
+void ipk_tcp_challenge_ack(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Owe the ACK RFC 9293 §3.10.7.4 asks for an unacceptable segment, rate limited per
+ * connection when the segment carries no data (RFC 5961 §10 / ACK loops). */
+void ipk_tcp_oow_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
+/* RFC 5961 §5.2: 1 when SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.MAX. */
+int ipk_tcp_ack_valid(const struct ipk_conn *c, uint32_t ack);
+
+/* ---- tcp_syncookie.c: RFC 4987 §3.6 */
+/* Should a SYN for listener idx get a cookie instead of a SYN-RECEIVED entry? */
+int ipk_tcp_cookie_wanted(const struct ipk_ctx *ctx, int idx);
+/* Is the SYN queue full for listener idx (its backlog, or cfg.tcp_synrecv_max)? */
+int ipk_tcp_synq_full(const struct ipk_ctx *ctx, int idx);
+/* Answer the SYN with a stateless SYN-ACK carrying a cookie. */
+void ipk_tcp_cookie_synack(struct ipk_ctx *ctx, struct ipk_tcp_seg *s);
+/* An ACK for a listener: returns 1 when it carries a valid cookie, with *out the
+ * connection it opened (SYN-RECEIVED, hashed, ready for the ACK to complete it) or
+ * NULL when the pool is empty (dropped, counted); 0 when it is no cookie of ours. */
+int ipk_tcp_cookie_check(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s, struct ipk_conn **out);
+
+/* ---- tcp_tw.c: TIME_WAIT bounds and reuse (RFC 6191) */
+void ipk_tcp_tw_link(struct ipk_ctx *ctx, struct ipk_conn *c);
+void ipk_tcp_tw_unlink(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* A SYN for a TIME_WAIT connection: returns 1 when it started a new connection
+ * (RFC 6191 §2) and the old one is gone. */
+int ipk_tcp_tw_syn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s);
+/* Active open on a 4-tuple held by c: frees c when it is in TIME_WAIT and may be
+ * reused; returns 1 with *floor set to a sequence the new ISS must exceed. */
+int ipk_tcp_tw_take(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t *floor);
+/* No free ephemeral port: take a TIME_WAIT 4-tuple to pip:pport; port or 0. */
+uint16_t ipk_tcp_tw_eph(struct ipk_ctx *ctx, uint32_t pip, uint16_t pport, uint32_t *floor);
+/* Raise a fresh connection's ISS above floor (sequence space of a reused 4-tuple). */
+void ipk_tcp_iss_above(struct ipk_conn *c, uint32_t floor);
 
 #endif

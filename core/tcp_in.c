@@ -118,6 +118,24 @@ static void no_conn(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 	ipk_drop(ctx, IPK_DROP_TCP_NO_CONN);
 }
 
+/* ops->tcp_accept's verdict; a refused SYN gets a RST. */
+static int accept_ok(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
+{
+	struct ipk_tuple t;
+
+	if (!IPK_OPS(ctx)->tcp_accept)
+		return 1;
+	t.local_ip4_be = s->dst_be;
+	t.peer_ip4_be = s->src_be;
+	t.local_port_be = s->h.dport_be;
+	t.peer_port_be = s->h.sport_be;
+	if (IPK_OPS(ctx)->tcp_accept(ctx, &t, IPK_OPQ(ctx)))
+		return 1;
+	ipk_tcp_send_rst_for(ctx, s);
+	ipk_drop(ctx, IPK_DROP_TCP_REFUSED);
+	return 0;
+}
+
 static void passive_open(struct ipk_ctx *ctx, struct ipk_tcp_seg *s, int idx)
 {
 	struct ipk_tuple t;
@@ -127,11 +145,6 @@ static void passive_open(struct ipk_ctx *ctx, struct ipk_tcp_seg *s, int idx)
 	t.peer_ip4_be = s->src_be;
 	t.local_port_be = s->h.dport_be;
 	t.peer_port_be = s->h.sport_be;
-	if (IPK_OPS(ctx)->tcp_accept && !IPK_OPS(ctx)->tcp_accept(ctx, &t, IPK_OPQ(ctx))) {
-		ipk_tcp_send_rst_for(ctx, s);
-		ipk_drop(ctx, IPK_DROP_TCP_REFUSED);
-		return;
-	}
 	c = ipk_conn_get(ctx);
 	if (!c) {
 		ipk_drop(ctx, IPK_DROP_NO_CONN_MEM);
@@ -147,6 +160,7 @@ static void passive_open(struct ipk_ctx *ctx, struct ipk_tcp_seg *s, int idx)
 	c->listen_idx = (uint16_t)idx;
 	c->fl |= IPK_TCPF_BACKLOG;
 	ctx->listeners[idx].pending++;
+	ctx->synrecv_n++;
 	ipk_tcp_enter(ctx, c, IPK_TCP_SYN_RECEIVED);
 	ipk_tcp_hash_insert(ctx, c);
 	ctx->cnt.tcp_passive_opens++;
@@ -161,6 +175,16 @@ void ipk_tcp_input_listen(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 	int idx = listener_find(ctx, s->h.dport_be);
 	uint8_t f = s->h.flags;
 
+	if (idx >= 0 && (f & (IPK_TCP_SYN | IPK_TCP_RST | IPK_TCP_ACK)) == IPK_TCP_ACK) {
+		/* RFC 4987 §3.6: an ACK that returns one of our SYN cookies. */
+		struct ipk_conn *c;
+
+		if (ipk_tcp_cookie_check(ctx, s, &c)) {
+			if (c)
+				ipk_tcp_input_conn(ctx, c, s);
+			return;
+		}
+	}
 	if (idx < 0 || (f & (IPK_TCP_RST | IPK_TCP_ACK))) {
 		no_conn(ctx, s);
 		return;
@@ -169,7 +193,13 @@ void ipk_tcp_input_listen(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 		ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
 		return;
 	}
-	if (ctx->listeners[idx].pending >= ctx->listeners[idx].backlog) {
+	if (!accept_ok(ctx, s))
+		return;
+	if (ipk_tcp_cookie_wanted(ctx, idx)) {
+		ipk_tcp_cookie_synack(ctx, s);
+		return;
+	}
+	if (ipk_tcp_synq_full(ctx, idx)) {
 		ipk_drop(ctx, IPK_DROP_TCP_BACKLOG);
 		return;
 	}
@@ -221,6 +251,7 @@ static void enter_time_wait(struct ipk_ctx *ctx, struct ipk_conn *c)
 	c->persist_at = c->retry_at = c->delack_at = 0;
 	tw_arm(ctx, c);
 	ipk_tcp_queues_free(ctx, c);
+	ipk_tcp_tw_link(ctx, c);
 	/* The application is done with it; the object lives on for 2*MSL. */
 	ipk_tcp_report_closed(ctx, c, IPK_CLOSE_NORMAL);
 }
@@ -307,7 +338,7 @@ static void input_rst(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_
 {
 	ctx->cnt.tcp_rst_rx++;
 	if (s->h.seq != c->rcv_nxt) {
-		ack_now(c);
+		ipk_tcp_challenge_ack(ctx, c);
 		ipk_drop(ctx, IPK_DROP_TCP_OUT_OF_WINDOW);
 		return;
 	}
@@ -317,8 +348,8 @@ static void input_rst(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_
 		ipk_tcp_destroy(ctx, c, IPK_CLOSE_RESET);
 }
 
-/* Unacceptable segment: ACK it (unless RST) and drop. TIME_WAIT answers a
- * retransmitted FIN and restarts 2*MSL (§3.10.7.4 eighth, TIME-WAIT). */
+/* Unacceptable segment: ACK it (unless RST; rate limited, tcp_defence.c) and drop.
+ * TIME_WAIT answers a retransmitted FIN and restarts 2*MSL (§3.10.7.4 eighth). */
 static void input_unacceptable(struct ipk_ctx *ctx, struct ipk_conn *c,
                                const struct ipk_tcp_seg *s)
 {
@@ -326,7 +357,7 @@ static void input_unacceptable(struct ipk_ctx *ctx, struct ipk_conn *c,
 		ipk_drop(ctx, IPK_DROP_TCP_OUT_OF_WINDOW);
 		return;
 	}
-	ack_now(c);
+	ipk_tcp_oow_ack(ctx, c, s);
 	if (c->state == IPK_TCP_TIME_WAIT && (s->h.flags & IPK_TCP_FIN))
 		tw_arm(ctx, c);
 	if (ipk_seq_le(s->h.seq + ipk_tcp_seg_len(s), c->rcv_nxt))
@@ -389,8 +420,10 @@ static int ack_process(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 {
 	uint32_t ack = s->h.ack, wnd = seg_wnd(c, s), old_wnd = c->snd_wnd;
 
-	if (ipk_seq_gt(ack, c->snd_max)) {
-		ack_now(c);
+	/* RFC 5961 §5.2: an ACK for data never sent, or older than the peer's largest
+	 * window, is dropped with a challenge ACK. */
+	if (!ipk_tcp_ack_valid(c, ack)) {
+		ipk_tcp_challenge_ack(ctx, c);
 		ipk_drop(ctx, IPK_DROP_TCP_BAD_ACK);
 		return 0;
 	}
@@ -652,18 +685,21 @@ static void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 
 	if (syn_rcvd_resyn(ctx, c, s))
 		return;
+	if (c->state == IPK_TCP_TIME_WAIT && ipk_tcp_tw_syn(ctx, c, s))
+		return;
+	if ((f & IPK_TCP_SYN) && !(f & IPK_TCP_RST)) {
+		/* RFC 5961 §4.2: a SYN in a synchronized state earns a challenge ACK
+		 * whatever its sequence number; it never resets the connection. */
+		ipk_tcp_challenge_ack(ctx, c);
+		ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
+		return;
+	}
 	if (!seq_acceptable(c, s)) {
 		input_unacceptable(ctx, c, s);
 		return;
 	}
 	if (f & IPK_TCP_RST) {
 		input_rst(ctx, c, s);
-		return;
-	}
-	if (f & IPK_TCP_SYN) {
-		/* RFC 5961 §4.2: a SYN in a synchronized state earns a challenge ACK. */
-		ack_now(c);
-		ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
 		return;
 	}
 	if (!(f & IPK_TCP_ACK)) {

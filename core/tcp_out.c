@@ -349,6 +349,20 @@ int ipk_tcp_send_ack(struct ipk_ctx *ctx, struct ipk_conn *c)
 	return rc < 0 ? rc : IPK_OK;
 }
 
+int ipk_tcp_send_raw(struct ipk_ctx *ctx, const struct ipk_tuple *t, uint32_t seq, uint32_t ack,
+                     uint8_t flags, uint16_t wnd, const struct ipk_tcp_opts *o)
+{
+	struct seg_spec sp;
+
+	ipk_memset(&sp, 0, sizeof(sp));
+	sp.seq = seq;
+	sp.ack = ack;
+	sp.flags = flags;
+	sp.wnd = wnd;
+	sp.o = o;
+	return seg_send(ctx, t, &sp, NULL);
+}
+
 int ipk_tcp_send_rst_conn(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	struct seg_spec sp;

@@ -153,6 +153,16 @@ struct ipk_counters {
 	uint64_t icmp_rx, icmp_tx;
 	uint64_t arp_rx, arp_tx;
 	uint64_t ip4_frags_rx, ip4_reassembled;
+	/* TCP defences against hostile peers (RFC 5961, RFC 4987, RFC 6191) */
+	uint64_t tcp_challenge_acks;         /* challenge ACKs sent (RFC 5961 §3.2, §4.2, §5.2) */
+	uint64_t tcp_challenge_acks_limited; /* ... suppressed by tcp_challenge_ack_limit (§7) */
+	uint64_t tcp_oow_acks_limited;       /* ACKs to unacceptable segments suppressed by
+	                                      * tcp_invalid_ratelimit_ns (stops ACK loops) */
+	uint64_t tcp_syncookies_sent;        /* SYN-ACKs carrying a SYN cookie */
+	uint64_t tcp_syncookies_ok;          /* returning ACKs whose cookie opened a connection */
+	uint64_t tcp_syncookies_failed;      /* ACKs to a listener with a cookie that did not check */
+	uint64_t tcp_tw_recycled;            /* TIME_WAIT connections freed early for tcp_tw_max */
+	uint64_t tcp_tw_reused;              /* TIME_WAIT 4-tuples taken over by a new connection */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); never NULL. */
@@ -323,6 +333,30 @@ struct ipk_config {
 	uint8_t tcp_wscale;         /* our window-scale shift, default 7 */
 	uint16_t tcp_backlog_max;   /* cap on any listener's backlog, default 128 */
 	uint16_t eph_port_lo, eph_port_hi; /* ephemeral range (host order), default 49152..65535 */
+
+	/* TCP defences against hostile peers */
+	/* RFC 5961 §7: challenge ACKs one context sends per second (in-window RST or SYN,
+	 * ACK outside the valid range), default 1000 like Linux; 0 = none. The budget of
+	 * each second is drawn at random between half and 1.5 times this value so that
+	 * an off-path attacker cannot count it (the CVE-2016-5696 side channel). */
+	uint32_t tcp_challenge_ack_limit;
+	/* Per connection: least time between two ACKs answering unacceptable segments
+	 * that carry no data (pure ACKs, SYNs, challenges), default 500 ms like Linux's
+	 * tcp_invalid_ratelimit. Two ends that disagree on a sequence number would
+	 * otherwise trade ACKs forever. 0 = no limit. Segments with data always get
+	 * their duplicate ACK (RFC 9293 §3.10.7.4). */
+	uint64_t tcp_invalid_ratelimit_ns;
+	/* Connections in SYN-RECEIVED per context (all listeners), default 256; never
+	 * more than half the connection pool, so a SYN flood cannot drain it. */
+	uint32_t tcp_synrecv_max;
+	/* SYN cookies (RFC 4987 §3.6): 0 off, 1 when the SYN queue (listener backlog,
+	 * tcp_synrecv_max or the connection pool) is full (default), 2 always.
+	 * A connection opened by a cookie has no window scaling (RFC 7323) and its MSS
+	 * is rounded down to one of 8 table values; every other option is dropped. */
+	uint8_t tcp_syncookies;
+	/* Connections in TIME_WAIT per context, default 4096; when one more enters, the
+	 * oldest is freed (counted in tcp_tw_recycled). 0 = no limit. */
+	uint32_t tcp_tw_max;
 };
 
 #define IPK_CONFIG_VERSION 1u

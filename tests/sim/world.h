@@ -15,12 +15,17 @@ struct world {
 	struct ipk_config ca, cb;
 };
 
+/* A test may set this to change the nodes' config before they are created. */
+static void (*world_cfg_tweak)(struct ipk_config *c, uint32_t index);
+
 /* cfg tweaks every test wants: short TIME_WAIT keeps virtual runs short. */
 static inline void world_cfg(struct ipk_config *c, uint32_t index, uint32_t caps)
 {
 	sim_node_config(c, index);
 	c->caps = caps;
 	c->tcp_time_wait_ns = SIM_SEC(2);
+	if (world_cfg_tweak)
+		world_cfg_tweak(c, index);
 }
 
 static inline int world_init_res(struct world *w, uint64_t seed, const struct sim_link_cfg *lc,

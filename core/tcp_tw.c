@@ -1,0 +1,129 @@
+/*
+ * TIME_WAIT that does not exhaust ports or memory.
+ *
+ *  - Every connection in TIME_WAIT sits on a FIFO list in the context; when more
+ *    than cfg.tcp_tw_max would sit there, the oldest is freed at once.
+ *  - RFC 6191 §2: a SYN for a TIME_WAIT 4-tuple whose sequence number is above
+ *    everything the old connection received starts a new connection. (With
+ *    timestamps RFC 6191 compares TSval with TS.Recent first; ipkit has no
+ *    timestamps yet, so the sequence-number rule of RFC 1122 §4.2.2.13 applies.)
+ *  - Active opens skip 4-tuples in use; when none is left they take over a
+ *    TIME_WAIT 4-tuple that has waited at least IPK_TCP_TW_REUSE_NS, and the new
+ *    ISS is raised above the old connection's sequence space so its old duplicates
+ *    cannot be mistaken for new data at the peer.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "tcp.h"
+#include "wire/wire.h"
+
+/* Least time in TIME_WAIT before an active open may take the 4-tuple (Linux's
+ * tcp_tw_reuse waits 1 s too). */
+#define IPK_TCP_TW_REUSE_NS 1000000000ull
+/* Distance put between the old connection's last sequence number and the new ISS:
+ * more than any window the old connection can have had unacknowledged in flight
+ * without scaling, so its duplicates fall outside the new connection's window. */
+#define IPK_TCP_TW_ISS_GAP (1u << 18)
+
+void ipk_tcp_tw_unlink(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (!c->tw_linked)
+		return;
+	if (c->tw_prev)
+		c->tw_prev->tw_next = c->tw_next;
+	else
+		ctx->tw_head = c->tw_next;
+	if (c->tw_next)
+		c->tw_next->tw_prev = c->tw_prev;
+	else
+		ctx->tw_tail = c->tw_prev;
+	c->tw_next = c->tw_prev = NULL;
+	c->tw_linked = 0;
+	ctx->tw_n--;
+}
+
+void ipk_tcp_tw_link(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (c->tw_linked)
+		return;
+	c->tw_since = ctx->now;
+	c->tw_next = NULL;
+	c->tw_prev = ctx->tw_tail;
+	if (ctx->tw_tail)
+		ctx->tw_tail->tw_next = c;
+	else
+		ctx->tw_head = c;
+	ctx->tw_tail = c;
+	c->tw_linked = 1;
+	ctx->tw_n++;
+	if (ctx->cfg.tcp_tw_max && ctx->tw_n > ctx->cfg.tcp_tw_max && ctx->tw_head != c) {
+		ctx->cnt.tcp_tw_recycled++;
+		ipk_tcp_destroy(ctx, ctx->tw_head, IPK_CLOSE_NORMAL);
+	}
+}
+
+void ipk_tcp_iss_above(struct ipk_conn *c, uint32_t floor)
+{
+	uint32_t iss = floor + IPK_TCP_TW_ISS_GAP;
+
+	if (ipk_seq_gt(c->iss, floor) && ipk_seq_ge(c->iss, iss))
+		return;
+	c->iss = c->snd_una = c->snd_nxt = c->snd_max = iss;
+	c->sq_seq = iss + 1u;
+}
+
+int ipk_tcp_tw_syn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
+{
+	if ((s->h.flags & (IPK_TCP_SYN | IPK_TCP_ACK | IPK_TCP_RST)) != IPK_TCP_SYN ||
+	    !ipk_seq_gt(s->h.seq, c->rcv_nxt))
+		return 0;
+	ctx->cnt.tcp_tw_reused++;
+	/* RFC 1122 §4.2.2.13: the new connection's ISS lies above the old sequence
+	 * space (ipk_tcp_conn_setup applies the floor). A cookie SYN-ACK cannot obey:
+	 * its ISS is the cookie, which the peer's new ISN already separates. */
+	ctx->iss_floor = c->snd_max;
+	ctx->iss_floor_on = 1;
+	ipk_tcp_destroy(ctx, c, IPK_CLOSE_NORMAL);
+	ipk_tcp_input_listen(ctx, s);
+	ctx->iss_floor_on = 0;
+	return 1;
+}
+
+static int tw_reusable(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	return c->state == IPK_TCP_TIME_WAIT && c->tw_linked && !c->busy &&
+	       ctx->now - c->tw_since >= IPK_TCP_TW_REUSE_NS;
+}
+
+int ipk_tcp_tw_take(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t *floor)
+{
+	if (!tw_reusable(ctx, c))
+		return 0;
+	*floor = c->snd_max;
+	ctx->cnt.tcp_tw_reused++;
+	ipk_tcp_destroy(ctx, c, IPK_CLOSE_NORMAL);
+	return 1;
+}
+
+uint16_t ipk_tcp_tw_eph(struct ipk_ctx *ctx, uint32_t pip, uint16_t pport, uint32_t *floor)
+{
+	struct ipk_conn *c;
+
+	/* Oldest first: the list is in the order connections entered TIME_WAIT. */
+	for (c = ctx->tw_head; c; c = c->tw_next) {
+		uint16_t lport = c->t.local_port_be;
+		uint32_t p = ipk_ntohs(lport);
+
+		if (c->t.peer_ip4_be != pip || c->t.peer_port_be != pport ||
+		    c->t.local_ip4_be != ctx->cfg.ip4_be || p < ctx->cfg.eph_port_lo ||
+		    p > ctx->cfg.eph_port_hi)
+			continue;
+		if (ipk_tcp_tw_take(ctx, c, floor))
+			return lport;
+		return 0; /* the oldest match is too young: so are the rest */
+	}
+	return 0;
+}
