@@ -1,0 +1,380 @@
+/*
+ * TAP (Ethernet) and TUN (raw IPv4) devices through /dev/net/tun.
+ *
+ * With vnet=1 every frame is preceded by a struct virtio_net_hdr (IFF_VNET_HDR), which
+ * is how the kernel and we trade offloads:
+ *   tx: IPK_TXOFF_*_CSUM -> VIRTIO_NET_HDR_F_NEEDS_CSUM (csum_start/offset; the core
+ *       already put the pseudo-header sum in the field, as Linux's CHECKSUM_PARTIAL
+ *       expects); IPK_TXOFF_TSO -> GSO_TCPV4 + gso_size: the kernel segments (or, for a
+ *       local destination, takes the large segment whole).
+ *   rx: VIRTIO_NET_HDR_F_DATA_VALID -> IPK_RXCSUM_L4_GOOD. F_NEEDS_CSUM means the frame
+ *       was built by the local kernel with a partial checksum (CHECKSUM_PARTIAL): its
+ *       bytes never crossed a wire, so the data is intact but the checksum field only
+ *       holds the pseudo-header sum. Verifying it would fail, so we report
+ *       IPK_RXCSUM_L4_GOOD and the core trusts it; the frame is only consumed here,
+ *       never forwarded, so the missing checksum cannot leak onto a wire.
+ *       GSO frames (gso_type TCPV4, larger than the MTU) are the kernel's coalesced
+ *       segments: IPK_CAP_LRO. They arrive only when we asked for TUN_F_TSO4, which we do
+ *       only when a pool buffer holds a 64 KiB frame (the core takes flat packets).
+ * offload=0 turns all of this off (the kernel then checksums before handing frames over).
+ */
+#include "io_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_tun.h>
+#include <linux/virtio_net.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define TAP_MAX_IOV 64
+#define TAP_TSO_MAX 64000u      /* TCP payload per super-frame: IPv4 total length <= 65535 */
+#define TAP_LRO_ROOM (65535u + 14u)
+
+struct tap_priv {
+	int fd;
+	int vnet;
+	int offload;
+	uint32_t room;          /* bytes a pool buffer holds after the headroom */
+};
+
+/* ------------------------------------------------------------ device */
+
+static int tap_ifreq(const char *dev, unsigned long req, struct ifreq *ifr)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc, e;
+
+	if (s < 0)
+		return -errno;
+	memcpy(ifr->ifr_name, dev, strlen(dev) + 1); /* length checked at open */
+	rc = ioctl(s, req, ifr);
+	e = errno;
+	close(s);
+	return rc < 0 ? -e : 0;
+}
+
+/* up=1 / mtu=N: set the link up and its MTU for callers without ip(8). */
+static int tap_link_setup(const char *dev, int up, long mtu, char *err, size_t errlen)
+{
+	struct ifreq ifr;
+	int rc;
+
+	if (mtu > 0) {
+		memset(&ifr, 0, sizeof(ifr));
+		ifr.ifr_mtu = (int)mtu;
+		rc = tap_ifreq(dev, SIOCSIFMTU, &ifr);
+		if (rc < 0)
+			return ipk_io_err(err, errlen, -rc, "tap: setting mtu %ld on %s: %s", mtu, dev,
+			                  strerror(-rc));
+	}
+	if (!up)
+		return 0;
+	memset(&ifr, 0, sizeof(ifr));
+	rc = tap_ifreq(dev, SIOCGIFFLAGS, &ifr);
+	if (rc == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		rc = tap_ifreq(dev, SIOCSIFFLAGS, &ifr);
+	}
+	if (rc < 0)
+		return ipk_io_err(err, errlen, -rc, "tap: setting %s up: %s%s", dev, strerror(-rc),
+		                  rc == -EPERM ? " (needs CAP_NET_ADMIN)" : "");
+	return 0;
+}
+
+static int tap_attach(struct tap_priv *t, const char *kind, const char *dev, int is_tap,
+                      int persist, char *err, size_t errlen)
+{
+	struct ifreq ifr;
+	int e;
+
+	t->fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (t->fd < 0) {
+		e = errno;
+		return ipk_io_err(err, errlen, e, "%s: cannot open /dev/net/tun: %s%s", kind,
+		                  strerror(e), e == ENOENT ? " (load the tun module)" : "");
+	}
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, dev, strlen(dev)); /* length checked at open */
+	ifr.ifr_flags = (short)((is_tap ? IFF_TAP : IFF_TUN) | IFF_NO_PI |
+	                        (t->vnet ? IFF_VNET_HDR : 0));
+	if (ioctl(t->fd, TUNSETIFF, &ifr) < 0) {
+		e = errno;
+		if (e == EPERM)
+			return ipk_io_err(err, errlen, e, "%s: %s: needs CAP_NET_ADMIN", kind, dev);
+		if (e == EBUSY)
+			return ipk_io_err(err, errlen, e, "%s: %s is busy (attached by another process)",
+			                  kind, dev);
+		if (e == EINVAL)
+			return ipk_io_err(err, errlen, e,
+			                  "%s: %s exists with other flags (not a %s device?)", kind,
+			                  dev, kind);
+		return ipk_io_err(err, errlen, e, "%s: TUNSETIFF %s: %s", kind, dev, strerror(e));
+	}
+	if (persist >= 0 && ioctl(t->fd, TUNSETPERSIST, persist) < 0) {
+		e = errno;
+		return ipk_io_err(err, errlen, e, "%s: TUNSETPERSIST %s: %s", kind, dev, strerror(e));
+	}
+	return 0;
+}
+
+/* Offloads the kernel may hand us (TUNSETOFFLOAD) and what we advertise to the core. */
+static int tap_offloads(struct ipk_io *io, struct tap_priv *t, const char *kind, char *err,
+                        size_t errlen)
+{
+	unsigned int off = 0;
+	int hdrsz = (int)sizeof(struct virtio_net_hdr), e;
+
+	if (!t->vnet)
+		return 0;
+	if (ioctl(t->fd, TUNSETVNETHDRSZ, &hdrsz) < 0) {
+		e = errno;
+		return ipk_io_err(err, errlen, e, "%s: TUNSETVNETHDRSZ: %s", kind, strerror(e));
+	}
+	if (t->offload) {
+		off = TUN_F_CSUM;
+		if (t->room >= TAP_LRO_ROOM)
+			off |= TUN_F_TSO4;
+	}
+	if (ioctl(t->fd, TUNSETOFFLOAD, off) < 0) {
+		e = errno;
+		return ipk_io_err(err, errlen, e, "%s: TUNSETOFFLOAD: %s", kind, strerror(e));
+	}
+	if (!t->offload)
+		return 0;
+	io->caps.offloads = IPK_CAP_RX_CSUM_L4 | IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP |
+	                    IPK_CAP_TSO | IPK_CAP_SG | ((off & TUN_F_TSO4) ? IPK_CAP_LRO : 0);
+	io->caps.tso_max = TAP_TSO_MAX;
+	return 0;
+}
+
+static int tap_mtu(struct ipk_io *io, const char *kind, const char *dev, char *err,
+                   size_t errlen)
+{
+	struct tap_priv *t = (struct tap_priv *)io->priv;
+	uint32_t l2 = io->caps.link == IPK_LINK_ETH ? 14 : 0;
+	struct ifreq ifr;
+	int rc;
+
+	memset(&ifr, 0, sizeof(ifr));
+	rc = tap_ifreq(dev, SIOCGIFMTU, &ifr);
+	if (rc < 0)
+		return ipk_io_err(err, errlen, -rc, "%s: SIOCGIFMTU %s: %s", kind, dev, strerror(-rc));
+	if (ifr.ifr_mtu <= 0 || (uint32_t)ifr.ifr_mtu + l2 > t->room)
+		return ipk_io_err(err, errlen, EINVAL,
+		                  "%s: %s: mtu %d does not fit a pool buffer (%u bytes after headroom)",
+		                  kind, dev, ifr.ifr_mtu, t->room);
+	io->caps.mtu = (uint16_t)(ifr.ifr_mtu > 65535 ? 65535 : ifr.ifr_mtu);
+	return 0;
+}
+
+static int tap_open_kind(struct ipk_io *io, const struct ipk_io_args *a, int is_tap, char *err,
+                         size_t errlen)
+{
+	static const char *const known[] = { "vnet", "offload", "persist", "up", "mtu", NULL };
+	struct tap_priv *t = (struct tap_priv *)io->priv;
+	const char *kind = is_tap ? "tap" : "tun";
+	int up, persist, rc;
+	long mtu;
+
+	t->fd = -1;
+	if (ipk_io_arg_check(a, known, err, errlen) < 0)
+		return -EINVAL;
+	if (strlen(a->dev) >= IFNAMSIZ)
+		return ipk_io_err(err, errlen, EINVAL, "%s: device name '%s' longer than %d bytes",
+		                  kind, a->dev, IFNAMSIZ - 1);
+	t->vnet = ipk_io_arg_bool(a, "vnet", is_tap, err, errlen);
+	t->offload = ipk_io_arg_bool(a, "offload", 1, err, errlen);
+	persist = ipk_io_arg_bool(a, "persist", -1, err, errlen);
+	up = ipk_io_arg_bool(a, "up", 0, err, errlen);
+	mtu = ipk_io_arg_int(a, "mtu", 0, err, errlen);
+	if (t->vnet < 0 || t->offload < 0 || up < 0 || mtu < 0 ||
+	    (ipk_io_arg(a, "persist") && persist < 0))
+		return -EINVAL;
+	if (!t->vnet)
+		t->offload = 0;
+	t->room = ipk_pool_buf_size(io->pool) - ipk_pool_headroom(io->pool);
+	io->caps.link = is_tap ? IPK_LINK_ETH : IPK_LINK_RAWIP;
+	io->caps.nqueues = 1;
+	rc = tap_attach(t, kind, a->dev, is_tap, persist, err, errlen);
+	if (rc == 0)
+		rc = tap_offloads(io, t, kind, err, errlen);
+	if (rc == 0 && (up || mtu))
+		rc = tap_link_setup(a->dev, up, mtu, err, errlen);
+	if (rc == 0)
+		rc = tap_mtu(io, kind, a->dev, err, errlen);
+	/* The device's own MAC is the kernel side's; the core gets a random local one. */
+	if (rc == 0 && is_tap && getrandom(io->caps.mac, 6, 0) == 6)
+		io->caps.mac[0] = (uint8_t)((io->caps.mac[0] & 0xfe) | 0x02);
+	if (rc < 0 && t->fd >= 0) {
+		close(t->fd);
+		t->fd = -1;
+	}
+	return rc;
+}
+
+static int tap_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t errlen)
+{
+	return tap_open_kind(io, a, 1, err, errlen);
+}
+
+static int tun_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t errlen)
+{
+	return tap_open_kind(io, a, 0, err, errlen);
+}
+
+/* ---------------------------------------------------------------- rx */
+
+static uint32_t tap_rx_csum(const struct virtio_net_hdr *h)
+{
+	if (h->flags & (VIRTIO_NET_HDR_F_DATA_VALID | VIRTIO_NET_HDR_F_NEEDS_CSUM))
+		return IPK_RXCSUM_L4_GOOD;
+	return 0;
+}
+
+static int tap_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct tap_priv *t = (struct tap_priv *)io->priv;
+	struct virtio_net_hdr vh;
+	struct iovec iov[2];
+	int got = 0;
+
+	/* One read per frame; stop at the first EAGAIN. */
+	while (got < n) {
+		struct ipk_pkt *k = ipk_pkt_alloc(io->pool);
+		ssize_t r;
+
+		if (!k) {
+			io->st.rx_drops++;
+			break;
+		}
+		iov[0].iov_base = &vh;
+		iov[0].iov_len = sizeof(vh);
+		iov[1].iov_base = ipk_pkt_mtod(k);
+		iov[1].iov_len = t->room;
+		r = t->vnet ? readv(t->fd, iov, 2) : readv(t->fd, iov + 1, 1);
+		if (r <= 0) {
+			int e = errno;
+
+			ipk_pkt_free(k);
+			if (r < 0 && e != EAGAIN && e != EINTR) {
+				io->st.rx_errors++;
+				return got ? got : -e;
+			}
+			break;
+		}
+		if (t->vnet) {
+			if ((size_t)r < sizeof(vh)) {
+				ipk_pkt_free(k);
+				io->st.rx_drops++;
+				continue;
+			}
+			r -= (ssize_t)sizeof(vh);
+			k->rx_csum = tap_rx_csum(&vh);
+		}
+		k->len = (uint32_t)r;
+		io->st.rx_pkts++;
+		io->st.rx_bytes += (uint64_t)r;
+		pkts[got++] = k;
+	}
+	return got;
+}
+
+/* ---------------------------------------------------------------- tx */
+
+static void tap_vnet_from_meta(const struct ipk_tx_meta *m, struct virtio_net_hdr *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (m->flags & (IPK_TXOFF_TCP_CSUM | IPK_TXOFF_UDP_CSUM | IPK_TXOFF_TSO)) {
+		h->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+		h->csum_start = (uint16_t)(m->l2_len + m->l3_len);
+		/* RFC 9293 §3.1: TCP checksum at byte 16; RFC 768: UDP checksum at byte 6. */
+		h->csum_offset = (m->flags & IPK_TXOFF_UDP_CSUM) ? 6 : 16;
+	}
+	if ((m->flags & IPK_TXOFF_TSO) && m->mss) {
+		h->gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+		h->gso_size = m->mss;
+		h->hdr_len = (uint16_t)(m->l2_len + m->l3_len + m->l4_len);
+	}
+}
+
+static int tap_tx_one(struct tap_priv *t, struct ipk_pkt *k)
+{
+	struct iovec iov[TAP_MAX_IOV + 1];
+	struct virtio_net_hdr vh;
+	const struct ipk_pkt *s;
+	int cnt = 0;
+	ssize_t r;
+
+	if (t->vnet) {
+		tap_vnet_from_meta(&k->meta, &vh);
+		iov[cnt].iov_base = &vh;
+		iov[cnt++].iov_len = sizeof(vh);
+	}
+	for (s = k; s; s = s->next) {
+		if (cnt == TAP_MAX_IOV + 1)
+			return -EMSGSIZE;
+		iov[cnt].iov_base = ipk_pkt_mtod(s);
+		iov[cnt++].iov_len = s->len;
+	}
+	r = writev(t->fd, iov, cnt);
+	return r < 0 ? -errno : (int)r;
+}
+
+static int tap_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct tap_priv *t = (struct tap_priv *)io->priv;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t len = ipk_pkt_chain_len(pkts[i]);
+		int rc = tap_tx_one(t, pkts[i]);
+
+		if (rc == -EAGAIN || rc == -EINTR || rc == -ENOBUFS)
+			break; /* queue full: the rest stays the caller's */
+		if (rc < 0) {
+			io->st.tx_errors++;
+			io->st.tx_drops++;
+		} else {
+			io->st.tx_pkts++;
+			io->st.tx_bytes += len;
+		}
+		ipk_pkt_free_chain(pkts[i]);
+	}
+	return i;
+}
+
+static int tap_flush(struct ipk_io *io)
+{
+	(void)io;
+	return 0; /* every write is already on its way */
+}
+
+static int tap_fd(const struct ipk_io *io)
+{
+	return ((const struct tap_priv *)io->priv)->fd;
+}
+
+static void tap_close(struct ipk_io *io)
+{
+	struct tap_priv *t = (struct tap_priv *)io->priv;
+
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+}
+
+const struct ipk_io_backend ipk_io_tap_backend = {
+	"tap", sizeof(struct tap_priv), tap_open, tap_rx_burst, tap_tx_burst,
+	tap_flush, tap_fd, NULL, tap_close,
+};
+
+const struct ipk_io_backend ipk_io_tun_backend = {
+	"tun", sizeof(struct tap_priv), tun_open, tap_rx_burst, tap_tx_burst,
+	tap_flush, tap_fd, NULL, tap_close,
+};
