@@ -175,6 +175,11 @@ IPK_INLINE void ipk_pkt_chain_append(struct ipk_ctx *c, void *h, void *t) { IPK_
 IPK_INLINE void *ipk_pkt_chain_next(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_chain_next(p, IPK_OPQ(c)); }
 IPK_INLINE void *ipk_pkt_chain_cut(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_chain_cut(p, IPK_OPQ(c)); }
 
+/* These two are linked into the same programs as io's public ipk_pkt_free_chain /
+ * ipk_pkt_chain_len (include/ipkit/io.h), which take no context: give the core's
+ * versions their own link names so the linker cannot bind one to the other. */
+#define ipk_pkt_free_chain ipk_core_pkt_free_chain
+#define ipk_pkt_chain_len ipk_core_pkt_chain_len
 /* Free a whole chain. */
 void ipk_pkt_free_chain(struct ipk_ctx *c, void *p);
 /* Total bytes of a chain. */

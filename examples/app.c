@@ -1,0 +1,207 @@
+/* Shared option parsing and node start-up for the example programs. */
+#include "app.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char app_common_help[] =
+	"  --io SPEC        backend: tap:NAME, tun:NAME, afpacket:DEV, afxdp:DEV[,queue=Q],\n"
+	"                   memlink:NAME,role=a|b (see include/ipkit/io.h) [required]\n"
+	"  --ip A.B.C.D/N   this node's address and prefix length [required]\n"
+	"  --gw A.B.C.D     default gateway (none by default)\n"
+	"  --busy-poll      never sleep (lowest latency, one core at 100%)\n"
+	"  --cpu N          pin the stack thread to CPU N\n"
+	"  --pcap FILE      also write every frame to FILE\n"
+	"  -v, --verbose    print counters on exit\n"
+	"  -h, --help       this text\n";
+
+static volatile int app_stop;
+
+void app_opts_default(struct app_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->prefix_len = 24;
+	o->cpu = -1;
+}
+
+int app_arg(const char *name, int argc, char **argv, int *i, const char **val)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+	if (strncmp(a, name, n) != 0)
+		return 0;
+	if (a[n] == '=') {
+		*val = a + n + 1;
+		return 1;
+	}
+	if (a[n] != 0)
+		return 0;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "%s needs a value (see --help)\n", name);
+		return -1;
+	}
+	*val = argv[++*i];
+	return 1;
+}
+
+int app_parse_ip4(const char *s, uint32_t *ip4_be, uint8_t *prefix_len)
+{
+	unsigned a, b, c, d, p = 32;
+	int n = 0;
+	if (sscanf(s, "%u.%u.%u.%u%n", &a, &b, &c, &d, &n) != 4)
+		return -1;
+	if (s[n] == '/') {
+		char *end;
+		long v = strtol(s + n + 1, &end, 10);
+		if (end == s + n + 1 || *end || v < 0 || v > 32)
+			return -1;
+		p = (unsigned)v;
+	} else if (s[n] != 0) {
+		return -1;
+	}
+	if (a > 255 || b > 255 || c > 255 || d > 255)
+		return -1;
+	*ip4_be = IPK_IP4(a, b, c, d);
+	if (prefix_len)
+		*prefix_len = (uint8_t)p;
+	return 0;
+}
+
+int app_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end == s || s[0] == '-')
+		return -1;
+	switch (*end) {
+	case 0: break;
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: return -1;
+	}
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int app_opt(struct app_opts *o, int argc, char **argv, int *i)
+{
+	const char *v;
+	int r;
+	if ((r = app_arg("--io", argc, argv, i, &v)) != 0) {
+		o->io = v;
+		return r;
+	}
+	if ((r = app_arg("--pcap", argc, argv, i, &v)) != 0) {
+		o->pcap = v;
+		return r;
+	}
+	if ((r = app_arg("--ip", argc, argv, i, &v)) != 0) {
+		if (r > 0 && app_parse_ip4(v, &o->ip4_be, &o->prefix_len) < 0) {
+			fprintf(stderr, "--ip: '%s' is not A.B.C.D/N\n", v);
+			return -1;
+		}
+		return r;
+	}
+	if ((r = app_arg("--gw", argc, argv, i, &v)) != 0) {
+		if (r > 0 && app_parse_ip4(v, &o->gw_be, NULL) < 0) {
+			fprintf(stderr, "--gw: '%s' is not an IPv4 address\n", v);
+			return -1;
+		}
+		return r;
+	}
+	if ((r = app_arg("--cpu", argc, argv, i, &v)) != 0) {
+		if (r > 0)
+			o->cpu = atoi(v);
+		return r;
+	}
+	if (strcmp(argv[*i], "--busy-poll") == 0) {
+		o->busy_poll = 1;
+		return 1;
+	}
+	if (strcmp(argv[*i], "-v") == 0 || strcmp(argv[*i], "--verbose") == 0) {
+		o->verbose = 1;
+		return 1;
+	}
+	return 0;
+}
+
+struct ipk_node *app_node(const struct app_opts *o, const struct ipk_ops *events, void *app,
+                          void (*tweak)(struct ipk_config *, void *))
+{
+	struct ipk_node_cfg cfg;
+	struct ipk_node *n;
+	char err[256], spec[512];
+
+	if (!o->io || !o->ip4_be) {
+		fprintf(stderr, "both --io SPEC and --ip A.B.C.D/N are required (see --help)\n");
+		exit(APP_EXIT_USAGE);
+	}
+	if (o->pcap)
+		snprintf(spec, sizeof(spec), "%s,pcap=%s", o->io, o->pcap);
+	else
+		snprintf(spec, sizeof(spec), "%s", o->io);
+	ipk_node_cfg_default(&cfg);
+	cfg.io_spec = spec;
+	cfg.ip4_be = o->ip4_be;
+	cfg.prefix_len = o->prefix_len;
+	cfg.gateway_be = o->gw_be;
+	cfg.busy_poll = o->busy_poll;
+	cfg.cpu = o->cpu;
+	cfg.events = events;
+	cfg.app = app;
+	cfg.core_tweak = tweak;
+	n = ipk_node_create(&cfg, err, sizeof(err));
+	if (!n) {
+		fprintf(stderr, "%s\n", err[0] ? err : "node creation failed");
+		exit(APP_EXIT_SETUP);
+	}
+	if (o->cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(o->cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set) < 0)
+			fprintf(stderr, "cannot pin to CPU %d (running unpinned)\n", o->cpu);
+	}
+	return n;
+}
+
+static void app_on_signal(int sig)
+{
+	(void)sig;
+	app_stop = 1;
+}
+
+volatile int *app_stop_flag(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = app_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return &app_stop;
+}
+
+void app_report(struct ipk_node *n, const char *prog)
+{
+	const struct ipk_counters *c = ipk_counters(ipk_node_ctx(n));
+	struct ipk_io_stats st;
+	int i;
+	ipk_io_stats(ipk_node_io(n), &st);
+	fprintf(stderr, "%s: rx %llu frames, tx %llu frames, tcp retransmits %llu, device rx_drops %llu "
+	        "tx_drops %llu, node tx_drops %llu\n", prog,
+	        (unsigned long long)c->rx_frames, (unsigned long long)c->tx_frames,
+	        (unsigned long long)c->tcp_retransmits, (unsigned long long)st.rx_drops,
+	        (unsigned long long)st.tx_drops, (unsigned long long)ipk_node_tx_drops(n));
+	for (i = 0; i < IPK_DROP__COUNT; i++)
+		if (c->drop[i])
+			fprintf(stderr, "%s:   drop %s %llu\n", prog, ipk_drop_name((enum ipk_drop)i),
+			        (unsigned long long)c->drop[i]);
+}

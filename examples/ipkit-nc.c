@@ -1,0 +1,340 @@
+/*
+ * ipkit-nc: netcat over ipkit. One TCP stream between stdin/stdout and a peer.
+ *
+ *   ipkit-nc --io tap:ipk0 --ip 10.7.0.2/24 HOST PORT      connect
+ *   ipkit-nc --io tap:ipk0 --ip 10.7.0.2/24 -l PORT        accept one connection
+ *
+ * Sends stdin (or --send-size bytes of a fixed pattern), half-closes at its end, writes
+ * what arrives to stdout until the peer closes. --sha256 prints the SHA-256 of what was
+ * sent and of what was received on stderr:
+ *   sent BYTES sha256 HEX
+ *   received BYTES sha256 HEX
+ * Exit 0 when the stream ended normally (both FINs), 1 on reset, timeout or refusal.
+ */
+#include "app.h"
+#include "sha256.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NC_CHUNK 65536
+
+struct nc_app {
+	struct ipk_conn *c;
+	int established, closed, fin_sent, in_eof, in_idle;
+	enum ipk_close_reason why;
+	int listen, sha, no_out;
+	uint16_t listen_port_be;
+	uint64_t send_size;          /* 0: stdin */
+	uint64_t sent, received, last_progress;
+	struct sha256 sha_tx, sha_rx;
+	uint8_t pend[NC_CHUNK];
+	uint32_t pend_off, pend_len;
+};
+
+static uint64_t nc_clock(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The --send-size pattern: a byte stream that differs from position to position. */
+static void nc_pattern(uint64_t pos, uint8_t *p, uint32_t n)
+{
+	uint32_t i;
+	for (i = 0; i < n; i++) {
+		uint64_t x = pos + i;
+		p[i] = (uint8_t)(x ^ (x >> 8) ^ (x >> 16) ^ 0x5a);
+	}
+}
+
+/* Refill the pending chunk from the source; sets in_eof / in_idle. */
+static void nc_fill(struct nc_app *a, uint32_t max)
+{
+	ssize_t r;
+	if (max > NC_CHUNK)
+		max = NC_CHUNK;
+	a->pend_off = 0;
+	a->pend_len = 0;
+	a->in_idle = 0;
+	if (a->send_size) {
+		uint64_t left = a->send_size - a->sent;
+		uint32_t n = left < max ? (uint32_t)left : max;
+		if (n == 0) {
+			a->in_eof = 1;
+			return;
+		}
+		nc_pattern(a->sent, a->pend, n);
+		a->pend_len = n;
+		return;
+	}
+	r = read(0, a->pend, max);
+	if (r > 0)
+		a->pend_len = (uint32_t)r;
+	else if (r == 0)
+		a->in_eof = 1;
+	else if (errno == EAGAIN || errno == EINTR)
+		a->in_idle = 1;
+	else
+		a->in_eof = 1;
+}
+
+/* Move source bytes into the send buffer while it has room; FIN at the end. */
+static void nc_pump(struct ipk_node *n, struct nc_app *a)
+{
+	struct ipk_ctx *ctx = ipk_node_ctx(n);
+	uint64_t now = ipk_node_now(n);
+	int rounds;
+	if (!a->established || a->closed || a->fin_sent)
+		return;
+	for (rounds = 0; rounds < 64; rounds++) {
+		uint32_t room = ipk_tcp_sndbuf_free(a->c);
+		int w;
+		if (a->pend_off == a->pend_len) {
+			if (a->in_eof || room == 0)
+				break;
+			nc_fill(a, room);
+			if (a->pend_len == 0)
+				break;
+		}
+		w = ipk_tcp_write(ctx, a->c, a->pend + a->pend_off, a->pend_len - a->pend_off, now);
+		if (w <= 0)
+			break;
+		sha256_update(&a->sha_tx, a->pend + a->pend_off, (size_t)w);
+		a->pend_off += (uint32_t)w;
+		a->sent += (uint64_t)w;
+		a->last_progress = nc_clock();
+	}
+	if (a->in_eof && a->pend_off == a->pend_len) {
+		a->fin_sent = 1;
+		ipk_tcp_close(ctx, a->c, now);
+	}
+}
+
+static int nc_accept(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opaque)
+{
+	struct nc_app *a = (struct nc_app *)ipk_node_app(opaque);
+	(void)ctx;
+	(void)t;
+	return a->c == NULL; /* one stream only */
+}
+
+static void *nc_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque)
+{
+	struct nc_app *a = (struct nc_app *)ipk_node_app(opaque);
+	if (a->c) {
+		ipk_tcp_abort(ctx, c, ipk_node_now(ipk_node_from(opaque)));
+		return NULL;
+	}
+	a->c = c;
+	a->established = 1;
+	ipk_tcp_unlisten(ctx, a->listen_port_be); /* one stream: nobody else gets in */
+	return a;
+}
+
+static void nc_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *opaque)
+{
+	struct nc_app *a = (struct nc_app *)ipk_node_app(opaque);
+	(void)ctx;
+	(void)c;
+	(void)user;
+	a->established = 1;
+}
+
+static int nc_write_all(const uint8_t *p, uint32_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(1, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		len -= (uint32_t)w;
+	}
+	return 0;
+}
+
+static void nc_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+                       uint32_t off, uint32_t len, void *opaque)
+{
+	struct nc_app *a = (struct nc_app *)ipk_node_app(opaque);
+	const uint8_t *p;
+	(void)user;
+	if (c != a->c)
+		return;
+	if (!pkt)
+		return; /* peer finished; tcp_closed follows once we finish too */
+	p = ipk_pkt_mtod((struct ipk_pkt *)pkt) + off;
+	if (!a->no_out && nc_write_all(p, len) < 0)
+		a->no_out = 1; /* stdout gone: keep the stream and the digest going */
+	sha256_update(&a->sha_rx, p, len);
+	a->received += len;
+	a->last_progress = nc_clock();
+	ipk_tcp_recved(ctx, c, len, ipk_node_now(ipk_node_from(opaque)));
+}
+
+static void nc_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
+                      enum ipk_close_reason why, void *opaque)
+{
+	struct nc_app *a = (struct nc_app *)ipk_node_app(opaque);
+	(void)ctx;
+	(void)user;
+	if (c != a->c)
+		return;
+	a->closed = 1;
+	a->why = why;
+}
+
+static const struct ipk_ops nc_events = {
+	.tcp_accept = nc_accept,
+	.tcp_accepted = nc_accepted,
+	.tcp_connected = nc_connected,
+	.tcp_payload = nc_payload,
+	.tcp_closed = nc_closed,
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ipkit-nc --io SPEC --ip A.B.C.D/N [options] HOST PORT\n"
+	           "       ipkit-nc --io SPEC --ip A.B.C.D/N [options] -l PORT\n"
+	           "One TCP stream between stdin/stdout and a peer.\n\n"
+	           "  -l PORT          listen and accept one connection\n"
+	           "  --send-size N    send N bytes of a fixed pattern instead of stdin (k/M/G)\n"
+	           "  --no-output      do not write received bytes to stdout\n"
+	           "  --sha256         print SHA-256 of sent and received bytes on stderr\n"
+	           "  --timeout S      give up after S seconds without progress (default 30)\n%s",
+	        app_common_help);
+}
+
+static const char *nc_reason(enum ipk_close_reason why)
+{
+	static const char *const names[] = {"normal", "reset by peer", "refused", "timed out",
+	                                    "aborted", "unreachable"};
+	return (unsigned)why < 6 ? names[why] : "?";
+}
+
+static int nc_loop(struct ipk_node *n, struct nc_app *a, volatile int *stop, uint64_t timeout_ns)
+{
+	a->last_progress = nc_clock();
+	while (!*stop && !a->closed) {
+		nc_pump(n, a);
+		/* with stdin idle we cannot sleep on it through the node: nap briefly */
+		ipk_node_poll(n, a->in_idle ? 1 : 100);
+		if (nc_clock() - a->last_progress > timeout_ns) {
+			fprintf(stderr, "ipkit-nc: no progress for %llu s, giving up\n",
+			        (unsigned long long)(timeout_ns / 1000000000ull));
+			return APP_EXIT_FAIL;
+		}
+	}
+	if (!a->closed)
+		return APP_EXIT_FAIL;
+	if (a->why != IPK_CLOSE_NORMAL) {
+		fprintf(stderr, "ipkit-nc: connection ended: %s\n", nc_reason(a->why));
+		return APP_EXIT_FAIL;
+	}
+	return APP_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	static struct nc_app a;
+	struct app_opts o;
+	struct ipk_node *n;
+	const char *host = NULL, *port = NULL;
+	uint32_t peer_be = 0;
+	uint64_t timeout_s = 30;
+	long portnum;
+	int i, rc;
+
+	app_opts_default(&o);
+	for (i = 1; i < argc; i++) {
+		const char *v;
+		int r;
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			return APP_EXIT_OK;
+		}
+		if ((r = app_opt(&o, argc, argv, &i)) != 0) {
+			if (r < 0)
+				return APP_EXIT_USAGE;
+			continue;
+		}
+		if ((r = app_arg("-l", argc, argv, &i, &v)) != 0) {
+			if (r < 0)
+				return APP_EXIT_USAGE;
+			a.listen = 1;
+			port = v;
+		} else if ((r = app_arg("--send-size", argc, argv, &i, &v)) != 0) {
+			if (r < 0 || app_parse_size(v, &a.send_size) < 0 || a.send_size == 0) {
+				fprintf(stderr, "ipkit-nc: bad --send-size\n");
+				return APP_EXIT_USAGE;
+			}
+		} else if ((r = app_arg("--timeout", argc, argv, &i, &v)) != 0) {
+			if (r < 0 || app_parse_size(v, &timeout_s) < 0 || timeout_s == 0) {
+				fprintf(stderr, "ipkit-nc: bad --timeout\n");
+				return APP_EXIT_USAGE;
+			}
+		} else if (strcmp(argv[i], "--sha256") == 0) {
+			a.sha = 1;
+		} else if (strcmp(argv[i], "--no-output") == 0) {
+			a.no_out = 1;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "ipkit-nc: unknown option '%s' (see --help)\n", argv[i]);
+			return APP_EXIT_USAGE;
+		} else if (!a.listen && !host) {
+			host = argv[i];
+		} else if (!port) {
+			port = argv[i];
+		} else {
+			fprintf(stderr, "ipkit-nc: too many arguments (see --help)\n");
+			return APP_EXIT_USAGE;
+		}
+	}
+	if (!port || (!a.listen && !host)) {
+		fprintf(stderr, "ipkit-nc: give HOST PORT or -l PORT (see --help)\n");
+		return APP_EXIT_USAGE;
+	}
+	portnum = strtol(port, NULL, 10);
+	if (portnum <= 0 || portnum > 65535 || (host && app_parse_ip4(host, &peer_be, NULL) < 0)) {
+		fprintf(stderr, "ipkit-nc: bad host or port (HOST is A.B.C.D)\n");
+		return APP_EXIT_USAGE;
+	}
+	sha256_init(&a.sha_tx);
+	sha256_init(&a.sha_rx);
+	if (!a.send_size)
+		fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+	{
+		volatile int *stop = app_stop_flag();
+		n = app_node(&o, &nc_events, &a, NULL);
+		a.listen_port_be = ipk_htons((uint16_t)portnum);
+		if (a.listen)
+			rc = ipk_tcp_listen(ipk_node_ctx(n), a.listen_port_be, 1);
+		else
+			rc = ipk_tcp_connect(ipk_node_ctx(n), peer_be, ipk_htons((uint16_t)portnum), 0,
+			                     &a, &a.c, ipk_node_now(n));
+		if (rc < 0) {
+			fprintf(stderr, "ipkit-nc: cannot %s (error %d)\n", a.listen ? "listen" : "connect", rc);
+			ipk_node_destroy(n);
+			return APP_EXIT_SETUP;
+		}
+		rc = nc_loop(n, &a, stop, timeout_s * 1000000000ull);
+	}
+	if (a.sha) {
+		char hex[65];
+		sha256_hex(&a.sha_tx, hex);
+		fprintf(stderr, "sent %llu sha256 %s\n", (unsigned long long)a.sent, hex);
+		sha256_hex(&a.sha_rx, hex);
+		fprintf(stderr, "received %llu sha256 %s\n", (unsigned long long)a.received, hex);
+	}
+	if (o.verbose)
+		app_report(n, "ipkit-nc");
+	ipk_node_destroy(n);
+	return rc;
+}
