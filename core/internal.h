@@ -147,13 +147,13 @@ struct ipk_ctx {
 	uint32_t icmp_tokens;
 
 	/* TCP defences (tcp_defence.c, tcp_syncookie.c, tcp_tw.c) */
-	uint64_t chack_t;             /* start of the current challenge-ACK second */
+	uint64_t chack_end;           /* end of the current challenge-ACK second */
 	uint32_t chack_n, chack_budget; /* sent in it, and its (randomised) budget */
 	uint32_t synrecv_n;           /* connections in SYN-RECEIVED (counted in a backlog) */
 	uint32_t tw_n;                /* connections on the TIME_WAIT list */
 	struct ipk_conn *tw_head, *tw_tail; /* TIME_WAIT, oldest first */
 	uint64_t cookie_key[2];       /* SipHash key for SYN cookies, drawn on first use */
-	uint64_t cookie_last;         /* when the last cookie was sent (0 = never) */
+	uint64_t cookie_until;        /* cookies are checked until then (2 ticks after the last) */
 	uint8_t cookie_keyed;
 	uint8_t iss_floor_on;         /* new connections take an ISS above iss_floor */
 	uint32_t iss_floor;           /* (a TIME_WAIT 4-tuple being reused, tcp_tw.c) */

@@ -124,7 +124,7 @@ struct ipk_conn {
 	uint32_t pad2_;
 
 	/* defences (tcp_defence.c, tcp_tw.c) */
-	uint64_t oow_t;             /* last ACK sent to an unacceptable segment (0 = never) */
+	uint64_t oow_until;         /* no ACK to an unacceptable segment before this time */
 	struct ipk_conn *tw_next, *tw_prev; /* ctx TIME_WAIT list, with tw_linked */
 	uint64_t tw_since;          /* when TIME_WAIT was entered */
 	uint8_t tw_linked;

@@ -24,11 +24,9 @@
 /* Per-connection gap; returns 1 (and records the time) when an ACK may go now. */
 static int oow_allowed(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	uint64_t gap = ctx->cfg.tcp_invalid_ratelimit_ns;
-
-	if (gap && c->oow_t && ctx->now - c->oow_t < gap)
+	if (ctx->now < c->oow_until)
 		return 0;
-	c->oow_t = ctx->now ? ctx->now : 1u;
+	c->oow_until = ctx->now + ctx->cfg.tcp_invalid_ratelimit_ns;
 	return 1;
 }
 
@@ -41,8 +39,8 @@ static int chack_allowed(struct ipk_ctx *ctx)
 
 	if (lim == 0)
 		return 0;
-	if (ctx->chack_t == 0 || ctx->now - ctx->chack_t >= IPK_CHACK_PERIOD_NS) {
-		ctx->chack_t = ctx->now ? ctx->now : 1u;
+	if (ctx->now >= ctx->chack_end) {
+		ctx->chack_end = ctx->now + IPK_CHACK_PERIOD_NS;
 		ctx->chack_n = 0;
 		ctx->chack_budget = lim / 2u + IPK_OPS(ctx)->random(IPK_OPQ(ctx)) % lim + 1u;
 	}

@@ -192,7 +192,7 @@ void ipk_tcp_cookie_synack(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 	ipk_memset(&o, 0, sizeof(o));
 	o.has_mss = 1;
 	o.mss = (uint16_t)ours;
-	ctx->cookie_last = ctx->now ? ctx->now : 1u;
+	ctx->cookie_until = ctx->now + (2ull << IPK_COOKIE_TICK_SHIFT);
 	ctx->cnt.tcp_syncookies_sent++;
 	ipk_tcp_send_raw(ctx, &t, cookie_make(ctx, &t, s->h.seq, idx), s->h.seq + 1u,
 	                 IPK_TCP_SYN | IPK_TCP_ACK, (uint16_t)IPK_MIN(ctx->cfg.tcp_rcvbuf, 0xffffu),
@@ -203,8 +203,7 @@ static int cookies_live(const struct ipk_ctx *ctx)
 {
 	if (ctx->cfg.tcp_syncookies == 2)
 		return ctx->cookie_keyed;
-	return ctx->cfg.tcp_syncookies == 1 && ctx->cookie_last != 0 &&
-	       ctx->now - ctx->cookie_last < (2ull << IPK_COOKIE_TICK_SHIFT);
+	return ctx->cfg.tcp_syncookies == 1 && ctx->now < ctx->cookie_until;
 }
 
 /* The connection a checked cookie stands for, in SYN-RECEIVED as if our SYN-ACK had
