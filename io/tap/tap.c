@@ -97,7 +97,9 @@ static int tap_attach(struct tap_priv *t, const char *kind, const char *dev, int
 	if (t->fd < 0) {
 		e = errno;
 		return ipk_io_err(err, errlen, e, "%s: cannot open /dev/net/tun: %s%s", kind,
-		                  strerror(e), e == ENOENT ? " (load the tun module)" : "");
+		                  strerror(e),
+		                  e == ENOENT ? " (load the tun module)"
+		                  : (e == EACCES || e == EPERM) ? " (needs CAP_NET_ADMIN)" : "");
 	}
 	memset(&ifr, 0, sizeof(ifr));
 	memcpy(ifr.ifr_name, dev, strlen(dev)); /* length checked at open */
