@@ -163,6 +163,13 @@ int ipk_io_fd(const struct ipk_io *io);
 /* Before sleeping on ipk_io_fd: arm wake-ups (memlink) — returns 0, or 1 if packets
  * arrived meanwhile (don't sleep). */
 int ipk_io_arm(struct ipk_io *io);
+/* Tell the backend the node's own address so it can steer traffic to us: afxdp
+ * writes it into its XDP program's map (ARP for ip4_be and IPv4 to ip4_be go to
+ * ipkit, everything else to the kernel; until it is set everything goes to the
+ * kernel). mac may be NULL. The runtime calls it right after ipk_io_open. Backends
+ * that see all of their device's traffic ignore it. Returns 0, -EINVAL for a NULL
+ * io, or a negative errno when the backend could not apply it. */
+int ipk_io_set_addr(struct ipk_io *io, uint32_t ip4_be, const uint8_t mac[6]);
 void ipk_io_stats(const struct ipk_io *io, struct ipk_io_stats *st);
 const char *ipk_io_name(const struct ipk_io *io);
 

@@ -1,0 +1,532 @@
+/*
+ * afxdp: AF_XDP sockets through libxdp (xsk) and libbpf, one socket per queue.
+ *
+ *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1][,ip=A.B.C.D][,ring=N]
+ *
+ * UMEM = the whole area of the pool (frame = one pool buffer, so buf_size must be
+ * 2048 or 4096: aligned chunk mode). The fill ring is fed with ipk_pool_buf_get
+ * buffers; an rx descriptor becomes a packet with ipk_pkt_attach (no copy). Transmit
+ * sends a single-buffer packet of this pool by address (held until the completion
+ * ring returns it); chains and foreign buffers are copied into a fresh frame.
+ *
+ * The XDP program (ipk_xdp.bpf.c, embedded) redirects only ARP and IPv4 for ipkit's
+ * address and passes the rest to the kernel; the address comes from ",ip=" or from
+ * ipk_io_set_addr (the runtime calls it after open). prog=0 lets libxdp load its
+ * default program instead (every frame of the queue to ipkit).
+ * mode: drv (native XDP) or skb (generic); without mode= native is tried first.
+ * zc=1 asks for zero-copy and fails with a clear message when the driver lacks it.
+ *
+ * Without the xdp headers (cross builds), a stub backend explains what is missing.
+ */
+#if defined(__has_include)
+#if __has_include(<xdp/xsk.h>) && __has_include(<bpf/libbpf.h>)
+#define IPK_AFXDP_REAL 1
+#endif
+#endif
+
+#include "io_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+#ifdef IPK_AFXDP_REAL
+
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <xdp/xsk.h>
+
+#include "afxdp_prog.h"
+
+enum { XF_FREE = 0, XF_KERNEL = 1, XF_TXCOPY = 2 };
+
+struct xdp_priv {
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	struct xsk_ring_prod fq, tx;
+	struct xsk_ring_cons cq, rx;
+	struct ipk_afxdp_prog prog;
+	uint8_t *area;
+	uint64_t area_size;
+	uint32_t fs;          /* frame size = pool buf_size */
+	uint32_t nframes;
+	uint32_t ring;        /* descriptors per ring */
+	uint32_t fill_target; /* frames kept in the fill ring */
+	uint8_t *state;       /* XF_* per frame we took from the pool */
+	struct ipk_pkt **zc;  /* packets sent by address, until completed */
+	uint32_t tx_inflight;
+	uint32_t queue;
+};
+
+static struct xdp_priv *xdp_priv(const struct ipk_io *io) { return (struct xdp_priv *)io->priv; }
+
+static int xdp_ifreq(const char *dev, unsigned long req, struct ifreq *ifr)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
+
+	if (s < 0)
+		return -errno;
+	memset(ifr, 0, sizeof *ifr);
+	snprintf(ifr->ifr_name, sizeof ifr->ifr_name, "%s", dev);
+	rc = ioctl(s, req, ifr) < 0 ? -errno : 0;
+	close(s);
+	return rc;
+}
+
+static int xdp_perm_err(char *err, size_t el, int e, const char *dev, const char *what)
+{
+	if (e == EPERM || e == EACCES)
+		return ipk_io_err(err, el, e, "afxdp:%s: %s: permission denied; needs "
+		                  "CAP_NET_ADMIN and CAP_BPF (and CAP_NET_RAW), e.g. run as root",
+		                  dev, what);
+	return ipk_io_err(err, el, e, "afxdp:%s: %s: %s", dev, what, strerror(e));
+}
+
+/* Feed the fill ring up to fill_target frames from the pool. */
+static void xdp_refill(struct ipk_io *io)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	uint32_t have = p->ring - xsk_prod_nb_free(&p->fq, p->ring), want, got, i, at;
+
+	if (have >= p->fill_target)
+		return;
+	want = p->fill_target - have;
+	got = xsk_ring_prod__reserve(&p->fq, want, &at);
+	for (i = 0; i < got; i++) {
+		int64_t b = ipk_pool_buf_get(io->pool);
+		if (b < 0)
+			break;
+		p->state[b] = XF_KERNEL;
+		*xsk_ring_prod__fill_addr(&p->fq, at + i) = (uint64_t)b * p->fs;
+	}
+	if (i < got)
+		p->fq.cached_prod -= got - i; /* give back the unused reservations */
+	if (i)
+		xsk_ring_prod__submit(&p->fq, i);
+}
+
+/* Return completed transmissions to the pool. */
+static void xdp_complete(struct ipk_io *io)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	uint32_t at, n = xsk_ring_cons__peek(&p->cq, p->ring, &at), i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t addr = *xsk_ring_cons__comp_addr(&p->cq, at + i);
+		uint64_t b = addr / p->fs;
+		if (b >= p->nframes) {
+			io->st.tx_errors++;
+			continue;
+		}
+		if (p->zc[b]) {
+			ipk_pkt_free(p->zc[b]);
+			p->zc[b] = NULL;
+		} else if (p->state[b] == XF_TXCOPY) {
+			p->state[b] = XF_FREE;
+			ipk_pool_buf_put(io->pool, (uint32_t)b);
+		} else {
+			io->st.tx_errors++;
+			continue;
+		}
+		p->tx_inflight--;
+	}
+	if (n)
+		xsk_ring_cons__release(&p->cq, n);
+}
+
+static int xdp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	uint32_t at, got, i;
+	int k = 0;
+
+	got = xsk_ring_cons__peek(&p->rx, (uint32_t)n, &at);
+	for (i = 0; i < got; i++) {
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, at + i);
+		uint64_t addr = xsk_umem__extract_addr(d->addr) + xsk_umem__extract_offset(d->addr);
+		uint64_t b = addr / p->fs;
+		uint32_t off = (uint32_t)(addr % p->fs);
+		struct ipk_pkt *pk;
+
+		if (b >= p->nframes || p->state[b] != XF_KERNEL || d->len > p->fs - off) {
+			io->st.rx_errors++;
+			continue;
+		}
+		p->state[b] = XF_FREE;
+		pk = ipk_pkt_attach(io->pool, (uint32_t)b, off, d->len);
+		if (!pk) {
+			ipk_pool_buf_put(io->pool, (uint32_t)b);
+			io->st.rx_drops++;
+			continue;
+		}
+		io->st.rx_pkts++;
+		io->st.rx_bytes += d->len;
+		pkts[k++] = pk;
+	}
+	if (got)
+		xsk_ring_cons__release(&p->rx, got);
+	xdp_refill(io);
+	/* need_wakeup: the kernel sleeps on an empty fill ring until we kick it. */
+	if (xsk_ring_prod__needs_wakeup(&p->fq))
+		(void)recvfrom(xsk_socket__fd(p->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
+	return k;
+}
+
+/* Address of a packet the kernel may read in place, or UINT64_MAX. */
+static uint64_t xdp_zc_addr(struct xdp_priv *p, struct ipk_io *io, const struct ipk_pkt *k)
+{
+	if (k->next || k->pool != io->pool || k->idx >= p->nframes || p->zc[k->idx] ||
+	    k->buf != p->area + (uint64_t)k->idx * p->fs)
+		return UINT64_MAX;
+	return (uint64_t)k->idx * p->fs + k->off;
+}
+
+static int xdp_tx_one(struct ipk_io *io, struct ipk_pkt *k, struct xdp_desc *d)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	uint64_t addr = xdp_zc_addr(p, io, k);
+	uint32_t len = ipk_pkt_chain_len(k);
+	int64_t b;
+
+	if (addr != UINT64_MAX) {
+		p->zc[k->idx] = k;
+		d->addr = addr;
+		d->len = len;
+		d->options = 0;
+		return 0;
+	}
+	if (len > p->fs)
+		return -EMSGSIZE;
+	b = ipk_pool_buf_get(io->pool);
+	if (b < 0)
+		return -ENOBUFS;
+	p->state[b] = XF_TXCOPY;
+	ipk_pkt_linearize(k, p->area + (uint64_t)b * p->fs, p->fs);
+	ipk_pkt_free_chain(k);
+	d->addr = (uint64_t)b * p->fs;
+	d->len = len;
+	d->options = 0;
+	return 0;
+}
+
+static int xdp_kick(struct ipk_io *io)
+{
+	struct xdp_priv *p = xdp_priv(io);
+
+	/* Copy mode transmits inside sendto; with need_wakeup the flag says when a
+	 * driver-mode queue is idle and needs it. */
+	if (p->tx_inflight && xsk_ring_prod__needs_wakeup(&p->tx) &&
+	    sendto(xsk_socket__fd(p->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
+	    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN) {
+		io->st.tx_errors++;
+		return -errno;
+	}
+	return 0;
+}
+
+static int xdp_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	uint32_t at;
+	int i, sent = 0;
+
+	xdp_complete(io);
+	for (i = 0; i < n; i++) {
+		struct xdp_desc *d;
+		int rc;
+		if (xsk_ring_prod__reserve(&p->tx, 1, &at) != 1)
+			break;
+		d = xsk_ring_prod__tx_desc(&p->tx, at);
+		rc = xdp_tx_one(io, pkts[i], d);
+		if (rc == -ENOBUFS) {
+			p->tx.cached_prod--;
+			break;
+		}
+		if (rc < 0) { /* too long: taken and dropped */
+			p->tx.cached_prod--;
+			io->st.tx_errors++;
+			ipk_pkt_free_chain(pkts[i]);
+			continue;
+		}
+		io->st.tx_pkts++;
+		io->st.tx_bytes += d->len;
+		p->tx_inflight++;
+		sent++;
+	}
+	if (sent)
+		xsk_ring_prod__submit(&p->tx, (uint32_t)sent);
+	io->st.tx_drops += (uint64_t)(n - i);
+	if (sent)
+		xdp_kick(io);
+	return i;
+}
+
+static int xdp_flush(struct ipk_io *io)
+{
+	int rc = xdp_kick(io);
+
+	xdp_complete(io);
+	return rc;
+}
+
+static int xdp_fd(const struct ipk_io *io)
+{
+	return xdp_priv(io)->xsk ? xsk_socket__fd(xdp_priv(io)->xsk) : -1;
+}
+
+static int xdp_arm(struct ipk_io *io)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	uint32_t at;
+
+	xdp_refill(io);
+	/* peek without consuming: frames already waiting mean "don't sleep" */
+	if (xsk_ring_cons__peek(&p->rx, 1, &at)) {
+		xsk_ring_cons__cancel(&p->rx, 1);
+		return 1;
+	}
+	return 0;
+}
+
+int ipk_io_afxdp_set_addr(struct ipk_io *io, uint32_t ip4_be, const uint8_t mac[6])
+{
+	return ipk_afxdp_prog_set_addr(&xdp_priv(io)->prog, ip4_be, mac);
+}
+
+/* Frames the kernel or a transmission still holds go back to the pool. */
+static void xdp_release_frames(struct ipk_io *io)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	uint32_t b;
+
+	for (b = 0; p->state && b < p->nframes; b++) {
+		if (p->zc && p->zc[b])
+			ipk_pkt_free(p->zc[b]);
+		if (p->state[b] != XF_FREE)
+			ipk_pool_buf_put(io->pool, b);
+	}
+	free(p->state);
+	free(p->zc);
+	p->state = NULL;
+	p->zc = NULL;
+}
+
+static void xdp_close(struct ipk_io *io)
+{
+	struct xdp_priv *p = xdp_priv(io);
+
+	if (p->xsk)
+		xsk_socket__delete(p->xsk);
+	p->xsk = NULL;
+	if (p->umem)
+		xsk_umem__delete(p->umem);
+	p->umem = NULL;
+	ipk_afxdp_prog_close(&p->prog);
+	xdp_release_frames(io);
+}
+
+struct xdp_opts {
+	long queue, ring, zc, prog;
+	int mode;          /* 0 auto, XDP_FLAGS_SKB_MODE, XDP_FLAGS_DRV_MODE */
+	uint32_t ip4_be;
+};
+
+static int xdp_parse(const struct ipk_io_args *a, struct xdp_opts *o, char *err, size_t el)
+{
+	static const char *const known[] = { "queue", "mode", "zc", "prog", "ip", "ring", NULL };
+	const char *mode = ipk_io_arg(a, "mode"), *ip = ipk_io_arg(a, "ip");
+	struct in_addr in;
+
+	if (ipk_io_arg_check(a, known, err, el) < 0)
+		return -EINVAL;
+	o->queue = ipk_io_arg_int(a, "queue", 0, err, el);
+	o->ring = ipk_io_arg_int(a, "ring", 2048, err, el);
+	o->zc = ipk_io_arg_bool(a, "zc", 0, err, el);
+	o->prog = ipk_io_arg_bool(a, "prog", 1, err, el);
+	if (o->queue < 0 || o->ring < 0 || o->zc < 0 || o->prog < 0)
+		return -EINVAL;
+	if (o->ring < 64 || o->ring > 16384 || (o->ring & (o->ring - 1)))
+		return ipk_io_err(err, el, EINVAL, "afxdp:%s: ring=%ld must be a power of two in "
+		                  "64..16384", a->dev, o->ring);
+	o->mode = 0;
+	if (mode && !strcmp(mode, "skb"))
+		o->mode = XDP_FLAGS_SKB_MODE;
+	else if (mode && !strcmp(mode, "drv"))
+		o->mode = XDP_FLAGS_DRV_MODE;
+	else if (mode)
+		return ipk_io_err(err, el, EINVAL, "afxdp:%s: mode=%s is not supported (use skb "
+		                  "or drv)", a->dev, mode);
+	o->ip4_be = 0;
+	if (ip && inet_pton(AF_INET, ip, &in) != 1)
+		return ipk_io_err(err, el, EINVAL, "afxdp:%s: ip=%s is not an IPv4 address",
+		                  a->dev, ip);
+	if (ip)
+		o->ip4_be = in.s_addr;
+	return 0;
+}
+
+/* Device facts: index, MTU (checked against the frame), MAC. */
+static int xdp_device(struct ipk_io *io, const char *dev, int *ifindex, char *err, size_t el)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	struct ifreq ifr;
+	int rc;
+
+	*ifindex = (int)if_nametoindex(dev);
+	if (*ifindex == 0)
+		return ipk_io_err(err, el, ENODEV, "afxdp:%s: no such network interface", dev);
+	rc = xdp_ifreq(dev, SIOCGIFMTU, &ifr);
+	if (rc < 0)
+		return ipk_io_err(err, el, -rc, "afxdp:%s: cannot read the MTU: %s", dev,
+		                  strerror(-rc));
+	/* XDP keeps XDP_PACKET_HEADROOM (256) bytes before the frame in each chunk. */
+	if ((uint32_t)ifr.ifr_mtu + 18 > p->fs - 256)
+		return ipk_io_err(err, el, EMSGSIZE, "afxdp:%s: MTU %d is too large for %u-byte "
+		                  "frames (at most %u); lower the MTU or use buf_size 4096", dev,
+		                  ifr.ifr_mtu, p->fs, p->fs - 256 - 18);
+	io->caps.mtu = (uint16_t)ifr.ifr_mtu;
+	rc = xdp_ifreq(dev, SIOCGIFHWADDR, &ifr);
+	if (rc == 0)
+		memcpy(io->caps.mac, ifr.ifr_hwaddr.sa_data, 6);
+	return 0;
+}
+
+static int xdp_umem(struct ipk_io *io, const struct xdp_opts *o, const char *dev, char *err,
+                    size_t el)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	struct xsk_umem_config uc;
+	size_t size;
+	int rc;
+
+	p->area = (uint8_t *)ipk_pool_area(io->pool, &size);
+	p->area_size = size;
+	p->nframes = (uint32_t)(size / p->fs);
+	p->ring = (uint32_t)o->ring;
+	p->fill_target = p->ring < p->nframes / 2 ? p->ring : p->nframes / 2;
+	p->state = (uint8_t *)calloc(p->nframes, 1);
+	p->zc = (struct ipk_pkt **)calloc(p->nframes, sizeof *p->zc);
+	if (!p->state || !p->zc)
+		return ipk_io_err(err, el, ENOMEM, "afxdp:%s: out of memory", dev);
+	memset(&uc, 0, sizeof uc);
+	uc.fill_size = p->ring;
+	uc.comp_size = p->ring;
+	uc.frame_size = p->fs;
+	uc.frame_headroom = 0;
+	rc = xsk_umem__create(&p->umem, p->area, size, &p->fq, &p->cq, &uc);
+	if (rc < 0)
+		return xdp_perm_err(err, el, -rc, dev, "registering the pool as UMEM");
+	return 0;
+}
+
+static int xdp_socket(struct ipk_io *io, const struct xdp_opts *o, const char *dev,
+                      uint32_t xdp_flags, char *err, size_t el)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	struct xsk_socket_config sc;
+	int rc;
+
+	memset(&sc, 0, sizeof sc);
+	sc.rx_size = p->ring;
+	sc.tx_size = p->ring;
+	sc.libxdp_flags = o->prog ? XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD : 0;
+	sc.xdp_flags = xdp_flags;
+	sc.bind_flags = XDP_USE_NEED_WAKEUP | (o->zc ? XDP_ZEROCOPY : XDP_COPY);
+	rc = xsk_socket__create(&p->xsk, dev, (uint32_t)o->queue, p->umem, &p->rx, &p->tx, &sc);
+	if (rc < 0 && o->zc && (rc == -EOPNOTSUPP || rc == -EINVAL || rc == -EPROTONOSUPPORT))
+		return ipk_io_err(err, el, EOPNOTSUPP, "afxdp:%s: zero-copy (zc=1) is not offered "
+		                  "by this driver or XDP mode; use zc=0 (copy mode)", dev);
+	if (rc == -EINVAL && o->queue > 0)
+		return ipk_io_err(err, el, EINVAL, "afxdp:%s: cannot bind queue %ld (does the "
+		                  "device have that many queues?)", dev, o->queue);
+	if (rc < 0)
+		return xdp_perm_err(err, el, -rc, dev, "creating the AF_XDP socket");
+	if (o->prog && (rc = ipk_afxdp_prog_add_socket(&p->prog, (uint32_t)o->queue,
+	                                               xsk_socket__fd(p->xsk))) < 0)
+		return xdp_perm_err(err, el, -rc, dev, "adding the socket to the XSK map");
+	return 0;
+}
+
+static int xdp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t el)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	struct xdp_opts o;
+	uint32_t xdp_flags = 0;
+	int ifindex, rc;
+
+	memset(&o, 0, sizeof o);
+	p->prog.prog_fd = p->prog.xsks_fd = p->prog.cfg_fd = -1;
+	rc = xdp_parse(a, &o, err, el);
+	if (rc < 0)
+		return rc;
+	p->fs = ipk_pool_buf_size(io->pool);
+	p->queue = (uint32_t)o.queue;
+	if (p->fs != 2048 && p->fs != 4096)
+		return ipk_io_err(err, el, EINVAL, "afxdp:%s: pool buf_size %u cannot be a UMEM "
+		                  "frame; use 2048 or 4096", a->dev, p->fs);
+	if ((rc = xdp_device(io, a->dev, &ifindex, err, el)) < 0)
+		return rc;
+	if (o.prog) {
+		rc = ipk_afxdp_prog_attach(&p->prog, ifindex, o.mode, a->dev, err, el);
+		if (rc < 0)
+			return rc;
+		xdp_flags = p->prog.xdp_flags;
+		if (o.ip4_be && (rc = ipk_afxdp_prog_set_addr(&p->prog, o.ip4_be, io->caps.mac)) < 0)
+			return xdp_perm_err(err, el, -rc, a->dev, "setting the address map");
+	} else {
+		xdp_flags = (uint32_t)o.mode;
+	}
+	if ((rc = xdp_umem(io, &o, a->dev, err, el)) < 0)
+		return rc;
+	if ((rc = xdp_socket(io, &o, a->dev, xdp_flags, err, el)) < 0)
+		return rc;
+	xdp_refill(io);
+	io->caps.offloads = IPK_CAP_SG;
+	io->caps.nqueues = 1;
+	io->caps.link = IPK_LINK_ETH;
+	return 0;
+}
+
+static int xdp_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t el)
+{
+	int rc = xdp_open_inner(io, a, err, el);
+
+	if (rc < 0)
+		xdp_close(io);
+	return rc;
+}
+
+const struct ipk_io_backend ipk_io_afxdp_backend = {
+	"afxdp", sizeof(struct xdp_priv), xdp_open, xdp_rx_burst, xdp_tx_burst, xdp_flush,
+	xdp_fd, xdp_arm, xdp_close,
+};
+
+#else /* !IPK_AFXDP_REAL */
+
+static int xdp_stub_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t el)
+{
+	(void)io;
+	return ipk_io_err(err, el, ENOTSUP, "afxdp:%s: this build has no libxdp/libbpf headers "
+	                  "(Debian: apt-get install libxdp-dev libbpf-dev)", a->dev);
+}
+
+const struct ipk_io_backend ipk_io_afxdp_backend = {
+	"afxdp", 0, xdp_stub_open, NULL, NULL, NULL, NULL, NULL, NULL,
+};
+
+int ipk_io_afxdp_set_addr(struct ipk_io *io, uint32_t ip4_be, const uint8_t mac[6])
+{
+	(void)io;
+	(void)ip4_be;
+	(void)mac;
+	return -ENOTSUP;
+}
+
+#endif

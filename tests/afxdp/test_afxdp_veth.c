@@ -1,0 +1,317 @@
+/*
+ * afxdp backend against Linux over a veth pair in two namespaces this test creates
+ * (ipk<pid-hex>l: Linux peer 10.77.0.1; ipk<pid-hex>k: the kernel keeps 10.77.0.3 on
+ * the same device where ipkit answers for 10.77.0.2 through AF_XDP).
+ *
+ * Proves, for generic (skb) and native (drv) XDP: Linux's ping to ipkit's address is
+ * answered (ARP and ICMP reach the socket, replies leave through its tx ring), while
+ * a ping to the kernel's own address on the same device still works and none of its
+ * frames reach the socket (XDP_PASS). Then the documented configuration errors.
+ * Skips (77) without root or without the ip tool. Namespaces are removed at exit.
+ */
+#include "check.h"
+
+#include <ipkit/io.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char ns_l[32], ns_k[32];
+static int made;
+
+static int sh(const char *fmt, const char *a, const char *b)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, fmt, a, b);
+	return system(cmd);
+}
+
+static void cleanup(void)
+{
+	if (!made)
+		return;
+	made = 0;
+	sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_l, ns_k);
+}
+
+static void on_signal(int sig)
+{
+	cleanup();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static int setup(void)
+{
+	char cmd[1024];
+	int fd;
+
+	snprintf(ns_l, sizeof ns_l, "ipk%04xl", (unsigned)getpid() & 0xffff);
+	snprintf(ns_k, sizeof ns_k, "ipk%04xk", (unsigned)getpid() & 0xffff);
+	atexit(cleanup);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGALRM, on_signal);
+	alarm(120);
+	made = 1;
+	snprintf(cmd, sizeof cmd,
+	         "set -e; ip netns add %s; ip netns add %s;"
+	         "ip link add vl netns %s type veth peer name vk netns %s;"
+	         "ip -n %s addr add 10.77.0.1/24 dev vl; ip -n %s link set vl up;"
+	         "ip -n %s addr add 10.77.0.3/24 dev vk; ip -n %s link set vk up;"
+	         "ip -n %s link set lo up; ip -n %s link set lo up",
+	         ns_l, ns_k, ns_l, ns_k, ns_l, ns_l, ns_k, ns_k, ns_l, ns_k);
+	if (system(cmd) != 0)
+		return -1;
+	snprintf(cmd, sizeof cmd, "/var/run/netns/%s", ns_k);
+	fd = open(cmd, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET) < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static struct ipk_pool *pool_new(uint32_t buf_size)
+{
+	struct ipk_pool_cfg c;
+	char err[256];
+	ipk_pool_cfg_default(&c);
+	c.nbufs = 4096;
+	c.buf_size = buf_size;
+	return ipk_pool_create(&c, err, sizeof err);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static const uint8_t ipk_ip[4] = { 10, 77, 0, 2 }, host_ip[4] = { 10, 77, 0, 3 };
+
+struct seen { int arp_for_us, icmp_for_us, for_host, other; };
+
+/* Answer ARP requests for 10.77.0.2 and ICMP echo requests to it, in place. */
+static int answer(struct ipk_pkt *k, const uint8_t mac[6], struct seen *s)
+{
+	uint8_t *d = ipk_pkt_mtod(k), t[6];
+	uint32_t sum;
+
+	if (k->len >= 42 && d[12] == 0x08 && d[13] == 0x06) {
+		if (memcmp(d + 38, host_ip, 4) == 0) {
+			s->for_host++;
+			return 0;
+		}
+		if (memcmp(d + 38, ipk_ip, 4) || d[21] != 1) {
+			s->other++;
+			return 0;
+		}
+		s->arp_for_us++;
+		memcpy(d, d + 6, 6);
+		memcpy(d + 6, mac, 6);
+		d[21] = 2;                        /* RFC 826 reply */
+		memcpy(d + 32, d + 22, 10);       /* target = the asker */
+		memcpy(d + 22, mac, 6);
+		memcpy(d + 28, ipk_ip, 4);
+		return 1;
+	}
+	if (k->len >= 42 && d[12] == 0x08 && d[13] == 0x00 && (d[14] & 0x0f) == 5) {
+		if (memcmp(d + 30, host_ip, 4) == 0) {
+			s->for_host++;
+			return 0;
+		}
+		if (memcmp(d + 30, ipk_ip, 4) || d[23] != 1 || d[34] != 8) {
+			s->other++;
+			return 0;
+		}
+		s->icmp_for_us++;
+		memcpy(t, d, 6);
+		memcpy(d, d + 6, 6);
+		memcpy(d + 6, t, 6);
+		memcpy(d + 30, d + 26, 4);
+		memcpy(d + 26, ipk_ip, 4);
+		d[34] = 0;                        /* echo reply; RFC 1624 incremental sum */
+		sum = (uint32_t)((d[36] << 8) | d[37]) + 0x0800u;
+		sum = (sum & 0xffff) + (sum >> 16);
+		d[36] = (uint8_t)(sum >> 8);
+		d[37] = (uint8_t)sum;
+		return 1;
+	}
+	s->other++;
+	return 0;
+}
+
+static pid_t spawn_ping(const char *dst)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		dup2(fd, 1);
+		execlp("ip", "ip", "netns", "exec", ns_l, "ping", "-c", "3", "-i", "0.2", "-W", "2",
+		       dst, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Serve until the ping child exits (bounded); returns its exit status. */
+static int serve_until(struct ipk_io *io, pid_t pid, struct seen *s)
+{
+	uint64_t end = now_ms() + 15000;
+	struct ipk_pkt *v[32], *out[32];
+	int status = -1, i, n, k;
+
+	while (now_ms() < end) {
+		struct pollfd pf = { ipk_io_fd(io), POLLIN, 0 };
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+		if (ipk_io_arm(io) == 0)
+			poll(&pf, 1, 20);
+		n = ipk_io_rx_burst(io, v, 32);
+		for (i = 0, k = 0; i < n; i++) {
+			if (answer(v[i], ipk_io_caps(io)->mac, s))
+				out[k++] = v[i];
+			else
+				ipk_pkt_free(v[i]);
+		}
+		i = ipk_io_tx_burst(io, out, k);
+		for (; i < k; i++)
+			ipk_pkt_free(out[i]);
+		ipk_io_flush(io);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+static void run_mode(const char *mode)
+{
+	struct ipk_pool *pool = pool_new(2048);
+	char spec[128], err[256] = "";
+	struct ipk_io *io;
+	struct seen s;
+	uint32_t b = 1, d = 1;
+
+	memset(&s, 0, sizeof s);
+	snprintf(spec, sizeof spec, "afxdp:vk,queue=0,mode=%s,ip=10.77.0.2", mode);
+	io = ipk_io_open(spec, pool, err, sizeof err);
+	if (!io)
+		fprintf(stderr, "%s: %s\n", spec, err);
+	CHECK(io != NULL);
+	if (io) {
+		struct ipk_io_stats st;
+		CHECK_EQ(serve_until(io, spawn_ping("10.77.0.2"), &s), 0);   /* ipkit answers */
+		CHECK_EQ(serve_until(io, spawn_ping("10.77.0.3"), &s), 0);   /* kernel still does */
+		CHECK(s.arp_for_us >= 1);
+		CHECK(s.icmp_for_us >= 3);
+		CHECK_EQ(s.for_host, 0);                                      /* XDP_PASS */
+		ipk_io_stats(io, &st);
+		CHECK(st.tx_pkts >= 4);
+		CHECK_EQ(st.rx_errors + st.tx_errors, 0);
+		ipk_io_close(io);
+	}
+	ipk_pool_usage(pool, &b, &d);
+	CHECK_EQ(b, 0);
+	CHECK_EQ(d, 0);
+	ipk_pool_destroy(pool);
+	sh("ip -n %s neigh flush dev vl%s", ns_l, "");
+}
+
+static void test_skb_mode_ping_answered_and_host_traffic_passed(void) { run_mode("skb"); }
+static void test_drv_mode_ping_answered_and_host_traffic_passed(void) { run_mode("drv"); }
+
+/* set_addr after open (the runtime's way) steers like ip= does */
+static void test_set_addr_after_open_steers(void)
+{
+	struct ipk_pool *pool = pool_new(2048);
+	char err[256] = "";
+	struct ipk_io *io = ipk_io_open("afxdp:vk", pool, err, sizeof err);
+	struct seen s;
+
+	memset(&s, 0, sizeof s);
+	CHECK(io != NULL);
+	if (io) {
+		CHECK_EQ(ipk_io_set_addr(io, htonl(0x0a4d0002u),
+		                         NULL), 0);
+		CHECK_EQ(serve_until(io, spawn_ping("10.77.0.2"), &s), 0);
+		CHECK(s.icmp_for_us >= 3);
+		ipk_io_close(io);
+	}
+	ipk_pool_destroy(pool);
+	sh("ip -n %s neigh flush dev vl%s", ns_l, "");
+}
+
+static void expect_error(const char *spec, uint32_t buf_size, const char *want)
+{
+	struct ipk_pool *pool = pool_new(buf_size);
+	char err[256] = "";
+	struct ipk_io *io = ipk_io_open(spec, pool, err, sizeof err);
+	uint32_t b, d;
+
+	CHECK(io == NULL);
+	if (io)
+		ipk_io_close(io);
+	if (!strstr(err, want)) {
+		fprintf(stderr, "%s: message '%s' lacks '%s'\n", spec, err, want);
+		CHECK(0);
+	}
+	ipk_pool_usage(pool, &b, &d);
+	CHECK_EQ(b + d, 0);
+	ipk_pool_destroy(pool);
+}
+
+static void test_bad_configuration_messages(void)
+{
+	pid_t pid;
+	int status = -1;
+
+	expect_error("afxdp:ipknosuch0", 2048, "no such network interface");
+	expect_error("afxdp:vk,mode=turbo", 2048, "mode=turbo is not supported");
+	expect_error("afxdp:vk,ip=10.1", 2048, "not an IPv4 address");
+	expect_error("afxdp:vk,ring=100", 2048, "power of two");
+	expect_error("afxdp:vk,zc=1", 2048, "zero-copy");
+	expect_error("afxdp:vk", 16384, "cannot be a UMEM frame");
+	sh("ip link set dev vk mtu 3000%s%s", "", "");
+	expect_error("afxdp:vk", 2048, "too large");
+	sh("ip link set dev vk mtu 1500%s%s", "", "");
+	/* without privileges: the capability is named */
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(3);
+		check_failed_now_ = 0;
+		expect_error("afxdp:vk", 2048, "CAP_");
+		_exit(check_failed_now_);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(void)
+{
+	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1") != 0) {
+		printf("skip: needs root and iproute2\n");
+		return 77;
+	}
+	if (setup() < 0) {
+		fprintf(stderr, "cannot create namespaces/veth\n");
+		cleanup();
+		return 1;
+	}
+	RUN(test_skb_mode_ping_answered_and_host_traffic_passed);
+	RUN(test_drv_mode_ping_answered_and_host_traffic_passed);
+	RUN(test_set_addr_after_open_steers);
+	RUN(test_bad_configuration_messages);
+	cleanup();
+	return check_summary();
+}
