@@ -38,3 +38,5 @@
 #include "tcp_defence.c"
 #include "tcp_syncookie.c"
 #include "tcp_tw.c"
+#include "tcp_cubic.c"
+#include "tcp_keepalive.c"

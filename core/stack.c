@@ -37,6 +37,14 @@ static void config_default_tcp(struct ipk_config *cfg)
 	cfg->tcp_tw_max = 4096;
 	cfg->eph_port_lo = 49152;
 	cfg->eph_port_hi = 65535;
+	cfg->tcp_cc = IPK_CC_NEWRENO;
+	cfg->tcp_ack_every = 2;
+	cfg->tcp_quickack = 16;
+	cfg->tcp_ecn = 0;
+	cfg->tcp_keepalive = 0;
+	cfg->tcp_keepalive_cnt = 9;
+	cfg->tcp_keepalive_idle_ns = 7200 * IPK_NS_PER_S;
+	cfg->tcp_keepalive_intvl_ns = 75 * IPK_NS_PER_S;
 }
 
 void ipk_config_default(struct ipk_config *cfg)
@@ -88,6 +96,10 @@ static int config_valid(const struct ipk_config *cfg)
 	if (cfg->eph_port_lo == 0 || cfg->eph_port_lo > cfg->eph_port_hi)
 		return 0;
 	if (cfg->tcp_syncookies > 2)
+		return 0;
+	if (!ipk_tcp_cc_algo(cfg->tcp_cc) || cfg->tcp_ack_every == 0 ||
+	    cfg->tcp_keepalive_cnt == 0 || cfg->tcp_keepalive_idle_ns == 0 ||
+	    cfg->tcp_keepalive_intvl_ns == 0)
 		return 0;
 	return 1;
 }

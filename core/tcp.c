@@ -257,6 +257,10 @@ void ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 		ipk_tcp_iss_above(c, ctx->iss_floor);
 	if (ctx->cfg.tcp_nagle)
 		c->fl |= IPK_TCPF_NAGLE;
+	if (ctx->cfg.tcp_keepalive)
+		c->fl |= IPK_TCPF_KEEPALIVE;
+	c->quickack = ctx->cfg.tcp_quickack;
+	c->cc_algo = ctx->cfg.tcp_cc;
 	ipk_tcp_cc_init(ctx, c);
 }
 
@@ -598,6 +602,36 @@ int ipk_tcp_set_nagle(struct ipk_conn *c, int on)
 	return IPK_OK;
 }
 
+int ipk_tcp_set_cc(struct ipk_conn *c, unsigned algo)
+{
+	int rc = conn_check_ro(c);
+	const struct ipk_cc_algo *a = ipk_tcp_cc_algo(algo);
+
+	if (rc != IPK_OK)
+		return rc;
+	if (!a)
+		return IPK_EINVAL;
+	c->cc_algo = (uint8_t)algo;
+	a->init(c);
+	return IPK_OK;
+}
+
+int ipk_tcp_set_keepalive(struct ipk_ctx *ctx, struct ipk_conn *c, int on, uint64_t now)
+{
+	int rc = conn_check(ctx, c);
+
+	if (rc != IPK_OK)
+		return rc;
+	ctx->now = now;
+	if (on)
+		c->fl |= IPK_TCPF_KEEPALIVE;
+	else
+		c->fl &= ~IPK_TCPF_KEEPALIVE;
+	ipk_tcp_keepalive_restart(ctx, c);
+	ipk_tcp_timers_update(ctx, c);
+	return IPK_OK;
+}
+
 enum ipk_tcp_state ipk_tcp_state(const struct ipk_conn *c)
 {
 	if (conn_check_ro(c) != IPK_OK)
@@ -627,5 +661,7 @@ int ipk_tcp_info(const struct ipk_conn *c, struct ipk_tcp_info *info)
 	info->retransmits = c->retransmits;
 	info->snd_wscale = c->snd_wscale;
 	info->rcv_wscale = c->rcv_wscale;
+	info->cc_algo = c->cc_algo;
+	info->ecn = (c->fl & IPK_TCPF_ECN) ? 1u : 0u;
 	return IPK_OK;
 }

@@ -53,10 +53,25 @@
 #define IPK_TCPF_FIN_RCVD 0x2000u   /* peer's FIN consumed (rcv_nxt counts it) */
 #define IPK_TCPF_LINKED 0x4000u     /* in ctx->conn_hash */
 #define IPK_TCPF_ON_TIMERS 0x8000u  /* in ctx->timer_head list */
+#define IPK_TCPF_KEEPALIVE 0x10000u /* RFC 1122 §4.2.3.6 keep-alives on */
+#define IPK_TCPF_ECN 0x20000u       /* RFC 3168 negotiated on this connection */
+#define IPK_TCPF_ECE_OUT 0x40000u   /* receiver: echo ECE until the peer sends CWR */
+#define IPK_TCPF_CWR_OUT 0x80000u   /* sender: set CWR on the next new data segment */
+#define IPK_TCPF_CC_EPOCH 0x100000u /* CUBIC: a congestion-avoidance epoch is running */
 
 /* pb->aux flag for send-queue and out-of-order pbs */
 #define IPK_TCP_PB_COPY 0x1u /* send queue: packet filled by ipk_tcp_write (may grow) */
 #define IPK_TCP_PB_FIN 0x2u  /* out-of-order queue: segment carried FIN */
+
+/* Per-algorithm congestion-control state; one member per algorithm that needs any. */
+union ipk_cc_state {
+	struct {
+		uint32_t w_max;     /* RFC 9438 W_max, bytes (0: take cwnd at epoch start) */
+		uint32_t k_ms;      /* RFC 9438 K, milliseconds */
+		uint32_t epoch_ms;  /* start of the congestion-avoidance epoch (ms, wraps) */
+		uint32_t w_est;     /* RFC 9438 §4.3 Reno-friendly estimate, bytes */
+	} cubic;
+};
 
 /* A stale-handle guard: set while the object is a live connection. */
 #define IPK_TCP_MAGIC 0x7463706bu
@@ -92,6 +107,7 @@ struct ipk_conn {
 	uint32_t rcv_unread;        /* delivered, not yet ipk_tcp_recved */
 	uint16_t segs_unacked;      /* in-order segments since our last ACK */
 	uint16_t ooo_n;
+	uint32_t sndbuf;            /* cfg.tcp_sndbuf at open (for ipk_tcp_sndbuf_free) */
 
 	/* queues of pbs (see internal.h): send data from snd_una, out-of-order data */
 	struct ipk_pb *sq_head, *sq_tail;
@@ -112,16 +128,18 @@ struct ipk_conn {
 	uint8_t nrtx;               /* RTOs in a row */
 	uint8_t npersist;           /* persist back-off exponent */
 	uint8_t soft_err;           /* last ICMP soft error type (RFC 1122 §4.2.3.9) */
-	uint8_t pad_;
+	uint8_t cc_algo;            /* IPK_CC_* */
+	uint8_t quickack;           /* segments still ACKed at once (tcp_ack.c) */
+	uint8_t nkeepalive;         /* keep-alive probes unanswered */
 
 	/* congestion control (tcp_cc.c) */
 	uint32_t cwnd, ssthresh;
 	uint32_t recover;           /* RFC 6582 */
-	uint32_t bytes_acked;       /* RFC 3465 congestion avoidance counter */
+	uint32_t bytes_acked;       /* RFC 3465 counter; CUBIC's W_est counter */
+	union ipk_cc_state cc;      /* per-algorithm state */
 
-	uint64_t retransmits;
-	uint32_t sndbuf;            /* cfg.tcp_sndbuf at open (for ipk_tcp_sndbuf_free) */
-	uint32_t pad2_;
+	uint32_t retransmits;
+	uint64_t keepalive_at;      /* next keep-alive probe, 0 = off */
 
 	/* defences (tcp_defence.c, tcp_tw.c) */
 	uint64_t oow_until;         /* no ACK to an unacceptable segment before this time */
@@ -222,7 +240,56 @@ void ipk_tcp_rto_reset(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_arm_rtx(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_arm_persist(struct ipk_ctx *ctx, struct ipk_conn *c);
 
-/* ---- tcp_cc.c: NewReno (RFC 5681, 3465, 6582, 6928). Hooks for CUBIC later. */
+/* ---- tcp_keepalive.c (RFC 1122 §4.2.3.6) */
+/* The peer was heard from (or keep-alive switched): next probe after the idle time. */
+void ipk_tcp_keepalive_restart(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* keepalive_at is due: probe, or close when the peer stayed silent; 1 = closed. */
+int ipk_tcp_keepalive_fire(struct ipk_ctx *ctx, struct ipk_conn *c);
+
+/* ---- tcp_cc.c: the congestion-control interface and NewReno (RFC 5681, 3465, 6582,
+ * 6928). The loss-recovery code owns cwnd during recovery; an algorithm decides the
+ * growth outside it and the reduction when congestion is signalled. */
+
+/* cwnd never needs to exceed what a scaled window can use; the cap keeps additions
+ * from overflowing 32 bits. */
+#define IPK_TCP_CWND_MAX 0x40000000u
+
+enum ipk_cc_event {
+	IPK_CC_EV_LOSS = 0, /* fast retransmit / recovery entry: cwnd = ssthresh after */
+	IPK_CC_EV_RTO,      /* retransmission timeout: cwnd = one segment after */
+	IPK_CC_EV_ECN       /* RFC 3168 §6.1.2 ECE: cwnd = ssthresh after */
+};
+
+struct ipk_cc_algo {
+	/* Reset the algorithm's state (c->cc); cwnd and ssthresh are left alone. */
+	void (*init)(struct ipk_conn *c);
+	/* `acked` new bytes delivered outside recovery; grow cwnd. */
+	void (*on_ack)(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t acked, uint64_t rtt_ns);
+	/* Congestion signalled: set ssthresh and cwnd as the event says. */
+	void (*on_congestion)(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_cc_event ev);
+	/* Recovery ended (cwnd already set by the recovery code); may be NULL. */
+	void (*on_recovery_exit)(struct ipk_ctx *ctx, struct ipk_conn *c);
+};
+
+extern const struct ipk_cc_algo ipk_cc_newreno;
+extern const struct ipk_cc_algo ipk_cc_cubic;
+/* The table for an IPK_CC_* id; NULL when unknown. */
+const struct ipk_cc_algo *ipk_tcp_cc_algo(unsigned id);
+/* Dispatch to the connection's algorithm. */
+void ipk_tcp_cc_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t acked);
+void ipk_tcp_cc_congestion(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_cc_event ev);
+void ipk_tcp_cc_recovery_exit(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* RFC 5681 slow start with RFC 3465 byte counting, shared by the algorithms;
+ * returns the bytes left over when slow start ended inside this ACK. */
+uint32_t ipk_tcp_cc_slow_start(struct ipk_conn *c, uint32_t acked);
+
+/* ---- tcp_cubic.c: integer CUBIC (RFC 9438), exposed for unit tests */
+uint32_t ipk_cubic_cbrt(uint64_t x);
+/* W_cubic(t) in bytes for t ms since the epoch (RFC 9438 eq. 1). */
+uint32_t ipk_cubic_window(uint32_t w_max, uint32_t k_ms, uint32_t mss, uint32_t t_ms);
+/* K in ms (RFC 9438 eq. 2) for a window reduced from w_max to cwnd_epoch. */
+uint32_t ipk_cubic_k(uint32_t w_max, uint32_t cwnd_epoch, uint32_t mss);
+
 void ipk_tcp_cc_init(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* New data acknowledged (acked bytes, snd_una not yet advanced). Returns 1 when a
  * partial ACK in recovery asks for the next hole to be retransmitted. */

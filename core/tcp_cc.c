@@ -1,11 +1,14 @@
 /*
- * Congestion control: NewReno.
+ * Congestion control: the per-connection algorithm interface and NewReno.
  *   RFC 6928  initial window of 10 segments
  *   RFC 5681  slow start, congestion avoidance, fast retransmit
  *   RFC 3465  appropriate byte counting, L = 2
  *   RFC 6582  NewReno fast recovery with partial ACKs
- * The four calls below are the whole interface tcp_in.c and tcp_timer.c use, so a
- * CUBIC (or SACK-based recovery) can replace the bodies without touching them.
+ *
+ * Split of duties: the recovery code (ipk_tcp_cc_on_ack / on_dupack / on_rto below,
+ * or a SACK-based recovery) decides when congestion happened and owns cwnd while
+ * recovering; the algorithm (struct ipk_cc_algo: NewReno here, CUBIC in
+ * tcp_cubic.c) decides how far to back off and how to grow outside recovery.
  */
 #include <ipkit/core.h>
 #include <stddef.h>
@@ -15,56 +18,122 @@
 #include "tcp.h"
 #include "wire/wire.h"
 
-/* cwnd never needs to exceed what a scaled window can use; the cap keeps the
- * additions below from overflowing 32 bits. */
-#define CWND_MAX 0x40000000u
-
 static uint32_t flight(const struct ipk_conn *c)
 {
 	return c->snd_max - c->snd_una;
 }
 
-/* RFC 5681 (4): ssthresh = max(FlightSize / 2, 2 * SMSS) */
-static uint32_t half_flight(const struct ipk_conn *c)
+const struct ipk_cc_algo *ipk_tcp_cc_algo(unsigned id)
 {
-	return IPK_MAX(flight(c) / 2u, 2u * c->mss);
+	switch (id) {
+	case IPK_CC_NEWRENO:
+		return &ipk_cc_newreno;
+	case IPK_CC_CUBIC:
+		return &ipk_cc_cubic;
+	default:
+		return NULL;
+	}
 }
+
+static const struct ipk_cc_algo *algo(const struct ipk_conn *c)
+{
+	const struct ipk_cc_algo *a = ipk_tcp_cc_algo(c->cc_algo);
+
+	return a ? a : &ipk_cc_newreno;
+}
+
+void ipk_tcp_cc_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t acked)
+{
+	algo(c)->on_ack(ctx, c, acked, c->srtt);
+	if (c->cwnd > IPK_TCP_CWND_MAX)
+		c->cwnd = IPK_TCP_CWND_MAX;
+}
+
+void ipk_tcp_cc_congestion(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_cc_event ev)
+{
+	algo(c)->on_congestion(ctx, c, ev);
+	c->bytes_acked = 0;
+}
+
+void ipk_tcp_cc_recovery_exit(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	const struct ipk_cc_algo *a = algo(c);
+
+	if (a->on_recovery_exit)
+		a->on_recovery_exit(ctx, c);
+}
+
+uint32_t ipk_tcp_cc_slow_start(struct ipk_conn *c, uint32_t acked)
+{
+	/* RFC 3465 §2.2: slow start counts bytes, at most L*SMSS per ACK (L = 2). */
+	uint32_t inc = IPK_MIN(acked, 2u * c->mss);
+	uint32_t room = c->ssthresh - c->cwnd;
+
+	if (inc <= room) {
+		c->cwnd += inc;
+		return 0;
+	}
+	/* RFC 5681 §3.1: past ssthresh the rest counts as congestion avoidance. */
+	c->cwnd = c->ssthresh;
+	return acked - room;
+}
+
+/* ------------------------------------------------------------- NewReno */
+
+static void reno_init(struct ipk_conn *c)
+{
+	c->bytes_acked = 0;
+}
+
+static void reno_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t acked, uint64_t rtt)
+{
+	IPK_UNUSED(ctx);
+	IPK_UNUSED(rtt);
+	if (c->cwnd < c->ssthresh) {
+		acked = ipk_tcp_cc_slow_start(c, acked);
+		if (acked == 0)
+			return;
+	}
+	/* RFC 3465 §2.1: one SMSS per cwnd of bytes acknowledged. */
+	c->bytes_acked += acked;
+	if (c->bytes_acked >= c->cwnd) {
+		c->bytes_acked -= c->cwnd;
+		c->cwnd += c->mss;
+	}
+}
+
+static void reno_on_congestion(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_cc_event ev)
+{
+	IPK_UNUSED(ctx);
+	/* RFC 5681 (4): ssthresh = max(FlightSize / 2, 2 * SMSS) */
+	c->ssthresh = IPK_MAX(flight(c) / 2u, 2u * c->mss);
+	/* RFC 5681 §3.1: after an RTO the loss window is one segment. */
+	c->cwnd = ev == IPK_CC_EV_RTO ? c->mss : c->ssthresh;
+}
+
+const struct ipk_cc_algo ipk_cc_newreno = {
+	reno_init, reno_on_ack, reno_on_congestion, NULL
+};
+
+/* -------------------------------------------------- recovery (RFC 6582) */
 
 void ipk_tcp_cc_init(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	IPK_UNUSED(ctx);
 	/* RFC 6928 §2: IW = min(10*MSS, max(2*MSS, 14600)) */
 	c->cwnd = IPK_MIN(10u * c->mss, IPK_MAX(2u * c->mss, 14600u));
-	c->ssthresh = CWND_MAX; /* RFC 5681 §3.1: arbitrarily high */
-	c->bytes_acked = 0;
+	c->ssthresh = IPK_TCP_CWND_MAX; /* RFC 5681 §3.1: arbitrarily high */
 	c->recover = c->iss;
 	c->dupacks = 0;
 	c->fl &= ~IPK_TCPF_RECOVERY;
-}
-
-static void grow(struct ipk_conn *c, uint32_t acked)
-{
-	if (c->cwnd < c->ssthresh) {
-		/* RFC 3465 §2.2: slow start counts bytes, at most L*SMSS per ACK (L = 2). */
-		c->cwnd += IPK_MIN(acked, 2u * c->mss);
-	} else {
-		/* RFC 3465 §2.1: one SMSS per cwnd of bytes acknowledged. */
-		c->bytes_acked += acked;
-		if (c->bytes_acked >= c->cwnd) {
-			c->bytes_acked -= c->cwnd;
-			c->cwnd += c->mss;
-		}
-	}
-	if (c->cwnd > CWND_MAX)
-		c->cwnd = CWND_MAX;
+	algo(c)->init(c);
 }
 
 int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uint32_t acked)
 {
-	IPK_UNUSED(ctx);
 	c->dupacks = 0;
 	if (!(c->fl & IPK_TCPF_RECOVERY)) {
-		grow(c, acked);
+		ipk_tcp_cc_ack(ctx, c, acked);
 		return 0;
 	}
 	if (ipk_seq_ge(ack, c->recover)) {
@@ -73,6 +142,7 @@ int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uin
 
 		c->cwnd = IPK_MIN(c->ssthresh, IPK_MAX(fs, c->mss) + c->mss);
 		c->fl &= ~IPK_TCPF_RECOVERY;
+		ipk_tcp_cc_recovery_exit(ctx, c);
 		return 0;
 	}
 	/* RFC 6582 §3.2 (3) partial ACK: deflate by the amount acknowledged, add one
@@ -85,12 +155,11 @@ int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uin
 
 int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	IPK_UNUSED(ctx);
 	if (c->dupacks < 0xffffu)
 		c->dupacks++;
 	if (c->fl & IPK_TCPF_RECOVERY) {
 		/* RFC 6582 §3.2 (4): inflate for each segment that left the network. */
-		if (c->cwnd < CWND_MAX)
+		if (c->cwnd < IPK_TCP_CWND_MAX)
 			c->cwnd += c->mss;
 		return 0;
 	}
@@ -98,7 +167,7 @@ int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 	 * episode causes one window reduction. */
 	if (c->dupacks != 3 || !ipk_seq_gt(c->snd_una, c->recover))
 		return 0;
-	c->ssthresh = half_flight(c);
+	ipk_tcp_cc_congestion(ctx, c, IPK_CC_EV_LOSS);
 	c->recover = c->snd_max;
 	c->cwnd = c->ssthresh + 3u * c->mss;
 	c->fl |= IPK_TCPF_RECOVERY;
@@ -107,11 +176,7 @@ int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 void ipk_tcp_cc_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	IPK_UNUSED(ctx);
-	/* RFC 5681 §3.1 (4) and the loss window of one segment. */
-	c->ssthresh = half_flight(c);
-	c->cwnd = c->mss;
-	c->bytes_acked = 0;
+	ipk_tcp_cc_congestion(ctx, c, IPK_CC_EV_RTO);
 	c->dupacks = 0;
 	c->recover = c->snd_max;
 	c->fl &= ~IPK_TCPF_RECOVERY;

@@ -272,6 +272,7 @@ static void syn_sent_established(struct ipk_ctx *ctx, struct ipk_conn *c,
 	ipk_tcp_rto_reset(ctx, c);
 	ipk_tcp_enter(ctx, c, (c->fl & IPK_TCPF_FIN_QUEUED) ? IPK_TCP_FIN_WAIT_1 :
 	                                                         IPK_TCP_ESTABLISHED);
+	ipk_tcp_keepalive_restart(ctx, c);
 	ack_now(c);
 	announce(ctx, c);
 }
@@ -716,11 +717,16 @@ static void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 /* Process one segment for connection c; s->pkt stays the caller's unless queued. */
 void ipk_tcp_input_conn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
 {
+	/* RFC 1122 §4.2.3.6: an acceptable segment shows the peer alive. */
+	int heard = c->state != IPK_TCP_SYN_SENT && seq_acceptable(c, s);
+
 	ipk_tcp_hold(c);
 	if (c->state == IPK_TCP_SYN_SENT)
 		input_syn_sent(ctx, c, s);
 	else
 		input_synced(ctx, c, s);
+	if (heard && !zombie(c) && (c->fl & IPK_TCPF_KEEPALIVE))
+		ipk_tcp_keepalive_restart(ctx, c);
 	if (!zombie(c))
 		ipk_tcp_output(ctx, c);
 	ipk_tcp_release(ctx, c);

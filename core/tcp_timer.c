@@ -27,7 +27,8 @@ static uint64_t earliest(uint64_t a, uint64_t b)
 
 static uint64_t conn_deadline(const struct ipk_conn *c)
 {
-	return earliest(earliest(c->rtx_at, c->persist_at), earliest(c->delack_at, c->retry_at));
+	return earliest(earliest(earliest(c->rtx_at, c->persist_at), earliest(c->delack_at, c->retry_at)),
+	                c->keepalive_at);
 }
 
 void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
@@ -42,7 +43,7 @@ void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
 		c->timer_next->timer_prev = c->timer_prev;
 	c->timer_next = c->timer_prev = NULL;
 	c->fl &= ~IPK_TCPF_ON_TIMERS;
-	c->rtx_at = c->persist_at = c->delack_at = c->retry_at = 0;
+	c->rtx_at = c->persist_at = c->delack_at = c->retry_at = c->keepalive_at = 0;
 }
 
 void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c)
@@ -183,6 +184,8 @@ static int fire(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 	}
 	if (!gone && c->retry_at && c->retry_at <= now)
 		c->retry_at = 0;
+	if (!gone && c->keepalive_at && c->keepalive_at <= now)
+		gone = ipk_tcp_keepalive_fire(ctx, c);
 	if (!gone)
 		ipk_tcp_output(ctx, c);
 	return ipk_tcp_release(ctx, c) || gone;

@@ -86,6 +86,7 @@ struct ipk_tx_meta {
 	uint16_t l3_len; /* bytes of IPv4 header */
 	uint16_t l4_len; /* bytes of TCP/UDP header */
 	uint16_t mss;    /* with IPK_TXOFF_TSO: payload bytes per segment */
+	uint8_t tos;     /* IPv4 TOS byte the core wrote (RFC 3168 ECN bits in the low two) */
 };
 
 /* Why a connection was closed (ops->tcp_closed). */
@@ -357,6 +358,20 @@ struct ipk_config {
 	/* Connections in TIME_WAIT per context, default 4096; when one more enters, the
 	 * oldest is freed (counted in tcp_tw_recycled). 0 = no limit. */
 	uint32_t tcp_tw_max;
+
+	/* TCP congestion control, ACK policy, keep-alive, ECN */
+	uint8_t tcp_cc;             /* IPK_CC_* for new connections, default IPK_CC_NEWRENO */
+	uint8_t tcp_ack_every;      /* ACK at least every Nth full segment (RFC 5681 §4.2
+	                             * says at most 2), default 2, 1..255 */
+	uint8_t tcp_quickack;       /* segments ACKed at once at connection start and after
+	                             * out-of-order data (Linux-like quick-ACK), default 16 */
+	uint8_t tcp_ecn;            /* RFC 3168 ECN: ask for and accept it, default 0 (off) */
+	uint8_t tcp_keepalive;      /* RFC 1122 §4.2.3.6 keep-alives on new connections,
+	                             * default 0 (off); per connection: ipk_tcp_set_keepalive */
+	uint8_t tcp_keepalive_cnt;  /* unanswered probes before IPK_CLOSE_TIMEOUT, default 9 */
+	uint64_t tcp_keepalive_idle_ns;  /* idle time before the first probe, default 2 h
+	                                  * (RFC 1122: no less than two hours) */
+	uint64_t tcp_keepalive_intvl_ns; /* between unanswered probes, default 75 s */
 };
 
 #define IPK_CONFIG_VERSION 1u
@@ -446,6 +461,21 @@ int ipk_tcp_tuple(const struct ipk_conn *c, struct ipk_tuple *t);
 /* Per-connection Nagle switch (RFC 896); default from ipk_config.tcp_nagle. */
 int ipk_tcp_set_nagle(struct ipk_conn *c, int on);
 
+/* Congestion-control algorithms (ipk_config.tcp_cc, ipk_tcp_set_cc). */
+#define IPK_CC_NEWRENO 0u /* RFC 5681 / RFC 6582 */
+#define IPK_CC_CUBIC 1u   /* RFC 9438 */
+
+/* Choose the congestion-control algorithm of one connection (any state). The
+ * algorithm's own state starts afresh; cwnd and ssthresh carry over. Returns IPK_OK,
+ * IPK_EINVAL for a NULL handle or an unknown algorithm, IPK_ECLOSED for a closed one. */
+int ipk_tcp_set_cc(struct ipk_conn *c, unsigned algo);
+
+/* Keep-alives for one connection (RFC 1122 §4.2.3.6), using the context's
+ * tcp_keepalive_idle_ns / _intvl_ns / _cnt: after idle time with nothing to send,
+ * probe; when tcp_keepalive_cnt probes in a row go unanswered the connection closes
+ * with IPK_CLOSE_TIMEOUT. Returns IPK_OK, IPK_EINVAL (NULL handle) or IPK_ECLOSED. */
+int ipk_tcp_set_keepalive(struct ipk_ctx *ctx, struct ipk_conn *c, int on, uint64_t now);
+
 /* Connection state, as RFC 9293 names them. */
 enum ipk_tcp_state {
 	IPK_TCP_CLOSED = 0, IPK_TCP_LISTEN, IPK_TCP_SYN_SENT, IPK_TCP_SYN_RECEIVED,
@@ -464,6 +494,8 @@ struct ipk_tcp_info {
 	uint64_t srtt_ns, rttvar_ns, rto_ns;
 	uint64_t retransmits;
 	uint8_t snd_wscale, rcv_wscale;
+	uint8_t cc_algo;        /* IPK_CC_* */
+	uint8_t ecn;            /* 1 when RFC 3168 ECN was negotiated */
 };
 int ipk_tcp_info(const struct ipk_conn *c, struct ipk_tcp_info *info);
 
