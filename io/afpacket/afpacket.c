@@ -50,6 +50,7 @@ struct afp_priv {
 	size_t tx_ring_size;
 	uint32_t tx_fsize, tx_nframes, tx_head, tx_pending;
 	uint32_t room;
+	uint32_t seg_off, seg_i;           /* progress through a super-frame being cut */
 };
 
 /* ------------------------------------------------------------- setup */
@@ -321,6 +322,104 @@ static struct tpacket_block_desc *afp_block_ready(struct afp_priv *q)
 	return b;
 }
 
+/* ---- software segmentation of coalesced TCP frames ----
+ * A veth peer (or GRO) hands AF_PACKET whole TSO super-frames (up to 64 KiB, checksum
+ * partial). The core takes flat packets of one pool buffer, so cut them back into
+ * MTU-sized segments here, as the peer's NIC would have: each copies the headers, gets
+ * its slice of payload, a fresh IPv4 total length / id / header checksum and its own
+ * sequence number; FIN and PSH only on the last, CWR only on the first. The L4 checksum
+ * is not recomputed: only frames the kernel marked as locally built or verified come here. */
+static uint16_t afp_ip_csum(const uint8_t *h, uint32_t ihl)
+{
+	uint32_t s = 0, i;
+
+	for (i = 0; i < ihl; i += 2)
+		if (i != 10)
+			s += (uint32_t)(h[i] << 8 | h[i + 1]);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+static void afp_seg_fix(uint8_t *f, uint32_t ihl, uint32_t plen, uint32_t i, uint32_t off,
+                        int last)
+{
+	uint8_t *ip = f + 14, *th = ip + ihl;
+	uint32_t thl = (uint32_t)(th[12] >> 4) * 4, tot = ihl + thl + plen;
+	uint32_t id = (uint32_t)(ip[4] << 8 | ip[5]) + i;
+	uint32_t seq = ((uint32_t)th[4] << 24 | (uint32_t)th[5] << 16 | (uint32_t)th[6] << 8 | th[7]) + off;
+	uint16_t c;
+
+	ip[2] = (uint8_t)(tot >> 8);
+	ip[3] = (uint8_t)tot;
+	ip[4] = (uint8_t)(id >> 8);
+	ip[5] = (uint8_t)id;
+	c = afp_ip_csum(ip, ihl);
+	ip[10] = (uint8_t)(c >> 8);
+	ip[11] = (uint8_t)c;
+	th[4] = (uint8_t)(seq >> 24);
+	th[5] = (uint8_t)(seq >> 16);
+	th[6] = (uint8_t)(seq >> 8);
+	th[7] = (uint8_t)seq;
+	if (!last)
+		th[13] &= (uint8_t)~0x09; /* FIN, PSH */
+	if (i)
+		th[13] &= (uint8_t)~0x80; /* CWR */
+}
+
+/* Cuts as many segments as fit in pkts[0..n) and returns their count; *done is set when
+ * the frame is finished (cut completely or dropped and counted), else the next call
+ * continues at q->seg_off. */
+static int afp_rx_segment(struct ipk_io *io, struct afp_priv *q, const uint8_t *f,
+                          uint32_t len, struct ipk_pkt **pkts, int n, int *done)
+{
+	uint32_t ihl, thl, hl, tot, mss;
+	int got = 0;
+
+	*done = 1;
+	if (len < 54 || f[12] != 0x08 || f[13] != 0x00 || (f[14] >> 4) != 4 || f[23] != 6)
+		goto drop;
+	ihl = (uint32_t)(f[14] & 15) * 4;
+	tot = (uint32_t)(f[16] << 8 | f[17]);
+	if (ihl < 20 || 14 + ihl + 20 > len || tot + 14 > len || tot < ihl + 20)
+		goto drop;
+	thl = (uint32_t)(f[14 + ihl + 12] >> 4) * 4;
+	hl = 14 + ihl + thl;
+	if (thl < 20 || hl > tot + 14 || io->caps.mtu <= ihl + thl)
+		goto drop;
+	mss = io->caps.mtu - ihl - thl;
+	len = tot + 14;
+	/* Bounded by n and by the frame length. */
+	for (; hl + q->seg_off < len && got < n; q->seg_off += mss, q->seg_i++) {
+		uint32_t off = q->seg_off;
+		uint32_t plen = len - hl - off < mss ? len - hl - off : mss;
+		struct ipk_pkt *k = ipk_pkt_alloc(io->pool);
+
+		if (!k) {
+			io->st.rx_drops++;
+			break; /* the rest is lost; TCP retransmits it */
+		}
+		memcpy(ipk_pkt_mtod(k), f, hl);
+		memcpy(ipk_pkt_mtod(k) + hl, f + hl + off, plen);
+		afp_seg_fix(ipk_pkt_mtod(k), ihl, plen, q->seg_i, off, hl + off + plen >= len);
+		k->len = hl + plen;
+		k->rx_csum = IPK_RXCSUM_L4_GOOD;
+		pkts[got++] = k;
+		io->st.rx_pkts++;
+		io->st.rx_bytes += k->len;
+	}
+	if (got == n && hl + q->seg_off < len) {
+		*done = 0;
+		return got;
+	}
+	q->seg_off = q->seg_i = 0;
+	return got;
+drop:
+	q->seg_off = q->seg_i = 0;
+	io->st.rx_drops++;
+	return 0;
+}
+
 static struct ipk_pkt *afp_rx_copy(struct ipk_io *io, struct afp_priv *q,
                                    const struct tpacket3_hdr *h)
 {
@@ -361,9 +460,20 @@ static int afp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 		if (!b)
 			break;
 		h = (const struct tpacket3_hdr *)q->rx_pkt;
-		k = afp_rx_copy(io, q, h);
-		if (k)
-			pkts[got++] = k;
+		if (h->tp_snaplen > q->room && h->tp_snaplen == h->tp_len &&
+		    (h->tp_status & (TP_STATUS_CSUM_VALID | TP_STATUS_CSUMNOTREADY)) &&
+		    (const uint8_t *)h + h->tp_mac + h->tp_snaplen <= q->rx_ring + q->rx_ring_size) {
+			int done;
+
+			got += afp_rx_segment(io, q, (const uint8_t *)h + h->tp_mac, h->tp_snaplen,
+			                      pkts + got, n - got, &done);
+			if (!done)
+				break; /* the caller's burst is full; continue next time */
+		} else {
+			k = afp_rx_copy(io, q, h);
+			if (k)
+				pkts[got++] = k;
+		}
 		q->rx_pkt += h->tp_next_offset;
 		if (--q->rx_left == 0) {
 			__atomic_store_n(&b->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
