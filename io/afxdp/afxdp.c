@@ -431,7 +431,7 @@ static int xdp_socket(struct ipk_io *io, const struct xdp_opts *o, const char *d
 {
 	struct xdp_priv *p = xdp_priv(io);
 	struct xsk_socket_config sc;
-	int rc;
+	int rc, tries;
 
 	memset(&sc, 0, sizeof sc);
 	sc.rx_size = p->ring;
@@ -439,7 +439,18 @@ static int xdp_socket(struct ipk_io *io, const struct xdp_opts *o, const char *d
 	sc.libxdp_flags = o->prog ? XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD : 0;
 	sc.xdp_flags = xdp_flags;
 	sc.bind_flags = XDP_USE_NEED_WAKEUP | (o->zc ? XDP_ZEROCOPY : XDP_COPY);
-	rc = xsk_socket__create(&p->xsk, dev, (uint32_t)o->queue, p->umem, &p->rx, &p->tx, &sc);
+	/* A socket closed just before on this queue is released by deferred kernel work;
+	 * until then the bind fails with EBUSY. Wait for it, bounded (1 s). */
+	for (tries = 0;; tries++) {
+		rc = xsk_socket__create(&p->xsk, dev, (uint32_t)o->queue, p->umem, &p->rx, &p->tx,
+		                        &sc);
+		if (rc != -EBUSY || tries >= 100)
+			break;
+		usleep(10000);
+	}
+	if (rc == -EBUSY)
+		return ipk_io_err(err, el, EBUSY, "afxdp:%s: queue %ld is already bound to another "
+		                  "AF_XDP socket", dev, o->queue);
 	if (rc < 0 && o->zc && (rc == -EOPNOTSUPP || rc == -EINVAL || rc == -EPROTONOSUPPORT))
 		return ipk_io_err(err, el, EOPNOTSUPP, "afxdp:%s: zero-copy (zc=1) is not offered "
 		                  "by this driver or XDP mode; use zc=0 (copy mode)", dev);

@@ -238,6 +238,8 @@ static void test_set_addr_after_open_steers(void)
 	struct seen s;
 
 	memset(&s, 0, sizeof s);
+	if (!io)
+		fprintf(stderr, "afxdp:vk: %s\n", err);
 	CHECK(io != NULL);
 	if (io) {
 		CHECK_EQ(ipk_io_set_addr(io, htonl(0x0a4d0002u),
