@@ -40,3 +40,4 @@
 #include "tcp_tw.c"
 #include "tcp_cubic.c"
 #include "tcp_keepalive.c"
+#include "tcp_ack.c"

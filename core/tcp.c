@@ -437,7 +437,10 @@ static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_
 		struct ipk_pb *pb = c->sq_tail;
 		uint32_t have, n;
 
-		if (!pb || !(pb->aux & IPK_TCP_PB_COPY) || pb->len >= cap) {
+		/* An acknowledged head moved pb->off on, not the packet's start: the room
+		 * left is what the buffer has after the packet's current end. */
+		if (!pb || !(pb->aux & IPK_TCP_PB_COPY) || pb->len >= cap ||
+		    ipk_pkt_len(ctx, pb->pkt) >= ctx->cfg.pkt_buf_size) {
 			void *p = ipk_pkt_alloc(ctx);
 
 			if (!p) {
@@ -457,7 +460,7 @@ static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_
 			sq_append(c, pb);
 		}
 		have = ipk_pkt_len(ctx, pb->pkt);
-		n = IPK_MIN(len - done, cap - pb->len);
+		n = IPK_MIN(IPK_MIN(len - done, cap - pb->len), ctx->cfg.pkt_buf_size - have);
 		/* Bytes after the old end are new; clones already sent never see them. */
 		ipk_pkt_set_len(ctx, pb->pkt, have + n);
 		ipk_memcpy(ipk_pkt_data(ctx, pb->pkt) + have, buf + done, n);

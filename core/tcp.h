@@ -240,6 +240,12 @@ void ipk_tcp_rto_reset(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_arm_rtx(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_arm_persist(struct ipk_ctx *ctx, struct ipk_conn *c);
 
+/* ---- tcp_ack.c: the delayed-ACK policy */
+/* `len` in-order bytes were accepted (hole_filled: they reached queued data). */
+void ipk_tcp_ack_data(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len, int hole_filled);
+/* Out-of-order data arrived. */
+void ipk_tcp_ack_ooo(struct ipk_ctx *ctx, struct ipk_conn *c);
+
 /* ---- tcp_keepalive.c (RFC 1122 §4.2.3.6) */
 /* The peer was heard from (or keep-alive switched): next probe after the idle time. */
 void ipk_tcp_keepalive_restart(struct ipk_ctx *ctx, struct ipk_conn *c);

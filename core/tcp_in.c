@@ -445,8 +445,10 @@ static int ack_process(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 	if (ipk_seq_gt(ack, c->snd_una)) {
 		new_ack(ctx, c, ack);
 	} else if (s->len == 0 && !(s->h.flags & (IPK_TCP_SYN | IPK_TCP_FIN)) && wnd == old_wnd &&
-	           c->snd_max != c->snd_una) {
-		/* RFC 5681 §2 DUPLICATE ACKNOWLEDGMENT (a)-(e) */
+	           c->snd_max != c->snd_una && wnd != 0) {
+		/* RFC 5681 §2 DUPLICATE ACKNOWLEDGMENT (a)-(e); with a zero window the
+		 * outstanding byte is a persist probe (RFC 9293 §3.8.6.1) and its answers
+		 * say nothing about loss. */
 		dup_ack(ctx, c);
 	}
 	return !zombie(c);
@@ -649,23 +651,16 @@ static void text_process(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 	}
 	if (seq != c->rcv_nxt) {
 		ooo_insert(ctx, c, s, seq, off, len, fin);
-		ack_now(c); /* RFC 5681 §4.2: immediate ACK for out-of-order data */
+		ipk_tcp_ack_ooo(ctx, c);
 		return;
 	}
 	deliver(ctx, c, s->pkt, off, len);
-	if (len)
-		c->segs_unacked++;
 	if (!zombie(c))
 		ooo_drain(ctx, c);
 	/* The FIN counts only where it sits: the drain may have consumed a queued copy. */
 	if (fin && !zombie(c) && c->rcv_nxt == seq + len)
 		fin_process(ctx, c);
-	/* RFC 9293 §3.8.6.3 / RFC 5681 §4.2: ACK at least every second full segment,
-	 * at once when a hole was filled; else delay. */
-	if (had_ooo || ctx->cfg.tcp_delack_ns == 0 || c->segs_unacked >= 2)
-		ack_now(c);
-	else if (len)
-		c->fl |= IPK_TCPF_ACK_LATER;
+	ipk_tcp_ack_data(ctx, c, len, had_ooo);
 }
 
 /* ------------------------------------------------------------ dispatch */

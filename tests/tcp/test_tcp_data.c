@@ -628,9 +628,11 @@ static void test_established_icmp_needfrag_lowers_mss(void)
 	finish(t);
 }
 
+static void no_quickack(struct ipk_config *c) { c->tcp_quickack = 0; }
+
 static void test_established_delayed_ack_every_second_segment(void)
 {
-	struct th *t = th_new(NULL);
+	struct th *t = th_new(no_quickack);
 	struct ipk_conn *c;
 	struct tseg s;
 	uint32_t iss = th_accept(t, IRS, NULL, W, &c);
