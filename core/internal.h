@@ -157,6 +157,10 @@ struct ipk_ctx {
 	uint8_t cookie_keyed;
 	uint8_t iss_floor_on;         /* new connections take an ISS above iss_floor */
 	uint32_t iss_floor;           /* (a TIME_WAIT 4-tuple being reused, tcp_tw.c) */
+	/* RFC 2883: a duplicate the segment being processed carried, for the next ACK
+	 * to that connection (tcp_sack.c); dsack_c is NULL when there is none. */
+	struct ipk_conn *dsack_c;
+	uint32_t dsack_l, dsack_r;
 };
 #define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */

@@ -41,3 +41,7 @@
 #include "tcp_cubic.c"
 #include "tcp_keepalive.c"
 #include "tcp_ack.c"
+#include "tcp_ts.c"
+#include "tcp_sack.c"
+#include "tcp_sb.c"
+#include "tcp_rack.c"

@@ -35,6 +35,9 @@ static void config_default_tcp(struct ipk_config *cfg)
 	cfg->tcp_synrecv_max = 256;
 	cfg->tcp_syncookies = 1;
 	cfg->tcp_tw_max = 4096;
+	cfg->tcp_sack = 1;
+	cfg->tcp_timestamps = 1;
+	cfg->tcp_rack = 1;
 	cfg->eph_port_lo = 49152;
 	cfg->eph_port_hi = 65535;
 	cfg->tcp_cc = IPK_CC_NEWRENO;
@@ -337,6 +340,7 @@ const char *ipk_drop_name(enum ipk_drop reason)
 		"tcp_no_conn", "tcp_out_of_window", "tcp_bad_ack", "tcp_bad_flags",
 		"tcp_ooo_full", "tcp_backlog", "tcp_refused", "no_conn_mem", "no_pb",
 		"arp_queue_full", "arp_timeout", "no_pkt", "chain", "no_route",
+		"tcp_paws",
 	};
 	unsigned r = (unsigned)reason;
 

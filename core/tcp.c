@@ -217,6 +217,14 @@ void ipk_tcp_syn_opts(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_
 		c->snd_wscale = 0;
 		c->rcv_wscale = 0;
 	}
+	/* RFC 2018 §2: SACK only when both SYNs carry SACK-permitted. */
+	if (o->has_sack_perm && ctx->cfg.tcp_sack)
+		c->fl |= IPK_TCPF_SACK_OK;
+	else
+		c->fl &= ~IPK_TCPF_SACK_OK;
+	ipk_tcp_ts_syn(ctx, c, o);
+	if (c->fl & IPK_TCPF_TS_OK)
+		c->mss -= IPK_TCP_TS_LEN; /* RFC 7323 §3.2: room for TS in every segment */
 	ipk_tcp_cc_init(ctx, c); /* the initial window is in units of the real MSS */
 }
 
@@ -666,5 +674,8 @@ int ipk_tcp_info(const struct ipk_conn *c, struct ipk_tcp_info *info)
 	info->rcv_wscale = c->rcv_wscale;
 	info->cc_algo = c->cc_algo;
 	info->ecn = (c->fl & IPK_TCPF_ECN) ? 1u : 0u;
+	info->sack_ok = (c->fl & IPK_TCPF_SACK_OK) ? 1 : 0;
+	info->ts_ok = (c->fl & IPK_TCPF_TS_OK) ? 1 : 0;
+	info->sacked_bytes = ipk_tcp_sb_sacked_bytes(c);
 	return IPK_OK;
 }

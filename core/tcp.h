@@ -58,10 +58,26 @@
 #define IPK_TCPF_ECE_OUT 0x40000u   /* receiver: echo ECE until the peer sends CWR */
 #define IPK_TCPF_CWR_OUT 0x80000u   /* sender: set CWR on the next new data segment */
 #define IPK_TCPF_CC_EPOCH 0x100000u /* CUBIC: a congestion-avoidance epoch is running */
+#define IPK_TCPF_TS_OK 0x200000u    /* RFC 7323 timestamps negotiated */
+#define IPK_TCPF_SACK_OK 0x400000u  /* RFC 2018 SACK negotiated */
+#define IPK_TCPF_SACK_RCVY 0x800000u /* RFC 6675 loss recovery (cwnd held at ssthresh) */
+#define IPK_TCPF_TLP_OUT 0x1000000u /* RFC 8985 §7: a tail loss probe is unanswered */
 
 /* pb->aux flag for send-queue and out-of-order pbs */
 #define IPK_TCP_PB_COPY 0x1u /* send queue: packet filled by ipk_tcp_write (may grow) */
 #define IPK_TCP_PB_FIN 0x2u  /* out-of-order queue: segment carried FIN */
+#define IPK_TCP_PB_RECENT 0x4u /* out-of-order queue: the segment that arrived last */
+
+/* c->rtx_kind: what the one loss timer (rtx_at) does when it fires */
+#define IPK_TCP_RTX_RTO 0u /* RFC 6298 retransmission timeout */
+#define IPK_TCP_RTX_REO 1u /* RFC 8985 §6.3 RACK reordering timer */
+#define IPK_TCP_RTX_TLP 2u /* RFC 8985 §7 probe timeout */
+
+/* RFC 7323 §3.2: NOP,NOP,TS takes 12 bytes of every segment once negotiated. */
+#define IPK_TCP_TS_LEN 12u
+/* SACKed ranges the sender keeps per connection (tcp_sb.c); more blocks than this
+ * are merged away conservatively (treated as not SACKed). */
+#define IPK_TCP_SB_MAX 16u
 
 /* Per-algorithm congestion-control state; one member per algorithm that needs any. */
 union ipk_cc_state {
@@ -131,6 +147,7 @@ struct ipk_conn {
 	uint8_t cc_algo;            /* IPK_CC_* */
 	uint8_t quickack;           /* segments still ACKed at once (tcp_ack.c) */
 	uint8_t nkeepalive;         /* keep-alive probes unanswered */
+	uint8_t rtx_kind;           /* IPK_TCP_RTX_*: meaning of rtx_at */
 
 	/* congestion control (tcp_cc.c) */
 	uint32_t cwnd, ssthresh;
@@ -139,6 +156,7 @@ struct ipk_conn {
 	union ipk_cc_state cc;      /* per-algorithm state */
 
 	uint32_t retransmits;
+	uint32_t min_rtt_us;        /* RFC 8985 §6.2: smallest RTT seen (0 = none yet) */
 	uint64_t keepalive_at;      /* next keep-alive probe, 0 = off */
 
 	/* defences (tcp_defence.c, tcp_tw.c) */
@@ -147,7 +165,26 @@ struct ipk_conn {
 	uint64_t tw_since;          /* when TIME_WAIT was entered */
 	uint8_t tw_linked;
 	uint8_t pad3_[7];
+
+	/* RFC 7323 §4.3 */
+	uint32_t ts_recent;         /* TS.Recent */
+	uint32_t ts_recent_ms;      /* our ms clock when TS.Recent was set (PAWS §5.5) */
+	/* Per-flight loss-recovery state, drawn from the pb pool when first needed and
+	 * returned when all data is acknowledged; NULL on an idle connection (tcp_sb.c). */
+	struct ipk_pb *sb;
 };
+
+/*
+ * The scoreboard record c->sb is a pb descriptor whose fields hold the flight's
+ * recovery state (named below); its `next` chain holds the SACKed ranges as
+ * (pb->seq, pb->len), sorted and disjoint, at most IPK_TCP_SB_MAX of them.
+ */
+#define IPK_SB_HIGH_RXT(r) ((r)->seq) /* RFC 6675 HighRxt: holes below it were resent */
+#define IPK_SB_LOST_END(r) ((r)->off) /* unSACKed bytes below it are lost */
+#define IPK_SB_RACK_END(r) ((r)->len) /* RFC 8985 RACK.end_seq */
+#define IPK_SB_RACK_RTT(r) ((r)->aux) /* RACK.rtt, microseconds */
+#define IPK_SB_RACK_TS(r) ((r)->t)    /* RACK.xmit_ts, ns (0 = nothing delivered yet) */
+#define IPK_SB_REO_MULT(r) ((r)->xmit) /* RACK.reo_wnd_mult (RFC 8985 §6.2 step 4) */
 
 IPK_INLINE int ipk_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
 IPK_INLINE int ipk_seq_le(uint32_t a, uint32_t b) { return (int32_t)(a - b) <= 0; }
@@ -303,6 +340,59 @@ int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uin
 /* A duplicate ACK; returns 1 when fast retransmit is due now. */
 int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_cc_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* RFC 6675 §5 (4.2): a SACK loss episode starts (cwnd and ssthresh reduced once). */
+void ipk_tcp_cc_sack_enter(struct ipk_ctx *ctx, struct ipk_conn *c);
+
+/* ---- tcp_ts.c: RFC 7323 timestamps */
+uint32_t ipk_tcp_ts_now(const struct ipk_ctx *ctx, const struct ipk_conn *c);
+/* Negotiate from the peer's SYN (our SYN offered TS when cfg.tcp_timestamps). */
+void ipk_tcp_ts_syn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o);
+/* RFC 7323 §5.3 R1: 1 when the segment must be dropped (counted; the caller owes
+ * an ACK). */
+int ipk_tcp_paws_reject(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
+/* §4.3: remember the peer's TSval from an acceptable segment. */
+void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
+/* §4.1: RTT sample from TSecr on an ACK that advanced snd_una; 0 when none taken. */
+int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
+
+/* ---- tcp_sack.c: receiver side, RFC 2018 / RFC 2883 */
+/* Options of a non-SYN segment: TS and SACK blocks. Returns 1 when any were set. */
+int ipk_tcp_seg_opts(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_opts *o);
+/* Report [l, r) as a duplicate in the next ACK (RFC 2883 §4). */
+void ipk_tcp_dsack_note(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r);
+/* The out-of-order pb pb arrived last: its block goes first (RFC 2018 §4). */
+void ipk_tcp_sack_recent(struct ipk_conn *c, struct ipk_pb *pb);
+
+/* ---- tcp_sb.c: sender scoreboard and RFC 6675 loss recovery */
+/* Process an ACK's SACK blocks and cumulative ACK (after snd_una moved). */
+void ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s,
+                       uint32_t prev_una, int dup);
+/* Enter or leave RFC 6675 recovery as the lost holes and snd_una say. */
+void ipk_tcp_sb_recover(struct ipk_ctx *ctx, struct ipk_conn *c);
+uint32_t ipk_tcp_sb_sacked_bytes(const struct ipk_conn *c);
+/* Bytes in flight as RFC 6675 §4 SetPipe counts them. */
+uint32_t ipk_tcp_sb_pipe(const struct ipk_conn *c);
+/* Retransmit lost holes while cwnd allows (RFC 6675 §5 (C), NextSeg rule 1). */
+void ipk_tcp_sb_output(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* RTO with SACK: everything not SACKed is lost; returns 0 when it cannot help. */
+int ipk_tcp_sb_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c);
+int ipk_tcp_sb_sacked(const struct ipk_conn *c, uint32_t l, uint32_t r);
+void ipk_tcp_sb_free(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Raise the lost boundary (holes below it are lost). */
+void ipk_tcp_sb_mark_lost(struct ipk_conn *c, uint32_t end);
+
+/* ---- tcp_rack.c: RFC 8985 RACK-TLP */
+/* Payload [seq, seq+len) went out now: stamp the send-queue pbs. */
+void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len);
+/* [l, r) was delivered (cumulatively or by SACK): §6.2 steps 1-3. */
+void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r);
+/* §6.2 step 5: mark lost what the reordering window has expired on; returns the
+ * ns until the next segment would expire (0 = none pending). */
+uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Arm rtx_at as RACK reorder timer, TLP or RTO, whichever applies (§6.3, §7.2). */
+void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t reo);
+/* The loss timer fired with kind REO or TLP. */
+void ipk_tcp_rack_timer(struct ipk_ctx *ctx, struct ipk_conn *c);
 
 /* ---- tcp_defence.c: RFC 5961 challenge ACKs and the ACK-loop limit */
 /* Owe a challenge ACK (RFC 5961 §3.2, §4.2, §5.2) unless a limit says no; counted. */

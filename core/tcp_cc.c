@@ -181,3 +181,14 @@ void ipk_tcp_cc_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 	c->recover = c->snd_max;
 	c->fl &= ~IPK_TCPF_RECOVERY;
 }
+
+void ipk_tcp_cc_sack_enter(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	IPK_UNUSED(ctx);
+	/* RFC 6675 §5 (4.2)/(4.3): RecoveryPoint = HighData; cwnd = ssthresh = half the
+	 * flight. Pipe, not cwnd inflation, then paces the retransmissions. */
+	c->ssthresh = half_flight(c);
+	c->cwnd = c->ssthresh;
+	c->recover = c->snd_max;
+	c->bytes_acked = 0;
+}

@@ -361,25 +361,33 @@ static void input_unacceptable(struct ipk_ctx *ctx, struct ipk_conn *c,
 	ipk_tcp_oow_ack(ctx, c, s);
 	if (c->state == IPK_TCP_TIME_WAIT && (s->h.flags & IPK_TCP_FIN))
 		tw_arm(ctx, c);
-	if (ipk_seq_le(s->h.seq + ipk_tcp_seg_len(s), c->rcv_nxt))
+	if (ipk_seq_le(s->h.seq + ipk_tcp_seg_len(s), c->rcv_nxt)) {
 		ctx->cnt.tcp_dup_segs++;
+		if (s->len)
+			ipk_tcp_dsack_note(ctx, c, s->h.seq, s->h.seq + s->len);
+	}
 	ipk_drop(ctx, IPK_DROP_TCP_OUT_OF_WINDOW);
 }
 
 /* ------------------------------------------------------- synchronized: ACK */
 
-static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack)
+static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
 {
-	uint32_t acked = ack - c->snd_una, bytes;
+	uint32_t ack = s->h.ack, acked = ack - c->snd_una, bytes;
 	int partial;
 
-	if ((c->fl & IPK_TCPF_RTT_ON) && ipk_seq_ge(ack, c->rtt_seq)) {
+	if (ipk_tcp_ts_rtt(ctx, c, s)) {
+		c->fl &= ~IPK_TCPF_RTT_ON;
+	} else if ((c->fl & IPK_TCPF_RTT_ON) && ipk_seq_ge(ack, c->rtt_seq)) {
 		c->fl &= ~IPK_TCPF_RTT_ON;
 		ipk_tcp_rtt_sample(ctx, c, ctx->now - c->rtt_t);
 	}
 	if (c->snd_una == c->iss)
 		acked--; /* our SYN is not data for congestion control */
-	partial = acked ? ipk_tcp_cc_on_ack(ctx, c, ack, acked) : 0;
+	if (c->fl & IPK_TCPF_SACK_OK)
+		ipk_tcp_rack_delivered(ctx, c, c->snd_una, ack);
+	/* RFC 6675 §5: in SACK recovery cwnd stays at ssthresh; pipe does the pacing. */
+	partial = acked && !(c->fl & IPK_TCPF_SACK_RCVY) ? ipk_tcp_cc_on_ack(ctx, c, ack, acked) : 0;
 	bytes = ipk_tcp_sq_release(ctx, c, ack);
 	c->snd_una = ack;
 	if (ipk_seq_lt(c->snd_nxt, ack))
@@ -388,8 +396,9 @@ static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack)
 	c->npersist = 0;
 	/* RFC 6298 (5.2)/(5.3): stop when all is acknowledged, else restart. */
 	c->rtx_at = 0;
+	c->fl &= ~IPK_TCPF_TLP_OUT;
 	if (c->snd_una != c->snd_max)
-		ipk_tcp_arm_rtx(ctx, c);
+		ipk_tcp_arm_loss_timer(ctx, c, 0);
 	if (partial) {
 		uint32_t n = IPK_MIN(c->mss, ipk_tcp_data_end(c) - c->snd_una);
 
@@ -419,7 +428,8 @@ static void dup_ack(struct ipk_ctx *ctx, struct ipk_conn *c)
 /* RFC 9293 §3.10.7.4 fifth, ESTABLISHED rules. Returns 0 when the segment is dropped. */
 static int ack_process(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
 {
-	uint32_t ack = s->h.ack, wnd = seg_wnd(c, s), old_wnd = c->snd_wnd;
+	uint32_t ack = s->h.ack, wnd = seg_wnd(c, s), old_wnd = c->snd_wnd, prev_una = c->snd_una;
+	int dup = 0;
 
 	/* RFC 5961 §5.2: an ACK for data never sent, or older than the peer's largest
 	 * window, is dropped with a challenge ACK. */
@@ -443,14 +453,19 @@ static int ack_process(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 		}
 	}
 	if (ipk_seq_gt(ack, c->snd_una)) {
-		new_ack(ctx, c, ack);
+		new_ack(ctx, c, s);
 	} else if (s->len == 0 && !(s->h.flags & (IPK_TCP_SYN | IPK_TCP_FIN)) && wnd == old_wnd &&
 	           c->snd_max != c->snd_una && wnd != 0) {
 		/* RFC 5681 §2 DUPLICATE ACKNOWLEDGMENT (a)-(e); with a zero window the
 		 * outstanding byte is a persist probe (RFC 9293 §3.8.6.1) and its answers
-		 * say nothing about loss. */
-		dup_ack(ctx, c);
+		 * say nothing about loss. With SACK the scoreboard decides (RFC 6675 §5),
+		 * NewReno otherwise (RFC 6582). */
+		dup = 1;
+		if (!(c->fl & IPK_TCPF_SACK_OK))
+			dup_ack(ctx, c);
 	}
+	if ((c->fl & IPK_TCPF_SACK_OK) && !zombie(c))
+		ipk_tcp_sb_on_ack(ctx, c, s, prev_una, dup);
 	return !zombie(c);
 }
 
@@ -562,9 +577,11 @@ static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_s
 
 		if (cover >= len && !fin) {
 			ctx->cnt.tcp_dup_segs++;
+			ipk_tcp_dsack_note(ctx, c, seq, seq + len);
 			return;
 		}
 		cover = IPK_MIN(cover, len);
+		ipk_tcp_dsack_note(ctx, c, seq, seq + cover);
 		seq += cover;
 		off += cover;
 		len -= cover;
@@ -597,6 +614,7 @@ static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_s
 	pb->aux = fin ? IPK_TCP_PB_FIN : 0;
 	pb->next = *pp;
 	*pp = pb;
+	ipk_tcp_sack_recent(c, pb);
 	c->ooo_n++;
 	ctx->cnt.tcp_ooo_segs++;
 	s->pkt = NULL;
@@ -639,6 +657,7 @@ static void text_process(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 	if (ipk_seq_lt(seq, c->rcv_nxt)) {
 		uint32_t skip = IPK_MIN(c->rcv_nxt - seq, len);
 
+		ipk_tcp_dsack_note(ctx, c, seq, seq + skip); /* RFC 2883 §4.1.1 partial dup */
 		seq += skip;
 		off += skip;
 		len -= skip;
@@ -690,10 +709,17 @@ static void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 		ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
 		return;
 	}
+	/* RFC 7323 §5.3 R1: PAWS comes before the window check. */
+	if (ipk_tcp_paws_reject(ctx, c, s)) {
+		ipk_tcp_oow_ack(ctx, c, s); /* R1: acknowledge (rate limited), drop */
+		return;
+	}
 	if (!seq_acceptable(c, s)) {
 		input_unacceptable(ctx, c, s);
 		return;
 	}
+	if (!(f & IPK_TCP_RST))
+		ipk_tcp_ts_recent(ctx, c, s);
 	if (f & IPK_TCP_RST) {
 		input_rst(ctx, c, s);
 		return;
@@ -724,6 +750,8 @@ void ipk_tcp_input_conn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_
 		ipk_tcp_keepalive_restart(ctx, c);
 	if (!zombie(c))
 		ipk_tcp_output(ctx, c);
+	if (ctx->dsack_c == c)
+		ctx->dsack_c = NULL; /* not reported (no ACK went out): forget it */
 	ipk_tcp_release(ctx, c);
 }
 
@@ -739,6 +767,8 @@ static void icmp_needfrag(struct ipk_ctx *ctx, struct ipk_conn *c, uint16_t mtu)
 	mss = (uint32_t)mtu - 40u;
 	if (mss < IPK_TCP_PMTU_MIN_MSS)
 		mss = IPK_TCP_PMTU_MIN_MSS;
+	if (c->fl & IPK_TCPF_TS_OK)
+		mss -= IPK_TCP_TS_LEN; /* the MSS we keep is payload per segment */
 	if (mss >= c->mss)
 		return;
 	c->mss = mss;

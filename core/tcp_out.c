@@ -40,6 +40,7 @@ void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 	pb_free_all(ctx, c->ooo);
 	c->ooo = NULL;
 	c->ooo_n = 0;
+	ipk_tcp_sb_free(ctx, c);
 }
 
 uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack)
@@ -266,12 +267,41 @@ static void syn_opts(const struct ipk_ctx *ctx, const struct ipk_conn *c, struct
 	o->has_mss = 1;
 	o->mss = (uint16_t)c->rcv_mss;
 	/* RFC 7323 §1.3: offer window scale in our SYN, and in a SYN-ACK only when the
-	 * peer's SYN offered it. SACK-permitted and timestamps come later. */
+	 * peer's SYN offered it; the same for SACK-permitted (RFC 2018 §2) and
+	 * timestamps (RFC 7323 §3.2). */
 	if (ctx->cfg.tcp_wscale > 0 &&
 	    (c->state == IPK_TCP_SYN_SENT || (c->fl & IPK_TCPF_PEER_WS))) {
 		o->has_ws = 1;
 		o->ws = (uint8_t)IPK_MIN(ctx->cfg.tcp_wscale, IPK_TCP_MAX_WSCALE);
 	}
+	if (ctx->cfg.tcp_sack && (c->state == IPK_TCP_SYN_SENT || (c->fl & IPK_TCPF_SACK_OK)))
+		o->has_sack_perm = 1;
+	if (ctx->cfg.tcp_timestamps && (c->state == IPK_TCP_SYN_SENT || (c->fl & IPK_TCPF_TS_OK))) {
+		o->has_ts = 1;
+		o->tsval = ipk_tcp_ts_now(ctx, c);
+		o->tsecr = c->state == IPK_TCP_SYN_SENT ? 0 : c->ts_recent;
+	}
+}
+
+/* Options of a data or ACK segment, and the payload that still fits the frame: the
+ * MSS already leaves room for timestamps, SACK blocks take payload bytes (a TSO
+ * frame, whose header is copied into every segment, carries no blocks). */
+static uint32_t data_opts(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_opts *o,
+                          uint32_t len, const struct ipk_tcp_opts **out)
+{
+	uint8_t tmp[40];
+	uint32_t room = c->mss + ((c->fl & IPK_TCPF_TS_OK) ? IPK_TCP_TS_LEN : 0u), olen;
+
+	*out = NULL;
+	if (!ipk_tcp_seg_opts(ctx, c, o))
+		return len;
+	if (len > c->mss)
+		o->nsack = 0;
+	*out = o;
+	olen = ipk_tcp_opts_emit(tmp, sizeof(tmp), o);
+	if (len > 0 && len <= c->mss && len + olen > room)
+		len = room - olen;
+	return len;
 }
 
 /* -------------------------------------------------------------- xmit */
@@ -283,6 +313,8 @@ static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 
 	if (used == 0)
 		return;
+	if (c->fl & IPK_TCPF_SACK_OK)
+		ipk_tcp_rack_sent(ctx, c, seq, used);
 	if (ipk_seq_lt(seq, c->snd_max)) {
 		/* Karn's rule (RFC 6298 §3): no RTT sample across a retransmission. */
 		c->fl &= ~IPK_TCPF_RTT_ON;
@@ -296,7 +328,7 @@ static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 	if (ipk_seq_gt(end, c->snd_max))
 		c->snd_max = end;
 	if (!(how & IPK_TCP_X_PROBE) && c->rtx_at == 0)
-		ipk_tcp_arm_rtx(ctx, c);
+		ipk_tcp_arm_loss_timer(ctx, c, 0);
 }
 
 int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,
@@ -321,6 +353,7 @@ int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t
 		sp.wnd = syn_wnd_field(ctx, c);
 		len = 0;
 	} else {
+		len = data_opts(ctx, c, &o, len, &sp.o);
 		sp.wnd = wnd_field(ctx, c);
 		sp.plen = len;
 		if ((how & IPK_TCP_X_FIN) && fin_ok && (c->fl & IPK_TCPF_FIN_QUEUED) &&
@@ -454,8 +487,10 @@ static int output_one(struct ipk_ctx *ctx, struct ipk_conn *c)
 	uint32_t end = ipk_tcp_data_end(c);
 	uint32_t avail = ipk_seq_lt(c->snd_nxt, end) ? end - c->snd_nxt : 0;
 	uint32_t inflight = c->snd_nxt - c->snd_una;
-	uint32_t wnd = IPK_MIN(c->snd_wnd, c->cwnd);
-	uint32_t usable = wnd > inflight ? wnd - inflight : 0;
+	/* RFC 6675 §5: with a scoreboard, cwnd limits pipe, not the raw flight. */
+	uint32_t pipe = c->sb ? ipk_tcp_sb_pipe(c) : inflight;
+	uint32_t uwnd = c->snd_wnd > inflight ? c->snd_wnd - inflight : 0;
+	uint32_t usable = IPK_MIN(uwnd, c->cwnd > pipe ? c->cwnd - pipe : 0);
 	uint32_t len = IPK_MIN(IPK_MIN(avail, usable), seg_max(ctx, c));
 	/* snd_nxt never passes the FIN, so reaching `end` means the FIN is (re)due */
 	int fin = fin_state(c) && (c->fl & IPK_TCPF_FIN_QUEUED) && ipk_seq_le(c->snd_nxt, end);
@@ -479,6 +514,8 @@ static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint32_t i;
 
+	if (c->sb)
+		ipk_tcp_sb_output(ctx, c); /* lost holes before new data (RFC 6675 §5 (C)) */
 	for (i = 0; i < IPK_TCP_OUTPUT_BURST; i++) {
 		if (!output_one(ctx, c))
 			break;

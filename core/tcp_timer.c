@@ -107,6 +107,7 @@ void ipk_tcp_rto_reset(struct ipk_ctx *ctx, struct ipk_conn *c)
 void ipk_tcp_arm_rtx(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	c->rtx_at = ctx->now + c->rto;
+	c->rtx_kind = IPK_TCP_RTX_RTO;
 	c->persist_at = 0;
 }
 
@@ -131,6 +132,8 @@ static int on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ipk_tcp_destroy(ctx, c, IPK_CLOSE_TIMEOUT);
 		return 1;
 	}
+	if (c->nrtx == 0 && !syn)
+		ctx->cnt.tcp_rto_episodes++;
 	c->nrtx++;
 	c->rto = IPK_MIN(c->rto * 2u, ctx->cfg.tcp_rto_max_ns);
 	ctx->cnt.tcp_rto++;
@@ -139,7 +142,9 @@ static int on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 		return 0;
 	}
 	ipk_tcp_cc_on_rto(ctx, c);
-	c->snd_nxt = c->snd_una;
+	/* With SACK only the holes go again (RFC 6675 §5.1); else go back N. */
+	if (!(c->fl & IPK_TCPF_SACK_OK) || !ipk_tcp_sb_on_rto(ctx, c))
+		c->snd_nxt = c->snd_una;
 	return 0;
 }
 
@@ -169,6 +174,8 @@ static int fire(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 		if (c->state == IPK_TCP_TIME_WAIT) {
 			ipk_tcp_destroy(ctx, c, IPK_CLOSE_NORMAL);
 			gone = 1;
+		} else if (c->rtx_kind != IPK_TCP_RTX_RTO) {
+			ipk_tcp_rack_timer(ctx, c);
 		} else {
 			gone = on_rto(ctx, c);
 		}

@@ -135,6 +135,7 @@ enum ipk_drop {
 	IPK_DROP_NO_PKT,            /* ops->pkt_alloc returned NULL on transmit */
 	IPK_DROP_CHAIN,             /* received packet chain not allowed here */
 	IPK_DROP_NO_ROUTE,          /* transmit: destination off-link and no gateway */
+	IPK_DROP_TCP_PAWS,          /* RFC 7323 §5: timestamp older than TS.Recent */
 	IPK_DROP__COUNT
 };
 
@@ -164,6 +165,15 @@ struct ipk_counters {
 	uint64_t tcp_syncookies_failed;      /* ACKs to a listener with a cookie that did not check */
 	uint64_t tcp_tw_recycled;            /* TIME_WAIT connections freed early for tcp_tw_max */
 	uint64_t tcp_tw_reused;              /* TIME_WAIT 4-tuples taken over by a new connection */
+	/* loss recovery (RFC 6675, RFC 8985, RFC 2883, RFC 7323) */
+	uint64_t tcp_sack_recovery_episodes; /* SACK-based recoveries entered */
+	uint64_t tcp_rto_episodes;    /* loss episodes that needed an RTO (first RTO of a series) */
+	uint64_t tcp_tlp_probes;      /* tail loss probes sent */
+	uint64_t tcp_dsack_rx;        /* D-SACK blocks received */
+	uint64_t tcp_spurious_rtx;    /* retransmissions a D-SACK showed were not needed */
+	uint64_t tcp_paws_drops;      /* segments dropped by PAWS (also drop[IPK_DROP_TCP_PAWS]) */
+	uint64_t tcp_sack_invalid;    /* SACK blocks ignored: outside snd_una..snd_max or malformed */
+	uint64_t tcp_dsack_tx;        /* D-SACK blocks sent */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); never NULL. */
@@ -372,6 +382,9 @@ struct ipk_config {
 	uint64_t tcp_keepalive_idle_ns;  /* idle time before the first probe, default 2 h
 	                                  * (RFC 1122: no less than two hours) */
 	uint64_t tcp_keepalive_intvl_ns; /* between unanswered probes, default 75 s */
+	uint8_t tcp_sack;           /* RFC 2018/6675 SACK: offer and use, default 1 */
+	uint8_t tcp_timestamps;     /* RFC 7323 timestamps (1 ms clock) and PAWS, default 1 */
+	uint8_t tcp_rack;           /* RFC 8985 RACK-TLP (needs SACK), default 1 */
 };
 
 #define IPK_CONFIG_VERSION 1u
@@ -492,10 +505,13 @@ struct ipk_tcp_info {
 	uint32_t rcv_wnd;       /* our advertised window, bytes */
 	uint32_t inflight;      /* bytes sent, not acknowledged */
 	uint64_t srtt_ns, rttvar_ns, rto_ns;
-	uint64_t retransmits;
+	uint64_t retransmits;   /* segments this connection sent again (any cause) */
 	uint8_t snd_wscale, rcv_wscale;
 	uint8_t cc_algo;        /* IPK_CC_* */
 	uint8_t ecn;            /* 1 when RFC 3168 ECN was negotiated */
+	uint8_t sack_ok;        /* SACK negotiated */
+	uint8_t ts_ok;          /* timestamps negotiated */
+	uint32_t sacked_bytes;  /* bytes the peer SACKed above the cumulative ACK now */
 };
 int ipk_tcp_info(const struct ipk_conn *c, struct ipk_tcp_info *info);
 

@@ -1,0 +1,201 @@
+/*
+ * RACK-TLP (RFC 8985): time-based loss detection from per-segment transmit times
+ * (kept on the send-queue pbs: pb->t last sent, pb->xmit 1 = once, 2 = again), the
+ * reordering window and its timer, and the tail loss probe. Works beside the SACK
+ * scoreboard (tcp_sb.c), which holds RACK's per-flight state.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "tcp.h"
+#include "wire/wire.h"
+
+#define RACK_NS_PER_US 1000ull
+#define RACK_NS_PER_MS 1000000ull
+/* RFC 8985 §7.2: worst-case delayed-ACK time added when one segment is in flight. */
+#define WC_DELACK_NS (200ull * RACK_NS_PER_MS)
+/* Floor for the PTO so a sub-ms RTT does not probe on every scheduling hiccup. */
+#define PTO_MIN_NS (10ull * RACK_NS_PER_MS)
+
+void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len)
+{
+	struct ipk_pb *pb;
+	int again = ipk_seq_lt(seq, c->snd_max);
+
+	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, seq + len); pb = pb->next) {
+		if (ipk_seq_le(pb->seq + pb->len, seq))
+			continue;
+		pb->t = ctx->now;
+		if (again)
+			pb->xmit = 2;
+		else if (pb->xmit == 0)
+			pb->xmit = 1;
+	}
+}
+
+/* RFC 8985 §6.2 step 1-2 for one delivered segment. */
+static void rack_update(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_pb *pb)
+{
+	struct ipk_pb *rec = c->sb;
+	uint64_t rtt = ctx->now - pb->t;
+	uint32_t end = pb->seq + pb->len, us;
+
+	/* Step 2: an ACK for a retransmitted segment sooner than min_RTT is for the
+	 * original; its time says nothing about the retransmission. */
+	if (pb->xmit > 1 && c->min_rtt_us && rtt < (uint64_t)c->min_rtt_us * RACK_NS_PER_US)
+		return;
+	us = (uint32_t)IPK_MIN(rtt / RACK_NS_PER_US, 0xffffffffull);
+	if (us == 0)
+		us = 1;
+	if (c->min_rtt_us == 0 || us < c->min_rtt_us)
+		c->min_rtt_us = us;
+	IPK_SB_RACK_RTT(rec) = us;
+	if (pb->t > IPK_SB_RACK_TS(rec) ||
+	    (pb->t == IPK_SB_RACK_TS(rec) && ipk_seq_gt(end, IPK_SB_RACK_END(rec)))) {
+		IPK_SB_RACK_TS(rec) = pb->t;
+		IPK_SB_RACK_END(rec) = end;
+	}
+}
+
+void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r)
+{
+	const struct ipk_pb *pb;
+
+	if (!c->sb || !ctx->cfg.tcp_rack)
+		return;
+	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, r); pb = pb->next) {
+		uint32_t end = pb->seq + pb->len;
+
+		if (ipk_seq_le(end, l) || ipk_seq_gt(end, r) || pb->xmit == 0)
+			continue;
+		if (ipk_tcp_sb_sacked(c, pb->seq, end))
+			continue; /* delivered before */
+		rack_update(ctx, c, pb);
+	}
+}
+
+/* RFC 8985 §6.2 step 4: min_RTT / 4 per unit of reo_wnd_mult, at most SRTT. */
+static uint64_t reo_wnd(const struct ipk_conn *c)
+{
+	uint64_t base = c->min_rtt_us ? (uint64_t)c->min_rtt_us * RACK_NS_PER_US : c->srtt;
+	uint64_t w = base / 4u * IPK_SB_REO_MULT(c->sb);
+
+	return c->srtt && w > c->srtt ? c->srtt : w;
+}
+
+/* Was pb sent before the most recently delivered segment (§6.2 step 5)? */
+static int sent_before(const struct ipk_pb *rec, const struct ipk_pb *pb)
+{
+	return pb->t < IPK_SB_RACK_TS(rec) ||
+	       (pb->t == IPK_SB_RACK_TS(rec) && ipk_seq_lt(pb->seq + pb->len, IPK_SB_RACK_END(rec)));
+}
+
+/* A lost retransmission sends HIGH_RXT back so NextSeg offers that hole again. */
+static void mark_pb_lost(struct ipk_conn *c, const struct ipk_pb *pb)
+{
+	if (pb->xmit > 1 && ipk_seq_lt(pb->seq, IPK_SB_HIGH_RXT(c->sb)))
+		IPK_SB_HIGH_RXT(c->sb) = ipk_seq_lt(pb->seq, c->snd_una) ? c->snd_una : pb->seq;
+	ipk_tcp_sb_mark_lost(c, pb->seq + pb->len);
+}
+
+uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_pb *rec = c->sb;
+	const struct ipk_pb *pb;
+	uint64_t wait = 0, rtt, reo;
+
+	if (!rec || !ctx->cfg.tcp_rack || IPK_SB_RACK_TS(rec) == 0)
+		return 0;
+	rtt = (uint64_t)IPK_SB_RACK_RTT(rec) * RACK_NS_PER_US;
+	reo = reo_wnd(c);
+	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, c->snd_max); pb = pb->next) {
+		uint64_t due = pb->t + rtt + reo;
+
+		if (pb->xmit == 0)
+			break;
+		if (!sent_before(rec, pb) || ipk_tcp_sb_sacked(c, pb->seq, pb->seq + pb->len))
+			continue;
+		if (due <= ctx->now)
+			mark_pb_lost(c, pb);
+		else if (due - ctx->now > wait)
+			wait = due - ctx->now; /* §6.2 step 5: the latest of the pending ones */
+	}
+	return wait;
+}
+
+static int tlp_allowed(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	if (!ctx->cfg.tcp_rack || !(c->fl & IPK_TCPF_SACK_OK) || c->srtt == 0 || c->nrtx)
+		return 0;
+	if (c->fl & (IPK_TCPF_TLP_OUT | IPK_TCPF_SACK_RCVY | IPK_TCPF_RECOVERY))
+		return 0;
+	return c->state == IPK_TCP_ESTABLISHED || c->state == IPK_TCP_CLOSE_WAIT;
+}
+
+/* RFC 8985 §7.2: PTO = 2 * SRTT, plus the peer's delayed-ACK time when only one
+ * segment is out; never later than the RTO would fire. */
+void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t reo)
+{
+	uint64_t at = ctx->now + c->rto, pto;
+	uint8_t kind = IPK_TCP_RTX_RTO;
+
+	if (reo && ctx->now + reo < at) {
+		at = ctx->now + reo;
+		kind = IPK_TCP_RTX_REO;
+	} else if (tlp_allowed(ctx, c)) {
+		pto = 2u * c->srtt;
+		if (c->snd_max - c->snd_una <= c->mss)
+			pto += WC_DELACK_NS;
+		pto = IPK_MAX(pto, PTO_MIN_NS);
+		if (ctx->now + pto < at) {
+			at = ctx->now + pto;
+			kind = IPK_TCP_RTX_TLP;
+		}
+	}
+	c->rtx_at = at;
+	c->rtx_kind = kind;
+	c->persist_at = 0;
+}
+
+/* RFC 8985 §7.3: send one new segment when the peer's window allows, else the last
+ * segment sent again, so that its ACK (with SACK) reveals a lost tail. */
+static void tlp_send(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint32_t end = ipk_tcp_data_end(c), inflight = c->snd_nxt - c->snd_una, n;
+	int rc;
+
+	if (ipk_seq_lt(c->snd_nxt, end) && c->snd_wnd > inflight) {
+		n = IPK_MIN(IPK_MIN(c->mss, end - c->snd_nxt), c->snd_wnd - inflight);
+		rc = ipk_tcp_xmit(ctx, c, c->snd_nxt, n, IPK_TCP_X_FIN);
+		if (rc > 0)
+			c->snd_nxt += (uint32_t)rc;
+	} else if (ipk_seq_lt(c->snd_una, end)) {
+		n = IPK_MIN(c->mss, end - c->snd_una);
+		rc = ipk_tcp_xmit(ctx, c, end - n, n, IPK_TCP_X_FIN);
+	} else {
+		rc = ipk_tcp_xmit(ctx, c, end, 0, IPK_TCP_X_FIN);
+	}
+	if (rc < 0)
+		return;
+	c->fl |= IPK_TCPF_TLP_OUT;
+	ctx->cnt.tcp_tlp_probes++;
+}
+
+void ipk_tcp_rack_timer(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint8_t kind = c->rtx_kind;
+	uint64_t reo;
+
+	c->rtx_kind = IPK_TCP_RTX_RTO;
+	if (kind == IPK_TCP_RTX_TLP) {
+		tlp_send(ctx, c);
+		ipk_tcp_arm_rtx(ctx, c);
+		return;
+	}
+	/* §6.3: the reordering timer expired; what it waited for is now lost. */
+	reo = ipk_tcp_rack_detect(ctx, c);
+	ipk_tcp_sb_recover(ctx, c);
+	ipk_tcp_arm_loss_timer(ctx, c, reo);
+}

@@ -1,0 +1,381 @@
+/*
+ * The sender's SACK scoreboard (RFC 2018 §5) and SACK-based loss recovery
+ * (RFC 6675): SACKed ranges kept in pool descriptors, the lost boundary (IsLost and
+ * RACK), pipe, and NextSeg rule 1 (retransmit only lost holes).
+ *
+ * Holes are the unSACKed bytes between snd_una and snd_max. Two sequence numbers
+ * describe them: holes below LOST_END are lost, holes below HIGH_RXT have been
+ * retransmitted in this episode. Ranges beyond IPK_TCP_SB_MAX are not stored (the
+ * data they cover is treated as not SACKed, which costs a needless retransmission,
+ * never a wrong delivery), so the memory per connection is bounded.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "tcp.h"
+#include "wire/wire.h"
+
+/* RFC 6675 §2 DupThresh */
+#define DUP_THRESH 3u
+/* RACK.reo_wnd_mult ceiling (RFC 8985 §6.2 step 4 bounds reo_wnd by SRTT anyway) */
+#define REO_MULT_MAX 16u
+
+static uint32_t rng_end(const struct ipk_pb *p)
+{
+	return p->seq + p->len;
+}
+
+static struct ipk_pb *rec_get(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_pb *r;
+
+	if (c->sb)
+		return c->sb;
+	r = ipk_pb_get(ctx);
+	if (!r)
+		return NULL;
+	IPK_SB_HIGH_RXT(r) = c->snd_una;
+	IPK_SB_LOST_END(r) = c->snd_una;
+	IPK_SB_REO_MULT(r) = 1;
+	c->sb = r;
+	return r;
+}
+
+static void ranges_free(struct ipk_ctx *ctx, struct ipk_pb *r)
+{
+	while (r->next) {
+		struct ipk_pb *p = r->next;
+
+		r->next = p->next;
+		ipk_pb_put(ctx, p);
+	}
+}
+
+void ipk_tcp_sb_free(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (!c->sb)
+		return;
+	ranges_free(ctx, c->sb);
+	ipk_pb_put(ctx, c->sb);
+	c->sb = NULL;
+}
+
+int ipk_tcp_sb_sacked(const struct ipk_conn *c, uint32_t l, uint32_t r)
+{
+	const struct ipk_pb *p;
+
+	if (!c->sb)
+		return 0;
+	for (p = c->sb->next; p && ipk_seq_lt(p->seq, r); p = p->next) {
+		if (ipk_seq_le(p->seq, l) && ipk_seq_ge(rng_end(p), r))
+			return 1;
+	}
+	return 0;
+}
+
+/* SACKed bytes inside [l, r). */
+static uint32_t sacked_in(const struct ipk_conn *c, uint32_t l, uint32_t r)
+{
+	const struct ipk_pb *p;
+	uint32_t n = 0;
+
+	if (!c->sb || !ipk_seq_lt(l, r))
+		return 0;
+	for (p = c->sb->next; p && ipk_seq_lt(p->seq, r); p = p->next) {
+		uint32_t a = ipk_seq_gt(p->seq, l) ? p->seq : l;
+		uint32_t b = ipk_seq_lt(rng_end(p), r) ? rng_end(p) : r;
+
+		if (ipk_seq_lt(a, b))
+			n += b - a;
+	}
+	return n;
+}
+
+static uint32_t ranges_count(const struct ipk_pb *r)
+{
+	uint32_t n = 0;
+
+	for (r = r->next; r; r = r->next)
+		n++;
+	return n;
+}
+
+/* Merge [l, r) into the sorted, disjoint ranges. */
+static void range_add(struct ipk_ctx *ctx, struct ipk_pb *rec, uint32_t l, uint32_t r)
+{
+	struct ipk_pb **pp = &rec->next, *p, *q;
+
+	while (*pp && ipk_seq_lt(rng_end(*pp), l))
+		pp = &(*pp)->next;
+	p = *pp;
+	if (p && ipk_seq_le(p->seq, r)) {
+		uint32_t nl = ipk_seq_lt(p->seq, l) ? p->seq : l;
+		uint32_t nr = ipk_seq_gt(rng_end(p), r) ? rng_end(p) : r;
+
+		while (p->next && ipk_seq_le(p->next->seq, nr)) {
+			q = p->next;
+			if (ipk_seq_gt(rng_end(q), nr))
+				nr = rng_end(q);
+			p->next = q->next;
+			ipk_pb_put(ctx, q);
+		}
+		p->seq = nl;
+		p->len = nr - nl;
+		return;
+	}
+	if (ranges_count(rec) >= IPK_TCP_SB_MAX)
+		return;
+	q = ipk_pb_get(ctx);
+	if (!q)
+		return;
+	q->seq = l;
+	q->len = r - l;
+	q->next = p;
+	*pp = q;
+}
+
+/* The cumulative ACK moved: forget what it covers. */
+static void sb_trim(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *rec)
+{
+	uint32_t una = c->snd_una;
+
+	while (rec->next && ipk_seq_le(rng_end(rec->next), una)) {
+		struct ipk_pb *p = rec->next;
+
+		rec->next = p->next;
+		ipk_pb_put(ctx, p);
+	}
+	if (rec->next && ipk_seq_lt(rec->next->seq, una)) {
+		rec->next->len = rng_end(rec->next) - una;
+		rec->next->seq = una;
+	}
+	if (ipk_seq_lt(IPK_SB_HIGH_RXT(rec), una))
+		IPK_SB_HIGH_RXT(rec) = una;
+	if (ipk_seq_lt(IPK_SB_LOST_END(rec), una))
+		IPK_SB_LOST_END(rec) = una;
+}
+
+void ipk_tcp_sb_mark_lost(struct ipk_conn *c, uint32_t end)
+{
+	if (!c->sb)
+		return;
+	if (ipk_seq_gt(end, c->snd_max))
+		end = c->snd_max;
+	if (ipk_seq_gt(end, IPK_SB_LOST_END(c->sb)))
+		IPK_SB_LOST_END(c->sb) = end;
+}
+
+/* RFC 2883 §4 / RFC 3708: the first block is a D-SACK when it lies below the
+ * cumulative ACK or inside the second block. Returns 1 when it was one. */
+static int dsack_take(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o,
+                      uint32_t ack)
+{
+	uint32_t l = o->sack[0][0], r = o->sack[0][1];
+	int below = ipk_seq_le(r, ack);
+	int inside = o->nsack > 1 && ipk_seq_ge(l, o->sack[1][0]) && ipk_seq_le(r, o->sack[1][1]);
+
+	if (!ipk_seq_lt(l, r) || !(below || inside))
+		return 0;
+	ctx->cnt.tcp_dsack_rx++;
+	/* Below the ACK the duplicate was data we sent twice; inside the window it may
+	 * be a network duplicate, so only count what we retransmitted. */
+	if (below || ipk_seq_lt(l, c->snd_max))
+		ctx->cnt.tcp_spurious_rtx++;
+	/* RFC 8985 §6.2 step 4: a D-SACK means the reordering window was too small. */
+	if (c->sb && IPK_SB_REO_MULT(c->sb) < REO_MULT_MAX)
+		IPK_SB_REO_MULT(c->sb)++;
+	return 1;
+}
+
+/* RFC 2018 §5 with RFC 6675 §5 bounds: blocks outside snd_una..snd_max are ignored. */
+static void sack_blocks_in(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	const struct ipk_tcp_opts *o = &s->o;
+	uint32_t i = 0, l, r;
+	struct ipk_pb *rec;
+
+	if (o->nsack == 0)
+		return;
+	rec = rec_get(ctx, c); /* before the D-SACK check: reo_wnd_mult lives there */
+	if (dsack_take(ctx, c, o, s->h.ack))
+		i = 1;
+	for (; i < o->nsack; i++) {
+		l = o->sack[i][0];
+		r = o->sack[i][1];
+		if (!ipk_seq_lt(l, r) || ipk_seq_gt(r, c->snd_max) || !ipk_seq_gt(r, c->snd_una) ||
+		    r - l > c->snd_max - c->snd_una) {
+			ctx->cnt.tcp_sack_invalid++;
+			continue;
+		}
+		if (ipk_seq_lt(l, c->snd_una))
+			l = c->snd_una;
+		if (!rec)
+			continue;
+		ipk_tcp_rack_delivered(ctx, c, l, r);
+		range_add(ctx, rec, l, r);
+	}
+}
+
+/* RFC 6675 §4 IsLost over ranges: the hole below a range is lost when the ranges
+ * from it up hold more than (DupThresh - 1) * SMSS bytes, or DupThresh ranges. */
+static void mark_lost_dupthresh(struct ipk_conn *c)
+{
+	const struct ipk_pb *p;
+	uint32_t total = 0, before = 0, n = 0, i = 0, edge = c->snd_una;
+
+	for (p = c->sb->next; p; p = p->next) {
+		total += p->len;
+		n++;
+	}
+	for (p = c->sb->next; p; p = p->next, i++) {
+		if (total - before > (DUP_THRESH - 1u) * c->mss || n - i >= DUP_THRESH)
+			edge = p->seq;
+		before += p->len;
+	}
+	/* RFC 6675 §5: DupThresh duplicate ACKs mean the first segment is lost even
+	 * when the peer sent no SACK blocks with them. */
+	if (c->dupacks >= DUP_THRESH && !ipk_seq_gt(edge, c->snd_una))
+		edge = c->sb->next ? c->sb->next->seq : c->snd_una + c->mss;
+	ipk_tcp_sb_mark_lost(c, edge);
+}
+
+/* Lost holes not yet retransmitted: bytes in [HIGH_RXT, LOST_END) not SACKed. */
+static uint32_t lost_pending(const struct ipk_conn *c)
+{
+	const struct ipk_pb *r = c->sb;
+	uint32_t a = IPK_SB_HIGH_RXT(r), b = IPK_SB_LOST_END(r);
+
+	if (ipk_seq_lt(a, c->snd_una))
+		a = c->snd_una;
+	if (ipk_seq_gt(b, c->snd_nxt))
+		b = c->snd_nxt;
+	if (!ipk_seq_lt(a, b))
+		return 0;
+	return (b - a) - sacked_in(c, a, b);
+}
+
+/* RFC 6675 §4 SetPipe: bytes sent, not SACKed, not lost-and-unretransmitted. */
+uint32_t ipk_tcp_sb_pipe(const struct ipk_conn *c)
+{
+	uint32_t flight = c->snd_nxt - c->snd_una, gone;
+
+	if (!c->sb || !ipk_seq_gt(c->snd_nxt, c->snd_una))
+		return flight;
+	gone = sacked_in(c, c->snd_una, c->snd_nxt) + lost_pending(c);
+	return flight > gone ? flight - gone : 0;
+}
+
+/* RFC 6675 §5 (4)/(5): enter recovery once per episode (snd_una beyond the last
+ * recovery point), with cwnd = ssthresh; leave it at the recovery point. */
+void ipk_tcp_sb_recover(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (c->fl & IPK_TCPF_SACK_RCVY) {
+		if (ipk_seq_ge(c->snd_una, c->recover))
+			c->fl &= ~IPK_TCPF_SACK_RCVY;
+		return;
+	}
+	if (!c->sb || lost_pending(c) == 0 || !ipk_seq_gt(c->snd_una, c->recover))
+		return;
+	c->fl |= IPK_TCPF_SACK_RCVY;
+	ctx->cnt.tcp_sack_recovery_episodes++;
+	ipk_tcp_cc_sack_enter(ctx, c);
+}
+
+void ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s,
+                       uint32_t prev_una, int dup)
+{
+	uint64_t reo = 0;
+
+	if (c->snd_una != prev_una)
+		c->dupacks = 0;
+	else if (dup && c->dupacks < 0xffffu)
+		c->dupacks++;
+	sack_blocks_in(ctx, c, s);
+	if (!c->sb && c->dupacks >= DUP_THRESH)
+		rec_get(ctx, c);
+	if (!c->sb)
+		return;
+	sb_trim(ctx, c, c->sb);
+	if (c->snd_una == c->snd_max) {
+		c->fl &= ~IPK_TCPF_SACK_RCVY;
+		ipk_tcp_sb_free(ctx, c);
+		return;
+	}
+	mark_lost_dupthresh(c);
+	if (ctx->cfg.tcp_rack)
+		reo = ipk_tcp_rack_detect(ctx, c);
+	ipk_tcp_sb_recover(ctx, c);
+	if (reo)
+		ipk_tcp_arm_loss_timer(ctx, c, reo);
+}
+
+/* NextSeg rule 1: the first lost, unSACKed byte at or above HIGH_RXT, and how much of
+ * its hole follows. Returns 0 when there is none. */
+static int next_hole(const struct ipk_conn *c, uint32_t *seq, uint32_t *len)
+{
+	const struct ipk_pb *p;
+	uint32_t s = IPK_SB_HIGH_RXT(c->sb), lim = IPK_SB_LOST_END(c->sb);
+
+	if (ipk_seq_lt(s, c->snd_una))
+		s = c->snd_una;
+	for (p = c->sb->next; p && ipk_seq_le(p->seq, s); p = p->next) {
+		if (ipk_seq_gt(rng_end(p), s))
+			s = rng_end(p);
+	}
+	if (p && ipk_seq_lt(p->seq, lim))
+		lim = p->seq;
+	if (!ipk_seq_lt(s, lim))
+		return 0;
+	*seq = s;
+	*len = lim - s;
+	return 1;
+}
+
+void ipk_tcp_sb_output(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint32_t i, seq, len, pipe, end;
+	int rc;
+
+	for (i = 0; i < IPK_TCP_OUTPUT_BURST && c->sb; i++) {
+		if (!next_hole(c, &seq, &len))
+			return;
+		pipe = ipk_tcp_sb_pipe(c);
+		/* RFC 6675 §5 (C): send while cwnd - pipe >= 1 SMSS */
+		if (c->cwnd <= pipe || c->cwnd - pipe < IPK_MIN(c->mss, len))
+			return;
+		end = ipk_tcp_data_end(c);
+		len = ipk_seq_lt(seq, end) ? IPK_MIN(IPK_MIN(len, c->mss), end - seq) : 0;
+		rc = ipk_tcp_xmit(ctx, c, seq, len, IPK_TCP_X_FIN);
+		if (rc <= 0) {
+			if (rc < 0 && c->retry_at == 0)
+				c->retry_at = ctx->now + IPK_TCP_RETRY_NS;
+			return;
+		}
+		IPK_SB_HIGH_RXT(c->sb) = seq + (uint32_t)rc;
+	}
+}
+
+/* RFC 6675 §5.1: after an RTO every byte not SACKed is lost and is resent in order.
+ * The second RTO in a row discards the ranges too, in case the receiver reneged
+ * (RFC 2018 §8). */
+int ipk_tcp_sb_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_pb *rec = rec_get(ctx, c);
+
+	if (!rec)
+		return 0;
+	if (c->nrtx > 1)
+		ranges_free(ctx, rec);
+	c->fl &= ~(IPK_TCPF_SACK_RCVY | IPK_TCPF_TLP_OUT);
+	IPK_SB_HIGH_RXT(rec) = c->snd_una;
+	IPK_SB_LOST_END(rec) = c->snd_max;
+	c->snd_nxt = c->snd_max;
+	return 1;
+}
+
+uint32_t ipk_tcp_sb_sacked_bytes(const struct ipk_conn *c)
+{
+	return sacked_in(c, c->snd_una, c->snd_max);
+}

@@ -1,0 +1,86 @@
+/*
+ * TCP timestamps (RFC 7323): negotiation, TSval from the caller's clock, TS.Recent,
+ * RTT measurement from TSecr, and PAWS.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "tcp.h"
+#include "wire/wire.h"
+
+#define TS_NS_PER_MS 1000000ull
+/* RFC 7323 §5.5: TS.Recent older than 24 days is invalid (in ms of our clock). */
+#define PAWS_IDLE_MS (24ull * 24ull * 3600ull * 1000ull)
+
+static uint32_t now_ms(const struct ipk_ctx *ctx)
+{
+	return (uint32_t)(ctx->now / TS_NS_PER_MS);
+}
+
+/* RFC 7323 §5.4: a 1 ms tick. The ISS offsets the clock per connection so TSval does
+ * not reveal the host's uptime (§7.1 suggests a random offset). */
+uint32_t ipk_tcp_ts_now(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	return now_ms(ctx) + c->iss;
+}
+
+void ipk_tcp_ts_syn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o)
+{
+	/* RFC 7323 §3.2: both SYNs must carry TS; a SYN-ACK offers it only when asked. */
+	if (!o->has_ts || !ctx->cfg.tcp_timestamps) {
+		c->fl &= ~IPK_TCPF_TS_OK;
+		return;
+	}
+	c->fl |= IPK_TCPF_TS_OK;
+	c->ts_recent = o->tsval;
+	c->ts_recent_ms = now_ms(ctx);
+}
+
+/* RFC 7323 §5.3 R1 and §5.5. */
+int ipk_tcp_paws_reject(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	if (!(c->fl & IPK_TCPF_TS_OK) || !s->o.has_ts || (s->h.flags & IPK_TCP_RST))
+		return 0;
+	if (!ipk_seq_lt(s->o.tsval, c->ts_recent))
+		return 0;
+	if ((uint64_t)(uint32_t)(now_ms(ctx) - c->ts_recent_ms) > PAWS_IDLE_MS) {
+		/* §5.5: after 24 idle days TS.Recent says nothing; take the segment's. */
+		c->ts_recent = s->o.tsval;
+		c->ts_recent_ms = now_ms(ctx);
+		return 0;
+	}
+	ctx->cnt.tcp_paws_drops++;
+	ipk_drop(ctx, IPK_DROP_TCP_PAWS);
+	return 1;
+}
+
+/* RFC 7323 §4.3 (2): SEG.SEQ <= Last.ACK.sent, which is rcv_nxt before this segment's
+ * text is taken (the ACK we owe has not gone out yet). */
+void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	if (!(c->fl & IPK_TCPF_TS_OK) || !s->o.has_ts)
+		return;
+	if (ipk_seq_le(s->h.seq, c->rcv_nxt) && ipk_seq_ge(s->o.tsval, c->ts_recent)) {
+		c->ts_recent = s->o.tsval;
+		c->ts_recent_ms = now_ms(ctx);
+	}
+}
+
+/* RFC 7323 §4.1: every ACK that advances the left edge gives a sample, also across
+ * retransmissions, because TSecr names the transmission that was acknowledged. */
+int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	uint32_t ms;
+
+	if (!(c->fl & IPK_TCPF_TS_OK) || !s->o.has_ts || s->o.tsecr == 0)
+		return 0;
+	ms = ipk_tcp_ts_now(ctx, c) - s->o.tsecr;
+	/* An echo from the future or older than the RTO ceiling is forged or stale. */
+	if ((uint64_t)ms * TS_NS_PER_MS > ctx->cfg.tcp_rto_max_ns)
+		return 0;
+	/* A 1 ms tick reads 0 for sub-ms paths: count half a tick. */
+	ipk_tcp_rtt_sample(ctx, c, ms ? (uint64_t)ms * TS_NS_PER_MS : TS_NS_PER_MS / 2u);
+	return 1;
+}
