@@ -184,11 +184,8 @@ void ipk_tcp_cc_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 void ipk_tcp_cc_sack_enter(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	IPK_UNUSED(ctx);
-	/* RFC 6675 §5 (4.2)/(4.3): RecoveryPoint = HighData; cwnd = ssthresh = half the
-	 * flight. Pipe, not cwnd inflation, then paces the retransmissions. */
-	c->ssthresh = half_flight(c);
-	c->cwnd = c->ssthresh;
+	/* RFC 6675 §5 (4.2)/(4.3): RecoveryPoint = HighData; cwnd = ssthresh as the
+	 * algorithm reduces it. Pipe, not cwnd inflation, then paces the retransmissions. */
+	ipk_tcp_cc_congestion(ctx, c, IPK_CC_EV_LOSS);
 	c->recover = c->snd_max;
-	c->bytes_acked = 0;
 }

@@ -272,8 +272,10 @@ uint32_t ipk_tcp_sb_pipe(const struct ipk_conn *c)
 void ipk_tcp_sb_recover(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	if (c->fl & IPK_TCPF_SACK_RCVY) {
-		if (ipk_seq_ge(c->snd_una, c->recover))
+		if (ipk_seq_ge(c->snd_una, c->recover)) {
 			c->fl &= ~IPK_TCPF_SACK_RCVY;
+			ipk_tcp_cc_recovery_exit(ctx, c);
+		}
 		return;
 	}
 	if (!c->sb || lost_pending(c) == 0 || !ipk_seq_gt(c->snd_una, c->recover))
@@ -299,7 +301,7 @@ void ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 		return;
 	sb_trim(ctx, c, c->sb);
 	if (c->snd_una == c->snd_max) {
-		c->fl &= ~IPK_TCPF_SACK_RCVY;
+		ipk_tcp_sb_recover(ctx, c); /* everything acknowledged ends recovery */
 		ipk_tcp_sb_free(ctx, c);
 		return;
 	}

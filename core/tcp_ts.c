@@ -14,7 +14,7 @@
 /* RFC 7323 §5.5: TS.Recent older than 24 days is invalid (in ms of our clock). */
 #define PAWS_IDLE_MS (24ull * 24ull * 3600ull * 1000ull)
 
-static uint32_t now_ms(const struct ipk_ctx *ctx)
+static uint32_t ts_clock_ms(const struct ipk_ctx *ctx)
 {
 	return (uint32_t)(ctx->now / TS_NS_PER_MS);
 }
@@ -23,7 +23,7 @@ static uint32_t now_ms(const struct ipk_ctx *ctx)
  * not reveal the host's uptime (§7.1 suggests a random offset). */
 uint32_t ipk_tcp_ts_now(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	return now_ms(ctx) + c->iss;
+	return ts_clock_ms(ctx) + c->iss;
 }
 
 void ipk_tcp_ts_syn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o)
@@ -35,7 +35,7 @@ void ipk_tcp_ts_syn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tc
 	}
 	c->fl |= IPK_TCPF_TS_OK;
 	c->ts_recent = o->tsval;
-	c->ts_recent_ms = now_ms(ctx);
+	c->ts_recent_ms = ts_clock_ms(ctx);
 }
 
 /* RFC 7323 §5.3 R1 and §5.5. */
@@ -45,10 +45,10 @@ int ipk_tcp_paws_reject(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 		return 0;
 	if (!ipk_seq_lt(s->o.tsval, c->ts_recent))
 		return 0;
-	if ((uint64_t)(uint32_t)(now_ms(ctx) - c->ts_recent_ms) > PAWS_IDLE_MS) {
+	if ((uint64_t)(uint32_t)(ts_clock_ms(ctx) - c->ts_recent_ms) > PAWS_IDLE_MS) {
 		/* §5.5: after 24 idle days TS.Recent says nothing; take the segment's. */
 		c->ts_recent = s->o.tsval;
-		c->ts_recent_ms = now_ms(ctx);
+		c->ts_recent_ms = ts_clock_ms(ctx);
 		return 0;
 	}
 	ctx->cnt.tcp_paws_drops++;
@@ -64,7 +64,7 @@ void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 		return;
 	if (ipk_seq_le(s->h.seq, c->rcv_nxt) && ipk_seq_ge(s->o.tsval, c->ts_recent)) {
 		c->ts_recent = s->o.tsval;
-		c->ts_recent_ms = now_ms(ctx);
+		c->ts_recent_ms = ts_clock_ms(ctx);
 	}
 }
 
