@@ -493,6 +493,7 @@ static void ip4_fill(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t prot
 	/* We never fragment on transmit (RFC 1191 path MTU discovery relies on DF). */
 	h.frag = IPK_IP4_DF;
 	h.ttl = c->cfg.ttl;
+	h.tos = meta->tos;
 	h.proto = proto;
 	h.src_be = c->cfg.ip4_be;
 	h.dst_be = dst_be;

@@ -45,3 +45,4 @@
 #include "tcp_sack.c"
 #include "tcp_sb.c"
 #include "tcp_rack.c"
+#include "tcp_ecn.c"

@@ -164,7 +164,8 @@ struct ipk_conn {
 	struct ipk_conn *tw_next, *tw_prev; /* ctx TIME_WAIT list, with tw_linked */
 	uint64_t tw_since;          /* when TIME_WAIT was entered */
 	uint8_t tw_linked;
-	uint8_t pad3_[7];
+	uint8_t pad3_[3];
+	uint32_t ecn_high;          /* RFC 3168 §6.1.2: no new ECE reduction before this is acked */
 
 	/* RFC 7323 §4.3 */
 	uint32_t ts_recent;         /* TS.Recent */
@@ -199,6 +200,7 @@ struct ipk_tcp_seg {
 	uint32_t poff;   /* payload offset in pkt */
 	uint32_t len;    /* payload bytes */
 	uint32_t src_be, dst_be;
+	uint8_t tos;     /* IPv4 TOS byte: RFC 3168 ECN field in the low two bits */
 };
 
 /* Sequence space a segment occupies (RFC 9293 §3.4: SYN and FIN count). */
@@ -282,6 +284,21 @@ void ipk_tcp_arm_persist(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_ack_data(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len, int hole_filled);
 /* Out-of-order data arrived. */
 void ipk_tcp_ack_ooo(struct ipk_ctx *ctx, struct ipk_conn *c);
+
+/* ---- tcp_ecn.c: RFC 3168 */
+#define IPK_ECN_ECT0 0x2u
+#define IPK_ECN_CE 0x3u
+/* Flags to add to our SYN or SYN-ACK. */
+uint8_t ipk_tcp_ecn_syn_flags(const struct ipk_ctx *ctx, const struct ipk_conn *c);
+/* The peer's SYN (passive) or SYN-ACK (active) decides whether ECN is on. */
+void ipk_tcp_ecn_syn_in(struct ipk_ctx *ctx, struct ipk_conn *c, uint8_t flags);
+/* An acceptable segment in a synchronized state: CE and CWR as the receiver. */
+void ipk_tcp_ecn_rx(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
+/* An ACK was processed: ECE as the sender (at most one reduction per window). */
+void ipk_tcp_ecn_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
+/* Flags and TOS for a non-SYN segment of `len` bytes at seq (how: IPK_TCP_X_*). */
+uint8_t ipk_tcp_ecn_out(struct ipk_conn *c, uint32_t seq, uint32_t len, unsigned how,
+                        uint8_t *tos);
 
 /* ---- tcp_keepalive.c (RFC 1122 §4.2.3.6) */
 /* The peer was heard from (or keep-alive switched): next probe after the idle time. */

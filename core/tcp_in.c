@@ -65,6 +65,7 @@ static enum ipk_drop seg_parse(struct ipk_ctx *ctx, void *pkt, const struct ipk_
 	s->len = rx->l4_len - s->h.doff;
 	s->src_be = rx->src_be;
 	s->dst_be = rx->dst_be;
+	s->tos = rx->tos;
 	return IPK_DROP__COUNT;
 }
 
@@ -154,6 +155,7 @@ static void passive_open(struct ipk_ctx *ctx, struct ipk_tcp_seg *s, int idx)
 	c->irs = s->h.seq;
 	c->rcv_nxt = s->h.seq + 1u;
 	ipk_tcp_syn_opts(ctx, c, &s->o);
+	ipk_tcp_ecn_syn_in(ctx, c, s->h.flags);
 	c->snd_wnd = c->max_sndwnd = s->h.wnd; /* RFC 7323 §2.2: SYN window unscaled */
 	c->snd_wl1 = s->h.seq;
 	c->snd_wl2 = c->iss;
@@ -304,6 +306,7 @@ static void input_syn_sent(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_t
 	c->rcv_nxt = s->h.seq + 1u;
 	c->rcv_adv = c->rcv_nxt + IPK_MIN(ctx->cfg.tcp_rcvbuf, 0xffffu);
 	ipk_tcp_syn_opts(ctx, c, &s->o);
+	ipk_tcp_ecn_syn_in(ctx, c, f);
 	c->snd_wnd = c->max_sndwnd = s->h.wnd; /* unscaled in a SYN (RFC 7323 §2.2) */
 	c->snd_wl1 = s->h.seq;
 	c->snd_wl2 = s->h.ack;
@@ -728,9 +731,13 @@ static void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 		ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
 		return;
 	}
+	ipk_tcp_ecn_rx(ctx, c, s);
 	if (c->state == IPK_TCP_SYN_RECEIVED && !syn_rcvd_ack(ctx, c, s))
 		return;
-	if (!ack_process(ctx, c, s) || !ack_states(ctx, c))
+	if (!ack_process(ctx, c, s))
+		return;
+	ipk_tcp_ecn_ack(ctx, c, s);
+	if (!ack_states(ctx, c))
 		return;
 	text_process(ctx, c, s);
 }

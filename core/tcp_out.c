@@ -17,6 +17,7 @@ struct seg_spec {
 	uint16_t wnd;
 	const struct ipk_tcp_opts *o;
 	uint32_t plen; /* payload bytes taken from the connection's send queue */
+	uint8_t tos;   /* IPv4 TOS byte (RFC 3168 ECN field) */
 };
 
 /* ------------------------------------------------------------ send queue */
@@ -213,6 +214,7 @@ static int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct
 	}
 	ipk_memset(&meta, 0, sizeof(meta));
 	meta.l4_len = (uint16_t)hlen;
+	meta.tos = sp->tos;
 	seg_csum(ctx, pkt, t, hlen + sp->plen, &meta);
 	if (c && sp->plen > c->mss && (ctx->cfg.caps & IPK_CAP_TSO)) {
 		meta.flags |= IPK_TXOFF_TSO;
@@ -347,7 +349,7 @@ int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t
 	sp.ack = c->rcv_nxt;
 	sp.flags = c->state == IPK_TCP_SYN_SENT ? 0 : IPK_TCP_ACK;
 	if (syn) {
-		sp.flags |= IPK_TCP_SYN;
+		sp.flags |= IPK_TCP_SYN | ipk_tcp_ecn_syn_flags(ctx, c);
 		syn_opts(ctx, c, &o);
 		sp.o = &o;
 		sp.wnd = syn_wnd_field(ctx, c);
@@ -361,10 +363,13 @@ int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t
 			sp.flags |= IPK_TCP_FIN;
 		if (len && seq + len == ipk_tcp_data_end(c))
 			sp.flags |= IPK_TCP_PSH;
+		sp.flags |= ipk_tcp_ecn_out(c, seq, len, how, &sp.tos);
 	}
 	rc = seg_send(ctx, &c->t, &sp, c);
 	if (rc < 0)
 		return rc;
+	if (!syn && (sp.flags & IPK_TCP_CWR))
+		c->fl &= ~IPK_TCPF_CWR_OUT;
 	if (sp.flags & IPK_TCP_ACK) {
 		c->fl &= ~(IPK_TCPF_ACK_NOW | IPK_TCPF_ACK_LATER);
 		c->delack_at = 0;

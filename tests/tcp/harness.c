@@ -357,6 +357,7 @@ void th_send(struct th *t, uint16_t sport, uint16_t dport, uint8_t flags, uint32
 	ih.id = 1;
 	ih.frag = IPK_IP4_DF;
 	ih.ttl = 64;
+	ih.tos = t->tx_tos;
 	ih.proto = IPK_IPPROTO_TCP;
 	ih.src_be = t->peer_be;
 	ih.dst_be = t->ip_be;
@@ -423,6 +424,7 @@ static int parse_frame(const struct tframe *f, struct tseg *s)
 		return 0;
 	ipk_tcp_opts_parse(p + 20, (uint32_t)s->h.doff - 20, &s->o);
 	s->src_be = ih.src_be;
+	s->tos = ih.tos;
 	s->dst_be = ih.dst_be;
 	s->payload = p + s->h.doff;
 	s->len = tl - s->h.doff;

@@ -40,6 +40,7 @@ struct tseg {
 	uint16_t tso_mss;
 	int chained;
 	int csum_ok; /* software checksum verified (or offload-marked with the pseudo fold) */
+	uint8_t tos; /* IPv4 TOS byte (ECN field in the low two bits) */
 };
 
 struct th {
@@ -65,6 +66,7 @@ struct th {
 	int drop_every; /* with link: drop every Nth frame sent (0 = none) */
 	int corrupt_next; /* th_send: 1 = bad TCP checksum, 2 = data offset 4 (bad) */
 	uint32_t sent_n;
+	uint8_t tx_tos; /* th_send: IPv4 TOS byte of injected segments */
 
 	/* events */
 	struct ipk_conn *conn;  /* last accepted/connected */
