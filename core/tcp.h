@@ -183,8 +183,8 @@ struct ipk_conn {
 #define IPK_SB_HIGH_RXT(r) ((r)->seq) /* RFC 6675 HighRxt: holes below it were resent */
 #define IPK_SB_LOST_END(r) ((r)->off) /* unSACKed bytes below it are lost */
 #define IPK_SB_RACK_END(r) ((r)->len) /* RFC 8985 RACK.end_seq */
-#define IPK_SB_RACK_RTT(r) ((r)->aux) /* RACK.rtt, microseconds */
-#define IPK_SB_RACK_TS(r) ((r)->t)    /* RACK.xmit_ts, ns (0 = nothing delivered yet) */
+#define IPK_SB_RACK_RTT(r) ((r)->aux) /* RACK.rtt, us (0 = nothing delivered yet) */
+#define IPK_SB_RACK_TS(r) ((r)->t)    /* RACK.xmit_ts, ns */
 #define IPK_SB_REO_MULT(r) ((r)->xmit) /* RACK.reo_wnd_mult (RFC 8985 §6.2 step 4) */
 
 IPK_INLINE int ipk_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
@@ -408,6 +408,8 @@ void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l,
 uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Arm rtx_at as RACK reorder timer, TLP or RTO, whichever applies (§6.3, §7.2). */
 void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t reo);
+/* New data was sent while the loss timer runs: move the PTO (§7.2). */
+void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* The loss timer fired with kind REO or TLP. */
 void ipk_tcp_rack_timer(struct ipk_ctx *ctx, struct ipk_conn *c);
 

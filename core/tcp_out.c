@@ -312,12 +312,13 @@ static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
                        unsigned how)
 {
 	uint32_t end = seq + used;
+	int again = ipk_seq_lt(seq, c->snd_max);
 
 	if (used == 0)
 		return;
 	if (c->fl & IPK_TCPF_SACK_OK)
 		ipk_tcp_rack_sent(ctx, c, seq, used);
-	if (ipk_seq_lt(seq, c->snd_max)) {
+	if (again) {
 		/* Karn's rule (RFC 6298 §3): no RTT sample across a retransmission. */
 		c->fl &= ~IPK_TCPF_RTT_ON;
 		c->retransmits++;
@@ -329,8 +330,12 @@ static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 	}
 	if (ipk_seq_gt(end, c->snd_max))
 		c->snd_max = end;
-	if (!(how & IPK_TCP_X_PROBE) && c->rtx_at == 0)
+	if (how & IPK_TCP_X_PROBE)
+		return;
+	if (c->rtx_at == 0)
 		ipk_tcp_arm_loss_timer(ctx, c, 0);
+	else if (!again)
+		ipk_tcp_tlp_rearm(ctx, c);
 }
 
 int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,

@@ -106,8 +106,8 @@ uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c)
 	const struct ipk_pb *pb;
 	uint64_t wait = 0, rtt, reo;
 
-	if (!rec || !ctx->cfg.tcp_rack || IPK_SB_RACK_TS(rec) == 0)
-		return 0;
+	if (!rec || !ctx->cfg.tcp_rack || IPK_SB_RACK_RTT(rec) == 0)
+		return 0; /* nothing delivered yet in this flight */
 	rtt = (uint64_t)IPK_SB_RACK_RTT(rec) * RACK_NS_PER_US;
 	reo = reo_wnd(c);
 	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, c->snd_max); pb = pb->next) {
@@ -135,7 +135,18 @@ static int tlp_allowed(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 }
 
 /* RFC 8985 §7.2: PTO = 2 * SRTT, plus the peer's delayed-ACK time when only one
- * segment is out; never later than the RTO would fire. */
+ * segment is out. */
+static uint64_t tlp_pto(const struct ipk_conn *c)
+{
+	uint64_t pto = 2u * c->srtt;
+
+	if (c->snd_max - c->snd_una <= c->mss)
+		pto += WC_DELACK_NS;
+	return IPK_MAX(pto, PTO_MIN_NS);
+}
+
+/* The reordering timer when one is due, else the PTO when it comes before the RTO,
+ * else the RTO. */
 void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t reo)
 {
 	uint64_t at = ctx->now + c->rto, pto;
@@ -145,10 +156,7 @@ void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t re
 		at = ctx->now + reo;
 		kind = IPK_TCP_RTX_REO;
 	} else if (tlp_allowed(ctx, c)) {
-		pto = 2u * c->srtt;
-		if (c->snd_max - c->snd_una <= c->mss)
-			pto += WC_DELACK_NS;
-		pto = IPK_MAX(pto, PTO_MIN_NS);
+		pto = tlp_pto(c);
 		if (ctx->now + pto < at) {
 			at = ctx->now + pto;
 			kind = IPK_TCP_RTX_TLP;
@@ -157,6 +165,19 @@ void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t re
 	c->rtx_at = at;
 	c->rtx_kind = kind;
 	c->persist_at = 0;
+}
+
+/* New data went out: the PTO runs from the latest transmission (RFC 8985 §7.2), and
+ * may now replace an RTO armed when one segment was out. */
+void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint64_t pto;
+
+	if (c->rtx_kind == IPK_TCP_RTX_REO || !tlp_allowed(ctx, c))
+		return;
+	pto = tlp_pto(c);
+	if (c->rtx_kind == IPK_TCP_RTX_TLP || ctx->now + pto < c->rtx_at)
+		ipk_tcp_arm_loss_timer(ctx, c, 0);
 }
 
 /* RFC 8985 §7.3: send one new segment when the peer's window allows, else the last
