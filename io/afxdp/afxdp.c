@@ -18,12 +18,7 @@
  *
  * Without the xdp headers (cross builds), a stub backend explains what is missing.
  */
-#if defined(__has_include)
-#if __has_include(<xdp/xsk.h>) && __has_include(<bpf/libbpf.h>)
-#define IPK_AFXDP_REAL 1
-#endif
-#endif
-
+#include "afxdp_real.h"
 #include "io_internal.h"
 
 #include <errno.h>

@@ -1,6 +1,10 @@
 /*
  * Loading and attaching the afxdp XDP program (source: ipk_xdp.bpf.c).
  */
+#include "afxdp_real.h"
+
+#ifdef IPK_AFXDP_REAL
+
 #include "afxdp_prog.h"
 #include "io_internal.h"
 #include "ipk_xdp_obj.h"
@@ -115,3 +119,7 @@ void ipk_afxdp_prog_close(struct ipk_afxdp_prog *p)
 	memset(p, 0, sizeof *p);
 	p->prog_fd = p->xsks_fd = p->cfg_fd = -1;
 }
+
+#else
+typedef int ipk_afxdp_prog_unused; /* ISO C: a translation unit declares something */
+#endif
