@@ -4,6 +4,8 @@
 #   make test     unit + sim tests, the same under ASan+UBSan, the portability gate,
 #                 a short libFuzzer run; ends with "N passed, N failed"
 #   make demo     run the simulator demo and check its pcap with tshark
+#   make sim-matrix  the TCP simulation matrix alone (also part of make test), a line per cell
+#   make tcp-figures TCP goodput/recovery figures in the simulator -> docs/tcp-figures.md
 #   make fuzz     long libFuzzer run (FUZZ_SECONDS, default 600)
 #   make install  meson install (PREFIX, default /usr/local; DESTDIR honoured)
 #   make deps     install missing build/test tools with apt-get (Debian 12)
@@ -32,7 +34,7 @@ DEB_PKGS := meson ninja-build gcc g++ clang libclang-rt-14-dev tshark \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_ENV := env DEBIAN_FRONTEND=noninteractive
 
-.PHONY: build all deps test demo fuzz install clean
+.PHONY: build all deps test demo fuzz install clean sim-matrix tcp-figures
 
 all: build
 
@@ -64,6 +66,20 @@ test: deps
 
 demo: build
 	@bash tests/port/demo_check.sh $(BUILD)
+
+# One shard per core; a failing cell prints its seed and the command that reruns it.
+sim-matrix: build
+	@n=$$(nproc); pids=(); \
+	for k in $$(seq 0 $$((n - 1))); do \
+		$(BUILD)/tests/sim/test_sim_matrix --shard $$k/$$n \
+			>$(BUILD)/sim-matrix-$$k.log 2>&1 & pids+=($$!); \
+	done; rc=0; for p in "$${pids[@]}"; do wait $$p || rc=1; done; \
+	cat $(BUILD)/sim-matrix-*.log | grep -E '^[0-9]+[MG]-' | sort; \
+	grep -h -A3 ' FAIL ' $(BUILD)/sim-matrix-*.log || true; \
+	grep -h 'cells,' $(BUILD)/sim-matrix-*.log; exit $$rc
+
+tcp-figures: build
+	$(BUILD)/bench/ipkit-tcp-figures --out docs/tcp-figures.md
 
 fuzz: deps
 	@bash tests/port/run_all.sh --san $(SANBUILD) --only-fuzz \

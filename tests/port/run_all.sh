@@ -3,7 +3,9 @@
 #
 # Stages, each timed:
 #   1. build/     debugoptimized build, `meson test` of every suite
-#   2. build-san/ the same C tests under ASan + UBSan (halt on error, leaks detected)
+#      (suites unit, sim and matrix: the simulation matrix runs here only)
+#   2. build-san/ suites unit and sim under ASan + UBSan (halt on error, leaks
+#      detected); the matrix suite is left out, it would take too long there
 #   3. portability gate (tests/port/gate.sh): freestanding, C++17, i686, s390x, unity
 #   4. a bounded libFuzzer run, when the fuzz_frames target was built
 # A test program counts once per stage it runs in; each gate check and the fuzz run
@@ -43,10 +45,12 @@ stage_end() {
 	printf -- '--- %s: %d passed, %d failed (%ds)\n' "$1" "$3" "$4" "$secs"
 }
 
-# meson_stage NAME DIR SETUP_ARGS...: configure (once), build, test, count testlog.json
+# meson_stage NAME DIR SETUP_ARGS...: configure (once), build, test, count testlog.json.
+# MESON_SUITES (space-separated) limits the run to those suites; empty runs all.
 meson_stage() {
-	local name=$1 dir=$2 t0
+	local name=$1 dir=$2 t0 s suites=()
 	shift 2
+	for s in ${MESON_SUITES:-}; do suites+=(--suite "$s"); done
 	t0=$(date +%s)
 	note "$name: $dir"
 	if [ ! -f "$dir/build.ninja" ] && ! meson setup "$dir" "$@"; then
@@ -59,7 +63,7 @@ meson_stage() {
 		return
 	fi
 	rm -f "$dir/meson-logs/testlog.json"
-	meson test -C "$dir" --print-errorlogs --num-processes "$(nproc)" \
+	meson test -C "$dir" ${suites[@]+"${suites[@]}"} --print-errorlogs --num-processes "$(nproc)" \
 		--timeout-multiplier "${TIMEOUT_MULT:-1}" || true
 	local counts
 	counts=$(python3 tests/port/testlog_count.py "$dir/meson-logs/testlog.json")
@@ -87,7 +91,7 @@ san_stage() {
 		env $(san_compilers) meson setup "$san" "${san_setup_args[@]}" ||
 			{ stage_end sanitize "$(date +%s)" 0 1; return; }
 	fi
-	TIMEOUT_MULT=3 meson_stage sanitize "$san"
+	TIMEOUT_MULT=3 MESON_SUITES="unit sim" meson_stage sanitize "$san"
 }
 
 gate_stage() {
@@ -149,7 +153,7 @@ t_all=$(date +%s)
 if [ "$only_fuzz" = 1 ]; then
 	fuzz_stage "$fuzz_seconds"
 else
-	meson_stage unit+sim "$build" --buildtype=debugoptimized
+	meson_stage unit+sim+matrix "$build" --buildtype=debugoptimized
 	san_stage
 	gate_stage
 	if [ "$fuzz_seconds" -gt 0 ]; then fuzz_stage "$fuzz_seconds"; fi
