@@ -311,6 +311,83 @@ static void test_established_sack_recovery_retransmits_only_holes(void)
 	finish(t);
 }
 
+static void test_established_dsack_received_counts_spurious_retransmission(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, blk[1][2];
+
+	d = open_conn(t, 1, 0, &c, &s) + 1;
+	send_segs(t, c, 2);
+	/* RFC 2883 §4: a block below the cumulative ACK reports a duplicate */
+	blk[0][0] = d;
+	blk[0][1] = d + MSS;
+	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, blk, 1, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_dsack_rx, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_spurious_rtx, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_sack_invalid, 0);
+	CHECK_EQ(c->sb ? IPK_SB_REO_MULT(c->sb) : 0u, 2u); /* RFC 8985 §6.2: wider window */
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+static void test_established_sack_scoreboard_memory_is_bounded(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct ipk_tcp_opts o = syn_opts(1, 0);
+	struct ipk_tcp_info in;
+	struct tseg s;
+	uint32_t d, blk[4][2], sq, i, j;
+
+	o.mss = 100; /* many segments in the initial window (RFC 6928: 14600 bytes) */
+	ipk_tcp_listen(t->ctx, ipk_htons(TH_LOCAL_PORT), 8);
+	th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, IPK_TCP_SYN, IRS, 0, W, &o, NULL, 0);
+	CHECK(th_next(t, &s));
+	d = s.h.seq + 1;
+	g_una = d;
+	peer(t, A, IRS + 1, d, 0, 0, 0, NULL, 0, NULL, 0);
+	c = t->conn;
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 200 * 100, t->now), 200 * 100);
+	/* slow start: ACK every segment for three rounds, so 80 are out in the fourth */
+	for (i = 0; i < 3; i++) {
+		uint32_t ends[128], n = 0;
+
+		while (th_next(t, &s))
+			if (s.len && n < 128)
+				ends[n++] = s.h.seq + s.len;
+		for (j = 0; j < n; j++)
+			peer(t, A, IRS + 1, ends[j], 0, 0, 0, NULL, 0, NULL, 0);
+		d = ends[n - 1];
+	}
+	while (th_next(t, &s))
+		;
+	CHECK(c->snd_max - d >= 80 * 100);
+	sq = t->npbs - ipk_pbs_free(t->ctx); /* the send queue's descriptors */
+	/* 40 disjoint SACKed segments, 4 blocks per ACK */
+	for (i = 0; i < 10; i++) {
+		for (j = 0; j < 4; j++) {
+			blk[j][0] = d + (2 * (4 * i + j) + 1) * 100;
+			blk[j][1] = blk[j][0] + 100;
+		}
+		peer(t, A, IRS + 1, d, 0, 0, 0, blk, 4, NULL, 0);
+	}
+	while (th_next(t, &s))
+		;
+	/* the record and at most IPK_TCP_SB_MAX ranges, whatever the window holds */
+	CHECK(t->npbs - ipk_pbs_free(t->ctx) <= sq + 1 + IPK_TCP_SB_MAX);
+	CHECK(ipk_tcp_info(c, &in) == IPK_OK && in.sacked_bytes > 0);
+	for (i = 0; i < 10 && c->snd_una != g_una + 200 * 100; i++) {
+		peer(t, A, IRS + 1, c->snd_max, 0, 0, 0, NULL, 0, NULL, 0);
+		while (th_next(t, &s))
+			;
+	}
+	CHECK_EQ(ipk_pbs_free(t->ctx), t->npbs);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 /* ------------------------------------------------------------ RACK-TLP */
 
 static void test_established_rack_marks_lost_after_reorder_window(void)
@@ -403,6 +480,23 @@ static void test_established_paws_rst_exempt(void)
 	finish(t);
 }
 
+static void test_established_paws_idle_24_days_accepts_old_tsval(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t r = IRS + 1;
+
+	open_conn(t, 0, 1, &c, &s);
+	peer(t, A, r, 0, 1, 200, 0, NULL, 0, g_buf, 100);
+	t->now += 25ull * 24 * 3600 * 1000 * MS; /* RFC 7323 §5.5: TS.Recent is stale */
+	peer(t, A, r + 100, 0, 1, 150, 0, NULL, 0, g_buf, 100);
+	CHECK_EQ(t->rxlen, 200);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_paws_drops, 0);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 static void test_established_rtt_from_timestamps_across_retransmission(void)
 {
 	struct th *t = th_new(base_cfg);
@@ -440,10 +534,13 @@ int main(void)
 	RUN(test_established_duplicate_segment_gets_dsack);
 	RUN(test_established_sack_scoreboard_merges_and_ignores_outside);
 	RUN(test_established_sack_recovery_retransmits_only_holes);
+	RUN(test_established_dsack_received_counts_spurious_retransmission);
+	RUN(test_established_sack_scoreboard_memory_is_bounded);
 	RUN(test_established_rack_marks_lost_after_reorder_window);
 	RUN(test_established_tlp_probes_last_segment_after_pto);
 	RUN(test_established_paws_drops_old_tsval_and_acks);
 	RUN(test_established_paws_rst_exempt);
+	RUN(test_established_paws_idle_24_days_accepts_old_tsval);
 	RUN(test_established_rtt_from_timestamps_across_retransmission);
 	return check_summary();
 }
