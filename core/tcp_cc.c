@@ -44,6 +44,11 @@ static const struct ipk_cc_algo *algo(const struct ipk_conn *c)
 
 void ipk_tcp_cc_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t acked)
 {
+	/* RFC 7661 §4.1, RFC 9438 §5.8: an application-limited sender does not grow a
+	 * window it is not using; cwnd counts as validated while half of it is in flight
+	 * (the flight still includes the bytes this ACK covers). */
+	if (flight(c) < c->cwnd / 2u)
+		return;
 	algo(c)->on_ack(ctx, c, acked, c->srtt);
 	if (c->cwnd > IPK_TCP_CWND_MAX)
 		c->cwnd = IPK_TCP_CWND_MAX;

@@ -101,6 +101,7 @@ static void fake_conn(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t cwnd)
 	c->cc_algo = IPK_CC_CUBIC;
 	c->cwnd = cwnd;
 	c->ssthresh = IPK_TCP_CWND_MAX;
+	c->snd_max = cwnd; /* a full window in flight */
 	ipk_cc_cubic.init(c);
 }
 
@@ -136,6 +137,7 @@ static void ack_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t rtt_ns)
 		n = 1;
 	for (i = 0; i < n; i++) {
 		ctx->now += rtt_ns / n;
+		c->snd_max = c->snd_una + c->cwnd; /* the window is in use */
 		ipk_tcp_cc_ack(ctx, c, 2 * MSS);
 	}
 }
@@ -181,6 +183,22 @@ static void test_cubic_reno_friendly_region_on_short_rtt(void)
 	/* 100 ms in: CUBIC alone is still below W_max; Reno's line is at ~100 segments */
 	CHECK(ipk_cubic_window(10 * MSS, ipk_cubic_k(10 * MSS, 7 * MSS, MSS), MSS, 100) < 10 * MSS);
 	CHECK(near(c.cwnd / (double)MSS, w_est, 0.1 * w_est));
+	free(ctx);
+}
+
+static void test_cc_application_limited_window_does_not_grow(void)
+{
+	struct ipk_ctx *ctx = calloc(1, sizeof(*ctx));
+	struct ipk_conn c;
+
+	fake_conn(ctx, &c, 20 * MSS);
+	c.cc_algo = IPK_CC_NEWRENO;
+	c.snd_max = 9 * MSS; /* less than half the window in use */
+	ipk_tcp_cc_ack(ctx, &c, 2 * MSS);
+	CHECK_EQ(c.cwnd, 20 * MSS);
+	c.snd_max = 10 * MSS;
+	ipk_tcp_cc_ack(ctx, &c, 2 * MSS);
+	CHECK_EQ(c.cwnd, 22 * MSS);
 	free(ctx);
 }
 
@@ -290,6 +308,7 @@ int main(void)
 	RUN(test_cubic_avoidance_follows_curve_to_w_max_at_k);
 	RUN(test_cubic_reno_friendly_region_on_short_rtt);
 	RUN(test_newreno_avoidance_one_mss_per_window);
+	RUN(test_cc_application_limited_window_does_not_grow);
 	RUN(test_established_cubic_fast_retransmit_ssthresh_07);
 	RUN(test_api_set_cc_unknown_einval);
 	RUN(test_conn_object_stays_small);
