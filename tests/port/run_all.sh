@@ -7,7 +7,8 @@
 #   2. build-san/ the same C tests under ASan + UBSan (halt on error, leaks
 #      detected), except the matrix suite, which would take too long there
 #   3. portability gate (tests/port/gate.sh): freestanding, C++17, i686, s390x, unity
-#   4. a bounded libFuzzer run, when the fuzz_frames target was built
+#   4. interop: pytest in tests/interop with Linux as the peer (namespaces, bounded)
+#   5. a bounded libFuzzer run, when the fuzz_frames target was built
 # A test program counts once per stage it runs in; each gate check and the fuzz run
 # count as one test; a build or setup failure counts as one failed test. The last
 # line is "N passed, N failed"; the exit status is non-zero when anything failed.
@@ -148,6 +149,29 @@ fuzz_stage() {
 	stage_end fuzz "$t0" "$p" "$f"
 }
 
+# interop_stage: pytest with Linux as the peer (tests/interop); each test counts once.
+# Needs root for namespaces; bounded by INTEROP_TIMEOUT seconds (default 420).
+interop_stage() {
+	local t0 out p f s
+	t0=$(date +%s)
+	note "interop: pytest, Linux as the peer"
+	if ! /usr/bin/python3 -c 'import pytest' 2>/dev/null; then
+		echo "FAIL interop: /usr/bin/python3 has no pytest (apt-get install python3-pytest)"
+		stage_end interop "$t0" 0 1
+		return
+	fi
+	out=$(mktemp)
+	IPKIT_BUILD="$build" timeout -k 10 "${INTEROP_TIMEOUT:-420}" \
+		/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/interop 2>&1 | tee "$out"
+	p=$(tail -n 3 "$out" | grep -Eo '[0-9]+ passed' | awk '{s += $1} END {print s + 0}')
+	f=$(tail -n 3 "$out" | grep -Eo '[0-9]+ (failed|errors?)' | awk '{s += $1} END {print s + 0}')
+	s=$(tail -n 3 "$out" | grep -Eo '[0-9]+ skipped' | awk '{s += $1} END {print s + 0}')
+	if [ "$p" = 0 ] && [ "$f" = 0 ]; then f=1; fi
+	echo "interop: $p passed, $f failed, $s skipped"
+	rm -f "$out"
+	stage_end interop "$t0" "$p" "$f"
+}
+
 rm -f "$build/test-summary.txt"
 t_all=$(date +%s)
 if [ "$only_fuzz" = 1 ]; then
@@ -156,6 +180,7 @@ else
 	meson_stage unit+sim+matrix "$build" --buildtype=debugoptimized
 	san_stage
 	gate_stage
+	interop_stage
 	if [ "$fuzz_seconds" -gt 0 ]; then fuzz_stage "$fuzz_seconds"; fi
 fi
 
