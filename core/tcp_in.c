@@ -396,7 +396,10 @@ static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tc
 	if (ipk_seq_lt(c->snd_nxt, ack))
 		c->snd_nxt = ack;
 	ipk_tcp_rto_reset(ctx, c);
-	c->npersist = 0;
+	/* The persist back-off ends when the window opens (ack_process), not when a probe
+	 * byte is accepted: a receiver may take probe bytes into the last sliver of a
+	 * window it advertised as 0 after scaling, and resetting here probed it every
+	 * 400 ms forever (RFC 9293 §3.8.6.1: probes back off exponentially). */
 	/* RFC 6298 (5.2)/(5.3): stop when all is acknowledged, else restart. */
 	c->rtx_at = 0;
 	c->fl &= ~IPK_TCPF_TLP_OUT;
