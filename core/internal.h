@@ -137,6 +137,7 @@ struct ipk_ctx {
 	struct ipk_conn *timer_head;  /* connections with an armed timer (tcp_timer.c) */
 	uint64_t tcp_deadline;        /* earliest timer among them (cached, may be early) */
 	uint16_t eph_next;            /* next ephemeral port to try (host order) */
+	uint32_t conn_hash_seed;      /* keys the 4-tuple hash: peers cannot aim at one bucket */
 	uint16_t ip_id;               /* next IPv4 identification */
 	uint32_t isn_secret_;         /* unused when ops->isn_hash is set */
 

@@ -12,13 +12,17 @@
 
 /* ---------------------------------------------------------------- hash */
 
-static uint32_t tuple_hash(uint32_t lip, uint16_t lport, uint32_t pip, uint16_t pport)
+/* A multiplicative mix keyed by a per-context random seed, so that a peer choosing
+ * its addresses and ports cannot predict which bucket they fall in and pile its
+ * connections into one chain (hash flooding). The inputs are network order, which
+ * only permutes bits. */
+static uint32_t tuple_hash(uint32_t seed, uint32_t lip, uint16_t lport, uint32_t pip,
+                           uint16_t pport)
 {
-	/* A multiplicative mix; the inputs are network order, which only permutes bits. */
-	uint32_t h = pip * 0x9e3779b1u;
+	uint32_t h = (pip ^ seed) * 0x9e3779b1u;
 
 	h ^= ((uint32_t)pport << 16 | lport) * 0x85ebca77u;
-	h ^= lip * 0xc2b2ae3du;
+	h ^= (lip + seed) * 0xc2b2ae3du;
 	h ^= h >> 15;
 	h *= 0x27d4eb2fu;
 	h ^= h >> 13;
@@ -33,7 +37,7 @@ static uint32_t bucket(const struct ipk_ctx *ctx, uint32_t h)
 struct ipk_conn *ipk_tcp_lookup(struct ipk_ctx *ctx, uint32_t lip, uint16_t lport, uint32_t pip,
                                 uint16_t pport)
 {
-	uint32_t h = tuple_hash(lip, lport, pip, pport);
+	uint32_t h = tuple_hash(ctx->conn_hash_seed, lip, lport, pip, pport);
 	struct ipk_conn *c = ctx->conn_hash[bucket(ctx, h)];
 
 	for (; c; c = c->hash_next) {
@@ -48,8 +52,8 @@ void ipk_tcp_hash_insert(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint32_t b;
 
-	c->hash = tuple_hash(c->t.local_ip4_be, c->t.local_port_be, c->t.peer_ip4_be,
-	                     c->t.peer_port_be);
+	c->hash = tuple_hash(ctx->conn_hash_seed, c->t.local_ip4_be, c->t.local_port_be,
+	                     c->t.peer_ip4_be, c->t.peer_port_be);
 	b = bucket(ctx, c->hash);
 	c->hash_next = ctx->conn_hash[b];
 	ctx->conn_hash[b] = c;

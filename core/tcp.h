@@ -62,6 +62,7 @@
 #define IPK_TCPF_SACK_OK 0x400000u  /* RFC 2018 SACK negotiated */
 #define IPK_TCPF_SACK_RCVY 0x800000u /* RFC 6675 loss recovery (cwnd held at ssthresh) */
 #define IPK_TCPF_TLP_OUT 0x1000000u /* RFC 8985 §7: a tail loss probe is unanswered */
+#define IPK_TCPF_ECN_WND 0x2000000u /* an ECN reduction happened: ecn_high is valid */
 
 /* pb->aux flag for send-queue and out-of-order pbs */
 #define IPK_TCP_PB_COPY 0x1u /* send queue: packet filled by ipk_tcp_write (may grow) */

@@ -51,10 +51,15 @@ void ipk_tcp_ecn_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_t
 		return;
 	/* RFC 3168 §6.1.2: react once per window of data, and not while loss
 	 * recovery has already reduced the window. */
-	if ((c->fl & (IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY)) || ipk_seq_lt(c->snd_una, c->ecn_high))
+	if (c->fl & (IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY))
+		return;
+	/* ecn_high means something only after a first reduction: compared unset, it
+	 * made half of all initial sequence numbers look "inside the last window". */
+	if ((c->fl & IPK_TCPF_ECN_WND) && ipk_seq_lt(c->snd_una, c->ecn_high))
 		return;
 	ipk_tcp_cc_congestion(ctx, c, IPK_CC_EV_ECN);
 	c->ecn_high = c->snd_max;
+	c->fl |= IPK_TCPF_ECN_WND;
 	c->fl |= IPK_TCPF_CWR_OUT;
 }
 

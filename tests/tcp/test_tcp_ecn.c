@@ -140,6 +140,31 @@ static void test_established_ce_echoed_as_ece_until_cwr(void)
 	finish(t, c);
 }
 
+/* Regression: the "once per window" mark was compared before it was ever set, so
+ * with about half of all initial sequence numbers the first ECE was ignored. The
+ * ISS follows the harness's random op; try several. */
+static void test_established_first_ece_reduces_for_any_iss(void)
+{
+	uint32_t seed;
+
+	for (seed = 1; seed <= 16; seed++) {
+		struct th *t = th_new(ecn_on);
+		struct ipk_conn *c;
+		static uint8_t buf[4 * 536];
+		uint32_t iss, before;
+
+		t->rnd = seed * 0x9e3779b9u;
+		iss = accept_with(t, ECE | CWR, SA | ECE, &c);
+		CHECK_EQ(ipk_tcp_write(t->ctx, c, buf, sizeof(buf), t->now), (int)sizeof(buf));
+		th_clear(t);
+		before = c->cwnd;
+		th_seg(t, A | ECE, IRS + 1, iss + 1 + 536, W, NULL, 0);
+		CHECK(c->cwnd < before);
+		CHECK(c->fl & IPK_TCPF_CWR_OUT);
+		finish(t, c);
+	}
+}
+
 static void test_established_ece_reduces_once_per_window_then_cwr(void)
 {
 	struct th *t = th_new(ecn_on);
@@ -209,6 +234,7 @@ int main(void)
 	RUN(test_syn_sent_plain_or_bad_synack_no_ecn);
 	RUN(test_established_ce_echoed_as_ece_until_cwr);
 	RUN(test_established_ece_reduces_once_per_window_then_cwr);
+	RUN(test_established_first_ece_reduces_for_any_iss);
 	RUN(test_established_ece_with_cubic_uses_beta);
 	return check_summary();
 }
