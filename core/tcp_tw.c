@@ -3,10 +3,10 @@
  *
  *  - Every connection in TIME_WAIT sits on a FIFO list in the context; when more
  *    than cfg.tcp_tw_max would sit there, the oldest is freed at once.
- *  - RFC 6191 §2: a SYN for a TIME_WAIT 4-tuple whose sequence number is above
- *    everything the old connection received starts a new connection. (With
- *    timestamps RFC 6191 compares TSval with TS.Recent first; ipkit has no
- *    timestamps yet, so the sequence-number rule of RFC 1122 §4.2.2.13 applies.)
+ *  - RFC 6191 §2: a SYN for a TIME_WAIT 4-tuple may start a new connection. When
+ *    both incarnations use timestamps, a TSval above TS.Recent decides (equal needs
+ *    a higher sequence number too); otherwise a sequence number above everything
+ *    the old connection received does (RFC 1122 §4.2.2.13).
  *  - Active opens skip 4-tuples in use; when none is left they take over a
  *    TIME_WAIT 4-tuple that has waited at least IPK_TCP_TW_REUSE_NS, and the new
  *    ISS is raised above the old connection's sequence space so its old duplicates
@@ -75,10 +75,24 @@ void ipk_tcp_iss_above(struct ipk_conn *c, uint32_t floor)
 	c->sq_seq = iss + 1u;
 }
 
+/* RFC 6191 §2: may this SYN open a new incarnation of a TIME_WAIT connection? */
+static int tw_syn_acceptable(const struct ipk_ctx *ctx, const struct ipk_conn *c,
+                             const struct ipk_tcp_seg *s)
+{
+	int seq_above = ipk_seq_gt(s->h.seq, c->rcv_nxt);
+
+	if ((c->fl & IPK_TCPF_TS_OK) && ctx->cfg.tcp_timestamps && s->o.has_ts) {
+		if (ipk_seq_gt(s->o.tsval, c->ts_recent))
+			return 1;
+		return s->o.tsval == c->ts_recent && seq_above;
+	}
+	return seq_above;
+}
+
 int ipk_tcp_tw_syn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
 {
 	if ((s->h.flags & (IPK_TCP_SYN | IPK_TCP_ACK | IPK_TCP_RST)) != IPK_TCP_SYN ||
-	    !ipk_seq_gt(s->h.seq, c->rcv_nxt))
+	    !tw_syn_acceptable(ctx, c, s))
 		return 0;
 	ctx->cnt.tcp_tw_reused++;
 	/* RFC 1122 §4.2.2.13: the new connection's ISS lies above the old sequence

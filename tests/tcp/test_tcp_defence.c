@@ -359,6 +359,78 @@ static void test_time_wait_old_syn_gets_challenge_ack(void)
 	finish(t);
 }
 
+static struct ipk_tcp_opts ts_opt(uint32_t tsval, uint32_t tsecr)
+{
+	struct ipk_tcp_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.has_ts = 1;
+	o.tsval = tsval;
+	o.tsecr = tsecr;
+	return o;
+}
+
+/* As to_time_wait, with timestamps on both sides (peer's last TSval 102). */
+static struct ipk_conn *to_time_wait_ts(struct th *t, uint16_t sport, uint32_t *iss)
+{
+	struct ipk_conn *c;
+	struct ipk_tcp_opts o = ts_opt(100, 0);
+	struct tseg s;
+
+	th_send(t, sport, 80, IPK_TCP_SYN, IRS, 0, W, &o, NULL, 0);
+	CHECK(th_next(t, &s));
+	CHECK(s.o.has_ts);
+	*iss = s.h.seq;
+	o = ts_opt(101, s.o.tsval);
+	th_send(t, sport, 80, A, IRS + 1, *iss + 1, W, &o, NULL, 0);
+	c = t->conn;
+	CHECK(c->fl & IPK_TCPF_TS_OK);
+	ipk_tcp_close(t->ctx, c, t->now);
+	o = ts_opt(102, s.o.tsval);
+	th_send(t, sport, 80, IPK_TCP_FIN | A, IRS + 1, *iss + 2, W, &o, NULL, 0);
+	CHECK_EQ(c->state, IPK_TCP_TIME_WAIT);
+	th_clear(t);
+	return c;
+}
+
+/* RFC 6191 §2 with timestamps: a newer TSval opens a new incarnation even when the
+ * SYN's sequence number is not above the old connection's (a peer whose ISN clock
+ * wrapped or restarted); an older TSval does not, whatever the sequence number. */
+static void test_time_wait_syn_newer_tsval_reuses_tuple(void)
+{
+	struct th *t = th_new(NULL);
+	struct ipk_tcp_opts o = ts_opt(200, 0);
+	struct tseg s;
+	uint32_t iss;
+
+	ipk_tcp_listen(t->ctx, be(80), 4);
+	to_time_wait_ts(t, 5000, &iss);
+	th_send(t, 5000, 80, IPK_TCP_SYN, IRS - 5000, 0, W, &o, NULL, 0);
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.flags, IPK_TCP_SYN | A);
+	CHECK_EQ(s.h.ack, IRS - 4999);
+	CHECK_EQ(cnt(t)->tcp_tw_reused, 1);
+	th_run_for(t, 200 * SEC);
+	finish(t);
+}
+
+static void test_time_wait_syn_older_tsval_stays(void)
+{
+	struct th *t = th_new(NULL);
+	struct ipk_tcp_opts o = ts_opt(50, 0);
+	struct ipk_conn *c;
+	uint32_t iss;
+
+	ipk_tcp_listen(t->ctx, be(80), 4);
+	c = to_time_wait_ts(t, 5000, &iss);
+	th_send(t, 5000, 80, IPK_TCP_SYN, IRS + 100000, 0, W, &o, NULL, 0);
+	CHECK_EQ(c->state, IPK_TCP_TIME_WAIT);
+	CHECK_EQ(cnt(t)->tcp_tw_reused, 0);
+	th_clear(t);
+	th_run_for(t, t->cfg.tcp_time_wait_ns + SEC);
+	finish(t);
+}
+
 static void tw_max2(struct ipk_config *c) { c->tcp_tw_max = 2; }
 
 static void test_time_wait_max_recycles_oldest(void)
@@ -475,6 +547,8 @@ int main(void)
 	RUN(test_listen_syncookies_always_mode);
 	RUN(test_time_wait_syn_above_rcv_nxt_reuses_tuple);
 	RUN(test_time_wait_old_syn_gets_challenge_ack);
+	RUN(test_time_wait_syn_newer_tsval_reuses_tuple);
+	RUN(test_time_wait_syn_older_tsval_stays);
 	RUN(test_time_wait_max_recycles_oldest);
 	RUN(test_connect_takes_time_wait_tuple_when_ports_run_out);
 	RUN(test_established_forged_icmp_needfrag_ignored);
