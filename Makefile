@@ -3,7 +3,8 @@
 #   make          build (meson + ninja, debugoptimized) in build/
 #   make test     unit + sim tests, the same under ASan+UBSan, the portability gate,
 #                 a short libFuzzer run; ends with "N passed, N failed"
-#   make demo     run the simulator demo and check its pcap with tshark
+#   make demo     ipkit-httpd in a private namespace: Linux curls, pings, ping-pong vs Linux
+#   make sim-demo run the simulator demo and check its pcap with tshark
 #   make sim-matrix  the TCP simulation matrix alone (also part of make test), a line per cell
 #   make tcp-figures TCP goodput/recovery figures in the simulator -> docs/tcp-figures.md
 #   make fuzz     long libFuzzer run (FUZZ_SECONDS, default 600)
@@ -34,7 +35,7 @@ DEB_PKGS := meson ninja-build gcc g++ clang libclang-rt-14-dev tshark \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_ENV := env DEBIAN_FRONTEND=noninteractive
 
-.PHONY: build all deps test demo fuzz install clean sim-matrix tcp-figures
+.PHONY: build all deps test demo sim-demo fuzz install clean sim-matrix tcp-figures
 
 all: build
 
@@ -66,6 +67,9 @@ test: deps
 
 demo: build
 	@bash tests/port/demo_check.sh $(BUILD)
+
+sim-demo: build
+	@bash tests/port/sim_demo_check.sh $(BUILD)
 
 # One shard per core; a failing cell prints its seed and the command that reruns it.
 sim-matrix: build
