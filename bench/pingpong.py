@@ -35,6 +35,8 @@ def server(host, port):
                 d = c.recv(65536)
             except BlockingIOError:
                 continue
+            except OSError:
+                d = b""
             if not d:
                 ep.unregister(fd)
                 c.close()
