@@ -251,6 +251,14 @@ static int node_core_init(struct ipk_node *n, char *err, size_t errlen)
 		snprintf(err, errlen, "core context init failed (bad configuration)");
 		return -EINVAL;
 	}
+	/* Backends that steer by address (AF_XDP's program) pass the host's traffic
+	 * through until they know ours. */
+	rc = ipk_io_set_addr(n->io, c.ip4_be, c.mac);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: cannot set the address filter: %s", ipk_io_name(n->io),
+		         strerror(-rc));
+		return rc;
+	}
 	if (ipk_add_conns(n->ctx, n->conn_mem, n->cfg.conns) < 0 ||
 	    ipk_add_pbs(n->ctx, n->pb_mem, n->cfg.pbs) < 0) {
 		snprintf(err, errlen, "core refused the connection / pb pools");

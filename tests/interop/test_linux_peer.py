@@ -4,6 +4,8 @@ import re
 import socket
 import subprocess
 
+import time
+
 import pytest
 
 from conftest import available_kinds, prog
@@ -95,15 +97,24 @@ def test_ipkit_client_of_linux_http_server(link, tmp_path):
     (tmp_path / "blob").write_bytes(data)
     link.start("python3", "-m", "http.server", "8080", "--bind", link.linux_ip,
                "--directory", str(tmp_path))
+    # a refused connect returns at once: wait (bounded) until the server listens
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        ss = link.run("ss", "-Hltn", "sport = :8080", check=False, timeout=10)
+        if b"8080" in ss.stdout:
+            break
+        time.sleep(0.1)
     req = b"GET /blob HTTP/1.0\r\nHost: x\r\n\r\n"
-    out = None
+    out, last = None, None
     for _ in range(10):  # the server may still be starting (bounded)
         r = link.run(prog("ipkit-nc"), *link.ipk_args(), "--timeout", "5", link.linux_ip,
                      "8080", input=req, check=False, timeout=15)
+        last = r
         if r.returncode == 0 and b"\r\n\r\n" in r.stdout:
             out = r.stdout
             break
-    assert out is not None, "no answer from python http.server"
+    assert out is not None, "no answer from python http.server: rc %s, %s" % (
+        last.returncode, last.stderr.decode(errors="replace")[-400:])
     head, body = out.split(b"\r\n\r\n", 1)
     assert head.startswith(b"HTTP/1.0 200"), head
     assert body == data
