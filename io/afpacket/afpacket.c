@@ -14,6 +14,7 @@
  * qdisc_bypass=0|1, tov=MS (rx block retire timeout, default 1).
  */
 #include "io_internal.h"
+#include "vnet.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -486,22 +487,6 @@ static int afp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 
 /* ---------------------------------------------------------------- tx */
 
-static void afp_vnet(const struct ipk_tx_meta *m, struct virtio_net_hdr *h)
-{
-	memset(h, 0, sizeof(*h));
-	if (m->flags & (IPK_TXOFF_TCP_CSUM | IPK_TXOFF_UDP_CSUM | IPK_TXOFF_TSO)) {
-		h->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-		h->csum_start = (uint16_t)(m->l2_len + m->l3_len);
-		/* RFC 9293 §3.1 / RFC 768: checksum offset in the TCP / UDP header. */
-		h->csum_offset = (m->flags & IPK_TXOFF_UDP_CSUM) ? 6 : 16;
-	}
-	if ((m->flags & IPK_TXOFF_TSO) && m->mss) {
-		h->gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
-		h->gso_size = m->mss;
-		h->hdr_len = (uint16_t)(m->l2_len + m->l3_len + m->l4_len);
-	}
-}
-
 /* 0 when queued, 1 when the ring is full, -1 when the frame cannot be sent. */
 static int afp_tx_one(struct afp_priv *q, struct ipk_pkt *k)
 {
@@ -516,7 +501,7 @@ static int afp_tx_one(struct afp_priv *q, struct ipk_pkt *k)
 	if (len + vh > q->tx_fsize - AFP_TX_DATA)
 		return -1;
 	if (vh)
-		afp_vnet(&k->meta, (struct virtio_net_hdr *)data);
+		ipk_vnet_from_meta(&k->meta, (struct virtio_net_hdr *)data);
 	ipk_pkt_linearize(k, data + vh, len);
 	h->tp_len = len + vh;
 	/* Release: the frame bytes are in place before the kernel may take it. */

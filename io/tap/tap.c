@@ -19,6 +19,7 @@
  * offload=0 turns all of this off (the kernel then checksums before handing frames over).
  */
 #include "io_internal.h"
+#include "vnet.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -289,22 +290,6 @@ static int tap_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 
 /* ---------------------------------------------------------------- tx */
 
-static void tap_vnet_from_meta(const struct ipk_tx_meta *m, struct virtio_net_hdr *h)
-{
-	memset(h, 0, sizeof(*h));
-	if (m->flags & (IPK_TXOFF_TCP_CSUM | IPK_TXOFF_UDP_CSUM | IPK_TXOFF_TSO)) {
-		h->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-		h->csum_start = (uint16_t)(m->l2_len + m->l3_len);
-		/* RFC 9293 §3.1: TCP checksum at byte 16; RFC 768: UDP checksum at byte 6. */
-		h->csum_offset = (m->flags & IPK_TXOFF_UDP_CSUM) ? 6 : 16;
-	}
-	if ((m->flags & IPK_TXOFF_TSO) && m->mss) {
-		h->gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
-		h->gso_size = m->mss;
-		h->hdr_len = (uint16_t)(m->l2_len + m->l3_len + m->l4_len);
-	}
-}
-
 static int tap_tx_one(struct tap_priv *t, struct ipk_pkt *k)
 {
 	struct iovec iov[TAP_MAX_IOV + 1];
@@ -314,7 +299,7 @@ static int tap_tx_one(struct tap_priv *t, struct ipk_pkt *k)
 	ssize_t r;
 
 	if (t->vnet) {
-		tap_vnet_from_meta(&k->meta, &vh);
+		ipk_vnet_from_meta(&k->meta, &vh);
 		iov[cnt].iov_base = &vh;
 		iov[cnt++].iov_len = sizeof(vh);
 	}

@@ -4,7 +4,7 @@ both directions. Bad configurations check the exact one-line messages.
 
 Everything runs inside a network namespace the test creates (prefix ipk + 4 random hex)
 and deletes in a finalizer; every wait is bounded. Needs root; io_probe comes from the
-meson build dir (IPK_BUILD, default build/).
+meson build dir (IPKIT_BUILD, default build/, as in conftest.py).
 """
 import os
 import secrets
@@ -15,7 +15,7 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.environ.get("IPK_BUILD", os.path.join(ROOT, "build"))
+BUILD = os.path.abspath(os.environ.get("IPKIT_BUILD", os.path.join(ROOT, "build")))
 PROBE = os.path.join(BUILD, "tests", "io", "io_probe")
 
 pytestmark = [
