@@ -485,3 +485,24 @@ int th_no_leaks(struct th *t)
 	return t->pool->descs_out == (uint32_t)t->qn && t->pool->bufs_out == (uint32_t)t->qn &&
 	       ipk_pbs_free(t->ctx) == t->npbs && ipk_conns_free(t->ctx) == t->nconns;
 }
+
+struct ipk_tcp_opts th_mss_opt(uint16_t mss)
+{
+	struct ipk_tcp_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.has_mss = 1;
+	o.mss = mss;
+	return o;
+}
+
+struct ipk_tcp_opts th_ts_opt(uint32_t tsval, uint32_t tsecr)
+{
+	struct ipk_tcp_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.has_ts = 1;
+	o.tsval = tsval;
+	o.tsecr = tsecr;
+	return o;
+}

@@ -117,6 +117,10 @@ void th_clear(struct th *t);
 uint32_t th_accept(struct th *t, uint32_t irs, const struct ipk_tcp_opts *o, uint16_t wnd,
                    struct ipk_conn **c);
 
+/* Option sets for scripted peers: MSS only; timestamps only. */
+struct ipk_tcp_opts th_mss_opt(uint16_t mss);
+struct ipk_tcp_opts th_ts_opt(uint32_t tsval, uint32_t tsecr);
+
 /* Nothing leaked: packets back in the pool (apart from captured copies, which the
  * harness keeps outside it), pbs and conns back in the context. */
 int th_no_leaks(struct th *t);

@@ -225,22 +225,12 @@ static void test_newreno_avoidance_one_mss_per_window(void)
 
 static void cubic_cfg(struct ipk_config *c) { c->tcp_cc = IPK_CC_CUBIC; }
 
-static struct ipk_tcp_opts mss_opt(uint16_t mss)
-{
-	struct ipk_tcp_opts o;
-
-	memset(&o, 0, sizeof(o));
-	o.has_mss = 1;
-	o.mss = mss;
-	return o;
-}
-
 static void test_established_cubic_fast_retransmit_ssthresh_07(void)
 {
 	struct th *t = th_new(cubic_cfg);
 	struct ipk_conn *c;
 	struct tseg s;
-	struct ipk_tcp_opts o = mss_opt(1000);
+	struct ipk_tcp_opts o = th_mss_opt(1000);
 	static uint8_t buf[10000];
 	struct ipk_tcp_info in;
 	uint32_t iss = th_accept(t, IRS, &o, W, &c);

@@ -33,22 +33,12 @@ static void small_rcvbuf(struct ipk_config *c)
 	c->tcp_wscale = 0;
 }
 
-static struct ipk_tcp_opts mss_opt(uint16_t mss)
-{
-	struct ipk_tcp_opts o;
-
-	memset(&o, 0, sizeof(o));
-	o.has_mss = 1;
-	o.mss = mss;
-	return o;
-}
-
 static void test_listen_syn_mss_negotiated(void)
 {
 	struct th *t = th_new(NULL);
 	struct ipk_conn *c;
 	struct ipk_tcp_info in;
-	struct ipk_tcp_opts o = mss_opt(1000);
+	struct ipk_tcp_opts o = th_mss_opt(1000);
 
 	th_accept(t, IRS, &o, W, &c);
 	ipk_tcp_info(c, &in);
@@ -76,7 +66,7 @@ static void test_listen_syn_wscale_negotiated_both_ways(void)
 	struct th *t = th_new(no_delack);
 	struct ipk_conn *c;
 	struct ipk_tcp_info in;
-	struct ipk_tcp_opts o = mss_opt(1460);
+	struct ipk_tcp_opts o = th_mss_opt(1460);
 	struct tseg s;
 	uint32_t iss;
 
@@ -300,7 +290,7 @@ static void test_established_three_dupacks_fast_retransmit(void)
 	struct th *t = th_new(NULL);
 	struct ipk_conn *c;
 	struct tseg s;
-	struct ipk_tcp_opts o = mss_opt(1000);
+	struct ipk_tcp_opts o = th_mss_opt(1000);
 	static uint8_t buf[5000];
 	uint32_t iss = th_accept(t, IRS, &o, W, &c);
 	int i;
@@ -582,7 +572,7 @@ static void test_established_tso_large_segment(void)
 	struct th *t = th_new(tso);
 	struct ipk_conn *c;
 	struct tseg s;
-	struct ipk_tcp_opts o = mss_opt(1460);
+	struct ipk_tcp_opts o = th_mss_opt(1460);
 	static uint8_t buf[12000];
 	uint32_t iss = th_accept(t, IRS, &o, W, &c);
 
@@ -602,7 +592,7 @@ static void test_established_icmp_needfrag_lowers_mss(void)
 	struct th *t = th_new(NULL);
 	struct ipk_conn *c;
 	struct tseg s;
-	struct ipk_tcp_opts o = mss_opt(1460);
+	struct ipk_tcp_opts o = th_mss_opt(1460);
 	static uint8_t buf[1460];
 	uint8_t q[28];
 	uint32_t iss = th_accept(t, IRS, &o, W, &c);

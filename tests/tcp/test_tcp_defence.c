@@ -359,34 +359,23 @@ static void test_time_wait_old_syn_gets_challenge_ack(void)
 	finish(t);
 }
 
-static struct ipk_tcp_opts ts_opt(uint32_t tsval, uint32_t tsecr)
-{
-	struct ipk_tcp_opts o;
-
-	memset(&o, 0, sizeof(o));
-	o.has_ts = 1;
-	o.tsval = tsval;
-	o.tsecr = tsecr;
-	return o;
-}
-
 /* As to_time_wait, with timestamps on both sides (peer's last TSval 102). */
 static struct ipk_conn *to_time_wait_ts(struct th *t, uint16_t sport, uint32_t *iss)
 {
 	struct ipk_conn *c;
-	struct ipk_tcp_opts o = ts_opt(100, 0);
+	struct ipk_tcp_opts o = th_ts_opt(100, 0);
 	struct tseg s;
 
 	th_send(t, sport, 80, IPK_TCP_SYN, IRS, 0, W, &o, NULL, 0);
 	CHECK(th_next(t, &s));
 	CHECK(s.o.has_ts);
 	*iss = s.h.seq;
-	o = ts_opt(101, s.o.tsval);
+	o = th_ts_opt(101, s.o.tsval);
 	th_send(t, sport, 80, A, IRS + 1, *iss + 1, W, &o, NULL, 0);
 	c = t->conn;
 	CHECK(c->fl & IPK_TCPF_TS_OK);
 	ipk_tcp_close(t->ctx, c, t->now);
-	o = ts_opt(102, s.o.tsval);
+	o = th_ts_opt(102, s.o.tsval);
 	th_send(t, sport, 80, IPK_TCP_FIN | A, IRS + 1, *iss + 2, W, &o, NULL, 0);
 	CHECK_EQ(c->state, IPK_TCP_TIME_WAIT);
 	th_clear(t);
@@ -399,7 +388,7 @@ static struct ipk_conn *to_time_wait_ts(struct th *t, uint16_t sport, uint32_t *
 static void test_time_wait_syn_newer_tsval_reuses_tuple(void)
 {
 	struct th *t = th_new(NULL);
-	struct ipk_tcp_opts o = ts_opt(200, 0);
+	struct ipk_tcp_opts o = th_ts_opt(200, 0);
 	struct tseg s;
 	uint32_t iss;
 
@@ -417,7 +406,7 @@ static void test_time_wait_syn_newer_tsval_reuses_tuple(void)
 static void test_time_wait_syn_older_tsval_stays(void)
 {
 	struct th *t = th_new(NULL);
-	struct ipk_tcp_opts o = ts_opt(50, 0);
+	struct ipk_tcp_opts o = th_ts_opt(50, 0);
 	struct ipk_conn *c;
 	uint32_t iss;
 

@@ -23,16 +23,6 @@ static void finish(struct th *t, struct ipk_conn *c)
 	th_free(t);
 }
 
-static struct ipk_tcp_opts mss_opt(uint16_t mss)
-{
-	struct ipk_tcp_opts o;
-
-	memset(&o, 0, sizeof(o));
-	o.has_mss = 1;
-	o.mss = mss;
-	return o;
-}
-
 /* Peer sends n full segments of 1000 bytes from *seq; returns ACKs we sent. */
 static int send_segs(struct th *t, uint32_t *seq, uint32_t iss, int n)
 {
@@ -231,7 +221,7 @@ static void test_established_write_after_partial_ack_stays_in_buffer(void)
 	struct th *t = th_new(NULL);
 	struct ipk_conn *c;
 	struct tseg s;
-	struct ipk_tcp_opts o = mss_opt(1460);
+	struct ipk_tcp_opts o = th_mss_opt(1460);
 	static uint8_t buf[4000];
 	uint32_t iss = th_accept(t, IRS, &o, W, &c), i;
 	int bad = 0;
