@@ -10,6 +10,7 @@
  *   icmp4.c     echo, errors out (port unreachable), errors in (to TCP)
  *   udp.c       bind table, input, output
  *   tcp_*.c     TCP (tcp.h has the connection object)
+ *   rss.c       Toeplitz RSS hash, queue of a flow, RSS-aware ephemeral ports
  */
 #ifndef IPKIT_CORE_INTERNAL_H
 #define IPKIT_CORE_INTERNAL_H
@@ -271,5 +272,14 @@ void ipk_tcp_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx);
 void ipk_tcp_icmp_error(struct ipk_ctx *c, uint8_t type, uint8_t code, uint16_t mtu,
                         const uint8_t *quote, uint32_t qlen);
 uint64_t ipk_tcp_timer(struct ipk_ctx *c, uint64_t now); /* returns next deadline */
+
+/* ---------------------------------------------------------------- RSS */
+
+/* 1 when cfg's RSS fields are consistent (off, or a table that names rss_queue). */
+int ipk_rss_config_valid(const struct ipk_config *cfg);
+/* 1 when a segment from peer:peer_port to us:local_port would reach this context's
+ * queue (always 1 with RSS off). */
+int ipk_rss_port_ok(const struct ipk_ctx *ctx, uint32_t peer_be, uint16_t peer_port_be,
+                    uint16_t local_port_be);
 
 #endif

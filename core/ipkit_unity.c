@@ -46,3 +46,4 @@
 #include "tcp_sb.c"
 #include "tcp_rack.c"
 #include "tcp_ecn.c"
+#include "rss.c"

@@ -74,6 +74,7 @@ void ipk_config_default(struct ipk_config *cfg)
 	cfg->frag_max_bytes = 65535;
 	cfg->frag_max_pieces = 64;
 	config_default_tcp(cfg);
+	ipk_rss_key_symmetric(cfg->rss_key);
 }
 
 static int config_valid(const struct ipk_config *cfg)
@@ -98,7 +99,7 @@ static int config_valid(const struct ipk_config *cfg)
 		return 0;
 	if (cfg->eph_port_lo == 0 || cfg->eph_port_lo > cfg->eph_port_hi)
 		return 0;
-	if (cfg->tcp_syncookies > 2)
+	if (cfg->tcp_syncookies > 2 || !ipk_rss_config_valid(cfg))
 		return 0;
 	if (!ipk_tcp_cc_algo(cfg->tcp_cc) || cfg->tcp_ack_every == 0 ||
 	    cfg->tcp_keepalive_cnt == 0 || cfg->tcp_keepalive_idle_ns == 0 ||

@@ -91,8 +91,9 @@ uint32_t ipk_tcp_isn(struct ipk_ctx *ctx, const struct ipk_tuple *t)
 	return m + f;
 }
 
-/* Pick a local port whose 4-tuple is free, starting at ctx->eph_next; bounded by the
- * size of the range. Returns the port in network order or 0 when none is free. */
+/* Pick a local port whose 4-tuple is free (and, with RSS, whose incoming hash lands
+ * on our queue), starting at ctx->eph_next; bounded by the size of the range.
+ * Returns the port in network order or 0 when none fits. */
 static uint16_t eph_pick(struct ipk_ctx *ctx, uint32_t pip, uint16_t pport)
 {
 	uint32_t lo = ctx->cfg.eph_port_lo, hi = ctx->cfg.eph_port_hi;
@@ -106,7 +107,8 @@ static uint16_t eph_pick(struct ipk_ctx *ctx, uint32_t pip, uint16_t pport)
 		uint16_t be = ipk_htons((uint16_t)p);
 		uint32_t next = p == hi ? lo : p + 1u;
 
-		if (!ipk_tcp_lookup(ctx, ctx->cfg.ip4_be, be, pip, pport)) {
+		if (ipk_rss_port_ok(ctx, pip, pport, be) &&
+		    !ipk_tcp_lookup(ctx, ctx->cfg.ip4_be, be, pip, pport)) {
 			ctx->eph_next = (uint16_t)next;
 			return be;
 		}

@@ -68,6 +68,9 @@ extern "C" {
 #define IPK_CAP_SG (1u << 6)          /* NIC transmits packet chains (scatter-gather) */
 #define IPK_CAP_LRO (1u << 7)         /* NIC may deliver coalesced TCP segments larger than MSS */
 
+/* Bytes of a Toeplitz RSS key (the size NICs use for IPv4/IPv6 hashing). */
+#define IPK_RSS_KEY_LEN 40
+
 /* ops->rx_csum result bits */
 #define IPK_RXCSUM_IP4_GOOD (1u << 0)
 #define IPK_RXCSUM_IP4_BAD (1u << 1)
@@ -385,6 +388,20 @@ struct ipk_config {
 	uint8_t tcp_sack;           /* RFC 2018/6675 SACK: offer and use, default 1 */
 	uint8_t tcp_timestamps;     /* RFC 7323 timestamps (1 ms clock) and PAWS, default 1 */
 	uint8_t tcp_rack;           /* RFC 8985 RACK-TLP (needs SACK), default 1 */
+
+	/* Receive-side scaling: when several contexts share one address, each serving
+	 * one NIC queue, the NIC (or a software steerer) picks the queue of a received
+	 * TCP/UDP frame as rss_reta[toeplitz(rss_key, 4-tuple) % rss_reta_size]. Given
+	 * the same key and table, active opens (ipk_tcp_connect with local port 0)
+	 * choose a port whose incoming 4-tuple lands on rss_queue, so the answers come
+	 * back to this context. rss_reta_size 0 (default) = off. */
+	uint8_t rss_key[IPK_RSS_KEY_LEN]; /* default: ipk_rss_key_symmetric */
+	uint16_t rss_queue;               /* this context's queue, default 0; must appear
+	                                   * in rss_reta (else ipk_ctx_size says invalid) */
+	uint32_t rss_reta_size;           /* entries in rss_reta, default 0 (RSS off) */
+	/* Redirection table, rss_reta_size queue numbers. Not copied: it must stay
+	 * valid and unchanged while the context lives. */
+	const uint16_t *rss_reta;
 };
 
 #define IPK_CONFIG_VERSION 1u
@@ -444,8 +461,12 @@ int ipk_arp_add_static(struct ipk_ctx *ctx, uint32_t ip4_be, const uint8_t mac[6
 int ipk_tcp_listen(struct ipk_ctx *ctx, uint16_t port_be, uint16_t backlog);
 int ipk_tcp_unlisten(struct ipk_ctx *ctx, uint16_t port_be);
 
-/* Active open to peer. local_port_be 0 picks an ephemeral port. On success *out is
- * the new connection (SYN sent); tcp_connected or tcp_closed follows. */
+/* Active open to peer. local_port_be 0 picks an ephemeral port (with RSS
+ * configured, one whose incoming 4-tuple hashes to rss_queue; see ipk_config). On
+ * success *out is the new connection (SYN sent); tcp_connected or tcp_closed follows.
+ * IPK_EADDRINUSE: the 4-tuple is taken or no ephemeral port is free (with RSS: none
+ * of the free ones lands on this context's queue; the search is bounded by the size
+ * of the ephemeral range). */
 int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_port_be,
                     uint16_t local_port_be, void *user, struct ipk_conn **out, uint64_t now);
 
@@ -533,6 +554,29 @@ int ipk_udp_sendto(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip
 /* Send an echo request with `len` bytes of payload (a pattern). */
 int ipk_icmp_echo(struct ipk_ctx *ctx, uint32_t dst_ip4_be, uint16_t id_be, uint16_t seq_be,
                   uint32_t len, uint64_t now);
+
+/* ------------------------------------------------------------------- RSS */
+
+/* Fill `key` with the symmetric Toeplitz key (0x6d, 0x5a repeated): with it the hash
+ * of a flow is the same in both directions, so one queue sees both halves of every
+ * connection, whatever the addresses. ipk_config_default puts it in rss_key. */
+void ipk_rss_key_symmetric(uint8_t key[IPK_RSS_KEY_LEN]);
+
+/* The Toeplitz hash of `n` input bytes under a `keylen`-byte key, as RSS NICs compute
+ * it. The key must cover the input plus 4 bytes (n <= keylen - 4); otherwise, or with
+ * a NULL pointer, the result is 0. */
+uint32_t ipk_rss_toeplitz(const uint8_t *key, uint32_t keylen, const uint8_t *in, uint32_t n);
+
+/* RSS hash of an IPv4 TCP or UDP frame as the NIC computes it: input source address,
+ * destination address, source port, destination port of the frame as received, all
+ * in network order; key is IPK_RSS_KEY_LEN bytes. For the IPv4-only hash (frames
+ * without ports) use ipk_rss_toeplitz over the 8 address bytes. */
+uint32_t ipk_rss_hash_ip4(const uint8_t *key, uint32_t src_be, uint32_t dst_be,
+                          uint16_t sport_be, uint16_t dport_be);
+
+/* Queue a frame with this hash goes to: reta[hash % reta_size], the NIC rule.
+ * Returns the queue or IPK_EINVAL (NULL table or size 0). */
+int ipk_rss_queue(const uint16_t *reta, uint32_t reta_size, uint32_t hash);
 
 /* --------------------------------------------------------------- helpers */
 

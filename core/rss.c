@@ -1,0 +1,109 @@
+/*
+ * rss.c: the Toeplitz hash NICs use for receive-side scaling (RSS), so software can
+ * predict which queue a flow lands on.
+ *
+ * Uses: a backend without RSS steers in software by the same hash; a context that
+ * serves one queue of a multi-queue NIC picks, for an active open, a local port whose
+ * incoming 4-tuple hashes to its own queue (ipk_tcp_connect), so the answer comes
+ * back to the context that owns the connection.
+ *
+ * The hash (Microsoft "RSS hashing", also the Intel 82599 datasheet §7.1.2.8): for
+ * every set bit of the input, most significant bit of the first byte first, XOR into
+ * the result the 32 key bits that start at that bit's position. The input for
+ * IPv4/TCP and IPv4/UDP is source address, destination address, source port,
+ * destination port, each as it sits in the packet (network order).
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+void ipk_rss_key_symmetric(uint8_t key[IPK_RSS_KEY_LEN])
+{
+	uint32_t i;
+
+	/* A key that repeats every 16 bits has the same 32-bit window at bit k and at
+	 * bit k + 16. The source address sits at input bits 0..31 and the destination
+	 * at 32..63, the ports at 64..79 and 80..95: swapping source and destination
+	 * therefore XORs the same windows, and hash(a->b) == hash(b->a). (Woo and
+	 * Park, "Scalable TCP Session Monitoring with Symmetric Receive-side Scaling",
+	 * 2012.) */
+	for (i = 0; i < IPK_RSS_KEY_LEN; i += 2) {
+		key[i] = 0x6d;
+		key[i + 1] = 0x5a;
+	}
+}
+
+uint32_t ipk_rss_toeplitz(const uint8_t *key, uint32_t keylen, const uint8_t *in, uint32_t n)
+{
+	uint32_t win, h = 0, i;
+	int b;
+
+	/* The window slides one bit per input bit, so the key must hold 32 bits for the
+	 * first input bit plus one more per further input bit. */
+	if (!key || !in || keylen < 4 || n > keylen - 4)
+		return 0;
+	win = (uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 | (uint32_t)key[2] << 8 | key[3];
+	for (i = 0; i < n; i++) {
+		/* Next key byte to shift in after this input byte (0 past the key end:
+		 * those bits are never used, by the length check above). */
+		uint8_t next = i + 4 < keylen ? key[i + 4] : 0;
+
+		for (b = 7; b >= 0; b--) {
+			if (in[i] & (1u << b))
+				h ^= win;
+			win = win << 1 | ((uint32_t)(next >> b) & 1u);
+		}
+	}
+	return h;
+}
+
+uint32_t ipk_rss_hash_ip4(const uint8_t *key, uint32_t src_be, uint32_t dst_be,
+                          uint16_t sport_be, uint16_t dport_be)
+{
+	uint8_t in[12];
+
+	/* The values are already in network order: copy them as the bytes of the packet. */
+	ipk_memcpy(in, &src_be, 4);
+	ipk_memcpy(in + 4, &dst_be, 4);
+	ipk_memcpy(in + 8, &sport_be, 2);
+	ipk_memcpy(in + 10, &dport_be, 2);
+	return ipk_rss_toeplitz(key, IPK_RSS_KEY_LEN, in, sizeof(in));
+}
+
+int ipk_rss_queue(const uint16_t *reta, uint32_t reta_size, uint32_t hash)
+{
+	if (!reta || reta_size == 0)
+		return IPK_EINVAL;
+	return reta[hash % reta_size];
+}
+
+int ipk_rss_config_valid(const struct ipk_config *cfg)
+{
+	uint32_t i;
+
+	if (cfg->rss_reta_size == 0)
+		return 1;
+	if (!cfg->rss_reta)
+		return 0;
+	/* A queue that appears nowhere in the table would never receive a frame, and
+	 * active opens could never find a port: refuse the configuration. */
+	for (i = 0; i < cfg->rss_reta_size; i++)
+		if (cfg->rss_reta[i] == cfg->rss_queue)
+			return 1;
+	return 0;
+}
+
+int ipk_rss_port_ok(const struct ipk_ctx *ctx, uint32_t peer_be, uint16_t peer_port_be,
+                    uint16_t local_port_be)
+{
+	const struct ipk_config *cfg = &ctx->cfg;
+	uint32_t h;
+
+	if (cfg->rss_reta_size == 0)
+		return 1;
+	/* The NIC hashes the segments the peer sends us: source = peer, dest = us. */
+	h = ipk_rss_hash_ip4(cfg->rss_key, peer_be, cfg->ip4_be, peer_port_be, local_port_be);
+	return cfg->rss_reta[h % cfg->rss_reta_size] == cfg->rss_queue;
+}
