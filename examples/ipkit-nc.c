@@ -9,6 +9,8 @@
  * sent and of what was received on stderr:
  *   sent BYTES sha256 HEX
  *   received BYTES sha256 HEX
+ * --stats prints the TCP loss-recovery counters as one line on stderr (key=value):
+ *   tcp_stats retransmits=N rto=N fast_retransmits=N ... ooo_segs=N dup_segs=N
  * Exit 0 when the stream ended normally (both FINs), 1 on reset, timeout or refusal.
  */
 #include "app.h"
@@ -28,7 +30,7 @@ struct nc_app {
 	struct ipk_conn *c;
 	int established, closed, fin_sent, in_eof, in_idle;
 	enum ipk_close_reason why;
-	int listen, sha, no_out;
+	int listen, sha, no_out, stats;
 	uint16_t listen_port_be;
 	uint64_t send_size;          /* 0: stdin */
 	uint64_t sent, received, last_progress;
@@ -209,6 +211,7 @@ static void usage(FILE *f)
 	           "  --send-size N    send N bytes of a fixed pattern instead of stdin (k/M/G)\n"
 	           "  --no-output      do not write received bytes to stdout\n"
 	           "  --sha256         print SHA-256 of sent and received bytes on stderr\n"
+	           "  --stats          print TCP loss-recovery counters on stderr at the end\n"
 	           "  --timeout S      give up after S seconds without progress (default 30)\n%s",
 	        app_common_help);
 }
@@ -240,6 +243,21 @@ static int nc_loop(struct ipk_node *n, struct nc_app *a, volatile int *stop, uin
 		return APP_EXIT_FAIL;
 	}
 	return APP_EXIT_OK;
+}
+
+/* One parseable line, so tests can check that loss really made TCP recover. */
+static void nc_stats(const struct ipk_counters *c)
+{
+	fprintf(stderr, "tcp_stats retransmits=%llu rto=%llu fast_retransmits=%llu "
+	        "sack_recoveries=%llu rto_episodes=%llu tlp_probes=%llu ooo_segs=%llu "
+	        "dup_segs=%llu dsack_rx=%llu dsack_tx=%llu spurious_rtx=%llu\n",
+	        (unsigned long long)c->tcp_retransmits, (unsigned long long)c->tcp_rto,
+	        (unsigned long long)c->tcp_fast_retransmits,
+	        (unsigned long long)c->tcp_sack_recovery_episodes,
+	        (unsigned long long)c->tcp_rto_episodes, (unsigned long long)c->tcp_tlp_probes,
+	        (unsigned long long)c->tcp_ooo_segs, (unsigned long long)c->tcp_dup_segs,
+	        (unsigned long long)c->tcp_dsack_rx, (unsigned long long)c->tcp_dsack_tx,
+	        (unsigned long long)c->tcp_spurious_rtx);
 }
 
 int main(int argc, char **argv)
@@ -283,6 +301,8 @@ int main(int argc, char **argv)
 			}
 		} else if (strcmp(argv[i], "--sha256") == 0) {
 			a.sha = 1;
+		} else if (strcmp(argv[i], "--stats") == 0) {
+			a.stats = 1;
 		} else if (strcmp(argv[i], "--no-output") == 0) {
 			a.no_out = 1;
 		} else if (argv[i][0] == '-') {
@@ -333,6 +353,8 @@ int main(int argc, char **argv)
 		sha256_hex(&a.sha_rx, hex);
 		fprintf(stderr, "received %llu sha256 %s\n", (unsigned long long)a.received, hex);
 	}
+	if (a.stats)
+		nc_stats(ipk_counters(ipk_node_ctx(n)));
 	if (o.verbose)
 		app_report(n, "ipkit-nc");
 	ipk_node_destroy(n);
