@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+import time
 
 import pytest
 
@@ -154,6 +155,25 @@ def test_transfer_through_relay_sha256(topo, payload, tmp_path, case, direction)
         assert st["ooo_segs"] > 0, st
     if direction == "from_linux" and "dup" in expect:
         assert st["dup_segs"] > 0, st
+
+
+def test_transfer_through_relay_delay_and_rate(topo, tmp_path):
+    """--delay-us and --rate-mbit: ping's RTT carries both one-way delays and the
+    transfer cannot beat the rate (lower bounds only: a slow machine still passes)."""
+    delay_us, mbit, size = 10000, 100, 4 * MiB
+    topo.start_relay("--delay-us", str(delay_us), "--rate-mbit", str(mbit), "--queue", "512")
+    t0 = time.monotonic()
+    to_linux(topo, size, tmp_path)
+    took = time.monotonic() - t0
+    assert took >= size * 8 / (mbit * 1e6), took
+    echo = topo.start(topo.ns_i, prog("ipkit-echo"), *topo.ipk_args())
+    topo.wait_line(echo, "serving on")
+    wait_reachable(topo)
+    r = topo.ns(topo.ns_l, "ping", "-c", "3", "-i", "0.2", "-W", "2", topo.ipk_ip,
+                check=False, timeout=15)
+    rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", r.stdout.decode())]
+    assert rtts and min(rtts) >= 2 * delay_us / 1000, r.stdout.decode()
+    check_relay(topo.stop_relay())
 
 
 # --------------------------------------------------------------------- the relay itself

@@ -53,6 +53,7 @@
 #define RELAY_READS 4      /* batches read per socket per wake-up (fairness) */
 #define RELAY_HOLD 64      /* frames held back for reordering, per direction */
 #define RELAY_RCVBUF (8 << 20)
+#define RELAY_RETRY_NS 100000ull /* back-off after ENOBUFS (no POLLOUT for that) */
 #define NS_PER_US 1000ull
 #define NS_PER_S 1000000000ull
 
@@ -91,6 +92,7 @@ struct dir {
 	uint64_t idx;             /* frames seen: the generator's counter */
 	int ge_bad;
 	int blocked;              /* out socket full: wait for POLLOUT */
+	uint64_t retry_ns;        /* device queue full (ENOBUFS): try again then */
 	uint64_t link_free_ns;    /* rate limit: when the last queued frame has left */
 	struct fifo line;
 	struct frame hold[RELAY_HOLD];
@@ -392,6 +394,8 @@ static void dir_send(struct dir *d, uint64_t now)
 	struct iovec iov[RELAY_BATCH];
 	uint32_t n, k, guard;
 	d->blocked = 0;
+	if (now < d->retry_ns)
+		return;
 	for (guard = 0; guard <= d->line.cap / RELAY_BATCH + 1 && d->line.n > 0; guard++) {
 		int sent;
 		memset(mm, 0, sizeof(mm));
@@ -407,8 +411,12 @@ static void dir_send(struct dir *d, uint64_t now)
 		if (n == 0)
 			return;
 		sent = sendmmsg(d->out, mm, n, MSG_DONTWAIT);
-		if (sent < 0 && (errno == EAGAIN || errno == ENOBUFS || errno == EINTR)) {
+		if (sent < 0 && (errno == EAGAIN || errno == EINTR)) {
 			d->blocked = 1; /* wait for POLLOUT, never spin */
+			return;
+		}
+		if (sent < 0 && errno == ENOBUFS) {
+			d->retry_ns = now + RELAY_RETRY_NS; /* poll cannot say when: back off */
 			return;
 		}
 		if (sent < 0) {
@@ -463,8 +471,10 @@ static uint64_t next_deadline(const struct relay *r, uint64_t next_stats)
 	uint32_t k, h;
 	for (k = 0; k < 2; k++) {
 		const struct dir *d = &r->d[k];
-		if (d->line.n > 0 && !d->blocked)
-			t = min_u64(t, d->line.f[d->line.head].due_ns);
+		if (d->line.n > 0 && !d->blocked) {
+			uint64_t head = d->line.f[d->line.head].due_ns;
+			t = min_u64(t, head > d->retry_ns ? head : d->retry_ns);
+		}
 		for (h = 0; h < d->nhold; h++)
 			t = min_u64(t, d->hold[h].due_ns);
 	}
