@@ -1,0 +1,66 @@
+/*
+ * What every in-memory harness shares (ipkit-inmem and the lwIP peer): the command
+ * line, the data pattern both ends check against, the clock, and the report (text
+ * and JSON Lines). The smoltcp peer (Rust) implements the same CLI and output.
+ *
+ * Workloads (one thread, two stacks, frames handed over as-is):
+ *   pingpong  each of C connections sends a request of L bytes, the server echoes it,
+ *             the client checks every echoed byte and sends the next request;
+ *   bulk      one connection, the client writes messages of M bytes, the server
+ *             checks every byte against the pattern at its stream offset.
+ */
+#ifndef IPKIT_BENCH_IM_COMMON_H
+#define IPKIT_BENCH_IM_COMMON_H
+
+#include <stdint.h>
+
+/* The pattern repeats every IM_PAT bytes (a prime, so segment boundaries drift
+ * across it); IM_PAT_TAIL more bytes follow so any slice up to that length starting
+ * anywhere in the period is contiguous. */
+#define IM_PAT 65521u
+#define IM_PAT_TAIL 65536u
+#define IM_MAX_LEN 65536u
+#define IM_MAX_CONNS 4096
+
+struct im_opts {
+	int bulk;              /* 0 ping-pong, 1 bulk */
+	int conns;             /* -c */
+	uint32_t len;          /* -l: request bytes (ping-pong) */
+	uint32_t msg;          /* -m: message bytes per write (bulk) */
+	uint64_t requests;     /* -n: requests to complete (ping-pong) */
+	uint64_t bytes;        /* -b: bytes to deliver (bulk) */
+	int offload;           /* --profile offload */
+	int real_clock;        /* --clock real */
+	double max_seconds;    /* -t: wall-clock bound of the measured part */
+	uint64_t corrupt_at;   /* --corrupt K: flip a byte in the K-th data frame (0 off) */
+	const char *json;      /* --json FILE ("-" = stdout) */
+	int quiet;             /* -q: no text line */
+};
+
+struct im_result {
+	const char *stack;     /* "ipkit", "lwip", "smoltcp" */
+	const char *build;     /* "lib", "unity", ... */
+	uint64_t requests;     /* completed and verified */
+	uint64_t bytes;        /* payload bytes verified (one direction for bulk, both for ping-pong) */
+	double seconds;        /* wall time of the measured part (connections already open) */
+	double conn_bytes;     /* engine bytes per idle established connection (0 = unknown) */
+	uint64_t csum_drops;   /* frames the receiving stack dropped for a bad checksum */
+	uint64_t retransmits;  /* segments sent again, both stacks */
+	uint64_t corrupted;    /* frames the wire corrupted on purpose */
+	const char *error;     /* NULL when the run verified */
+};
+
+/* Parse argv into o (defaults filled first). Returns 0, or exits with 2 after a
+ * usage message (0 for --help). */
+void im_parse(int argc, char **argv, struct im_opts *o, const char *stack);
+/* The pattern: IM_PAT + IM_PAT_TAIL bytes, built on first use. */
+const uint8_t *im_pattern(void);
+/* Offset into the pattern of request k on connection id (ping-pong). */
+uint32_t im_req_off(uint32_t id, uint64_t k);
+/* Monotonic wall clock, ns. */
+uint64_t im_wall_ns(void);
+/* Print the text line and write the JSON object (--json). Returns the exit status:
+ * 0 when the run verified, 1 otherwise. */
+int im_report(const struct im_opts *o, const struct im_result *r);
+
+#endif

@@ -1,0 +1,681 @@
+/*
+ * ipkit-inmem: two ipkit contexts in one process and one thread over an in-memory
+ * wire, to measure what the stack itself costs (issue 6, "In-memory harness").
+ *
+ * The wire is zero-copy: a frame one engine passes to ops->tx is put, as the same
+ * packet object, on the other engine's receive batch for its next ipk_run. Both
+ * engines share one packet pool (refcounted buffers, descriptors on free lists).
+ * ARP entries are static, so only TCP/IPv4/Ethernet frames cross.
+ *
+ * Two builds of this one file (bench/inmem/meson.build):
+ *   ipkit-inmem        links the core library, ops called through the table;
+ *   ipkit-inmem-unity  includes core/ipkit_unity.c with IPK_OPS_STATIC = im_ops, so
+ *                      every op is a direct, inlinable call (the fast configuration).
+ * Options and output: im_common.h / --help.
+ */
+#include <ipkit/core.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "im_common.h"
+
+#ifdef IM_UNITY
+#define IM_BUILD "unity"
+#else
+#define IM_BUILD "lib"
+#endif
+
+/* ------------------------------------------------------------ packet pool */
+
+#define IM_BUF_SIZE 2048u
+#define IM_NBUFS 16384u  /* 32 MiB: two 256 KiB send buffers and everything in flight */
+#define IM_NDESCS 32768u
+#define IM_RXQ 32768u    /* frames one engine can have waiting (all buffers fit) */
+
+struct im_buf {
+	uint32_t refs;
+	struct im_buf *next_free;
+	uint8_t mem[IM_BUF_SIZE];
+};
+
+struct im_pkt {
+	uint8_t *data;
+	uint32_t len;
+	struct im_buf *buf;
+	struct im_pkt *next; /* chain link, or free-list link */
+};
+
+struct im_pool {
+	struct im_buf *bufs, *free_bufs;
+	struct im_pkt *descs, *free_descs;
+	long out; /* descriptors in use: zero at the end or something leaked */
+};
+
+struct im_app;
+
+/* One engine and its side of the wire; the ops' opaque. */
+struct im_node {
+	struct im_pool *pool; /* shared by both nodes */
+	struct im_node *peer;
+	struct im_app *app;
+	struct ipk_ctx *ctx;
+	void **rxq, **batch;  /* frames waiting for this node; the batch being run */
+	uint32_t rxn;
+	uint64_t deadline;
+	int is_client;
+	uint32_t rng;
+	void *mem_ctx, *mem_conns, *mem_pbs;
+};
+
+static struct im_pkt *im_desc(struct im_pool *p, struct im_buf *b)
+{
+	struct im_pkt *k = p->free_descs;
+
+	if (!k)
+		return NULL;
+	p->free_descs = k->next;
+	k->next = NULL;
+	k->buf = b;
+	b->refs++;
+	p->out++;
+	return k;
+}
+
+static void *im_alloc(void *o)
+{
+	struct im_pool *p = ((struct im_node *)o)->pool;
+	struct im_buf *b = p->free_bufs;
+	struct im_pkt *k;
+
+	if (!b || !p->free_descs)
+		return NULL;
+	p->free_bufs = b->next_free;
+	k = im_desc(p, b);
+	k->data = b->mem;
+	k->len = 0;
+	return k;
+}
+
+static void im_free(void *pk, void *o)
+{
+	struct im_pool *p = ((struct im_node *)o)->pool;
+	struct im_pkt *k = (struct im_pkt *)pk;
+	struct im_buf *b = k->buf;
+
+	if (--b->refs == 0) {
+		b->next_free = p->free_bufs;
+		p->free_bufs = b;
+	}
+	k->next = p->free_descs;
+	p->free_descs = k;
+	p->out--;
+}
+
+static void *im_clone(void *pk, void *o)
+{
+	struct im_pkt *k = (struct im_pkt *)pk;
+	struct im_pkt *c = im_desc(((struct im_node *)o)->pool, k->buf);
+
+	if (c) {
+		c->data = k->data;
+		c->len = k->len;
+	}
+	return c;
+}
+
+static uint8_t *im_data(void *k, void *o) { (void)o; return ((struct im_pkt *)k)->data; }
+static uint32_t im_len(void *k, void *o) { (void)o; return ((struct im_pkt *)k)->len; }
+static void im_set_len(void *k, uint32_t n, void *o) { (void)o; ((struct im_pkt *)k)->len = n; }
+static void im_adj_head(void *pk, uint32_t n, void *o)
+{
+	struct im_pkt *k = (struct im_pkt *)pk;
+
+	(void)o;
+	k->data += n;
+	k->len -= n;
+}
+static void im_trim_tail(void *k, uint32_t n, void *o) { (void)o; ((struct im_pkt *)k)->len -= n; }
+static void *im_next(void *k, void *o) { (void)o; return ((struct im_pkt *)k)->next; }
+static void *im_cut(void *pk, void *o)
+{
+	struct im_pkt *k = (struct im_pkt *)pk, *rest = k->next;
+
+	(void)o;
+	k->next = NULL;
+	return rest;
+}
+static void im_append(void *h, void *t, void *o)
+{
+	struct im_pkt *k = (struct im_pkt *)h;
+
+	(void)o;
+	while (k->next)
+		k = k->next;
+	k->next = (struct im_pkt *)t;
+}
+
+static uint32_t im_random(void *o)
+{
+	struct im_node *n = (struct im_node *)o;
+
+	n->rng = n->rng * 1103515245u + 12345u;
+	return n->rng;
+}
+
+/* Offload profile: the wire never corrupts, so the "NIC" reports every checksum good
+ * and the transmit marks need no action. */
+static uint32_t im_rx_csum(void *pkt, void *o)
+{
+	(void)pkt;
+	(void)o;
+	return IPK_RXCSUM_IP4_GOOD | IPK_RXCSUM_L4_GOOD;
+}
+static void im_tx_offload(void *pkt, const struct ipk_tx_meta *m, void *o)
+{
+	(void)pkt;
+	(void)m;
+	(void)o;
+}
+
+static void im_tx(void *pkt, void *o);
+static void *im_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *o);
+static void im_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *o);
+static void im_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+                       uint32_t off, uint32_t len, void *o);
+static void im_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes, void *o);
+static void im_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
+                      enum ipk_close_reason why, void *o);
+
+static const struct ipk_ops im_ops = {
+	.pkt_alloc = im_alloc, .pkt_free = im_free, .pkt_data = im_data, .pkt_len = im_len,
+	.pkt_set_len = im_set_len, .pkt_adj_head = im_adj_head, .pkt_trim_tail = im_trim_tail,
+	.pkt_clone = im_clone, .pkt_chain_append = im_append, .pkt_chain_next = im_next,
+	.pkt_chain_cut = im_cut, .tx = im_tx, .tx_offload = im_tx_offload, .rx_csum = im_rx_csum,
+	.random = im_random, .tcp_accepted = im_accepted, .tcp_connected = im_connected,
+	.tcp_payload = im_payload, .tcp_acked = im_acked, .tcp_closed = im_closed,
+};
+
+#ifdef IM_UNITY
+#define IPK_OPS_STATIC im_ops
+#include "ipkit_unity.c"
+#endif
+
+/* -------------------------------------------------------------- the app */
+
+struct im_conn {
+	struct ipk_conn *c;
+	uint32_t id;
+	uint64_t k;        /* ping-pong: current request; bulk: bytes written */
+	uint32_t got;      /* ping-pong: bytes of the current reply received */
+	uint64_t rx_total; /* bulk receiver: bytes checked */
+};
+
+struct im_app {
+	const struct im_opts *o;
+	const uint8_t *pat;
+	uint64_t now;
+	uint64_t issued, done;      /* ping-pong requests sent / verified */
+	uint64_t rx_bytes;          /* bytes verified */
+	uint64_t data_frames, corrupted;
+	int connected, accepted, closed;
+	const char *error;
+	struct im_conn cli[IM_MAX_CONNS], srv[IM_MAX_CONNS];
+};
+
+static void im_fail(struct im_app *a, const char *why)
+{
+	if (!a->error)
+		a->error = why;
+}
+
+/* The wire: the frame goes, unchanged and uncopied, to the peer's next batch. In the
+ * sw profile --corrupt flips one payload byte of the K-th frame that carries data. */
+static void im_tx(void *pkt, void *o)
+{
+	struct im_node *n = (struct im_node *)o, *p = n->peer;
+	struct im_pkt *k = (struct im_pkt *)pkt;
+	struct im_app *a = n->app;
+
+	if (k->next || p->rxn == IM_RXQ) { /* no SG declared: a chain is a core bug */
+		im_fail(a, k->next ? "chain on the wire" : "wire queue overflow");
+		while (k) {
+			struct im_pkt *nx = k->next;
+			im_free(k, o);
+			k = nx;
+		}
+		return;
+	}
+	if (a->o->corrupt_at && k->len > 14 + 20 + 32 &&
+	    ++a->data_frames == a->o->corrupt_at) {
+		k->data[k->len - 1] ^= 0x5a;
+		a->corrupted++;
+	}
+	p->rxq[p->rxn++] = k;
+}
+
+static void im_send_req(struct ipk_ctx *ctx, struct im_app *a, struct im_conn *e)
+{
+	int w = ipk_tcp_write(ctx, e->c, a->pat + im_req_off(e->id, e->k), a->o->len, a->now);
+
+	if (w != (int)a->o->len)
+		im_fail(a, "request did not fit the send buffer");
+	a->issued++;
+}
+
+static void im_bulk_pump(struct ipk_ctx *ctx, struct im_app *a, struct im_conn *e)
+{
+	while (e->k < a->o->bytes) {
+		uint64_t left = a->o->bytes - e->k;
+		uint32_t n = left < a->o->msg ? (uint32_t)left : a->o->msg;
+		int w = ipk_tcp_write(ctx, e->c, a->pat + e->k % IM_PAT, n, a->now);
+
+		if (w <= 0) {
+			if (w < 0)
+				im_fail(a, "bulk write failed");
+			return;
+		}
+		e->k += (uint32_t)w;
+	}
+}
+
+static void *im_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *o)
+{
+	struct im_app *a = ((struct im_node *)o)->app;
+	struct im_conn *e;
+
+	(void)ctx;
+	if (a->accepted >= a->o->conns) {
+		im_fail(a, "unexpected connection");
+		return NULL;
+	}
+	e = &a->srv[a->accepted];
+	e->c = c;
+	e->id = (uint32_t)a->accepted++;
+	return e;
+}
+
+static void im_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *o)
+{
+	(void)ctx;
+	(void)c;
+	(void)user;
+	((struct im_node *)o)->app->connected++;
+}
+
+/* Server: echo (ping-pong) or check against the stream (bulk). */
+static void im_srv_payload(struct ipk_ctx *ctx, struct im_app *a, struct im_conn *e,
+                           const uint8_t *d, uint32_t len)
+{
+	if (a->o->bulk) {
+		if (memcmp(d, a->pat + e->rx_total % IM_PAT, len) != 0)
+			im_fail(a, "bulk data mismatch");
+		e->rx_total += len;
+		a->rx_bytes += len;
+	} else if (ipk_tcp_write(ctx, e->c, d, len, a->now) != (int)len) {
+		im_fail(a, "echo did not fit the send buffer");
+	}
+	ipk_tcp_recved(ctx, e->c, len, a->now);
+}
+
+/* Client: the reply must be the request, byte for byte. */
+static void im_cli_payload(struct ipk_ctx *ctx, struct im_app *a, struct im_conn *e,
+                           const uint8_t *d, uint32_t len)
+{
+	if (e->got + len > a->o->len ||
+	    memcmp(d, a->pat + im_req_off(e->id, e->k) + e->got, len) != 0) {
+		im_fail(a, "echo mismatch");
+		return;
+	}
+	ipk_tcp_recved(ctx, e->c, len, a->now);
+	a->rx_bytes += len;
+	e->got += len;
+	if (e->got < a->o->len)
+		return;
+	e->got = 0;
+	e->k++;
+	a->done++;
+	if (a->issued < a->o->requests)
+		im_send_req(ctx, a, e);
+}
+
+static void im_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+                       uint32_t off, uint32_t len, void *o)
+{
+	struct im_node *n = (struct im_node *)o;
+	struct im_conn *e = (struct im_conn *)user;
+
+	(void)c;
+	if (!pkt) { /* FIN: nobody closes during a run */
+		im_fail(n->app, "unexpected FIN");
+		return;
+	}
+	if (!e)
+		return;
+	if (n->is_client)
+		im_cli_payload(ctx, n->app, e, im_data(pkt, o) + off, len);
+	else
+		im_srv_payload(ctx, n->app, e, im_data(pkt, o) + off, len);
+}
+
+static void im_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes, void *o)
+{
+	struct im_node *n = (struct im_node *)o;
+
+	(void)c;
+	(void)bytes;
+	if (n->is_client && n->app->o->bulk && user)
+		im_bulk_pump(ctx, n->app, (struct im_conn *)user);
+}
+
+static void im_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
+                      enum ipk_close_reason why, void *o)
+{
+	(void)ctx;
+	(void)c;
+	(void)user;
+	(void)why;
+	((struct im_node *)o)->app->closed++;
+}
+
+/* ------------------------------------------------------------ the engines */
+
+static const uint8_t im_mac[2][6] = {{2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}};
+#define IM_IP(i) IPK_IP4(10, 0, 0, 1 + (i))
+#define IM_PORT 5001
+
+static uint32_t im_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static void im_config(struct ipk_config *cfg, const struct im_opts *o, int i, void *opaque)
+{
+	ipk_config_default(cfg);
+	cfg->opaque = opaque;
+	memcpy(cfg->mac, im_mac[i], 6);
+	cfg->ip4_be = IM_IP(i);
+	cfg->netmask_be = IPK_IP4(255, 255, 255, 0);
+	cfg->pkt_buf_size = IM_BUF_SIZE;
+	cfg->conn_hash_buckets = im_pow2((uint32_t)o->conns);
+	if (o->offload)
+		cfg->caps = IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4 | IPK_CAP_TX_CSUM_IP4 |
+		            IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP;
+}
+
+static void *im_zalloc(size_t n)
+{
+	void *p = calloc(1, n ? n : 1);
+
+	if (!p) {
+		fprintf(stderr, "ipkit-inmem: out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+static int im_node_init(struct im_node *n, const struct im_opts *o, int i)
+{
+	struct ipk_config cfg;
+	uint32_t nconns = (uint32_t)o->conns + 8, npbs = 8192;
+	size_t sz;
+
+	n->is_client = i == 0;
+	n->rng = 0x1234567u + (uint32_t)i;
+	n->rxq = (void **)im_zalloc(IM_RXQ * sizeof(void *));
+	n->batch = (void **)im_zalloc(IM_RXQ * sizeof(void *));
+	im_config(&cfg, o, i, n);
+	sz = ipk_ctx_size(&cfg);
+	n->mem_ctx = im_zalloc(sz);
+	n->mem_conns = im_zalloc(nconns * ipk_conn_size());
+	n->mem_pbs = im_zalloc(npbs * ipk_pb_size());
+	n->ctx = ipk_ctx_init(n->mem_ctx, sz, &cfg, &im_ops);
+	if (!n->ctx || ipk_add_conns(n->ctx, n->mem_conns, nconns) != (int)nconns ||
+	    ipk_add_pbs(n->ctx, n->mem_pbs, npbs) != (int)npbs)
+		return -1;
+	return ipk_arp_add_static(n->ctx, IM_IP(1 - i), im_mac[1 - i]);
+}
+
+static void im_node_fini(struct im_node *n)
+{
+	free(n->rxq);
+	free(n->batch);
+	free(n->mem_ctx);
+	free(n->mem_conns);
+	free(n->mem_pbs);
+}
+
+static void im_pool_init(struct im_pool *p)
+{
+	uint32_t i;
+
+	p->bufs = (struct im_buf *)im_zalloc(IM_NBUFS * sizeof(struct im_buf));
+	p->descs = (struct im_pkt *)im_zalloc(IM_NDESCS * sizeof(struct im_pkt));
+	for (i = IM_NBUFS; i-- > 0;) {
+		p->bufs[i].next_free = p->free_bufs;
+		p->free_bufs = &p->bufs[i];
+	}
+	for (i = IM_NDESCS; i-- > 0;) {
+		p->descs[i].next = p->free_descs;
+		p->free_descs = &p->descs[i];
+	}
+}
+
+/* Run one engine on the frames waiting for it; returns the frames it got. */
+static uint32_t im_step(struct im_node *n, uint64_t now)
+{
+	uint32_t got = n->rxn;
+	void **b = n->rxq;
+
+	n->rxq = n->batch; /* frames sent to n while it runs wait for its next step */
+	n->batch = b;
+	n->rxn = 0;
+	n->app->now = now;
+	n->deadline = ipk_run(n->ctx, b, got, now);
+	return got;
+}
+
+struct im_world {
+	struct im_opts o;
+	struct im_pool pool;
+	struct im_node node[2];
+	struct im_app *app;
+	uint64_t vnow;
+	uint64_t wall_end; /* wall-clock bound */
+};
+
+static uint64_t im_now(struct im_world *w)
+{
+	return w->o.real_clock ? im_wall_ns() : w->vnow;
+}
+
+/* Drive both engines until done() or failure. Idle rounds jump (virtual clock) or
+ * wait (real clock) to the next timer. Bounded by the wall clock. */
+static void im_loop(struct im_world *w, int (*done)(const struct im_world *))
+{
+	struct im_app *a = w->app;
+	uint32_t rounds = 0;
+
+	while (!a->error && !done(w)) {
+		uint64_t now = im_now(w), next;
+		uint32_t moved = im_step(&w->node[0], now) + im_step(&w->node[1], now);
+
+		w->vnow += 1000;
+		if ((++rounds & 1023) == 0 && im_wall_ns() > w->wall_end) {
+			im_fail(a, "time bound exceeded");
+			return;
+		}
+		if (moved || w->node[0].rxn || w->node[1].rxn)
+			continue;
+		next = w->node[0].deadline < w->node[1].deadline ? w->node[0].deadline
+		                                                 : w->node[1].deadline;
+		if (next == UINT64_MAX) {
+			im_fail(a, "stalled: nothing in flight and no timer armed");
+			return;
+		}
+		if (!w->o.real_clock && next > w->vnow)
+			w->vnow = next;
+	}
+}
+
+static int im_all_connected(const struct im_world *w)
+{
+	return w->app->connected == w->o.conns && w->app->accepted == w->o.conns;
+}
+
+static int im_measured_done(const struct im_world *w)
+{
+	return w->o.bulk ? w->app->rx_bytes >= w->o.bytes : w->app->done >= w->o.requests;
+}
+
+/* Quiet: nothing in flight, every byte acknowledged (delayed ACKs went out). */
+static int im_quiet(const struct im_world *w)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const struct im_app *a = w->app;
+		int k;
+
+		if (w->node[i].rxn)
+			return 0;
+		for (k = 0; k < w->o.conns; k++) {
+			struct ipk_tcp_info ti;
+			struct ipk_conn *c = i == 0 ? a->cli[k].c : a->srv[k].c;
+
+			if (!c || ipk_tcp_info(c, &ti) != IPK_OK || ti.inflight)
+				return 0;
+		}
+	}
+	return 1;
+}
+
+static void im_open(struct im_world *w)
+{
+	struct im_app *a = w->app;
+	int i;
+
+	if (ipk_tcp_listen(w->node[1].ctx, ipk_htons(IM_PORT), (uint16_t)(w->o.conns + 8)) != IPK_OK) {
+		im_fail(a, "listen failed");
+		return;
+	}
+	for (i = 0; i < w->o.conns && !a->error; i++) {
+		a->cli[i].id = (uint32_t)i;
+		if (ipk_tcp_connect(w->node[0].ctx, IM_IP(1), ipk_htons(IM_PORT), 0, &a->cli[i],
+		                    &a->cli[i].c, im_now(w)) != IPK_OK)
+			im_fail(a, "connect failed");
+	}
+	im_loop(w, im_all_connected);
+}
+
+/*
+ * Engine bytes per idle established connection, per side: the connection object,
+ * the context's per-connection table share (hash buckets: measured as the context
+ * size growth per bucket, times buckets per connection), and pb descriptors the
+ * engine still holds at rest.
+ */
+static double im_conn_bytes(struct im_world *w)
+{
+	struct ipk_config cfg;
+	double per_bucket, pbs_held = 0, buckets;
+	size_t s1, s2;
+	int i;
+
+	im_config(&cfg, &w->o, 0, NULL);
+	buckets = cfg.conn_hash_buckets;
+	cfg.conn_hash_buckets = 1024;
+	s1 = ipk_ctx_size(&cfg);
+	cfg.conn_hash_buckets = 2048;
+	s2 = ipk_ctx_size(&cfg);
+	per_bucket = (double)(s2 - s1) / 1024.0;
+	for (i = 0; i < 2; i++)
+		pbs_held += 8192.0 - ipk_pbs_free(w->node[i].ctx);
+	return (double)ipk_conn_size() + per_bucket * buckets / w->o.conns +
+	       pbs_held * (double)ipk_pb_size() / (2.0 * w->o.conns);
+}
+
+static int im_run(struct im_world *w, struct im_result *r)
+{
+	struct im_app *a = w->app;
+	uint64_t t0;
+	int i;
+
+	im_open(w);
+	if (a->error)
+		return -1;
+	t0 = im_wall_ns();
+	if (w->o.bulk)
+		im_bulk_pump(w->node[0].ctx, a, &a->cli[0]);
+	else
+		for (i = 0; i < w->o.conns && a->issued < w->o.requests; i++)
+			im_send_req(w->node[0].ctx, a, &a->cli[i]);
+	im_loop(w, im_measured_done);
+	r->seconds = (double)(im_wall_ns() - t0) / 1e9;
+	r->requests = a->done;
+	r->bytes = w->o.bulk ? a->rx_bytes : 2 * a->rx_bytes;
+	if (a->error)
+		return -1;
+	im_loop(w, im_quiet); /* let delayed ACKs go so the connections are at rest */
+	r->conn_bytes = im_conn_bytes(w);
+	return 0;
+}
+
+static void im_collect(struct im_world *w, struct im_result *r)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const struct ipk_counters *k = ipk_counters(w->node[i].ctx);
+
+		r->csum_drops += k->drop[IPK_DROP_TCP_CSUM] + k->drop[IPK_DROP_IP4_CSUM];
+		r->retransmits += k->tcp_retransmits;
+	}
+	r->corrupted = w->app->corrupted;
+	if (!w->app->error && w->app->closed)
+		im_fail(w->app, "a connection closed during the run");
+	if (!w->app->error && w->o.corrupt_at && (!r->corrupted || r->csum_drops != r->corrupted))
+		im_fail(w->app, "corrupted frame not dropped as a checksum error");
+	r->error = w->app->error;
+}
+
+int main(int argc, char **argv)
+{
+	static struct im_world w;
+	struct im_result r;
+	int i, rc;
+
+	im_parse(argc, argv, &w.o, "ipkit");
+	memset(&r, 0, sizeof(r));
+	r.stack = "ipkit";
+	r.build = IM_BUILD;
+	w.app = (struct im_app *)im_zalloc(sizeof(struct im_app));
+	w.app->o = &w.o;
+	w.app->pat = im_pattern();
+	w.wall_end = im_wall_ns() + (uint64_t)(w.o.max_seconds * 1e9);
+	w.vnow = 1000000000ull;
+	im_pool_init(&w.pool);
+	for (i = 0; i < 2; i++) {
+		w.node[i].pool = &w.pool;
+		w.node[i].peer = &w.node[1 - i];
+		w.node[i].app = w.app;
+		if (im_node_init(&w.node[i], &w.o, i) != IPK_OK) {
+			fprintf(stderr, "ipkit-inmem: engine init failed\n");
+			return 1;
+		}
+	}
+	im_run(&w, &r);
+	im_collect(&w, &r);
+	rc = im_report(&w.o, &r);
+	for (i = 0; i < 2; i++)
+		im_node_fini(&w.node[i]);
+	free(w.pool.bufs);
+	free(w.pool.descs);
+	free(w.app);
+	return rc;
+}
