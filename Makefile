@@ -7,6 +7,7 @@
 #   make sim-demo run the simulator demo and check its pcap with tshark
 #   make sim-matrix  the TCP simulation matrix alone (also part of make test), a line per cell
 #   make tcp-figures TCP goodput/recovery figures in the simulator -> docs/tcp-figures.md
+#   make bench-peers  lwIP and smoltcp in-memory peer harnesses (bench/peers) in build/bench-peers
 #   make fuzz     long libFuzzer run (FUZZ_SECONDS, default 600)
 #   make install  meson install (PREFIX, default /usr/local; DESTDIR honoured)
 #   make deps     install missing build/test tools with apt-get (Debian 12)
@@ -35,7 +36,7 @@ DEB_PKGS := meson ninja-build gcc g++ clang libclang-rt-14-dev tshark \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_ENV := env DEBIAN_FRONTEND=noninteractive
 
-.PHONY: build all deps test demo sim-demo fuzz install clean sim-matrix tcp-figures
+.PHONY: build all deps test demo sim-demo fuzz install clean sim-matrix tcp-figures bench-peers
 
 all: build
 
@@ -85,6 +86,10 @@ sim-matrix: build
 tcp-figures: build
 	@mkdir -p docs
 	$(BUILD)/bench/ipkit-tcp-figures --out docs/tcp-figures.md
+
+# Not part of make test: fetches lwIP (apt-get source) and smoltcp (cargo).
+bench-peers: build
+	@bash bench/peers/build.sh $(BUILD)/bench-peers
 
 fuzz: deps
 	@bash tests/port/run_all.sh --san $(SANBUILD) --only-fuzz \
