@@ -13,10 +13,54 @@ static uint32_t csum_reduce(uint64_t s)
 	return (uint32_t)s;
 }
 
+/* 1 on a little-endian machine; a constant the compiler folds. */
+static int csum_host_le(void)
+{
+	const uint16_t one = 1;
+	uint8_t b[2];
+
+	__builtin_memcpy(b, &one, 2);
+	return b[0];
+}
+
+/*
+ * Sum of an even number of bytes as 16-bit big-endian words, folded to 16 bits.
+ * RFC 1071 §2(B),(C): the sum may be taken over wider words in host order, with
+ * carries deferred, and byte-swapped at the end on a little-endian host. Loads are
+ * memcpy'd (any alignment); 64-bit words are added as two 32-bit halves so the
+ * 64-bit accumulator cannot overflow for any length under 2^32.
+ */
+static uint32_t csum_wide(const uint8_t *p, uint32_t len)
+{
+	uint64_t s = 0, w;
+	uint32_t i = 0, h;
+
+	for (; i + 8 <= len; i += 8) {
+		__builtin_memcpy(&w, p + i, 8);
+		s += (w & 0xffffffffu) + (w >> 32);
+	}
+	if (i + 4 <= len) {
+		__builtin_memcpy(&h, p + i, 4);
+		s += h;
+		i += 4;
+	}
+	if (i < len) {
+		uint16_t v;
+
+		__builtin_memcpy(&v, p + i, 2);
+		s += v;
+	}
+	while (s >> 16)
+		s = (s & 0xffffu) + (s >> 16);
+	if (csum_host_le())
+		s = ((s & 0xffu) << 8) | (s >> 8);
+	return (uint32_t)s;
+}
+
 uint32_t ipk_csum_add(uint32_t sum, const uint8_t *p, uint32_t len, int *odd)
 {
 	uint64_t s = sum;
-	uint32_t i = 0;
+	uint32_t i = 0, even;
 
 	/* A piece that starts at an odd offset: its first byte is the low half of the
 	 * word the previous piece started (RFC 1071 §2(B), byte-order independence). */
@@ -25,8 +69,9 @@ uint32_t ipk_csum_add(uint32_t sum, const uint8_t *p, uint32_t len, int *odd)
 		i = 1;
 		*odd = 0;
 	}
-	for (; i + 1 < len; i += 2)
-		s += ((uint32_t)p[i] << 8) | p[i + 1];
+	even = (len - i) & ~1u;
+	s += csum_wide(p + i, even);
+	i += even;
 	if (i < len) {
 		s += (uint32_t)p[i] << 8;
 		*odd = 1;

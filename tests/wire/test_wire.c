@@ -135,6 +135,29 @@ static void test_csum_scattered_pieces_equal_contiguous(void)
 	CHECK_EQ(bad, 0);
 }
 
+/* The wide-word path: long buffers at every start alignment, all-ones bytes (the
+ * most carries) and random bytes, against the byte-wise reference. */
+static void test_csum_long_buffers_every_alignment(void)
+{
+	static uint8_t b[2100];
+	uint32_t start, len;
+	int bad = 0, fill;
+
+	for (fill = 0; fill < 2; fill++) {
+		if (fill == 0)
+			memset(b, 0xff, sizeof(b));
+		else
+			fill_pattern(b, sizeof(b), 11);
+		for (start = 0; start < 16; start++)
+			for (len = 1500; len < 1500 + 24; len++)
+				if (csum_of(b + start, len) != ref_csum(b + start, len))
+					bad++;
+		if (csum_of(b, 2048) != ref_csum(b, 2048))
+			bad++;
+	}
+	CHECK_EQ(bad, 0);
+}
+
 static void test_csum_single_byte_pieces(void)
 {
 	uint8_t b[33];
@@ -1323,6 +1346,7 @@ int main(void)
 	RUN(test_csum_empty_and_zero);
 	RUN(test_csum_scattered_pieces_equal_contiguous);
 	RUN(test_csum_single_byte_pieces);
+	RUN(test_csum_long_buffers_every_alignment);
 	RUN(test_csum_large_buffer_no_overflow);
 	RUN(test_csum_pseudo_header);
 	RUN(test_csum_udp_datagram_verifies);
