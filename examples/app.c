@@ -16,7 +16,12 @@ const char app_common_help[] =
 	"  --cpu N          pin the stack thread to CPU N\n"
 	"  --pcap FILE      also write every frame to FILE\n"
 	"  -v, --verbose    print counters on exit\n"
-	"  -h, --help       this text\n";
+	"  -h, --help       this text\n"
+	"  With the dpdk backend, DPDK's EAL arguments may come first, ended by '--'\n"
+	"  (as in bench-iip): PROG -l 0 --no-huge -m 512 --file-prefix=x\n"
+	"  --vdev=net_tap0,iface=t0 -- --io dpdk:net_tap0 --ip ... Without them the first\n"
+	"  dpdk: spec starts EAL with --no-huge -m 256 --no-pci and hot-plugs the vdev\n"
+	"  named in the spec (dpdk:net_tap0,iface=t0).\n";
 
 static volatile int app_stop;
 
@@ -89,10 +94,29 @@ int app_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* "EAL-args --" in front of the program's own arguments: start EAL with them and
+ * skip to the argument after "--". */
+static int app_eal(int argc, char **argv, int *i)
+{
+	char err[256];
+	int j = ipk_io_dpdk_eal(argc, argv, err, sizeof(err));
+
+	if (j < 0) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	if (j == 0)
+		return 0;
+	*i = j;
+	return 1;
+}
+
 int app_opt(struct app_opts *o, int argc, char **argv, int *i)
 {
 	const char *v;
 	int r;
+	if (*i == 1 && (r = app_eal(argc, argv, i)) != 0)
+		return r;
 	if ((r = app_arg("--io", argc, argv, i, &v)) != 0) {
 		o->io = v;
 		return r;

@@ -191,6 +191,9 @@ static const struct ipk_io_backend *const io_backends[] = {
 #ifdef IPK_IO_HAVE_MEMLINK
 	&ipk_io_memlink_backend,
 #endif
+#ifdef IPK_IO_HAVE_DPDK
+	&ipk_io_dpdk_backend,
+#endif
 	NULL
 };
 

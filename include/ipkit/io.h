@@ -139,7 +139,10 @@ struct ipk_io_stats {
  *   afpacket:DEV[,fanout=N][,vnet=0|1][,frames=N]
  *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1]
  *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N]
- *   dpdk:...                              (the DPDK issue)
+ *   dpdk:PORT[,queue=Q][,queues=N][,offload=0|1][,txzc=0|1][,lro=0|1][,rxd=N][,txd=N]
+ *                                         a DPDK port by id or name; a vdev name EAL
+ *                                         lacks (net_tap0, net_memif0, ...) is
+ *                                         hot-plugged with the other options as devargs
  * Any spec may end with ",pcap=FILE" to wrap the backend in a pcap writer.
  * Returns NULL and writes a one-line message to err on failure (unknown kind, missing
  * device, missing privilege — naming the capability, unsupported mode, MTU mismatch).
@@ -172,6 +175,18 @@ int ipk_io_arm(struct ipk_io *io);
 int ipk_io_set_addr(struct ipk_io *io, uint32_t ip4_be, const uint8_t mac[6]);
 void ipk_io_stats(const struct ipk_io *io, struct ipk_io_stats *st);
 const char *ipk_io_name(const struct ipk_io *io);
+
+/*
+ * DPDK's EAL, bench-iip style: `prog EAL-args -- app-args`. Looks for "--" in
+ * argv[1..argc-1]; when found, starts EAL with argv[0..j-1] and returns j, the number
+ * of arguments consumed up to the "--" (the caller goes on at argv[j + 1]); returns 0
+ * and does nothing when there is no "--" (the first dpdk: spec then starts EAL with
+ * defaults: --no-huge -m 256 --no-pci and a private --file-prefix). argv is not
+ * modified. Errors: -ENOTSUP when this build has no DPDK and EAL args were given,
+ * -EALREADY when EAL runs already, another negative errno when EAL init failed; a
+ * one-line message in err. Call it once, before any thread is started.
+ */
+int ipk_io_dpdk_eal(int argc, char **argv, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

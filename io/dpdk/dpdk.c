@@ -1,0 +1,603 @@
+/*
+ * dpdk: one queue of a DPDK port (physical NIC or vdev: net_tap, net_memif,
+ * net_af_packet, net_vhost/net_virtio_user, net_ring, ...).
+ *
+ *   dpdk:PORT[,queue=Q][,queues=N][,offload=0|1][,txzc=0|1][,lro=0|1][,rxd=N][,txd=N]
+ *        [,VDEV-ARG=...]
+ *
+ * PORT is a port id or a device name. A name EAL does not know yet (e.g. net_tap0) is
+ * hot-plugged as a vdev, with every option ipkit does not know passed on as its
+ * devargs: dpdk:net_memif0,role=server,socket=/tmp/m.sock.
+ *
+ * Packets. Transmit is zero-copy: every descriptor of an ipkit chain becomes an mbuf
+ * whose data is the ipkit buffer itself (rte_pktmbuf_attach_extbuf; the shared-info
+ * block comes from a per-instance slab, its free callback releases the ipkit
+ * descriptor when the PMD is done). The pool area is registered with EAL
+ * (rte_extmem_register) and mapped for DMA where the device needs it. txzc=0 copies
+ * instead (for comparison). Receive copies each mbuf into a pool packet: the ipkit
+ * pool has its own free lists, so letting the NIC fill its buffers would need the
+ * pool to be an rte_mempool; one copy on receive is what the vdevs here cost anyway
+ * (net_tap, net_memif and net_af_packet copy between the kernel or the peer and the
+ * mbuf), and it frees the mbuf at once so the rx ring never starves.
+ *
+ * Offloads: see dpdk_port.c (probed per port, one line printed on stderr at start).
+ * DPDK has no wake-up fd: ipk_io_fd returns -1 and the runtime polls with short naps
+ * (or busy-polls with --busy-poll).
+ */
+#include "dpdk_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_ip.h>
+#include <rte_memory.h>
+
+#define DP_PENDING 256 /* built mbufs the device did not take yet (ipkit gave them to us) */
+#define DP_MAX_SEGS 64
+
+/* The shared-info block of one zero-copy buffer. It must outlive every mbuf that
+ * points at the buffer: a PMD may attach indirect mbufs to ours (net_tap's GSO does)
+ * and free our mbuf first, so it cannot sit in the mbuf's private area. */
+struct dp_sh {
+	struct rte_mbuf_ext_shared_info sh;
+	struct ipk_pkt *k;
+	struct dp_priv *owner;
+	struct dp_sh *next_free;
+};
+
+struct dp_priv {
+	struct ipk_dpdk_port *port;
+	uint16_t port_id, queue;
+	int txzc;
+	int extmem;                  /* the pool area is registered with EAL */
+	int dma_mapped;              /* ... and DMA-mapped for the device */
+	void *area;
+	size_t area_size;
+	struct rte_mempool *tx_mp;   /* mbuf headers for zero-copy tx, buffers for copies */
+	struct rte_mbuf *pend[DP_PENDING];
+	uint32_t npend;
+	uint64_t stall_since;        /* TSC when the device last refused everything pending */
+	struct dp_sh *sh_slab;       /* one per tx mbuf */
+	struct dp_sh *sh_free;
+	uint32_t sh_n;
+};
+
+static struct dp_priv *dp_priv(const struct ipk_io *io) { return (struct dp_priv *)io->priv; }
+
+/* ------------------------------------------------------------------ rx */
+
+static uint32_t dp_rx_csum(uint64_t ol)
+{
+	uint32_t r = 0;
+
+	if ((ol & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD)
+		r |= IPK_RXCSUM_IP4_GOOD;
+	else if ((ol & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_BAD)
+		r |= IPK_RXCSUM_IP4_BAD;
+	if ((ol & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
+		r |= IPK_RXCSUM_L4_GOOD;
+	else if ((ol & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_BAD)
+		r |= IPK_RXCSUM_L4_BAD;
+	return r;
+}
+
+/* Copy one received mbuf (maybe a chain: scatter, LRO) into a pool packet. */
+static struct ipk_pkt *dp_rx_copy(struct ipk_io *io, const struct rte_mbuf *m)
+{
+	struct ipk_pkt *k = ipk_pkt_alloc(io->pool);
+	uint32_t room;
+	uint8_t *dst;
+
+	if (!k)
+		return NULL;
+	room = ipk_pool_buf_size(io->pool) - k->off;
+	if (m->pkt_len > room || m->pkt_len == 0) {
+		ipk_pkt_free(k);
+		return NULL;
+	}
+	dst = ipk_pkt_mtod(k);
+	for (; m; m = m->next) {
+		memcpy(dst, rte_pktmbuf_mtod(m, const uint8_t *), m->data_len);
+		dst += m->data_len;
+	}
+	k->len = (uint32_t)(dst - ipk_pkt_mtod(k));
+	return k;
+}
+
+static int dp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct dp_priv *p = dp_priv(io);
+	struct rte_mbuf *ms[IPK_DPDK_BURST];
+	uint16_t got, i;
+	int k = 0;
+
+	got = rte_eth_rx_burst(p->port_id, p->queue, ms,
+	                       (uint16_t)(n < IPK_DPDK_BURST ? n : IPK_DPDK_BURST));
+	for (i = 0; i < got; i++) {
+		/* a chain longer than what nb_segs says is the PMD's bug, not ours to
+		 * follow: the copy stops at pkt_len bytes of room anyway */
+		struct ipk_pkt *pk = dp_rx_copy(io, ms[i]);
+
+		if (!pk) {
+			io->st.rx_drops++;
+			continue;
+		}
+		if (io->caps.offloads & (IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4))
+			pk->rx_csum = dp_rx_csum(ms[i]->ol_flags);
+		io->st.rx_pkts++;
+		io->st.rx_bytes += pk->len;
+		pkts[k++] = pk;
+	}
+	if (got)
+		rte_pktmbuf_free_bulk(ms, got);
+	return k;
+}
+
+/* ------------------------------------------------------------------ tx */
+
+/* The PMD (or GSO) released the last mbuf pointing at an ipkit buffer. Runs on the
+ * thread that frees the mbuf: the instance's own, as DPDK frees tx mbufs inside
+ * rte_eth_tx_burst / tx_done_cleanup / queue release. */
+static void dp_extbuf_free(void *addr, void *opaque)
+{
+	struct dp_sh *s = (struct dp_sh *)opaque;
+
+	(void)addr;
+	ipk_pkt_free(s->k);
+	s->k = NULL;
+	s->next_free = s->owner->sh_free;
+	s->owner->sh_free = s;
+}
+
+static rte_iova_t dp_iova(const void *va)
+{
+	if (rte_eal_iova_mode() == RTE_IOVA_VA)
+		return (rte_iova_t)(uintptr_t)va;
+	return rte_mem_virt2iova(va);
+}
+
+/* The mbuf for one ipkit descriptor: its buffer attached, no copy. The descriptor
+ * now belongs to the mbuf (freed by dp_extbuf_free). */
+static void dp_attach(struct rte_mbuf *m, struct ipk_pkt *s, struct dp_sh *slot)
+{
+	uint8_t *data = ipk_pkt_mtod(s);
+
+	slot->k = s;
+	slot->sh.free_cb = dp_extbuf_free;
+	slot->sh.fcb_opaque = slot;
+	rte_mbuf_ext_refcnt_set(&slot->sh, 1);
+	rte_pktmbuf_attach_extbuf(m, data, dp_iova(data), (uint16_t)s->len, &slot->sh);
+	m->data_off = 0;
+	m->data_len = (uint16_t)s->len;
+	m->pkt_len = s->len;
+}
+
+static uint32_t dp_nsegs(const struct ipk_pkt *k)
+{
+	uint32_t n = 0;
+
+	for (; k; k = k->next)
+		n++;
+	return n;
+}
+
+/* Zero-copy chain: NULL when mbufs ran out (nothing taken). */
+static struct rte_mbuf *dp_tx_zc(struct dp_priv *p, struct ipk_pkt *k, uint32_t nseg)
+{
+	struct rte_mbuf *ms[DP_MAX_SEGS];
+	struct dp_sh *slot[DP_MAX_SEGS];
+	uint32_t i;
+
+	for (i = 0; i < nseg && p->sh_free; i++) {
+		slot[i] = p->sh_free;
+		p->sh_free = slot[i]->next_free;
+	}
+	if (i < nseg || rte_pktmbuf_alloc_bulk(p->tx_mp, ms, nseg) != 0) {
+		while (i-- > 0) {
+			slot[i]->next_free = p->sh_free;
+			p->sh_free = slot[i];
+		}
+		return NULL;
+	}
+	for (i = 0; i < nseg; i++) {
+		struct ipk_pkt *next = k->next;
+
+		dp_attach(ms[i], k, slot[i]);
+		k->next = NULL;
+		if (i) {
+			ms[i - 1]->next = ms[i];
+			ms[0]->pkt_len += ms[i]->data_len;
+		}
+		k = next;
+	}
+	ms[0]->nb_segs = (uint16_t)nseg;
+	return ms[0];
+}
+
+/* Copy into mbuf data rooms (a chain of them when the frame is larger than one and
+ * the port takes multi-segment frames). NULL when out of mbufs. */
+static struct rte_mbuf *dp_tx_copy(struct dp_priv *p, const struct ipk_pkt *k, uint32_t len,
+                                   int multi)
+{
+	uint32_t room = rte_pktmbuf_data_room_size(p->tx_mp) - RTE_PKTMBUF_HEADROOM;
+	uint32_t nseg = (len + room - 1) / room, i, done = 0, at = 0;
+	struct rte_mbuf *ms[DP_MAX_SEGS];
+
+	if (nseg == 0)
+		nseg = 1;
+	if ((nseg > 1 && !multi) || nseg > DP_MAX_SEGS || nseg > p->port->nb_seg_max ||
+	    rte_pktmbuf_alloc_bulk(p->tx_mp, ms, nseg) != 0)
+		return NULL;
+	for (i = 0; i < nseg; i++) {
+		uint32_t n = len - done < room ? len - done : room;
+		uint8_t *d = rte_pktmbuf_mtod(ms[i], uint8_t *);
+		uint32_t got = 0;
+
+		/* walk the ipkit chain from where the previous mbuf stopped */
+		while (got < n && k) {
+			uint32_t c = k->len - at < n - got ? k->len - at : n - got;
+
+			memcpy(d + got, ipk_pkt_mtod(k) + at, c);
+			got += c;
+			at += c;
+			if (at == k->len) {
+				k = k->next;
+				at = 0;
+			}
+		}
+		ms[i]->data_len = (uint16_t)n;
+		done += n;
+		if (i)
+			ms[i - 1]->next = ms[i];
+	}
+	ms[0]->pkt_len = len;
+	ms[0]->nb_segs = (uint16_t)nseg;
+	return ms[0];
+}
+
+/* Offload marks: the core's ipk_tx_meta in mbuf terms. */
+static void dp_tx_flags(struct ipk_io *io, struct rte_mbuf *m, const struct ipk_tx_meta *t)
+{
+	uint64_t ol = 0;
+
+	if (!t->flags)
+		return;
+	if (t->flags & IPK_TXOFF_IP4_CSUM)
+		ol |= RTE_MBUF_F_TX_IP_CKSUM;
+	if (t->flags & IPK_TXOFF_TCP_CSUM)
+		ol |= RTE_MBUF_F_TX_TCP_CKSUM;
+	if (t->flags & IPK_TXOFF_UDP_CSUM)
+		ol |= RTE_MBUF_F_TX_UDP_CKSUM;
+	if ((t->flags & IPK_TXOFF_TSO) && (io->caps.offloads & IPK_CAP_TSO)) {
+		uint32_t hdrs = (uint32_t)t->l2_len + t->l3_len + t->l4_len;
+		const struct ipk_dpdk_port *pt = dp_priv(io)->port;
+
+		ol |= RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM;
+		m->tso_segsz = t->mss;
+		if (pt->tso_sw && t->mss + hdrs > pt->mtu && pt->mtu > hdrs)
+			m->tso_segsz = (uint16_t)(pt->mtu - hdrs);
+	}
+	m->ol_flags |= ol | RTE_MBUF_F_TX_IPV4;
+	m->l2_len = t->l2_len;
+	m->l3_len = t->l3_len;
+	m->l4_len = t->l4_len;
+}
+
+/* DPDK wants the TCP checksum field of a TSO frame to hold the pseudo-header sum
+ * without the length (each segment's length is added by the device); the core wrote
+ * it with the whole frame's length. Headers are in the first segment (checked). */
+static int dp_tso_phdr(struct rte_mbuf *m)
+{
+	uint8_t *ip;
+	uint16_t sum;
+
+	if (!(m->ol_flags & RTE_MBUF_F_TX_TCP_SEG))
+		return 0;
+	if ((uint32_t)m->l2_len + m->l3_len + m->l4_len > m->data_len || m->l4_len < 20)
+		return -1;
+	ip = rte_pktmbuf_mtod(m, uint8_t *) + m->l2_len;
+	sum = rte_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)(void *)ip, m->ol_flags);
+	memcpy(ip + m->l3_len + 16, &sum, 2);
+	return 0;
+}
+
+/* Build the mbuf for k. NULL: no mbufs now (k stays the caller's). */
+static struct rte_mbuf *dp_tx_build(struct ipk_io *io, struct ipk_pkt *k, int *drop)
+{
+	struct dp_priv *p = dp_priv(io);
+	uint32_t nseg = dp_nsegs(k), len = ipk_pkt_chain_len(k);
+	int multi = (io->caps.offloads & IPK_CAP_SG) != 0;
+	struct ipk_tx_meta meta = k->meta;
+	struct rte_mbuf *m;
+
+	*drop = 0;
+	if (p->txzc && nseg <= DP_MAX_SEGS && nseg <= p->port->nb_seg_max &&
+	    (nseg == 1 || multi) && k->pool == io->pool &&
+	    !(p->port->tso_sw && (meta.flags & IPK_TXOFF_TSO))) {
+		m = dp_tx_zc(p, k, nseg);
+	} else {
+		m = dp_tx_copy(p, k, len, multi);
+		if (!m && (len > RTE_MBUF_DEFAULT_DATAROOM || nseg > DP_MAX_SEGS)) {
+			*drop = 1; /* can never be sent: taken and dropped */
+			ipk_pkt_free_chain(k);
+			return NULL;
+		}
+		if (m)
+			ipk_pkt_free_chain(k);
+	}
+	if (m) {
+		dp_tx_flags(io, m, &meta);
+		if (dp_tso_phdr(m) < 0) {
+			rte_pktmbuf_free(m);
+			*drop = 1;
+			return NULL;
+		}
+	}
+	return m;
+}
+
+static int dp_stalled(struct dp_priv *p)
+{
+	uint64_t now = rte_get_tsc_cycles();
+
+	if (!p->stall_since) {
+		p->stall_since = now;
+		return 0;
+	}
+	return now - p->stall_since > rte_get_tsc_hz();
+}
+
+/* Give pending mbufs to the device, keep the rest in order. */
+static void dp_push(struct ipk_io *io)
+{
+	struct dp_priv *p = dp_priv(io);
+	uint16_t ok, sent;
+
+	if (!p->npend)
+		return;
+	ok = rte_eth_tx_prepare(p->port_id, p->queue, p->pend, (uint16_t)p->npend);
+	if (ok < p->npend) {
+		/* the PMD rejects this frame's offload request: drop it (the core
+		 * retransmits) rather than retry it forever */
+		io->st.tx_errors++;
+		rte_pktmbuf_free(p->pend[ok]);
+		memmove(p->pend + ok, p->pend + ok + 1, (p->npend - ok - 1) * sizeof(p->pend[0]));
+		p->npend--;
+	}
+	sent = rte_eth_tx_burst(p->port_id, p->queue, p->pend, ok);
+	if (sent == 0 && dp_stalled(p)) {
+		/* A PMD that refuses one frame for good (it does not say so) would block
+		 * the queue forever: after a second without progress drop the head frame
+		 * and count it; TCP retransmits it. */
+		io->st.tx_errors++;
+		rte_pktmbuf_free(p->pend[0]);
+		sent = 1;
+	}
+	if (sent)
+		p->stall_since = 0;
+	if (sent < p->npend)
+		memmove(p->pend, p->pend + sent, (p->npend - sent) * sizeof(p->pend[0]));
+	p->npend -= sent;
+}
+
+static int dp_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct dp_priv *p = dp_priv(io);
+	int i;
+
+	dp_push(io);
+	for (i = 0; i < n && p->npend < DP_PENDING; i++) {
+		uint32_t len = ipk_pkt_chain_len(pkts[i]);
+		int drop;
+		struct rte_mbuf *m = dp_tx_build(io, pkts[i], &drop);
+
+		if (drop) {
+			io->st.tx_errors++;
+			continue;
+		}
+		if (!m)
+			break;
+		p->pend[p->npend++] = m;
+		io->st.tx_pkts++;
+		io->st.tx_bytes += len;
+	}
+	io->st.tx_drops += (uint64_t)(n - i);
+	dp_push(io);
+	return i;
+}
+
+static int dp_flush(struct ipk_io *io)
+{
+	dp_push(io);
+	return 0;
+}
+
+static int dp_fd(const struct ipk_io *io)
+{
+	(void)io;
+	return -1;
+}
+
+/* --------------------------------------------------------------- set-up */
+
+/* EAL must know the pool area for IOVA lookups, and a device doing DMA must have it
+ * mapped. vdevs copy in software and need neither: failures there are harmless, so
+ * they only turn zero-copy off when the IOVA cannot be known. */
+static void dp_extmem(struct ipk_io *io)
+{
+	struct dp_priv *p = dp_priv(io);
+	struct rte_eth_dev_info info;
+	long pg = sysconf(_SC_PAGESIZE);
+
+	p->area = ipk_pool_area(io->pool, &p->area_size);
+	if (rte_extmem_register(p->area, p->area_size, NULL, 0, (size_t)pg) == 0)
+		p->extmem = 1;
+	if (p->extmem && rte_eth_dev_info_get(p->port_id, &info) == 0 && info.device &&
+	    rte_dev_dma_map(info.device, p->area, (uint64_t)(uintptr_t)p->area,
+	                    p->area_size) == 0)
+		p->dma_mapped = 1;
+	if (rte_eal_iova_mode() != RTE_IOVA_VA && p->txzc) {
+		fprintf(stderr, "dpdk:%s: IOVA mode is PA; transmit copies (txzc=0)\n",
+		        p->port->name);
+		p->txzc = 0;
+	}
+}
+
+static void dp_close(struct ipk_io *io)
+{
+	struct dp_priv *p = dp_priv(io);
+	struct rte_eth_dev_info info;
+
+	if (!p->port)
+		return;
+	rte_pktmbuf_free_bulk(p->pend, p->npend); /* frees the ipkit descriptors too */
+	p->npend = 0;
+	/* Frames still in the tx ring hold pool buffers: let the PMD release them. */
+	(void)rte_eth_tx_done_cleanup(p->port_id, p->queue, 0);
+	if (p->dma_mapped && rte_eth_dev_info_get(p->port_id, &info) == 0 && info.device)
+		(void)rte_dev_dma_unmap(info.device, p->area, (uint64_t)(uintptr_t)p->area,
+		                        p->area_size);
+	ipk_dpdk_port_release(p->port, p->queue);
+	if (p->extmem)
+		(void)rte_extmem_unregister(p->area, p->area_size);
+	rte_mempool_free(p->tx_mp);
+	free(p->sh_slab);
+	p->sh_slab = NULL;
+	p->port = NULL;
+}
+
+struct dp_opts {
+	long queue, queues, rxd, txd;
+	int offload, txzc, lro;
+	char devargs[256];
+};
+
+static int dp_known(const char *key)
+{
+	static const char *const known[] = { "queue", "queues", "offload", "txzc", "lro", "rxd",
+	                                     "txd", NULL };
+	int i;
+
+	for (i = 0; known[i]; i++)
+		if (strcmp(known[i], key) == 0)
+			return 1;
+	return 0;
+}
+
+/* ipkit's options; the others become vdev devargs (only for a net_* name). */
+static int dp_parse(const struct ipk_io_args *a, struct dp_opts *o, char *err, size_t el)
+{
+	size_t at = 0;
+	int i;
+
+	for (i = 0; i < a->nkv; i++) {
+		if (dp_known(a->kv[i].key))
+			continue;
+		if (strncmp(a->dev, "net_", 4) != 0)
+			return ipk_io_err(err, el, EINVAL, "dpdk: unknown option '%s'", a->kv[i].key);
+		at += (size_t)snprintf(o->devargs + at, sizeof(o->devargs) - at, "%s%s=%s",
+		                       at ? "," : "", a->kv[i].key, a->kv[i].val);
+		if (at >= sizeof(o->devargs))
+			return ipk_io_err(err, el, EINVAL, "dpdk:%s: vdev options too long", a->dev);
+	}
+	o->queue = ipk_io_arg_int(a, "queue", 0, err, el);
+	o->queues = ipk_io_arg_int(a, "queues", o->queue >= 0 ? o->queue + 1 : 1, err, el);
+	o->rxd = ipk_io_arg_int(a, "rxd", 0, err, el);
+	o->txd = ipk_io_arg_int(a, "txd", 0, err, el);
+	o->offload = ipk_io_arg_bool(a, "offload", 1, err, el);
+	o->txzc = ipk_io_arg_bool(a, "txzc", 1, err, el);
+	o->lro = ipk_io_arg_bool(a, "lro", 0, err, el);
+	if (o->queue < 0 || o->queues < 0 || o->rxd < 0 || o->txd < 0 || o->offload < 0 ||
+	    o->txzc < 0 || o->lro < 0)
+		return -EINVAL;
+	if (o->queues < 1 || o->queues > IPK_DPDK_MAX_QUEUES || o->queue >= o->queues)
+		return ipk_io_err(err, el, EINVAL, "dpdk:%s: need queue < queues <= %d (queue=%ld "
+		                  "queues=%ld)", a->dev, IPK_DPDK_MAX_QUEUES, o->queue, o->queues);
+	if (o->rxd > 32768 || o->txd > 32768)
+		return ipk_io_err(err, el, EINVAL, "dpdk:%s: rxd/txd at most 32768", a->dev);
+	return 0;
+}
+
+static int dp_tx_pool(struct ipk_io *io, const struct dp_opts *o, char *err, size_t el)
+{
+	struct dp_priv *p = dp_priv(io);
+	char name[RTE_MEMPOOL_NAMESIZE];
+	static unsigned seq;
+	unsigned i, n = 2u * (o->txd ? (unsigned)o->txd : 1024u) + DP_PENDING * 4u;
+
+	snprintf(name, sizeof(name), "ipk_tx_%u_%u_%u", (unsigned)p->port_id, (unsigned)p->queue,
+	         __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+	p->tx_mp = rte_pktmbuf_pool_create(name, n, 64, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+	                                   (int)rte_socket_id());
+	if (!p->tx_mp)
+		return ipk_io_err(err, el, ENOMEM, "dpdk:%s: no memory for %u tx mbufs (%s); give "
+		                  "EAL more with -m MB", p->port->name, n, rte_strerror(rte_errno));
+	p->sh_slab = (struct dp_sh *)calloc(n, sizeof(*p->sh_slab));
+	if (!p->sh_slab)
+		return ipk_io_err(err, el, ENOMEM, "dpdk:%s: out of memory", p->port->name);
+	p->sh_n = n;
+	for (i = 0; i < n; i++) {
+		p->sh_slab[i].owner = p;
+		p->sh_slab[i].next_free = i + 1 < n ? &p->sh_slab[i + 1] : NULL;
+	}
+	p->sh_free = p->sh_slab;
+	return 0;
+}
+
+static int dp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t el)
+{
+	struct dp_priv *p = dp_priv(io);
+	struct ipk_dpdk_req req;
+	struct dp_opts o;
+	char line[512];
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	if ((rc = dp_parse(a, &o, err, el)) < 0 || (rc = ipk_dpdk_eal_ensure(err, el)) < 0)
+		return rc;
+	memset(&req, 0, sizeof(req));
+	req.nqueues = (uint16_t)o.queues;
+	req.rxd = (uint16_t)o.rxd;
+	req.txd = (uint16_t)o.txd;
+	req.offload = o.offload;
+	req.lro = o.lro;
+	req.rx_room = ipk_pool_buf_size(io->pool) - ipk_pool_headroom(io->pool);
+	rc = ipk_dpdk_port_acquire(a->dev, o.devargs, (uint16_t)o.queue, &req, &p->port, err, el);
+	if (rc < 0)
+		return rc;
+	p->port_id = p->port->port_id;
+	p->queue = (uint16_t)o.queue;
+	p->txzc = o.txzc;
+	if ((rc = dp_tx_pool(io, &o, err, el)) < 0)
+		return rc;
+	dp_extmem(io);
+	io->caps.offloads = p->port->caps;
+	io->caps.tso_max = p->port->tso_max;
+	io->caps.mtu = p->port->mtu;
+	io->caps.nqueues = 1;
+	io->caps.link = IPK_LINK_ETH;
+	memcpy(io->caps.mac, p->port->mac, 6);
+	ipk_dpdk_port_describe(p->port, line, sizeof(line));
+	fprintf(stderr, "%s; queue=%u tx=%s\n", line, (unsigned)p->queue,
+	        p->txzc ? "zero-copy" : "copy");
+	return 0;
+}
+
+static int dp_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t el)
+{
+	int rc = dp_open_inner(io, a, err, el);
+
+	if (rc < 0)
+		dp_close(io);
+	return rc;
+}
+
+const struct ipk_io_backend ipk_io_dpdk_backend = {
+	"dpdk", sizeof(struct dp_priv), dp_open, dp_rx_burst, dp_tx_burst, dp_flush,
+	dp_fd, NULL, dp_close,
+};

@@ -1,0 +1,65 @@
+/*
+ * io/dpdk internals: EAL start-up (dpdk_eal.c), the shared per-port state and the
+ * offload probe (dpdk_port.c), and the backend proper (dpdk.c).
+ *
+ * One DPDK port may be served by several ipk_io instances (one per queue, each on its
+ * own thread with its own ipkit pool). The first open of a port configures and starts
+ * it with all its queues; later opens take one queue each; the last close stops and
+ * closes it. The port table is the only shared state and is guarded by a mutex; the
+ * packet path touches only the instance's own queue.
+ */
+#ifndef IPKIT_IO_DPDK_INTERNAL_H
+#define IPKIT_IO_DPDK_INTERNAL_H
+
+#include "io_internal.h"
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#define IPK_DPDK_MAX_QUEUES 16
+#define IPK_DPDK_BURST 32
+
+/* Requested port set-up, from the spec. */
+struct ipk_dpdk_req {
+	uint16_t nqueues;  /* queues=N (only the first open of a port decides) */
+	uint16_t rxd, txd; /* descriptors per queue (0 = PMD's preference) */
+	int offload;       /* offload=0 turns every offload off */
+	int lro;           /* lro=1 asks for LRO (needs buffers that hold a coalesced frame) */
+	uint32_t rx_room;  /* bytes an ipkit buffer holds after headroom (LRO needs >= 9000) */
+};
+
+/* What the probe enabled on the port (RTE_ETH_*_OFFLOAD_* masks) and the caps it maps to. */
+struct ipk_dpdk_port {
+	uint16_t port_id;
+	uint16_t nqueues;
+	int refs;                     /* open ipk_io instances */
+	uint32_t queue_taken;         /* bit per queue already served */
+	uint64_t rx_capa, tx_capa;    /* what the PMD reports */
+	uint64_t rx_on, tx_on;        /* what we enabled */
+	uint64_t rss_hf;              /* RSS hash functions enabled (0: no RSS) */
+	uint32_t caps;                /* IPK_CAP_* */
+	uint32_t tso_max;
+	uint16_t mtu;
+	uint16_t nb_seg_max;          /* tx segments per packet the PMD takes */
+	int tso_sw;                   /* net_tap: TSO by librte_gso in software, see dp_facts */
+	uint8_t mac[6];
+	int hotplugged;               /* we probed the vdev: remove it at the last close */
+	char name[RTE_ETH_NAME_MAX_LEN];
+	char driver[32];
+	struct rte_mempool *rx_mp[IPK_DPDK_MAX_QUEUES];
+};
+
+/* EAL: start it with defaults unless the program already did (ipk_io_dpdk_eal). */
+int ipk_dpdk_eal_ensure(char *err, size_t errlen);
+
+/* Find the port (id or device name; a vdev name with devargs is hot-plugged), set it
+ * up with req on the first open, and take queue `queue`. */
+int ipk_dpdk_port_acquire(const char *dev, const char *devargs, uint16_t queue,
+                          const struct ipk_dpdk_req *req, struct ipk_dpdk_port **out,
+                          char *err, size_t errlen);
+void ipk_dpdk_port_release(struct ipk_dpdk_port *p, uint16_t queue);
+
+/* The one-line summary of what was enabled ("dpdk:net_tap0 (port 0, net_tap): ..."). */
+void ipk_dpdk_port_describe(const struct ipk_dpdk_port *p, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,421 @@
+/*
+ * DPDK ports: lookup (id, device name, or a vdev hot-plugged from the spec), the
+ * offload probe, multi-queue set-up with a symmetric RSS key, start and stop.
+ *
+ * The probe asks the PMD what it offers (rte_eth_dev_info_get), enables what ipkit can
+ * use, and maps it to IPK_CAP_*:
+ *   rx IPv4/TCP/UDP checksum  -> IPK_CAP_RX_CSUM_IP4 / _L4 (mbuf ol_flags GOOD/BAD)
+ *   tx IPv4/TCP/UDP checksum  -> IPK_CAP_TX_CSUM_IP4 / _TCP / _UDP
+ *   tx multi-segment          -> IPK_CAP_SG (zero-copy chains)
+ *   tx TSO (with multi-seg and TCP checksum) -> IPK_CAP_TSO
+ *   rx LRO (lro=1 and buffers big enough; the core takes single buffers only)
+ *                             -> IPK_CAP_LRO
+ * Each feature falls back on its own: what the PMD lacks is done in software by the
+ * core. If the PMD refuses the configuration with offloads, it is retried without.
+ */
+#include "dpdk_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+/* Offloads ipkit can use (anything else stays off). */
+#define DP_RX_CSUM (RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_TCP_CKSUM | \
+                    RTE_ETH_RX_OFFLOAD_UDP_CKSUM)
+#define DP_TX_CSUM (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM | \
+                    RTE_ETH_TX_OFFLOAD_UDP_CKSUM)
+#define DP_RSS_HF (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP | \
+                   RTE_ETH_RSS_NONFRAG_IPV4_UDP)
+#define DP_TSO_MAX 64000u     /* TCP payload per TSO frame: below 64 KiB with headers */
+#define DP_LRO_MIN_ROOM 9000u /* LRO only pays with buffers that hold several segments */
+
+static pthread_mutex_t port_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ipk_dpdk_port *port_tab[RTE_MAX_ETHPORTS];
+
+/* Toeplitz key whose hash is the same for (src, dst) and (dst, src): the 16-bit
+ * pattern repeats every 2 bytes, so swapping the 4-byte addresses and the 2-byte
+ * ports of a tuple leaves the hash unchanged (Woo and Park, "Scalable TCP session
+ * monitoring with symmetric receive-side scaling", 2012). Both directions of a
+ * connection land on one queue, which is what one context per queue needs. */
+static void dp_rss_key(uint8_t *key, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		key[i] = (i & 1) ? 0x5a : 0x6d;
+}
+
+/* ----------------------------------------------------------------- lookup */
+
+static int dp_is_number(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+/* A vdev named in the spec that EAL does not have yet is probed with the spec's
+ * remaining options as its devargs (dpdk:net_tap0,iface=x == --vdev=net_tap0,iface=x). */
+static int dp_hotplug(const char *dev, const char *devargs, uint16_t *port, char *err,
+                      size_t el)
+{
+	char spec[512];
+	int rc;
+
+	snprintf(spec, sizeof(spec), "%s%s%s", dev, *devargs ? "," : "", devargs);
+	rc = rte_dev_probe(spec);
+	if (rc < 0)
+		return ipk_io_err(err, el, ENODEV, "dpdk:%s: no such port, and probing it as a "
+		                  "vdev ('%s') failed: %s", dev, spec, rte_strerror(-rc));
+	if (rte_eth_dev_get_port_by_name(dev, port) != 0)
+		return ipk_io_err(err, el, ENODEV, "dpdk:%s: the vdev was probed but made no "
+		                  "ethernet port", dev);
+	return 1;
+}
+
+/* Port id from a number or a device name; 1 when we hot-plugged it, 0 otherwise. */
+static int dp_resolve(const char *dev, const char *devargs, uint16_t *port, char *err,
+                      size_t el)
+{
+	if (dp_is_number(dev)) {
+		unsigned long id = strtoul(dev, NULL, 10);
+
+		if (id >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port((uint16_t)id))
+			return ipk_io_err(err, el, ENODEV, "dpdk:%s: no such port (%u ports "
+			                  "available; add one with --vdev= before '--')", dev,
+			                  (unsigned)rte_eth_dev_count_avail());
+		*port = (uint16_t)id;
+		return 0;
+	}
+	if (rte_eth_dev_get_port_by_name(dev, port) == 0)
+		return *devargs ? ipk_io_err(err, el, EEXIST, "dpdk:%s: the port exists already; "
+		                             "vdev options cannot change it", dev) : 0;
+	if (strncmp(dev, "net_", 4) == 0)
+		return dp_hotplug(dev, devargs, port, err, el);
+	return ipk_io_err(err, el, ENODEV, "dpdk:%s: no such port (give a port id or a "
+	                  "device name such as net_tap0)", dev);
+}
+
+/* ------------------------------------------------------------ offloads */
+
+/* What to enable on rx and tx from what the PMD offers. */
+static void dp_pick_offloads(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *info,
+                             const struct ipk_dpdk_req *req)
+{
+	uint64_t tx;
+
+	p->rx_capa = info->rx_offload_capa;
+	p->tx_capa = info->tx_offload_capa;
+	p->rx_on = p->tx_on = 0;
+	if (!req->offload)
+		return;
+	p->rx_on = p->rx_capa & DP_RX_CSUM;
+	tx = p->tx_capa & (DP_TX_CSUM | RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
+	/* TSO frames are chains and need the TCP checksum filled per segment. */
+	if ((p->tx_capa & RTE_ETH_TX_OFFLOAD_TCP_TSO) && (tx & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) &&
+	    (tx & RTE_ETH_TX_OFFLOAD_TCP_CKSUM) && (tx & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM))
+		tx |= RTE_ETH_TX_OFFLOAD_TCP_TSO;
+	p->tx_on = tx;
+	if (req->lro && (p->rx_capa & RTE_ETH_RX_OFFLOAD_TCP_LRO) && req->rx_room >= DP_LRO_MIN_ROOM)
+		p->rx_on |= RTE_ETH_RX_OFFLOAD_TCP_LRO |
+		            (p->rx_capa & RTE_ETH_RX_OFFLOAD_SCATTER);
+}
+
+static uint32_t dp_caps(const struct ipk_dpdk_port *p)
+{
+	uint32_t c = 0;
+
+	if (p->rx_on & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM)
+		c |= IPK_CAP_RX_CSUM_IP4;
+	if (p->rx_on & (RTE_ETH_RX_OFFLOAD_TCP_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM))
+		c |= IPK_CAP_RX_CSUM_L4;
+	if (p->tx_on & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM)
+		c |= IPK_CAP_TX_CSUM_IP4;
+	if (p->tx_on & RTE_ETH_TX_OFFLOAD_TCP_CKSUM)
+		c |= IPK_CAP_TX_CSUM_TCP;
+	if (p->tx_on & RTE_ETH_TX_OFFLOAD_UDP_CKSUM)
+		c |= IPK_CAP_TX_CSUM_UDP;
+	if (p->tx_on & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		c |= IPK_CAP_SG;
+	if (p->tx_on & RTE_ETH_TX_OFFLOAD_TCP_TSO)
+		c |= IPK_CAP_TSO;
+	if (p->rx_on & RTE_ETH_RX_OFFLOAD_TCP_LRO)
+		c |= IPK_CAP_LRO;
+	return c;
+}
+
+/* "name on|off|n/a" for one feature: on = enabled, off = offered but not enabled,
+ * n/a = the PMD does not offer it. */
+static size_t dp_feat(char *buf, size_t len, const char *name, uint64_t capa, uint64_t on,
+                      uint64_t mask)
+{
+	const char *s = (on & mask) == mask ? "on" : (capa & mask) == mask ? "off" : "n/a";
+	int n = snprintf(buf, len, " %s=%s", name, s);
+
+	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+}
+
+void ipk_dpdk_port_describe(const struct ipk_dpdk_port *p, char *buf, size_t len)
+{
+	size_t at;
+
+	at = (size_t)snprintf(buf, len, "dpdk:%s (port %u, %s): offloads", p->name,
+	                      (unsigned)p->port_id, p->driver);
+	if (at >= len)
+		return;
+	at += dp_feat(buf + at, len - at, "rx-ip4-csum", p->rx_capa, p->rx_on,
+	              RTE_ETH_RX_OFFLOAD_IPV4_CKSUM);
+	at += dp_feat(buf + at, len - at, "rx-tcp-csum", p->rx_capa, p->rx_on,
+	              RTE_ETH_RX_OFFLOAD_TCP_CKSUM);
+	at += dp_feat(buf + at, len - at, "rx-udp-csum", p->rx_capa, p->rx_on,
+	              RTE_ETH_RX_OFFLOAD_UDP_CKSUM);
+	at += dp_feat(buf + at, len - at, "lro", p->rx_capa, p->rx_on, RTE_ETH_RX_OFFLOAD_TCP_LRO);
+	at += dp_feat(buf + at, len - at, "tx-ip4-csum", p->tx_capa, p->tx_on,
+	              RTE_ETH_TX_OFFLOAD_IPV4_CKSUM);
+	at += dp_feat(buf + at, len - at, "tx-tcp-csum", p->tx_capa, p->tx_on,
+	              RTE_ETH_TX_OFFLOAD_TCP_CKSUM);
+	at += dp_feat(buf + at, len - at, "tx-udp-csum", p->tx_capa, p->tx_on,
+	              RTE_ETH_TX_OFFLOAD_UDP_CKSUM);
+	at += dp_feat(buf + at, len - at, "tso", p->tx_capa, p->tx_on, RTE_ETH_TX_OFFLOAD_TCP_TSO);
+	at += dp_feat(buf + at, len - at, "multi-seg", p->tx_capa, p->tx_on,
+	              RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
+	if (at < len)
+		snprintf(buf + at, len - at, "; queues=%u rss=%s", (unsigned)p->nqueues,
+		         p->rss_hf ? "symmetric" : "off");
+}
+
+/* -------------------------------------------------------------- set-up */
+
+static void dp_conf(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *info,
+                    const struct ipk_dpdk_req *req, struct rte_eth_conf *conf, uint8_t *key)
+{
+	memset(conf, 0, sizeof(*conf));
+	conf->rxmode.offloads = p->rx_on;
+	conf->txmode.offloads = p->tx_on;
+	if (p->rx_on & RTE_ETH_RX_OFFLOAD_TCP_LRO)
+		conf->rxmode.max_lro_pkt_size = req->rx_room < info->max_lro_pkt_size ?
+		                                req->rx_room : info->max_lro_pkt_size;
+	p->rss_hf = p->nqueues > 1 ? info->flow_type_rss_offloads & DP_RSS_HF : 0;
+	if (p->rss_hf) {
+		uint8_t klen = info->hash_key_size ? info->hash_key_size : 40;
+
+		dp_rss_key(key, klen);
+		conf->rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf->rx_adv_conf.rss_conf.rss_key = key;
+		conf->rx_adv_conf.rss_conf.rss_key_len = klen;
+		conf->rx_adv_conf.rss_conf.rss_hf = p->rss_hf;
+	}
+}
+
+static int dp_configure(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *info,
+                        const struct ipk_dpdk_req *req, char *err, size_t el)
+{
+	struct rte_eth_conf conf;
+	uint8_t key[64];
+	int rc;
+
+	dp_conf(p, info, req, &conf, key);
+	rc = rte_eth_dev_configure(p->port_id, p->nqueues, p->nqueues, &conf);
+	if (rc < 0 && (p->rx_on || p->tx_on || p->rss_hf)) {
+		/* Per-feature probing happened above; a PMD that still refuses gets the plain
+		 * configuration, and the core does everything in software. */
+		fprintf(stderr, "dpdk:%s: configuration with offloads refused (%s); retrying "
+		        "without\n", p->name, rte_strerror(-rc));
+		p->rx_on = p->tx_on = 0;
+		memset(&conf, 0, sizeof(conf));
+		p->rss_hf = 0;
+		rc = rte_eth_dev_configure(p->port_id, p->nqueues, p->nqueues, &conf);
+	}
+	if (rc < 0)
+		return ipk_io_err(err, el, -rc, "dpdk:%s: configure failed: %s", p->name,
+		                  rte_strerror(-rc));
+	return 0;
+}
+
+static int dp_queues(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *info,
+                     const struct ipk_dpdk_req *req, char *err, size_t el)
+{
+	uint16_t rxd = req->rxd ? req->rxd : 1024, txd = req->txd ? req->txd : 1024, q;
+	struct rte_eth_rxconf rxc = info->default_rxconf;
+	struct rte_eth_txconf txc = info->default_txconf;
+	int sock = rte_eth_dev_socket_id(p->port_id), rc;
+	char name[RTE_MEMPOOL_NAMESIZE];
+
+	if (sock < 0)
+		sock = (int)rte_socket_id();
+	rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &rxd, &txd);
+	if (rc < 0)
+		return ipk_io_err(err, el, -rc, "dpdk:%s: descriptor counts rxd=%u txd=%u refused: "
+		                  "%s", p->name, (unsigned)rxd, (unsigned)txd, rte_strerror(-rc));
+	rxc.offloads = p->rx_on;
+	txc.offloads = p->tx_on;
+	for (q = 0; q < p->nqueues; q++) {
+		snprintf(name, sizeof(name), "ipk_rx_%u_%u", (unsigned)p->port_id, (unsigned)q);
+		/* rx ring + a burst in flight per queue; mbufs go back as soon as copied */
+		p->rx_mp[q] = rte_pktmbuf_pool_create(name, 2u * rxd + 2u * IPK_DPDK_BURST, 64, 0,
+		                                      RTE_MBUF_DEFAULT_BUF_SIZE, sock);
+		if (!p->rx_mp[q])
+			return ipk_io_err(err, el, ENOMEM, "dpdk:%s: no memory for %u rx mbufs (%s); "
+			                  "give EAL more with -m MB", p->name, 2u * rxd,
+			                  rte_strerror(rte_errno));
+		rc = rte_eth_rx_queue_setup(p->port_id, q, rxd, (unsigned)sock, &rxc, p->rx_mp[q]);
+		if (rc == 0)
+			rc = rte_eth_tx_queue_setup(p->port_id, q, txd, (unsigned)sock, &txc);
+		if (rc < 0)
+			return ipk_io_err(err, el, -rc, "dpdk:%s: queue %u set-up failed: %s",
+			                  p->name, (unsigned)q, rte_strerror(-rc));
+	}
+	return 0;
+}
+
+/* Device facts after start: MAC, MTU, segment limit. */
+static void dp_facts(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *info)
+{
+	struct rte_ether_addr mac;
+
+	if (rte_eth_macaddr_get(p->port_id, &mac) == 0)
+		memcpy(p->mac, mac.addr_bytes, 6);
+	if (rte_eth_dev_get_mtu(p->port_id, &p->mtu) != 0 || p->mtu == 0)
+		p->mtu = 1500;
+	p->nb_seg_max = info->tx_desc_lim.nb_mtu_seg_max ? info->tx_desc_lim.nb_mtu_seg_max : 64;
+	if (info->tx_desc_lim.nb_seg_max && info->tx_desc_lim.nb_seg_max < p->nb_seg_max)
+		p->nb_seg_max = info->tx_desc_lim.nb_seg_max;
+	p->tso_max = DP_TSO_MAX;
+	snprintf(p->driver, sizeof(p->driver), "%s", info->driver_name ? info->driver_name : "?");
+	/* 22.11's net_tap does TSO with librte_gso, which (a) checks tso_segsz plus all
+	 * headers, Ethernet included, against the IP MTU and refuses a frame over it
+	 * without freeing it, and (b) drops its reference to the input mbufs with a bare
+	 * refcount decrement, wrong for mbufs with an external buffer (crashes in
+	 * rte_pktmbuf_free_bulk). dpdk.c cuts segments under the MTU and copies TSO
+	 * frames for such a port. */
+	p->tso_sw = strcmp(p->driver, "net_tap") == 0;
+}
+
+static int dp_setup(struct ipk_dpdk_port *p, const struct ipk_dpdk_req *req, char *err,
+                    size_t el)
+{
+	struct rte_eth_dev_info info;
+	int rc = rte_eth_dev_info_get(p->port_id, &info);
+
+	if (rc < 0)
+		return ipk_io_err(err, el, -rc, "dpdk:%s: cannot read device info: %s", p->name,
+		                  rte_strerror(-rc));
+	if (req->nqueues > info.max_rx_queues || req->nqueues > info.max_tx_queues)
+		return ipk_io_err(err, el, EINVAL, "dpdk:%s: too few queues: the port has %u rx "
+		                  "and %u tx queues, queues=%u asked", p->name,
+		                  (unsigned)info.max_rx_queues, (unsigned)info.max_tx_queues,
+		                  (unsigned)req->nqueues);
+	p->nqueues = req->nqueues;
+	dp_pick_offloads(p, &info, req);
+	if ((rc = dp_configure(p, &info, req, err, el)) < 0 ||
+	    (rc = dp_queues(p, &info, req, err, el)) < 0)
+		return rc;
+	rc = rte_eth_dev_start(p->port_id);
+	if (rc < 0)
+		return ipk_io_err(err, el, -rc, "dpdk:%s: start failed: %s", p->name,
+		                  rte_strerror(-rc));
+	/* vdevs such as net_tap see only their own MAC otherwise; failure is harmless */
+	(void)rte_eth_promiscuous_enable(p->port_id);
+	dp_facts(p, &info);
+	p->caps = dp_caps(p);
+	return 0;
+}
+
+static void dp_free(struct ipk_dpdk_port *p)
+{
+	uint16_t q;
+
+	for (q = 0; q < IPK_DPDK_MAX_QUEUES; q++)
+		rte_mempool_free(p->rx_mp[q]);
+	free(p);
+}
+
+/* Stop and close; a vdev we probed is removed again (net_tap deletes its device). */
+static void dp_teardown(struct ipk_dpdk_port *p)
+{
+	(void)rte_eth_dev_stop(p->port_id);
+	(void)rte_eth_dev_close(p->port_id);
+	if (p->hotplugged)
+		(void)rte_eal_hotplug_remove("vdev", p->name);
+	dp_free(p);
+}
+
+static int dp_new(const char *dev, const char *devargs, const struct ipk_dpdk_req *req,
+                  struct ipk_dpdk_port **out, char *err, size_t el)
+{
+	struct ipk_dpdk_port *p;
+	uint16_t id;
+	int rc = dp_resolve(dev, devargs, &id, err, el);
+
+	if (rc < 0)
+		return rc;
+	if (port_tab[id]) {
+		*out = port_tab[id];
+		return 0;
+	}
+	p = (struct ipk_dpdk_port *)calloc(1, sizeof(*p));
+	if (!p)
+		return ipk_io_err(err, el, ENOMEM, "dpdk:%s: out of memory", dev);
+	p->port_id = id;
+	p->hotplugged = rc;
+	if (rte_eth_dev_get_name_by_port(id, p->name) != 0)
+		snprintf(p->name, sizeof(p->name), "%s", dev);
+	rc = dp_setup(p, req, err, el);
+	if (rc < 0) {
+		dp_teardown(p);
+		return rc;
+	}
+	port_tab[id] = p;
+	*out = p;
+	return 0;
+}
+
+int ipk_dpdk_port_acquire(const char *dev, const char *devargs, uint16_t queue,
+                          const struct ipk_dpdk_req *req, struct ipk_dpdk_port **out,
+                          char *err, size_t el)
+{
+	struct ipk_dpdk_port *p = NULL;
+	int rc;
+
+	if (req->nqueues == 0 || req->nqueues > IPK_DPDK_MAX_QUEUES)
+		return ipk_io_err(err, el, EINVAL, "dpdk:%s: queues=%u must be 1..%d", dev,
+		                  (unsigned)req->nqueues, IPK_DPDK_MAX_QUEUES);
+	pthread_mutex_lock(&port_lock);
+	rc = dp_new(dev, devargs, req, &p, err, el);
+	if (rc == 0 && queue >= p->nqueues)
+		rc = ipk_io_err(err, el, EINVAL, "dpdk:%s: too few queues: queue=%u asked, the "
+		                "port was started with queues=%u", dev, (unsigned)queue,
+		                (unsigned)p->nqueues);
+	else if (rc == 0 && (p->queue_taken & (1u << queue)))
+		rc = ipk_io_err(err, el, EBUSY, "dpdk:%s: queue %u is already served in this "
+		                "process", dev, (unsigned)queue);
+	if (rc == 0) {
+		p->queue_taken |= 1u << queue;
+		p->refs++;
+		*out = p;
+	}
+	pthread_mutex_unlock(&port_lock);
+	return rc;
+}
+
+void ipk_dpdk_port_release(struct ipk_dpdk_port *p, uint16_t queue)
+{
+	pthread_mutex_lock(&port_lock);
+	p->queue_taken &= ~(1u << queue);
+	if (--p->refs == 0) {
+		port_tab[p->port_id] = NULL;
+		dp_teardown(p);
+	}
+	pthread_mutex_unlock(&port_lock);
+}
