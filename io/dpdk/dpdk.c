@@ -21,12 +21,14 @@
  * mbuf), and it frees the mbuf at once so the rx ring never starves.
  *
  * Offloads: see dpdk_port.c (probed per port, one line printed on stderr at start).
- * DPDK has no wake-up fd: ipk_io_fd returns -1 and the runtime polls with short naps
- * (or busy-polls with --busy-poll).
+ * Wake-ups: where the PMD has rx queue interrupts ipk_io_fd is the queue's interrupt
+ * fd and the runtime sleeps on it (dp_arm); otherwise -1 and
+ * the runtime polls with short naps (or busy-polls with --busy-poll).
  */
 #include "dpdk_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,12 @@ struct dp_priv {
 	struct rte_mempool *tx_mp;   /* mbuf headers for zero-copy tx, buffers for copies */
 	struct rte_mbuf *pend[DP_PENDING];
 	uint32_t npend;
+	int rx_fd;                   /* rx interrupt fd, -1: poll only */
+	int rx_fd_eventfd;           /* ... an eventfd, drained before sleeping */
+	int no_intr;                 /* the PMD gave no interrupt fd: poll */
+	int armed;                   /* interrupt enabled (until the next rx_burst) */
+	struct rte_mbuf *stash[IPK_DPDK_BURST]; /* received by arm, handed out next */
+	uint16_t nstash;
 	uint64_t stall_since;        /* TSC when the device last refused everything pending */
 	struct dp_sh *sh_slab;       /* one per tx mbuf */
 	struct dp_sh *sh_free;
@@ -116,8 +124,21 @@ static int dp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 	uint16_t got, i;
 	int k = 0;
 
-	got = rte_eth_rx_burst(p->port_id, p->queue, ms,
-	                       (uint16_t)(n < IPK_DPDK_BURST ? n : IPK_DPDK_BURST));
+	if (p->armed) {
+		/* awake: no interrupts while we poll (memif's peer would kick per burst) */
+		(void)rte_eth_dev_rx_intr_disable(p->port_id, p->queue);
+		p->armed = 0;
+	}
+	if (n > IPK_DPDK_BURST)
+		n = IPK_DPDK_BURST;
+	if (p->nstash) {
+		got = p->nstash < n ? p->nstash : (uint16_t)n;
+		memcpy(ms, p->stash, got * sizeof(ms[0]));
+		memmove(p->stash, p->stash + got, (p->nstash - got) * sizeof(ms[0]));
+		p->nstash = (uint16_t)(p->nstash - got);
+	} else {
+		got = rte_eth_rx_burst(p->port_id, p->queue, ms, (uint16_t)n);
+	}
 	for (i = 0; i < got; i++) {
 		/* a chain longer than what nb_segs says is the PMD's bug, not ours to
 		 * follow: the copy stops at pkt_len bytes of room anyway */
@@ -417,10 +438,68 @@ static int dp_flush(struct ipk_io *io)
 	return 0;
 }
 
+static void dp_rx_fd(struct dp_priv *p);
+
 static int dp_fd(const struct ipk_io *io)
 {
-	(void)io;
-	return -1;
+	struct dp_priv *p = dp_priv(io);
+
+	dp_rx_fd(p);
+	return p->rx_fd;
+}
+
+/* Before the runtime sleeps on the fd: enable the queue's interrupt, then look once
+ * more, since frames that arrived before the enable raised no interrupt. What that
+ * look finds is kept for the next rx_burst and the runtime does not sleep. */
+static int dp_arm(struct ipk_io *io)
+{
+	struct dp_priv *p = dp_priv(io);
+	uint64_t v;
+
+	if (p->rx_fd < 0 || p->nstash)
+		return p->nstash ? 1 : 0;
+	if (p->rx_fd_eventfd)
+		while (read(p->rx_fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+			;
+	if (!p->armed && rte_eth_dev_rx_intr_enable(p->port_id, p->queue) == 0)
+		p->armed = 1;
+	p->nstash = rte_eth_rx_burst(p->port_id, p->queue, p->stash, IPK_DPDK_BURST);
+	return p->nstash ? 1 : 0;
+}
+
+/* The queue's interrupt fd when the PMD has one (an eventfd, or a device fd such as
+ * net_tap's). Some PMDs make it only once connected (and anew on a reconnect), so it
+ * is asked for whenever the link is up. Only an eventfd is drained before sleeping:
+ * reading a device fd would eat a frame. */
+static void dp_rx_fd(struct dp_priv *p)
+{
+	struct rte_eth_link lk;
+	char path[64], link[64];
+	ssize_t n;
+	int fl, fd;
+
+	if (!p->port->rxq_intr || p->no_intr || rte_eth_link_get_nowait(p->port_id, &lk) != 0 ||
+	    lk.link_status != RTE_ETH_LINK_UP) {
+		p->rx_fd = -1;
+		return;
+	}
+	fd = rte_eth_dev_rx_intr_ctl_q_get_fd(p->port_id, p->queue);
+	if (fd < 0) {
+		/* configured, link up, still no fd (22.11's memif): poll from now on */
+		p->rx_fd = -1;
+		p->no_intr = 1;
+		return;
+	}
+	if (fd == p->rx_fd)
+		return;
+	p->rx_fd = fd;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", p->rx_fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	link[n > 0 ? n : 0] = 0;
+	p->rx_fd_eventfd = strstr(link, "eventfd") != NULL;
+	fl = fcntl(p->rx_fd, F_GETFL);
+	if (p->rx_fd_eventfd && fl >= 0)
+		(void)fcntl(p->rx_fd, F_SETFL, fl | O_NONBLOCK);
 }
 
 /* --------------------------------------------------------------- set-up */
@@ -457,6 +536,8 @@ static void dp_close(struct ipk_io *io)
 		return;
 	rte_pktmbuf_free_bulk(p->pend, p->npend); /* frees the ipkit descriptors too */
 	p->npend = 0;
+	rte_pktmbuf_free_bulk(p->stash, p->nstash);
+	p->nstash = 0;
 	/* Frames still in the tx ring hold pool buffers: let the PMD release them. */
 	(void)rte_eth_tx_done_cleanup(p->port_id, p->queue, 0);
 	if (p->dma_mapped && rte_eth_dev_info_get(p->port_id, &info) == 0 && info.device)
@@ -576,6 +657,8 @@ static int dp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *e
 	if ((rc = dp_tx_pool(io, &o, err, el)) < 0)
 		return rc;
 	dp_extmem(io);
+	p->rx_fd = -1;
+	dp_rx_fd(p);
 	io->caps.offloads = p->port->caps;
 	io->caps.tso_max = p->port->tso_max;
 	io->caps.mtu = p->port->mtu;
@@ -599,5 +682,5 @@ static int dp_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, si
 
 const struct ipk_io_backend ipk_io_dpdk_backend = {
 	"dpdk", sizeof(struct dp_priv), dp_open, dp_rx_burst, dp_tx_burst, dp_flush,
-	dp_fd, NULL, dp_close,
+	dp_fd, dp_arm, dp_close,
 };

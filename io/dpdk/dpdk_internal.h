@@ -41,6 +41,7 @@ struct ipk_dpdk_port {
 	uint32_t tso_max;
 	uint16_t mtu;
 	uint16_t nb_seg_max;          /* tx segments per packet the PMD takes */
+	int rxq_intr;                 /* rx queue interrupts configured (event-driven mode) */
 	int tso_sw;                   /* net_tap: TSO by librte_gso in software, see dp_facts */
 	uint8_t mac[6];
 	int hotplugged;               /* we probed the vdev: remove it at the last close */

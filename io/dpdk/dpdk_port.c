@@ -226,7 +226,14 @@ static int dp_configure(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *
 	int rc;
 
 	dp_conf(p, info, req, &conf, key);
+	/* rx interrupts give the runtime an fd to sleep on; PMDs without them refuse */
+	conf.intr_conf.rxq = 1;
 	rc = rte_eth_dev_configure(p->port_id, p->nqueues, p->nqueues, &conf);
+	p->rxq_intr = rc == 0;
+	if (rc < 0) {
+		conf.intr_conf.rxq = 0;
+		rc = rte_eth_dev_configure(p->port_id, p->nqueues, p->nqueues, &conf);
+	}
 	if (rc < 0 && (p->rx_on || p->tx_on || p->rss_hf)) {
 		/* Per-feature probing happened above; a PMD that still refuses gets the plain
 		 * configuration, and the core does everything in software. */
@@ -316,6 +323,11 @@ static int dp_setup(struct ipk_dpdk_port *p, const struct ipk_dpdk_req *req, cha
 		                  "and %u tx queues, queues=%u asked", p->name,
 		                  (unsigned)info.max_rx_queues, (unsigned)info.max_tx_queues,
 		                  (unsigned)req->nqueues);
+	/* 22.11's net_tap passes one fd per queue in a multi-process message that holds
+	 * 8 (RTE_MP_MAX_FD_NUM) and overruns its stack with more */
+	if (info.driver_name && strcmp(info.driver_name, "net_tap") == 0 && req->nqueues > 8)
+		return ipk_io_err(err, el, EINVAL, "dpdk:%s: too few queues: net_tap takes at most "
+		                  "8 here, queues=%u asked", p->name, (unsigned)req->nqueues);
 	p->nqueues = req->nqueues;
 	dp_pick_offloads(p, &info, req);
 	if ((rc = dp_configure(p, &info, req, err, el)) < 0 ||
