@@ -40,17 +40,17 @@
 static pthread_mutex_t port_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ipk_dpdk_port *port_tab[RTE_MAX_ETHPORTS];
 
-/* Toeplitz key whose hash is the same for (src, dst) and (dst, src): the 16-bit
- * pattern repeats every 2 bytes, so swapping the 4-byte addresses and the 2-byte
- * ports of a tuple leaves the hash unchanged (Woo and Park, "Scalable TCP session
- * monitoring with symmetric receive-side scaling", 2012). Both directions of a
- * connection land on one queue, which is what one context per queue needs. */
+/* The core's symmetric Toeplitz key (hash(a->b) == hash(b->a), so both directions
+ * of a connection land on one queue, which one context per queue needs), repeated
+ * when the NIC's key is longer than the core's: the pattern has a 2-byte period. */
 static void dp_rss_key(uint8_t *key, size_t len)
 {
+	uint8_t k[IPK_RSS_KEY_LEN];
 	size_t i;
 
+	ipk_rss_key_symmetric(k);
 	for (i = 0; i < len; i++)
-		key[i] = (i & 1) ? 0x5a : 0x6d;
+		key[i] = k[i % IPK_RSS_KEY_LEN];
 }
 
 /* ----------------------------------------------------------------- lookup */
