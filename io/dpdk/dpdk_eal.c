@@ -9,7 +9,9 @@
  */
 #include "dpdk_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -35,6 +37,32 @@ static int eal_fail(char *err, size_t errlen, int e)
 	                  "unique --file-prefix)", rte_strerror(e ? e : EINVAL));
 }
 
+/* EAL leaves its runtime directory (/var/run/dpdk/<file-prefix>: config, memseg
+ * arrays, the mp socket) behind; a primary that exits takes its file prefix with it,
+ * so remove what it made. Runs once at exit for an EAL this file started. */
+static void eal_at_exit(void)
+{
+	char dir[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+	(void)rte_eal_cleanup();
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char path[PATH_MAX + 256];
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		(void)unlink(path);
+	}
+	closedir(d);
+	(void)rmdir(dir);
+}
+
 /* rte_eal_init permutes and rewrites its argv: give it a copy. */
 static int eal_init(int argc, char **argv, char *err, size_t errlen)
 {
@@ -49,11 +77,17 @@ static int eal_init(int argc, char **argv, char *err, size_t errlen)
 	memcpy(copy, argv, (size_t)argc * sizeof(*copy));
 	copy[argc] = NULL;
 	rc = rte_eal_init(argc, copy);
+	if (rc < 0 && rte_errno == EALREADY) {
+		/* the program started EAL itself: use it, leave its clean-up to it */
+		eal_state = 1;
+		return eal_fail(err, errlen, EALREADY);
+	}
 	if (rc < 0) {
 		eal_state = -1;
 		return eal_fail(err, errlen, rte_errno);
 	}
 	eal_state = 1;
+	atexit(eal_at_exit);
 	return 0;
 }
 
@@ -106,6 +140,8 @@ int ipk_dpdk_eal_ensure(char *err, size_t errlen)
 		snprintf(prefix, sizeof(prefix), "--file-prefix=ipkit-%ld", (long)getpid());
 		eal_lcores_arg(lcores, sizeof(lcores));
 		rc = eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv, err, errlen);
+		if (rc == -EALREADY)
+			rc = 0;
 	} else if (eal_state < 0) {
 		rc = ipk_io_err(err, errlen, EINVAL, "dpdk: EAL init failed earlier in this "
 		                "process (it cannot be retried)");
