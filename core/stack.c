@@ -19,7 +19,7 @@ static void config_default_tcp(struct ipk_config *cfg)
 {
 	cfg->tcp_sndbuf = 256u * 1024u;
 	cfg->tcp_rcvbuf = 256u * 1024u;
-	cfg->tcp_ooo_max = 64;
+	cfg->tcp_ooo_max = 0; /* follow tcp_rcvbuf (tcp_in.c ooo_limit) */
 	cfg->tcp_rto_min_ns = 200 * IPK_NS_PER_MS;
 	cfg->tcp_rto_max_ns = 60 * IPK_NS_PER_S;
 	cfg->tcp_rto_init_ns = 1 * IPK_NS_PER_S;

@@ -569,6 +569,22 @@ static void fin_process(struct ipk_ctx *ctx, struct ipk_conn *c)
 	}
 }
 
+/* Out-of-order segments the connection may hold: tcp_ooo_max when set, else (the
+ * default, 0) as many full-sized segments as the receive buffer we advertise from.
+ * A receiver that drops in-window data it offered room for turns one lost segment
+ * into a retransmission of everything past the queue's end (RFC 2018 §8: SACKed
+ * data is kept, so the sender has to resend all the unSACKed data it sees beyond
+ * the hole). Payload per segment is counted as rcv_mss less 40 bytes of options so
+ * timestamped segments fit too. */
+static uint32_t ooo_limit(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint32_t seg = c->rcv_mss > 80u ? c->rcv_mss - 40u : 40u;
+
+	if (ctx->cfg.tcp_ooo_max)
+		return ctx->cfg.tcp_ooo_max;
+	return IPK_MIN(ctx->cfg.tcp_rcvbuf / seg + 1u, 0xffffu);
+}
+
 /* Insert [seq, seq+len) (+FIN) into the sorted out-of-order queue, trimming what
  * other entries already hold. Takes the packet on success (s->pkt = NULL). */
 static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s,
@@ -606,7 +622,7 @@ static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_s
 		len = (*pp)->seq - seq;
 		fin = 0;
 	}
-	if (c->ooo_n >= ctx->cfg.tcp_ooo_max) {
+	if (c->ooo_n >= ooo_limit(ctx, c)) {
 		ipk_drop(ctx, IPK_DROP_TCP_OOO_FULL);
 		return;
 	}

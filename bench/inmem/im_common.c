@@ -63,6 +63,8 @@ static void im_usage(FILE *f, const char *stack)
 	        "  -t, --seconds S    wall-clock bound of the run, fails when exceeded (default 120)\n"
 	        "      --corrupt K    flip one payload byte of the K-th frame carrying data (a\n"
 	        "                     test of the sw profile: the frame must be dropped and resent)\n"
+	        "      --max-rtx N    fail the run when the stacks retransmitted more than N\n"
+	        "                     segments (ipkit: checks loss recovery with --corrupt)\n"
 	        "      --json FILE    append the result as one JSON object per line ('-' = stdout)\n"
 	        "  -q, --quiet        no text line\n"
 	        "  -h, --help         this text\n"
@@ -99,7 +101,7 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 		{"workload", 1, 0, 'w'}, {"conns", 1, 0, 'c'}, {"len", 1, 0, 'l'},
 		{"msg", 1, 0, 'm'}, {"requests", 1, 0, 'n'}, {"bytes", 1, 0, 'b'},
 		{"profile", 1, 0, 'p'}, {"clock", 1, 0, 'K'}, {"seconds", 1, 0, 't'},
-		{"corrupt", 1, 0, 'X'}, {"json", 1, 0, 'J'}, {"quiet", 0, 0, 'q'},
+		{"corrupt", 1, 0, 'X'}, {"max-rtx", 1, 0, 'R'}, {"json", 1, 0, 'J'}, {"quiet", 0, 0, 'q'},
 		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 
@@ -110,6 +112,7 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 	o->requests = 1000000;
 	o->bytes = 1ull << 30;
 	o->max_seconds = 120;
+	o->max_rtx = UINT64_MAX;
 	while ((ch = getopt_long(argc, argv, "w:c:l:m:n:b:p:t:qh", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'w': o->bulk = im_pick(optarg, "pingpong", "bulk", "workload", stack); break;
@@ -122,6 +125,7 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 		case 'K': o->real_clock = im_pick(optarg, "virtual", "real", "clock", stack); break;
 		case 't': o->max_seconds = (double)im_num(optarg, "-t", 1, 86400, stack); break;
 		case 'X': o->corrupt_at = im_num(optarg, "--corrupt", 1, 1ull << 40, stack); break;
+		case 'R': o->max_rtx = im_num(optarg, "--max-rtx", 0, 1ull << 40, stack); break;
 		case 'J': o->json = optarg; break;
 		case 'q': o->quiet = 1; break;
 		case 'h': im_usage(stdout, stack); exit(0);

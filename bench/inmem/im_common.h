@@ -33,6 +33,7 @@ struct im_opts {
 	int real_clock;        /* --clock real */
 	double max_seconds;    /* -t: wall-clock bound of the measured part */
 	uint64_t corrupt_at;   /* --corrupt K: flip a byte in the K-th data frame (0 off) */
+	uint64_t max_rtx;      /* --max-rtx N: more retransmissions fail the run */
 	const char *json;      /* --json FILE ("-" = stdout) */
 	int quiet;             /* -q: no text line */
 };

@@ -641,6 +641,8 @@ static void im_collect(struct im_world *w, struct im_result *r)
 		im_fail(w->app, "a connection closed during the run");
 	if (!w->app->error && w->o.corrupt_at && (!r->corrupted || r->csum_drops != r->corrupted))
 		im_fail(w->app, "corrupted frame not dropped as a checksum error");
+	if (!w->app->error && r->retransmits > w->o.max_rtx)
+		im_fail(w->app, "more retransmissions than --max-rtx");
 	r->error = w->app->error;
 }
 

@@ -335,7 +335,8 @@ struct ipk_config {
 	/* TCP */
 	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB */
 	uint32_t tcp_rcvbuf;        /* receive window ceiling, default 256 KiB */
-	uint16_t tcp_ooo_max;       /* out-of-order segments held per connection, default 64 */
+	uint16_t tcp_ooo_max;       /* out-of-order segments held per connection; default 0 =
+	                             * as many full-sized segments as tcp_rcvbuf holds */
 	uint64_t tcp_rto_min_ns;    /* RFC 6298 (2.4) says 1 s; default 200 ms like Linux */
 	uint64_t tcp_rto_max_ns;    /* default 60 s */
 	uint64_t tcp_rto_init_ns;   /* RFC 6298 (2.1): default 1 s */

@@ -214,6 +214,35 @@ static void test_established_ooo_full_dropped(void)
 	finish(t);
 }
 
+/* Regression: the out-of-order queue held 64 segments while the default 256 KiB
+ * window invites ~180, so one lost segment in a full window made the receiver drop
+ * the rest and the sender resend them all (45 retransmissions for one corrupted
+ * frame in bench/inmem). By default the queue holds what the window offers. */
+static void test_established_ooo_holds_full_default_window(void)
+{
+	struct th *t = th_new(no_delack);
+	struct ipk_tcp_opts o = th_mss_opt(1460);
+	static uint8_t buf[1460];
+	struct tseg s;
+	uint32_t iss, k, n = (256u * 1024u) / 1460u - 1u;
+
+	o.has_ws = 1;
+	o.ws = 7;
+	ipk_tcp_listen(t->ctx, be(80), 4);
+	th_send(t, 5000, 80, IPK_TCP_SYN, IRS, 0, W, &o, NULL, 0);
+	CHECK(th_next(t, &s));
+	iss = s.h.seq;
+	th_seg(t, A, IRS + 1, iss + 1, W, NULL, 0);
+	/* the first segment is lost; the n after it all fit in the window */
+	for (k = 1; k <= n; k++)
+		th_seg(t, A, IRS + 1 + k * 1460u, iss + 1, W, buf, sizeof(buf));
+	CHECK_EQ(t->ctx->cnt.drop[IPK_DROP_TCP_OOO_FULL], 0);
+	CHECK_EQ(t->conn->ooo_n, n);
+	CHECK_EQ(t->ctx->cnt.tcp_ooo_segs, n);
+	ipk_tcp_abort(t->ctx, t->conn, t->now);
+	finish(t);
+}
+
 static void test_established_rto_backoff_and_karn(void)
 {
 	struct th *t = th_new(NULL);
@@ -804,6 +833,7 @@ int main(void)
 	RUN(test_established_rcv_window_shrinks_until_recved);
 	RUN(test_established_ooo_held_until_gap_filled);
 	RUN(test_established_ooo_full_dropped);
+	RUN(test_established_ooo_holds_full_default_window);
 	RUN(test_established_rto_backoff_and_karn);
 	RUN(test_established_rto_estimate_from_known_rtt);
 	RUN(test_established_three_dupacks_fast_retransmit);
