@@ -157,6 +157,20 @@ def test_transfer_through_relay_sha256(topo, payload, tmp_path, case, direction)
         assert st["dup_segs"] > 0, st
 
 
+def test_linux_resends_only_what_the_relay_dropped(topo, payload):
+    """Loss on the data path only: a receiver that keeps what it is sent inside its window
+    makes Linux resend about what was lost (a Linux receiver here: 106 for 106).
+    Regression test for 0a9068b: with the out-of-order queue capped at 64 segments, below
+    the ~181-segment receive window, ipkit dropped in-window out-of-order data after each
+    loss (drop tcp_ooo_full) and Linux resent ~20x what the relay dropped."""
+    topo.start_relay("--loss", "0.01", "--dir", "a2b", seed=4242)
+    from_linux(topo, payload[16])
+    retrans = linux_retrans(topo)
+    c = topo.stop_relay()
+    check_relay(c)
+    assert c["a2b.drop"] > 0 and retrans <= 2 * c["a2b.drop"] + 20, (retrans, c)
+
+
 def test_transfer_through_relay_delay_and_rate(topo, tmp_path):
     """--delay-us and --rate-mbit: ping's RTT carries both one-way delays and the
     transfer cannot beat the rate (lower bounds only: a slow machine still passes)."""
