@@ -108,7 +108,8 @@ static void nc_pump(struct ipk_node *n, struct nc_app *a)
 		w = ipk_tcp_write(ctx, a->c, a->pend + a->pend_off, a->pend_len - a->pend_off, now);
 		if (w <= 0)
 			break;
-		sha256_update(&a->sha_tx, a->pend + a->pend_off, (size_t)w);
+		if (a->sha) /* hashing costs more than the stack: only when asked */
+			sha256_update(&a->sha_tx, a->pend + a->pend_off, (size_t)w);
 		a->pend_off += (uint32_t)w;
 		a->sent += (uint64_t)w;
 		a->last_progress = nc_clock();
@@ -176,7 +177,8 @@ static void nc_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void
 	p = ipk_pkt_mtod((struct ipk_pkt *)pkt) + off;
 	if (!a->no_out && nc_write_all(p, len) < 0)
 		a->no_out = 1; /* stdout gone: keep the stream and the digest going */
-	sha256_update(&a->sha_rx, p, len);
+	if (a->sha)
+		sha256_update(&a->sha_rx, p, len);
 	a->received += len;
 	a->last_progress = nc_clock();
 	ipk_tcp_recved(ctx, c, len, ipk_node_now(ipk_node_from(opaque)));

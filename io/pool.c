@@ -28,6 +28,7 @@ struct ipk_pool {
 	uint32_t *desc_free;      /* stack of free descriptor indices */
 	uint32_t ndesc_free;
 	struct ipk_pool_stats st;
+	struct ipk_pool *large;   /* companion of 128 KiB buffers (ipk_pool_large), or NULL */
 };
 
 void ipk_pool_cfg_default(struct ipk_pool_cfg *cfg)
@@ -144,6 +145,7 @@ void ipk_pool_destroy(struct ipk_pool *p)
 {
 	if (!p)
 		return;
+	ipk_pool_destroy(p->large);
 	if (p->area)
 		munmap(p->area, p->area_size);
 	free(p->refcnt);
@@ -181,6 +183,23 @@ void ipk_pool_usage(const struct ipk_pool *p, uint32_t *bufs_out, uint32_t *desc
 void ipk_pool_stats(const struct ipk_pool *p, struct ipk_pool_stats *st)
 {
 	*st = p->st;
+}
+
+struct ipk_pool *ipk_pool_large(struct ipk_pool *p)
+{
+	struct ipk_pool_cfg c;
+
+	if (!p)
+		return NULL;
+	if (p->large || p->cfg.buf_size >= IPK_POOL_LARGE_BUF)
+		return p->large ? p->large : p;
+	ipk_pool_cfg_default(&c);
+	c.nbufs = IPK_POOL_LARGE_NBUFS;
+	c.ndescs = 2 * c.nbufs;
+	c.buf_size = IPK_POOL_LARGE_BUF;
+	c.headroom = p->cfg.headroom;
+	p->large = ipk_pool_create(&c, NULL, 0);
+	return p->large;
 }
 
 /* ------------------------------------------------------------ buffers */

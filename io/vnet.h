@@ -29,4 +29,31 @@ static inline void ipk_vnet_from_meta(const struct ipk_tx_meta *m, struct virtio
 	}
 }
 
+/* Receive: VIRTIO_NET_HDR_F_DATA_VALID means the checksum was verified. F_NEEDS_CSUM
+ * means the frame was built by the local kernel (CHECKSUM_PARTIAL: a veth peer or the
+ * TAP's own stack) with only the pseudo-header sum in the field; its bytes never
+ * crossed a wire, so the data is intact and the core is told the checksum is good (the
+ * frame is consumed here, never forwarded, so the missing sum cannot leak out). */
+static inline uint32_t ipk_vnet_rx_csum(const struct virtio_net_hdr *h)
+{
+	if (h->flags & (VIRTIO_NET_HDR_F_DATA_VALID | VIRTIO_NET_HDR_F_NEEDS_CSUM))
+		return IPK_RXCSUM_L4_GOOD;
+	return 0;
+}
+
+/* A received IPv4 packet (ip, iplen bytes) longer than the MTU is acceptable only as
+ * a coalesced TCP segment (GSO/GRO super-frame), which the core takes whole
+ * (IPK_CAP_LRO); h (NULL when the device gives no header) must agree. Anything else
+ * that large (UDP GSO, a jumbo from a misconfigured peer) is dropped. */
+static inline int ipk_vnet_rx_big_ok(const struct virtio_net_hdr *h, const uint8_t *ip,
+                                     uint32_t iplen, uint32_t mtu)
+{
+	if (iplen <= mtu)
+		return 1;
+	if (h && (h->gso_type & ~VIRTIO_NET_HDR_GSO_ECN) != VIRTIO_NET_HDR_GSO_TCPV4)
+		return 0;
+	/* RFC 791: version 4; protocol 6 is TCP (RFC 9293). */
+	return iplen >= 40 && (ip[0] >> 4) == 4 && ip[9] == 6;
+}
+
 #endif

@@ -100,6 +100,21 @@ uint32_t ipk_pkt_linearize(const struct ipk_pkt *k, uint8_t *dst, uint32_t cap);
 /* References to k's buffer (1 + clones sharing it); for tests and debugging. */
 uint32_t ipk_pkt_buf_refcnt(const struct ipk_pkt *k);
 
+/*
+ * Coalesced receive frames (a kernel's GSO/GRO super-frame: up to 64 KiB of TCP payload
+ * plus headers) do not fit a normal buffer, and the core takes received frames flat,
+ * never as chains (ipk_run drops chains with IPK_DROP_CHAIN). A backend that asks the
+ * kernel for such frames (tap with TUN_F_TSO4, afpacket with GSO frames from a veth
+ * peer) takes them from this companion pool of IPK_POOL_LARGE_NBUFS buffers of
+ * IPK_POOL_LARGE_BUF bytes. Its packets work with every pkt function and core op (they
+ * carry their own pool). Created on the first call, owned by p and destroyed with it,
+ * so packets the core still holds stay valid until p goes. Returns p itself when p's
+ * buffers are already that large, NULL when the companion cannot be mapped.
+ */
+#define IPK_POOL_LARGE_BUF (128u * 1024)
+#define IPK_POOL_LARGE_NBUFS 64u
+struct ipk_pool *ipk_pool_large(struct ipk_pool *p);
+
 struct ipk_pool_stats {
 	uint64_t allocs, alloc_fails; /* ipk_pkt_alloc calls / NULL returns (also clone/attach) */
 	uint64_t clones;
@@ -134,9 +149,15 @@ struct ipk_io_stats {
 
 /*
  * Open a backend from a spec string "<kind>:<device>[,key=value...]":
- *   tap:NAME[,vnet=0|1][,offload=0|1]     TAP (Ethernet); creates/attaches NAME
+ *   tap:NAME[,vnet=0|1][,offload=0|1]     TAP (Ethernet); creates/attaches NAME; offload=1
+ *                                         (default) trades checksums and 64 KiB TSO/GSO
+ *                                         frames with the kernel, offload=0 none of it
  *   tun:NAME[,vnet=0|1]                   TUN (raw IPv4)
- *   afpacket:DEV[,fanout=N][,vnet=0|1][,frames=N]
+ *   afpacket:DEV[,rx=v2|v3][,fanout=N][,vnet=0|1][,frames=N][,tov=MS]
+ *                                         rx=v2 (default): TPACKET_V2, every frame handed
+ *                                         over at once (lowest latency); rx=v3:
+ *                                         TPACKET_V3 blocks, fewer wake-ups but up to tov
+ *                                         ms (default 1) of added latency
  *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1]
  *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N]
  *   dpdk:PORT[,queue=Q][,queues=N][,offload=0|1][,txzc=0|1][,lro=0|1][,rxd=N][,txd=N]

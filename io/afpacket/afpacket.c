@@ -1,17 +1,27 @@
 /*
  * AF_PACKET backend: two SOCK_RAW sockets bound to one interface.
- *   rx: TPACKET_V3 mmap ring (blocks the kernel retires when full or after `tov` ms);
- *       PACKET_IGNORE_OUTGOING so our own transmissions do not come back. Each frame is
- *       copied once into a pool packet. tp_status tells the checksum state:
- *       TP_STATUS_CSUM_VALID (verified) and TP_STATUS_CSUMNOTREADY (built by the local
- *       kernel, e.g. a veth peer, with only the pseudo-header sum in the field: the data
- *       never crossed a wire, so it is reported good, as the tap backend does).
+ *   rx: an mmap ring, PACKET_IGNORE_OUTGOING so our own transmissions do not come back.
+ *       Each frame is copied once into a pool packet.
+ *       rx=v2 (default): TPACKET_V2, one frame per 2 KiB slot, handed over as soon as it
+ *         is written: no added latency. Frames larger than a slot (GSO super-frames
+ *         from a veth peer with TSO on, up to 64 KiB) go whole to the socket queue
+ *         (PACKET_COPY_THRESH; the slot says TP_STATUS_COPY) and recvmsg fetches them.
+ *       rx=v3: TPACKET_V3 blocks of 256 KiB, retired when full or after tov ms: fewer
+ *         wake-ups under load, but up to tov ms of latency when traffic is light.
+ *       A coalesced TCP segment goes to the core whole, in a buffer of the pool's
+ *       large companion (ipk_pool_large; IPK_CAP_LRO): one copy and one pass through
+ *       the core for up to 64 KiB. Checksum state: TP_STATUS_CSUM_VALID / the virtio
+ *       header's DATA_VALID (verified), TP_STATUS_CSUMNOTREADY / NEEDS_CSUM (built by
+ *       the local kernel, e.g. a veth peer, with only the pseudo-header sum in the
+ *       field: the data never crossed a wire, so it is reported good, as the tap
+ *       backend does).
  *   tx: TPACKET_V2 mmap ring, frames queued by tx_burst and pushed by one sendto in
- *       flush. With vnet=1 (PACKET_VNET_HDR) every frame starts with a virtio_net_hdr,
- *       which gives real checksum offload and GSO (the kernel segments TSO frames).
- * Options: fanout=G joins fanout group G (PACKET_FANOUT_HASH: several instances on
- * one interface share flows), vnet=0|1 (default 1), frames=N (ring sizes), promisc=0|1,
- * qdisc_bypass=0|1, tov=MS (rx block retire timeout, default 1).
+ *       flush. With vnet=1 (PACKET_VNET_HDR, both sockets) every frame carries a
+ *       virtio_net_hdr, which gives real checksum offload and GSO (the kernel segments
+ *       TSO frames) and tells rx which frames are coalesced.
+ * Options: rx=v2|v3, fanout=G joins fanout group G (PACKET_FANOUT_HASH: several
+ * instances on one interface share flows), vnet=0|1 (default 1), frames=N (ring
+ * slots), promisc=0|1, qdisc_bypass=0|1, tov=MS (v3 block retire timeout, default 1).
  */
 #include "io_internal.h"
 #include "vnet.h"
@@ -39,19 +49,23 @@
 #define AFP_TSO_FRAME 65536u
 #define AFP_TSO_MAX 64000u
 #define AFP_TX_DATA (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
+#define AFP_V2_BLOCK (64u * 1024)
+/* Socket queue for the super-frames that skip the v2 ring: 64 of 64 KiB. */
+#define AFP_RCVBUF (4 * 1024 * 1024)
 
 struct afp_priv {
-	int rx_fd, tx_fd, vnet, ifindex;
+	int rx_fd, tx_fd, vnet, ifindex, rx_v3;
 	uint8_t *rx_ring;
 	size_t rx_ring_size;
-	uint32_t rx_nblocks, rx_block;     /* current block */
-	uint32_t rx_left;                  /* packets not yet taken from the current block */
-	uint8_t *rx_pkt;                   /* next tpacket3_hdr in the current block */
+	struct ipk_pool *large;            /* coalesced segments go here (ipk_pool_large) */
+	uint32_t rx_fsize, rx_nframes, rx_head; /* v2: slot size, count, next slot */
+	uint32_t rx_nblocks, rx_block;     /* v3: blocks, current block */
+	uint32_t rx_left;                  /* v3: packets not yet taken from the current block */
+	uint8_t *rx_pkt;                   /* v3: next tpacket3_hdr in the current block */
 	uint8_t *tx_ring;
 	size_t tx_ring_size;
 	uint32_t tx_fsize, tx_nframes, tx_head, tx_pending;
 	uint32_t room;
-	uint32_t seg_off, seg_i;           /* progress through a super-frame being cut */
 };
 
 /* ------------------------------------------------------------- setup */
@@ -107,6 +121,42 @@ static int afp_bind(int fd, int ifindex, uint16_t proto, const char *dev, char *
 	return ipk_io_err(err, errlen, e, "afpacket: bind to %s: %s", dev, strerror(e));
 }
 
+/* v3: blocks of AFP_RX_BLOCK holding frames of any size up to a block. */
+static void afp_req_v3(struct afp_priv *q, uint32_t frames, uint32_t tov,
+                       struct tpacket_req3 *req)
+{
+	q->rx_nblocks = (uint32_t)(((uint64_t)frames * AFP_FRAME + AFP_RX_BLOCK - 1) / AFP_RX_BLOCK);
+	if (q->rx_nblocks < 2)
+		q->rx_nblocks = 2;
+	req->tp_block_size = AFP_RX_BLOCK;
+	req->tp_block_nr = q->rx_nblocks;
+	req->tp_frame_size = AFP_FRAME;
+	req->tp_frame_nr = AFP_RX_BLOCK / AFP_FRAME * q->rx_nblocks;
+	req->tp_retire_blk_tov = tov;
+	q->rx_ring_size = (size_t)AFP_RX_BLOCK * q->rx_nblocks;
+}
+
+/* v2: `frames` slots of AFP_FRAME bytes; bigger frames take the socket queue. */
+static int afp_v2_queue(struct afp_priv *q, uint32_t frames, struct tpacket_req3 *req,
+                        char *err, size_t errlen)
+{
+	int one = 1, rcvbuf = AFP_RCVBUF, rc;
+
+	req->tp_block_size = AFP_V2_BLOCK;
+	req->tp_frame_size = AFP_FRAME;
+	req->tp_block_nr = (frames * AFP_FRAME + AFP_V2_BLOCK - 1) / AFP_V2_BLOCK;
+	req->tp_frame_nr = req->tp_block_nr * (AFP_V2_BLOCK / AFP_FRAME);
+	q->rx_fsize = AFP_FRAME;
+	q->rx_nframes = req->tp_frame_nr;
+	q->rx_ring_size = (size_t)AFP_V2_BLOCK * req->tp_block_nr;
+	rc = afp_opt(q->rx_fd, PACKET_COPY_THRESH, one, "PACKET_COPY_THRESH", err, errlen);
+	/* FORCE needs CAP_NET_ADMIN; without it the system's rmem_max caps SO_RCVBUF. */
+	if (rc == 0 &&
+	    setsockopt(q->rx_fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
+		(void)setsockopt(q->rx_fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	return rc;
+}
+
 static int afp_rx_setup(struct afp_priv *q, const char *dev, uint32_t frames, uint32_t tov,
                         char *err, size_t errlen)
 {
@@ -116,23 +166,24 @@ static int afp_rx_setup(struct afp_priv *q, const char *dev, uint32_t frames, ui
 	q->rx_fd = afp_socket(dev, err, errlen);
 	if (q->rx_fd < 0)
 		return q->rx_fd;
-	rc = afp_opt(q->rx_fd, PACKET_VERSION, TPACKET_V3, "TPACKET_V3", err, errlen);
+	rc = q->rx_v3 ? afp_opt(q->rx_fd, PACKET_VERSION, TPACKET_V3, "TPACKET_V3", err, errlen)
+	              : afp_opt(q->rx_fd, PACKET_VERSION, TPACKET_V2, "TPACKET_V2", err, errlen);
+	/* The virtio header must be asked for before the ring exists. */
+	if (rc == 0 && q->vnet)
+		rc = afp_opt(q->rx_fd, PACKET_VNET_HDR, 1, "PACKET_VNET_HDR", err, errlen);
 	memset(&req, 0, sizeof(req));
-	q->rx_nblocks = (uint32_t)(((uint64_t)frames * AFP_FRAME + AFP_RX_BLOCK - 1) / AFP_RX_BLOCK);
-	if (q->rx_nblocks < 2)
-		q->rx_nblocks = 2;
-	req.tp_block_size = AFP_RX_BLOCK;
-	req.tp_block_nr = q->rx_nblocks;
-	req.tp_frame_size = AFP_FRAME;
-	req.tp_frame_nr = AFP_RX_BLOCK / AFP_FRAME * q->rx_nblocks;
-	req.tp_retire_blk_tov = tov;
-	if (rc == 0 && setsockopt(q->rx_fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0) {
+	if (rc == 0 && q->rx_v3)
+		afp_req_v3(q, frames, tov, &req);
+	else if (rc == 0)
+		rc = afp_v2_queue(q, frames, &req, err, errlen);
+	if (rc < 0)
+		return rc;
+	/* A v2 request is the first four fields of the v3 one. */
+	if (setsockopt(q->rx_fd, SOL_PACKET, PACKET_RX_RING, &req,
+	               q->rx_v3 ? sizeof(req) : sizeof(struct tpacket_req)) < 0) {
 		e = errno;
 		return ipk_io_err(err, errlen, e, "afpacket: PACKET_RX_RING: %s", strerror(e));
 	}
-	if (rc < 0)
-		return rc;
-	q->rx_ring_size = (size_t)AFP_RX_BLOCK * q->rx_nblocks;
 	q->rx_ring = (uint8_t *)mmap(NULL, q->rx_ring_size, PROT_READ | PROT_WRITE,
 	                             MAP_SHARED | MAP_LOCKED, q->rx_fd, 0);
 	if (q->rx_ring == MAP_FAILED) {
@@ -246,14 +297,18 @@ static void afp_close(struct ipk_io *io)
 static int afp_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t errlen)
 {
 	static const char *const known[] = { "fanout", "vnet", "frames", "promisc",
-	                                     "qdisc_bypass", "tov", NULL };
+	                                     "qdisc_bypass", "tov", "rx", NULL };
 	struct afp_priv *q = (struct afp_priv *)io->priv;
 	long fanout, frames, tov;
+	const char *rxv = ipk_io_arg(a, "rx");
 	int promisc, bypass, rc;
 
 	q->rx_fd = q->tx_fd = -1;
 	if (ipk_io_arg_check(a, known, err, errlen) < 0)
 		return -EINVAL;
+	if (rxv && strcmp(rxv, "v2") != 0 && strcmp(rxv, "v3") != 0)
+		return ipk_io_err(err, errlen, EINVAL, "afpacket: option rx=%s must be v2 or v3", rxv);
+	q->rx_v3 = rxv && strcmp(rxv, "v3") == 0;
 	fanout = ipk_io_arg_int(a, "fanout", -2, err, errlen);
 	frames = ipk_io_arg_int(a, "frames", 1024, err, errlen);
 	tov = ipk_io_arg_int(a, "tov", 1, err, errlen);
@@ -271,6 +326,7 @@ static int afp_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, s
 	if (q->ifindex == 0)
 		return ipk_io_err(err, errlen, ENODEV, "afpacket: no interface %s", a->dev);
 	q->room = ipk_pool_buf_size(io->pool) - ipk_pool_headroom(io->pool);
+	q->large = ipk_pool_large(io->pool);
 	io->caps.link = IPK_LINK_ETH;
 	io->caps.nqueues = 1;
 	rc = afp_link(io, q, a->dev, err, errlen);
@@ -288,7 +344,7 @@ static int afp_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, s
 		afp_close(io);
 		return rc;
 	}
-	io->caps.offloads = IPK_CAP_RX_CSUM_L4 | IPK_CAP_SG;
+	io->caps.offloads = IPK_CAP_RX_CSUM_L4 | IPK_CAP_SG | (q->large ? IPK_CAP_LRO : 0);
 	if (q->vnet) {
 		io->caps.offloads |= IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP | IPK_CAP_TSO;
 		io->caps.tso_max = AFP_TSO_MAX;
@@ -298,9 +354,178 @@ static int afp_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, s
 
 /* ---------------------------------------------------------------- rx */
 
+/* Where a received frame is and what the kernel said about it. */
+struct afp_frame {
+	const uint8_t *data;   /* the Ethernet header */
+	uint32_t snaplen, len, status;
+	const struct virtio_net_hdr *vh; /* with vnet=1: the header before data, else NULL */
+};
+
+static uint32_t afp_csum(const struct afp_frame *f)
+{
+	/* CSUMNOTREADY: built by the local kernel (see the top and ipk_vnet_rx_csum). */
+	if (f->status & (TP_STATUS_CSUM_VALID | TP_STATUS_CSUMNOTREADY))
+		return IPK_RXCSUM_L4_GOOD;
+	return f->vh ? ipk_vnet_rx_csum(f->vh) : 0;
+}
+
+static int afp_big_ok(const struct ipk_io *io, const struct afp_frame *f)
+{
+	const uint8_t *d = f->data;
+
+	if (f->len <= (uint32_t)io->caps.mtu + 14)
+		return 1;
+	/* Ethernet II with EtherType IPv4 (0x0800) */
+	return d[12] == 0x08 && d[13] == 0x00 &&
+	       ipk_vnet_rx_big_ok(f->vh, d + 14, f->len - 14, io->caps.mtu);
+}
+
+/* The pool a frame of len bytes goes to: the normal one, or the large companion for a
+ * coalesced segment; NULL (counted) when it fits neither or the pool is empty. */
+static struct ipk_pkt *afp_pkt_for(struct ipk_io *io, const struct afp_priv *q, uint32_t len)
+{
+	struct ipk_pool *p = len <= q->room ? io->pool : q->large;
+	struct ipk_pkt *k;
+
+	if (!p || len > ipk_pool_buf_size(p) - ipk_pool_headroom(p)) {
+		io->st.rx_drops++;
+		return NULL;
+	}
+	k = ipk_pkt_alloc(p);
+	if (!k)
+		io->st.rx_drops++;
+	return k;
+}
+
+/* Copy one complete frame out of the ring into a packet. */
+static struct ipk_pkt *afp_rx_copy(struct ipk_io *io, struct afp_priv *q,
+                                   const struct afp_frame *f)
+{
+	struct ipk_pkt *k;
+
+	if (f->snaplen != f->len || !afp_big_ok(io, f)) {
+		io->st.rx_drops++;
+		return NULL;
+	}
+	k = afp_pkt_for(io, q, f->len);
+	if (!k)
+		return NULL;
+	memcpy(ipk_pkt_mtod(k), f->data, f->len);
+	k->len = f->len;
+	k->rx_csum = afp_csum(f);
+	io->st.rx_pkts++;
+	io->st.rx_bytes += k->len;
+	return k;
+}
+
+/* The frame and its virtio header at ring offset `mac` of the slot at base..base+size;
+ * -1 when the kernel's offsets point outside the slot (never trust shared memory). */
+static int afp_frame_at(const struct afp_priv *q, const uint8_t *base, size_t size,
+                        uint32_t mac, uint32_t snaplen, struct afp_frame *f)
+{
+	uint32_t vh = q->vnet ? (uint32_t)sizeof(struct virtio_net_hdr) : 0;
+
+	if (mac < vh || mac > size || snaplen > size - mac)
+		return -1;
+	f->data = base + mac;
+	f->snaplen = snaplen;
+	f->vh = vh ? (const struct virtio_net_hdr *)(base + mac - vh) : NULL;
+	return 0;
+}
+
+/* --- TPACKET_V2: one frame per slot, handed over at once (no block timeout) ---
+ * A frame larger than a slot (a GSO super-frame) is not in the ring: with
+ * PACKET_COPY_THRESH the kernel marks the slot TP_STATUS_COPY and queues the whole
+ * frame on the socket, in ring order, where recvmsg fetches it. */
+static struct ipk_pkt *afp_rx_queued(struct ipk_io *io, struct afp_priv *q, uint32_t status)
+{
+	struct virtio_net_hdr vh;
+	struct afp_frame f;
+	struct iovec iov[2];
+	struct msghdr mh;
+	struct ipk_pkt *k = q->large ? ipk_pkt_alloc(q->large) : NULL;
+	ssize_t r;
+	int vn = q->vnet ? 1 : 0;
+
+	if (!k) {
+		/* consume it anyway: the ring slot and the queue stay in step */
+		(void)recv(q->rx_fd, &vh, sizeof(vh), MSG_DONTWAIT | MSG_TRUNC);
+		io->st.rx_drops++;
+		return NULL;
+	}
+	iov[0].iov_base = &vh;
+	iov[0].iov_len = sizeof(vh);
+	iov[1].iov_base = ipk_pkt_mtod(k);
+	iov[1].iov_len = ipk_pool_buf_size(q->large) - ipk_pool_headroom(q->large);
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov + 1 - vn;
+	mh.msg_iovlen = (size_t)(1 + vn);
+	r = recvmsg(q->rx_fd, &mh, MSG_DONTWAIT | MSG_TRUNC);
+	f.data = ipk_pkt_mtod(k);
+	f.vh = vn ? &vh : NULL;
+	f.status = status; /* the slot's checksum bits describe the queued frame */
+	if (r < vn * (ssize_t)sizeof(vh) + 14 || (mh.msg_flags & MSG_TRUNC)) {
+		ipk_pkt_free(k);
+		io->st.rx_drops++;
+		return NULL;
+	}
+	f.len = f.snaplen = (uint32_t)r - (uint32_t)vn * (uint32_t)sizeof(vh);
+	if (!afp_big_ok(io, &f)) {
+		ipk_pkt_free(k);
+		io->st.rx_drops++;
+		return NULL;
+	}
+	k->len = f.len;
+	k->rx_csum = afp_csum(&f);
+	io->st.rx_pkts++;
+	io->st.rx_bytes += k->len;
+	return k;
+}
+
+static int afp_rx_burst_v2(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct afp_priv *q = (struct afp_priv *)io->priv;
+	int got = 0;
+	uint32_t seen;
+
+	for (seen = 0; got < n && seen < q->rx_nframes; seen++) {
+		uint8_t *slot = q->rx_ring + (size_t)q->rx_head * q->rx_fsize;
+		struct tpacket2_hdr *h = (struct tpacket2_hdr *)slot;
+		/* Acquire: the frame is written before the status says TP_STATUS_USER. */
+		uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+		struct ipk_pkt *k = NULL;
+		struct afp_frame f;
+
+		if (!(st & TP_STATUS_USER))
+			break;
+		if (st & TP_STATUS_COPY) {
+			k = afp_rx_queued(io, q, st);
+		} else if (afp_frame_at(q, slot, q->rx_fsize, h->tp_mac, h->tp_snaplen, &f) == 0) {
+			f.len = h->tp_len;
+			f.status = st;
+			k = afp_rx_copy(io, q, &f);
+		} else {
+			io->st.rx_drops++;
+		}
+		if (k)
+			pkts[got++] = k;
+		__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+		q->rx_head = (q->rx_head + 1) % q->rx_nframes;
+	}
+	return got;
+}
+
+/* --- TPACKET_V3: blocks of frames, retired when full or after tov ms --- */
 static struct tpacket_block_desc *afp_block(struct afp_priv *q, uint32_t i)
 {
 	return (struct tpacket_block_desc *)(q->rx_ring + (size_t)i * AFP_RX_BLOCK);
+}
+
+static void afp_block_done(struct afp_priv *q, struct tpacket_block_desc *b)
+{
+	/* Release: we are done reading the block before the kernel may refill it. */
+	__atomic_store_n(&b->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+	q->rx_block = (q->rx_block + 1) % q->rx_nblocks;
 }
 
 /* The current block when the kernel has handed it over, else NULL. */
@@ -316,138 +541,13 @@ static struct tpacket_block_desc *afp_block_ready(struct afp_priv *q)
 	q->rx_left = b->hdr.bh1.num_pkts;
 	q->rx_pkt = (uint8_t *)b + b->hdr.bh1.offset_to_first_pkt;
 	if (q->rx_left == 0) {
-		__atomic_store_n(&b->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-		q->rx_block = (q->rx_block + 1) % q->rx_nblocks;
+		afp_block_done(q, b);
 		return NULL;
 	}
 	return b;
 }
 
-/* ---- software segmentation of coalesced TCP frames ----
- * A veth peer (or GRO) hands AF_PACKET whole TSO super-frames (up to 64 KiB, checksum
- * partial). The core takes flat packets of one pool buffer, so cut them back into
- * MTU-sized segments here, as the peer's NIC would have: each copies the headers, gets
- * its slice of payload, a fresh IPv4 total length / id / header checksum and its own
- * sequence number; FIN and PSH only on the last, CWR only on the first. The L4 checksum
- * is not recomputed: only frames the kernel marked as locally built or verified come here. */
-static uint16_t afp_ip_csum(const uint8_t *h, uint32_t ihl)
-{
-	uint32_t s = 0, i;
-
-	for (i = 0; i < ihl; i += 2)
-		if (i != 10)
-			s += (uint32_t)(h[i] << 8 | h[i + 1]);
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
-static void afp_seg_fix(uint8_t *f, uint32_t ihl, uint32_t plen, uint32_t i, uint32_t off,
-                        int last)
-{
-	uint8_t *ip = f + 14, *th = ip + ihl;
-	uint32_t thl = (uint32_t)(th[12] >> 4) * 4, tot = ihl + thl + plen;
-	uint32_t id = (uint32_t)(ip[4] << 8 | ip[5]) + i;
-	uint32_t seq = ((uint32_t)th[4] << 24 | (uint32_t)th[5] << 16 | (uint32_t)th[6] << 8 | th[7]) + off;
-	uint16_t c;
-
-	ip[2] = (uint8_t)(tot >> 8);
-	ip[3] = (uint8_t)tot;
-	ip[4] = (uint8_t)(id >> 8);
-	ip[5] = (uint8_t)id;
-	c = afp_ip_csum(ip, ihl);
-	ip[10] = (uint8_t)(c >> 8);
-	ip[11] = (uint8_t)c;
-	th[4] = (uint8_t)(seq >> 24);
-	th[5] = (uint8_t)(seq >> 16);
-	th[6] = (uint8_t)(seq >> 8);
-	th[7] = (uint8_t)seq;
-	if (!last)
-		th[13] &= (uint8_t)~0x09; /* FIN, PSH */
-	if (i)
-		th[13] &= (uint8_t)~0x80; /* CWR */
-}
-
-/* Cuts as many segments as fit in pkts[0..n) and returns their count; *done is set when
- * the frame is finished (cut completely or dropped and counted), else the next call
- * continues at q->seg_off. */
-static int afp_rx_segment(struct ipk_io *io, struct afp_priv *q, const uint8_t *f,
-                          uint32_t len, struct ipk_pkt **pkts, int n, int *done)
-{
-	uint32_t ihl, thl, hl, tot, mss;
-	int got = 0;
-
-	*done = 1;
-	if (len < 54 || f[12] != 0x08 || f[13] != 0x00 || (f[14] >> 4) != 4 || f[23] != 6)
-		goto drop;
-	ihl = (uint32_t)(f[14] & 15) * 4;
-	tot = (uint32_t)(f[16] << 8 | f[17]);
-	if (ihl < 20 || 14 + ihl + 20 > len || tot + 14 > len || tot < ihl + 20)
-		goto drop;
-	thl = (uint32_t)(f[14 + ihl + 12] >> 4) * 4;
-	hl = 14 + ihl + thl;
-	if (thl < 20 || hl > tot + 14 || io->caps.mtu <= ihl + thl)
-		goto drop;
-	mss = io->caps.mtu - ihl - thl;
-	len = tot + 14;
-	/* Bounded by n and by the frame length. */
-	for (; hl + q->seg_off < len && got < n; q->seg_off += mss, q->seg_i++) {
-		uint32_t off = q->seg_off;
-		uint32_t plen = len - hl - off < mss ? len - hl - off : mss;
-		struct ipk_pkt *k = ipk_pkt_alloc(io->pool);
-
-		if (!k) {
-			io->st.rx_drops++;
-			break; /* the rest is lost; TCP retransmits it */
-		}
-		memcpy(ipk_pkt_mtod(k), f, hl);
-		memcpy(ipk_pkt_mtod(k) + hl, f + hl + off, plen);
-		afp_seg_fix(ipk_pkt_mtod(k), ihl, plen, q->seg_i, off, hl + off + plen >= len);
-		k->len = hl + plen;
-		k->rx_csum = IPK_RXCSUM_L4_GOOD;
-		pkts[got++] = k;
-		io->st.rx_pkts++;
-		io->st.rx_bytes += k->len;
-	}
-	if (got == n && hl + q->seg_off < len) {
-		*done = 0;
-		return got;
-	}
-	q->seg_off = q->seg_i = 0;
-	return got;
-drop:
-	q->seg_off = q->seg_i = 0;
-	io->st.rx_drops++;
-	return 0;
-}
-
-static struct ipk_pkt *afp_rx_copy(struct ipk_io *io, struct afp_priv *q,
-                                   const struct tpacket3_hdr *h)
-{
-	struct ipk_pkt *k;
-	const uint8_t *end = q->rx_ring + q->rx_ring_size;
-
-	/* The ring is shared with the kernel: still check the frame lies inside it. */
-	if (h->tp_snaplen != h->tp_len || h->tp_snaplen > q->room ||
-	    (const uint8_t *)h + h->tp_mac + h->tp_snaplen > end) {
-		io->st.rx_drops++;
-		return NULL;
-	}
-	k = ipk_pkt_alloc(io->pool);
-	if (!k) {
-		io->st.rx_drops++;
-		return NULL;
-	}
-	memcpy(ipk_pkt_mtod(k), (const uint8_t *)h + h->tp_mac, h->tp_snaplen);
-	k->len = h->tp_snaplen;
-	if (h->tp_status & (TP_STATUS_CSUM_VALID | TP_STATUS_CSUMNOTREADY))
-		k->rx_csum = IPK_RXCSUM_L4_GOOD;
-	io->st.rx_pkts++;
-	io->st.rx_bytes += k->len;
-	return k;
-}
-
-static int afp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+static int afp_rx_burst_v3(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 {
 	struct afp_priv *q = (struct afp_priv *)io->priv;
 	uint32_t blocks = 0;
@@ -456,33 +556,42 @@ static int afp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 	while (got < n && blocks <= q->rx_nblocks) {
 		struct tpacket_block_desc *b = afp_block_ready(q);
 		const struct tpacket3_hdr *h;
+		const uint8_t *end = (const uint8_t *)b + AFP_RX_BLOCK;
+		struct afp_frame f;
 		struct ipk_pkt *k;
 
 		if (!b)
 			break;
 		h = (const struct tpacket3_hdr *)q->rx_pkt;
-		if (h->tp_snaplen > q->room && h->tp_snaplen == h->tp_len &&
-		    (h->tp_status & (TP_STATUS_CSUM_VALID | TP_STATUS_CSUMNOTREADY)) &&
-		    (const uint8_t *)h + h->tp_mac + h->tp_snaplen <= q->rx_ring + q->rx_ring_size) {
-			int done;
-
-			got += afp_rx_segment(io, q, (const uint8_t *)h + h->tp_mac, h->tp_snaplen,
-			                      pkts + got, n - got, &done);
-			if (!done)
-				break; /* the caller's burst is full; continue next time */
-		} else {
-			k = afp_rx_copy(io, q, h);
-			if (k)
-				pkts[got++] = k;
+		if ((const uint8_t *)h < (const uint8_t *)b || (const uint8_t *)h + sizeof(*h) > end ||
+		    afp_frame_at(q, (const uint8_t *)h, (size_t)(end - (const uint8_t *)h), h->tp_mac,
+		                 h->tp_snaplen, &f) < 0) {
+			/* offsets outside the block: give the block back whole */
+			io->st.rx_drops++;
+			q->rx_left = 0;
+			afp_block_done(q, b);
+			blocks++;
+			continue;
 		}
+		f.len = h->tp_len;
+		f.status = h->tp_status;
+		k = afp_rx_copy(io, q, &f);
+		if (k)
+			pkts[got++] = k;
 		q->rx_pkt += h->tp_next_offset;
 		if (--q->rx_left == 0) {
-			__atomic_store_n(&b->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-			q->rx_block = (q->rx_block + 1) % q->rx_nblocks;
+			afp_block_done(q, b);
 			blocks++;
 		}
 	}
 	return got;
+}
+
+static int afp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct afp_priv *q = (struct afp_priv *)io->priv;
+
+	return q->rx_v3 ? afp_rx_burst_v3(io, pkts, n) : afp_rx_burst_v2(io, pkts, n);
 }
 
 /* ---------------------------------------------------------------- tx */

@@ -13,10 +13,15 @@
  *       holds the pseudo-header sum. Verifying it would fail, so we report
  *       IPK_RXCSUM_L4_GOOD and the core trusts it; the frame is only consumed here,
  *       never forwarded, so the missing checksum cannot leak onto a wire.
- *       GSO frames (gso_type TCPV4, larger than the MTU) are the kernel's coalesced
- *       segments: IPK_CAP_LRO. They arrive only when we asked for TUN_F_TSO4, which we do
- *       only when a pool buffer holds a 64 KiB frame (the core takes flat packets).
- * offload=0 turns all of this off (the kernel then checksums before handing frames over).
+ *       GSO frames (gso_type TCPV4, larger than the MTU): with TUN_F_TSO4 the kernel
+ *       hands over its TCP segments unsplit, up to 64 KiB, so one read moves what
+ *       would be ~45 frames. The core takes them whole (IPK_CAP_LRO) but only flat,
+ *       never as chains, so each read scatters into a normal pool buffer followed by
+ *       the tail of a spare buffer of the pool's large companion (ipk_pool_large):
+ *       a frame that fits the first stays there; a longer one is made flat in the
+ *       large buffer by copying only the first part in front of the tail.
+ * offload=0 turns all of this off (the kernel then checksums and segments before
+ * handing frames over).
  */
 #include "io_internal.h"
 #include "vnet.h"
@@ -43,6 +48,8 @@ struct tap_priv {
 	int vnet;
 	int offload;
 	uint32_t room;          /* bytes a pool buffer holds after the headroom */
+	struct ipk_pool *large; /* with TUN_F_TSO4 and small buffers: super-frames go here */
+	struct ipk_pkt *spare;  /* the large buffer the next read may spill into */
 };
 
 /* ------------------------------------------------------------ device */
@@ -141,7 +148,9 @@ static int tap_offloads(struct ipk_io *io, struct tap_priv *t, const char *kind,
 	}
 	if (t->offload) {
 		off = TUN_F_CSUM;
-		if (t->room >= TAP_LRO_ROOM)
+		if (t->room < TAP_LRO_ROOM)
+			t->large = ipk_pool_large(io->pool);
+		if (t->room >= TAP_LRO_ROOM || t->large)
 			off |= TUN_F_TSO4;
 	}
 	if (ioctl(t->fd, TUNSETOFFLOAD, off) < 0) {
@@ -233,34 +242,92 @@ static int tun_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, s
 
 /* ---------------------------------------------------------------- rx */
 
-static uint32_t tap_rx_csum(const struct virtio_net_hdr *h)
+/* The spill tail starts this far into a large buffer: room for the part the normal
+ * buffer took (copied in front of the tail) after the large pool's headroom. */
+static uint32_t tap_spill_off(const struct tap_priv *t)
 {
-	if (h->flags & (VIRTIO_NET_HDR_F_DATA_VALID | VIRTIO_NET_HDR_F_NEEDS_CSUM))
-		return IPK_RXCSUM_L4_GOOD;
-	return 0;
+	return ipk_pool_headroom(t->large) + t->room;
+}
+
+/* Scatter list for one read: [virtio header] normal buffer [spare large tail]. */
+static int tap_rx_iov(struct tap_priv *t, struct virtio_net_hdr *vh, struct ipk_pkt *k,
+                      struct iovec *iov)
+{
+	int cnt = 0;
+
+	if (t->vnet) {
+		iov[cnt].iov_base = vh;
+		iov[cnt++].iov_len = sizeof(*vh);
+	}
+	iov[cnt].iov_base = ipk_pkt_mtod(k);
+	iov[cnt++].iov_len = t->room;
+	if (t->large && !t->spare)
+		t->spare = ipk_pkt_alloc(t->large);
+	if (t->spare) {
+		iov[cnt].iov_base = t->spare->buf + tap_spill_off(t);
+		iov[cnt++].iov_len = TAP_LRO_ROOM - t->room;
+	}
+	return cnt;
+}
+
+/* A read of len bytes longer than the normal buffer: move its first part in front of
+ * the spilled tail so the large buffer holds the frame flat. */
+static struct ipk_pkt *tap_rx_join(struct tap_priv *t, struct ipk_pkt *k, uint32_t len)
+{
+	struct ipk_pkt *big = t->spare;
+
+	t->spare = NULL;
+	big->off = tap_spill_off(t) - t->room;
+	memcpy(ipk_pkt_mtod(big), ipk_pkt_mtod(k), t->room);
+	big->len = len;
+	ipk_pkt_free(k);
+	return big;
+}
+
+/* Checks and marks one frame just read; NULL when it was dropped (counted). */
+static struct ipk_pkt *tap_rx_frame(struct ipk_io *io, struct tap_priv *t, struct ipk_pkt *k,
+                                    const struct virtio_net_hdr *vh, uint32_t len)
+{
+	uint32_t l2 = io->caps.link == IPK_LINK_ETH ? 14 : 0;
+	const uint8_t *d;
+
+	if (len > t->room)
+		k = tap_rx_join(t, k, len);
+	d = ipk_pkt_mtod(k);
+	/* Ethernet II with EtherType IPv4 (0x0800) when the frame is above the MTU */
+	if (len > io->caps.mtu + l2 &&
+	    (len < l2 || (l2 && (d[12] != 0x08 || d[13] != 0x00)) ||
+	     !ipk_vnet_rx_big_ok(t->vnet ? vh : NULL, d + l2, len - l2, io->caps.mtu))) {
+		ipk_pkt_free(k);
+		io->st.rx_drops++;
+		return NULL;
+	}
+	k->len = len;
+	if (t->vnet)
+		k->rx_csum = ipk_vnet_rx_csum(vh);
+	io->st.rx_pkts++;
+	io->st.rx_bytes += len;
+	return k;
 }
 
 static int tap_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 {
 	struct tap_priv *t = (struct tap_priv *)io->priv;
 	struct virtio_net_hdr vh;
-	struct iovec iov[2];
+	struct iovec iov[3];
 	int got = 0;
 
 	/* One read per frame; stop at the first EAGAIN. */
 	while (got < n) {
 		struct ipk_pkt *k = ipk_pkt_alloc(io->pool);
 		ssize_t r;
+		uint32_t vhl = t->vnet ? (uint32_t)sizeof(vh) : 0;
 
 		if (!k) {
 			io->st.rx_drops++;
 			break;
 		}
-		iov[0].iov_base = &vh;
-		iov[0].iov_len = sizeof(vh);
-		iov[1].iov_base = ipk_pkt_mtod(k);
-		iov[1].iov_len = t->room;
-		r = t->vnet ? readv(t->fd, iov, 2) : readv(t->fd, iov + 1, 1);
+		r = readv(t->fd, iov, tap_rx_iov(t, &vh, k, iov));
 		if (r <= 0) {
 			int e = errno;
 
@@ -271,19 +338,17 @@ static int tap_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 			}
 			break;
 		}
-		if (t->vnet) {
-			if ((size_t)r < sizeof(vh)) {
-				ipk_pkt_free(k);
-				io->st.rx_drops++;
-				continue;
-			}
-			r -= (ssize_t)sizeof(vh);
-			k->rx_csum = tap_rx_csum(&vh);
+		/* tun reports a frame's full length even when it had to cut it to the room
+		 * we gave (a super-frame while the large pool was empty): drop those. */
+		if ((uint32_t)r < vhl ||
+		    (uint32_t)r - vhl > t->room + (t->spare ? TAP_LRO_ROOM - t->room : 0)) {
+			ipk_pkt_free(k);
+			io->st.rx_drops++;
+			continue;
 		}
-		k->len = (uint32_t)r;
-		io->st.rx_pkts++;
-		io->st.rx_bytes += (uint64_t)r;
-		pkts[got++] = k;
+		k = tap_rx_frame(io, t, k, &vh, (uint32_t)r - vhl);
+		if (k)
+			pkts[got++] = k;
 	}
 	return got;
 }
@@ -354,6 +419,8 @@ static void tap_close(struct ipk_io *io)
 	if (t->fd >= 0)
 		close(t->fd);
 	t->fd = -1;
+	ipk_pkt_free(t->spare);
+	t->spare = NULL;
 }
 
 const struct ipk_io_backend ipk_io_tap_backend = {

@@ -84,15 +84,7 @@ def test_curl_head_and_404_from_root(link, tmp_path):
     assert code == b"404"
 
 
-def xfail_afpacket_gso(link):
-    """Known bug (io/afpacket): with the Linux veth's TSO/GSO on, super-frames bigger
-    than a ring frame are dropped on receive (device rx_drops) and the stream stalls."""
-    if link.kind == "afpacket" and link.offload:
-        pytest.xfail("afpacket drops GSO super-frames from the Linux veth (rx_drops)")
-
-
 def test_ipkit_client_of_linux_http_server(link, tmp_path):
-    xfail_afpacket_gso(link)
     data = bytes(range(256)) * 4096  # 1 MiB
     (tmp_path / "blob").write_bytes(data)
     link.start("python3", "-m", "http.server", "8080", "--bind", link.linux_ip,
@@ -166,7 +158,6 @@ def transfer_from_linux(link, path):
 @pytest.mark.parametrize("kind", available_kinds())
 def test_transfer_32M_each_way_sha256(make_link, payload_dir, tmp_path, kind, offload):
     ln = make_link(kind, offload=offload)
-    xfail_afpacket_gso(ln)
     transfer_to_linux(ln, 32 << 20, tmp_path)
     transfer_from_linux(ln, payload_dir / "32M")
 
