@@ -174,9 +174,10 @@ NC = os.path.join(BUILD, "examples", "ipkit-nc")
 
 @pytest.mark.skipif(not os.path.exists(NC) or not shutil.which("socat"),
                     reason="ipkit-nc or socat missing")
-def test_afpacket_linux_tso_superframes_segmented(request, veth, tmp_path):
-    """A veth peer hands AF_PACKET whole 64 KiB TSO frames; the backend must cut them to
-    MTU size (before the fix nothing arrived and the transfer stalled)."""
+def test_afpacket_linux_tso_superframes_received(request, veth, tmp_path):
+    """A veth peer hands AF_PACKET whole 64 KiB TSO frames, larger than a ring slot;
+    the backend must deliver them (before the first fix nothing arrived and the
+    transfer stalled)."""
     data = tmp_path / "in.bin"
     data.write_bytes(os.urandom(4 << 20))
     import hashlib

@@ -128,11 +128,18 @@ def _wait_listen(link, port):
     raise AssertionError("listener on %d never came up" % port)
 
 
-def transfer_to_linux(link, size, tmp_path):
+def with_opts(link, opts):
+    """link.ipk_args() with extra backend options appended to the --io spec."""
+    args = link.ipk_args()
+    args[1] += opts
+    return args
+
+
+def transfer_to_linux(link, size, tmp_path, opts=""):
     out = tmp_path / "recv.bin"
     p = _listener(link, 5001, out)
     _wait_listen(link, 5001)
-    r = link.run(prog("ipkit-nc"), *link.ipk_args(), "--send-size", str(size), "--sha256",
+    r = link.run(prog("ipkit-nc"), *with_opts(link, opts), "--send-size", str(size), "--sha256",
                  "--no-output", link.linux_ip, "5001", check=False, timeout=60)
     assert r.returncode == 0, r.stderr.decode()[-500:]
     p.wait(timeout=30)
@@ -141,8 +148,10 @@ def transfer_to_linux(link, size, tmp_path):
     assert sha256_file(out) == sent_sha
 
 
-def transfer_from_linux(link, path):
-    p = link.start(prog("ipkit-nc"), *link.ipk_args(), "-l", "5002", "--sha256", "--no-output")
+def transfer_from_linux(link, path, opts=""):
+    """Linux sends the file to ipkit-nc; returns ipkit-nc's stderr (digests, -v report)."""
+    p = link.start(prog("ipkit-nc"), *with_opts(link, opts), "-l", "5002", "--sha256",
+                   "--no-output", "-v")
     link.wait_reachable()
     r = link.run("socat", "-u", "FILE:%s" % path, "TCP:%s:5002,retry=20,interval=0.1" % link.ipk_ip,
                  check=False, timeout=60)
@@ -152,6 +161,7 @@ def transfer_from_linux(link, path):
     _, _, got, got_sha = nc_digests(err)
     assert got == path.stat().st_size
     assert got_sha == sha256_file(path)
+    return err.decode(errors="replace")
 
 
 @pytest.mark.parametrize("offload", [True, False], ids=["offload_on", "offload_off"])
@@ -166,6 +176,36 @@ def test_transfer_256M_each_way_sha256_tap(make_link, payload_dir, tmp_path):
     ln = make_link("tap")
     transfer_to_linux(ln, 256 << 20, tmp_path)
     transfer_from_linux(ln, payload_dir / "256M")
+
+
+def test_transfer_32M_each_way_sha256_afpacket_rx_v3(make_link, payload_dir, tmp_path):
+    """The TPACKET_V3 block ring (rx=v3) next to the default V2, offloads on."""
+    ln = make_link("afpacket")
+    transfer_to_linux(ln, 32 << 20, tmp_path, ",rx=v3")
+    transfer_from_linux(ln, payload_dir / "32M", ",rx=v3")
+
+
+def rx_frames(nc_stderr):
+    m = re.search(r"^ipkit-nc: rx (\d+) frames", nc_stderr, re.M)
+    assert m, nc_stderr[-500:]
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("offload", [True, False], ids=["offload_on", "offload_off"])
+@pytest.mark.parametrize("kind", ["tap", "afpacket"])
+def test_linux_gso_superframes_reach_ipkit_whole(make_link, payload_dir, kind, offload):
+    """With offloads on, Linux's TSO/GSO frames (up to 64 KiB) reach the core whole, so
+    32 MiB takes far fewer frames than at one MSS (1448 bytes with timestamps) each;
+    before, tap never asked for them and afpacket cut them to MTU size. With offloads
+    off every segment is its own frame."""
+    ln = make_link(kind, offload=offload)
+    frames = rx_frames(transfer_from_linux(ln, payload_dir / "32M"))
+    mss_frames = (32 << 20) // 1448
+    print(kind, offload, frames, mss_frames)
+    if offload:
+        assert frames < mss_frames // 2, (frames, mss_frames)
+    else:
+        assert frames >= mss_frames, (frames, mss_frames)
 
 
 # --------------------------------------------------------------------- UDP / ICMP
