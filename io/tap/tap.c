@@ -295,8 +295,7 @@ static struct ipk_pkt *tap_rx_frame(struct ipk_io *io, struct tap_priv *t, struc
 		k = tap_rx_join(t, k, len);
 	d = ipk_pkt_mtod(k);
 	/* Ethernet II with EtherType IPv4 (0x0800) when the frame is above the MTU */
-	if (len > io->caps.mtu + l2 &&
-	    (len < l2 || (l2 && (d[12] != 0x08 || d[13] != 0x00)) ||
+	if (len > io->caps.mtu + l2 && ((l2 && (d[12] != 0x08 || d[13] != 0x00)) ||
 	     !ipk_vnet_rx_big_ok(t->vnet ? vh : NULL, d + l2, len - l2, io->caps.mtu))) {
 		ipk_pkt_free(k);
 		io->st.rx_drops++;
