@@ -1,0 +1,330 @@
+/* Option parsing for ipkit-bench and ipkit-bench-linux (see bench_opts.h). */
+#include "bench_opts.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char bench_help_common[] =
+	"Server when -s is absent (echoes each request, or only consumes with -g 2),\n"
+	"client otherwise. Per-second lines and a final summary go to stdout.\n"
+	"\n"
+	"benchmark (as bench-iip):\n"
+	"  -c N        client: connections (UDP: flows, one local port each) [1]\n"
+	"  -d N        client: requests in flight per connection (depth) [1]\n"
+	"  -g 1|2      mode: 1 ping-pong (the server echoes, the client checks every byte\n"
+	"              and measures latency); 2 burst (the client sends whenever the\n"
+	"              window allows, the server only consumes) [1]\n"
+	"  -l N        request length in bytes; the server uses it only to count requests\n"
+	"              [1; TCP up to 1048576, UDP up to 1472]\n"
+	"  -m STR      literal request payload instead of a generated one (sets -l)\n"
+	"  -n 6|17     protocol: 6 TCP, 17 UDP [6]\n"
+	"  -p PORT     server port to listen on / connect to [10000]\n"
+	"  -r N        client: target requests/s per thread, 0 = as fast as possible [0]\n"
+	"  -s A.B.C.D  server address: run as a client\n"
+	"  -t SECS     duration, 0 = until SIGINT/SIGTERM [client 10, server 0]\n"
+	"  --timeout MS  client: a request unanswered this long counts as a timeout\n"
+	"              [TCP 5000, UDP 1000]\n"
+	"\n"
+	"threads and output:\n"
+	"  -T N        threads [1]\n"
+	"  --json      one JSON object per line instead of text (same fields)\n"
+	"  --busy-poll never sleep waiting for traffic (one core at 100% per thread)\n"
+	"  --corrupt-echo  server (tests only): flip one byte of every echoed request,\n"
+	"              so the client must report mismatches and exit 1\n"
+	"  -h, --help  this text\n"
+	"\n"
+	"Exit status: 0 ok; 1 the client counted errors (payload mismatch, unexpected\n"
+	"close, timeout, failed connect) or completed no request; 2 bad command line;\n"
+	"3 set-up failed.\n";
+
+static const char bench_help_ipkit[] =
+	"usage: ipkit-bench --io SPEC --ip A.B.C.D/N [options]\n"
+	"Benchmark tool on the ipkit stack (twin: ipkit-bench-linux, same options).\n"
+	"\n"
+	"ipkit node:\n"
+	"  --io SPEC   backend: tap:NAME, tun:NAME, afpacket:DEV, afxdp:DEV,\n"
+	"              memlink:NAME,role=a|b (include/ipkit/io.h) [required]\n"
+	"  --ip A.B.C.D/N  this node's address [required]\n"
+	"  --gw A.B.C.D    default gateway\n"
+	"  --pcap FILE write every frame to FILE\n"
+	"  --model unified|merge|split  thread model with -T > 1 (multi-core runtime)\n"
+	"\n";
+
+static const char bench_help_linux[] =
+	"usage: ipkit-bench-linux [options]\n"
+	"The Linux twin of ipkit-bench: the same options on kernel sockets and epoll.\n"
+	"Blocking by default (epoll_wait sleeps); --busy-poll spins on epoll_wait with\n"
+	"timeout 0 and sets SO_BUSY_POLL where the kernel allows it.\n"
+	"\n"
+	"  --ip A.B.C.D  server: address to listen on [0.0.0.0]; client: source address\n"
+	"  -T N        threads; each has its own epoll, connections and (server) an\n"
+	"              SO_REUSEPORT listener\n"
+	"\n";
+
+const char *bench_prog_name(enum bench_prog prog)
+{
+	return prog == BENCH_PROG_IPKIT ? "ipkit-bench" : "ipkit-bench-linux";
+}
+
+const char *bench_model_name(enum bench_model m)
+{
+	static const char *const names[] = { "unified", "merge", "split" };
+	return names[m];
+}
+
+int bench_parse_ip4(const char *s, uint32_t *ip4_be, uint8_t *prefix_len)
+{
+	unsigned a, b, c, d, p = 32;
+	int n = 0;
+	if (sscanf(s, "%3u.%3u.%3u.%3u%n", &a, &b, &c, &d, &n) != 4)
+		return -1;
+	if (s[n] == '/' && prefix_len) {
+		char *end;
+		long v = strtol(s + n + 1, &end, 10);
+		if (end == s + n + 1 || *end || v < 0 || v > 32)
+			return -1;
+		p = (unsigned)v;
+	} else if (s[n] != 0) {
+		return -1;
+	}
+	if (a > 255 || b > 255 || c > 255 || d > 255)
+		return -1;
+	/* network byte order regardless of the host's: the bytes a.b.c.d in memory */
+	{
+		uint8_t bytes[4] = { (uint8_t)a, (uint8_t)b, (uint8_t)c, (uint8_t)d };
+		memcpy(ip4_be, bytes, 4);
+	}
+	if (prefix_len)
+		*prefix_len = (uint8_t)p;
+	return 0;
+}
+
+/* Numeric options: where the value goes and its range. */
+enum opt_kind { OPT_U32, OPT_U64, OPT_U16, OPT_MODE, OPT_PROTO };
+struct num_opt {
+	char name;
+	enum opt_kind kind;
+	size_t off;
+	uint64_t min, max;
+};
+
+static const struct num_opt bench_num_opts[] = {
+	{ 'c', OPT_U32, offsetof(struct bench_opts, conns), 1, 65535 },
+	{ 'd', OPT_U32, offsetof(struct bench_opts, depth), 1, 1024 },
+	{ 'g', OPT_MODE, offsetof(struct bench_opts, mode), 1, 2 },
+	{ 'l', OPT_U32, offsetof(struct bench_opts, len), 1, BENCH_TCP_MAX_LEN },
+	{ 'n', OPT_PROTO, offsetof(struct bench_opts, proto), 6, 17 },
+	{ 'p', OPT_U16, offsetof(struct bench_opts, port), 1, 65535 },
+	{ 'r', OPT_U64, offsetof(struct bench_opts, rate), 0, 1000000000 },
+	{ 't', OPT_U32, offsetof(struct bench_opts, duration_s), 0, 86400 },
+	{ 'T', OPT_U32, offsetof(struct bench_opts, threads), 1, 64 },
+};
+
+static int set_num(struct bench_opts *o, const struct num_opt *d, const char *v, FILE *err)
+{
+	char *end;
+	unsigned long long x;
+	char *field = (char *)o + d->off;
+	x = strtoull(v, &end, 10);
+	if (end == v || *end || v[0] == '-' || x < d->min || x > d->max ||
+	    (d->kind == OPT_PROTO && x != 6 && x != 17)) {
+		fprintf(err, "%s: -%c: '%s' is not %s (see --help)\n", bench_prog_name(o->prog),
+		        d->name, v, d->kind == OPT_PROTO ? "6 or 17" : "in range");
+		return BENCH_OPTS_ERROR;
+	}
+	switch (d->kind) {
+	case OPT_U64: *(uint64_t *)(void *)field = x; break;
+	case OPT_U16: *(uint16_t *)(void *)field = (uint16_t)x; break;
+	case OPT_MODE: *(enum bench_mode *)(void *)field = (enum bench_mode)x; break;
+	case OPT_PROTO: *(int *)(void *)field = (int)x; break;
+	default: *(uint32_t *)(void *)field = (uint32_t)x; break;
+	}
+	return BENCH_OPTS_OK;
+}
+
+static void bench_opts_default(struct bench_opts *o, enum bench_prog prog)
+{
+	memset(o, 0, sizeof(*o));
+	o->prog = prog;
+	o->conns = 1;
+	o->depth = 1;
+	o->mode = BENCH_PINGPONG;
+	o->len = 1;
+	o->proto = 6;
+	o->port = 10000;
+	o->duration_s = UINT32_MAX; /* "not given": the role picks the default */
+	o->prefix_len = 24;
+	o->threads = 1;
+	o->model = BENCH_MODEL_UNIFIED;
+}
+
+/* "--name value" or "--name=value" */
+static int long_val(const char *name, int argc, char **argv, int *i, const char **val)
+{
+	size_t n = strlen(name);
+	if (strncmp(argv[*i], name, n) != 0)
+		return 0;
+	if (argv[*i][n] == '=') {
+		*val = argv[*i] + n + 1;
+		return 1;
+	}
+	if (argv[*i][n] != 0)
+		return 0;
+	if (*i + 1 >= argc)
+		return -1;
+	*val = argv[++*i];
+	return 1;
+}
+
+static int bad(const struct bench_opts *o, FILE *err, const char *what, const char *v)
+{
+	fprintf(err, "%s: %s%s%s (see --help)\n", bench_prog_name(o->prog), what, v ? ": " : "",
+	        v ? v : "");
+	return BENCH_OPTS_ERROR;
+}
+
+static int set_model(struct bench_opts *o, const char *v, FILE *err)
+{
+	int m;
+	for (m = BENCH_MODEL_UNIFIED; m <= BENCH_MODEL_SPLIT; m++)
+		if (strcmp(v, bench_model_name((enum bench_model)m)) == 0) {
+			o->model = (enum bench_model)m;
+			return BENCH_OPTS_OK;
+		}
+	return bad(o, err, "--model takes unified, merge or split, not", v);
+}
+
+/* One long option with a value; 1 handled, 0 not one, BENCH_OPTS_ERROR bad. */
+static int long_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *err)
+{
+	static const char *const names[] = { "--io", "--ip", "--gw", "--pcap", "--model",
+	                                     "--timeout" };
+	const char *v = NULL;
+	unsigned k;
+	int ipkit = o->prog == BENCH_PROG_IPKIT;
+	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		int r = long_val(names[k], argc, argv, i, &v);
+		if (r < 0)
+			return bad(o, err, "missing value for", names[k]);
+		if (r > 0)
+			break;
+	}
+	if (!v)
+		return 0;
+	if (!ipkit && (k == 0 || k == 2 || k == 3 || k == 4))
+		return bad(o, err, "ipkit-bench only (the twin uses kernel sockets):", names[k]);
+	switch (k) {
+	case 0: o->io = v; break;
+	case 1:
+		if (bench_parse_ip4(v, &o->ip4_be, ipkit ? &o->prefix_len : NULL) < 0)
+			return bad(o, err, ipkit ? "--ip is not A.B.C.D/N" : "--ip is not A.B.C.D", v);
+		break;
+	case 2:
+		if (bench_parse_ip4(v, &o->gw_be, NULL) < 0)
+			return bad(o, err, "--gw is not A.B.C.D", v);
+		break;
+	case 3: o->pcap = v; break;
+	case 4: return set_model(o, v, err);
+	default: {
+		char *end;
+		unsigned long ms = strtoul(v, &end, 10);
+		if (end == v || *end || v[0] == '-' || ms < 1 || ms > 3600000)
+			return bad(o, err, "--timeout takes milliseconds in 1..3600000, not", v);
+		o->timeout_ms = (uint32_t)ms;
+	}
+	}
+	return 1;
+}
+
+static int flag_opt(struct bench_opts *o, const char *a)
+{
+	if (strcmp(a, "--json") == 0)
+		o->json = 1;
+	else if (strcmp(a, "--busy-poll") == 0)
+		o->busy_poll = 1;
+	else if (strcmp(a, "--corrupt-echo") == 0)
+		o->corrupt_echo = 1;
+	else
+		return 0;
+	return 1;
+}
+
+/* -X VALUE or -XVALUE for the short options */
+static int short_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *err)
+{
+	const char *a = argv[*i], *v;
+	unsigned k;
+	if (a[0] != '-' || a[1] == 0 || a[1] == '-')
+		return 0;
+	v = a[2] ? a + 2 : (*i + 1 < argc ? argv[*i + 1] : NULL);
+	if (a[1] != 's' && a[1] != 'm') {
+		for (k = 0; k < sizeof(bench_num_opts) / sizeof(bench_num_opts[0]); k++)
+			if (bench_num_opts[k].name == a[1])
+				break;
+		if (k == sizeof(bench_num_opts) / sizeof(bench_num_opts[0]))
+			return 0;
+	}
+	if (!v)
+		return bad(o, err, "missing value for", a);
+	if (!a[2])
+		++*i;
+	if (a[1] == 's') {
+		o->client = 1;
+		return bench_parse_ip4(v, &o->server_ip4_be, NULL) < 0 ?
+		       bad(o, err, "-s is not A.B.C.D", v) : 1;
+	}
+	if (a[1] == 'm') {
+		o->msg = v;
+		return 1;
+	}
+	return set_num(o, &bench_num_opts[k], v, err) < 0 ? BENCH_OPTS_ERROR : 1;
+}
+
+/* The combination: limits that depend on several options, and role defaults. */
+static int bench_opts_check(struct bench_opts *o, FILE *err)
+{
+	if (o->msg) {
+		size_t n = strlen(o->msg);
+		if (n == 0 || n > BENCH_TCP_MAX_LEN)
+			return bad(o, err, "-m needs 1 to 1048576 bytes", NULL);
+		o->len = (uint32_t)n;
+	}
+	if (o->proto == 17 && o->len > BENCH_UDP_MAX_LEN)
+		return bad(o, err, "UDP requests are at most 1472 bytes (one datagram)", NULL);
+	if (o->prog == BENCH_PROG_IPKIT && (!o->io || !o->ip4_be))
+		return bad(o, err, "both --io SPEC and --ip A.B.C.D/N are required", NULL);
+	if (o->duration_s == UINT32_MAX)
+		o->duration_s = o->client ? 10 : 0;
+	if (!o->timeout_ms)
+		o->timeout_ms = o->proto == 17 ? 1000 : 5000;
+	if (o->client && !o->server_ip4_be)
+		return bad(o, err, "-s 0.0.0.0 is not a server address", NULL);
+	if (o->client && o->corrupt_echo)
+		return bad(o, err, "--corrupt-echo is a server option", NULL);
+	return BENCH_OPTS_OK;
+}
+
+int bench_opts_parse(struct bench_opts *o, enum bench_prog prog, int argc, char **argv,
+                     FILE *out, FILE *err)
+{
+	int i, r;
+	bench_opts_default(o, prog);
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			fputs(prog == BENCH_PROG_IPKIT ? bench_help_ipkit : bench_help_linux, out);
+			fputs(bench_help_common, out);
+			return BENCH_OPTS_HELP;
+		}
+		if (flag_opt(o, a))
+			continue;
+		if ((r = long_opt(o, argc, argv, &i, err)) == 0)
+			r = short_opt(o, argc, argv, &i, err);
+		if (r < 0)
+			return BENCH_OPTS_ERROR;
+		if (r == 0)
+			return bad(o, err, "unknown argument", a);
+	}
+	return bench_opts_check(o, err);
+}

@@ -1,0 +1,424 @@
+/*
+ * ipkit-bench: the benchmark tool on the ipkit stack (options as bench-iip; the Linux
+ * twin bench/linux/ipkit-bench-linux.c takes the same ones).
+ *
+ *   ipkit-bench --io tap:ipk0 --ip 10.7.0.2/24 -p 10000                   # server
+ *   ipkit-bench --io tap:ipk0 --ip 10.7.0.2/24 -s 10.7.0.1 -c 32 -t 10    # client
+ *
+ * One node (core context + backend queue) driven by this program's loop; the client
+ * and server logic is bench_flow.c's, shared with the twin. TCP sends copy
+ * (ipk_tcp_write) since requests are generated; receive is zero-copy (payload checked
+ * in the received buffer, then released to the window with ipk_tcp_recved).
+ */
+#include "bench_flow.h"
+
+#include "app.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define IB_BUF (64 * 1024)
+#define IB_ROUNDS 64          /* bound on send rounds per kick */
+#define IB_UDP_PORT_BASE 40000 /* client flow i sends from UDP port base + i */
+#define IB_CLOSE_WAIT_NS 500000000ull
+
+struct ib_srv_conn {          /* server side of one TCP connection */
+	struct bench_flow *f;
+	struct ipk_conn *c;
+	struct bench_hold hold;   /* echo bytes the send buffer did not take yet */
+	uint32_t unreleased;      /* received bytes not yet given back to the window */
+};
+
+struct ib {
+	const struct bench_opts *o;
+	struct bench_worker w;
+	struct ipk_node *n;
+	uint8_t buf[IB_BUF];
+};
+
+static struct ib *ib_of(void *opaque)
+{
+	return (struct ib *)ipk_node_app(opaque);
+}
+
+static uint64_t ib_now(struct ib *b)
+{
+	return ipk_node_now(b->n);
+}
+
+/* ------------------------------------------------------------------ client */
+
+static int ib_kick_udp(struct ib *b, struct bench_flow *f)
+{
+	struct ipk_ctx *ctx = ipk_node_ctx(b->n);
+	uint32_t n = bench_flow_tx_fill(&b->w, f, b->buf, IB_BUF, 1);
+	int r = ipk_udp_sendto(ctx, ipk_htons((uint16_t)(IB_UDP_PORT_BASE + f->idx)),
+	                       b->o->server_ip4_be, ipk_htons(b->o->port), b->buf, n, ib_now(b));
+	if (r < 0)
+		return 0; /* pool empty or ARP pending: the tick retries */
+	bench_flow_tx_done(&b->w, f, n);
+	return 1;
+}
+
+static int ib_kick_tcp(struct ib *b, struct bench_flow *f)
+{
+	struct ipk_conn *c = (struct ipk_conn *)f->handle;
+	uint32_t room = ipk_tcp_sndbuf_free(c), n;
+	int r;
+	if (!room)
+		return 0; /* tcp_acked kicks again */
+	n = bench_flow_tx_fill(&b->w, f, b->buf, room < IB_BUF ? room : IB_BUF, 0);
+	r = ipk_tcp_write(ipk_node_ctx(b->n), c, b->buf, n, ib_now(b));
+	if (r <= 0)
+		return 0;
+	bench_flow_tx_done(&b->w, f, (uint32_t)r);
+	return 1;
+}
+
+static void ib_kick(struct bench_worker *w, struct bench_flow *f, void *arg)
+{
+	struct ib *b = (struct ib *)arg;
+	int round;
+	for (round = 0; round < IB_ROUNDS && f->open; round++) {
+		if (!bench_flow_tx_pending(w, f) &&
+		    (w->o->mode != BENCH_BURST || !bench_worker_admit(w, f, ib_now(b))))
+			return;
+		if (!(w->o->proto == 17 ? ib_kick_udp(b, f) : ib_kick_tcp(b, f))) {
+			w->starved = 1; /* come back on the next tick */
+			return;
+		}
+	}
+	if (w->o->mode == BENCH_BURST)
+		w->starved = 1; /* still room: keep the pipe full from the tick */
+}
+
+static void ib_admit_kick(struct ib *b, struct bench_flow *f)
+{
+	bench_worker_admit(&b->w, f, ib_now(b));
+	ib_kick(&b->w, f, b);
+}
+
+static void ib_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *opaque)
+{
+	struct ib *b = ib_of(opaque);
+	struct bench_flow *f = (struct bench_flow *)user;
+	(void)ctx;
+	(void)c;
+	f->open = 1;
+	b->w.c.conns++;
+	ib_admit_kick(b, f);
+}
+
+static void ib_client_payload(struct ib *b, struct bench_flow *f, struct ipk_conn *c,
+                              struct ipk_pkt *k, uint32_t off, uint32_t len)
+{
+	struct ipk_ctx *ctx = ipk_node_ctx(b->n);
+	if (!k) { /* the server closed its side: unexpected while we run */
+		if (!b->w.stopping)
+			b->w.c.closes++;
+		ipk_tcp_close(ctx, c, ib_now(b));
+		return;
+	}
+	bench_flow_rx(&b->w, f, ipk_pkt_mtod(k) + off, len, ib_now(b));
+	ipk_tcp_recved(ctx, c, len, ib_now(b));
+	if (b->o->mode == BENCH_PINGPONG)
+		ib_admit_kick(b, f);
+}
+
+static void ib_udp_client(struct ib *b, const struct ipk_tuple *t, void *pkt, uint32_t off,
+                          uint32_t len)
+{
+	uint32_t port = ipk_ntohs(t->local_port_be), got;
+	struct bench_flow *f;
+	if (port < IB_UDP_PORT_BASE || port - IB_UDP_PORT_BASE >= b->w.nflows ||
+	    t->peer_ip4_be != b->o->server_ip4_be)
+		return; /* not one of ours */
+	f = &b->w.flows[port - IB_UDP_PORT_BASE];
+	got = ipk_pkt_copy(ipk_node_ctx(b->n), pkt, off, b->buf, len < IB_BUF ? len : IB_BUF);
+	bench_flow_rx_datagram(&b->w, f, b->buf, got, ib_now(b));
+	if (b->o->mode == BENCH_PINGPONG)
+		ib_admit_kick(b, f);
+}
+
+static int ib_client_start(struct ib *b)
+{
+	struct ipk_ctx *ctx = ipk_node_ctx(b->n);
+	uint32_t i;
+	for (i = 0; i < b->w.nflows; i++) {
+		struct bench_flow *f = &b->w.flows[i];
+		struct ipk_conn *c = NULL;
+		if (b->o->proto == 17) {
+			if (ipk_udp_bind(ctx, ipk_htons((uint16_t)(IB_UDP_PORT_BASE + i))) < 0)
+				return -1;
+			f->open = 1;
+			b->w.c.conns++;
+			ib_admit_kick(b, f);
+			continue;
+		}
+		if (ipk_tcp_connect(ctx, b->o->server_ip4_be, ipk_htons(b->o->port), 0, f, &c,
+		                    ib_now(b)) < 0) {
+			b->w.c.connect_fails++;
+			continue;
+		}
+		f->handle = c;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ server */
+
+static void *ib_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque)
+{
+	struct ib *b = ib_of(opaque);
+	struct ib_srv_conn *s = (struct ib_srv_conn *)calloc(1, sizeof(*s));
+	if (!s || !(s->f = bench_flow_new(&b->w))) {
+		free(s);
+		ipk_tcp_abort(ctx, c, ib_now(b));
+		return NULL;
+	}
+	s->c = c;
+	s->f->open = 1;
+	b->w.c.conns++;
+	return s;
+}
+
+/* Write held echo bytes; releases them to the window as they go. */
+static void ib_srv_drain(struct ib *b, struct ib_srv_conn *s)
+{
+	struct ipk_ctx *ctx = ipk_node_ctx(b->n);
+	int r;
+	if (!s->hold.len)
+		return;
+	r = ipk_tcp_write(ctx, s->c, s->hold.p, s->hold.len, ib_now(b));
+	if (r <= 0)
+		return;
+	b->w.c.tx_bytes += (uint64_t)r;
+	bench_hold_drop(&s->hold, (uint32_t)r);
+	ipk_tcp_recved(ctx, s->c, (uint32_t)r, ib_now(b));
+	s->unreleased -= (uint32_t)r;
+}
+
+static void ib_srv_echo(struct ib *b, struct ib_srv_conn *s, const uint8_t *data, uint32_t len)
+{
+	struct ipk_ctx *ctx = ipk_node_ctx(b->n);
+	int r = 0;
+	if (b->o->corrupt_echo) {
+		memcpy(b->buf, data, len < IB_BUF ? len : IB_BUF);
+		bench_flow_maybe_corrupt(&b->w, b->buf, len < IB_BUF ? len : IB_BUF);
+		data = b->buf;
+	}
+	s->unreleased += len;
+	if (!s->hold.len)
+		r = ipk_tcp_write(ctx, s->c, data, len, ib_now(b));
+	if (r < 0) {
+		ipk_tcp_abort(ctx, s->c, ib_now(b));
+		return;
+	}
+	b->w.c.tx_bytes += (uint64_t)r;
+	ipk_tcp_recved(ctx, s->c, (uint32_t)r, ib_now(b));
+	s->unreleased -= (uint32_t)r;
+	/* the rest stays counted against our receive window until it is written */
+	if ((uint32_t)r < len && bench_hold_add(&s->hold, data + r, len - (uint32_t)r) < 0)
+		ipk_tcp_abort(ctx, s->c, ib_now(b));
+}
+
+static void ib_srv_payload(struct ib *b, struct ib_srv_conn *s, struct ipk_pkt *k,
+                           uint32_t off, uint32_t len)
+{
+	struct ipk_ctx *ctx = ipk_node_ctx(b->n);
+	if (!k) {
+		ipk_tcp_close(ctx, s->c, ib_now(b));
+		return;
+	}
+	bench_flow_server_rx(&b->w, s->f, len);
+	if (b->o->mode == BENCH_PINGPONG)
+		ib_srv_echo(b, s, ipk_pkt_mtod(k) + off, len);
+	else
+		ipk_tcp_recved(ctx, s->c, len, ib_now(b));
+}
+
+static void ib_udp_server(struct ib *b, const struct ipk_tuple *t, void *pkt, uint32_t off,
+                          uint32_t len)
+{
+	struct ipk_ctx *ctx = ipk_node_ctx(b->n);
+	uint32_t got;
+	b->w.c.requests++;
+	b->w.c.rx_bytes += len;
+	if (b->o->mode != BENCH_PINGPONG)
+		return;
+	got = ipk_pkt_copy(ctx, pkt, off, b->buf, len < IB_BUF ? len : IB_BUF);
+	bench_flow_maybe_corrupt(&b->w, b->buf, got);
+	if (ipk_udp_sendto(ctx, t->local_port_be, t->peer_ip4_be, t->peer_port_be, b->buf, got,
+	                   ib_now(b)) >= 0)
+		b->w.c.tx_bytes += got;
+}
+
+/* ------------------------------------------------------------------ events */
+
+static void ib_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+                       uint32_t off, uint32_t len, void *opaque)
+{
+	struct ib *b = ib_of(opaque);
+	(void)ctx;
+	if (!user)
+		return;
+	if (b->o->client)
+		ib_client_payload(b, (struct bench_flow *)user, c, (struct ipk_pkt *)pkt, off, len);
+	else
+		ib_srv_payload(b, (struct ib_srv_conn *)user, (struct ipk_pkt *)pkt, off, len);
+}
+
+static void ib_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
+                     void *opaque)
+{
+	struct ib *b = ib_of(opaque);
+	(void)ctx;
+	(void)c;
+	(void)bytes;
+	if (!user)
+		return;
+	if (b->o->client)
+		ib_kick(&b->w, (struct bench_flow *)user, b);
+	else
+		ib_srv_drain(b, (struct ib_srv_conn *)user);
+}
+
+static void ib_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
+                      enum ipk_close_reason why, void *opaque)
+{
+	struct ib *b = ib_of(opaque);
+	struct bench_flow *f;
+	(void)ctx;
+	(void)c;
+	(void)why;
+	if (!user)
+		return;
+	if (!b->o->client) {
+		struct ib_srv_conn *s = (struct ib_srv_conn *)user;
+		b->w.c.conns--;
+		bench_hold_free(&s->hold);
+		bench_flow_free(s->f);
+		free(s);
+		return;
+	}
+	f = (struct bench_flow *)user;
+	if (!f->open) {
+		b->w.c.connect_fails++; /* the active open failed */
+		return;
+	}
+	f->open = 0;
+	f->handle = NULL;
+	b->w.c.conns--;
+	if (!b->w.stopping && why != IPK_CLOSE_NORMAL)
+		b->w.c.closes++;
+}
+
+static void ib_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
+                   uint32_t len, void *opaque)
+{
+	struct ib *b = ib_of(opaque);
+	(void)ctx;
+	if (b->o->client)
+		ib_udp_client(b, t, pkt, off, len);
+	else
+		ib_udp_server(b, t, pkt, off, len);
+}
+
+static const struct ipk_ops ib_events = {
+	.tcp_accepted = ib_accepted,
+	.tcp_connected = ib_connected,
+	.tcp_payload = ib_payload,
+	.tcp_acked = ib_acked,
+	.tcp_closed = ib_closed,
+	.udp_recv = ib_udp,
+};
+
+/* ------------------------------------------------------------------ main */
+
+static struct ipk_node *ib_node(struct ib *b)
+{
+	struct app_opts a;
+	app_opts_default(&a);
+	a.io = b->o->io;
+	a.pcap = b->o->pcap;
+	a.ip4_be = b->o->ip4_be;
+	a.prefix_len = b->o->prefix_len;
+	a.gw_be = b->o->gw_be;
+	a.busy_poll = b->o->busy_poll;
+	return app_node(&a, &ib_events, b, NULL); /* exits with APP_EXIT_SETUP on failure */
+}
+
+static void ib_loop(struct ib *b, volatile int *stop, struct bench_report *r)
+{
+	uint64_t now = ib_now(b);
+	uint64_t end = b->o->duration_s ? now + b->o->duration_s * 1000000000ull : UINT64_MAX;
+	while (!*stop && now < end) {
+		ipk_node_poll(b->n, b->o->busy_poll ? 0 : 1);
+		now = ib_now(b);
+		if (b->o->client)
+			bench_worker_tick(&b->w, now, ib_kick, b);
+		bench_report_tick(r, &b->w.c, now);
+	}
+}
+
+/* Close the client's connections and give the FINs a moment to go out. */
+static void ib_finish(struct ib *b)
+{
+	struct ipk_ctx *ctx = ipk_node_ctx(b->n);
+	uint64_t until;
+	uint32_t i;
+	b->w.stopping = 1;
+	for (i = 0; i < b->w.nflows; i++)
+		if (b->o->proto == 6 && b->w.flows[i].open)
+			ipk_tcp_close(ctx, (struct ipk_conn *)b->w.flows[i].handle, ib_now(b));
+	until = ib_now(b) + IB_CLOSE_WAIT_NS;
+	while (b->o->proto == 6 && b->w.c.conns && ib_now(b) < until)
+		ipk_node_poll(b->n, 1);
+}
+
+static int ib_threads_check(const struct bench_opts *o)
+{
+	if (o->threads == 1)
+		return 0;
+	fprintf(stderr, "ipkit-bench: -T %u: multi-thread runtime not available yet in this "
+	        "build (single thread only; ipkit-bench-linux has -T)\n", o->threads);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_opts o;
+	struct bench_report r;
+	struct ib *b;
+	volatile int *stop;
+	int rc = bench_opts_parse(&o, BENCH_PROG_IPKIT, argc, argv, stdout, stderr);
+	if (rc != BENCH_OPTS_OK)
+		return rc == BENCH_OPTS_HELP ? BENCH_EXIT_OK : BENCH_EXIT_USAGE;
+	if (ib_threads_check(&o) < 0)
+		return BENCH_EXIT_USAGE;
+	b = (struct ib *)calloc(1, sizeof(*b));
+	if (!b || bench_worker_init(&b->w, &o, o.client ? o.conns : 0) < 0)
+		return BENCH_EXIT_SETUP;
+	b->o = &o;
+	stop = app_stop_flag();
+	b->n = ib_node(b);
+	if (o.client ? ib_client_start(b) < 0 :
+	    (o.proto == 17 ? ipk_udp_bind(ipk_node_ctx(b->n), ipk_htons(o.port)) :
+	     ipk_tcp_listen(ipk_node_ctx(b->n), ipk_htons(o.port), 1024)) < 0) {
+		fprintf(stderr, "ipkit-bench: cannot bind/listen on port %u\n", o.port);
+		return BENCH_EXIT_SETUP;
+	}
+	if (!o.client)
+		fprintf(stderr, "ipkit-bench: serving on %s port %u (%s)\n", o.io, o.port,
+		        o.proto == 17 ? "udp" : "tcp");
+	bench_report_start(&r, &o, stdout, ib_now(b));
+	ib_loop(b, stop, &r);
+	if (o.client)
+		ib_finish(b);
+	bench_report_summary(&r, &b->w.c, &b->w.lat, ib_now(b));
+	rc = bench_exit_status(&o, &b->w.c);
+	ipk_node_destroy(b->n);
+	bench_worker_free(&b->w);
+	free(b);
+	return rc;
+}
