@@ -191,7 +191,8 @@ uint32_t bench_worker_tick(struct bench_worker *w, uint64_t now,
 	w->starved = 0;
 	for (i = 0; i < w->nflows && !w->starved; i++) {
 		struct bench_flow *f = &w->flows[(w->cursor + i) % w->nflows];
-		if (bench_worker_admit(w, f, now)) {
+		/* admitted requests the transport refused before are retried here too */
+		if (bench_worker_admit(w, f, now) || (f->open && bench_flow_tx_pending(w, f))) {
 			kick(w, f, arg);
 			kicked++;
 		}

@@ -70,8 +70,9 @@ void bench_flow_free(struct bench_flow *f);
 
 /* Admit what depth and tokens allow on f; returns requests admitted. */
 uint32_t bench_worker_admit(struct bench_worker *w, struct bench_flow *f, uint64_t now);
-/* Periodic work: rescan starved flows when tokens came back (calling kick on each
- * flow that got new requests) and count timeouts. Returns the flows kicked. */
+/* Periodic work: when a flow was starved (no token, or the transport refused a send:
+ * the kick sets w->starved), rescan the flows and call kick on each that got new
+ * requests or still has some to send; count timeouts. Returns the flows kicked. */
 uint32_t bench_worker_tick(struct bench_worker *w, uint64_t now,
                            void (*kick)(struct bench_worker *, struct bench_flow *, void *),
                            void *arg);

@@ -1,6 +1,7 @@
 /* Option parsing for ipkit-bench and ipkit-bench-linux (see bench_opts.h). */
 #include "bench_opts.h"
 
+#include <arpa/inet.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,28 +76,24 @@ const char *bench_model_name(enum bench_model m)
 
 int bench_parse_ip4(const char *s, uint32_t *ip4_be, uint8_t *prefix_len)
 {
-	unsigned a, b, c, d, p = 32;
-	int n = 0;
-	if (sscanf(s, "%3u.%3u.%3u.%3u%n", &a, &b, &c, &d, &n) != 4)
+	char addr[16];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	struct in_addr a;
+	if (n >= sizeof(addr) || (slash && !prefix_len))
 		return -1;
-	if (s[n] == '/' && prefix_len) {
+	memcpy(addr, s, n);
+	addr[n] = 0;
+	if (inet_pton(AF_INET, addr, &a) != 1)
+		return -1;
+	if (slash) {
 		char *end;
-		long v = strtol(s + n + 1, &end, 10);
-		if (end == s + n + 1 || *end || v < 0 || v > 32)
+		long p = strtol(slash + 1, &end, 10);
+		if (end == slash + 1 || *end || p < 0 || p > 32)
 			return -1;
-		p = (unsigned)v;
-	} else if (s[n] != 0) {
-		return -1;
-	}
-	if (a > 255 || b > 255 || c > 255 || d > 255)
-		return -1;
-	/* network byte order regardless of the host's: the bytes a.b.c.d in memory */
-	{
-		uint8_t bytes[4] = { (uint8_t)a, (uint8_t)b, (uint8_t)c, (uint8_t)d };
-		memcpy(ip4_be, bytes, 4);
-	}
-	if (prefix_len)
 		*prefix_len = (uint8_t)p;
+	}
+	*ip4_be = a.s_addr; /* inet_pton writes network byte order */
 	return 0;
 }
 
@@ -184,13 +181,14 @@ static int bad(const struct bench_opts *o, FILE *err, const char *what, const ch
 	return BENCH_OPTS_ERROR;
 }
 
+/* 1 set, BENCH_OPTS_ERROR unknown name */
 static int set_model(struct bench_opts *o, const char *v, FILE *err)
 {
 	int m;
 	for (m = BENCH_MODEL_UNIFIED; m <= BENCH_MODEL_SPLIT; m++)
 		if (strcmp(v, bench_model_name((enum bench_model)m)) == 0) {
 			o->model = (enum bench_model)m;
-			return BENCH_OPTS_OK;
+			return 1;
 		}
 	return bad(o, err, "--model takes unified, merge or split, not", v);
 }

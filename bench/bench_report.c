@@ -75,61 +75,78 @@ int bench_report_tick(struct bench_report *r, const struct bench_counters *c, ui
 	return 1;
 }
 
-static double us(uint64_t ns)
+/* What the summary says, computed once for either format. */
+struct summary {
+	double secs, rps, rx_gbps, tx_gbps;
+	int has_lat;
+	double lat_us[6]; /* p50 p90 p99 p99.9 max mean */
+};
+
+static void summary_compute(const struct bench_counters *c, const struct hist *lat,
+                            uint64_t ns, struct summary *s)
 {
-	return (double)ns / 1000.0;
+	static const double q[4] = { 0.5, 0.9, 0.99, 0.999 };
+	int i;
+	s->secs = (double)ns / NS_PER_S;
+	s->rps = ns ? (double)c->requests * NS_PER_S / (double)ns : 0;
+	s->rx_gbps = gbps(c->rx_bytes, ns);
+	s->tx_gbps = gbps(c->tx_bytes, ns);
+	s->has_lat = lat && lat->count;
+	for (i = 0; s->has_lat && i < 4; i++)
+		s->lat_us[i] = (double)hist_quantile(lat, q[i]) / 1000.0;
+	if (s->has_lat) {
+		s->lat_us[4] = (double)lat->max / 1000.0;
+		s->lat_us[5] = (double)hist_mean(lat) / 1000.0;
+	}
 }
 
-static void summary_json(struct bench_report *r, const struct bench_counters *c,
-                         const struct hist *lat, uint64_t ns)
+static void summary_json(const struct bench_opts *o, FILE *f, const struct bench_counters *c,
+                         const struct summary *s)
 {
-	fprintf(r->out, "{\"type\":\"summary\",\"prog\":\"%s\",\"role\":\"%s\",\"proto\":\"%s\","
-	        "\"mode\":\"%s\",\"conns\":%u,\"depth\":%u,\"len\":%u,\"threads\":%u,"
-	        "\"seconds\":%.3f,\"requests\":%llu,\"req_per_s\":%.0f,\"rx_gbps\":%.4f,"
-	        "\"tx_gbps\":%.4f,", bench_prog_name(r->o->prog), role(r->o),
-	        r->o->proto == 17 ? "udp" : "tcp", r->o->mode == BENCH_BURST ? "burst" : "pingpong",
-	        r->o->conns, r->o->depth, r->o->len, r->o->threads, (double)ns / NS_PER_S,
-	        (unsigned long long)c->requests, ns ? (double)c->requests * NS_PER_S / (double)ns : 0,
-	        gbps(c->rx_bytes, ns), gbps(c->tx_bytes, ns));
-	if (lat && lat->count)
-		fprintf(r->out, "\"lat_us\":{\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f,\"p999\":%.2f,"
-		        "\"max\":%.2f,\"mean\":%.2f},", us(hist_quantile(lat, 0.5)),
-		        us(hist_quantile(lat, 0.9)), us(hist_quantile(lat, 0.99)),
-		        us(hist_quantile(lat, 0.999)), us(lat->max), us(hist_mean(lat)));
-	fprintf(r->out, "\"mismatches\":%llu,\"closes\":%llu,\"timeouts\":%llu,"
+	fprintf(f, "{\"type\":\"summary\",\"prog\":\"%s\",\"role\":\"%s\",\"proto\":\"%s\","
+	        "\"mode\":\"%s\",\"conns\":%u,\"depth\":%u,\"len\":%u,\"threads\":%u,",
+	        bench_prog_name(o->prog), role(o), o->proto == 17 ? "udp" : "tcp",
+	        o->mode == BENCH_BURST ? "burst" : "pingpong", o->conns, o->depth, o->len, o->threads);
+	fprintf(f, "\"seconds\":%.3f,\"requests\":%llu,\"req_per_s\":%.0f,\"rx_gbps\":%.4f,"
+	        "\"tx_gbps\":%.4f,", s->secs, (unsigned long long)c->requests, s->rps, s->rx_gbps,
+	        s->tx_gbps);
+	if (s->has_lat)
+		fprintf(f, "\"lat_us\":{\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f,\"p999\":%.2f,"
+		        "\"max\":%.2f,\"mean\":%.2f},", s->lat_us[0], s->lat_us[1], s->lat_us[2],
+		        s->lat_us[3], s->lat_us[4], s->lat_us[5]);
+	fprintf(f, "\"mismatches\":%llu,\"closes\":%llu,\"timeouts\":%llu,"
 	        "\"connect_fails\":%llu,\"errors\":%llu}\n", (unsigned long long)c->mismatches,
 	        (unsigned long long)c->closes, (unsigned long long)c->timeouts,
 	        (unsigned long long)c->connect_fails, (unsigned long long)bench_errors(c));
 }
 
-static void summary_text(struct bench_report *r, const struct bench_counters *c,
-                         const struct hist *lat, uint64_t ns)
+static void summary_text(const struct bench_opts *o, FILE *f, const struct bench_counters *c,
+                         const struct summary *s)
 {
-	fprintf(r->out, "summary (%s %s, %s, -c %u -d %u -l %u -T %u): %.3f s, %llu requests, "
-	        "%.0f req/s, rx %.4f Gbit/s, tx %.4f Gbit/s\n", bench_prog_name(r->o->prog),
-	        role(r->o), r->o->proto == 17 ? "udp" : "tcp",
-	        r->o->conns, r->o->depth, r->o->len, r->o->threads, (double)ns / NS_PER_S,
-	        (unsigned long long)c->requests, ns ? (double)c->requests * NS_PER_S / (double)ns : 0,
-	        gbps(c->rx_bytes, ns), gbps(c->tx_bytes, ns));
-	if (lat && lat->count)
-		fprintf(r->out, "latency us: p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f  "
-		        "mean %.2f (histogram error <= 0.2%%)\n", us(hist_quantile(lat, 0.5)),
-		        us(hist_quantile(lat, 0.9)), us(hist_quantile(lat, 0.99)),
-		        us(hist_quantile(lat, 0.999)), us(lat->max), us(hist_mean(lat)));
-	fprintf(r->out, "errors %llu: mismatches %llu, closes %llu, timeouts %llu, "
-	        "connect fails %llu\n", (unsigned long long)bench_errors(c),
-	        (unsigned long long)c->mismatches, (unsigned long long)c->closes,
-	        (unsigned long long)c->timeouts, (unsigned long long)c->connect_fails);
+	fprintf(f, "summary (%s %s, %s %s, -c %u -d %u -l %u -T %u): %.3f s, %llu requests, "
+	        "%.0f req/s, rx %.4f Gbit/s, tx %.4f Gbit/s\n", bench_prog_name(o->prog), role(o),
+	        o->proto == 17 ? "udp" : "tcp", o->mode == BENCH_BURST ? "burst" : "ping-pong",
+	        o->conns, o->depth, o->len, o->threads, s->secs, (unsigned long long)c->requests,
+	        s->rps, s->rx_gbps, s->tx_gbps);
+	if (s->has_lat)
+		fprintf(f, "latency us: p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f  mean %.2f "
+		        "(histogram error <= 0.2%%)\n", s->lat_us[0], s->lat_us[1], s->lat_us[2],
+		        s->lat_us[3], s->lat_us[4], s->lat_us[5]);
+	fprintf(f, "errors %llu: mismatches %llu, closes %llu, timeouts %llu, connect fails %llu\n",
+	        (unsigned long long)bench_errors(c), (unsigned long long)c->mismatches,
+	        (unsigned long long)c->closes, (unsigned long long)c->timeouts,
+	        (unsigned long long)c->connect_fails);
 }
 
 void bench_report_summary(struct bench_report *r, const struct bench_counters *c,
                           const struct hist *lat, uint64_t now_ns)
 {
-	uint64_t ns = now_ns - r->start_ns;
+	struct summary s;
+	summary_compute(c, lat, now_ns - r->start_ns, &s);
 	if (r->o->json)
-		summary_json(r, c, lat, ns);
+		summary_json(r->o, r->out, c, &s);
 	else
-		summary_text(r, c, lat, ns);
+		summary_text(r->o, r->out, c, &s);
 	fflush(r->out);
 }
 

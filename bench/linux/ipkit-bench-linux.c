@@ -47,15 +47,10 @@ struct lx_thread {
 	int ep;
 	uint8_t buf[LX_BUF];
 	int rc;
+	int ready;                   /* sockets set up (or failed): rc is final */
 };
 
-static volatile sig_atomic_t lx_stop;
-
-static void lx_on_signal(int sig)
-{
-	(void)sig;
-	lx_stop = 1;
-}
+static int lx_stop; /* set by the printing thread (signal) or a failed worker */
 
 static uint64_t lx_now(void)
 {
@@ -403,7 +398,7 @@ static void lx_loop(struct lx_thread *t)
 	const struct bench_opts *o = t->w.o;
 	struct epoll_event evs[LX_EVENTS];
 	uint64_t end = o->duration_s ? lx_now() + o->duration_s * 1000000000ull : UINT64_MAX;
-	while (!lx_stop) {
+	while (!__atomic_load_n(&lx_stop, __ATOMIC_RELAXED)) {
 		uint64_t now;
 		int i, n = epoll_wait(t->ep, evs, LX_EVENTS, o->busy_poll ? 0 : 1);
 		now = lx_now();
@@ -428,15 +423,20 @@ static void *lx_thread_main(void *arg)
 	struct lx_thread *t = (struct lx_thread *)arg;
 	uint32_t i;
 	t->rc = t->w.o->client ? lx_client_open(t) : lx_listen(t);
+	__atomic_store_n(&t->ready, 1, __ATOMIC_RELEASE);
 	if (t->rc < 0) {
 		fprintf(stderr, "ipkit-bench-linux: thread %u: socket set-up failed: %s\n", t->id,
 		        strerror(errno));
-		lx_stop = 1;
+		__atomic_store_n(&lx_stop, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->w.stopping, 1, __ATOMIC_RELAXED);
 		return NULL;
 	}
 	lx_loop(t);
-	for (i = 0; i < t->count; i++)
+	for (i = 0; i < t->count; i++) {
+		if (t->conns[i].connecting && t->conns[i].fd >= 0)
+			t->w.c.connect_fails++; /* never opened during the whole run */
 		lx_close(t, &t->conns[i], 0);
+	}
 	lx_close(t, &t->listener, 0);
 	lx_publish(t);
 	return NULL;
@@ -456,25 +456,43 @@ static int lx_thread_init(struct lx_thread *t, const struct bench_opts *o, uint3
 	return t->conns ? 0 : -1;
 }
 
-static void lx_signals(void)
+/* SIGINT/SIGTERM are blocked in every thread (the workers inherit the mask) and taken
+ * by the printing thread with sigtimedwait, so no handler races the workers. */
+static void lx_signals_block(sigset_t *set)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = lx_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* Wait until every thread has its sockets (the ready line must not come before the
+ * listeners exist); -1 when one failed. */
+static int lx_wait_ready(struct lx_thread *ts, uint32_t n)
+{
+	uint32_t k;
+	for (k = 0; k < n; k++) {
+		while (!__atomic_load_n(&ts[k].ready, __ATOMIC_ACQUIRE)) {
+			struct timespec d = { 0, 1000000 };
+			nanosleep(&d, NULL);
+		}
+		if (ts[k].rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Print a line a second until every thread has finished. */
-static void lx_report(struct lx_thread *ts, const struct bench_opts *o, struct bench_report *r)
+static void lx_report(struct lx_thread *ts, const struct bench_opts *o, struct bench_report *r,
+                      const sigset_t *sigs)
 {
 	struct bench_counters sum;
 	uint32_t k, live = o->threads;
 	while (live) {
 		struct timespec d = { 0, 20000000 };
-		nanosleep(&d, NULL);
+		if (sigtimedwait(sigs, NULL, &d) > 0)
+			__atomic_store_n(&lx_stop, 1, __ATOMIC_RELAXED);
 		lx_collect(ts, o->threads, &sum);
 		bench_report_tick(r, &sum, lx_now());
 		for (live = 0, k = 0; k < o->threads; k++)
@@ -489,11 +507,12 @@ int main(int argc, char **argv)
 	struct bench_counters sum;
 	struct hist *lat;
 	struct lx_thread *ts;
+	sigset_t sigs;
 	uint32_t k;
 	int rc = bench_opts_parse(&o, BENCH_PROG_LINUX, argc, argv, stdout, stderr);
 	if (rc != BENCH_OPTS_OK)
 		return rc == BENCH_OPTS_HELP ? BENCH_EXIT_OK : BENCH_EXIT_USAGE;
-	lx_signals();
+	lx_signals_block(&sigs);
 	ts = (struct lx_thread *)calloc(o.threads, sizeof(*ts));
 	lat = (struct hist *)malloc(sizeof(*lat));
 	if (!ts || !lat)
@@ -503,14 +522,14 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ipkit-bench-linux: out of memory or epoll\n");
 			return BENCH_EXIT_SETUP;
 		}
-	if (!o.client)
-		fprintf(stderr, "ipkit-bench-linux: serving on port %u (%s)\n", o.port,
-		        o.proto == 17 ? "udp" : "tcp");
 	bench_report_start(&r, &o, stdout, lx_now());
 	for (k = 0; k < o.threads; k++)
 		if (pthread_create(&ts[k].tid, NULL, lx_thread_main, &ts[k]) != 0)
 			return BENCH_EXIT_SETUP;
-	lx_report(ts, &o, &r);
+	if (!o.client && lx_wait_ready(ts, o.threads) == 0)
+		fprintf(stderr, "ipkit-bench-linux: serving on port %u (%s)\n", o.port,
+		        o.proto == 17 ? "udp" : "tcp");
+	lx_report(ts, &o, &r, &sigs);
 	hist_init(lat);
 	for (k = 0; k < o.threads; k++) {
 		pthread_join(ts[k].tid, NULL);
