@@ -8,6 +8,7 @@
 #   make sim-matrix  the TCP simulation matrix alone (also part of make test), a line per cell
 #   make tcp-figures TCP goodput/recovery figures in the simulator -> docs/tcp-figures.md
 #   make bench-peers  lwIP and smoltcp in-memory peer harnesses (bench/peers) in build/bench-peers
+#   make bench    ipkit-bench vs the Linux twin (a few minutes, root) -> bench/results/<date>/
 #   make fuzz     long libFuzzer run (FUZZ_SECONDS, default 600)
 #   make install  meson install (PREFIX, default /usr/local; DESTDIR honoured)
 #   make deps     install missing build/test tools with apt-get (Debian 12)
@@ -33,10 +34,14 @@ DEB_PKGS := meson ninja-build gcc g++ clang libclang-rt-14-dev tshark \
             libxdp-dev libbpf-dev python3-pytest socat iperf3 curl iproute2 ethtool \
             iputils-ping wrk xdp-tools tcpdump libdpdk-dev dpdk-dev
 
+# Only `make bench` needs these (plots); make test does not.
+BENCH_PKGS := python3-matplotlib
+BENCH_SECONDS ?= 3
+
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_ENV := env DEBIAN_FRONTEND=noninteractive
 
-.PHONY: build all deps test demo sim-demo fuzz install clean sim-matrix tcp-figures bench-peers
+.PHONY: build all deps test demo sim-demo fuzz install clean sim-matrix tcp-figures bench-peers bench
 
 all: build
 
@@ -90,6 +95,11 @@ tcp-figures: build
 # Not part of make test: fetches lwIP (apt-get source) and smoltcp (cargo).
 bench-peers: build
 	@bash bench/peers/build.sh $(BUILD)/bench-peers
+
+# ipkit-bench and its Linux twin side by side: raw JSON, report.md and PNG plots.
+bench: build
+	@$(MAKE) --no-print-directory deps DEB_PKGS="$(BENCH_PKGS)"
+	@$(SUDO) bash bench/run_bench.sh $(BUILD) $(BENCH_SECONDS)
 
 fuzz: deps
 	@bash tests/port/run_all.sh --san $(SANBUILD) --only-fuzz \
