@@ -142,12 +142,12 @@ def inmem_table(res, notes):
     lines = ["Two engines in one process and one thread over an in-memory wire "
              "(bench/inmem); every payload byte verified.", "",
              "| stack | build | workload | profile | conns | req/s | ns/req | Gbit/s | "
-             "verified |", "|---|---|---|---|---:|---:|---:|---:|---|"]
+             "bytes/idle conn | verified |", "|---|---|---|---|---:|---:|---:|---:|---:|---|"]
     for d in res:
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             d.get("stack"), d.get("build"), d.get("workload"), d.get("profile"),
             d.get("conns"), fmt(d.get("req_per_s"), ".0f"), fmt(d.get("ns_per_req"), ".1f"),
-            fmt(d.get("gbit_s"), ".2f"), d.get("verified")))
+            fmt(d.get("gbit_s"), ".2f"), fmt(d.get("conn_bytes"), ".0f"), d.get("verified")))
     return lines + [""]
 
 
