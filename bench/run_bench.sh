@@ -95,6 +95,8 @@ each_system() { # server-args -- function: run function for ipkit and Linux serv
 }
 
 echo "run_bench: ${secs}s per case, results in $out"
+# the machine is shared: the load around the run goes into the report
+printf '{"series":"load_start","note":"%s"}\n' "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
 conns_series() { local c; for c in 1 4 16 32 64; do case_ conns "$1" "$c" "$2" -p 10000 -c "$c" -l 1; done; }
 rate_series() {
 	local r
@@ -134,5 +136,7 @@ else
 	printf '{"series":"inmem","note":"HOOK: the in-memory harness (bench/inmem) is not in this build; when it is, run_bench.sh runs every *-inmem program it finds and this section lists them"}\n' >>"$raw"
 fi
 
+printf '{"series":"load_end","note":"%s"}\n' "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
+printf '{"series":"command","note":"%s"}\n' "bench/run_bench.sh $build $secs" >>"$raw"
 /usr/bin/python3 bench/report.py "$raw" "$out"
 echo "run_bench: wrote $out/report.md"
