@@ -23,33 +23,67 @@ static int csum_host_le(void)
 	return b[0];
 }
 
+/* One's-complement addition of 64-bit words (RFC 1071 §2(A),(C)): the carry out of
+ * the top goes back in at the bottom ("end-around carry"). */
+static uint64_t csum_add64(uint64_t s, uint64_t w)
+{
+	s += w;
+	return s + (s < w);
+}
+
+static uint64_t csum_load64(const uint8_t *p)
+{
+	uint64_t w;
+
+	__builtin_memcpy(&w, p, 8);
+	return w;
+}
+
 /*
  * Sum of an even number of bytes as 16-bit big-endian words, folded to 16 bits.
- * RFC 1071 §2(B),(C): the sum may be taken over wider words in host order, with
- * carries deferred, and byte-swapped at the end on a little-endian host. Loads are
- * memcpy'd (any alignment); 64-bit words are added as two 32-bit halves so the
- * 64-bit accumulator cannot overflow for any length under 2^32.
+ * RFC 1071 §2(B),(C): the sum may be taken over wider words in host order (2^16 is 1
+ * modulo 2^16 - 1, so every 16-bit lane counts alike) and byte-swapped at the end on
+ * a little-endian host. Loads are memcpy'd (any alignment). The main loop adds
+ * 64-bit words and counts the carries apart (each is worth 2^64, i.e. 1): compilers
+ * make that an add and an add-with-carry per word.
  */
 static uint32_t csum_wide(const uint8_t *p, uint32_t len)
 {
-	uint64_t s = 0, w;
+	uint64_t s = 0, w, carries = 0;
 	uint32_t i = 0, h;
 
-	for (; i + 8 <= len; i += 8) {
-		__builtin_memcpy(&w, p + i, 8);
-		s += (w & 0xffffffffu) + (w >> 32);
+	for (; i + 32 <= len; i += 32) {
+		w = csum_load64(p + i);
+		s += w;
+		carries += s < w;
+		w = csum_load64(p + i + 8);
+		s += w;
+		carries += s < w;
+		w = csum_load64(p + i + 16);
+		s += w;
+		carries += s < w;
+		w = csum_load64(p + i + 24);
+		s += w;
+		carries += s < w;
 	}
+	for (; i + 8 <= len; i += 8) {
+		w = csum_load64(p + i);
+		s += w;
+		carries += s < w;
+	}
+	s = csum_add64(s, carries);
 	if (i + 4 <= len) {
 		__builtin_memcpy(&h, p + i, 4);
-		s += h;
+		s = csum_add64(s, h);
 		i += 4;
 	}
 	if (i < len) {
 		uint16_t v;
 
 		__builtin_memcpy(&v, p + i, 2);
-		s += v;
+		s = csum_add64(s, v);
 	}
+	s = (s & 0xffffffffu) + (s >> 32);
 	while (s >> 16)
 		s = (s & 0xffffu) + (s >> 16);
 	if (csum_host_le())
