@@ -163,6 +163,11 @@ struct ipk_ctx {
 	 * to that connection (tcp_sack.c); dsack_c is NULL when there is none. */
 	struct ipk_conn *dsack_c;
 	uint32_t dsack_l, dsack_r;
+	/* The send-queue pb (of connection sq_hint_c) a segment was last built from, so
+	 * that the next lookup starts there instead of at snd_una (tcp_out.c sq_find);
+	 * cleared when that pb leaves the queue. One per context keeps ipk_conn small. */
+	struct ipk_conn *sq_hint_c;
+	struct ipk_pb *sq_hint_pb;
 };
 #define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */

@@ -28,17 +28,21 @@ static uint8_t ip_top(uint32_t ip_be) { return ((const uint8_t *)&ip_be)[0]; }
 
 int ipk_ip4_is_bcast(const struct ipk_ctx *c, uint32_t ip_be)
 {
-	uint32_t mask = c->cfg.netmask_be, host = ~mask;
+	uint32_t mask = c->cfg.netmask_be, host = ~mask, part = ip_be & host;
 
 	if (ip_be == 0xffffffffu)
 		return 1;
+	/* The common case first: a host part neither all ones nor all zeros is no
+	 * broadcast under any of the rules below. */
+	if (part != host && part != 0)
+		return 0;
 	/* RFC 3021: /31 and /32 have no broadcast address. */
 	if (c->cfg.ip4_be == 0 || mask == 0 || ipk_ntohl(host) < 3u)
 		return 0;
 	if ((ip_be & mask) != (c->cfg.ip4_be & mask))
 		return 0;
 	/* RFC 1122 §3.3.6: all-ones host part, and the obsolete all-zeros form. */
-	return (ip_be & host) == host || (ip_be & host) == 0;
+	return part == host || part == 0;
 }
 
 int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be)

@@ -257,6 +257,9 @@ void ipk_tcp_send_rst_for(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s);
 uint32_t ipk_tcp_rcv_window(const struct ipk_ctx *ctx, const struct ipk_conn *c);
 /* Free send-queue bytes now acknowledged up to `ack`; returns bytes released. */
 uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack);
+/* The send-queue pb holding `seq` (NULL past the queue) and seq's offset in it. */
+struct ipk_pb *ipk_tcp_sq_find(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq,
+                               uint32_t *at);
 void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c);
 IPK_INLINE uint32_t ipk_tcp_data_end(const struct ipk_conn *c) { return c->sq_seq + c->sq_bytes; }
 IPK_INLINE int ipk_tcp_fin_sent(const struct ipk_conn *c)

@@ -35,6 +35,8 @@ static void pb_free_all(struct ipk_ctx *ctx, struct ipk_pb *pb)
 
 void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
+	if (ctx->sq_hint_c == c)
+		ctx->sq_hint_c = NULL;
 	pb_free_all(ctx, c->sq_head);
 	c->sq_head = c->sq_tail = NULL;
 	c->sq_bytes = 0;
@@ -61,6 +63,8 @@ uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ac
 			c->sq_head = pb->next;
 			if (!c->sq_head)
 				c->sq_tail = NULL;
+			if (ctx->sq_hint_pb == pb)
+				ctx->sq_hint_c = NULL;
 			ipk_pkt_free_chain(ctx, pb->pkt);
 			ipk_pb_put(ctx, pb);
 		} else {
@@ -75,15 +79,27 @@ uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ac
 	return done;
 }
 
-/* The pb holding sequence `seq` and the offset of it inside pb's bytes. */
-static struct ipk_pb *sq_find(struct ipk_conn *c, uint32_t seq, uint32_t *at)
+/* The pb holding sequence `seq` and the offset of it inside pb's bytes. Segments go
+ * out mostly in sequence order, so the walk starts at the pb the previous lookup
+ * ended on when that lies at or below seq (every queued pb's seq is its first
+ * byte's); a retransmission below it walks from the head. */
+struct ipk_pb *ipk_tcp_sq_find(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq,
+                               uint32_t *at)
 {
 	uint32_t off = seq - c->sq_seq;
 	struct ipk_pb *pb = c->sq_head;
 
+	if (ctx->sq_hint_c == c && ipk_seq_le(ctx->sq_hint_pb->seq, seq)) {
+		pb = ctx->sq_hint_pb;
+		off = seq - pb->seq;
+	}
 	while (pb && off >= pb->len) {
 		off -= pb->len;
 		pb = pb->next;
+	}
+	if (pb) {
+		ctx->sq_hint_c = c;
+		ctx->sq_hint_pb = pb;
 	}
 	*at = off;
 	return pb;
@@ -94,7 +110,7 @@ static void sq_copy(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint8
                     uint32_t len)
 {
 	uint32_t at;
-	struct ipk_pb *pb = sq_find(c, seq, &at);
+	struct ipk_pb *pb = ipk_tcp_sq_find(ctx, c, seq, &at);
 
 	while (pb && len > 0) {
 		uint32_t n = IPK_MIN(len, pb->len - at);
@@ -135,7 +151,7 @@ static int sq_attach(struct ipk_ctx *ctx, struct ipk_conn *c, void *hdr, uint32_
                      uint32_t len)
 {
 	uint32_t at;
-	struct ipk_pb *pb = sq_find(c, seq, &at);
+	struct ipk_pb *pb = ipk_tcp_sq_find(ctx, c, seq, &at);
 
 	while (pb && len > 0) {
 		uint32_t n = IPK_MIN(len, pb->len - at);
@@ -291,7 +307,6 @@ static void syn_opts(const struct ipk_ctx *ctx, const struct ipk_conn *c, struct
 static uint32_t data_opts(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_opts *o,
                           uint32_t len, const struct ipk_tcp_opts **out)
 {
-	uint8_t tmp[40];
 	uint32_t room = c->mss + ((c->fl & IPK_TCPF_TS_OK) ? IPK_TCP_TS_LEN : 0u), olen;
 
 	*out = NULL;
@@ -300,7 +315,7 @@ static uint32_t data_opts(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tc
 	if (len > c->mss)
 		o->nsack = 0;
 	*out = o;
-	olen = ipk_tcp_opts_emit(tmp, sizeof(tmp), o);
+	olen = ipk_tcp_opts_len(o);
 	if (len > 0 && len <= c->mss && len + olen > room)
 		len = room - olen;
 	return len;

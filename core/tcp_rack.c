@@ -21,10 +21,13 @@
 
 void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len)
 {
+	uint32_t at;
 	struct ipk_pb *pb;
 	int again = ipk_seq_lt(seq, c->snd_max);
 
-	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, seq + len); pb = pb->next) {
+	/* O(1) for the segment just built: the lookup starts where seg_send's ended. */
+	for (pb = ipk_tcp_sq_find(ctx, c, seq, &at); pb && ipk_seq_lt(pb->seq, seq + len);
+	     pb = pb->next) {
 		if (ipk_seq_le(pb->seq + pb->len, seq))
 			continue;
 		pb->t = ctx->now;

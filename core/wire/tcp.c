@@ -179,6 +179,13 @@ static uint8_t *opt_put_sack(uint8_t *q, const struct ipk_tcp_opts *o, uint32_t 
 	return q + 4 + 8 * n;
 }
 
+uint32_t ipk_tcp_opts_len(const struct ipk_tcp_opts *o)
+{
+	uint32_t nsack;
+
+	return opts_size(o, &nsack);
+}
+
 uint32_t ipk_tcp_opts_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_opts *o)
 {
 	uint32_t nsack, n = opts_size(o, &nsack);

@@ -228,6 +228,8 @@ int ipk_tcp_opts_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_opts *o);
  * NOP,NOP,SACK-perm when there is no TS; NOP,NOP,SACK with as many of o->nsack
  * blocks as fit in 40 bytes (3 with TS, 4 without). */
 uint32_t ipk_tcp_opts_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_opts *o);
+/* Bytes ipk_tcp_opts_emit writes for o (given room), without writing them. */
+uint32_t ipk_tcp_opts_len(const struct ipk_tcp_opts *o);
 
 #ifdef __cplusplus
 }
