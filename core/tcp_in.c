@@ -52,7 +52,6 @@ static enum ipk_drop seg_parse(struct ipk_ctx *ctx, void *pkt, const struct ipk_
 		if (ipk_csum_fold(ipk_csum_add(sum, p, rx->l4_len, &odd)) != 0)
 			return IPK_DROP_TCP_CSUM;
 	}
-	ipk_memset(&s->o, 0, sizeof(s->o));
 	if (ipk_tcp_opts_parse(p + IPK_TCP_HLEN, (uint32_t)s->h.doff - IPK_TCP_HLEN, &s->o) < 0)
 		return IPK_DROP_TCP_MALFORMED;
 	/* SYN with RST or FIN has no meaning in any state. */

@@ -102,6 +102,15 @@ int ipk_tcp_opts_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_opts *o)
 	int rc;
 
 	__builtin_memset(o, 0, sizeof(*o));
+	/* RFC 7323 Appendix A: the layout established segments carry almost always,
+	 * NOP,NOP,TS, taken in one step. */
+	if (len == IPK_TCP_TS_OPT_LEN && p[0] == IPK_TCPOPT_NOP && p[1] == IPK_TCPOPT_NOP &&
+	    p[2] == IPK_TCPOPT_TS && p[3] == 10) {
+		o->has_ts = 1;
+		o->tsval = ipk_rd32(p + 4);
+		o->tsecr = ipk_rd32(p + 8);
+		return 0;
+	}
 	/* Every pass advances i by at least 1, so the loop ends after len passes. */
 	while (i < len) {
 		if (p[i] == IPK_TCPOPT_EOL)
@@ -188,9 +197,22 @@ uint32_t ipk_tcp_opts_len(const struct ipk_tcp_opts *o)
 
 uint32_t ipk_tcp_opts_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_opts *o)
 {
-	uint32_t nsack, n = opts_size(o, &nsack);
+	uint32_t nsack, n;
 	uint8_t *q = p;
 
+	/* The common established segment: timestamps alone (NOP,NOP,TS). */
+	if (o->has_ts && !(o->has_mss | o->has_ws | o->has_sack_perm | o->nsack)) {
+		if (cap < IPK_TCP_TS_OPT_LEN)
+			return 0;
+		q[0] = IPK_TCPOPT_NOP;
+		q[1] = IPK_TCPOPT_NOP;
+		q[2] = IPK_TCPOPT_TS;
+		q[3] = 10;
+		ipk_wr32(q + 4, o->tsval);
+		ipk_wr32(q + 8, o->tsecr);
+		return IPK_TCP_TS_OPT_LEN;
+	}
+	n = opts_size(o, &nsack);
 	if (n > cap)
 		return 0;
 	if (o->has_mss) {

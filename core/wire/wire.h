@@ -208,6 +208,7 @@ uint32_t ipk_tcp_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_hdr *h);
 #define IPK_TCPOPT_SACK_PERM 4
 #define IPK_TCPOPT_SACK 5
 #define IPK_TCPOPT_TS 8
+#define IPK_TCP_TS_OPT_LEN 12u /* NOP,NOP,TS: the usual options of an established segment */
 #define IPK_TCP_MAX_SACK 4
 
 struct ipk_tcp_opts {
@@ -218,8 +219,8 @@ struct ipk_tcp_opts {
 	uint32_t tsval, tsecr;
 	uint32_t sack[IPK_TCP_MAX_SACK][2]; /* left, right edges */
 };
-/* Parse the option bytes (p points after the fixed header, len = doff - 20).
- * Unknown options with a sane length are skipped. Returns 0 or IPK_WIRE_EOPT for a
+/* Parse the option bytes (p points after the fixed header, len = doff - 20) into o,
+ * which is cleared first. Unknown options with a sane length are skipped. Returns 0 or IPK_WIRE_EOPT for a
  * length of 0/1, a length past the end, or a known option with the wrong length. */
 int ipk_tcp_opts_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_opts *o);
 /* Emit the options present in o (MSS, WS, SACK-permitted, TS, SACK blocks), NOP

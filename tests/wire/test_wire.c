@@ -849,6 +849,39 @@ static void test_tcpopt_parse_empty_clears_everything(void)
 	CHECK(!o.has_mss && !o.has_ws && !o.has_sack_perm && !o.has_ts && o.nsack == 0);
 }
 
+/* The NOP,NOP,TS fast paths (parse and emit) agree with the general code: the same
+ * bytes as an emit with SACK-permitted folded away, a stale struct fully cleared,
+ * and a TS option of the wrong length still rejected. */
+static void test_tcpopt_timestamp_only_fast_paths(void)
+{
+	uint8_t b[40], g[40] = {1, 1, 8, 10};
+	struct ipk_tcp_opts o, back;
+
+	memset(&o, 0, sizeof(o));
+	o.has_ts = 1;
+	o.tsval = 0x01020304u;
+	o.tsecr = 0xa0b0c0d0u;
+	CHECK_EQ(ipk_tcp_opts_len(&o), 12);
+	CHECK_EQ(ipk_tcp_opts_emit(b, 11, &o), 0);
+	CHECK_EQ(ipk_tcp_opts_emit(b, sizeof(b), &o), 12);
+	ipk_wr32(g + 4, 0x01020304u);
+	ipk_wr32(g + 8, 0xa0b0c0d0u);
+	CHECK(memcmp(b, g, 12) == 0);
+	memset(&back, 0xa5, sizeof(back));
+	CHECK_EQ(ipk_tcp_opts_parse(b, 12, &back), 0);
+	CHECK(back.has_ts && !back.has_mss && !back.has_ws && !back.has_sack_perm);
+	CHECK_EQ(back.nsack, 0);
+	CHECK_EQ(back.tsval, 0x01020304u);
+	CHECK_EQ(back.tsecr, 0xa0b0c0d0u);
+	g[3] = 9; /* not the fast layout: the general parser rejects the length */
+	CHECK_EQ(ipk_tcp_opts_parse(g, 12, &back), IPK_WIRE_EOPT);
+	o.nsack = 1; /* with a block the general emitter runs */
+	o.sack[0][0] = 1;
+	o.sack[0][1] = 2;
+	CHECK_EQ(ipk_tcp_opts_len(&o), 24);
+	CHECK_EQ(ipk_tcp_opts_emit(b, sizeof(b), &o), 24);
+}
+
 static void test_tcpopt_parse_sack_blocks(void)
 {
 	uint8_t b[40] = {1, 1, 5, 34};
@@ -1396,6 +1429,7 @@ int main(void)
 	RUN(test_tcpopt_parse_linux_syn_options);
 	RUN(test_tcpopt_parse_empty_clears_everything);
 	RUN(test_tcpopt_parse_sack_blocks);
+	RUN(test_tcpopt_timestamp_only_fast_paths);
 	RUN(test_tcpopt_eol_stops_parsing);
 	RUN(test_tcpopt_nops_and_unknown_kinds_skipped);
 	RUN(test_tcpopt_unknown_kind_at_end_exactly_fits);
