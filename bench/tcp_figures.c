@@ -71,12 +71,20 @@ struct fig_run {
 	struct sim_node *a, *b;
 	struct sim_bulk app_a, app_b;
 	struct sim_bulk_conn *ca;
+	struct sim_link *l;
+	uint64_t trace_bytes;   /* data-direction bytes delivered at the last trace line */
 	uint32_t ssthresh0;
 	int ss_over;
 	struct fig_res *r;
 };
 
 static struct fig_run F; /* big: keep off the stack */
+/* --trace MS: the clean-path runs print one line per MS ms of virtual time (link
+ * utilisation of the data direction, cwnd, ssthresh, bytes in flight, SACKed bytes,
+ * queue drops, retransmissions) to stderr, to see where the link goes idle. */
+static unsigned g_trace_ms;
+static int g_clean_only; /* --clean-only: table 1 alone (not for docs/) */
+static int g_tracing;
 
 static int fig_done(void *arg)
 {
@@ -87,6 +95,25 @@ static int fig_done(void *arg)
 static struct ipk_conn *fig_sender(struct fig_run *f)
 {
 	return f->app_b.conns[0].in_use ? f->app_b.conns[0].c : NULL;
+}
+
+static void fig_trace(struct sim *s, struct fig_run *f, struct ipk_conn *c)
+{
+	const struct sim_link_stats *st = &f->l->st[1];
+	const struct ipk_counters *k = sim_node_counters(f->b);
+	struct ipk_tcp_info ti;
+	double util;
+
+	if (ipk_tcp_info(c, &ti) != IPK_OK)
+		return;
+	util = (double)(st->delivered_bytes - f->trace_bytes) * 8.0 /
+	       ((double)FIG_RATE * g_trace_ms / 1000.0);
+	f->trace_bytes = st->delivered_bytes;
+	fprintf(stderr, "t=%.3f util=%5.1f%% cwnd=%u ssthresh=%u inflight=%u sacked=%u "
+	        "snd_wnd=%u qdrop=%llu rtx=%llu srtt_us=%llu\n",
+	        (double)s->now / 1e9, util * 100.0, ti.cwnd, ti.ssthresh, ti.inflight,
+	        ti.sacked_bytes, ti.snd_wnd, (unsigned long long)st->drop[SIM_LDROP_QUEUE],
+	        (unsigned long long)k->tcp_retransmits, (unsigned long long)(ti.srtt_ns / 1000u));
 }
 
 /* Every millisecond: note when the sender first answered congestion (ssthresh
@@ -108,6 +135,8 @@ static void fig_sample(struct sim *s, void *arg)
 			f->r->rx_ss = f->app_a.rx_bytes;
 		}
 	}
+	if (g_tracing && c && (s->now / SIM_MS(1)) % g_trace_ms == 0)
+		fig_trace(s, f, c);
 	if (!fig_done(f))
 		sim_at(s, s->now + SIM_MS(1), fig_sample, f);
 }
@@ -164,6 +193,7 @@ static void fig_run(const struct fig_case *fc, struct fig_res *r)
 	lc.delay_ns = SIM_MS(FIG_RTT_MS) / 2u;
 	lc.queue_bytes = (uint32_t)(FIG_RATE / 8u * FIG_RTT_MS / 1000u);
 	l = sim_connect(f->s, f->a, f->b, &lc);
+	f->l = l;
 	lc.loss = fc->loss;
 	if (fc->burst) {
 		lc.ge_p_gb = 0.01;
@@ -249,7 +279,11 @@ static void fig_clean(uint64_t seed)
 		fc.sack = 1;
 		fc.bytes = 256ull << 20;
 		fc.seed = seed;
+		g_tracing = g_trace_ms != 0;
+		if (g_tracing)
+			fprintf(stderr, "# clean path, %s\n", cc ? "CUBIC" : "NewReno");
 		fig_run(&fc, &r);
+		g_tracing = 0;
 		if (!r.ok) {
 			emit("| %s | transfer failed |||||||\n", cc ? "CUBIC" : "NewReno");
 			continue;
@@ -372,8 +406,13 @@ int main(int argc, char **argv)
 			out = argv[++i];
 		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
+			g_trace_ms = (unsigned)strtoul(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "--clean-only") == 0)
+			g_clean_only = 1;
 		else {
-			fprintf(stderr, "usage: %s [--out FILE.md] [--seed N]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--out FILE.md] [--seed N] [--trace MS] "
+			        "[--clean-only]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -387,8 +426,10 @@ int main(int argc, char **argv)
 	     date, (unsigned long long)seed, FIG_HAVE_SACK ? "yes" : "no",
 	     FIG_HAVE_CC ? "yes" : "no", FIG_HAVE_RTO_EPISODES ? "yes" : "no");
 	fig_clean(seed);
-	fig_mathis(seed);
-	fig_episodes(seed);
+	if (!g_clean_only) {
+		fig_mathis(seed);
+		fig_episodes(seed);
+	}
 	fputs(g_out, stdout);
 	if (out) {
 		FILE *fp = fopen(out, "w");

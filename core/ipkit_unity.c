@@ -47,3 +47,4 @@
 #include "tcp_rack.c"
 #include "tcp_ecn.c"
 #include "rss.c"
+#include "tcp_prr.c"

@@ -63,11 +63,15 @@
 #define IPK_TCPF_SACK_RCVY 0x800000u /* RFC 6675 loss recovery (cwnd held at ssthresh) */
 #define IPK_TCPF_TLP_OUT 0x1000000u /* RFC 8985 §7: a tail loss probe is unanswered */
 #define IPK_TCPF_ECN_WND 0x2000000u /* an ECN reduction happened: ecn_high is valid */
+#define IPK_TCPF_RTX_LOST 0x4000000u /* send-queue pbs wait as IPK_TCP_XMIT_LOST */
 
 /* pb->aux flag for send-queue and out-of-order pbs */
 #define IPK_TCP_PB_COPY 0x1u /* send queue: packet filled by ipk_tcp_write (may grow) */
 #define IPK_TCP_PB_FIN 0x2u  /* out-of-order queue: segment carried FIN */
 #define IPK_TCP_PB_RECENT 0x4u /* out-of-order queue: the segment that arrived last */
+
+/* pb->xmit of a send-queue pb: 0 not sent, 1 sent once, 2 sent again, or: */
+#define IPK_TCP_XMIT_LOST 3u /* RFC 8985 §6.2: its retransmission was lost, send again */
 
 /* c->rtx_kind: what the one loss timer (rtx_at) does when it fires */
 #define IPK_TCP_RTX_RTO 0u /* RFC 6298 retransmission timeout */
@@ -76,9 +80,12 @@
 
 /* RFC 7323 §3.2: NOP,NOP,TS takes 12 bytes of every segment once negotiated. */
 #define IPK_TCP_TS_LEN 12u
-/* SACKed ranges the sender keeps per connection (tcp_sb.c); more blocks than this
- * are merged away conservatively (treated as not SACKed). */
-#define IPK_TCP_SB_MAX 16u
+/* SACKed ranges the sender keeps per connection (tcp_sb.c): enough for every
+ * whole-segment pattern the send buffer allows (sndbuf / MSS / 2 disjoint ranges),
+ * at least IPK_TCP_SB_MIN and at most IPK_TCP_SB_MAX (which bounds the per-ACK work).
+ * Blocks beyond it are not stored (treated as not SACKed). */
+#define IPK_TCP_SB_MIN 16u
+#define IPK_TCP_SB_MAX 4096u
 
 /* Per-algorithm congestion-control state; one member per algorithm that needs any. */
 union ipk_cc_state {
@@ -174,12 +181,15 @@ struct ipk_conn {
 	/* Per-flight loss-recovery state, drawn from the pb pool when first needed and
 	 * returned when all data is acknowledged; NULL on an idle connection (tcp_sb.c). */
 	struct ipk_pb *sb;
+	/* Per-episode fast-recovery state (RFC 6937 PRR, RFC 6675 rescue), drawn from
+	 * the pb pool at recovery entry and returned at its end (tcp_prr.c). */
+	struct ipk_pb *rcvy;
 };
 
 /*
  * The scoreboard record c->sb is a pb descriptor whose fields hold the flight's
  * recovery state (named below); its `next` chain holds the SACKed ranges as
- * (pb->seq, pb->len), sorted and disjoint, at most IPK_TCP_SB_MAX of them.
+ * (pb->seq, pb->len), sorted and disjoint, at most ipk_tcp_sb_cap() of them.
  */
 #define IPK_SB_HIGH_RXT(r) ((r)->seq) /* RFC 6675 HighRxt: holes below it were resent */
 #define IPK_SB_LOST_END(r) ((r)->off) /* unSACKed bytes below it are lost */
@@ -187,6 +197,15 @@ struct ipk_conn {
 #define IPK_SB_RACK_RTT(r) ((r)->aux) /* RACK.rtt, us (0 = nothing delivered yet) */
 #define IPK_SB_RACK_TS(r) ((r)->t)    /* RACK.xmit_ts, ns */
 #define IPK_SB_REO_MULT(r) ((r)->xmit) /* RACK.reo_wnd_mult (RFC 8985 §6.2 step 4) */
+#define IPK_SB_NRANGES(r) ((r)->pad_) /* ranges on the chain */
+
+/* The recovery-episode record c->rcvy: a pb descriptor whose fields hold RFC 6937's
+ * counters, in bytes. */
+#define IPK_RCVY_DELIVERED(r) ((r)->seq) /* prr_delivered */
+#define IPK_RCVY_OUT(r) ((r)->off)       /* prr_out */
+#define IPK_RCVY_FS(r) ((r)->len)        /* RecoverFS */
+#define IPK_RCVY_FLAGS(r) ((r)->aux)     /* IPK_RCVY_F_* */
+#define IPK_RCVY_F_RESCUED 0x1u          /* RFC 6675 §4 NextSeg (4): rescue sent */
 
 IPK_INLINE int ipk_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
 IPK_INLINE int ipk_seq_le(uint32_t a, uint32_t b) { return (int32_t)(a - b) <= 0; }
@@ -398,9 +417,34 @@ void ipk_tcp_sb_output(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* RTO with SACK: everything not SACKed is lost; returns 0 when it cannot help. */
 int ipk_tcp_sb_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c);
 int ipk_tcp_sb_sacked(const struct ipk_conn *c, uint32_t l, uint32_t r);
+/* The same for walks in increasing l: *cur starts at ipk_tcp_sb_ranges(c) and
+ * remembers where the last call stopped, so a walk over the send queue is linear. */
+int ipk_tcp_sb_sacked_at(const struct ipk_pb **cur, uint32_t l, uint32_t r);
+IPK_INLINE const struct ipk_pb *ipk_tcp_sb_ranges(const struct ipk_conn *c)
+{
+	return c->sb ? c->sb->next : NULL;
+}
+/* Most ranges the connection's scoreboard keeps. */
+uint32_t ipk_tcp_sb_cap(const struct ipk_conn *c);
 void ipk_tcp_sb_free(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Raise the lost boundary (holes below it are lost). */
 void ipk_tcp_sb_mark_lost(struct ipk_conn *c, uint32_t end);
+
+/* ---- tcp_prr.c: RFC 6937 proportional rate reduction */
+/* Recovery starts (after ssthresh was set): draw c->rcvy, zero the counters. */
+void ipk_tcp_prr_start(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* An ACK in recovery delivered `delivered` bytes; pipe is RFC 6675's pipe, base what
+ * the send paths subtract from cwnd (pipe with a scoreboard, the flight without):
+ * cwnd becomes base + sndcnt. */
+void ipk_tcp_prr_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t delivered, uint32_t pipe,
+                     uint32_t base);
+/* [seq, seq+len) went out during recovery: prr_out. */
+void ipk_tcp_prr_sent(struct ipk_conn *c, uint32_t seq, uint32_t len);
+void ipk_tcp_prr_end(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* RFC 6937 §3 sndcnt for one ACK (pure; exposed for the unit tests). crb: PRR-CRB. */
+uint32_t ipk_tcp_prr_sndcnt(uint32_t prr_delivered, uint32_t prr_out, uint32_t recover_fs,
+                            uint32_t ssthresh, uint32_t pipe, uint32_t delivered, uint32_t mss,
+                            int crb);
 
 /* ---- tcp_rack.c: RFC 8985 RACK-TLP */
 /* Payload [seq, seq+len) went out now: stamp the send-queue pbs. */

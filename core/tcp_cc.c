@@ -74,6 +74,7 @@ uint32_t ipk_tcp_cc_slow_start(struct ipk_conn *c, uint32_t acked)
 	uint32_t inc = IPK_MIN(acked, 2u * c->mss);
 	uint32_t room = c->ssthresh - c->cwnd;
 
+	
 	if (inc <= room) {
 		c->cwnd += inc;
 		return 0;
@@ -83,7 +84,7 @@ uint32_t ipk_tcp_cc_slow_start(struct ipk_conn *c, uint32_t acked)
 	return acked - room;
 }
 
-/* ------------------------------------------------------------- NewReno */
+
 
 static void reno_init(struct ipk_conn *c)
 {
@@ -134,8 +135,21 @@ void ipk_tcp_cc_init(struct ipk_ctx *ctx, struct ipk_conn *c)
 	algo(c)->init(c);
 }
 
+/* RFC 6937 §3 without SACK: every duplicate ACK counts as one SMSS delivered, so a
+ * cumulative ACK delivers only what those estimates did not cover yet. pipe is the
+ * flight less the segments the duplicate ACKs stand for. */
+static void reno_prr(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t delivered,
+                     uint32_t flight_now)
+{
+	uint32_t est = IPK_MIN((uint32_t)c->dupacks * c->mss, flight_now);
+
+	ipk_tcp_prr_ack(ctx, c, delivered, flight_now - est, flight_now);
+}
+
 int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uint32_t acked)
 {
+	uint32_t est = (uint32_t)IPK_MIN((uint64_t)c->dupacks * c->mss, 0xffffffffull);
+
 	c->dupacks = 0;
 	if (!(c->fl & IPK_TCPF_RECOVERY)) {
 		ipk_tcp_cc_ack(ctx, c, acked);
@@ -147,8 +161,14 @@ int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uin
 
 		c->cwnd = IPK_MIN(c->ssthresh, IPK_MAX(fs, c->mss) + c->mss);
 		c->fl &= ~IPK_TCPF_RECOVERY;
+		ipk_tcp_prr_end(ctx, c);
 		ipk_tcp_cc_recovery_exit(ctx, c);
 		return 0;
+	}
+	if (c->rcvy) {
+		/* RFC 6937 in place of RFC 6582's deflation; the hole is still resent. */
+		reno_prr(ctx, c, acked > est ? acked - est : 0u, flight(c) - acked);
+		return 1;
 	}
 	/* RFC 6582 §3.2 (3) partial ACK: deflate by the amount acknowledged, add one
 	 * SMSS back if at least that much was acknowledged, retransmit the next hole. */
@@ -163,9 +183,10 @@ int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 	if (c->dupacks < 0xffffu)
 		c->dupacks++;
 	if (c->fl & IPK_TCPF_RECOVERY) {
-		/* RFC 6582 §3.2 (4): inflate for each segment that left the network. */
-		if (c->cwnd < IPK_TCP_CWND_MAX)
-			c->cwnd += c->mss;
+		if (c->rcvy)
+			reno_prr(ctx, c, c->mss, flight(c));
+		else if (c->cwnd < IPK_TCP_CWND_MAX)
+			c->cwnd += c->mss; /* RFC 6582 §3.2 (4): inflate per segment that left */
 		return 0;
 	}
 	/* RFC 6582 §3.2 (2): only when the ACK covers more than `recover`, so one loss
@@ -176,12 +197,16 @@ int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 	c->recover = c->snd_max;
 	c->cwnd = c->ssthresh + 3u * c->mss;
 	c->fl |= IPK_TCPF_RECOVERY;
+	ipk_tcp_prr_start(ctx, c);
+	if (c->rcvy)
+		reno_prr(ctx, c, c->mss, flight(c));
 	return 1;
 }
 
 void ipk_tcp_cc_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	ipk_tcp_cc_congestion(ctx, c, IPK_CC_EV_RTO);
+	ipk_tcp_prr_end(ctx, c);
 	c->dupacks = 0;
 	c->recover = c->snd_max;
 	c->fl &= ~IPK_TCPF_RECOVERY;

@@ -44,6 +44,7 @@ void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 	c->ooo = NULL;
 	c->ooo_n = 0;
 	ipk_tcp_sb_free(ctx, c);
+	ipk_tcp_prr_end(ctx, c);
 }
 
 uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack)
@@ -333,6 +334,7 @@ static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 		return;
 	if (c->fl & IPK_TCPF_SACK_OK)
 		ipk_tcp_rack_sent(ctx, c, seq, used);
+	ipk_tcp_prr_sent(c, seq, used);
 	if (again) {
 		/* Karn's rule (RFC 6298 §3): no RTT sample across a retransmission. */
 		c->fl &= ~IPK_TCPF_RTT_ON;

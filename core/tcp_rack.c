@@ -1,6 +1,7 @@
 /*
  * RACK-TLP (RFC 8985): time-based loss detection from per-segment transmit times
- * (kept on the send-queue pbs: pb->t last sent, pb->xmit 1 = once, 2 = again), the
+ * (kept on the send-queue pbs: pb->t last sent, pb->xmit 1 = once, 2 = again,
+ * IPK_TCP_XMIT_LOST = the retransmission was lost too), the
  * reordering window and its timer, and the tail loss probe. Works beside the SACK
  * scoreboard (tcp_sb.c), which holds RACK's per-flight state.
  */
@@ -64,7 +65,7 @@ static void rack_update(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 
 void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r)
 {
-	const struct ipk_pb *pb;
+	const struct ipk_pb *pb, *cur = ipk_tcp_sb_ranges(c);
 
 	if (!c->sb || !ctx->cfg.tcp_rack)
 		return;
@@ -73,7 +74,7 @@ void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l,
 
 		if (ipk_seq_le(end, l) || ipk_seq_gt(end, r) || pb->xmit == 0)
 			continue;
-		if (ipk_tcp_sb_sacked(c, pb->seq, end))
+		if (ipk_tcp_sb_sacked_at(&cur, pb->seq, end))
 			continue; /* delivered before */
 		rack_update(ctx, c, pb);
 	}
@@ -95,18 +96,23 @@ static int sent_before(const struct ipk_pb *rec, const struct ipk_pb *pb)
 	       (pb->t == IPK_SB_RACK_TS(rec) && ipk_seq_lt(pb->seq + pb->len, IPK_SB_RACK_END(rec)));
 }
 
-/* A lost retransmission sends HIGH_RXT back so NextSeg offers that hole again. */
-static void mark_pb_lost(struct ipk_conn *c, const struct ipk_pb *pb)
+/* A lost retransmission is marked on its pb, and only that hole is offered again
+ * (tcp_sb.c). Moving HIGH_RXT back to it instead re-offered every hole above it
+ * whose retransmission was still in flight: spurious retransmissions by the
+ * hundred after a large loss. */
+static void mark_pb_lost(struct ipk_conn *c, struct ipk_pb *pb)
 {
-	if (pb->xmit > 1 && ipk_seq_lt(pb->seq, IPK_SB_HIGH_RXT(c->sb)))
-		IPK_SB_HIGH_RXT(c->sb) = ipk_seq_lt(pb->seq, c->snd_una) ? c->snd_una : pb->seq;
+	if (pb->xmit == 2 && ipk_seq_lt(pb->seq, IPK_SB_HIGH_RXT(c->sb))) {
+		pb->xmit = IPK_TCP_XMIT_LOST;
+		c->fl |= IPK_TCPF_RTX_LOST;
+	}
 	ipk_tcp_sb_mark_lost(c, pb->seq + pb->len);
 }
 
 uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	struct ipk_pb *rec = c->sb;
-	const struct ipk_pb *pb;
+	struct ipk_pb *rec = c->sb, *pb;
+	const struct ipk_pb *cur = ipk_tcp_sb_ranges(c);
 	uint64_t wait = 0, rtt, reo;
 
 	if (!rec || !ctx->cfg.tcp_rack || IPK_SB_RACK_RTT(rec) == 0)
@@ -118,7 +124,7 @@ uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 		if (pb->xmit == 0)
 			break;
-		if (!sent_before(rec, pb) || ipk_tcp_sb_sacked(c, pb->seq, pb->seq + pb->len))
+		if (!sent_before(rec, pb) || ipk_tcp_sb_sacked_at(&cur, pb->seq, pb->seq + pb->len))
 			continue;
 		if (due <= ctx->now)
 			mark_pb_lost(c, pb);

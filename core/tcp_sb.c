@@ -5,9 +5,13 @@
  *
  * Holes are the unSACKed bytes between snd_una and snd_max. Two sequence numbers
  * describe them: holes below LOST_END are lost, holes below HIGH_RXT have been
- * retransmitted in this episode. Ranges beyond IPK_TCP_SB_MAX are not stored (the
+ * retransmitted in this episode. Ranges beyond ipk_tcp_sb_cap() are not stored (the
  * data they cover is treated as not SACKed, which costs a needless retransmission,
- * never a wrong delivery), so the memory per connection is bounded.
+ * never a wrong delivery), so the memory per connection is bounded: no more
+ * descriptors than half the segments its send buffer holds. A cap well below that
+ * (16 ranges, as before) forgot most SACKs after a slow-start overshoot, where a
+ * drop-tail queue drops every other segment: pipe then counted delivered data as in
+ * flight, recovery stalled and RACK resent data that had arrived.
  */
 #include <ipkit/core.h>
 #include <stddef.h>
@@ -39,6 +43,8 @@ static struct ipk_pb *rec_get(struct ipk_ctx *ctx, struct ipk_conn *c)
 	IPK_SB_HIGH_RXT(r) = c->snd_una;
 	IPK_SB_LOST_END(r) = c->snd_una;
 	IPK_SB_REO_MULT(r) = 1;
+	IPK_SB_NRANGES(r) = 0;
+	r->next = NULL;
 	c->sb = r;
 	return r;
 }
@@ -51,6 +57,7 @@ static void ranges_free(struct ipk_ctx *ctx, struct ipk_pb *r)
 		r->next = p->next;
 		ipk_pb_put(ctx, p);
 	}
+	IPK_SB_NRANGES(r) = 0;
 }
 
 void ipk_tcp_sb_free(struct ipk_ctx *ctx, struct ipk_conn *c)
@@ -60,6 +67,23 @@ void ipk_tcp_sb_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 	ranges_free(ctx, c->sb);
 	ipk_pb_put(ctx, c->sb);
 	c->sb = NULL;
+}
+
+uint32_t ipk_tcp_sb_cap(const struct ipk_conn *c)
+{
+	uint32_t n = c->mss ? c->sndbuf / c->mss / 2u : 0u;
+
+	return IPK_MIN(IPK_MAX(n, IPK_TCP_SB_MIN), IPK_TCP_SB_MAX);
+}
+
+int ipk_tcp_sb_sacked_at(const struct ipk_pb **cur, uint32_t l, uint32_t r)
+{
+	const struct ipk_pb *p = *cur;
+
+	while (p && ipk_seq_le(rng_end(p), l))
+		p = p->next;
+	*cur = p;
+	return p && ipk_seq_le(p->seq, l) && ipk_seq_ge(rng_end(p), r);
 }
 
 int ipk_tcp_sb_sacked(const struct ipk_conn *c, uint32_t l, uint32_t r)
@@ -93,17 +117,9 @@ static uint32_t sacked_in(const struct ipk_conn *c, uint32_t l, uint32_t r)
 	return n;
 }
 
-static uint32_t ranges_count(const struct ipk_pb *r)
-{
-	uint32_t n = 0;
-
-	for (r = r->next; r; r = r->next)
-		n++;
-	return n;
-}
-
 /* Merge [l, r) into the sorted, disjoint ranges. */
-static void range_add(struct ipk_ctx *ctx, struct ipk_pb *rec, uint32_t l, uint32_t r)
+static void range_add(struct ipk_ctx *ctx, const struct ipk_conn *c, struct ipk_pb *rec,
+                      uint32_t l, uint32_t r)
 {
 	struct ipk_pb **pp = &rec->next, *p, *q;
 
@@ -120,12 +136,13 @@ static void range_add(struct ipk_ctx *ctx, struct ipk_pb *rec, uint32_t l, uint3
 				nr = rng_end(q);
 			p->next = q->next;
 			ipk_pb_put(ctx, q);
+			IPK_SB_NRANGES(rec)--;
 		}
 		p->seq = nl;
 		p->len = nr - nl;
 		return;
 	}
-	if (ranges_count(rec) >= IPK_TCP_SB_MAX)
+	if (IPK_SB_NRANGES(rec) >= ipk_tcp_sb_cap(c))
 		return;
 	q = ipk_pb_get(ctx);
 	if (!q)
@@ -134,6 +151,7 @@ static void range_add(struct ipk_ctx *ctx, struct ipk_pb *rec, uint32_t l, uint3
 	q->len = r - l;
 	q->next = p;
 	*pp = q;
+	IPK_SB_NRANGES(rec)++;
 }
 
 /* The cumulative ACK moved: forget what it covers. */
@@ -146,6 +164,7 @@ static void sb_trim(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *rec)
 
 		rec->next = p->next;
 		ipk_pb_put(ctx, p);
+		IPK_SB_NRANGES(rec)--;
 	}
 	if (rec->next && ipk_seq_lt(rec->next->seq, una)) {
 		rec->next->len = rng_end(rec->next) - una;
@@ -214,7 +233,7 @@ static void sack_blocks_in(struct ipk_ctx *ctx, struct ipk_conn *c, const struct
 		if (!rec)
 			continue;
 		ipk_tcp_rack_delivered(ctx, c, l, r);
-		range_add(ctx, rec, l, r);
+		range_add(ctx, c, rec, l, r);
 	}
 }
 
@@ -274,6 +293,9 @@ void ipk_tcp_sb_recover(struct ipk_ctx *ctx, struct ipk_conn *c)
 	if (c->fl & IPK_TCPF_SACK_RCVY) {
 		if (ipk_seq_ge(c->snd_una, c->recover)) {
 			c->fl &= ~IPK_TCPF_SACK_RCVY;
+			/* RFC 6937 §3: recovery ends with cwnd = ssthresh. */
+			c->cwnd = c->ssthresh;
+			ipk_tcp_prr_end(ctx, c);
 			ipk_tcp_cc_recovery_exit(ctx, c);
 		}
 		return;
@@ -283,12 +305,24 @@ void ipk_tcp_sb_recover(struct ipk_ctx *ctx, struct ipk_conn *c)
 	c->fl |= IPK_TCPF_SACK_RCVY;
 	ctx->cnt.tcp_sack_recovery_episodes++;
 	ipk_tcp_cc_sack_enter(ctx, c);
+	ipk_tcp_prr_start(ctx, c);
+}
+
+/* RFC 6937 §3: DeliveredData = change_in(snd.una) + change_in(SACKd). `before` is
+ * what was SACKed from prev_una up before this ACK (ranges dropped for the bound
+ * can make the change negative: then nothing was delivered). */
+static uint32_t delivered_data(const struct ipk_conn *c, uint32_t prev_una, uint32_t before)
+{
+	uint32_t got = (c->snd_una - prev_una) + sacked_in(c, c->snd_una, c->snd_max);
+
+	return got > before ? got - before : 0u;
 }
 
 void ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s,
                        uint32_t prev_una, int dup)
 {
 	uint64_t reo = 0;
+	uint32_t before = sacked_in(c, prev_una, c->snd_max);
 
 	if (c->snd_una != prev_una)
 		c->dupacks = 0;
@@ -309,6 +343,11 @@ void ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 	if (ctx->cfg.tcp_rack)
 		reo = ipk_tcp_rack_detect(ctx, c);
 	ipk_tcp_sb_recover(ctx, c);
+	if (c->fl & IPK_TCPF_SACK_RCVY) {
+		uint32_t pipe = ipk_tcp_sb_pipe(c);
+
+		ipk_tcp_prr_ack(ctx, c, delivered_data(c, prev_una, before), pipe, pipe);
+	}
 	if (reo)
 		ipk_tcp_arm_loss_timer(ctx, c, reo);
 }
@@ -335,13 +374,50 @@ static int next_hole(const struct ipk_conn *c, uint32_t *seq, uint32_t *len)
 	return 1;
 }
 
+/* RFC 8985 §6.2 / RFC 6675 NextSeg (1): a hole below HIGH_RXT whose retransmission
+ * RACK found lost (tcp_rack.c) comes first. Clears the flag when none is left. */
+static int lost_rtx(struct ipk_conn *c, uint32_t *seq, uint32_t *len)
+{
+	const struct ipk_pb *pb, *cur = ipk_tcp_sb_ranges(c);
+	uint32_t hi = IPK_SB_HIGH_RXT(c->sb);
+
+	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, hi); pb = pb->next) {
+		uint32_t s = ipk_seq_lt(pb->seq, c->snd_una) ? c->snd_una : pb->seq;
+		uint32_t e = ipk_seq_lt(pb->seq + pb->len, hi) ? pb->seq + pb->len : hi;
+
+		if (pb->xmit != IPK_TCP_XMIT_LOST)
+			continue;
+		/* only the unSACKed part of the pb: a SACKed byte sent again is a duplicate */
+		ipk_tcp_sb_sacked_at(&cur, s, s);
+		while (cur && ipk_seq_le(cur->seq, s) && ipk_seq_lt(s, e)) {
+			s = rng_end(cur);
+			cur = cur->next;
+		}
+		if (cur && ipk_seq_lt(cur->seq, e))
+			e = cur->seq;
+		if (!ipk_seq_lt(s, e))
+			continue;
+		*seq = s;
+		*len = e - s;
+		return 1;
+	}
+	c->fl &= ~IPK_TCPF_RTX_LOST;
+	return 0;
+}
+
+static int next_seg(struct ipk_conn *c, uint32_t *seq, uint32_t *len, int *again)
+{
+	*again = (c->fl & IPK_TCPF_RTX_LOST) && lost_rtx(c, seq, len);
+	return *again || next_hole(c, seq, len);
+}
+
 void ipk_tcp_sb_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint32_t i, seq, len, pipe, end;
-	int rc;
+	int rc, again;
 
 	for (i = 0; i < IPK_TCP_OUTPUT_BURST && c->sb; i++) {
-		if (!next_hole(c, &seq, &len))
+		if (!next_seg(c, &seq, &len, &again))
 			return;
 		pipe = ipk_tcp_sb_pipe(c);
 		/* RFC 6675 §5 (C): send while cwnd - pipe >= 1 SMSS */
@@ -355,7 +431,8 @@ void ipk_tcp_sb_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 				c->retry_at = ctx->now + IPK_TCP_RETRY_NS;
 			return;
 		}
-		IPK_SB_HIGH_RXT(c->sb) = seq + (uint32_t)rc;
+		if (!again)
+			IPK_SB_HIGH_RXT(c->sb) = seq + (uint32_t)rc;
 	}
 }
 
@@ -370,7 +447,8 @@ int ipk_tcp_sb_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 		return 0;
 	if (c->nrtx > 1)
 		ranges_free(ctx, rec);
-	c->fl &= ~(IPK_TCPF_SACK_RCVY | IPK_TCPF_TLP_OUT);
+	c->fl &= ~(IPK_TCPF_SACK_RCVY | IPK_TCPF_TLP_OUT | IPK_TCPF_RTX_LOST);
+	ipk_tcp_prr_end(ctx, c);
 	IPK_SB_HIGH_RXT(rec) = c->snd_una;
 	IPK_SB_LOST_END(rec) = c->snd_max;
 	c->snd_nxt = c->snd_max;

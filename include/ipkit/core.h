@@ -403,7 +403,17 @@ struct ipk_config {
 	/* Redirection table, rss_reta_size queue numbers. Not copied: it must stay
 	 * valid and unchanged while the context lives. */
 	const uint16_t *rss_reta;
+
+	/* What fast recovery (SACK or NewReno) sends per ACK: IPK_PRR_SSRB (0, default)
+	 * RFC 6937 proportional rate reduction with the slow-start reduction bound,
+	 * IPK_PRR_CRB with the conservative bound, IPK_PRR_OFF none (RFC 6675 pipe
+	 * against cwnd = ssthresh, RFC 6582 window inflation). */
+	uint8_t tcp_prr;
 };
+
+#define IPK_PRR_SSRB 0u
+#define IPK_PRR_CRB 1u
+#define IPK_PRR_OFF 2u
 
 #define IPK_CONFIG_VERSION 1u
 

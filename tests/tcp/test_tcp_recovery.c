@@ -4,6 +4,7 @@
  * RFC 6675 hole retransmission, RACK's reordering timer and the tail loss probe
  * (RFC 8985).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -332,14 +333,20 @@ static void test_established_dsack_received_counts_spurious_retransmission(void)
 	finish(t);
 }
 
-static void test_established_sack_scoreboard_memory_is_bounded(void)
+static void small_sndbuf(struct ipk_config *c)
 {
-	struct th *t = th_new(base_cfg);
-	struct ipk_conn *c;
+	base_cfg(c);
+	c->tcp_sndbuf = 200 * 100; /* scoreboard cap: 20000 / 100 / 2 = 100 ranges */
+}
+
+/* MSS 100 and 80 segments out after three slow-start rounds; returns the first
+ * unacknowledged sequence. */
+static uint32_t open_80_small_segments(struct th *t, struct ipk_conn **cp)
+{
 	struct ipk_tcp_opts o = syn_opts(1, 0);
-	struct ipk_tcp_info in;
+	struct ipk_conn *c;
 	struct tseg s;
-	uint32_t d, blk[4][2], sq, i, j;
+	uint32_t d, i, j;
 
 	o.mss = 100; /* many segments in the initial window (RFC 6928: 14600 bytes) */
 	ipk_tcp_listen(t->ctx, ipk_htons(TH_LOCAL_PORT), 8);
@@ -349,6 +356,7 @@ static void test_established_sack_scoreboard_memory_is_bounded(void)
 	g_una = d;
 	peer(t, A, IRS + 1, d, 0, 0, 0, NULL, 0, NULL, 0);
 	c = t->conn;
+	*cp = c;
 	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 200 * 100, t->now), 200 * 100);
 	/* slow start: ACK every segment for three rounds, so 80 are out in the fourth */
 	for (i = 0; i < 3; i++) {
@@ -364,26 +372,75 @@ static void test_established_sack_scoreboard_memory_is_bounded(void)
 	while (th_next(t, &s))
 		;
 	CHECK(c->snd_max - d >= 80 * 100);
-	sq = t->npbs - ipk_pbs_free(t->ctx); /* the send queue's descriptors */
-	/* 40 disjoint SACKed segments, 4 blocks per ACK */
-	for (i = 0; i < 10; i++) {
-		for (j = 0; j < 4; j++) {
-			blk[j][0] = d + (2 * (4 * i + j) + 1) * 100;
-			blk[j][1] = blk[j][0] + 100;
-		}
-		peer(t, A, IRS + 1, d, 0, 0, 0, blk, 4, NULL, 0);
-	}
-	while (th_next(t, &s))
-		;
-	/* the record and at most IPK_TCP_SB_MAX ranges, whatever the window holds */
-	CHECK(t->npbs - ipk_pbs_free(t->ctx) <= sq + 1 + IPK_TCP_SB_MAX);
-	CHECK(ipk_tcp_info(c, &in) == IPK_OK && in.sacked_bytes > 0);
+	return d;
+}
+
+static void ack_all(struct th *t, struct ipk_conn *c)
+{
+	struct tseg s;
+	uint32_t i;
+
 	for (i = 0; i < 10 && c->snd_una != g_una + 200 * 100; i++) {
 		peer(t, A, IRS + 1, c->snd_max, 0, 0, 0, NULL, 0, NULL, 0);
 		while (th_next(t, &s))
 			;
 	}
 	CHECK_EQ(ipk_pbs_free(t->ctx), t->npbs);
+}
+
+/* `nacks` ACKs of 4 SACK blocks each: block k is [d + k*stride + off, +len). */
+static void sack_pattern(struct th *t, uint32_t d, uint32_t nacks, uint32_t stride, uint32_t off,
+                         uint32_t len)
+{
+	struct tseg s;
+	uint32_t blk[4][2], i, j;
+
+	for (i = 0; i < nacks; i++) {
+		for (j = 0; j < 4; j++) {
+			blk[j][0] = d + (4 * i + j) * stride + off;
+			blk[j][1] = blk[j][0] + len;
+		}
+		peer(t, A, IRS + 1, d, 0, 0, 0, blk, 4, NULL, 0);
+	}
+	while (th_next(t, &s))
+		;
+}
+
+/* Regression: the scoreboard kept 16 ranges, so after a drop-tail overshoot (every
+ * other segment lost) it forgot most SACKs; pipe counted delivered data as in flight
+ * and RACK resent it. Every whole-segment pattern of the window must fit. */
+static void test_established_sack_scoreboard_keeps_every_alternate_segment(void)
+{
+	struct th *t = th_new(small_sndbuf);
+	struct ipk_conn *c;
+	struct ipk_tcp_info in;
+	uint32_t d;
+
+	d = open_80_small_segments(t, &c);
+	sack_pattern(t, d, 10, 200, 100, 100); /* 40 disjoint SACKed segments */
+	CHECK(ipk_tcp_info(c, &in) == IPK_OK);
+	CHECK_EQ(in.sacked_bytes, 40 * 100);
+	CHECK_EQ(IPK_SB_NRANGES(c->sb), 40u);
+	ack_all(t, c);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+static void test_established_sack_scoreboard_memory_is_bounded(void)
+{
+	struct th *t = th_new(small_sndbuf);
+	struct ipk_conn *c;
+	struct ipk_tcp_info in;
+	uint32_t d, sq;
+
+	d = open_80_small_segments(t, &c);
+	sq = t->npbs - ipk_pbs_free(t->ctx); /* the send queue's descriptors */
+	sack_pattern(t, d, 75, 25, 10, 10); /* a hostile peer: 300 disjoint 10-byte blocks */
+	/* the record, the recovery episode and at most sndbuf / MSS / 2 ranges */
+	CHECK_EQ(ipk_tcp_sb_cap(c), 100u);
+	CHECK(t->npbs - ipk_pbs_free(t->ctx) <= sq + 2 + 100);
+	CHECK(ipk_tcp_info(c, &in) == IPK_OK && in.sacked_bytes > 0);
+	ack_all(t, c);
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
 }
@@ -524,6 +581,238 @@ static void test_established_rtt_from_timestamps_across_retransmission(void)
 	finish(t);
 }
 
+/* ------------------------------------------------------ PRR (RFC 6937) */
+
+/* RFC 6937 §3 by hand over RFC 6937 §4's two scenarios, in segments of 1000 bytes:
+ * ssthresh 10, RecoverFS 20, one segment delivered per ACK. `pipe0` is pipe on the
+ * first ACK of recovery; each later ACK takes one delivered segment out of pipe and
+ * puts back what was sent. */
+static void prr_by_hand(uint32_t pipe0, int crb, const uint32_t *want, int n)
+{
+	uint32_t delivered = 0, out = 0, pipe = pipe0 * 1000u, snd;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		delivered += 1000u;
+		if (i > 0)
+			pipe -= 1000u;
+		snd = ipk_tcp_prr_sndcnt(delivered, out, 20000u, 10000u, pipe, 1000u, 1000u, crb);
+		CHECK_EQ(snd, want[i] * 1000u);
+		out += snd;
+		pipe += snd;
+	}
+}
+
+static void test_prr_rfc6937_single_loss_sends_one_per_two_acks(void)
+{
+	/* pipe stays above ssthresh: the proportional part, ceil(delivered / 2) */
+	static const uint32_t want[] = {1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0};
+
+	prr_by_hand(18, 0, want, 16);
+	prr_by_hand(18, 1, want, 16); /* the bound never applies here */
+}
+
+static void test_prr_rfc6937_burst_loss_crb_and_ssrb(void)
+{
+	/* 15 of 20 lost: pipe 4 <= ssthresh, the reduction bound decides */
+	static const uint32_t crb[] = {1, 1, 1};
+	static const uint32_t ssrb[] = {2, 2, 2};
+
+	prr_by_hand(4, 1, crb, 3);
+	prr_by_hand(4, 0, ssrb, 3);
+	/* SSRB never sends past ssthresh */
+	CHECK_EQ(ipk_tcp_prr_sndcnt(5000u, 0u, 20000u, 10000u, 9500u, 1000u, 1000u, 0), 500u);
+}
+
+static uint8_t g_prr_mode;
+
+static void prr_cfg(struct ipk_config *c)
+{
+	no_rack(c); /* RFC 6675 IsLost alone marks the holes: the RFC's scenario */
+	c->tcp_prr = g_prr_mode;
+}
+
+static void prr_cfg_no_sack(struct ipk_config *c)
+{
+	no_sack_no_ts(c);
+	c->tcp_prr = g_prr_mode;
+}
+
+/* 20 segments out (cwnd 20 after ten slow-start ACKs), more queued. Returns the
+ * sequence of the first one out. */
+static uint32_t prr_open_20(struct th *t, int sack, struct ipk_conn **c)
+{
+	struct tseg s;
+	uint32_t d, i;
+
+	d = open_conn(t, sack, 0, c, &s) + 1;
+	CHECK_EQ(ipk_tcp_write(t->ctx, *c, g_buf, 60 * MSS, t->now), (int)(60 * MSS));
+	while (th_next(t, &s))
+		;
+	for (i = 1; i <= 10; i++) {
+		peer(t, A, IRS + 1, d + i * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+		while (th_next(t, &s))
+			;
+	}
+	CHECK_EQ((*c)->snd_max - (*c)->snd_una, 20 * MSS);
+	return d + 10 * MSS;
+}
+
+/* Data segments the last peer segment released: *rtx of them retransmissions. */
+static int sent_now(struct th *t, struct ipk_conn *c, int *rtx, uint32_t max_before)
+{
+	struct tseg s;
+	int n = 0;
+
+	*rtx = 0;
+	while (th_next(t, &s)) {
+		if (!s.len)
+			continue;
+		n++;
+		if (ipk_seq_lt(s.h.seq, max_before))
+			(*rtx)++;
+	}
+	(void)c;
+	return n;
+}
+
+/* SACK the segments [first, last] of the 20 out (numbered from u), one ACK each;
+ * fills sends[] with what each ACK released. */
+static void prr_sack_acks(struct th *t, struct ipk_conn *c, uint32_t u, uint32_t first,
+                          uint32_t last, int *sends, int *rtxs)
+{
+	uint32_t k, blk[1][2];
+
+	for (k = first; k <= last; k++) {
+		uint32_t max = c->snd_max;
+
+		blk[0][0] = u + first * MSS;
+		blk[0][1] = u + (k + 1) * MSS;
+		peer(t, A, IRS + 1, u, 0, 0, 0, blk, 1, NULL, 0);
+		sends[k - first] = sent_now(t, c, &rtxs[k - first], max);
+	}
+}
+
+/* RFC 6937 §4, second example, through the engine: segments 0-14 lost, the ACKs of
+ * 15-19 SACK the rest. ACKs 15 and 16 send new data (pipe < cwnd), ACK 17 enters
+ * recovery with pipe 4 (22 out, 3 SACKed, 15 lost) and ssthresh 11: PRR-CRB then
+ * resends one hole per ACK, PRR-SSRB two, RFC 6675 alone bursts 7. */
+static void prr_burst(uint8_t mode, const int *want_rtx)
+{
+	struct th *t;
+	struct ipk_conn *c;
+	int sends[5], rtxs[5], i;
+	uint32_t u;
+
+	g_prr_mode = mode;
+	t = th_new(prr_cfg);
+	u = prr_open_20(t, 1, &c);
+	prr_sack_acks(t, c, u, 15, 19, sends, rtxs);
+	CHECK_EQ(sends[0], 1);
+	CHECK_EQ(rtxs[0], 0);
+	CHECK_EQ(sends[1], 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_sack_recovery_episodes, 1);
+	for (i = 2; i < 5; i++) {
+		CHECK_EQ(rtxs[i], want_rtx[i - 2]);
+		CHECK_EQ(sends[i], want_rtx[i - 2]);
+	}
+	CHECK_EQ(c->ssthresh, 11 * MSS);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+static void test_established_prr_crb_burst_loss_one_hole_per_ack(void)
+{
+	static const int want[] = {1, 1, 1};
+
+	prr_burst(IPK_PRR_CRB, want);
+}
+
+static void test_established_prr_ssrb_burst_loss_two_holes_per_ack(void)
+{
+	static const int want[] = {2, 2, 2};
+
+	prr_burst(IPK_PRR_SSRB, want);
+}
+
+static void test_established_prr_off_burst_loss_rfc6675_bursts(void)
+{
+	static const int want[] = {7, 1, 1};
+
+	prr_burst(IPK_PRR_OFF, want);
+}
+
+/* RFC 6937 §4, first example, with SACK: segment 0 lost, ACKs 1-19 SACK the rest.
+ * From ACK 3 on (ssthresh 11, RecoverFS 22) one segment goes out per two ACKs, the
+ * first being the retransmission; then the hole is filled and recovery ends with
+ * cwnd = ssthresh. */
+static void test_established_prr_single_loss_one_segment_per_two_acks(void)
+{
+	struct th *t;
+	struct ipk_conn *c;
+	int sends[19], rtxs[19], i;
+	uint32_t u;
+
+	g_prr_mode = IPK_PRR_SSRB;
+	t = th_new(prr_cfg);
+	u = prr_open_20(t, 1, &c);
+	prr_sack_acks(t, c, u, 1, 19, sends, rtxs);
+	CHECK_EQ(sends[0], 1); /* pipe 19 < cwnd 20: new data */
+	CHECK_EQ(sends[1], 1);
+	CHECK_EQ(rtxs[2], 1); /* ACK 3: recovery, the hole goes first */
+	CHECK_EQ(sends[2], 1);
+	for (i = 3; i < 16; i++)
+		CHECK_EQ(sends[i], (i % 2) == 0 ? 1 : 0);
+	/* pipe reached ssthresh: the bound keeps it there (RFC 6937 §3) */
+	CHECK_EQ(ipk_tcp_sb_pipe(c), c->ssthresh);
+	CHECK_EQ(c->ssthresh, 11 * MSS);
+	peer(t, A, IRS + 1, c->snd_max, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK(!(c->fl & IPK_TCPF_SACK_RCVY));
+	CHECK(c->rcvy == NULL);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* The same loss without SACK (RFC 6937 §3 estimates one SMSS delivered per
+ * duplicate ACK): dupack 3 fast-retransmits, then new data goes out on every second
+ * duplicate ACK instead of nothing until half the window has drained and then one
+ * per ACK (RFC 6582 inflation). */
+static void test_established_prr_newreno_one_segment_per_two_dupacks(void)
+{
+	struct th *t;
+	struct ipk_conn *c;
+	int n, r, k;
+	uint32_t u;
+
+	g_prr_mode = IPK_PRR_SSRB;
+	t = th_new(prr_cfg_no_sack);
+	u = prr_open_20(t, 0, &c);
+	for (k = 1; k <= 19; k++) {
+		uint32_t max = c->snd_max;
+
+		peer(t, A, IRS + 1, u, 0, 0, 0, NULL, 0, NULL, 0);
+		n = sent_now(t, c, &r, max);
+		if (k < 3) {
+			CHECK_EQ(n, 0);
+		} else if (k == 3) {
+			CHECK_EQ(n, 1); /* the fast retransmission */
+			CHECK_EQ(r, 1);
+		} else {
+			CHECK_EQ(r, 0);
+			if (k < 15)
+				CHECK_EQ(n, (k % 2) == 1 ? 1 : 0);
+		}
+	}
+	CHECK_EQ(c->ssthresh, 10 * MSS);
+	/* the flight less what the 19 duplicate ACKs stand for is ssthresh */
+	CHECK_EQ(c->snd_max - c->snd_una - 19 * MSS, c->ssthresh);
+	peer(t, A, IRS + 1, c->snd_max, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK(!(c->fl & IPK_TCPF_RECOVERY));
+	CHECK(c->rcvy == NULL);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 int main(void)
 {
 	RUN(test_listen_syn_sack_ts_negotiated);
@@ -535,7 +824,15 @@ int main(void)
 	RUN(test_established_sack_scoreboard_merges_and_ignores_outside);
 	RUN(test_established_sack_recovery_retransmits_only_holes);
 	RUN(test_established_dsack_received_counts_spurious_retransmission);
+	RUN(test_established_sack_scoreboard_keeps_every_alternate_segment);
 	RUN(test_established_sack_scoreboard_memory_is_bounded);
+	RUN(test_prr_rfc6937_single_loss_sends_one_per_two_acks);
+	RUN(test_prr_rfc6937_burst_loss_crb_and_ssrb);
+	RUN(test_established_prr_crb_burst_loss_one_hole_per_ack);
+	RUN(test_established_prr_ssrb_burst_loss_two_holes_per_ack);
+	RUN(test_established_prr_off_burst_loss_rfc6675_bursts);
+	RUN(test_established_prr_single_loss_one_segment_per_two_acks);
+	RUN(test_established_prr_newreno_one_segment_per_two_dupacks);
 	RUN(test_established_rack_marks_lost_after_reorder_window);
 	RUN(test_established_tlp_probes_last_segment_after_pto);
 	RUN(test_established_paws_drops_old_tsval_and_acks);
