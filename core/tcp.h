@@ -414,6 +414,8 @@ uint32_t ipk_tcp_sb_sacked_bytes(const struct ipk_conn *c);
 uint32_t ipk_tcp_sb_pipe(const struct ipk_conn *c);
 /* Retransmit lost holes while cwnd allows (RFC 6675 §5 (C), NextSeg rule 1). */
 void ipk_tcp_sb_output(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* RFC 6675 §4 NextSeg (4): the one rescue retransmission of a recovery episode. */
+void ipk_tcp_sb_rescue(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* RTO with SACK: everything not SACKed is lost; returns 0 when it cannot help. */
 int ipk_tcp_sb_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c);
 int ipk_tcp_sb_sacked(const struct ipk_conn *c, uint32_t l, uint32_t r);
@@ -439,7 +441,12 @@ void ipk_tcp_prr_start(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_prr_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t delivered, uint32_t pipe,
                      uint32_t base);
 /* [seq, seq+len) went out during recovery: prr_out. */
-void ipk_tcp_prr_sent(struct ipk_conn *c, uint32_t seq, uint32_t len);
+void ipk_tcp_prr_sent(const struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len);
+/* PRR decides this episode's sending (an episode record and tcp_prr not off). */
+IPK_INLINE int ipk_tcp_prr_active(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	return c->rcvy != NULL && ctx->cfg.tcp_prr != IPK_PRR_OFF;
+}
 void ipk_tcp_prr_end(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* RFC 6937 §3 sndcnt for one ACK (pure; exposed for the unit tests). crb: PRR-CRB. */
 uint32_t ipk_tcp_prr_sndcnt(uint32_t prr_delivered, uint32_t prr_out, uint32_t recover_fs,

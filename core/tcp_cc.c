@@ -165,7 +165,7 @@ int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uin
 		ipk_tcp_cc_recovery_exit(ctx, c);
 		return 0;
 	}
-	if (c->rcvy) {
+	if (ipk_tcp_prr_active(ctx, c)) {
 		/* RFC 6937 in place of RFC 6582's deflation; the hole is still resent. */
 		reno_prr(ctx, c, acked > est ? acked - est : 0u, flight(c) - acked);
 		return 1;
@@ -183,7 +183,7 @@ int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 	if (c->dupacks < 0xffffu)
 		c->dupacks++;
 	if (c->fl & IPK_TCPF_RECOVERY) {
-		if (c->rcvy)
+		if (ipk_tcp_prr_active(ctx, c))
 			reno_prr(ctx, c, c->mss, flight(c));
 		else if (c->cwnd < IPK_TCP_CWND_MAX)
 			c->cwnd += c->mss; /* RFC 6582 §3.2 (4): inflate per segment that left */
@@ -198,7 +198,7 @@ int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 	c->cwnd = c->ssthresh + 3u * c->mss;
 	c->fl |= IPK_TCPF_RECOVERY;
 	ipk_tcp_prr_start(ctx, c);
-	if (c->rcvy)
+	if (ipk_tcp_prr_active(ctx, c))
 		reno_prr(ctx, c, c->mss, flight(c));
 	return 1;
 }

@@ -334,7 +334,7 @@ static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 		return;
 	if (c->fl & IPK_TCPF_SACK_OK)
 		ipk_tcp_rack_sent(ctx, c, seq, used);
-	ipk_tcp_prr_sent(c, seq, used);
+	ipk_tcp_prr_sent(ctx, c, seq, used);
 	if (again) {
 		/* Karn's rule (RFC 6298 §3): no RTT sample across a retransmission. */
 		c->fl &= ~IPK_TCPF_RTT_ON;
@@ -547,6 +547,8 @@ static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c)
 		if (!output_one(ctx, c))
 			break;
 	}
+	if (c->sb)
+		ipk_tcp_sb_rescue(ctx, c); /* RFC 6675 NextSeg (4), after rules (1) and (2) */
 	/* RFC 9293 §3.8.6.1: data waiting behind a zero window needs the persist timer. */
 	if (c->snd_wnd == 0 && ipk_seq_lt(c->snd_nxt, ipk_tcp_data_end(c)) &&
 	    c->snd_nxt == c->snd_una && c->rtx_at == 0 && c->persist_at == 0)

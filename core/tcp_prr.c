@@ -7,7 +7,8 @@
  * recovery with the flight close to ssthresh.
  *
  * The per-episode counters live in a pb descriptor drawn at recovery entry (c->rcvy)
- * and returned at its end, so an idle connection carries none of them. When the pool
+ * and returned at its end, so an idle connection carries none of them; it also
+ * remembers the episode's RFC 6675 rescue retransmission (tcp_sb.c). When the pool
  * is empty the episode runs without PRR (cwnd = ssthresh, as RFC 6675 §5 has it).
  *
  * The engine's send paths allow cwnd - pipe; PRR's output is sndcnt, so on each ACK
@@ -27,8 +28,6 @@ void ipk_tcp_prr_start(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	struct ipk_pb *r = c->rcvy;
 
-	if (ctx->cfg.tcp_prr == IPK_PRR_OFF)
-		return;
 	if (!r) {
 		r = ipk_pb_get(ctx);
 		if (!r)
@@ -83,7 +82,7 @@ void ipk_tcp_prr_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t delivered
 	struct ipk_pb *r = c->rcvy;
 	uint32_t snd;
 
-	if (!r)
+	if (!ipk_tcp_prr_active(ctx, c))
 		return;
 	IPK_RCVY_DELIVERED(r) += delivered;
 	snd = ipk_tcp_prr_sndcnt(IPK_RCVY_DELIVERED(r), IPK_RCVY_OUT(r), IPK_RCVY_FS(r), c->ssthresh,
@@ -95,11 +94,11 @@ void ipk_tcp_prr_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t delivered
 	c->cwnd = IPK_MIN(base + snd, IPK_TCP_CWND_MAX);
 }
 
-void ipk_tcp_prr_sent(struct ipk_conn *c, uint32_t seq, uint32_t len)
+void ipk_tcp_prr_sent(const struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len)
 {
 	struct ipk_pb *r = c->rcvy;
 
-	if (!r || len == 0)
+	if (!ipk_tcp_prr_active(ctx, c) || len == 0)
 		return;
 	IPK_RCVY_OUT(r) += len;
 	/* Without a scoreboard (NewReno) the flight does not grow when a segment is

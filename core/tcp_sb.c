@@ -455,6 +455,65 @@ int ipk_tcp_sb_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 	return 1;
 }
 
+/* The highest unSACKed, outstanding sequence range: [*lo, *hi) with hi - 1 the
+ * highest unSACKed byte (or our FIN) and lo where the SACKed range below it ends. */
+static int top_unsacked(const struct ipk_conn *c, uint32_t *lo, uint32_t *hi)
+{
+	const struct ipk_pb *p;
+	uint32_t l = c->snd_una, h = c->snd_max;
+
+	for (p = c->sb->next; p; p = p->next) {
+		if (p->next == NULL && rng_end(p) == h)
+			h = p->seq; /* the top of the window was SACKed */
+	}
+	for (p = c->sb->next; p && ipk_seq_lt(p->seq, h); p = p->next) {
+		if (ipk_seq_le(rng_end(p), h) && ipk_seq_gt(rng_end(p), l))
+			l = rng_end(p);
+	}
+	*lo = l;
+	*hi = h;
+	return ipk_seq_lt(l, h);
+}
+
+/*
+ * RFC 6675 §4 NextSeg (4), the rescue retransmission: when no lost hole (rule 1)
+ * and no new data (rule 2) can use the room cwnd leaves, resend one segment of up
+ * to SMSS holding the highest outstanding unSACKed byte, so that a loss at the
+ * tail of the window, with nothing more to send, is repaired by the ACK clock and
+ * not by the RTO. Once per recovery: RescueRxt = RecoveryPoint, and HighACK cannot
+ * exceed that before the episode ends. HighRxt is not moved. Only bytes above
+ * HighRxt are rescued: the rest was just resent by rule (1).
+ */
+void ipk_tcp_sb_rescue(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_pb *r = c->rcvy;
+	uint32_t pipe, lo, hi, seq, end, len, s2, l2;
+	int rc, again;
+
+	if (!(c->fl & IPK_TCPF_SACK_RCVY) || !r || !c->sb ||
+	    (IPK_RCVY_FLAGS(r) & IPK_RCVY_F_RESCUED))
+		return;
+	pipe = ipk_tcp_sb_pipe(c);
+	if (c->cwnd <= pipe || c->cwnd - pipe < c->mss || next_seg(c, &s2, &l2, &again))
+		return;
+	if (ipk_seq_lt(c->snd_nxt, ipk_tcp_data_end(c)) || !top_unsacked(c, &lo, &hi))
+		return; /* rule (2) still has new data to offer */
+	/* Data below HighRxt went out again in this episode already (rule 1): a rescue
+	 * of it would be a duplicate, not a probe of the tail. */
+	if (!ipk_seq_gt(hi, IPK_SB_HIGH_RXT(c->sb)))
+		return;
+	if (ipk_seq_lt(lo, IPK_SB_HIGH_RXT(c->sb)))
+		lo = IPK_SB_HIGH_RXT(c->sb);
+	seq = hi - IPK_MIN(hi - lo, c->mss);
+	end = ipk_tcp_data_end(c);
+	len = ipk_seq_lt(seq, end) ? (ipk_seq_lt(hi, end) ? hi : end) - seq : 0u;
+	rc = ipk_tcp_xmit(ctx, c, seq, len, IPK_TCP_X_FIN);
+	if (rc <= 0)
+		return;
+	IPK_RCVY_FLAGS(r) |= IPK_RCVY_F_RESCUED;
+	ctx->cnt.tcp_rescue_rtx++;
+}
+
 uint32_t ipk_tcp_sb_sacked_bytes(const struct ipk_conn *c)
 {
 	return sacked_in(c, c->snd_una, c->snd_max);

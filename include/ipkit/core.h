@@ -177,6 +177,7 @@ struct ipk_counters {
 	uint64_t tcp_paws_drops;      /* segments dropped by PAWS (also drop[IPK_DROP_TCP_PAWS]) */
 	uint64_t tcp_sack_invalid;    /* SACK blocks ignored: outside snd_una..snd_max or malformed */
 	uint64_t tcp_dsack_tx;        /* D-SACK blocks sent */
+	uint64_t tcp_rescue_rtx;      /* RFC 6675 rescue retransmissions (one per recovery) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); never NULL. */

@@ -813,6 +813,67 @@ static void test_established_prr_newreno_one_segment_per_two_dupacks(void)
 	finish(t);
 }
 
+/* ------------------------------------------- RFC 6675 rescue retransmission */
+
+/* Ten segments and nothing more to send; 0 and 9 are lost, the peer SACKs 1-8.
+ * Rule (1) resends 0; with no new data (rule 2) the room cwnd leaves goes to one
+ * rescue of the highest unSACKed segment, 9 (NextSeg (4)), so the tail loss does not
+ * wait for an RTO. A second duplicate ACK in the same episode gets no second rescue. */
+static void test_established_rescue_retransmits_tail_once_per_recovery(void)
+{
+	struct th *t = th_new(no_rack);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, blk[1][2], seen[8];
+	int n = 0;
+
+	d = open_conn(t, 1, 0, &c, &s) + 1;
+	send_segs(t, c, 10);
+	blk[0][0] = d + MSS;
+	blk[0][1] = d + 9 * MSS;
+	peer(t, A, IRS + 1, d, 0, 0, 0, blk, 1, NULL, 0);
+	while (n < 8 && th_next(t, &s))
+		if (s.len)
+			seen[n++] = s.h.seq - d;
+	CHECK_EQ(n, 2);
+	CHECK_EQ(seen[0], 0);
+	CHECK_EQ(seen[1], 9 * MSS);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rescue_rtx, 1);
+	CHECK_EQ(IPK_SB_HIGH_RXT(c->sb), d + MSS); /* the rescue does not move HighRxt */
+	/* the same episode: more duplicate ACKs bring no second rescue */
+	peer(t, A, IRS + 1, d, 0, 0, 0, blk, 1, NULL, 0);
+	peer(t, A, IRS + 1, d, 0, 0, 0, blk, 1, NULL, 0);
+	CHECK(!th_next(t, &s) || s.len == 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rescue_rtx, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_retransmits, 2);
+	peer(t, A, IRS + 1, d + 10 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK(!(c->fl & IPK_TCPF_SACK_RCVY));
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, 0);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* With new data queued, rule (2) sends it and no rescue is made. */
+static void test_established_rescue_not_while_new_data_waits(void)
+{
+	struct th *t = th_new(no_rack);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, blk[1][2];
+
+	d = open_conn(t, 1, 0, &c, &s) + 1;
+	send_segs(t, c, 10);
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 10 * MSS, t->now), (int)(10 * MSS));
+	blk[0][0] = d + MSS;
+	blk[0][1] = d + 9 * MSS;
+	peer(t, A, IRS + 1, d, 0, 0, 0, blk, 1, NULL, 0);
+	while (th_next(t, &s))
+		CHECK(s.h.seq != d + 9 * MSS);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rescue_rtx, 0);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 int main(void)
 {
 	RUN(test_listen_syn_sack_ts_negotiated);
@@ -833,6 +894,8 @@ int main(void)
 	RUN(test_established_prr_off_burst_loss_rfc6675_bursts);
 	RUN(test_established_prr_single_loss_one_segment_per_two_acks);
 	RUN(test_established_prr_newreno_one_segment_per_two_dupacks);
+	RUN(test_established_rescue_retransmits_tail_once_per_recovery);
+	RUN(test_established_rescue_not_while_new_data_waits);
 	RUN(test_established_rack_marks_lost_after_reorder_window);
 	RUN(test_established_tlp_probes_last_segment_after_pto);
 	RUN(test_established_paws_drops_old_tsval_and_acks);
