@@ -40,7 +40,9 @@ struct bench_flow {
 	uint64_t timed_out;        /* rx_seq + 1 when its timeout was counted (TCP) */
 	uint64_t *sent_ns;         /* admit time, indexed by request % depth */
 	int open;                  /* connected and not closed */
+	int busy;                  /* the transport is inside its send loop (re-entrancy) */
 	void *handle;              /* the transport's */
+	uint64_t cid;              /* the transport's connection id, where it has one */
 	uint32_t idx;              /* position in the worker's array */
 };
 

@@ -1,6 +1,8 @@
 /* Per-second lines and the summary (formats in bench_report.h). */
 #include "bench_report.h"
 
+#include <stddef.h>
+
 #define NS_PER_S 1000000000ull
 
 void bench_counters_add(struct bench_counters *a, const struct bench_counters *b)
@@ -13,6 +15,26 @@ void bench_counters_add(struct bench_counters *a, const struct bench_counters *b
 	a->timeouts += b->timeouts;
 	a->connect_fails += b->connect_fails;
 	a->conns += b->conns;
+}
+
+void bench_counters_publish(struct bench_counters *pub, const struct bench_counters *c)
+{
+	const uint64_t *src = (const uint64_t *)(const void *)c;
+	uint64_t *dst = (uint64_t *)(void *)pub;
+	size_t i;
+	for (i = 0; i < sizeof(*c) / sizeof(uint64_t); i++)
+		__atomic_store_n(&dst[i], src[i], __ATOMIC_RELAXED);
+}
+
+void bench_counters_add_published(struct bench_counters *sum, const struct bench_counters *pub)
+{
+	struct bench_counters c;
+	uint64_t *dst = (uint64_t *)(void *)&c;
+	const uint64_t *src = (const uint64_t *)(const void *)pub;
+	size_t i;
+	for (i = 0; i < sizeof(c) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	bench_counters_add(sum, &c);
 }
 
 uint64_t bench_errors(const struct bench_counters *c)

@@ -30,6 +30,11 @@ struct bench_counters {
 /* Fold b into a (conns too: threads' gauges add up). */
 void bench_counters_add(struct bench_counters *a, const struct bench_counters *b);
 uint64_t bench_errors(const struct bench_counters *c);
+/* Threads: a worker publishes its counters (relaxed atomic stores, field by field) and
+ * the printing thread adds up what was published; a line may mix two instants of one
+ * worker, which is fine for a per-second rate. */
+void bench_counters_publish(struct bench_counters *pub, const struct bench_counters *c);
+void bench_counters_add_published(struct bench_counters *sum, const struct bench_counters *pub);
 
 struct bench_report {
 	const struct bench_opts *o;

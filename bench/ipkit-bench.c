@@ -11,6 +11,7 @@
  * in the received buffer, then released to the window with ipk_tcp_recved).
  */
 #include "bench_flow.h"
+#include "bench_workers.h"
 
 #include "app.h"
 
@@ -419,13 +420,19 @@ static void ib_finish(struct ib *b)
 		ipk_node_poll(b->n, 1);
 }
 
-static int ib_threads_check(const struct bench_opts *o)
+/* -T > 1 or a thread model other than the single loop: the workers runtime. */
+static int ib_use_workers(const struct bench_opts *o)
 {
-	if (o->threads == 1)
+	if (o->threads == 1 && o->model == BENCH_MODEL_UNIFIED)
 		return 0;
-	fprintf(stderr, "ipkit-bench: -T %u: multi-thread runtime not available yet in this "
-	        "build (single thread only; ipkit-bench-linux has -T)\n", o->threads);
+#if IB_HAVE_WORKERS
+	return 1;
+#else
+	fprintf(stderr, "ipkit-bench: -T %u / --model %s: the multi-core runtime is not "
+	        "available yet in this build (single thread only; ipkit-bench-linux has -T)\n",
+	        o->threads, bench_model_name(o->model));
 	return -1;
+#endif
 }
 
 int main(int argc, char **argv)
@@ -437,8 +444,11 @@ int main(int argc, char **argv)
 	int rc = bench_opts_parse(&o, BENCH_PROG_IPKIT, argc, argv, stdout, stderr);
 	if (rc != BENCH_OPTS_OK)
 		return rc == BENCH_OPTS_HELP ? BENCH_EXIT_OK : BENCH_EXIT_USAGE;
-	if (ib_threads_check(&o) < 0)
-		return BENCH_EXIT_USAGE;
+	switch (ib_use_workers(&o)) {
+	case 1: return bench_workers_run(&o);
+	case -1: return BENCH_EXIT_USAGE;
+	default: break;
+	}
 	b = (struct ib *)calloc(1, sizeof(*b));
 	if (!b || bench_worker_init(&b->w, &o, o.client ? o.conns : 0) < 0)
 		return BENCH_EXIT_SETUP;

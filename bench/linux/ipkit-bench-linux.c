@@ -61,26 +61,15 @@ static uint64_t lx_now(void)
 
 static void lx_publish(struct lx_thread *t)
 {
-	const uint64_t *src = (const uint64_t *)(const void *)&t->w.c;
-	uint64_t *dst = (uint64_t *)(void *)&t->pub;
-	size_t i;
-	for (i = 0; i < sizeof(t->pub) / sizeof(uint64_t); i++)
-		__atomic_store_n(&dst[i], src[i], __ATOMIC_RELAXED);
+	bench_counters_publish(&t->pub, &t->w.c);
 }
 
 static void lx_collect(struct lx_thread *ts, uint32_t n, struct bench_counters *sum)
 {
 	uint32_t k;
-	size_t i;
 	memset(sum, 0, sizeof(*sum));
-	for (k = 0; k < n; k++) {
-		struct bench_counters c;
-		uint64_t *dst = (uint64_t *)(void *)&c;
-		const uint64_t *src = (const uint64_t *)(const void *)&ts[k].pub;
-		for (i = 0; i < sizeof(c) / sizeof(uint64_t); i++)
-			dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
-		bench_counters_add(sum, &c);
-	}
+	for (k = 0; k < n; k++)
+		bench_counters_add_published(sum, &ts[k].pub);
 }
 
 static void lx_sockaddr(struct sockaddr_in *sa, uint32_t ip4_be, uint16_t port)

@@ -1,0 +1,424 @@
+/* ipkit-bench over the workers runtime (see bench_workers.h). */
+#include "bench_workers.h"
+
+#include "bench_flow.h"
+
+#include <ipkit/runtime.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BW_SEND_MAX (64u * 1024u)
+#define BW_ROUNDS 64
+
+struct bw_worker {
+	struct bench_worker w;
+	struct bench_counters pub;   /* w.c for the printing thread */
+	int started;
+};
+
+struct bw {
+	const struct bench_opts *o;
+	struct bw_worker *ws;
+};
+
+/* Server side of one connection: refs held for their echo, in order (linked by
+ * ->user), the first not yet handed to ipk_app_send, as in examples/echo_workers.c. */
+struct bw_srv {
+	struct bench_flow *f;
+	struct ipk_pkt *head, *tail, *unsent;
+	int in_send, fin, closing;
+};
+
+static struct bw_worker *bw_of(struct ipk_app *a)
+{
+	return (struct bw_worker *)ipk_app_state(a);
+}
+
+static uint64_t bw_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------ client */
+
+/* Hand admitted bytes to the stack in buffers of ours (freed by sent). UNIFIED runs
+ * sent inside ipk_app_send, which calls us again: the busy flag makes that a no-op. */
+static void bw_kick(struct ipk_app *a, struct bench_flow *f)
+{
+	struct bench_worker *w = &bw_of(a)->w;
+	int round;
+	if (f->busy || !f->open)
+		return;
+	f->busy = 1;
+	for (round = 0; round < BW_ROUNDS; round++) {
+		uint8_t *buf;
+		uint32_t n;
+		if (!bench_flow_tx_pending(w, f) &&
+		    (w->o->mode != BENCH_BURST || !bench_worker_admit(w, f, bw_now())))
+			break;
+		buf = (uint8_t *)malloc(BW_SEND_MAX);
+		if (!buf)
+			break;
+		n = bench_flow_tx_fill(w, f, buf, BW_SEND_MAX, 0);
+		if (ipk_app_send(a, f->cid, buf, n) < 0) { /* IPK_EAGAIN: sent kicks again */
+			free(buf);
+			break;
+		}
+		bench_flow_tx_done(w, f, n);
+	}
+	f->busy = 0;
+}
+
+static void bw_connected(struct ipk_app *a, uint64_t cid, void *user)
+{
+	struct bw_worker *bw = bw_of(a);
+	struct bench_flow *f = (struct bench_flow *)user;
+	f->cid = cid;
+	f->open = 1;
+	bw->w.c.conns++;
+	bench_worker_admit(&bw->w, f, bw_now());
+	bw_kick(a, f);
+	bench_counters_publish(&bw->pub, &bw->w.c);
+}
+
+static void bw_client_data(struct ipk_app *a, struct bench_flow *f, struct ipk_pkt *ref,
+                           const uint8_t *data, uint32_t len)
+{
+	struct bench_worker *w = &bw_of(a)->w;
+	uint64_t now = bw_now();
+	if (!ref) { /* the server closed its side during the run */
+		if (!w->stopping)
+			w->c.closes++;
+		ipk_app_close(a, f->cid);
+		return;
+	}
+	bench_flow_rx(w, f, data, len, now);
+	ipk_app_release(a, f->cid, ref, len);
+	if (w->o->mode == BENCH_PINGPONG && bench_worker_admit(w, f, now))
+		bw_kick(a, f);
+}
+
+/* ------------------------------------------------------------------ server */
+
+static void bw_srv_send(struct ipk_app *a, struct bw_srv *s)
+{
+	if (s->in_send)
+		return;
+	s->in_send = 1;
+	while (s->unsent) {
+		struct ipk_pkt *k = s->unsent;
+		s->unsent = (struct ipk_pkt *)k->user;
+		if (ipk_app_send(a, s->f->cid, ipk_pkt_mtod(k), k->len) < 0) {
+			s->unsent = k;
+			break;
+		}
+	}
+	s->in_send = 0;
+}
+
+static void bw_srv_maybe_close(struct ipk_app *a, struct bw_srv *s)
+{
+	if (s->fin && !s->head && !s->closing) {
+		s->closing = 1;
+		ipk_app_close(a, s->f->cid);
+	}
+}
+
+static void *bw_accepted(struct ipk_app *a, uint64_t cid, const struct ipk_tuple *t)
+{
+	struct bw_worker *bw = bw_of(a);
+	struct bw_srv *s = (struct bw_srv *)calloc(1, sizeof(*s));
+	(void)t;
+	if (!s || !(s->f = bench_flow_new(&bw->w))) {
+		free(s);
+		ipk_app_close(a, cid);
+		return NULL;
+	}
+	s->f->cid = cid;
+	s->f->open = 1;
+	bw->w.c.conns++;
+	return s;
+}
+
+static void bw_srv_data(struct ipk_app *a, struct bw_srv *s, struct ipk_pkt *ref, uint32_t len)
+{
+	struct bench_worker *w = &bw_of(a)->w;
+	if (!ref) {
+		s->fin = 1;
+		bw_srv_maybe_close(a, s);
+		return;
+	}
+	bench_flow_server_rx(w, s->f, len);
+	if (w->o->mode != BENCH_PINGPONG) {
+		ipk_app_release(a, s->f->cid, ref, len);
+		return;
+	}
+	/* the ref is ours until released: --corrupt-echo may write into it */
+	bench_flow_maybe_corrupt(w, ipk_pkt_mtod(ref), ref->len);
+	ref->user = NULL;
+	if (s->tail)
+		s->tail->user = ref;
+	else
+		s->head = ref;
+	s->tail = ref;
+	if (!s->unsent)
+		s->unsent = ref;
+	bw_srv_send(a, s);
+}
+
+static void bw_srv_sent(struct ipk_app *a, struct bw_srv *s, uint32_t len)
+{
+	struct ipk_pkt *k = s->head;
+	if (!k)
+		return;
+	s->head = (struct ipk_pkt *)k->user;
+	if (!s->head)
+		s->tail = NULL;
+	bw_of(a)->w.c.tx_bytes += len;
+	ipk_app_release(a, s->f->cid, k, len);
+	bw_srv_send(a, s);
+	bw_srv_maybe_close(a, s);
+}
+
+static void bw_srv_free(struct ipk_app *a, struct bw_srv *s)
+{
+	while (s->head) { /* refs must be given back even after closed */
+		struct ipk_pkt *k = s->head;
+		s->head = (struct ipk_pkt *)k->user;
+		ipk_app_release(a, s->f->cid, k, 0);
+	}
+	bench_flow_free(s->f);
+	free(s);
+}
+
+/* ------------------------------------------------------------------ events */
+
+static void bw_start(struct ipk_app *a, unsigned worker)
+{
+	struct bw *b = (struct bw *)ipk_app_arg(a);
+	struct bw_worker *bw = &b->ws[worker];
+	uint32_t i;
+	ipk_app_set_state(a, bw);
+	if (!b->o->client) {
+		ipk_app_listen(a, ipk_htons(b->o->port));
+	} else {
+		for (i = 0; i < bw->w.nflows; i++) {
+			struct bench_flow *f = &bw->w.flows[i];
+			f->handle = f; /* "connect pending" until connected or closed */
+			if (ipk_app_connect(a, b->o->server_ip4_be, ipk_htons(b->o->port), f) < 0) {
+				f->handle = NULL;
+				bw->w.c.connect_fails++;
+			}
+		}
+	}
+	__atomic_store_n(&bw->started, 1, __ATOMIC_RELEASE);
+}
+
+static void bw_stop(struct ipk_app *a)
+{
+	struct bw_worker *bw = bw_of(a);
+	uint32_t i;
+	bw->w.stopping = 1;
+	for (i = 0; i < bw->w.nflows; i++)
+		if (bw->w.flows[i].handle && !bw->w.flows[i].open)
+			bw->w.c.connect_fails++; /* never opened during the whole run */
+	bench_counters_publish(&bw->pub, &bw->w.c);
+}
+
+static void bw_data(struct ipk_app *a, uint64_t cid, void *user, struct ipk_pkt *ref,
+                    const uint8_t *data, uint32_t len)
+{
+	struct bw_worker *bw = bw_of(a);
+	if (!user) {
+		if (ref)
+			ipk_app_release(a, cid, ref, len);
+		return;
+	}
+	if (bw->w.o->client)
+		bw_client_data(a, (struct bench_flow *)user, ref, data, len);
+	else
+		bw_srv_data(a, (struct bw_srv *)user, ref, len);
+	bench_counters_publish(&bw->pub, &bw->w.c);
+}
+
+static void bw_sent(struct ipk_app *a, uint64_t cid, void *user, const void *buf, uint32_t len)
+{
+	struct bw_worker *bw = bw_of(a);
+	(void)cid;
+	if (!user)
+		return;
+	if (!bw->w.o->client) {
+		bw_srv_sent(a, (struct bw_srv *)user, len);
+		return;
+	}
+	free((void *)(uintptr_t)buf);
+	bw_kick(a, (struct bench_flow *)user);
+}
+
+static void bw_closed(struct ipk_app *a, uint64_t cid, void *user, enum ipk_close_reason why)
+{
+	struct bw_worker *bw = bw_of(a);
+	struct bench_flow *f;
+	(void)cid;
+	if (!user)
+		return;
+	if (!bw->w.o->client) {
+		bw->w.c.conns--;
+		bw_srv_free(a, (struct bw_srv *)user);
+		return;
+	}
+	f = (struct bench_flow *)user;
+	f->handle = NULL;
+	if (!f->open) {
+		bw->w.c.connect_fails++;
+		return;
+	}
+	f->open = 0;
+	bw->w.c.conns--;
+	if (!bw->w.stopping && why != IPK_CLOSE_NORMAL)
+		bw->w.c.closes++;
+}
+
+static const struct ipk_app_ops bw_ops = {
+	.start = bw_start,
+	.stop = bw_stop,
+	.accepted = bw_accepted,
+	.connected = bw_connected,
+	.data = bw_data,
+	.sent = bw_sent,
+	.closed = bw_closed,
+};
+
+/* ------------------------------------------------------------------ main */
+
+static int bw_check(const struct bench_opts *o)
+{
+	const char *why = o->proto == 17 ? "UDP (the workers runtime carries TCP only)" :
+	                  o->rate ? "-r (the workers runtime has no application timer)" : NULL;
+	if (!why)
+		return 0;
+	fprintf(stderr, "ipkit-bench: -T/--model cannot run %s; use -T 1 without --model\n", why);
+	return -1;
+}
+
+static struct ipk_workers *bw_start_all(const struct bench_opts *o, struct bw *b)
+{
+	struct ipk_workers_cfg cfg;
+	struct ipk_workers *ws;
+	char err[256], spec[512];
+	if (o->pcap)
+		snprintf(spec, sizeof(spec), "%s,pcap=%s", o->io, o->pcap);
+	else
+		snprintf(spec, sizeof(spec), "%s", o->io);
+	ipk_workers_cfg_default(&cfg);
+	cfg.node.io_spec = spec;
+	cfg.node.ip4_be = o->ip4_be;
+	cfg.node.prefix_len = o->prefix_len;
+	cfg.node.gateway_be = o->gw_be;
+	cfg.node.busy_poll = o->busy_poll;
+	cfg.nworkers = o->threads;
+	cfg.model = o->model == BENCH_MODEL_MERGE ? IPK_MODEL_MERGE :
+	            o->model == BENCH_MODEL_SPLIT ? IPK_MODEL_SPLIT : IPK_MODEL_UNIFIED;
+	cfg.steer = IPK_STEER_SOFT;
+	cfg.app = &bw_ops;
+	cfg.app_arg = b;
+	ws = ipk_workers_start(&cfg, err, sizeof(err));
+	if (!ws)
+		fprintf(stderr, "ipkit-bench: %s\n", err[0] ? err : "workers did not start");
+	return ws;
+}
+
+/* Print a line a second until the duration is over or SIGINT/SIGTERM. */
+static void bw_report(struct bw *b, struct bench_report *r)
+{
+	const struct bench_opts *o = b->o;
+	uint64_t end = o->duration_s ? bw_now() + o->duration_s * 1000000000ull : UINT64_MAX;
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	while (bw_now() < end) {
+		struct timespec d = { 0, 20000000 };
+		struct bench_counters sum;
+		uint32_t k;
+		if (sigtimedwait(&sigs, NULL, &d) > 0)
+			break;
+		memset(&sum, 0, sizeof(sum));
+		for (k = 0; k < o->threads; k++)
+			bench_counters_add_published(&sum, &b->ws[k].pub);
+		bench_report_tick(r, &sum, bw_now());
+	}
+}
+
+static int bw_finish(struct bw *b, struct bench_report *r)
+{
+	struct bench_counters sum;
+	struct hist *lat = (struct hist *)malloc(sizeof(*lat));
+	uint32_t k;
+	int rc;
+	if (!lat)
+		return BENCH_EXIT_SETUP;
+	hist_init(lat);
+	memset(&sum, 0, sizeof(sum));
+	for (k = 0; k < b->o->threads; k++) {
+		bench_counters_add(&sum, &b->ws[k].w.c);
+		hist_merge(lat, &b->ws[k].w.lat);
+	}
+	bench_report_summary(r, &sum, lat, bw_now());
+	rc = bench_exit_status(b->o, &sum);
+	free(lat);
+	return rc;
+}
+
+int bench_workers_run(const struct bench_opts *o)
+{
+	struct bw b;
+	struct bench_report r;
+	struct ipk_workers *ws;
+	sigset_t sigs;
+	uint32_t k;
+	int rc;
+	if (bw_check(o) < 0)
+		return BENCH_EXIT_USAGE;
+	b.o = o;
+	b.ws = (struct bw_worker *)calloc(o->threads, sizeof(*b.ws));
+	if (!b.ws)
+		return BENCH_EXIT_SETUP;
+	for (k = 0; k < o->threads; k++) {
+		uint32_t share = o->client ? o->conns / o->threads + (k < o->conns % o->threads) : 0;
+		if (bench_worker_init(&b.ws[k].w, o, share) < 0)
+			return BENCH_EXIT_SETUP;
+	}
+	/* the workers inherit the mask, so only bw_report takes the signals */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	ws = bw_start_all(o, &b);
+	if (!ws)
+		return BENCH_EXIT_SETUP;
+	for (k = 0; k < o->threads; k++) /* start hooks (listen, connect) have run */
+		while (!__atomic_load_n(&b.ws[k].started, __ATOMIC_ACQUIRE)) {
+			struct timespec d = { 0, 1000000 };
+			nanosleep(&d, NULL);
+		}
+	if (!o->client)
+		fprintf(stderr, "ipkit-bench: serving on %s port %u (tcp, %u workers, %s)\n", o->io,
+		        o->port, o->threads, bench_model_name(o->model));
+	bench_report_start(&r, o, stdout, bw_now());
+	bw_report(&b, &r);
+	ipk_workers_stop(ws);
+	rc = bw_finish(&b, &r);
+	ipk_workers_destroy(ws);
+	for (k = 0; k < o->threads; k++)
+		bench_worker_free(&b.ws[k].w);
+	free(b.ws);
+	return rc;
+}
