@@ -296,6 +296,19 @@ void bench_flow_rx_datagram(struct bench_worker *w, struct bench_flow *f, const 
 	complete(w, f, now);
 }
 
+void bench_flow_closed(struct bench_worker *w, struct bench_flow *f, int normal)
+{
+	f->handle = NULL;
+	if (!f->open) {
+		w->c.connect_fails++;
+		return;
+	}
+	f->open = 0;
+	w->c.conns--;
+	if (!w->stopping && !normal)
+		w->c.closes++;
+}
+
 void bench_flow_server_rx(struct bench_worker *w, struct bench_flow *f, uint32_t n)
 {
 	uint32_t len = w->pay.len;

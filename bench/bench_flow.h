@@ -92,6 +92,9 @@ void bench_flow_rx(struct bench_worker *w, struct bench_flow *f, const uint8_t *
 /* Client receive of one datagram (must be exactly one whole request). */
 void bench_flow_rx_datagram(struct bench_worker *w, struct bench_flow *f, const uint8_t *data,
                             uint32_t n, uint64_t now);
+/* A client connection ended (normal: both FINs exchanged). One that never opened
+ * counts as a failed connect; one the peer ended during the run as a close. */
+void bench_flow_closed(struct bench_worker *w, struct bench_flow *f, int normal);
 /* Server receive: count n bytes (stream) and the requests they complete. */
 void bench_flow_server_rx(struct bench_worker *w, struct bench_flow *f, uint32_t n);
 /* Echo bytes a server's transport did not take yet (it stops reading meanwhile, so

@@ -48,30 +48,42 @@ static uint64_t bw_now(void)
 /* ------------------------------------------------------------------ client */
 
 /* Hand admitted bytes to the stack in buffers of ours (freed by sent). UNIFIED runs
- * sent inside ipk_app_send, which calls us again: the busy flag makes that a no-op. */
-static void bw_kick(struct ipk_app *a, struct bench_flow *f)
+ * sent inside ipk_app_send, which calls us again: then busy = 2 asks the running loop
+ * for another pass, since no later event may come to resume a burst sender. */
+static int bw_kick_pass(struct ipk_app *a, struct bench_flow *f)
 {
 	struct bench_worker *w = &bw_of(a)->w;
 	int round;
-	if (f->busy || !f->open)
-		return;
-	f->busy = 1;
-	for (round = 0; round < BW_ROUNDS; round++) {
+	for (round = 0; round < BW_ROUNDS && f->open; round++) {
 		uint8_t *buf;
 		uint32_t n;
 		if (!bench_flow_tx_pending(w, f) &&
 		    (w->o->mode != BENCH_BURST || !bench_worker_admit(w, f, bw_now())))
-			break;
+			return 0;
 		buf = (uint8_t *)malloc(BW_SEND_MAX);
 		if (!buf)
-			break;
+			return 0;
 		n = bench_flow_tx_fill(w, f, buf, BW_SEND_MAX, 0);
 		if (ipk_app_send(a, f->cid, buf, n) < 0) { /* IPK_EAGAIN: sent kicks again */
 			free(buf);
-			break;
+			return 0;
 		}
 		bench_flow_tx_done(w, f, n);
 	}
+	return 1;
+}
+
+static void bw_kick(struct ipk_app *a, struct bench_flow *f)
+{
+	if (f->busy) {
+		f->busy = 2;
+		return;
+	}
+	do {
+		f->busy = 1;
+		if (bw_kick_pass(a, f)) /* rounds bound hit: come back at once */
+			f->busy = 2;
+	} while (f->busy == 2 && f->open);
 	f->busy = 0;
 }
 
@@ -264,7 +276,6 @@ static void bw_sent(struct ipk_app *a, uint64_t cid, void *user, const void *buf
 static void bw_closed(struct ipk_app *a, uint64_t cid, void *user, enum ipk_close_reason why)
 {
 	struct bw_worker *bw = bw_of(a);
-	struct bench_flow *f;
 	(void)cid;
 	if (!user)
 		return;
@@ -273,16 +284,7 @@ static void bw_closed(struct ipk_app *a, uint64_t cid, void *user, enum ipk_clos
 		bw_srv_free(a, (struct bw_srv *)user);
 		return;
 	}
-	f = (struct bench_flow *)user;
-	f->handle = NULL;
-	if (!f->open) {
-		bw->w.c.connect_fails++;
-		return;
-	}
-	f->open = 0;
-	bw->w.c.conns--;
-	if (!bw->w.stopping && why != IPK_CLOSE_NORMAL)
-		bw->w.c.closes++;
+	bench_flow_closed(&bw->w, (struct bench_flow *)user, why == IPK_CLOSE_NORMAL);
 }
 
 static const struct ipk_app_ops bw_ops = {

@@ -291,7 +291,6 @@ static void ib_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
                       enum ipk_close_reason why, void *opaque)
 {
 	struct ib *b = ib_of(opaque);
-	struct bench_flow *f;
 	(void)ctx;
 	(void)c;
 	(void)why;
@@ -305,16 +304,7 @@ static void ib_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 		free(s);
 		return;
 	}
-	f = (struct bench_flow *)user;
-	f->handle = NULL;
-	if (!f->open) {
-		b->w.c.connect_fails++; /* the active open failed */
-		return;
-	}
-	f->open = 0;
-	b->w.c.conns--;
-	if (!b->w.stopping && why != IPK_CLOSE_NORMAL)
-		b->w.c.closes++;
+	bench_flow_closed(&b->w, (struct bench_flow *)user, why == IPK_CLOSE_NORMAL);
 }
 
 static void ib_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,

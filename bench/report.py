@@ -135,6 +135,32 @@ def plots(rows, out):
     return made
 
 
+def models_section(rows, notes, out):
+    """ipkit-bench -T 2 under each thread model next to the twin's -T 2: table and bars."""
+    res = [r for r in rows if r["series"] == "models"]
+    if not res:
+        return [notes.get("models", "no thread-model runs"), ""]
+    lines = ["Server with 2 threads, TCP ping-pong, 64-byte requests, 16 connections from "
+             "the twin client with 2 threads.", "",
+             "| server | req/s | p50/p99 us | errors |", "|---|---:|---:|---|"]
+    for r in res:
+        s = r["summary"]
+        lines.append("| %s | %s | %s / %s | %s |" % (
+            r["system"], fmt(s.get("req_per_s"), ".0f"), fmt(lat(s, "p50"), ".1f"),
+            fmt(lat(s, "p99"), ".1f"), s.get("errors")))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+    ax.bar([r["system"] for r in res], [r["summary"].get("req_per_s") or 0 for r in res],
+           color=["#1f77b4"] * (len(res) - 1) + ["#ff7f0e"])
+    ax.set_title("2 server threads: thread models side by side (TCP ping-pong, 16 conns)",
+                 fontsize=10)
+    ax.set_ylabel("requests/s")
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "models.png"))
+    plt.close(fig)
+    return lines + ["", "![thread models](models.png)", ""]
+
+
 def inmem_table(res, notes):
     """bench/inmem's JSON lines (two engines in one process over an in-memory wire)."""
     if not res:
@@ -192,8 +218,7 @@ def main():
     md += ["## Plots", ""]
     for title, fname in made:
         md += ["![%s](%s)" % (title, fname), ""]
-    md += ["## Thread models", ""]
-    md += [notes.get("models", "See models.png.") if "models" in notes else "See models.png.", ""]
+    md += ["## Thread models", ""] + models_section(rows, notes, out)
     md += ["## In-memory harness", ""]
     md += inmem_table([r["summary"] for r in rows if r["series"] == "inmem"], notes)
     with open(os.path.join(out, "report.md"), "w") as f:
