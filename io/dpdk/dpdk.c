@@ -27,6 +27,8 @@
  */
 #include "dpdk_internal.h"
 
+#ifdef IPK_DPDK_REAL
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -684,3 +686,7 @@ const struct ipk_io_backend ipk_io_dpdk_backend = {
 	"dpdk", sizeof(struct dp_priv), dp_open, dp_rx_burst, dp_tx_burst, dp_flush,
 	dp_fd, dp_arm, dp_close,
 };
+
+#else  /* !IPK_DPDK_REAL: dpdk_stub.c stands in */
+typedef int ipk_dpdk_dpdk_unused_;
+#endif

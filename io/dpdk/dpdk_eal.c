@@ -9,6 +9,8 @@
  */
 #include "dpdk_internal.h"
 
+#ifdef IPK_DPDK_REAL
+
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -149,3 +151,7 @@ int ipk_dpdk_eal_ensure(char *err, size_t errlen)
 	pthread_mutex_unlock(&eal_lock);
 	return rc;
 }
+
+#else  /* !IPK_DPDK_REAL: dpdk_stub.c stands in */
+typedef int ipk_dpdk_dpdk_eal_unused_;
+#endif

@@ -13,6 +13,17 @@
 
 #include "io_internal.h"
 
+/* IPK_DPDK_REAL: compiled for real only when the DPDK headers are on the include path
+ * (meson adds them from pkg-config) and the compiler targets the machine meson found
+ * libdpdk for. A cross compile of the same sources (the portability gate's i686 and
+ * s390x builds) gets the stubs in dpdk_stub.c, which have nothing to link against. */
+#if defined(__has_include) && defined(IPK_DPDK_PTR_SIZE)
+#if __has_include(<rte_ethdev.h>) && IPK_DPDK_PTR_SIZE == __SIZEOF_POINTER__
+#define IPK_DPDK_REAL 1
+#endif
+#endif
+
+#ifdef IPK_DPDK_REAL
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
@@ -63,4 +74,5 @@ void ipk_dpdk_port_release(struct ipk_dpdk_port *p, uint16_t queue);
 /* The one-line summary of what was enabled ("dpdk:net_tap0 (port 0, net_tap): ..."). */
 void ipk_dpdk_port_describe(const struct ipk_dpdk_port *p, char *buf, size_t len);
 
+#endif /* IPK_DPDK_REAL */
 #endif

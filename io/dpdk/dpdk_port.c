@@ -15,6 +15,8 @@
  */
 #include "dpdk_internal.h"
 
+#ifdef IPK_DPDK_REAL
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -431,3 +433,7 @@ void ipk_dpdk_port_release(struct ipk_dpdk_port *p, uint16_t queue)
 	}
 	pthread_mutex_unlock(&port_lock);
 }
+
+#else  /* !IPK_DPDK_REAL: dpdk_stub.c stands in */
+typedef int ipk_dpdk_dpdk_port_unused_;
+#endif

@@ -1,8 +1,11 @@
 /*
- * This build has no DPDK (pkg-config found no libdpdk): the EAL helper says so, and
- * the registry answers "not compiled into this build" for dpdk: specs.
+ * Stand-ins when the DPDK backend cannot be compiled for real (no libdpdk found by
+ * pkg-config, or a cross compile of the sources without the target's DPDK headers):
+ * the EAL helper says so, and the backend refuses to open with the reason.
  */
-#include "io_internal.h"
+#include "dpdk_internal.h"
+
+#ifndef IPK_DPDK_REAL
 
 #include <errno.h>
 #include <string.h>
@@ -18,3 +21,19 @@ int ipk_io_dpdk_eal(int argc, char **argv, char *err, size_t errlen)
 			                  "then reconfigure)");
 	return 0;
 }
+
+static int dp_stub_open(struct ipk_io *io, const struct ipk_io_args *a, char *err,
+                        size_t errlen)
+{
+	(void)io;
+	return ipk_io_err(err, errlen, ENOTSUP, "dpdk:%s: this build has no DPDK headers for "
+	                  "its target (Debian: libdpdk-dev)", a->dev);
+}
+
+const struct ipk_io_backend ipk_io_dpdk_backend = {
+	"dpdk", 0, dp_stub_open, NULL, NULL, NULL, NULL, NULL, NULL,
+};
+
+#else
+typedef int ipk_dpdk_stub_unused_;
+#endif
