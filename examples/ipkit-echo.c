@@ -2,6 +2,11 @@
  * ipkit-echo: TCP and UDP echo server (RFC 862) on a real link.
  *
  *   ipkit-echo --io tap:ipk0 --ip 10.7.0.2/24 [--port 7] [--udp-port 7]
+ *   ipkit-echo --io tap:ipk0 --ip 10.7.0.2/24 --workers 2 --model merge
+ *
+ * With --workers or --model the program runs on the multi-core runtime
+ * (ipk_workers_start) and the echo is the message-style application in
+ * echo_workers.c; without them, a single node with the core's callbacks, below.
  *
  * TCP echo is zero-copy: each payload is cloned (a new descriptor over the received
  * buffer) and queued with ipk_tcp_send. Received bytes are released to the window
@@ -9,6 +14,7 @@
  * not read its echoes is slowed down by flow control instead of filling our memory.
  */
 #include "app.h"
+#include "echo_workers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,7 +167,85 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ipkit-echo --io SPEC --ip A.B.C.D/N [options]\n"
 	           "TCP and UDP echo server (RFC 862).\n\n"
 	           "  --port N         TCP port, 0 = none (default 7)\n"
-	           "  --udp-port N     UDP port, 0 = none (default 7)\n%s", app_common_help);
+	           "  --udp-port N     UDP port, 0 = none (default 7; single node only)\n"
+	           "multi-core (any of these selects it; TCP only):\n"
+	           "  --workers N      N worker threads, each its own stack context (default 1)\n"
+	           "  --model M        unified: the app runs in the stack thread's callbacks\n"
+	           "                   (default); merge: app and stack threads share a CPU and\n"
+	           "                   wake each other through eventfds; split: app and stack\n"
+	           "                   threads on separate CPUs busy-poll their queues\n"
+	           "  --steer S        soft: one reader thread hashes frames (Toeplitz RSS) to\n"
+	           "                   the workers (default, any backend); queues: worker i\n"
+	           "                   opens queue i of the backend (afxdp, NIC RSS)\n"
+	           "  --cpus LIST      CPUs to pin to, comma separated: the soft reader first,\n"
+	           "                   then per worker its stack thread (and app thread for\n"
+	           "                   split); reused from the start when short\n"
+	           "  --connect A.B.C.D:PORT  also act as echo client: every worker opens\n"
+	           "                   --conns connections (active opens), sends one message,\n"
+	           "                   checks the echo and closes; exit when all are done\n"
+	           "  --conns N        client connections per worker (default 10)\n"
+	           "  --msg-size N     client message bytes, 1..1024 (default 64)\n"
+	           "  --timeout S      client: give up after S seconds (default 60)\n"
+	           "  Per-worker counters are printed on exit (wrong_queue must be 0).\n%s",
+	        app_common_help);
+}
+
+/* Multi-core options; 1 consumed, 0 not ours, -1 bad value. */
+static int mc_opt(struct ew_opts *m, int *used, int argc, char **argv, int *i)
+{
+	const char *v;
+	char *end;
+	int r;
+
+	if ((r = app_arg("--workers", argc, argv, i, &v)) != 0) {
+		long n = r > 0 ? strtol(v, &end, 10) : 0;
+		if (r < 0 || *end || n < 1 || n > IPK_WORKERS_MAX)
+			return -1;
+		m->nworkers = (unsigned)n;
+	} else if ((r = app_arg("--model", argc, argv, i, &v)) != 0) {
+		if (r < 0 || (m->model = ipk_model_parse(v)) < 0)
+			return -1;
+	} else if ((r = app_arg("--steer", argc, argv, i, &v)) != 0) {
+		if (r < 0 || (strcmp(v, "soft") != 0 && strcmp(v, "queues") != 0))
+			return -1;
+		m->steer = strcmp(v, "soft") == 0 ? IPK_STEER_SOFT : IPK_STEER_QUEUES;
+	} else if ((r = app_arg("--cpus", argc, argv, i, &v)) != 0) {
+		for (m->ncpus = 0; r > 0 && *v && m->ncpus < sizeof(m->cpus) / sizeof(m->cpus[0]);) {
+			m->cpus[m->ncpus++] = (int)strtol(v, &end, 10);
+			if (end == v || (*end && *end != ','))
+				return -1;
+			v = *end ? end + 1 : end;
+		}
+		if (r < 0)
+			return -1;
+	} else if ((r = app_arg("--connect", argc, argv, i, &v)) != 0) {
+		char ip[32];
+		const char *colon = r > 0 ? strchr(v, ':') : NULL;
+		long p = colon ? strtol(colon + 1, &end, 10) : 0;
+		if (!colon || (size_t)(colon - v) >= sizeof(ip) || *end || p < 1 || p > 65535)
+			return -1;
+		memcpy(ip, v, (size_t)(colon - v));
+		ip[colon - v] = 0;
+		if (app_parse_ip4(ip, &m->connect_ip4_be, NULL) < 0)
+			return -1;
+		m->connect_port_be = ipk_htons((uint16_t)p);
+	} else if ((r = app_arg("--conns", argc, argv, i, &v)) != 0) {
+		m->conns = r > 0 ? (uint32_t)strtoul(v, &end, 10) : 0;
+		if (r < 0 || *end || m->conns == 0)
+			return -1;
+	} else if ((r = app_arg("--msg-size", argc, argv, i, &v)) != 0) {
+		m->msg_size = r > 0 ? (uint32_t)strtoul(v, &end, 10) : 0;
+		if (r < 0 || *end || m->msg_size == 0 || m->msg_size > 1024)
+			return -1;
+	} else if ((r = app_arg("--timeout", argc, argv, i, &v)) != 0) {
+		m->timeout_s = r > 0 ? (unsigned)strtoul(v, &end, 10) : 0;
+		if (r < 0 || *end)
+			return -1;
+	} else {
+		return 0;
+	}
+	*used = 1;
+	return 1;
 }
 
 static int parse_port(const char *v, uint16_t *port_be)
@@ -179,6 +263,8 @@ static int parse_port(const char *v, uint16_t *port_be)
 int main(int argc, char **argv)
 {
 	struct app_opts o;
+	struct ew_opts m;
+	int multi = 0;
 	struct echo_app a;
 	struct ipk_node *n;
 	volatile int *stop;
@@ -186,6 +272,11 @@ int main(int argc, char **argv)
 
 	app_opts_default(&o);
 	memset(&a, 0, sizeof(a));
+	memset(&m, 0, sizeof(m));
+	m.nworkers = 1;
+	m.conns = 10;
+	m.msg_size = 64;
+	m.timeout_s = 60;
 	a.tcp_port_be = a.udp_port_be = ipk_htons(7);
 	for (i = 1; i < argc; i++) {
 		const char *v;
@@ -204,6 +295,13 @@ int main(int argc, char **argv)
 				return APP_EXIT_USAGE;
 			continue;
 		}
+		if ((r = mc_opt(&m, &multi, argc, argv, &i)) != 0) {
+			if (r < 0) {
+				fprintf(stderr, "ipkit-echo: bad value for %s (see --help)\n", argv[i]);
+				return APP_EXIT_USAGE;
+			}
+			continue;
+		}
 		if ((r = app_arg("--udp-port", argc, argv, &i, &v)) != 0) {
 			if (r < 0 || parse_port(v, &a.udp_port_be) < 0)
 				return APP_EXIT_USAGE;
@@ -211,6 +309,18 @@ int main(int argc, char **argv)
 		}
 		fprintf(stderr, "ipkit-echo: unknown argument '%s' (see --help)\n", argv[i]);
 		return APP_EXIT_USAGE;
+	}
+	if (multi) {
+		if (!o.io || !o.ip4_be) {
+			fprintf(stderr, "both --io SPEC and --ip A.B.C.D/N are required (see --help)\n");
+			return APP_EXIT_USAGE;
+		}
+		if (o.cpu >= 0 && m.ncpus == 0) {
+			m.cpus[0] = o.cpu;
+			m.ncpus = 1;
+		}
+		m.port_be = a.tcp_port_be;
+		return ew_main(&o, &m);
 	}
 	stop = app_stop_flag();
 	n = app_node(&o, &echo_events, &a, NULL);

@@ -269,7 +269,7 @@ static int node_core_init(struct ipk_node *n, char *err, size_t errlen)
 
 static int node_check_cfg(const struct ipk_node_cfg *cfg, char *err, size_t errlen)
 {
-	if (!cfg->io_spec || !cfg->io_spec[0]) {
+	if (!cfg->io_open && (!cfg->io_spec || !cfg->io_spec[0])) {
 		snprintf(err, errlen, "no backend given (e.g. tap:ipk0, afpacket:veth1)");
 		return -EINVAL;
 	}
@@ -324,8 +324,12 @@ struct ipk_node *ipk_node_create(const struct ipk_node_cfg *cfg, char *err, size
 	n->pool = ipk_pool_create(&n->cfg.pool, err, errlen);
 	if (!n->pool)
 		goto fail;
-	node_open_spec(n, spec, sizeof(spec));
-	n->io = ipk_io_open(spec, n->pool, err, errlen);
+	if (n->cfg.io_open)
+		n->io = n->cfg.io_open(n->pool, n->cfg.io_open_arg, err, errlen);
+	else {
+		node_open_spec(n, spec, sizeof(spec));
+		n->io = ipk_io_open(spec, n->pool, err, errlen);
+	}
 	if (!n->io)
 		goto fail;
 	if (node_core_init(n, err, errlen) < 0)

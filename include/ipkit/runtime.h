@@ -16,9 +16,9 @@
  * `opaque` they receive is the node: ipk_node_app(opaque) returns cfg.app. Callbacks
  * may call the core API on ipk_node_ctx(node) with ipk_node_now(node).
  *
- * Several queues / threads: one node per queue, each on its own thread, sharing
- * nothing on the packet path (the DPDK/multi-core issue builds on ipk_node_create with
- * cfg.queue and cfg.cpu).
+ * Several queues / threads: ipk_workers_start (below) runs one node per worker
+ * thread, sharing nothing on the packet path, with RSS steering and a choice of
+ * thread model.
  */
 #ifndef IPKIT_RUNTIME_H
 #define IPKIT_RUNTIME_H
@@ -46,6 +46,11 @@ struct ipk_node_cfg {
 	const struct ipk_ops *events; /* only the event members are used; may be NULL */
 	void *app;
 	void (*core_tweak)(struct ipk_config *cfg, void *app); /* last word on the core config */
+	/* (optional) Open the backend yourself instead of from io_spec: called once
+	 * from ipk_node_create with the node's pool; the node owns what it returns and
+	 * closes it with ipk_io_close. NULL with a message in err on failure. */
+	struct ipk_io *(*io_open)(struct ipk_pool *pool, void *arg, char *err, size_t errlen);
+	void *io_open_arg;
 };
 void ipk_node_cfg_default(struct ipk_node_cfg *cfg);
 
@@ -70,6 +75,152 @@ struct ipk_node *ipk_node_from(void *opaque);
 /* Frames the core sent that the backend never took (device queue stuck while the
  * node's own transmit batch was full); dropped and counted, TCP retransmits them. */
 uint64_t ipk_node_tx_drops(const struct ipk_node *n);
+
+/* ================================================================ workers
+ *
+ * N worker threads, each with its own node (context, backend queue, pools), sharing
+ * nothing on the packet path. A connection lives on one worker for its whole life:
+ *
+ *   - Steering. Every worker's context gets the same Toeplitz key and redirection
+ *     table (ipk_config.rss_*) and its own queue number = its index, so a frame of a
+ *     flow goes to worker reta[hash % reta_size] and active opens pick local ports
+ *     that hash back to the caller (core/rss.c).
+ *       IPK_STEER_QUEUES: the backend has one queue per worker (afxdp queue=Q, DPDK
+ *         with RSS programmed with the same key and table); node i opens queue i.
+ *       IPK_STEER_SOFT: one reader thread owns the single backend queue, hashes each
+ *         received frame and passes it to its worker over an SPSC ring; frames that
+ *         are not IPv4 (ARP) go to every worker. Workers hand transmitted frames back
+ *         to the reader over SPSC rings (the backend is not thread-safe and its pool
+ *         is the reader's; one copy each way keeps every pool single-threaded).
+ *   - Checking. Every worker hashes each IPv4 frame it receives and counts those
+ *     that do not map to it (ipk_worker_stats.wrong_queue, which must stay 0).
+ *   - Thread models (the application side, struct ipk_app_ops, identical code in all):
+ *       IPK_MODEL_UNIFIED: app callbacks run inside the networking thread, from the
+ *         core's callbacks; commands execute at once.
+ *       IPK_MODEL_MERGE: a networking and an application thread per worker, pinned
+ *         to the same CPU; events and commands travel over SPSC rings and the idle
+ *         side sleeps on an eventfd the other side signals (only when armed).
+ *       IPK_MODEL_SPLIT: the same two threads on separate CPUs, busy-polling the
+ *         rings (no sleeping, no system calls on the message path).
+ */
+
+#define IPK_MODEL_UNIFIED 0
+#define IPK_MODEL_MERGE 1
+#define IPK_MODEL_SPLIT 2
+
+#define IPK_STEER_SOFT 0
+#define IPK_STEER_QUEUES 1
+
+#define IPK_WORKERS_MAX 64
+/* ipk_app_send calls a connection may have outstanding (not yet reported by sent). */
+#define IPK_APP_SENDQ 32
+
+struct ipk_workers;
+struct ipk_app; /* one worker's application handle */
+
+/*
+ * The application interface, message style. Every callback runs on the worker's
+ * application thread (the networking thread itself under IPK_MODEL_UNIFIED), one
+ * worker's callbacks never concurrently. `cid` names a connection for the worker that
+ * reported it; it is never reused while the app can still see it (a generation count
+ * is part of it). All members are optional.
+ */
+struct ipk_app_ops {
+	/* Worker start, on its application thread, before any other event: listen,
+	 * connect, set up per-worker state (ipk_app_set_state). */
+	void (*start)(struct ipk_app *a, unsigned worker);
+	/* Worker stop, after the last event. */
+	void (*stop)(struct ipk_app *a);
+	/* A passive open completed; the return value is the connection's user pointer,
+	 * handed to its later events. */
+	void *(*accepted)(struct ipk_app *a, uint64_t cid, const struct ipk_tuple *t);
+	/* An ipk_app_connect completed (user as given there). */
+	void (*connected)(struct ipk_app *a, uint64_t cid, void *user);
+	/* In-order payload, zero-copy: `len` bytes at `data`, inside the packet `ref`
+	 * that the app now holds (a reference to the received buffer). The app must give
+	 * every ref back with ipk_app_release (also after closed); holding refs keeps the
+	 * receive window closed, which is the flow control. ref NULL and len 0: the peer
+	 * sent FIN (end of stream). */
+	void (*data)(struct ipk_app *a, uint64_t cid, void *user, struct ipk_pkt *ref,
+	             const uint8_t *data, uint32_t len);
+	/* One earlier ipk_app_send is done: its bytes are in the stack's send buffer and
+	 * `buf` is the app's again. Exactly once per accepted send, in order. */
+	void (*sent)(struct ipk_app *a, uint64_t cid, void *user, const void *buf, uint32_t len);
+	/* The connection is gone (for an active open that failed too); the cid is dead,
+	 * every unfinished send's buffer is the app's again, refs must still be released. */
+	void (*closed)(struct ipk_app *a, uint64_t cid, void *user, enum ipk_close_reason why);
+};
+
+/* Commands, callable only from the worker's application thread (inside callbacks or
+ * start). Under MERGE/SPLIT they take effect asynchronously, in order. */
+int ipk_app_listen(struct ipk_app *a, uint16_t port_be);
+/* Active open; the result comes as connected or closed with this user pointer. */
+int ipk_app_connect(struct ipk_app *a, uint32_t ip4_be, uint16_t port_be, void *user);
+/* Queue `len` bytes at buf (the app's memory, read by the networking thread until the
+ * matching sent event; not copied now). IPK_EAGAIN when IPK_APP_SENDQ sends of this
+ * connection are outstanding, IPK_ECLOSED for a dead cid, IPK_EINVAL for len 0. */
+int ipk_app_send(struct ipk_app *a, uint64_t cid, const void *buf, uint32_t len);
+/* Give back a ref from data; `len` bytes reopen the window (0 allowed). */
+int ipk_app_release(struct ipk_app *a, uint64_t cid, struct ipk_pkt *ref, uint32_t len);
+/* Close after every queued send (FIN); closed follows. */
+int ipk_app_close(struct ipk_app *a, uint64_t cid);
+void ipk_app_set_state(struct ipk_app *a, void *state);
+void *ipk_app_state(const struct ipk_app *a);
+unsigned ipk_app_worker(const struct ipk_app *a);
+/* ipk_workers_cfg.app_arg */
+void *ipk_app_arg(const struct ipk_app *a);
+
+struct ipk_workers_cfg {
+	struct ipk_node_cfg node;   /* template for every worker's node; its events, app,
+	                             * queue, cpu and io_open are replaced per worker; its
+	                             * core_tweak runs before the RSS fields are set */
+	unsigned nworkers;          /* 1..IPK_WORKERS_MAX */
+	const int *cpus;            /* NULL: unpinned; else the CPUs to pin to, in order:
+	                             * SOFT's reader first (if any), then per worker its
+	                             * networking thread and (SPLIT only) its app thread;
+	                             * the list is reused from its start when short */
+	unsigned ncpus;
+	int model;                  /* IPK_MODEL_* */
+	int steer;                  /* IPK_STEER_* (ignored with one worker) */
+	/* RSS: NULL key = ipk_rss_key_symmetric; NULL reta = entry i -> worker i % N
+	 * over reta_size entries (default 128). With IPK_STEER_QUEUES give the NIC's. */
+	const uint8_t *rss_key;
+	const uint16_t *reta;
+	uint32_t reta_size;
+	const struct ipk_app_ops *app;
+	void *app_arg;
+	uint32_t ring_slots;        /* per SPSC ring, power of two, default 4096 */
+};
+void ipk_workers_cfg_default(struct ipk_workers_cfg *cfg);
+
+/* Create every node and start the threads. NULL with a one-line message on failure
+ * (nothing left running). */
+struct ipk_workers *ipk_workers_start(const struct ipk_workers_cfg *cfg, char *err,
+                                      size_t errlen);
+/* Stop and join every thread (app stop hooks run); the nodes stay for their counters
+ * (ipk_workers_stats, ipk_counters(ipk_node_ctx(ipk_workers_node(ws, i)))). */
+void ipk_workers_stop(struct ipk_workers *ws);
+/* Stop if running, then free everything (nodes, pools, rings). */
+void ipk_workers_destroy(struct ipk_workers *ws);
+/* Ask the threads to stop without waiting (async-signal-safe); ipk_workers_stop joins. */
+void ipk_workers_request_stop(struct ipk_workers *ws);
+
+struct ipk_worker_stats {
+	uint64_t rx_frames;     /* frames this worker's context received */
+	uint64_t wrong_queue;   /* ... whose RSS hash maps to another worker (must be 0) */
+	uint64_t accepted, connected, closed;
+	uint64_t events, commands;    /* app interface messages */
+	uint64_t app_wakeups;         /* MERGE: sleeps of either side ended by the other */
+	uint64_t steer_drops;         /* SOFT: frames dropped (ring full, too big, no buffer) */
+};
+/* Counters of worker i: exact after stop, a recent snapshot while running. Returns
+ * 0 or IPK_EINVAL (bad index). Core counters: ipk_counters(ipk_node_ctx(node)) after stop. */
+int ipk_workers_stats(const struct ipk_workers *ws, unsigned i, struct ipk_worker_stats *st);
+struct ipk_node *ipk_workers_node(struct ipk_workers *ws, unsigned i);
+/* SOFT steering reader: frames received / dropped for lack of ring room or buffers. */
+void ipk_workers_steer_stats(const struct ipk_workers *ws, uint64_t *rx, uint64_t *drops);
+/* "unified", "merge", "split" -> IPK_MODEL_*, or -1. */
+int ipk_model_parse(const char *name);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,732 @@
+/*
+ * The application interface (struct ipk_app_ops) under the three thread models.
+ *
+ * The networking side turns the core's callbacks into messages (accepted, connected,
+ * data, sent, closed) and runs the application's commands (listen, connect, send,
+ * release, close). The application side turns messages into ipk_app_ops calls. The
+ * models differ only in how a message crosses:
+ *   UNIFIED  a direct call on the same thread (from inside the core's callback);
+ *   MERGE    an SPSC ring each way; the idle side sleeps on its eventfd and the other
+ *            side writes it only when the sleeper is armed (struct waker);
+ *   SPLIT    the same rings, busy-polled.
+ * So the application code is the same under all three.
+ *
+ * Connections are named by cid = generation << 32 | record index. The networking side
+ * owns the records (connection handle, queue of pending sends); the application side
+ * keeps its own table (user pointer, generation, sends outstanding). A command for a
+ * cid whose record has been reused is recognised by the generation and ignored (a
+ * release still frees its packet).
+ *
+ * Sends are zero-copy from the application's memory up to the stack: the networking
+ * side copies into the send buffer (ipk_tcp_write) as room opens and reports each
+ * finished send with a sent event; IPK_APP_SENDQ bounds the sends per connection,
+ * counted on the application side so the networking side's queue never overflows.
+ */
+#include "workers_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+enum {
+	/* events, networking -> application */
+	M_ACCEPTED = 1, M_CONNECTED, M_DATA, M_SENT, M_CLOSED,
+	/* commands, application -> networking */
+	C_LISTEN = 16, C_CONNECT, C_SEND, C_RELEASE, C_CLOSE
+};
+
+#define APP_BATCH 256
+#define NET_BATCH 1024
+#define APP_SLEEP_MS 100
+
+struct wk_sendq {
+	const uint8_t *buf;
+	uint32_t len, done;
+};
+
+struct wk_rec {
+	struct ipk_conn *c;      /* NULL: free */
+	struct wk_rec *next_free;
+	uint32_t idx, gen;
+	void *cuser;             /* ipk_app_connect's user pointer */
+	struct wk_sendq q[IPK_APP_SENDQ];
+	uint32_t qh, qn;
+	int close_req;           /* 1 asked, 2 FIN queued */
+};
+
+struct wk_appconn {
+	void *user;
+	uint32_t gen;
+	uint32_t outstanding;    /* sends not yet reported by sent */
+	int alive;
+};
+
+struct wk_appside {
+	struct wk_appconn *c;
+};
+
+struct ipk_app {
+	struct wk *w;
+};
+
+static uint64_t rec_cid(const struct wk_rec *r)
+{
+	return (uint64_t)r->gen << 32 | r->idx;
+}
+
+/* ---------------------------------------------------------- outboxes */
+
+static void outbox_put(struct outbox *o, const struct wk_msg *m, struct wk *w)
+{
+	struct wk_ovf *v;
+
+	if (!o->head) {
+		struct wk_msg *s = (struct wk_msg *)spsc_prod_slot(o->r);
+		if (s) {
+			*s = *m;
+			o->filled++;
+			return;
+		}
+	}
+	v = (struct wk_ovf *)malloc(sizeof(*v));
+	if (!v) {
+		/* cannot queue: a packet reference would leak; count it (never expected) */
+		WK_INC(w->st.steer_drops);
+		return;
+	}
+	v->m = *m;
+	v->next = NULL;
+	if (o->tail)
+		o->tail->next = v;
+	else
+		o->head = v;
+	o->tail = v;
+}
+
+/* Move the overflow into the ring and publish; 1 when something was published. */
+static int outbox_flush(struct outbox *o)
+{
+	while (o->head) {
+		struct wk_msg *s = (struct wk_msg *)spsc_prod_slot(o->r);
+		struct wk_ovf *v = o->head;
+
+		if (!s)
+			break;
+		*s = v->m;
+		o->filled++;
+		o->head = v->next;
+		if (!o->head)
+			o->tail = NULL;
+		free(v);
+	}
+	if (o->filled == 0)
+		return 0;
+	spsc_prod_commit(o->r);
+	o->filled = 0;
+	return 1;
+}
+
+static void outbox_free(struct outbox *o)
+{
+	while (o->head) {
+		struct wk_ovf *v = o->head;
+		o->head = v->next;
+		free(v);
+	}
+	o->tail = NULL;
+}
+
+/* ------------------------------------------------- application side */
+
+static struct wk_appconn *app_conn(struct wk *w, uint64_t cid)
+{
+	uint32_t idx = (uint32_t)cid;
+
+	return idx < w->nrecs ? &w->as->c[idx] : NULL;
+}
+
+/* The app's entry for cid if it is that connection and still alive. */
+static struct wk_appconn *app_live(struct wk *w, uint64_t cid)
+{
+	struct wk_appconn *ac = app_conn(w, cid);
+
+	if (!ac || !ac->alive || ac->gen != (uint32_t)(cid >> 32))
+		return NULL;
+	return ac;
+}
+
+static void app_open(struct wk *w, const struct wk_msg *m, struct wk_appconn *ac)
+{
+	const struct ipk_app_ops *ops = w->ws->cfg.app;
+
+	ac->gen = (uint32_t)(m->cid >> 32);
+	ac->alive = 1;
+	ac->outstanding = 0;
+	ac->user = m->type == M_CONNECTED ? m->p : NULL;
+	if (m->type == M_ACCEPTED && ops->accepted)
+		ac->user = ops->accepted(w->app, m->cid, &m->t);
+	else if (m->type == M_CONNECTED && ops->connected)
+		ops->connected(w->app, m->cid, ac->user);
+}
+
+static void app_dispatch(struct wk *w, const struct wk_msg *m)
+{
+	const struct ipk_app_ops *ops = w->ws->cfg.app;
+	struct wk_appconn *ac = app_live(w, m->cid);
+	void *user = ac ? ac->user : NULL;
+
+	WK_INC(w->st.events);
+	switch (m->type) {
+	case M_ACCEPTED:
+	case M_CONNECTED:
+		if ((ac = app_conn(w, m->cid)) != NULL)
+			app_open(w, m, ac);
+		break;
+	case M_DATA:
+		if (ops->data)
+			ops->data(w->app, m->cid, user, (struct ipk_pkt *)m->p, m->data, m->len);
+		else if (m->p)
+			ipk_app_release(w->app, m->cid, (struct ipk_pkt *)m->p, m->len);
+		break;
+	case M_SENT:
+		if (ac && ac->outstanding > 0)
+			ac->outstanding--;
+		if (ops->sent)
+			ops->sent(w->app, m->cid, user, m->p, m->len);
+		break;
+	case M_CLOSED:
+		if (ac)
+			ac->alive = 0;
+		else
+			user = m->p; /* an active open that never completed */
+		if (ops->closed)
+			ops->closed(w->app, m->cid, user, (enum ipk_close_reason)m->why);
+		break;
+	default:
+		break;
+	}
+}
+
+/* --------------------------------------------------- networking side */
+
+static struct ipk_ctx *net_ctx(struct wk *w) { return ipk_node_ctx(w->node); }
+static uint64_t net_now(struct wk *w) { return ipk_node_now(w->node); }
+
+static void net_emit(struct wk *w, const struct wk_msg *m)
+{
+	if (w->ws->cfg.model == IPK_MODEL_UNIFIED)
+		app_dispatch(w, m);
+	else
+		outbox_put(&w->evo, m, w);
+}
+
+static void net_emit_simple(struct wk *w, uint8_t type, uint64_t cid, void *p, uint32_t len,
+                            uint8_t why)
+{
+	struct wk_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = type;
+	m.cid = cid;
+	m.p = p;
+	m.len = len;
+	m.why = why;
+	net_emit(w, &m);
+}
+
+static struct wk_rec *rec_get(struct wk *w, struct ipk_conn *c)
+{
+	struct wk_rec *r = w->rec_free;
+
+	if (!r)
+		return NULL;
+	w->rec_free = r->next_free;
+	r->next_free = NULL;
+	r->c = c;
+	r->qh = r->qn = 0;
+	r->close_req = 0;
+	r->cuser = NULL;
+	return r;
+}
+
+static void rec_put(struct wk *w, struct wk_rec *r)
+{
+	r->c = NULL;
+	r->qh = r->qn = 0;
+	r->close_req = 0;
+	r->gen++;
+	if (r->gen == 0)
+		r->gen = 1;
+	r->next_free = w->rec_free;
+	w->rec_free = r;
+}
+
+static struct wk_rec *rec_find(struct wk *w, uint64_t cid)
+{
+	uint32_t idx = (uint32_t)cid;
+	struct wk_rec *r;
+
+	if (idx >= w->nrecs)
+		return NULL;
+	r = &w->recs[idx];
+	return r->c && r->gen == (uint32_t)(cid >> 32) ? r : NULL;
+}
+
+/* Copy queued sends into the stack while it takes them; FIN after the last one when
+ * the app asked to close. Each finished send is reported before the next is tried,
+ * and the queue is updated first, so an app that sends again from its sent callback
+ * (UNIFIED re-enters here) sees a consistent queue. */
+static void net_pump(struct wk *w, struct wk_rec *r)
+{
+	uint64_t cid = rec_cid(r);
+
+	while (r->c && r->qn > 0) {
+		struct wk_sendq *q = &r->q[r->qh];
+		int n = ipk_tcp_write(net_ctx(w), r->c, q->buf + q->done, q->len - q->done,
+		                      net_now(w));
+		struct wk_sendq done;
+
+		if (n <= 0)
+			return; /* send buffer full (acked resumes) or the connection is ending */
+		q->done += (uint32_t)n;
+		if (q->done < q->len)
+			return;
+		done = *q;
+		r->qh = (r->qh + 1) % IPK_APP_SENDQ;
+		r->qn--;
+		net_emit_simple(w, M_SENT, cid, (void *)(uintptr_t)done.buf, done.len, 0);
+		if (rec_find(w, cid) != r)
+			return; /* closed meanwhile */
+	}
+	if (r->c && r->close_req == 1 && r->qn == 0) {
+		r->close_req = 2;
+		ipk_tcp_close(net_ctx(w), r->c, net_now(w)); /* may free r: last touch */
+	}
+}
+
+static void net_connect(struct wk *w, const struct wk_msg *m)
+{
+	struct wk_rec *r = rec_get(w, NULL);
+	struct ipk_conn *c = NULL;
+	int rc;
+
+	if (!r) {
+		net_emit_simple(w, M_CLOSED, 0, m->p, 0, IPK_CLOSE_ABORTED);
+		return;
+	}
+	r->cuser = m->p;
+	rc = ipk_tcp_connect(net_ctx(w), m->t.peer_ip4_be, m->port_be, 0, r, &c, net_now(w));
+	if (rc < 0) {
+		uint64_t cid = rec_cid(r);
+		rec_put(w, r);
+		net_emit_simple(w, M_CLOSED, cid, m->p, 0, IPK_CLOSE_ABORTED);
+		return;
+	}
+	r->c = c;
+}
+
+static void net_send(struct wk *w, const struct wk_msg *m)
+{
+	struct wk_rec *r = rec_find(w, m->cid);
+
+	/* dead: the closed event (sent or on its way) gives the buffer back */
+	if (!r || r->qn >= IPK_APP_SENDQ || r->close_req)
+		return;
+	r->q[(r->qh + r->qn) % IPK_APP_SENDQ] = (struct wk_sendq){m->data, m->len, 0};
+	r->qn++;
+	net_pump(w, r);
+}
+
+static void net_exec(struct wk *w, const struct wk_msg *m)
+{
+	struct wk_rec *r;
+
+	switch (m->type) {
+	case C_LISTEN:
+		if (ipk_tcp_listen(net_ctx(w), m->port_be, 128) < 0)
+			fprintf(stderr, "ipkit worker %u: cannot listen on port %u\n", w->idx,
+			        ipk_ntohs(m->port_be));
+		break;
+	case C_CONNECT:
+		net_connect(w, m);
+		break;
+	case C_SEND:
+		net_send(w, m);
+		break;
+	case C_RELEASE:
+		ipk_pkt_free((struct ipk_pkt *)m->p);
+		r = rec_find(w, m->cid);
+		if (r && m->len)
+			ipk_tcp_recved(net_ctx(w), r->c, m->len, net_now(w));
+		break;
+	case C_CLOSE:
+		r = rec_find(w, m->cid);
+		if (r && !r->close_req) {
+			r->close_req = 1;
+			net_pump(w, r);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* ------------------------------------------------ the core's callbacks */
+
+static struct wk *cb_wk(void *opaque)
+{
+	return (struct wk *)ipk_node_app(opaque);
+}
+
+static void *cb_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque)
+{
+	struct wk *w = cb_wk(opaque);
+	struct wk_rec *r = rec_get(w, c);
+	struct wk_msg m;
+
+	if (!r) {
+		ipk_tcp_abort(ctx, c, net_now(w));
+		return NULL;
+	}
+	WK_INC(w->st.accepted);
+	memset(&m, 0, sizeof(m));
+	m.type = M_ACCEPTED;
+	m.cid = rec_cid(r);
+	ipk_tcp_tuple(c, &m.t);
+	net_emit(w, &m);
+	return r;
+}
+
+static void cb_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *opaque)
+{
+	struct wk *w = cb_wk(opaque);
+	struct wk_rec *r = (struct wk_rec *)user;
+
+	(void)ctx;
+	(void)c;
+	if (!r)
+		return;
+	WK_INC(w->st.connected);
+	net_emit_simple(w, M_CONNECTED, rec_cid(r), r->cuser, 0, 0);
+}
+
+static void cb_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+                       uint32_t off, uint32_t len, void *opaque)
+{
+	struct wk *w = cb_wk(opaque);
+	struct wk_rec *r = (struct wk_rec *)user;
+	struct ipk_pkt *ref;
+	struct wk_msg m;
+
+	if (!r)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.type = M_DATA;
+	m.cid = rec_cid(r);
+	if (pkt) {
+		ref = ipk_pkt_clone((struct ipk_pkt *)pkt);
+		if (!ref) {
+			/* out of descriptors: a reset beats a silently broken stream */
+			ipk_tcp_abort(ctx, c, net_now(w));
+			return;
+		}
+		ref->off += off;
+		ref->len = len;
+		ref->next = NULL;
+		m.p = ref;
+		m.data = ipk_pkt_mtod(ref);
+		m.len = len;
+	}
+	net_emit(w, &m);
+}
+
+static void cb_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
+                     void *opaque)
+{
+	(void)ctx;
+	(void)c;
+	(void)bytes;
+	if (user)
+		net_pump(cb_wk(opaque), (struct wk_rec *)user);
+}
+
+static void cb_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
+                      enum ipk_close_reason why, void *opaque)
+{
+	struct wk *w = cb_wk(opaque);
+	struct wk_rec *r = (struct wk_rec *)user;
+	uint64_t cid;
+	void *cuser;
+
+	(void)ctx;
+	(void)c;
+	if (!r)
+		return;
+	WK_INC(w->st.closed);
+	cid = rec_cid(r);
+	cuser = r->cuser;
+	rec_put(w, r);
+	net_emit_simple(w, M_CLOSED, cid, cuser, 0, (uint8_t)why);
+}
+
+const struct ipk_ops model_events = {
+	.tcp_accepted = cb_accepted,
+	.tcp_connected = cb_connected,
+	.tcp_payload = cb_payload,
+	.tcp_acked = cb_acked,
+	.tcp_closed = cb_closed,
+};
+
+/* ------------------------------------------------ networking loop turn */
+
+void model_net_publish(struct wk *w)
+{
+	if (w->ws->cfg.model == IPK_MODEL_UNIFIED)
+		return;
+	if (outbox_flush(&w->evo))
+		waker_kick(&w->app_wake);
+}
+
+uint32_t model_net_turn(struct wk *w)
+{
+	uint32_t n, i;
+
+	if (w->ws->cfg.model == IPK_MODEL_UNIFIED)
+		return 0;
+	n = spsc_cons_avail(&w->cmd);
+	if (n > NET_BATCH)
+		n = NET_BATCH;
+	for (i = 0; i < n; i++)
+		net_exec(w, (const struct wk_msg *)spsc_cons_slot(&w->cmd, i));
+	if (n)
+		spsc_cons_release(&w->cmd, n);
+	model_net_publish(w);
+	return n;
+}
+
+/* ------------------------------------------------ application commands */
+
+static int app_cmd(struct ipk_app *a, const struct wk_msg *m)
+{
+	struct wk *w = a->w;
+
+	WK_INC(w->st.commands);
+	if (w->ws->cfg.model == IPK_MODEL_UNIFIED)
+		net_exec(w, m);
+	else
+		outbox_put(&w->cmdo, m, w);
+	return IPK_OK;
+}
+
+static void app_msg(struct wk_msg *m, uint8_t type, uint64_t cid)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->cid = cid;
+}
+
+int ipk_app_listen(struct ipk_app *a, uint16_t port_be)
+{
+	struct wk_msg m;
+
+	if (!a || port_be == 0)
+		return IPK_EINVAL;
+	app_msg(&m, C_LISTEN, 0);
+	m.port_be = port_be;
+	return app_cmd(a, &m);
+}
+
+int ipk_app_connect(struct ipk_app *a, uint32_t ip4_be, uint16_t port_be, void *user)
+{
+	struct wk_msg m;
+
+	if (!a || ip4_be == 0 || port_be == 0)
+		return IPK_EINVAL;
+	app_msg(&m, C_CONNECT, 0);
+	m.t.peer_ip4_be = ip4_be;
+	m.port_be = port_be;
+	m.p = user;
+	return app_cmd(a, &m);
+}
+
+int ipk_app_send(struct ipk_app *a, uint64_t cid, const void *buf, uint32_t len)
+{
+	struct wk_appconn *ac;
+	struct wk_msg m;
+
+	if (!a || !buf || len == 0)
+		return IPK_EINVAL;
+	ac = app_live(a->w, cid);
+	if (!ac)
+		return IPK_ECLOSED;
+	if (ac->outstanding >= IPK_APP_SENDQ)
+		return IPK_EAGAIN;
+	ac->outstanding++;
+	app_msg(&m, C_SEND, cid);
+	m.data = (const uint8_t *)buf;
+	m.len = len;
+	return app_cmd(a, &m);
+}
+
+int ipk_app_release(struct ipk_app *a, uint64_t cid, struct ipk_pkt *ref, uint32_t len)
+{
+	struct wk_msg m;
+
+	if (!a || !ref)
+		return IPK_EINVAL;
+	app_msg(&m, C_RELEASE, cid);
+	m.p = ref;
+	m.len = len;
+	return app_cmd(a, &m);
+}
+
+int ipk_app_close(struct ipk_app *a, uint64_t cid)
+{
+	struct wk_msg m;
+
+	if (!a)
+		return IPK_EINVAL;
+	if (!app_live(a->w, cid))
+		return IPK_ECLOSED;
+	app_msg(&m, C_CLOSE, cid);
+	return app_cmd(a, &m);
+}
+
+void ipk_app_set_state(struct ipk_app *a, void *state)
+{
+	if (a)
+		a->w->app_state = state;
+}
+
+void *ipk_app_state(const struct ipk_app *a) { return a ? a->w->app_state : NULL; }
+unsigned ipk_app_worker(const struct ipk_app *a) { return a ? a->w->idx : 0; }
+void *ipk_app_arg(const struct ipk_app *a) { return a ? a->w->ws->cfg.app_arg : NULL; }
+
+/* ------------------------------------------------ application thread */
+
+static void app_start(struct wk *w)
+{
+	if (w->ws->cfg.app->start)
+		w->ws->cfg.app->start(w->app, w->idx);
+}
+
+static void app_stop(struct wk *w)
+{
+	if (w->ws->cfg.app->stop)
+		w->ws->cfg.app->stop(w->app);
+}
+
+void model_app_start_unified(struct wk *w) { app_start(w); }
+void model_app_stop_unified(struct wk *w) { app_stop(w); }
+
+/* Dispatch a batch of events; returns how many. */
+static uint32_t app_turn(struct wk *w)
+{
+	uint32_t n = spsc_cons_avail(&w->ev), i;
+
+	if (n > APP_BATCH)
+		n = APP_BATCH;
+	for (i = 0; i < n; i++)
+		app_dispatch(w, (const struct wk_msg *)spsc_cons_slot(&w->ev, i));
+	if (n)
+		spsc_cons_release(&w->ev, n);
+	if (outbox_flush(&w->cmdo))
+		waker_kick(&w->net_wake);
+	return n;
+}
+
+/* MERGE: sleep until the networking side publishes (or stop). */
+static void app_sleep(struct wk *w)
+{
+	struct pollfd pfd;
+
+	waker_arm(&w->app_wake);
+	if (spsc_empty(&w->ev) && !w->cmdo.head && !wk_stopping(w->ws)) {
+		pfd.fd = w->app_wake.efd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, APP_SLEEP_MS) > 0)
+			WK_INC(w->st.app_wakeups);
+	}
+	waker_disarm(&w->app_wake);
+}
+
+void *model_app_thread(void *arg)
+{
+	struct wk *w = (struct wk *)arg;
+
+	if (w->app_cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(w->app_cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set) < 0)
+			fprintf(stderr, "ipkit worker %u: app thread cannot pin to CPU %d: %s\n",
+			        w->idx, w->app_cpu, strerror(errno));
+	}
+	app_start(w);
+	if (outbox_flush(&w->cmdo))
+		waker_kick(&w->net_wake);
+	while (!wk_stopping(w->ws)) {
+		if (app_turn(w) > 0)
+			continue;
+		if (w->ws->cfg.model == IPK_MODEL_MERGE)
+			app_sleep(w);
+		else
+			sched_yield(); /* SPLIT: poll again at once unless someone else must run */
+	}
+	app_stop(w);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ set-up */
+
+int model_init(struct wk *w, char *err, size_t errlen)
+{
+	uint32_t i, slots = w->ws->cfg.ring_slots;
+
+	w->nrecs = w->ws->cfg.node.conns;
+	w->recs = (struct wk_rec *)calloc(w->nrecs, sizeof(*w->recs));
+	w->as = (struct wk_appside *)calloc(1, sizeof(*w->as));
+	w->app = (struct ipk_app *)calloc(1, sizeof(*w->app));
+	if (!w->recs || !w->as || !w->app ||
+	    !(w->as->c = (struct wk_appconn *)calloc(w->nrecs, sizeof(*w->as->c)))) {
+		snprintf(err, errlen, "workers: out of memory for connection records");
+		return -ENOMEM;
+	}
+	w->app->w = w;
+	for (i = w->nrecs; i-- > 0;) {
+		w->recs[i].idx = i;
+		w->recs[i].gen = 1;
+		w->recs[i].next_free = w->rec_free;
+		w->rec_free = &w->recs[i];
+	}
+	if (w->ws->cfg.model == IPK_MODEL_UNIFIED)
+		return 0;
+	if (spsc_init(&w->ev, slots, sizeof(struct wk_msg)) < 0 ||
+	    spsc_init(&w->cmd, slots, sizeof(struct wk_msg)) < 0 || waker_init(&w->app_wake) < 0) {
+		snprintf(err, errlen, "workers: cannot set up the message rings");
+		return -ENOMEM;
+	}
+	w->evo.r = &w->ev;
+	w->cmdo.r = &w->cmd;
+	return 0;
+}
+
+void model_fini(struct wk *w)
+{
+	outbox_free(&w->evo);
+	outbox_free(&w->cmdo);
+	spsc_fini(&w->ev);
+	spsc_fini(&w->cmd);
+	waker_fini(&w->app_wake);
+	if (w->as)
+		free(w->as->c);
+	free(w->as);
+	free(w->app);
+	free(w->recs);
+	w->as = NULL;
+	w->app = NULL;
+	w->recs = NULL;
+}

@@ -1,0 +1,342 @@
+/*
+ * The backend a worker's node sees (runtime/workers_int.h).
+ *
+ * IPK_STEER_QUEUES: a thin wrapper around the worker's own queue of the real backend.
+ * IPK_STEER_SOFT: four SPSC rings to the reader thread (steer.c):
+ *   rx     reader -> worker  received frames (the reader's packets)
+ *   rxret  worker -> reader  those packets once copied into the worker's pool
+ *   tx     worker -> reader  frames to send (the worker's packets)
+ *   txret  reader -> worker  those packets once copied into the reader's pool
+ * Every pool is touched by one thread only (pools are not thread-safe), at the price
+ * of one copy per frame each way, done on the worker's core for received frames.
+ *
+ * Both kinds hash every received IPv4 frame and count the ones that belong to another
+ * worker (ipk_worker_stats.wrong_queue): the proof that steering and the RSS-aware
+ * port choice agree.
+ *
+ * The pollable fd is the worker's eventfd (SOFT), or an epoll set of the queue's fd
+ * and that eventfd (QUEUES), so a sleeping networking thread wakes for frames and for
+ * application commands alike.
+ */
+#include "workers_int.h"
+
+#include "../io/io_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#define ETH_HLEN 14
+#define ETHERTYPE_IP4 0x0800
+
+struct wio_priv {
+	struct wk *w;
+};
+
+static struct wk *wio_wk(const struct ipk_io *io)
+{
+	return ((const struct wio_priv *)io->priv)->w;
+}
+
+/* ------------------------------------------------------- classification */
+
+int wk_frame_worker(const struct ipk_workers *ws, const struct ipk_pkt *k, uint8_t link)
+{
+	const uint8_t *f = ipk_pkt_mtod(k), *ip;
+	uint32_t len = k->len, off = 0, ihl, h;
+	int frag;
+
+	if (link == IPK_LINK_ETH) {
+		if (len < ETH_HLEN || ((uint32_t)f[12] << 8 | f[13]) != ETHERTYPE_IP4)
+			return -1;
+		off = ETH_HLEN;
+	}
+	if (len < off + 20)
+		return -1;
+	ip = f + off;
+	ihl = (uint32_t)(ip[0] & 0x0f) * 4u;
+	if ((ip[0] >> 4) != 4 || ihl < 20 || len < off + ihl)
+		return -1;
+	/* Fragments (MF set or an offset) carry no ports, or only in the first one: NICs
+	 * hash every fragment on the addresses alone, which keeps a datagram's fragments
+	 * together for reassembly. */
+	frag = ((ip[6] & 0x3f) | ip[7]) != 0;
+	if (!frag && (ip[9] == 6 || ip[9] == 17) && len >= off + ihl + 4) {
+		uint8_t in[12];
+
+		memcpy(in, ip + 12, 8);
+		memcpy(in + 8, ip + ihl, 4);
+		h = ipk_rss_toeplitz(ws->key, IPK_RSS_KEY_LEN, in, 12);
+	} else {
+		h = ipk_rss_toeplitz(ws->key, IPK_RSS_KEY_LEN, ip + 12, 8);
+	}
+	return ipk_rss_queue(ws->reta, ws->reta_size, h);
+}
+
+static void wio_check(struct wk *w, struct ipk_pkt **pkts, int n, uint8_t link)
+{
+	int i, q;
+
+	for (i = 0; i < n; i++) {
+		q = wk_frame_worker(w->ws, pkts[i], link);
+		if (q >= 0 && (unsigned)q != w->idx)
+			WK_INC(w->st.wrong_queue);
+	}
+	WK_ADD(w->st.rx_frames, (uint64_t)n);
+}
+
+int wk_net_pending(struct wk *w)
+{
+	if (wk_stopping(w->ws))
+		return 1;
+	return w->ws->cfg.model != IPK_MODEL_UNIFIED && !spsc_empty(&w->cmd);
+}
+
+/* ------------------------------------------------------------ SOFT rings */
+
+/* Our packets the reader has sent: free them (our pool, our thread). */
+static void wio_reap_tx(struct wk *w)
+{
+	uint32_t n = spsc_cons_avail(&w->txret), i;
+
+	for (i = 0; i < n; i++)
+		ipk_pkt_free(*(struct ipk_pkt **)spsc_cons_slot(&w->txret, i));
+	if (n)
+		spsc_cons_release(&w->txret, n);
+}
+
+/* A copy of the reader's frame in our pool, or NULL (counted) when it does not fit
+ * one buffer or the pool is empty. */
+static struct ipk_pkt *wio_copy_in(struct wk *w, struct ipk_pool *pool, const struct ipk_pkt *src)
+{
+	uint32_t room = ipk_pool_buf_size(pool) - ipk_pool_headroom(pool);
+	uint32_t total = ipk_pkt_chain_len(src);
+	struct ipk_pkt *d;
+
+	if (total > room || !(d = ipk_pkt_alloc(pool))) {
+		WK_INC(w->st.steer_drops);
+		return NULL;
+	}
+	d->len = ipk_pkt_linearize(src, ipk_pkt_mtod(d), room);
+	d->rx_csum = src->rx_csum;
+	return d;
+}
+
+static int wio_soft_rx(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct wk *w = wio_wk(io);
+	uint32_t avail, room, m, i;
+	int got = 0;
+
+	wio_reap_tx(w);
+	avail = spsc_cons_avail(&w->rx);
+	if (avail == 0)
+		return 0;
+	/* take only what we can hand back: rxret never overflows */
+	room = spsc_prod_room(&w->rxret);
+	m = avail < room ? avail : room;
+	if (m > (uint32_t)n)
+		m = (uint32_t)n;
+	for (i = 0; i < m; i++) {
+		struct ipk_pkt *src = *(struct ipk_pkt **)spsc_cons_slot(&w->rx, i);
+		struct ipk_pkt *d = wio_copy_in(w, io->pool, src);
+
+		spsc_push_ptr(&w->rxret, src);
+		if (d)
+			pkts[got++] = d;
+	}
+	spsc_cons_release(&w->rx, m);
+	spsc_prod_commit(&w->rxret);
+	io->st.rx_pkts += (uint64_t)got;
+	wio_check(w, pkts, got, io->caps.link);
+	return got;
+}
+
+static int wio_soft_tx(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct wk *w = wio_wk(io);
+	int i;
+
+	wio_reap_tx(w);
+	for (i = 0; i < n; i++)
+		if (spsc_push_ptr(&w->tx, pkts[i]) < 0)
+			break;
+	spsc_prod_commit(&w->tx);
+	io->st.tx_pkts += (uint64_t)i;
+	return i;
+}
+
+static int wio_soft_flush(struct ipk_io *io)
+{
+	steer_kick(wio_wk(io)->ws->steer);
+	return 0;
+}
+
+static int wio_soft_fd(const struct ipk_io *io)
+{
+	return wio_wk(io)->net_wake.efd;
+}
+
+static int wio_soft_arm(struct ipk_io *io)
+{
+	struct wk *w = wio_wk(io);
+
+	waker_arm(&w->net_wake);
+	return !spsc_empty(&w->rx) || wk_net_pending(w);
+}
+
+static void wio_soft_close(struct ipk_io *io)
+{
+	struct wk *w = wio_wk(io);
+	uint32_t n, i;
+
+	/* Our packets still queued for the reader (it has stopped): ours to free. The
+	 * reader's packets in rx / rxret are freed by steer_destroy. */
+	n = spsc_cons_avail(&w->tx);
+	for (i = 0; i < n; i++)
+		ipk_pkt_free_chain(*(struct ipk_pkt **)spsc_cons_slot(&w->tx, i));
+	spsc_cons_release(&w->tx, n);
+	wio_reap_tx(w);
+}
+
+/* ---------------------------------------------------------- QUEUES wrap */
+
+static int wio_q_rx(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct wk *w = wio_wk(io);
+	int got = ipk_io_rx_burst(w->inner, pkts, n);
+
+	if (got > 0)
+		wio_check(w, pkts, got, io->caps.link);
+	return got;
+}
+
+static int wio_q_tx(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	return ipk_io_tx_burst(wio_wk(io)->inner, pkts, n);
+}
+
+static int wio_q_flush(struct ipk_io *io)
+{
+	return ipk_io_flush(wio_wk(io)->inner);
+}
+
+static int wio_q_fd(const struct ipk_io *io)
+{
+	return wio_wk(io)->epfd;
+}
+
+static int wio_q_arm(struct ipk_io *io)
+{
+	struct wk *w = wio_wk(io);
+
+	if (ipk_io_arm(w->inner) > 0)
+		return 1;
+	waker_arm(&w->net_wake);
+	return wk_net_pending(w);
+}
+
+static void wio_q_close(struct ipk_io *io)
+{
+	struct wk *w = wio_wk(io);
+
+	ipk_io_close(w->inner);
+	w->inner = NULL;
+	io->inner = NULL;
+	if (w->epfd >= 0)
+		close(w->epfd);
+	w->epfd = -1;
+}
+
+static const struct ipk_io_backend wio_soft_backend = {
+	"worker", sizeof(struct wio_priv), NULL, wio_soft_rx, wio_soft_tx, wio_soft_flush,
+	wio_soft_fd, wio_soft_arm, wio_soft_close,
+};
+static const struct ipk_io_backend wio_q_backend = {
+	"worker", sizeof(struct wio_priv), NULL, wio_q_rx, wio_q_tx, wio_q_flush,
+	wio_q_fd, wio_q_arm, wio_q_close,
+};
+
+/* ------------------------------------------------------------------ open */
+
+static int wio_epoll(struct wk *w, char *err, size_t errlen)
+{
+	struct epoll_event ev;
+	int fds[2], i;
+
+	fds[0] = ipk_io_fd(w->inner);
+	fds[1] = w->net_wake.efd;
+	w->epfd = -1;
+	if (fds[0] < 0)
+		return 0; /* a backend that can only be polled: the node naps, then polls */
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (w->epfd < 0)
+		return ipk_io_err(err, errlen, errno, "worker %u: epoll_create1: %s", w->idx,
+		                  strerror(errno));
+	for (i = 0; i < 2; i++) {
+		memset(&ev, 0, sizeof(ev));
+		ev.events = EPOLLIN;
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fds[i], &ev) < 0)
+			return ipk_io_err(err, errlen, errno, "worker %u: epoll_ctl: %s", w->idx,
+			                  strerror(errno));
+	}
+	return 0;
+}
+
+/* IPK_STEER_QUEUES: this worker's queue of the real backend. */
+static int wio_open_queue(struct wk *w, struct ipk_pool *pool, char *err, size_t errlen)
+{
+	const char *spec = w->ws->cfg.node.io_spec;
+	char buf[600];
+
+	if (!spec)
+		return ipk_io_err(err, errlen, EINVAL, "workers: no backend given");
+	if (w->ws->n > 1 && !strstr(spec, "queue="))
+		snprintf(buf, sizeof(buf), "%s,queue=%u", spec, w->idx);
+	else
+		snprintf(buf, sizeof(buf), "%s", spec);
+	w->inner = ipk_io_open(buf, pool, err, errlen);
+	if (!w->inner)
+		return -EINVAL;
+	return wio_epoll(w, err, errlen);
+}
+
+struct ipk_io *wio_open(struct ipk_pool *pool, void *arg, char *err, size_t errlen)
+{
+	struct wk *w = (struct wk *)arg;
+	int soft = w->ws->soft;
+	size_t sz = (sizeof(struct ipk_io) + 63) & ~(size_t)63;
+	struct ipk_io *io = (struct ipk_io *)calloc(1, sz + sizeof(struct wio_priv));
+
+	if (!io) {
+		ipk_io_err(err, errlen, ENOMEM, "workers: out of memory");
+		return NULL;
+	}
+	io->be = soft ? &wio_soft_backend : &wio_q_backend;
+	io->pool = pool;
+	io->priv = (uint8_t *)io + sz;
+	((struct wio_priv *)io->priv)->w = w;
+	snprintf(io->name, sizeof(io->name), "worker%u:%s", w->idx,
+	         w->ws->cfg.node.io_spec ? w->ws->cfg.node.io_spec : "");
+	if (soft) {
+		/* Chains and super-frames would need copies of many buffers: the rings
+		 * carry flat frames, so offer checksum offloads only. */
+		io->caps = *steer_caps(w->ws->steer);
+		io->caps.offloads &= IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4 |
+		                     IPK_CAP_TX_CSUM_IP4 | IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP;
+		io->caps.nqueues = 1;
+		return io;
+	}
+	w->epfd = -1;
+	if (wio_open_queue(w, pool, err, errlen) < 0) {
+		wio_q_close(io);
+		free(io);
+		return NULL;
+	}
+	io->caps = *ipk_io_caps(w->inner);
+	/* as the pcap wrapper does: ipk_io_set_addr and ipk_io_stats reach the device */
+	io->inner = w->inner;
+	return io;
+}
