@@ -99,7 +99,8 @@ static inline uint32_t spsc_prod_room(struct spsc *r)
 	return r->mask + 1 - (r->p_pos - r->p_head);
 }
 
-/* Consumer: slots ready to read. */
+/* Consumer: slots ready to read (a lower bound: the producer's index is reloaded only
+ * when no ready slot is known, which keeps its cache line where it is). */
 static inline uint32_t spsc_cons_avail(struct spsc *r)
 {
 	uint32_t n = r->c_tail - r->head;
