@@ -93,7 +93,7 @@ static void outbox_put(struct outbox *o, const struct wk_msg *m, struct wk *w)
 	v = (struct wk_ovf *)malloc(sizeof(*v));
 	if (!v) {
 		/* cannot queue: a packet reference would leak; count it (never expected) */
-		WK_INC(w->st.steer_drops);
+		WK_INC_MT(w->st.steer_drops);
 		return;
 	}
 	v->m = *m;

@@ -116,7 +116,7 @@ static struct ipk_pkt *wio_copy_in(struct wk *w, struct ipk_pool *pool, const st
 	struct ipk_pkt *d;
 
 	if (total > room || !(d = ipk_pkt_alloc(pool))) {
-		WK_INC(w->st.steer_drops);
+		WK_INC_MT(w->st.steer_drops);
 		return NULL;
 	}
 	d->len = ipk_pkt_linearize(src, ipk_pkt_mtod(d), room);

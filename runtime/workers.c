@@ -64,7 +64,7 @@ void waker_kick(struct waker *w)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&w->armed, __ATOMIC_RELAXED) &&
 	    __atomic_exchange_n(&w->armed, 0, __ATOMIC_RELAXED)) {
-		WK_INC(w->wakeups);
+		WK_INC_MT(w->wakeups); /* several producers may kick one sleeper */
 		if (write(w->efd, &one, sizeof(one)) < 0) {
 			/* EAGAIN: the counter is already nonzero, the sleeper wakes anyway */
 		}

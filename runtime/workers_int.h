@@ -16,10 +16,12 @@
 #include "spsc.h"
 
 /* Counters written by one thread and read by another: relaxed atomic accesses (the
- * value may be a little old, never torn). */
+ * value may be a little old, never torn; one writer, so no atomic add is needed). */
 #define WK_INC(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
 #define WK_ADD(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
 #define WK_GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+/* ... and counters more than one thread writes (an atomic add). */
+#define WK_INC_MT(x) __atomic_fetch_add(&(x), 1, __ATOMIC_RELAXED)
 
 /*
  * A sleeping side and the side that wakes it, over an eventfd. The sleeper arms,

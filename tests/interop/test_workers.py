@@ -144,6 +144,7 @@ def stop_and_stats(p):
         p.terminate()
     _, err = p.communicate(timeout=15)
     err = p.early + err
+    assert b"Sanitizer" not in err, err  # a sanitizer build (IPKIT_BUILD) found a fault
     stats = {}
     for m in STAT.finditer(err):
         w, rx, wrong, acc, conn, closed = (int(x) for x in m.groups())
