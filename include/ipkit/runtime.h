@@ -87,6 +87,9 @@ uint64_t ipk_node_tx_drops(const struct ipk_node *n);
  *     that hash back to the caller (core/rss.c).
  *       IPK_STEER_QUEUES: the backend has one queue per worker (afxdp queue=Q, DPDK
  *         with RSS programmed with the same key and table); node i opens queue i.
+ *         Limitation (not solved yet): frames without an RSS hash (ARP) reach one
+ *         queue only, so only that queue's worker learns a neighbour from a reply;
+ *         the others keep asking until theirs lands. SOFT copies ARP to every worker.
  *       IPK_STEER_SOFT: one reader thread owns the single backend queue, hashes each
  *         received frame and passes it to its worker over an SPSC ring; frames that
  *         are not IPv4 (ARP) go to every worker. Workers hand transmitted frames back
