@@ -310,6 +310,7 @@ static void net_connect(struct wk *w, const struct wk_msg *m)
 {
 	struct wk_rec *r = rec_get(w, NULL);
 	struct ipk_conn *c = NULL;
+	uint32_t gen;
 	int rc;
 
 	if (!r) {
@@ -317,6 +318,7 @@ static void net_connect(struct wk *w, const struct wk_msg *m)
 		return;
 	}
 	r->cuser = m->p;
+	gen = r->gen;
 	rc = ipk_tcp_connect(net_ctx(w), m->t.peer_ip4_be, m->port_be, 0, r, &c, net_now(w));
 	if (rc < 0) {
 		uint64_t cid = rec_cid(r);
@@ -324,7 +326,9 @@ static void net_connect(struct wk *w, const struct wk_msg *m)
 		net_emit_simple(w, M_CLOSED, cid, m->p, 0, IPK_CLOSE_ABORTED);
 		return;
 	}
-	r->c = c;
+	/* a connection closed from inside ipk_tcp_connect has put the record back */
+	if (r->gen == gen)
+		r->c = c;
 }
 
 static void net_send(struct wk *w, const struct wk_msg *m)

@@ -254,9 +254,11 @@ print(n, sent.hexdigest() == got.hexdigest())
 """
 
 
-@pytest.mark.parametrize("model", ["unified", "merge", "split"])
-def test_workers_model_echo_and_32mib_sha256(tapns, model):
-    p = tapns.echo("--workers", "2", "--model", model)
+@pytest.mark.parametrize("workers,model", [(2, "unified"), (2, "merge"), (2, "split"),
+                                           (1, "merge")])
+def test_workers_model_echo_and_32mib_sha256(tapns, workers, model):
+    # one worker: no steering thread, the worker wraps the device queue itself
+    p = tapns.echo("--workers", str(workers), "--model", model)
     r = tapns.py(CLIENT % (tapns.ipk_ip, 100), timeout=60)
     assert r.returncode == 0, r.stderr
     size = 32 << 20
