@@ -107,15 +107,18 @@ static void wio_reap_tx(struct wk *w)
 		spsc_cons_release(&w->txret, n);
 }
 
-/* A copy of the reader's frame in our pool, or NULL (counted) when it does not fit
- * one buffer or the pool is empty. */
+/* A flat copy of the reader's frame in our pool, or NULL (counted) when it does not
+ * fit or the pool is empty. A coalesced super-frame (the backend's LRO) goes to our
+ * pool's large companion, as the backend did on the reader's side. */
 static struct ipk_pkt *wio_copy_in(struct wk *w, struct ipk_pool *pool, const struct ipk_pkt *src)
 {
 	uint32_t room = ipk_pool_buf_size(pool) - ipk_pool_headroom(pool);
 	uint32_t total = ipk_pkt_chain_len(src);
 	struct ipk_pkt *d;
 
-	if (total > room || !(d = ipk_pkt_alloc(pool))) {
+	if (total > room && (pool = ipk_pool_large(pool)) != NULL)
+		room = ipk_pool_buf_size(pool) - ipk_pool_headroom(pool);
+	if (!pool || total > room || !(d = ipk_pkt_alloc(pool))) {
 		WK_INC_MT(w->st.steer_drops);
 		return NULL;
 	}
@@ -321,10 +324,11 @@ struct ipk_io *wio_open(struct ipk_pool *pool, void *arg, char *err, size_t errl
 	snprintf(io->name, sizeof(io->name), "worker%u:%s", w->idx,
 	         w->ws->cfg.node.io_spec ? w->ws->cfg.node.io_spec : "");
 	if (soft) {
-		/* Chains and super-frames would need copies of many buffers: the rings
-		 * carry flat frames, so offer checksum offloads only. */
+		/* Transmit: the reader copies each frame into one of its buffers, so no
+		 * chains (SG) and no TSO super-frames; checksum offloads pass through.
+		 * Receive: coalesced frames (LRO) are copied whole (wio_copy_in). */
 		io->caps = *steer_caps(w->ws->steer);
-		io->caps.offloads &= IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4 |
+		io->caps.offloads &= IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4 | IPK_CAP_LRO |
 		                     IPK_CAP_TX_CSUM_IP4 | IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP;
 		io->caps.nqueues = 1;
 		return io;
