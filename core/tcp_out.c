@@ -512,17 +512,22 @@ static int fin_state(const struct ipk_conn *c)
 static int output_one(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint32_t end = ipk_tcp_data_end(c);
-	uint32_t avail = ipk_seq_lt(c->snd_nxt, end) ? end - c->snd_nxt : 0;
-	uint32_t inflight = c->snd_nxt - c->snd_una;
-	/* RFC 6675 §5: with a scoreboard, cwnd limits pipe, not the raw flight. */
-	uint32_t pipe = c->sb ? ipk_tcp_sb_pipe(c) : inflight;
-	uint32_t uwnd = c->snd_wnd > inflight ? c->snd_wnd - inflight : 0;
-	uint32_t usable = IPK_MIN(uwnd, c->cwnd > pipe ? c->cwnd - pipe : 0);
-	uint32_t len = IPK_MIN(IPK_MIN(avail, usable), seg_max(ctx, c));
-	/* snd_nxt never passes the FIN, so reaching `end` means the FIN is (re)due */
-	int fin = fin_state(c) && (c->fl & IPK_TCPF_FIN_QUEUED) && ipk_seq_le(c->snd_nxt, end);
-	int rc;
+	uint32_t avail, inflight, pipe, uwnd, usable, len;
+	int fin, rc;
 
+	/* Everything queued is out and no FIN waits: the common case after a send or an
+	 * ACK, decided before any window arithmetic. */
+	if (c->snd_nxt == end && !(c->fl & IPK_TCPF_FIN_QUEUED))
+		return 0;
+	avail = ipk_seq_lt(c->snd_nxt, end) ? end - c->snd_nxt : 0;
+	inflight = c->snd_nxt - c->snd_una;
+	/* RFC 6675 §5: with a scoreboard, cwnd limits pipe, not the raw flight. */
+	pipe = c->sb ? ipk_tcp_sb_pipe(c) : inflight;
+	uwnd = c->snd_wnd > inflight ? c->snd_wnd - inflight : 0;
+	usable = IPK_MIN(uwnd, c->cwnd > pipe ? c->cwnd - pipe : 0);
+	len = IPK_MIN(IPK_MIN(avail, usable), seg_max(ctx, c));
+	/* snd_nxt never passes the FIN, so reaching `end` means the FIN is (re)due */
+	fin = fin_state(c) && (c->fl & IPK_TCPF_FIN_QUEUED) && ipk_seq_le(c->snd_nxt, end);
 	if (len > 0 && !send_ok(c, len, avail, inflight))
 		len = 0;
 	fin = fin && c->snd_nxt + len == end;
