@@ -423,7 +423,10 @@ static void *im_zalloc(size_t n)
 static int im_node_init(struct im_node *n, const struct im_opts *o, int i)
 {
 	struct ipk_config cfg;
-	uint32_t nconns = (uint32_t)o->conns + 8, npbs = 8192;
+	/* Twice the connections: the engine takes SYN cookies once half its pool is in
+	 * SYN-RECEIVED (tcp_syncookie.c), and C handshakes all start at once here; a
+	 * cookie connection would run without timestamps and SACK. */
+	uint32_t nconns = 2u * (uint32_t)o->conns + 8, npbs = 8192;
 	size_t sz;
 
 	n->is_client = i == 0;
