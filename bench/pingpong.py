@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Ping-pong tools for the demo and the figures (Linux sockets).
 
-  pingpong.py server HOST PORT          epoll echo server (the Linux twin of ipkit-echo)
+  pingpong.py server HOST PORT [--spin] epoll echo server (the Linux twin of ipkit-echo);
+      --spin polls epoll with a zero timeout (the busy-poll variant of ipkit --busy-poll)
   pingpong.py client HOST PORT SECS [CONNS]
       CONNS connections, each sends 1 byte and waits for it back, for SECS seconds;
       prints "requests/s p50_us p99_us".
@@ -12,7 +13,7 @@ import sys
 import time
 
 
-def server(host, port):
+def server(host, port, spin=False):
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind((host, port))
@@ -22,7 +23,7 @@ def server(host, port):
     ep.register(ls.fileno(), select.EPOLLIN)
     conns = {}
     while True:
-        for fd, _ in ep.poll(1.0):
+        for fd, _ in ep.poll(0 if spin else 1.0):
             if fd == ls.fileno():
                 c, _ = ls.accept()
                 c.setblocking(False)
@@ -87,7 +88,7 @@ def client(host, port, secs, nconns):
 
 if __name__ == "__main__":
     if sys.argv[1] == "server":
-        server(sys.argv[2], int(sys.argv[3]))
+        server(sys.argv[2], int(sys.argv[3]), "--spin" in sys.argv[4:])
     else:
         client(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]),
                int(sys.argv[5]) if len(sys.argv) > 5 else 1)
