@@ -130,24 +130,31 @@ else:
 '
 }
 
-# server_start kind variant: start ipkit-echo (or the Linux server) for one row;
-# sets srv_ip and srv_port
+# server_start kind variant: start the echo server of one row; sets srv_ip. The server
+# is ipkit-bench / ipkit-bench-linux when built (twins: same loop, ipkit vs kernel
+# sockets), else ipkit-echo / pingpong.py.
+srv_port=7
 server_start() {
-	local kind=$1 var=$2 pin bp=""
+	local kind=$1 var=$2 pin bp="" spec
 	pin=$(srv_pin "$var")
 	[ "$var" = busypoll ] && bp=--busy-poll
-	srv_port=7
 	case $kind in
-	tap) srv_ip=10.78.0.2; ip netns exec "$ns" $pin "$ex/ipkit-echo" --io "tap:${tag}t" --ip $srv_ip/24 $bp 2>/dev/null & ;;
-	afpacket) srv_ip=10.79.0.2; ip netns exec "$ns" $pin "$ex/ipkit-echo" --io "afpacket:${tag}b" --ip $srv_ip/24 $bp 2>/dev/null & ;;
-	afpacket-v3) srv_ip=10.79.0.2; ip netns exec "$ns" $pin "$ex/ipkit-echo" --io "afpacket:${tag}b,rx=v3" --ip $srv_ip/24 $bp 2>/dev/null & ;;
-	afxdp) srv_ip=10.81.0.2; ip netns exec "$ns" $pin "$ex/ipkit-echo" --io "afxdp:${tag}y,mode=skb" --ip $srv_ip/24 $bp 2>/dev/null & ;;
-	linux)
-		srv_ip=10.80.0.2
-		local spin=""
-		[ "$var" = busypoll ] && spin=--spin
-		ip netns exec "$ns2" $pin python3 bench/pingpong.py server $srv_ip 7 $spin & ;;
+	tap) srv_ip=10.78.0.2; spec="tap:${tag}t" ;;
+	afpacket) srv_ip=10.79.0.2; spec="afpacket:${tag}b" ;;
+	afpacket-v3) srv_ip=10.79.0.2; spec="afpacket:${tag}b,rx=v3" ;;
+	afxdp) srv_ip=10.81.0.2; spec="afxdp:${tag}y,mode=skb" ;;
+	linux) srv_ip=10.80.0.2 ;;
 	esac
+	if [ "$kind" = linux ] && [ -x "$blin" ]; then
+		ip netns exec "$ns2" $pin "$blin" --ip $srv_ip -p 7 $bp >/dev/null 2>&1 &
+	elif [ "$kind" = linux ]; then
+		[ "$var" = busypoll ] && bp=--spin
+		ip netns exec "$ns2" $pin python3 bench/pingpong.py server $srv_ip 7 $bp &
+	elif [ -x "$bipk" ]; then
+		ip netns exec "$ns" $pin "$bipk" --io "$spec" --ip $srv_ip/24 -p 7 $bp >/dev/null 2>&1 &
+	else
+		ip netns exec "$ns" $pin "$ex/ipkit-echo" --io "$spec" --ip $srv_ip/24 $bp 2>/dev/null &
+	fi
 	pids+=($!)
 	if [ "$kind" = linux ]; then wait_port X $srv_ip 7; else sleep 0.3; wait_ping $srv_ip; fi
 }
@@ -165,22 +172,23 @@ pp_row() { # kind variant label
 	stop_last
 }
 
-# memlink: ipkit-echo on role a, ipkit-bench client on role b (no Linux client possible)
+# memlink: ipkit-bench server on role a, ipkit-bench client on role b (no kernel, so
+# no Linux client possible)
 pp_memlink_row() { # variant
 	local var=$1 bp="" mbp="" pin cpin r1 r32
 	pin=$(srv_pin "$var"); cpin=$(cli_pin "$var")
 	if [ ! -x "$bipk" ]; then
-		printf '| %-34s | %-9s | needs ipkit-bench | needs ipkit-bench |\n' "ipkit-echo over memlink" "$var"
+		printf '| %-34s | %-9s | needs ipkit-bench | needs ipkit-bench |\n' "ipkit over memlink" "$var"
 		return
 	fi
 	[ "$var" = busypoll ] && { bp=--busy-poll; mbp=,busypoll=1; }
-	$pin "$ex/ipkit-echo" --io "memlink:$ml,role=a$mbp" --ip 10.9.0.1/24 $bp 2>/dev/null &
+	$pin "$bipk" --io "memlink:$ml,role=a$mbp" --ip 10.9.0.1/24 -p 7 $bp >/dev/null 2>&1 &
 	pids+=($!); sleep 0.3
 	r1=$($cpin timeout $((secs + 20)) "$bipk" --io "memlink:$ml,role=b$mbp" --ip 10.9.0.2/24 $bp \
 		-s 10.9.0.1 -p 7 -c 1 -t "$secs" -l 1 -g 1 --json | json_summary || echo "0 0 0")
 	r32=$($cpin timeout $((secs + 20)) "$bipk" --io "memlink:$ml,role=b$mbp" --ip 10.9.0.2/24 $bp \
 		-s 10.9.0.1 -p 7 -c 32 -t "$secs" -l 1 -g 1 --json | json_summary || echo "0 0 0")
-	printf '| %-34s | %-9s | %s | %s |\n' "ipkit-echo over memlink (ipkit-bench client)" "$var" \
+	printf '| %-34s | %-9s | %s | %s |\n' "ipkit over memlink, ipkit client" "$var" \
 		"$(cell "$r1")" "$(cell "$r32")"
 	stop_last
 	rm -f /dev/shm/ipkit-ml-"$ml"* 2>/dev/null || true
@@ -237,8 +245,8 @@ bulk_memlink_row() { # variant
 }
 
 # ---------------------------------------------------------------- run
-client_name="python epoll (bench/pingpong.py)"
-[ -x "$blin" ] && client_name="C epoll (ipkit-bench-linux)"
+client_name="python epoll (bench/pingpong.py); servers ipkit-echo and pingpong.py"
+[ -x "$blin" ] && client_name="C epoll (ipkit-bench-linux); servers ipkit-bench and ipkit-bench-linux"
 echo "ping-pong, 1-byte TCP, Linux client: $client_name, ${secs}s per cell:"
 echo "requests/s / p50 µs / p99 µs"
 echo
@@ -248,12 +256,12 @@ kinds=(tap afpacket afpacket-v3)
 [ $have_afxdp = 1 ] && kinds+=(afxdp)
 for var in unpinned pinned busypoll; do
 	for kind in "${kinds[@]}"; do
-		label="ipkit-echo over $kind"
-		[ $kind = afpacket-v3 ] && label="ipkit-echo over afpacket,rx=v3"
-		[ $kind = afxdp ] && label="ipkit-echo over afxdp (copy, skb)"
+		label="ipkit over $kind"
+		[ $kind = afpacket-v3 ] && label="ipkit over afpacket,rx=v3"
+		[ $kind = afxdp ] && label="ipkit over afxdp (copy, skb)"
 		pp_row $kind $var "$label"
 	done
-	pp_row linux $var "Linux epoll server over veth"
+	pp_row linux $var "Linux over veth"
 	[ $have_memlink = 1 ] && pp_memlink_row $var
 done
 
