@@ -107,7 +107,8 @@ def veth(ns):
     return ns
 
 
-@pytest.mark.parametrize("opts", ["", ",vnet=0", ",fanout=7,qdisc_bypass=1,promisc=1"])
+@pytest.mark.parametrize("opts", ["", ",vnet=0", ",fanout=7,qdisc_bypass=1,promisc=1", ",rx=v3",
+                                  ",rx=v3,vnet=0"])
 def test_afpacket_ping_both_directions(request, veth, opts):
     p = ping_through(request, veth, "afpacket:ipka1" + opts, None, "10.78.0.2")
     time.sleep(0.3)  # the sockets bind before Linux sends its first ARP request
@@ -158,6 +159,7 @@ def test_tap_without_privilege(ns):
 
 def test_afpacket_unsupported_option_and_mtu(veth):
     assert probe_error(veth, "afpacket:ipka1,mode=zc") == "afpacket: unknown option 'mode'"
+    assert probe_error(veth, "afpacket:ipka1,rx=v4") == "afpacket: option rx=v4 must be v2 or v3"
     nsx(veth, "ip", "link", "set", "ipka1", "mtu", "9000")
     assert probe_error(veth, "afpacket:ipka1") == (
         "afpacket: ipka1: mtu 9000 does not fit a pool buffer (1920 bytes after headroom)")
