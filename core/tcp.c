@@ -519,15 +519,18 @@ int ipk_tcp_recved(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t bytes, uint
 	before = c->rcv_adv;
 	c->rcv_unread -= bytes;
 	/* RFC 9293 §3.8.6.2.2: tell the peer at once only when the window grew by
-	 * min(rcvbuf/2, MSS) and what it may still send is below half the buffer;
-	 * otherwise the next ACK carries the new edge. */
+	 * min(buffer/2, MSS) and what it may still send is below half the buffer;
+	 * otherwise the next ACK carries the new edge. The buffer is what the window
+	 * field can announce: without window scaling (RFC 7323 §2.2) at most 65535
+	 * bytes of a larger tcp_rcvbuf, or every read would look like an opening. */
 	if (ipk_tcp_synced(c) && !(c->fl & IPK_TCPF_FIN_RCVD)) {
-		uint32_t wnd = ctx->cfg.tcp_rcvbuf - c->rcv_unread;
-		uint32_t thresh = IPK_MIN(ctx->cfg.tcp_rcvbuf / 2u, c->rcv_mss);
+		uint32_t buf = IPK_MIN(ctx->cfg.tcp_rcvbuf, (uint32_t)0xffffu << c->rcv_wscale);
+		uint32_t free_ = ctx->cfg.tcp_rcvbuf - c->rcv_unread;
+		uint32_t wnd = IPK_MIN(free_, buf);
+		uint32_t thresh = IPK_MIN(buf / 2u, c->rcv_mss);
 		uint32_t cur = ipk_seq_gt(before, c->rcv_nxt) ? before - c->rcv_nxt : 0;
 
-		if (ipk_seq_ge(c->rcv_nxt + wnd, before + thresh) &&
-		    cur < ctx->cfg.tcp_rcvbuf / 2u) {
+		if (ipk_seq_ge(c->rcv_nxt + wnd, before + thresh) && cur < buf / 2u) {
 			c->fl |= IPK_TCPF_ACK_NOW;
 			after_queue(ctx, c, now);
 		}

@@ -114,6 +114,35 @@ static void test_listen_syn_no_wscale_no_scaling(void)
 	finish(t);
 }
 
+/* Regression: without window scaling the window field tops out at 65535 while the
+ * default tcp_rcvbuf is 256 KiB, and ipk_tcp_recved took the buffer for the window:
+ * every read, even of one byte, sent a window update announcing the same 65535
+ * (SYN-cookie connections in bench/inmem sent one extra ACK per request). */
+static void test_established_no_wscale_read_sends_no_update(void)
+{
+	struct th *t = th_new(NULL);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t iss;
+
+	ipk_tcp_listen(t->ctx, be(80), 4);
+	th_send(t, 5000, 80, IPK_TCP_SYN, IRS, 0, W, NULL, NULL, 0);
+	CHECK(th_next(t, &s));
+	CHECK(!s.o.has_ws);
+	iss = s.h.seq;
+	th_seg(t, A, IRS + 1, iss + 1, W, NULL, 0);
+	c = t->conn;
+	th_seg(t, A, IRS + 1, iss + 1, W, "q", 1);
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, "s", 1, t->now), 1);
+	while (th_next(t, &s)) /* the ACK (quick-ACK at the start) and the answer */
+		CHECK_EQ(s.h.wnd, 65535);
+	CHECK_EQ(t->rxlen, 1);
+	CHECK_EQ(ipk_tcp_recved(t->ctx, c, 1, t->now), IPK_OK);
+	CHECK_EQ(th_pending(t), 0); /* nothing to announce: still 65535 */
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 static void test_established_payload_zero_copy_offsets(void)
 {
 	struct th *t = th_new(no_delack);
@@ -829,6 +858,7 @@ int main(void)
 	RUN(test_listen_syn_without_mss_uses_536);
 	RUN(test_listen_syn_wscale_negotiated_both_ways);
 	RUN(test_listen_syn_no_wscale_no_scaling);
+	RUN(test_established_no_wscale_read_sends_no_update);
 	RUN(test_established_payload_zero_copy_offsets);
 	RUN(test_established_rcv_window_shrinks_until_recved);
 	RUN(test_established_ooo_held_until_gap_filled);
