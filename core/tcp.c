@@ -275,6 +275,7 @@ void ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 		c->fl |= IPK_TCPF_KEEPALIVE;
 	c->quickack = ctx->cfg.tcp_quickack;
 	c->cc_algo = ctx->cfg.tcp_cc;
+	c->reo_mult = 1; /* RFC 8985 §6.2: RACK.reo_wnd_mult starts at 1 */
 	ipk_tcp_cc_init(ctx, c);
 }
 

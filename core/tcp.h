@@ -64,6 +64,8 @@
 #define IPK_TCPF_TLP_OUT 0x1000000u /* RFC 8985 §7: a tail loss probe is unanswered */
 #define IPK_TCPF_ECN_WND 0x2000000u /* an ECN reduction happened: ecn_high is valid */
 #define IPK_TCPF_RTX_LOST 0x4000000u /* send-queue pbs wait as IPK_TCP_XMIT_LOST */
+#define IPK_TCPF_TS_NO_RTT 0x8000000u /* SYN cookie: our SYN-ACK's TSval held options */
+#define IPK_TCPF_DSACK_RND 0x10000000u /* RFC 8985 RACK.dsack_round is set (c->sb) */
 
 /* pb->aux flag for send-queue and out-of-order pbs */
 #define IPK_TCP_PB_COPY 0x1u /* send queue: packet filled by ipk_tcp_write (may grow) */
@@ -164,7 +166,11 @@ struct ipk_conn {
 	union ipk_cc_state cc;      /* per-algorithm state */
 
 	uint32_t retransmits;
-	uint32_t min_rtt_us;        /* RFC 8985 §6.2: smallest RTT seen (0 = none yet) */
+	/* RFC 8985 §6.2 min_RTT as a windowed minimum (tcp_rack.c): the smallest RTT of
+	 * the current period of IPK_TCP_MINRTT_PERIOD_MS and of the one before, in us
+	 * (0 = no sample), so a path whose RTT rises stops using the old minimum. */
+	uint32_t min_rtt_cur_us, min_rtt_prev_us;
+	uint32_t min_rtt_epoch_ms;  /* start of the current period, our ms clock */
 	uint64_t keepalive_at;      /* next keep-alive probe, 0 = off */
 
 	/* defences (tcp_defence.c, tcp_tw.c) */
@@ -172,7 +178,9 @@ struct ipk_conn {
 	struct ipk_conn *tw_next, *tw_prev; /* ctx TIME_WAIT list, with tw_linked */
 	uint64_t tw_since;          /* when TIME_WAIT was entered */
 	uint8_t tw_linked;
-	uint8_t pad3_[3];
+	uint8_t reo_mult;           /* RFC 8985 §6.2 step 4 RACK.reo_wnd_mult (1..16) */
+	uint8_t reo_persist;        /* RACK.reo_wnd_persist: recoveries left before reset */
+	uint8_t pad3_;
 	uint32_t ecn_high;          /* RFC 3168 §6.1.2: no new ECE reduction before this is acked */
 
 	/* RFC 7323 §4.3 */
@@ -196,7 +204,7 @@ struct ipk_conn {
 #define IPK_SB_RACK_END(r) ((r)->len) /* RFC 8985 RACK.end_seq */
 #define IPK_SB_RACK_RTT(r) ((r)->aux) /* RACK.rtt, us (0 = nothing delivered yet) */
 #define IPK_SB_RACK_TS(r) ((r)->t)    /* RACK.xmit_ts, ns */
-#define IPK_SB_REO_MULT(r) ((r)->xmit) /* RACK.reo_wnd_mult (RFC 8985 §6.2 step 4) */
+#define IPK_SB_DSACK_RND(r) ((r)->xmit) /* RACK.dsack_round, with IPK_TCPF_DSACK_RND */
 #define IPK_SB_NRANGES(r) ((r)->pad_) /* ranges on the chain */
 
 /* The recovery-episode record c->rcvy: a pb descriptor whose fields hold RFC 6937's
@@ -467,6 +475,14 @@ void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t re
 void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* The loss timer fired with kind REO or TLP. */
 void ipk_tcp_rack_timer(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* A RACK RTT sample of r ns (§6.2 step 2): feed the windowed min_RTT. */
+void ipk_tcp_min_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r);
+/* RACK.min_RTT in us, 0 when there is no sample yet. */
+uint32_t ipk_tcp_min_rtt_us(const struct ipk_conn *c);
+/* §6.2 step 4: a D-SACK arrived (needs c->sb); widens reo_wnd once per round trip. */
+void ipk_tcp_rack_dsack(struct ipk_conn *c);
+/* §6.2 step 4: a fast or RTO recovery ended (counts down reo_wnd_persist). */
+void ipk_tcp_rack_recovery_done(struct ipk_conn *c);
 
 /* ---- tcp_defence.c: RFC 5961 challenge ACKs and the ACK-loop limit */
 /* Owe a challenge ACK (RFC 5961 §3.2, §4.2, §5.2) unless a limit says no; counted. */

@@ -162,6 +162,7 @@ int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uin
 		c->cwnd = IPK_MIN(c->ssthresh, IPK_MAX(fs, c->mss) + c->mss);
 		c->fl &= ~IPK_TCPF_RECOVERY;
 		ipk_tcp_prr_end(ctx, c);
+		ipk_tcp_rack_recovery_done(c);
 		ipk_tcp_cc_recovery_exit(ctx, c);
 		return 0;
 	}

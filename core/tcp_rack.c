@@ -19,6 +19,69 @@
 #define WC_DELACK_NS (200ull * RACK_NS_PER_MS)
 /* Floor for the PTO so a sub-ms RTT does not probe on every scheduling hiccup. */
 #define PTO_MIN_NS (10ull * RACK_NS_PER_MS)
+/* RFC 8985 §6.2 step 4: RACK.reo_wnd_persist after a widening, and the ceiling of
+ * reo_wnd_mult (reo_wnd is bounded by SRTT anyway). */
+#define REO_PERSIST 16u
+#define REO_MULT_MAX 16u
+/* min_RTT is the least sample of this period and the one before: a window of 5 to
+ * 10 s. Long against any RTT, short enough that a path whose RTT rose (a new route,
+ * a standing queue) stops being judged by the old minimum within seconds; RFC 8985
+ * §6.2 leaves the filter to the implementation. */
+#define IPK_TCP_MINRTT_PERIOD_MS 5000u
+
+uint32_t ipk_tcp_min_rtt_us(const struct ipk_conn *c)
+{
+	uint32_t a = c->min_rtt_cur_us, b = c->min_rtt_prev_us;
+
+	if (a == 0 || (b != 0 && b < a))
+		return b;
+	return a;
+}
+
+void ipk_tcp_min_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r)
+{
+	uint32_t now = (uint32_t)(ctx->now / RACK_NS_PER_MS);
+	uint32_t us = (uint32_t)IPK_MIN(r / RACK_NS_PER_US, 0xffffffffull);
+
+	if (us == 0)
+		us = 1;
+	if (c->min_rtt_cur_us == 0) {
+		c->min_rtt_cur_us = us;
+		c->min_rtt_epoch_ms = now;
+		return;
+	}
+	if (now - c->min_rtt_epoch_ms >= IPK_TCP_MINRTT_PERIOD_MS) {
+		/* a new period; one with no samples at all ages the old one out too */
+		c->min_rtt_prev_us = now - c->min_rtt_epoch_ms >= 2u * IPK_TCP_MINRTT_PERIOD_MS ?
+		                             0u : c->min_rtt_cur_us;
+		c->min_rtt_cur_us = us;
+		c->min_rtt_epoch_ms = now;
+		return;
+	}
+	if (us < c->min_rtt_cur_us)
+		c->min_rtt_cur_us = us;
+}
+
+void ipk_tcp_rack_dsack(struct ipk_conn *c)
+{
+	if ((c->fl & IPK_TCPF_DSACK_RND) && ipk_seq_ge(c->snd_una, IPK_SB_DSACK_RND(c->sb)))
+		c->fl &= ~IPK_TCPF_DSACK_RND;
+	if (c->fl & IPK_TCPF_DSACK_RND)
+		return; /* at most one widening per round trip */
+	c->fl |= IPK_TCPF_DSACK_RND;
+	IPK_SB_DSACK_RND(c->sb) = c->snd_nxt;
+	if (c->reo_mult < REO_MULT_MAX)
+		c->reo_mult++;
+	c->reo_persist = REO_PERSIST;
+}
+
+void ipk_tcp_rack_recovery_done(struct ipk_conn *c)
+{
+	if (c->reo_persist == 0)
+		return;
+	if (--c->reo_persist == 0)
+		c->reo_mult = 1; /* 16 recoveries without a D-SACK: back to min_RTT / 4 */
+}
 
 void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len)
 {
@@ -44,17 +107,16 @@ static void rack_update(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 {
 	struct ipk_pb *rec = c->sb;
 	uint64_t rtt = ctx->now - pb->t;
-	uint32_t end = pb->seq + pb->len, us;
+	uint32_t end = pb->seq + pb->len, us, min = ipk_tcp_min_rtt_us(c);
 
 	/* Step 2: an ACK for a retransmitted segment sooner than min_RTT is for the
 	 * original; its time says nothing about the retransmission. */
-	if (pb->xmit > 1 && c->min_rtt_us && rtt < (uint64_t)c->min_rtt_us * RACK_NS_PER_US)
+	if (pb->xmit > 1 && min && rtt < (uint64_t)min * RACK_NS_PER_US)
 		return;
 	us = (uint32_t)IPK_MIN(rtt / RACK_NS_PER_US, 0xffffffffull);
 	if (us == 0)
 		us = 1;
-	if (c->min_rtt_us == 0 || us < c->min_rtt_us)
-		c->min_rtt_us = us;
+	ipk_tcp_min_rtt_sample(ctx, c, rtt);
 	IPK_SB_RACK_RTT(rec) = us;
 	if (pb->t > IPK_SB_RACK_TS(rec) ||
 	    (pb->t == IPK_SB_RACK_TS(rec) && ipk_seq_gt(end, IPK_SB_RACK_END(rec)))) {
@@ -83,8 +145,9 @@ void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l,
 /* RFC 8985 §6.2 step 4: min_RTT / 4 per unit of reo_wnd_mult, at most SRTT. */
 static uint64_t reo_wnd(const struct ipk_conn *c)
 {
-	uint64_t base = c->min_rtt_us ? (uint64_t)c->min_rtt_us * RACK_NS_PER_US : c->srtt;
-	uint64_t w = base / 4u * IPK_SB_REO_MULT(c->sb);
+	uint32_t min = ipk_tcp_min_rtt_us(c);
+	uint64_t base = min ? (uint64_t)min * RACK_NS_PER_US : c->srtt;
+	uint64_t w = base / 4u * (c->reo_mult ? c->reo_mult : 1u);
 
 	return c->srtt && w > c->srtt ? c->srtt : w;
 }

@@ -23,8 +23,6 @@
 
 /* RFC 6675 §2 DupThresh */
 #define DUP_THRESH 3u
-/* RACK.reo_wnd_mult ceiling (RFC 8985 §6.2 step 4 bounds reo_wnd by SRTT anyway) */
-#define REO_MULT_MAX 16u
 
 static uint32_t rng_end(const struct ipk_pb *p)
 {
@@ -42,10 +40,10 @@ static struct ipk_pb *rec_get(struct ipk_ctx *ctx, struct ipk_conn *c)
 		return NULL;
 	IPK_SB_HIGH_RXT(r) = c->snd_una;
 	IPK_SB_LOST_END(r) = c->snd_una;
-	IPK_SB_REO_MULT(r) = 1;
 	IPK_SB_NRANGES(r) = 0;
 	r->next = NULL;
 	c->sb = r;
+	c->fl &= ~IPK_TCPF_DSACK_RND;
 	return r;
 }
 
@@ -203,8 +201,8 @@ static int dsack_take(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_
 	if (below || ipk_seq_lt(l, c->snd_max))
 		ctx->cnt.tcp_spurious_rtx++;
 	/* RFC 8985 §6.2 step 4: a D-SACK means the reordering window was too small. */
-	if (c->sb && IPK_SB_REO_MULT(c->sb) < REO_MULT_MAX)
-		IPK_SB_REO_MULT(c->sb)++;
+	if (c->sb)
+		ipk_tcp_rack_dsack(c);
 	return 1;
 }
 
@@ -217,7 +215,7 @@ static void sack_blocks_in(struct ipk_ctx *ctx, struct ipk_conn *c, const struct
 
 	if (o->nsack == 0)
 		return;
-	rec = rec_get(ctx, c); /* before the D-SACK check: reo_wnd_mult lives there */
+	rec = rec_get(ctx, c); /* before the D-SACK check: RACK.dsack_round lives there */
 	if (dsack_take(ctx, c, o, s->h.ack))
 		i = 1;
 	for (; i < o->nsack; i++) {
@@ -296,6 +294,7 @@ void ipk_tcp_sb_recover(struct ipk_ctx *ctx, struct ipk_conn *c)
 			/* RFC 6937 §3: recovery ends with cwnd = ssthresh. */
 			c->cwnd = c->ssthresh;
 			ipk_tcp_prr_end(ctx, c);
+			ipk_tcp_rack_recovery_done(c);
 			ipk_tcp_cc_recovery_exit(ctx, c);
 		}
 		return;

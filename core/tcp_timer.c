@@ -132,8 +132,12 @@ static int on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ipk_tcp_destroy(ctx, c, IPK_CLOSE_TIMEOUT);
 		return 1;
 	}
-	if (c->nrtx == 0 && !syn)
+	if (c->nrtx == 0 && !syn) {
 		ctx->cnt.tcp_rto_episodes++;
+		/* RFC 8985 §6.2 step 4 counts RTO recoveries too; the engine keeps no end of
+		 * one, so it is counted when it starts */
+		ipk_tcp_rack_recovery_done(c);
+	}
 	c->nrtx++;
 	c->rto = IPK_MIN(c->rto * 2u, ctx->cfg.tcp_rto_max_ns);
 	ctx->cnt.tcp_rto++;

@@ -328,7 +328,7 @@ static void test_established_dsack_received_counts_spurious_retransmission(void)
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_dsack_rx, 1);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_spurious_rtx, 1);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_sack_invalid, 0);
-	CHECK_EQ(c->sb ? IPK_SB_REO_MULT(c->sb) : 0u, 2u); /* RFC 8985 §6.2: wider window */
+	CHECK_EQ(c->reo_mult, 2u); /* RFC 8985 §6.2: wider window */
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
 }
@@ -874,6 +874,98 @@ static void test_established_rescue_not_while_new_data_waits(void)
 	finish(t);
 }
 
+/* ------------------------------------- RACK reordering window, min_RTT aging */
+
+/* One SACK loss episode: 5 segments, the first acknowledged (snd_una passes the
+ * last recovery point), 2-4 SACKed (segment 1 lost), then all acked. */
+static void one_recovery(struct th *t, struct ipk_conn *c)
+{
+	struct tseg s;
+	uint32_t d = c->snd_max, blk[1][2];
+
+	c->cwnd = IPK_MAX(c->cwnd, 5 * MSS); /* each episode halved it: keep 5 going out */
+	send_segs(t, c, 5);
+	CHECK_EQ(c->snd_max - d, 5 * MSS);
+	blk[0][0] = d + 2 * MSS;
+	blk[0][1] = d + 5 * MSS;
+	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, blk, 1, NULL, 0);
+	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	peer(t, A, IRS + 1, d + 5 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK(!(c->fl & IPK_TCPF_SACK_RCVY));
+	while (th_next(t, &s))
+		;
+}
+
+/* RFC 8985 §6.2 step 4: D-SACKs widen reo_wnd at most once per round trip; the
+ * width outlives the flight (the scoreboard is freed in between) and falls back to
+ * 1 after 16 loss recoveries without another D-SACK (reo_wnd_persist). */
+static void test_established_rack_reo_wnd_persists_16_recoveries(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, blk[1][2];
+	int i;
+
+	d = open_conn(t, 1, 0, &c, &s) + 1;
+	CHECK_EQ(c->reo_mult, 1u);
+	send_segs(t, c, 3);
+	blk[0][0] = d;
+	blk[0][1] = d + MSS;
+	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, blk, 1, NULL, 0); /* D-SACK below the ACK */
+	CHECK_EQ(c->reo_mult, 2u);
+	blk[0][1] = d + 2 * MSS;
+	peer(t, A, IRS + 1, d + 2 * MSS, 0, 0, 0, blk, 1, NULL, 0); /* same round trip */
+	CHECK_EQ(c->reo_mult, 2u);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_dsack_rx, 2);
+	peer(t, A, IRS + 1, d + 3 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK(c->sb == NULL); /* flight over: the scoreboard went back to the pool */
+	CHECK_EQ(c->reo_mult, 2u);
+	CHECK_EQ(c->reo_persist, 16u);
+	for (i = 0; i < 15; i++)
+		one_recovery(t, c);
+	CHECK_EQ(c->reo_mult, 2u);
+	CHECK_EQ(c->reo_persist, 1u);
+	one_recovery(t, c);
+	CHECK_EQ(c->reo_mult, 1u);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_sack_recovery_episodes, 16);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* min_RTT is a windowed minimum of RACK's samples: after the path's RTT rises
+ * from 8 ms to 50 ms, the old minimum holds for at most two periods (5-10 s), then
+ * 50 ms is the minimum (and RACK's reordering window a quarter of it). */
+static void test_established_rack_min_rtt_ages_when_rtt_rises(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, blk[1][2];
+	int i;
+
+	d = open_conn(t, 1, 0, &c, &s) + 1;
+	for (i = 0; i < 13; i++) {
+		uint32_t rtt = i == 0 ? 8 : 50;
+
+		send_segs(t, c, 2);
+		th_advance(t, rtt * MS);
+		blk[0][0] = d + MSS; /* the second one SACKed: a RACK sample */
+		blk[0][1] = d + 2 * MSS;
+		peer(t, A, IRS + 1, d, 0, 0, 0, blk, 1, NULL, 0);
+		peer(t, A, IRS + 1, d + 2 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+		d += 2 * MSS;
+		while (th_next(t, &s))
+			;
+		if (i == 4)
+			CHECK_EQ(ipk_tcp_min_rtt_us(c), 8000u); /* ~4 s later: still the old one */
+		th_advance(t, (1000 - rtt) * MS);
+	}
+	CHECK_EQ(ipk_tcp_min_rtt_us(c), 50000u);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 int main(void)
 {
 	RUN(test_listen_syn_sack_ts_negotiated);
@@ -896,6 +988,8 @@ int main(void)
 	RUN(test_established_prr_newreno_one_segment_per_two_dupacks);
 	RUN(test_established_rescue_retransmits_tail_once_per_recovery);
 	RUN(test_established_rescue_not_while_new_data_waits);
+	RUN(test_established_rack_reo_wnd_persists_16_recoveries);
+	RUN(test_established_rack_min_rtt_ages_when_rtt_rises);
 	RUN(test_established_rack_marks_lost_after_reorder_window);
 	RUN(test_established_tlp_probes_last_segment_after_pto);
 	RUN(test_established_paws_drops_old_tsval_and_acks);
