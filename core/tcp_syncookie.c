@@ -11,10 +11,19 @@
  * current tick and the one before, so it lives 69..137 s. The peer's ISN in the hash
  * ties the cookie to the SYN: an ACK with another sequence number does not check.
  *
- * What a cookie cannot carry is dropped (documented on cfg.tcp_syncookies): window
- * scale, SACK-permitted and timestamps are not offered in the cookie SYN-ACK, so
- * the connection runs with a 64 KiB window. The SYN-ACK is not retransmitted: a
- * lost one costs the peer its SYN retransmission timeout.
+ * When the SYN carries timestamps (RFC 7323) the SYN-ACK offers them too, and the
+ * low IPK_COOKIE_OPT_BITS bits of our TSval carry the rest of the peer's SYN options
+ * (the peer echoes TSval in the ACK's TSecr; Linux does the same, this layout is
+ * ours):
+ *   bits 3..0  the peer's window-scale shift (0..14), 15 = no window scale option
+ *   bit  4     SACK-permitted (the peer offered it and cfg.tcp_sack is on)
+ *   bit  5     ECN setup (RFC 3168 §6.1.1: ECE|CWR in the SYN and cfg.tcp_ecn on)
+ * The TSval is our clock with those bits replaced, never ahead of the clock. The
+ * option bits also enter the hash (with a bit saying timestamps were on), so an ACK
+ * cannot claim options the SYN-ACK did not grant. Without timestamps a cookie has
+ * nowhere to keep them: no window scale (a 64 KiB window), no SACK, no ECN.
+ * The SYN-ACK is not retransmitted: a lost one costs the peer its SYN
+ * retransmission timeout.
  *
  * Cookies are checked only while they are being sent (mode 2, or within two ticks of
  * the last cookie sent), so an attacker cannot guess at one at any other time.
@@ -29,6 +38,14 @@
 
 #define IPK_COOKIE_TICK_SHIFT 36
 #define IPK_COOKIE_HASH_MASK 0x1fffffffu
+/* option bits in the low bits of a cookie SYN-ACK's TSval (see above) */
+#define IPK_COOKIE_OPT_BITS 6u
+#define IPK_COOKIE_OPT_MASK 0x3fu
+#define IPK_COOKIE_WS_NONE 0xfu
+#define IPK_COOKIE_SACK 0x10u
+#define IPK_COOKIE_ECN 0x20u
+/* hashed with the option bits: timestamps were negotiated */
+#define IPK_COOKIE_TS 0x40u
 
 /* MSS values a cookie can name: common path MSS values (Ethernet 1460, PPPoE 1452,
  * tunnels 1400..1360, IPv6 minimum 1220), the RFC 9293 default 536, and our floor. */
@@ -104,38 +121,72 @@ static void cookie_key(struct ipk_ctx *ctx)
 	ctx->cookie_keyed = 1;
 }
 
+/* opts: IPK_COOKIE_TS | option bits when timestamps carry options, else 0 */
 static uint32_t cookie_hash(const struct ipk_ctx *ctx, const struct ipk_tuple *t, uint32_t irs,
-                            uint64_t tick, uint32_t idx)
+                            uint64_t tick, uint32_t idx, uint32_t opts)
 {
 	uint64_t m[4];
 
 	m[0] = (uint64_t)t->local_ip4_be << 32 | t->peer_ip4_be;
 	m[1] = (uint64_t)t->local_port_be << 48 | (uint64_t)t->peer_port_be << 32 | irs;
 	m[2] = tick;
-	m[3] = idx;
+	m[3] = (uint64_t)opts << 8 | idx;
 	return (uint32_t)sip_hash(ctx->cookie_key, m, 4) & IPK_COOKIE_HASH_MASK;
 }
 
 static uint32_t cookie_make(const struct ipk_ctx *ctx, const struct ipk_tuple *t, uint32_t irs,
-                            uint32_t idx)
+                            uint32_t idx, uint32_t opts)
 {
 	uint64_t tick = ctx->now >> IPK_COOKIE_TICK_SHIFT;
 
-	return idx << 29 | cookie_hash(ctx, t, irs, tick, idx);
+	return idx << 29 | cookie_hash(ctx, t, irs, tick, idx, opts);
 }
 
 /* The MSS index for a cookie, or -1 when it does not check. */
 static int cookie_verify(const struct ipk_ctx *ctx, const struct ipk_tuple *t, uint32_t irs,
-                         uint32_t cookie)
+                         uint32_t cookie, uint32_t opts)
 {
 	uint64_t tick = ctx->now >> IPK_COOKIE_TICK_SHIFT;
 	uint32_t idx = cookie >> 29, h = cookie & IPK_COOKIE_HASH_MASK;
 
-	if (h == cookie_hash(ctx, t, irs, tick, idx))
+	if (h == cookie_hash(ctx, t, irs, tick, idx, opts))
 		return (int)idx;
-	if (tick > 0 && h == cookie_hash(ctx, t, irs, tick - 1u, idx))
+	if (tick > 0 && h == cookie_hash(ctx, t, irs, tick - 1u, idx, opts))
 		return (int)idx;
 	return -1;
+}
+
+/* The option bits for the peer's SYN, IPK_COOKIE_TS included; 0 when the SYN has no
+ * timestamps (or we do not use them): then nothing can be carried. */
+static uint32_t syn_opt_bits(const struct ipk_ctx *ctx, const struct ipk_tcp_seg *s)
+{
+	uint32_t b = IPK_COOKIE_TS;
+
+	if (!s->o.has_ts || !ctx->cfg.tcp_timestamps)
+		return 0;
+	if (s->o.has_ws && ctx->cfg.tcp_wscale > 0)
+		b |= IPK_MIN(s->o.ws, IPK_TCP_MAX_WSCALE);
+	else
+		b |= IPK_COOKIE_WS_NONE;
+	if (s->o.has_sack_perm && ctx->cfg.tcp_sack)
+		b |= IPK_COOKIE_SACK;
+	if (ctx->cfg.tcp_ecn &&
+	    (s->h.flags & (IPK_TCP_ECE | IPK_TCP_CWR)) == (IPK_TCP_ECE | IPK_TCP_CWR))
+		b |= IPK_COOKIE_ECN;
+	return b;
+}
+
+/* RFC 7323 §5.4 TSval of the connection the cookie stands for (clock + ISS, as
+ * ipk_tcp_ts_now), low bits replaced by the options and kept at or below the clock,
+ * so that the connection's later TSvals never run backwards. */
+static uint32_t cookie_tsval(const struct ipk_ctx *ctx, uint32_t iss, uint32_t bits)
+{
+	uint32_t now = (uint32_t)(ctx->now / 1000000u) + iss;
+	uint32_t v = (now & ~IPK_COOKIE_OPT_MASK) | (bits & IPK_COOKIE_OPT_MASK);
+
+	if (ipk_seq_gt(v, now))
+		v -= 1u << IPK_COOKIE_OPT_BITS;
+	return v;
 }
 
 static uint32_t mss_index(const struct ipk_tcp_opts *o)
@@ -185,18 +236,35 @@ void ipk_tcp_cookie_synack(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 {
 	struct ipk_tuple t;
 	struct ipk_tcp_opts o;
-	uint32_t idx = mss_index(&s->o), ours = (uint32_t)ctx->cfg.mtu - 40u;
+	uint32_t idx = mss_index(&s->o), ours = (uint32_t)ctx->cfg.mtu - 40u, iss;
+	uint32_t bits;
+	uint8_t flags = IPK_TCP_SYN | IPK_TCP_ACK;
 
 	cookie_key(ctx);
 	seg_tuple(s, &t);
+	bits = syn_opt_bits(ctx, s);
+	iss = cookie_make(ctx, &t, s->h.seq, idx, bits);
 	ipk_memset(&o, 0, sizeof(o));
 	o.has_mss = 1;
 	o.mss = (uint16_t)ours;
+	if (bits) {
+		/* RFC 7323 §2.2, RFC 2018 §2, RFC 3168 §6.1.1: answer what the SYN offered */
+		o.has_ts = 1;
+		o.tsval = cookie_tsval(ctx, iss, bits);
+		o.tsecr = s->o.tsval;
+		if ((bits & IPK_COOKIE_WS_NONE) != IPK_COOKIE_WS_NONE) {
+			o.has_ws = 1;
+			o.ws = (uint8_t)IPK_MIN(ctx->cfg.tcp_wscale, IPK_TCP_MAX_WSCALE);
+		}
+		o.has_sack_perm = (uint8_t)((bits & IPK_COOKIE_SACK) != 0);
+		if (bits & IPK_COOKIE_ECN)
+			flags |= IPK_TCP_ECE;
+	}
 	ctx->cookie_until = ctx->now + (2ull << IPK_COOKIE_TICK_SHIFT);
 	ctx->cnt.tcp_syncookies_sent++;
-	ipk_tcp_send_raw(ctx, &t, cookie_make(ctx, &t, s->h.seq, idx), s->h.seq + 1u,
-	                 IPK_TCP_SYN | IPK_TCP_ACK, (uint16_t)IPK_MIN(ctx->cfg.tcp_rcvbuf, 0xffffu),
-	                 &o);
+	/* RFC 7323 §2.2: the window of a SYN segment is never scaled */
+	ipk_tcp_send_raw(ctx, &t, iss, s->h.seq + 1u, flags,
+	                 (uint16_t)IPK_MIN(ctx->cfg.tcp_rcvbuf, 0xffffu), &o);
 }
 
 static int cookies_live(const struct ipk_ctx *ctx)
@@ -209,7 +277,7 @@ static int cookies_live(const struct ipk_ctx *ctx)
 /* The connection a checked cookie stands for, in SYN-RECEIVED as if our SYN-ACK had
  * been sent from it, so that the ACK completes it by the normal rules. */
 static struct ipk_conn *cookie_conn(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s,
-                                    const struct ipk_tuple *t, uint32_t idx)
+                                    const struct ipk_tuple *t, uint32_t idx, uint32_t bits)
 {
 	struct ipk_tcp_opts o;
 	struct ipk_conn *c = ipk_conn_get(ctx);
@@ -227,6 +295,18 @@ static struct ipk_conn *cookie_conn(struct ipk_ctx *ctx, const struct ipk_tcp_se
 	ipk_memset(&o, 0, sizeof(o));
 	o.has_mss = 1;
 	o.mss = cookie_mss[idx];
+	if (bits) {
+		/* what the SYN offered, from the echoed TSval */
+		o.has_ts = 1;
+		o.tsval = s->o.tsval;
+		o.has_ws = (uint8_t)((bits & IPK_COOKIE_WS_NONE) != IPK_COOKIE_WS_NONE);
+		o.ws = (uint8_t)(bits & IPK_COOKIE_WS_NONE);
+		o.has_sack_perm = (uint8_t)((bits & IPK_COOKIE_SACK) != 0);
+		if (bits & IPK_COOKIE_ECN)
+			c->fl |= IPK_TCPF_ECN;
+		/* the SYN-ACK's TSval was no clock reading: no RTT from its echo */
+		c->fl |= IPK_TCPF_TS_NO_RTT;
+	}
 	ipk_tcp_syn_opts(ctx, c, &o);
 	c->snd_wl1 = c->irs;
 	c->snd_wl2 = c->iss;
@@ -239,20 +319,25 @@ static struct ipk_conn *cookie_conn(struct ipk_ctx *ctx, const struct ipk_tcp_se
 int ipk_tcp_cookie_check(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s, struct ipk_conn **out)
 {
 	struct ipk_tuple t;
+	uint32_t bits = 0;
 	int mi;
 
 	*out = NULL;
 	if (!cookies_live(ctx))
 		return 0;
 	seg_tuple(s, &t);
-	mi = cookie_verify(ctx, &t, s->h.seq - 1u, s->h.ack - 1u);
+	/* The ACK echoes our TSval when timestamps were on (RFC 7323 §3.2: once both
+	 * SYNs carried them, every segment does); the hash says whether they were. */
+	if (s->o.has_ts && ctx->cfg.tcp_timestamps)
+		bits = IPK_COOKIE_TS | (s->o.tsecr & IPK_COOKIE_OPT_MASK);
+	mi = cookie_verify(ctx, &t, s->h.seq - 1u, s->h.ack - 1u, bits);
 	if (mi < 0) {
 		ctx->cnt.tcp_syncookies_failed++;
 		return 0;
 	}
 	/* Out of connections: drop without a RST; the peer's retransmission of this
 	 * segment carries the cookie again. */
-	*out = cookie_conn(ctx, s, &t, (uint32_t)mi);
+	*out = cookie_conn(ctx, s, &t, (uint32_t)mi, bits);
 	if (*out)
 		ctx->cnt.tcp_syncookies_ok++;
 	return 1;

@@ -76,6 +76,11 @@ int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp
 
 	if (!(c->fl & IPK_TCPF_TS_OK) || !s->o.has_ts || s->o.tsecr == 0)
 		return 0;
+	if (c->fl & IPK_TCPF_TS_NO_RTT) {
+		/* the echo of a SYN cookie's TSval, whose low bits were options: no sample */
+		c->fl &= ~IPK_TCPF_TS_NO_RTT;
+		return 0;
+	}
 	ms = ipk_tcp_ts_now(ctx, c) - s->o.tsecr;
 	/* An echo from the future or older than the RTO ceiling is forged or stale. */
 	if ((uint64_t)ms * TS_NS_PER_MS > ctx->cfg.tcp_rto_max_ns)

@@ -367,8 +367,10 @@ struct ipk_config {
 	uint32_t tcp_synrecv_max;
 	/* SYN cookies (RFC 4987 §3.6): 0 off, 1 when the SYN queue (listener backlog,
 	 * tcp_synrecv_max or the connection pool) is full (default), 2 always.
-	 * A connection opened by a cookie has no window scaling (RFC 7323) and its MSS
-	 * is rounded down to one of 8 table values; every other option is dropped. */
+	 * A connection opened by a cookie has its MSS rounded down to one of 8 table
+	 * values. When the SYN carried timestamps, window scale, SACK-permitted and ECN
+	 * travel in the low bits of our TSval and the connection has them all; without
+	 * timestamps it has none of them (a 64 KiB window, no SACK, no ECN). */
 	uint8_t tcp_syncookies;
 	/* Connections in TIME_WAIT per context, default 4096; when one more enters, the
 	 * oldest is freed (counted in tcp_tw_recycled). 0 = no limit. */

@@ -299,6 +299,142 @@ static void test_listen_syncookies_always_mode(void)
 	finish(t);
 }
 
+/* A cookie SYN-ACK (cookies always) answering a SYN from sport with MSS 1400,
+ * window scale 5 and SACK-permitted, timestamps when ts, and `flags` added. */
+static int cookie_synack_opts(struct th *t, uint16_t sport, int ts, uint8_t flags,
+                              struct tseg *sa)
+{
+	struct ipk_tcp_opts o = syn_opts(1400, 1);
+
+	o.ws = 5;
+	o.has_sack_perm = 1;
+	o.has_ts = (uint8_t)ts;
+	o.tsval = 1000;
+	th_send(t, sport, 80, (uint8_t)(IPK_TCP_SYN | flags), IRS, 0, W, &o, NULL, 0);
+	if (!th_next(t, sa))
+		return 0;
+	CHECK_EQ(cnt(t)->tcp_syncookies_sent, 1);
+	CHECK_EQ(ipk_conns_free(t->ctx), t->nconns); /* no state kept */
+	return 1;
+}
+
+/* RFC 4987 §3.6 with RFC 7323: the SYN had timestamps, so the cookie SYN-ACK offers
+ * window scale and SACK back, our TSval carries the peer's choices, and the
+ * connection the ACK opens scales the peer's window by 5 and takes SACK blocks. */
+static void test_listen_syncookie_with_timestamps_keeps_ws_and_sack(void)
+{
+	struct th *t = th_new(cookies_always);
+	struct ipk_tcp_opts o;
+	struct ipk_tcp_info in;
+	struct ipk_conn *c;
+	struct tseg sa, s;
+	uint32_t iss;
+
+	ipk_tcp_listen(t->ctx, be(80), 8);
+	CHECK(cookie_synack_opts(t, 5000, 1, 0, &sa));
+	CHECK(sa.o.has_ts && sa.o.has_ws && sa.o.has_sack_perm);
+	CHECK_EQ(sa.o.tsecr, 1000);
+	CHECK_EQ(sa.o.ws, t->cfg.tcp_wscale);
+	CHECK_EQ(sa.o.tsval & 0x3fu, 0x10u | 5u); /* SACK bit, shift 5 */
+	CHECK(!(sa.h.flags & IPK_TCP_ECE));
+	iss = sa.h.seq;
+	o = th_ts_opt(1001, sa.o.tsval);
+	th_send(t, 5000, 80, A, IRS + 1, iss + 1, 100, &o, NULL, 0);
+	CHECK_EQ(cnt(t)->tcp_syncookies_ok, 1);
+	CHECK_EQ(t->accepted, 1);
+	c = t->conn;
+	CHECK(ipk_tcp_info(c, &in) == IPK_OK);
+	CHECK(in.ts_ok && in.sack_ok);
+	CHECK_EQ(in.snd_wscale, 5);
+	CHECK_EQ(in.rcv_wscale, t->cfg.tcp_wscale);
+	CHECK_EQ(in.snd_wnd, 100u << 5); /* the ACK's window, scaled */
+	CHECK_EQ(in.mss, 1400 - 12);
+	/* SACK in use: two segments out, the second SACKed */
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, "0123456789", 10, t->now), 10);
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, "abcdefghij", 10, t->now), 10);
+	while (th_next(t, &s))
+		CHECK(s.o.has_ts && s.o.tsval - sa.o.tsval < 1000u); /* TSval never went back */
+	o = th_ts_opt(1002, sa.o.tsval);
+	o.nsack = 1;
+	o.sack[0][0] = iss + 11;
+	o.sack[0][1] = iss + 21;
+	th_send(t, 5000, 80, A, IRS + 1, iss + 1, 100, &o, NULL, 0);
+	CHECK(ipk_tcp_info(c, &in) == IPK_OK);
+	CHECK_EQ(in.sacked_bytes, 10);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* The option bits are part of the cookie: an ACK echoing other bits does not open
+ * a connection. */
+static void test_listen_syncookie_tampered_option_bits_fail(void)
+{
+	struct th *t = th_new(cookies_always);
+	struct ipk_tcp_opts o;
+	struct tseg sa, s;
+
+	ipk_tcp_listen(t->ctx, be(80), 8);
+	CHECK(cookie_synack_opts(t, 5000, 1, 0, &sa));
+	o = th_ts_opt(1001, sa.o.tsval ^ 0xeu); /* claims window scale 11 */
+	th_send(t, 5000, 80, A, IRS + 1, sa.h.seq + 1, 100, &o, NULL, 0);
+	CHECK(th_expect(t, &s, IPK_TCP_RST, sa.h.seq + 1, 0));
+	CHECK_EQ(cnt(t)->tcp_syncookies_failed, 1);
+	CHECK_EQ(t->accepted, 0);
+	o = th_ts_opt(1001, sa.o.tsval); /* the true echo still works */
+	th_send(t, 5000, 80, A, IRS + 1, sa.h.seq + 1, 100, &o, NULL, 0);
+	CHECK_EQ(t->accepted, 1);
+	ipk_tcp_abort(t->ctx, t->conn, t->now);
+	finish(t);
+}
+
+/* Without timestamps there is nowhere to keep them: no window scale, no SACK. */
+static void test_listen_syncookie_without_timestamps_drops_ws_and_sack(void)
+{
+	struct th *t = th_new(cookies_always);
+	struct ipk_tcp_info in;
+	struct tseg sa;
+
+	ipk_tcp_listen(t->ctx, be(80), 8);
+	CHECK(cookie_synack_opts(t, 5000, 0, 0, &sa));
+	CHECK(!sa.o.has_ts && !sa.o.has_ws && !sa.o.has_sack_perm);
+	th_send(t, 5000, 80, A, IRS + 1, sa.h.seq + 1, 100, NULL, NULL, 0);
+	CHECK_EQ(t->accepted, 1);
+	CHECK(ipk_tcp_info(t->conn, &in) == IPK_OK);
+	CHECK(!in.ts_ok && !in.sack_ok);
+	CHECK_EQ(in.snd_wscale, 0);
+	CHECK_EQ(in.snd_wnd, 100);
+	ipk_tcp_abort(t->ctx, t->conn, t->now);
+	finish(t);
+}
+
+static void cookies_always_ecn(struct ipk_config *c)
+{
+	c->tcp_syncookies = 2;
+	c->tcp_ecn = 1;
+}
+
+/* RFC 3168 §6.1.1 through a cookie: an ECN-setup SYN gets an ECN-setup SYN-ACK and
+ * the connection has ECN. */
+static void test_listen_syncookie_with_timestamps_keeps_ecn(void)
+{
+	struct th *t = th_new(cookies_always_ecn);
+	struct ipk_tcp_opts o;
+	struct ipk_tcp_info in;
+	struct tseg sa;
+
+	ipk_tcp_listen(t->ctx, be(80), 8);
+	CHECK(cookie_synack_opts(t, 5000, 1, IPK_TCP_ECE | IPK_TCP_CWR, &sa));
+	CHECK_EQ(sa.h.flags, IPK_TCP_SYN | A | IPK_TCP_ECE);
+	CHECK_EQ(sa.o.tsval & 0x20u, 0x20u);
+	o = th_ts_opt(1001, sa.o.tsval);
+	th_send(t, 5000, 80, A, IRS + 1, sa.h.seq + 1, 100, &o, NULL, 0);
+	CHECK_EQ(t->accepted, 1);
+	CHECK(ipk_tcp_info(t->conn, &in) == IPK_OK);
+	CHECK_EQ(in.ecn, 1);
+	ipk_tcp_abort(t->ctx, t->conn, t->now);
+	finish(t);
+}
+
 /* ------------------------------------------------------------ TIME_WAIT */
 
 /* A passive connection from sport that we close first, into TIME_WAIT. */
@@ -534,6 +670,10 @@ int main(void)
 	RUN(test_listen_syncookie_handshake_opens_connection);
 	RUN(test_listen_syncookie_forged_ack_gets_rst);
 	RUN(test_listen_syncookies_always_mode);
+	RUN(test_listen_syncookie_with_timestamps_keeps_ws_and_sack);
+	RUN(test_listen_syncookie_tampered_option_bits_fail);
+	RUN(test_listen_syncookie_without_timestamps_drops_ws_and_sack);
+	RUN(test_listen_syncookie_with_timestamps_keeps_ecn);
 	RUN(test_time_wait_syn_above_rcv_nxt_reuses_tuple);
 	RUN(test_time_wait_old_syn_gets_challenge_ack);
 	RUN(test_time_wait_syn_newer_tsval_reuses_tuple);
