@@ -213,6 +213,7 @@ struct ipk_conn {
 #define IPK_RCVY_OUT(r) ((r)->off)       /* prr_out */
 #define IPK_RCVY_FS(r) ((r)->len)        /* RecoverFS */
 #define IPK_RCVY_FLAGS(r) ((r)->aux)     /* IPK_RCVY_F_* */
+#define IPK_RCVY_RENO_SACKED(r) ((r)->xmit) /* NewReno: bytes duplicate ACKs stand for */
 #define IPK_RCVY_F_RESCUED 0x1u          /* RFC 6675 §4 NextSeg (4): rescue sent */
 
 IPK_INLINE int ipk_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }

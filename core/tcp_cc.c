@@ -135,21 +135,35 @@ void ipk_tcp_cc_init(struct ipk_ctx *ctx, struct ipk_conn *c)
 	algo(c)->init(c);
 }
 
-/* RFC 6937 §3 without SACK: every duplicate ACK counts as one SMSS delivered, so a
- * cumulative ACK delivers only what those estimates did not cover yet. pipe is the
- * flight less the segments the duplicate ACKs stand for. */
+/* RFC 6937 §3 without SACK: every duplicate ACK stands for one SMSS that arrived
+ * above the hole (kept in the episode record as if SACKed), so pipe is the flight
+ * less those. A partial ACK covers the resent hole and some of them: only the rest
+ * is newly delivered, and the segments it covered leave the estimate, while those
+ * above the next hole stay in it (resetting it with the duplicate-ACK count made
+ * pipe the whole flight after every partial ACK and starved the ACK clock). */
 static void reno_prr(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t delivered,
                      uint32_t flight_now)
 {
-	uint32_t est = IPK_MIN((uint32_t)c->dupacks * c->mss, flight_now);
+	uint32_t *est = &IPK_RCVY_RENO_SACKED(c->rcvy);
 
-	ipk_tcp_prr_ack(ctx, c, delivered, flight_now - est, flight_now);
+	if (*est > flight_now)
+		*est = flight_now;
+	ipk_tcp_prr_ack(ctx, c, delivered, flight_now - *est, flight_now);
+}
+
+/* A partial ACK of `acked` bytes in NewReno recovery: the new data it delivered. */
+static uint32_t reno_partial(struct ipk_conn *c, uint32_t acked)
+{
+	uint32_t *est = &IPK_RCVY_RENO_SACKED(c->rcvy);
+	uint32_t above = acked > c->mss ? acked - c->mss : 0u; /* beyond the resent hole */
+	uint32_t covered = IPK_MIN(*est, above);
+
+	*est -= covered;
+	return IPK_MAX(acked - covered, IPK_MIN(acked, c->mss));
 }
 
 int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uint32_t acked)
 {
-	uint32_t est = (uint32_t)IPK_MIN((uint64_t)c->dupacks * c->mss, 0xffffffffull);
-
 	c->dupacks = 0;
 	if (!(c->fl & IPK_TCPF_RECOVERY)) {
 		ipk_tcp_cc_ack(ctx, c, acked);
@@ -168,7 +182,7 @@ int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uin
 	}
 	if (ipk_tcp_prr_active(ctx, c)) {
 		/* RFC 6937 in place of RFC 6582's deflation; the hole is still resent. */
-		reno_prr(ctx, c, acked > est ? acked - est : 0u, flight(c) - acked);
+		reno_prr(ctx, c, reno_partial(c, acked), flight(c) - acked);
 		return 1;
 	}
 	/* RFC 6582 §3.2 (3) partial ACK: deflate by the amount acknowledged, add one
@@ -184,9 +198,10 @@ int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 	if (c->dupacks < 0xffffu)
 		c->dupacks++;
 	if (c->fl & IPK_TCPF_RECOVERY) {
-		if (ipk_tcp_prr_active(ctx, c))
+		if (ipk_tcp_prr_active(ctx, c)) {
+			IPK_RCVY_RENO_SACKED(c->rcvy) += c->mss;
 			reno_prr(ctx, c, c->mss, flight(c));
-		else if (c->cwnd < IPK_TCP_CWND_MAX)
+		} else if (c->cwnd < IPK_TCP_CWND_MAX)
 			c->cwnd += c->mss; /* RFC 6582 §3.2 (4): inflate per segment that left */
 		return 0;
 	}
@@ -199,8 +214,10 @@ int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 	c->cwnd = c->ssthresh + 3u * c->mss;
 	c->fl |= IPK_TCPF_RECOVERY;
 	ipk_tcp_prr_start(ctx, c);
-	if (ipk_tcp_prr_active(ctx, c))
+	if (ipk_tcp_prr_active(ctx, c)) {
+		IPK_RCVY_RENO_SACKED(c->rcvy) = 3u * c->mss; /* the DupThresh duplicate ACKs */
 		reno_prr(ctx, c, c->mss, flight(c));
+	}
 	return 1;
 }
 

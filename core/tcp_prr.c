@@ -40,6 +40,7 @@ void ipk_tcp_prr_start(struct ipk_ctx *ctx, struct ipk_conn *c)
 	IPK_RCVY_OUT(r) = 0;
 	IPK_RCVY_FS(r) = c->snd_max - c->snd_una;
 	IPK_RCVY_FLAGS(r) = 0;
+	IPK_RCVY_RENO_SACKED(r) = 0;
 }
 
 void ipk_tcp_prr_end(struct ipk_ctx *ctx, struct ipk_conn *c)

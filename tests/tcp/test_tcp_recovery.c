@@ -966,6 +966,37 @@ static void test_established_rack_min_rtt_ages_when_rtt_rises(void)
 	finish(t);
 }
 
+/* NewReno PRR with two holes (segments 0 and 10 of 20): 18 duplicate ACKs stand for
+ * 18 segments above the first hole; the partial ACK for 0-9 covers 9 of them, the 9
+ * above the second hole stay counted (pipe is not the whole flight again), and the
+ * second hole is resent at once (RFC 6582 §3.2 (3)). */
+static void test_established_prr_newreno_partial_ack_keeps_segments_above_hole(void)
+{
+	struct th *t;
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t u, max;
+	int k, r;
+
+	g_prr_mode = IPK_PRR_SSRB;
+	t = th_new(prr_cfg_no_sack);
+	u = prr_open_20(t, 0, &c);
+	for (k = 1; k <= 18; k++)
+		peer(t, A, IRS + 1, u, 0, 0, 0, NULL, 0, NULL, 0);
+	while (th_next(t, &s))
+		;
+	CHECK(c->fl & IPK_TCPF_RECOVERY);
+	CHECK_EQ(IPK_RCVY_RENO_SACKED(c->rcvy), 18 * MSS);
+	max = c->snd_max;
+	peer(t, A, IRS + 1, u + 10 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK(c->fl & IPK_TCPF_RECOVERY);
+	CHECK_EQ(IPK_RCVY_RENO_SACKED(c->rcvy), 9 * MSS);
+	CHECK(sent_now(t, c, &r, max) >= 1);
+	CHECK(r >= 1); /* the second hole */
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 int main(void)
 {
 	RUN(test_listen_syn_sack_ts_negotiated);
@@ -986,6 +1017,7 @@ int main(void)
 	RUN(test_established_prr_off_burst_loss_rfc6675_bursts);
 	RUN(test_established_prr_single_loss_one_segment_per_two_acks);
 	RUN(test_established_prr_newreno_one_segment_per_two_dupacks);
+	RUN(test_established_prr_newreno_partial_ack_keeps_segments_above_hole);
 	RUN(test_established_rescue_retransmits_tail_once_per_recovery);
 	RUN(test_established_rescue_not_while_new_data_waits);
 	RUN(test_established_rack_reo_wnd_persists_16_recoveries);
