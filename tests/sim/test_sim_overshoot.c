@@ -8,7 +8,7 @@
  *
  * Regression: with a 16-range scoreboard the sender forgot most SACKs, counted
  * delivered data in pipe (recovery stalled with the link idle) and RACK resent
- * ~1,200 segments that had arrived (2,456 retransmissions for 1,246 drops).
+ * 1,204 segments that had arrived (here 3,098 retransmissions for 1,906 drops).
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +16,7 @@
 #include "world.h"
 
 #define PORT 5001
-#define BYTES (32ull << 20)
+#define BYTES (16ull << 20)
 #define RATE 1000000000ull
 #define BUF (4u << 20)
 
@@ -92,9 +92,9 @@ static void overshoot(unsigned cc, uint8_t prr)
 	CHECK(k->tcp_retransmits >= drops);
 	CHECK(k->tcp_retransmits <= drops + drops / (prr == IPK_PRR_CRB ? 10u : 100u));
 	CHECK_EQ(k->tcp_rto, 0);
-	/* 32 MiB over a 10 ms path including slow start and one recovery: well above
-	 * 760 Mbit/s when the link stays busy (the stalled recovery gave 660-725) */
-	CHECK(mbit > 760.0);
+	/* 16 MiB over a 10 ms path including slow start and the recovery: ~654 Mbit/s
+	 * when the link stays busy (the stalled recovery gave 541-584) */
+	CHECK(mbit > 630.0);
 	world_check_no_leak(&R.w);
 	world_fini(&R.w);
 }
