@@ -204,13 +204,7 @@ uint32_t ipk_tcp_opts_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_opts *
 	if (o->has_ts && !(o->has_mss | o->has_ws | o->has_sack_perm | o->nsack)) {
 		if (cap < IPK_TCP_TS_OPT_LEN)
 			return 0;
-		q[0] = IPK_TCPOPT_NOP;
-		q[1] = IPK_TCPOPT_NOP;
-		q[2] = IPK_TCPOPT_TS;
-		q[3] = 10;
-		ipk_wr32(q + 4, o->tsval);
-		ipk_wr32(q + 8, o->tsecr);
-		return IPK_TCP_TS_OPT_LEN;
+		return (uint32_t)(opt_put_ts(q, o) - q);
 	}
 	n = opts_size(o, &nsack);
 	if (n > cap)
