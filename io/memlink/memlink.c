@@ -2,7 +2,7 @@
  * memlink: an Ethernet link between two processes on one machine through shared
  * memory, with no kernel on the data path.
  *
- *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N][,mtu=M][,wait=MS]
+ *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N][,mtu=M][,wait=MS][,queues=N][,queue=Q]
  *
  * role=a creates the region /dev/shm/ipkit-ml-NAME (removing a stale one first);
  * role=b attaches to it, waiting up to `wait` ms (default 5000) for the creator, and
@@ -15,6 +15,16 @@
  * clears it and sends one datagram to the peer's socket. With busypoll=1 no socket
  * exists (ipk_io_fd = -1), the flag is never set and the data path makes no system
  * call at all.
+ *
+ * Queues (queues=N, 1..16, the same on both sides): N independent queue pairs, queue
+ * q in its own region /dev/shm/ipkit-ml-NAME.qQ (sockets NAME.qQ.a/.b.sock; with N = 1
+ * the names above). An open with queue=Q serves that pair only (one worker each, as
+ * with a NIC queue) and sends every frame on it. An open without queue= serves all N:
+ * it receives from every queue and emulates a receiving RSS NIC on the peer's behalf,
+ * placing each frame it sends on queue reta[hash % 128] with reta[i] = i % N and the
+ * hash of ipk_rss_hash_ip4 under the symmetric key (the runtime's defaults, so a
+ * peer's workers with IPK_STEER_QUEUES receive each flow on its own worker); IPv4
+ * without ports hashes its addresses, everything else (ARP) goes to queue 0.
  */
 #include "io_internal.h"
 #include "ml_ring.h"
@@ -23,6 +33,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -30,12 +41,16 @@
 #include <time.h>
 #include <unistd.h>
 
-struct ml_priv {
+#define ML_MAX_QUEUES 16
+#define ML_RETA_SIZE 128
+#define ETHERTYPE_IP4 0x0800
+
+/* One queue pair: a region of its own. */
+struct ml_q {
 	uint8_t *base;
 	size_t size;
 	int shm_fd;
 	int sock;            /* our wake-up socket, -1 with busypoll */
-	int role;            /* 0 = a, 1 = b */
 	int armed;
 	int attached;        /* role b holds the region's attached flag */
 	struct ml_ring tx, rx;
@@ -43,6 +58,16 @@ struct ml_priv {
 	char shm_name[96];
 	char sock_path[108];
 	uint64_t bad_seen;   /* ring errors already added to the stats */
+};
+
+struct ml_priv {
+	int role;            /* 0 = a, 1 = b */
+	int nq;              /* queue pairs this open serves */
+	int epfd;            /* several queues: epoll over their sockets, else -1 */
+	unsigned rx_next;    /* receive round-robin start */
+	struct ml_q q[ML_MAX_QUEUES];
+	uint8_t key[IPK_RSS_KEY_LEN];
+	uint16_t reta[ML_RETA_SIZE];
 };
 
 static struct ml_priv *ml_priv(const struct ipk_io *io) { return (struct ml_priv *)io->priv; }
@@ -71,7 +96,7 @@ static void ml_sleep_ms(int ms)
 /* Parsed and checked spec values. */
 struct ml_opts {
 	int role, busypoll;
-	long slots, mtu, wait_ms;
+	long slots, mtu, wait_ms, queues, queue; /* queue -1: all */
 	int mtu_given;
 };
 
@@ -92,8 +117,14 @@ static int ml_parse(const struct ipk_io_args *a, struct ml_opts *o, char *err, s
 	o->mtu = ipk_io_arg_int(a, "mtu", 1500, err, el);
 	o->wait_ms = ipk_io_arg_int(a, "wait", 5000, err, el);
 	o->mtu_given = ipk_io_arg(a, "mtu") != NULL;
-	if (o->busypoll < 0 || o->slots < 0 || o->mtu < 0 || o->wait_ms < 0)
+	o->queues = ipk_io_arg_int(a, "queues", 1, err, el);
+	o->queue = ipk_io_arg(a, "queue") ? ipk_io_arg_int(a, "queue", 0, err, el) : -1;
+	if (o->busypoll < 0 || o->slots < 0 || o->mtu < 0 || o->wait_ms < 0 || o->queues < 0 ||
+	    (ipk_io_arg(a, "queue") && o->queue < 0))
 		return -EINVAL;
+	if (o->queues < 1 || o->queues > ML_MAX_QUEUES || o->queue >= o->queues)
+		return ipk_io_err(err, el, EINVAL, "memlink:%s: queues=%ld must be 1..%d and "
+		                  "queue=Q below it", a->dev, o->queues, ML_MAX_QUEUES);
 	if (o->busypoll > 1)
 		return ipk_io_err(err, el, EINVAL, "memlink:%s: busypoll must be 0 or 1", a->dev);
 	if (o->slots < (long)ML_MIN_SLOTS || o->slots > (long)ML_MAX_SLOTS ||
@@ -109,7 +140,7 @@ static int ml_parse(const struct ipk_io_args *a, struct ml_opts *o, char *err, s
 	return 0;
 }
 
-static int ml_create(struct ml_priv *p, const struct ml_opts *o, const char *dev, char *err,
+static int ml_create(struct ml_q *p, const struct ml_opts *o, const char *dev, char *err,
                      size_t el)
 {
 	uint32_t slot = ml_slot_size((uint32_t)o->mtu);
@@ -166,7 +197,7 @@ static int ml_check_hdr(const struct ml_hdr *h, size_t file_size, const struct m
 }
 
 /* Map the creator's region once it exists and carries the magic; bounded wait. */
-static int ml_attach(struct ml_priv *p, const struct ml_opts *o, const char *dev, char *err,
+static int ml_attach(struct ml_q *p, const struct ml_opts *o, const char *dev, char *err,
                      size_t el)
 {
 	long waited = 0;
@@ -217,11 +248,11 @@ static int ml_attach(struct ml_priv *p, const struct ml_opts *o, const char *dev
 	return 0;
 }
 
-static void ml_rings(struct ml_priv *p)
+static void ml_rings(struct ml_q *p, int me)
 {
 	const struct ml_hdr *h = (const struct ml_hdr *)p->base;
 	uint32_t n = h->nslots, ss = h->slot_size;
-	int me = p->role, peer = !p->role;
+	int peer = !me;
 
 	/* ring r carries frames from side r to side !r, out of side r's slots */
 	ml_ring_init(&p->tx, (struct ml_ring_ctl *)(p->base + ml_ring_ctl_off(me, n)),
@@ -235,7 +266,7 @@ static void ml_rings(struct ml_priv *p)
 	p->rx.local = __atomic_load_n(&p->rx.ctl->cons, __ATOMIC_ACQUIRE);
 }
 
-static int ml_sock_open(struct ml_priv *p, const char *dev, char *err, size_t el)
+static int ml_sock_open(struct ml_q *p, const char *dev, char *err, size_t el)
 {
 	struct sockaddr_un sa;
 
@@ -252,33 +283,97 @@ static int ml_sock_open(struct ml_priv *p, const char *dev, char *err, size_t el
 	return 0;
 }
 
+/* Region and socket names of queue pair `qi` (of nqueues). */
+static void ml_q_names(struct ml_q *q, const char *dev, int role, long qi, long nqueues)
+{
+	static const char role_ch[2] = { 'a', 'b' };
+	char name[64];
+
+	if (nqueues > 1)
+		snprintf(name, sizeof name, "%s.q%ld", dev, qi);
+	else
+		snprintf(name, sizeof name, "%s", dev);
+	snprintf(q->shm_name, sizeof q->shm_name, "/ipkit-ml-%s", name);
+	snprintf(q->sock_path, sizeof q->sock_path, "/dev/shm/ipkit-ml-%s.%c.sock", name,
+	         role_ch[role]);
+	q->peer.sun_family = AF_UNIX;
+	snprintf(q->peer.sun_path, sizeof q->peer.sun_path, "/dev/shm/ipkit-ml-%s.%c.sock",
+	         name, role_ch[!role]);
+}
+
+static int ml_q_open(struct ml_priv *p, struct ml_q *q, const struct ml_opts *o,
+                     const char *dev, char *err, size_t el)
+{
+	int rc = p->role ? ml_attach(q, o, dev, err, el) : ml_create(q, o, dev, err, el);
+
+	if (rc < 0)
+		return rc;
+	ml_rings(q, p->role);
+	return o->busypoll ? 0 : ml_sock_open(q, dev, err, el);
+}
+
+/* Several queues behind one fd: an epoll set of their sockets. */
+static int ml_epoll(struct ml_priv *p, const char *dev, char *err, size_t el)
+{
+	struct epoll_event ev;
+	int i;
+
+	if (p->nq < 2 || p->q[0].sock < 0)
+		return 0;
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (p->epfd < 0)
+		return ipk_io_err(err, el, errno, "memlink:%s: epoll_create1: %s", dev,
+		                  strerror(errno));
+	for (i = 0; i < p->nq; i++) {
+		memset(&ev, 0, sizeof ev);
+		ev.events = EPOLLIN;
+		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->q[i].sock, &ev) < 0)
+			return ipk_io_err(err, el, errno, "memlink:%s: epoll_ctl: %s", dev,
+			                  strerror(errno));
+	}
+	return 0;
+}
+
+/* The receiving NIC's RSS for the peer: the symmetric key, reta[i] = i % queues. */
+static void ml_rss_init(struct ml_priv *p, long nqueues)
+{
+	uint32_t i;
+
+	ipk_rss_key_symmetric(p->key);
+	for (i = 0; i < ML_RETA_SIZE; i++)
+		p->reta[i] = (uint16_t)(i % (uint32_t)nqueues);
+}
+
 static int ml_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t el)
 {
 	struct ml_priv *p = ml_priv(io);
-	static const char role_ch[2] = { 'a', 'b' };
 	struct ml_opts o;
 	struct ipk_pkt *probe;
 	uint32_t mtu;
-	int rc;
+	int rc, i;
 
-	p->shm_fd = -1;
-	p->sock = -1;
+	p->epfd = -1;
+	for (i = 0; i < ML_MAX_QUEUES; i++)
+		p->q[i].shm_fd = p->q[i].sock = -1;
 	memset(&o, 0, sizeof o);
 	rc = ml_parse(a, &o, err, el);
 	if (rc < 0)
 		return rc;
 	p->role = o.role;
-	snprintf(p->shm_name, sizeof p->shm_name, "/ipkit-ml-%s", a->dev);
-	snprintf(p->sock_path, sizeof p->sock_path, "/dev/shm/ipkit-ml-%s.%c.sock", a->dev,
-	         role_ch[p->role]);
-	p->peer.sun_family = AF_UNIX;
-	snprintf(p->peer.sun_path, sizeof p->peer.sun_path, "/dev/shm/ipkit-ml-%s.%c.sock",
-	         a->dev, role_ch[!p->role]);
-	rc = p->role ? ml_attach(p, &o, a->dev, err, el) : ml_create(p, &o, a->dev, err, el);
-	if (rc < 0)
+	p->nq = o.queue >= 0 ? 1 : (int)o.queues;
+	ml_rss_init(p, o.queues);
+	for (i = 0; i < p->nq; i++) {
+		ml_q_names(&p->q[i], a->dev, p->role, o.queue >= 0 ? o.queue : i, o.queues);
+		if ((rc = ml_q_open(p, &p->q[i], &o, a->dev, err, el)) < 0)
+			return rc;
+	}
+	if ((rc = ml_epoll(p, a->dev, err, el)) < 0)
 		return rc;
-	ml_rings(p);
-	mtu = ((const struct ml_hdr *)p->base)->mtu;
+	mtu = ((const struct ml_hdr *)p->q[0].base)->mtu;
+	for (i = 1; i < p->nq; i++)
+		if (((const struct ml_hdr *)p->q[i].base)->mtu != mtu)
+			return ipk_io_err(err, el, EPROTO, "memlink:%s: the queues' regions differ "
+			                  "in MTU; recreate them with role=a", a->dev);
 	probe = ipk_pkt_alloc(io->pool);
 	if (!probe)
 		return ipk_io_err(err, el, ENOMEM, "memlink:%s: the packet pool is empty", a->dev);
@@ -288,11 +383,9 @@ static int ml_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *e
 		return ipk_io_err(err, el, EMSGSIZE, "memlink:%s: mtu=%u does not fit the pool's "
 		                  "%u-byte buffers; use a larger buf_size or a smaller mtu", a->dev,
 		                  mtu, ipk_pool_buf_size(io->pool));
-	if (!o.busypoll && (rc = ml_sock_open(p, a->dev, err, el)) < 0)
-		return rc;
 	io->caps.offloads = IPK_CAP_SG;
 	io->caps.mtu = (uint16_t)mtu;
-	io->caps.nqueues = 1;
+	io->caps.nqueues = (uint16_t)p->nq;
 	io->caps.link = IPK_LINK_ETH;
 	memcpy(io->caps.mac, "\x02\x49\x50\x4b\x00\x0a", 6);
 	io->caps.mac[5] = (uint8_t)(0x0a + p->role);
@@ -304,30 +397,35 @@ static int ml_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *e
 static void ml_count_bad(struct ipk_io *io)
 {
 	struct ml_priv *p = ml_priv(io);
-	uint64_t bad = p->rx.bad_index + p->rx.bad_desc + p->tx.bad_index;
+	int i;
 
-	if (bad != p->bad_seen) {
-		io->st.rx_errors += bad - p->bad_seen;
-		p->bad_seen = bad;
+	for (i = 0; i < p->nq; i++) {
+		struct ml_q *q = &p->q[i];
+		uint64_t bad = q->rx.bad_index + q->rx.bad_desc + q->tx.bad_index;
+
+		if (bad != q->bad_seen) {
+			io->st.rx_errors += bad - q->bad_seen;
+			q->bad_seen = bad;
+		}
 	}
 }
 
-static int ml_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+/* Up to n frames of one queue, copied into our pool. */
+static int ml_q_rx(struct ipk_io *io, struct ml_q *q, struct ipk_pkt **pkts, int n)
 {
-	struct ml_priv *p = ml_priv(io);
-	uint32_t avail = ml_ring_cons_avail(&p->rx), i;
+	uint32_t avail = ml_ring_cons_avail(&q->rx), i;
 	int got = 0;
 
-	if (p->armed) {
-		ml_ring_cons_disarm(&p->rx);
-		p->armed = 0;
+	if (q->armed) {
+		ml_ring_cons_disarm(&q->rx);
+		q->armed = 0;
 	}
 	for (i = 0; i < avail && got < n; i++) {
 		const uint8_t *data;
-		long len = ml_ring_cons_peek(&p->rx, &data);
+		long len = ml_ring_cons_peek(&q->rx, &data);
 		struct ipk_pkt *k;
 
-		ml_ring_cons_next(&p->rx);
+		ml_ring_cons_next(&q->rx);
 		if (len < 0)
 			continue;
 		k = ipk_pkt_alloc(io->pool);
@@ -344,66 +442,123 @@ static int ml_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 		io->st.rx_bytes += (uint64_t)len;
 	}
 	if (i)
-		ml_ring_cons_release(&p->rx);
+		ml_ring_cons_release(&q->rx);
+	return got;
+}
+
+/* Every queue served, round robin from a moving start so none starves. */
+static int ml_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	struct ml_priv *p = ml_priv(io);
+	int got = 0, i;
+
+	for (i = 0; i < p->nq && got < n; i++)
+		got += ml_q_rx(io, &p->q[(p->rx_next + (unsigned)i) % (unsigned)p->nq], pkts + got,
+		               n - got);
+	p->rx_next++;
 	ml_count_bad(io);
 	return got;
 }
 
-static void ml_wake_peer(struct ml_priv *p)
+static void ml_wake_peer(struct ml_q *q)
 {
 	char b = 1;
 	/* Best effort: a missing peer socket (busypoll peer, not attached yet) or a full
 	 * one (a wake-up is already pending) needs nothing more. */
-	(void)sendto(p->sock, &b, 1, MSG_DONTWAIT,
-	             (const struct sockaddr *)&p->peer, sizeof p->peer);
+	(void)sendto(q->sock, &b, 1, MSG_DONTWAIT,
+	             (const struct sockaddr *)&q->peer, sizeof q->peer);
+}
+
+static void ml_q_publish(struct ml_q *q)
+{
+	if (ml_ring_prod_publish(&q->tx)) {
+		if (q->sock < 0) {
+			/* busy-polling side: a sleeping peer still needs its wake-up */
+			int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			char b = 1;
+			if (s >= 0) {
+				(void)sendto(s, &b, 1, MSG_DONTWAIT, (const struct sockaddr *)&q->peer,
+				             sizeof q->peer);
+				close(s);
+			}
+		} else {
+			ml_wake_peer(q);
+		}
+	}
 }
 
 static int ml_publish(struct ipk_io *io)
 {
 	struct ml_priv *p = ml_priv(io);
+	int i;
 
-	if (ml_ring_prod_publish(&p->tx)) {
-		if (p->sock < 0) {
-			/* busy-polling side: a sleeping peer still needs its wake-up */
-			int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-			char b = 1;
-			if (s >= 0) {
-				(void)sendto(s, &b, 1, MSG_DONTWAIT, (const struct sockaddr *)&p->peer,
-				             sizeof p->peer);
-				close(s);
-			}
-		} else {
-			ml_wake_peer(p);
-		}
-	}
+	for (i = 0; i < p->nq; i++)
+		ml_q_publish(&p->q[i]);
 	return 0;
+}
+
+/* The queue a receiving RSS NIC would put this frame on (see the top of the file).
+ * Reads only the first `len` bytes of the first segment; headers the core builds are
+ * there. Anything not IPv4 (ARP), or too short to tell, goes to queue 0. */
+static int ml_frame_queue(const struct ml_priv *p, const uint8_t *f, uint32_t len)
+{
+	uint32_t ihl, src_be, dst_be, h;
+	uint16_t sport_be, dport_be;
+	const uint8_t *ip = f + 14;
+
+	if (len < 34 || ((uint32_t)f[12] << 8 | f[13]) != ETHERTYPE_IP4 || (ip[0] >> 4) != 4)
+		return 0;
+	ihl = (uint32_t)(ip[0] & 0x0f) * 4u;
+	if (ihl < 20 || len < 14 + ihl)
+		return 0;
+	/* fragments and other protocols: the 2-tuple hash, as NICs do */
+	if (((ip[6] & 0x3f) | ip[7]) != 0 || (ip[9] != 6 && ip[9] != 17) || len < 18 + ihl) {
+		h = ipk_rss_toeplitz(p->key, IPK_RSS_KEY_LEN, ip + 12, 8);
+	} else {
+		memcpy(&src_be, ip + 12, 4);
+		memcpy(&dst_be, ip + 16, 4);
+		memcpy(&sport_be, ip + ihl, 2);
+		memcpy(&dport_be, ip + ihl + 2, 2);
+		h = ipk_rss_hash_ip4(p->key, src_be, dst_be, sport_be, dport_be);
+	}
+	return ipk_rss_queue(p->reta, ML_RETA_SIZE, h);
+}
+
+static struct ml_q *ml_tx_queue(struct ml_priv *p, const struct ipk_pkt *k)
+{
+	int qi;
+
+	if (p->nq == 1)
+		return &p->q[0];
+	qi = ml_frame_queue(p, ipk_pkt_mtod(k), k->len);
+	return &p->q[qi >= 0 && qi < p->nq ? qi : 0];
 }
 
 static int ml_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 {
 	struct ml_priv *p = ml_priv(io);
-	uint32_t space = ml_ring_prod_space(&p->tx);
 	int i;
 
 	for (i = 0; i < n; i++) {
 		struct ipk_pkt *k = pkts[i], *s;
+		struct ml_q *q = ml_tx_queue(p, k);
 		uint32_t total = ipk_pkt_chain_len(k), len = 0;
 		uint8_t *dst;
 
-		if (total == 0 || total > p->tx.slot_size) {
+		if (total == 0 || total > q->tx.slot_size) {
 			io->st.tx_errors++;
 			ipk_pkt_free_chain(k);
 			continue;
 		}
-		if (space == 0)
+		/* a full queue stops the burst: the frames stay in order for the next try */
+		if (ml_ring_prod_space(&q->tx) == 0)
 			break;
-		dst = ml_ring_prod_slot(&p->tx);
+		dst = ml_ring_prod_slot(&q->tx);
 		for (s = k; s; s = s->next) {
 			memcpy(dst + len, ipk_pkt_mtod(s), s->len);
 			len += s->len;
 		}
-		ml_ring_prod_commit(&p->tx, len);
-		space--;
+		ml_ring_prod_commit(&q->tx, len);
 		io->st.tx_pkts++;
 		io->st.tx_bytes += len;
 		ipk_pkt_free_chain(k);
@@ -416,30 +571,42 @@ static int ml_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 
 static int ml_flush(struct ipk_io *io) { return ml_publish(io); }
 
-static int ml_fd(const struct ipk_io *io) { return ml_priv(io)->sock; }
+static int ml_fd(const struct ipk_io *io)
+{
+	const struct ml_priv *p = ml_priv(io);
+
+	return p->nq > 1 ? p->epfd : p->q[0].sock;
+}
+
+static int ml_q_arm(struct ipk_io *io, struct ml_q *q)
+{
+	char buf[16];
+	int i;
+
+	/* Drain old wake-ups so poll() sleeps until the next one (bounded: the socket
+	 * holds few datagrams, the peer sends one per arm). */
+	for (i = 0; i < 64 && recv(q->sock, buf, sizeof buf, MSG_DONTWAIT) > 0; i++)
+		;
+	if (i)
+		io->st.wakeups++;
+	q->armed = 1;
+	return ml_ring_cons_arm(&q->rx);
+}
 
 static int ml_arm(struct ipk_io *io)
 {
 	struct ml_priv *p = ml_priv(io);
-	char buf[16];
-	int i;
+	int i, ready = 0;
 
-	if (p->sock < 0)
+	if (p->q[0].sock < 0)
 		return 1; /* busy-poll: never sleep */
-	/* Drain old wake-ups so poll() sleeps until the next one (bounded: the socket
-	 * holds few datagrams, the peer sends one per arm). */
-	for (i = 0; i < 64 && recv(p->sock, buf, sizeof buf, MSG_DONTWAIT) > 0; i++)
-		;
-	if (i)
-		io->st.wakeups++;
-	p->armed = 1;
-	return ml_ring_cons_arm(&p->rx);
+	for (i = 0; i < p->nq; i++)
+		ready |= ml_q_arm(io, &p->q[i]);
+	return ready;
 }
 
-static void ml_close(struct ipk_io *io)
+static void ml_q_close(struct ml_q *p, int role)
 {
-	struct ml_priv *p = ml_priv(io);
-
 	if (p->base && p->attached)
 		__atomic_store_n(&((struct ml_hdr *)p->base)->attached, 0, __ATOMIC_RELEASE);
 	if (p->base)
@@ -450,12 +617,24 @@ static void ml_close(struct ipk_io *io)
 		close(p->sock);
 		unlink(p->sock_path);
 	}
-	if (p->role == 0 && p->shm_name[0])
+	if (role == 0 && p->shm_name[0])
 		shm_unlink(p->shm_name);
 	p->base = NULL;
 	p->shm_fd = p->sock = -1;
 	p->attached = 0;
 	p->shm_name[0] = 0;
+}
+
+static void ml_close(struct ipk_io *io)
+{
+	struct ml_priv *p = ml_priv(io);
+	int i;
+
+	for (i = 0; i < ML_MAX_QUEUES; i++)
+		ml_q_close(&p->q[i], p->role);
+	if (p->epfd >= 0)
+		close(p->epfd);
+	p->epfd = -1;
 }
 
 static int ml_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t el)
