@@ -30,6 +30,8 @@
 
 #define ETH_HLEN 14
 #define ETHERTYPE_IP4 0x0800
+#define ETHERTYPE_ARP 0x0806
+#define ARP_ETH_IP4_LEN 42 /* Ethernet header + RFC 826 packet for IPv4 */
 
 struct wio_priv {
 	struct wk *w;
@@ -206,11 +208,123 @@ static void wio_soft_close(struct ipk_io *io)
 
 /* ---------------------------------------------------------- QUEUES wrap */
 
+/*
+ * ARP across queues. A NIC hashes only IP frames, so ARP lands on one queue (queue 0
+ * for memlink and most NICs), while every worker's core keeps its own neighbour
+ * table (RFC 826: a host learns the sender's mapping from each ARP packet it gets).
+ * The worker that receives an ARP frame copies it into each other worker's inbox
+ * from it (w->arp_in[sender], SPSC); those workers take it in with their next burst
+ * and feed it to their core like any received frame.
+ */
+int wio_arp_init(struct wk *w)
+{
+	unsigned j, n = w->ws->n;
+
+	w->arp_in = (struct spsc *)calloc(n, sizeof(struct spsc));
+	if (!w->arp_in)
+		return -ENOMEM;
+	for (j = 0; j < n; j++)
+		if (j != w->idx && spsc_init(&w->arp_in[j], WK_ARP_SLOTS, sizeof(struct wk_arp)) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+void wio_arp_fini(struct wk *w)
+{
+	unsigned j;
+
+	if (!w->arp_in)
+		return;
+	for (j = 0; j < w->ws->n; j++)
+		spsc_fini(&w->arp_in[j]);
+	free(w->arp_in);
+	w->arp_in = NULL;
+}
+
+static int wio_is_arp(const struct ipk_pkt *k, uint8_t link)
+{
+	const uint8_t *f = ipk_pkt_mtod(k);
+
+	return link == IPK_LINK_ETH && k->len >= ARP_ETH_IP4_LEN &&
+	       ((uint32_t)f[12] << 8 | f[13]) == ETHERTYPE_ARP;
+}
+
+/* A copy of the ARP frame k for every other worker. */
+static void wio_arp_forward(struct wk *w, const struct ipk_pkt *k)
+{
+	struct ipk_workers *ws = w->ws;
+	uint32_t len = k->len < WK_ARP_MAX ? k->len : WK_ARP_MAX;
+	unsigned j;
+
+	for (j = 0; j < ws->n; j++) {
+		struct wk *d = &ws->w[j];
+		struct wk_arp *a;
+
+		if (j == w->idx)
+			continue;
+		a = (struct wk_arp *)spsc_prod_slot(&d->arp_in[w->idx]);
+		if (!a) {
+			WK_INC_MT(w->st.steer_drops);
+			continue;
+		}
+		a->len = (uint16_t)len;
+		memcpy(a->b, ipk_pkt_mtod(k), len);
+		spsc_prod_commit(&d->arp_in[w->idx]);
+		waker_kick(&d->net_wake);
+		WK_INC(w->st.arp_forwarded);
+	}
+}
+
+/* ARP frames the other workers forwarded to us, into our pool: at most n. */
+static int wio_arp_take(struct wk *w, struct ipk_pool *pool, struct ipk_pkt **pkts, int n)
+{
+	unsigned j;
+	int got = 0;
+
+	for (j = 0; j < w->ws->n && got < n; j++) {
+		struct spsc *r = &w->arp_in[j];
+		uint32_t avail = j == w->idx ? 0 : spsc_cons_avail(r), i;
+
+		for (i = 0; i < avail && got < n; i++) {
+			const struct wk_arp *a = (const struct wk_arp *)spsc_cons_slot(r, i);
+			struct ipk_pkt *k = ipk_pkt_alloc(pool);
+
+			if (!k) {
+				WK_INC_MT(w->st.steer_drops);
+				continue;
+			}
+			memcpy(ipk_pkt_mtod(k), a->b, a->len);
+			k->len = a->len;
+			pkts[got++] = k;
+		}
+		if (i)
+			spsc_cons_release(r, i);
+	}
+	return got;
+}
+
+static int wio_arp_waiting(const struct wk *w)
+{
+	unsigned j;
+
+	for (j = 0; w->arp_in && j < w->ws->n; j++)
+		if (j != w->idx && !spsc_empty(&w->arp_in[j]))
+			return 1;
+	return 0;
+}
+
 static int wio_q_rx(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 {
 	struct wk *w = wio_wk(io);
-	int got = ipk_io_rx_burst(w->inner, pkts, n);
+	int fwd = w->arp_in ? wio_arp_take(w, io->pool, pkts, n) : 0;
+	int got = ipk_io_rx_burst(w->inner, pkts + fwd, n - fwd), i;
 
+	if (got < 0) /* the device failed: still hand over the forwarded frames */
+		return fwd ? fwd : got;
+	for (i = fwd; w->arp_in && i < fwd + got; i++)
+		if (wio_is_arp(pkts[i], io->caps.link))
+			wio_arp_forward(w, pkts[i]);
+	got += fwd;
 	if (got > 0)
 		wio_check(w, pkts, got, io->caps.link);
 	return got;
@@ -238,7 +352,7 @@ static int wio_q_arm(struct ipk_io *io)
 	if (ipk_io_arm(w->inner) > 0)
 		return 1;
 	waker_arm(&w->net_wake);
-	return wk_net_pending(w);
+	return wk_net_pending(w) || wio_arp_waiting(w);
 }
 
 static void wio_q_close(struct ipk_io *io)

@@ -259,6 +259,10 @@ static int wk_rings(struct ipk_workers *ws, struct wk *w, char *err, size_t errl
 		snprintf(err, errlen, "workers: out of memory for the steering rings");
 		return -ENOMEM;
 	}
+	if (!ws->soft && ws->n > 1 && wio_arp_init(w) < 0) {
+		snprintf(err, errlen, "workers: out of memory for the ARP inboxes");
+		return -ENOMEM;
+	}
 	return model_init(w, err, errlen);
 }
 
@@ -406,6 +410,7 @@ void ipk_workers_destroy(struct ipk_workers *ws)
 		spsc_fini(&w->rxret);
 		spsc_fini(&w->tx);
 		spsc_fini(&w->txret);
+		wio_arp_fini(w);
 		waker_fini(&w->net_wake);
 	}
 	free(ws->reta);
@@ -429,6 +434,7 @@ int ipk_workers_stats(const struct ipk_workers *ws, unsigned i, struct ipk_worke
 	st->commands = WK_GET(w->st.commands);
 	st->app_wakeups = WK_GET(w->st.app_wakeups);
 	st->steer_drops = WK_GET(w->st.steer_drops);
+	st->arp_forwarded = WK_GET(w->st.arp_forwarded);
 	return IPK_OK;
 }
 

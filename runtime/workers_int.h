@@ -68,6 +68,15 @@ struct outbox {
 	uint32_t filled;   /* slots filled since the last commit */
 };
 
+/* IPK_STEER_QUEUES: an ARP frame one worker received, copied for another (wio.c). An
+ * Ethernet ARP packet for IPv4 is 42 bytes; the rest of a padded frame is padding. */
+#define WK_ARP_MAX 62
+#define WK_ARP_SLOTS 32
+struct wk_arp {
+	uint16_t len;
+	uint8_t b[WK_ARP_MAX];
+};
+
 struct wk_rec;      /* networking side of a connection (model.c) */
 struct wk_appside;  /* application side tables (model.c) */
 struct steer;
@@ -86,6 +95,8 @@ struct wk {
 	struct ipk_io *inner;    /* IPK_STEER_QUEUES: the real queue */
 	int epfd;                /* inner fd + net_wake */
 	struct spsc rx, rxret, tx, txret; /* SOFT: reader pkts in / back, ours out / back */
+	struct spsc *arp_in;     /* QUEUES: arp_in[j] carries worker j's ARP frames to us
+	                          * (struct wk_arp; one ring per sender, so SPSC) */
 
 	/* model (model.c) */
 	struct spsc ev, cmd;     /* net -> app, app -> net (MERGE, SPLIT) */
@@ -120,6 +131,10 @@ struct ipk_io *wio_open(struct ipk_pool *pool, void *arg, char *err, size_t errl
 int wk_frame_worker(const struct ipk_workers *ws, const struct ipk_pkt *k, uint8_t link);
 /* 1 when the networking side has work waiting that is not a received frame. */
 int wk_net_pending(struct wk *w);
+/* QUEUES with several workers: the ARP inboxes of w (0 or -ENOMEM); freed by
+ * wio_arp_fini. */
+int wio_arp_init(struct wk *w);
+void wio_arp_fini(struct wk *w);
 
 /* steer.c */
 struct steer *steer_create(struct ipk_workers *ws, char *err, size_t errlen);

@@ -86,10 +86,14 @@ uint64_t ipk_node_tx_drops(const struct ipk_node *n);
  *     flow goes to worker reta[hash % reta_size] and active opens pick local ports
  *     that hash back to the caller (core/rss.c).
  *       IPK_STEER_QUEUES: the backend has one queue per worker (afxdp queue=Q, DPDK
- *         with RSS programmed with the same key and table); node i opens queue i.
- *         Limitation (not solved yet): frames without an RSS hash (ARP) reach one
- *         queue only, so only that queue's worker learns a neighbour from a reply;
- *         the others keep asking until theirs lands. SOFT copies ARP to every worker.
+ *         with RSS programmed with the same key and table, memlink queues=N); node i
+ *         opens queue i. Frames without an RSS hash (ARP) reach one queue only (a NIC
+ *         puts them on queue 0), yet every worker needs the neighbour: the worker
+ *         that receives an ARP frame hands a copy to every other worker through a
+ *         small per-sender SPSC inbox (no shared table, no lock; a full inbox drops
+ *         the copy, counted in steer_drops, and ARP retries). Each worker's core then
+ *         learns the mapping through its normal ARP input and answers requests for
+ *         our address as SOFT's workers do (one reply per worker, all identical).
  *       IPK_STEER_SOFT: one reader thread owns the single backend queue, hashes each
  *         received frame and passes it to its worker over an SPSC ring; frames that
  *         are not IPv4 (ARP) go to every worker. Workers hand transmitted frames back
@@ -214,7 +218,9 @@ struct ipk_worker_stats {
 	uint64_t accepted, connected, closed;
 	uint64_t events, commands;    /* app interface messages */
 	uint64_t app_wakeups;         /* MERGE: sleeps of either side ended by the other */
-	uint64_t steer_drops;         /* SOFT: frames dropped (ring full, too big, no buffer) */
+	uint64_t steer_drops;         /* SOFT: frames dropped (ring full, too big, no buffer);
+	                               * QUEUES: ARP copies dropped (inbox full, no buffer) */
+	uint64_t arp_forwarded;       /* QUEUES: ARP frames this worker copied to the others */
 };
 /* Counters of worker i: exact after stop, a recent snapshot while running. Returns
  * 0 or IPK_EINVAL (bad index). Core counters: ipk_counters(ipk_node_ctx(node)) after stop. */
