@@ -159,7 +159,13 @@ struct ipk_io_stats {
  *                                         TPACKET_V3 blocks, fewer wake-ups but up to tov
  *                                         ms (default 1) of added latency
  *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1]
- *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N]
+ *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N][,queues=N][,queue=Q]
+ *                                         queues=N (1..16, both sides alike): N queue
+ *                                         pairs; queue=Q serves one (caps.nqueues 1),
+ *                                         none serves all and emulates the peer's RSS
+ *                                         NIC: each sent frame goes to queue
+ *                                         reta[toeplitz % 128], symmetric key, reta
+ *                                         i % N; ARP and non-IPv4 to queue 0
  *   dpdk:PORT[,queue=Q][,queues=N][,offload=0|1][,txzc=0|1][,lro=0|1][,rxd=N][,txd=N]
  *                                         a DPDK port by id or name; a vdev name EAL
  *                                         lacks (net_tap0, net_memif0, ...) is

@@ -119,10 +119,10 @@ static int ml_parse(const struct ipk_io_args *a, struct ml_opts *o, char *err, s
 	o->mtu_given = ipk_io_arg(a, "mtu") != NULL;
 	o->queues = ipk_io_arg_int(a, "queues", 1, err, el);
 	o->queue = ipk_io_arg(a, "queue") ? ipk_io_arg_int(a, "queue", 0, err, el) : -1;
-	if (o->busypoll < 0 || o->slots < 0 || o->mtu < 0 || o->wait_ms < 0 || o->queues < 0 ||
-	    (ipk_io_arg(a, "queue") && o->queue < 0))
+	if (o->busypoll < 0 || o->slots < 0 || o->mtu < 0 || o->wait_ms < 0)
 		return -EINVAL;
-	if (o->queues < 1 || o->queues > ML_MAX_QUEUES || o->queue >= o->queues)
+	if (o->queues < 1 || o->queues > ML_MAX_QUEUES || o->queue >= o->queues ||
+	    (ipk_io_arg(a, "queue") && o->queue < 0))
 		return ipk_io_err(err, el, EINVAL, "memlink:%s: queues=%ld must be 1..%d and "
 		                  "queue=Q below it", a->dev, o->queues, ML_MAX_QUEUES);
 	if (o->busypoll > 1)
