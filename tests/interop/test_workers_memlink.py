@@ -29,7 +29,7 @@ from test_workers import STAT
 pytestmark = pytest.mark.skipif(not backend_built("memlink"), reason="memlink not built")
 
 
-class Link:
+class MemLink:
     """Processes on both ends of one 2-queue memlink; everything ends at close."""
 
     def __init__(self):
@@ -63,11 +63,11 @@ class Link:
 
 
 @pytest.fixture
-def link():
+def mlink():
     for exe in ("ipkit-echo", "ipkit-nc"):
         if not os.path.exists(prog(exe)):
             pytest.skip("examples not built")
-    lk = Link()
+    lk = MemLink()
     yield lk
     lk.close()
 
@@ -82,12 +82,12 @@ def worker_stats(err):
     return stats
 
 
-def test_queue_steering_passive_opens_sha256(link):
-    srv = link.start("ipkit-echo", "--workers", "2", "--steer", "queues",
-                     "--io", link.spec("a"), "--ip", "10.9.0.1/24")
+def test_queue_steering_passive_opens_sha256(mlink):
+    srv = mlink.start("ipkit-echo", "--workers", "2", "--steer", "queues",
+                      "--io", mlink.spec("a"), "--ip", "10.9.0.1/24")
     runs, size = 4, 4 << 20
     for i in range(runs):
-        r = subprocess.run([prog("ipkit-nc"), "--io", link.spec("b"), "--ip", "10.9.0.2/24",
+        r = subprocess.run([prog("ipkit-nc"), "--io", mlink.spec("b"), "--ip", "10.9.0.2/24",
                             "--send-size", str(size), "--no-output", "--sha256",
                             "--timeout", "10", "10.9.0.1", "7"],
                            capture_output=True, timeout=30)
@@ -103,14 +103,13 @@ def test_queue_steering_passive_opens_sha256(link):
     assert stats[0]["wrong"] == 0 and stats[1]["wrong"] == 0, err
 
 
-def test_queue_steering_active_opens_from_both_workers(link):
-    peer = link.start("ipkit-echo", "--io", link.spec("a"), "--ip", "10.9.0.2/24")
-    cli = link.start("ipkit-echo", "--workers", "2", "--steer", "queues", "--port", "0",
-                     "--io", link.spec("b"), "--ip", "10.9.0.1/24",
-                     "--connect", "10.9.0.2:7", "--conns", "20", "--timeout", "15")
-    rc = cli.wait(timeout=30)
-    _, err = cli.communicate(timeout=5)
-    assert rc == 0, err
+def test_queue_steering_active_opens_from_both_workers(mlink):
+    peer = mlink.start("ipkit-echo", "--io", mlink.spec("a"), "--ip", "10.9.0.2/24")
+    cli = mlink.start("ipkit-echo", "--workers", "2", "--steer", "queues", "--port", "0",
+                      "--io", mlink.spec("b"), "--ip", "10.9.0.1/24",
+                      "--connect", "10.9.0.2:7", "--conns", "20", "--timeout", "15")
+    _, err = cli.communicate(timeout=30)
+    assert cli.returncode == 0, err
     assert b"active opens ok 40 of 40" in err, err
     stats = worker_stats(err)
     for w in (0, 1):
