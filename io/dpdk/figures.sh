@@ -7,8 +7,9 @@
 #      32 connections (client: tests/io/io_pingpong)
 #   4. Linux baselines in the same run: bulk socat -> socat over veth, ping-pong with
 #      bench/pingpong.py (python epoll client and server) over veth
-# Bulk rate = (1 GiB - 64 MiB) / (time of a 1 GiB run - time of a 64 MiB run), so
-# process and EAL start-up cancel out.
+# ipkit bulk rates come from io_pingpong --bulk (established to last byte acknowledged,
+# no start-up inside); the Linux rate is (512 MiB - 64 MiB) / (time of a 512 MiB socat
+# run - time of a 64 MiB run), so process start-up cancels out there too.
 #
 #   io/dpdk/figures.sh [BUILD_DIR] [PINGPONG_SECONDS]
 set -euo pipefail
@@ -36,8 +37,8 @@ trap 'exit 130' INT TERM
 ncpu=$(nproc)
 cpu_a=0
 cpu_b=$((ncpu > 1 ? 1 : 0))
-eal() { # CPU VDEV: EAL args for one process (runs in $(...): no state kept here)
-	echo "--no-huge -m 256 --no-pci --no-telemetry --lcores=0@$1 --file-prefix=$tag$RANDOM --vdev=$2 --"
+eal() { # CPU VDEV NAME: EAL args for one process, file prefix $tag$NAME
+	echo "--no-huge -m 256 --no-pci --no-telemetry --lcores=0@$1 --file-prefix=$tag$3 --vdev=$2 --"
 }
 wait_sock() { # PATH: the memif server listens (22.11: an abstract socket; bounded, 30 s)
 	for _ in $(seq 300); do grep -q "@$1\$" /proc/net/unix && return 0; sleep 0.1; done
@@ -45,35 +46,24 @@ wait_sock() { # PATH: the memif server listens (22.11: an abstract socket; bound
 }
 now() { date +%s%N; }
 gbps() { awk -v b="$1" -v ns="$2" 'BEGIN { printf "%.2f", b * 8 / ns }'; }
-rate() { # NS_1G NS_64M: Gbit/s of the difference, or "fail"
-	if [ "$1" = fail ] || [ "$2" = fail ] || [ "$1" -le "$2" ]; then echo "fail"; return; fi
-	echo "$(gbps $(((1024 - 64) << 20)) $(($1 - $2))) Gbit/s"
-}
+size=512M
 
-# memif_run SIZE SPEC_OPTS: seconds (ns) for ipkit-nc to push SIZE to an ipkit-nc sink
-memif_run() { # SIZE SPEC_OPTS [NODE_OPTS]
-	local sock=$tmp/m$RANDOM.sock t0 t1 srv
+# memif_bulk NAME SPEC_OPTS [NODE_OPTS]: io_pingpong --bulk to an ipkit-nc sink
+memif_bulk() {
+	local sock=$tmp/m$BASHPID$RANDOM.sock srv r
 	# shellcheck disable=SC2046,SC2086
-	"$ex/ipkit-nc" $(eal $cpu_a "net_memif0,role=server,socket=$sock") \
+	"$ex/ipkit-nc" $(eal $cpu_a "net_memif0,role=server,socket=$sock" s$RANDOM) \
 		--io "dpdk:net_memif0$2" --ip 10.9.0.1/24 ${3:-} -l 5009 --no-output </dev/null \
 		2>/dev/null &
 	srv=$!; pids+=($srv)
 	wait_sock "$sock"
-	t0=$(now)
 	# shellcheck disable=SC2046,SC2086
-	"$ex/ipkit-nc" $(eal $cpu_b "net_memif0,role=client,socket=$sock") \
-		--io "dpdk:net_memif0$2" --ip 10.9.0.2/24 ${3:-} --send-size "$1" --no-output \
-		10.9.0.1 5009 2>/dev/null || t0=fail
-	t1=$(now)
-	wait $srv 2>/dev/null || true; unset 'pids[-1]'
-	[ "$t0" = fail ] && echo fail || echo $((t1 - t0))
+	r=$("$pp" $(eal $cpu_b "net_memif0,role=client,socket=$sock" c$RANDOM) \
+		--io "dpdk:net_memif0$2" --ip 10.9.0.2/24 ${3:-} --bulk "$size" 10.9.0.1 5009 \
+		2>/dev/null) || r=fail
+	kill $srv 2>/dev/null || true; wait $srv 2>/dev/null || true; unset 'pids[-1]'
+	printf '| %-48s | %s Gbit/s |\n' "$1" "$r"
 }
-memif_bulk() { # NAME SPEC_OPTS [NODE_OPTS]
-	local big small
-	big=$(memif_run 1G "$2" "${3:-}"); small=$(memif_run 64M "$2" "${3:-}")
-	printf '| %-44s | %s |\n' "$1" "$(rate "$big" "$small")"
-}
-
 X() { ip netns exec "$ns" "$@"; }
 ip netns add "$ns"; ip netns add "$ns2"
 X ip link set lo up
@@ -83,26 +73,19 @@ X ip addr add 10.80.0.1/24 dev "${tag}c"; X ip link set "${tag}c" up
 ip netns exec "$ns2" ip addr add 10.80.0.2/24 dev "${tag}d"
 ip netns exec "$ns2" ip link set "${tag}d" up; ip netns exec "$ns2" ip link set lo up
 
-# tap_run SIZE OPTS: ns for ipkit-nc on net_tap to push SIZE to a Linux socat sink
-tap_run() {
-	local dev=${tag}t t0 t1 lst
-	X socat -u TCP-LISTEN:5009,reuseaddr OPEN:/dev/null &
-	lst=$!; pids+=($lst); sleep 0.2
-	( for _ in $(seq 100); do X ip link show "$dev" >/dev/null 2>&1 && break; sleep 0.05; done
-	  X ip addr replace 10.78.0.1/24 dev "$dev"; X ip link set "$dev" up ) &
-	t0=$(now)
-	# shellcheck disable=SC2046
-	X "$ex/ipkit-nc" $(eal $cpu_b "net_tap0,iface=$dev") --io "dpdk:net_tap0$2" \
-		--ip 10.78.0.2/24 --send-size "$1" --no-output 10.78.0.1 5009 2>/dev/null || t0=fail
-	t1=$(now)
-	wait $lst 2>/dev/null || true; unset 'pids[-1]'
-	wait
-	[ "$t0" = fail ] && echo fail || echo $((t1 - t0))
-}
+# tap_bulk NAME SPEC_OPTS: io_pingpong --bulk on net_tap to a Linux socat sink
 tap_bulk() {
-	local big small
-	big=$(tap_run 1G "$2"); small=$(tap_run 64M "$2")
-	printf '| %-44s | %s |\n' "$1" "$(rate "$big" "$small")"
+	local dev=${tag}t lst r
+	ip netns exec "$ns" socat -u TCP-LISTEN:5009,reuseaddr OPEN:/dev/null &
+	lst=$!; pids+=($lst); sleep 0.2
+	( for _ in $(seq 300); do X ip link show "$dev" >/dev/null 2>&1 && break; sleep 0.1; done
+	  X ip addr replace 10.78.0.1/24 dev "$dev"; X ip link set "$dev" up ) &
+	# shellcheck disable=SC2046
+	r=$(X "$pp" $(eal $cpu_b "net_tap0,iface=$dev" t$RANDOM) --io "dpdk:net_tap0$2" \
+		--ip 10.78.0.2/24 --bulk "$size" 10.78.0.1 5009 2>/dev/null) || r=fail
+	kill $lst 2>/dev/null || true; wait $lst 2>/dev/null || true; unset 'pids[-1]'
+	wait
+	printf '| %-48s | %s Gbit/s |\n' "$1" "$r"
 }
 linux_run() { # SIZE_BYTES
 	local t0 t1 lst
@@ -115,7 +98,7 @@ linux_run() { # SIZE_BYTES
 	echo $((t1 - t0))
 }
 
-echo "one-connection bulk, sender -> receiver, $(date -u +%F), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+echo "one-connection bulk ($size), sender -> receiver, $(date -u +%F), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
 echo
 echo "| path                                         | throughput |"
 echo "|---|---|"
@@ -125,8 +108,9 @@ memif_bulk "ipkit -> ipkit, memif, offloads off" ",offload=0"
 memif_bulk "ipkit -> ipkit, memif, offloads on, --busy-poll" "" "--busy-poll"
 tap_bulk "ipkit -> Linux, net_tap, offloads on" ""
 tap_bulk "ipkit -> Linux, net_tap, offloads off" ",offload=0"
-big=$(linux_run $((1 << 30))); small=$(linux_run $((64 << 20)))
-printf '| %-44s | %s |\n' "Linux -> Linux, veth (TSO/GRO on)" "$(rate "$big" "$small")"
+big=$(linux_run $((512 << 20))); small=$(linux_run $((64 << 20)))
+printf '| %-48s | %s Gbit/s |\n' "Linux -> Linux, socat, veth (TSO/GRO on)" \
+	"$(gbps $(((512 - 64) << 20)) $((big - small)))"
 
 echo
 echo "1-byte ping-pong, ${secs}s per cell: requests/s / p50 µs / p99 µs"
@@ -135,19 +119,19 @@ echo "| path                                         | 1 connection | 32 connect
 echo "|---|---|---|"
 # memif_pp NAME NODE_OPTS: ipkit-echo and io_pingpong over memif, 1 and 32 connections
 memif_pp() {
-	local sock=$tmp/pp$RANDOM.sock cells=() c r
+	local sock=$tmp/pp$BASHPID.sock cells=() c r
 	# shellcheck disable=SC2046,SC2086
-	"$ex/ipkit-echo" $(eal $cpu_a "net_memif0,role=server,socket=$sock") --io dpdk:net_memif0 \
+	"$ex/ipkit-echo" $(eal $cpu_a "net_memif0,role=server,socket=$sock" e$BASHPID) --io dpdk:net_memif0 \
 		--ip 10.9.0.1/24 $2 </dev/null 2>/dev/null &
 	pids+=($!)
 	wait_sock "$sock"
 	for c in 1 32; do
 		# shellcheck disable=SC2046,SC2086
-		r=$("$pp" $(eal $cpu_b "net_memif0,role=client,socket=$sock") --io dpdk:net_memif0 \
+		r=$("$pp" $(eal $cpu_b "net_memif0,role=client,socket=$sock" p$c$BASHPID) --io dpdk:net_memif0 \
 			--ip 10.9.0.2/24 $2 -c $c -t "$secs" 10.9.0.1 7 2>/dev/null || echo "fail")
 		cells+=("$(tr ' ' '/' <<<"$r")")
 	done
-	printf '| %-44s | %s | %s |\n' "$1" "${cells[0]}" "${cells[1]}"
+	printf '| %-48s | %s | %s |\n' "$1" "${cells[0]}" "${cells[1]}"
 	kill "${pids[-1]}" 2>/dev/null || true; wait "${pids[-1]}" 2>/dev/null || true
 	unset 'pids[-1]'
 }
@@ -157,5 +141,5 @@ ip netns exec "$ns2" python3 bench/pingpong.py server 10.80.0.2 7 &
 pids+=($!); sleep 0.5
 r1=$(X timeout 30 python3 bench/pingpong.py client 10.80.0.2 7 "$secs" 1)
 r32=$(X timeout 30 python3 bench/pingpong.py client 10.80.0.2 7 "$secs" 32)
-printf '| %-44s | %s | %s |\n' "Linux python epoll, veth" "$(tr ' ' '/' <<<"$r1")" \
+printf '| %-48s | %s | %s |\n' "Linux python epoll, veth" "$(tr ' ' '/' <<<"$r1")" \
 	"$(tr ' ' '/' <<<"$r32")"

@@ -4,11 +4,13 @@
  * the client). Not a test: it prints figures.
  *
  *   io_pingpong [EAL args --] --io SPEC --ip A.B.C.D/N [-c CONNS] [-t SECONDS] HOST PORT
+ *   io_pingpong [EAL args --] --io SPEC --ip A.B.C.D/N --bulk BYTES HOST PORT
  *
- * Each connection sends one byte, waits for the echo, and sends the next. Prints
- *   requests/s p50_us p99_us
- * measured over the last SECONDS (after one warm-up second). Exit 1 when a connection
- * fails.
+ * Ping-pong: each connection sends one byte, waits for the echo, and sends the next.
+ * Prints "requests/s p50_us p99_us" measured over the last SECONDS (after one warm-up
+ * second). Bulk: one connection sends BYTES; prints "Gbit/s" from the connection's
+ * establishment to the acknowledgment of the last byte (the receiver's stack has it
+ * all), so process and EAL start-up are not in it. Exit 1 when a connection fails.
  */
 #include "app.h"
 
@@ -32,7 +34,30 @@ struct pp_app {
 	uint64_t measure_from, done;
 	uint32_t *lat_ns; /* samples while measuring */
 	uint32_t nlat;
+	uint64_t bulk, bulk_sent, bulk_acked, t_up, t_done; /* bulk mode */
+	int closed_ok;
 };
+
+static uint8_t pp_chunk[65536];
+
+/* Bulk: keep the send buffer full until everything is queued. */
+static void pp_bulk_pump(struct ipk_node *n, struct pp_app *a)
+{
+	struct pp_conn *k = &a->conn[0];
+	int rounds;
+
+	if (!k->up || a->bulk_sent == a->bulk)
+		return;
+	for (rounds = 0; rounds < 64 && a->bulk_sent < a->bulk; rounds++) {
+		uint64_t left = a->bulk - a->bulk_sent;
+		int w = ipk_tcp_write(ipk_node_ctx(n), k->c, pp_chunk,
+		                      left < sizeof(pp_chunk) ? (uint32_t)left : sizeof(pp_chunk),
+		                      ipk_node_now(n));
+		if (w <= 0)
+			break;
+		a->bulk_sent += (uint64_t)w;
+	}
+}
 
 static void pp_send(struct ipk_ctx *ctx, struct pp_conn *k, uint64_t now)
 {
@@ -47,8 +72,14 @@ static void pp_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, vo
 {
 	struct pp_conn *k = (struct pp_conn *)user;
 
+	struct pp_app *a = (struct pp_app *)ipk_node_app(opaque);
+
 	(void)c;
 	k->up = 1;
+	if (a->bulk) {
+		a->t_up = ipk_node_now(ipk_node_from(opaque));
+		return;
+	}
 	pp_send(ctx, k, ipk_node_now(ipk_node_from(opaque)));
 }
 
@@ -63,12 +94,29 @@ static void pp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void
 	if (!pkt || !k)
 		return;
 	ipk_tcp_recved(ctx, c, len, now);
+	if (a->bulk)
+		return;
 	if (now >= a->measure_from && a->nlat < PP_MAX_SAMPLES) {
 		a->lat_ns[a->nlat++] = (uint32_t)(now - k->sent_at > 0xffffffffu ? 0xffffffffu :
 		                                  now - k->sent_at);
 		a->done++;
 	}
 	pp_send(ctx, k, now);
+}
+
+static void pp_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
+                     void *opaque)
+{
+	struct pp_app *a = (struct pp_app *)ipk_node_app(opaque);
+
+	(void)ctx;
+	(void)c;
+	(void)user;
+	a->bulk_acked += bytes;
+	if (a->bulk && a->bulk_acked >= a->bulk && !a->closed_ok) {
+		a->closed_ok = 1;
+		a->t_done = ipk_node_now(ipk_node_from(opaque));
+	}
 }
 
 static void pp_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
@@ -79,6 +127,8 @@ static void pp_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 	(void)ctx;
 	(void)c;
 	(void)user;
+	if (a->bulk && (a->closed_ok || why == IPK_CLOSE_NORMAL))
+		return;
 	(void)why;
 	a->failed = 1;
 }
@@ -86,6 +136,7 @@ static void pp_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 static const struct ipk_ops pp_events = {
 	.tcp_connected = pp_connected,
 	.tcp_payload = pp_payload,
+	.tcp_acked = pp_acked,
 	.tcp_closed = pp_closed,
 };
 
@@ -96,10 +147,34 @@ static int pp_cmp(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* Bulk mode main loop, bounded by 120 s. */
+static int pp_bulk_run(struct ipk_node *n, struct pp_app *a, volatile int *stop)
+{
+	uint64_t t_end = ipk_node_now(n) + 120000000000ull;
+	int rc = APP_EXIT_OK;
+
+	if (a->nconns != 1)
+		a->failed = 1;
+	while (!*stop && !a->failed && !a->closed_ok && ipk_node_now(n) < t_end) {
+		pp_bulk_pump(n, a);
+		ipk_node_poll(n, 1);
+	}
+	if (!a->closed_ok || a->t_done <= a->t_up) {
+		fprintf(stderr, "io_pingpong: bulk transfer failed (sent %llu of %llu)\n",
+		        (unsigned long long)a->bulk_sent, (unsigned long long)a->bulk);
+		rc = APP_EXIT_FAIL;
+	} else {
+		printf("%.2f\n", (double)a->bulk * 8.0 / (double)(a->t_done - a->t_up));
+	}
+	ipk_node_destroy(n);
+	free(a->lat_ns);
+	return rc;
+}
+
 static int pp_usage(void)
 {
 	fprintf(stderr, "usage: io_pingpong [EAL args --] --io SPEC --ip A.B.C.D/N [-c CONNS] "
-	        "[-t SECONDS] HOST PORT\n%s", app_common_help);
+	        "[-t SECONDS] [--bulk BYTES] HOST PORT\n%s", app_common_help);
 	return APP_EXIT_USAGE;
 }
 
@@ -122,6 +197,9 @@ int main(int argc, char **argv)
 				return APP_EXIT_USAGE;
 		} else if ((r = app_arg("-c", argc, argv, &i, &v)) != 0) {
 			a.nconns = r > 0 ? atoi(v) : 0;
+		} else if ((r = app_arg("--bulk", argc, argv, &i, &v)) != 0) {
+			if (r < 0 || app_parse_size(v, &a.bulk) < 0 || a.bulk == 0)
+				return pp_usage();
 		} else if ((r = app_arg("-t", argc, argv, &i, &v)) != 0) {
 			if (r < 0 || app_parse_size(v, &secs) < 0)
 				return pp_usage();
@@ -145,6 +223,8 @@ int main(int argc, char **argv)
 		if (ipk_tcp_connect(ipk_node_ctx(n), peer_be, ipk_htons((uint16_t)atoi(port)), 0,
 		                    &a.conn[i], &a.conn[i].c, ipk_node_now(n)) < 0)
 			a.failed = 1;
+	if (a.bulk)
+		return pp_bulk_run(n, &a, stop);
 	a.measure_from = ipk_node_now(n) + 1000000000ull;
 	t_end = a.measure_from + secs * 1000000000ull;
 	while (!*stop && !a.failed && ipk_node_now(n) < t_end)
