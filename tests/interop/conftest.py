@@ -37,6 +37,20 @@ def sh(*args, check=True, timeout=30, **kw):
                           capture_output=True, text=True, **kw)
 
 
+def stop_procs(procs, grace=5):
+    """End the processes a test started (by PID: terminate, then kill after `grace`
+    seconds) and reap them. Safe on processes that already exited."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=grace)
+
+
 def backend_built(kind):
     """Whether the io layer was built with this backend (compile flag in the build)."""
     flag = "IPK_IO_HAVE_" + kind.upper()
@@ -152,15 +166,7 @@ class Link:
         raise AssertionError("ipkit at %s never answered ping" % self.ipk_ip)
 
     def close(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=3)
+        stop_procs(self.procs, grace=3)
         self.procs = []
         sh("ip", "netns", "del", self.ns, check=False)
 

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import backend_built, prog, sh
+from conftest import backend_built, prog, sh, stop_procs
 
 pytestmark = pytest.mark.skipif(not backend_built("dpdk"),
                                 reason="DPDK backend not built (no libdpdk found by pkg-config)")
@@ -117,15 +117,7 @@ class Dpdk:
         raise AssertionError("device %s never appeared" % dev)
 
     def close(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=5)
+        stop_procs(self.procs)
         sh("ip", "netns", "del", self.ns, check=False)
         for prefix in self.prefixes:
             shutil.rmtree("/var/run/dpdk/" + prefix, ignore_errors=True)

@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from conftest import prog, sh
+from conftest import prog, sh, stop_procs
 
 SYM_KEY = bytes([0x6D, 0x5A] * 20)
 RETA_SIZE = 128  # the runtime's default table: entry i -> worker i % N
@@ -111,15 +111,7 @@ class TapNs:
                               capture_output=True, text=True, timeout=timeout)
 
     def close(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=3)
+        stop_procs(self.procs)
         sh("ip", "netns", "del", self.ns, check=False)
 
 

@@ -23,7 +23,7 @@ import subprocess
 
 import pytest
 
-from conftest import backend_built, prog
+from conftest import backend_built, prog, stop_procs
 from test_workers import STAT
 
 pytestmark = pytest.mark.skipif(not backend_built("memlink"), reason="memlink not built")
@@ -46,15 +46,7 @@ class MemLink:
         return p
 
     def close(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=3)
+        stop_procs(self.procs)
         for f in glob.glob("/dev/shm/ipkit-ml-%s*" % self.name):
             try:
                 os.unlink(f)
