@@ -179,8 +179,12 @@ static void two_process_exchange(const char *opts_a, const char *opts_b, uint32_
 			CHECK_EQ(st.rx_pkts, FRAMES);
 			CHECK_EQ(st.tx_pkts, FRAMES);
 			CHECK_EQ(st.rx_errors, 0);
-			if (!busy)
-				CHECK(st.wakeups > 0 || st.tx_drops == 0);
+			/* No check on st.wakeups here: whether a side ever sleeps (and is then
+			 * woken) depends on scheduling; a full ring can be drained while the
+			 * sender still makes progress on receive (seen failing in the i686
+			 * gate build). Wake-ups are exercised by the
+			 * event-driven memlink interop transfers (256 MiB each way), which
+			 * would take minutes on 100 ms poll timeouts alone. */
 			waitpid(pid, &status, 0);
 			ipk_io_close(io);
 		} else {
