@@ -9,6 +9,7 @@
 #   make tcp-figures TCP goodput/recovery figures in the simulator -> docs/tcp-figures.md
 #   make bench-peers  lwIP and smoltcp in-memory peer harnesses (bench/peers) in build/bench-peers
 #   make bench    ipkit-bench vs the Linux twin (a few minutes, root) -> bench/results/<date>/
+#   make io-figures  issue 4's ipkit<->ipkit vs Linux<->Linux figures (root, ~10 min) -> docs/io-figures.md
 #   make fuzz     long libFuzzer run (FUZZ_SECONDS, default 600)
 #   make install  meson install (PREFIX, default /usr/local; DESTDIR honoured)
 #   make deps     install missing build/test tools with apt-get (Debian 12)
@@ -41,7 +42,7 @@ BENCH_SECONDS ?= 3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_ENV := env DEBIAN_FRONTEND=noninteractive
 
-.PHONY: build all deps test demo sim-demo fuzz install clean sim-matrix tcp-figures bench-peers bench
+.PHONY: build all deps test demo sim-demo fuzz install clean sim-matrix tcp-figures bench-peers bench io-figures
 
 all: build
 
@@ -100,6 +101,9 @@ bench-peers: build
 bench: build
 	@$(MAKE) --no-print-directory deps DEB_PKGS="$(BENCH_PKGS)"
 	@$(SUDO) bash bench/run_bench.sh $(BUILD) $(BENCH_SECONDS)
+
+io-figures: build
+	@$(SUDO) bash bench/io_pairs.sh $(BUILD) 10 1073741824 docs/io-figures.md
 
 fuzz: deps
 	@bash tests/port/run_all.sh --san $(SANBUILD) --only-fuzz \
