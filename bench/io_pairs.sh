@@ -331,6 +331,7 @@ both ends: ipkit never sleeps (memlink with `busypoll=1`), the Linux twin sets
 SO_BUSY_POLL and spins on `epoll_wait(0)`. Bulk: `ipkit-bench -g 2 -l 65536` (the
 client writes whenever the window allows, the server consumes), the sender's Gbit/s
 over the run; the socat row times BULK bytes from /dev/zero to /dev/null.
+`bench/io_figures.sh` is the older run with a Linux client against ipkit servers.
 EOT
 	echo
 	echo "$tbl"
