@@ -266,7 +266,7 @@ struct ipk_conn *ipk_conn_get(struct ipk_ctx *c)
 
 	if (!conn)
 		return NULL;
-	c->conn_free = conn->pool_next;
+	c->conn_free = conn->hash_next;
 	c->conn_nfree--;
 	ipk_memset(conn, 0, sizeof(*conn));
 	return conn;
@@ -274,7 +274,7 @@ struct ipk_conn *ipk_conn_get(struct ipk_ctx *c)
 
 void ipk_conn_put(struct ipk_ctx *c, struct ipk_conn *conn)
 {
-	conn->pool_next = c->conn_free;
+	conn->hash_next = c->conn_free;
 	c->conn_free = conn;
 	c->conn_nfree++;
 }

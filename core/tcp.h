@@ -7,8 +7,8 @@
  *         tcp_timer.c  RTO (RFC 6298), persist, delayed ACK, TIME_WAIT, timer list
  *         tcp_cc.c     congestion control (RFC 5681 / 6582 NewReno) behind a small interface
  *
- * stack.c includes this header only for sizeof(struct ipk_conn) and relies on
- * pool_next being the first member (its free-list link).
+ * stack.c includes this header for sizeof(struct ipk_conn) and links free
+ * connections through hash_next (a free connection is in no hash chain).
  *
  * Sequence space: [iss] is our SYN; data bytes start at iss + 1. The send queue holds
  * every data byte from snd_una on (acknowledged bytes are released at once), so the
@@ -66,6 +66,7 @@
 #define IPK_TCPF_RTX_LOST 0x4000000u /* send-queue pbs wait as IPK_TCP_XMIT_LOST */
 #define IPK_TCPF_TS_NO_RTT 0x8000000u /* SYN cookie: our SYN-ACK's TSval held options */
 #define IPK_TCPF_DSACK_RND 0x10000000u /* RFC 8985 RACK.dsack_round is set (c->sb) */
+#define IPK_TCPF_TW_LINKED 0x20000000u /* on the ctx TIME_WAIT list (tcp_tw.c) */
 
 /* pb->aux flag for send-queue and out-of-order pbs */
 #define IPK_TCP_PB_COPY 0x1u /* send queue: packet filled by ipk_tcp_write (may grow) */
@@ -103,8 +104,8 @@ union ipk_cc_state {
 #define IPK_TCP_MAGIC 0x7463706bu
 
 struct ipk_conn {
-	struct ipk_conn *pool_next; /* stack.c's free list: must stay first */
-	struct ipk_conn *hash_next; /* chain in ctx->conn_hash */
+	/* chain in ctx->conn_hash; while the object is free, stack.c's free list */
+	struct ipk_conn *hash_next;
 	struct ipk_conn *timer_next, *timer_prev;
 	uint32_t magic;
 	uint32_t fl;                /* IPK_TCPF_* */
@@ -158,6 +159,7 @@ struct ipk_conn {
 	uint8_t quickack;           /* segments still ACKed at once (tcp_ack.c) */
 	uint8_t nkeepalive;         /* keep-alive probes unanswered */
 	uint8_t rtx_kind;           /* IPK_TCP_RTX_*: meaning of rtx_at */
+	uint8_t reo_mult;           /* RFC 8985 §6.2 step 4 RACK.reo_wnd_mult (1..16) */
 
 	/* congestion control (tcp_cc.c) */
 	uint32_t cwnd, ssthresh;
@@ -171,16 +173,14 @@ struct ipk_conn {
 	 * (0 = no sample), so a path whose RTT rises stops using the old minimum. */
 	uint32_t min_rtt_cur_us, min_rtt_prev_us;
 	uint32_t min_rtt_epoch_ms;  /* start of the current period, our ms clock */
+	uint8_t reo_persist;        /* RACK.reo_wnd_persist: recoveries left before reset */
+	uint8_t pad3_[3];
 	uint64_t keepalive_at;      /* next keep-alive probe, 0 = off */
 
 	/* defences (tcp_defence.c, tcp_tw.c) */
 	uint64_t oow_until;         /* no ACK to an unacceptable segment before this time */
-	struct ipk_conn *tw_next, *tw_prev; /* ctx TIME_WAIT list, with tw_linked */
+	struct ipk_conn *tw_next, *tw_prev; /* ctx TIME_WAIT list, with IPK_TCPF_TW_LINKED */
 	uint64_t tw_since;          /* when TIME_WAIT was entered */
-	uint8_t tw_linked;
-	uint8_t reo_mult;           /* RFC 8985 §6.2 step 4 RACK.reo_wnd_mult (1..16) */
-	uint8_t reo_persist;        /* RACK.reo_wnd_persist: recoveries left before reset */
-	uint8_t pad3_;
 	uint32_t ecn_high;          /* RFC 3168 §6.1.2: no new ECE reduction before this is acked */
 
 	/* RFC 7323 §4.3 */

@@ -30,7 +30,7 @@
 
 void ipk_tcp_tw_unlink(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	if (!c->tw_linked)
+	if (!(c->fl & IPK_TCPF_TW_LINKED))
 		return;
 	if (c->tw_prev)
 		c->tw_prev->tw_next = c->tw_next;
@@ -41,13 +41,13 @@ void ipk_tcp_tw_unlink(struct ipk_ctx *ctx, struct ipk_conn *c)
 	else
 		ctx->tw_tail = c->tw_prev;
 	c->tw_next = c->tw_prev = NULL;
-	c->tw_linked = 0;
+	c->fl &= ~IPK_TCPF_TW_LINKED;
 	ctx->tw_n--;
 }
 
 void ipk_tcp_tw_link(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	if (c->tw_linked)
+	if (c->fl & IPK_TCPF_TW_LINKED)
 		return;
 	c->tw_since = ctx->now;
 	c->tw_next = NULL;
@@ -57,7 +57,7 @@ void ipk_tcp_tw_link(struct ipk_ctx *ctx, struct ipk_conn *c)
 	else
 		ctx->tw_head = c;
 	ctx->tw_tail = c;
-	c->tw_linked = 1;
+	c->fl |= IPK_TCPF_TW_LINKED;
 	ctx->tw_n++;
 	if (ctx->cfg.tcp_tw_max && ctx->tw_n > ctx->cfg.tcp_tw_max && ctx->tw_head != c) {
 		ctx->cnt.tcp_tw_recycled++;
@@ -108,7 +108,7 @@ int ipk_tcp_tw_syn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *
 
 static int tw_reusable(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	return c->state == IPK_TCP_TIME_WAIT && c->tw_linked && !c->busy &&
+	return c->state == IPK_TCP_TIME_WAIT && (c->fl & IPK_TCPF_TW_LINKED) && !c->busy &&
 	       ctx->now - c->tw_since >= IPK_TCP_TW_REUSE_NS;
 }
 
