@@ -89,7 +89,11 @@ static uint32_t dp_rx_csum(uint64_t ol)
 		r |= IPK_RXCSUM_IP4_GOOD;
 	else if ((ol & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_BAD)
 		r |= IPK_RXCSUM_IP4_BAD;
-	if ((ol & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
+	/* NONE: the sender left the checksum field partial (virtio's NEEDS_CSUM, e.g.
+	 * net_vhost receiving from a virtio_user that offloads its tx checksum) and the
+	 * data came over memory, so it is intact: good, and checking it would fail. */
+	if ((ol & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD ||
+	    (ol & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_NONE)
 		r |= IPK_RXCSUM_L4_GOOD;
 	else if ((ol & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_BAD)
 		r |= IPK_RXCSUM_L4_BAD;
@@ -516,6 +520,13 @@ static void dp_extmem(struct ipk_io *io)
 	long pg = sysconf(_SC_PAGESIZE);
 
 	p->area = ipk_pool_area(io->pool, &p->area_size);
+	if (p->port->tx_copy && p->txzc) {
+		fprintf(stderr, "dpdk:%s: the vhost-user peer sees only EAL memory; transmit "
+		        "copies (txzc=0)\n", p->port->name);
+		p->txzc = 0;
+	}
+	if (p->port->vhost_user)
+		return;
 	if (rte_extmem_register(p->area, p->area_size, NULL, 0, (size_t)pg) == 0)
 		p->extmem = 1;
 	if (p->extmem && rte_eth_dev_info_get(p->port_id, &info) == 0 && info.device &&

@@ -54,6 +54,8 @@ struct ipk_dpdk_port {
 	uint16_t nb_seg_max;          /* tx segments per packet the PMD takes */
 	int rxq_intr;                 /* rx queue interrupts configured (event-driven mode) */
 	int tso_sw;                   /* net_tap: TSO by librte_gso in software, see dp_facts */
+	int vhost_user;               /* net_vhost, net_virtio_user: no extmem, see dp_facts */
+	int tx_copy;                  /* net_virtio_user: tx only from EAL memory */
 	uint8_t mac[6];
 	int hotplugged;               /* we probed the vdev: remove it at the last close */
 	char name[RTE_ETH_NAME_MAX_LEN];
