@@ -262,7 +262,7 @@ void ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 	c->t = *t;
 	c->mss = IPK_TCP_DEFAULT_MSS;
 	c->rcv_mss = (uint32_t)ctx->cfg.mtu - 40u;
-	c->rto = ctx->cfg.tcp_rto_init_ns;
+	c->rto_us = ipk_tcp_ns_to_us(ctx->cfg.tcp_rto_init_ns);
 	c->sndbuf = ctx->cfg.tcp_sndbuf;
 	c->iss = ipk_tcp_isn(ctx, t);
 	c->snd_una = c->snd_nxt = c->snd_max = c->iss;
@@ -676,9 +676,9 @@ int ipk_tcp_info(const struct ipk_conn *c, struct ipk_tcp_info *info)
 	info->snd_wnd = c->snd_wnd;
 	info->rcv_wnd = c->rcv_adv - c->rcv_nxt;
 	info->inflight = c->snd_nxt - c->snd_una;
-	info->srtt_ns = c->srtt;
-	info->rttvar_ns = c->rttvar;
-	info->rto_ns = c->rto;
+	info->srtt_ns = ipk_tcp_srtt_ns(c);
+	info->rttvar_ns = (uint64_t)c->rttvar_us * IPK_TCP_NS_PER_US;
+	info->rto_ns = ipk_tcp_rto_ns(c);
 	info->retransmits = c->retransmits;
 	info->snd_wscale = c->snd_wscale;
 	info->rcv_wscale = c->rcv_wscale;

@@ -142,15 +142,16 @@ struct ipk_conn {
 	uint32_t sq_bytes;
 	struct ipk_pb *ooo;         /* sorted by seq, non-overlapping */
 
-	/* timers: absolute ns, 0 = off */
-	uint64_t rtx_at;            /* RTO; in TIME_WAIT the end of TIME_WAIT */
-	uint64_t persist_at;
-	uint64_t delack_at;
-	uint64_t retry_at;          /* output blocked on packets/pbs */
+	/* timers: µs ticks (see "Connection time" below), 0 = off */
+	uint32_t rtx_at;            /* RTO; in TIME_WAIT the end of TIME_WAIT */
+	uint32_t persist_at;
+	uint32_t delack_at;
+	uint32_t retry_at;          /* output blocked on packets/pbs */
 
-	/* RFC 6298 */
-	uint64_t srtt, rttvar, rto; /* ns; srtt == 0 until the first sample */
-	uint64_t rtt_t;             /* send time of the timed segment */
+	/* RFC 6298, in µs (G is 1 ms, so nothing is lost); srtt_us == 0 until the
+	 * first sample. Read them in ns with ipk_tcp_srtt_ns() and ipk_tcp_rto_ns(). */
+	uint32_t srtt_us, rttvar_us, rto_us;
+	uint32_t rtt_t;             /* µs tick when the timed segment was sent */
 	uint32_t rtt_seq;           /* its ACK must cover this sequence */
 	uint8_t nrtx;               /* RTOs in a row */
 	uint8_t npersist;           /* persist back-off exponent */
@@ -215,6 +216,92 @@ struct ipk_conn {
 #define IPK_RCVY_FLAGS(r) ((r)->aux)     /* IPK_RCVY_F_* */
 #define IPK_RCVY_RENO_SACKED(r) ((r)->xmit) /* NewReno: bytes duplicate ACKs stand for */
 #define IPK_RCVY_F_RESCUED 0x1u          /* RFC 6675 §4 NextSeg (4): rescue sent */
+
+/*
+ * Connection time. The engine's clock is ctx->now in ns (64-bit); a connection keeps
+ * its deadlines and RTT times as 32-bit ticks of that clock, (now / unit) mod 2^32,
+ * in µs (RTO, RACK, TLP, persist, delayed ACK, retry: sub-ms paths need µs) or in ms
+ * (keep-alive, TIME_WAIT, ACK rate limit: minutes to hours). A tick is read as the
+ * one within 2^31 ticks of now, so a deadline may lie at most IPK_TCP_TICK_MAX ticks
+ * ahead: 35.8 minutes in µs, 24.8 days in ms; a longer interval is cut to that (its
+ * timer fires early, at the cut). Deadlines round up to the next tick, so a timer
+ * never fires before its time and at most one tick after it. A due deadline must be
+ * served within 2^31 ticks, which the deadline ipk_run returns ensures; the tick
+ * that wraps to 0 becomes 1 (0 means "off"), one tick late.
+ */
+#define IPK_TCP_NS_PER_US 1000ull
+#define IPK_TCP_NS_PER_MS 1000000ull
+#define IPK_TCP_TICK_MAX 0x7fffffffull
+
+IPK_INLINE uint32_t ipk_tcp_tick(uint64_t now, uint64_t unit) { return (uint32_t)(now / unit); }
+
+/* The tick of the time `after` ns from now, rounded up, never 0. */
+IPK_INLINE uint32_t ipk_tcp_tick_at(uint64_t now, uint64_t after, uint64_t unit)
+{
+	uint32_t t;
+
+	if (after > IPK_TCP_TICK_MAX * unit)
+		after = IPK_TCP_TICK_MAX * unit;
+	t = (uint32_t)((now + after + unit - 1u) / unit);
+	return t ? t : 1u;
+}
+
+/* The time in ns of tick t (0 for 0 = off; at least 1 otherwise). */
+IPK_INLINE uint64_t ipk_tcp_tick_ns(uint64_t now, uint32_t t, uint64_t unit)
+{
+	int32_t d = (int32_t)(t - ipk_tcp_tick(now, unit));
+	uint64_t base = now - now % unit;
+
+	if (t == 0)
+		return 0;
+	if (d >= 0)
+		return base + (uint64_t)d * unit;
+	if ((uint64_t)-(int64_t)d * unit >= base)
+		return 1;
+	return base - (uint64_t)-(int64_t)d * unit;
+}
+
+IPK_INLINE uint32_t ipk_tcp_us_at(const struct ipk_ctx *ctx, uint64_t after_ns)
+{
+	return ipk_tcp_tick_at(ctx->now, after_ns, IPK_TCP_NS_PER_US);
+}
+IPK_INLINE uint64_t ipk_tcp_us_ns(const struct ipk_ctx *ctx, uint32_t t)
+{
+	return ipk_tcp_tick_ns(ctx->now, t, IPK_TCP_NS_PER_US);
+}
+IPK_INLINE uint32_t ipk_tcp_ms_at(const struct ipk_ctx *ctx, uint64_t after_ns)
+{
+	return ipk_tcp_tick_at(ctx->now, after_ns, IPK_TCP_NS_PER_MS);
+}
+IPK_INLINE uint64_t ipk_tcp_ms_ns(const struct ipk_ctx *ctx, uint32_t t)
+{
+	return ipk_tcp_tick_ns(ctx->now, t, IPK_TCP_NS_PER_MS);
+}
+/* Is the µs deadline t set and reached? */
+IPK_INLINE int ipk_tcp_us_due(const struct ipk_ctx *ctx, uint32_t t)
+{
+	return t && ipk_tcp_us_ns(ctx, t) <= ctx->now;
+}
+IPK_INLINE uint64_t ipk_tcp_srtt_ns(const struct ipk_conn *c)
+{
+	return (uint64_t)c->srtt_us * IPK_TCP_NS_PER_US;
+}
+/* ns since the timed segment was sent (µs resolution). */
+IPK_INLINE uint64_t ipk_tcp_rtt_elapsed(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	return (uint64_t)(uint32_t)(ipk_tcp_tick(ctx->now, IPK_TCP_NS_PER_US) - c->rtt_t) * IPK_TCP_NS_PER_US;
+}
+IPK_INLINE uint64_t ipk_tcp_rto_ns(const struct ipk_conn *c)
+{
+	return (uint64_t)c->rto_us * IPK_TCP_NS_PER_US;
+}
+/* ns -> µs rounded up, at most IPK_TCP_TICK_MAX (an RTO bound stays a bound). */
+IPK_INLINE uint32_t ipk_tcp_ns_to_us(uint64_t ns)
+{
+	uint64_t us = (ns + IPK_TCP_NS_PER_US - 1u) / IPK_TCP_NS_PER_US;
+
+	return (uint32_t)(us > IPK_TCP_TICK_MAX ? IPK_TCP_TICK_MAX : us);
+}
 
 IPK_INLINE int ipk_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
 IPK_INLINE int ipk_seq_le(uint32_t a, uint32_t b) { return (int32_t)(a - b) <= 0; }

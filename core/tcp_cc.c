@@ -49,7 +49,7 @@ void ipk_tcp_cc_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t acked)
 	 * (the flight still includes the bytes this ACK covers). */
 	if (flight(c) < c->cwnd / 2u)
 		return;
-	algo(c)->on_ack(ctx, c, acked, c->srtt);
+	algo(c)->on_ack(ctx, c, acked, ipk_tcp_srtt_ns(c));
 	if (c->cwnd > IPK_TCP_CWND_MAX)
 		c->cwnd = IPK_TCP_CWND_MAX;
 }

@@ -241,9 +241,7 @@ static void announce(struct ipk_ctx *ctx, struct ipk_conn *c)
 /* RFC 9293 §3.10.7.4: TIME-WAIT lasts 2*MSL from the last FIN seen. */
 static void tw_arm(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	c->rtx_at = ctx->now + ctx->cfg.tcp_time_wait_ns;
-	if (c->rtx_at == 0)
-		c->rtx_at = 1; /* 0 means "off" */
+	c->rtx_at = ipk_tcp_us_at(ctx, ctx->cfg.tcp_time_wait_ns);
 }
 
 static void enter_time_wait(struct ipk_ctx *ctx, struct ipk_conn *c)
@@ -267,7 +265,7 @@ static void syn_sent_established(struct ipk_ctx *ctx, struct ipk_conn *c,
 		c->snd_nxt = c->snd_una;
 	if ((c->fl & IPK_TCPF_RTT_ON) && ipk_seq_ge(s->h.ack, c->rtt_seq)) {
 		c->fl &= ~IPK_TCPF_RTT_ON;
-		ipk_tcp_rtt_sample(ctx, c, ctx->now - c->rtt_t);
+		ipk_tcp_rtt_sample(ctx, c, ipk_tcp_rtt_elapsed(ctx, c));
 	}
 	c->rtx_at = 0;
 	ipk_tcp_rto_reset(ctx, c);
@@ -382,7 +380,7 @@ static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tc
 		c->fl &= ~IPK_TCPF_RTT_ON;
 	} else if ((c->fl & IPK_TCPF_RTT_ON) && ipk_seq_ge(ack, c->rtt_seq)) {
 		c->fl &= ~IPK_TCPF_RTT_ON;
-		ipk_tcp_rtt_sample(ctx, c, ctx->now - c->rtt_t);
+		ipk_tcp_rtt_sample(ctx, c, ipk_tcp_rtt_elapsed(ctx, c));
 	}
 	if (c->snd_una == c->iss)
 		acked--; /* our SYN is not data for congestion control */

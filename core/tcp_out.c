@@ -343,7 +343,7 @@ static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 	} else if (!(c->fl & IPK_TCPF_RTT_ON) && !(how & IPK_TCP_X_PROBE)) {
 		c->fl |= IPK_TCPF_RTT_ON;
 		c->rtt_seq = end;
-		c->rtt_t = ctx->now;
+		c->rtt_t = ipk_tcp_tick(ctx->now, IPK_TCP_NS_PER_US);
 	}
 	if (ipk_seq_gt(end, c->snd_max))
 		c->snd_max = end;
@@ -499,7 +499,7 @@ static int send_ok(const struct ipk_conn *c, uint32_t len, uint32_t avail, uint3
 static void retry_later(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	if (c->retry_at == 0)
-		c->retry_at = ctx->now + IPK_TCP_RETRY_NS;
+		c->retry_at = ipk_tcp_us_at(ctx, IPK_TCP_RETRY_NS);
 }
 
 static int fin_state(const struct ipk_conn *c)
@@ -580,6 +580,6 @@ void ipk_tcp_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 	    ipk_tcp_send_ack(ctx, c) < 0)
 		retry_later(ctx, c);
 	if ((c->fl & IPK_TCPF_ACK_LATER) && c->delack_at == 0)
-		c->delack_at = ctx->now + ctx->cfg.tcp_delack_ns;
+		c->delack_at = ipk_tcp_us_at(ctx, ctx->cfg.tcp_delack_ns);
 	ipk_tcp_timers_update(ctx, c);
 }

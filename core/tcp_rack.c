@@ -146,10 +146,11 @@ void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l,
 static uint64_t reo_wnd(const struct ipk_conn *c)
 {
 	uint32_t min = ipk_tcp_min_rtt_us(c);
-	uint64_t base = min ? (uint64_t)min * RACK_NS_PER_US : c->srtt;
+	uint64_t srtt = ipk_tcp_srtt_ns(c);
+	uint64_t base = min ? (uint64_t)min * RACK_NS_PER_US : srtt;
 	uint64_t w = base / 4u * (c->reo_mult ? c->reo_mult : 1u);
 
-	return c->srtt && w > c->srtt ? c->srtt : w;
+	return srtt && w > srtt ? srtt : w;
 }
 
 /* Was pb sent before the most recently delivered segment (§6.2 step 5)? */
@@ -199,7 +200,7 @@ uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 static int tlp_allowed(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	if (!ctx->cfg.tcp_rack || !(c->fl & IPK_TCPF_SACK_OK) || c->srtt == 0 || c->nrtx)
+	if (!ctx->cfg.tcp_rack || !(c->fl & IPK_TCPF_SACK_OK) || c->srtt_us == 0 || c->nrtx)
 		return 0;
 	if (c->fl & (IPK_TCPF_TLP_OUT | IPK_TCPF_SACK_RCVY | IPK_TCPF_RECOVERY))
 		return 0;
@@ -210,7 +211,7 @@ static int tlp_allowed(const struct ipk_ctx *ctx, const struct ipk_conn *c)
  * segment is out. */
 static uint64_t tlp_pto(const struct ipk_conn *c)
 {
-	uint64_t pto = 2u * c->srtt;
+	uint64_t pto = 2u * ipk_tcp_srtt_ns(c);
 
 	if (c->snd_max - c->snd_una <= c->mss)
 		pto += WC_DELACK_NS;
@@ -221,7 +222,7 @@ static uint64_t tlp_pto(const struct ipk_conn *c)
  * else the RTO. */
 void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t reo)
 {
-	uint64_t at = ctx->now + c->rto, pto;
+	uint64_t at = ctx->now + ipk_tcp_rto_ns(c), pto;
 	uint8_t kind = IPK_TCP_RTX_RTO;
 
 	if (reo && ctx->now + reo < at) {
@@ -234,7 +235,7 @@ void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t re
 			kind = IPK_TCP_RTX_TLP;
 		}
 	}
-	c->rtx_at = at;
+	c->rtx_at = ipk_tcp_us_at(ctx, at - ctx->now);
 	c->rtx_kind = kind;
 	c->persist_at = 0;
 }
@@ -248,7 +249,7 @@ void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c)
 	if (c->rtx_kind == IPK_TCP_RTX_REO || !tlp_allowed(ctx, c))
 		return;
 	pto = tlp_pto(c);
-	if (c->rtx_kind == IPK_TCP_RTX_TLP || ctx->now + pto < c->rtx_at)
+	if (c->rtx_kind == IPK_TCP_RTX_TLP || ctx->now + pto < ipk_tcp_us_ns(ctx, c->rtx_at))
 		ipk_tcp_arm_loss_timer(ctx, c, 0);
 }
 

@@ -427,7 +427,7 @@ void ipk_tcp_sb_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 		rc = ipk_tcp_xmit(ctx, c, seq, len, IPK_TCP_X_FIN);
 		if (rc <= 0) {
 			if (rc < 0 && c->retry_at == 0)
-				c->retry_at = ctx->now + IPK_TCP_RETRY_NS;
+				c->retry_at = ipk_tcp_us_at(ctx, IPK_TCP_RETRY_NS);
 			return;
 		}
 		if (!again)

@@ -25,10 +25,13 @@ static uint64_t earliest(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-static uint64_t conn_deadline(const struct ipk_conn *c)
+/* The earliest deadline of c in ns (0 = none); ctx->now must be current. */
+static uint64_t conn_deadline(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	return earliest(earliest(earliest(c->rtx_at, c->persist_at), earliest(c->delack_at, c->retry_at)),
-	                c->keepalive_at);
+	uint64_t us = earliest(earliest(ipk_tcp_us_ns(ctx, c->rtx_at), ipk_tcp_us_ns(ctx, c->persist_at)),
+	                       earliest(ipk_tcp_us_ns(ctx, c->delack_at), ipk_tcp_us_ns(ctx, c->retry_at)));
+
+	return earliest(us, c->keepalive_at);
 }
 
 void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
@@ -48,7 +51,7 @@ void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	uint64_t d = conn_deadline(c);
+	uint64_t d = conn_deadline(ctx, c);
 
 	if (d == 0) {
 		ipk_tcp_timers_remove(ctx, c);
@@ -69,29 +72,36 @@ void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c)
 /* RFC 6298 (2.3)-(2.5): RTO = SRTT + max(G, K*RTTVAR), clamped to [min, max]. */
 static void rto_compute(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	uint64_t r = c->srtt + IPK_MAX(IPK_TCP_G_NS, 4u * c->rttvar);
+	uint64_t r = (uint64_t)c->srtt_us + IPK_MAX(IPK_TCP_G_NS / IPK_TCP_NS_PER_US, 4ull * c->rttvar_us);
+	uint32_t lo = ipk_tcp_ns_to_us(ctx->cfg.tcp_rto_min_ns);
+	uint32_t hi = ipk_tcp_ns_to_us(ctx->cfg.tcp_rto_max_ns);
 
-	if (r < ctx->cfg.tcp_rto_min_ns)
-		r = ctx->cfg.tcp_rto_min_ns;
-	if (r > ctx->cfg.tcp_rto_max_ns)
-		r = ctx->cfg.tcp_rto_max_ns;
-	c->rto = r;
+	if (r < lo)
+		r = lo;
+	if (r > hi)
+		r = hi;
+	c->rto_us = (uint32_t)r;
 }
 
-void ipk_tcp_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r)
+/* r: the sample in ns, kept in µs (a sample under 1 µs counts as 1 µs). */
+void ipk_tcp_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r_ns)
 {
+	uint64_t r = r_ns / IPK_TCP_NS_PER_US;
+
 	if (r == 0)
 		r = 1;
-	if (c->srtt == 0) {
+	if (r > IPK_TCP_TICK_MAX)
+		r = IPK_TCP_TICK_MAX;
+	if (c->srtt_us == 0) {
 		/* (2.2) first measurement */
-		c->srtt = r;
-		c->rttvar = r / 2u;
+		c->srtt_us = (uint32_t)r;
+		c->rttvar_us = (uint32_t)(r / 2u);
 	} else {
 		/* (2.3) beta = 1/4, alpha = 1/8 */
-		uint64_t d = c->srtt > r ? c->srtt - r : r - c->srtt;
+		uint64_t d = c->srtt_us > r ? c->srtt_us - r : r - c->srtt_us;
 
-		c->rttvar = (3u * c->rttvar + d) / 4u;
-		c->srtt = (7u * c->srtt + r) / 8u;
+		c->rttvar_us = (uint32_t)((3ull * c->rttvar_us + d) / 4u);
+		c->srtt_us = (uint32_t)((7ull * c->srtt_us + r) / 8u);
 	}
 	rto_compute(ctx, c);
 }
@@ -100,25 +110,25 @@ void ipk_tcp_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r)
 void ipk_tcp_rto_reset(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	c->nrtx = 0;
-	if (c->srtt)
+	if (c->srtt_us)
 		rto_compute(ctx, c);
 }
 
 void ipk_tcp_arm_rtx(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	c->rtx_at = ctx->now + c->rto;
+	c->rtx_at = ipk_tcp_us_at(ctx, ipk_tcp_rto_ns(c));
 	c->rtx_kind = IPK_TCP_RTX_RTO;
 	c->persist_at = 0;
 }
 
 void ipk_tcp_arm_persist(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	uint64_t t = IPK_MAX(c->rto, ctx->cfg.tcp_rto_min_ns);
+	uint64_t t = IPK_MAX(ipk_tcp_rto_ns(c), ctx->cfg.tcp_rto_min_ns);
 	uint32_t i;
 
 	for (i = 0; i < c->npersist && t < ctx->cfg.tcp_rto_max_ns; i++)
 		t *= 2u;
-	c->persist_at = ctx->now + IPK_MIN(t, ctx->cfg.tcp_rto_max_ns);
+	c->persist_at = ipk_tcp_us_at(ctx, IPK_MIN(t, ctx->cfg.tcp_rto_max_ns));
 }
 
 /* RFC 6298 (5.4)-(5.6): retransmit the earliest unacknowledged segment, back off.
@@ -139,7 +149,7 @@ static int on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ipk_tcp_rack_recovery_done(c);
 	}
 	c->nrtx++;
-	c->rto = IPK_MIN(c->rto * 2u, ctx->cfg.tcp_rto_max_ns);
+	c->rto_us = (uint32_t)IPK_MIN(2ull * c->rto_us, ipk_tcp_ns_to_us(ctx->cfg.tcp_rto_max_ns));
 	ctx->cnt.tcp_rto++;
 	if (syn) {
 		c->snd_nxt = c->iss;
@@ -159,7 +169,7 @@ static void on_persist(struct ipk_ctx *ctx, struct ipk_conn *c)
 	    c->snd_nxt != c->snd_una)
 		return;
 	if (ipk_tcp_xmit(ctx, c, c->snd_una, 1, IPK_TCP_X_PROBE) < 0) {
-		c->retry_at = ctx->now + IPK_TCP_RETRY_NS;
+		c->retry_at = ipk_tcp_us_at(ctx, IPK_TCP_RETRY_NS);
 		return;
 	}
 	if (c->npersist < 30)
@@ -167,13 +177,14 @@ static void on_persist(struct ipk_ctx *ctx, struct ipk_conn *c)
 	ipk_tcp_arm_persist(ctx, c);
 }
 
-/* Fire what is due on one connection; returns 1 when it was closed. */
+/* Fire what is due on one connection (ctx->now is the time); returns 1 when it was
+ * closed. */
 static int fire(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 {
 	int gone = 0;
 
 	ipk_tcp_hold(c);
-	if (c->rtx_at && c->rtx_at <= now) {
+	if (ipk_tcp_us_due(ctx, c->rtx_at)) {
 		c->rtx_at = 0;
 		if (c->state == IPK_TCP_TIME_WAIT) {
 			ipk_tcp_destroy(ctx, c, IPK_CLOSE_NORMAL);
@@ -184,16 +195,16 @@ static int fire(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 			gone = on_rto(ctx, c);
 		}
 	}
-	if (!gone && c->persist_at && c->persist_at <= now) {
+	if (!gone && ipk_tcp_us_due(ctx, c->persist_at)) {
 		c->persist_at = 0;
 		on_persist(ctx, c);
 	}
-	if (!gone && c->delack_at && c->delack_at <= now) {
+	if (!gone && ipk_tcp_us_due(ctx, c->delack_at)) {
 		c->delack_at = 0;
 		if (c->fl & IPK_TCPF_ACK_LATER)
 			c->fl |= IPK_TCPF_ACK_NOW;
 	}
-	if (!gone && c->retry_at && c->retry_at <= now)
+	if (!gone && ipk_tcp_us_due(ctx, c->retry_at))
 		c->retry_at = 0;
 	if (!gone && c->keepalive_at && c->keepalive_at <= now)
 		gone = ipk_tcp_keepalive_fire(ctx, c);
@@ -214,7 +225,7 @@ uint64_t ipk_tcp_timer(struct ipk_ctx *ctx, uint64_t now)
 again:
 	next = IPK_NO_DEADLINE;
 	for (c = ctx->timer_head; c; c = n) {
-		uint64_t d = conn_deadline(c);
+		uint64_t d = conn_deadline(ctx, c);
 
 		n = c->timer_next;
 		if (d && d <= now) {
@@ -228,7 +239,7 @@ again:
 			}
 			if (!(c->fl & IPK_TCPF_ON_TIMERS))
 				continue;
-			d = conn_deadline(c);
+			d = conn_deadline(ctx, c);
 		}
 		if (d && d < next)
 			next = d;

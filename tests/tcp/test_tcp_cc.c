@@ -150,7 +150,7 @@ static void test_cubic_avoidance_follows_curve_to_w_max_at_k(void)
 	int r;
 
 	fake_conn(ctx, &c, 1000 * MSS);
-	c.srtt = 100 * MS;
+	c.srtt_us = 100 * 1000;
 	ctx->now = 1000 * MS;
 	ipk_tcp_cc_congestion(ctx, &c, IPK_CC_EV_LOSS); /* cwnd 700, W_max 1000 */
 	k_s = ref_k_s(1000, 700); /* 9.09 s */
@@ -174,7 +174,7 @@ static void test_cubic_reno_friendly_region_on_short_rtt(void)
 	int r;
 
 	fake_conn(ctx, &c, 10 * MSS);
-	c.srtt = 1 * MS;
+	c.srtt_us = 1 * 1000;
 	ipk_tcp_cc_congestion(ctx, &c, IPK_CC_EV_LOSS); /* cwnd 7, W_max 10, K 1.96 s */
 	for (r = 0; r < 100; r++) {
 		ack_rtt(ctx, &c, 1 * MS);
