@@ -7,6 +7,8 @@
   net_vhost /     two ipkit processes over vhost-user (a unix socket, no /dev/vhost-net):
   net_virtio_user ipkit-echo on net_vhost, ipkit-nc on net_virtio_user, 256 MiB each
                   way, SHA-256 verified, offload lines of both checked
+  net_af_xdp      ipkit on one end of a veth (kernel AF_XDP, copy mode), Linux on the
+                  other: ping, curl of ipkit-httpd (bulk stalls: io/dpdk/README.md)
   net_af_packet   ipkit on one end of a veth, Linux on the other: ping, 32 MiB each way
   probe           the offload line ipkit prints for each vdev agrees with what
                   dpdk-testpmd reports for the same PMD
@@ -281,18 +283,40 @@ def test_dpdk_vhost_virtio_user_pair_256M_each_way_sha256(dpdk):
 
 
 def test_dpdk_afpacket_veth_ping_and_32M_each_way(dpdk):
-    lnx, ipk = dpdk.tag + "l", dpdk.tag + "k"
-    linux_ip, ipk_ip = "10.%d.0.1" % dpdk.net, "10.%d.0.2" % dpdk.net
-    dpdk.ns_run("ip", "link", "add", lnx, "type", "veth", "peer", "name", ipk)
-    dpdk.ns_run("ip", "link", "set", ipk, "up")
-    dpdk.ns_run("ip", "link", "set", lnx, "up")
-    dpdk.ns_run("ip", "addr", "add", linux_ip + "/24", "dev", lnx)
-    # a packet socket on a veth sees Linux's GSO super-frames and unfilled (partial)
-    # checksums; net_af_packet passes them on as they are, so Linux sends plain frames
-    dpdk.ns_run("ethtool", "-K", lnx, "tx", "off", "tso", "off", "gso", "off", check=False)
+    ipk, linux_ip, ipk_ip = veth_pair(dpdk)
     vdev = "net_af_packet0,iface=" + ipk
     _ipkit_to_linux(dpdk, "", vdev, lambda: None, 32 << 20, linux_ip, ipk_ip)
     _linux_to_ipkit(dpdk, vdev, lambda: None, 32 << 20, ipk_ip)
+
+
+def veth_pair(d):
+    """A veth in d's namespace: Linux's end (with an address) and ipkit's end.
+    A packet socket or an XDP program on a veth sees Linux's GSO super-frames and
+    unfilled (partial) checksums as they are, so Linux sends plain frames."""
+    lnx, ipk = d.tag + "l", d.tag + "k"
+    linux_ip, ipk_ip = "10.%d.0.1" % d.net, "10.%d.0.2" % d.net
+    d.ns_run("ip", "link", "add", lnx, "type", "veth", "peer", "name", ipk)
+    d.ns_run("ip", "link", "set", ipk, "up")
+    d.ns_run("ip", "link", "set", lnx, "up")
+    d.ns_run("ip", "addr", "add", linux_ip + "/24", "dev", lnx)
+    d.ns_run("ethtool", "-K", lnx, "tx", "off", "tso", "off", "gso", "off", check=False)
+    return ipk, linux_ip, ipk_ip
+
+
+def test_dpdk_afxdp_veth_ping_and_curl(dpdk):
+    ipk, _, ipk_ip = veth_pair(dpdk)
+    vdev = "net_af_xdp0,iface=" + ipk
+    web = dpdk.start([prog("ipkit-httpd")] + dpdk.eal(vdev) +
+                     ["--io", "dpdk:net_af_xdp0", "--ip", ipk_ip + "/24"])
+    err = dpdk.wait_line(web, "serving on")
+    drv, feats = offload_line(err)
+    # AF_XDP hands over whole frames, nothing else: every offload n/a
+    assert drv == "net_af_xdp" and set(feats.values()) == {"n/a"}, feats
+    assert b" 0% packet loss" in ping_ok(dpdk, ipk_ip).stdout
+    one = dpdk.ns_run("curl", "-sS", "--max-time", "10", "http://%s/" % ipk_ip).stdout
+    assert one.startswith(b"ipkit says hello"), one[:200]
+    r = dpdk.ns_run("curl", "-sS", "--max-time", "10", *(["http://%s/" % ipk_ip] * 10))
+    assert r.returncode == 0 and r.stdout == one * 10, r.stderr
 
 
 def pmd_caps(d, vdev, ns=True):
@@ -337,6 +361,7 @@ def test_dpdk_offload_probe_matches_testpmd(dpdk):
     sock = str(dpdk.dir / "probe.sock")
     vdevs = {"net_tap": "net_tap0,iface=%sa" % dpdk.tag,
              "net_af_packet": "net_af_packet0,iface=" + veth,
+             "net_af_xdp": "net_af_xdp0,iface=" + veth,
              "net_memif": "net_memif0,role=server,socket=" + sock}
     for drv, vdev in vdevs.items():
         caps = pmd_caps(dpdk, vdev)
