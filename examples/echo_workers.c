@@ -34,6 +34,7 @@ struct ew_conn {
 
 struct ew_worker {
 	uint64_t accepted, echoed, ok, failed;
+	uint64_t udp_echoed, udp_failed;
 };
 
 struct ew {
@@ -126,6 +127,31 @@ static void ew_sent(struct ipk_app *a, uint64_t cid, void *user, const void *buf
 	ew_maybe_close(a, e);
 }
 
+/* ------------------------------------------------------------- UDP */
+
+/* Echo a datagram from the received buffer itself; the ref goes back once the stack
+ * has copied it (udp_sent). */
+static void ew_udp(struct ipk_app *a, const struct ipk_tuple *t, struct ipk_pkt *ref,
+                   const uint8_t *data, uint32_t len)
+{
+	if (ipk_app_udp_send(a, t->local_port_be, t->peer_ip4_be, t->peer_port_be, data, len,
+	                     ref) < 0) {
+		ew_w(a)->udp_failed++;
+		ipk_app_release(a, 0, ref, 0);
+	}
+}
+
+static void ew_udp_sent(struct ipk_app *a, void *user, const void *buf, uint32_t len, int rc)
+{
+	(void)buf;
+	(void)len;
+	if (rc < 0)
+		ew_w(a)->udp_failed++;
+	else
+		ew_w(a)->udp_echoed++;
+	ipk_app_release(a, 0, (struct ipk_pkt *)user, 0);
+}
+
 /* ----------------------------------------------------------- client */
 
 static void ew_start(struct ipk_app *a, unsigned worker)
@@ -137,6 +163,8 @@ static void ew_start(struct ipk_app *a, unsigned worker)
 	ipk_app_set_state(a, &ew->w[worker]);
 	if (o->port_be)
 		ipk_app_listen(a, o->port_be);
+	if (o->udp_port_be)
+		ipk_app_udp_bind(a, o->udp_port_be);
 	for (i = 0; o->connect_ip4_be && i < o->conns; i++) {
 		struct ew_conn *e = (struct ew_conn *)calloc(1, sizeof(*e));
 
@@ -234,6 +262,8 @@ static const struct ipk_app_ops ew_ops = {
 	.data = ew_data,
 	.sent = ew_sent,
 	.closed = ew_closed,
+	.udp = ew_udp,
+	.udp_sent = ew_udp_sent,
 };
 
 /* ------------------------------------------------------------ main */
@@ -250,13 +280,16 @@ static void ew_report(struct ipk_workers *ws, const struct ew *ew, unsigned n)
 		fprintf(stderr,
 		        "ipkit-echo: worker %u: rx_frames %llu wrong_queue %llu accepted %llu "
 		        "connected %llu closed %llu events %llu commands %llu wakeups %llu "
-		        "drops %llu echoed %llu active_ok %llu active_failed %llu\n",
+		        "drops %llu echoed %llu active_ok %llu active_failed %llu udp_rx %llu "
+		        "udp_echoed %llu udp_failed %llu udp_drops %llu\n",
 		        i, (unsigned long long)st.rx_frames, (unsigned long long)st.wrong_queue,
 		        (unsigned long long)st.accepted, (unsigned long long)st.connected,
 		        (unsigned long long)st.closed, (unsigned long long)st.events,
 		        (unsigned long long)st.commands, (unsigned long long)st.app_wakeups,
 		        (unsigned long long)st.steer_drops, (unsigned long long)ew->w[i].echoed,
-		        (unsigned long long)ew->w[i].ok, (unsigned long long)ew->w[i].failed);
+		        (unsigned long long)ew->w[i].ok, (unsigned long long)ew->w[i].failed,
+		        (unsigned long long)st.udp_rx, (unsigned long long)ew->w[i].udp_echoed,
+		        (unsigned long long)ew->w[i].udp_failed, (unsigned long long)st.udp_drops);
 	}
 	ipk_workers_steer_stats(ws, &rx, &drops);
 	fprintf(stderr, "ipkit-echo: steering rx %llu drops %llu\n", (unsigned long long)rx,

@@ -11,6 +11,7 @@ struct ew_opts {
 	int cpus[IPK_WORKERS_MAX * 2 + 1];
 	unsigned ncpus;
 	uint16_t port_be;          /* listen (0 = no) */
+	uint16_t udp_port_be;      /* UDP echo (0 = no) */
 	uint32_t connect_ip4_be;   /* client mode when nonzero */
 	uint16_t connect_port_be;
 	uint32_t conns;            /* client connections per worker */

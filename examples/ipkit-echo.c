@@ -167,7 +167,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ipkit-echo --io SPEC --ip A.B.C.D/N [options]\n"
 	           "TCP and UDP echo server (RFC 862).\n\n"
 	           "  --port N         TCP port, 0 = none (default 7)\n"
-	           "  --udp-port N     UDP port, 0 = none (default 7; single node only)\n"
+	           "  --udp-port N     UDP port, 0 = none (default 7)\n"
 	           "multi-core (any of these selects it; TCP only):\n"
 	           "  --workers N      N worker threads, each its own stack context (default 1)\n"
 	           "  --model M        unified: the app runs in the stack thread's callbacks\n"
@@ -320,6 +320,7 @@ int main(int argc, char **argv)
 			m.ncpus = 1;
 		}
 		m.port_be = a.tcp_port_be;
+		m.udp_port_be = a.udp_port_be;
 		return ew_main(&o, &m);
 	}
 	stop = app_stop_flag();

@@ -17,6 +17,11 @@
  * cid whose record has been reused is recognised by the generation and ignored (a
  * release still frees its packet).
  *
+ * UDP has no connection: a datagram event carries its tuple and a reference to the
+ * received buffer (given back with ipk_app_release, cid 0, which names no record);
+ * a send carries the app's buffer and a user token, and the networking side copies it
+ * into a datagram at once (ipk_udp_sendto) and answers with udp_sent.
+ *
  * Sends are zero-copy from the application's memory up to the stack: the networking
  * side copies into the send buffer (ipk_tcp_write) as room opens and reports each
  * finished send with a sent event; IPK_APP_SENDQ bounds the sends per connection,
@@ -32,9 +37,9 @@
 
 enum {
 	/* events, networking -> application */
-	M_ACCEPTED = 1, M_CONNECTED, M_DATA, M_SENT, M_CLOSED,
+	M_ACCEPTED = 1, M_CONNECTED, M_DATA, M_SENT, M_CLOSED, M_UDP, M_UDP_SENT,
 	/* commands, application -> networking */
-	C_LISTEN = 16, C_CONNECT, C_SEND, C_RELEASE, C_CLOSE
+	C_LISTEN = 16, C_CONNECT, C_SEND, C_RELEASE, C_CLOSE, C_UDP_BIND, C_UDP_SEND
 };
 
 #define APP_BATCH 256
@@ -196,6 +201,16 @@ static void app_dispatch(struct wk *w, const struct wk_msg *m)
 		if (ops->sent)
 			ops->sent(w->app, m->cid, user, m->p, m->len);
 		break;
+	case M_UDP:
+		if (ops->udp)
+			ops->udp(w->app, &m->t, (struct ipk_pkt *)m->p, m->data, m->len);
+		else
+			ipk_app_release(w->app, 0, (struct ipk_pkt *)m->p, 0);
+		break;
+	case M_UDP_SENT:
+		if (ops->udp_sent)
+			ops->udp_sent(w->app, m->p, m->data, m->len, -(int)m->why);
+		break;
 	case M_CLOSED:
 		if (ac)
 			ac->alive = 0;
@@ -343,6 +358,21 @@ static void net_send(struct wk *w, const struct wk_msg *m)
 	net_pump(w, r);
 }
 
+/* Copy the app's datagram into the stack now and report at once: the buffer is the
+ * app's again as soon as udp_sent arrives. */
+static void net_udp_send(struct wk *w, const struct wk_msg *m)
+{
+	struct wk_msg r = *m;
+	int rc = ipk_udp_sendto(net_ctx(w), m->t.local_port_be, m->t.peer_ip4_be,
+	                        m->t.peer_port_be, m->data, m->len, net_now(w));
+
+	if (rc >= 0)
+		WK_INC(w->st.udp_tx);
+	r.type = M_UDP_SENT;
+	r.why = (uint8_t)(rc < 0 ? -rc : 0);
+	net_emit(w, &r);
+}
+
 static void net_exec(struct wk *w, const struct wk_msg *m)
 {
 	struct wk_rec *r;
@@ -364,6 +394,14 @@ static void net_exec(struct wk *w, const struct wk_msg *m)
 		r = rec_find(w, m->cid);
 		if (r && m->len)
 			ipk_tcp_recved(net_ctx(w), r->c, m->len, net_now(w));
+		break;
+	case C_UDP_BIND:
+		if (ipk_udp_bind(net_ctx(w), m->port_be) < 0)
+			fprintf(stderr, "ipkit worker %u: cannot bind UDP port %u\n", w->idx,
+			        ipk_ntohs(m->port_be));
+		break;
+	case C_UDP_SEND:
+		net_udp_send(w, m);
 		break;
 	case C_CLOSE:
 		r = rec_find(w, m->cid);
@@ -475,7 +513,36 @@ static void cb_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 	net_emit_simple(w, M_CLOSED, cid, cuser, 0, (uint8_t)why);
 }
 
+/* A datagram: one reference for the app, like TCP payload. A datagram that goes on
+ * in the packet's chain (reassembled) does not fit the zero-copy message; dropped and
+ * counted. */
+static void cb_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
+                   uint32_t len, void *opaque)
+{
+	struct wk *w = cb_wk(opaque);
+	struct ipk_pkt *k = (struct ipk_pkt *)pkt, *ref;
+	struct wk_msg m;
+
+	(void)ctx;
+	if (off > k->len || len > k->len - off || !(ref = ipk_pkt_clone(k))) {
+		WK_INC(w->st.udp_drops);
+		return;
+	}
+	ref->off += off;
+	ref->len = len;
+	ref->next = NULL;
+	memset(&m, 0, sizeof(m));
+	m.type = M_UDP;
+	m.t = *t;
+	m.p = ref;
+	m.data = ipk_pkt_mtod(ref);
+	m.len = len;
+	WK_INC(w->st.udp_rx);
+	net_emit(w, &m);
+}
+
 const struct ipk_ops model_events = {
+	.udp_recv = cb_udp,
 	.tcp_accepted = cb_accepted,
 	.tcp_connected = cb_connected,
 	.tcp_payload = cb_payload,
@@ -595,6 +662,34 @@ int ipk_app_close(struct ipk_app *a, uint64_t cid)
 	if (!app_live(a->w, cid))
 		return IPK_ECLOSED;
 	app_msg(&m, C_CLOSE, cid);
+	return app_cmd(a, &m);
+}
+
+int ipk_app_udp_bind(struct ipk_app *a, uint16_t port_be)
+{
+	struct wk_msg m;
+
+	if (!a || port_be == 0)
+		return IPK_EINVAL;
+	app_msg(&m, C_UDP_BIND, 0);
+	m.port_be = port_be;
+	return app_cmd(a, &m);
+}
+
+int ipk_app_udp_send(struct ipk_app *a, uint16_t local_port_be, uint32_t ip4_be,
+                     uint16_t port_be, const void *buf, uint32_t len, void *user)
+{
+	struct wk_msg m;
+
+	if (!a || !buf || len == 0 || local_port_be == 0 || ip4_be == 0 || port_be == 0)
+		return IPK_EINVAL;
+	app_msg(&m, C_UDP_SEND, 0);
+	m.t.local_port_be = local_port_be;
+	m.t.peer_ip4_be = ip4_be;
+	m.t.peer_port_be = port_be;
+	m.data = (const uint8_t *)buf;
+	m.len = len;
+	m.p = user;
 	return app_cmd(a, &m);
 }
 

@@ -435,6 +435,9 @@ int ipk_workers_stats(const struct ipk_workers *ws, unsigned i, struct ipk_worke
 	st->app_wakeups = WK_GET(w->st.app_wakeups);
 	st->steer_drops = WK_GET(w->st.steer_drops);
 	st->arp_forwarded = WK_GET(w->st.arp_forwarded);
+	st->udp_rx = WK_GET(w->st.udp_rx);
+	st->udp_tx = WK_GET(w->st.udp_tx);
+	st->udp_drops = WK_GET(w->st.udp_drops);
 	return IPK_OK;
 }
 

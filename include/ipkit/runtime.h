@@ -156,6 +156,18 @@ struct ipk_app_ops {
 	/* The connection is gone (for an active open that failed too); the cid is dead,
 	 * every unfinished send's buffer is the app's again, refs must still be released. */
 	void (*closed)(struct ipk_app *a, uint64_t cid, void *user, enum ipk_close_reason why);
+	/* A datagram for a port bound with ipk_app_udp_bind, zero-copy like data: `len`
+	 * bytes at `data` inside `ref`, which the app holds until it gives it back with
+	 * ipk_app_release(a, 0, ref, 0). t: peer and local address and port. Datagrams
+	 * that do not fit one receive buffer (reassembled ones over ~2 KB) are not
+	 * delivered; they count in ipk_worker_stats.udp_drops. */
+	void (*udp)(struct ipk_app *a, const struct ipk_tuple *t, struct ipk_pkt *ref,
+	            const uint8_t *data, uint32_t len);
+	/* An ipk_app_udp_send is done: the datagram was handed to the stack (rc 0) or
+	 * refused (rc: the core's IPK_E* from ipk_udp_sendto, e.g. IPK_EHOSTUNREACH while
+	 * ARP resolves, IPK_EMSGSIZE); `buf` is the app's again. Exactly once per
+	 * accepted ipk_app_udp_send, in order, with its `user`. */
+	void (*udp_sent)(struct ipk_app *a, void *user, const void *buf, uint32_t len, int rc);
 };
 
 /* Commands, callable only from the worker's application thread (inside callbacks or
@@ -171,6 +183,14 @@ int ipk_app_send(struct ipk_app *a, uint64_t cid, const void *buf, uint32_t len)
 int ipk_app_release(struct ipk_app *a, uint64_t cid, struct ipk_pkt *ref, uint32_t len);
 /* Close after every queued send (FIN); closed follows. */
 int ipk_app_close(struct ipk_app *a, uint64_t cid);
+/* UDP: receive datagrams for port_be on this worker (every worker binds its own; the
+ * RSS hash of a datagram's 4-tuple decides which worker gets it). IPK_EINVAL for port 0. */
+int ipk_app_udp_bind(struct ipk_app *a, uint16_t port_be);
+/* Send `len` bytes at buf (the app's memory, read by the networking thread until the
+ * matching udp_sent event; not copied now) from local_port_be to ip4_be:port_be.
+ * IPK_EINVAL for len 0 or a zero address/port. The outcome comes with udp_sent. */
+int ipk_app_udp_send(struct ipk_app *a, uint16_t local_port_be, uint32_t ip4_be,
+                     uint16_t port_be, const void *buf, uint32_t len, void *user);
 void ipk_app_set_state(struct ipk_app *a, void *state);
 void *ipk_app_state(const struct ipk_app *a);
 unsigned ipk_app_worker(const struct ipk_app *a);
@@ -221,6 +241,8 @@ struct ipk_worker_stats {
 	uint64_t steer_drops;         /* SOFT: frames dropped (ring full, too big, no buffer);
 	                               * QUEUES: ARP copies dropped (inbox full, no buffer) */
 	uint64_t arp_forwarded;       /* QUEUES: ARP frames this worker copied to the others */
+	uint64_t udp_rx, udp_tx;      /* datagrams delivered to / sent for the app */
+	uint64_t udp_drops;           /* datagrams not delivered (chained, no descriptor) */
 };
 /* Counters of worker i: exact after stop, a recent snapshot while running. Returns
  * 0 or IPK_EINVAL (bad index). Core counters: ipk_counters(ipk_node_ctx(node)) after stop. */
