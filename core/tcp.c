@@ -41,20 +41,25 @@ struct ipk_conn *ipk_tcp_lookup(struct ipk_ctx *ctx, uint32_t lip, uint16_t lpor
 	struct ipk_conn *c = ctx->conn_hash[bucket(ctx, h)];
 
 	for (; c; c = c->hash_next) {
-		if (c->hash == h && c->t.peer_ip4_be == pip && c->t.peer_port_be == pport &&
+		if (c->t.peer_ip4_be == pip && c->t.peer_port_be == pport &&
 		    c->t.local_port_be == lport && c->t.local_ip4_be == lip)
 			return c;
 	}
 	return NULL;
 }
 
+/* The bucket of c's 4-tuple: computed again rather than kept in the connection
+ * (4 bytes each; only insert and remove need it). */
+static uint32_t conn_bucket(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	return bucket(ctx, tuple_hash(ctx->conn_hash_seed, c->t.local_ip4_be, c->t.local_port_be,
+	                              c->t.peer_ip4_be, c->t.peer_port_be));
+}
+
 void ipk_tcp_hash_insert(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	uint32_t b;
+	uint32_t b = conn_bucket(ctx, c);
 
-	c->hash = tuple_hash(ctx->conn_hash_seed, c->t.local_ip4_be, c->t.local_port_be,
-	                     c->t.peer_ip4_be, c->t.peer_port_be);
-	b = bucket(ctx, c->hash);
 	c->hash_next = ctx->conn_hash[b];
 	ctx->conn_hash[b] = c;
 	c->fl |= IPK_TCPF_LINKED;
@@ -62,10 +67,11 @@ void ipk_tcp_hash_insert(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 static void hash_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	struct ipk_conn **pp = &ctx->conn_hash[bucket(ctx, c->hash)];
+	struct ipk_conn **pp;
 
 	if (!(c->fl & IPK_TCPF_LINKED))
 		return;
+	pp = &ctx->conn_hash[conn_bucket(ctx, c)];
 	for (; *pp; pp = &(*pp)->hash_next) {
 		if (*pp == c) {
 			*pp = c->hash_next;

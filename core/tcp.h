@@ -67,6 +67,7 @@
 #define IPK_TCPF_TS_NO_RTT 0x8000000u /* SYN cookie: our SYN-ACK's TSval held options */
 #define IPK_TCPF_DSACK_RND 0x10000000u /* RFC 8985 RACK.dsack_round is set (c->sb) */
 #define IPK_TCPF_TW_LINKED 0x20000000u /* on the ctx TIME_WAIT list (tcp_tw.c) */
+#define IPK_TCPF_OOW_RL 0x40000000u /* oow_until is set (tcp_defence.c) */
 
 /* pb->aux flag for send-queue and out-of-order pbs */
 #define IPK_TCP_PB_COPY 0x1u /* send queue: packet filled by ipk_tcp_write (may grow) */
@@ -106,17 +107,22 @@ union ipk_cc_state {
 struct ipk_conn {
 	/* chain in ctx->conn_hash; while the object is free, stack.c's free list */
 	struct ipk_conn *hash_next;
+	/* ctx->timer_head list (IPK_TCPF_ON_TIMERS), or in TIME_WAIT the ctx TIME_WAIT
+	 * list (IPK_TCPF_TW_LINKED): never both */
 	struct ipk_conn *timer_next, *timer_prev;
 	uint32_t magic;
 	uint32_t fl;                /* IPK_TCPF_* */
 	struct ipk_tuple t;
-	uint32_t hash;
 	uint8_t state;              /* enum ipk_tcp_state */
 	uint8_t snd_wscale;         /* shift applied to the peer's window field */
 	uint8_t rcv_wscale;         /* shift the peer applies to ours */
 	uint8_t busy;               /* nesting of core code running on this conn */
 	uint16_t listen_idx;        /* slot in ctx->listeners (with IPK_TCPF_BACKLOG) */
 	uint16_t dupacks;
+	uint8_t reo_persist;        /* RFC 8985 RACK.reo_wnd_persist: recoveries left before reset */
+	uint8_t npersist;           /* persist back-off exponent */
+	uint8_t soft_err;           /* last ICMP soft error type (RFC 1122 §4.2.3.9) */
+	uint8_t nkeepalive;         /* keep-alive probes unanswered */
 	void *user;
 
 	/* send sequence variables, RFC 9293 §3.3.1 */
@@ -154,11 +160,8 @@ struct ipk_conn {
 	uint32_t rtt_t;             /* µs tick when the timed segment was sent */
 	uint32_t rtt_seq;           /* its ACK must cover this sequence */
 	uint8_t nrtx;               /* RTOs in a row */
-	uint8_t npersist;           /* persist back-off exponent */
-	uint8_t soft_err;           /* last ICMP soft error type (RFC 1122 §4.2.3.9) */
 	uint8_t cc_algo;            /* IPK_CC_* */
 	uint8_t quickack;           /* segments still ACKed at once (tcp_ack.c) */
-	uint8_t nkeepalive;         /* keep-alive probes unanswered */
 	uint8_t rtx_kind;           /* IPK_TCP_RTX_*: meaning of rtx_at */
 	uint8_t reo_mult;           /* RFC 8985 §6.2 step 4 RACK.reo_wnd_mult (1..16) */
 
@@ -174,14 +177,12 @@ struct ipk_conn {
 	 * (0 = no sample), so a path whose RTT rises stops using the old minimum. */
 	uint32_t min_rtt_cur_us, min_rtt_prev_us;
 	uint32_t min_rtt_epoch_ms;  /* start of the current period, our ms clock */
-	uint8_t reo_persist;        /* RACK.reo_wnd_persist: recoveries left before reset */
-	uint8_t pad3_[3];
-	uint64_t keepalive_at;      /* next keep-alive probe, 0 = off */
+	uint32_t keepalive_at;      /* next keep-alive probe, ms tick, 0 = off */
 
 	/* defences (tcp_defence.c, tcp_tw.c) */
-	uint64_t oow_until;         /* no ACK to an unacceptable segment before this time */
-	struct ipk_conn *tw_next, *tw_prev; /* ctx TIME_WAIT list, with IPK_TCPF_TW_LINKED */
-	uint64_t tw_since;          /* when TIME_WAIT was entered */
+	uint32_t oow_until;         /* ms tick: no ACK to an unacceptable segment before it
+	                             * (with IPK_TCPF_OOW_RL) */
+	uint32_t tw_since;          /* ms tick when TIME_WAIT was entered */
 	uint32_t ecn_high;          /* RFC 3168 §6.1.2: no new ECE reduction before this is acked */
 
 	/* RFC 7323 §4.3 */
@@ -276,6 +277,10 @@ IPK_INLINE uint32_t ipk_tcp_ms_at(const struct ipk_ctx *ctx, uint64_t after_ns)
 IPK_INLINE uint64_t ipk_tcp_ms_ns(const struct ipk_ctx *ctx, uint32_t t)
 {
 	return ipk_tcp_tick_ns(ctx->now, t, IPK_TCP_NS_PER_MS);
+}
+IPK_INLINE uint32_t ipk_tcp_now_ms(const struct ipk_ctx *ctx)
+{
+	return ipk_tcp_tick(ctx->now, IPK_TCP_NS_PER_MS);
 }
 /* Is the µs deadline t set and reached? */
 IPK_INLINE int ipk_tcp_us_due(const struct ipk_ctx *ctx, uint32_t t)
@@ -393,6 +398,8 @@ void ipk_tcp_input_listen(struct ipk_ctx *ctx, struct ipk_tcp_seg *s);
 /* ---- tcp_timer.c */
 void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Take c off the timer list, keeping its deadlines (it moves to the TIME_WAIT list). */
+void ipk_tcp_timers_unlink(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r);
 void ipk_tcp_rto_reset(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_arm_rtx(struct ipk_ctx *ctx, struct ipk_conn *c);

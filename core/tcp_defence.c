@@ -21,12 +21,23 @@
 
 #define IPK_CHACK_PERIOD_NS 1000000000ull
 
-/* Per-connection gap; returns 1 (and records the time) when an ACK may go now. */
+/* Per-connection gap; returns 1 (and records the time) when an ACK may go now. A
+ * valid oow_until lies at most the gap ahead; one further ahead is a tick from
+ * 24.8 days or more ago read across the wrap, so it is over. */
 static int oow_allowed(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	if (ctx->now < c->oow_until)
-		return 0;
-	c->oow_until = ctx->now + ctx->cfg.tcp_invalid_ratelimit_ns;
+	uint64_t gap = ctx->cfg.tcp_invalid_ratelimit_ns;
+
+	if (gap == 0)
+		return 1;
+	if (c->fl & IPK_TCPF_OOW_RL) {
+		uint64_t until = ipk_tcp_ms_ns(ctx, c->oow_until);
+
+		if (ctx->now < until && until - ctx->now <= gap + IPK_TCP_NS_PER_MS)
+			return 0;
+	}
+	c->oow_until = ipk_tcp_ms_at(ctx, gap);
+	c->fl |= IPK_TCPF_OOW_RL;
 	return 1;
 }
 

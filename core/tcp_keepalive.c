@@ -21,7 +21,7 @@ void ipk_tcp_keepalive_restart(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	c->nkeepalive = 0;
 	if ((c->fl & IPK_TCPF_KEEPALIVE) && keepalive_state(c))
-		c->keepalive_at = ctx->now + ctx->cfg.tcp_keepalive_idle_ns;
+		c->keepalive_at = ipk_tcp_ms_at(ctx, ctx->cfg.tcp_keepalive_idle_ns);
 	else
 		c->keepalive_at = 0;
 }
@@ -44,11 +44,11 @@ int ipk_tcp_keepalive_fire(struct ipk_ctx *ctx, struct ipk_conn *c)
 	/* SEG.SEQ = SND.NXT - 1 with no data: unacceptable to the peer, which answers
 	 * with an ACK (RFC 9293 §3.10.7.4). */
 	if (ipk_tcp_xmit(ctx, c, c->snd_nxt - 1u, 0, IPK_TCP_X_PROBE) < 0) {
-		c->keepalive_at = ctx->now + IPK_TCP_RETRY_NS;
+		c->keepalive_at = ipk_tcp_ms_at(ctx, IPK_TCP_RETRY_NS);
 		return 0;
 	}
 	if (c->nkeepalive < 0xffu)
 		c->nkeepalive++;
-	c->keepalive_at = ctx->now + ctx->cfg.tcp_keepalive_intvl_ns;
+	c->keepalive_at = ipk_tcp_ms_at(ctx, ctx->cfg.tcp_keepalive_intvl_ns);
 	return 0;
 }

@@ -31,10 +31,10 @@ static uint64_t conn_deadline(const struct ipk_ctx *ctx, const struct ipk_conn *
 	uint64_t us = earliest(earliest(ipk_tcp_us_ns(ctx, c->rtx_at), ipk_tcp_us_ns(ctx, c->persist_at)),
 	                       earliest(ipk_tcp_us_ns(ctx, c->delack_at), ipk_tcp_us_ns(ctx, c->retry_at)));
 
-	return earliest(us, c->keepalive_at);
+	return earliest(us, ipk_tcp_ms_ns(ctx, c->keepalive_at));
 }
 
-void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
+void ipk_tcp_timers_unlink(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	if (!(c->fl & IPK_TCPF_ON_TIMERS))
 		return;
@@ -46,6 +46,13 @@ void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
 		c->timer_next->timer_prev = c->timer_prev;
 	c->timer_next = c->timer_prev = NULL;
 	c->fl &= ~IPK_TCPF_ON_TIMERS;
+}
+
+void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (!(c->fl & IPK_TCPF_ON_TIMERS))
+		return;
+	ipk_tcp_timers_unlink(ctx, c);
 	c->rtx_at = c->persist_at = c->delack_at = c->retry_at = c->keepalive_at = 0;
 }
 
@@ -57,7 +64,8 @@ void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ipk_tcp_timers_remove(ctx, c);
 		return;
 	}
-	if (!(c->fl & IPK_TCPF_ON_TIMERS)) {
+	/* in TIME_WAIT the links hold the TIME_WAIT list, which ipk_tcp_timer scans too */
+	if (!(c->fl & (IPK_TCPF_ON_TIMERS | IPK_TCPF_TW_LINKED))) {
 		c->timer_prev = NULL;
 		c->timer_next = ctx->timer_head;
 		if (ctx->timer_head)
@@ -206,43 +214,54 @@ static int fire(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 	}
 	if (!gone && ipk_tcp_us_due(ctx, c->retry_at))
 		c->retry_at = 0;
-	if (!gone && c->keepalive_at && c->keepalive_at <= now)
+	if (!gone && c->keepalive_at && ipk_tcp_ms_ns(ctx, c->keepalive_at) <= now)
 		gone = ipk_tcp_keepalive_fire(ctx, c);
 	if (!gone)
 		ipk_tcp_output(ctx, c);
 	return ipk_tcp_release(ctx, c) || gone;
 }
 
-uint64_t ipk_tcp_timer(struct ipk_ctx *ctx, uint64_t now)
+/* Fire what is due on the list from c (the timer list or the TIME_WAIT list) and
+ * lower *next to the earliest deadline left; returns 1 as soon as a connection was
+ * closed: its tcp_closed may have aborted others (the next one among them). */
+static int scan(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now, uint64_t *next)
 {
-	uint64_t next;
-	uint32_t restarts = 0;
-	struct ipk_conn *c, *n;
+	struct ipk_conn *n;
 
-	ctx->now = now;
-	if (now < ctx->tcp_deadline)
-		return ctx->tcp_deadline;
-again:
-	next = IPK_NO_DEADLINE;
-	for (c = ctx->timer_head; c; c = n) {
+	for (; c; c = n) {
 		uint64_t d = conn_deadline(ctx, c);
 
 		n = c->timer_next;
 		if (d && d <= now) {
-			/* A closed connection may have run tcp_closed, which may abort
-			 * others (n among them): start over; each pass frees one. */
-			if (fire(ctx, c, now)) {
-				if (restarts++ <= ctx->conn_total)
-					goto again;
-				next = now; /* give up for now; the caller comes back */
-				break;
-			}
-			if (!(c->fl & IPK_TCPF_ON_TIMERS))
+			if (fire(ctx, c, now))
+				return 1;
+			if (!(c->fl & (IPK_TCPF_ON_TIMERS | IPK_TCPF_TW_LINKED)))
 				continue;
 			d = conn_deadline(ctx, c);
 		}
-		if (d && d < next)
-			next = d;
+		if (d && d < *next)
+			*next = d;
+	}
+	return 0;
+}
+
+uint64_t ipk_tcp_timer(struct ipk_ctx *ctx, uint64_t now)
+{
+	uint64_t next;
+	uint32_t restarts = 0;
+
+	ctx->now = now;
+	if (now < ctx->tcp_deadline)
+		return ctx->tcp_deadline;
+	for (;;) {
+		next = IPK_NO_DEADLINE;
+		if (!scan(ctx, ctx->timer_head, now, &next) && !scan(ctx, ctx->tw_head, now, &next))
+			break;
+		/* start over; each pass frees one */
+		if (restarts++ > ctx->conn_total) {
+			next = now; /* give up for now; the caller comes back */
+			break;
+		}
 	}
 	ctx->tcp_deadline = next;
 	return next;

@@ -21,8 +21,9 @@
 #include "wire/wire.h"
 
 /* Least time in TIME_WAIT before an active open may take the 4-tuple (Linux's
- * tcp_tw_reuse waits 1 s too). */
-#define IPK_TCP_TW_REUSE_NS 1000000000ull
+ * tcp_tw_reuse waits 1 s too), counted in whole ticks of the ms clock: at least
+ * 999 ms of real time. */
+#define IPK_TCP_TW_REUSE_MS 1000u
 /* Distance put between the old connection's last sequence number and the new ISS:
  * more than any window the old connection can have had unacknowledged in flight
  * without scaling, so its duplicates fall outside the new connection's window. */
@@ -32,15 +33,15 @@ void ipk_tcp_tw_unlink(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	if (!(c->fl & IPK_TCPF_TW_LINKED))
 		return;
-	if (c->tw_prev)
-		c->tw_prev->tw_next = c->tw_next;
+	if (c->timer_prev)
+		c->timer_prev->timer_next = c->timer_next;
 	else
-		ctx->tw_head = c->tw_next;
-	if (c->tw_next)
-		c->tw_next->tw_prev = c->tw_prev;
+		ctx->tw_head = c->timer_next;
+	if (c->timer_next)
+		c->timer_next->timer_prev = c->timer_prev;
 	else
-		ctx->tw_tail = c->tw_prev;
-	c->tw_next = c->tw_prev = NULL;
+		ctx->tw_tail = c->timer_prev;
+	c->timer_next = c->timer_prev = NULL;
 	c->fl &= ~IPK_TCPF_TW_LINKED;
 	ctx->tw_n--;
 }
@@ -49,16 +50,20 @@ void ipk_tcp_tw_link(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	if (c->fl & IPK_TCPF_TW_LINKED)
 		return;
-	c->tw_since = ctx->now;
-	c->tw_next = NULL;
-	c->tw_prev = ctx->tw_tail;
+	/* the TIME_WAIT list takes the timer links: its deadlines stay, ipk_tcp_timer
+	 * scans this list too */
+	ipk_tcp_timers_unlink(ctx, c);
+	c->tw_since = ipk_tcp_now_ms(ctx);
+	c->timer_next = NULL;
+	c->timer_prev = ctx->tw_tail;
 	if (ctx->tw_tail)
-		ctx->tw_tail->tw_next = c;
+		ctx->tw_tail->timer_next = c;
 	else
 		ctx->tw_head = c;
 	ctx->tw_tail = c;
 	c->fl |= IPK_TCPF_TW_LINKED;
 	ctx->tw_n++;
+	ipk_tcp_timers_update(ctx, c);
 	if (ctx->cfg.tcp_tw_max && ctx->tw_n > ctx->cfg.tcp_tw_max && ctx->tw_head != c) {
 		ctx->cnt.tcp_tw_recycled++;
 		ipk_tcp_destroy(ctx, ctx->tw_head, IPK_CLOSE_NORMAL);
@@ -109,7 +114,7 @@ int ipk_tcp_tw_syn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *
 static int tw_reusable(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	return c->state == IPK_TCP_TIME_WAIT && (c->fl & IPK_TCPF_TW_LINKED) && !c->busy &&
-	       ctx->now - c->tw_since >= IPK_TCP_TW_REUSE_NS;
+	       (uint32_t)(ipk_tcp_now_ms(ctx) - c->tw_since) >= IPK_TCP_TW_REUSE_MS;
 }
 
 int ipk_tcp_tw_take(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t *floor)
@@ -127,7 +132,7 @@ uint16_t ipk_tcp_tw_eph(struct ipk_ctx *ctx, uint32_t pip, uint16_t pport, uint3
 	struct ipk_conn *c;
 
 	/* Oldest first: the list is in the order connections entered TIME_WAIT. */
-	for (c = ctx->tw_head; c; c = c->tw_next) {
+	for (c = ctx->tw_head; c; c = c->timer_next) {
 		uint16_t lport = c->t.local_port_be;
 		uint32_t p = ipk_ntohs(lport);
 
