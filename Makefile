@@ -10,6 +10,7 @@
 #   make bench-peers  lwIP and smoltcp in-memory peer harnesses (bench/peers) in build/bench-peers
 #   make bench    ipkit-bench vs the Linux twin (a few minutes, root) -> bench/results/<date>/
 #   make io-figures  issue 4's ipkit<->ipkit vs Linux<->Linux figures (root, ~10 min) -> docs/io-figures.md
+#   make mc-figures  issue 5's thread-model figures (root, ~15 min; MC_SECONDS, default 10) -> docs/mc-figures.md
 #   make fuzz     long libFuzzer run (FUZZ_SECONDS, default 600)
 #   make install  meson install (PREFIX, default /usr/local; DESTDIR honoured)
 #   make deps     install missing build/test tools with apt-get (Debian 12)
@@ -42,7 +43,7 @@ BENCH_SECONDS ?= 3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_ENV := env DEBIAN_FRONTEND=noninteractive
 
-.PHONY: build all deps test demo sim-demo fuzz install clean sim-matrix tcp-figures bench-peers bench io-figures
+.PHONY: build all deps test demo sim-demo fuzz install clean sim-matrix tcp-figures bench-peers bench io-figures mc-figures
 
 all: build
 
@@ -104,6 +105,10 @@ bench: build
 
 io-figures: build
 	@$(SUDO) bash bench/io_pairs.sh $(BUILD) 10 1073741824 docs/io-figures.md
+
+MC_SECONDS ?= 10
+mc-figures: build
+	@$(SUDO) bash bench/mc_figures.sh $(BUILD) $(MC_SECONDS) docs/mc-figures.md
 
 fuzz: deps
 	@bash tests/port/run_all.sh --san $(SANBUILD) --only-fuzz \
