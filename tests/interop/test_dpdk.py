@@ -10,6 +10,9 @@
   net_af_xdp      ipkit on one end of a veth (kernel AF_XDP, copy mode), Linux on the
                   other: ping, curl of ipkit-httpd (bulk stalls: io/dpdk/README.md)
   net_af_packet   ipkit on one end of a veth, Linux on the other: ping, 32 MiB each way
+  steering        ipkit-echo --workers 2 on net_tap (software steering; no vdev here
+                  applies Toeplitz RSS across queues): 240 connections by hash, active
+                  opens from both workers
   probe           the offload line ipkit prints for each vdev agrees with what
                   dpdk-testpmd reports for the same PMD
 
@@ -398,3 +401,47 @@ def test_dpdk_errors_are_one_line(dpdk):
         r.stderr[-400:]
     r = run(["--no-such-eal-flag", "--"] + ["--io", "dpdk:0"] + base)
     assert r.returncode == 2 and b"dpdk: EAL init failed" in r.stderr, r.stderr[-400:]
+
+
+def test_dpdk_tap_workers_software_steering(dpdk):
+    """RSS steering shown on a DPDK port with the software path: no vdev here applies
+    Toeplitz RSS over 2 queues (io/dpdk/README.md), so ipkit-echo --workers 2 reads
+    net_tap's one queue and the reader hashes each frame to its worker. 240 connections
+    from Linux land exactly where the hash (computed here, from the spec) says, no
+    frame reaches a wrong worker, and active opens from both workers all complete."""
+    from test_workers import CLIENT, SERVER, stop_and_stats, worker_of
+    dev = dpdk.tag + "w"
+    linux_ip, ipk_ip = "10.%d.0.1" % dpdk.net, "10.%d.0.2" % dpdk.net
+    echo = dpdk.start([prog("ipkit-echo")] + dpdk.eal("net_tap0,iface=" + dev) +
+                      ["--io", "dpdk:net_tap0", "--ip", ipk_ip + "/24", "--workers", "2",
+                       "--model", "merge"])
+    dpdk.wait_dev(dev)
+    dpdk.ns_run("ip", "addr", "add", linux_ip + "/24", "dev", dev)
+    dpdk.ns_run("ip", "link", "set", dev, "up")
+    echo.early = dpdk.wait_line(echo, "workers (")
+    os.set_blocking(echo.stderr.fileno(), True)
+    r = dpdk.ns_run("/usr/bin/python3", "-c", CLIENT % (ipk_ip, 240), timeout=120)
+    ports = [int(x) for x in r.stdout.split()]
+    assert len(ports) == 240, r.stderr
+    want = [0, 0]
+    for sp in ports:
+        want[worker_of(linux_ip, ipk_ip, sp, 7)] += 1
+    stats, err = stop_and_stats(echo)
+    assert [stats[0]["accepted"], stats[1]["accepted"]] == want, (want, err[-1500:])
+    assert min(want) >= 60 and stats[0]["wrong"] == 0 and stats[1]["wrong"] == 0, err
+    # active opens: each worker picks local ports whose hash lands on itself
+    # (the first net_tap left with its process: a new one, Linux's address moves)
+    cli = dpdk.start([prog("ipkit-echo")] + dpdk.eal("net_tap0,iface=" + dev + "x") +
+                     ["--io", "dpdk:net_tap0", "--ip", ipk_ip + "/24", "--workers", "2",
+                      "--model", "unified", "--port", "0", "--connect", linux_ip + ":7007",
+                      "--conns", "30", "--timeout", "30"])
+    dpdk.wait_dev(dev + "x")
+    dpdk.ns_run("ip", "addr", "add", linux_ip + "/24", "dev", dev + "x")
+    dpdk.ns_run("ip", "link", "set", dev + "x", "up")
+    srv = dpdk.start(["/usr/bin/python3", "-c", SERVER % linux_ip])
+    assert srv.stdout.readline().strip() == b"listening"
+    cli.wait(timeout=60)
+    cli.early = b""
+    stats, err = stop_and_stats(cli)
+    assert b"active opens ok 60 of 60" in err, err[-1500:]
+    assert all(stats[w]["connected"] == 30 and stats[w]["wrong"] == 0 for w in (0, 1)), err
