@@ -68,6 +68,7 @@
 #define IPK_TCPF_DSACK_RND 0x10000000u /* RFC 8985 RACK.dsack_round is set (c->sb) */
 #define IPK_TCPF_TW_LINKED 0x20000000u /* on the ctx TIME_WAIT list (tcp_tw.c) */
 #define IPK_TCPF_OOW_RL 0x40000000u /* oow_until is set (tcp_defence.c) */
+#define IPK_TCPF_REORDER 0x80000000u /* RFC 8985 RACK.reordering_seen: the path reorders */
 
 /* pb->aux flag for send-queue and out-of-order pbs */
 #define IPK_TCP_PB_COPY 0x1u /* send queue: packet filled by ipk_tcp_write (may grow) */
@@ -531,6 +532,8 @@ IPK_INLINE const struct ipk_pb *ipk_tcp_sb_ranges(const struct ipk_conn *c)
 }
 /* Most ranges the connection's scoreboard keeps. */
 uint32_t ipk_tcp_sb_cap(const struct ipk_conn *c);
+/* The end of the highest SACKed range (RACK.fack), snd_una when nothing is SACKed. */
+uint32_t ipk_tcp_sb_fack(const struct ipk_conn *c);
 void ipk_tcp_sb_free(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Raise the lost boundary (holes below it are lost). */
 void ipk_tcp_sb_mark_lost(struct ipk_conn *c, uint32_t end);
@@ -559,8 +562,10 @@ uint32_t ipk_tcp_prr_sndcnt(uint32_t prr_delivered, uint32_t prr_out, uint32_t r
 /* ---- tcp_rack.c: RFC 8985 RACK-TLP */
 /* Payload [seq, seq+len) went out now: stamp the send-queue pbs. */
 void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len);
-/* [l, r) was delivered (cumulatively or by SACK): §6.2 steps 1-3. */
-void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r);
+/* [l, r) was delivered, by the cumulative ACK (cum 1, before the scoreboard is
+ * trimmed) or by SACK: §6.2 steps 1-3. */
+void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r,
+                            int cum);
 /* §6.2 step 5: mark lost what the reordering window has expired on; returns the
  * ns until the next segment would expire (0 = none pending). */
 uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c);

@@ -385,7 +385,7 @@ static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tc
 	if (c->snd_una == c->iss)
 		acked--; /* our SYN is not data for congestion control */
 	if (c->fl & IPK_TCPF_SACK_OK)
-		ipk_tcp_rack_delivered(ctx, c, c->snd_una, ack);
+		ipk_tcp_rack_delivered(ctx, c, c->snd_una, ack, 1);
 	/* RFC 6675 §5: in SACK recovery cwnd stays at ssthresh; pipe does the pacing. */
 	partial = acked && !(c->fl & IPK_TCPF_SACK_RCVY) ? ipk_tcp_cc_on_ack(ctx, c, ack, acked) : 0;
 	bytes = ipk_tcp_sq_release(ctx, c, ack);

@@ -125,12 +125,23 @@ static void rack_update(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 	}
 }
 
-void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r)
+/*
+ * §6.2 step 3, RACK.reordering_seen: the cumulative ACK covered data sent once that
+ * lay below RACK.fack (the highest SACKed byte), so it arrived after later data.
+ * Only the cumulative ACK is checked: SACK blocks ride on ACKs that can be lost and
+ * a receiver repeats only its three or four latest blocks, so a range first heard
+ * of below RACK.fack is often old news, not late data (on a path that only loses,
+ * 10 Mbit/s and 1%, the SACK check fired and turned the DupThresh rule off).
+ */
+void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r,
+                            int cum)
 {
 	const struct ipk_pb *pb, *cur = ipk_tcp_sb_ranges(c);
+	uint32_t fack;
 
 	if (!c->sb || !ctx->cfg.tcp_rack)
 		return;
+	fack = cum ? ipk_tcp_sb_fack(c) : l;
 	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, r); pb = pb->next) {
 		uint32_t end = pb->seq + pb->len;
 
@@ -138,11 +149,16 @@ void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l,
 			continue;
 		if (ipk_tcp_sb_sacked_at(&cur, pb->seq, end))
 			continue; /* delivered before */
+		if (pb->xmit == 1 && ipk_seq_lt(end, fack))
+			c->fl |= IPK_TCPF_REORDER;
 		rack_update(ctx, c, pb);
 	}
 }
 
-/* RFC 8985 §6.2 step 4: min_RTT / 4 per unit of reo_wnd_mult, at most SRTT. */
+/* RFC 8985 §6.2 step 4: min_RTT / 4 per unit of reo_wnd_mult, at most SRTT. The
+ * RFC's reo_wnd of 0 before reordering was seen is not taken: RFC 6675's DupThresh
+ * rule (tcp_sb.c) covers that case, and a zero window resent segments whose SACK
+ * the bounded scoreboard had not kept (tests/sim/test_sim_overshoot.c). */
 static uint64_t reo_wnd(const struct ipk_conn *c)
 {
 	uint32_t min = ipk_tcp_min_rtt_us(c);

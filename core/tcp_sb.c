@@ -74,6 +74,16 @@ uint32_t ipk_tcp_sb_cap(const struct ipk_conn *c)
 	return IPK_MIN(IPK_MAX(n, IPK_TCP_SB_MIN), IPK_TCP_SB_MAX);
 }
 
+uint32_t ipk_tcp_sb_fack(const struct ipk_conn *c)
+{
+	const struct ipk_pb *p;
+	uint32_t f = c->snd_una;
+
+	for (p = c->sb ? c->sb->next : NULL; p; p = p->next)
+		f = rng_end(p);
+	return f;
+}
+
 int ipk_tcp_sb_sacked_at(const struct ipk_pb **cur, uint32_t l, uint32_t r)
 {
 	const struct ipk_pb *p = *cur;
@@ -230,17 +240,23 @@ static void sack_blocks_in(struct ipk_ctx *ctx, struct ipk_conn *c, const struct
 			l = c->snd_una;
 		if (!rec)
 			continue;
-		ipk_tcp_rack_delivered(ctx, c, l, r);
+		ipk_tcp_rack_delivered(ctx, c, l, r, 0);
 		range_add(ctx, c, rec, l, r);
 	}
 }
 
 /* RFC 6675 §4 IsLost over ranges: the hole below a range is lost when the ranges
- * from it up hold more than (DupThresh - 1) * SMSS bytes, or DupThresh ranges. */
-static void mark_lost_dupthresh(struct ipk_conn *c)
+ * from it up hold more than (DupThresh - 1) * SMSS bytes, or DupThresh ranges.
+ * RFC 8985 §6.2: once the path showed reordering, counting is no evidence of loss
+ * (a segment held back behind three others is not lost), so only RACK's
+ * reordering window decides; Linux does the same. */
+static void mark_lost_dupthresh(const struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	const struct ipk_pb *p;
 	uint32_t total = 0, before = 0, n = 0, i = 0, edge = c->snd_una;
+
+	if (ctx->cfg.tcp_rack && (c->fl & IPK_TCPF_REORDER))
+		return;
 
 	for (p = c->sb->next; p; p = p->next) {
 		total += p->len;
@@ -338,7 +354,7 @@ void ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 		ipk_tcp_sb_free(ctx, c);
 		return;
 	}
-	mark_lost_dupthresh(c);
+	mark_lost_dupthresh(ctx, c);
 	if (ctx->cfg.tcp_rack)
 		reo = ipk_tcp_rack_detect(ctx, c);
 	ipk_tcp_sb_recover(ctx, c);

@@ -6,7 +6,8 @@
                                      |  veth
   ns <tag>I  ipkit on afpacket:<tag>k         10.N.0.2/24
 
-tag is "ipkR" + 4 hex digits. ipkit uses AF_PACKET on its veth end rather than the
+tag is $IPKIT_RELAY_PREFIX (default "ipkR", 4 characters, so that device names stay
+within Linux's 15) + 4 hex digits; a session running the relay next to others sets its own. ipkit uses AF_PACKET on its veth end rather than the
 default TAP backend: a TAP device's kernel side lives in the namespace of whoever opens
 it, so with TAP ipkit would have to share namespace R with the relay, and the relay
 would read ipkit's frames off the TAP's kernel side instead of a wire. With AF_PACKET
@@ -35,7 +36,9 @@ def parse_counts(line):
 
 class RelayTopo:
     def __init__(self):
-        self.tag = "ipkR" + secrets.token_hex(2)
+        prefix = os.environ.get("IPKIT_RELAY_PREFIX", "ipkR")
+        assert len(prefix) == 4 and prefix.isalnum(), "IPKIT_RELAY_PREFIX: 4 letters or digits"
+        self.tag = prefix + secrets.token_hex(2)
         self.ns_l, self.ns_r, self.ns_i = self.tag + "L", self.tag + "R", self.tag + "I"
         net = 100 + secrets.randbelow(150)
         self.linux_ip = "10.%d.0.1" % net
