@@ -168,6 +168,10 @@ struct ipk_ctx {
 	 * cleared when that pb leaves the queue. One per context keeps ipk_conn small. */
 	struct ipk_conn *sq_hint_c;
 	struct ipk_pb *sq_hint_pb;
+	/* The connection whose arriving segment is being processed (tcp_in.c): API calls
+	 * on it from a callback only queue; the one output pass at the end of the event
+	 * sends, so a reply carries the ACK and is built once (tcp.c after_queue). */
+	struct ipk_conn *in_event_c;
 };
 #define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */

@@ -408,8 +408,13 @@ static void sq_append(struct ipk_conn *c, struct ipk_pb *pb)
 	c->sq_bytes += pb->len;
 }
 
+/* Data or a FIN was queued (or an ACK is owed): send now, or, when the call comes from
+ * a callback of c's own input event, leave it to that event's one output pass, so the
+ * reply goes out once, with the ACK on it (tcp_in.c ipk_tcp_input_conn). */
 static void after_queue(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 {
+	if (ctx->in_event_c == c)
+		return;
 	ctx->now = now;
 	ipk_tcp_hold(c);
 	ipk_tcp_output(ctx, c);

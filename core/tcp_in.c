@@ -763,12 +763,15 @@ void ipk_tcp_input_conn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_
 {
 	/* RFC 1122 §4.2.3.6: an acceptable segment shows the peer alive. */
 	int heard = c->state != IPK_TCP_SYN_SENT && seq_acceptable(c, s);
+	struct ipk_conn *outer = ctx->in_event_c;
 
 	ipk_tcp_hold(c);
+	ctx->in_event_c = c; /* writes from callbacks wait for the output pass below */
 	if (c->state == IPK_TCP_SYN_SENT)
 		input_syn_sent(ctx, c, s);
 	else
 		input_synced(ctx, c, s);
+	ctx->in_event_c = outer;
 	if (heard && !zombie(c) && (c->fl & IPK_TCPF_KEEPALIVE))
 		ipk_tcp_keepalive_restart(ctx, c);
 	if (!zombie(c))
