@@ -758,16 +758,83 @@ static void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 	text_process(ctx, c, s);
 }
 
+/* ------------------------------------------------------ header prediction */
+
+/* Options as an established connection's every segment carries them: a timestamp
+ * when negotiated (passing PAWS, RFC 7323 §5.3), nothing else. */
+static int opts_expected(const struct ipk_conn *c, const struct ipk_tcp_opts *o)
+{
+	if (o->has_mss | o->has_ws | o->has_sack_perm | o->nsack)
+		return 0;
+	if (!(c->fl & IPK_TCPF_TS_OK))
+		return !o->has_ts;
+	return o->has_ts && ipk_seq_ge(o->tsval, c->ts_recent);
+}
+
+/*
+ * Header prediction (Van Jacobson's fast path; RFC 9293 §3.10.7.4's common case): in
+ * ESTABLISHED, flags exactly ACK (PSH allowed), the next expected sequence number,
+ * nothing out of order queued, no loss recovery, the expected options, the same
+ * window, and an ACK in [snd_una, snd_max] that advances snd_una or comes with data
+ * fitting the window. Every check the full path makes then holds or has nothing to
+ * do: acceptable (§3.10.7.4 first), no RST/SYN/URG, PAWS passes, the ACK is valid
+ * (RFC 5961 §5.2) and no duplicate, the window update changes only SND.WL1/WL2, no
+ * SACK or ECN signal (CE on the IP header goes the full way), no FIN.
+ */
+static int predicted(const struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	uint32_t ack = s->h.ack;
+
+	if (c->state != IPK_TCP_ESTABLISHED || (s->h.flags & ~IPK_TCP_PSH) != IPK_TCP_ACK ||
+	    s->h.seq != c->rcv_nxt || c->ooo || c->sb || c->rcvy || c->dupacks ||
+	    (c->fl & (IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY)))
+		return 0;
+	if (!opts_expected(c, &s->o) || c->snd_wnd == 0 || seg_wnd(c, s) != c->snd_wnd ||
+	    ipk_seq_lt(ack, c->snd_una) || ipk_seq_gt(ack, c->snd_max))
+		return 0;
+	if ((c->fl & IPK_TCPF_ECN) && (s->tos & 0x3u) == IPK_ECN_CE)
+		return 0;
+	if (s->len == 0)
+		return ack != c->snd_una; /* else a duplicate ACK: the full path counts it */
+	return ipk_seq_le(s->h.seq + s->len, c->rcv_adv);
+}
+
+/* The predicted segment: ACK processing, then in-order text, as the full path would
+ * do them. */
+static void input_fast(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
+{
+	ctx->cnt.tcp_fast_path++;
+	ipk_tcp_ts_recent(ctx, c, s);
+	/* RFC 9293 §3.10.7.4 fifth: the window is unchanged, only WL1/WL2 move. */
+	if (ipk_seq_lt(c->snd_wl1, s->h.seq) ||
+	    (c->snd_wl1 == s->h.seq && ipk_seq_le(c->snd_wl2, s->h.ack))) {
+		c->snd_wl1 = s->h.seq;
+		c->snd_wl2 = s->h.ack;
+	}
+	if (s->h.ack != c->snd_una) {
+		new_ack(ctx, c, s);
+		if (zombie(c))
+			return; /* the acked callback aborted it */
+	}
+	if (s->len == 0)
+		return;
+	deliver(ctx, c, s->pkt, s->poff, s->len);
+	ipk_tcp_ack_data(ctx, c, s->len, 0);
+}
+
 /* Process one segment for connection c; s->pkt stays the caller's unless queued. */
 void ipk_tcp_input_conn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
 {
+	int fast = predicted(c, s);
 	/* RFC 1122 §4.2.3.6: an acceptable segment shows the peer alive. */
-	int heard = c->state != IPK_TCP_SYN_SENT && seq_acceptable(c, s);
+	int heard = fast || (c->state != IPK_TCP_SYN_SENT && seq_acceptable(c, s));
 	struct ipk_conn *outer = ctx->in_event_c;
 
 	ipk_tcp_hold(c);
 	ctx->in_event_c = c; /* writes from callbacks wait for the output pass below */
-	if (c->state == IPK_TCP_SYN_SENT)
+	if (fast)
+		input_fast(ctx, c, s);
+	else if (c->state == IPK_TCP_SYN_SENT)
 		input_syn_sent(ctx, c, s);
 	else
 		input_synced(ctx, c, s);

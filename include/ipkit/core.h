@@ -178,6 +178,8 @@ struct ipk_counters {
 	uint64_t tcp_sack_invalid;    /* SACK blocks ignored: outside snd_una..snd_max or malformed */
 	uint64_t tcp_dsack_tx;        /* D-SACK blocks sent */
 	uint64_t tcp_rescue_rtx;      /* RFC 6675 rescue retransmissions (one per recovery) */
+	uint64_t tcp_fast_path;       /* segments taken by header prediction (RFC 9293
+	                               * §3.10.7.4's common case; the rest went the full way) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); never NULL. */
