@@ -157,6 +157,8 @@ static void op_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void
 		memcpy(t->rx + t->rxlen, sim_pkt_data(k) + off, len);
 		t->rxlen += len;
 	}
+	if (t->echo && k->next == NULL && off + len <= k->len)
+		ipk_tcp_write(ctx, c, sim_pkt_data(k) + off, len, t->now);
 	if (t->auto_recved)
 		ipk_tcp_recved(ctx, c, len, t->now);
 }

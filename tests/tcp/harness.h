@@ -79,6 +79,7 @@ struct th {
 	uint64_t acked;
 	int auto_recved;        /* call ipk_tcp_recved for each delivery */
 	int close_on_fin;       /* call ipk_tcp_close from the end-of-stream event */
+	int echo;               /* write each delivery back from the payload event */
 	enum ipk_tcp_state state_at_fin; /* connection state seen by that event */
 	void *user_tag;
 };
