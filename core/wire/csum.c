@@ -39,6 +39,17 @@ static uint64_t csum_load64(const uint8_t *p)
 	return w;
 }
 
+/* A sum of host-order words folded to 16 bits, as the big-endian word sum. */
+static uint32_t csum_fold_host(uint64_t s)
+{
+	s = (s & 0xffffffffu) + (s >> 32);
+	while (s >> 16)
+		s = (s & 0xffffu) + (s >> 16);
+	if (csum_host_le())
+		s = ((s & 0xffu) << 8) | (s >> 8);
+	return (uint32_t)s;
+}
+
 /*
  * Sum of an even number of bytes as 16-bit big-endian words, folded to 16 bits.
  * RFC 1071 §2(B),(C): the sum may be taken over wider words in host order (2^16 is 1
@@ -83,12 +94,16 @@ static uint32_t csum_wide(const uint8_t *p, uint32_t len)
 		__builtin_memcpy(&v, p + i, 2);
 		s = csum_add64(s, v);
 	}
-	s = (s & 0xffffffffu) + (s >> 32);
-	while (s >> 16)
-		s = (s & 0xffffu) + (s >> 16);
-	if (csum_host_le())
-		s = ((s & 0xffu) << 8) | (s >> 8);
-	return (uint32_t)s;
+	return csum_fold_host(s);
+}
+
+uint32_t ipk_csum_hdr20(const uint8_t *p)
+{
+	uint64_t s = csum_add64(csum_load64(p), csum_load64(p + 8));
+	uint32_t h;
+
+	__builtin_memcpy(&h, p + 16, 4);
+	return csum_fold_host(csum_add64(s, h));
 }
 
 uint32_t ipk_csum_add(uint32_t sum, const uint8_t *p, uint32_t len, int *odd)

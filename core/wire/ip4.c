@@ -42,13 +42,13 @@ int ipk_ip4_csum_ok(const uint8_t *p, uint32_t ihl)
 
 	if (ihl < IPK_IP4_HLEN)
 		return 0;
+	if (ihl == IPK_IP4_HLEN)
+		return ipk_csum_fold(ipk_csum_hdr20(p)) == 0;
 	return ipk_csum_fold(ipk_csum_add(0, p, ihl, &odd)) == 0;
 }
 
 uint32_t ipk_ip4_emit(uint8_t *p, uint32_t cap, const struct ipk_ip4_hdr *h, int fill_csum)
 {
-	int odd = 0;
-
 	if (cap < IPK_IP4_HLEN)
 		return 0;
 	p[0] = 0x45;
@@ -62,6 +62,6 @@ uint32_t ipk_ip4_emit(uint8_t *p, uint32_t cap, const struct ipk_ip4_hdr *h, int
 	ipk_wrbe32(p + 12, h->src_be);
 	ipk_wrbe32(p + 16, h->dst_be);
 	if (fill_csum)
-		ipk_wr16(p + 10, ipk_csum_fold(ipk_csum_add(0, p, IPK_IP4_HLEN, &odd)));
+		ipk_wr16(p + 10, ipk_csum_fold(ipk_csum_hdr20(p)));
 	return IPK_IP4_HLEN;
 }

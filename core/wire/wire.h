@@ -68,6 +68,9 @@ static inline void ipk_wrbe32(uint8_t *p, uint32_t v) { __builtin_memcpy(p, &v, 
  * 32-bit sum; `odd` says whether an odd number of bytes was summed before (so pieces
  * of a scattered buffer can be summed one after another) and is updated. */
 uint32_t ipk_csum_add(uint32_t sum, const uint8_t *p, uint32_t len, int *odd);
+/* ipk_csum_add(0, p, 20, &odd) for exactly 20 bytes (an IPv4 header without
+ * options: every datagram's header is summed on send and on receive), unrolled. */
+uint32_t ipk_csum_hdr20(const uint8_t *p);
 /* Fold to 16 bits and complement: the value to store in a checksum field (host order). */
 uint16_t ipk_csum_fold(uint32_t sum);
 /* Sum of the TCP/UDP IPv4 pseudo-header (RFC 793 §3.1 / RFC 768). */
