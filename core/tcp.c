@@ -133,18 +133,28 @@ void ipk_tcp_enter(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_tcp_state s
 
 void ipk_tcp_backlog_release(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	struct ipk_listener *l;
+	int idx;
 
 	if (!(c->fl & IPK_TCPF_BACKLOG))
 		return;
 	c->fl &= ~IPK_TCPF_BACKLOG;
 	if (ctx->synrecv_n > 0)
 		ctx->synrecv_n--;
-	if (c->listen_idx >= ctx->cfg.max_listeners)
-		return;
-	l = &ctx->listeners[c->listen_idx];
-	if (l->port_be == c->t.local_port_be && l->pending > 0)
-		l->pending--;
+	/* one listener per port: the slot is found again rather than kept per connection */
+	idx = ipk_tcp_listener_find(ctx, c->t.local_port_be);
+	if (idx >= 0 && ctx->listeners[idx].pending > 0)
+		ctx->listeners[idx].pending--;
+}
+
+int ipk_tcp_listener_find(const struct ipk_ctx *ctx, uint16_t port_be)
+{
+	uint32_t i;
+
+	for (i = 0; i < ctx->cfg.max_listeners; i++) {
+		if (ctx->listeners[i].port_be == port_be)
+			return (int)i;
+	}
+	return -1;
 }
 
 void ipk_tcp_report_closed(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_close_reason why)
@@ -267,7 +277,6 @@ void ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 	c->magic = IPK_TCP_MAGIC;
 	c->t = *t;
 	c->mss = IPK_TCP_DEFAULT_MSS;
-	c->rcv_mss = (uint32_t)ctx->cfg.mtu - 40u;
 	c->rto_us = ipk_tcp_ns_to_us(ctx->cfg.tcp_rto_init_ns);
 	c->sndbuf = ctx->cfg.tcp_sndbuf;
 	c->iss = ipk_tcp_isn(ctx, t);
@@ -539,7 +548,7 @@ int ipk_tcp_recved(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t bytes, uint
 		uint32_t buf = IPK_MIN(ctx->cfg.tcp_rcvbuf, (uint32_t)0xffffu << c->rcv_wscale);
 		uint32_t free_ = ctx->cfg.tcp_rcvbuf - c->rcv_unread;
 		uint32_t wnd = IPK_MIN(free_, buf);
-		uint32_t thresh = IPK_MIN(buf / 2u, c->rcv_mss);
+		uint32_t thresh = IPK_MIN(buf / 2u, ipk_tcp_rcv_mss(ctx));
 		uint32_t cur = ipk_seq_gt(before, c->rcv_nxt) ? before - c->rcv_nxt : 0;
 
 		if (ipk_seq_ge(c->rcv_nxt + wnd, before + thresh) && cur < buf / 2u) {

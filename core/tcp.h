@@ -103,7 +103,7 @@ union ipk_cc_state {
 };
 
 /* A stale-handle guard: set while the object is a live connection. */
-#define IPK_TCP_MAGIC 0x7463706bu
+#define IPK_TCP_MAGIC 0x706bu
 
 struct ipk_conn {
 	/* chain in ctx->conn_hash; while the object is free, stack.c's free list */
@@ -111,37 +111,34 @@ struct ipk_conn {
 	/* ctx->timer_head list (IPK_TCPF_ON_TIMERS), or in TIME_WAIT the ctx TIME_WAIT
 	 * list (IPK_TCPF_TW_LINKED): never both */
 	struct ipk_conn *timer_next, *timer_prev;
-	uint32_t magic;
 	uint32_t fl;                /* IPK_TCPF_* */
 	struct ipk_tuple t;
+	uint16_t magic;             /* IPK_TCP_MAGIC while a live connection */
+	uint16_t dupacks;
 	uint8_t state;              /* enum ipk_tcp_state */
 	uint8_t snd_wscale;         /* shift applied to the peer's window field */
 	uint8_t rcv_wscale;         /* shift the peer applies to ours */
 	uint8_t busy;               /* nesting of core code running on this conn */
-	uint16_t listen_idx;        /* slot in ctx->listeners (with IPK_TCPF_BACKLOG) */
-	uint16_t dupacks;
-	uint8_t reo_persist;        /* RFC 8985 RACK.reo_wnd_persist: recoveries left before reset */
+	uint8_t reo_mult;           /* RFC 8985 §6.2 step 4 RACK.reo_wnd_mult (1..16) */
+	uint8_t reo_persist;        /* RACK.reo_wnd_persist: recoveries left before reset */
 	uint8_t npersist;           /* persist back-off exponent */
-	uint8_t soft_err;           /* last ICMP soft error type (RFC 1122 §4.2.3.9) */
 	uint8_t nkeepalive;         /* keep-alive probes unanswered */
-	void *user;
-
 	/* send sequence variables, RFC 9293 §3.3.1 */
-	uint32_t iss, snd_una, snd_nxt;
+	uint32_t iss;
+	void *user;
+	uint32_t snd_una, snd_nxt;
 	uint32_t snd_max;           /* highest sequence sent + 1 (acceptable ACK bound) */
 	uint32_t snd_wnd;           /* peer's window in bytes (scaled) */
 	uint32_t max_sndwnd;        /* largest window the peer offered (SWS §3.8.6.2.1) */
 	uint32_t snd_wl1, snd_wl2;
 	uint32_t mss;               /* send MSS */
-	uint32_t rcv_mss;           /* MSS we advertised */
 
 	/* receive sequence variables */
-	uint32_t irs, rcv_nxt;
+	uint32_t rcv_nxt;           /* IRS + 1 until SYN-RECEIVED ends */
 	uint32_t rcv_adv;           /* right edge of the window we advertised */
 	uint32_t rcv_unread;        /* delivered, not yet ipk_tcp_recved */
 	uint16_t segs_unacked;      /* in-order segments since our last ACK */
 	uint16_t ooo_n;
-	uint32_t sndbuf;            /* cfg.tcp_sndbuf at open (for ipk_tcp_sndbuf_free) */
 
 	/* queues of pbs (see internal.h): send data from snd_una, out-of-order data */
 	struct ipk_pb *sq_head, *sq_tail;
@@ -164,7 +161,6 @@ struct ipk_conn {
 	uint8_t cc_algo;            /* IPK_CC_* */
 	uint8_t quickack;           /* segments still ACKed at once (tcp_ack.c) */
 	uint8_t rtx_kind;           /* IPK_TCP_RTX_*: meaning of rtx_at */
-	uint8_t reo_mult;           /* RFC 8985 §6.2 step 4 RACK.reo_wnd_mult (1..16) */
 
 	/* congestion control (tcp_cc.c) */
 	uint32_t cwnd, ssthresh;
@@ -183,12 +179,12 @@ struct ipk_conn {
 	/* defences (tcp_defence.c, tcp_tw.c) */
 	uint32_t oow_until;         /* ms tick: no ACK to an unacceptable segment before it
 	                             * (with IPK_TCPF_OOW_RL) */
-	uint32_t tw_since;          /* ms tick when TIME_WAIT was entered */
 	uint32_t ecn_high;          /* RFC 3168 §6.1.2: no new ECE reduction before this is acked */
 
 	/* RFC 7323 §4.3 */
 	uint32_t ts_recent;         /* TS.Recent */
 	uint32_t ts_recent_ms;      /* our ms clock when TS.Recent was set (PAWS §5.5) */
+	uint32_t sndbuf;            /* cfg.tcp_sndbuf at open (for ipk_tcp_sndbuf_free) */
 	/* Per-flight loss-recovery state, drawn from the pb pool when first needed and
 	 * returned when all data is acknowledged; NULL on an idle connection (tcp_sb.c). */
 	struct ipk_pb *sb;
@@ -336,7 +332,12 @@ IPK_INLINE int ipk_tcp_synced(const struct ipk_conn *c)
 	return c->state >= IPK_TCP_ESTABLISHED;
 }
 
+/* The MSS we advertise: the MTU less the IPv4 and TCP headers (RFC 9293 §3.7.1). */
+IPK_INLINE uint32_t ipk_tcp_rcv_mss(const struct ipk_ctx *ctx) { return (uint32_t)ctx->cfg.mtu - 40u; }
+
 /* ---- tcp.c */
+/* Slot of the listener on port_be in ctx->listeners, -1 when none. */
+int ipk_tcp_listener_find(const struct ipk_ctx *ctx, uint16_t port_be);
 struct ipk_conn *ipk_tcp_lookup(struct ipk_ctx *ctx, uint32_t lip, uint16_t lport, uint32_t pip,
                                 uint16_t pport);
 void ipk_tcp_hash_insert(struct ipk_ctx *ctx, struct ipk_conn *c);

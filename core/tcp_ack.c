@@ -16,7 +16,7 @@
 void ipk_tcp_ack_data(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len, int hole_filled)
 {
 	/* A coalesced (LRO) segment counts as the full segments it holds. */
-	uint32_t n = c->rcv_mss ? len / c->rcv_mss : 1u;
+	uint32_t mss = ipk_tcp_rcv_mss(ctx), n = mss ? len / mss : 1u;
 	int now = hole_filled || ctx->cfg.tcp_delack_ns == 0;
 
 	if (len == 0)

@@ -98,17 +98,6 @@ void ipk_tcp_input(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
 
 /* -------------------------------------------------------------- LISTEN */
 
-static int listener_find(const struct ipk_ctx *ctx, uint16_t port_be)
-{
-	uint32_t i;
-
-	for (i = 0; i < ctx->cfg.max_listeners; i++) {
-		if (ctx->listeners[i].port_be == port_be)
-			return (int)i;
-	}
-	return -1;
-}
-
 /* A segment for no connection: RST it (RFC 9293 §3.10.7.1) and count. */
 static void no_conn(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 {
@@ -151,14 +140,12 @@ static void passive_open(struct ipk_ctx *ctx, struct ipk_tcp_seg *s, int idx)
 		return;
 	}
 	ipk_tcp_conn_setup(ctx, c, &t);
-	c->irs = s->h.seq;
 	c->rcv_nxt = s->h.seq + 1u;
 	ipk_tcp_syn_opts(ctx, c, &s->o);
 	ipk_tcp_ecn_syn_in(ctx, c, s->h.flags);
 	c->snd_wnd = c->max_sndwnd = s->h.wnd; /* RFC 7323 §2.2: SYN window unscaled */
 	c->snd_wl1 = s->h.seq;
 	c->snd_wl2 = c->iss;
-	c->listen_idx = (uint16_t)idx;
 	c->fl |= IPK_TCPF_BACKLOG;
 	ctx->listeners[idx].pending++;
 	ctx->synrecv_n++;
@@ -173,7 +160,7 @@ static void passive_open(struct ipk_ctx *ctx, struct ipk_tcp_seg *s, int idx)
 /* RFC 9293 §3.10.7.2 (LISTEN), or §3.10.7.1 when nobody listens. */
 void ipk_tcp_input_listen(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 {
-	int idx = listener_find(ctx, s->h.dport_be);
+	int idx = ipk_tcp_listener_find(ctx, s->h.dport_be);
 	uint8_t f = s->h.flags;
 
 	if (idx >= 0 && (f & (IPK_TCP_SYN | IPK_TCP_RST | IPK_TCP_ACK)) == IPK_TCP_ACK) {
@@ -299,7 +286,6 @@ static void input_syn_sent(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_t
 		ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
 		return;
 	}
-	c->irs = s->h.seq;
 	c->rcv_nxt = s->h.seq + 1u;
 	c->rcv_adv = c->rcv_nxt + IPK_MIN(ctx->cfg.tcp_rcvbuf, 0xffffu);
 	ipk_tcp_syn_opts(ctx, c, &s->o);
@@ -573,9 +559,9 @@ static void fin_process(struct ipk_ctx *ctx, struct ipk_conn *c)
  * data is kept, so the sender has to resend all the unSACKed data it sees beyond
  * the hole). Payload per segment is counted as rcv_mss less 40 bytes of options so
  * timestamped segments fit too. */
-static uint32_t ooo_limit(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+static uint32_t ooo_limit(const struct ipk_ctx *ctx)
 {
-	uint32_t seg = c->rcv_mss > 80u ? c->rcv_mss - 40u : 40u;
+	uint32_t mss = ipk_tcp_rcv_mss(ctx), seg = mss > 80u ? mss - 40u : 40u;
 
 	if (ctx->cfg.tcp_ooo_max)
 		return ctx->cfg.tcp_ooo_max;
@@ -619,7 +605,7 @@ static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_s
 		len = (*pp)->seq - seq;
 		fin = 0;
 	}
-	if (c->ooo_n >= ooo_limit(ctx, c)) {
+	if (c->ooo_n >= ooo_limit(ctx)) {
 		ipk_drop(ctx, IPK_DROP_TCP_OOO_FULL);
 		return;
 	}
@@ -703,11 +689,12 @@ static void text_process(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 
 /* ------------------------------------------------------------ dispatch */
 
-/* SYN-RECEIVED: a retransmitted SYN gets the SYN-ACK again. */
+/* SYN-RECEIVED: a retransmitted SYN gets the SYN-ACK again. Nothing but the SYN is
+ * accepted before SYN-RECEIVED ends, so its sequence number (IRS) is rcv_nxt - 1. */
 static int syn_rcvd_resyn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
 {
 	if (c->state != IPK_TCP_SYN_RECEIVED || !(s->h.flags & IPK_TCP_SYN) ||
-	    (s->h.flags & IPK_TCP_ACK) || s->h.seq != c->irs)
+	    (s->h.flags & IPK_TCP_ACK) || s->h.seq != c->rcv_nxt - 1u)
 		return 0;
 	ipk_tcp_xmit(ctx, c, c->iss, 0, 0);
 	return 1;
@@ -895,7 +882,7 @@ void ipk_tcp_icmp_error(struct ipk_ctx *ctx, uint8_t type, uint8_t code, uint16_
 		 * them only while opening, where they cannot tear down live data. */
 		ipk_tcp_destroy(ctx, c, IPK_CLOSE_UNREACH);
 	} else {
-		c->soft_err = type; /* soft error: remembered, the connection goes on */
+		IPK_UNUSED(type); /* soft error: the connection goes on */
 	}
 	ipk_tcp_release(ctx, c);
 }

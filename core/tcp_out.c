@@ -254,7 +254,7 @@ uint32_t ipk_tcp_rcv_window(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 	uint32_t cur = ipk_seq_gt(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;
 	uint32_t lim = (uint32_t)0xffffu << c->rcv_wscale;
 
-	if (avail < cur + IPK_MIN(buf / 2u, c->rcv_mss))
+	if (avail < cur + IPK_MIN(buf / 2u, ipk_tcp_rcv_mss(ctx)))
 		avail = cur;
 	return IPK_MIN(avail, lim);
 }
@@ -284,7 +284,7 @@ static void syn_opts(const struct ipk_ctx *ctx, const struct ipk_conn *c, struct
 {
 	ipk_memset(o, 0, sizeof(*o));
 	o->has_mss = 1;
-	o->mss = (uint16_t)c->rcv_mss;
+	o->mss = (uint16_t)ipk_tcp_rcv_mss(ctx);
 	/* RFC 7323 §1.3: offer window scale in our SYN, and in a SYN-ACK only when the
 	 * peer's SYN offered it; the same for SACK-permitted (RFC 2018 §2) and
 	 * timestamps (RFC 7323 §3.2). */

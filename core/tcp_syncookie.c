@@ -289,7 +289,6 @@ static struct ipk_conn *cookie_conn(struct ipk_ctx *ctx, const struct ipk_tcp_se
 	ipk_tcp_conn_setup(ctx, c, t);
 	c->iss = c->snd_una = s->h.ack - 1u;
 	c->snd_nxt = c->snd_max = c->sq_seq = s->h.ack;
-	c->irs = s->h.seq - 1u;
 	c->rcv_nxt = s->h.seq;
 	c->rcv_adv = c->rcv_nxt + IPK_MIN(ctx->cfg.tcp_rcvbuf, 0xffffu);
 	ipk_memset(&o, 0, sizeof(o));
@@ -308,7 +307,7 @@ static struct ipk_conn *cookie_conn(struct ipk_ctx *ctx, const struct ipk_tcp_se
 		c->fl |= IPK_TCPF_TS_NO_RTT;
 	}
 	ipk_tcp_syn_opts(ctx, c, &o);
-	c->snd_wl1 = c->irs;
+	c->snd_wl1 = s->h.seq - 1u; /* the SYN's */
 	c->snd_wl2 = c->iss;
 	ipk_tcp_enter(ctx, c, IPK_TCP_SYN_RECEIVED);
 	ipk_tcp_hash_insert(ctx, c);

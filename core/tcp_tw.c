@@ -8,7 +8,9 @@
  *    a higher sequence number too); otherwise a sequence number above everything
  *    the old connection received does (RFC 1122 §4.2.2.13).
  *  - Active opens skip 4-tuples in use; when none is left they take over a
- *    TIME_WAIT 4-tuple that has waited at least IPK_TCP_TW_REUSE_NS, and the new
+ *    TIME_WAIT 4-tuple that has waited at least IPK_TCP_TW_REUSE_NS since the
+ *    peer's last FIN (TIME_WAIT's start or restart, like Linux's use of the time
+ *    of the last segment), and the new
  *    ISS is raised above the old connection's sequence space so its old duplicates
  *    cannot be mistaken for new data at the peer.
  */
@@ -21,9 +23,8 @@
 #include "wire/wire.h"
 
 /* Least time in TIME_WAIT before an active open may take the 4-tuple (Linux's
- * tcp_tw_reuse waits 1 s too), counted in whole ticks of the ms clock: at least
- * 999 ms of real time. */
-#define IPK_TCP_TW_REUSE_MS 1000u
+ * tcp_tw_reuse waits 1 s too). */
+#define IPK_TCP_TW_REUSE_NS 1000000000ull
 /* Distance put between the old connection's last sequence number and the new ISS:
  * more than any window the old connection can have had unacknowledged in flight
  * without scaling, so its duplicates fall outside the new connection's window. */
@@ -53,7 +54,6 @@ void ipk_tcp_tw_link(struct ipk_ctx *ctx, struct ipk_conn *c)
 	/* the TIME_WAIT list takes the timer links: its deadlines stay, ipk_tcp_timer
 	 * scans this list too */
 	ipk_tcp_timers_unlink(ctx, c);
-	c->tw_since = ipk_tcp_now_ms(ctx);
 	c->timer_next = NULL;
 	c->timer_prev = ctx->tw_tail;
 	if (ctx->tw_tail)
@@ -111,10 +111,22 @@ int ipk_tcp_tw_syn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *
 	return 1;
 }
 
+/* Time since TIME_WAIT began or a retransmitted FIN restarted it: rtx_at is its end,
+ * cfg.tcp_time_wait_ns (as cut to the µs tick range) after that. Never more than the
+ * real time (rtx_at was rounded up). */
+static uint64_t tw_age(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint64_t tw = IPK_MIN(ctx->cfg.tcp_time_wait_ns, IPK_TCP_TICK_MAX * IPK_TCP_NS_PER_US);
+	uint64_t end = ipk_tcp_us_ns(ctx, c->rtx_at);
+	uint64_t left = end > ctx->now ? end - ctx->now : 0;
+
+	return left < tw ? tw - left : 0;
+}
+
 static int tw_reusable(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	return c->state == IPK_TCP_TIME_WAIT && (c->fl & IPK_TCPF_TW_LINKED) && !c->busy &&
-	       (uint32_t)(ipk_tcp_now_ms(ctx) - c->tw_since) >= IPK_TCP_TW_REUSE_MS;
+	       tw_age(ctx, c) >= IPK_TCP_TW_REUSE_NS;
 }
 
 int ipk_tcp_tw_take(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t *floor)
@@ -140,9 +152,10 @@ uint16_t ipk_tcp_tw_eph(struct ipk_ctx *ctx, uint32_t pip, uint16_t pport, uint3
 		    c->t.local_ip4_be != ctx->cfg.ip4_be || p < ctx->cfg.eph_port_lo ||
 		    p > ctx->cfg.eph_port_hi)
 			continue;
+		/* a retransmitted FIN restarts a connection's wait, so a later one on
+		 * the list may have waited longer */
 		if (ipk_tcp_tw_take(ctx, c, floor))
 			return lport;
-		return 0; /* the oldest match is too young: so are the rest */
 	}
 	return 0;
 }
