@@ -211,17 +211,39 @@ static int xdp_tx_one(struct ipk_io *io, struct ipk_pkt *k, struct xdp_desc *d)
 	return 0;
 }
 
+/* Descriptors submitted to the tx ring that the kernel has not taken yet. */
+static uint32_t xdp_tx_untaken(struct xdp_priv *p)
+{
+	return p->ring - xsk_prod_nb_free(&p->tx, p->ring);
+}
+
+static int xdp_kick_errno(struct ipk_io *io, int e)
+{
+	/* EAGAIN: more left or the completion ring is full (the next round goes on);
+	 * EBUSY/ENOBUFS/ENETDOWN: the device cannot take it now, TCP retransmits. */
+	if (e == EAGAIN || e == EBUSY || e == ENOBUFS || e == ENETDOWN)
+		return 0;
+	io->st.tx_errors++;
+	return -e;
+}
+
+/* Copy mode transmits inside sendto, at most 32 descriptors a call (the kernel's
+ * TX_BATCH_SIZE in xsk_generic_xmit, which answers EAGAIN when more are left): kick
+ * until the kernel has taken everything submitted, or a bounded number of times, so a
+ * burst never waits in the ring while the node sleeps. Driver (zero-copy) queues need
+ * a kick only while need_wakeup says they are idle. One call per loop round. */
 static int xdp_kick(struct ipk_io *io)
 {
 	struct xdp_priv *p = xdp_priv(io);
+	uint32_t i, max = p->ring / 32 + 2;
 
-	/* Copy mode transmits inside sendto; with need_wakeup the flag says when a
-	 * driver-mode queue is idle and needs it. */
-	if (p->tx_inflight && xsk_ring_prod__needs_wakeup(&p->tx) &&
-	    sendto(xsk_socket__fd(p->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
-	    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN) {
-		io->st.tx_errors++;
-		return -errno;
+	for (i = 0; i < max && xdp_tx_untaken(p) && xsk_ring_prod__needs_wakeup(&p->tx); i++) {
+		if (sendto(xsk_socket__fd(p->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) < 0) {
+			int e = errno;
+			if (e != EAGAIN)
+				return xdp_kick_errno(io, e);
+		}
+		xdp_complete(io); /* room in the completion ring for the next batch */
 	}
 	return 0;
 }
@@ -258,17 +280,13 @@ static int xdp_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 	if (sent)
 		xsk_ring_prod__submit(&p->tx, (uint32_t)sent);
 	io->st.tx_drops += (uint64_t)(n - i);
-	if (sent)
-		xdp_kick(io);
-	return i;
+	return i; /* ipk_io_flush kicks, once for everything queued this round */
 }
 
 static int xdp_flush(struct ipk_io *io)
 {
-	int rc = xdp_kick(io);
-
 	xdp_complete(io);
-	return rc;
+	return xdp_kick(io);
 }
 
 static int xdp_fd(const struct ipk_io *io)
