@@ -2,8 +2,8 @@
  * A node: one core context driven over one backend queue (include/ipkit/runtime.h).
  *
  * Transmit path: the core's ops->tx appends to a small batch; ops->tx_flush (called at
- * the end of every core entry point) hands the batch to ipk_io_tx_burst and kicks the
- * device. What the backend does not take stays queued for the next poll; when the
+ * the end of every core entry point; inside ipk_run deferred to the end of the round)
+ * hands the batch to ipk_io_tx_burst and kicks the device. What the backend does not take stays queued for the next poll; when the
  * batch is full the oldest packets are dropped and counted, so a stuck device costs
  * memory bounded by the batch size, never the pool.
  */
@@ -36,6 +36,7 @@ struct ipk_node {
 	uint64_t now, deadline;
 	struct ipk_pkt *txq[NODE_TXQ];
 	uint32_t txn;
+	int in_run;            /* inside ipk_run: flushes wait for the end of the round */
 	uint64_t tx_drops;
 	uint64_t sip_key[2];
 	uint32_t rand_buf[NODE_RAND_WORDS];
@@ -139,9 +140,14 @@ static void node_tx(void *pkt, void *opaque)
 	n->txq[n->txn++] = (struct ipk_pkt *)pkt;
 }
 
+/* The core flushes at the end of every entry point, so an application answering
+ * inside a callback (ipk_tcp_send from tcp_payload) would cost one device kick per
+ * reply. Inside ipk_run the node pushes once, after the whole burst. */
 static void node_tx_flush(void *opaque)
 {
-	node_txq_push((struct ipk_node *)opaque);
+	struct ipk_node *n = (struct ipk_node *)opaque;
+	if (!n->in_run)
+		node_txq_push(n);
 }
 
 static void node_tx_offload(void *pkt, const struct ipk_tx_meta *meta, void *opaque)
@@ -377,7 +383,10 @@ static int node_step(struct ipk_node *n)
 	if (got < 0)
 		return got;
 	n->now = node_clock();
+	n->in_run = 1;
 	n->deadline = ipk_run(n->ctx, (void **)pkts, (uint32_t)got, n->now);
+	n->in_run = 0;
+	node_txq_push(n);
 	return got;
 }
 
