@@ -224,6 +224,9 @@ kinds=(tap afpacket)
 have IPK_IO_HAVE_AFXDP && kinds+=(afxdp-skb afxdp-drv)
 have IPK_IO_HAVE_MEMLINK && kinds+=(memlink)
 kinds+=(linux)
+# IO_PAIRS_KINDS="afxdp-skb linux" and IO_PAIRS_BULK=0 narrow a run (side-by-side checks
+# of one change); the default is every row.
+[ -n "${IO_PAIRS_KINDS:-}" ] && read -r -a kinds <<<"$IO_PAIRS_KINDS"
 table() {
 	echo "Ping-pong, 1-byte TCP, ${secs} s per cell, both ends pinned (client CPU 0, server"
 	echo "CPU 1); requests/s / p50 µs / p99 µs:"
@@ -233,6 +236,7 @@ table() {
 	for var in blocking busy-poll; do
 		for k in "${kinds[@]}"; do pp_row "$k" "$var"; done
 	done
+	[ "${IO_PAIRS_BULK:-1}" = 0 ] && return
 	echo
 	echo "One-connection bulk, blocking, pinned; ipkit-bench -g 2 -l 65536 for ${secs} s"
 	echo "(sender's Gbit/s), socat for $bulk_bytes bytes (wall clock):"

@@ -1,0 +1,197 @@
+/*
+ * runtime/node.c: the device is kicked once per ipk_run round, not once per reply.
+ *
+ * Two nodes in this process over a memlink; the server echoes every request from its
+ * tcp_payload callback (as ipkit-bench and ipkit-echo do). The server's backend is
+ * memlink with a counting flush. With N requests waiting, one ipk_node_poll of the
+ * server must send N echoes with one ipk_io_flush; before the fix each ipk_tcp_write
+ * inside the callback flushed on its own (N flushes). Every echo is checked on the
+ * client. No privileges needed; the memlink is removed at exit.
+ */
+#include "check.h"
+
+#include <ipkit/runtime.h>
+
+#include "io_internal.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { NCONN = 16 };
+
+struct counting {
+	struct ipk_io_backend be; /* the memlink backend with flush replaced */
+	const struct ipk_io_backend *inner;
+	char spec[96];
+	unsigned flushes;
+};
+
+struct client {
+	struct ipk_conn *c[NCONN];
+	int up, echoed, bad;
+};
+
+static struct counting *cnt_of; /* the one counting backend of this test */
+
+static int counting_flush(struct ipk_io *io)
+{
+	cnt_of->flushes++;
+	return cnt_of->inner->flush ? cnt_of->inner->flush(io) : 0;
+}
+
+static struct ipk_io *counting_open(struct ipk_pool *pool, void *arg, char *err, size_t el)
+{
+	struct counting *k = (struct counting *)arg;
+	struct ipk_io *io = ipk_io_open(k->spec, pool, err, el);
+
+	if (!io)
+		return NULL;
+	k->inner = io->be;
+	k->be = *io->be;
+	k->be.flush = counting_flush;
+	io->be = &k->be;
+	cnt_of = k;
+	return io;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void srv_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+                        uint32_t off, uint32_t len, void *opaque)
+{
+	struct ipk_node *n = ipk_node_from(opaque);
+
+	(void)user;
+	if (!pkt)
+		return;
+	ipk_tcp_write(ctx, c, ipk_pkt_mtod((struct ipk_pkt *)pkt) + off, len, ipk_node_now(n));
+	ipk_tcp_recved(ctx, c, len, ipk_node_now(n));
+}
+
+static void cli_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *opaque)
+{
+	(void)ctx;
+	(void)c;
+	(void)user;
+	((struct client *)ipk_node_app(opaque))->up++;
+}
+
+static void cli_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+                        uint32_t off, uint32_t len, void *opaque)
+{
+	struct client *cl = (struct client *)ipk_node_app(opaque);
+	uintptr_t i = (uintptr_t)user;
+
+	if (!pkt)
+		return;
+	if (len != 1 || ipk_pkt_mtod((struct ipk_pkt *)pkt)[off] != (uint8_t)('a' + i))
+		cl->bad++;
+	cl->echoed++;
+	ipk_tcp_recved(ctx, c, len, ipk_node_now(ipk_node_from(opaque)));
+}
+
+static const struct ipk_ops srv_events = { .tcp_payload = srv_payload };
+static const struct ipk_ops cli_events = { .tcp_connected = cli_connected,
+                                           .tcp_payload = cli_payload };
+
+static struct ipk_node *node_new(struct ipk_node_cfg *cfg, const char *ip,
+                                 const struct ipk_ops *ev, void *app)
+{
+	char err[256] = "";
+	struct ipk_node *n;
+	struct in_addr a;
+
+	inet_pton(AF_INET, ip, &a);
+	cfg->ip4_be = a.s_addr;
+	cfg->events = ev;
+	cfg->app = app;
+	cfg->conns = 64;
+	cfg->pbs = 1024;
+	n = ipk_node_create(cfg, err, sizeof err);
+	if (!n)
+		fprintf(stderr, "node %s: %s\n", ip, err);
+	return n;
+}
+
+/* Poll both nodes until done() or 5 s. */
+static int pump(struct ipk_node *s, struct ipk_node *c, const struct client *cl, int want_up,
+                int want_echoed)
+{
+	uint64_t end = now_ns() + 5000000000ull;
+
+	while (now_ns() < end) {
+		if (cl->up >= want_up && cl->echoed >= want_echoed)
+			return 1;
+		ipk_node_poll(s, 0);
+		ipk_node_poll(c, 0);
+	}
+	return 0;
+}
+
+static char ml[32];
+
+static void test_echoes_of_one_round_leave_with_one_flush(void)
+{
+	struct ipk_node_cfg sc, cc;
+	char cspec[96];
+	struct counting k;
+	struct client cl;
+	struct ipk_node *s, *c;
+	struct in_addr srv;
+	uintptr_t i;
+
+	memset(&k, 0, sizeof k);
+	memset(&cl, 0, sizeof cl);
+	snprintf(k.spec, sizeof k.spec, "memlink:%s,role=a", ml);
+	ipk_node_cfg_default(&sc);
+	sc.io_open = counting_open;
+	sc.io_open_arg = &k;
+	s = node_new(&sc, "10.9.0.1", &srv_events, NULL);
+	ipk_node_cfg_default(&cc);
+	snprintf(cspec, sizeof cspec, "memlink:%s,role=b", ml);
+	cc.io_spec = cspec;
+	c = node_new(&cc, "10.9.0.2", &cli_events, &cl);
+	CHECK(s && c);
+	if (!s || !c)
+		goto out;
+	CHECK_EQ(ipk_tcp_listen(ipk_node_ctx(s), htons(7), 64), IPK_OK);
+	inet_pton(AF_INET, "10.9.0.1", &srv);
+	for (i = 0; i < NCONN; i++)
+		CHECK_EQ(ipk_tcp_connect(ipk_node_ctx(c), srv.s_addr, htons(7), 0, (void *)i,
+		                         &cl.c[i], ipk_node_now(c)), IPK_OK);
+	CHECK(pump(s, c, &cl, NCONN, 0));
+	/* drain what is left of the handshakes (pure ACKs, window updates) */
+	for (i = 0; i < 20; i++) {
+		ipk_node_poll(s, 0);
+		ipk_node_poll(c, 0);
+	}
+	/* N one-byte requests, each sent (and flushed) from outside ipk_run */
+	for (i = 0; i < NCONN; i++) {
+		uint8_t b = (uint8_t)('a' + i);
+		CHECK_EQ(ipk_tcp_write(ipk_node_ctx(c), cl.c[i], &b, 1, now_ns()), 1);
+	}
+	k.flushes = 0;
+	ipk_node_poll(s, 0); /* one round: all N requests in, all N echoes out */
+	CHECK_EQ(k.flushes, 1);
+	CHECK(pump(s, c, &cl, NCONN, NCONN));
+	CHECK_EQ(cl.echoed, NCONN);
+	CHECK_EQ(cl.bad, 0);
+out:
+	ipk_node_destroy(c);
+	ipk_node_destroy(s);
+}
+
+int main(void)
+{
+	snprintf(ml, sizeof ml, "ipknf%x", (unsigned)getpid());
+	RUN(test_echoes_of_one_round_leave_with_one_flush);
+	return check_summary();
+}
