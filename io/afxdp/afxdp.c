@@ -155,6 +155,9 @@ static int xdp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 			continue;
 		}
 		p->state[b] = XF_FREE;
+		/* The kernel copied the frame in on the sender's CPU: start the cache
+		 * misses of the whole burst now, before the core parses the first one. */
+		__builtin_prefetch(p->area + addr);
 		pk = ipk_pkt_attach(io->pool, (uint32_t)b, off, d->len);
 		if (!pk) {
 			ipk_pool_buf_put(io->pool, (uint32_t)b);
