@@ -224,8 +224,9 @@ kinds=(tap afpacket)
 have IPK_IO_HAVE_AFXDP && kinds+=(afxdp-skb afxdp-drv)
 have IPK_IO_HAVE_MEMLINK && kinds+=(memlink)
 kinds+=(linux)
-# IO_PAIRS_KINDS="afxdp-skb linux" and IO_PAIRS_BULK=0 narrow a run (side-by-side checks
-# of one change); the default is every row.
+# IO_PAIRS_KINDS="afxdp-skb linux", IO_PAIRS_BULK_KINDS="afxdp-skb linux linux-socat"
+# and IO_PAIRS_BULK=0 narrow a run (side-by-side checks of one change); the default is
+# every row.
 [ -n "${IO_PAIRS_KINDS:-}" ] && read -r -a kinds <<<"$IO_PAIRS_KINDS"
 table() {
 	echo "Ping-pong, 1-byte TCP, ${secs} s per cell, both ends pinned (client CPU 0, server"
@@ -243,8 +244,9 @@ table() {
 	echo
 	echo "| link | Gbit/s |"
 	echo "|---|---|"
-	local b
-	for b in tap tap-off afpacket afxdp-skb afxdp-drv memlink linux linux-socat; do
+	local b bk=(tap tap-off afpacket afxdp-skb afxdp-drv memlink linux linux-socat)
+	[ -n "${IO_PAIRS_BULK_KINDS:-}" ] && read -r -a bk <<<"$IO_PAIRS_BULK_KINDS"
+	for b in "${bk[@]}"; do
 		case $b in
 		afxdp-*) have IPK_IO_HAVE_AFXDP || continue ;;
 		memlink) have IPK_IO_HAVE_MEMLINK || continue ;;
@@ -252,6 +254,51 @@ table() {
 		bulk_row "$b"
 	done
 }
+# What the profiles of the afxdp rows showed (static text: it describes the code, not
+# this run).
+notes() {
+	cat <<'EOT'
+## What limits the afxdp rows (profiles, 2026-11-22, load 8-13)
+
+- **Kicks.** `strace -c` of an ipkit-bench server over afxdp (skb), 32 connections:
+  2.0 `sendto` per request. The backend kicked in tx_burst and again in flush, and the
+  node flushed after every `ipk_tcp_write` made inside the payload callback. Now the
+  node flushes once per `ipk_run` round and the backend kicks once per flush: 0.047
+  `sendto` per request (about 21 replies a kick). Copy-mode `sendto` sends at most 32
+  descriptors (the kernel's TX_BATCH_SIZE, EAGAIN when more are left), so a flush
+  kicks until the kernel took the whole burst; before, of a 200-frame burst 64 left and
+  the rest waited for the next round (tests/afxdp: `*_burst_of_200_leaves_with_one_flush`,
+  tests/runtime/test_node_flush). Side by side, 3 s cells, load 8-15: 32 connections
+  blocking 13754 -> 38252 req/s (Linux 11983 / 12430 in the same runs).
+- **First touch.** `ipk_eth_parse` was 6% of the server's cpu-clock samples: the
+  kernel copies the frame into the UMEM on the sending CPU, so the first read is a
+  cross-CPU miss. rx_burst prefetches each frame: 0.5-0.8%.
+- **Where the time goes now** (`perf record -e cpu-clock`, server, 32 connections):
+  about 70% kernel, 28% ipkit (core, backend, application). The kernel part is the
+  copy-mode path: `__xsk_generic_xmit` builds an skb per frame, `veth_xmit`, the
+  receiving side's generic XDP has to `pskb_expand_head` (veth's skbs have less than
+  XDP_PACKET_HEADROOM), `__xsk_rcv` copies into the peer's UMEM (`xp_alloc`, memcpy).
+  Most of it runs in the sender's context (veth delivers through the sender's softirq).
+- **Zero-copy:** veth has none (no XDP_ZEROCOPY support); `zc=1` fails with that
+  message. Every row is copy mode.
+- **Native vs generic XDP on veth:** native works when the receiving veth has an XDP
+  program, which both ends have here: frames then go through veth's NAPI and
+  `veth_xdp_rcv_skb` (a copy into a page when the skb's headroom is short). Redirecting
+  *into* a veth (`ndo_xdp_xmit`) needs the peer to run XDP or GRO; AF_XDP's copy-mode
+  transmit does not use it (it goes through `veth_xmit`). Neither mode was reliably
+  faster in these runs.
+- **XSK busy polling** (SO_PREFER_BUSY_POLL, SO_BUSY_POLL 20 us, SO_BUSY_POLL_BUDGET 64,
+  `recvfrom` on an empty rx ring) was tried with native XDP: 1-connection p50 8.2 vs
+  8.3 us, no measurable change at load 13; not kept.
+- **Bulk** is bound by window and per-frame cost, not by CPU: the sender was busy about
+  12% of a 3 s run (1.5k cpu-clock samples); the 256 KiB receive window (the core's
+  tcp_rcvbuf) fills and waits for ACKs, while every 1448-byte segment pays the copy-mode
+  path above; Linux moves 64 KiB GSO skbs over the same veth. Larger frames (4096-byte
+  UMEM frames allow an MTU of 3822) or multi-buffer AF_XDP would cut the frames 2.6x or
+  more; not done.
+EOT
+}
+
 # The issue's targets read from the table on stdin.
 targets() {
 	python3 -c '
@@ -341,5 +388,7 @@ EOT
 	echo "$tbl"
 	echo
 	targets <<<"$tbl"
+	echo
+	notes
 } >"$out"
 echo "io_pairs: wrote $out"
