@@ -65,6 +65,8 @@ static void im_usage(FILE *f, const char *stack)
 	        "                     test of the sw profile: the frame must be dropped and resent)\n"
 	        "      --max-rtx N    fail the run when the stacks retransmitted more than N\n"
 	        "                     segments (ipkit: checks loss recovery with --corrupt)\n"
+	        "      --max-conn-bytes N  fail the run when conn_bytes (engine memory per idle\n"
+	        "                     established connection) exceeds N (ipkit)\n"
 	        "      --json FILE    append the result as one JSON object per line ('-' = stdout)\n"
 	        "  -q, --quiet        no text line\n"
 	        "  -h, --help         this text\n"
@@ -102,7 +104,7 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 		{"msg", 1, 0, 'm'}, {"requests", 1, 0, 'n'}, {"bytes", 1, 0, 'b'},
 		{"profile", 1, 0, 'p'}, {"clock", 1, 0, 'K'}, {"seconds", 1, 0, 't'},
 		{"corrupt", 1, 0, 'X'}, {"max-rtx", 1, 0, 'R'}, {"json", 1, 0, 'J'}, {"quiet", 0, 0, 'q'},
-		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"max-conn-bytes", 1, 0, 'M'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 
 	memset(o, 0, sizeof(*o));
@@ -113,6 +115,7 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 	o->bytes = 1ull << 30;
 	o->max_seconds = 120;
 	o->max_rtx = UINT64_MAX;
+	o->max_conn_bytes = UINT64_MAX;
 	while ((ch = getopt_long(argc, argv, "w:c:l:m:n:b:p:t:qh", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'w': o->bulk = im_pick(optarg, "pingpong", "bulk", "workload", stack); break;
@@ -126,6 +129,7 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 		case 't': o->max_seconds = (double)im_num(optarg, "-t", 1, 86400, stack); break;
 		case 'X': o->corrupt_at = im_num(optarg, "--corrupt", 1, 1ull << 40, stack); break;
 		case 'R': o->max_rtx = im_num(optarg, "--max-rtx", 0, 1ull << 40, stack); break;
+		case 'M': o->max_conn_bytes = im_num(optarg, "--max-conn-bytes", 1, 1ull << 40, stack); break;
 		case 'J': o->json = optarg; break;
 		case 'q': o->quiet = 1; break;
 		case 'h': im_usage(stdout, stack); exit(0);

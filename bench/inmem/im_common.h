@@ -34,6 +34,7 @@ struct im_opts {
 	double max_seconds;    /* -t: wall-clock bound of the measured part */
 	uint64_t corrupt_at;   /* --corrupt K: flip a byte in the K-th data frame (0 off) */
 	uint64_t max_rtx;      /* --max-rtx N: more retransmissions fail the run */
+	uint64_t max_conn_bytes; /* --max-conn-bytes N: a larger conn_bytes fails the run */
 	const char *json;      /* --json FILE ("-" = stdout) */
 	int quiet;             /* -q: no text line */
 };

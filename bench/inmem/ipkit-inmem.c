@@ -646,6 +646,8 @@ static void im_collect(struct im_world *w, struct im_result *r)
 		im_fail(w->app, "corrupted frame not dropped as a checksum error");
 	if (!w->app->error && r->retransmits > w->o.max_rtx)
 		im_fail(w->app, "more retransmissions than --max-rtx");
+	if (!w->app->error && r->conn_bytes > (double)w->o.max_conn_bytes)
+		im_fail(w->app, "conn_bytes above --max-conn-bytes");
 	r->error = w->app->error;
 }
 
