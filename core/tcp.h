@@ -531,6 +531,8 @@ IPK_INLINE const struct ipk_pb *ipk_tcp_sb_ranges(const struct ipk_conn *c)
 {
 	return c->sb ? c->sb->next : NULL;
 }
+/* Bytes marked lost and not yet retransmitted in this recovery. */
+uint32_t ipk_tcp_sb_lost_unsent(const struct ipk_conn *c);
 /* Most ranges the connection's scoreboard keeps. */
 uint32_t ipk_tcp_sb_cap(const struct ipk_conn *c);
 /* The end of the highest SACKed range (RACK.fack), snd_una when nothing is SACKed. */

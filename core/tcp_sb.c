@@ -289,6 +289,11 @@ static uint32_t lost_pending(const struct ipk_conn *c)
 	return (b - a) - sacked_in(c, a, b);
 }
 
+uint32_t ipk_tcp_sb_lost_unsent(const struct ipk_conn *c)
+{
+	return c->sb ? lost_pending(c) : 0u;
+}
+
 /* RFC 6675 §4 SetPipe: bytes sent, not SACKed, not lost-and-unretransmitted. */
 uint32_t ipk_tcp_sb_pipe(const struct ipk_conn *c)
 {
@@ -448,6 +453,8 @@ void ipk_tcp_sb_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 		}
 		if (!again)
 			IPK_SB_HIGH_RXT(c->sb) = seq + (uint32_t)rc;
+		/* the last lost hole went out: the PTO now covers its ACK (tcp_rack.c) */
+		ipk_tcp_tlp_rearm(ctx, c);
 	}
 }
 
