@@ -116,7 +116,12 @@ static void sq_copy(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint8
 	while (pb && len > 0) {
 		uint32_t n = IPK_MIN(len, pb->len - at);
 
-		ipk_pkt_copy(ctx, pb->pkt, pb->off + at, dst, n);
+		/* a pb of one packet (every ipk_tcp_write pb): no chain walk; its bytes
+		 * [off, off + len) lie in that packet */
+		if (!ipk_pkt_chain_next(ctx, pb->pkt))
+			ipk_memcpy(dst, ipk_pkt_data(ctx, pb->pkt) + pb->off + at, n);
+		else
+			ipk_pkt_copy(ctx, pb->pkt, pb->off + at, dst, n);
 		dst += n;
 		len -= n;
 		at = 0;

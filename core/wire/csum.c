@@ -5,12 +5,22 @@
 #include "wire/wire.h"
 
 /* RFC 1071 §2(C): carries can be deferred and folded in at the end; folding the upper
- * half back in keeps the sum within 32 bits for any buffer length. */
+ * half back in keeps the sum within 32 bits for any buffer length. One add and its
+ * end-around carry, no loop: lo + hi wraps at most once and the carry cannot wrap. */
 static uint32_t csum_reduce(uint64_t s)
 {
-	while (s >> 32)
-		s = (s & 0xffffffffu) + (s >> 32);
-	return (uint32_t)s;
+	uint32_t lo = (uint32_t)s, hi = (uint32_t)(s >> 32);
+
+	lo += hi;
+	return lo + (lo < hi);
+}
+
+/* The same from 32 to 16 bits: two folds always suffice (0xffff + 0xffff = 0x1fffe,
+ * then 0xfffe + 1). */
+static uint16_t csum_fold16(uint32_t sum)
+{
+	sum = (sum & 0xffffu) + (sum >> 16);
+	return (uint16_t)((sum & 0xffffu) + (sum >> 16));
 }
 
 /* 1 on a little-endian machine; a constant the compiler folds. */
@@ -42,12 +52,11 @@ static uint64_t csum_load64(const uint8_t *p)
 /* A sum of host-order words folded to 16 bits, as the big-endian word sum. */
 static uint32_t csum_fold_host(uint64_t s)
 {
-	s = (s & 0xffffffffu) + (s >> 32);
-	while (s >> 16)
-		s = (s & 0xffffu) + (s >> 16);
+	uint32_t f = csum_fold16(csum_reduce(s));
+
 	if (csum_host_le())
-		s = ((s & 0xffu) << 8) | (s >> 8);
-	return (uint32_t)s;
+		f = ((f & 0xffu) << 8) | (f >> 8);
+	return f;
 }
 
 /*
@@ -126,13 +135,6 @@ uint32_t ipk_csum_add(uint32_t sum, const uint8_t *p, uint32_t len, int *odd)
 		*odd = 1;
 	}
 	return csum_reduce(s);
-}
-
-static uint16_t csum_fold16(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffffu) + (sum >> 16);
-	return (uint16_t)sum;
 }
 
 uint16_t ipk_csum_fold(uint32_t sum) { return (uint16_t)~csum_fold16(sum); }
