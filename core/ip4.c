@@ -147,8 +147,9 @@ static void *ip4_linearize(struct ipk_ctx *c, void *pkt)
 /* Hand a complete datagram to its transport (which takes ownership). */
 static void ip4_dispatch(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
 {
-	/* TCP and ICMP take one flat packet; only UDP reads chains. */
-	if (rx->reassembled && rx->proto != IPK_IPPROTO_UDP) {
+	/* ICMP takes one flat packet; UDP and TCP read chains (TCP delivers a chained
+	 * segment to the application piece by piece, tcp_in.c). */
+	if (rx->reassembled && rx->proto == IPK_IPPROTO_ICMP) {
 		pkt = ip4_linearize(c, pkt);
 		if (!pkt)
 			return;
@@ -174,15 +175,31 @@ static void ip4_dispatch(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
 static void ip4_frag_input(struct ipk_ctx *c, void *pkt, const struct ipk_ip4_hdr *h,
                            const struct ipk_rx *rx);
 
+/* Length checks of a received chain (IPK_CAP_LRO, see ipk_run): the IPv4 header
+ * must sit whole in the first packet, and the chain must hold exactly tot_len bytes
+ * after it. A NIC that coalesces never pads; a chain longer or shorter than the
+ * datagram it claims to carry is malformed, whatever the cause. */
+static int ip4_chain_ok(uint32_t first, uint32_t total, uint32_t off, const struct ipk_ip4_hdr *h)
+{
+	return off + h->ihl <= first && total - off == h->tot_len;
+}
+
 /* Validate a datagram whose header is at `off`; returns the drop reason or -1. */
 static int ip4_check(struct ipk_ctx *c, void *pkt, uint32_t off, struct ipk_ip4_hdr *h,
                      struct ipk_rx *rx)
 {
 	uint8_t *p = ipk_pkt_data(c, pkt);
 	uint32_t len = ipk_pkt_len(c, pkt);
-	int opt;
+	uint32_t first = len;
+	int chained = ipk_pkt_chain_next(c, pkt) != NULL, opt;
 
+	/* The parse sees the chain's length (tot_len may pass the first packet), the
+	 * header itself must be in the first packet (ip4_chain_ok). */
+	if (chained)
+		len = ipk_pkt_chain_len(c, pkt);
 	if (off > len || ipk_ip4_parse(p + off, len - off, h) < 0)
+		return IPK_DROP_IP4_MALFORMED;
+	if (chained && !ip4_chain_ok(first, len, off, h))
 		return IPK_DROP_IP4_MALFORMED;
 	/* Ethernet pads short frames to 60 bytes: the datagram ends at tot_len. */
 	if (len - off > h->tot_len)
@@ -221,6 +238,13 @@ void ipk_ip4_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 	rx.proto = h.proto;
 	rx.tos = h.tos;
 	rx.ttl = h.ttl;
+	/* A received chain (IPK_CAP_LRO) is accepted as one whole TCP segment only: a
+	 * coalescing NIC makes nothing else, and reassembly keeps pieces flat. */
+	if (ipk_pkt_chain_next(c, pkt) &&
+	    (h.proto != IPK_IPPROTO_TCP || (h.frag & (IPK_IP4_MF | IPK_IP4_OFFMASK)))) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_CHAIN);
+		return;
+	}
 	if (h.frag & (IPK_IP4_MF | IPK_IP4_OFFMASK)) {
 		rx.l4_csum_ok = 0; /* a NIC verdict on one fragment says nothing */
 		ip4_frag_input(c, pkt, &h, &rx);

@@ -37,8 +37,10 @@ void ipk_link_input(struct ipk_ctx *c, void *pkt)
 	/* 802.1Q tagged frames (0x8100) land here too: no VLAN support. */
 	if (eh.type == IPK_ETHERTYPE_IP4)
 		ipk_ip4_input(c, pkt, IPK_ETH_HLEN);
-	else if (eh.type == IPK_ETHERTYPE_ARP)
+	else if (eh.type == IPK_ETHERTYPE_ARP && !ipk_pkt_chain_next(c, pkt))
 		ipk_arp_input(c, pkt, IPK_ETH_HLEN);
+	else if (eh.type == IPK_ETHERTYPE_ARP)
+		ipk_drop_pkt(c, pkt, IPK_DROP_CHAIN); /* chains (IPK_CAP_LRO) are TCP only */
 	else
 		ipk_drop_pkt(c, pkt, IPK_DROP_ETHERTYPE);
 }

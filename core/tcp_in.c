@@ -12,16 +12,30 @@
 
 /* ------------------------------------------------------------- parsing */
 
-/* A reassembled datagram arrives as a chain; the payload callback promises a single
- * packet, so copy into one when it fits. Returns the packet to use or NULL (counted,
+/* A chained segment (IPK_CAP_LRO, or a reassembled datagram) is kept as a chain:
+ * its payload goes to the application piece by piece (deliver). Only its TCP header
+ * must sit in the first packet; when it does not (a first fragment of 8 bytes), copy
+ * the segment into one packet if it fits. Returns the packet to use or NULL (counted,
  * freed). */
-static void *linearize(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
+static void *hdr_flat(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
 {
-	uint32_t total = rx->l4_off + rx->l4_len;
+	uint32_t first = ipk_pkt_len(ctx, pkt), total, doff;
 	void *one;
 
 	if (!ipk_pkt_chain_next(ctx, pkt))
 		return pkt;
+	total = ipk_pkt_chain_len(ctx, pkt);
+	/* Nothing from the wire is trusted: the chain must hold what ip4 says. */
+	if (rx->l4_off > total || rx->l4_len > total - rx->l4_off || rx->l4_len < IPK_TCP_HLEN) {
+		ipk_drop_pkt(ctx, pkt, IPK_DROP_TCP_MALFORMED);
+		return NULL;
+	}
+	if (rx->l4_off + IPK_TCP_HLEN <= first) {
+		doff = (uint32_t)(ipk_pkt_data(ctx, pkt)[rx->l4_off + 12] >> 4) * 4u;
+		if (rx->l4_off + doff <= first)
+			return pkt;
+	}
+	total = rx->l4_off + rx->l4_len;
 	one = total <= ctx->cfg.pkt_buf_size ? ipk_pkt_alloc(ctx) : NULL;
 	if (!one) {
 		ipk_drop_pkt(ctx, pkt, IPK_DROP_CHAIN);
@@ -33,25 +47,40 @@ static void *linearize(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
 	return one;
 }
 
-/* Returns IPK_DROP__COUNT when the segment is sound, else the drop reason. */
+/* Transport checksum over header and payload, the chain included. */
+static int seg_csum_ok(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx, const uint8_t *p,
+                       uint32_t flat)
+{
+	int odd = 0;
+	uint32_t sum = ipk_csum_pseudo(rx->src_be, rx->dst_be, IPK_IPPROTO_TCP, rx->l4_len);
+
+	if (flat >= rx->l4_len)
+		sum = ipk_csum_add(sum, p, rx->l4_len, &odd);
+	else
+		sum = ipk_csum_chain(ctx, pkt, rx->l4_off, rx->l4_len, sum, &odd);
+	return ipk_csum_fold(sum) == 0;
+}
+
+/* Returns IPK_DROP__COUNT when the segment is sound, else the drop reason. The
+ * header is in the first packet (hdr_flat), the payload may run on in a chain
+ * whose length hdr_flat checked. */
 static enum ipk_drop seg_parse(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx,
                                struct ipk_tcp_seg *s)
 {
-	uint32_t plen = ipk_pkt_len(ctx, pkt);
+	uint32_t plen = ipk_pkt_len(ctx, pkt), flat;
+	int chained = ipk_pkt_chain_next(ctx, pkt) != NULL;
 	const uint8_t *p;
 
-	if (rx->l4_off > plen || rx->l4_len > plen - rx->l4_off || rx->l4_len < IPK_TCP_HLEN)
+	if (rx->l4_off > plen || rx->l4_len < IPK_TCP_HLEN ||
+	    (!chained && rx->l4_len > plen - rx->l4_off))
 		return IPK_DROP_TCP_MALFORMED;
+	flat = IPK_MIN(rx->l4_len, plen - rx->l4_off);
 	p = ipk_pkt_data(ctx, pkt) + rx->l4_off;
-	if (ipk_tcp_parse(p, rx->l4_len, &s->h) < 0 || s->h.sport_be == 0 || s->h.dport_be == 0)
+	/* Parsing sees the first packet's bytes only: a data offset past them fails. */
+	if (ipk_tcp_parse(p, flat, &s->h) < 0 || s->h.sport_be == 0 || s->h.dport_be == 0)
 		return IPK_DROP_TCP_MALFORMED;
-	if (!rx->l4_csum_ok) {
-		int odd = 0;
-		uint32_t sum = ipk_csum_pseudo(rx->src_be, rx->dst_be, IPK_IPPROTO_TCP, rx->l4_len);
-
-		if (ipk_csum_fold(ipk_csum_add(sum, p, rx->l4_len, &odd)) != 0)
-			return IPK_DROP_TCP_CSUM;
-	}
+	if (!rx->l4_csum_ok && !seg_csum_ok(ctx, pkt, rx, p, flat))
+		return IPK_DROP_TCP_CSUM;
 	if (ipk_tcp_opts_parse(p + IPK_TCP_HLEN, (uint32_t)s->h.doff - IPK_TCP_HLEN, &s->o) < 0)
 		return IPK_DROP_TCP_MALFORMED;
 	/* SYN with RST or FIN has no meaning in any state. */
@@ -78,7 +107,7 @@ void ipk_tcp_input(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
 	struct ipk_conn *c;
 	enum ipk_drop why;
 
-	pkt = linearize(ctx, pkt, rx);
+	pkt = hdr_flat(ctx, pkt, rx);
 	if (!pkt)
 		return;
 	why = seg_parse(ctx, pkt, rx, &s);
@@ -93,7 +122,7 @@ void ipk_tcp_input(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
 	else
 		ipk_tcp_input_listen(ctx, &s);
 	if (s.pkt)
-		ipk_pkt_free(ctx, s.pkt);
+		ipk_pkt_free_chain(ctx, s.pkt);
 }
 
 /* -------------------------------------------------------------- LISTEN */
@@ -499,14 +528,28 @@ static int syn_rcvd_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 
 /* ------------------------------------------------------ synchronized: text */
 
-/* Hand in-order bytes to the application; the packet stays ours. */
+/* Hand in-order bytes [off, off+len) of the chain at pkt to the application, one
+ * call per packet of the chain (the callback's contract: never a chain); the
+ * packets stay ours. Stops when a callback closed the connection. */
 static void deliver(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint32_t off,
                     uint32_t len)
 {
 	c->rcv_nxt += len;
 	c->rcv_unread += len;
-	if (len && IPK_OPS(ctx)->tcp_payload)
-		IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, pkt, off, len, IPK_OPQ(ctx));
+	if (!IPK_OPS(ctx)->tcp_payload)
+		return;
+	for (; pkt && len > 0 && !zombie(c); pkt = ipk_pkt_chain_next(ctx, pkt)) {
+		uint32_t plen = ipk_pkt_len(ctx, pkt), n;
+
+		if (off >= plen) {
+			off -= plen;
+			continue;
+		}
+		n = IPK_MIN(len, plen - off);
+		IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, pkt, off, n, IPK_OPQ(ctx));
+		len -= n;
+		off = 0;
+	}
 }
 
 /* RFC 9293 §3.10.7.4 eighth: FIN in sequence. */
@@ -597,7 +640,7 @@ static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_s
 		struct ipk_pb *dead = *pp;
 
 		*pp = dead->next;
-		ipk_pkt_free(ctx, dead->pkt);
+		ipk_pkt_free_chain(ctx, dead->pkt);
 		ipk_pb_put(ctx, dead);
 		c->ooo_n--;
 	}
@@ -638,7 +681,7 @@ static void ooo_drain(struct ipk_ctx *ctx, struct ipk_conn *c)
 		if (skip < pb->len)
 			deliver(ctx, c, pb->pkt, pb->off + skip, pb->len - skip);
 		fin = (pb->aux & IPK_TCP_PB_FIN) && pb->seq + pb->len == c->rcv_nxt;
-		ipk_pkt_free(ctx, pb->pkt);
+		ipk_pkt_free_chain(ctx, pb->pkt);
 		ipk_pb_put(ctx, pb);
 		if (fin && !zombie(c))
 			fin_process(ctx, c);

@@ -66,7 +66,14 @@ extern "C" {
 #define IPK_CAP_TX_CSUM_UDP (1u << 4) /* NIC fills the UDP checksum (core writes pseudo-header sum) */
 #define IPK_CAP_TSO (1u << 5)         /* NIC segments TCP up to ipk_config.tso_max bytes */
 #define IPK_CAP_SG (1u << 6)          /* NIC transmits packet chains (scatter-gather) */
-#define IPK_CAP_LRO (1u << 7)         /* NIC may deliver coalesced TCP segments larger than MSS */
+/* NIC may deliver coalesced TCP segments larger than the MSS, flat or as a chain:
+ * with it ipk_run accepts a received chain (without it a chain is dropped as
+ * IPK_DROP_CHAIN) when it is one whole, unfragmented IPv4 TCP datagram whose
+ * link, IPv4 and TCP headers sit in the first packet and whose length is exactly
+ * the IPv4 total length; anything else is dropped and counted (IPK_DROP_CHAIN,
+ * IPK_DROP_IP4_MALFORMED, IPK_DROP_TCP_MALFORMED). The segment stays a chain in
+ * the core's queues and reaches tcp_payload one packet at a time. */
+#define IPK_CAP_LRO (1u << 7)
 
 /* Bytes of a Toeplitz RSS key (the size NICs use for IPv4/IPv6 hashing). */
 #define IPK_RSS_KEY_LEN 40
@@ -276,7 +283,8 @@ struct ipk_ops {
 	/* (optional) An active open completed. */
 	void (*tcp_connected)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *opaque);
 	/* (required for TCP) In-order payload, zero-copy: `len` bytes at `off` in `pkt`
-	 * (never a chain). The packet stays the core's. The bytes count against the
+	 * (never a chain: a chained segment, IPK_CAP_LRO or reassembly, comes as one
+	 * call per packet of the chain, in order). The packet stays the core's. The bytes count against the
 	 * receive window until the application calls ipk_tcp_recved. len == 0 with
 	 * pkt == NULL means the peer sent FIN (end of stream). */
 	void (*tcp_payload)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
