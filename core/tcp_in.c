@@ -528,9 +528,21 @@ static int syn_rcvd_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 
 /* ------------------------------------------------------ synchronized: text */
 
+/* One packet of a chain to the application: cut from the rest for the call (the
+ * callback's contract: never a chain), joined again after it. */
+static void deliver_one(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint32_t off,
+                        uint32_t len)
+{
+	void *rest = ipk_pkt_chain_cut(ctx, pkt);
+
+	IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, pkt, off, len, IPK_OPQ(ctx));
+	if (rest)
+		ipk_pkt_chain_append(ctx, pkt, rest);
+}
+
 /* Hand in-order bytes [off, off+len) of the chain at pkt to the application, one
- * call per packet of the chain (the callback's contract: never a chain); the
- * packets stay ours. Stops when a callback closed the connection. */
+ * call per packet; the packets stay ours. Stops when a callback closed the
+ * connection. */
 static void deliver(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint32_t off,
                     uint32_t len)
 {
@@ -538,6 +550,10 @@ static void deliver(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint32_t
 	c->rcv_unread += len;
 	if (!IPK_OPS(ctx)->tcp_payload)
 		return;
+	if (len && !ipk_pkt_chain_next(ctx, pkt)) {
+		IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, pkt, off, len, IPK_OPQ(ctx));
+		return;
+	}
 	for (; pkt && len > 0 && !zombie(c); pkt = ipk_pkt_chain_next(ctx, pkt)) {
 		uint32_t plen = ipk_pkt_len(ctx, pkt), n;
 
@@ -546,7 +562,7 @@ static void deliver(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint32_t
 			continue;
 		}
 		n = IPK_MIN(len, plen - off);
-		IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, pkt, off, n, IPK_OPQ(ctx));
+		deliver_one(ctx, c, pkt, off, n);
 		len -= n;
 		off = 0;
 	}

@@ -11,7 +11,10 @@
  * bytes. Flags bit 0: fix the IPv4/TCP/UDP/ICMP checksums of each frame before it
  * goes in (so the fuzzer reaches past checksum checks); bit 1: let timers run
  * between frames; bits 2-3: which connection's current sequence numbers patch a
- * TCP frame's seq/ack (so in-window segments are easy to reach).
+ * TCP frame's seq/ack (so in-window segments are easy to reach); bit 4: hand each
+ * frame in as a chain of three packets (A declares IPK_CAP_LRO), the first cut at
+ * the offset bits 5-7 choose (inside or after the Ethernet, IPv4 or TCP header),
+ * the second halfway through the rest.
  *
  * The world (engine A with a listener on 80, UDP 53, and three connections opened
  * by a peer engine B over a simulated link) is rebuilt for every input from the
@@ -55,6 +58,8 @@ static void fz_cfg(struct ipk_config *c, uint32_t idx)
 	c->tcp_syn_retries = 2;
 	c->tcp_max_retries = 3;
 	c->frag_timeout_ns = SIM_SEC(2);
+	if (idx == 1)
+		c->caps |= IPK_CAP_LRO; /* chains in (flags bit 4) */
 }
 
 static int fz_build(struct fz *f)
@@ -158,6 +163,41 @@ static void aim_tcp(struct fz *f, uint8_t *fr, uint32_t len, int which)
 	memcpy(tcp + 2, &t.peer_port_be, 2);
 }
 
+/* Frame fr as a packet, or (flags bit 4) a chain of up to three packets cut at a
+ * header boundary or inside a header; NULL when the pool is empty. */
+static struct sim_pkt *fz_pkt(struct fz *f, const uint8_t *fr, uint32_t len, uint8_t flags)
+{
+	static const uint32_t first_cut[8] = {14, 24, 34, 42, 54, 66, 74, 0};
+	uint32_t c1 = first_cut[flags >> 5], c2, i;
+	uint32_t at[4];
+	struct sim_pkt *head = NULL, **tail = &head;
+
+	if (!(flags & 0x10))
+		return sim_pkt_from(f->a->pool, fr, len);
+	if (c1 == 0 || c1 > len)
+		c1 = len / 2;
+	c2 = c1 + (len - c1) / 2;
+	at[0] = 0;
+	at[1] = c1;
+	at[2] = c2;
+	at[3] = len;
+	for (i = 0; i < 3; i++) {
+		struct sim_pkt *k = sim_pkt_from(f->a->pool, fr + at[i], at[i + 1] - at[i]);
+
+		if (!k) {
+			while (head) {
+				struct sim_pkt *nx = head->next;
+				sim_pkt_free(head);
+				head = nx;
+			}
+			return NULL;
+		}
+		*tail = k;
+		tail = &k->next;
+	}
+	return head;
+}
+
 /* ------------------------------------------------------------ invariants */
 
 static void check_node(const struct sim_node *n)
@@ -199,7 +239,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			aim_tcp(&f, frame, len, ((flags >> 2) & 3) % NCONN);
 		if (flags & 1)
 			fix_csums(frame, len);
-		k = sim_pkt_from(f.a->pool, frame, len);
+		k = fz_pkt(&f, frame, len, flags);
 		if (!k)
 			continue;
 		pkts[0] = k;
@@ -349,6 +389,14 @@ static int corpus_crafted(const char *dir)
 	wr16(fr + 16, 9000); /* total length past the frame */
 	n += put_file(dir, "ip-bad-totlen", 0, fr, h + 16);
 	n += put_file(dir, "runt", 0, fr, 10);
+	/* a 1200-byte TCP segment to connection 0 as a chain (IPK_CAP_LRO), cut after
+	 * the TCP header (0x80: first cut at 54) and inside the IPv4 header (0x20: 24) */
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip(fr, 6, 1220, 0x4000);
+	fr[h + 7] = 1; fr[h + 12] = 5 << 4; fr[h + 13] = 0x18; wr16(fr + h + 14, 65535);
+	memset(fr + h + 20, 0x5c, 1200);
+	n += put_file(dir, "tcp-lro-chain", 0x01 | 0x04 | 0x10 | 0x80, fr, h + 1220);
+	n += put_file(dir, "tcp-lro-chain-split-ip", 0x01 | 0x04 | 0x10 | 0x20, fr, h + 1220);
 	return n;
 }
 
