@@ -15,8 +15,12 @@
 
 void ipk_tcp_ack_data(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len, int hole_filled)
 {
-	/* A coalesced (LRO) segment counts as the full segments it holds. */
-	uint32_t mss = ipk_tcp_rcv_mss(ctx), n = mss ? len / mss : 1u;
+	/* A coalesced (LRO) segment counts as the segments it was made of: a
+	 * 1448 + 104 byte pair is two, as it was on the wire (rounding down made it
+	 * one, so the ACK waited for the delayed-ACK timer while the sender, with more
+	 * than one MSS out, probed first: RFC 8985 §7.2's PTO has no delayed-ACK
+	 * allowance then). */
+	uint32_t mss = ipk_tcp_rcv_mss(ctx), n = mss ? (len + mss - 1u) / mss : 1u;
 	int now = hole_filled || ctx->cfg.tcp_delack_ns == 0;
 
 	if (len == 0)

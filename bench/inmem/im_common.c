@@ -67,6 +67,9 @@ static void im_usage(FILE *f, const char *stack)
 	        "                     segments (ipkit: checks loss recovery with --corrupt)\n"
 	        "      --max-conn-bytes N  fail the run when conn_bytes (engine memory per idle\n"
 	        "                     established connection) exceeds N (ipkit)\n"
+	        "      --zerocopy     bulk: queue packets that point into the pattern with\n"
+	        "                     ipk_tcp_send instead of copying with ipk_tcp_write (ipkit\n"
+	        "                     only: the other stacks have no such call here)\n"
 	        "      --json FILE    append the result as one JSON object per line ('-' = stdout)\n"
 	        "  -q, --quiet        no text line\n"
 	        "  -h, --help         this text\n"
@@ -104,7 +107,8 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 		{"msg", 1, 0, 'm'}, {"requests", 1, 0, 'n'}, {"bytes", 1, 0, 'b'},
 		{"profile", 1, 0, 'p'}, {"clock", 1, 0, 'K'}, {"seconds", 1, 0, 't'},
 		{"corrupt", 1, 0, 'X'}, {"max-rtx", 1, 0, 'R'}, {"json", 1, 0, 'J'}, {"quiet", 0, 0, 'q'},
-		{"max-conn-bytes", 1, 0, 'M'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"max-conn-bytes", 1, 0, 'M'}, {"zerocopy", 0, 0, 'Z'},
+		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 
 	memset(o, 0, sizeof(*o));
@@ -131,6 +135,7 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 		case 'R': o->max_rtx = im_num(optarg, "--max-rtx", 0, 1ull << 40, stack); break;
 		case 'M': o->max_conn_bytes = im_num(optarg, "--max-conn-bytes", 1, 1ull << 40, stack); break;
 		case 'J': o->json = optarg; break;
+		case 'Z': o->zerocopy = 1; break;
 		case 'q': o->quiet = 1; break;
 		case 'h': im_usage(stdout, stack); exit(0);
 		default: im_usage(stderr, stack); exit(2);
@@ -138,6 +143,10 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "%s-inmem: unexpected argument '%s'\n", stack, argv[optind]);
+		exit(2);
+	}
+	if (o->zerocopy && strcmp(stack, "ipkit") != 0) {
+		fprintf(stderr, "%s-inmem: --zerocopy is ipkit's only\n", stack);
 		exit(2);
 	}
 	if (o->bulk)
@@ -158,13 +167,15 @@ static void im_json(const struct im_opts *o, const struct im_result *r, double r
 	        "\"profile\":\"%s\",\"clock\":\"%s\",\"conns\":%d,\"len\":%u,\"msg\":%u,"
 	        "\"requests\":%llu,\"bytes\":%llu,\"seconds\":%.6f,\"req_per_s\":%.1f,"
 	        "\"ns_per_req\":%.2f,\"gbit_s\":%.4f,\"conn_bytes\":%.1f,\"csum_drops\":%llu,"
-	        "\"retransmits\":%llu,\"corrupted\":%llu,\"verified\":%s,\"error\":",
+	        "\"retransmits\":%llu,\"corrupted\":%llu,\"zerocopy\":%s,\"verified\":%s,"
+	        "\"error\":",
 	        r->stack, r->build, o->bulk ? "bulk" : "pingpong", o->offload ? "offload" : "sw",
 	        o->real_clock ? "real" : "virtual", o->conns, o->bulk ? 0u : o->len,
 	        o->bulk ? o->msg : 0u, (unsigned long long)r->requests,
 	        (unsigned long long)r->bytes, r->seconds, rps, nspr, gbps, r->conn_bytes,
 	        (unsigned long long)r->csum_drops, (unsigned long long)r->retransmits,
-	        (unsigned long long)r->corrupted, r->error ? "false" : "true");
+	        (unsigned long long)r->corrupted, o->zerocopy ? "true" : "false",
+	        r->error ? "false" : "true");
 	if (r->error)
 		fprintf(f, "\"%s\"}\n", r->error); /* fixed strings of the harness: no escaping */
 	else
@@ -184,8 +195,9 @@ int im_report(const struct im_opts *o, const struct im_result *r)
 
 	if (!o->quiet) {
 		if (o->bulk)
-			printf("%s %s bulk %s m=%u: %llu bytes in %.3f s: %.2f Gbit/s",
-			       r->stack, r->build, o->offload ? "offload" : "sw", o->msg,
+			printf("%s %s bulk %s%s m=%u: %llu bytes in %.3f s: %.2f Gbit/s",
+			       r->stack, r->build, o->offload ? "offload" : "sw",
+			       o->zerocopy ? " zerocopy" : "", o->msg,
 			       (unsigned long long)r->bytes, r->seconds, gbps);
 		else
 			printf("%s %s pingpong %s c=%d l=%u: %llu req in %.3f s: %.0f req/s, "

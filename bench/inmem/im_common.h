@@ -35,6 +35,7 @@ struct im_opts {
 	uint64_t corrupt_at;   /* --corrupt K: flip a byte in the K-th data frame (0 off) */
 	uint64_t max_rtx;      /* --max-rtx N: more retransmissions fail the run */
 	uint64_t max_conn_bytes; /* --max-conn-bytes N: a larger conn_bytes fails the run */
+	int zerocopy;          /* --zerocopy: bulk sender queues the pattern itself (ipkit) */
 	const char *json;      /* --json FILE ("-" = stdout) */
 	int quiet;             /* -q: no text line */
 };

@@ -271,6 +271,32 @@ static void test_lro_chain_partial_overlap_skips_delivered(void)
 	finish(t);
 }
 
+static void lro_no_quickack(struct ipk_config *c)
+{
+	c->caps = IPK_CAP_LRO;
+	c->tcp_quickack = 0;
+}
+
+/* A coalesced segment of one full and one partial segment is two segments for the
+ * ACK policy (every second one is ACKed at once, RFC 5681 §4.2): it was ACKed only
+ * by the delayed-ACK timer, and the sender's tail-loss probe fired first. */
+static void test_lro_segment_above_mss_acked_at_once(void)
+{
+	struct th *t = th_new(lro_no_quickack);
+	struct ipk_conn *c;
+	static uint8_t f[HDRS + 1560];
+	static const uint32_t two[] = {HDRS, HDRS + 1000, 0};
+	uint32_t iss = th_accept(t, IRS, NULL, W, &c), n;
+	struct tseg s;
+
+	n = frame(t, f, IPK_IPPROTO_TCP, IRS + 1, iss + 1, 0, 1560);
+	inject_chain(t, f, n, two);
+	CHECK_EQ(t->rxlen, 1560);
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 1 + 1560));
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 int main(void)
 {
 	fill_data();
@@ -283,5 +309,6 @@ int main(void)
 	RUN(test_lro_chain_other_protocol_dropped);
 	RUN(test_lro_chain_out_of_order_then_filled);
 	RUN(test_lro_chain_partial_overlap_skips_delivered);
+	RUN(test_lro_segment_above_mss_acked_at_once);
 	return check_summary();
 }
