@@ -1,0 +1,49 @@
+#!/bin/bash
+# Bulk Gbit/s, best of N rounds, every stack in each round (run on a quiet machine):
+# ipkit unity (copying ipk_tcp_write, and --zerocopy), lwIP, smoltcp; sw and offload
+# profiles, 1 GiB per run, default message size (16384) and -m 65536.
+#
+#   bench/inmem/bulk_figures.sh [--build DIR] [--rounds N] [--json FILE]
+# Peers come from `make bench-peers` (DIR/bench-peers); missing ones are skipped.
+set -euo pipefail
+build=build rounds=3 json=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--build) build=$2; shift ;;
+	--rounds) rounds=$2; shift ;;
+	--json) json=$2; shift ;;
+	-h|--help) sed -n 2,7p "$0"; exit 0 ;;
+	*) echo "bulk_figures.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+
+# label binary args...
+runs=(
+	"ipkit-unity|$build/bench/inmem/ipkit-inmem-unity|"
+	"ipkit-unity-zc|$build/bench/inmem/ipkit-inmem-unity|--zerocopy"
+	"lwip|$build/bench-peers/lwip/lwip-inmem|"
+	"smoltcp|$build/bench-peers/smoltcp/smoltcp-inmem|"
+)
+for r in $(seq "$rounds"); do
+	for spec in "${runs[@]}"; do
+		IFS='|' read -r label bin extra <<<"$spec"
+		[ -x "$bin" ] || continue
+		for prof in sw offload; do
+			for m in 16384 65536; do
+				# shellcheck disable=SC2086
+				g=$("$bin" -w bulk -p "$prof" -m "$m" -b 1073741824 -q --json - $extra |
+					sed -E 's/.*"gbit_s":([0-9.]+).*"verified":(true|false).*/\1 \2/')
+				echo "$label $prof $m $g" >>"$tmp"
+			done
+		done
+	done
+done
+[ -z "$json" ] || cp "$tmp" "$json"
+printf '%-16s %-8s %6s %10s\n' stack profile msg 'best Gbit/s'
+awk '$5 == "true" { k = $1 " " $2 " " $3; if ($4 > b[k]) b[k] = $4 }
+     $5 != "true" { bad[$1 " " $2 " " $3] = 1 }
+     END { for (k in b) { split(k, a, " "); printf "%-16s %-8s %6s %10.2f%s\n", a[1], a[2], a[3], b[k],
+           (k in bad) ? "  (a run failed)" : "" } }' "$tmp" | sort
