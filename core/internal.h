@@ -70,6 +70,7 @@ struct ipk_rx {
 	uint8_t l4_csum_ok; /* 1: NIC verified the transport checksum */
 	uint8_t is_bcast;   /* to the broadcast / network address */
 	uint8_t reassembled;/* pkt is a chain built by reassembly */
+	uint8_t chained;    /* pkt is a chain (reassembly, or IPK_CAP_LRO receive) */
 };
 
 struct ipk_listener {
@@ -197,6 +198,14 @@ IPK_INLINE void *ipk_pkt_chain_cut(struct ipk_ctx *c, void *p) { return IPK_OPS(
 #define ipk_pkt_chain_len ipk_core_pkt_chain_len
 /* Free a whole chain. */
 void ipk_pkt_free_chain(struct ipk_ctx *c, void *p);
+/* Free a packet that may be a chain; the common flat case costs one free. */
+IPK_INLINE void ipk_pkt_release(struct ipk_ctx *c, void *p)
+{
+	if (ipk_pkt_chain_next(c, p))
+		ipk_pkt_free_chain(c, p);
+	else
+		ipk_pkt_free(c, p);
+}
 /* Total bytes of a chain. */
 uint32_t ipk_pkt_chain_len(struct ipk_ctx *c, void *p);
 /* Checksum-add `len` bytes from `off` into the chain (ipk_csum_add semantics). */

@@ -175,12 +175,18 @@ static void ip4_dispatch(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
 static void ip4_frag_input(struct ipk_ctx *c, void *pkt, const struct ipk_ip4_hdr *h,
                            const struct ipk_rx *rx);
 
-/* Length checks of a received chain (IPK_CAP_LRO, see ipk_run): the IPv4 header
- * must sit whole in the first packet, and the chain must hold exactly tot_len bytes
- * after it. A NIC that coalesces never pads; a chain longer or shorter than the
- * datagram it claims to carry is malformed, whatever the cause. */
-static int ip4_chain_ok(uint32_t first, uint32_t total, uint32_t off, const struct ipk_ip4_hdr *h)
+/* Parse and length checks of a received chain (IPK_CAP_LRO, see ipk_run): the
+ * IPv4 header must sit whole in the first packet, and the chain must hold exactly
+ * tot_len bytes after it. A NIC that coalesces never pads; a chain longer or
+ * shorter than the datagram it claims to carry is malformed, whatever the cause. */
+static int ip4_chain_ok(struct ipk_ctx *c, void *pkt, uint32_t off, struct ipk_ip4_hdr *h)
 {
+	uint32_t first = ipk_pkt_len(c, pkt), total = ipk_pkt_chain_len(c, pkt);
+
+	/* The parse reads the fixed header from the first packet: it must be there. */
+	if (first < IPK_IP4_HLEN || off > first - IPK_IP4_HLEN ||
+	    ipk_ip4_parse(ipk_pkt_data(c, pkt) + off, total - off, h) < 0)
+		return 0;
 	return off + h->ihl <= first && total - off == h->tot_len;
 }
 
@@ -190,17 +196,18 @@ static int ip4_check(struct ipk_ctx *c, void *pkt, uint32_t off, struct ipk_ip4_
 {
 	uint8_t *p = ipk_pkt_data(c, pkt);
 	uint32_t len = ipk_pkt_len(c, pkt);
-	uint32_t first = len;
-	int chained = ipk_pkt_chain_next(c, pkt) != NULL, opt;
+	int opt;
 
-	/* The parse sees the chain's length (tot_len may pass the first packet), the
-	 * header itself must be in the first packet (ip4_chain_ok). */
-	if (chained)
-		len = ipk_pkt_chain_len(c, pkt);
-	if (off > len || ipk_ip4_parse(p + off, len - off, h) < 0)
+	/* A chain (IPK_CAP_LRO): the parse sees its length (tot_len may pass the first
+	 * packet), the header itself must be in the first packet (ip4_chain_ok). */
+	if (ipk_pkt_chain_next(c, pkt)) {
+		rx->chained = 1;
+		if (!ip4_chain_ok(c, pkt, off, h))
+			return IPK_DROP_IP4_MALFORMED;
+		len = h->tot_len + off;
+	} else if (off > len || ipk_ip4_parse(p + off, len - off, h) < 0) {
 		return IPK_DROP_IP4_MALFORMED;
-	if (chained && !ip4_chain_ok(first, len, off, h))
-		return IPK_DROP_IP4_MALFORMED;
+	}
 	/* Ethernet pads short frames to 60 bytes: the datagram ends at tot_len. */
 	if (len - off > h->tot_len)
 		ipk_pkt_trim_tail(c, pkt, len - off - h->tot_len);
@@ -240,7 +247,7 @@ void ipk_ip4_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 	rx.ttl = h.ttl;
 	/* A received chain (IPK_CAP_LRO) is accepted as one whole TCP segment only: a
 	 * coalescing NIC makes nothing else, and reassembly keeps pieces flat. */
-	if (ipk_pkt_chain_next(c, pkt) &&
+	if (rx.chained &&
 	    (h.proto != IPK_IPPROTO_TCP || (h.frag & (IPK_IP4_MF | IPK_IP4_OFFMASK)))) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_CHAIN);
 		return;
@@ -464,6 +471,7 @@ static void frag_complete(struct ipk_ctx *c, struct ipk_frag *f)
 	rx.l4_len = f->total;
 	rx.is_bcast = (uint8_t)ipk_ip4_is_bcast(c, f->dst_be);
 	rx.reassembled = 1;
+	rx.chained = 1;
 	ipk_memset(f, 0, sizeof(*f));
 	c->cnt.ip4_reassembled++;
 	ip4_dispatch(c, head, &rx);

@@ -313,12 +313,15 @@ uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t now)
 			continue;
 		/* Chains only from a NIC declared to coalesce (IPK_CAP_LRO); ip4.c takes
 		 * them for TCP alone. */
-		if (ipk_pkt_chain_next(ctx, pkts[i]) && !(ctx->cfg.caps & IPK_CAP_LRO)) {
-			ipk_drop_pkt(ctx, pkts[i], IPK_DROP_CHAIN);
-			continue;
+		if (ipk_pkt_chain_next(ctx, pkts[i])) {
+			if (!(ctx->cfg.caps & IPK_CAP_LRO)) {
+				ipk_drop_pkt(ctx, pkts[i], IPK_DROP_CHAIN);
+				continue;
+			}
+			ctx->cnt.rx_bytes += ipk_pkt_chain_len(ctx, pkts[i]) - ipk_pkt_len(ctx, pkts[i]);
 		}
 		ctx->cnt.rx_frames++;
-		ctx->cnt.rx_bytes += ipk_pkt_chain_len(ctx, pkts[i]);
+		ctx->cnt.rx_bytes += ipk_pkt_len(ctx, pkts[i]);
 		ipk_link_input(ctx, pkts[i]);
 	}
 	run_timers(ctx, now);

@@ -19,11 +19,12 @@
  * freed). */
 static void *hdr_flat(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
 {
-	uint32_t first = ipk_pkt_len(ctx, pkt), total, doff;
+	uint32_t first, total, doff;
 	void *one;
 
-	if (!ipk_pkt_chain_next(ctx, pkt))
+	if (!rx->chained)
 		return pkt;
+	first = ipk_pkt_len(ctx, pkt);
 	total = ipk_pkt_chain_len(ctx, pkt);
 	/* Nothing from the wire is trusted: the chain must hold what ip4 says. */
 	if (rx->l4_off > total || rx->l4_len > total - rx->l4_off || rx->l4_len < IPK_TCP_HLEN) {
@@ -47,40 +48,37 @@ static void *hdr_flat(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
 	return one;
 }
 
-/* Transport checksum over header and payload, the chain included. */
-static int seg_csum_ok(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx, const uint8_t *p,
-                       uint32_t flat)
-{
-	int odd = 0;
-	uint32_t sum = ipk_csum_pseudo(rx->src_be, rx->dst_be, IPK_IPPROTO_TCP, rx->l4_len);
-
-	if (flat >= rx->l4_len)
-		sum = ipk_csum_add(sum, p, rx->l4_len, &odd);
-	else
-		sum = ipk_csum_chain(ctx, pkt, rx->l4_off, rx->l4_len, sum, &odd);
-	return ipk_csum_fold(sum) == 0;
-}
-
 /* Returns IPK_DROP__COUNT when the segment is sound, else the drop reason. The
  * header is in the first packet (hdr_flat), the payload may run on in a chain
- * whose length hdr_flat checked. */
+ * whose length hdr_flat checked (or made flat). */
 static enum ipk_drop seg_parse(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx,
                                struct ipk_tcp_seg *s)
 {
-	uint32_t plen = ipk_pkt_len(ctx, pkt), flat;
-	int chained = ipk_pkt_chain_next(ctx, pkt) != NULL;
+	uint32_t plen = ipk_pkt_len(ctx, pkt), here;
 	const uint8_t *p;
 
-	if (rx->l4_off > plen || rx->l4_len < IPK_TCP_HLEN ||
-	    (!chained && rx->l4_len > plen - rx->l4_off))
+	if (rx->l4_off > plen || rx->l4_len < IPK_TCP_HLEN)
 		return IPK_DROP_TCP_MALFORMED;
-	flat = IPK_MIN(rx->l4_len, plen - rx->l4_off);
+	here = plen - rx->l4_off; /* transport bytes in the first packet */
+	if (here >= rx->l4_len)
+		here = rx->l4_len;
+	else if (!rx->chained)
+		return IPK_DROP_TCP_MALFORMED;
 	p = ipk_pkt_data(ctx, pkt) + rx->l4_off;
 	/* Parsing sees the first packet's bytes only: a data offset past them fails. */
-	if (ipk_tcp_parse(p, flat, &s->h) < 0 || s->h.sport_be == 0 || s->h.dport_be == 0)
+	if (ipk_tcp_parse(p, here, &s->h) < 0 || s->h.sport_be == 0 || s->h.dport_be == 0)
 		return IPK_DROP_TCP_MALFORMED;
-	if (!rx->l4_csum_ok && !seg_csum_ok(ctx, pkt, rx, p, flat))
-		return IPK_DROP_TCP_CSUM;
+	if (!rx->l4_csum_ok) {
+		int odd = 0;
+		uint32_t sum = ipk_csum_pseudo(rx->src_be, rx->dst_be, IPK_IPPROTO_TCP, rx->l4_len);
+
+		if (here == rx->l4_len)
+			sum = ipk_csum_add(sum, p, rx->l4_len, &odd);
+		else
+			sum = ipk_csum_chain(ctx, pkt, rx->l4_off, rx->l4_len, sum, &odd);
+		if (ipk_csum_fold(sum) != 0)
+			return IPK_DROP_TCP_CSUM;
+	}
 	if (ipk_tcp_opts_parse(p + IPK_TCP_HLEN, (uint32_t)s->h.doff - IPK_TCP_HLEN, &s->o) < 0)
 		return IPK_DROP_TCP_MALFORMED;
 	/* SYN with RST or FIN has no meaning in any state. */
@@ -122,7 +120,7 @@ void ipk_tcp_input(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
 	else
 		ipk_tcp_input_listen(ctx, &s);
 	if (s.pkt)
-		ipk_pkt_free_chain(ctx, s.pkt);
+		ipk_pkt_release(ctx, s.pkt);
 }
 
 /* -------------------------------------------------------------- LISTEN */
@@ -540,20 +538,11 @@ static void deliver_one(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint
 		ipk_pkt_chain_append(ctx, pkt, rest);
 }
 
-/* Hand in-order bytes [off, off+len) of the chain at pkt to the application, one
- * call per packet; the packets stay ours. Stops when a callback closed the
- * connection. */
-static void deliver(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint32_t off,
-                    uint32_t len)
+/* Bytes [off, off+len) of a chain, one call per packet; stops when a callback
+ * closed the connection. */
+static void deliver_chain(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint32_t off,
+                          uint32_t len)
 {
-	c->rcv_nxt += len;
-	c->rcv_unread += len;
-	if (!IPK_OPS(ctx)->tcp_payload)
-		return;
-	if (len && !ipk_pkt_chain_next(ctx, pkt)) {
-		IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, pkt, off, len, IPK_OPQ(ctx));
-		return;
-	}
 	for (; pkt && len > 0 && !zombie(c); pkt = ipk_pkt_chain_next(ctx, pkt)) {
 		uint32_t plen = ipk_pkt_len(ctx, pkt), n;
 
@@ -566,6 +555,22 @@ static void deliver(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint32_t
 		len -= n;
 		off = 0;
 	}
+}
+
+/* Hand in-order bytes [off, off+len) of pkt (maybe a chain: IPK_CAP_LRO or
+ * reassembly) to the application; the packets stay ours. Inline: the flat case
+ * is the per-segment fast path. */
+IPK_INLINE void deliver(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint32_t off,
+                    uint32_t len)
+{
+	c->rcv_nxt += len;
+	c->rcv_unread += len;
+	if (!len || !IPK_OPS(ctx)->tcp_payload)
+		return;
+	if (ipk_pkt_chain_next(ctx, pkt))
+		deliver_chain(ctx, c, pkt, off, len);
+	else
+		IPK_OPS(ctx)->tcp_payload(ctx, c, c->user, pkt, off, len, IPK_OPQ(ctx));
 }
 
 /* RFC 9293 §3.10.7.4 eighth: FIN in sequence. */
@@ -656,7 +661,7 @@ static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_s
 		struct ipk_pb *dead = *pp;
 
 		*pp = dead->next;
-		ipk_pkt_free_chain(ctx, dead->pkt);
+		ipk_pkt_release(ctx, dead->pkt);
 		ipk_pb_put(ctx, dead);
 		c->ooo_n--;
 	}
@@ -697,7 +702,7 @@ static void ooo_drain(struct ipk_ctx *ctx, struct ipk_conn *c)
 		if (skip < pb->len)
 			deliver(ctx, c, pb->pkt, pb->off + skip, pb->len - skip);
 		fin = (pb->aux & IPK_TCP_PB_FIN) && pb->seq + pb->len == c->rcv_nxt;
-		ipk_pkt_free_chain(ctx, pb->pkt);
+		ipk_pkt_release(ctx, pb->pkt);
 		ipk_pb_put(ctx, pb);
 		if (fin && !zombie(c))
 			fin_process(ctx, c);

@@ -58,6 +58,10 @@ for k in "${!names[@]}"; do
 	measure "$name" "$bin" pingpong-c32-sw request "-n $n1" "-n $n2" $((n2 - n1)) -c 32
 	measure "$name" "$bin" bulk-sw 1460B "-b $b1" "-b $b2" "$(( (b2 - b1) / 1460 ))" -w bulk
 	measure "$name" "$bin" bulk-offload 1460B "-b $b1" "-b $b2" "$(( (b2 - b1) / 1460 ))" -w bulk -p offload
+	case $name in ipkit-*) # ipkit's zero-copy send (ipk_tcp_send of packets over the pattern)
+		measure "$name" "$bin" bulk-offload-zerocopy 1460B "-b $b1" "-b $b2" \
+			"$(( (b2 - b1) / 1460 ))" -w bulk -p offload --zerocopy ;;
+	esac
 done
 
 for k in "${!names[@]}"; do
