@@ -602,19 +602,28 @@ static void test_established_tx_csum_offload_and_sg_chain(void)
 	struct th *t = th_new(offload);
 	struct ipk_conn *c;
 	struct tseg s;
-	struct sim_pkt *k = sim_pkt_from(t->pool, "zero-copy!", 10);
+	static uint8_t big[300];
+	struct sim_pkt *k, *small = sim_pkt_from(t->pool, "zero-copy!", 10);
 	uint32_t iss = th_accept(t, IRS, NULL, W, &c);
 
-	CHECK_EQ(ipk_tcp_send(t->ctx, c, k, t->now), 10);
+	memset(big, 0x3c, sizeof(big));
+	k = sim_pkt_from(t->pool, big, sizeof(big));
+	CHECK_EQ(ipk_tcp_send(t->ctx, c, k, t->now), 300);
 	CHECK(th_next(t, &s));
 	CHECK(s.chained);
 	CHECK(s.txflags & IPK_TXOFF_TCP_CSUM);
 	CHECK(s.csum_ok); /* the field holds the pseudo-header fold */
+	CHECK_EQ(s.len, 300);
+	CHECK(memcmp(s.payload, big, 300) == 0);
+	/* a small payload is copied into the header packet (tcp_out.c IPK_TCP_COPY_MAX) */
+	CHECK_EQ(ipk_tcp_send(t->ctx, c, small, t->now), 10);
+	CHECK(th_next(t, &s));
+	CHECK(!s.chained);
 	CHECK_EQ(s.len, 10);
 	CHECK(memcmp(s.payload, "zero-copy!", 10) == 0);
-	/* the app's packet is held until acknowledged, then freed */
-	th_seg(t, A, IRS + 1, iss + 11, W, NULL, 0);
-	CHECK_EQ(t->acked, 10);
+	/* the app's packets are held until acknowledged, then freed */
+	th_seg(t, A, IRS + 1, iss + 311, W, NULL, 0);
+	CHECK_EQ(t->acked, 310);
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
 }
