@@ -328,13 +328,11 @@ void th_pump(struct th *a, struct th *b)
 
 /* -------------------------------------------------------- build, inject */
 
-void th_send(struct th *t, uint16_t sport, uint16_t dport, uint8_t flags, uint32_t seq,
-             uint32_t ack, uint16_t wnd, const struct ipk_tcp_opts *o, const void *payload,
-             uint32_t len)
+uint32_t th_frame(const struct th *t, uint8_t *p, uint16_t sport, uint16_t dport, uint8_t flags,
+                  uint32_t seq, uint32_t ack, uint16_t wnd, const struct ipk_tcp_opts *o,
+                  const void *payload, uint32_t len)
 {
-	uint32_t fe = t->pool->fail_every;
-	struct sim_pkt *k;
-	uint8_t *p, opt[40];
+	uint8_t opt[40];
 	uint32_t olen = o ? ipk_tcp_opts_emit(opt, sizeof(opt), o) : 0;
 	uint32_t tl = IPK_TCP_HLEN + olen + len;
 	struct ipk_eth_hdr e;
@@ -342,13 +340,7 @@ void th_send(struct th *t, uint16_t sport, uint16_t dport, uint8_t flags, uint32
 	struct ipk_tcp_hdr th;
 	int odd = 0;
 	uint32_t sum;
-	void *vp;
 
-	t->pool->fail_every = 0; /* fault injection is for the core, not the script */
-	k = sim_pkt_alloc(t->pool);
-	t->pool->fail_every = fe;
-	p = sim_pkt_data(k);
-	vp = k;
 	memcpy(e.dst, t->mac, 6);
 	memcpy(e.src, t->peer_mac, 6);
 	e.type = IPK_ETHERTYPE_IP4;
@@ -378,12 +370,29 @@ void th_send(struct th *t, uint16_t sport, uint16_t dport, uint8_t flags, uint32
 		memcpy(p + 34 + IPK_TCP_HLEN + olen, payload, len);
 	sum = ipk_csum_pseudo(t->peer_be, t->ip_be, IPK_IPPROTO_TCP, tl);
 	ipk_wr16(p + 34 + 16, ipk_csum_fold(ipk_csum_add(sum, p + 34, tl, &odd)));
+	return 34 + tl;
+}
+
+void th_send(struct th *t, uint16_t sport, uint16_t dport, uint8_t flags, uint32_t seq,
+             uint32_t ack, uint16_t wnd, const struct ipk_tcp_opts *o, const void *payload,
+             uint32_t len)
+{
+	uint32_t fe = t->pool->fail_every;
+	struct sim_pkt *k;
+	uint8_t *p;
+	void *vp;
+
+	t->pool->fail_every = 0; /* fault injection is for the core, not the script */
+	k = sim_pkt_alloc(t->pool);
+	t->pool->fail_every = fe;
+	p = sim_pkt_data(k);
+	vp = k;
+	k->len = th_frame(t, p, sport, dport, flags, seq, ack, wnd, o, payload, len);
 	if (t->corrupt_next == 1)
 		p[34 + 16] ^= 0x55;
 	if (t->corrupt_next == 2)
 		p[34 + 12] = 0x10;
 	t->corrupt_next = 0;
-	k->len = 34 + tl;
 	ipk_run(t->ctx, &vp, 1, t->now);
 }
 

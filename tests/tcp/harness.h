@@ -97,6 +97,11 @@ void th_run_for(struct th *t, uint64_t dt);
 /* Deliver queued frames between linked harnesses until quiet (bounded rounds). */
 void th_pump(struct th *a, struct th *b);
 
+/* Write that segment's whole frame (Ethernet, IPv4, TCP, correct checksums) to p,
+ * which holds 94 + len bytes; returns the frame's length. */
+uint32_t th_frame(const struct th *t, uint8_t *p, uint16_t sport, uint16_t dport, uint8_t flags,
+                  uint32_t seq, uint32_t ack, uint16_t wnd, const struct ipk_tcp_opts *o,
+                  const void *payload, uint32_t len);
 /* Inject a segment from the peer (10.0.0.2:sport) to us (10.0.0.1:dport). */
 void th_send(struct th *t, uint16_t sport, uint16_t dport, uint8_t flags, uint32_t seq,
              uint32_t ack, uint16_t wnd, const struct ipk_tcp_opts *o, const void *payload,

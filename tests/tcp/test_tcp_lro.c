@@ -46,43 +46,21 @@ static void fill_data(void)
 }
 
 /* A whole frame from the scripted peer into f: headers, `len` payload bytes of
- * data[from..], correct checksums. Returns its length. */
+ * data[from..], correct checksums (th_frame); proto UDP rewrites the IPv4 protocol
+ * (the bytes after the IPv4 header do not matter there). Returns its length. */
 static uint32_t frame(const struct th *t, uint8_t *f, uint8_t proto, uint32_t seq, uint32_t ack,
                       uint32_t from, uint32_t len)
 {
-	struct ipk_eth_hdr e;
-	struct ipk_ip4_hdr ih;
-	struct ipk_tcp_hdr h;
-	uint32_t sum;
+	uint32_t n = th_frame(t, f, TH_PEER_PORT, TH_LOCAL_PORT, A, seq, ack, W, NULL, data + from,
+	                      len);
 	int odd = 0;
 
-	memcpy(e.dst, t->mac, 6);
-	memcpy(e.src, t->peer_mac, 6);
-	e.type = IPK_ETHERTYPE_IP4;
-	ipk_eth_emit(f, 14, &e);
-	memset(&ih, 0, sizeof(ih));
-	ih.ihl = 20;
-	ih.tot_len = (uint16_t)(40 + len);
-	ih.id = 7;
-	ih.frag = IPK_IP4_DF;
-	ih.ttl = 64;
-	ih.proto = proto;
-	ih.src_be = t->peer_be;
-	ih.dst_be = t->ip_be;
-	ipk_ip4_emit(f + 14, 20, &ih, 1);
-	memset(&h, 0, sizeof(h));
-	h.sport_be = ipk_htons(TH_PEER_PORT);
-	h.dport_be = ipk_htons(TH_LOCAL_PORT);
-	h.seq = seq;
-	h.ack = ack;
-	h.doff = 20;
-	h.flags = A;
-	h.wnd = W;
-	ipk_tcp_emit(f + 34, 20, &h);
-	memcpy(f + HDRS, data + from, len);
-	sum = ipk_csum_pseudo(ih.src_be, ih.dst_be, IPK_IPPROTO_TCP, 20 + len);
-	ipk_wr16(f + 34 + 16, ipk_csum_fold(ipk_csum_add(sum, f + 34, 20 + len, &odd)));
-	return HDRS + len;
+	if (proto != IPK_IPPROTO_TCP) {
+		f[14 + 9] = proto;
+		ipk_wr16(f + 14 + 10, 0);
+		ipk_wr16(f + 14 + 10, ipk_csum_fold(ipk_csum_add(0, f + 14, 20, &odd)));
+	}
+	return n;
 }
 
 /* Cut f into a chain at the given offsets (ascending, 0-terminated) and run it. */
