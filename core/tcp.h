@@ -82,6 +82,10 @@
 #define IPK_TCP_RTX_RTO 0u /* RFC 6298 retransmission timeout */
 #define IPK_TCP_RTX_REO 1u /* RFC 8985 §6.3 RACK reordering timer */
 #define IPK_TCP_RTX_TLP 2u /* RFC 8985 §7 probe timeout */
+/* RFC 9293 §3.8.6.1 zero-window probe. Persist shares rtx_at with the loss timers:
+ * it is armed only while none of them is (tcp_out.c: nothing unacknowledged is in
+ * flight), and arming a loss timer replaces it, so the two never run together. */
+#define IPK_TCP_RTX_PERSIST 3u
 
 /* RFC 7323 §3.2: NOP,NOP,TS takes 12 bytes of every segment once negotiated. */
 #define IPK_TCP_TS_LEN 12u
@@ -147,8 +151,7 @@ struct ipk_conn {
 	struct ipk_pb *ooo;         /* sorted by seq, non-overlapping */
 
 	/* timers: µs ticks (see "Connection time" below), 0 = off */
-	uint32_t rtx_at;            /* RTO; in TIME_WAIT the end of TIME_WAIT */
-	uint32_t persist_at;
+	uint32_t rtx_at;            /* rtx_kind's timer; in TIME_WAIT the end of TIME_WAIT */
 	uint32_t delack_at;
 	uint32_t retry_at;          /* output blocked on packets/pbs */
 
@@ -306,6 +309,30 @@ IPK_INLINE uint32_t ipk_tcp_ns_to_us(uint64_t ns)
 }
 
 IPK_INLINE int ipk_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+
+/* rtx_at holds either a loss timer (RTO, RACK, TLP) or the persist timer. */
+IPK_INLINE int ipk_tcp_loss_armed(const struct ipk_conn *c)
+{
+	return c->rtx_at && c->rtx_kind != IPK_TCP_RTX_PERSIST;
+}
+IPK_INLINE int ipk_tcp_persist_armed(const struct ipk_conn *c)
+{
+	return c->rtx_at && c->rtx_kind == IPK_TCP_RTX_PERSIST;
+}
+/* Stop the loss timer; a persist timer keeps running. */
+IPK_INLINE void ipk_tcp_loss_stop(struct ipk_conn *c)
+{
+	if (c->rtx_kind != IPK_TCP_RTX_PERSIST)
+		c->rtx_at = 0;
+}
+/* Stop the persist timer; a loss timer keeps running. */
+IPK_INLINE void ipk_tcp_persist_stop(struct ipk_conn *c)
+{
+	if (c->rtx_kind != IPK_TCP_RTX_PERSIST)
+		return;
+	c->rtx_at = 0;
+	c->rtx_kind = IPK_TCP_RTX_RTO;
+}
 IPK_INLINE int ipk_seq_le(uint32_t a, uint32_t b) { return (int32_t)(a - b) <= 0; }
 IPK_INLINE int ipk_seq_gt(uint32_t a, uint32_t b) { return (int32_t)(a - b) > 0; }
 IPK_INLINE int ipk_seq_ge(uint32_t a, uint32_t b) { return (int32_t)(a - b) >= 0; }

@@ -261,7 +261,8 @@ static void tw_arm(struct ipk_ctx *ctx, struct ipk_conn *c)
 static void enter_time_wait(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	ipk_tcp_enter(ctx, c, IPK_TCP_TIME_WAIT);
-	c->persist_at = c->retry_at = c->delack_at = 0;
+	ipk_tcp_persist_stop(c);
+	c->retry_at = c->delack_at = 0;
 	tw_arm(ctx, c);
 	ipk_tcp_queues_free(ctx, c);
 	ipk_tcp_tw_link(ctx, c);
@@ -281,7 +282,7 @@ static void syn_sent_established(struct ipk_ctx *ctx, struct ipk_conn *c,
 		c->fl &= ~IPK_TCPF_RTT_ON;
 		ipk_tcp_rtt_sample(ctx, c, ipk_tcp_rtt_elapsed(ctx, c));
 	}
-	c->rtx_at = 0;
+	ipk_tcp_loss_stop(c);
 	ipk_tcp_rto_reset(ctx, c);
 	ipk_tcp_enter(ctx, c, (c->fl & IPK_TCPF_FIN_QUEUED) ? IPK_TCP_FIN_WAIT_1 :
 	                                                         IPK_TCP_ESTABLISHED);
@@ -327,7 +328,7 @@ static void input_syn_sent(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_t
 	/* Simultaneous open: SYN-RECEIVED, answer with SYN-ACK from our ISS. */
 	ipk_tcp_enter(ctx, c, IPK_TCP_SYN_RECEIVED);
 	c->snd_nxt = c->iss;
-	c->rtx_at = 0;
+	ipk_tcp_loss_stop(c);
 }
 
 /* ------------------------------------------------- synchronized: checks */
@@ -411,7 +412,7 @@ static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tc
 	 * window it advertised as 0 after scaling, and resetting here probed it every
 	 * 400 ms forever (RFC 9293 §3.8.6.1: probes back off exponentially). */
 	/* RFC 6298 (5.2)/(5.3): stop when all is acknowledged, else restart. */
-	c->rtx_at = 0;
+	ipk_tcp_loss_stop(c);
 	c->fl &= ~IPK_TCPF_TLP_OUT;
 	if (c->snd_una != c->snd_max)
 		ipk_tcp_arm_loss_timer(ctx, c, 0);
@@ -464,7 +465,7 @@ static int ack_process(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 		if (wnd > c->max_sndwnd)
 			c->max_sndwnd = wnd;
 		if (wnd > 0) {
-			c->persist_at = 0;
+			ipk_tcp_persist_stop(c);
 			c->npersist = 0;
 		}
 	}

@@ -360,7 +360,7 @@ static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 		c->snd_max = end;
 	if (how & IPK_TCP_X_PROBE)
 		return;
-	if (c->rtx_at == 0)
+	if (!ipk_tcp_loss_armed(c))
 		ipk_tcp_arm_loss_timer(ctx, c, 0);
 	else if (!again)
 		ipk_tcp_tlp_rearm(ctx, c);
@@ -567,7 +567,7 @@ static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ipk_tcp_sb_rescue(ctx, c); /* RFC 6675 NextSeg (4), after rules (1) and (2) */
 	/* RFC 9293 §3.8.6.1: data waiting behind a zero window needs the persist timer. */
 	if (c->snd_wnd == 0 && ipk_seq_lt(c->snd_nxt, ipk_tcp_data_end(c)) &&
-	    c->snd_nxt == c->snd_una && c->rtx_at == 0 && c->persist_at == 0)
+	    c->snd_nxt == c->snd_una && c->rtx_at == 0)
 		ipk_tcp_arm_persist(ctx, c);
 }
 

@@ -264,7 +264,6 @@ void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t re
 	}
 	c->rtx_at = ipk_tcp_us_at(ctx, at - ctx->now);
 	c->rtx_kind = kind;
-	c->persist_at = 0;
 }
 
 /* New data went out: the PTO runs from the latest transmission (RFC 8985 §7.2), and

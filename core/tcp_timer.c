@@ -28,7 +28,7 @@ static uint64_t earliest(uint64_t a, uint64_t b)
 /* The earliest deadline of c in ns (0 = none); ctx->now must be current. */
 static uint64_t conn_deadline(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	uint64_t us = earliest(earliest(ipk_tcp_us_ns(ctx, c->rtx_at), ipk_tcp_us_ns(ctx, c->persist_at)),
+	uint64_t us = earliest(ipk_tcp_us_ns(ctx, c->rtx_at),
 	                       earliest(ipk_tcp_us_ns(ctx, c->delack_at), ipk_tcp_us_ns(ctx, c->retry_at)));
 
 	return earliest(us, ipk_tcp_ms_ns(ctx, c->keepalive_at));
@@ -53,7 +53,7 @@ void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
 	if (!(c->fl & IPK_TCPF_ON_TIMERS))
 		return;
 	ipk_tcp_timers_unlink(ctx, c);
-	c->rtx_at = c->persist_at = c->delack_at = c->retry_at = c->keepalive_at = 0;
+	c->rtx_at = c->delack_at = c->retry_at = c->keepalive_at = 0;
 }
 
 void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c)
@@ -126,7 +126,6 @@ void ipk_tcp_arm_rtx(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	c->rtx_at = ipk_tcp_us_at(ctx, ipk_tcp_rto_ns(c));
 	c->rtx_kind = IPK_TCP_RTX_RTO;
-	c->persist_at = 0;
 }
 
 void ipk_tcp_arm_persist(struct ipk_ctx *ctx, struct ipk_conn *c)
@@ -136,7 +135,8 @@ void ipk_tcp_arm_persist(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 	for (i = 0; i < c->npersist && t < ctx->cfg.tcp_rto_max_ns; i++)
 		t *= 2u;
-	c->persist_at = ipk_tcp_us_at(ctx, IPK_MIN(t, ctx->cfg.tcp_rto_max_ns));
+	c->rtx_at = ipk_tcp_us_at(ctx, IPK_MIN(t, ctx->cfg.tcp_rto_max_ns));
+	c->rtx_kind = IPK_TCP_RTX_PERSIST;
 }
 
 /* RFC 6298 (5.4)-(5.6): retransmit the earliest unacknowledged segment, back off.
@@ -197,15 +197,13 @@ static int fire(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 		if (c->state == IPK_TCP_TIME_WAIT) {
 			ipk_tcp_destroy(ctx, c, IPK_CLOSE_NORMAL);
 			gone = 1;
+		} else if (c->rtx_kind == IPK_TCP_RTX_PERSIST) {
+			on_persist(ctx, c);
 		} else if (c->rtx_kind != IPK_TCP_RTX_RTO) {
 			ipk_tcp_rack_timer(ctx, c);
 		} else {
 			gone = on_rto(ctx, c);
 		}
-	}
-	if (!gone && ipk_tcp_us_due(ctx, c->persist_at)) {
-		c->persist_at = 0;
-		on_persist(ctx, c);
 	}
 	if (!gone && ipk_tcp_us_due(ctx, c->delack_at)) {
 		c->delack_at = 0;

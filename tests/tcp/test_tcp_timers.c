@@ -133,7 +133,7 @@ static void test_established_persist_backoff_doubles_until_window_opens(void)
 	th_seg(t, A, IRS + 1, iss + 1, 1000, NULL, 0);
 	CHECK(th_expect(t, &s, A, iss + 1, IRS + 1));
 	CHECK_EQ(s.len, 6);
-	CHECK_EQ(c->persist_at, 0);
+	CHECK(!ipk_tcp_persist_armed(c));
 	CHECK_EQ(c->npersist, 0);
 	th_seg(t, A, IRS + 1, iss + 7, 1000, NULL, 0);
 	th_advance(t, 60 * SEC);
