@@ -134,8 +134,9 @@ struct ipk_conn {
 	uint32_t snd_max;           /* highest sequence sent + 1 (acceptable ACK bound) */
 	uint32_t snd_wnd;           /* peer's window in bytes (scaled) */
 	uint32_t max_sndwnd;        /* largest window the peer offered (SWS §3.8.6.2.1) */
-	uint32_t snd_wl1, snd_wl2;
+	uint32_t snd_wl1;           /* SND.WL1 (SND.WL2 is implied: ipk_tcp_wnd_newer) */
 	uint32_t mss;               /* send MSS */
+	uint32_t sndbuf;            /* cfg.tcp_sndbuf at open (for ipk_tcp_sndbuf_free) */
 
 	/* receive sequence variables */
 	uint32_t rcv_nxt;           /* IRS + 1 until SYN-RECEIVED ends */
@@ -187,7 +188,6 @@ struct ipk_conn {
 	/* RFC 7323 §4.3 */
 	uint32_t ts_recent;         /* TS.Recent */
 	uint32_t ts_recent_ms;      /* our ms clock when TS.Recent was set (PAWS §5.5) */
-	uint32_t sndbuf;            /* cfg.tcp_sndbuf at open (for ipk_tcp_sndbuf_free) */
 	/* Per-flight loss-recovery state, drawn from the pb pool when first needed and
 	 * returned when all data is acknowledged; NULL on an idle connection (tcp_sb.c). */
 	struct ipk_pb *sb;
@@ -309,6 +309,17 @@ IPK_INLINE uint32_t ipk_tcp_ns_to_us(uint64_t ns)
 }
 
 IPK_INLINE int ipk_seq_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+
+/*
+ * RFC 9293 §3.10.7.4 fifth: the send window is updated when SND.WL1 < SEG.SEQ, or
+ * SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK. SND.WL2 is not kept: it is always an
+ * ACK already taken (SND.UNA moves up to it), so SND.WL2 =< SND.UNA, and an ACK
+ * below SND.UNA is ignored before this test, so SND.WL2 =< SEG.ACK always holds.
+ */
+IPK_INLINE int ipk_tcp_wnd_newer(const struct ipk_conn *c, uint32_t seq)
+{
+	return !ipk_seq_lt(seq, c->snd_wl1);
+}
 
 /* rtx_at holds either a loss timer (RTO, RACK, TLP) or the persist timer. */
 IPK_INLINE int ipk_tcp_loss_armed(const struct ipk_conn *c)

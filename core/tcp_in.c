@@ -172,7 +172,6 @@ static void passive_open(struct ipk_ctx *ctx, struct ipk_tcp_seg *s, int idx)
 	ipk_tcp_ecn_syn_in(ctx, c, s->h.flags);
 	c->snd_wnd = c->max_sndwnd = s->h.wnd; /* RFC 7323 §2.2: SYN window unscaled */
 	c->snd_wl1 = s->h.seq;
-	c->snd_wl2 = c->iss;
 	c->fl |= IPK_TCPF_BACKLOG;
 	ctx->listeners[idx].pending++;
 	ctx->synrecv_n++;
@@ -320,7 +319,6 @@ static void input_syn_sent(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_t
 	ipk_tcp_ecn_syn_in(ctx, c, f);
 	c->snd_wnd = c->max_sndwnd = s->h.wnd; /* unscaled in a SYN (RFC 7323 §2.2) */
 	c->snd_wl1 = s->h.seq;
-	c->snd_wl2 = s->h.ack;
 	if (f & IPK_TCP_ACK) {
 		syn_sent_established(ctx, c, s);
 		return;
@@ -457,11 +455,9 @@ static int ack_process(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 	}
 	if (ipk_seq_lt(ack, c->snd_una))
 		return 1; /* old duplicate ACK: ignore it, keep the text */
-	if (ipk_seq_lt(c->snd_wl1, s->h.seq) ||
-	    (c->snd_wl1 == s->h.seq && ipk_seq_le(c->snd_wl2, ack))) {
+	if (ipk_tcp_wnd_newer(c, s->h.seq)) {
 		c->snd_wnd = wnd;
 		c->snd_wl1 = s->h.seq;
-		c->snd_wl2 = ack;
 		if (wnd > c->max_sndwnd)
 			c->max_sndwnd = wnd;
 		if (wnd > 0) {
@@ -520,7 +516,6 @@ static int syn_rcvd_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 	c->snd_wnd = seg_wnd(c, s);
 	c->max_sndwnd = IPK_MAX(c->max_sndwnd, c->snd_wnd);
 	c->snd_wl1 = s->h.seq;
-	c->snd_wl2 = s->h.ack;
 	announce(ctx, c);
 	return !zombie(c);
 }
@@ -857,12 +852,9 @@ static void input_fast(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_s
 {
 	ctx->cnt.tcp_fast_path++;
 	ipk_tcp_ts_recent(ctx, c, s);
-	/* RFC 9293 §3.10.7.4 fifth: the window is unchanged, only WL1/WL2 move. */
-	if (ipk_seq_lt(c->snd_wl1, s->h.seq) ||
-	    (c->snd_wl1 == s->h.seq && ipk_seq_le(c->snd_wl2, s->h.ack))) {
+	/* RFC 9293 §3.10.7.4 fifth: the window is unchanged, only WL1 moves. */
+	if (ipk_tcp_wnd_newer(c, s->h.seq))
 		c->snd_wl1 = s->h.seq;
-		c->snd_wl2 = s->h.ack;
-	}
 	if (s->h.ack != c->snd_una) {
 		new_ack(ctx, c, s);
 		if (zombie(c))

@@ -308,7 +308,6 @@ static struct ipk_conn *cookie_conn(struct ipk_ctx *ctx, const struct ipk_tcp_se
 	}
 	ipk_tcp_syn_opts(ctx, c, &o);
 	c->snd_wl1 = s->h.seq - 1u; /* the SYN's */
-	c->snd_wl2 = c->iss;
 	ipk_tcp_enter(ctx, c, IPK_TCP_SYN_RECEIVED);
 	ipk_tcp_hash_insert(ctx, c);
 	ctx->cnt.tcp_passive_opens++;
