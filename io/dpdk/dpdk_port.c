@@ -28,6 +28,7 @@
 #include <rte_dev.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
+#include <rte_mbuf_pool_ops.h>
 
 /* Offloads ipkit can use (anything else stays off). */
 #define DP_RX_CSUM (RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_TCP_CKSUM | \
@@ -252,6 +253,41 @@ static int dp_configure(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *
 	return 0;
 }
 
+/* The rx mempool of one queue. net_af_xdp (22.11, built with unaligned chunks) turns
+ * this pool into the AF_XDP umem: it registers populated_size * object-size bytes from
+ * the first object's page on, i.e. it assumes the objects lie back to back. A default
+ * pool under --no-huge (4 KiB pages) keeps every object inside one page for IOVA
+ * contiguity, one 2.3 KiB mbuf per 4 KiB page, so the upper ~40% of the objects lie
+ * beyond the registered umem: the kernel rejects them as fill entries (silently) and
+ * as tx descriptors (tx_invalid_descs), never completes them, and each such mbuf is
+ * gone for good. Bulk traffic drains the pool in a few hundred KB, after which rx has
+ * no buffers to refill with and nothing passes in either direction. AF_XDP copy mode
+ * needs no IOVA contiguity, so pack the objects (RTE_MEMPOOL_F_NO_IOVA_CONTIG), as
+ * rte_pktmbuf_pool_create_by_ops would with that flag. Other PMDs DMA into the buffers
+ * and keep the default. */
+static struct rte_mempool *dp_rx_pool(const char *name, unsigned n, int sock, int packed)
+{
+	struct rte_pktmbuf_pool_private priv = { .mbuf_data_room_size = RTE_MBUF_DEFAULT_BUF_SIZE };
+	struct rte_mempool *mp;
+
+	if (!packed)
+		return rte_pktmbuf_pool_create(name, n, 64, 0, RTE_MBUF_DEFAULT_BUF_SIZE, sock);
+	mp = rte_mempool_create_empty(name, n, sizeof(struct rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE,
+	                              64, sizeof(priv), sock, RTE_MEMPOOL_F_NO_IOVA_CONTIG);
+	if (!mp)
+		return NULL;
+	if (rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL) != 0)
+		goto fail;
+	rte_pktmbuf_pool_init(mp, &priv);
+	if (rte_mempool_populate_default(mp) < 0)
+		goto fail;
+	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
+	return mp;
+fail:
+	rte_mempool_free(mp);
+	return NULL;
+}
+
 static int dp_queues(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *info,
                      const struct ipk_dpdk_req *req, char *err, size_t el)
 {
@@ -260,6 +296,7 @@ static int dp_queues(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *inf
 	struct rte_eth_txconf txc = info->default_txconf;
 	int sock = rte_eth_dev_socket_id(p->port_id), rc;
 	char name[RTE_MEMPOOL_NAMESIZE];
+	int af_xdp = info->driver_name && strcmp(info->driver_name, "net_af_xdp") == 0;
 
 	if (sock < 0)
 		sock = (int)rte_socket_id();
@@ -272,8 +309,7 @@ static int dp_queues(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *inf
 	for (q = 0; q < p->nqueues; q++) {
 		snprintf(name, sizeof(name), "ipk_rx_%u_%u", (unsigned)p->port_id, (unsigned)q);
 		/* rx ring + a burst in flight per queue; mbufs go back as soon as copied */
-		p->rx_mp[q] = rte_pktmbuf_pool_create(name, 2u * rxd + 2u * IPK_DPDK_BURST, 64, 0,
-		                                      RTE_MBUF_DEFAULT_BUF_SIZE, sock);
+		p->rx_mp[q] = dp_rx_pool(name, 2u * rxd + 2u * IPK_DPDK_BURST, sock, af_xdp);
 		if (!p->rx_mp[q])
 			return ipk_io_err(err, el, ENOMEM, "dpdk:%s: no memory for %u rx mbufs (%s); "
 			                  "give EAL more with -m MB", p->name, 2u * rxd,
