@@ -265,6 +265,8 @@ static int dp_configure(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *
  * needs no IOVA contiguity, so pack the objects (RTE_MEMPOOL_F_NO_IOVA_CONTIG), as
  * rte_pktmbuf_pool_create_by_ops would with that flag. Other PMDs DMA into the buffers
  * and keep the default. */
+#define IPK_AFXDP_RING 2048u /* 22.11's ETH_AF_XDP_DFLT_NUM_DESCS: fill and tx rings */
+
 static struct rte_mempool *dp_rx_pool(const char *name, unsigned n, int sock, int packed)
 {
 	struct rte_pktmbuf_pool_private priv = { .mbuf_data_room_size = RTE_MBUF_DEFAULT_BUF_SIZE };
@@ -308,8 +310,11 @@ static int dp_queues(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *inf
 	txc.offloads = p->tx_on;
 	for (q = 0; q < p->nqueues; q++) {
 		snprintf(name, sizeof(name), "ipk_rx_%u_%u", (unsigned)p->port_id, (unsigned)q);
-		/* rx ring + a burst in flight per queue; mbufs go back as soon as copied */
-		p->rx_mp[q] = dp_rx_pool(name, 2u * rxd + 2u * IPK_DPDK_BURST, sock, af_xdp);
+		/* rx ring + a burst in flight per queue; mbufs go back as soon as copied.
+		 * net_af_xdp ignores rxd: it keeps 2048 mbufs in the fill ring and takes
+		 * every tx frame (2048-entry ring) from this pool too. */
+		p->rx_mp[q] = dp_rx_pool(name, af_xdp ? 2u * IPK_AFXDP_RING + 2u * IPK_DPDK_BURST :
+		                         2u * rxd + 2u * IPK_DPDK_BURST, sock, af_xdp);
 		if (!p->rx_mp[q])
 			return ipk_io_err(err, el, ENOMEM, "dpdk:%s: no memory for %u rx mbufs (%s); "
 			                  "give EAL more with -m MB", p->name, 2u * rxd,
