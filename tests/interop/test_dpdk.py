@@ -116,13 +116,15 @@ class Dpdk:
             time.sleep(0.02)
         raise AssertionError("no %r: rc=%s stderr=%r" % (text, p.poll(), buf[-800:]))
 
-    def wait_dev(self, dev, wait=15.0):
+    def wait_dev(self, dev, wait=15.0, gone=False):
+        """Until dev exists (or, with gone=True, no longer exists)."""
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if self.ns_run("ip", "link", "show", dev, check=False).returncode == 0:
+            there = self.ns_run("ip", "link", "show", dev, check=False).returncode == 0
+            if there != gone:
                 return
             time.sleep(0.05)
-        raise AssertionError("device %s never appeared" % dev)
+        raise AssertionError("device %s never %s" % (dev, "went" if gone else "appeared"))
 
     def close(self):
         stop_procs(self.procs)
@@ -441,7 +443,13 @@ def test_dpdk_tap_workers_software_steering(dpdk):
     assert [stats[0]["accepted"], stats[1]["accepted"]] == want, (want, err[-1500:])
     assert min(want) >= 60 and stats[0]["wrong"] == 0 and stats[1]["wrong"] == 0, err
     # active opens: each worker picks local ports whose hash lands on itself
-    # (the first net_tap left with its process: a new one, Linux's address moves)
+    # (the first net_tap left with its process: a new one, Linux's address moves;
+    # the old tap must be gone first: deleting it while the address is also on the new
+    # one takes the address's local route with it). Linux listens on any address
+    # before ipkit starts: a SYN that came first got a RST and failed the open.
+    dpdk.wait_dev(dev, gone=True)
+    srv = dpdk.start(["/usr/bin/python3", "-c", SERVER % ""])
+    assert srv.stdout.readline().strip() == b"listening"
     cli = dpdk.start([prog("ipkit-echo")] + dpdk.eal("net_tap0,iface=" + dev + "x") +
                      ["--io", "dpdk:net_tap0", "--ip", ipk_ip + "/24", "--workers", "2",
                       "--model", "unified", "--port", "0", "--connect", linux_ip + ":7007",
@@ -449,8 +457,6 @@ def test_dpdk_tap_workers_software_steering(dpdk):
     dpdk.wait_dev(dev + "x")
     dpdk.ns_run("ip", "addr", "add", linux_ip + "/24", "dev", dev + "x")
     dpdk.ns_run("ip", "link", "set", dev + "x", "up")
-    srv = dpdk.start(["/usr/bin/python3", "-c", SERVER % linux_ip])
-    assert srv.stdout.readline().strip() == b"listening"
     cli.wait(timeout=60)
     cli.early = b""
     stats, err = stop_and_stats(cli)
