@@ -112,26 +112,8 @@ label() {
 	esac
 }
 
-# ipkit-bench(-linux) --json on stdin -> "req/s p50 p99 Gbit/s" from the summary line
-summary() {
-	python3 -c '
-import json, sys
-last = None
-for line in sys.stdin:
-    try:
-        j = json.loads(line)
-    except ValueError:
-        continue
-    if j.get("type") == "summary":
-        last = j
-if last is None or last.get("errors", 1):
-    print("0 0 0 0")
-else:
-    lat = last.get("lat_us", {})
-    print("%d %.0f %.0f %.2f" % (last["req_per_s"], lat.get("p50", 0), lat.get("p99", 0),
-                                 last["tx_gbps"]))
-'
-}
+# ipkit-bench(-linux) --json on stdin -> "req/s p50 p99 Gbit/s" (bench/bench_summary.py)
+summary() { python3 "$root/bench/bench_summary.py"; }
 
 # The ipkit server on one side (in the background, pinned); its address is 10.9.0.1.
 ipk_server() { # kind variant [extra args]

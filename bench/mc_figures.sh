@@ -68,26 +68,8 @@ ip netns exec "$ns" ip link set "${tag}c" up
 ip netns exec "$ns2" ip addr add 10.80.0.2/24 dev "${tag}d"
 ip netns exec "$ns2" ip link set "${tag}d" up
 
-# ipkit-bench(-linux) --json on stdin -> "req/s p50 p99 Gbit/s" from the summary line
-summary() {
-	python3 -c '
-import json, sys
-last = None
-for line in sys.stdin:
-    try:
-        j = json.loads(line)
-    except ValueError:
-        continue
-    if j.get("type") == "summary":
-        last = j
-if last is None or last.get("errors", 1):
-    print("0 0 0 0")
-else:
-    lat = last.get("lat_us", {})
-    print("%d %.0f %.0f %.2f" % (last["req_per_s"], lat.get("p50", 0), lat.get("p99", 0),
-                                 last["tx_gbps"]))
-'
-}
+# ipkit-bench(-linux) --json on stdin -> "req/s p50 p99 Gbit/s" (bench/bench_summary.py)
+summary() { python3 "$root/bench/bench_summary.py"; }
 
 # "server-spec client-spec" for a transport and run number (fresh names per run; DPDK
 # specs hot-plug the vdev and start EAL with a private file prefix, removed at exit)
