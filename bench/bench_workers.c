@@ -25,12 +25,11 @@ struct bw {
 	struct bw_worker *ws;
 };
 
-/* Server side of one connection: refs held for their echo, in order (linked by
- * ->user), the first not yet handed to ipk_app_send, as in examples/echo_workers.c. */
+/* Server side of one connection: refs held for their echo (ipk_app_echoq). */
 struct bw_srv {
 	struct bench_flow *f;
-	struct ipk_pkt *head, *tail, *unsent;
-	int in_send, fin, closing;
+	struct ipk_app_echoq q;
+	int fin, closing;
 };
 
 static struct bw_worker *bw_of(struct ipk_app *a)
@@ -118,25 +117,9 @@ static void bw_client_data(struct ipk_app *a, struct bench_flow *f, struct ipk_p
 
 /* ------------------------------------------------------------------ server */
 
-static void bw_srv_send(struct ipk_app *a, struct bw_srv *s)
-{
-	if (s->in_send)
-		return;
-	s->in_send = 1;
-	while (s->unsent) {
-		struct ipk_pkt *k = s->unsent;
-		s->unsent = (struct ipk_pkt *)k->user;
-		if (ipk_app_send(a, s->f->cid, ipk_pkt_mtod(k), k->len) < 0) {
-			s->unsent = k;
-			break;
-		}
-	}
-	s->in_send = 0;
-}
-
 static void bw_srv_maybe_close(struct ipk_app *a, struct bw_srv *s)
 {
-	if (s->fin && !s->head && !s->closing) {
+	if (s->fin && !s->q.head && !s->closing) {
 		s->closing = 1;
 		ipk_app_close(a, s->f->cid);
 	}
@@ -173,38 +156,20 @@ static void bw_srv_data(struct ipk_app *a, struct bw_srv *s, struct ipk_pkt *ref
 	}
 	/* the ref is ours until released: --corrupt-echo may write into it */
 	bench_flow_maybe_corrupt(w, ipk_pkt_mtod(ref), ref->len);
-	ref->user = NULL;
-	if (s->tail)
-		s->tail->user = ref;
-	else
-		s->head = ref;
-	s->tail = ref;
-	if (!s->unsent)
-		s->unsent = ref;
-	bw_srv_send(a, s);
+	ipk_app_echoq_add(a, s->f->cid, &s->q, ref);
 }
 
 static void bw_srv_sent(struct ipk_app *a, struct bw_srv *s, uint32_t len)
 {
-	struct ipk_pkt *k = s->head;
-	if (!k)
+	if (ipk_app_echoq_sent(a, s->f->cid, &s->q, len) < 0)
 		return;
-	s->head = (struct ipk_pkt *)k->user;
-	if (!s->head)
-		s->tail = NULL;
 	bw_of(a)->w.c.tx_bytes += len;
-	ipk_app_release(a, s->f->cid, k, len);
-	bw_srv_send(a, s);
 	bw_srv_maybe_close(a, s);
 }
 
 static void bw_srv_free(struct ipk_app *a, struct bw_srv *s)
 {
-	while (s->head) { /* refs must be given back even after closed */
-		struct ipk_pkt *k = s->head;
-		s->head = (struct ipk_pkt *)k->user;
-		ipk_app_release(a, s->f->cid, k, 0);
-	}
+	ipk_app_echoq_drop(a, s->f->cid, &s->q); /* refs go back even after closed */
 	bench_flow_free(s->f);
 	free(s);
 }

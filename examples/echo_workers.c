@@ -23,9 +23,8 @@
 
 struct ew_conn {
 	uint64_t cid;
-	struct ipk_pkt *head, *tail; /* refs held, in order, linked by ->user */
-	struct ipk_pkt *unsent;      /* first held ref not yet given to ipk_app_send */
-	int fin, closing, in_send;
+	struct ipk_app_echoq q;       /* refs held until echoed */
+	int fin, closing;
 	/* client */
 	int client;
 	uint32_t got, bad;
@@ -50,28 +49,9 @@ static struct ew_worker *ew_w(struct ipk_app *a)
 
 /* ----------------------------------------------------------- server */
 
-/* Hand held refs to the stack while it takes them. Re-entrant calls (UNIFIED runs
- * sent callbacks inside ipk_app_send) return at once; the outer loop goes on. */
-static void ew_send(struct ipk_app *a, struct ew_conn *e)
-{
-	if (e->in_send)
-		return;
-	e->in_send = 1;
-	while (e->unsent) {
-		struct ipk_pkt *k = e->unsent;
-
-		e->unsent = (struct ipk_pkt *)k->user;
-		if (ipk_app_send(a, e->cid, ipk_pkt_mtod(k), k->len) < 0) {
-			e->unsent = k; /* IPK_EAGAIN: a sent event will call us again */
-			break;
-		}
-	}
-	e->in_send = 0;
-}
-
 static void ew_maybe_close(struct ipk_app *a, struct ew_conn *e)
 {
-	if (e->fin && !e->head && !e->closing) {
+	if (e->fin && !e->q.head && !e->closing) {
 		e->closing = 1;
 		ipk_app_close(a, e->cid);
 	}
@@ -98,32 +78,17 @@ static void ew_server_data(struct ipk_app *a, struct ew_conn *e, struct ipk_pkt 
 		ew_maybe_close(a, e);
 		return;
 	}
-	ref->user = NULL;
-	if (e->tail)
-		e->tail->user = ref;
-	else
-		e->head = ref;
-	e->tail = ref;
-	if (!e->unsent)
-		e->unsent = ref;
-	ew_send(a, e);
+	ipk_app_echoq_add(a, e->cid, &e->q, ref);
 }
 
 static void ew_sent(struct ipk_app *a, uint64_t cid, void *user, const void *buf, uint32_t len)
 {
 	struct ew_conn *e = (struct ew_conn *)user;
-	struct ipk_pkt *k;
 
 	(void)buf;
-	if (!e || e->client || !e->head)
+	if (!e || e->client || ipk_app_echoq_sent(a, cid, &e->q, len) < 0)
 		return;
-	k = e->head;
-	e->head = (struct ipk_pkt *)k->user;
-	if (!e->head)
-		e->tail = NULL;
 	ew_w(a)->echoed += len;
-	ipk_app_release(a, cid, k, len);
-	ew_send(a, e);
 	ew_maybe_close(a, e);
 }
 
@@ -240,11 +205,7 @@ static void ew_closed(struct ipk_app *a, uint64_t cid, void *user, enum ipk_clos
 	(void)why;
 	if (!e)
 		return;
-	while (e->head) { /* refs are ours to give back, also now */
-		struct ipk_pkt *k = e->head;
-		e->head = (struct ipk_pkt *)k->user;
-		ipk_app_release(a, cid, k, 0);
-	}
+	ipk_app_echoq_drop(a, cid, &e->q); /* refs are ours to give back, also now */
 	if (e->client) {
 		if (e->got == ew->o->msg_size && !e->bad)
 			ew_w(a)->ok++;

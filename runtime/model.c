@@ -693,6 +693,74 @@ int ipk_app_udp_send(struct ipk_app *a, uint16_t local_port_be, uint32_t ip4_be,
 	return app_cmd(a, &m);
 }
 
+/* ------------------------------------------------------- echo queue */
+
+/* Hand unsent refs to the stack while it takes them; a nested call (UNIFIED runs the
+ * sent callback inside ipk_app_send) returns at once and the outer loop goes on. */
+static void echoq_send(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q)
+{
+	if (q->in_send)
+		return;
+	q->in_send = 1;
+	while (q->unsent) {
+		struct ipk_pkt *k = q->unsent;
+
+		q->unsent = (struct ipk_pkt *)k->user;
+		if (ipk_app_send(a, cid, ipk_pkt_mtod(k), k->len) < 0) {
+			q->unsent = k; /* IPK_EAGAIN: the next sent event resumes */
+			break;
+		}
+	}
+	q->in_send = 0;
+}
+
+void ipk_app_echoq_add(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q,
+                       struct ipk_pkt *ref)
+{
+	ref->user = NULL;
+	if (q->tail)
+		q->tail->user = ref;
+	else
+		q->head = ref;
+	q->tail = ref;
+	if (!q->unsent)
+		q->unsent = ref;
+	echoq_send(a, cid, q);
+}
+
+static struct ipk_pkt *echoq_pop(struct ipk_app_echoq *q)
+{
+	struct ipk_pkt *k = q->head;
+
+	if (!k)
+		return NULL;
+	q->head = (struct ipk_pkt *)k->user;
+	if (!q->head)
+		q->tail = NULL;
+	if (q->unsent == k)
+		q->unsent = q->head;
+	return k;
+}
+
+int ipk_app_echoq_sent(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q, uint32_t len)
+{
+	struct ipk_pkt *k = echoq_pop(q);
+
+	if (!k)
+		return IPK_EINVAL;
+	ipk_app_release(a, cid, k, len);
+	echoq_send(a, cid, q);
+	return IPK_OK;
+}
+
+void ipk_app_echoq_drop(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q)
+{
+	struct ipk_pkt *k;
+
+	while ((k = echoq_pop(q)) != NULL)
+		ipk_app_release(a, cid, k, 0);
+}
+
 void ipk_app_set_state(struct ipk_app *a, void *state)
 {
 	if (a)

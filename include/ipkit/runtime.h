@@ -191,6 +191,29 @@ int ipk_app_udp_bind(struct ipk_app *a, uint16_t port_be);
  * IPK_EINVAL for len 0 or a zero address/port. The outcome comes with udp_sent. */
 int ipk_app_udp_send(struct ipk_app *a, uint16_t local_port_be, uint32_t ip4_be,
                      uint16_t port_be, const void *buf, uint32_t len, void *user);
+/*
+ * Echo queue: the received refs of one connection held until their bytes are sent
+ * back (the echo servers' bookkeeping, examples/echo_workers.c, bench/bench_workers.c).
+ * Refs are linked through ref->user, in arrival order; `unsent` is the first one not
+ * yet accepted by ipk_app_send. Zero-initialise; one connection per queue; app thread
+ * only.
+ *   ipk_app_echoq_add   append ref (its bytes: ipk_pkt_mtod(ref), ref->len) and send
+ *                       what the connection takes now (IPK_EAGAIN: the rest waits for
+ *                       the next sent event).
+ *   ipk_app_echoq_sent  on a sent event: release the oldest ref, reopening `len` bytes
+ *                       of window, then send more. 0, or IPK_EINVAL when empty.
+ *   ipk_app_echoq_drop  give every ref back without reopening the window (closed).
+ * Re-entrant: a sent event that UNIFIED runs inside ipk_app_send is handled by the
+ * outer call's loop.
+ */
+struct ipk_app_echoq {
+	struct ipk_pkt *head, *tail, *unsent;
+	int in_send;
+};
+void ipk_app_echoq_add(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q,
+                       struct ipk_pkt *ref);
+int ipk_app_echoq_sent(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q, uint32_t len);
+void ipk_app_echoq_drop(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q);
 void ipk_app_set_state(struct ipk_app *a, void *state);
 void *ipk_app_state(const struct ipk_app *a);
 unsigned ipk_app_worker(const struct ipk_app *a);
