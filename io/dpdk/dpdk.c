@@ -21,9 +21,13 @@
  * mbuf), and it frees the mbuf at once so the rx ring never starves.
  *
  * Offloads: see dpdk_port.c (probed per port, one line printed on stderr at start).
- * Wake-ups: where the PMD has rx queue interrupts ipk_io_fd is the queue's interrupt
- * fd and the runtime sleeps on it (dp_arm); otherwise -1 and
- * the runtime polls with short naps (or busy-polls with --busy-poll).
+ * Wake-ups (dp_arm): for DP_SPIN_US after the last frame received or sent the queue is
+ * polled without sleeping (a reply usually comes within that, so a ping-pong runs at
+ * busy-poll latency); after that the runtime sleeps on ipk_io_fd, an epoll set of the
+ * queue's rx interrupt fd (where the PMD has one) and a timerfd. Without an interrupt
+ * (22.11's net_memif) the timer wakes the loop to poll, each nap twice the last, from
+ * DP_NAP_MIN_NS up to DP_NAP_MAX_NS, so an idle queue costs about 1,000 polls a second.
+ * --busy-poll never sleeps.
  */
 #include "dpdk_internal.h"
 
@@ -31,9 +35,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -43,6 +50,9 @@
 
 #define DP_PENDING 256 /* built mbufs the device did not take yet (ipkit gave them to us) */
 #define DP_MAX_SEGS 64
+#define DP_SPIN_US 100u          /* poll without sleeping this long after traffic */
+#define DP_NAP_MIN_NS 20000u     /* no rx interrupt: first nap after the spin ... */
+#define DP_NAP_MAX_NS 1000000u   /* ... doubling up to this (idle: ~1,000 polls/s) */
 
 /* The shared-info block of one zero-copy buffer. It must outlive every mbuf that
  * points at the buffer: a PMD may attach indirect mbufs to ours (net_tap's GSO does)
@@ -69,6 +79,12 @@ struct dp_priv {
 	int rx_fd_eventfd;           /* ... an eventfd, drained before sleeping */
 	int no_intr;                 /* the PMD gave no interrupt fd: poll */
 	int armed;                   /* interrupt enabled (until the next rx_burst) */
+	int epfd;                    /* ipk_io_fd: rx_fd (when known) + tfd */
+	int tfd;                     /* timerfd: the naps of a queue without interrupt */
+	int ep_rx_fd;                /* the rx_fd in epfd, -1: none yet */
+	uint64_t busy_tsc;           /* TSC of the last frame received or sent */
+	uint32_t nap_ns;             /* next nap without interrupt */
+	uint64_t spin_tsc;           /* DP_SPIN_US in TSC cycles */
 	struct rte_mbuf *stash[IPK_DPDK_BURST]; /* received by arm, handed out next */
 	uint16_t nstash;
 	uint64_t stall_since;        /* TSC when the device last refused everything pending */
@@ -123,6 +139,13 @@ static struct ipk_pkt *dp_rx_copy(struct ipk_io *io, const struct rte_mbuf *m)
 	return k;
 }
 
+/* Traffic: keep polling for DP_SPIN_US, and start the naps short again. */
+static void dp_busy(struct dp_priv *p)
+{
+	p->busy_tsc = rte_get_tsc_cycles();
+	p->nap_ns = DP_NAP_MIN_NS;
+}
+
 static int dp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 {
 	struct dp_priv *p = dp_priv(io);
@@ -160,8 +183,10 @@ static int dp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 		io->st.rx_bytes += pk->len;
 		pkts[k++] = pk;
 	}
-	if (got)
+	if (got) {
 		rte_pktmbuf_free_bulk(ms, got);
+		dp_busy(p);
+	}
 	return k;
 }
 
@@ -435,6 +460,8 @@ static int dp_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 	}
 	io->st.tx_drops += (uint64_t)(n - i);
 	dp_push(io);
+	if (i)
+		dp_busy(p);
 	return i;
 }
 
@@ -451,19 +478,16 @@ static int dp_fd(const struct ipk_io *io)
 	struct dp_priv *p = dp_priv(io);
 
 	dp_rx_fd(p);
-	return p->rx_fd;
+	return p->epfd;
 }
 
-/* Before the runtime sleeps on the fd: enable the queue's interrupt, then look once
- * more, since frames that arrived before the enable raised no interrupt. What that
- * look finds is kept for the next rx_burst and the runtime does not sleep. */
-static int dp_arm(struct ipk_io *io)
+/* Interrupt mode: enable the queue's interrupt, then look once more, since frames
+ * that arrived before the enable raised none. What the look finds is kept for the
+ * next rx_burst and the runtime does not sleep. */
+static int dp_arm_intr(struct dp_priv *p)
 {
-	struct dp_priv *p = dp_priv(io);
 	uint64_t v;
 
-	if (p->rx_fd < 0 || p->nstash)
-		return p->nstash ? 1 : 0;
 	if (p->rx_fd_eventfd)
 		while (read(p->rx_fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
 			;
@@ -471,6 +495,58 @@ static int dp_arm(struct ipk_io *io)
 		p->armed = 1;
 	p->nstash = rte_eth_rx_burst(p->port_id, p->queue, p->stash, IPK_DPDK_BURST);
 	return p->nstash ? 1 : 0;
+}
+
+/* No interrupt: look once, then let the timer end the sleep after the next nap. */
+static int dp_arm_nap(struct dp_priv *p)
+{
+	struct itimerspec its;
+
+	p->nstash = rte_eth_rx_burst(p->port_id, p->queue, p->stash, IPK_DPDK_BURST);
+	if (p->nstash)
+		return 1;
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_nsec = (long)p->nap_ns;
+	if (timerfd_settime(p->tfd, 0, &its, NULL) < 0)
+		return 1; /* cannot sleep safely: poll on */
+	if (p->nap_ns < DP_NAP_MAX_NS)
+		p->nap_ns = p->nap_ns * 2u < DP_NAP_MAX_NS ? p->nap_ns * 2u : DP_NAP_MAX_NS;
+	return 0;
+}
+
+/* Before the runtime sleeps on the fd. Within DP_SPIN_US of traffic: do not sleep,
+ * only yield (under the merge model the application thread shares this CPU and
+ * must get to run). */
+static int dp_arm(struct ipk_io *io)
+{
+	struct dp_priv *p = dp_priv(io);
+	uint64_t v;
+
+	if (p->nstash)
+		return 1;
+	if (rte_get_tsc_cycles() - p->busy_tsc < p->spin_tsc) {
+		sched_yield();
+		return 1;
+	}
+	while (read(p->tfd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		; /* an expired nap */
+	return p->rx_fd >= 0 ? dp_arm_intr(p) : dp_arm_nap(p);
+}
+
+/* A new rx interrupt fd joins the epoll set (the old one, if any, was closed by the
+ * PMD, which took it out of the set). */
+static void dp_ep_add(struct dp_priv *p)
+{
+	struct epoll_event ev;
+
+	if (p->rx_fd < 0 || p->rx_fd == p->ep_rx_fd)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->rx_fd, &ev) == 0 || errno == EEXIST)
+		p->ep_rx_fd = p->rx_fd;
+	else
+		p->rx_fd = -1; /* cannot wait on it: nap and poll instead */
 }
 
 /* The queue's interrupt fd when the PMD has one (an eventfd, or a device fd such as
@@ -490,13 +566,13 @@ static void dp_rx_fd(struct dp_priv *p)
 		return;
 	}
 	fd = rte_eth_dev_rx_intr_ctl_q_get_fd(p->port_id, p->queue);
-	if (fd < 0) {
+	if (fd < 0 || p->epfd < 0) {
 		/* configured, link up, still no fd (22.11's memif): poll from now on */
 		p->rx_fd = -1;
 		p->no_intr = 1;
 		return;
 	}
-	if (fd == p->rx_fd)
+	if (fd == p->rx_fd && fd == p->ep_rx_fd)
 		return;
 	p->rx_fd = fd;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", p->rx_fd);
@@ -506,6 +582,29 @@ static void dp_rx_fd(struct dp_priv *p)
 	fl = fcntl(p->rx_fd, F_GETFL);
 	if (p->rx_fd_eventfd && fl >= 0)
 		(void)fcntl(p->rx_fd, F_SETFL, fl | O_NONBLOCK);
+	dp_ep_add(p);
+}
+
+/* The epoll set ipk_io_fd returns, with the nap timer in it. */
+static int dp_wait_init(struct ipk_io *io, char *err, size_t el)
+{
+	struct dp_priv *p = dp_priv(io);
+	struct epoll_event ev;
+
+	p->spin_tsc = rte_get_tsc_hz() / 1000000u * DP_SPIN_US;
+	p->nap_ns = DP_NAP_MIN_NS;
+	p->ep_rx_fd = -1;
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	p->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (p->epfd < 0 || p->tfd < 0)
+		return ipk_io_err(err, el, errno, "dpdk:%s: epoll/timerfd: %s", p->port->name,
+		                  strerror(errno));
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->tfd, &ev) < 0)
+		return ipk_io_err(err, el, errno, "dpdk:%s: epoll_ctl: %s", p->port->name,
+		                  strerror(errno));
+	return 0;
 }
 
 /* --------------------------------------------------------------- set-up */
@@ -563,6 +662,11 @@ static void dp_close(struct ipk_io *io)
 	free(p->sh_slab);
 	p->sh_slab = NULL;
 	p->port = NULL;
+	if (p->epfd >= 0)
+		close(p->epfd);
+	if (p->tfd >= 0)
+		close(p->tfd);
+	p->epfd = p->tfd = -1;
 }
 
 struct dp_opts {
@@ -651,6 +755,7 @@ static int dp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *e
 	char line[512];
 	int rc;
 
+	p->epfd = p->tfd = -1; /* dp_close on failure must not close fd 0 */
 	memset(&o, 0, sizeof(o));
 	if ((rc = dp_parse(a, &o, err, el)) < 0 || (rc = ipk_dpdk_eal_ensure(err, el)) < 0)
 		return rc;
@@ -671,6 +776,8 @@ static int dp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *e
 		return rc;
 	dp_extmem(io);
 	p->rx_fd = -1;
+	if ((rc = dp_wait_init(io, err, el)) < 0)
+		return rc;
 	dp_rx_fd(p);
 	io->caps.offloads = p->port->caps;
 	io->caps.tso_max = p->port->tso_max;
