@@ -6,6 +6,7 @@
 
 #define NS_PER_S 1000000000ull
 #define TIMEOUT_SCAN_NS 10000000ull /* look for timeouts every 10 ms */
+#define PAT_PERIOD 26u              /* the generated payload repeats 'a'..'z' */
 
 int bench_payload_init(struct bench_payload *p, const struct bench_opts *o)
 {
@@ -20,7 +21,7 @@ int bench_payload_init(struct bench_payload *p, const struct bench_opts *o)
 		return 0;
 	}
 	for (i = 0; i < p->len; i++)
-		p->base[i] = (uint8_t)('a' + i % 26);
+		p->base[i] = (uint8_t)('a' + i % PAT_PERIOD);
 	return 0;
 }
 
@@ -241,6 +242,58 @@ int bench_flow_tx_pending(const struct bench_worker *w, const struct bench_flow 
 {
 	(void)w;
 	return f->tx_seq < f->admitted;
+}
+
+int bench_payload_zc_layout(const struct bench_payload *p, uint8_t *buf, uint32_t cap)
+{
+	uint32_t i;
+	if (!p->seq_mixed) {
+		if (p->len > cap)
+			return -1;
+		memcpy(buf, p->base, p->len);
+		return 0;
+	}
+	if (cap < 2 * PAT_PERIOD)
+		return -1;
+	for (i = 0; i < cap; i++)
+		buf[i] = (uint8_t)('a' + i % PAT_PERIOD);
+	return 0;
+}
+
+/* Request byte off (past the numbered bytes) in the layout: a -m payload lies there
+ * whole; the generated one is periodic, so any phase of the period will do. */
+static uint32_t zc_pos(const struct bench_payload *p, uint32_t off)
+{
+	return p->seq_mixed ? off % PAT_PERIOD : off;
+}
+
+uint32_t bench_flow_tx_zc(const struct bench_worker *w, const struct bench_flow *f,
+                          uint32_t cap, uint32_t max, uint32_t *ncopy, uint32_t *pos)
+{
+	const struct bench_payload *p = &w->pay;
+	uint32_t off = f->tx_off, n = 0, slice;
+	*ncopy = 0;
+	*pos = 0;
+	if (f->tx_seq >= f->admitted || !max)
+		return 0;
+	if (p->seq_mixed && off < BENCH_SEQ_BYTES) {
+		n = BENCH_SEQ_BYTES - off;
+		if (n > p->len - off)
+			n = p->len - off;
+		if (n > max)
+			n = max;
+		*ncopy = n;
+		off += n;
+	}
+	if (off == p->len || n == max)
+		return n;
+	*pos = zc_pos(p, off);
+	slice = p->len - off;
+	if (slice > max - n)
+		slice = max - n;
+	if (slice > cap - *pos)
+		slice = cap - *pos;
+	return n + slice;
 }
 
 static void complete(struct bench_worker *w, struct bench_flow *f, uint64_t now)

@@ -86,6 +86,21 @@ uint32_t bench_flow_tx_fill(const struct bench_worker *w, const struct bench_flo
 void bench_flow_tx_done(struct bench_worker *w, struct bench_flow *f, uint32_t n);
 int bench_flow_tx_pending(const struct bench_worker *w, const struct bench_flow *f);
 
+/* Zero-copy transmit (ipkit-bench --zerocopy). The sender lays the payload out once in
+ * a buffer of its own (cap bytes); every stretch of a request after its numbered
+ * bytes is then a slice of that buffer, queued without a copy, and only the numbered
+ * bytes (at most BENCH_SEQ_BYTES per request) are copied.
+ * bench_payload_zc_layout fills buf; -1 when the payload does not fit (a -m payload
+ * longer than cap, or cap shorter than two periods of the generated pattern). */
+#define BENCH_SEQ_BYTES 8u
+int bench_payload_zc_layout(const struct bench_payload *p, uint8_t *buf, uint32_t cap);
+/* The next piece of f's stream, at most max bytes and never past the end of the
+ * request: *ncopy numbered bytes to copy (bench_flow_tx_fill), then a slice of the
+ * layout (cap bytes) at *pos. Returns the piece's length (0: nothing to send);
+ * bench_flow_tx_done records it once sent. */
+uint32_t bench_flow_tx_zc(const struct bench_worker *w, const struct bench_flow *f,
+                          uint32_t cap, uint32_t max, uint32_t *ncopy, uint32_t *pos);
+
 /* Client receive: check n echoed stream bytes, complete requests (latency at now). */
 void bench_flow_rx(struct bench_worker *w, struct bench_flow *f, const uint8_t *data,
                    uint32_t n, uint64_t now);

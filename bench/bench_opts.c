@@ -50,6 +50,9 @@ static const char bench_help_ipkit[] =
 	"  --gw A.B.C.D    default gateway\n"
 	"  --pcap FILE write every frame to FILE\n"
 	"  --model unified|merge|split  thread model with -T > 1 (multi-core runtime)\n"
+	"  --zerocopy  TCP client: queue the payload with ipk_tcp_send as packets over one\n"
+	"              pattern buffer (only the 8 numbered bytes of a request are copied)\n"
+	"              instead of copying it with ipk_tcp_write\n"
 	"\n";
 
 static const char bench_help_linux[] =
@@ -243,6 +246,8 @@ static int flag_opt(struct bench_opts *o, const char *a)
 		o->busy_poll = 1;
 	else if (strcmp(a, "--corrupt-echo") == 0)
 		o->corrupt_echo = 1;
+	else if (strcmp(a, "--zerocopy") == 0)
+		o->zerocopy = 1;
 	else
 		return 0;
 	return 1;
@@ -300,6 +305,11 @@ static int bench_opts_check(struct bench_opts *o, FILE *err)
 		return bad(o, err, "-s 0.0.0.0 is not a server address", NULL);
 	if (o->client && o->corrupt_echo)
 		return bad(o, err, "--corrupt-echo is a server option", NULL);
+	if (o->zerocopy && o->prog != BENCH_PROG_IPKIT)
+		return bad(o, err, "ipkit-bench only (the twin uses kernel sockets):", "--zerocopy");
+	if (o->zerocopy && (!o->client || o->proto != 6 || o->threads != 1 ||
+	                    o->model != BENCH_MODEL_UNIFIED))
+		return bad(o, err, "--zerocopy is for a single-thread TCP client", NULL);
 	return BENCH_OPTS_OK;
 }
 

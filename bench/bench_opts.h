@@ -50,6 +50,7 @@ struct bench_opts {
 	int json;                 /* --json */
 	int busy_poll;            /* --busy-poll */
 	int corrupt_echo;         /* --corrupt-echo (test only): server flips one byte */
+	int zerocopy;             /* --zerocopy (ipkit-bench, TCP client): send without copying */
 };
 
 #define BENCH_OPTS_OK 0

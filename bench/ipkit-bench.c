@@ -37,6 +37,8 @@ struct ib {
 	struct bench_worker w;
 	struct ipk_node *n;
 	int ping_answered;
+	struct ipk_pkt *zc;       /* --zerocopy: the payload layout (bench_payload_zc_layout) */
+	uint32_t zc_cap;          /* its bytes */
 	uint8_t buf[IB_BUF];
 };
 
@@ -79,6 +81,53 @@ static int ib_kick_tcp(struct ib *b, struct bench_flow *f)
 	return 1;
 }
 
+/* A packet over bytes [pos, pos+n) of the layout: a clone shares its buffer. The
+ * descriptor is ours until ipk_tcp_send takes it, so its window is set here. */
+static struct ipk_pkt *ib_zc_slice(struct ib *b, uint32_t pos, uint32_t n)
+{
+	struct ipk_pkt *k = ipk_pkt_clone(b->zc);
+	if (k) {
+		k->off = b->zc->off + pos;
+		k->len = n;
+	}
+	return k;
+}
+
+/* --zerocopy: one piece (numbered bytes copied into a small packet, the rest a slice
+ * of the layout) queued with ipk_tcp_send. */
+static int ib_kick_tcp_zc(struct ib *b, struct bench_flow *f)
+{
+	struct ipk_conn *c = (struct ipk_conn *)f->handle;
+	struct ipk_pkt *head = NULL, *k;
+	uint32_t ncopy, pos, n = bench_flow_tx_zc(&b->w, f, b->zc_cap, ipk_tcp_sndbuf_free(c),
+	                                          &ncopy, &pos);
+	int r;
+	if (!n)
+		return 0; /* send buffer full: tcp_acked kicks again */
+	if (ncopy) {
+		if (!(head = ipk_pkt_alloc(ipk_node_pool(b->n))))
+			return 0; /* out of packets: the tick retries */
+		head->len = bench_flow_tx_fill(&b->w, f, ipk_pkt_mtod(head), ncopy, 0);
+	}
+	if (n > ncopy) {
+		if (!(k = ib_zc_slice(b, pos, n - ncopy))) {
+			ipk_pkt_free(head);
+			return 0;
+		}
+		if (head)
+			head->next = k;
+		else
+			head = k;
+	}
+	r = ipk_tcp_send(ipk_node_ctx(b->n), c, head, ib_now(b));
+	if (r <= 0) {
+		ipk_pkt_free_chain(head);
+		return 0;
+	}
+	bench_flow_tx_done(&b->w, f, (uint32_t)r);
+	return 1;
+}
+
 static void ib_kick(struct bench_worker *w, struct bench_flow *f, void *arg)
 {
 	struct ib *b = (struct ib *)arg;
@@ -87,7 +136,8 @@ static void ib_kick(struct bench_worker *w, struct bench_flow *f, void *arg)
 		if (!bench_flow_tx_pending(w, f) &&
 		    (w->o->mode != BENCH_BURST || !bench_worker_admit(w, f, ib_now(b))))
 			return;
-		if (!(w->o->proto == 17 ? ib_kick_udp(b, f) : ib_kick_tcp(b, f))) {
+		if (!(w->o->proto == 17 ? ib_kick_udp(b, f) :
+		      b->zc ? ib_kick_tcp_zc(b, f) : ib_kick_tcp(b, f))) {
 			w->starved = 1; /* come back on the next tick */
 			return;
 		}
@@ -355,6 +405,28 @@ static struct ipk_node *ib_node(struct ib *b)
 	return app_node(&a, &ib_events, b, NULL); /* exits with APP_EXIT_SETUP on failure */
 }
 
+/* --zerocopy: one buffer of the pool's large companion (a normal one when there is
+ * none) holds the payload layout for the whole run; 0 or -1 (message printed). */
+static int ib_zc_setup(struct ib *b)
+{
+	struct ipk_pool *p = ipk_node_pool(b->n), *large = ipk_pool_large(p);
+	struct ipk_pkt *k = ipk_pkt_alloc(large ? large : p);
+	if (!k) {
+		fprintf(stderr, "ipkit-bench: --zerocopy: no pool buffer for the payload\n");
+		return -1;
+	}
+	b->zc_cap = ipk_pool_buf_size(k->pool) - k->off;
+	if (bench_payload_zc_layout(&b->w.pay, ipk_pkt_mtod(k), b->zc_cap) < 0) {
+		fprintf(stderr, "ipkit-bench: --zerocopy: a %u-byte -m payload does not fit one "
+		        "pool buffer (%u bytes)\n", b->w.pay.len, b->zc_cap);
+		ipk_pkt_free(k);
+		return -1;
+	}
+	k->len = b->zc_cap;
+	b->zc = k;
+	return 0;
+}
+
 /* Before the clock starts, ping the server (for at most 3 s) so the neighbour is
  * resolved: a kernel client has its ARP entry from earlier traffic, and a freshly
  * opened TAP device drops what is sent before its carrier is up. No answer (ICMP
@@ -445,6 +517,8 @@ int main(int argc, char **argv)
 	b->o = &o;
 	stop = app_stop_flag();
 	b->n = ib_node(b);
+	if (o.zerocopy && ib_zc_setup(b) < 0)
+		return BENCH_EXIT_SETUP;
 	if (o.client)
 		ib_warm_up(b, stop);
 	if (o.client ? ib_client_start(b) < 0 :
@@ -462,6 +536,7 @@ int main(int argc, char **argv)
 		ib_finish(b);
 	bench_report_summary(&r, &b->w.c, &b->w.lat, ib_now(b));
 	rc = bench_exit_status(&o, &b->w.c);
+	ipk_pkt_free(b->zc); /* clones the core still holds keep the buffer until it goes */
 	ipk_node_destroy(b->n);
 	bench_worker_free(&b->w);
 	free(b);

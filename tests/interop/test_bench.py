@@ -31,8 +31,8 @@ class BenchNet(Link):
 
     Shares Link's teardown (processes ended by PID, namespace deleted)."""
 
-    def __init__(self):
-        self.ns = "ipkB" + secrets.token_hex(3) + "n"
+    def __init__(self, prefix="ipkB"):
+        self.ns = prefix + secrets.token_hex(3) + "n"
         self.dev = self.ns[:-1] + "t"
         net = 100 + secrets.randbelow(150)
         self.linux_ip, self.ipk_ip = "10.%d.0.1" % net, "10.%d.0.2" % net
