@@ -288,6 +288,17 @@ struct ipk_io *ipk_io_open(const char *spec, struct ipk_pool *pool, char *err, s
 	return ipk_io_pcap_wrap(io, file, err, errlen);
 }
 
+uint32_t ipk_io_spec_buf_size(const char *spec)
+{
+	struct ipk_io_args a;
+	long frame;
+
+	if (ipk_io_parse(spec, &a, NULL, 0) < 0 || strcmp(a.kind, "afxdp") != 0)
+		return 0;
+	frame = ipk_io_arg_int(&a, "frame", 0, NULL, 0);
+	return frame > 0 ? (uint32_t)frame : 0;
+}
+
 void ipk_io_close(struct ipk_io *io)
 {
 	if (!io)

@@ -327,6 +327,9 @@ struct ipk_node *ipk_node_create(const struct ipk_node_cfg *cfg, char *err, size
 		goto fail;
 	}
 	node_ops_init(n);
+	/* afxdp's frame=N: a UMEM frame is one pool buffer */
+	if (!n->cfg.io_open && ipk_io_spec_buf_size(n->cfg.io_spec) > n->cfg.pool.buf_size)
+		n->cfg.pool.buf_size = ipk_io_spec_buf_size(n->cfg.io_spec);
 	n->pool = ipk_pool_create(&n->cfg.pool, err, errlen);
 	if (!n->pool)
 		goto fail;

@@ -158,7 +158,10 @@ struct ipk_io_stats {
  *                                         over at once (lowest latency); rx=v3:
  *                                         TPACKET_V3 blocks, fewer wake-ups but up to tov
  *                                         ms (default 1) of added latency
- *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1]
+ *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1][,frame=2048|4096]
+ *                                         frame=4096: 4 KiB UMEM frames (the pool's
+ *                                         buf_size must match; the runtime sizes its
+ *                                         pool from it), MTU up to 3822 instead of 1774
  *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N][,queues=N][,queue=Q]
  *                                         queues=N (1..16, both sides alike): N queue
  *                                         pairs; queue=Q serves one (caps.nqueues 1),
@@ -175,6 +178,10 @@ struct ipk_io_stats {
  * device, missing privilege — naming the capability, unsupported mode, MTU mismatch).
  */
 struct ipk_io *ipk_io_open(const char *spec, struct ipk_pool *pool, char *err, size_t errlen);
+/* Pool buf_size the spec asks for (afxdp's frame=N), or 0 when it leaves the pool's
+ * size to the caller or cannot be parsed (ipk_io_open reports that). Call before
+ * ipk_pool_create. */
+uint32_t ipk_io_spec_buf_size(const char *spec);
 void ipk_io_close(struct ipk_io *io);
 
 /* Receive up to n packets (ownership passes to the caller); returns the count (0 when

@@ -2,9 +2,15 @@
  * afxdp: AF_XDP sockets through libxdp (xsk) and libbpf, one socket per queue.
  *
  *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1][,ip=A.B.C.D][,ring=N]
+ *        [,frame=2048|4096]
  *
  * UMEM = the whole area of the pool (frame = one pool buffer, so buf_size must be
- * 2048 or 4096: aligned chunk mode). The fill ring is fed with ipk_pool_buf_get
+ * 2048 or 4096: aligned chunk mode). frame=N states the size the spec needs; the
+ * runtime creates its pool with it (ipk_io_spec_buf_size) and open checks the two
+ * agree. A frame holds XDP_PACKET_HEADROOM (256) bytes and the frame, so 4 KiB frames
+ * carry MTUs up to 3822 (2 KiB: 1774): 2.2x fewer frames per byte than 1500, which is
+ * what copy mode pays for (an skb built per transmitted frame, a copy per received
+ * one). The fill ring is fed with ipk_pool_buf_get
  * buffers; an rx descriptor becomes a packet with ipk_pkt_attach (no copy). Transmit
  * sends a single-buffer packet of this pool by address (held until the completion
  * ring returns it); chains and foreign buffers are copied into a fresh frame.
@@ -349,14 +355,15 @@ static void xdp_close(struct ipk_io *io)
 }
 
 struct xdp_opts {
-	long queue, ring, zc, prog;
+	long queue, ring, zc, prog, frame; /* frame 0: the pool's buf_size */
 	int mode;          /* 0 auto, XDP_FLAGS_SKB_MODE, XDP_FLAGS_DRV_MODE */
 	uint32_t ip4_be;
 };
 
 static int xdp_parse(const struct ipk_io_args *a, struct xdp_opts *o, char *err, size_t el)
 {
-	static const char *const known[] = { "queue", "mode", "zc", "prog", "ip", "ring", NULL };
+	static const char *const known[] = { "queue", "mode", "zc", "prog", "ip", "ring", "frame",
+	                                      NULL };
 	const char *mode = ipk_io_arg(a, "mode"), *ip = ipk_io_arg(a, "ip");
 	struct in_addr in;
 
@@ -366,8 +373,12 @@ static int xdp_parse(const struct ipk_io_args *a, struct xdp_opts *o, char *err,
 	o->ring = ipk_io_arg_int(a, "ring", 2048, err, el);
 	o->zc = ipk_io_arg_bool(a, "zc", 0, err, el);
 	o->prog = ipk_io_arg_bool(a, "prog", 1, err, el);
-	if (o->queue < 0 || o->ring < 0 || o->zc < 0 || o->prog < 0)
+	o->frame = ipk_io_arg_int(a, "frame", 0, err, el);
+	if (o->queue < 0 || o->ring < 0 || o->zc < 0 || o->prog < 0 || o->frame < 0)
 		return -EINVAL;
+	if (o->frame && o->frame != 2048 && o->frame != 4096)
+		return ipk_io_err(err, el, EINVAL, "afxdp:%s: frame=%ld is not a UMEM frame size "
+		                  "(use 2048 or 4096)", a->dev, o->frame);
 	if (o->ring < 64 || o->ring > 16384 || (o->ring & (o->ring - 1)))
 		return ipk_io_err(err, el, EINVAL, "afxdp:%s: ring=%ld must be a power of two in "
 		                  "64..16384", a->dev, o->ring);
@@ -402,11 +413,13 @@ static int xdp_device(struct ipk_io *io, const char *dev, int *ifindex, char *er
 	if (rc < 0)
 		return ipk_io_err(err, el, -rc, "afxdp:%s: cannot read the MTU: %s", dev,
 		                  strerror(-rc));
-	/* XDP keeps XDP_PACKET_HEADROOM (256) bytes before the frame in each chunk. */
+	/* XDP keeps XDP_PACKET_HEADROOM (256) bytes before the frame in each chunk; 18 =
+	 * Ethernet header plus one VLAN tag. */
 	if ((uint32_t)ifr.ifr_mtu + 18 > p->fs - 256)
-		return ipk_io_err(err, el, EMSGSIZE, "afxdp:%s: MTU %d is too large for %u-byte "
-		                  "frames (at most %u); lower the MTU or use buf_size 4096", dev,
-		                  ifr.ifr_mtu, p->fs, p->fs - 256 - 18);
+		return ipk_io_err(err, el, EMSGSIZE, "afxdp:%s: MTU %d is larger than %u-byte UMEM "
+		                  "frames carry (MTU at most %u)%s", dev, ifr.ifr_mtu, p->fs,
+		                  p->fs - 256 - 18, p->fs < 4096 && ifr.ifr_mtu <= 4096 - 256 - 18 ?
+		                  "; use frame=4096" : "; lower the MTU");
 	io->caps.mtu = (uint16_t)ifr.ifr_mtu;
 	rc = xdp_ifreq(dev, SIOCGIFHWADDR, &ifr);
 	if (rc == 0)
@@ -498,6 +511,10 @@ static int xdp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *
 	if (p->fs != 2048 && p->fs != 4096)
 		return ipk_io_err(err, el, EINVAL, "afxdp:%s: pool buf_size %u cannot be a UMEM "
 		                  "frame; use 2048 or 4096", a->dev, p->fs);
+	if (o.frame && (uint32_t)o.frame != p->fs)
+		return ipk_io_err(err, el, EINVAL, "afxdp:%s: frame=%ld but the pool's buffers are "
+		                  "%u bytes (a UMEM frame is one pool buffer: create the pool with "
+		                  "buf_size %ld)", a->dev, o.frame, p->fs, o.frame);
 	if ((rc = xdp_device(io, a->dev, &ifindex, err, el)) < 0)
 		return rc;
 	if (o.prog) {

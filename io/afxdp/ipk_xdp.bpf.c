@@ -66,7 +66,12 @@ static __always_inline int for_us(const __u8 *d, const __u8 *end, __u32 ip4_be)
 	return 0;
 }
 
-SEC("xdp")
+/* "xdp.frags" (BPF_F_XDP_HAS_FRAGS): the program reads only the first 42 bytes,
+ * which sit in the first buffer, so it is safe on multi-buffer frames; veth refuses
+ * native XDP without it once the peer's MTU exceeds one page's frame (about 3.5 KiB),
+ * and frame=4096 runs at MTU 3822. The socket (no XDP_USE_SG) still gets each frame
+ * copied whole into one UMEM frame. */
+SEC("xdp.frags")
 int ipk_xdp_prog(struct xdp_md *ctx)
 {
 	const __u8 *d = (const __u8 *)(long)ctx->data;
