@@ -46,6 +46,8 @@ static const char bench_help_ipkit[] =
 	"ipkit node:\n"
 	"  --io SPEC   backend: tap:NAME, tun:NAME, afpacket:DEV, afxdp:DEV,\n"
 	"              memlink:NAME,role=a|b (include/ipkit/io.h) [required]\n"
+	"              afxdp options: mode=skb|drv, frame=4096 (4 KiB UMEM frames, MTU\n"
+	"              up to 3822 instead of 1774)\n"
 	"  --ip A.B.C.D/N  this node's address [required]\n"
 	"  --gw A.B.C.D    default gateway\n"
 	"  --pcap FILE write every frame to FILE\n"

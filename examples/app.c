@@ -10,6 +10,8 @@
 const char app_common_help[] =
 	"  --io SPEC        backend: tap:NAME, tun:NAME, afpacket:DEV, afxdp:DEV[,queue=Q],\n"
 	"                   memlink:NAME,role=a|b (see include/ipkit/io.h) [required]\n"
+	"                   afxdp options: mode=skb|drv, frame=4096 (4 KiB UMEM frames, MTU\n"
+	"                   up to 3822 instead of 1774)\n"
 	"  --ip A.B.C.D/N   this node's address and prefix length [required]\n"
 	"  --gw A.B.C.D     default gateway (none by default)\n"
 	"  --busy-poll      never sleep (lowest latency, one core at 100%)\n"

@@ -355,7 +355,10 @@ static void test_bad_configuration_messages(void)
 	expect_error("afxdp:vk,zc=1", 2048, "zero-copy");
 	expect_error("afxdp:vk", 16384, "cannot be a UMEM frame");
 	sh("ip link set dev vk mtu 3000%s%s", "", "");
-	expect_error("afxdp:vk", 2048, "too large");
+	expect_error("afxdp:vk", 2048, "MTU 3000 is larger than 2048-byte UMEM frames carry "
+	             "(MTU at most 1774); use frame=4096");
+	expect_error("afxdp:vk,frame=4096", 2048, "frame=4096 but the pool's buffers are 2048 bytes");
+	expect_error("afxdp:vk,frame=3000", 4096, "frame=3000 is not a UMEM frame size");
 	sh("ip link set dev vk mtu 1500%s%s", "", "");
 	/* without privileges: the capability is named */
 	fflush(NULL);

@@ -134,6 +134,16 @@ static void test_open_unknown_kind_lists_available(void)
 	ipk_pool_destroy(p);
 }
 
+/* The runtime sizes its pool from afxdp's frame=N before opening the backend. */
+static void test_spec_buf_size_from_afxdp_frame(void)
+{
+	CHECK_EQ(ipk_io_spec_buf_size("afxdp:veth1,mode=skb,frame=4096"), 4096);
+	CHECK_EQ(ipk_io_spec_buf_size("afxdp:veth1,mode=skb"), 0);
+	CHECK_EQ(ipk_io_spec_buf_size("afpacket:veth1,frame=4096"), 0);
+	CHECK_EQ(ipk_io_spec_buf_size("afxdp:veth1,frame=x"), 0);
+	CHECK_EQ(ipk_io_spec_buf_size("afxdp"), 0);
+}
+
 int main(void)
 {
 	RUN(test_spec_kind_dev_options_parsed);
@@ -143,5 +153,6 @@ int main(void)
 	RUN(test_spec_numbers_and_bools_checked);
 	RUN(test_spec_unknown_option_named);
 	RUN(test_open_unknown_kind_lists_available);
+	RUN(test_spec_buf_size_from_afxdp_frame);
 	return check_summary();
 }
