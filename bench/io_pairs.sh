@@ -21,8 +21,13 @@
 #   memlink    shared memory, no kernel on the data path
 #   Linux      a veth pair between two namespaces, kernel TCP on both ends
 #
-#   bench/io_pairs.sh [BUILD_DIR] [SECONDS] [BULK_BYTES] [OUT.md]
-# Needs root. Everything it creates is named ipkI<4 hex>... and removed on exit, also
+#   [MTU=N] bench/io_pairs.sh [BUILD_DIR] [SECONDS] [BULK_BYTES] [OUT.md]
+# MTU (default 1500) is set on the afxdp and the Linux veth pairs, so those rows
+# compare at the same MTU; above 1774 the afxdp rows use 4 KiB UMEM frames (frame=4096,
+# MTU at most 3822). tap and afpacket stay at 1500 (their 2 KiB pool buffers).
+# Every cell records the run-queue wait of both pinned processes (field 2 of
+# /proc/PID/schedstat, during the cell); a 1-min load above 0.5 before the run is
+# warned about at the top of the output. Needs root. Everything it creates is named ipkI<4 hex>... and removed on exit, also
 # on failure or Ctrl-C. With OUT.md (make io-figures passes docs/io-figures.md) the
 # table is written there with the command, the kernel and the load averages.
 set -euo pipefail
@@ -32,6 +37,17 @@ build=${1:-build}
 secs=${2:-10}
 bulk_bytes=${3:-1073741824}
 out=${4:-}
+mtu=${MTU:-1500}
+case $mtu in
+'' | *[!0-9]*) echo "io_pairs: MTU=$mtu is not a number" >&2; exit 2 ;;
+esac
+if [ "$mtu" -lt 576 ] || [ "$mtu" -gt 3822 ]; then
+	echo "io_pairs: MTU=$mtu: afxdp carries 576..3822 (4 KiB UMEM frames less 256 bytes of" \
+		"XDP headroom and 18 of Ethernet + VLAN)" >&2
+	exit 2
+fi
+xdp_frame=""
+[ "$mtu" -gt 1774 ] && xdp_frame=,frame=4096
 bipk=$build/bench/ipkit-bench
 blin=$build/bench/ipkit-bench-linux
 for b in "$bipk" "$blin"; do
@@ -42,6 +58,7 @@ ns=${tag}n  # every ipkit link, and the Linux client
 ns2=${tag}p # the Linux server
 ml=${tag}m
 pids=()
+tmpd=$(mktemp -d /tmp/io_pairs.XXXXXX)
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -49,6 +66,7 @@ cleanup() {
 	ip netns del "$ns" 2>/dev/null || true
 	ip netns del "$ns2" 2>/dev/null || true
 	rm -f /dev/shm/ipkit-ml-"$ml"* 2>/dev/null || true
+	rm -rf "$tmpd"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -57,6 +75,13 @@ Y() { ip netns exec "$ns2" "$@"; }
 have() { grep -q "$1" "$build/compile_commands.json" 2>/dev/null; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 load_before=$(load)
+load_warning=""
+if awk -v l="${load_before%% *}" 'BEGIN {exit !(l > 0.5)}'; then
+	load_warning="WARNING: the 1-min load before the run was ${load_before%% *} (> 0.5): other
+work shared the CPUs, so these figures are not from a quiet machine (see each cell's
+run-queue wait)."
+	echo "$load_warning" >&2
+fi
 
 # ---------------------------------------------------------------- topology
 ip netns add "$ns"; ip netns add "$ns2"
@@ -76,9 +101,11 @@ done
 # afpacket and afxdp: a veth pair each, no kernel addresses
 X ip link add "${tag}a1" type veth peer name "${tag}a2"
 X ip link add "${tag}x1" type veth peer name "${tag}x2"
+for d in x1 x2; do X ip link set "${tag}$d" mtu "$mtu"; done
 for d in a1 a2 x1 x2; do X ip link set "${tag}$d" up; done
 # Linux <-> Linux
 X ip link add "${tag}c" type veth peer name "${tag}d" netns "$ns2"
+X ip link set "${tag}c" mtu "$mtu"; Y ip link set "${tag}d" mtu "$mtu"
 X ip addr add 10.80.0.1/24 dev "${tag}c"; X ip link set "${tag}c" up
 Y ip addr add 10.80.0.2/24 dev "${tag}d"; Y ip link set "${tag}d" up
 
@@ -94,8 +121,8 @@ specs() { # kind variant
 	tap) echo "tap:${tag}t1 tap:${tag}t2" ;;
 	tap-off) echo "tap:${tag}t1,offload=0 tap:${tag}t2,offload=0" ;;
 	afpacket) echo "afpacket:${tag}a1 afpacket:${tag}a2" ;;
-	afxdp-skb) echo "afxdp:${tag}x1,mode=skb afxdp:${tag}x2,mode=skb" ;;
-	afxdp-drv) echo "afxdp:${tag}x1,mode=drv afxdp:${tag}x2,mode=drv" ;;
+	afxdp-skb) echo "afxdp:${tag}x1,mode=skb$xdp_frame afxdp:${tag}x2,mode=skb$xdp_frame" ;;
+	afxdp-drv) echo "afxdp:${tag}x1,mode=drv$xdp_frame afxdp:${tag}x2,mode=drv$xdp_frame" ;;
 	memlink) echo "memlink:$ml,role=a$mbp memlink:$ml,role=b$mbp" ;;
 	esac
 }
@@ -115,6 +142,30 @@ label() {
 # ipkit-bench(-linux) --json on stdin -> "req/s p50 p99 Gbit/s" (bench/bench_summary.py)
 summary() { python3 "$root/bench/bench_summary.py"; }
 
+# Run-queue wait so far of a process in ns (field 2 of /proc/PID/task/*/schedstat,
+# summed over its threads: the benches may run their loop off the main thread); 0
+# when it is gone.
+rq_ns() { { cat /proc/"$1"/task/*/schedstat 2>/dev/null || true; } | awk '{s += $2} END {print s + 0}'; }
+# The server of the cell: the last process started (ip netns exec execs it in place).
+srv_rq() { rq_ns "${pids[-1]}"; }
+# Run a client (pinned, in a namespace: the arguments are the whole command line) with
+# its stdout in $tmpd/out, bounded by secs + 30 s. Its run-queue wait is sampled every
+# 0.1 s while it runs (it is gone once it exits), the last sample goes to $tmpd/rq.
+run_client() {
+	local cpid i
+	: >"$tmpd/out"
+	echo 0 >"$tmpd/rq"
+	"$@" >"$tmpd/out" &
+	cpid=$!
+	for ((i = 0; i < (secs + 30) * 10; i++)); do
+		kill -0 "$cpid" 2>/dev/null || break
+		rq_ns "$cpid" >"$tmpd/rq.new" && mv "$tmpd/rq.new" "$tmpd/rq"
+		sleep 0.1
+	done
+	kill "$cpid" 2>/dev/null || true
+	wait "$cpid"
+}
+
 # The ipkit server on one side (in the background, pinned); its address is 10.9.0.1.
 ipk_server() { # kind variant [extra args]
 	local s bp=""
@@ -131,8 +182,9 @@ ipk_client() { # kind variant args...
 	read -r _ c <<<"$(specs "$1" "$2")"
 	[ "$2" = busy-poll ] && bp=--busy-poll
 	shift 2
-	X $CLI_PIN timeout $((secs + 30)) "$bipk" --io "$c" --ip 10.9.0.2/24 $bp \
-		-s 10.9.0.1 -p 7 -t "$secs" --json "$@" | summary
+	run_client ip netns exec "$ns" $CLI_PIN "$bipk" --io "$c" --ip 10.9.0.2/24 $bp \
+		-s 10.9.0.1 -p 7 -t "$secs" --json "$@"
+	echo "$(summary <"$tmpd/out") $(cat "$tmpd/rq")"
 }
 lx_server() { # variant [extra args]
 	local bp=""
@@ -150,8 +202,9 @@ lx_client() { # variant args...
 	local bp=""
 	[ "$1" = busy-poll ] && bp=--busy-poll
 	shift
-	X $CLI_PIN timeout $((secs + 30)) "$blin" -s 10.80.0.2 -p 7 -t "$secs" --json $bp "$@" |
-		summary
+	run_client ip netns exec "$ns" $CLI_PIN "$blin" -s 10.80.0.2 -p 7 -t "$secs" --json \
+		$bp "$@"
+	echo "$(summary <"$tmpd/out") $(cat "$tmpd/rq")"
 }
 stop_last() {
 	kill "${pids[-1]}" 2>/dev/null || true
@@ -160,45 +213,60 @@ stop_last() {
 	rm -f /dev/shm/ipkit-ml-"$ml"* 2>/dev/null || true
 }
 cell() { awk '{printf "%s / %s / %s", $1, $2, $3}' <<<"$1"; }
+# "server / client" run-queue wait in ms: server from two samples (n/a when it exited
+# first, as socat's does), client from field 5 of the result
+rqcell() { # srv_before srv_after result
+	awk -v a="$1" -v b="$2" -v c="$(awk '{print $5}' <<<"$3")" \
+		'BEGIN {if (b < a) printf "n/a"; else printf "%.1f", (b - a) / 1e6
+		        printf " / %.1f", c / 1e6}'
+}
 
 pp_row() { # kind variant
-	local r1 r32
-	if [ "$1" = linux ]; then
-		lx_server "$2"
-		r1=$(lx_client "$2" -c 1 -l 1 -g 1 || echo "0 0 0 0")
-		r32=$(lx_client "$2" -c 32 -l 1 -g 1 || echo "0 0 0 0")
+	local kind=$1 var=$2 r1 r32 s0 s1 s2
+	local -a client=(ipk_client "$kind" "$var")
+	if [ "$kind" = linux ]; then
+		lx_server "$var"
+		client=(lx_client "$var")
 	else
-		ipk_server "$1" "$2"
-		r1=$(ipk_client "$1" "$2" -c 1 -l 1 -g 1 || echo "0 0 0 0")
-		r32=$(ipk_client "$1" "$2" -c 32 -l 1 -g 1 || echo "0 0 0 0")
+		ipk_server "$kind" "$var"
 	fi
+	s0=$(srv_rq)
+	r1=$("${client[@]}" -c 1 -l 1 -g 1 || echo "0 0 0 0 0")
+	s1=$(srv_rq)
+	r32=$("${client[@]}" -c 32 -l 1 -g 1 || echo "0 0 0 0 0")
+	s2=$(srv_rq)
 	stop_last
-	printf '| %s | %s | %s | %s |\n' "$(label "$1")" "$2" "$(cell "$r1")" "$(cell "$r32")"
+	printf '| %s | %s | %s | %s | %s | %s |\n' "$(label "$kind")" "$var" "$(cell "$r1")" \
+		"$(cell "$r32")" "$(rqcell "$s0" "$s1" "$r1")" "$(rqcell "$s1" "$s2" "$r32")"
 }
 
 bulk_row() { # kind
-	local r t0 t1
+	local r t0 t1 s0 s1
 	case $1 in
 	linux)
 		lx_server blocking -g 2
-		r=$(lx_client blocking -c 1 -l 65536 -g 2 || echo "0 0 0 0")
-		stop_last ;;
+		s0=$(srv_rq)
+		r=$(lx_client blocking -c 1 -l 65536 -g 2 || echo "0 0 0 0 0") ;;
 	linux-socat)
-		ip netns exec "$ns2" $SRV_PIN timeout $((secs + 120)) socat -u \
-			TCP-LISTEN:5009,reuseaddr OPEN:/dev/null &
+		ip netns exec "$ns2" $SRV_PIN socat -u TCP-LISTEN:5009,reuseaddr OPEN:/dev/null &
 		pids+=($!); sleep 0.3
+		s0=$(srv_rq)
 		t0=$(date +%s%N)
-		X $CLI_PIN timeout 120 socat -u OPEN:/dev/zero,readbytes="$bulk_bytes" \
+		run_client ip netns exec "$ns" $CLI_PIN socat -u \
+			OPEN:/dev/zero,readbytes="$bulk_bytes" \
 			"TCP:10.80.0.2:5009,retry=20,interval=0.1" || true
 		t1=$(date +%s%N)
-		stop_last
-		r="0 0 0 $(awk -v ns=$((t1 - t0)) -v b="$bulk_bytes" 'BEGIN {printf "%.2f", b * 8 / ns}')" ;;
+		r="0 0 0 $(awk -v ns=$((t1 - t0)) -v b="$bulk_bytes" \
+			'BEGIN {printf "%.2f", b * 8 / ns}') $(cat "$tmpd/rq")" ;;
 	*)
 		ipk_server "$1" blocking -g 2
-		r=$(ipk_client "$1" blocking -c 1 -l 65536 -g 2 || echo "0 0 0 0")
-		stop_last ;;
+		s0=$(srv_rq)
+		r=$(ipk_client "$1" blocking -c 1 -l 65536 -g 2 || echo "0 0 0 0 0") ;;
 	esac
-	printf '| %s | %s |\n' "$(label "$1")" "$(awk '{print $4}' <<<"$r")"
+	s1=$(srv_rq)
+	stop_last
+	printf '| %s | %s | %s |\n' "$(label "$1")" "$(awk '{print $4}' <<<"$r")" \
+		"$(rqcell "$s0" "$s1" "$r")"
 }
 
 # ---------------------------------------------------------------- run
@@ -210,22 +278,32 @@ kinds+=(linux)
 # and IO_PAIRS_BULK=0 narrow a run (side-by-side checks of one change); the default is
 # every row.
 [ -n "${IO_PAIRS_KINDS:-}" ] && read -r -a kinds <<<"$IO_PAIRS_KINDS"
+mtu_line() {
+	local fr=2048
+	[ -n "$xdp_frame" ] && fr=4096
+	echo "MTU: $mtu on the afxdp and the Linux veth pairs (afxdp with $fr-byte UMEM"
+	echo "frames); tap and afpacket at 1500."
+}
 table() {
-	echo "Ping-pong, 1-byte TCP, ${secs} s per cell, both ends pinned (client CPU 0, server"
-	echo "CPU 1); requests/s / p50 µs / p99 µs:"
+	mtu_line
 	echo
-	echo "| link | variant | 1 connection | 32 connections |"
-	echo "|---|---|---|---|"
+	echo "Ping-pong, 1-byte TCP, ${secs} s per cell, both ends pinned (client CPU 0, server"
+	echo "CPU 1); requests/s / p50 µs / p99 µs, and each cell's run-queue wait (ms the"
+	echo "server / the client were runnable but not running, /proc/PID/schedstat):"
+	echo
+	echo "| link | variant | 1 connection | 32 connections | wait ms, 1 conn | wait ms, 32 conns |"
+	echo "|---|---|---|---|---|---|"
 	for var in blocking busy-poll; do
 		for k in "${kinds[@]}"; do pp_row "$k" "$var"; done
 	done
 	[ "${IO_PAIRS_BULK:-1}" = 0 ] && return
 	echo
 	echo "One-connection bulk, blocking, pinned; ipkit-bench -g 2 -l 65536 for ${secs} s"
-	echo "(sender's Gbit/s), socat for $bulk_bytes bytes (wall clock):"
+	echo "(sender's Gbit/s), socat for $bulk_bytes bytes (wall clock); run-queue wait in ms,"
+	echo "server / client:"
 	echo
-	echo "| link | Gbit/s |"
-	echo "|---|---|"
+	echo "| link | Gbit/s | wait ms |"
+	echo "|---|---|---|"
 	local b bk=(tap tap-off afpacket afxdp-skb afxdp-drv memlink linux linux-socat)
 	[ -n "${IO_PAIRS_BULK_KINDS:-}" ] && read -r -a bk <<<"$IO_PAIRS_BULK_KINDS"
 	for b in "${bk[@]}"; do
@@ -272,12 +350,15 @@ notes() {
 - **XSK busy polling** (SO_PREFER_BUSY_POLL, SO_BUSY_POLL 20 us, SO_BUSY_POLL_BUDGET 64,
   `recvfrom` on an empty rx ring) was tried with native XDP: 1-connection p50 8.2 vs
   8.3 us, no measurable change at load 13; not kept.
-- **Bulk** is bound by window and per-frame cost, not by CPU: the sender was busy about
-  12% of a 3 s run (1.5k cpu-clock samples); the 256 KiB receive window (the core's
-  tcp_rcvbuf) fills and waits for ACKs, while every 1448-byte segment pays the copy-mode
-  path above; Linux moves 64 KiB GSO skbs over the same veth. Larger frames (4096-byte
-  UMEM frames allow an MTU of 3822) or multi-buffer AF_XDP would cut the frames 2.6x or
-  more; not done.
+- **Bulk** is bound by per-frame cost, not by CPU: the sender was busy about 12% of a
+  3 s run (1.5k cpu-clock samples) at MTU 1500, while every 1448-byte segment pays the
+  copy-mode path above; Linux moves 64 KiB GSO skbs over the same veth. `MTU=3822`
+  runs the afxdp and Linux rows at MTU 3822 with 4 KiB UMEM frames (`frame=4096`):
+  2.6x fewer frames per byte. In a side-by-side check (3 s cells, load 5) the afxdp
+  skb row went 1.38 -> 2.72 Gbit/s and each side's CPU time per byte fell 2.4x.
+  Beyond 3822: UMEM chunks above 4 KiB are refused by this kernel (EINVAL, also on
+  hugepages), and multi-buffer AF_XDP (XDP_USE_SG) needs the core to accept an MTU
+  above its packet buffer (it requires mtu <= pkt_buf_size - 14); not done.
 EOT
 }
 
@@ -288,10 +369,10 @@ import re, sys
 pp, bulk = {}, {}
 for line in sys.stdin:
     c = [x.strip() for x in line.strip().strip("|").split("|")]
-    if len(c) == 4 and "/" in c[2]:
+    if len(c) == 6 and "/" in c[2]:
         f = lambda s: [float(v) for v in s.split("/")]
         pp[(c[0], c[1])] = (f(c[2]), f(c[3]))
-    elif len(c) == 2 and re.match(r"^[0-9.]+$", c[1]):
+    elif len(c) == 3 and re.match(r"^[0-9.]+$", c[1]):
         bulk[c[0]] = float(c[1])
 def ratio(a, b):
     return "%.2fx" % (a / b) if b else "n/a"
@@ -324,6 +405,7 @@ for k, want, name in (("ipkit over afxdp, skb XDP (veth)", 0.5, "bulk afxdp skb 
 '
 }
 if [ -z "$out" ]; then
+	[ -n "$load_warning" ] && { echo "$load_warning"; echo; }
 	table
 	echo
 	echo "load average before: $load_before, after: $(load)"
@@ -331,10 +413,11 @@ if [ -z "$out" ]; then
 fi
 tbl=$(table)
 load_after=$(load)
-cmd="bash bench/io_pairs.sh $build $secs $bulk_bytes $out"
+cmd="MTU=$mtu bash bench/io_pairs.sh $build $secs $bulk_bytes $out"
 {
 	echo "# io figures"
 	echo
+	[ -n "$load_warning" ] && { echo "**$load_warning**"; echo; }
 	echo "Issue 4's figures, measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs,"
 	echo "kernel $(uname -r), with"
 	echo
