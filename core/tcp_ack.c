@@ -20,13 +20,13 @@ void ipk_tcp_ack_data(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len, int
 	 * one, so the ACK waited for the delayed-ACK timer while the sender, with more
 	 * than one MSS out, probed first: RFC 8985 §7.2's PTO has no delayed-ACK
 	 * allowance then). */
-	uint32_t mss = ipk_tcp_rcv_mss(ctx), n = mss ? (len + mss - 1u) / mss : 1u;
+	uint32_t mss = ipk_tcp_rcv_mss(ctx), n = 1;
 	int now = hole_filled || ctx->cfg.tcp_delack_ns == 0;
 
 	if (len == 0)
 		return;
-	if (n == 0)
-		n = 1;
+	if (len > mss && mss) /* a division only for a coalesced segment */
+		n = (len + mss - 1u) / mss;
 	c->segs_unacked = (uint16_t)IPK_MIN((uint32_t)c->segs_unacked + n, 0xffffu);
 	if (c->quickack > 0) {
 		c->quickack--;

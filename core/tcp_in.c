@@ -56,6 +56,7 @@ static enum ipk_drop seg_parse(struct ipk_ctx *ctx, void *pkt, const struct ipk_
 {
 	uint32_t plen = ipk_pkt_len(ctx, pkt), here;
 	const uint8_t *p;
+	int ts_only;
 
 	if (rx->l4_off > plen || rx->l4_len < IPK_TCP_HLEN)
 		return IPK_DROP_TCP_MALFORMED;
@@ -65,8 +66,11 @@ static enum ipk_drop seg_parse(struct ipk_ctx *ctx, void *pkt, const struct ipk_
 	else if (!rx->chained)
 		return IPK_DROP_TCP_MALFORMED;
 	p = ipk_pkt_data(ctx, pkt) + rx->l4_off;
-	/* Parsing sees the first packet's bytes only: a data offset past them fails. */
-	if (ipk_tcp_parse(p, here, &s->h) < 0 || s->h.sport_be == 0 || s->h.dport_be == 0)
+	/* Parsing sees the first packet's bytes only: a data offset past them fails.
+	 * The usual NOP,NOP,TS header is taken in one step, options included. */
+	ts_only = ipk_tcp_parse_ts(p, here, &s->h, &s->o);
+	if ((!ts_only && ipk_tcp_parse(p, here, &s->h) < 0) || s->h.sport_be == 0 ||
+	    s->h.dport_be == 0)
 		return IPK_DROP_TCP_MALFORMED;
 	if (!rx->l4_csum_ok) {
 		int odd = 0;
@@ -79,7 +83,8 @@ static enum ipk_drop seg_parse(struct ipk_ctx *ctx, void *pkt, const struct ipk_
 		if (ipk_csum_fold(sum) != 0)
 			return IPK_DROP_TCP_CSUM;
 	}
-	if (ipk_tcp_opts_parse(p + IPK_TCP_HLEN, (uint32_t)s->h.doff - IPK_TCP_HLEN, &s->o) < 0)
+	if (!ts_only &&
+	    ipk_tcp_opts_parse(p + IPK_TCP_HLEN, (uint32_t)s->h.doff - IPK_TCP_HLEN, &s->o) < 0)
 		return IPK_DROP_TCP_MALFORMED;
 	/* SYN with RST or FIN has no meaning in any state. */
 	if ((s->h.flags & IPK_TCP_SYN) && (s->h.flags & (IPK_TCP_RST | IPK_TCP_FIN)))
@@ -386,13 +391,15 @@ static void input_unacceptable(struct ipk_ctx *ctx, struct ipk_conn *c,
 static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
 {
 	uint32_t ack = s->h.ack, acked = ack - c->snd_una, bytes;
-	int partial;
+	int partial, sampled = 1;
 
 	if (ipk_tcp_ts_rtt(ctx, c, s)) {
 		c->fl &= ~IPK_TCPF_RTT_ON;
 	} else if ((c->fl & IPK_TCPF_RTT_ON) && ipk_seq_ge(ack, c->rtt_seq)) {
 		c->fl &= ~IPK_TCPF_RTT_ON;
 		ipk_tcp_rtt_sample(ctx, c, ipk_tcp_rtt_elapsed(ctx, c));
+	} else {
+		sampled = 0;
 	}
 	if (c->snd_una == c->iss)
 		acked--; /* our SYN is not data for congestion control */
@@ -404,7 +411,11 @@ static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tc
 	c->snd_una = ack;
 	if (ipk_seq_lt(c->snd_nxt, ack))
 		c->snd_nxt = ack;
-	ipk_tcp_rto_reset(ctx, c);
+	/* The back-off ends; a sample just computed the RTO from the new estimate. */
+	if (sampled)
+		c->nrtx = 0;
+	else
+		ipk_tcp_rto_reset(ctx, c);
 	/* The persist back-off ends when the window opens (ack_process), not when a probe
 	 * byte is accepted: a receiver may take probe bytes into the last sliver of a
 	 * window it advertised as 0 after scaling, and resetting here probed it every

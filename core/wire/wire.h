@@ -222,6 +222,11 @@ struct ipk_tcp_opts {
 	uint32_t tsval, tsecr;
 	uint32_t sack[IPK_TCP_MAX_SACK][2]; /* left, right edges */
 };
+/* The common established segment in one step: a 32-byte header whose options are
+ * exactly NOP,NOP,TS (RFC 7323 Appendix A). Returns 1 with h and o filled as
+ * ipk_tcp_parse + ipk_tcp_opts_parse would (o->sack is left as it was: nsack is 0),
+ * else 0 with nothing promised: the caller parses the general way. */
+int ipk_tcp_parse_ts(const uint8_t *p, uint32_t len, struct ipk_tcp_hdr *h, struct ipk_tcp_opts *o);
 /* Parse the option bytes (p points after the fixed header, len = doff - 20) into o,
  * which is cleared first. Unknown options with a sane length are skipped. Returns 0 or IPK_WIRE_EOPT for a
  * length of 0/1, a length past the end, or a known option with the wrong length. */
