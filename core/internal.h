@@ -173,6 +173,9 @@ struct ipk_ctx {
 	 * on it from a callback only queue; the one output pass at the end of the event
 	 * sends, so a reply carries the ACK and is built once (tcp.c after_queue). */
 	struct ipk_conn *in_event_c;
+	/* The connection ipk_tcp_lookup found last (tcp.c): checked before the hash;
+	 * cleared when it leaves the hash. */
+	struct ipk_conn *last_c;
 };
 #define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */

@@ -34,16 +34,31 @@ static uint32_t bucket(const struct ipk_ctx *ctx, uint32_t h)
 	return h & (ctx->cfg.conn_hash_buckets - 1u);
 }
 
+static int tuple_is(const struct ipk_conn *c, uint32_t lip, uint16_t lport, uint32_t pip,
+                    uint16_t pport)
+{
+	return c->t.peer_ip4_be == pip && c->t.peer_port_be == pport &&
+	       c->t.local_port_be == lport && c->t.local_ip4_be == lip;
+}
+
+/* A segment usually belongs to the connection the one before it did (a flow's
+ * segments come in bursts): that one is compared first, and the keyed hash is
+ * computed only when it is another. The cache holds only connections in the hash
+ * (hash_remove clears it), so it finds nothing the hash would not. */
 struct ipk_conn *ipk_tcp_lookup(struct ipk_ctx *ctx, uint32_t lip, uint16_t lport, uint32_t pip,
                                 uint16_t pport)
 {
-	uint32_t h = tuple_hash(ctx->conn_hash_seed, lip, lport, pip, pport);
-	struct ipk_conn *c = ctx->conn_hash[bucket(ctx, h)];
+	struct ipk_conn *c = ctx->last_c;
+	uint32_t h;
 
-	for (; c; c = c->hash_next) {
-		if (c->t.peer_ip4_be == pip && c->t.peer_port_be == pport &&
-		    c->t.local_port_be == lport && c->t.local_ip4_be == lip)
+	if (c && tuple_is(c, lip, lport, pip, pport))
+		return c;
+	h = tuple_hash(ctx->conn_hash_seed, lip, lport, pip, pport);
+	for (c = ctx->conn_hash[bucket(ctx, h)]; c; c = c->hash_next) {
+		if (tuple_is(c, lip, lport, pip, pport)) {
+			ctx->last_c = c;
 			return c;
+		}
 	}
 	return NULL;
 }
@@ -80,6 +95,8 @@ static void hash_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
 	}
 	c->hash_next = NULL;
 	c->fl &= ~IPK_TCPF_LINKED;
+	if (ctx->last_c == c)
+		ctx->last_c = NULL;
 }
 
 /* ------------------------------------------------------------- ISN, ports */
