@@ -20,6 +20,15 @@
 #include "wire/wire.h"
 
 #define IPK_INLINE static inline
+/* The receive path's per-packet functions. GCC places them together (.text.hot):
+ * spread over the whole text, the few lines a packet runs through fell into the same
+ * instruction-cache sets by accident of layout and evicted each other (cachegrind:
+ * 0 to 67 L1i misses per request, changing with unrelated edits). */
+#if defined(__GNUC__)
+#define IPK_HOT __attribute__((hot))
+#else
+#define IPK_HOT
+#endif
 
 /* Ops access: a unity build binds the table at compile time. */
 #ifdef IPK_OPS_STATIC

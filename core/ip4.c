@@ -281,7 +281,7 @@ static int ip4_input_fast(struct ipk_ctx *c, void *pkt, uint32_t off)
 }
 
 /* Takes ownership of pkt. The IPv4 header is at `off`. */
-void ipk_ip4_input(struct ipk_ctx *c, void *pkt, uint32_t off)
+IPK_HOT void ipk_ip4_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 {
 	struct ipk_ip4_hdr h;
 	struct ipk_rx rx;

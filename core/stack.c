@@ -300,7 +300,7 @@ static void run_timers(struct ipk_ctx *c, uint64_t now)
 		c->tcp_deadline = ipk_tcp_timer(c, now);
 }
 
-uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t now)
+IPK_HOT uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t now)
 {
 	uint64_t next;
 	uint32_t i;

@@ -45,7 +45,7 @@ static int tuple_is(const struct ipk_conn *c, uint32_t lip, uint16_t lport, uint
  * segments come in bursts): that one is compared first, and the keyed hash is
  * computed only when it is another. The cache holds only connections in the hash
  * (hash_remove clears it), so it finds nothing the hash would not. */
-struct ipk_conn *ipk_tcp_lookup(struct ipk_ctx *ctx, uint32_t lip, uint16_t lport, uint32_t pip,
+IPK_HOT struct ipk_conn *ipk_tcp_lookup(struct ipk_ctx *ctx, uint32_t lip, uint16_t lport, uint32_t pip,
                                 uint16_t pport)
 {
 	struct ipk_conn *c = ctx->last_c;

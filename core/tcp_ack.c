@@ -13,7 +13,7 @@
 #include "tcp.h"
 #include "wire/wire.h"
 
-void ipk_tcp_ack_data(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len, int hole_filled)
+IPK_HOT void ipk_tcp_ack_data(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len, int hole_filled)
 {
 	/* A coalesced (LRO) segment counts as the segments it was made of: a
 	 * 1448 + 104 byte pair is two, as it was on the wire (rounding down made it

@@ -162,7 +162,7 @@ static uint32_t reno_partial(struct ipk_conn *c, uint32_t acked)
 	return IPK_MAX(acked - covered, IPK_MIN(acked, c->mss));
 }
 
-int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uint32_t acked)
+IPK_HOT int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uint32_t acked)
 {
 	c->dupacks = 0;
 	if (!(c->fl & IPK_TCPF_RECOVERY)) {

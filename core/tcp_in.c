@@ -104,7 +104,7 @@ static enum ipk_drop seg_parse(struct ipk_ctx *ctx, void *pkt, const struct ipk_
  * Entry from ip4.c; takes ownership of pkt. The packet is freed here after the
  * segment is processed, unless the out-of-order queue kept it (s.pkt set to NULL).
  */
-void ipk_tcp_input(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
+IPK_HOT void ipk_tcp_input(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
 {
 	struct ipk_tcp_seg s;
 	struct ipk_conn *c;
@@ -878,7 +878,7 @@ static void input_fast(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_s
 }
 
 /* Process one segment for connection c; s->pkt stays the caller's unless queued. */
-void ipk_tcp_input_conn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
+IPK_HOT void ipk_tcp_input_conn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
 {
 	int fast = predicted(c, s);
 	/* RFC 1122 §4.2.3.6: an acceptable segment shows the peer alive. */

@@ -133,7 +133,7 @@ static void rack_update(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
  * of below RACK.fack is often old news, not late data (on a path that only loses,
  * 10 Mbit/s and 1%, the SACK check fired and turned the DupThresh rule off).
  */
-void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r,
+IPK_HOT void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r,
                             int cum)
 {
 	const struct ipk_pb *pb, *cur = ipk_tcp_sb_ranges(c);
@@ -247,7 +247,7 @@ static uint64_t tlp_pto(const struct ipk_conn *c)
 
 /* The reordering timer when one is due, else the PTO when it comes before the RTO,
  * else the RTO. */
-void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t reo)
+IPK_HOT void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t reo)
 {
 	uint64_t at = ctx->now + ipk_tcp_rto_ns(c), pto;
 	uint8_t kind = IPK_TCP_RTX_RTO;

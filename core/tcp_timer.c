@@ -56,7 +56,7 @@ void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
 	c->rtx_at = c->delack_at = c->retry_at = c->keepalive_at = 0;
 }
 
-void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c)
+IPK_HOT void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint64_t d = conn_deadline(ctx, c);
 
@@ -92,7 +92,7 @@ static void rto_compute(struct ipk_ctx *ctx, struct ipk_conn *c)
 }
 
 /* r: the sample in ns, kept in µs (a sample under 1 µs counts as 1 µs). */
-void ipk_tcp_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r_ns)
+IPK_HOT void ipk_tcp_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r_ns)
 {
 	uint64_t r = r_ns / IPK_TCP_NS_PER_US;
 

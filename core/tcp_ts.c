@@ -58,7 +58,7 @@ int ipk_tcp_paws_reject(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 
 /* RFC 7323 §4.3 (2): SEG.SEQ <= Last.ACK.sent, which is rcv_nxt before this segment's
  * text is taken (the ACK we owe has not gone out yet). */
-void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+IPK_HOT void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
 {
 	if (!(c->fl & IPK_TCPF_TS_OK) || !s->o.has_ts)
 		return;
@@ -70,7 +70,7 @@ void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 
 /* RFC 7323 §4.1: every ACK that advances the left edge gives a sample, also across
  * retransmissions, because TSecr names the transmission that was acknowledged. */
-int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+IPK_HOT int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
 {
 	uint32_t ms;
 
