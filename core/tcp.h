@@ -65,7 +65,7 @@
 #define IPK_TCPF_ECN_WND 0x2000000u /* an ECN reduction happened: ecn_high is valid */
 #define IPK_TCPF_RTX_LOST 0x4000000u /* send-queue pbs wait as IPK_TCP_XMIT_LOST */
 #define IPK_TCPF_TS_NO_RTT 0x8000000u /* SYN cookie: our SYN-ACK's TSval held options */
-#define IPK_TCPF_DSACK_RND 0x10000000u /* RFC 8985 RACK.dsack_round is set (c->sb) */
+#define IPK_TCPF_DSACK_RND 0x10000000u /* RFC 8985 RACK.dsack_round is set (scoreboard) */
 #define IPK_TCPF_TW_LINKED 0x20000000u /* on the ctx TIME_WAIT list (tcp_tw.c) */
 #define IPK_TCPF_OOW_RL 0x40000000u /* oow_until is set (tcp_defence.c) */
 #define IPK_TCPF_REORDER 0x80000000u /* RFC 8985 RACK.reordering_seen: the path reorders */
@@ -145,11 +145,11 @@ struct ipk_conn {
 	uint16_t segs_unacked;      /* in-order segments since our last ACK */
 	uint16_t ooo_n;
 
-	/* queues of pbs (see internal.h): send data from snd_una, out-of-order data */
+	/* send queue of pbs (see internal.h): data from snd_una on; the out-of-order
+	 * queue hangs off the extension record (ipk_tcp_ooo) */
 	struct ipk_pb *sq_head, *sq_tail;
 	uint32_t sq_seq;            /* sequence of the first queued data byte */
 	uint32_t sq_bytes;
-	struct ipk_pb *ooo;         /* sorted by seq, non-overlapping */
 
 	/* timers: µs ticks (see "Connection time" below), 0 = off */
 	uint32_t rtx_at;            /* rtx_kind's timer; in TIME_WAIT the end of TIME_WAIT */
@@ -188,16 +188,41 @@ struct ipk_conn {
 	/* RFC 7323 §4.3 */
 	uint32_t ts_recent;         /* TS.Recent */
 	uint32_t ts_recent_ms;      /* our ms clock when TS.Recent was set (PAWS §5.5) */
-	/* Per-flight loss-recovery state, drawn from the pb pool when first needed and
-	 * returned when all data is acknowledged; NULL on an idle connection (tcp_sb.c). */
-	struct ipk_pb *sb;
-	/* Per-episode fast-recovery state (RFC 6937 PRR, RFC 6675 rescue), drawn from
-	 * the pb pool at recovery entry and returned at its end (tcp_prr.c). */
-	struct ipk_pb *rcvy;
+	/* The extension record (below): state an idle or in-order connection does not
+	 * need, drawn from the pb pool when first needed and returned when empty; NULL
+	 * on an idle connection. One pointer in place of three (scoreboard, recovery
+	 * episode, out-of-order queue) keeps the object at 248 B on LP64. */
+	struct ipk_pb *x;
 };
 
 /*
- * The scoreboard record c->sb is a pb descriptor whose fields hold the flight's
+ * The extension record c->x is a pb descriptor (tcp_sb.c draws and returns it):
+ *   x->next  the out-of-order queue: received pbs sorted by seq, non-overlapping
+ *   x->pkt   the scoreboard record (struct ipk_pb *), or NULL
+ *   the rest the recovery-episode counters (IPK_RCVY_*), valid with IPK_RCVY_F_ON
+ * It is returned as soon as all three are empty, so a connection that loses nothing
+ * and receives in order never holds it. When the pool is empty no record can be
+ * drawn: the scoreboard is not kept (recovery runs as NewReno without SACK state),
+ * an episode runs without PRR (cwnd = ssthresh), and an out-of-order segment is
+ * dropped (counted as a pb-pool miss) for the peer to resend; all as when the
+ * scoreboard, episode or segment pb itself cannot be drawn.
+ */
+IPK_INLINE struct ipk_pb *ipk_tcp_ooo(const struct ipk_conn *c)
+{
+	return c->x ? c->x->next : NULL;
+}
+IPK_INLINE struct ipk_pb *ipk_tcp_sb(const struct ipk_conn *c)
+{
+	return c->x ? (struct ipk_pb *)c->x->pkt : NULL;
+}
+/* The extension record, drawn when the connection has none; NULL when the pool is
+ * empty (counted by the pool). */
+struct ipk_pb *ipk_tcp_x_get(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Return the extension record when it holds nothing. */
+void ipk_tcp_x_trim(struct ipk_ctx *ctx, struct ipk_conn *c);
+
+/*
+ * The scoreboard record ipk_tcp_sb(c) is a pb descriptor whose fields hold the flight's
  * recovery state (named below); its `next` chain holds the SACKed ranges as
  * (pb->seq, pb->len), sorted and disjoint, at most ipk_tcp_sb_cap() of them.
  */
@@ -209,7 +234,7 @@ struct ipk_conn {
 #define IPK_SB_DSACK_RND(r) ((r)->xmit) /* RACK.dsack_round, with IPK_TCPF_DSACK_RND */
 #define IPK_SB_NRANGES(r) ((r)->pad_) /* ranges on the chain */
 
-/* The recovery-episode record c->rcvy: a pb descriptor whose fields hold RFC 6937's
+/* The recovery-episode counters, in the extension record (ipk_tcp_rcvy): RFC 6937's
  * counters, in bytes. */
 #define IPK_RCVY_DELIVERED(r) ((r)->seq) /* prr_delivered */
 #define IPK_RCVY_OUT(r) ((r)->off)       /* prr_out */
@@ -217,6 +242,13 @@ struct ipk_conn {
 #define IPK_RCVY_FLAGS(r) ((r)->aux)     /* IPK_RCVY_F_* */
 #define IPK_RCVY_RENO_SACKED(r) ((r)->xmit) /* NewReno: bytes duplicate ACKs stand for */
 #define IPK_RCVY_F_RESCUED 0x1u          /* RFC 6675 §4 NextSeg (4): rescue sent */
+#define IPK_RCVY_F_ON 0x2u               /* an episode is running: the counters hold */
+
+/* The recovery-episode record (the extension record), NULL when no episode runs. */
+IPK_INLINE struct ipk_pb *ipk_tcp_rcvy(const struct ipk_conn *c)
+{
+	return c->x && (IPK_RCVY_FLAGS(c->x) & IPK_RCVY_F_ON) ? c->x : NULL;
+}
 
 /*
  * Connection time. The engine's clock is ctx->now in ns (64-bit); a connection keeps
@@ -567,7 +599,9 @@ int ipk_tcp_sb_sacked(const struct ipk_conn *c, uint32_t l, uint32_t r);
 int ipk_tcp_sb_sacked_at(const struct ipk_pb **cur, uint32_t l, uint32_t r);
 IPK_INLINE const struct ipk_pb *ipk_tcp_sb_ranges(const struct ipk_conn *c)
 {
-	return c->sb ? c->sb->next : NULL;
+	const struct ipk_pb *sb = ipk_tcp_sb(c);
+
+	return sb ? sb->next : NULL;
 }
 /* Bytes marked lost and not yet retransmitted in this recovery. */
 uint32_t ipk_tcp_sb_lost_unsent(const struct ipk_conn *c);
@@ -580,7 +614,8 @@ void ipk_tcp_sb_free(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_sb_mark_lost(struct ipk_conn *c, uint32_t end);
 
 /* ---- tcp_prr.c: RFC 6937 proportional rate reduction */
-/* Recovery starts (after ssthresh was set): draw c->rcvy, zero the counters. */
+/* Recovery starts (after ssthresh was set): start the episode's counters in the
+ * extension record (drawn if needed). */
 void ipk_tcp_prr_start(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* An ACK in recovery delivered `delivered` bytes; pipe is RFC 6675's pipe, base what
  * the send paths subtract from cwnd (pipe with a scoreboard, the flight without):
@@ -592,7 +627,7 @@ void ipk_tcp_prr_sent(const struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t se
 /* PRR decides this episode's sending (an episode record and tcp_prr not off). */
 IPK_INLINE int ipk_tcp_prr_active(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	return c->rcvy != NULL && ctx->cfg.tcp_prr != IPK_PRR_OFF;
+	return ipk_tcp_rcvy(c) != NULL && ctx->cfg.tcp_prr != IPK_PRR_OFF;
 }
 void ipk_tcp_prr_end(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* RFC 6937 §3 sndcnt for one ACK (pure; exposed for the unit tests). crb: PRR-CRB. */
@@ -620,7 +655,7 @@ void ipk_tcp_rack_timer(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_min_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r);
 /* RACK.min_RTT in us, 0 when there is no sample yet. */
 uint32_t ipk_tcp_min_rtt_us(const struct ipk_conn *c);
-/* §6.2 step 4: a D-SACK arrived (needs c->sb); widens reo_wnd once per round trip. */
+/* §6.2 step 4: a D-SACK arrived (needs a scoreboard); widens reo_wnd once per round trip. */
 void ipk_tcp_rack_dsack(struct ipk_conn *c);
 /* §6.2 step 4: a fast or RTO recovery ended (counts down reo_wnd_persist). */
 void ipk_tcp_rack_recovery_done(struct ipk_conn *c);

@@ -144,7 +144,7 @@ void ipk_tcp_cc_init(struct ipk_ctx *ctx, struct ipk_conn *c)
 static void reno_prr(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t delivered,
                      uint32_t flight_now)
 {
-	uint32_t *est = &IPK_RCVY_RENO_SACKED(c->rcvy);
+	uint32_t *est = &IPK_RCVY_RENO_SACKED(ipk_tcp_rcvy(c));
 
 	if (*est > flight_now)
 		*est = flight_now;
@@ -154,7 +154,7 @@ static void reno_prr(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t delivered
 /* A partial ACK of `acked` bytes in NewReno recovery: the new data it delivered. */
 static uint32_t reno_partial(struct ipk_conn *c, uint32_t acked)
 {
-	uint32_t *est = &IPK_RCVY_RENO_SACKED(c->rcvy);
+	uint32_t *est = &IPK_RCVY_RENO_SACKED(ipk_tcp_rcvy(c));
 	uint32_t above = acked > c->mss ? acked - c->mss : 0u; /* beyond the resent hole */
 	uint32_t covered = IPK_MIN(*est, above);
 
@@ -199,7 +199,7 @@ int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 		c->dupacks++;
 	if (c->fl & IPK_TCPF_RECOVERY) {
 		if (ipk_tcp_prr_active(ctx, c)) {
-			IPK_RCVY_RENO_SACKED(c->rcvy) += c->mss;
+			IPK_RCVY_RENO_SACKED(ipk_tcp_rcvy(c)) += c->mss;
 			reno_prr(ctx, c, c->mss, flight(c));
 		} else if (c->cwnd < IPK_TCP_CWND_MAX)
 			c->cwnd += c->mss; /* RFC 6582 §3.2 (4): inflate per segment that left */
@@ -215,7 +215,7 @@ int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 	c->fl |= IPK_TCPF_RECOVERY;
 	ipk_tcp_prr_start(ctx, c);
 	if (ipk_tcp_prr_active(ctx, c)) {
-		IPK_RCVY_RENO_SACKED(c->rcvy) = 3u * c->mss; /* the DupThresh duplicate ACKs */
+		IPK_RCVY_RENO_SACKED(ipk_tcp_rcvy(c)) = 3u * c->mss; /* the DupThresh duplicate ACKs */
 		reno_prr(ctx, c, c->mss, flight(c));
 	}
 	return 1;

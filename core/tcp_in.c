@@ -639,12 +639,13 @@ static uint32_t ooo_limit(const struct ipk_ctx *ctx)
 	return IPK_MIN(ctx->cfg.tcp_rcvbuf / seg + 1u, 0xffffu);
 }
 
-/* Insert [seq, seq+len) (+FIN) into the sorted out-of-order queue, trimming what
- * other entries already hold. Takes the packet on success (s->pkt = NULL). */
-static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s,
-                       uint32_t seq, uint32_t off, uint32_t len, int fin)
+/* Insert [seq, seq+len) (+FIN) into the sorted out-of-order queue at *pp, trimming
+ * what other entries already hold. Takes the packet on success (s->pkt = NULL). */
+static void ooo_insert_at(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s,
+                          struct ipk_pb **pp, uint32_t seq, uint32_t off, uint32_t len,
+                          int fin)
 {
-	struct ipk_pb **pp = &c->ooo, *pb;
+	struct ipk_pb *pb;
 
 	while (*pp && ipk_seq_le((*pp)->seq + (*pp)->len, seq))
 		pp = &(*pp)->next;
@@ -696,15 +697,30 @@ static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_s
 	s->pkt = NULL;
 }
 
+/* The queue lives in the extension record: without one (pool empty) the segment is
+ * dropped, counted by the pool, and the peer resends it. */
+static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s,
+                       uint32_t seq, uint32_t off, uint32_t len, int fin)
+{
+	struct ipk_pb *x = ipk_tcp_x_get(ctx, c);
+
+	if (!x)
+		return;
+	ooo_insert_at(ctx, c, s, &x->next, seq, off, len, fin);
+	ipk_tcp_x_trim(ctx, c);
+}
+
 /* Deliver queued segments the new rcv_nxt reaches. */
 static void ooo_drain(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	while (c->ooo && ipk_seq_le(c->ooo->seq, c->rcv_nxt) && !zombie(c)) {
-		struct ipk_pb *pb = c->ooo;
+	struct ipk_pb *pb;
+
+	/* c->x is read again each round: delivery may free the connection's queues. */
+	while ((pb = ipk_tcp_ooo(c)) != NULL && ipk_seq_le(pb->seq, c->rcv_nxt) && !zombie(c)) {
 		uint32_t skip = c->rcv_nxt - pb->seq;
 		int fin;
 
-		c->ooo = pb->next;
+		c->x->next = pb->next;
 		c->ooo_n--;
 		if (skip < pb->len)
 			deliver(ctx, c, pb->pkt, pb->off + skip, pb->len - skip);
@@ -714,6 +730,7 @@ static void ooo_drain(struct ipk_ctx *ctx, struct ipk_conn *c)
 		if (fin && !zombie(c))
 			fin_process(ctx, c);
 	}
+	ipk_tcp_x_trim(ctx, c);
 }
 
 static int text_state(const struct ipk_conn *c)
@@ -726,7 +743,7 @@ static int text_state(const struct ipk_conn *c)
 static void text_process(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
 {
 	uint32_t seq = s->h.seq, off = s->poff, len = s->len, room;
-	int fin = (s->h.flags & IPK_TCP_FIN) != 0, had_ooo = c->ooo != NULL;
+	int fin = (s->h.flags & IPK_TCP_FIN) != 0, had_ooo = ipk_tcp_ooo(c) != NULL;
 
 	if (!text_state(c) || (len == 0 && !fin))
 		return;
@@ -844,7 +861,7 @@ static int predicted(const struct ipk_conn *c, const struct ipk_tcp_seg *s)
 	uint32_t ack = s->h.ack;
 
 	if (c->state != IPK_TCP_ESTABLISHED || (s->h.flags & ~IPK_TCP_PSH) != IPK_TCP_ACK ||
-	    s->h.seq != c->rcv_nxt || c->ooo || c->sb || c->rcvy || c->dupacks ||
+	    s->h.seq != c->rcv_nxt || c->x || c->dupacks ||
 	    (c->fl & (IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY)))
 		return 0;
 	if (!opts_expected(c, &s->o) || c->snd_wnd == 0 || seg_wnd(c, s) != c->snd_wnd ||

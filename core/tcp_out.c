@@ -40,11 +40,13 @@ void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 	pb_free_all(ctx, c->sq_head);
 	c->sq_head = c->sq_tail = NULL;
 	c->sq_bytes = 0;
-	pb_free_all(ctx, c->ooo);
-	c->ooo = NULL;
+	if (c->x) {
+		pb_free_all(ctx, c->x->next);
+		c->x->next = NULL;
+	}
 	c->ooo_n = 0;
 	ipk_tcp_sb_free(ctx, c);
-	ipk_tcp_prr_end(ctx, c);
+	ipk_tcp_prr_end(ctx, c); /* returns the emptied extension record */
 }
 
 uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack)
@@ -533,7 +535,7 @@ static int output_one(struct ipk_ctx *ctx, struct ipk_conn *c)
 	avail = ipk_seq_lt(c->snd_nxt, end) ? end - c->snd_nxt : 0;
 	inflight = c->snd_nxt - c->snd_una;
 	/* RFC 6675 §5: with a scoreboard, cwnd limits pipe, not the raw flight. */
-	pipe = c->sb ? ipk_tcp_sb_pipe(c) : inflight;
+	pipe = ipk_tcp_sb(c) ? ipk_tcp_sb_pipe(c) : inflight;
 	uwnd = c->snd_wnd > inflight ? c->snd_wnd - inflight : 0;
 	usable = IPK_MIN(uwnd, c->cwnd > pipe ? c->cwnd - pipe : 0);
 	len = IPK_MIN(IPK_MIN(avail, usable), seg_max(ctx, c));
@@ -557,13 +559,13 @@ static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint32_t i;
 
-	if (c->sb)
+	if (ipk_tcp_sb(c))
 		ipk_tcp_sb_output(ctx, c); /* lost holes before new data (RFC 6675 §5 (C)) */
 	for (i = 0; i < IPK_TCP_OUTPUT_BURST; i++) {
 		if (!output_one(ctx, c))
 			break;
 	}
-	if (c->sb)
+	if (ipk_tcp_sb(c))
 		ipk_tcp_sb_rescue(ctx, c); /* RFC 6675 NextSeg (4), after rules (1) and (2) */
 	/* RFC 9293 §3.8.6.1: data waiting behind a zero window needs the persist timer. */
 	if (c->snd_wnd == 0 && ipk_seq_lt(c->snd_nxt, ipk_tcp_data_end(c)) &&

@@ -6,8 +6,9 @@
  * bursting retransmissions when many holes are marked lost at once, and it ends
  * recovery with the flight close to ssthresh.
  *
- * The per-episode counters live in a pb descriptor drawn at recovery entry (c->rcvy)
- * and returned at its end, so an idle connection carries none of them; it also
+ * The per-episode counters live in the connection's extension record (tcp.h), drawn
+ * at recovery entry when the connection has none and returned when nothing else
+ * needs it, so an idle connection carries none of them; it also
  * remembers the episode's RFC 6675 rescue retransmission (tcp_sb.c). When the pool
  * is empty the episode runs without PRR (cwnd = ssthresh, as RFC 6675 §5 has it).
  *
@@ -26,29 +27,23 @@
  * RecoverFS = snd.nxt - snd.una (the flight when the reduction starts). */
 void ipk_tcp_prr_start(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	struct ipk_pb *r = c->rcvy;
+	struct ipk_pb *r = ipk_tcp_x_get(ctx, c);
 
-	if (!r) {
-		r = ipk_pb_get(ctx);
-		if (!r)
-			return; /* counted by the pool; this episode goes without PRR */
-		r->next = NULL;
-		r->pkt = NULL;
-		c->rcvy = r;
-	}
+	if (!r)
+		return; /* counted by the pool; this episode goes without PRR */
 	IPK_RCVY_DELIVERED(r) = 0;
 	IPK_RCVY_OUT(r) = 0;
 	IPK_RCVY_FS(r) = c->snd_max - c->snd_una;
-	IPK_RCVY_FLAGS(r) = 0;
+	IPK_RCVY_FLAGS(r) = IPK_RCVY_F_ON;
 	IPK_RCVY_RENO_SACKED(r) = 0;
 }
 
 void ipk_tcp_prr_end(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	if (!c->rcvy)
+	if (!c->x)
 		return;
-	ipk_pb_put(ctx, c->rcvy);
-	c->rcvy = NULL;
+	IPK_RCVY_FLAGS(c->x) = 0;
+	ipk_tcp_x_trim(ctx, c);
 }
 
 uint32_t ipk_tcp_prr_sndcnt(uint32_t prr_delivered, uint32_t prr_out, uint32_t recover_fs,
@@ -80,7 +75,7 @@ uint32_t ipk_tcp_prr_sndcnt(uint32_t prr_delivered, uint32_t prr_out, uint32_t r
 void ipk_tcp_prr_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t delivered, uint32_t pipe,
                      uint32_t base)
 {
-	struct ipk_pb *r = c->rcvy;
+	struct ipk_pb *r = ipk_tcp_rcvy(c);
 	uint32_t snd;
 
 	if (!ipk_tcp_prr_active(ctx, c))
@@ -97,7 +92,7 @@ void ipk_tcp_prr_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t delivered
 
 void ipk_tcp_prr_sent(const struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len)
 {
-	struct ipk_pb *r = c->rcvy;
+	struct ipk_pb *r = ipk_tcp_rcvy(c);
 
 	if (!ipk_tcp_prr_active(ctx, c) || len == 0)
 		return;

@@ -64,12 +64,12 @@ void ipk_tcp_min_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r)
 
 void ipk_tcp_rack_dsack(struct ipk_conn *c)
 {
-	if ((c->fl & IPK_TCPF_DSACK_RND) && ipk_seq_ge(c->snd_una, IPK_SB_DSACK_RND(c->sb)))
+	if ((c->fl & IPK_TCPF_DSACK_RND) && ipk_seq_ge(c->snd_una, IPK_SB_DSACK_RND(ipk_tcp_sb(c))))
 		c->fl &= ~IPK_TCPF_DSACK_RND;
 	if (c->fl & IPK_TCPF_DSACK_RND)
 		return; /* at most one widening per round trip */
 	c->fl |= IPK_TCPF_DSACK_RND;
-	IPK_SB_DSACK_RND(c->sb) = c->snd_nxt;
+	IPK_SB_DSACK_RND(ipk_tcp_sb(c)) = c->snd_nxt;
 	if (c->reo_mult < REO_MULT_MAX)
 		c->reo_mult++;
 	c->reo_persist = REO_PERSIST;
@@ -105,7 +105,7 @@ void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 /* RFC 8985 §6.2 step 1-2 for one delivered segment. */
 static void rack_update(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_pb *pb)
 {
-	struct ipk_pb *rec = c->sb;
+	struct ipk_pb *rec = ipk_tcp_sb(c);
 	uint64_t rtt = ctx->now - pb->t;
 	uint32_t end = pb->seq + pb->len, us, min = ipk_tcp_min_rtt_us(c);
 
@@ -139,7 +139,7 @@ IPK_HOT void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 	const struct ipk_pb *pb, *cur = ipk_tcp_sb_ranges(c);
 	uint32_t fack;
 
-	if (!c->sb || !ctx->cfg.tcp_rack)
+	if (!ipk_tcp_sb(c) || !ctx->cfg.tcp_rack)
 		return;
 	fack = cum ? ipk_tcp_sb_fack(c) : l;
 	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, r); pb = pb->next) {
@@ -182,7 +182,7 @@ static int sent_before(const struct ipk_pb *rec, const struct ipk_pb *pb)
  * hundred after a large loss. */
 static void mark_pb_lost(struct ipk_conn *c, struct ipk_pb *pb)
 {
-	if (pb->xmit == 2 && ipk_seq_lt(pb->seq, IPK_SB_HIGH_RXT(c->sb))) {
+	if (pb->xmit == 2 && ipk_seq_lt(pb->seq, IPK_SB_HIGH_RXT(ipk_tcp_sb(c)))) {
 		pb->xmit = IPK_TCP_XMIT_LOST;
 		c->fl |= IPK_TCPF_RTX_LOST;
 	}
@@ -191,7 +191,7 @@ static void mark_pb_lost(struct ipk_conn *c, struct ipk_pb *pb)
 
 uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	struct ipk_pb *rec = c->sb, *pb;
+	struct ipk_pb *rec = ipk_tcp_sb(c), *pb;
 	const struct ipk_pb *cur = ipk_tcp_sb_ranges(c);
 	uint64_t wait = 0, rtt, reo;
 

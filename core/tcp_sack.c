@@ -25,7 +25,7 @@ void ipk_tcp_sack_recent(struct ipk_conn *c, struct ipk_pb *pb)
 {
 	struct ipk_pb *p;
 
-	for (p = c->ooo; p; p = p->next)
+	for (p = ipk_tcp_ooo(c); p; p = p->next)
 		p->aux &= ~IPK_TCP_PB_RECENT;
 	pb->aux |= IPK_TCP_PB_RECENT;
 }
@@ -63,7 +63,7 @@ static void sack_blocks(const struct ipk_conn *c, struct ipk_tcp_opts *o)
 {
 	uint32_t run[IPK_TCP_MAX_SACK + 1][2], l, r;
 	uint32_t n = 0, i, rec_l = 0, rec_r = 0;
-	struct ipk_pb *p = c->ooo;
+	struct ipk_pb *p = ipk_tcp_ooo(c);
 	int recent, have_rec = 0;
 
 	while (p) {
@@ -114,7 +114,7 @@ int ipk_tcp_seg_opts(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_opt
 		ctx->cnt.tcp_dsack_tx++;
 		ctx->dsack_c = NULL;
 	}
-	if (c->ooo)
+	if (ipk_tcp_ooo(c))
 		sack_blocks(c, o);
 	return any || o->nsack > 0;
 }

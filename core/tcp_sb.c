@@ -29,20 +29,51 @@ static uint32_t rng_end(const struct ipk_pb *p)
 	return p->seq + p->len;
 }
 
+struct ipk_pb *ipk_tcp_x_get(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_pb *x = c->x;
+
+	if (x)
+		return x;
+	x = ipk_pb_get(ctx);
+	if (!x)
+		return NULL;
+	x->next = NULL;
+	x->pkt = NULL;
+	IPK_RCVY_FLAGS(x) = 0;
+	c->x = x;
+	return x;
+}
+
+void ipk_tcp_x_trim(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_pb *x = c->x;
+
+	if (!x || x->next || x->pkt || (IPK_RCVY_FLAGS(x) & IPK_RCVY_F_ON))
+		return;
+	c->x = NULL;
+	ipk_pb_put(ctx, x);
+}
+
 static struct ipk_pb *rec_get(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	struct ipk_pb *r;
+	struct ipk_pb *r = ipk_tcp_sb(c), *x;
 
-	if (c->sb)
-		return c->sb;
-	r = ipk_pb_get(ctx);
-	if (!r)
+	if (r)
+		return r;
+	x = ipk_tcp_x_get(ctx, c);
+	if (!x)
 		return NULL;
+	r = ipk_pb_get(ctx);
+	if (!r) {
+		ipk_tcp_x_trim(ctx, c);
+		return NULL;
+	}
 	IPK_SB_HIGH_RXT(r) = c->snd_una;
 	IPK_SB_LOST_END(r) = c->snd_una;
 	IPK_SB_NRANGES(r) = 0;
 	r->next = NULL;
-	c->sb = r;
+	x->pkt = r;
 	c->fl &= ~IPK_TCPF_DSACK_RND;
 	return r;
 }
@@ -60,11 +91,14 @@ static void ranges_free(struct ipk_ctx *ctx, struct ipk_pb *r)
 
 void ipk_tcp_sb_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	if (!c->sb)
+	struct ipk_pb *r = ipk_tcp_sb(c);
+
+	if (!r)
 		return;
-	ranges_free(ctx, c->sb);
-	ipk_pb_put(ctx, c->sb);
-	c->sb = NULL;
+	ranges_free(ctx, r);
+	ipk_pb_put(ctx, r);
+	c->x->pkt = NULL;
+	ipk_tcp_x_trim(ctx, c);
 }
 
 uint32_t ipk_tcp_sb_cap(const struct ipk_conn *c)
@@ -79,7 +113,7 @@ uint32_t ipk_tcp_sb_fack(const struct ipk_conn *c)
 	const struct ipk_pb *p;
 	uint32_t f = c->snd_una;
 
-	for (p = c->sb ? c->sb->next : NULL; p; p = p->next)
+	for (p = ipk_tcp_sb(c) ? ipk_tcp_sb(c)->next : NULL; p; p = p->next)
 		f = rng_end(p);
 	return f;
 }
@@ -98,9 +132,9 @@ int ipk_tcp_sb_sacked(const struct ipk_conn *c, uint32_t l, uint32_t r)
 {
 	const struct ipk_pb *p;
 
-	if (!c->sb)
+	if (!ipk_tcp_sb(c))
 		return 0;
-	for (p = c->sb->next; p && ipk_seq_lt(p->seq, r); p = p->next) {
+	for (p = ipk_tcp_sb(c)->next; p && ipk_seq_lt(p->seq, r); p = p->next) {
 		if (ipk_seq_le(p->seq, l) && ipk_seq_ge(rng_end(p), r))
 			return 1;
 	}
@@ -113,9 +147,9 @@ static uint32_t sacked_in(const struct ipk_conn *c, uint32_t l, uint32_t r)
 	const struct ipk_pb *p;
 	uint32_t n = 0;
 
-	if (!c->sb || !ipk_seq_lt(l, r))
+	if (!ipk_tcp_sb(c) || !ipk_seq_lt(l, r))
 		return 0;
-	for (p = c->sb->next; p && ipk_seq_lt(p->seq, r); p = p->next) {
+	for (p = ipk_tcp_sb(c)->next; p && ipk_seq_lt(p->seq, r); p = p->next) {
 		uint32_t a = ipk_seq_gt(p->seq, l) ? p->seq : l;
 		uint32_t b = ipk_seq_lt(rng_end(p), r) ? rng_end(p) : r;
 
@@ -186,12 +220,12 @@ static void sb_trim(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *rec)
 
 void ipk_tcp_sb_mark_lost(struct ipk_conn *c, uint32_t end)
 {
-	if (!c->sb)
+	if (!ipk_tcp_sb(c))
 		return;
 	if (ipk_seq_gt(end, c->snd_max))
 		end = c->snd_max;
-	if (ipk_seq_gt(end, IPK_SB_LOST_END(c->sb)))
-		IPK_SB_LOST_END(c->sb) = end;
+	if (ipk_seq_gt(end, IPK_SB_LOST_END(ipk_tcp_sb(c))))
+		IPK_SB_LOST_END(ipk_tcp_sb(c)) = end;
 }
 
 /* RFC 2883 §4 / RFC 3708: the first block is a D-SACK when it lies below the
@@ -211,7 +245,7 @@ static int dsack_take(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_
 	if (below || ipk_seq_lt(l, c->snd_max))
 		ctx->cnt.tcp_spurious_rtx++;
 	/* RFC 8985 §6.2 step 4: a D-SACK means the reordering window was too small. */
-	if (c->sb)
+	if (ipk_tcp_sb(c))
 		ipk_tcp_rack_dsack(c);
 	return 1;
 }
@@ -258,11 +292,11 @@ static void mark_lost_dupthresh(const struct ipk_ctx *ctx, struct ipk_conn *c)
 	if (ctx->cfg.tcp_rack && (c->fl & IPK_TCPF_REORDER))
 		return;
 
-	for (p = c->sb->next; p; p = p->next) {
+	for (p = ipk_tcp_sb(c)->next; p; p = p->next) {
 		total += p->len;
 		n++;
 	}
-	for (p = c->sb->next; p; p = p->next, i++) {
+	for (p = ipk_tcp_sb(c)->next; p; p = p->next, i++) {
 		if (total - before > (DUP_THRESH - 1u) * c->mss || n - i >= DUP_THRESH)
 			edge = p->seq;
 		before += p->len;
@@ -270,14 +304,14 @@ static void mark_lost_dupthresh(const struct ipk_ctx *ctx, struct ipk_conn *c)
 	/* RFC 6675 §5: DupThresh duplicate ACKs mean the first segment is lost even
 	 * when the peer sent no SACK blocks with them. */
 	if (c->dupacks >= DUP_THRESH && !ipk_seq_gt(edge, c->snd_una))
-		edge = c->sb->next ? c->sb->next->seq : c->snd_una + c->mss;
+		edge = ipk_tcp_sb(c)->next ? ipk_tcp_sb(c)->next->seq : c->snd_una + c->mss;
 	ipk_tcp_sb_mark_lost(c, edge);
 }
 
 /* Lost holes not yet retransmitted: bytes in [HIGH_RXT, LOST_END) not SACKed. */
 static uint32_t lost_pending(const struct ipk_conn *c)
 {
-	const struct ipk_pb *r = c->sb;
+	const struct ipk_pb *r = ipk_tcp_sb(c);
 	uint32_t a = IPK_SB_HIGH_RXT(r), b = IPK_SB_LOST_END(r);
 
 	if (ipk_seq_lt(a, c->snd_una))
@@ -291,7 +325,7 @@ static uint32_t lost_pending(const struct ipk_conn *c)
 
 uint32_t ipk_tcp_sb_lost_unsent(const struct ipk_conn *c)
 {
-	return c->sb ? lost_pending(c) : 0u;
+	return ipk_tcp_sb(c) ? lost_pending(c) : 0u;
 }
 
 /* RFC 6675 §4 SetPipe: bytes sent, not SACKed, not lost-and-unretransmitted. */
@@ -299,7 +333,7 @@ uint32_t ipk_tcp_sb_pipe(const struct ipk_conn *c)
 {
 	uint32_t flight = c->snd_nxt - c->snd_una, gone;
 
-	if (!c->sb || !ipk_seq_gt(c->snd_nxt, c->snd_una))
+	if (!ipk_tcp_sb(c) || !ipk_seq_gt(c->snd_nxt, c->snd_una))
 		return flight;
 	gone = sacked_in(c, c->snd_una, c->snd_nxt) + lost_pending(c);
 	return flight > gone ? flight - gone : 0;
@@ -320,7 +354,7 @@ void ipk_tcp_sb_recover(struct ipk_ctx *ctx, struct ipk_conn *c)
 		}
 		return;
 	}
-	if (!c->sb || lost_pending(c) == 0 || !ipk_seq_gt(c->snd_una, c->recover))
+	if (!ipk_tcp_sb(c) || lost_pending(c) == 0 || !ipk_seq_gt(c->snd_una, c->recover))
 		return;
 	c->fl |= IPK_TCPF_SACK_RCVY;
 	ctx->cnt.tcp_sack_recovery_episodes++;
@@ -349,11 +383,11 @@ void ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 	else if (dup && c->dupacks < 0xffffu)
 		c->dupacks++;
 	sack_blocks_in(ctx, c, s);
-	if (!c->sb && c->dupacks >= DUP_THRESH)
+	if (!ipk_tcp_sb(c) && c->dupacks >= DUP_THRESH)
 		rec_get(ctx, c);
-	if (!c->sb)
+	if (!ipk_tcp_sb(c))
 		return;
-	sb_trim(ctx, c, c->sb);
+	sb_trim(ctx, c, ipk_tcp_sb(c));
 	if (c->snd_una == c->snd_max) {
 		ipk_tcp_sb_recover(ctx, c); /* everything acknowledged ends recovery */
 		ipk_tcp_sb_free(ctx, c);
@@ -377,11 +411,11 @@ void ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 static int next_hole(const struct ipk_conn *c, uint32_t *seq, uint32_t *len)
 {
 	const struct ipk_pb *p;
-	uint32_t s = IPK_SB_HIGH_RXT(c->sb), lim = IPK_SB_LOST_END(c->sb);
+	uint32_t s = IPK_SB_HIGH_RXT(ipk_tcp_sb(c)), lim = IPK_SB_LOST_END(ipk_tcp_sb(c));
 
 	if (ipk_seq_lt(s, c->snd_una))
 		s = c->snd_una;
-	for (p = c->sb->next; p && ipk_seq_le(p->seq, s); p = p->next) {
+	for (p = ipk_tcp_sb(c)->next; p && ipk_seq_le(p->seq, s); p = p->next) {
 		if (ipk_seq_gt(rng_end(p), s))
 			s = rng_end(p);
 	}
@@ -399,7 +433,7 @@ static int next_hole(const struct ipk_conn *c, uint32_t *seq, uint32_t *len)
 static int lost_rtx(struct ipk_conn *c, uint32_t *seq, uint32_t *len)
 {
 	const struct ipk_pb *pb, *cur = ipk_tcp_sb_ranges(c);
-	uint32_t hi = IPK_SB_HIGH_RXT(c->sb);
+	uint32_t hi = IPK_SB_HIGH_RXT(ipk_tcp_sb(c));
 
 	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, hi); pb = pb->next) {
 		uint32_t s = ipk_seq_lt(pb->seq, c->snd_una) ? c->snd_una : pb->seq;
@@ -436,7 +470,7 @@ void ipk_tcp_sb_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 	uint32_t i, seq, len, pipe, end;
 	int rc, again;
 
-	for (i = 0; i < IPK_TCP_OUTPUT_BURST && c->sb; i++) {
+	for (i = 0; i < IPK_TCP_OUTPUT_BURST && ipk_tcp_sb(c); i++) {
 		if (!next_seg(c, &seq, &len, &again))
 			return;
 		pipe = ipk_tcp_sb_pipe(c);
@@ -452,7 +486,7 @@ void ipk_tcp_sb_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 			return;
 		}
 		if (!again)
-			IPK_SB_HIGH_RXT(c->sb) = seq + (uint32_t)rc;
+			IPK_SB_HIGH_RXT(ipk_tcp_sb(c)) = seq + (uint32_t)rc;
 		/* the last lost hole went out: the PTO now covers its ACK (tcp_rack.c) */
 		ipk_tcp_tlp_rearm(ctx, c);
 	}
@@ -484,11 +518,11 @@ static int top_unsacked(const struct ipk_conn *c, uint32_t *lo, uint32_t *hi)
 	const struct ipk_pb *p;
 	uint32_t l = c->snd_una, h = c->snd_max;
 
-	for (p = c->sb->next; p; p = p->next) {
+	for (p = ipk_tcp_sb(c)->next; p; p = p->next) {
 		if (p->next == NULL && rng_end(p) == h)
 			h = p->seq; /* the top of the window was SACKed */
 	}
-	for (p = c->sb->next; p && ipk_seq_lt(p->seq, h); p = p->next) {
+	for (p = ipk_tcp_sb(c)->next; p && ipk_seq_lt(p->seq, h); p = p->next) {
 		if (ipk_seq_le(rng_end(p), h) && ipk_seq_gt(rng_end(p), l))
 			l = rng_end(p);
 	}
@@ -508,11 +542,11 @@ static int top_unsacked(const struct ipk_conn *c, uint32_t *lo, uint32_t *hi)
  */
 void ipk_tcp_sb_rescue(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	struct ipk_pb *r = c->rcvy;
+	struct ipk_pb *r = ipk_tcp_rcvy(c);
 	uint32_t pipe, lo, hi, seq, end, len, s2, l2;
 	int rc, again;
 
-	if (!(c->fl & IPK_TCPF_SACK_RCVY) || !r || !c->sb ||
+	if (!(c->fl & IPK_TCPF_SACK_RCVY) || !r || !ipk_tcp_sb(c) ||
 	    (IPK_RCVY_FLAGS(r) & IPK_RCVY_F_RESCUED))
 		return;
 	pipe = ipk_tcp_sb_pipe(c);
@@ -522,10 +556,10 @@ void ipk_tcp_sb_rescue(struct ipk_ctx *ctx, struct ipk_conn *c)
 		return; /* rule (2) still has new data to offer */
 	/* Data below HighRxt went out again in this episode already (rule 1): a rescue
 	 * of it would be a duplicate, not a probe of the tail. */
-	if (!ipk_seq_gt(hi, IPK_SB_HIGH_RXT(c->sb)))
+	if (!ipk_seq_gt(hi, IPK_SB_HIGH_RXT(ipk_tcp_sb(c))))
 		return;
-	if (ipk_seq_lt(lo, IPK_SB_HIGH_RXT(c->sb)))
-		lo = IPK_SB_HIGH_RXT(c->sb);
+	if (ipk_seq_lt(lo, IPK_SB_HIGH_RXT(ipk_tcp_sb(c))))
+		lo = IPK_SB_HIGH_RXT(ipk_tcp_sb(c));
 	seq = hi - IPK_MIN(hi - lo, c->mss);
 	end = ipk_tcp_data_end(c);
 	len = ipk_seq_lt(seq, end) ? (ipk_seq_lt(hi, end) ? hi : end) - seq : 0u;

@@ -420,7 +420,7 @@ static void test_established_sack_scoreboard_keeps_every_alternate_segment(void)
 	sack_pattern(t, d, 10, 200, 100, 100); /* 40 disjoint SACKed segments */
 	CHECK(ipk_tcp_info(c, &in) == IPK_OK);
 	CHECK_EQ(in.sacked_bytes, 40 * 100);
-	CHECK_EQ(IPK_SB_NRANGES(c->sb), 40u);
+	CHECK_EQ(IPK_SB_NRANGES(ipk_tcp_sb(c)), 40u);
 	ack_all(t, c);
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
@@ -768,7 +768,7 @@ static void test_established_prr_single_loss_one_segment_per_two_acks(void)
 	CHECK_EQ(c->ssthresh, 11 * MSS);
 	peer(t, A, IRS + 1, c->snd_max, 0, 0, 0, NULL, 0, NULL, 0);
 	CHECK(!(c->fl & IPK_TCPF_SACK_RCVY));
-	CHECK(c->rcvy == NULL);
+	CHECK(ipk_tcp_rcvy(c) == NULL);
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
 }
@@ -808,7 +808,7 @@ static void test_established_prr_newreno_one_segment_per_two_dupacks(void)
 	CHECK_EQ(c->snd_max - c->snd_una - 19 * MSS, c->ssthresh);
 	peer(t, A, IRS + 1, c->snd_max, 0, 0, 0, NULL, 0, NULL, 0);
 	CHECK(!(c->fl & IPK_TCPF_RECOVERY));
-	CHECK(c->rcvy == NULL);
+	CHECK(ipk_tcp_rcvy(c) == NULL);
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
 }
@@ -839,7 +839,7 @@ static void test_established_rescue_retransmits_tail_once_per_recovery(void)
 	CHECK_EQ(seen[0], 0);
 	CHECK_EQ(seen[1], 9 * MSS);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_rescue_rtx, 1);
-	CHECK_EQ(IPK_SB_HIGH_RXT(c->sb), d + MSS); /* the rescue does not move HighRxt */
+	CHECK_EQ(IPK_SB_HIGH_RXT(ipk_tcp_sb(c)), d + MSS); /* the rescue does not move HighRxt */
 	/* the same episode: more duplicate ACKs bring no second rescue */
 	peer(t, A, IRS + 1, d, 0, 0, 0, blk, 1, NULL, 0);
 	peer(t, A, IRS + 1, d, 0, 0, 0, blk, 1, NULL, 0);
@@ -919,7 +919,7 @@ static void test_established_rack_reo_wnd_persists_16_recoveries(void)
 	CHECK_EQ(c->reo_mult, 2u);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_dsack_rx, 2);
 	peer(t, A, IRS + 1, d + 3 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
-	CHECK(c->sb == NULL); /* flight over: the scoreboard went back to the pool */
+	CHECK(ipk_tcp_sb(c) == NULL); /* flight over: the scoreboard went back to the pool */
 	CHECK_EQ(c->reo_mult, 2u);
 	CHECK_EQ(c->reo_persist, 16u);
 	for (i = 0; i < 15; i++)
@@ -986,11 +986,11 @@ static void test_established_prr_newreno_partial_ack_keeps_segments_above_hole(v
 	while (th_next(t, &s))
 		;
 	CHECK(c->fl & IPK_TCPF_RECOVERY);
-	CHECK_EQ(IPK_RCVY_RENO_SACKED(c->rcvy), 18 * MSS);
+	CHECK_EQ(IPK_RCVY_RENO_SACKED(ipk_tcp_rcvy(c)), 18 * MSS);
 	max = c->snd_max;
 	peer(t, A, IRS + 1, u + 10 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
 	CHECK(c->fl & IPK_TCPF_RECOVERY);
-	CHECK_EQ(IPK_RCVY_RENO_SACKED(c->rcvy), 9 * MSS);
+	CHECK_EQ(IPK_RCVY_RENO_SACKED(ipk_tcp_rcvy(c)), 9 * MSS);
 	CHECK(sent_now(t, c, &r, max) >= 1);
 	CHECK(r >= 1); /* the second hole */
 	ipk_tcp_abort(t->ctx, c, t->now);
