@@ -128,11 +128,189 @@ static void test_established_keepalive_hours_across_ms_wrap(void)
 	th_free(t);
 }
 
+/* ---------------------------------------------------- the extension record */
+
+#define MSS 1000u
+
+static uint8_t g_buf[16 * MSS];
+
+static void x_cfg(struct ipk_config *c)
+{
+	c->tcp_delack_ns = 0;
+	c->tcp_wscale = 0;
+	c->tcp_timestamps = 0;
+	c->tcp_rack = 0;
+}
+
+/* Take free pbs from the context until `leave` are left; pool_refill gives them back. */
+static struct ipk_pb *pool_drain(struct th *t, uint32_t leave)
+{
+	struct ipk_pb *held = NULL, *pb;
+	uint32_t i;
+
+	for (i = 0; i < t->npbs && ipk_pbs_free(t->ctx) > leave; i++) {
+		pb = ipk_pb_get(t->ctx);
+		if (!pb)
+			break;
+		pb->next = held;
+		held = pb;
+	}
+	return held;
+}
+
+static void pool_refill(struct th *t, struct ipk_pb *held)
+{
+	while (held) {
+		struct ipk_pb *n = held->next;
+
+		ipk_pb_put(t->ctx, held);
+		held = n;
+	}
+}
+
+static uint32_t x_open(struct th *t, struct ipk_conn **c)
+{
+	struct ipk_tcp_opts o = th_mss_opt(MSS);
+	uint32_t i;
+
+	for (i = 0; i < sizeof(g_buf); i++)
+		g_buf[i] = (uint8_t)(i * 7u + 3u);
+	o.has_sack_perm = 1;
+	return th_accept(t, IRS, &o, W, c);
+}
+
+static uint64_t no_pb_drops(const struct th *t)
+{
+	return ipk_counters(t->ctx)->drop[IPK_DROP_NO_PB];
+}
+
+/* An idle connection holds no record; an out-of-order segment draws one (queue in
+ * it) and the hole fill returns it. With the pool empty (no record) or holding one
+ * pb (a record but no pb for the segment) the segment is dropped, counted, answered
+ * by a duplicate ACK without SACK blocks, and nothing is held; the peer's resend is
+ * then taken. */
+static void test_established_ooo_without_pb_dropped_counted_then_taken(void)
+{
+	struct th *t = th_new(x_cfg);
+	struct ipk_conn *c;
+	struct ipk_pb *held;
+	struct tseg s;
+	uint32_t iss = x_open(t, &c), leave;
+	uint64_t d0;
+
+	CHECK(c != NULL && c->x == NULL);
+	for (leave = 0; leave < 2; leave++) {
+		held = pool_drain(t, leave);
+		d0 = no_pb_drops(t);
+		th_seg(t, A, IRS + 1 + MSS, iss + 1, W, g_buf + MSS, MSS);
+		CHECK_EQ(no_pb_drops(t), d0 + 1);
+		CHECK(c->x == NULL);
+		CHECK_EQ(c->ooo_n, 0);
+		CHECK_EQ(ipk_pbs_free(t->ctx), leave);
+		CHECK(th_expect(t, &s, A, iss + 1, IRS + 1));
+		CHECK_EQ(s.o.nsack, 0);
+		pool_refill(t, held);
+	}
+	th_seg(t, A, IRS + 1 + MSS, iss + 1, W, g_buf + MSS, MSS);
+	CHECK(c->x != NULL && ipk_tcp_ooo(c) != NULL);
+	CHECK_EQ(c->ooo_n, 1);
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 1));
+	CHECK_EQ(s.o.nsack, 1);
+	CHECK_EQ(s.o.sack[0][0], IRS + 1 + MSS);
+	th_seg(t, A, IRS + 1, iss + 1, W, g_buf, MSS);
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 1 + 2 * MSS));
+	CHECK(c->x == NULL);
+	CHECK_EQ(ipk_pbs_free(t->ctx), t->npbs);
+	CHECK_EQ(t->rxlen, 2 * MSS);
+	CHECK(memcmp(t->rx, g_buf, 2 * MSS) == 0);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	CHECK(th_no_leaks(t));
+	th_free(t);
+}
+
+/* A SACK loss with the pool empty: no scoreboard or episode record can be drawn.
+ * The duplicate ACKs then start no recovery (the SACK path decides and has no
+ * scoreboard); the RTO resends the first segment and the full ACK ends it with
+ * nothing held. */
+static void test_established_sack_loss_without_pb_recovers_by_rto(void)
+{
+	struct th *t = th_new(x_cfg);
+	struct ipk_conn *c;
+	struct ipk_pb *held;
+	struct ipk_tcp_opts o;
+	struct tseg s;
+	uint32_t d = x_open(t, &c) + 1, k;
+	int resent = 0;
+
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 8 * MSS, t->now), (int)(8 * MSS));
+	while (th_next(t, &s))
+		;
+	CHECK_EQ(c->snd_max, d + 8 * MSS);
+	held = pool_drain(t, 0);
+	memset(&o, 0, sizeof(o));
+	o.nsack = 1;
+	o.sack[0][0] = d + MSS;
+	for (k = 1; k <= 3; k++) {
+		o.sack[0][1] = d + (1 + k) * MSS;
+		th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, A, IRS + 1, d, W, &o, NULL, 0);
+	}
+	CHECK(c->x == NULL);
+	CHECK(no_pb_drops(t) > 0);
+	th_run_for(t, 2 * SEC);
+	while (th_next(t, &s))
+		if (s.len && s.h.seq == d)
+			resent++;
+	CHECK(resent >= 1);
+	CHECK(c->retransmits >= 1);
+	pool_refill(t, held);
+	th_seg(t, A, IRS + 1, d + 8 * MSS, W, NULL, 0);
+	CHECK(!(c->fl & (IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY)));
+	CHECK(c->x == NULL);
+	CHECK_EQ(ipk_pbs_free(t->ctx), t->npbs);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	CHECK(th_no_leaks(t));
+	th_free(t);
+}
+
+/* The same loss with pbs: scoreboard and episode share the one record, which goes
+ * back to the pool with the full ACK. */
+static void test_established_sack_loss_record_returned_at_full_ack(void)
+{
+	struct th *t = th_new(x_cfg);
+	struct ipk_conn *c;
+	struct ipk_tcp_opts o;
+	struct tseg s;
+	uint32_t d = x_open(t, &c) + 1, k;
+
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 8 * MSS, t->now), (int)(8 * MSS));
+	while (th_next(t, &s))
+		;
+	memset(&o, 0, sizeof(o));
+	o.nsack = 1;
+	o.sack[0][0] = d + MSS;
+	for (k = 1; k <= 3; k++) {
+		o.sack[0][1] = d + (1 + k) * MSS;
+		th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, A, IRS + 1, d, W, &o, NULL, 0);
+	}
+	CHECK(c->x != NULL && ipk_tcp_sb(c) != NULL && ipk_tcp_rcvy(c) == c->x);
+	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	th_clear(t);
+	th_seg(t, A, IRS + 1, d + 8 * MSS, W, NULL, 0);
+	CHECK(c->x == NULL);
+	CHECK_EQ(ipk_pbs_free(t->ctx), t->npbs);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	CHECK(th_no_leaks(t));
+	th_free(t);
+}
+
 int main(void)
 {
 	RUN(test_conn_size_within_bound);
 	RUN(test_ticks_across_wrap);
 	RUN(test_established_rto_backoff_to_max_across_us_wrap);
 	RUN(test_established_keepalive_hours_across_ms_wrap);
+	RUN(test_established_ooo_without_pb_dropped_counted_then_taken);
+	RUN(test_established_sack_loss_without_pb_recovers_by_rto);
+	RUN(test_established_sack_loss_record_returned_at_full_ack);
 	return check_summary();
 }
