@@ -579,8 +579,10 @@ void ipk_tcp_dsack_note(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uin
 void ipk_tcp_sack_recent(struct ipk_conn *c, struct ipk_pb *pb);
 
 /* ---- tcp_sb.c: sender scoreboard and RFC 6675 loss recovery */
-/* Process an ACK's SACK blocks and cumulative ACK (after snd_una moved). */
-void ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s,
+/* Process an ACK's SACK blocks and cumulative ACK (after snd_una moved). Returns 1
+ * for a duplicate ACK when no scoreboard could be drawn (pool empty): the caller then
+ * runs NewReno's duplicate-ACK path (RFC 6582), which counts it in c->dupacks. */
+int ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s,
                        uint32_t prev_una, int dup);
 /* Enter or leave RFC 6675 recovery as the lost holes and snd_una say. */
 void ipk_tcp_sb_recover(struct ipk_ctx *ctx, struct ipk_conn *c);

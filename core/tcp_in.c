@@ -488,8 +488,8 @@ static int ack_process(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 		if (!(c->fl & IPK_TCPF_SACK_OK))
 			dup_ack(ctx, c);
 	}
-	if ((c->fl & IPK_TCPF_SACK_OK) && !zombie(c))
-		ipk_tcp_sb_on_ack(ctx, c, s, prev_una, dup);
+	if ((c->fl & IPK_TCPF_SACK_OK) && !zombie(c) && ipk_tcp_sb_on_ack(ctx, c, s, prev_una, dup))
+		dup_ack(ctx, c); /* no scoreboard could be drawn: NewReno decides */
 	return !zombie(c);
 }
 

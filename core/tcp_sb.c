@@ -372,26 +372,34 @@ static uint32_t delivered_data(const struct ipk_conn *c, uint32_t prev_una, uint
 	return got > before ? got - before : 0u;
 }
 
-void ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s,
-                       uint32_t prev_una, int dup)
+int ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s,
+                      uint32_t prev_una, int dup)
 {
 	uint64_t reo = 0;
 	uint32_t before = sacked_in(c, prev_una, c->snd_max);
+	int counted = 0;
 
-	if (c->snd_una != prev_una)
+	if (c->snd_una != prev_una) {
 		c->dupacks = 0;
-	else if (dup && c->dupacks < 0xffffu)
+	} else if (dup && c->dupacks < 0xffffu) {
 		c->dupacks++;
+		counted = 1;
+	}
 	sack_blocks_in(ctx, c, s);
 	if (!ipk_tcp_sb(c) && c->dupacks >= DUP_THRESH)
 		rec_get(ctx, c);
-	if (!ipk_tcp_sb(c))
-		return;
+	if (!ipk_tcp_sb(c)) {
+		/* Without SACK state the duplicate is NewReno's (RFC 6582 §3.2), as on a
+		 * connection without SACK; its path counts it again. */
+		if (counted)
+			c->dupacks--;
+		return dup;
+	}
 	sb_trim(ctx, c, ipk_tcp_sb(c));
 	if (c->snd_una == c->snd_max) {
 		ipk_tcp_sb_recover(ctx, c); /* everything acknowledged ends recovery */
 		ipk_tcp_sb_free(ctx, c);
-		return;
+		return 0;
 	}
 	mark_lost_dupthresh(ctx, c);
 	if (ctx->cfg.tcp_rack)
@@ -404,6 +412,7 @@ void ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk
 	}
 	if (reo)
 		ipk_tcp_arm_loss_timer(ctx, c, reo);
+	return 0;
 }
 
 /* NextSeg rule 1: the first lost, unSACKed byte at or above HIGH_RXT, and how much of
