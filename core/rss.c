@@ -72,6 +72,28 @@ uint32_t ipk_rss_hash_ip4(const uint8_t *key, uint32_t src_be, uint32_t dst_be,
 	return ipk_rss_toeplitz(key, IPK_RSS_KEY_LEN, in, sizeof(in));
 }
 
+uint32_t ipk_rss_hash_frame4(const uint8_t *key, uint32_t fields, uint8_t proto, int frag,
+                             uint32_t src_be, uint32_t dst_be, uint16_t sport_be,
+                             uint16_t dport_be)
+{
+	uint8_t in[8];
+	uint32_t l4 = proto == 6 ? IPK_RSS_F_TCP4 : proto == 17 ? IPK_RSS_F_UDP4 : 0;
+
+	if (fields == 0)
+		fields = IPK_RSS_F_DEFAULT;
+	/* Fragments carry no ports (or only the first one): NICs hash every fragment on
+	 * the addresses, which keeps a datagram's fragments on one queue. */
+	if (!frag && (fields & l4))
+		return ipk_rss_hash_ip4(key, src_be, dst_be, sport_be, dport_be);
+	/* A TCP/UDP type the port does not hash falls back to the IPv4 type, as the
+	 * Microsoft RSS rules and DPDK's RTE_ETH_RSS_IPV4 define it. */
+	if (!(fields & IPK_RSS_F_IP4))
+		return 0;
+	ipk_memcpy(in, &src_be, 4);
+	ipk_memcpy(in + 4, &dst_be, 4);
+	return ipk_rss_toeplitz(key, IPK_RSS_KEY_LEN, in, sizeof(in));
+}
+
 int ipk_rss_queue(const uint16_t *reta, uint32_t reta_size, uint32_t hash)
 {
 	if (!reta || reta_size == 0)
@@ -85,7 +107,7 @@ int ipk_rss_config_valid(const struct ipk_config *cfg)
 
 	if (cfg->rss_reta_size == 0)
 		return 1;
-	if (!cfg->rss_reta)
+	if (!cfg->rss_reta || cfg->rss_fields > IPK_RSS_F_DEFAULT)
 		return 0;
 	/* A queue that appears nowhere in the table would never receive a frame, and
 	 * active opens could never find a port: refuse the configuration. */
@@ -104,6 +126,7 @@ int ipk_rss_port_ok(const struct ipk_ctx *ctx, uint32_t peer_be, uint16_t peer_p
 	if (cfg->rss_reta_size == 0)
 		return 1;
 	/* The NIC hashes the segments the peer sends us: source = peer, dest = us. */
-	h = ipk_rss_hash_ip4(cfg->rss_key, peer_be, cfg->ip4_be, peer_port_be, local_port_be);
+	h = ipk_rss_hash_frame4(cfg->rss_key, cfg->rss_fields, 6, 0, peer_be, cfg->ip4_be,
+	                        peer_port_be, local_port_be);
 	return cfg->rss_reta[h % cfg->rss_reta_size] == cfg->rss_queue;
 }

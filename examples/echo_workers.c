@@ -292,7 +292,7 @@ int ew_main(const struct app_opts *ao, const struct ew_opts *o)
 	}
 	fprintf(stderr, "ipkit-echo: %u workers (%s model, %s steering) on %s\n", o->nworkers,
 	        o->model == IPK_MODEL_UNIFIED ? "unified" : o->model == IPK_MODEL_MERGE ? "merge" : "split",
-	        o->steer == IPK_STEER_SOFT ? "software" : "queue", ao->io);
+	        ipk_workers_steering(ws) == IPK_STEER_SOFT ? "software" : "queue", ao->io);
 	/* Client mode ends when every connection is done (bounded by --timeout). */
 	for (i = 0; !*stop; i++) {
 		if (total && __atomic_load_n(&ew->done, __ATOMIC_RELAXED) >= total)

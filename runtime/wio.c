@@ -21,9 +21,11 @@
 #include "workers_int.h"
 
 #include "../io/io_internal.h"
+#include "../io/dpdk/dpdk_rss.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -47,7 +49,8 @@ static struct wk *wio_wk(const struct ipk_io *io)
 int wk_frame_worker(const struct ipk_workers *ws, const struct ipk_pkt *k, uint8_t link)
 {
 	const uint8_t *f = ipk_pkt_mtod(k), *ip;
-	uint32_t len = k->len, off = 0, ihl, h;
+	uint32_t len = k->len, off = 0, ihl, h, src, dst;
+	uint16_t ports[2] = {0, 0};
 	int frag;
 
 	if (link == IPK_LINK_ETH) {
@@ -61,19 +64,14 @@ int wk_frame_worker(const struct ipk_workers *ws, const struct ipk_pkt *k, uint8
 	ihl = (uint32_t)(ip[0] & 0x0f) * 4u;
 	if ((ip[0] >> 4) != 4 || ihl < 20 || len < off + ihl)
 		return -1;
-	/* Fragments (MF set or an offset) carry no ports, or only in the first one: NICs
-	 * hash every fragment on the addresses alone, which keeps a datagram's fragments
-	 * together for reassembly. */
-	frag = ((ip[6] & 0x3f) | ip[7]) != 0;
-	if (!frag && (ip[9] == 6 || ip[9] == 17) && len >= off + ihl + 4) {
-		uint8_t in[12];
-
-		memcpy(in, ip + 12, 8);
-		memcpy(in + 8, ip + ihl, 4);
-		h = ipk_rss_toeplitz(ws->key, IPK_RSS_KEY_LEN, in, 12);
-	} else {
-		h = ipk_rss_toeplitz(ws->key, IPK_RSS_KEY_LEN, ip + 12, 8);
-	}
+	/* Fragments (MF set or an offset) carry no ports, or only in the first one; a
+	 * TCP/UDP header cut short is hashed as a fragment (addresses only). */
+	frag = ((ip[6] & 0x3f) | ip[7]) != 0 || len < off + ihl + 4;
+	memcpy(&src, ip + 12, 4);
+	memcpy(&dst, ip + 16, 4);
+	if (!frag)
+		memcpy(ports, ip + ihl, 4);
+	h = ipk_rss_hash_frame4(ws->key, ws->fields, ip[9], frag, src, dst, ports[0], ports[1]);
 	return ipk_rss_queue(ws->reta, ws->reta_size, h);
 }
 
@@ -402,6 +400,41 @@ static int wio_epoll(struct wk *w, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * IPK_STEER_QUEUES on a DPDK port: the first queue opened configured the port, so
+ * its RSS is known now, before any worker's core is configured (the node opens its
+ * backend first). Every worker takes the port's key, table and hash fields. A port
+ * without usable RSS fails the start with no_port_rss set: ipk_workers_start then
+ * falls back to software steering. Other backends keep the configured RSS.
+ */
+static int wio_port_rss(struct wk *w, char *err, size_t errlen)
+{
+	struct ipk_workers *ws = w->ws;
+	struct ipk_dpdk_rss *r;
+	char why[160];
+	int rc;
+
+	if (w->idx != 0 || ws->n < 2)
+		return 0;
+	r = (struct ipk_dpdk_rss *)malloc(sizeof(*r));
+	if (!r)
+		return ipk_io_err(err, errlen, ENOMEM, "workers: out of memory");
+	rc = ipk_dpdk_rss_get(w->inner, r, why, sizeof(why));
+	if (rc == -ENOTSUP)
+		rc = 0;
+	else if (rc < 0) {
+		ws->no_port_rss = 1;
+		rc = ipk_io_err(err, errlen, -rc, "%s: the port has no usable RSS (%s)",
+		                ws->cfg.node.io_spec, why);
+	} else if ((rc = wk_rss_install(ws, r->key, r->fields, r->reta, r->reta_size, err,
+	                                errlen)) == 0) {
+		fprintf(stderr, "workers: queue steering by the port's RSS (key and %u-entry "
+		        "table read back from the port)\n", (unsigned)r->reta_size);
+	}
+	free(r);
+	return rc;
+}
+
 /* IPK_STEER_QUEUES: this worker's queue of the real backend. */
 static int wio_open_queue(struct wk *w, struct ipk_pool *pool, char *err, size_t errlen)
 {
@@ -416,6 +449,8 @@ static int wio_open_queue(struct wk *w, struct ipk_pool *pool, char *err, size_t
 		snprintf(buf, sizeof(buf), "%s", spec);
 	w->inner = ipk_io_open(buf, pool, err, errlen);
 	if (!w->inner)
+		return -EINVAL;
+	if (wio_port_rss(w, err, errlen) < 0)
 		return -EINVAL;
 	return wio_epoll(w, err, errlen);
 }

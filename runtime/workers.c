@@ -111,6 +111,8 @@ static int wk_check_cfg(const struct ipk_workers_cfg *c, char *err, size_t errle
 		why = "no application (ipk_workers_cfg.app)";
 	else if (c->reta_size == 0 || c->reta_size > 65536)
 		why = "reta_size must be 1..65536";
+	else if (c->rss_fields > IPK_RSS_F_DEFAULT)
+		why = "unknown rss_fields";
 	else if (c->ring_slots < 64 || (c->ring_slots & (c->ring_slots - 1)) != 0)
 		why = "ring_slots must be a power of two >= 64";
 	else if (!c->node.io_spec || !c->node.io_spec[0])
@@ -122,28 +124,52 @@ static int wk_check_cfg(const struct ipk_workers_cfg *c, char *err, size_t errle
 	return 0;
 }
 
+/* The table for reta_size entries: reta's, or entry i -> worker i % N for NULL. */
+static int wk_reta(struct ipk_workers *ws, const uint16_t *reta, uint32_t reta_size,
+                   char *err, size_t errlen)
+{
+	uint16_t *t = (uint16_t *)calloc(reta_size, sizeof(uint16_t));
+	uint32_t i;
+
+	if (!t) {
+		snprintf(err, errlen, "workers: out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < reta_size; i++) {
+		t[i] = reta ? reta[i] : (uint16_t)(i % ws->n);
+		if (t[i] >= ws->n) {
+			snprintf(err, errlen, "workers: reta[%u] = %u names no worker (%u workers)", i,
+			         t[i], ws->n);
+			free(t);
+			return -EINVAL;
+		}
+	}
+	free(ws->reta);
+	ws->reta = t;
+	ws->reta_size = reta_size;
+	return 0;
+}
+
 /* Same key and table for every worker; worker i serves queue i. */
 static int wk_rss(struct ipk_workers *ws, char *err, size_t errlen)
 {
-	uint32_t i;
-
 	if (ws->cfg.rss_key)
 		memcpy(ws->key, ws->cfg.rss_key, IPK_RSS_KEY_LEN);
 	else
 		ipk_rss_key_symmetric(ws->key);
-	ws->reta_size = ws->cfg.reta_size;
-	ws->reta = (uint16_t *)calloc(ws->reta_size, sizeof(uint16_t));
-	if (!ws->reta) {
-		snprintf(err, errlen, "workers: out of memory");
-		return -ENOMEM;
-	}
-	for (i = 0; i < ws->reta_size; i++) {
-		ws->reta[i] = ws->cfg.reta ? ws->cfg.reta[i] : (uint16_t)(i % ws->n);
-		if (ws->reta[i] >= ws->n) {
-			snprintf(err, errlen, "workers: reta[%u] = %u names no worker", i, ws->reta[i]);
-			return -EINVAL;
-		}
-	}
+	ws->fields = ws->cfg.rss_fields;
+	return wk_reta(ws, ws->cfg.reta, ws->cfg.reta_size, err, errlen);
+}
+
+int wk_rss_install(struct ipk_workers *ws, const uint8_t *key, uint8_t fields,
+                   const uint16_t *reta, uint32_t reta_size, char *err, size_t errlen)
+{
+	int rc = wk_reta(ws, reta, reta_size, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	memcpy(ws->key, key, IPK_RSS_KEY_LEN);
+	ws->fields = fields;
 	return 0;
 }
 
@@ -156,6 +182,7 @@ static void wk_core_tweak(struct ipk_config *c, void *app)
 	if (ws->cfg.node.core_tweak)
 		ws->cfg.node.core_tweak(c, ws->cfg.node.app);
 	memcpy(c->rss_key, ws->key, IPK_RSS_KEY_LEN);
+	c->rss_fields = ws->fields;
 	c->rss_reta = ws->reta;
 	c->rss_reta_size = ws->reta_size;
 	c->rss_queue = (uint16_t)w->idx;
@@ -314,11 +341,64 @@ static int wk_nodes(struct ipk_workers *ws, char *err, size_t errlen)
 	return 0;
 }
 
+/* The spec without queue= and queues= (the software path reads one queue). */
+static char *wk_spec_one_queue(const char *spec)
+{
+	size_t n = strlen(spec);
+	char *out = (char *)malloc(n + 1), *tok, *save = NULL, *copy = strdup(spec);
+	size_t at = 0;
+
+	if (!out || !copy) {
+		free(out);
+		free(copy);
+		return NULL;
+	}
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (at && (strncmp(tok, "queue=", 6) == 0 || strncmp(tok, "queues=", 7) == 0))
+			continue;
+		at += (size_t)snprintf(out + at, n + 1 - at, "%s%s", at ? "," : "", tok);
+	}
+	out[at] = 0;
+	free(copy);
+	return out;
+}
+
+static struct ipk_workers *wk_start(const struct ipk_workers_cfg *cfg, char *err,
+                                    size_t errlen, int *no_port_rss);
+
+/* Queue steering on a DPDK port without usable RSS (wio.c found out when worker 0
+ * opened its queue): everything is undone and started again with software steering
+ * over queue 0 alone, and the program is told which path runs. */
+static struct ipk_workers *wk_fallback(const struct ipk_workers_cfg *cfg, char *err,
+                                       size_t errlen)
+{
+	struct ipk_workers_cfg c = *cfg;
+	struct ipk_workers *ws;
+	char *spec = wk_spec_one_queue(cfg->node.io_spec);
+	int again = 0;
+
+	if (!spec) {
+		snprintf(err, errlen, "workers: out of memory");
+		return NULL;
+	}
+	fprintf(stderr, "workers: %s; software steering (one reader thread) instead of the "
+	        "port's queues\n", err);
+	c.steer = IPK_STEER_SOFT;
+	c.node.io_spec = spec;
+	err[0] = 0;
+	ws = wk_start(&c, err, errlen, &again);
+	if (!ws)
+		free(spec);
+	else
+		ws->spec_own = spec;
+	return ws;
+}
+
 struct ipk_workers *ipk_workers_start(const struct ipk_workers_cfg *cfg, char *err,
                                       size_t errlen)
 {
 	struct ipk_workers *ws;
-	unsigned i;
+	int no_port_rss = 0;
 	char dummy[1];
 
 	if (!err || errlen == 0) {
@@ -330,6 +410,18 @@ struct ipk_workers *ipk_workers_start(const struct ipk_workers_cfg *cfg, char *e
 		snprintf(err, errlen, "workers: no configuration");
 		return NULL;
 	}
+	ws = wk_start(cfg, err, errlen, &no_port_rss);
+	if (!ws && no_port_rss)
+		ws = wk_fallback(cfg, err, errlen);
+	return ws;
+}
+
+static struct ipk_workers *wk_start(const struct ipk_workers_cfg *cfg, char *err,
+                                    size_t errlen, int *no_port_rss)
+{
+	struct ipk_workers *ws;
+	unsigned i;
+
 	if (wk_check_cfg(cfg, err, errlen) < 0)
 		return NULL;
 	ws = (struct ipk_workers *)calloc(1, sizeof(*ws));
@@ -350,6 +442,7 @@ struct ipk_workers *ipk_workers_start(const struct ipk_workers_cfg *cfg, char *e
 	if (wk_rss(ws, err, errlen) < 0 ||
 	    (ws->soft && !(ws->steer = steer_create(ws, err, errlen))) ||
 	    wk_nodes(ws, err, errlen) < 0 || wk_threads(ws, err, errlen) < 0) {
+		*no_port_rss = ws->no_port_rss;
 		ipk_workers_destroy(ws);
 		return NULL;
 	}
@@ -415,6 +508,7 @@ void ipk_workers_destroy(struct ipk_workers *ws)
 	}
 	free(ws->reta);
 	free(ws->w);
+	free(ws->spec_own);
 	free(ws);
 }
 
@@ -444,6 +538,11 @@ int ipk_workers_stats(const struct ipk_workers *ws, unsigned i, struct ipk_worke
 struct ipk_node *ipk_workers_node(struct ipk_workers *ws, unsigned i)
 {
 	return ws && i < ws->n ? ws->w[i].node : NULL;
+}
+
+int ipk_workers_steering(const struct ipk_workers *ws)
+{
+	return ws && ws->soft ? IPK_STEER_SOFT : IPK_STEER_QUEUES;
 }
 
 void ipk_workers_steer_stats(const struct ipk_workers *ws, uint64_t *rx, uint64_t *drops)

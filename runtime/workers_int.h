@@ -116,13 +116,21 @@ struct ipk_workers {
 	unsigned n;
 	struct wk *w;
 	uint8_t key[IPK_RSS_KEY_LEN];
+	uint8_t fields;          /* IPK_RSS_F_* (0: default) */
 	uint8_t mac[6];          /* SOFT without a device MAC: the one all workers use */
 	uint16_t *reta;
 	uint32_t reta_size;
 	int soft;                /* software steering in use */
+	int no_port_rss;         /* QUEUES: the DPDK port has no usable RSS (wio.c) */
+	char *spec_own;          /* the spec the software fallback uses (owned) */
 	struct steer *steer;
 	uint32_t stop;           /* set once: every thread leaves its loop */
 };
+
+/* workers.c: replace the key, table and hash fields (the port's own, read back);
+ * 0 or -EINVAL with a message when an entry names no worker. */
+int wk_rss_install(struct ipk_workers *ws, const uint8_t *key, uint8_t fields,
+                   const uint16_t *reta, uint32_t reta_size, char *err, size_t errlen);
 
 /* wio.c */
 struct ipk_io *wio_open(struct ipk_pool *pool, void *arg, char *err, size_t errlen);

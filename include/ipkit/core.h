@@ -416,6 +416,10 @@ struct ipk_config {
 	/* Redirection table, rss_reta_size queue numbers. Not copied: it must stay
 	 * valid and unchanged while the context lives. */
 	const uint16_t *rss_reta;
+	/* Which frames the port hashes on what (IPK_RSS_F_*, as the NIC reports them);
+	 * 0 (default) = IPK_RSS_F_DEFAULT. Without IPK_RSS_F_TCP4 the local port cannot
+	 * steer, and an active open succeeds only when the addresses hash to rss_queue. */
+	uint8_t rss_fields;
 
 	/* What fast recovery (SACK or NewReno) sends per ACK: IPK_PRR_SSRB (0, default)
 	 * RFC 6937 proportional rate reduction with the slow-start reduction bound,
@@ -581,6 +585,14 @@ int ipk_icmp_echo(struct ipk_ctx *ctx, uint32_t dst_ip4_be, uint16_t id_be, uint
 
 /* ------------------------------------------------------------------- RSS */
 
+/* Hash fields of a port (ipk_config.rss_fields): IPv4 addresses for IPv4 frames that
+ * no other flag covers (fragments, other protocols); TCP and UDP over IPv4 (not
+ * fragmented): addresses and ports. A frame no flag covers is not hashed (hash 0). */
+#define IPK_RSS_F_IP4 0x01u
+#define IPK_RSS_F_TCP4 0x02u
+#define IPK_RSS_F_UDP4 0x04u
+#define IPK_RSS_F_DEFAULT (IPK_RSS_F_IP4 | IPK_RSS_F_TCP4 | IPK_RSS_F_UDP4)
+
 /* Fill `key` with the symmetric Toeplitz key (0x6d, 0x5a repeated): with it the hash
  * of a flow is the same in both directions, so one queue sees both halves of every
  * connection, whatever the addresses. ipk_config_default puts it in rss_key. */
@@ -601,6 +613,12 @@ uint32_t ipk_rss_hash_ip4(const uint8_t *key, uint32_t src_be, uint32_t dst_be,
 /* Queue a frame with this hash goes to: reta[hash % reta_size], the NIC rule.
  * Returns the queue or IPK_EINVAL (NULL table or size 0). */
 int ipk_rss_queue(const uint16_t *reta, uint32_t reta_size, uint32_t hash);
+/* RSS hash of an IPv4 frame under hash fields `fields` (IPK_RSS_F_*, 0 = default):
+ * proto is the IP protocol, frag nonzero for a fragment (MF or an offset: no ports);
+ * ports in network order, ignored unless the fields say TCP/UDP hash them. */
+uint32_t ipk_rss_hash_frame4(const uint8_t *key, uint32_t fields, uint8_t proto, int frag,
+                             uint32_t src_be, uint32_t dst_be, uint16_t sport_be,
+                             uint16_t dport_be);
 
 /* --------------------------------------------------------------- helpers */
 

@@ -233,10 +233,16 @@ struct ipk_workers_cfg {
 	int model;                  /* IPK_MODEL_* */
 	int steer;                  /* IPK_STEER_* (ignored with one worker) */
 	/* RSS: NULL key = ipk_rss_key_symmetric; NULL reta = entry i -> worker i % N
-	 * over reta_size entries (default 128). With IPK_STEER_QUEUES give the NIC's. */
+	 * over reta_size entries (default 128); rss_fields IPK_RSS_F_* (0: default).
+	 * With IPK_STEER_QUEUES give the NIC's. A DPDK port (dpdk: spec) replaces all
+	 * four with what the port reports it applies (read back after configuring it,
+	 * io/dpdk/dpdk_rss.h); a DPDK port without usable RSS makes ipk_workers_start
+	 * fall back to IPK_STEER_SOFT over one queue (queue=/queues= dropped from the
+	 * spec). Either way one line on stderr says which steering runs. */
 	const uint8_t *rss_key;
 	const uint16_t *reta;
 	uint32_t reta_size;
+	uint8_t rss_fields;
 	const struct ipk_app_ops *app;
 	void *app_arg;
 	uint32_t ring_slots;        /* per SPSC ring, power of two, default 4096 */
@@ -271,6 +277,9 @@ struct ipk_worker_stats {
  * 0 or IPK_EINVAL (bad index). Core counters: ipk_counters(ipk_node_ctx(node)) after stop. */
 int ipk_workers_stats(const struct ipk_workers *ws, unsigned i, struct ipk_worker_stats *st);
 struct ipk_node *ipk_workers_node(struct ipk_workers *ws, unsigned i);
+/* The steering that runs: IPK_STEER_SOFT or IPK_STEER_QUEUES (QUEUES asked on a
+ * DPDK port without usable RSS runs SOFT; one worker counts as QUEUES). */
+int ipk_workers_steering(const struct ipk_workers *ws);
 /* SOFT steering reader: frames received / dropped for lack of ring room or buffers. */
 void ipk_workers_steer_stats(const struct ipk_workers *ws, uint64_t *rx, uint64_t *drops);
 /* "unified", "merge", "split" -> IPK_MODEL_*, or -1. */

@@ -800,6 +800,23 @@ static int dp_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, si
 	return rc;
 }
 
+/* dpdk_rss.h */
+int ipk_dpdk_rss_get(const struct ipk_io *io, struct ipk_dpdk_rss *out, char *why,
+                     size_t wl)
+{
+	const struct ipk_dpdk_port *pt;
+
+	while (io && io->be != &ipk_io_dpdk_backend)
+		io = io->inner; /* the pcap wrapper */
+	if (!io || !dp_priv(io)->port)
+		return ipk_io_err(why, wl, ENOTSUP, "not a DPDK port");
+	pt = dp_priv(io)->port;
+	if (!pt->rss)
+		return ipk_io_err(why, wl, ENOENT, "%s", pt->rss_why);
+	memcpy(out, pt->rss, sizeof(*out));
+	return 0;
+}
+
 const struct ipk_io_backend ipk_io_dpdk_backend = {
 	"dpdk", sizeof(struct dp_priv), dp_open, dp_rx_burst, dp_tx_burst, dp_flush,
 	dp_fd, dp_arm, dp_close,

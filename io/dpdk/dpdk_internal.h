@@ -12,6 +12,7 @@
 #define IPKIT_IO_DPDK_INTERNAL_H
 
 #include "io_internal.h"
+#include "dpdk/dpdk_rss.h"
 
 /* IPK_DPDK_REAL: compiled for real only when the DPDK headers are on the include path
  * (meson adds them from pkg-config) and the compiler targets the machine meson found
@@ -48,6 +49,8 @@ struct ipk_dpdk_port {
 	uint64_t rx_capa, tx_capa;    /* what the PMD reports */
 	uint64_t rx_on, tx_on;        /* what we enabled */
 	uint64_t rss_hf;              /* RSS hash functions enabled (0: no RSS) */
+	struct ipk_dpdk_rss *rss;     /* what the port applies (read back), NULL: none */
+	char rss_why[128];            /* ... and why not */
 	uint32_t caps;                /* IPK_CAP_* */
 	uint32_t tso_max;
 	uint16_t mtu;
@@ -72,6 +75,15 @@ int ipk_dpdk_port_acquire(const char *dev, const char *devargs, uint16_t queue,
                           const struct ipk_dpdk_req *req, struct ipk_dpdk_port **out,
                           char *err, size_t errlen);
 void ipk_dpdk_port_release(struct ipk_dpdk_port *p, uint16_t queue);
+
+/* The port's RSS in the core's terms: key (first IPK_RSS_KEY_LEN bytes of key_len,
+ * at least 16), hash types rss_hf (RTE_ETH_RSS_*), reta_size entries of the table in
+ * DPDK's 64-entry groups, checked against the port's nqueues (every entry names a
+ * queue, every queue appears). 0, or -1 with the reason in why. */
+int ipk_dpdk_rss_translate(const uint8_t *key, uint32_t key_len, uint64_t rss_hf,
+                           const struct rte_eth_rss_reta_entry64 *reta, uint32_t reta_size,
+                           uint16_t nqueues, struct ipk_dpdk_rss *out, char *why,
+                           size_t whylen);
 
 /* The one-line summary of what was enabled ("dpdk:net_tap0 (port 0, net_tap): ..."). */
 void ipk_dpdk_port_describe(const struct ipk_dpdk_port *p, char *buf, size_t len);

@@ -12,6 +12,10 @@
  *                             -> IPK_CAP_LRO
  * Each feature falls back on its own: what the PMD lacks is done in software by the
  * core. If the PMD refuses the configuration with offloads, it is retried without.
+ *
+ * RSS (queues > 1): configured with the core's symmetric key over IPv4, TCP and UDP,
+ * then read back (dp_rss_read), because a PMD may keep its own key or table: the
+ * runtime gives the core what the port really applies (dpdk_rss.h).
  */
 #include "dpdk_internal.h"
 
@@ -37,6 +41,9 @@
                     RTE_ETH_TX_OFFLOAD_UDP_CKSUM)
 #define DP_RSS_HF (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP | \
                    RTE_ETH_RSS_NONFRAG_IPV4_UDP)
+#define DP_RSS_IP4 (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_FRAG_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_OTHER)
+#define DP_RSS_PARTIAL (RTE_ETH_RSS_L3_SRC_ONLY | RTE_ETH_RSS_L3_DST_ONLY | \
+                        RTE_ETH_RSS_L4_SRC_ONLY | RTE_ETH_RSS_L4_DST_ONLY)
 #define DP_TSO_MAX 64000u     /* TCP payload per TSO frame: below 64 KiB with headers */
 #define DP_LRO_MIN_ROOM 9000u /* LRO only pays with buffers that hold several segments */
 
@@ -193,10 +200,156 @@ void ipk_dpdk_port_describe(const struct ipk_dpdk_port *p, char *buf, size_t len
 	at += dp_feat(buf + at, len - at, "tso", p->tx_capa, p->tx_on, RTE_ETH_TX_OFFLOAD_TCP_TSO);
 	at += dp_feat(buf + at, len - at, "multi-seg", p->tx_capa, p->tx_on,
 	              RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
-	if (at < len)
-		snprintf(buf + at, len - at, "; queues=%u rss=%s", (unsigned)p->nqueues,
-		         p->rss_hf ? "symmetric" : "off");
+	if (at < len && p->rss)
+		snprintf(buf + at, len - at, "; queues=%u rss=port (key and %u-entry table "
+		         "read back, hashes%s%s%s)", (unsigned)p->nqueues,
+		         (unsigned)p->rss->reta_size, p->rss->fields & IPK_RSS_F_IP4 ? " ip4" : "",
+		         p->rss->fields & IPK_RSS_F_TCP4 ? " tcp4" : "",
+		         p->rss->fields & IPK_RSS_F_UDP4 ? " udp4" : "");
+	else if (at < len)
+		snprintf(buf + at, len - at, "; queues=%u rss=off (%s)", (unsigned)p->nqueues,
+		         p->rss_why);
 }
+
+/* ------------------------------------------------------------------ RSS */
+
+static uint8_t dp_rss_fields(uint64_t hf)
+{
+	uint8_t f = 0;
+
+	if (hf & DP_RSS_IP4)
+		f |= IPK_RSS_F_IP4;
+	if (hf & RTE_ETH_RSS_NONFRAG_IPV4_TCP)
+		f |= IPK_RSS_F_TCP4;
+	if (hf & RTE_ETH_RSS_NONFRAG_IPV4_UDP)
+		f |= IPK_RSS_F_UDP4;
+	return f;
+}
+
+/* Every entry names one of the port's queues and every queue is named: a queue in
+ * no entry would get no flow, and its worker no active open. */
+static int dp_rss_reta(const struct rte_eth_rss_reta_entry64 *reta, uint32_t n,
+                       uint16_t nqueues, uint16_t *out, char *why, size_t wl)
+{
+	uint8_t seen[IPK_DPDK_MAX_QUEUES];
+	uint32_t i;
+
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < n; i++) {
+		uint16_t q = reta[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE];
+
+		if (q >= nqueues || q >= IPK_DPDK_MAX_QUEUES) {
+			snprintf(why, wl, "table entry %u names queue %u of %u", i, q, nqueues);
+			return -1;
+		}
+		seen[q] = 1;
+		out[i] = q;
+	}
+	for (i = 0; i < nqueues; i++)
+		if (!seen[i]) {
+			snprintf(why, wl, "queue %u is in no table entry", i);
+			return -1;
+		}
+	return 0;
+}
+
+int ipk_dpdk_rss_translate(const uint8_t *key, uint32_t key_len, uint64_t rss_hf,
+                           const struct rte_eth_rss_reta_entry64 *reta, uint32_t reta_size,
+                           uint16_t nqueues, struct ipk_dpdk_rss *out, char *why, size_t wl)
+{
+	/* the 12-byte IPv4 4-tuple slides a 32-bit window over 96 bits: 16 key bytes */
+	if (!key || key_len < 16) {
+		snprintf(why, wl, "key of %u bytes (IPv4 needs 16)", key ? key_len : 0);
+		return -1;
+	}
+	if (rss_hf & DP_RSS_PARTIAL) {
+		snprintf(why, wl, "the port hashes source or destination only (rss_hf 0x%llx)",
+		         (unsigned long long)rss_hf);
+		return -1;
+	}
+	out->fields = dp_rss_fields(rss_hf);
+	if (!(out->fields & IPK_RSS_F_TCP4)) {
+		/* without ports in the hash a worker cannot choose where its answers land */
+		snprintf(why, wl, "the port does not hash TCP ports over IPv4 (rss_hf 0x%llx)",
+		         (unsigned long long)rss_hf);
+		return -1;
+	}
+	if (!reta || reta_size == 0 || reta_size > IPK_DPDK_RETA_MAX) {
+		snprintf(why, wl, "a %u-entry redirection table", reta ? reta_size : 0);
+		return -1;
+	}
+	if (dp_rss_reta(reta, reta_size, nqueues, out->reta, why, wl) < 0)
+		return -1;
+	out->reta_size = reta_size;
+	memset(out->key, 0, sizeof(out->key));
+	memcpy(out->key, key, key_len < IPK_RSS_KEY_LEN ? key_len : IPK_RSS_KEY_LEN);
+	return 0;
+}
+
+/* Ask for the usual table, entry i -> queue i % nqueues (what NICs start with, but
+ * a PMD may start with another: 22.11's net_null keeps all zeros). A refusal is
+ * fine: the read-back tells what the port uses. */
+static void dp_rss_reta_set(const struct ipk_dpdk_port *p, uint32_t n)
+{
+	struct rte_eth_rss_reta_entry64 reta[IPK_DPDK_RETA_MAX / RTE_ETH_RETA_GROUP_SIZE];
+	uint32_t i;
+
+	memset(reta, 0, sizeof(reta));
+	for (i = 0; i < n; i++) {
+		reta[i / RTE_ETH_RETA_GROUP_SIZE].mask |= 1ull << (i % RTE_ETH_RETA_GROUP_SIZE);
+		reta[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE] =
+			(uint16_t)(i % p->nqueues);
+	}
+	(void)rte_eth_dev_rss_reta_update(p->port_id, reta, (uint16_t)n);
+}
+
+/* What the port applies after start (p->rss), or why not (p->rss_why). */
+static void dp_rss_read(struct ipk_dpdk_port *p, const struct rte_eth_dev_info *info)
+{
+	struct rte_eth_rss_reta_entry64 reta[IPK_DPDK_RETA_MAX / RTE_ETH_RETA_GROUP_SIZE];
+	struct rte_eth_rss_conf conf;
+	uint8_t key[256];
+	uint32_t n = info->reta_size, g;
+	int rc;
+
+	if (p->nqueues < 2 || !p->rss_hf) {
+		snprintf(p->rss_why, sizeof(p->rss_why), p->nqueues < 2 ? "one queue" :
+		         "the port offers no IPv4 RSS");
+		return;
+	}
+	memset(&conf, 0, sizeof(conf));
+	conf.rss_key = key;
+	conf.rss_key_len = info->hash_key_size ? info->hash_key_size : 40;
+	rc = rte_eth_dev_rss_hash_conf_get(p->port_id, &conf);
+	if (rc < 0) {
+		snprintf(p->rss_why, sizeof(p->rss_why), "rss_hash_conf_get: %s", rte_strerror(-rc));
+		return;
+	}
+	if (n == 0 || n > IPK_DPDK_RETA_MAX) {
+		snprintf(p->rss_why, sizeof(p->rss_why), "a %u-entry redirection table", n);
+		return;
+	}
+	dp_rss_reta_set(p, n);
+	memset(reta, 0, sizeof(reta));
+	for (g = 0; g < (n + RTE_ETH_RETA_GROUP_SIZE - 1) / RTE_ETH_RETA_GROUP_SIZE; g++)
+		reta[g].mask = ~0ull;
+	rc = rte_eth_dev_rss_reta_query(p->port_id, reta, (uint16_t)n);
+	if (rc < 0) {
+		snprintf(p->rss_why, sizeof(p->rss_why), "rss_reta_query: %s", rte_strerror(-rc));
+		return;
+	}
+	p->rss = (struct ipk_dpdk_rss *)calloc(1, sizeof(*p->rss));
+	if (!p->rss) {
+		snprintf(p->rss_why, sizeof(p->rss_why), "out of memory");
+		return;
+	}
+	if (ipk_dpdk_rss_translate(key, conf.rss_key_len, conf.rss_hf, reta, n, p->nqueues,
+	                           p->rss, p->rss_why, sizeof(p->rss_why)) < 0) {
+		free(p->rss);
+		p->rss = NULL;
+	}
+}
+
 
 /* -------------------------------------------------------------- set-up */
 
@@ -394,6 +547,7 @@ static int dp_setup(struct ipk_dpdk_port *p, const struct ipk_dpdk_req *req, cha
 	(void)rte_eth_promiscuous_enable(p->port_id);
 	dp_facts(p, &info);
 	p->caps = dp_caps(p);
+	dp_rss_read(p, &info);
 	return 0;
 }
 
@@ -403,6 +557,7 @@ static void dp_free(struct ipk_dpdk_port *p)
 
 	for (q = 0; q < IPK_DPDK_MAX_QUEUES; q++)
 		rte_mempool_free(p->rx_mp[q]);
+	free(p->rss);
 	free(p);
 }
 

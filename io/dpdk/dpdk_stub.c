@@ -30,6 +30,14 @@ static int dp_stub_open(struct ipk_io *io, const struct ipk_io_args *a, char *er
 	                  "its target (Debian: libdpdk-dev)", a->dev);
 }
 
+int ipk_dpdk_rss_get(const struct ipk_io *io, struct ipk_dpdk_rss *out, char *why,
+                     size_t whylen)
+{
+	(void)io;
+	(void)out;
+	return ipk_io_err(why, whylen, ENOTSUP, "this build has no DPDK");
+}
+
 const struct ipk_io_backend ipk_io_dpdk_backend = {
 	"dpdk", 0, dp_stub_open, NULL, NULL, NULL, NULL, NULL, NULL,
 };

@@ -104,6 +104,26 @@ static void test_rss_queue_is_reta_of_hash_mod_size(void)
 
 static uint16_t reta2[128]; /* 0,1,0,1,...: two queues, like a 2-queue NIC */
 
+/* The hash fields a port reports decide what is hashed: TCP/UDP with ports when the
+ * port hashes them, the addresses when only IPv4 is hashed (and for fragments), 0
+ * when nothing covers the frame. */
+static void test_rss_hash_frame4_follows_fields(void)
+{
+	const struct vec *v = &vecs[0];
+	uint32_t s = ip4_be(v->src), d = ip4_be(v->dst);
+	uint16_t sp = ipk_htons(v->sport), dp = ipk_htons(v->dport);
+
+	CHECK_EQ(ipk_rss_hash_frame4(ms_key, 0, 6, 0, s, d, sp, dp), v->h_tcp);
+	CHECK_EQ(ipk_rss_hash_frame4(ms_key, IPK_RSS_F_DEFAULT, 17, 0, s, d, sp, dp), v->h_tcp);
+	CHECK_EQ(ipk_rss_hash_frame4(ms_key, IPK_RSS_F_DEFAULT, 6, 1, s, d, sp, dp), v->h_ip);
+	CHECK_EQ(ipk_rss_hash_frame4(ms_key, IPK_RSS_F_DEFAULT, 1, 0, s, d, sp, dp), v->h_ip);
+	CHECK_EQ(ipk_rss_hash_frame4(ms_key, IPK_RSS_F_IP4, 6, 0, s, d, sp, dp), v->h_ip);
+	CHECK_EQ(ipk_rss_hash_frame4(ms_key, IPK_RSS_F_IP4 | IPK_RSS_F_TCP4, 17, 0, s, d, sp, dp),
+	         v->h_ip);
+	CHECK_EQ(ipk_rss_hash_frame4(ms_key, IPK_RSS_F_TCP4, 17, 0, s, d, sp, dp), 0);
+	CHECK_EQ(ipk_rss_hash_frame4(ms_key, IPK_RSS_F_TCP4, 6, 1, s, d, sp, dp), 0);
+}
+
 static void test_rss_config_needs_table_naming_our_queue(void)
 {
 	struct ipk_config cfg;
@@ -120,6 +140,9 @@ static void test_rss_config_needs_table_naming_our_queue(void)
 	cfg.rss_queue = 1;
 	CHECK(ipk_ctx_size(&cfg) != 0);
 	cfg.rss_queue = 2; /* not in the table */
+	CHECK_EQ(ipk_ctx_size(&cfg), 0);
+	cfg.rss_queue = 1;
+	cfg.rss_fields = IPK_RSS_F_DEFAULT + 1; /* an unknown field */
 	CHECK_EQ(ipk_ctx_size(&cfg), 0);
 }
 
@@ -167,6 +190,38 @@ static void check_picks_land_on(uint16_t q)
 
 static void test_rss_connect_ports_land_on_queue_0(void) { check_picks_land_on(0); }
 static void test_rss_connect_ports_land_on_queue_1(void) { check_picks_land_on(1); }
+
+/* A port that hashes IPv4 addresses only: the local port cannot steer, so an active
+ * open works on the queue the addresses hash to and fails on every other one. */
+static void tweak_ip_only(struct ipk_config *cfg)
+{
+	tweak_rss(cfg);
+	cfg->rss_fields = IPK_RSS_F_IP4;
+}
+
+static void test_rss_connect_ip_only_hash_all_or_nothing(void)
+{
+	struct ipk_config cfg;
+	struct ipk_conn *c = NULL;
+	struct th *t;
+	uint32_t h;
+	uint8_t in[8];
+	uint16_t q;
+
+	ipk_config_default(&cfg);
+	t = th_new(NULL);
+	memcpy(in, &t->peer_be, 4);
+	memcpy(in + 4, &t->cfg.ip4_be, 4);
+	th_free(t);
+	h = ipk_rss_toeplitz(cfg.rss_key, IPK_RSS_KEY_LEN, in, 8);
+	for (q = 0; q < 2; q++) {
+		queue_under_test = q;
+		t = th_new(tweak_ip_only);
+		CHECK_EQ(ipk_tcp_connect(t->ctx, t->peer_be, ipk_htons(5000), 0, NULL, &c, t->now),
+		         reta2[h % 128] == q ? IPK_OK : IPK_EADDRINUSE);
+		th_free(t);
+	}
+}
 
 static uint16_t eph_only;
 
@@ -217,7 +272,9 @@ int main(void)
 	RUN(test_rss_toeplitz_refuses_short_key);
 	RUN(test_rss_symmetric_key_same_hash_both_ways);
 	RUN(test_rss_queue_is_reta_of_hash_mod_size);
+	RUN(test_rss_hash_frame4_follows_fields);
 	RUN(test_rss_config_needs_table_naming_our_queue);
+	RUN(test_rss_connect_ip_only_hash_all_or_nothing);
 	RUN(test_rss_connect_ports_land_on_queue_0);
 	RUN(test_rss_connect_ports_land_on_queue_1);
 	RUN(test_rss_connect_no_port_on_queue_is_eaddrinuse);
