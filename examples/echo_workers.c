@@ -95,26 +95,39 @@ static void ew_sent(struct ipk_app *a, uint64_t cid, void *user, const void *buf
 /* ------------------------------------------------------------- UDP */
 
 /* Echo a datagram from the received buffer itself; the ref goes back once the stack
- * has copied it (udp_sent). */
+ * has copied it (udp_sent). A datagram in several buffers (a chain of refs) is
+ * gathered into one heap buffer first, freed at udp_sent. */
 static void ew_udp(struct ipk_app *a, const struct ipk_tuple *t, struct ipk_pkt *ref,
                    const uint8_t *data, uint32_t len)
 {
-	if (ipk_app_udp_send(a, t->local_port_be, t->peer_ip4_be, t->peer_port_be, data, len,
-	                     ref) < 0) {
+	uint8_t *flat = NULL;
+
+	if (ref->next) {
+		flat = (uint8_t *)malloc(len);
+		if (flat)
+			ipk_pkt_linearize(ref, flat, len);
+		data = flat;
+	}
+	if (!data || ipk_app_udp_send(a, t->local_port_be, t->peer_ip4_be, t->peer_port_be,
+	                              data, len, ref) < 0) {
 		ew_w(a)->udp_failed++;
+		free(flat);
 		ipk_app_release(a, 0, ref, 0);
 	}
 }
 
 static void ew_udp_sent(struct ipk_app *a, void *user, const void *buf, uint32_t len, int rc)
 {
-	(void)buf;
+	struct ipk_pkt *ref = (struct ipk_pkt *)user;
+
 	(void)len;
 	if (rc < 0)
 		ew_w(a)->udp_failed++;
 	else
 		ew_w(a)->udp_echoed++;
-	ipk_app_release(a, 0, (struct ipk_pkt *)user, 0);
+	if (ref->next)
+		free((void *)(uintptr_t)buf); /* the gathered copy */
+	ipk_app_release(a, 0, ref, 0);
 }
 
 /* ----------------------------------------------------------- client */

@@ -19,6 +19,8 @@
  *
  * UDP has no connection: a datagram event carries its tuple and a reference to the
  * received buffer (given back with ipk_app_release, cid 0, which names no record);
+ * a reassembled datagram that spans several buffers comes as a chain of references,
+ * one per buffer (the core hands it over as a chain too, core.h udp_recv);
  * a send carries the app's buffer and a user token, and the networking side copies it
  * into a datagram at once (ipk_udp_sendto) and answers with udp_sent.
  *
@@ -390,7 +392,7 @@ static void net_exec(struct wk *w, const struct wk_msg *m)
 		net_send(w, m);
 		break;
 	case C_RELEASE:
-		ipk_pkt_free((struct ipk_pkt *)m->p);
+		ipk_pkt_free_chain((struct ipk_pkt *)m->p); /* a UDP ref may be a chain */
 		r = rec_find(w, m->cid);
 		if (r && m->len)
 			ipk_tcp_recved(net_ctx(w), r->c, m->len, net_now(w));
@@ -513,24 +515,60 @@ static void cb_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 	net_emit_simple(w, M_CLOSED, cid, cuser, 0, (uint8_t)why);
 }
 
-/* A datagram: one reference for the app, like TCP payload. A datagram that goes on
- * in the packet's chain (reassembled) does not fit the zero-copy message; dropped and
- * counted. */
+/* References to `len` bytes from `off` of the chain k: one clone per buffer the bytes
+ * touch, trimmed, linked by ->next. NULL when out of descriptors or when the chain is
+ * shorter than off + len (nothing is held then). A failed clone leaves len > 0. */
+static struct ipk_pkt *udp_ref_chain(struct ipk_pkt *k, uint32_t off, uint32_t len)
+{
+	struct ipk_pkt *head = NULL, **tail = &head;
+
+	if (len == 0) { /* an empty datagram: one empty reference */
+		if ((head = ipk_pkt_clone(k)) != NULL) {
+			head->len = 0;
+			head->next = NULL;
+		}
+		return head;
+	}
+	for (; k && len > 0; k = k->next) {
+		struct ipk_pkt *c;
+
+		if (off >= k->len) {
+			off -= k->len;
+			continue;
+		}
+		c = ipk_pkt_clone(k);
+		if (!c)
+			break;
+		c->off += off;
+		c->len = k->len - off < len ? k->len - off : len;
+		c->next = NULL;
+		len -= c->len;
+		off = 0;
+		*tail = c;
+		tail = &c->next;
+	}
+	if (len > 0) {
+		ipk_pkt_free_chain(head);
+		return NULL;
+	}
+	return head;
+}
+
+/* A datagram: references for the app, like TCP payload; a reassembled datagram that
+ * goes on in the packet's chain is a chain of references (zero-copy, no limit but
+ * the descriptors). */
 static void cb_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
                    uint32_t len, void *opaque)
 {
 	struct wk *w = cb_wk(opaque);
-	struct ipk_pkt *k = (struct ipk_pkt *)pkt, *ref;
+	struct ipk_pkt *ref = udp_ref_chain((struct ipk_pkt *)pkt, off, len);
 	struct wk_msg m;
 
 	(void)ctx;
-	if (off > k->len || len > k->len - off || !(ref = ipk_pkt_clone(k))) {
+	if (!ref) {
 		WK_INC(w->st.udp_drops);
 		return;
 	}
-	ref->off += off;
-	ref->len = len;
-	ref->next = NULL;
 	memset(&m, 0, sizeof(m));
 	m.type = M_UDP;
 	m.t = *t;

@@ -157,10 +157,14 @@ struct ipk_app_ops {
 	 * every unfinished send's buffer is the app's again, refs must still be released. */
 	void (*closed)(struct ipk_app *a, uint64_t cid, void *user, enum ipk_close_reason why);
 	/* A datagram for a port bound with ipk_app_udp_bind, zero-copy like data: `len`
-	 * bytes at `data` inside `ref`, which the app holds until it gives it back with
-	 * ipk_app_release(a, 0, ref, 0). t: peer and local address and port. Datagrams
-	 * that do not fit one receive buffer (reassembled ones over ~2 KB) are not
-	 * delivered; they count in ipk_worker_stats.udp_drops. */
+	 * bytes in `ref`, which the app holds until it gives it back with
+	 * ipk_app_release(a, 0, ref, 0). t: peer and local address and port. A datagram
+	 * larger than one receive buffer (reassembled from fragments) comes as a chain
+	 * of references, as the core hands it over: ref->len bytes at data, then each
+	 * ref->next's ipk_pkt_mtod(k), k->len; `len` is the whole datagram
+	 * (ipk_pkt_chain_len(ref)) and ipk_pkt_linearize copies it out. With ref->next
+	 * NULL, data holds all `len` bytes. Released as one (the whole chain). Out of
+	 * descriptors: not delivered, counted in ipk_worker_stats.udp_drops. */
 	void (*udp)(struct ipk_app *a, const struct ipk_tuple *t, struct ipk_pkt *ref,
 	            const uint8_t *data, uint32_t len);
 	/* An ipk_app_udp_send is done: the datagram was handed to the stack (rc 0) or
@@ -271,7 +275,7 @@ struct ipk_worker_stats {
 	                               * QUEUES: ARP copies dropped (inbox full, no buffer) */
 	uint64_t arp_forwarded;       /* QUEUES: ARP frames this worker copied to the others */
 	uint64_t udp_rx, udp_tx;      /* datagrams delivered to / sent for the app */
-	uint64_t udp_drops;           /* datagrams not delivered (chained, no descriptor) */
+	uint64_t udp_drops;           /* datagrams not delivered (no descriptor) */
 };
 /* Counters of worker i: exact after stop, a recent snapshot while running. Returns
  * 0 or IPK_EINVAL (bad index). Core counters: ipk_counters(ipk_node_ctx(node)) after stop. */
