@@ -20,7 +20,7 @@ import re
 import pytest
 
 from conftest import backend_built, prog
-from test_dpdk import dpdk  # noqa: F401  (the fixture)
+from test_dpdk import connections_land_by_hash, dpdk  # noqa: F401  (dpdk: the fixture)
 
 pytestmark = pytest.mark.skipif(not backend_built("dpdk"),
                                 reason="DPDK backend not built (no libdpdk found by pkg-config)")
@@ -45,7 +45,6 @@ def test_dpdk_null_queue_steering_uses_the_ports_rss(dpdk):  # noqa: F811
 
 
 def test_dpdk_tap_queue_steering_falls_back_to_software(dpdk):  # noqa: F811
-    from test_workers import CLIENT, stop_and_stats, worker_of
     dev = dpdk.tag + "r"
     linux_ip, ipk_ip = "10.%d.0.1" % dpdk.net, "10.%d.0.2" % dpdk.net
     # the hot-plug form: the fallback closes the 2-queue port (which removes the vdev)
@@ -61,16 +60,4 @@ def test_dpdk_tap_queue_steering_falls_back_to_software(dpdk):  # noqa: F811
     assert re.search(r"the port has no usable RSS .*; software steering", text), text[-1500:]
     assert "queues=1 rss=off (one queue)" in text, text[-1500:]
     assert "2 workers (merge model, software steering)" in text, text[-1500:]
-    dpdk.wait_dev(dev)
-    dpdk.ns_run("ip", "addr", "add", linux_ip + "/24", "dev", dev)
-    dpdk.ns_run("ip", "link", "set", dev, "up")
-    os.set_blocking(p.stderr.fileno(), True)
-    r = dpdk.ns_run("/usr/bin/python3", "-c", CLIENT % (ipk_ip, 40), timeout=120)
-    ports = [int(x) for x in r.stdout.split()]
-    assert len(ports) == 40, r.stderr
-    want = [0, 0]
-    for sp in ports:
-        want[worker_of(linux_ip, ipk_ip, sp, 7)] += 1
-    stats, err = stop_and_stats(p)
-    assert [stats[0]["accepted"], stats[1]["accepted"]] == want, (want, err[-1500:])
-    assert stats[0]["wrong"] == 0 and stats[1]["wrong"] == 0, err[-1500:]
+    connections_land_by_hash(dpdk, p, dev, linux_ip, ipk_ip, 40)
