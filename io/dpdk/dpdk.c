@@ -530,6 +530,9 @@ static int dp_arm(struct ipk_io *io)
 	}
 	while (read(p->tfd, &v, sizeof(v)) == (ssize_t)sizeof(v))
 		; /* an expired nap */
+	/* the interrupt fd may come only with the link (memif, vhost): callers that took
+	 * ipk_io_fd once (the workers' epoll sets) still get it through epfd */
+	dp_rx_fd(p);
 	return p->rx_fd >= 0 ? dp_arm_intr(p) : dp_arm_nap(p);
 }
 
