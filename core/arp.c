@@ -46,8 +46,10 @@ static struct ipk_arp_entry *arp_slot(struct ipk_ctx *c)
 		if (e->state == IPK_ARP_RESOLVED && (!victim || e->expires < victim->expires))
 			victim = e;
 	}
-	if (victim)
+	if (victim) {
 		ipk_memset(victim, 0, sizeof(*victim));
+		ipk_link_nhc_clear(c);
+	}
 	return victim;
 }
 
@@ -117,6 +119,7 @@ static void arp_bind(struct ipk_ctx *c, struct ipk_arp_entry *e, uint32_t ip_be,
 {
 	e->ip4_be = ip_be;
 	ipk_memcpy(e->mac, mac, 6);
+	ipk_link_nhc_clear(c);
 	if (e->state != IPK_ARP_STATIC) {
 		e->state = IPK_ARP_RESOLVED;
 		e->expires = c->now + c->cfg.arp_ttl_ns;
@@ -152,6 +155,7 @@ static void arp_learn(struct ipk_ctx *c, const struct ipk_arp_hdr *a, int for_us
 		if (e) {
 			arp_flush_queue(c, e, a->sha);
 			ipk_memset(e, 0, sizeof(*e));
+			ipk_link_nhc_clear(c);
 		}
 		return;
 	}
@@ -188,6 +192,8 @@ void ipk_arp_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 		arp_send(c, IPK_ARP_REPLY, a.sha, a.sha, a.spa_be);
 }
 
+/* A binding from the built-in table also becomes link.c's next-hop cache entry, for
+ * as long as the entry lives (the integrator's table can change unseen: not cached). */
 static int arp_lookup(struct ipk_ctx *c, uint32_t ip_be, uint8_t mac[6])
 {
 	struct ipk_arp_entry *e;
@@ -200,6 +206,8 @@ static int arp_lookup(struct ipk_ctx *c, uint32_t ip_be, uint8_t mac[6])
 	if (e->state == IPK_ARP_STATIC ||
 	    (e->state == IPK_ARP_RESOLVED && e->expires > c->now)) {
 		ipk_memcpy(mac, e->mac, 6);
+		ipk_link_nhc_set(c, ip_be, e->mac,
+		                 e->state == IPK_ARP_STATIC ? IPK_NO_DEADLINE : e->expires);
 		return 1;
 	}
 	return 0;
@@ -219,6 +227,7 @@ static struct ipk_arp_entry *arp_pending(struct ipk_ctx *c, uint32_t ip_be)
 		return NULL;
 	/* A new entry, or an expired RESOLVED one being revalidated. */
 	ipk_memset(e, 0, sizeof(*e));
+	ipk_link_nhc_clear(c);
 	e->ip4_be = ip_be;
 	e->state = IPK_ARP_PENDING;
 	e->tries = 1;
@@ -276,6 +285,7 @@ static void arp_retry(struct ipk_ctx *c, struct ipk_arp_entry *e, uint64_t now)
 	if (e->tries >= c->cfg.arp_retries) {
 		arp_drop_queue(c, e, IPK_DROP_ARP_TIMEOUT);
 		ipk_memset(e, 0, sizeof(*e));
+		ipk_link_nhc_clear(c);
 		return;
 	}
 	e->tries++;
@@ -293,8 +303,10 @@ uint64_t ipk_arp_timer(struct ipk_ctx *c, uint64_t now)
 
 		if (e->state == IPK_ARP_PENDING && e->expires <= now)
 			arp_retry(c, e, now);
-		else if (e->state == IPK_ARP_RESOLVED && e->expires <= now)
+		else if (e->state == IPK_ARP_RESOLVED && e->expires <= now) {
 			ipk_memset(e, 0, sizeof(*e));
+			ipk_link_nhc_clear(c);
+		}
 		if ((e->state == IPK_ARP_PENDING || e->state == IPK_ARP_RESOLVED) &&
 		    e->expires < next)
 			next = e->expires;

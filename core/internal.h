@@ -185,6 +185,13 @@ struct ipk_ctx {
 	/* The connection ipk_tcp_lookup found last (tcp.c): checked before the hash;
 	 * cleared when it leaves the hash. */
 	struct ipk_conn *last_c;
+	/* One-entry next-hop cache (link.c, arp.c): the Ethernet header for frames to
+	 * next hop nhc_ip_be, valid while now < nhc_until (its ARP entry's expiry). Every
+	 * change to the ARP table zeroes nhc_until, so the common frame skips the
+	 * broadcast test and the table scan. Filled only from the built-in table. */
+	uint32_t nhc_ip_be;
+	uint8_t nhc_eth[IPK_ETH_HLEN];
+	uint64_t nhc_until;
 };
 #define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */
@@ -247,6 +254,10 @@ void ipk_link_input(struct ipk_ctx *c, void *pkt);
 int ipk_link_output_ip4(struct ipk_ctx *c, void *pkt, uint32_t next_hop_be);
 /* Hand a finished frame to ops->tx, counting it. */
 void ipk_link_tx(struct ipk_ctx *c, void *pkt);
+/* Remember next hop nh_be at mac until `until` (ctx nhc_*); and forget it, which
+ * arp.c does on every change to its table. */
+void ipk_link_nhc_set(struct ipk_ctx *c, uint32_t nh_be, const uint8_t mac[6], uint64_t until);
+IPK_INLINE void ipk_link_nhc_clear(struct ipk_ctx *c) { c->nhc_until = 0; }
 /* Fill the Ethernet header (first 14 bytes of pkt) and transmit. Ownership passes. */
 void ipk_link_eth_tx(struct ipk_ctx *c, void *pkt, const uint8_t dst_mac[6], uint16_t type);
 /* Call ops->tx_flush when frames were queued since the last flush (end of every

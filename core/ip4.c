@@ -573,8 +573,8 @@ static void ip4_fill(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t prot
 	struct ipk_ip4_hdr h;
 	int hw = (c->cfg.caps & IPK_CAP_TX_CSUM_IP4) != 0;
 
-	ipk_memset(&h, 0, sizeof(h));
 	h.ihl = IPK_IP4_HLEN;
+	h.csum = 0;
 	h.tot_len = (uint16_t)(IPK_IP4_HLEN + l4_len);
 	h.id = c->ip_id++;
 	/* We never fragment on transmit (RFC 1191 path MTU discovery relies on DF). */

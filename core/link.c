@@ -54,25 +54,43 @@ void ipk_link_tx(struct ipk_ctx *c, void *pkt)
 	IPK_OPS(c)->tx(pkt, IPK_OPQ(c));
 }
 
+/* The 14-byte Ethernet II header (RFC 894) at p. */
+static void eth_put(const struct ipk_ctx *c, uint8_t *p, const uint8_t dst_mac[6], uint16_t type)
+{
+	ipk_memcpy(p, dst_mac, 6);
+	ipk_memcpy(p + 6, c->cfg.mac, 6);
+	ipk_wr16(p + 12, type);
+}
+
 /* Ownership of pkt passes (transmitted, or freed when it cannot hold the header). */
 void ipk_link_eth_tx(struct ipk_ctx *c, void *pkt, const uint8_t dst_mac[6], uint16_t type)
 {
-	struct ipk_eth_hdr eh;
-
-	ipk_memcpy(eh.dst, dst_mac, 6);
-	ipk_memcpy(eh.src, c->cfg.mac, 6);
-	eh.type = type;
-	if (ipk_eth_emit(ipk_pkt_data(c, pkt), ipk_pkt_len(c, pkt), &eh) != IPK_ETH_HLEN) {
+	if (ipk_pkt_len(c, pkt) < IPK_ETH_HLEN) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_NO_PKT);
 		return;
 	}
+	eth_put(c, ipk_pkt_data(c, pkt), dst_mac, type);
 	ipk_link_tx(c, pkt);
 }
 
-/* Ownership of pkt passes. Broadcast destinations need no ARP (RFC 1122 §3.3.6). */
+void ipk_link_nhc_set(struct ipk_ctx *c, uint32_t nh_be, const uint8_t mac[6], uint64_t until)
+{
+	c->nhc_ip_be = nh_be;
+	c->nhc_until = until;
+	eth_put(c, c->nhc_eth, mac, IPK_ETHERTYPE_IP4);
+}
+
+/* Ownership of pkt passes. Broadcast destinations need no ARP (RFC 1122 §3.3.6). The
+ * next hop of the previous frame, while its ARP binding lives, takes the cached
+ * header: ip4.c has checked that pkt holds l2_len + 20 bytes. */
 int ipk_link_output_ip4(struct ipk_ctx *c, void *pkt, uint32_t next_hop_be)
 {
 	if (c->cfg.link == IPK_LINK_RAWIP) {
+		ipk_link_tx(c, pkt);
+		return 0;
+	}
+	if (next_hop_be == c->nhc_ip_be && c->now < c->nhc_until) {
+		ipk_memcpy(ipk_pkt_data(c, pkt), c->nhc_eth, IPK_ETH_HLEN);
 		ipk_link_tx(c, pkt);
 		return 0;
 	}

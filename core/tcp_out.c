@@ -210,9 +210,7 @@ static void seg_csum(struct ipk_ctx *ctx, void *pkt, const struct ipk_tuple *t, 
 static int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct seg_spec *sp,
                     struct ipk_conn *c)
 {
-	uint8_t opt[40];
-	uint32_t olen = sp->o ? ipk_tcp_opts_emit(opt, sizeof(opt), sp->o) : 0;
-	uint32_t hlen = IPK_TCP_HLEN + olen, l4 = ipk_l4_off(ctx);
+	uint32_t l4 = ipk_l4_off(ctx), hlen;
 	int sg = (ctx->cfg.caps & IPK_CAP_SG) && sp->plen > IPK_TCP_COPY_MAX;
 	struct ipk_tcp_hdr h;
 	struct ipk_tx_meta meta;
@@ -221,8 +219,12 @@ static int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct
 
 	if (!pkt)
 		return IPK_ENOBUFS;
-	ipk_pkt_set_len(ctx, pkt, l4 + hlen + (sg ? 0u : sp->plen));
+	/* Header and options straight into the packet (its buffer holds l4 + 60 bytes,
+	 * ipk_ctx_init's pkt_buf_size check); the length is set once they are known. */
 	th = ipk_pkt_data(ctx, pkt) + l4;
+	hlen = IPK_TCP_HLEN +
+	       (sp->o ? ipk_tcp_opts_emit(th + IPK_TCP_HLEN, IPK_TCP_MAX_OPT, sp->o) : 0u);
+	ipk_pkt_set_len(ctx, pkt, l4 + hlen + (sg ? 0u : sp->plen));
 	h.sport_be = t->local_port_be;
 	h.dport_be = t->peer_port_be;
 	h.seq = sp->seq;
@@ -232,9 +234,7 @@ static int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct
 	h.wnd = sp->wnd;
 	h.csum = 0;
 	h.urp = 0;
-	ipk_tcp_emit(th, IPK_TCP_HLEN, &h);
-	if (olen)
-		ipk_memcpy(th + IPK_TCP_HLEN, opt, olen);
+	ipk_tcp_hdr_put(th, &h);
 	if (sp->plen && !sg)
 		sq_copy(ctx, c, sp->seq, th + hlen, sp->plen);
 	if (sg && sq_attach(ctx, c, pkt, sp->seq, sp->plen) != IPK_OK) {

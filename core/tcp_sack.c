@@ -98,7 +98,10 @@ int ipk_tcp_seg_opts(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_opt
 {
 	int any = 0;
 
-	ipk_memset(o, 0, sizeof(*o));
+	/* Only what a data segment can carry is set; the SACK edges beyond o->nsack are
+	 * never read, so they are not cleared. */
+	o->has_mss = o->has_ws = o->has_sack_perm = o->has_ts = 0;
+	o->nsack = 0;
 	if (c->fl & IPK_TCPF_TS_OK) {
 		/* RFC 7323 §3.2: TSecr echoes TS.Recent on every segment with ACK */
 		o->has_ts = 1;

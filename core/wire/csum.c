@@ -141,13 +141,11 @@ uint16_t ipk_csum_fold(uint32_t sum) { return (uint16_t)~csum_fold16(sum); }
 
 uint32_t ipk_csum_pseudo(uint32_t src_be, uint32_t dst_be, uint8_t proto, uint32_t l4_len)
 {
-	uint8_t a[8];
-	uint64_t s;
+	/* RFC 9293 §3.1 / RFC 768: src, dst, zero, protocol, transport length. The two
+	 * addresses are summed as host-order words (RFC 1071 §2(B)) and folded as the
+	 * big-endian word sum, then the host-order numbers join it. */
+	uint64_t s = csum_fold_host((uint64_t)src_be + dst_be);
 
-	ipk_wrbe32(a, src_be);
-	ipk_wrbe32(a + 4, dst_be);
-	/* RFC 9293 §3.1 / RFC 768: src, dst, zero, protocol, transport length. */
-	s = (uint64_t)ipk_rd16(a) + ipk_rd16(a + 2) + ipk_rd16(a + 4) + ipk_rd16(a + 6);
 	s += proto;
 	s += (l4_len >> 16) + (l4_len & 0xffffu);
 	return csum_reduce(s);

@@ -2,7 +2,7 @@
  * timestamps (RFC 7323), SACK-permitted and SACK (RFC 2018). */
 #include "wire/wire.h"
 
-#define TCPOPT_MAX 40 /* RFC 9293 §3.1: data offset 15 words minus the fixed 5 */
+#define TCPOPT_MAX IPK_TCP_MAX_OPT
 
 /* The fixed header's fields; the caller checked that 20 bytes and doff are there. */
 static inline void hdr_fill(const uint8_t *p, uint32_t doff, struct ipk_tcp_hdr *h)
@@ -63,15 +63,7 @@ uint32_t ipk_tcp_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_hdr *h)
 		return 0;
 	if (h->doff < IPK_TCP_HLEN || h->doff > IPK_TCP_HLEN + TCPOPT_MAX || (h->doff & 3))
 		return 0;
-	ipk_wrbe16(p, h->sport_be);
-	ipk_wrbe16(p + 2, h->dport_be);
-	ipk_wr32(p + 4, h->seq);
-	ipk_wr32(p + 8, h->ack);
-	p[12] = (uint8_t)((h->doff / 4) << 4);
-	p[13] = h->flags;
-	ipk_wr16(p + 14, h->wnd);
-	ipk_wr16(p + 16, h->csum);
-	ipk_wr16(p + 18, h->urp);
+	ipk_tcp_hdr_put(p, h);
 	return IPK_TCP_HLEN;
 }
 
@@ -218,6 +210,8 @@ uint32_t ipk_tcp_opts_len(const struct ipk_tcp_opts *o)
 {
 	uint32_t nsack;
 
+	if (!(o->has_mss | o->has_ws | o->has_sack_perm | o->nsack))
+		return o->has_ts ? IPK_TCP_TS_OPT_LEN : 0u;
 	return opts_size(o, &nsack);
 }
 

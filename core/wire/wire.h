@@ -179,6 +179,7 @@ uint32_t ipk_udp_emit(uint8_t *p, uint32_t cap, const struct ipk_udp_hdr *h);
 /* --------------------------------------------------------------- TCP */
 
 #define IPK_TCP_HLEN 20
+#define IPK_TCP_MAX_OPT 40 /* RFC 9293 §3.1: data offset 15 words minus the fixed 5 */
 #define IPK_TCP_FIN 0x01
 #define IPK_TCP_SYN 0x02
 #define IPK_TCP_RST 0x04
@@ -203,6 +204,20 @@ int ipk_tcp_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_hdr *h);
  * written by ipk_tcp_opts_emit); checksum field as given. Also returns 0 when
  * h->doff is not a multiple of 4 in 20..60. */
 uint32_t ipk_tcp_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_hdr *h);
+/* ipk_tcp_emit without the checks, for a caller that built doff itself (the
+ * transmit path: 20 + the length ipk_tcp_opts_emit returned). */
+static inline void ipk_tcp_hdr_put(uint8_t *p, const struct ipk_tcp_hdr *h)
+{
+	ipk_wrbe16(p, h->sport_be);
+	ipk_wrbe16(p + 2, h->dport_be);
+	ipk_wr32(p + 4, h->seq);
+	ipk_wr32(p + 8, h->ack);
+	p[12] = (uint8_t)((h->doff / 4) << 4);
+	p[13] = h->flags;
+	ipk_wr16(p + 14, h->wnd);
+	ipk_wr16(p + 16, h->csum);
+	ipk_wr16(p + 18, h->urp);
+}
 
 #define IPK_TCPOPT_EOL 0
 #define IPK_TCPOPT_NOP 1
