@@ -302,6 +302,80 @@ static void test_arp_broadcast_destination_needs_no_request(void)
 	hnet_free(net);
 }
 
+/* Frame i of the capture is an IPv4 frame to mac. */
+static int ip_frame_to(const struct hnet *net, int i, const uint8_t mac[6])
+{
+	return i < net->ncap && ipk_rd16(net->cap[i].b + 12) == IPK_ETHERTYPE_IP4 &&
+	       memcmp(net->cap[i].b, mac, 6) == 0;
+}
+
+/* The next-hop cache (link.c) serves the previous frame's next hop without a table
+ * lookup; it must follow a MAC move, an eviction and the entry's expiry at once. */
+static void test_arp_next_hop_cache_follows_moves_and_expiry(void)
+{
+	struct hnet *net = hnet_new(2, NULL);
+	struct hnode *a = net->nodes[0], *b = net->nodes[1];
+	const uint8_t moved[6] = {0x02, 0xbb, 0, 0, 0, 2};
+
+	ipk_udp_bind(b->ctx, ipk_htons(7));
+	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 1);
+	hnet_settle(net);
+	hnet_clear_cap(net);
+	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 2); /* table lookup, fills the cache */
+	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 3); /* from the cache */
+	CHECK(ip_frame_to(net, 0, b->cfg.mac));
+	CHECK(ip_frame_to(net, 1, b->cfg.mac));
+	hnet_settle(net);
+	CHECK_EQ(b->udp_n, 3);
+	/* RFC 826 merge: the next frame goes to the new MAC, not the cached one. */
+	net->cut = 1;
+	inject_arp(a, IPK_ARP_REQUEST, moved, IPK_IP4(10, 0, 0, 2), bcast, IPK_IP4(10, 0, 0, 2));
+	hnet_clear_cap(net);
+	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 4);
+	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 5);
+	CHECK(ip_frame_to(net, 0, moved));
+	CHECK(ip_frame_to(net, 1, moved));
+	/* Past the entry's life (no timer has run to clear it): resolve again. */
+	net->now += 61 * SEC;
+	hnet_clear_cap(net);
+	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 6);
+	CHECK_EQ(net->ncap, 1);
+	CHECK(is_arp(&net->cap[0], IPK_ARP_REQUEST));
+	advance_secs(net, 5);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+static void test_arp_next_hop_cache_forgets_evicted_entry(void)
+{
+	struct hnet *net = hnet_new(1, NULL); /* arp_entries = 8 */
+	struct hnode *a = net->nodes[0];
+	uint8_t peer[6] = {0x02, 0xaa, 0, 0, 0, 0};
+	int k;
+
+	net->cut = 1;
+	for (k = 0; k < 9; k++) {
+		peer[5] = (uint8_t)(20 + k);
+		inject_arp(a, IPK_ARP_REQUEST, peer, IPK_IP4(10, 0, 0, 20 + k), bcast,
+		           IPK_IP4(10, 0, 0, 1));
+		if (k == 0) { /* the oldest entry becomes the cached next hop */
+			hnet_clear_cap(net);
+			send_byte(net, 0, IPK_IP4(10, 0, 0, 20), 1);
+			peer[5] = 20;
+			CHECK(ip_frame_to(net, 0, peer));
+		}
+		net->now += SEC;
+	}
+	/* The ninth evicted 10.0.0.20: its frame needs a request, not the cached MAC. */
+	hnet_clear_cap(net);
+	send_byte(net, 0, IPK_IP4(10, 0, 0, 20), 2);
+	CHECK_EQ(net->ncap, 1);
+	CHECK(is_arp(&net->cap[0], IPK_ARP_REQUEST));
+	advance_secs(net, 5);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 int main(void)
 {
 	RUN(test_arp_queued_packets_sent_after_reply);
@@ -315,5 +389,7 @@ int main(void)
 	RUN(test_arp_entry_expires_after_ttl);
 	RUN(test_arp_integrator_table_consulted_and_told);
 	RUN(test_arp_broadcast_destination_needs_no_request);
+	RUN(test_arp_next_hop_cache_follows_moves_and_expiry);
+	RUN(test_arp_next_hop_cache_forgets_evicted_entry);
 	return check_summary();
 }
