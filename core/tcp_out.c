@@ -186,6 +186,10 @@ static void seg_csum(struct ipk_ctx *ctx, void *pkt, const struct ipk_tuple *t, 
 		ipk_wr16(th + 16, ipk_csum_pseudo_fold(t->local_ip4_be, t->peer_ip4_be,
 		                                       IPK_IPPROTO_TCP, l4_len));
 		meta->flags |= IPK_TXOFF_TCP_CSUM;
+	} else if (!ipk_pkt_chain_next(ctx, pkt)) {
+		/* one packet (no SG): header and payload in one pass */
+		ipk_wr16(th + 16, ipk_csum_l4(t->local_ip4_be, t->peer_ip4_be, IPK_IPPROTO_TCP, th,
+		                              l4_len));
 	} else {
 		int odd = 0;
 		uint32_t sum = ipk_csum_pseudo(t->local_ip4_be, t->peer_ip4_be, IPK_IPPROTO_TCP,

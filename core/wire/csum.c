@@ -59,15 +59,21 @@ static uint32_t csum_fold_host(uint64_t s)
 	return f;
 }
 
+/* A big-endian 16-bit word value v as it counts in a sum of host-order words. */
+static uint32_t csum_host16(uint32_t v)
+{
+	return csum_host_le() ? ((v & 0xffu) << 8) | (v >> 8) : v;
+}
+
 /*
- * Sum of an even number of bytes as 16-bit big-endian words, folded to 16 bits.
- * RFC 1071 §2(B),(C): the sum may be taken over wider words in host order (2^16 is 1
- * modulo 2^16 - 1, so every 16-bit lane counts alike) and byte-swapped at the end on
- * a little-endian host. Loads are memcpy'd (any alignment). The main loop adds
- * 64-bit words and counts the carries apart (each is worth 2^64, i.e. 1): compilers
- * make that an add and an add-with-carry per word.
+ * Sum of an even number of bytes as host-order words, not folded (the caller folds
+ * once with csum_fold_host). RFC 1071 §2(B),(C): the sum may be taken over wider
+ * words in host order (2^16 is 1 modulo 2^16 - 1, so every 16-bit lane counts alike)
+ * and byte-swapped at the end on a little-endian host. Loads are memcpy'd (any
+ * alignment). The main loop adds 64-bit words and counts the carries apart (each is
+ * worth 2^64, i.e. 1): compilers make that an add and an add-with-carry per word.
  */
-static uint32_t csum_wide(const uint8_t *p, uint32_t len)
+static uint64_t csum_host(const uint8_t *p, uint32_t len)
 {
 	uint64_t s = 0, w, carries = 0;
 	uint32_t i = 0, h;
@@ -103,7 +109,13 @@ static uint32_t csum_wide(const uint8_t *p, uint32_t len)
 		__builtin_memcpy(&v, p + i, 2);
 		s = csum_add64(s, v);
 	}
-	return csum_fold_host(s);
+	return s;
+}
+
+/* Sum of an even number of bytes as 16-bit big-endian words, folded to 16 bits. */
+static uint32_t csum_wide(const uint8_t *p, uint32_t len)
+{
+	return csum_fold_host(csum_host(p, len));
 }
 
 uint32_t ipk_csum_hdr20(const uint8_t *p)
@@ -154,4 +166,18 @@ uint32_t ipk_csum_pseudo(uint32_t src_be, uint32_t dst_be, uint8_t proto, uint32
 uint16_t ipk_csum_pseudo_fold(uint32_t src_be, uint32_t dst_be, uint8_t proto, uint32_t l4_len)
 {
 	return csum_fold16(ipk_csum_pseudo(src_be, dst_be, proto, l4_len));
+}
+
+uint16_t ipk_csum_l4(uint32_t src_be, uint32_t dst_be, uint8_t proto, const uint8_t *p,
+                     uint32_t len)
+{
+	/* Pseudo-header (RFC 9293 §3.1 / RFC 768): the addresses as they lie in memory,
+	 * protocol and length as big-endian words; all in the host-order sum. */
+	uint64_t s = csum_host(p, len & ~1u);
+
+	s = csum_add64(s, (uint64_t)src_be + dst_be + csum_host16(proto) + csum_host16(len));
+	/* An odd last byte is the high half of a word padded with zero (RFC 1071 §1). */
+	if (len & 1u)
+		s = csum_add64(s, csum_host16((uint32_t)p[len - 1] << 8));
+	return (uint16_t)~csum_fold_host(s);
 }

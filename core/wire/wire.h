@@ -78,6 +78,12 @@ uint32_t ipk_csum_pseudo(uint32_t src_be, uint32_t dst_be, uint8_t proto, uint32
 /* Non-complemented fold of the pseudo-header sum, as NICs expect in the checksum field
  * when transmit checksum offload is requested. */
 uint16_t ipk_csum_pseudo_fold(uint32_t src_be, uint32_t dst_be, uint8_t proto, uint32_t l4_len);
+/* The checksum of a contiguous TCP/UDP segment of len (< 65536) bytes with its
+ * pseudo-header, in one pass and one fold: with the checksum field zero, the value to
+ * store (host order); over a received segment, 0 when the checksum is right. The same
+ * as ipk_csum_fold(ipk_csum_add(ipk_csum_pseudo(...), p, len, &odd)). */
+uint16_t ipk_csum_l4(uint32_t src_be, uint32_t dst_be, uint8_t proto, const uint8_t *p,
+                     uint32_t len);
 
 /* ---------------------------------------------------------- Ethernet */
 
