@@ -227,7 +227,7 @@ static int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct
 	 * ipk_ctx_init's pkt_buf_size check); the length is set once they are known. */
 	th = ipk_pkt_data(ctx, pkt) + l4;
 	hlen = IPK_TCP_HLEN +
-	       (sp->o ? ipk_tcp_opts_emit(th + IPK_TCP_HLEN, IPK_TCP_MAX_OPT, sp->o) : 0u);
+	       (sp->o ? ipk_tcp_opts_put(th + IPK_TCP_HLEN, sp->o) : 0u);
 	ipk_pkt_set_len(ctx, pkt, l4 + hlen + (sg ? 0u : sp->plen));
 	h.sport_be = t->local_port_be;
 	h.dport_be = t->peer_port_be;

@@ -258,6 +258,18 @@ int ipk_tcp_opts_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_opts *o);
  * NOP,NOP,SACK-perm when there is no TS; NOP,NOP,SACK with as many of o->nsack
  * blocks as fit in 40 bytes (3 with TS, 4 without). */
 uint32_t ipk_tcp_opts_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_opts *o);
+/* ipk_tcp_opts_emit into 40 bytes of room, with the established segment's usual
+ * options, NOP,NOP,TS (RFC 7323 Appendix A), written inline. */
+static inline uint32_t ipk_tcp_opts_put(uint8_t *p, const struct ipk_tcp_opts *o)
+{
+	if (o->has_ts && !(o->has_mss | o->has_ws | o->has_sack_perm | o->nsack)) {
+		ipk_wr32(p, 0x0101080au); /* NOP, NOP, kind 8, length 10 */
+		ipk_wr32(p + 4, o->tsval);
+		ipk_wr32(p + 8, o->tsecr);
+		return IPK_TCP_TS_OPT_LEN;
+	}
+	return ipk_tcp_opts_emit(p, IPK_TCP_MAX_OPT, o);
+}
 /* Bytes ipk_tcp_opts_emit writes for o (given room), without writing them. */
 uint32_t ipk_tcp_opts_len(const struct ipk_tcp_opts *o);
 
