@@ -15,12 +15,12 @@ static uint32_t csum_reduce(uint64_t s)
 	return lo + (lo < hi);
 }
 
-/* The same from 32 to 16 bits: two folds always suffice (0xffff + 0xffff = 0x1fffe,
- * then 0xfffe + 1). */
+/* The same from 32 to 16 bits. With sum = A * 2^16 + B, sum + (sum rotated by 16)
+ * holds A + B in its upper half plus the carry out of the lower half's A + B: the
+ * end-around carry, in one add (A + B <= 0x1fffe, so the result fits 16 bits). */
 static uint16_t csum_fold16(uint32_t sum)
 {
-	sum = (sum & 0xffffu) + (sum >> 16);
-	return (uint16_t)((sum & 0xffffu) + (sum >> 16));
+	return (uint16_t)((sum + ((sum << 16) | (sum >> 16))) >> 16);
 }
 
 /* 1 on a little-endian machine; a constant the compiler folds. */
@@ -52,10 +52,10 @@ static uint64_t csum_load64(const uint8_t *p)
 /* A sum of host-order words folded to 16 bits, as the big-endian word sum. */
 static uint32_t csum_fold_host(uint64_t s)
 {
-	uint32_t f = csum_fold16(csum_reduce(s));
+	uint16_t f = csum_fold16(csum_reduce(s));
 
 	if (csum_host_le())
-		f = ((f & 0xffu) << 8) | (f >> 8);
+		f = (uint16_t)((f << 8) | (f >> 8));
 	return f;
 }
 
