@@ -6,9 +6,10 @@
  *    success and a negative IPK_WIRE_E* code when the bytes are malformed;
  *  - emit writes into a caller's buffer of `cap` bytes and returns the bytes written,
  *    or 0 when cap is too small;
- *  - all multi-byte fields are read and written byte by byte in big-endian order
- *    (never a cast of a byte pointer to a struct), so the code is right on any
- *    endianness and alignment;
+ *  - all multi-byte fields are read and written in big-endian order through
+ *    ipk_rd16/ipk_rd32/ipk_wr16/ipk_wr32 (memcpy'd words or bytes, never a cast of
+ *    a byte pointer to a struct), so the code is right on any endianness and
+ *    alignment;
  *  - IPv4 addresses and ports stay in network order (suffix _be) so they compare and
  *    copy directly against the API's values; every other number is host order.
  */
@@ -29,6 +30,44 @@ extern "C" {
 
 /* ------------------------------------------------------------- bytes */
 
+/* Big-endian loads and stores. With the compiler's byte order known (GCC and Clang
+ * predefine __BYTE_ORDER__) one memcpy'd word and a byte swap on little-endian hosts:
+ * any alignment, and a store through p cannot be taken to alias the value's source,
+ * so the compiler need not write and reload byte by byte. Else bytes, shifted. */
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && \
+	__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define IPK_WIRE_SWAP16(v) __builtin_bswap16(v)
+#define IPK_WIRE_SWAP32(v) __builtin_bswap32(v)
+#elif defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && \
+	__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define IPK_WIRE_SWAP16(v) (v)
+#define IPK_WIRE_SWAP32(v) (v)
+#endif
+
+#ifdef IPK_WIRE_SWAP32
+static inline uint16_t ipk_rd16(const uint8_t *p)
+{
+	uint16_t v;
+	__builtin_memcpy(&v, p, 2);
+	return (uint16_t)IPK_WIRE_SWAP16(v);
+}
+static inline uint32_t ipk_rd32(const uint8_t *p)
+{
+	uint32_t v;
+	__builtin_memcpy(&v, p, 4);
+	return (uint32_t)IPK_WIRE_SWAP32(v);
+}
+static inline void ipk_wr16(uint8_t *p, uint16_t v)
+{
+	v = (uint16_t)IPK_WIRE_SWAP16(v);
+	__builtin_memcpy(p, &v, 2);
+}
+static inline void ipk_wr32(uint8_t *p, uint32_t v)
+{
+	v = (uint32_t)IPK_WIRE_SWAP32(v);
+	__builtin_memcpy(p, &v, 4);
+}
+#else
 static inline uint16_t ipk_rd16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
 static inline uint32_t ipk_rd32(const uint8_t *p)
 {
@@ -46,6 +85,7 @@ static inline void ipk_wr32(uint8_t *p, uint32_t v)
 	p[2] = (uint8_t)(v >> 8);
 	p[3] = (uint8_t)v;
 }
+#endif
 /* Network-order values kept as they are in memory (the _be convention). */
 static inline uint16_t ipk_rdbe16(const uint8_t *p)
 {
