@@ -86,12 +86,14 @@ void ipk_tcp_rack_recovery_done(struct ipk_conn *c)
 void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len)
 {
 	uint32_t at;
-	struct ipk_pb *pb;
+	struct ipk_pb *pb = ctx->sq_hint_pb;
 	int again = ipk_seq_lt(seq, c->snd_max);
 
-	/* O(1) for the segment just built: the lookup starts where seg_send's ended. */
-	for (pb = ipk_tcp_sq_find(ctx, c, seq, &at); pb && ipk_seq_lt(pb->seq, seq + len);
-	     pb = pb->next) {
+	/* O(1) for the segment just built: it starts where seg_send's lookup ended,
+	 * usually at the first byte of that pb (one pb per write, sent whole). */
+	if (ctx->sq_hint_c != c || pb->seq != seq)
+		pb = ipk_tcp_sq_find(ctx, c, seq, &at);
+	for (; pb && ipk_seq_lt(pb->seq, seq + len); pb = pb->next) {
 		if (ipk_seq_le(pb->seq + pb->len, seq))
 			continue;
 		pb->t = ctx->now;
