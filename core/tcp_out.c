@@ -341,6 +341,11 @@ static uint32_t data_opts(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tc
 
 /* -------------------------------------------------------------- xmit */
 
+/* The states in which our FIN is queued to go (after CLOSE, RFC 9293 §3.10.4). */
+#define FIN_STATES ((1u << IPK_TCP_FIN_WAIT_1) | (1u << IPK_TCP_CLOSING) | (1u << IPK_TCP_LAST_ACK))
+
+static int fin_state(const struct ipk_conn *c) { return ((1u << c->state) & FIN_STATES) != 0; }
+
 static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t used,
                        unsigned how)
 {
@@ -378,8 +383,6 @@ int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t
 	struct seg_spec sp;
 	struct ipk_tcp_opts o;
 	int syn = seq == c->iss && (c->state == IPK_TCP_SYN_SENT || c->state == IPK_TCP_SYN_RECEIVED);
-	int fin_ok = c->state == IPK_TCP_FIN_WAIT_1 || c->state == IPK_TCP_CLOSING ||
-	             c->state == IPK_TCP_LAST_ACK;
 	uint32_t used;
 	int rc;
 
@@ -397,7 +400,7 @@ int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t
 		len = data_opts(ctx, c, &o, len, &sp.o);
 		sp.wnd = wnd_field(ctx, c);
 		sp.plen = len;
-		if ((how & IPK_TCP_X_FIN) && fin_ok && (c->fl & IPK_TCPF_FIN_QUEUED) &&
+		if ((how & IPK_TCP_X_FIN) && (c->fl & IPK_TCPF_FIN_QUEUED) && fin_state(c) &&
 		    seq + len == ipk_tcp_data_end(c))
 			sp.flags |= IPK_TCP_FIN;
 		if (len && seq + len == ipk_tcp_data_end(c))
@@ -517,12 +520,6 @@ static void retry_later(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	if (c->retry_at == 0)
 		c->retry_at = ipk_tcp_us_at(ctx, IPK_TCP_RETRY_NS);
-}
-
-static int fin_state(const struct ipk_conn *c)
-{
-	return c->state == IPK_TCP_FIN_WAIT_1 || c->state == IPK_TCP_CLOSING ||
-	       c->state == IPK_TCP_LAST_ACK;
 }
 
 /* One pass of the send loop; returns 0 when nothing more can go. */
