@@ -251,20 +251,21 @@ static uint64_t tlp_pto(const struct ipk_conn *c)
  * else the RTO. */
 IPK_HOT void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t reo)
 {
-	uint64_t at = ctx->now + ipk_tcp_rto_ns(c), pto;
+	uint64_t after = ipk_tcp_rto_ns(c), pto;
 	uint8_t kind = IPK_TCP_RTX_RTO;
 
-	if (reo && ctx->now + reo < at) {
-		at = ctx->now + reo;
+	/* The earliest of RTO, reordering window and PTO, as a delay from now. */
+	if (reo && reo < after) {
+		after = reo;
 		kind = IPK_TCP_RTX_REO;
 	} else if (tlp_allowed(ctx, c)) {
 		pto = tlp_pto(c);
-		if (ctx->now + pto < at) {
-			at = ctx->now + pto;
+		if (pto < after) {
+			after = pto;
 			kind = IPK_TCP_RTX_TLP;
 		}
 	}
-	c->rtx_at = ipk_tcp_us_at(ctx, at - ctx->now);
+	c->rtx_at = ipk_tcp_us_at(ctx, after);
 	c->rtx_kind = kind;
 }
 
