@@ -262,7 +262,7 @@ static int arp_enqueue(struct ipk_ctx *c, struct ipk_arp_entry *e, void *pkt, ui
 }
 
 /* Takes ownership of pkt: sent now, queued, or freed (and counted) on error. */
-int ipk_arp_output(struct ipk_ctx *c, void *pkt, uint32_t next_hop_be)
+IPK_HOT int ipk_arp_output(struct ipk_ctx *c, void *pkt, uint32_t next_hop_be)
 {
 	struct ipk_arp_entry *e;
 	uint8_t mac[6];

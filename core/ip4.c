@@ -593,7 +593,7 @@ static void ip4_fill(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t prot
 
 /* Takes ownership of pkt (a chain allowed): transmitted, queued for ARP, or freed
  * and counted on error. */
-int ipk_ip4_output(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t proto,
+IPK_HOT int ipk_ip4_output(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t proto,
                    uint32_t l4_len, struct ipk_tx_meta *meta)
 {
 	struct ipk_tx_meta local;

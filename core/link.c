@@ -46,7 +46,7 @@ void ipk_link_input(struct ipk_ctx *c, void *pkt)
 }
 
 /* Ownership of pkt passes to the integrator through ops->tx. */
-void ipk_link_tx(struct ipk_ctx *c, void *pkt)
+IPK_HOT void ipk_link_tx(struct ipk_ctx *c, void *pkt)
 {
 	c->cnt.tx_frames++;
 	c->cnt.tx_bytes += ipk_pkt_chain_len(c, pkt);
@@ -83,7 +83,7 @@ void ipk_link_nhc_set(struct ipk_ctx *c, uint32_t nh_be, const uint8_t mac[6], u
 /* Ownership of pkt passes. Broadcast destinations need no ARP (RFC 1122 §3.3.6). The
  * next hop of the previous frame, while its ARP binding lives, takes the cached
  * header: ip4.c has checked that pkt holds l2_len + 20 bytes. */
-int ipk_link_output_ip4(struct ipk_ctx *c, void *pkt, uint32_t next_hop_be)
+IPK_HOT int ipk_link_output_ip4(struct ipk_ctx *c, void *pkt, uint32_t next_hop_be)
 {
 	if (c->cfg.link == IPK_LINK_RAWIP) {
 		ipk_link_tx(c, pkt);

@@ -523,7 +523,7 @@ static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_
 	return done;
 }
 
-int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *buf, uint32_t len,
+IPK_HOT int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *buf, uint32_t len,
                   uint64_t now)
 {
 	uint32_t room, n;
@@ -544,7 +544,7 @@ int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *buf, uint
 	return (int)n;
 }
 
-int ipk_tcp_recved(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t bytes, uint64_t now)
+IPK_HOT int ipk_tcp_recved(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t bytes, uint64_t now)
 {
 	uint32_t before;
 	int rc = conn_check(ctx, c);

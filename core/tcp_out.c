@@ -49,7 +49,7 @@ void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 	ipk_tcp_prr_end(ctx, c); /* returns the emptied extension record */
 }
 
-uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack)
+IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack)
 {
 	uint32_t end = ipk_tcp_data_end(c), n, done;
 
@@ -86,7 +86,7 @@ uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ac
  * out mostly in sequence order, so the walk starts at the pb the previous lookup
  * ended on when that lies at or below seq (every queued pb's seq is its first
  * byte's); a retransmission below it walks from the head. */
-struct ipk_pb *ipk_tcp_sq_find(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq,
+IPK_HOT struct ipk_pb *ipk_tcp_sq_find(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq,
                                uint32_t *at)
 {
 	uint32_t off = seq - c->sq_seq;
@@ -211,7 +211,7 @@ static void seg_csum(struct ipk_ctx *ctx, void *pkt, const struct ipk_tuple *t, 
  * send queue: cloned and chained with IPK_CAP_SG (above IPK_TCP_COPY_MAX bytes),
  * copied into the header packet otherwise. The packet passes to ipk_ip4_output (which frees it on failure).
  */
-static int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct seg_spec *sp,
+static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct seg_spec *sp,
                     struct ipk_conn *c)
 {
 	uint32_t l4 = ipk_l4_off(ctx), hlen;
@@ -377,7 +377,7 @@ static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 		ipk_tcp_tlp_rearm(ctx, c);
 }
 
-int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,
+IPK_HOT int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,
                  unsigned how)
 {
 	struct seg_spec sp;
@@ -574,7 +574,7 @@ static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ipk_tcp_arm_persist(ctx, c);
 }
 
-void ipk_tcp_output(struct ipk_ctx *ctx, struct ipk_conn *c)
+IPK_HOT void ipk_tcp_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	if (c->state == IPK_TCP_CLOSED || (c->fl & IPK_TCPF_ZOMBIE))
 		return;

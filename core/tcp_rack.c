@@ -83,7 +83,7 @@ void ipk_tcp_rack_recovery_done(struct ipk_conn *c)
 		c->reo_mult = 1; /* 16 recoveries without a D-SACK: back to min_RTT / 4 */
 }
 
-void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len)
+IPK_HOT void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len)
 {
 	uint32_t at;
 	struct ipk_pb *pb = ctx->sq_hint_pb;

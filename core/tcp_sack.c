@@ -94,7 +94,7 @@ static void sack_blocks(const struct ipk_conn *c, struct ipk_tcp_opts *o)
 }
 
 
-int ipk_tcp_seg_opts(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_opts *o)
+IPK_HOT int ipk_tcp_seg_opts(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_opts *o)
 {
 	int any = 0;
 
