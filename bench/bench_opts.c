@@ -52,6 +52,8 @@ static const char bench_help_ipkit[] =
 	"  --gw A.B.C.D    default gateway\n"
 	"  --pcap FILE write every frame to FILE\n"
 	"  --model unified|merge|split  thread model with -T > 1 (multi-core runtime)\n"
+	"  --tcp-buf BYTES  TCP send buffer and receive window ceiling (ipk_config\n"
+	"              tcp_sndbuf/tcp_rcvbuf), 16384..8388480 [the core's, 256 KiB]\n"
 	"  --zerocopy  TCP client: queue the payload with ipk_tcp_send as packets over one\n"
 	"              pattern buffer (only the 8 numbered bytes of a request are copied)\n"
 	"              instead of copying it with ipk_tcp_write\n"
@@ -202,7 +204,7 @@ static int set_model(struct bench_opts *o, const char *v, FILE *err)
 static int long_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *err)
 {
 	static const char *const names[] = { "--io", "--ip", "--gw", "--pcap", "--model",
-	                                     "--timeout" };
+	                                     "--tcp-buf", "--timeout" };
 	const char *v = NULL;
 	unsigned k;
 	int ipkit = o->prog == BENCH_PROG_IPKIT;
@@ -215,7 +217,7 @@ static int long_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *e
 	}
 	if (!v)
 		return 0;
-	if (!ipkit && (k == 0 || k == 2 || k == 3 || k == 4))
+	if (!ipkit && (k == 0 || k == 2 || k == 3 || k == 4 || k == 5))
 		return bad(o, err, "ipkit-bench only (the twin uses kernel sockets):", names[k]);
 	switch (k) {
 	case 0: o->io = v; break;
@@ -229,6 +231,14 @@ static int long_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *e
 		break;
 	case 3: o->pcap = v; break;
 	case 4: return set_model(o, v, err);
+	case 5: {
+		char *end;
+		unsigned long n = strtoul(v, &end, 10);
+		if (end == v || *end || v[0] == '-' || n < BENCH_TCP_BUF_MIN || n > BENCH_TCP_BUF_MAX)
+			return bad(o, err, "--tcp-buf takes bytes in 16384..8388480, not", v);
+		o->tcp_buf = (uint32_t)n;
+		break;
+	}
 	default: {
 		char *end;
 		unsigned long ms = strtoul(v, &end, 10);
@@ -309,6 +319,8 @@ static int bench_opts_check(struct bench_opts *o, FILE *err)
 		return bad(o, err, "--corrupt-echo is a server option", NULL);
 	if (o->zerocopy && o->prog != BENCH_PROG_IPKIT)
 		return bad(o, err, "ipkit-bench only (the twin uses kernel sockets):", "--zerocopy");
+	if (o->tcp_buf && (o->threads != 1 || o->model != BENCH_MODEL_UNIFIED))
+		return bad(o, err, "--tcp-buf is for the single-thread loop (not -T/--model)", NULL);
 	if (o->zerocopy && (!o->client || o->proto != 6 || o->threads != 1 ||
 	                    o->model != BENCH_MODEL_UNIFIED))
 		return bad(o, err, "--zerocopy is for a single-thread TCP client", NULL);

@@ -25,6 +25,10 @@ enum bench_model { BENCH_MODEL_UNIFIED, BENCH_MODEL_MERGE, BENCH_MODEL_SPLIT };
  * (1500 - 20 IPv4 - 8 UDP); a TCP request is a stream record of any size up to this. */
 #define BENCH_UDP_MAX_LEN 1472u
 #define BENCH_TCP_MAX_LEN (1u << 20)
+/* --tcp-buf range: at least a few segments; at most what the core's window scale
+ * (shift 7, RFC 7323 §2.2) can advertise, 65535 << 7 */
+#define BENCH_TCP_BUF_MIN 16384u
+#define BENCH_TCP_BUF_MAX (65535u << 7)
 
 struct bench_opts {
 	enum bench_prog prog;
@@ -50,6 +54,8 @@ struct bench_opts {
 	int json;                 /* --json */
 	int busy_poll;            /* --busy-poll */
 	int corrupt_echo;         /* --corrupt-echo (test only): server flips one byte */
+	uint32_t tcp_buf;         /* --tcp-buf (ipkit-bench): send buffer and receive window
+	                           * ceiling in bytes, 0 = the core's defaults (256 KiB) */
 	int zerocopy;             /* --zerocopy (ipkit-bench, TCP client): send without copying */
 };
 

@@ -70,7 +70,8 @@ static void test_opts_bad_values_refused(void)
 		"-n 17 -l 1473", "-t -1", "-T 0", "-s 10.0.0", "-s 10.0.0.256", "-c",
 		"--model fast", "--timeout 0", "--bogus", "extra", "-x 1", "-s 0.0.0.0",
 		"-s 10.0.0.1 --corrupt-echo", "--ip 10.0.0.2/33", "-c 12abc",
-		"--zerocopy", "-s 10.0.0.1 --zerocopy -n 17", "-s 10.0.0.1 --zerocopy -T 2",
+		"--zerocopy", "-s 10.0.0.1 --zerocopy -n 17", "--tcp-buf 16383",
+		"--tcp-buf 8388481", "--tcp-buf 1M", "-s 10.0.0.1 --zerocopy -T 2",
 	};
 	struct bench_opts o;
 	unsigned i;
@@ -94,6 +95,9 @@ static void test_opts_per_program(void)
 	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "-s 10.0.0.1 --zerocopy"), BENCH_OPTS_ERROR);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "-s 10.0.0.1 -g 2 --zerocopy"), BENCH_OPTS_OK);
 	CHECK(o.zerocopy);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--tcp-buf 1048576"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--tcp-buf 1048576"), BENCH_OPTS_OK);
+	CHECK_EQ(o.tcp_buf, 1048576);
 	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--help"), BENCH_OPTS_HELP);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, "-h"), BENCH_OPTS_HELP);
 }
