@@ -245,8 +245,11 @@ pp_row() { # kind variant
 }
 
 # The tap rows send with --zerocopy (slices of one pool buffer, ipk_tcp_send): the
-# kernel's write copy is then the only one, as for the Linux twin's send().
-bulk_zc() { case $1 in tap | tap-off) echo --zerocopy ;; esac; }
+# kernel's write copy is then the only one, as for the Linux twin's send(). Both ends
+# take 2 MiB buffers (--tcp-buf; Linux autotunes to several MiB): with the core's
+# 256 KiB only ~4 TSO frames are in flight and every ACK wakes the sender.
+bulk_buf() { case $1 in tap | tap-off) echo --tcp-buf 2097152 ;; esac; }
+bulk_zc() { case $1 in tap | tap-off) echo --zerocopy $(bulk_buf "$1") ;; esac; }
 
 bulk_row() { # kind
 	local r t0 t1 s0 s1
@@ -267,7 +270,7 @@ bulk_row() { # kind
 		r="0 0 0 $(awk -v ns=$((t1 - t0)) -v b="$bulk_bytes" \
 			'BEGIN {printf "%.2f", b * 8 / ns}') $(cat "$tmpd/rq")" ;;
 	*)
-		ipk_server "$1" blocking -g 2
+		ipk_server "$1" blocking -g 2 $(bulk_buf "$1")
 		s0=$(srv_rq)
 		r=$(ipk_client "$1" blocking -c 1 -l 65536 -g 2 $(bulk_zc "$1") || echo "0 0 0 0 0") ;;
 	esac
@@ -455,7 +458,8 @@ traffic or its next timer, Linux in `epoll_wait` (1 ms); *busy-poll*: `--busy-po
 both ends: ipkit never sleeps (memlink with `busypoll=1`), the Linux twin sets
 SO_BUSY_POLL and spins on `epoll_wait(0)`. Bulk: `ipkit-bench -g 2 -l 65536` (the
 client writes whenever the window allows, the server consumes; the tap rows' client
-with `--zerocopy`, copying no payload byte in user space), the sender's Gbit/s
+with `--zerocopy`, copying no payload byte in user space, both ends with
+`--tcp-buf 2097152`), the sender's Gbit/s
 over the run; the socat row times BULK bytes from /dev/zero to /dev/null.
 `bench/io_figures.sh` is the older run with a Linux client against ipkit servers.
 EOT
