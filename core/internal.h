@@ -150,6 +150,7 @@ struct ipk_ctx {
 	uint16_t eph_next;            /* next ephemeral port to try (host order) */
 	uint32_t conn_hash_seed;      /* keys the 4-tuple hash: peers cannot aim at one bucket */
 	uint16_t ip_id;               /* next IPv4 identification */
+	uint16_t ip_frag_id;          /* next ID of a fragmented datagram (RFC 6864) */
 	uint32_t isn_secret_;         /* unused when ops->isn_hash is set */
 
 	uint64_t arp_deadline, frag_deadline;
@@ -279,12 +280,23 @@ void *ipk_ip4_alloc(struct ipk_ctx *c);
 IPK_INLINE uint32_t ipk_l4_off(const struct ipk_ctx *c) { return c->l2_len + IPK_IP4_HLEN; }
 /*
  * Finish and send a datagram: pkt (maybe a chain) holds l2 room + 20 bytes of IPv4
- * header room + l4_len transport bytes. Fills the IPv4 header (DF set unless
- * `allow_frag`), applies checksum offload marks (meta is completed with l2/l3 and
- * the IP flag), routes, and passes to the link. Ownership passes.
+ * header room + l4_len transport bytes. Fills the IPv4 header (DF set), applies
+ * checksum offload marks (meta is completed with l2/l3 and the IP flag), routes,
+ * and passes to the link. Above the MTU (no TSO, no offload flags in meta) it
+ * fragments (ipk_ip4_output_frags). Ownership passes.
  */
 int ipk_ip4_output(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t proto,
                    uint32_t l4_len, struct ipk_tx_meta *meta);
+/*
+ * Send the datagram in pkt (laid out as for ipk_ip4_output, transport checksum
+ * already final) as RFC 791 fragments of at most the MTU, all with one ID from the
+ * fragment ID counter. All fragments are built before any is sent. Returns
+ * IPK_EMSGSIZE (above 65535 bytes), IPK_EHOSTUNREACH (no route) or IPK_ENOBUFS
+ * (pool dry: counted as IPK_DROP_NO_PKT, nothing sent) with pkt still the caller's;
+ * otherwise pkt is consumed and the result is the first link error or 0.
+ */
+int ipk_ip4_output_frags(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t proto,
+                         uint32_t l4_len, uint8_t tos);
 uint64_t ipk_ip4_frag_timer(struct ipk_ctx *c, uint64_t now);
 /* Is this address one we answer to (ours, broadcast)? */
 int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be);

@@ -566,9 +566,11 @@ void *ipk_ip4_alloc(struct ipk_ctx *c)
 	return pkt;
 }
 
-/* Write the 20-byte header at l2_len; checksum by the NIC when it offers. */
-static void ip4_fill(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t proto,
-                     uint32_t l4_len, struct ipk_tx_meta *meta)
+/* Write the 20-byte header at l2_len; checksum by the NIC when it offers. `frag` is
+ * the flags + fragment offset field (DF for every datagram sent whole). */
+static inline void ip4_fill(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t proto,
+                            uint32_t l4_len, uint16_t id, uint16_t frag,
+                            struct ipk_tx_meta *meta)
 {
 	struct ipk_ip4_hdr h;
 	int hw = (c->cfg.caps & IPK_CAP_TX_CSUM_IP4) != 0;
@@ -576,9 +578,8 @@ static void ip4_fill(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t prot
 	h.ihl = IPK_IP4_HLEN;
 	h.csum = 0;
 	h.tot_len = (uint16_t)(IPK_IP4_HLEN + l4_len);
-	h.id = c->ip_id++;
-	/* We never fragment on transmit (RFC 1191 path MTU discovery relies on DF). */
-	h.frag = IPK_IP4_DF;
+	h.id = id;
+	h.frag = frag;
 	h.ttl = c->cfg.ttl;
 	h.tos = meta->tos;
 	h.proto = proto;
@@ -591,8 +592,169 @@ static void ip4_fill(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t prot
 	meta->l3_len = IPK_IP4_HLEN;
 }
 
+/* ----------------------------------------------------------- fragmentation
+ *
+ * RFC 791 §3.2 / RFC 1122 §3.3.3: a datagram longer than the link MTU goes as
+ * fragments. Each carries a multiple of 8 payload bytes but the last, MF on all
+ * but the last, its offset in 8-byte units, and one ID for the whole datagram.
+ * The fragments are all built before the first is sent, so a pool that runs dry
+ * halfway sends nothing. With IPK_CAP_SG a fragment is a fresh header packet
+ * followed by clones of the source's packets trimmed to its range (no payload
+ * copy); without it, one copy into a flat packet.
+ */
+
+/* Append clones of bytes [off, off + len) of the chain at src to tail's chain;
+ * returns the new last packet, or NULL when out of descriptors (what was appended
+ * stays in the chain, for the caller to free). */
+static void *frag_clone_range(struct ipk_ctx *c, void *src, uint32_t off, uint32_t len,
+                              void *tail)
+{
+	void *p;
+
+	for (p = src; p && len > 0; p = ipk_pkt_chain_next(c, p)) {
+		uint32_t plen = ipk_pkt_len(c, p), take;
+		void *cl;
+
+		if (off >= plen) {
+			off -= plen;
+			continue;
+		}
+		take = IPK_MIN(plen - off, len);
+		cl = ipk_pkt_clone(c, p);
+		if (!cl)
+			return NULL;
+		ipk_pkt_adj_head(c, cl, off);
+		ipk_pkt_trim_tail(c, cl, plen - off - take);
+		ipk_pkt_chain_append(c, tail, cl);
+		tail = cl;
+		len -= take;
+		off = 0;
+	}
+	return tail;
+}
+
+/* One fragment's packets, appended after *tail: header room, then l4 bytes
+ * [off, off + n) of src (whose l4 bytes start at ipk_l4_off). Returns the
+ * fragment's first packet, NULL when the pool is dry. */
+static void *frag_build(struct ipk_ctx *c, void *src, uint32_t off, uint32_t n, void **tail)
+{
+	uint32_t hl = ipk_l4_off(c);
+	void *f = ipk_pkt_alloc(c), *last;
+
+	if (!f)
+		return NULL;
+	if (*tail)
+		ipk_pkt_chain_append(c, *tail, f);
+	*tail = f;
+	if (!(c->cfg.caps & IPK_CAP_SG)) {
+		ipk_pkt_set_len(c, f, hl + n);
+		ipk_pkt_copy(c, src, hl + off, ipk_pkt_data(c, f) + hl, n);
+		return f;
+	}
+	ipk_pkt_set_len(c, f, hl);
+	last = frag_clone_range(c, src, hl + off, n, f);
+	if (!last)
+		return NULL;
+	*tail = last;
+	return f;
+}
+
+/* Payload bytes per fragment but the last: what fits the MTU, rounded down to 8. */
+static uint32_t frag_unit(const struct ipk_ctx *c)
+{
+	return ((uint32_t)c->cfg.mtu - IPK_IP4_HLEN) & ~7u;
+}
+
+/* Build every fragment of the datagram in src as one chain (fragment after
+ * fragment); NULL (nothing left allocated) when the pool runs dry. */
+static void *frag_build_all(struct ipk_ctx *c, void *src, uint32_t l4_len)
+{
+	uint32_t unit = frag_unit(c), off;
+	void *head = NULL, *tail = NULL;
+
+	for (off = 0; off < l4_len; off += unit) {
+		void *f = frag_build(c, src, off, IPK_MIN(unit, l4_len - off), &tail);
+
+		if (!head)
+			head = f ? f : tail;
+		if (!f) {
+			if (head)
+				ipk_pkt_free_chain(c, head);
+			ipk_drop(c, IPK_DROP_NO_PKT);
+			return NULL;
+		}
+	}
+	return head;
+}
+
+/* Detach the first `len` bytes' packets of the chain at pkt (a fragment ends on a
+ * packet boundary by construction) and return the rest. */
+static void *frag_split(struct ipk_ctx *c, void *pkt, uint32_t len)
+{
+	uint32_t sum = ipk_pkt_len(c, pkt);
+
+	while (sum < len) {
+		pkt = ipk_pkt_chain_next(c, pkt);
+		sum += ipk_pkt_len(c, pkt);
+	}
+	return ipk_pkt_chain_cut(c, pkt);
+}
+
+/* Header, offload marks and link output of each fragment of the chain `all`. */
+static int frag_send_all(struct ipk_ctx *c, void *all, uint32_t dst_be, uint32_t nh,
+                         uint8_t proto, uint32_t l4_len, uint8_t tos)
+{
+	uint32_t unit = frag_unit(c), off;
+	/* RFC 6864 §4.2: the ID matters only for fragmented datagrams; they draw from
+	 * their own counter, so unfragmented traffic does not wrap it. */
+	uint16_t id = c->ip_frag_id++;
+	int rc = 0;
+
+	c->cnt.ip4_fragmented++;
+	for (off = 0; off < l4_len && all; off += unit) {
+		uint32_t n = IPK_MIN(unit, l4_len - off);
+		uint16_t frag = (uint16_t)(off / 8u);
+		struct ipk_tx_meta meta;
+		void *next = frag_split(c, all, ipk_l4_off(c) + n);
+		int r;
+
+		if (off + n < l4_len)
+			frag |= IPK_IP4_MF;
+		ipk_memset(&meta, 0, sizeof(meta));
+		meta.tos = tos;
+		ip4_fill(c, all, dst_be, proto, n, id, frag, &meta);
+		if (meta.flags && IPK_OPS(c)->tx_offload)
+			IPK_OPS(c)->tx_offload(all, &meta, IPK_OPQ(c));
+		c->cnt.ip4_frags_tx++;
+		r = ipk_link_output_ip4(c, all, nh);
+		if (r < 0 && rc == 0)
+			rc = r;
+		all = next;
+	}
+	return rc;
+}
+
+int ipk_ip4_output_frags(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t proto,
+                         uint32_t l4_len, uint8_t tos)
+{
+	uint32_t nh;
+	void *all;
+
+	if (IPK_IP4_HLEN + l4_len > IP4_MAX_TOTAL)
+		return IPK_EMSGSIZE;
+	nh = ipk_ip4_next_hop(c, dst_be);
+	if (nh == 0)
+		return IPK_EHOSTUNREACH;
+	all = frag_build_all(c, pkt, l4_len);
+	if (!all)
+		return IPK_ENOBUFS;
+	/* The fragments hold their own references (clones) or copies. */
+	ipk_pkt_free_chain(c, pkt);
+	return frag_send_all(c, all, dst_be, nh, proto, l4_len, tos);
+}
+
 /* Takes ownership of pkt (a chain allowed): transmitted, queued for ARP, or freed
- * and counted on error. */
+ * and counted on error. A datagram above the MTU (no TSO) goes as fragments. */
 IPK_HOT int ipk_ip4_output(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_t proto,
                    uint32_t l4_len, struct ipk_tx_meta *meta)
 {
@@ -603,8 +765,20 @@ IPK_HOT int ipk_ip4_output(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_
 		ipk_memset(&local, 0, sizeof(local));
 		meta = &local;
 	}
-	if (tot > IP4_MAX_TOTAL || (tot > c->cfg.mtu && !(meta->flags & IPK_TXOFF_TSO)) ||
-	    ipk_pkt_len(c, pkt) < c->l2_len + IPK_IP4_HLEN) {
+	if (ipk_pkt_len(c, pkt) < c->l2_len + IPK_IP4_HLEN) {
+		ipk_pkt_free_chain(c, pkt);
+		return IPK_EMSGSIZE;
+	}
+	/* The one compare on the TCP path: segments fit the MSS (or go to TSO). */
+	if (tot > c->cfg.mtu && !(meta->flags & IPK_TXOFF_TSO)) {
+		int rc = meta->flags ? IPK_EMSGSIZE : /* a checksum offload cannot span fragments */
+		         ipk_ip4_output_frags(c, pkt, dst_be, proto, l4_len, meta->tos);
+
+		if (rc == IPK_EMSGSIZE || rc == IPK_ENOBUFS || rc == IPK_EHOSTUNREACH)
+			ipk_pkt_free_chain(c, pkt);
+		return rc;
+	}
+	if (tot > IP4_MAX_TOTAL) {
 		ipk_pkt_free_chain(c, pkt);
 		return IPK_EMSGSIZE;
 	}
@@ -613,7 +787,7 @@ IPK_HOT int ipk_ip4_output(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8_
 		ipk_drop_pkt(c, pkt, IPK_DROP_NO_ROUTE);
 		return IPK_EHOSTUNREACH;
 	}
-	ip4_fill(c, pkt, dst_be, proto, l4_len, meta);
+	ip4_fill(c, pkt, dst_be, proto, l4_len, c->ip_id++, IPK_IP4_DF, meta);
 	if (meta->flags && IPK_OPS(c)->tx_offload)
 		IPK_OPS(c)->tx_offload(pkt, meta, IPK_OPQ(c));
 	return ipk_link_output_ip4(c, pkt, nh);

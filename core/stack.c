@@ -176,6 +176,7 @@ static void ctx_start_values(struct ipk_ctx *c)
 	c->eph_next = (uint16_t)(c->cfg.eph_port_lo + IPK_OPS(c)->random(IPK_OPQ(c)) % span);
 	c->conn_hash_seed = IPK_OPS(c)->random(IPK_OPQ(c));
 	c->ip_id = (uint16_t)IPK_OPS(c)->random(IPK_OPQ(c));
+	c->ip_frag_id = (uint16_t)IPK_OPS(c)->random(IPK_OPQ(c));
 	c->icmp_tokens = IPK_ICMP_RATE_BURST;
 }
 

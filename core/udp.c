@@ -148,39 +148,63 @@ void ipk_udp_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
 
 /* ---------------------------------------------------------------- output */
 
+/* Write the UDP header at ipk_l4_off of pkt (whose chain holds the payload) and its
+ * checksum: the pseudo-header sum for the NIC to finish when `hw`, else the whole
+ * checksum in software. */
+static void udp_fill(struct ipk_ctx *c, void *pkt, const struct ipk_udp_hdr *h,
+                     uint32_t dst_be, int hw)
+{
+	uint8_t *p = ipk_pkt_data(c, pkt) + ipk_l4_off(c);
+	struct ipk_udp_hdr w = *h;
+	uint32_t sum;
+	int odd = 0;
+
+	if (hw) {
+		w.csum = ipk_csum_pseudo_fold(c->cfg.ip4_be, dst_be, IPK_IPPROTO_UDP, h->len);
+		ipk_udp_emit(p, IPK_UDP_HLEN, &w);
+		return;
+	}
+	sum = ipk_csum_pseudo(c->cfg.ip4_be, dst_be, IPK_IPPROTO_UDP, h->len);
+	ipk_udp_emit(p, IPK_UDP_HLEN, &w);
+	sum = ipk_csum_chain(c, pkt, ipk_l4_off(c), h->len, sum, &odd);
+	w.csum = ipk_csum_fold(sum);
+	/* RFC 768: a computed 0 is sent as all ones (0 means "no checksum"). */
+	ipk_wr16(p + 6, w.csum ? w.csum : 0xffffu);
+}
+
 /* `pkt` holds link + IPv4 room, 8 bytes of UDP header room and the payload (in
- * its chain with scatter-gather). Fills the header and checksum, sends. Takes
- * ownership. */
+ * its chain). Fills the header and checksum, sends. Above the MTU the datagram
+ * goes as fragments, checksummed in software (an offload cannot span them). Sets
+ * *kept when nothing was sent and pkt is still the caller's (fragments could not
+ * be built); otherwise pkt is consumed, also on error. */
 static int udp_emit(struct ipk_ctx *c, void *pkt, uint16_t sport_be, uint32_t dst_be,
-                    uint16_t dport_be, uint32_t plen)
+                    uint16_t dport_be, uint32_t plen, int *kept)
 {
 	struct ipk_udp_hdr h;
 	struct ipk_tx_meta meta;
 	uint32_t ulen = IPK_UDP_HLEN + plen;
-	uint8_t *p = ipk_pkt_data(c, pkt) + ipk_l4_off(c);
-	int odd = 0, rc;
+	int rc;
 
 	ipk_memset(&meta, 0, sizeof(meta));
 	h.sport_be = sport_be;
 	h.dport_be = dport_be;
 	h.len = (uint16_t)ulen;
 	h.csum = 0;
-	if (c->cfg.caps & IPK_CAP_TX_CSUM_UDP) {
-		h.csum = ipk_csum_pseudo_fold(c->cfg.ip4_be, dst_be, IPK_IPPROTO_UDP, ulen);
-		meta.flags |= IPK_TXOFF_UDP_CSUM;
-		meta.l4_len = IPK_UDP_HLEN;
-		ipk_udp_emit(p, IPK_UDP_HLEN, &h);
+	if (IPK_IP4_HLEN + ulen > c->cfg.mtu) {
+		udp_fill(c, pkt, &h, dst_be, 0);
+		rc = ipk_ip4_output_frags(c, pkt, dst_be, IPK_IPPROTO_UDP, ulen, 0);
+		*kept = rc == IPK_ENOBUFS || rc == IPK_EMSGSIZE || rc == IPK_EHOSTUNREACH;
+		if (*kept)
+			return rc;
 	} else {
-		uint32_t sum = ipk_csum_pseudo(c->cfg.ip4_be, dst_be, IPK_IPPROTO_UDP, ulen);
-
-		ipk_udp_emit(p, IPK_UDP_HLEN, &h);
-		sum = ipk_csum_chain(c, pkt, ipk_l4_off(c), ulen, sum, &odd);
-		h.csum = ipk_csum_fold(sum);
-		/* RFC 768: a computed 0 is sent as all ones (0 means "no checksum"). */
-		ipk_wr16(p + 6, h.csum ? h.csum : 0xffffu);
+		if (c->cfg.caps & IPK_CAP_TX_CSUM_UDP) {
+			meta.flags |= IPK_TXOFF_UDP_CSUM;
+			meta.l4_len = IPK_UDP_HLEN;
+		}
+		udp_fill(c, pkt, &h, dst_be, (c->cfg.caps & IPK_CAP_TX_CSUM_UDP) != 0);
+		rc = ipk_ip4_output(c, pkt, dst_be, IPK_IPPROTO_UDP, ulen, &meta);
 	}
 	c->cnt.udp_tx++;
-	rc = ipk_ip4_output(c, pkt, dst_be, IPK_IPPROTO_UDP, ulen, &meta);
 	ipk_link_flush(c);
 	return rc < 0 ? rc : (int)plen;
 }
@@ -190,25 +214,33 @@ static int udp_send_check(struct ipk_ctx *c, uint16_t sport_be, uint32_t dst_be,
 {
 	if (!c || sport_be == 0 || dport_be == 0 || dst_be == 0)
 		return IPK_EINVAL;
-	if (plen > (uint32_t)c->cfg.mtu - IPK_IP4_HLEN - IPK_UDP_HLEN)
+	/* RFC 768: the length field bounds a datagram; IPv4 bounds it further. */
+	if (plen > 65535u - IPK_IP4_HLEN - IPK_UDP_HLEN ||
+	    (c->cfg.udp_df && plen > (uint32_t)c->cfg.mtu - IPK_IP4_HLEN - IPK_UDP_HLEN))
 		return IPK_EMSGSIZE;
 	if (ipk_ip4_next_hop(c, dst_be) == 0)
 		return IPK_EHOSTUNREACH;
 	return 0;
 }
 
+/* Does a datagram with this payload need fragments? */
+static int udp_frags(const struct ipk_ctx *c, uint32_t plen)
+{
+	return plen > (uint32_t)c->cfg.mtu - IPK_IP4_HLEN - IPK_UDP_HLEN;
+}
+
 /*
  * Zero-copy with IPK_CAP_SG (a header packet is chained in front of pkt), else one
- * copy into a fresh packet. On success returns the payload bytes; pkt then belongs to
- * the core. On IPK_EINVAL / IPK_EMSGSIZE / IPK_EHOSTUNREACH / IPK_ENOBUFS pkt is still
- * the caller's. Any later failure (ARP queue full, no pb) frees it and is counted.
+ * copy into a fresh packet. A datagram above the MTU is chained the same way in
+ * either case; the fragments then clone (SG) or copy its bytes. See core.h for
+ * ownership and errors.
  */
 int ipk_udp_send(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip4_be,
                  uint16_t peer_port_be, void *pkt, uint64_t now)
 {
 	uint32_t plen, hl;
 	void *hdr;
-	int rc;
+	int rc, chain, kept = 0;
 
 	if (!ctx || !pkt)
 		return IPK_EINVAL;
@@ -221,23 +253,62 @@ int ipk_udp_send(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip4_
 	if (!hdr)
 		return IPK_ENOBUFS;
 	hl = ipk_l4_off(ctx) + IPK_UDP_HLEN;
-	if (ctx->cfg.caps & IPK_CAP_SG) {
+	chain = (ctx->cfg.caps & IPK_CAP_SG) || udp_frags(ctx, plen);
+	if (chain) {
 		ipk_pkt_set_len(ctx, hdr, hl);
 		ipk_pkt_chain_append(ctx, hdr, pkt);
 	} else {
 		ipk_pkt_copy(ctx, pkt, 0, ipk_pkt_data(ctx, hdr) + hl, plen);
 		ipk_pkt_set_len(ctx, hdr, hl + plen);
-		ipk_pkt_free_chain(ctx, pkt);
 	}
-	return udp_emit(ctx, hdr, local_port_be, peer_ip4_be, peer_port_be, plen);
+	rc = udp_emit(ctx, hdr, local_port_be, peer_ip4_be, peer_port_be, plen, &kept);
+	if (kept) {
+		/* Nothing sent: the caller's packet goes back as it came. */
+		if (chain)
+			ipk_pkt_chain_cut(ctx, hdr);
+		ipk_pkt_free(ctx, hdr);
+		return rc;
+	}
+	if (!chain)
+		ipk_pkt_free_chain(ctx, pkt);
+	return rc;
+}
+
+/* A chain holding header room and then buf's len bytes, each packet filled to
+ * pkt_buf_size; NULL (nothing left allocated) when the pool is dry. */
+static void *udp_copy_chain(struct ipk_ctx *c, const void *buf, uint32_t len)
+{
+	const uint8_t *b = (const uint8_t *)buf;
+	uint32_t room = c->cfg.pkt_buf_size, hl = ipk_l4_off(c) + IPK_UDP_HLEN;
+	void *head = ipk_ip4_alloc(c), *tail = head;
+	uint32_t n = IPK_MIN(len, room - hl);
+
+	if (!head)
+		return NULL;
+	if (n > 0)
+		ipk_memcpy(ipk_pkt_data(c, head) + hl, b, n);
+	ipk_pkt_set_len(c, head, hl + n);
+	for (b += n, len -= n; len > 0; b += n, len -= n) {
+		void *p = ipk_ip4_alloc(c);
+
+		if (!p) {
+			ipk_pkt_free_chain(c, head);
+			return NULL;
+		}
+		n = IPK_MIN(len, room);
+		ipk_memcpy(ipk_pkt_data(c, p), b, n);
+		ipk_pkt_set_len(c, p, n);
+		ipk_pkt_chain_append(c, tail, p);
+		tail = p;
+	}
+	return head;
 }
 
 int ipk_udp_sendto(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip4_be,
                    uint16_t peer_port_be, const void *buf, uint32_t len, uint64_t now)
 {
-	uint32_t hl;
 	void *pkt;
-	int rc;
+	int rc, kept = 0;
 
 	if (!ctx || (!buf && len > 0))
 		return IPK_EINVAL;
@@ -245,12 +316,11 @@ int ipk_udp_sendto(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip
 	if (rc < 0)
 		return rc;
 	ctx->now = now;
-	pkt = ipk_ip4_alloc(ctx);
+	pkt = udp_copy_chain(ctx, buf, len);
 	if (!pkt)
 		return IPK_ENOBUFS;
-	hl = ipk_l4_off(ctx) + IPK_UDP_HLEN;
-	if (len > 0)
-		ipk_memcpy(ipk_pkt_data(ctx, pkt) + hl, buf, len);
-	ipk_pkt_set_len(ctx, pkt, hl + len);
-	return udp_emit(ctx, pkt, local_port_be, peer_ip4_be, peer_port_be, len);
+	rc = udp_emit(ctx, pkt, local_port_be, peer_ip4_be, peer_port_be, len, &kept);
+	if (kept)
+		ipk_pkt_free_chain(ctx, pkt);
+	return rc;
 }

@@ -165,6 +165,7 @@ struct ipk_counters {
 	uint64_t icmp_rx, icmp_tx;
 	uint64_t arp_rx, arp_tx;
 	uint64_t ip4_frags_rx, ip4_reassembled;
+	uint64_t ip4_fragmented, ip4_frags_tx; /* datagrams sent as fragments, fragments sent */
 	/* TCP defences against hostile peers (RFC 5961, RFC 4987, RFC 6191) */
 	uint64_t tcp_challenge_acks;         /* challenge ACKs sent (RFC 5961 §3.2, §4.2, §5.2) */
 	uint64_t tcp_challenge_acks_limited; /* ... suppressed by tcp_challenge_ack_limit (§7) */
@@ -426,6 +427,11 @@ struct ipk_config {
 	 * IPK_PRR_CRB with the conservative bound, IPK_PRR_OFF none (RFC 6675 pipe
 	 * against cwnd = ssthresh, RFC 6582 window inflation). */
 	uint8_t tcp_prr;
+
+	/* 1 = UDP datagrams are never fragmented (Linux IP_PMTUDISC_DO): above
+	 * mtu - 28 payload bytes ipk_udp_send / ipk_udp_sendto return IPK_EMSGSIZE.
+	 * 0 (default): they go as IPv4 fragments (RFC 791 §3.2). */
+	uint8_t udp_df;
 };
 
 #define IPK_PRR_SSRB 0u
@@ -568,12 +574,24 @@ int ipk_tcp_info(const struct ipk_conn *c, struct ipk_tcp_info *info);
 
 int ipk_udp_bind(struct ipk_ctx *ctx, uint16_t port_be);
 int ipk_udp_unbind(struct ipk_ctx *ctx, uint16_t port_be);
-/* Send `pkt` (data..len is the payload, at most mtu - 28 bytes; headers are
- * prepended in a separate packet or in the headroom the core allocates). Ownership
- * passes to the core on success only. */
+/*
+ * Send `pkt` (data..len is the payload, a chain allowed; headers are prepended in a
+ * separate packet the core allocates). Returns the payload bytes sent; ownership
+ * passes to the core on success only. On IPK_EINVAL (bad argument), IPK_EMSGSIZE
+ * (payload above 65,507 bytes, or above mtu - 28 with ipk_config.udp_df),
+ * IPK_EHOSTUNREACH (no route) and IPK_ENOBUFS (packet pool empty) pkt is still the
+ * caller's and nothing was sent. A datagram larger than the MTU (payload above
+ * mtu - 28) is sent as IPv4 fragments (RFC 791 §3.2, RFC 1122 §3.3.3) with its UDP
+ * checksum computed in software over the whole datagram (a NIC checksum offload
+ * cannot span fragments); the fragments clone the payload's packets with
+ * IPK_CAP_SG, else copy it once. They are all built before the first is sent: a
+ * pool that runs dry halfway gives IPK_ENOBUFS (counted as IPK_DROP_NO_PKT) and
+ * sends nothing. Later failures (ARP queue full) free and count.
+ */
 int ipk_udp_send(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip4_be,
                  uint16_t peer_port_be, void *pkt, uint64_t now);
-/* Copying variant. */
+/* Copying variant: same limits and errors; a datagram above the MTU is first
+ * copied into a chain of packets, then fragmented as above. */
 int ipk_udp_sendto(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip4_be,
                    uint16_t peer_port_be, const void *buf, uint32_t len, uint64_t now);
 

@@ -194,10 +194,16 @@ void hnode_use_arp_table(struct hnode *h) { h->ops.arp_resolve = op_arp_resolve;
 
 struct hnet *hnet_new(int n, void (*tweak)(int idx, struct ipk_config *cfg))
 {
+	return hnet_new_pool(n, tweak, 256);
+}
+
+struct hnet *hnet_new_pool(int n, void (*tweak)(int idx, struct ipk_config *cfg),
+                           uint32_t pkts)
+{
 	struct hnet *net = (struct hnet *)calloc(1, sizeof(*net));
 	int i;
 
-	net->pool = sim_pool_create(256, H_FRAME_MAX, 512);
+	net->pool = sim_pool_create(pkts, H_FRAME_MAX, 2 * pkts);
 	net->cap = (struct hframe *)calloc(H_CAP_FRAMES, sizeof(struct hframe));
 	net->n = n;
 	net->now = 1000000000ull;

@@ -73,6 +73,9 @@ struct hnet {
 /* A net of n nodes; node i has MAC 02:00:00:00:00:(i+1), IP 10.0.0.(i+1)/24.
  * `tweak` (may be NULL) edits each node's config before init. */
 struct hnet *hnet_new(int n, void (*tweak)(int idx, struct ipk_config *cfg));
+/* Same with a pool of `pkts` packets (hnet_new: 256) and twice as many descriptors. */
+struct hnet *hnet_new_pool(int n, void (*tweak)(int idx, struct ipk_config *cfg),
+                           uint32_t pkts);
 /* Same with integrator-owned ARP on every node. */
 void hnode_use_arp_table(struct hnode *h);
 void hnet_free(struct hnet *net);
