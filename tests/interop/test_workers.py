@@ -63,8 +63,8 @@ def test_toeplitz_reference_matches_published_vector():
 class TapNs:
     """A namespace with a TAP device: Linux at .1, ipkit at .2."""
 
-    def __init__(self):
-        tag = "ipkM" + secrets.token_hex(2)
+    def __init__(self, prefix="ipkM"):
+        tag = prefix + secrets.token_hex(2)
         self.ns = tag + "n"
         self.dev = tag + "k"
         net = 100 + secrets.randbelow(150)
@@ -309,29 +309,27 @@ def test_workers_udp_echo_socat(tapns, model):
 
 
 @pytest.mark.parametrize("model", ["unified", "merge", "split"])
-def test_workers_udp_fragmented_datagrams_delivered(tapns, model):
+def test_workers_udp_fragmented_datagrams_echoed(tapns, model):
     """4,000- and 8,000-byte datagrams from Linux arrive in IPv4 fragments; the core
-    reassembles each into a chain of buffers and the workers deliver it whole (a chain
-    of refs, runtime.h udp) instead of dropping it. The echo cannot go back: the core
-    does not fragment what it sends (ipk_udp_sendto answers IPK_EMSGSIZE over the
-    1500-byte MTU), so each comes back as udp_failed; the echo content of such
-    datagrams is checked byte for byte in tests/runtime/test_workers_udp.c (with a
-    9000-byte MTU on the way back). Here: every datagram delivered, none dropped."""
+    reassembles each into a chain of buffers, the workers deliver it whole (a chain of
+    refs, runtime.h udp), and the echo goes back above the 1500-byte MTU as fragments
+    the core cuts (RFC 791 §3.2) for Linux to reassemble: every echo compared byte for
+    byte, none failed or dropped."""
     p = tapns.echo("--workers", "2", "--model", model)
     subprocess.run(["ip", "netns", "exec", tapns.ns, "ping", "-c", "1", "-W", "2",
                     tapns.ipk_ip], capture_output=True, timeout=10)
     sizes = [4000, 8000] * 3
     for i, size in enumerate(sizes):
         msg = (b"frag %s %03d " % (model.encode(), i) * 800)[:size]
-        subprocess.run(["ip", "netns", "exec", tapns.ns, "socat", "-t", "0", "-",
-                        "UDP4:%s:7,sourceport=%d,reuseaddr" % (tapns.ipk_ip, 42000 + i)],
-                       input=msg, capture_output=True, timeout=10)
-    time.sleep(0.5)
+        got = socat_udp(tapns, 42000 + i, msg)
+        assert got == msg, (i, len(got), size)
     tcp_stats, err = stop_and_stats(p)
     assert all(s["wrong"] == 0 for s in tcp_stats.values()), err
     stats = {int(m.group(1)): [int(x) for x in m.groups()[1:]] for m in UDP_STAT.finditer(err)}
     rx = sum(s[0] for s in stats.values())
-    drops = sum(s[3] for s in stats.values())
+    echoed = sum(s[1] for s in stats.values())
     failed = sum(s[2] for s in stats.values())
-    assert rx == len(sizes) and drops == 0, err[-1500:]
-    assert failed == len(sizes), err[-1500:]  # EMSGSIZE on the way back, see above
+    drops = sum(s[3] for s in stats.values())
+    # socat retries (socat_udp) may deliver a datagram twice; each is echoed
+    assert len(sizes) <= rx <= len(sizes) + 6 and drops == 0, err[-1500:]
+    assert echoed == rx and failed == 0, err[-1500:]
