@@ -231,6 +231,34 @@ uint32_t ipk_pkt_chain_len(struct ipk_ctx *c, void *p);
 /* Checksum-add `len` bytes from `off` into the chain (ipk_csum_add semantics). */
 uint32_t ipk_csum_chain(struct ipk_ctx *c, void *p, uint32_t off, uint32_t len, uint32_t sum, int *odd);
 
+/* Chain clones of bytes [off, off+len) of packet chain p behind hdr's chain, no
+ * payload copied (TCP segments from the send queue, IPv4 fragments). IPK_ENOBUFS
+ * when out of descriptors (clones made so far stay chained behind hdr), IPK_EINVAL
+ * when p is shorter. Inline: the TCP transmit path calls it per segment. */
+IPK_INLINE int ipk_pkt_slice(struct ipk_ctx *c, void *hdr, void *p, uint32_t off,
+                             uint32_t len)
+{
+	for (; p && len > 0; p = ipk_pkt_chain_next(c, p)) {
+		uint32_t plen = ipk_pkt_len(c, p), n;
+		void *k;
+
+		if (off >= plen) {
+			off -= plen;
+			continue;
+		}
+		n = IPK_MIN(len, plen - off);
+		k = ipk_pkt_clone(c, p);
+		if (!k)
+			return IPK_ENOBUFS;
+		ipk_pkt_adj_head(c, k, off);
+		ipk_pkt_trim_tail(c, k, plen - off - n);
+		ipk_pkt_chain_append(c, hdr, k);
+		len -= n;
+		off = 0;
+	}
+	return len == 0 ? IPK_OK : IPK_EINVAL;
+}
+
 /* ------------------------------------------------------------ pools */
 
 struct ipk_pb *ipk_pb_get(struct ipk_ctx *c);           /* NULL + counted when empty */

@@ -603,36 +603,6 @@ static inline void ip4_fill(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8
  * copy); without it, one copy into a flat packet.
  */
 
-/* Append clones of bytes [off, off + len) of the chain at src to tail's chain;
- * returns the new last packet, or NULL when out of descriptors (what was appended
- * stays in the chain, for the caller to free). */
-static void *frag_clone_range(struct ipk_ctx *c, void *src, uint32_t off, uint32_t len,
-                              void *tail)
-{
-	void *p;
-
-	for (p = src; p && len > 0; p = ipk_pkt_chain_next(c, p)) {
-		uint32_t plen = ipk_pkt_len(c, p), take;
-		void *cl;
-
-		if (off >= plen) {
-			off -= plen;
-			continue;
-		}
-		take = IPK_MIN(plen - off, len);
-		cl = ipk_pkt_clone(c, p);
-		if (!cl)
-			return NULL;
-		ipk_pkt_adj_head(c, cl, off);
-		ipk_pkt_trim_tail(c, cl, plen - off - take);
-		ipk_pkt_chain_append(c, tail, cl);
-		tail = cl;
-		len -= take;
-		off = 0;
-	}
-	return tail;
-}
-
 /* One fragment's packets, appended after *tail: header room, then l4 bytes
  * [off, off + n) of src (whose l4 bytes start at ipk_l4_off). Returns the
  * fragment's first packet, NULL when the pool is dry. */
@@ -652,9 +622,10 @@ static void *frag_build(struct ipk_ctx *c, void *src, uint32_t off, uint32_t n, 
 		return f;
 	}
 	ipk_pkt_set_len(c, f, hl);
-	last = frag_clone_range(c, src, hl + off, n, f);
-	if (!last)
+	if (ipk_pkt_slice(c, f, src, hl + off, n) != IPK_OK)
 		return NULL;
+	for (last = f; ipk_pkt_chain_next(c, last); last = ipk_pkt_chain_next(c, last))
+		;
 	*tail = last;
 	return f;
 }

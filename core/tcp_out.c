@@ -131,30 +131,6 @@ static void sq_copy(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint8
 	}
 }
 
-/* Chain clones of bytes [off, off+len) of packet chain p behind hdr. */
-static int chain_slice(struct ipk_ctx *ctx, void *hdr, void *p, uint32_t off, uint32_t len)
-{
-	for (; p && len > 0; p = ipk_pkt_chain_next(ctx, p)) {
-		uint32_t plen = ipk_pkt_len(ctx, p), n;
-		void *k;
-
-		if (off >= plen) {
-			off -= plen;
-			continue;
-		}
-		n = IPK_MIN(len, plen - off);
-		k = ipk_pkt_clone(ctx, p);
-		if (!k)
-			return IPK_ENOBUFS;
-		ipk_pkt_adj_head(ctx, k, off);
-		ipk_pkt_trim_tail(ctx, k, plen - off - n);
-		ipk_pkt_chain_append(ctx, hdr, k);
-		len -= n;
-		off = 0;
-	}
-	return len == 0 ? IPK_OK : IPK_EINVAL;
-}
-
 static int sq_attach(struct ipk_ctx *ctx, struct ipk_conn *c, void *hdr, uint32_t seq,
                      uint32_t len)
 {
@@ -163,7 +139,7 @@ static int sq_attach(struct ipk_ctx *ctx, struct ipk_conn *c, void *hdr, uint32_
 
 	while (pb && len > 0) {
 		uint32_t n = IPK_MIN(len, pb->len - at);
-		int rc = chain_slice(ctx, hdr, pb->pkt, pb->off + at, n);
+		int rc = ipk_pkt_slice(ctx, hdr, pb->pkt, pb->off + at, n);
 
 		if (rc != IPK_OK)
 			return rc;
