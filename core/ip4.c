@@ -585,7 +585,7 @@ static inline void ip4_fill(struct ipk_ctx *c, void *pkt, uint32_t dst_be, uint8
 	h.proto = proto;
 	h.src_be = c->cfg.ip4_be;
 	h.dst_be = dst_be;
-	ipk_ip4_emit(ipk_pkt_data(c, pkt) + c->l2_len, IPK_IP4_HLEN, &h, !hw);
+	ipk_ip4_put(ipk_pkt_data(c, pkt) + c->l2_len, &h, !hw);
 	if (hw)
 		meta->flags |= IPK_TXOFF_IP4_CSUM;
 	meta->l2_len = (uint16_t)c->l2_len;

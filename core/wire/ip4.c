@@ -51,17 +51,6 @@ uint32_t ipk_ip4_emit(uint8_t *p, uint32_t cap, const struct ipk_ip4_hdr *h, int
 {
 	if (cap < IPK_IP4_HLEN)
 		return 0;
-	p[0] = 0x45;
-	p[1] = h->tos;
-	ipk_wr16(p + 2, h->tot_len);
-	ipk_wr16(p + 4, h->id);
-	ipk_wr16(p + 6, h->frag);
-	p[8] = h->ttl;
-	p[9] = h->proto;
-	ipk_wr16(p + 10, 0);
-	ipk_wrbe32(p + 12, h->src_be);
-	ipk_wrbe32(p + 16, h->dst_be);
-	if (fill_csum)
-		ipk_wr16(p + 10, ipk_csum_fold(ipk_csum_hdr20(p)));
+	ipk_ip4_put(p, h, fill_csum);
 	return IPK_IP4_HLEN;
 }

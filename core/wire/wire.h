@@ -184,6 +184,23 @@ int ipk_ip4_csum_ok(const uint8_t *p, uint32_t ihl);
 /* Writes a 20-byte header (no options). With fill_csum the checksum is computed,
  * otherwise the field is 0 (for offload). */
 uint32_t ipk_ip4_emit(uint8_t *p, uint32_t cap, const struct ipk_ip4_hdr *h, int fill_csum);
+/* The same into 20 bytes the caller knows are there: inline, so the transmit path
+ * writes the header in place whatever else calls it. */
+static inline void ipk_ip4_put(uint8_t *p, const struct ipk_ip4_hdr *h, int fill_csum)
+{
+	p[0] = 0x45;
+	p[1] = h->tos;
+	ipk_wr16(p + 2, h->tot_len);
+	ipk_wr16(p + 4, h->id);
+	ipk_wr16(p + 6, h->frag);
+	p[8] = h->ttl;
+	p[9] = h->proto;
+	ipk_wr16(p + 10, 0);
+	ipk_wrbe32(p + 12, h->src_be);
+	ipk_wrbe32(p + 16, h->dst_be);
+	if (fill_csum)
+		ipk_wr16(p + 10, ipk_csum_fold(ipk_csum_hdr20(p)));
+}
 
 /* -------------------------------------------------------------- ICMP */
 
