@@ -244,12 +244,13 @@ pp_row() { # kind variant
 		"$(cell "$r32")" "$(rqcell "$s0" "$s1" "$r1")" "$(rqcell "$s1" "$s2" "$r32")"
 }
 
-# The tap rows send with --zerocopy (slices of one pool buffer, ipk_tcp_send): the
-# kernel's write copy is then the only one, as for the Linux twin's send(). Both ends
-# take 2 MiB buffers (--tcp-buf; Linux autotunes to several MiB): with the core's
-# 256 KiB only ~4 TSO frames are in flight and every ACK wakes the sender.
-bulk_buf() { case $1 in tap | tap-off) echo --tcp-buf 2097152 ;; esac; }
-bulk_zc() { case $1 in tap | tap-off) echo --zerocopy $(bulk_buf "$1") ;; esac; }
+# Every ipkit bulk row sends with --zerocopy (slices of one pool buffer, ipk_tcp_send):
+# the backend's copy (the kernel's write for tap, the UMEM/ring copy for afxdp,
+# afpacket, memlink) is then the only one, as the Linux twin's send() copies once. Both
+# ends take 2 MiB buffers (--tcp-buf; Linux autotunes to several MiB): with the core's
+# 256 KiB default only a few frames are in flight and every ACK wakes the sender.
+bulk_buf() { case $1 in linux*) ;; *) echo --tcp-buf 2097152 ;; esac; }
+bulk_zc() { case $1 in linux*) ;; *) echo --zerocopy $(bulk_buf "$1") ;; esac; }
 
 bulk_row() { # kind
 	local r t0 t1 s0 s1
@@ -457,8 +458,8 @@ on both ends of the Linux link. *blocking*: ipkit sleeps on the backend's fd unt
 traffic or its next timer, Linux in `epoll_wait` (1 ms); *busy-poll*: `--busy-poll` on
 both ends: ipkit never sleeps (memlink with `busypoll=1`), the Linux twin sets
 SO_BUSY_POLL and spins on `epoll_wait(0)`. Bulk: `ipkit-bench -g 2 -l 65536` (the
-client writes whenever the window allows, the server consumes; the tap rows' client
-with `--zerocopy`, copying no payload byte in user space, both ends with
+client writes whenever the window allows, the server consumes; every ipkit client
+with `--zerocopy`, copying no payload byte in user space, both ipkit ends with
 `--tcp-buf 2097152`), the sender's Gbit/s
 over the run; the socat row times BULK bytes from /dev/zero to /dev/null.
 `bench/io_figures.sh` is the older run with a Linux client against ipkit servers.
