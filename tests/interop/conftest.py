@@ -64,9 +64,9 @@ def backend_built(kind):
 class Link:
     """One namespace with a Linux end and an ipkit end."""
 
-    def __init__(self, kind, offload=True, mtu=1500):
+    def __init__(self, kind, offload=True, mtu=1500, prefix="ipk"):
         self.kind = kind
-        self.tag = "ipk" + secrets.token_hex(2)
+        self.tag = prefix + secrets.token_hex(2)
         self.ns = self.tag + "n"
         net = 100 + secrets.randbelow(150)
         self.linux_ip = "10.%d.0.1" % net

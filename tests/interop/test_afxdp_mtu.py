@@ -7,7 +7,6 @@ accepts a native program at this MTU only because ipk_xdp_prog is frags-aware).
 Namespaces and devices are named ipkQ<4 hex>... and removed at teardown.
 """
 import os
-import secrets
 import subprocess
 
 import pytest
@@ -25,25 +24,8 @@ class XdpLink(Link):
     """Link's veth pair at a given MTU, ipkit's end on afxdp with 4 KiB frames."""
 
     def __init__(self, mode, mtu):
-        self.mode = mode
-        self.kind = "afxdp"
-        self.tag = "ipkQ" + secrets.token_hex(2)
-        self.ns = self.tag + "n"
-        net = 100 + secrets.randbelow(150)
-        self.linux_ip = "10.%d.0.1" % net
-        self.ipk_ip = "10.%d.0.2" % net
-        self.linux_dev = self.tag + "l"
-        self.ipk_dev = self.tag + "k"
-        self.offload = False
-        self.mtu = mtu
-        self.procs = []
-        self.files = []
-        sh("ip", "netns", "add", self.ns)
-        try:
-            self._setup()
-        except Exception:
-            self.close()
-            raise
+        self.mode = mode  # read by the spec during Link's set-up
+        super().__init__("afxdp", offload=False, mtu=mtu, prefix="ipkQ")
 
     @property
     def spec(self):

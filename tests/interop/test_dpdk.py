@@ -241,19 +241,26 @@ def test_dpdk_tap_transfer_32M_each_way_sha256(dpdk):
     _linux_to_ipkit(dpdk, vdev, setup, 32 << 20, ipk_ip)
 
 
-def test_dpdk_memif_pair_256M_each_way_sha256(dpdk):
-    sock = str(dpdk.dir / "memif.sock")
-    echo = dpdk.start([prog("ipkit-echo")] +
-                      dpdk.eal("net_memif0,role=server,socket=" + sock) +
-                      ["--io", "dpdk:net_memif0", "--ip", "10.9.0.1/24"], ns=False)
-    dpdk.wait_line(echo, "serving on")
-    nc = dpdk.start([prog("ipkit-nc")] + dpdk.eal("net_memif0,role=client,socket=" + sock) +
-                    ["--io", "dpdk:net_memif0", "--ip", "10.9.0.2/24", "--send-size", "256M",
-                     "--no-output", "--sha256", "10.9.0.1", "7"], ns=False)
-    _, err = nc.communicate(timeout=150)
+def memif_pair_transfer(d, mib, on_serving=None, timeout=150):
+    """ipkit-echo on a net_memif server port, ipkit-nc on the client port sending `mib`
+    MiB and checking the echo's SHA-256; on_serving(d) runs once the server is up."""
+    sock = str(d.dir / "memif.sock")
+    echo = d.start([prog("ipkit-echo")] + d.eal("net_memif0,role=server,socket=" + sock) +
+                   ["--io", "dpdk:net_memif0", "--ip", "10.9.0.1/24"], ns=False)
+    d.wait_line(echo, "serving on")
+    if on_serving:
+        on_serving(d)
+    nc = d.start([prog("ipkit-nc")] + d.eal("net_memif0,role=client,socket=" + sock) +
+                 ["--io", "dpdk:net_memif0", "--ip", "10.9.0.2/24", "--send-size", "%dM" % mib,
+                  "--no-output", "--sha256", "10.9.0.1", "7"], ns=False)
+    _, err = nc.communicate(timeout=timeout)
     assert nc.returncode == 0, err.decode(errors="replace")[-800:]
     sent, sent_sha, got, got_sha = nc_digests(err)
-    assert sent == 256 << 20 and (sent, sent_sha) == (got, got_sha)
+    assert sent == mib << 20 and (sent, sent_sha) == (got, got_sha)
+
+
+def test_dpdk_memif_pair_256M_each_way_sha256(dpdk):
+    memif_pair_transfer(dpdk, 256)
 
 
 def test_dpdk_vhost_virtio_user_pair_256M_each_way_sha256(dpdk):

@@ -14,8 +14,8 @@ import subprocess
 
 import pytest
 
-from conftest import backend_built, prog, sh
-from test_dpdk import Dpdk, nc_digests
+from conftest import backend_built, sh
+from test_dpdk import Dpdk, memif_pair_transfer
 
 pytestmark = pytest.mark.skipif(not backend_built("dpdk"),
                                 reason="DPDK backend not built (no libdpdk found by pkg-config)")
@@ -75,19 +75,11 @@ def huge(tmp_path):
 
 
 def test_dpdk_memif_pair_on_hugepages_64M_each_way_sha256(huge):
-    d = huge
     free0 = meminfo("HugePages_Free")
-    sock = str(d.dir / "memif.sock")
-    echo = d.start([prog("ipkit-echo")] + d.eal("net_memif0,role=server,socket=" + sock) +
-                   ["--io", "dpdk:net_memif0", "--ip", "10.9.0.1/24"], ns=False)
-    d.wait_line(echo, "serving on")
-    # EAL backs its memory with files in --huge-dir and takes pages from the pool.
-    assert any(os.scandir(d.huge_dir)), "EAL mapped no hugepage file in %s" % d.huge_dir
-    assert meminfo("HugePages_Free") < free0
-    nc = d.start([prog("ipkit-nc")] + d.eal("net_memif0,role=client,socket=" + sock) +
-                 ["--io", "dpdk:net_memif0", "--ip", "10.9.0.2/24", "--send-size", "64M",
-                  "--no-output", "--sha256", "10.9.0.1", "7"], ns=False)
-    _, err = nc.communicate(timeout=120)
-    assert nc.returncode == 0, err.decode(errors="replace")[-800:]
-    sent, sent_sha, got, got_sha = nc_digests(err)
-    assert sent == 64 << 20 and (sent, sent_sha) == (got, got_sha)
+
+    def on_hugepages(d):
+        # EAL backs its memory with files in --huge-dir and takes pages from the pool.
+        assert any(os.scandir(d.huge_dir)), "EAL mapped no hugepage file in %s" % d.huge_dir
+        assert meminfo("HugePages_Free") < free0
+
+    memif_pair_transfer(huge, 64, on_serving=on_hugepages, timeout=120)
