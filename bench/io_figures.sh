@@ -111,24 +111,9 @@ pp_linux() { # variant ip port conns
 
 cell() { tr ' ' '/' <<<"$1"; }
 
-# ipkit-bench(-linux) --json: the summary line (the one with lat_us) -> "req/s p50 p99"
-json_summary() {
-	python3 -c '
-import json, sys
-last = None
-for line in sys.stdin:
-    try:
-        j = json.loads(line)
-    except ValueError:
-        continue
-    if "lat_us" in j:
-        last = j
-if last is None:
-    print("0 0 0")
-else:
-    print("%d %.0f %.0f" % (last["req_per_s"], last["lat_us"]["p50"], last["lat_us"]["p99"]))
-'
-}
+# ipkit-bench(-linux) --json -> "req/s p50 p99" (bench/bench_summary.py, without its
+# Gbit/s field; "0 0 0" when there is no summary or it counted errors)
+json_summary() { python3 bench/bench_summary.py | cut -d' ' -f1-3; }
 
 # server_start kind variant: start the echo server of one row; sets srv_ip. The server
 # is ipkit-bench / ipkit-bench-linux when built (twins: same loop, ipkit vs kernel

@@ -228,6 +228,31 @@ static void test_established_ooo_without_pb_dropped_counted_then_taken(void)
 	th_free(t);
 }
 
+/* Eight MSS sent and taken off the wire; returns the first data sequence number. */
+static uint32_t sent_8mss(struct th *t, struct ipk_conn **c)
+{
+	uint32_t d = x_open(t, c) + 1;
+	struct tseg s;
+
+	CHECK_EQ(ipk_tcp_write(t->ctx, *c, g_buf, 8 * MSS, t->now), (int)(8 * MSS));
+	while (th_next(t, &s))
+		;
+	return d;
+}
+
+/* The k-th duplicate ACK of d after the first segment was lost: it SACKs
+ * [d + MSS, d + (1 + k) * MSS). */
+static void sack_dupack(struct th *t, uint32_t d, uint32_t k)
+{
+	struct ipk_tcp_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.nsack = 1;
+	o.sack[0][0] = d + MSS;
+	o.sack[0][1] = d + (1 + k) * MSS;
+	th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, A, IRS + 1, d, W, &o, NULL, 0);
+}
+
 /* A SACK loss with the pool empty: no scoreboard or episode record can be drawn, so
  * the duplicate ACKs go to NewReno (RFC 6582), as on a connection without SACK: the
  * first segment is resent on the third, without PRR, and the full ACK ends recovery
@@ -238,22 +263,14 @@ static void test_established_sack_loss_without_pb_runs_newreno(void)
 	struct th *t = th_new(x_cfg);
 	struct ipk_conn *c;
 	struct ipk_pb *held;
-	struct ipk_tcp_opts o;
 	struct tseg s;
-	uint32_t d = x_open(t, &c) + 1, k;
+	uint32_t d = sent_8mss(t, &c), k;
 	int resent = 0;
 
-	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 8 * MSS, t->now), (int)(8 * MSS));
-	while (th_next(t, &s))
-		;
 	CHECK_EQ(c->snd_max, d + 8 * MSS);
 	held = pool_drain(t, 0);
-	memset(&o, 0, sizeof(o));
-	o.nsack = 1;
-	o.sack[0][0] = d + MSS;
 	for (k = 1; k <= 4; k++) {
-		o.sack[0][1] = d + (1 + k) * MSS;
-		th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, A, IRS + 1, d, W, &o, NULL, 0);
+		sack_dupack(t, d, k);
 		CHECK_EQ(c->dupacks, k);
 		CHECK_EQ((c->fl & IPK_TCPF_RECOVERY) != 0, k >= 3);
 	}
@@ -280,20 +297,10 @@ static void test_established_sack_loss_record_returned_at_full_ack(void)
 {
 	struct th *t = th_new(x_cfg);
 	struct ipk_conn *c;
-	struct ipk_tcp_opts o;
-	struct tseg s;
-	uint32_t d = x_open(t, &c) + 1, k;
+	uint32_t d = sent_8mss(t, &c), k;
 
-	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 8 * MSS, t->now), (int)(8 * MSS));
-	while (th_next(t, &s))
-		;
-	memset(&o, 0, sizeof(o));
-	o.nsack = 1;
-	o.sack[0][0] = d + MSS;
-	for (k = 1; k <= 3; k++) {
-		o.sack[0][1] = d + (1 + k) * MSS;
-		th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, A, IRS + 1, d, W, &o, NULL, 0);
-	}
+	for (k = 1; k <= 3; k++)
+		sack_dupack(t, d, k);
 	CHECK(c->x != NULL && ipk_tcp_sb(c) != NULL && ipk_tcp_rcvy(c) == c->x);
 	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
 	th_clear(t);
