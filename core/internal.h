@@ -183,6 +183,11 @@ struct ipk_ctx {
 	 * on it from a callback only queue; the one output pass at the end of the event
 	 * sends, so a reply carries the ACK and is built once (tcp.c after_queue). */
 	struct ipk_conn *in_event_c;
+	/* Receive batches (tcp_ack.c): rx_more is set while ipk_run has frames after
+	 * the one being processed; ack_c (held) is the one connection whose ACK, due
+	 * by the segment count, waits for the end of the batch. */
+	struct ipk_conn *ack_c;
+	uint8_t rx_more;
 	/* The connection ipk_tcp_lookup found last (tcp.c): checked before the hash;
 	 * cleared when it leaves the hash. */
 	struct ipk_conn *last_c;

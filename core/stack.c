@@ -323,8 +323,11 @@ IPK_HOT uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t 
 		}
 		ctx->cnt.rx_frames++;
 		ctx->cnt.rx_bytes += ipk_pkt_len(ctx, pkts[i]);
+		ctx->rx_more = i + 1u < n;
 		ipk_link_input(ctx, pkts[i]);
 	}
+	ctx->rx_more = 0;
+	ipk_tcp_ack_batch_end(ctx);
 	run_timers(ctx, now);
 	ipk_link_flush(ctx);
 	next = IPK_MIN(ctx->arp_deadline, ctx->frag_deadline);

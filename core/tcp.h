@@ -482,6 +482,8 @@ void ipk_tcp_arm_persist(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_ack_data(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len, int hole_filled);
 /* Out-of-order data arrived. */
 void ipk_tcp_ack_ooo(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* End of ipk_run's receive batch: send the ACK a connection deferred to it. */
+void ipk_tcp_ack_batch_end(struct ipk_ctx *ctx);
 
 /* ---- tcp_ecn.c: RFC 3168 */
 #define IPK_ECN_ECT0 0x2u
