@@ -19,6 +19,11 @@
 #include <string.h>
 
 #define IB_BUF (64 * 1024)
+/* --zerocopy layout pool: one buffer, so a request's slice (up to IB_BUF) is one
+ * piece; descriptors for the slices a send buffer of up to 8 MiB queues (128) and
+ * their transmit clones, with a wide margin */
+#define IB_ZC_BUF (128u * 1024)
+#define IB_ZC_DESCS 4096u
 #define IB_ROUNDS 64          /* bound on send rounds per kick */
 #define IB_UDP_PORT_BASE 40000 /* client flow i sends from UDP port base + i */
 #define IB_CLOSE_WAIT_NS 500000000ull
@@ -39,6 +44,7 @@ struct ib {
 	int ping_answered;
 	uint64_t zc_sent, zc_copied; /* --zerocopy chains queued / pieces copied instead */
 	struct ipk_pkt *zc;       /* --zerocopy: the payload layout (bench_payload_zc_layout) */
+	struct ipk_pool *zc_pool; /* its own pool (ib_zc_setup) */
 	uint32_t zc_cap;          /* its bytes */
 	uint8_t buf[IB_BUF];
 };
@@ -101,7 +107,7 @@ static int ib_zc_piece(struct ib *b, const struct bench_flow *at, uint32_t n, ui
 {
 	struct ipk_pkt *k;
 	if (ncopy) {
-		if (!(k = ipk_pkt_alloc(b->zc->pool)))
+		if (!(k = ipk_pkt_alloc(ipk_node_pool(b->n))))
 			return -1;
 		k->len = bench_flow_tx_fill(&b->w, at, ipk_pkt_mtod(k), ncopy, 0);
 		**tail = k;
@@ -156,12 +162,14 @@ static int ib_kick_tcp_zc(struct ib *b, struct bench_flow *f)
  * (pieces copied instead, failed allocations in the pool: tests look for it). */
 static void ib_zc_report(const struct ib *b)
 {
-	struct ipk_pool_stats st;
-	ipk_pool_stats(b->zc->pool, &st);
-	if (b->zc_copied || st.alloc_fails)
+	struct ipk_pool_stats st, zst;
+	ipk_pool_stats(ipk_node_pool(b->n), &st);
+	ipk_pool_stats(b->zc_pool, &zst);
+	if (b->zc_copied || st.alloc_fails || zst.alloc_fails)
 		fprintf(stderr, "ipkit-bench: zerocopy: pool short: %llu pieces copied, %llu failed "
 		        "packet allocations (%llu chains of slices sent)\n",
-		        (unsigned long long)b->zc_copied, (unsigned long long)st.alloc_fails,
+		        (unsigned long long)b->zc_copied,
+		        (unsigned long long)(st.alloc_fails + zst.alloc_fails),
 		        (unsigned long long)b->zc_sent);
 }
 
@@ -453,18 +461,29 @@ static struct ipk_node *ib_node(struct ib *b)
 	return app_node(&a, &ib_events, b, ib_tweak); /* exits with APP_EXIT_SETUP on failure */
 }
 
-/* --zerocopy: one buffer of the node's pool holds the payload layout for the whole
- * run; 0 or -1 (message printed). Not a buffer of the large companion, though one
- * would give 64 KiB slices: every slice and every transmit clone of it is a
- * descriptor of the slices' pool, and the companion's 128 ran dry with a send buffer
- * of a few MiB (--tcp-buf), stalling the transfer on retransmission timeouts. The
- * pool's own buffers are small (slices of ~1.9 KiB, ~35 per 64 KiB, all in one
- * writev), but its descriptors are many. */
+/* --zerocopy: the payload layout for the whole run lies in the one buffer of a pool
+ * of its own (IB_ZC_BUF bytes, IB_ZC_DESCS descriptors), so each request after its
+ * numbered bytes is one slice and a 64 KiB TSO frame two or three pieces. Slices of
+ * a node-pool buffer (2 KiB) made ~35 pieces per frame: clones, chain appends, frees
+ * and iovecs per piece were ~20% of a tap sender's CPU. Not the node pool's large
+ * companion either: every slice and transmit clone is a descriptor of the slices'
+ * pool, and the companion's 128 ran dry with a send buffer of a few MiB (--tcp-buf),
+ * stalling the transfer on retransmission timeouts. 0 or -1 (message printed). */
 static int ib_zc_setup(struct ib *b)
 {
-	struct ipk_pkt *k = ipk_pkt_alloc(ipk_node_pool(b->n));
+	struct ipk_pool_cfg pc;
+	struct ipk_pkt *k;
+	char err[160];
+
+	ipk_pool_cfg_default(&pc);
+	pc.nbufs = 1;
+	pc.buf_size = IB_ZC_BUF;
+	pc.ndescs = IB_ZC_DESCS;
+	b->zc_pool = ipk_pool_create(&pc, err, sizeof(err));
+	k = b->zc_pool ? ipk_pkt_alloc(b->zc_pool) : NULL;
 	if (!k) {
-		fprintf(stderr, "ipkit-bench: --zerocopy: no pool buffer for the payload\n");
+		fprintf(stderr, "ipkit-bench: --zerocopy: no buffer for the payload: %s\n",
+		        b->zc_pool ? "pool empty" : err);
 		return -1;
 	}
 	b->zc_cap = ipk_pool_buf_size(k->pool) - k->off;
@@ -592,6 +611,7 @@ int main(int argc, char **argv)
 		ib_zc_report(b);
 	ipk_pkt_free(b->zc); /* clones the core still holds keep the buffer until it goes */
 	ipk_node_destroy(b->n);
+	ipk_pool_destroy(b->zc_pool); /* after the node: the core held slices of it */
 	bench_worker_free(&b->w);
 	free(b);
 	return rc;

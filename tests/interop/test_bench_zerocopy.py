@@ -32,14 +32,16 @@ def run_pair(n, server_args, client_args):
     return n.client(n.ipk("-s", n.linux_ip, "-p", "10000", "--zerocopy") + client_args)
 
 
-# (id, client args): requests larger than a TSO frame (chains of ~35 slices that
-# restart at the pattern's phase), larger than a chain (64 KiB), shorter than the
-# numbered bytes, and a literal -m payload laid out whole.
+# (id, client args): requests larger than a TSO frame (a slice of the layout that
+# restarts at the pattern's phase, cut by the core into frames), larger than a chain
+# (64 KiB), shorter than the numbered bytes, and literal -m payloads laid out whole
+# (one longer than a 2 KiB node-pool buffer: the layout has a 128 KiB pool of its own).
 PINGPONG = [
     ("64k-depth4", ["-l", "65536", "-d", "4"]),
     ("200000-depth2", ["-l", "200000", "-d", "2"]),
     ("5-bytes-depth8", ["-l", "5", "-d", "8"]),
     ("literal", ["-m", "zero-copy " * 150, "-d", "3"]),
+    ("literal-5000", ["-m", "zero-copy " * 500, "-d", "2"]),
 ]
 
 
@@ -50,9 +52,11 @@ def test_zerocopy_pingpong_echo_checked(znet, args):
 
 
 def test_zerocopy_literal_longer_than_a_buffer_refused(znet):
-    """A -m payload is laid out whole in one pool buffer: longer ones exit 3 (set-up)."""
+    """A -m payload is laid out whole in the layout's one buffer (128 KiB less the
+    headroom): longer ones exit 3 (set-up). 131000 bytes is still one argument
+    (Linux takes up to 128 KiB per argument)."""
     r = subprocess.run(["ip", "netns", "exec", znet.ns] +
-                       znet.ipk("-s", znet.linux_ip, "--zerocopy", "-m", "x" * 5000, "-t", "1"),
+                       znet.ipk("-s", znet.linux_ip, "--zerocopy", "-m", "x" * 131000, "-t", "1"),
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 3 and "does not fit one pool buffer" in r.stderr, r.stderr
 
