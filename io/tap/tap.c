@@ -374,7 +374,9 @@ static int tap_tx_one(struct tap_priv *t, struct ipk_pkt *k)
 		iov[cnt++].iov_len = s->len;
 	}
 	r = writev(t->fd, iov, cnt);
-	return r < 0 ? -errno : (int)r;
+	if (r < 0)
+		return -errno;
+	return (int)r - (t->vnet ? (int)sizeof(vh) : 0); /* the frame's bytes */
 }
 
 static int tap_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
@@ -383,7 +385,6 @@ static int tap_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 	int i;
 
 	for (i = 0; i < n; i++) {
-		uint32_t len = ipk_pkt_chain_len(pkts[i]);
 		int rc = tap_tx_one(t, pkts[i]);
 
 		if (rc == -EAGAIN || rc == -EINTR || rc == -ENOBUFS)
@@ -393,7 +394,7 @@ static int tap_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 			io->st.tx_drops++;
 		} else {
 			io->st.tx_pkts++;
-			io->st.tx_bytes += len;
+			io->st.tx_bytes += (uint32_t)rc;
 		}
 		ipk_pkt_free_chain(pkts[i]);
 	}
