@@ -86,8 +86,13 @@ static int config_valid(const struct ipk_config *cfg)
 	if (cfg->link != IPK_LINK_ETH && cfg->link != IPK_LINK_RAWIP)
 		return 0;
 	l2 = cfg->link == IPK_LINK_ETH ? IPK_ETH_HLEN : 0;
-	/* RFC 791: every host must accept 576-byte datagrams. */
-	if (cfg->mtu < 576 || cfg->pkt_buf_size < l2 || cfg->mtu > cfg->pkt_buf_size - l2)
+	/* RFC 791: every host must accept 576-byte datagrams. A frame larger than one
+	 * packet buffer needs chains both ways: IPK_CAP_SG to send it, IPK_CAP_LRO to
+	 * take it whole on receive (e.g. AF_XDP multi-buffer). */
+	if (cfg->mtu < 576 || cfg->pkt_buf_size < l2 + 576u)
+		return 0;
+	if (cfg->mtu > cfg->pkt_buf_size - l2 &&
+	    (cfg->caps & (IPK_CAP_SG | IPK_CAP_LRO)) != (IPK_CAP_SG | IPK_CAP_LRO))
 		return 0;
 	if (cfg->conn_hash_buckets == 0 ||
 	    (cfg->conn_hash_buckets & (cfg->conn_hash_buckets - 1)) != 0)

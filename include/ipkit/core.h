@@ -66,13 +66,15 @@ extern "C" {
 #define IPK_CAP_TX_CSUM_UDP (1u << 4) /* NIC fills the UDP checksum (core writes pseudo-header sum) */
 #define IPK_CAP_TSO (1u << 5)         /* NIC segments TCP up to ipk_config.tso_max bytes */
 #define IPK_CAP_SG (1u << 6)          /* NIC transmits packet chains (scatter-gather) */
-/* NIC may deliver coalesced TCP segments larger than the MSS, flat or as a chain:
+/* NIC may deliver coalesced TCP segments larger than the MSS, flat or as a chain, or
+ * frames larger than one buffer as a chain (AF_XDP multi-buffer, one packet per frame):
  * with it ipk_run accepts a received chain (without it a chain is dropped as
  * IPK_DROP_CHAIN) when it is one whole, unfragmented IPv4 TCP datagram whose
  * link, IPv4 and TCP headers sit in the first packet and whose length is exactly
  * the IPv4 total length; anything else is dropped and counted (IPK_DROP_CHAIN,
  * IPK_DROP_IP4_MALFORMED, IPK_DROP_TCP_MALFORMED). The segment stays a chain in
- * the core's queues and reaches tcp_payload one packet at a time. */
+ * the core's queues and reaches tcp_payload one packet at a time. Chained UDP, ICMP
+ * and IPv4 fragments are not taken (IPK_DROP_CHAIN). */
 #define IPK_CAP_LRO (1u << 7)
 
 /* Bytes of a Toeplitz RSS key (the size NICs use for IPv4/IPv6 hashing). */
@@ -319,8 +321,15 @@ struct ipk_config {
 	uint8_t link;     /* IPK_LINK_ETH (default) or IPK_LINK_RAWIP */
 	uint8_t mac[6];
 	uint32_t ip4_be, netmask_be, gateway_be; /* gateway 0 = none (on-link only) */
-	uint16_t mtu;          /* IP MTU, default 1500 */
-	uint32_t pkt_buf_size; /* bytes every ops->pkt_alloc packet can hold, default 2048 */
+	/* IP MTU, default 1500, at least 576. Up to pkt_buf_size - 14 (Ethernet; - 0 raw
+	 * IP) a frame fits one packet. Above that (jumbo frames over small buffers, e.g.
+	 * AF_XDP multi-buffer over 4 KiB UMEM frames) caps must hold both IPK_CAP_SG
+	 * (segments up to the MTU go out as chains) and IPK_CAP_LRO (a received datagram
+	 * spanning several packets comes in as one chain, see IPK_CAP_LRO); else
+	 * ipk_ctx_size returns 0. */
+	uint16_t mtu;
+	uint32_t pkt_buf_size; /* bytes every ops->pkt_alloc packet can hold, default 2048,
+	                        * at least 576 + 14 (Ethernet) or 576 (raw IP) */
 
 	uint32_t caps;    /* IPK_CAP_* */
 	uint32_t tso_max; /* with IPK_CAP_TSO: largest TCP payload per frame, default 65535-40 */

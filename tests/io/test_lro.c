@@ -33,6 +33,9 @@ struct side {
 	struct sha256 sha;
 	uint64_t bytes;
 	uint32_t max_seg;      /* largest payload in one tcp_payload call */
+	uint32_t mtu;
+	uint32_t chunk;        /* receive: frames above it arrive as chains of chunk-byte
+	                        * packets (AF_XDP multi-buffer), 0 = flat (GSO/GRO) */
 	int closed;
 	const uint64_t *now;    /* the test's clock */
 };
@@ -80,7 +83,8 @@ static void side_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, vo
 	ipk_tcp_recved(ctx, c, len, *s->now);
 }
 
-static void side_init(struct side *s, uint32_t ip_last, uint32_t caps, const uint64_t *now)
+static void side_init(struct side *s, uint32_t ip_last, uint32_t caps, uint32_t mtu,
+                      const uint64_t *now)
 {
 	struct ipk_config c;
 	size_t sz;
@@ -97,7 +101,7 @@ static void side_init(struct side *s, uint32_t ip_last, uint32_t caps, const uin
 	ipk_config_default(&c);
 	c.opaque = s;
 	c.link = IPK_LINK_RAWIP;
-	c.mtu = MTU;
+	c.mtu = (uint16_t)mtu;
 	c.pkt_buf_size = ipk_pool_buf_size(s->pool) - ipk_pool_headroom(s->pool);
 	c.ip4_be = ipk_htonl(0x0a000000u | ip_last);
 	c.netmask_be = ipk_htonl(0xffffff00u);
@@ -114,15 +118,46 @@ static void side_init(struct side *s, uint32_t ip_last, uint32_t caps, const uin
 	ipk_add_pbs(s->ctx, s->pbs, 4096);
 	sha256_init(&s->sha);
 	s->now = now;
+	s->mtu = mtu;
 }
 
-/* One frame across the wire: flat, in `to`'s pool the way a backend fills it. */
+/* A frame of len bytes as a chain of `chunk`-byte packets of pool p, as an AF_XDP
+ * multi-buffer receive hands it over (one UMEM frame per descriptor). */
+static struct ipk_pkt *wire_chunks(struct ipk_pkt *f, struct ipk_pool *p, uint32_t len,
+                                   uint32_t chunk)
+{
+	uint8_t flat[65536];
+	struct ipk_pkt *head = NULL, **link = &head;
+	uint32_t at;
+
+	CHECK(len <= sizeof(flat));
+	ipk_pkt_linearize(f, flat, sizeof(flat));
+	for (at = 0; at < len; at += chunk) {
+		struct ipk_pkt *k = ipk_pkt_alloc(p);
+		CHECK(k != NULL);
+		if (!k)
+			break;
+		k->len = len - at < chunk ? len - at : chunk;
+		memcpy(ipk_pkt_mtod(k), flat + at, k->len);
+		*link = k;
+		link = &k->next;
+	}
+	return head;
+}
+
+/* One frame across the wire, in `to`'s pool the way a backend fills it: flat (large
+ * companion above the MTU, as GRO/GSO frames come) or, with to->chunk, chained. */
 static struct ipk_pkt *wire_copy(struct ipk_pkt *f, struct side *to, uint32_t *big)
 {
 	uint32_t len = ipk_pkt_chain_len(f);
-	struct ipk_pool *p = len > MTU ? ipk_pool_large(to->pool) : to->pool;
-	struct ipk_pkt *k = ipk_pkt_alloc(p);
+	struct ipk_pool *p = len > to->mtu ? ipk_pool_large(to->pool) : to->pool;
+	struct ipk_pkt *k;
 
+	if (to->chunk && len > to->chunk) {
+		(*big)++;
+		return wire_chunks(f, to->pool, len, to->chunk);
+	}
+	k = ipk_pkt_alloc(p);
 	CHECK(k != NULL);
 	if (!k)
 		return NULL;
@@ -131,7 +166,7 @@ static struct ipk_pkt *wire_copy(struct ipk_pkt *f, struct side *to, uint32_t *b
 	 * NEEDS_CSUM, which the backends report as good. */
 	if (f->meta.flags & (IPK_TXOFF_TCP_CSUM | IPK_TXOFF_TSO))
 		k->rx_csum = IPK_RXCSUM_L4_GOOD;
-	if (len > MTU)
+	if (len > to->mtu)
 		(*big)++;
 	return k;
 }
@@ -166,14 +201,15 @@ static void side_fini(struct side *s)
 	ipk_pool_destroy(s->pool);
 }
 
-static void test_core_takes_64k_coalesced_segments_whole(void)
+/* TOTAL bytes from a to b, closed by a; checks b's digest and that b dropped nothing,
+ * then closes both and frees them. Returns the frames that crossed above the MTU or
+ * as chains (wire_copy's count). */
+static uint32_t transfer(struct side *a, struct side *b, uint64_t *now)
 {
 	static uint8_t buf[TOTAL];
-	struct side a, b;
 	struct ipk_conn *ca = NULL;
 	struct sha256 want;
 	char h1[65], h2[65];
-	uint64_t now = MS;
 	uint32_t sent = 0, big = 0, i, steps;
 	int d;
 
@@ -181,51 +217,104 @@ static void test_core_takes_64k_coalesced_segments_whole(void)
 		buf[i] = (uint8_t)(i * 2654435761u >> 13);
 	sha256_init(&want);
 	sha256_update(&want, buf, TOTAL);
-	side_init(&a, 1, IPK_CAP_TSO | IPK_CAP_SG | IPK_CAP_TX_CSUM_TCP, &now);
-	side_init(&b, 2, IPK_CAP_RX_CSUM_L4 | IPK_CAP_LRO, &now);
-	CHECK_EQ(ipk_tcp_listen(b.ctx, ipk_htons(5001), 4), 0);
-	CHECK(ipk_tcp_connect(a.ctx, ipk_htonl(0x0a000002u), ipk_htons(5001), 0, NULL,
-	                      &ca, now) == 0);
+	CHECK_EQ(ipk_tcp_listen(b->ctx, ipk_htons(5001), 4), 0);
+	CHECK(ipk_tcp_connect(a->ctx, ipk_htonl(0x0a000002u), ipk_htons(5001), 0, NULL,
+	                      &ca, *now) == 0);
 	/* bounded: a 4 MiB transfer needs a few hundred round trips at most */
-	for (steps = 0; steps < 20000 && !(b.closed && a.nq == 0 && b.nq == 0); steps++) {
+	for (steps = 0; steps < 20000 && !(b->closed && a->nq == 0 && b->nq == 0); steps++) {
 		if (ca && ipk_tcp_state(ca) == IPK_TCP_ESTABLISHED && sent < TOTAL) {
-			d = ipk_tcp_write(a.ctx, ca, buf + sent, TOTAL - sent, now);
+			d = ipk_tcp_write(a->ctx, ca, buf + sent, TOTAL - sent, *now);
 			if (d > 0)
 				sent += (uint32_t)d;
 			if (sent == TOTAL)
-				ipk_tcp_close(a.ctx, ca, now);
+				ipk_tcp_close(a->ctx, ca, *now);
 		}
-		now += MS / 10;
-		deliver(&a, &b, now, &big);
-		deliver(&b, &a, now, &big);
-		ipk_run(a.ctx, NULL, 0, now);
-		ipk_run(b.ctx, NULL, 0, now);
+		*now += MS / 10;
+		deliver(a, b, *now, &big);
+		deliver(b, a, *now, &big);
+		ipk_run(a->ctx, NULL, 0, *now);
+		ipk_run(b->ctx, NULL, 0, *now);
 	}
-	CHECK_EQ(b.bytes, TOTAL);
+	CHECK_EQ(b->bytes, TOTAL);
 	sha256_hex(&want, h1);
-	sha256_hex(&b.sha, h2);
+	sha256_hex(&b->sha, h2);
 	CHECK(strcmp(h1, h2) == 0);
+	for (i = 0; i < IPK_DROP__COUNT; i++)
+		CHECK_EQ(ipk_counters(b->ctx)->drop[i], 0);
+	if (b->c)
+		ipk_tcp_close(b->ctx, b->c, *now);
+	/* let both sides finish the close (TIME_WAIT ends at its timer) */
+	for (steps = 0; steps < 2000 && (ipk_conns_free(a->ctx) < 4 || ipk_conns_free(b->ctx) < 4);
+	     steps++) {
+		*now += 100 * MS;
+		deliver(a, b, *now, &big);
+		deliver(b, a, *now, &big);
+		ipk_run(a->ctx, NULL, 0, *now);
+		ipk_run(b->ctx, NULL, 0, *now);
+	}
+	CHECK_EQ(ipk_conns_free(a->ctx), 4);
+	CHECK_EQ(ipk_conns_free(b->ctx), 4);
+	side_fini(a);
+	side_fini(b);
+	return big;
+}
+
+static void test_core_takes_64k_coalesced_segments_whole(void)
+{
+	struct side a, b;
+	uint64_t now = MS;
+	uint32_t big;
+
+	side_init(&a, 1, IPK_CAP_TSO | IPK_CAP_SG | IPK_CAP_TX_CSUM_TCP, MTU, &now);
+	side_init(&b, 2, IPK_CAP_RX_CSUM_L4 | IPK_CAP_LRO, MTU, &now);
+	big = transfer(&a, &b, &now);
 	/* the segments reached TCP whole: far above one MSS, and at least a few */
 	CHECK(big >= 8);
 	CHECK(b.max_seg > 32u * 1024);
 	printf("big frames %u, largest payload %u\n", big, b.max_seg);
-	for (i = 0; i < IPK_DROP__COUNT; i++)
-		CHECK_EQ(ipk_counters(b.ctx)->drop[i], 0);
-	if (b.c)
-		ipk_tcp_close(b.ctx, b.c, now);
-	/* let both sides finish the close (TIME_WAIT ends at its timer) */
-	for (steps = 0; steps < 2000 && (ipk_conns_free(a.ctx) < 4 || ipk_conns_free(b.ctx) < 4);
-	     steps++) {
-		now += 100 * MS;
-		deliver(&a, &b, now, &big);
-		deliver(&b, &a, now, &big);
-		ipk_run(a.ctx, NULL, 0, now);
-		ipk_run(b.ctx, NULL, 0, now);
-	}
-	CHECK_EQ(ipk_conns_free(a.ctx), 4);
-	CHECK_EQ(ipk_conns_free(b.ctx), 4);
-	side_fini(&a);
-	side_fini(&b);
+}
+
+/* MTU 9000 over 2 KiB pool buffers (1920 bytes of room), as AF_XDP multi-buffer runs
+ * it: segments of up to 8960 payload bytes leave as chains (IPK_CAP_SG) and arrive as
+ * chains of 1792-byte packets (a 2 KiB UMEM frame less XDP's 256-byte headroom), both
+ * checksums done in software over the chain. Nothing dropped, digest equal. */
+static void test_mtu9000_over_2k_buffers_as_chains(void)
+{
+	struct side a, b;
+	uint64_t now = MS;
+	uint32_t big;
+
+	side_init(&a, 1, IPK_CAP_SG | IPK_CAP_LRO, 9000, &now);
+	side_init(&b, 2, IPK_CAP_SG | IPK_CAP_LRO, 9000, &now);
+	a.chunk = b.chunk = 1792;
+	big = transfer(&a, &b, &now);
+	/* nearly every data segment is a full 8960-byte one: five chunks each */
+	CHECK(big >= TOTAL / 8960 - 16);
+	CHECK(b.max_seg == 1792);
+	printf("chained frames %u, largest payload piece %u\n", big, b.max_seg);
+}
+
+/* Above the buffer the core needs chains both ways: SG alone or LRO alone is refused. */
+static void test_mtu_above_buffer_needs_sg_and_lro(void)
+{
+	struct ipk_config c;
+
+	ipk_config_default(&c);
+	c.mtu = 9000;
+	c.pkt_buf_size = 1920;
+	CHECK_EQ(ipk_ctx_size(&c), 0);
+	c.caps = IPK_CAP_SG;
+	CHECK_EQ(ipk_ctx_size(&c), 0);
+	c.caps = IPK_CAP_LRO;
+	CHECK_EQ(ipk_ctx_size(&c), 0);
+	c.caps = IPK_CAP_SG | IPK_CAP_LRO;
+	CHECK(ipk_ctx_size(&c) > 0);
+	c.pkt_buf_size = 576 + 13; /* every buffer still holds a 576-byte datagram */
+	CHECK_EQ(ipk_ctx_size(&c), 0);
+	c.mtu = 1500;
+	c.pkt_buf_size = 1514;
+	c.caps = 0;
+	CHECK(ipk_ctx_size(&c) > 0);
 }
 
 static void test_large_companion_lives_and_dies_with_its_pool(void)
@@ -250,5 +339,7 @@ int main(void)
 {
 	RUN(test_large_companion_lives_and_dies_with_its_pool);
 	RUN(test_core_takes_64k_coalesced_segments_whole);
+	RUN(test_mtu_above_buffer_needs_sg_and_lro);
+	RUN(test_mtu9000_over_2k_buffers_as_chains);
 	return check_summary();
 }
