@@ -350,17 +350,24 @@ uint32_t ipk_pkt_chain_len(const struct ipk_pkt *k)
 	return n;
 }
 
-uint32_t ipk_pkt_linearize(const struct ipk_pkt *k, uint8_t *dst, uint32_t cap)
+uint32_t ipk_pkt_copy_out(const struct ipk_pkt *k, uint32_t off, uint8_t *dst, uint32_t len)
 {
 	uint32_t at = 0;
 
-	for (; k && at < cap; k = k->next) {
-		uint32_t n = k->len < cap - at ? k->len : cap - at;
+	for (; k && off >= k->len; k = k->next)
+		off -= k->len;
+	for (; k && at < len; k = k->next, off = 0) {
+		uint32_t n = k->len - off < len - at ? k->len - off : len - at;
 
-		memcpy(dst + at, k->buf + k->off, n);
+		memcpy(dst + at, k->buf + k->off + off, n);
 		at += n;
 	}
 	return at;
+}
+
+uint32_t ipk_pkt_linearize(const struct ipk_pkt *k, uint8_t *dst, uint32_t cap)
+{
+	return ipk_pkt_copy_out(k, 0, dst, cap);
 }
 
 uint32_t ipk_pkt_buf_refcnt(const struct ipk_pkt *k)

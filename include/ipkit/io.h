@@ -97,6 +97,9 @@ uint32_t ipk_pool_rx_csum(void *pkt, void *opaque);
 uint32_t ipk_pool_headroom(const struct ipk_pool *p);
 /* Copy a chain's data into dst (at most cap bytes); returns the bytes copied. */
 uint32_t ipk_pkt_linearize(const struct ipk_pkt *k, uint8_t *dst, uint32_t cap);
+/* Copy up to len bytes starting off bytes into the chain (a frame split over several
+ * buffers, e.g. AF_XDP multi-buffer); returns the bytes copied. */
+uint32_t ipk_pkt_copy_out(const struct ipk_pkt *k, uint32_t off, uint8_t *dst, uint32_t len);
 /* References to k's buffer (1 + clones sharing it); for tests and debugging. */
 uint32_t ipk_pkt_buf_refcnt(const struct ipk_pkt *k);
 

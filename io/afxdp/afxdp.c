@@ -2,7 +2,7 @@
  * afxdp: AF_XDP sockets through libxdp (xsk) and libbpf, one socket per queue.
  *
  *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1][,ip=A.B.C.D][,ring=N]
- *        [,frame=2048|4096]
+ *        [,frame=2048|4096][,sg=0|1]
  *
  * UMEM = the whole area of the pool (frame = one pool buffer, so buf_size must be
  * 2048 or 4096: aligned chunk mode). frame=N states the size the spec needs; the
@@ -14,6 +14,14 @@
  * buffers; an rx descriptor becomes a packet with ipk_pkt_attach (no copy). Transmit
  * sends a single-buffer packet of this pool by address (held until the completion
  * ring returns it); chains and foreign buffers are copied into a fresh frame.
+ *
+ * sg=1: multi-buffer AF_XDP (XDP_USE_SG, Linux >= 6.6): a frame spans several UMEM
+ * frames, descriptors chained with XDP_PKT_CONTD, so the MTU may exceed one frame
+ * (jumbo frames: fewer, larger frames per byte, which is what copy mode pays per).
+ * Received descriptors of one frame become one packet chain (the core takes it with
+ * IPK_CAP_LRO: a whole datagram, headers in the first packet); a transmitted chain
+ * whose pieces all lie in the UMEM goes out by address, one descriptor per piece,
+ * each held until the completion ring returns its address.
  *
  * The XDP program (ipk_xdp.bpf.c, embedded) redirects only ARP and IPv4 for ipkit's
  * address and passes the rest to the kernel; the address comes from ",ip=" or from
@@ -48,6 +56,26 @@
 
 enum { XF_FREE = 0, XF_KERNEL = 1, XF_TXCOPY = 2 };
 
+/* linux/if_xdp.h of Linux 6.6 (Debian 12's headers predate it) */
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4)
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD (1 << 0)
+#endif
+/* Descriptors per transmitted frame: copy mode builds one skb of a linear part and
+ * MAX_SKB_FRAGS - 1 (17 - 1) page fragments and refuses more (EOVERFLOW). */
+#define XDP_SG_MAX_DESC 16u
+/* Descriptors per received frame we accept: a 64 KiB datagram in 2 KiB frames. */
+#define XDP_SG_MAX_RX 40u
+
+/* One transmitted descriptor until the completion ring returns its address: the
+ * packet piece sent in place (freed then), or NULL for a frame we copied into. */
+struct xdp_txrec {
+	uint64_t addr;        /* UINT64_MAX once completed out of order */
+	struct ipk_pkt *pkt;
+};
+
 struct xdp_priv {
 	struct xsk_umem *umem;
 	struct xsk_socket *xsk;
@@ -61,9 +89,14 @@ struct xdp_priv {
 	uint32_t ring;        /* descriptors per ring */
 	uint32_t fill_target; /* frames kept in the fill ring */
 	uint8_t *state;       /* XF_* per frame we took from the pool */
-	struct ipk_pkt **zc;  /* packets sent by address, until completed */
-	uint32_t tx_inflight;
+	struct xdp_txrec *txq; /* in flight, in submit order: [txq_head, txq_tail) */
+	uint32_t txq_mask;    /* txq size - 1 (2 rings: tx ring plus completion ring) */
+	uint32_t txq_head, txq_tail;
 	uint32_t queue;
+	int sg;               /* XDP_USE_SG bound */
+	struct ipk_pkt *rx_head, *rx_tail; /* frame being received, more descriptors due */
+	uint32_t rx_ndesc;
+	int rx_skip;          /* dropping the rest of a bad multi-descriptor frame */
 };
 
 static struct xdp_priv *xdp_priv(const struct ipk_io *io) { return (struct xdp_priv *)io->priv; }
@@ -113,33 +146,119 @@ static void xdp_refill(struct ipk_io *io)
 		xsk_ring_prod__submit(&p->fq, i);
 }
 
+/* One descriptor's transmission is over: free the piece sent in place, or give the
+ * frame we copied into back to the pool. */
+static void xdp_tx_release(struct ipk_io *io, struct xdp_txrec *r)
+{
+	struct xdp_priv *p = xdp_priv(io);
+
+	if (r->pkt) {
+		ipk_pkt_free(r->pkt);
+	} else {
+		uint32_t b = (uint32_t)(r->addr / p->fs);
+		p->state[b] = XF_FREE;
+		ipk_pool_buf_put(io->pool, b);
+	}
+	r->pkt = NULL;
+	r->addr = UINT64_MAX;
+}
+
+/* The completion ring returned addr: normally the oldest record; a later one when
+ * the kernel completed out of order (its skbs may be freed in any order). */
+static void xdp_tx_done(struct ipk_io *io, uint64_t addr)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	uint32_t i;
+
+	for (i = p->txq_head; i != p->txq_tail; i++) {
+		struct xdp_txrec *r = &p->txq[i & p->txq_mask];
+		if (r->addr == addr) {
+			xdp_tx_release(io, r);
+			break;
+		}
+	}
+	if (i == p->txq_tail) {
+		io->st.tx_errors++; /* an address we never sent */
+		return;
+	}
+	while (p->txq_head != p->txq_tail && p->txq[p->txq_head & p->txq_mask].addr == UINT64_MAX)
+		p->txq_head++;
+}
+
 /* Return completed transmissions to the pool. */
 static void xdp_complete(struct ipk_io *io)
 {
 	struct xdp_priv *p = xdp_priv(io);
 	uint32_t at, n = xsk_ring_cons__peek(&p->cq, p->ring, &at), i;
 
-	for (i = 0; i < n; i++) {
-		uint64_t addr = *xsk_ring_cons__comp_addr(&p->cq, at + i);
-		uint64_t b = addr / p->fs;
-		if (b >= p->nframes) {
-			io->st.tx_errors++;
-			continue;
-		}
-		if (p->zc[b]) {
-			ipk_pkt_free(p->zc[b]);
-			p->zc[b] = NULL;
-		} else if (p->state[b] == XF_TXCOPY) {
-			p->state[b] = XF_FREE;
-			ipk_pool_buf_put(io->pool, (uint32_t)b);
-		} else {
-			io->st.tx_errors++;
-			continue;
-		}
-		p->tx_inflight--;
-	}
+	for (i = 0; i < n; i++)
+		xdp_tx_done(io, *xsk_ring_cons__comp_addr(&p->cq, at + i));
 	if (n)
 		xsk_ring_cons__release(&p->cq, n);
+}
+
+/* Drop the frame being received (a bad descriptor, no packet for a piece, too many
+ * pieces) and the descriptors of it still to come. */
+static void xdp_rx_abort(struct ipk_io *io, int more)
+{
+	struct xdp_priv *p = xdp_priv(io);
+
+	ipk_pkt_free_chain(p->rx_head);
+	p->rx_head = p->rx_tail = NULL;
+	p->rx_ndesc = 0;
+	p->rx_skip = more;
+}
+
+/* One rx descriptor: a packet over its frame, appended to the frame being received.
+ * Returns the whole frame when this was its last descriptor, else NULL. */
+static struct ipk_pkt *xdp_rx_desc(struct ipk_io *io, const struct xdp_desc *d)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	uint64_t addr = xsk_umem__extract_addr(d->addr) + xsk_umem__extract_offset(d->addr);
+	uint64_t b = addr / p->fs;
+	uint32_t off = (uint32_t)(addr % p->fs);
+	int more = p->sg && (d->options & XDP_PKT_CONTD);
+	struct ipk_pkt *pk, *whole;
+
+	if (b >= p->nframes || p->state[b] != XF_KERNEL || d->len > p->fs - off) {
+		io->st.rx_errors++;
+		xdp_rx_abort(io, more);
+		return NULL;
+	}
+	p->state[b] = XF_FREE;
+	if (p->rx_skip) { /* the rest of a frame already dropped */
+		ipk_pool_buf_put(io->pool, (uint32_t)b);
+		p->rx_skip = more;
+		return NULL;
+	}
+	/* The kernel copied the frame in on the sender's CPU: start the cache misses of
+	 * the whole burst now, before the core parses the first one. */
+	if (!p->rx_head)
+		__builtin_prefetch(p->area + addr);
+	pk = ipk_pkt_attach(io->pool, (uint32_t)b, off, d->len);
+	if (!pk || p->rx_ndesc >= XDP_SG_MAX_RX) {
+		if (pk)
+			ipk_pkt_free(pk);
+		else
+			ipk_pool_buf_put(io->pool, (uint32_t)b);
+		io->st.rx_drops++;
+		xdp_rx_abort(io, more);
+		return NULL;
+	}
+	if (p->rx_tail)
+		p->rx_tail->next = pk;
+	else
+		p->rx_head = pk;
+	p->rx_tail = pk;
+	p->rx_ndesc++;
+	io->st.rx_bytes += d->len;
+	if (more)
+		return NULL;
+	whole = p->rx_head;
+	p->rx_head = p->rx_tail = NULL;
+	p->rx_ndesc = 0;
+	io->st.rx_pkts++;
+	return whole;
 }
 
 static int xdp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
@@ -148,31 +267,13 @@ static int xdp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 	uint32_t at, got, i;
 	int k = 0;
 
+	/* at most n descriptors, so at most n frames (a frame's descriptors may end in
+	 * the next burst: rx_head keeps the start) */
 	got = xsk_ring_cons__peek(&p->rx, (uint32_t)n, &at);
 	for (i = 0; i < got; i++) {
-		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, at + i);
-		uint64_t addr = xsk_umem__extract_addr(d->addr) + xsk_umem__extract_offset(d->addr);
-		uint64_t b = addr / p->fs;
-		uint32_t off = (uint32_t)(addr % p->fs);
-		struct ipk_pkt *pk;
-
-		if (b >= p->nframes || p->state[b] != XF_KERNEL || d->len > p->fs - off) {
-			io->st.rx_errors++;
-			continue;
-		}
-		p->state[b] = XF_FREE;
-		/* The kernel copied the frame in on the sender's CPU: start the cache
-		 * misses of the whole burst now, before the core parses the first one. */
-		__builtin_prefetch(p->area + addr);
-		pk = ipk_pkt_attach(io->pool, (uint32_t)b, off, d->len);
-		if (!pk) {
-			ipk_pool_buf_put(io->pool, (uint32_t)b);
-			io->st.rx_drops++;
-			continue;
-		}
-		io->st.rx_pkts++;
-		io->st.rx_bytes += d->len;
-		pkts[k++] = pk;
+		struct ipk_pkt *pk = xdp_rx_desc(io, xsk_ring_cons__rx_desc(&p->rx, at + i));
+		if (pk)
+			pkts[k++] = pk;
 	}
 	if (got)
 		xsk_ring_cons__release(&p->rx, got);
@@ -183,40 +284,116 @@ static int xdp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 	return k;
 }
 
-/* Address of a packet the kernel may read in place, or UINT64_MAX. */
-static uint64_t xdp_zc_addr(struct xdp_priv *p, struct ipk_io *io, const struct ipk_pkt *k)
+/* Address of a piece the kernel may read in place (it lies in one UMEM frame of
+ * this pool), or UINT64_MAX. */
+static uint64_t xdp_piece_addr(const struct xdp_priv *p, const struct ipk_io *io,
+                               const struct ipk_pkt *k)
 {
-	if (k->next || k->pool != io->pool || k->idx >= p->nframes || p->zc[k->idx] ||
+	if (k->pool != io->pool || k->idx >= p->nframes || k->len == 0 ||
 	    k->buf != p->area + (uint64_t)k->idx * p->fs)
 		return UINT64_MAX;
 	return (uint64_t)k->idx * p->fs + k->off;
 }
 
-static int xdp_tx_one(struct ipk_io *io, struct ipk_pkt *k, struct xdp_desc *d)
+/* Descriptors for sending chain k in place, or 0 when it must be copied (a piece
+ * outside the UMEM, or more pieces than one frame may have). */
+static uint32_t xdp_inplace_descs(const struct xdp_priv *p, const struct ipk_io *io,
+                                  const struct ipk_pkt *k)
+{
+	uint32_t nd = 0;
+
+	for (; k; k = k->next) {
+		if (xdp_piece_addr(p, io, k) == UINT64_MAX || ++nd > (p->sg ? XDP_SG_MAX_DESC : 1u))
+			return 0;
+	}
+	return nd;
+}
+
+static void xdp_desc_set(struct xdp_desc *d, uint64_t addr, uint32_t len, int more)
+{
+	d->addr = addr;
+	d->len = len;
+	d->options = more ? XDP_PKT_CONTD : 0;
+}
+
+static void xdp_txq_push(struct xdp_priv *p, uint64_t addr, struct ipk_pkt *k)
+{
+	struct xdp_txrec *r = &p->txq[p->txq_tail++ & p->txq_mask];
+
+	r->addr = addr;
+	r->pkt = k;
+}
+
+/* Chain k in place, nd descriptors from tx ring slot at: each piece is detached and
+ * held by its record until completed. */
+static void xdp_tx_inplace(struct ipk_io *io, struct ipk_pkt *k, uint32_t at, uint32_t nd)
 {
 	struct xdp_priv *p = xdp_priv(io);
-	uint64_t addr = xdp_zc_addr(p, io, k);
-	uint32_t len = ipk_pkt_chain_len(k);
-	int64_t b;
+	uint32_t i;
 
-	if (addr != UINT64_MAX) {
-		p->zc[k->idx] = k;
-		d->addr = addr;
-		d->len = len;
-		d->options = 0;
-		return 0;
+	for (i = 0; i < nd; i++) {
+		struct ipk_pkt *next = k->next;
+		uint64_t addr = xdp_piece_addr(p, io, k);
+		xdp_desc_set(xsk_ring_prod__tx_desc(&p->tx, at + i), addr, k->len, i + 1 < nd);
+		k->next = NULL;
+		xdp_txq_push(p, addr, k);
+		k = next;
 	}
-	if (len > p->fs)
-		return -EMSGSIZE;
-	b = ipk_pool_buf_get(io->pool);
-	if (b < 0)
-		return -ENOBUFS;
-	p->state[b] = XF_TXCOPY;
-	ipk_pkt_linearize(k, p->area + (uint64_t)b * p->fs, p->fs);
+}
+
+/* Chain k copied into nd fresh frames (fs bytes each, the last one partly), or
+ * -ENOBUFS with nothing taken when the pool has fewer. */
+static int xdp_tx_copy(struct ipk_io *io, struct ipk_pkt *k, uint32_t len, uint32_t at,
+                       uint32_t nd)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	int64_t b[XDP_SG_MAX_DESC];
+	uint32_t i, done = 0;
+
+	for (i = 0; i < nd; i++) {
+		b[i] = ipk_pool_buf_get(io->pool);
+		if (b[i] < 0) {
+			while (i--)
+				ipk_pool_buf_put(io->pool, (uint32_t)b[i]);
+			return -ENOBUFS;
+		}
+	}
+	for (i = 0; i < nd; i++) {
+		uint64_t addr = (uint64_t)b[i] * p->fs;
+		uint32_t n = len - done < p->fs ? len - done : p->fs;
+		ipk_pkt_copy_out(k, done, p->area + addr, n);
+		p->state[b[i]] = XF_TXCOPY;
+		xdp_desc_set(xsk_ring_prod__tx_desc(&p->tx, at + i), addr, n, i + 1 < nd);
+		xdp_txq_push(p, addr, NULL);
+		done += n;
+	}
 	ipk_pkt_free_chain(k);
-	d->addr = (uint64_t)b * p->fs;
-	d->len = len;
-	d->options = 0;
+	return 0;
+}
+
+/* Queue one frame: 0 taken, -EAGAIN no room now (the caller keeps it), -ENOBUFS
+ * no frame to copy into (the same), -EMSGSIZE too long for the frames (dropped). */
+static int xdp_tx_one(struct ipk_io *io, struct ipk_pkt *k)
+{
+	struct xdp_priv *p = xdp_priv(io);
+	uint32_t len = ipk_pkt_chain_len(k), nd = xdp_inplace_descs(p, io, k), at;
+	int copy = nd == 0;
+
+	if (copy)
+		nd = (len + p->fs - 1) / p->fs;
+	if (nd == 0 || nd > (p->sg ? XDP_SG_MAX_DESC : 1u))
+		return -EMSGSIZE;
+	if (p->txq_tail - p->txq_head + nd > p->txq_mask + 1 ||
+	    xsk_ring_prod__reserve(&p->tx, nd, &at) != nd)
+		return -EAGAIN;
+	if (!copy) {
+		xdp_tx_inplace(io, k, at, nd);
+	} else if (xdp_tx_copy(io, k, len, at, nd) < 0) {
+		p->tx.cached_prod -= nd; /* give back the reservation */
+		return -ENOBUFS;
+	}
+	io->st.tx_pkts++;
+	io->st.tx_bytes += len;
 	return 0;
 }
 
@@ -260,34 +437,21 @@ static int xdp_kick(struct ipk_io *io)
 static int xdp_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 {
 	struct xdp_priv *p = xdp_priv(io);
-	uint32_t at;
-	int i, sent = 0;
+	uint32_t before = p->txq_tail;
+	int i;
 
 	xdp_complete(io);
 	for (i = 0; i < n; i++) {
-		struct xdp_desc *d;
-		int rc;
-		if (xsk_ring_prod__reserve(&p->tx, 1, &at) != 1)
+		int rc = xdp_tx_one(io, pkts[i]);
+		if (rc == -EAGAIN || rc == -ENOBUFS)
 			break;
-		d = xsk_ring_prod__tx_desc(&p->tx, at);
-		rc = xdp_tx_one(io, pkts[i], d);
-		if (rc == -ENOBUFS) {
-			p->tx.cached_prod--;
-			break;
-		}
 		if (rc < 0) { /* too long: taken and dropped */
-			p->tx.cached_prod--;
 			io->st.tx_errors++;
 			ipk_pkt_free_chain(pkts[i]);
-			continue;
 		}
-		io->st.tx_pkts++;
-		io->st.tx_bytes += d->len;
-		p->tx_inflight++;
-		sent++;
 	}
-	if (sent)
-		xsk_ring_prod__submit(&p->tx, (uint32_t)sent);
+	if (p->txq_tail != before)
+		xsk_ring_prod__submit(&p->tx, p->txq_tail - before);
 	io->st.tx_drops += (uint64_t)(n - i);
 	return i; /* ipk_io_flush kicks, once for everything queued this round */
 }
@@ -328,16 +492,20 @@ static void xdp_release_frames(struct ipk_io *io)
 	struct xdp_priv *p = xdp_priv(io);
 	uint32_t b;
 
+	for (; p->txq && p->txq_head != p->txq_tail; p->txq_head++) {
+		struct xdp_txrec *r = &p->txq[p->txq_head & p->txq_mask];
+		if (r->addr != UINT64_MAX && r->pkt)
+			ipk_pkt_free(r->pkt); /* copied frames: state XF_TXCOPY, put below */
+	}
+	xdp_rx_abort(io, 0);
 	for (b = 0; p->state && b < p->nframes; b++) {
-		if (p->zc && p->zc[b])
-			ipk_pkt_free(p->zc[b]);
 		if (p->state[b] != XF_FREE)
 			ipk_pool_buf_put(io->pool, b);
 	}
 	free(p->state);
-	free(p->zc);
+	free(p->txq);
 	p->state = NULL;
-	p->zc = NULL;
+	p->txq = NULL;
 }
 
 static void xdp_close(struct ipk_io *io)
@@ -355,7 +523,7 @@ static void xdp_close(struct ipk_io *io)
 }
 
 struct xdp_opts {
-	long queue, ring, zc, prog, frame; /* frame 0: the pool's buf_size */
+	long queue, ring, zc, prog, frame, sg; /* frame 0: the pool's buf_size */
 	int mode;          /* 0 auto, XDP_FLAGS_SKB_MODE, XDP_FLAGS_DRV_MODE */
 	uint32_t ip4_be;
 };
@@ -363,7 +531,7 @@ struct xdp_opts {
 static int xdp_parse(const struct ipk_io_args *a, struct xdp_opts *o, char *err, size_t el)
 {
 	static const char *const known[] = { "queue", "mode", "zc", "prog", "ip", "ring", "frame",
-	                                      NULL };
+	                                      "sg", NULL };
 	const char *mode = ipk_io_arg(a, "mode"), *ip = ipk_io_arg(a, "ip");
 	struct in_addr in;
 
@@ -374,7 +542,8 @@ static int xdp_parse(const struct ipk_io_args *a, struct xdp_opts *o, char *err,
 	o->zc = ipk_io_arg_bool(a, "zc", 0, err, el);
 	o->prog = ipk_io_arg_bool(a, "prog", 1, err, el);
 	o->frame = ipk_io_arg_int(a, "frame", 0, err, el);
-	if (o->queue < 0 || o->ring < 0 || o->zc < 0 || o->prog < 0 || o->frame < 0)
+	o->sg = ipk_io_arg_bool(a, "sg", 0, err, el);
+	if (o->queue < 0 || o->ring < 0 || o->zc < 0 || o->prog < 0 || o->frame < 0 || o->sg < 0)
 		return -EINVAL;
 	if (o->frame && o->frame != 2048 && o->frame != 4096)
 		return ipk_io_err(err, el, EINVAL, "afxdp:%s: frame=%ld is not a UMEM frame size "
@@ -414,12 +583,17 @@ static int xdp_device(struct ipk_io *io, const char *dev, int *ifindex, char *er
 		return ipk_io_err(err, el, -rc, "afxdp:%s: cannot read the MTU: %s", dev,
 		                  strerror(-rc));
 	/* XDP keeps XDP_PACKET_HEADROOM (256) bytes before the frame in each chunk; 18 =
-	 * Ethernet header plus one VLAN tag. */
-	if ((uint32_t)ifr.ifr_mtu + 18 > p->fs - 256)
+	 * Ethernet header plus one VLAN tag. Multi-buffer: XDP_SG_MAX_DESC chunks. */
+	if (p->sg && (uint32_t)ifr.ifr_mtu + 18 > XDP_SG_MAX_DESC * (p->fs - 256))
+		return ipk_io_err(err, el, EMSGSIZE, "afxdp:%s: MTU %d is larger than %u "
+		                  "%u-byte UMEM frames carry with sg=1 (MTU at most %u); lower the "
+		                  "MTU", dev, ifr.ifr_mtu, XDP_SG_MAX_DESC, p->fs,
+		                  XDP_SG_MAX_DESC * (p->fs - 256) - 18);
+	if (!p->sg && (uint32_t)ifr.ifr_mtu + 18 > p->fs - 256)
 		return ipk_io_err(err, el, EMSGSIZE, "afxdp:%s: MTU %d is larger than %u-byte UMEM "
 		                  "frames carry (MTU at most %u)%s", dev, ifr.ifr_mtu, p->fs,
 		                  p->fs - 256 - 18, p->fs < 4096 && ifr.ifr_mtu <= 4096 - 256 - 18 ?
-		                  "; use frame=4096" : "; lower the MTU");
+		                  "; use frame=4096" : "; use sg=1 (multi-buffer) or lower the MTU");
 	io->caps.mtu = (uint16_t)ifr.ifr_mtu;
 	rc = xdp_ifreq(dev, SIOCGIFHWADDR, &ifr);
 	if (rc == 0)
@@ -441,8 +615,9 @@ static int xdp_umem(struct ipk_io *io, const struct xdp_opts *o, const char *dev
 	p->ring = (uint32_t)o->ring;
 	p->fill_target = p->ring < p->nframes / 2 ? p->ring : p->nframes / 2;
 	p->state = (uint8_t *)calloc(p->nframes, 1);
-	p->zc = (struct ipk_pkt **)calloc(p->nframes, sizeof *p->zc);
-	if (!p->state || !p->zc)
+	p->txq_mask = 2 * p->ring - 1;
+	p->txq = (struct xdp_txrec *)calloc(p->txq_mask + 1, sizeof *p->txq);
+	if (!p->state || !p->txq)
 		return ipk_io_err(err, el, ENOMEM, "afxdp:%s: out of memory", dev);
 	memset(&uc, 0, sizeof uc);
 	uc.fill_size = p->ring;
@@ -467,7 +642,8 @@ static int xdp_socket(struct ipk_io *io, const struct xdp_opts *o, const char *d
 	sc.tx_size = p->ring;
 	sc.libxdp_flags = o->prog ? XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD : 0;
 	sc.xdp_flags = xdp_flags;
-	sc.bind_flags = XDP_USE_NEED_WAKEUP | (o->zc ? XDP_ZEROCOPY : XDP_COPY);
+	sc.bind_flags = XDP_USE_NEED_WAKEUP | (o->zc ? XDP_ZEROCOPY : XDP_COPY) |
+	                (o->sg ? XDP_USE_SG : 0);
 	/* A socket closed just before on this queue is released by deferred kernel work;
 	 * until then the bind fails with EBUSY. Wait for it, bounded (1 s). */
 	for (tries = 0;; tries++) {
@@ -483,6 +659,10 @@ static int xdp_socket(struct ipk_io *io, const struct xdp_opts *o, const char *d
 	if (rc < 0 && o->zc && (rc == -EOPNOTSUPP || rc == -EINVAL || rc == -EPROTONOSUPPORT))
 		return ipk_io_err(err, el, EOPNOTSUPP, "afxdp:%s: zero-copy (zc=1) is not offered "
 		                  "by this driver or XDP mode; use zc=0 (copy mode)", dev);
+	if (rc < 0 && o->sg && (rc == -EOPNOTSUPP || rc == -EINVAL))
+		return ipk_io_err(err, el, -rc, "afxdp:%s: the kernel refused multi-buffer AF_XDP "
+		                  "(sg=1, XDP_USE_SG needs Linux 6.6 or later): %s", dev,
+		                  strerror(-rc));
 	if (rc == -EINVAL && o->queue > 0)
 		return ipk_io_err(err, el, EINVAL, "afxdp:%s: cannot bind queue %ld (does the "
 		                  "device have that many queues?)", dev, o->queue);
@@ -508,6 +688,7 @@ static int xdp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *
 		return rc;
 	p->fs = ipk_pool_buf_size(io->pool);
 	p->queue = (uint32_t)o.queue;
+	p->sg = (int)o.sg;
 	if (p->fs != 2048 && p->fs != 4096)
 		return ipk_io_err(err, el, EINVAL, "afxdp:%s: pool buf_size %u cannot be a UMEM "
 		                  "frame; use 2048 or 4096", a->dev, p->fs);
@@ -532,7 +713,9 @@ static int xdp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *
 	if ((rc = xdp_socket(io, &o, a->dev, xdp_flags, err, el)) < 0)
 		return rc;
 	xdp_refill(io);
-	io->caps.offloads = IPK_CAP_SG;
+	/* sg=1: received frames above one UMEM frame come as chains (IPK_CAP_LRO's rule:
+	 * one whole datagram), which lets the core run an MTU above its buffers */
+	io->caps.offloads = IPK_CAP_SG | (p->sg ? IPK_CAP_LRO : 0);
 	io->caps.nqueues = 1;
 	io->caps.link = IPK_LINK_ETH;
 	return 0;

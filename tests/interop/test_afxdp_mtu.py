@@ -21,15 +21,17 @@ pytestmark = pytest.mark.skipif("afxdp" not in available_kinds(),
 
 
 class XdpLink(Link):
-    """Link's veth pair at a given MTU, ipkit's end on afxdp with 4 KiB frames."""
+    """Link's veth pair at a given MTU, ipkit's end on afxdp with 4 KiB frames (and
+    any further spec options, e.g. ",sg=1")."""
 
-    def __init__(self, mode, mtu):
+    def __init__(self, mode, mtu, opts="", prefix="ipkQ"):
         self.mode = mode  # read by the spec during Link's set-up
-        super().__init__("afxdp", offload=False, mtu=mtu, prefix="ipkQ")
+        self.opts = opts
+        super().__init__("afxdp", offload=False, mtu=mtu, prefix=prefix)
 
     @property
     def spec(self):
-        return "afxdp:%s,mode=%s,frame=4096" % (self.ipk_dev, self.mode)
+        return "afxdp:%s,mode=%s,frame=4096%s" % (self.ipk_dev, self.mode, self.opts)
 
 
 @pytest.fixture
@@ -87,4 +89,4 @@ def test_afxdp_mtu_larger_than_frame_names_both_numbers(xdp_link):
     ln.run("ip", "link", "set", dev, "mtu", "9000")
     assert open_error(ln, "afxdp:%s,mode=skb,frame=4096" % dev) == (
         "afxdp:%s: MTU 9000 is larger than 4096-byte UMEM frames carry (MTU at most 3822); "
-        "lower the MTU" % dev)
+        "use sg=1 (multi-buffer) or lower the MTU" % dev)
