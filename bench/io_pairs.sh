@@ -24,7 +24,9 @@
 #   [MTU=N] bench/io_pairs.sh [BUILD_DIR] [SECONDS] [BULK_BYTES] [OUT.md]
 # MTU (default 1500) is set on the afxdp and the Linux veth pairs, so those rows
 # compare at the same MTU; above 1774 the afxdp rows use 4 KiB UMEM frames (frame=4096,
-# MTU at most 3822). tap and afpacket stay at 1500 (their 2 KiB pool buffers).
+# MTU at most 3822), above 3822 also multi-buffer AF_XDP (sg=1: a frame spans up to 16
+# UMEM frames, MTU at most 61422). tap and afpacket stay at 1500 (their 2 KiB pool
+# buffers).
 # Every cell records the run-queue wait of both pinned processes (field 2 of
 # /proc/PID/schedstat, during the cell); a 1-min load above 0.5 before the run is
 # warned about at the top of the output. Needs root. Everything it creates is named ipkI<4 hex>... and removed on exit, also
@@ -41,13 +43,14 @@ mtu=${MTU:-1500}
 case $mtu in
 '' | *[!0-9]*) echo "io_pairs: MTU=$mtu is not a number" >&2; exit 2 ;;
 esac
-if [ "$mtu" -lt 576 ] || [ "$mtu" -gt 3822 ]; then
-	echo "io_pairs: MTU=$mtu: afxdp carries 576..3822 (4 KiB UMEM frames less 256 bytes of" \
-		"XDP headroom and 18 of Ethernet + VLAN)" >&2
+if [ "$mtu" -lt 576 ] || [ "$mtu" -gt 61422 ]; then
+	echo "io_pairs: MTU=$mtu: afxdp carries 576..61422 (16 multi-buffer 4 KiB UMEM frames" \
+		"less 256 bytes of XDP headroom each and 18 of Ethernet + VLAN)" >&2
 	exit 2
 fi
 xdp_frame=""
 [ "$mtu" -gt 1774 ] && xdp_frame=,frame=4096
+[ "$mtu" -gt 3822 ] && xdp_frame=,frame=4096,sg=1
 bipk=$build/bench/ipkit-bench
 blin=$build/bench/ipkit-bench-linux
 for b in "$bipk" "$blin"; do
@@ -291,10 +294,11 @@ kinds+=(linux)
 # every row.
 [ -n "${IO_PAIRS_KINDS:-}" ] && read -r -a kinds <<<"$IO_PAIRS_KINDS"
 mtu_line() {
-	local fr=2048
+	local fr=2048 sg=""
 	[ -n "$xdp_frame" ] && fr=4096
+	[ "$mtu" -gt 3822 ] && sg=", multi-buffer (sg=1: a frame spans several of them)"
 	echo "MTU: $mtu on the afxdp and the Linux veth pairs (afxdp with $fr-byte UMEM"
-	echo "frames); tap and afpacket at 1500."
+	echo "frames$sg); tap and afpacket at 1500."
 }
 table() {
 	mtu_line

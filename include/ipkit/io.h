@@ -161,10 +161,14 @@ struct ipk_io_stats {
  *                                         over at once (lowest latency); rx=v3:
  *                                         TPACKET_V3 blocks, fewer wake-ups but up to tov
  *                                         ms (default 1) of added latency
- *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1][,frame=2048|4096]
+ *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1][,frame=2048|4096][,sg=0|1]
  *                                         frame=4096: 4 KiB UMEM frames (the pool's
  *                                         buf_size must match; the runtime sizes its
- *                                         pool from it), MTU up to 3822 instead of 1774
+ *                                         pool from it), MTU up to 3822 instead of 1774;
+ *                                         sg=1: multi-buffer (XDP_USE_SG, Linux 6.6+),
+ *                                         a frame spans up to 16 UMEM frames (MTU up
+ *                                         to 61422 with 4 KiB frames), received as one
+ *                                         chain (IPK_CAP_LRO)
  *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N][,queues=N][,queue=Q]
  *                                         queues=N (1..16, both sides alike): N queue
  *                                         pairs; queue=Q serves one (caps.nqueues 1),

@@ -69,8 +69,8 @@ static __always_inline int for_us(const __u8 *d, const __u8 *end, __u32 ip4_be)
 /* "xdp.frags" (BPF_F_XDP_HAS_FRAGS): the program reads only the first 42 bytes,
  * which sit in the first buffer, so it is safe on multi-buffer frames; veth refuses
  * native XDP without it once the peer's MTU exceeds one page's frame (about 3.5 KiB),
- * and frame=4096 runs at MTU 3822. The socket (no XDP_USE_SG) still gets each frame
- * copied whole into one UMEM frame. */
+ * and frame=4096 runs at MTU 3822. Without sg=1 (XDP_USE_SG) the socket gets each
+ * frame copied whole into one UMEM frame; with it, spread over several. */
 SEC("xdp.frags")
 int ipk_xdp_prog(struct xdp_md *ctx)
 {

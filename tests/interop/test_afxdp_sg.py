@@ -8,14 +8,13 @@ one veth pair, 64 MiB each way SHA-256 verified; then the errors. Namespaces and
 devices are named ixm<4 hex>... and removed at teardown, also on failure.
 """
 import os
-import secrets
-import subprocess
+import time
 
 import pytest
 
-from conftest import BUILD, available_kinds, prog, sh
+from conftest import BUILD, available_kinds, prog
 from test_afxdp_mtu import XdpLink, open_error
-from test_linux_peer import transfer_from_linux, transfer_to_linux
+from test_linux_peer import nc_digests, transfer_from_linux, transfer_to_linux
 
 MTU = 9000
 
@@ -60,3 +59,45 @@ def test_afxdp_sg_mtu9000_linux_64M_each_way_sha256(sg_link, payload_64M, tmp_pa
     # 3,822 it would be ~18,000)
     rx = int(err.split(" rx ")[1].split()[0])
     assert rx < (64 << 20) // 8000, err
+
+
+def nc_pair_transfer(ln, srv, cli, dst, size):
+    """ipkit-nc srv (listening) <- ipkit-nc cli (sending size bytes to dst): both
+    digests equal and complete."""
+    p = ln.start(prog("ipkit-nc"), *srv, "-l", "5003", "--sha256", "--no-output", "-v")
+    time.sleep(0.5)  # a SYN before the listener is up is retransmitted anyway
+    r = ln.run(prog("ipkit-nc"), *cli, "--send-size", str(size), "--sha256", "--no-output",
+               dst, "5003", check=False, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()[-500:]
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err.decode()[-500:]
+    sent, sent_sha, _, _ = nc_digests(r.stderr)
+    _, _, got, got_sha = nc_digests(err)
+    assert sent == size and got == size
+    assert got_sha == sent_sha
+
+
+@pytest.mark.parametrize("mode", ["skb", "drv"])
+def test_afxdp_sg_mtu9000_ipkit_pair_64M_each_way_sha256(sg_link, mode):
+    """Two ipkit processes, one on each end of the veth pair, both multi-buffer."""
+    ln = sg_link(mode)
+    ln.run("ip", "addr", "flush", "dev", ln.linux_dev)  # that end is ipkit's now
+    peer = ["--io", "afxdp:%s,mode=%s,frame=4096,sg=1" % (ln.linux_dev, mode),
+            "--ip", ln.linux_ip + "/24"]
+    nc_pair_transfer(ln, ln.ipk_args(), peer, ln.ipk_ip, 64 << 20)
+    nc_pair_transfer(ln, peer, ln.ipk_args(), ln.linux_ip, 64 << 20)
+
+
+def test_afxdp_sg_errors_name_the_numbers(sg_link):
+    ln = sg_link("skb", mtu=1500)
+    dev = ln.ipk_dev
+    ln.run("ip", "link", "set", dev, "mtu", "65000")
+    assert open_error(ln, "afxdp:%s,mode=skb,frame=4096,sg=1" % dev) == (
+        "afxdp:%s: MTU 65000 is larger than 16 4096-byte UMEM frames carry with sg=1 "
+        "(MTU at most 61422); lower the MTU" % dev)
+    ln.run("ip", "link", "set", dev, "mtu", "30000")
+    assert open_error(ln, "afxdp:%s,mode=skb,sg=1" % dev) == (
+        "afxdp:%s: MTU 30000 is larger than 16 2048-byte UMEM frames carry with sg=1 "
+        "(MTU at most 28654); lower the MTU" % dev)
+    assert open_error(ln, "afxdp:%s,mode=skb,frame=4096,sg=2" % dev) == (
+        "afxdp: option sg=2 must be 0 or 1")
