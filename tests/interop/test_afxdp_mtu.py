@@ -38,12 +38,12 @@ class XdpLink(Link):
 def xdp_link():
     links = []
 
-    def make(mode, mtu=MTU):
+    def make(mode, mtu=MTU, opts="", prefix="ipkQ"):
         if os.geteuid() != 0:
             pytest.skip("interop tests need root (network namespaces)")
         if not os.path.exists(prog("ipkit-nc")):
             pytest.skip("examples not built in %s" % BUILD)
-        ln = XdpLink(mode, mtu)
+        ln = XdpLink(mode, mtu, opts=opts, prefix=prefix)
         links.append(ln)
         return ln
 

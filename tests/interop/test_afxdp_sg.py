@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from conftest import BUILD, available_kinds, prog
-from test_afxdp_mtu import XdpLink, open_error
+from conftest import available_kinds, prog
+from test_afxdp_mtu import open_error, payload_64M, xdp_link  # noqa: F401 (fixtures)
 from test_linux_peer import nc_digests, transfer_from_linux, transfer_to_linux
 
 MTU = 9000
@@ -23,31 +23,11 @@ pytestmark = pytest.mark.skipif("afxdp" not in available_kinds(),
 
 
 @pytest.fixture
-def sg_link():
-    links = []
-
+def sg_link(xdp_link):
+    """xdp_link's links, multi-buffer at MTU 9000 by default, named ixm..."""
     def make(mode, mtu=MTU, opts=",sg=1"):
-        if os.geteuid() != 0:
-            pytest.skip("interop tests need root (network namespaces)")
-        if not os.path.exists(prog("ipkit-nc")):
-            pytest.skip("examples not built in %s" % BUILD)
-        ln = XdpLink(mode, mtu, opts=opts, prefix="ixm")
-        links.append(ln)
-        return ln
-
-    yield make
-    for ln in links:
-        ln.close()
-
-
-@pytest.fixture(scope="module")
-def payload_64M(tmp_path_factory):
-    path = tmp_path_factory.mktemp("ixm_payload") / "64M"
-    with open(path, "wb") as f:
-        for _ in range(16):
-            f.write(os.urandom(4 << 20))
-    yield path
-    path.unlink()
+        return xdp_link(mode, mtu, opts=opts, prefix="ixm")
+    return make
 
 
 @pytest.mark.parametrize("mode", ["skb", "drv"])
