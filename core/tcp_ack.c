@@ -7,8 +7,9 @@
  *
  * "Every tcp_ack_every segments" is counted per receive batch: when ipk_run has
  * more frames after the one that reached the count, the ACK waits for the end of
- * the batch and then covers all of it (one connection at a time; any other ACKs at
- * once as before). With coalesced 64 KiB frames (LRO/GRO, a TAP's GSO frames) each
+ * the batch and then covers all of it (one connection at a time, and only while
+ * the unacknowledged data is at most a quarter of the window we offered; any other
+ * ACKs at once as before). With coalesced 64 KiB frames (LRO/GRO, a TAP's GSO frames) each
  * frame alone reaches the count, and one ACK per frame cost the receiver a write
  * and the sender a read and a send-loop pass each, while every ACK opened the
  * window by one frame only, so the sender's next TSO frames stayed small. The
@@ -26,9 +27,15 @@
 #include "wire/wire.h"
 
 /* 1: c's count-due ACK waits for the end of ipk_run's batch (ipk_tcp_ack_batch_end). */
-static int ack_defer(struct ipk_ctx *ctx, struct ipk_conn *c)
+static int ack_defer(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t mss)
 {
-	if (!ctx->rx_more || (ctx->ack_c && ctx->ack_c != c))
+	/* Not acknowledged yet (counted in segments, so rounded up): at most a quarter
+	 * of the window we last offered (that plus what the sender has left), so the
+	 * sender is never held up by a long batch. */
+	uint64_t unacked = (uint64_t)c->segs_unacked * mss;
+	uint32_t left = ipk_seq_lt(c->rcv_nxt, c->rcv_adv) ? c->rcv_adv - c->rcv_nxt : 0;
+
+	if (!ctx->rx_more || (ctx->ack_c && ctx->ack_c != c) || 3u * unacked > left)
 		return 0;
 	if (!ctx->ack_c) {
 		ipk_tcp_hold(c); /* a later frame of the batch may reset it */
@@ -56,7 +63,7 @@ IPK_HOT void ipk_tcp_ack_data(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t 
 		c->quickack--;
 		now = 1;
 	}
-	if (now || (c->segs_unacked >= ctx->cfg.tcp_ack_every && !ack_defer(ctx, c)))
+	if (now || (c->segs_unacked >= ctx->cfg.tcp_ack_every && !ack_defer(ctx, c, mss)))
 		c->fl |= IPK_TCPF_ACK_NOW;
 	else
 		c->fl |= IPK_TCPF_ACK_LATER;

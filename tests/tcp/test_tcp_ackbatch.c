@@ -19,7 +19,7 @@
 #define A IPK_TCP_ACK
 #define W 65535
 #define SEG 100u /* payload bytes per scripted frame */
-#define MAXB 8
+#define MAXB 8 /* frames per scripted batch */
 
 static uint8_t data[SEG * MAXB];
 
@@ -67,6 +67,31 @@ static void batch_in_order(struct th *t, int n, uint32_t seq, uint32_t ack)
 		f[i].ack = ack;
 	}
 	batch(t, n, f);
+}
+
+static void small_rcvbuf(struct ipk_config *c)
+{
+	c->tcp_quickack = 0;
+	c->tcp_rcvbuf = 16384;
+}
+
+/* A batch longer than a quarter of the window we offered does not wait for its end:
+ * with a 16 KiB window and segments counted as a 1460-byte MSS each, the fourth
+ * frame (4 * 1460 * 3 > 16384 - 400) is ACKed at once, the last two at the end. */
+static void test_batch_ack_bounded_by_window(void)
+{
+	struct th *t = th_new(small_rcvbuf);
+	struct ipk_conn *c;
+	uint32_t iss = th_accept(t, IRS, NULL, W, &c);
+	struct tseg s;
+
+	batch_in_order(t, 6, IRS + 1, iss + 1);
+	CHECK_EQ(t->rxlen, 6 * SEG);
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 1 + 4 * SEG));
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 1 + 6 * SEG));
+	CHECK_EQ(th_pending(t), 0);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
 }
 
 /* Two in-order frames from IRS + 1, then one at seq3 with flags3, in one batch. */
@@ -196,5 +221,6 @@ int main(void)
 	RUN(test_batch_ooo_acked_at_once);
 	RUN(test_batch_reset_after_defer);
 	RUN(test_batch_second_conn_acks_at_once);
+	RUN(test_batch_ack_bounded_by_window);
 	return check_summary();
 }
