@@ -375,7 +375,9 @@ notes() {
   Beyond 3822: UMEM chunks above 4 KiB are refused by this kernel (EINVAL, also on
   hugepages), so above MTU 3822 the afxdp rows run multi-buffer AF_XDP (`sg=1`,
   XDP_USE_SG): a frame spans several 4 KiB UMEM frames, received as one packet chain,
-  sent as a chain of descriptors read in place.
+  sent as a chain of descriptors (pieces that lie in the UMEM are read in place; the
+  bench's --zerocopy payload lies in a pool of its own, so the backend copies each
+  segment once into full 4 KiB frames, which also means fewer descriptors).
 - **Multi-buffer** (profiles 2026-11-23, MTU 9000, load 13-18, `perf record -g -p`
   on each pinned process, cpu-clock): the sender spends about 77% in the kernel, 73%
   inside `sendto`: `__xsk_generic_xmit` builds an skb (a page allocated and copied per
