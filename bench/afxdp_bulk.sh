@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# One-connection bulk, ipkit over afxdp (multi-buffer above MTU 3822) against Linux
+# over veth at the same MTU, side by side, with the CPU cost of each side: a benchmark
+# run, not a test (issue 4's "bulk over afxdp at least half of Linux's veth figure").
+#
+#   [MTU=N] bash bench/afxdp_bulk.sh [BUILD_DIR] [SECONDS] [ROUNDS]
+#                                   (root; defaults build 10 3, MTU 9000)
+#
+# Pairs as bench/io_pairs.sh's bulk rows: a veth pair at MTU N with an ipkit-bench on
+# each end (afxdp, frame=4096, sg=1 above 3822; skb and drv XDP; client --zerocopy -g 2
+# -l 65536, both --tcp-buf 2097152), and a veth pair between two namespaces with the
+# Linux twin at each end; client pinned to CPU 0, server to CPU 1. ROUNDS alternate
+# the rows so all see the same machine. Per cell: Gbit/s (the client's figure) and
+# CPU us per MB carried (sum of /proc/PID/task/*/schedstat of the sender and of the
+# receiver over the middle of the cell, bytes from the server device's counters):
+# less noisy than Gbit/s on a shared machine, and what bounds a quiet run.
+# Everything is named ixm<4 hex>... and removed on exit, also on failure or Ctrl-C.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${1:-build}
+secs=${2:-10}
+rounds=${3:-3}
+mtu=${MTU:-9000}
+for v in "$secs" "$rounds" "$mtu"; do
+	case $v in '' | *[!0-9]*) echo "afxdp_bulk: '$v' is not a number" >&2; exit 2 ;; esac
+done
+[ "$secs" -ge 4 ] || { echo "afxdp_bulk: SECONDS must be at least 4" >&2; exit 2; }
+[ "$mtu" -ge 576 ] && [ "$mtu" -le 61422 ] ||
+	{ echo "afxdp_bulk: MTU=$mtu: afxdp carries 576..61422" >&2; exit 2; }
+B=$build/bench/ipkit-bench
+L=$build/bench/ipkit-bench-linux
+for b in "$B" "$L"; do
+	[ -x "$b" ] || { echo "afxdp_bulk: $b is not built (make)" >&2; exit 2; }
+done
+frame=""
+[ "$mtu" -gt 1774 ] && frame=,frame=4096
+[ "$mtu" -gt 3822 ] && frame=,frame=4096,sg=1
+tag=ixm$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')
+ns=${tag}n
+ns2=${tag}p
+pids=()
+tmpd=$(mktemp -d)
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	ip netns del "$ns" 2>/dev/null || true
+	ip netns del "$ns2" 2>/dev/null || true
+	rm -rf "$tmpd"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+ip netns add "$ns"
+ip netns add "$ns2"
+X() { ip netns exec "$ns" "$@"; }
+Y() { ip netns exec "$ns2" "$@"; }
+X ip link set lo up
+Y ip link set lo up
+X ip link add "${tag}x1" type veth peer name "${tag}x2"
+for d in x1 x2; do X ip link set "${tag}$d" mtu "$mtu"; X ip link set "${tag}$d" up; done
+X ip link add "${tag}c" type veth peer name "${tag}d" netns "$ns2"
+X ip link set "${tag}c" mtu "$mtu"; Y ip link set "${tag}d" mtu "$mtu"
+X ip addr add 10.81.0.1/24 dev "${tag}c"; X ip link set "${tag}c" up
+Y ip addr add 10.81.0.2/24 dev "${tag}d"; Y ip link set "${tag}d" up
+
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+rx_bytes() { # namespace device
+	ip netns exec "$1" cat /proc/net/dev | awk -v d="$2:" '$1 == d {print $2}'
+}
+
+# cell ROW: start server and client, sample the middle of the run, print the row
+cell() {
+	local row=$1 srv cli dev sns s0 c0 b0 s1 c1 b1 mb g
+	case $row in
+	linux)
+		ip netns exec "$ns2" taskset -c 1 "$L" --ip 10.81.0.2 -p 7 -g 2 >/dev/null 2>&1 &
+		srv=$!; pids+=("$srv"); sleep 0.5
+		ip netns exec "$ns" taskset -c 0 "$L" -s 10.81.0.2 -p 7 -t "$secs" --json -c 1 \
+			-l 65536 -g 2 >"$tmpd/out" 2>/dev/null &
+		cli=$!; pids+=("$cli"); dev=${tag}d; sns=$ns2 ;;
+	*)
+		ip netns exec "$ns" taskset -c 1 "$B" --io "afxdp:${tag}x1,mode=$row$frame" \
+			--ip 10.9.0.1/24 -p 7 -g 2 --tcp-buf 2097152 >/dev/null 2>&1 &
+		srv=$!; pids+=("$srv"); sleep 0.5
+		ip netns exec "$ns" taskset -c 0 "$B" --io "afxdp:${tag}x2,mode=$row$frame" \
+			--ip 10.9.0.2/24 -s 10.9.0.1 -p 7 -t "$secs" --json -c 1 -l 65536 -g 2 \
+			--zerocopy --tcp-buf 2097152 >"$tmpd/out" 2>/dev/null &
+		cli=$!; pids+=("$cli"); dev=${tag}x1; sns=$ns ;;
+	esac
+	sleep $((secs / 4))
+	s0=$(cpu_ns "$srv"); c0=$(cpu_ns "$cli"); b0=$(rx_bytes "$sns" "$dev")
+	sleep $((secs / 2))
+	s1=$(cpu_ns "$srv"); c1=$(cpu_ns "$cli"); b1=$(rx_bytes "$sns" "$dev")
+	wait "$cli" || true
+	kill "$srv" 2>/dev/null || true
+	wait "$srv" 2>/dev/null || true
+	pids=()
+	g=$(python3 bench/bench_summary.py <"$tmpd/out" 2>/dev/null | awk '{print $4}' || true)
+	mb=$(( (b1 - b0) / 1000000 ))
+	[ "$mb" -gt 0 ] || mb=1
+	printf '| %s | %s | %d | %d |\n' "$row" "${g:-0}" $(( (c1 - c0) / 1000 / mb )) \
+		$(( (s1 - s0) / 1000 / mb ))
+}
+
+echo "MTU $mtu, afxdp spec options mode=skb|drv$frame; ${secs} s cells, $rounds rounds;"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| row | Gbit/s | sender CPU us/MB | receiver CPU us/MB |"
+echo "|---|---|---|---|"
+for ((r = 0; r < rounds; r++)); do
+	for row in skb drv linux; do cell "$row"; done
+done
+echo
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
