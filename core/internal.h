@@ -198,6 +198,10 @@ struct ipk_ctx {
 	uint32_t nhc_ip_be;
 	uint8_t nhc_eth[IPK_ETH_HLEN];
 	uint64_t nhc_until;
+	/* The transmit fast path (tcp_out.c): output passes it sent, and a switch the
+	 * tests set to send everything the general way and compare the frames. */
+	uint64_t tx_fast_n;
+	uint8_t tx_fast_off;
 };
 #define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */
@@ -288,6 +292,14 @@ void ipk_link_input(struct ipk_ctx *c, void *pkt);
 int ipk_link_output_ip4(struct ipk_ctx *c, void *pkt, uint32_t next_hop_be);
 /* Hand a finished frame to ops->tx, counting it. */
 void ipk_link_tx(struct ipk_ctx *c, void *pkt);
+/* The same for a frame of `len` bytes the caller knows (no chain walk to count it). */
+IPK_INLINE void ipk_link_tx_len(struct ipk_ctx *c, void *pkt, uint32_t len)
+{
+	c->cnt.tx_frames++;
+	c->cnt.tx_bytes += len;
+	c->tx_queued++;
+	IPK_OPS(c)->tx(pkt, IPK_OPQ(c));
+}
 /* Remember next hop nh_be at mac until `until` (ctx nhc_*); and forget it, which
  * arp.c does on every change to its table. */
 void ipk_link_nhc_set(struct ipk_ctx *c, uint32_t nh_be, const uint8_t mac[6], uint64_t until);
@@ -335,8 +347,18 @@ uint64_t ipk_ip4_frag_timer(struct ipk_ctx *c, uint64_t now);
 int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be);
 /* Limited broadcast or our subnet's broadcast / network address? */
 int ipk_ip4_is_bcast(const struct ipk_ctx *c, uint32_t ip_be);
-/* On-link next hop for dst (dst itself, or the gateway); 0 when there is no route. */
-uint32_t ipk_ip4_next_hop(const struct ipk_ctx *c, uint32_t dst_be);
+/* On-link next hop for dst (dst itself, or the gateway); 0 when there is no route.
+ * Inline: every transmitted datagram asks. */
+IPK_INLINE uint32_t ipk_ip4_next_hop(const struct ipk_ctx *c, uint32_t dst_be)
+{
+	uint32_t mask = c->cfg.netmask_be;
+
+	if (dst_be == 0)
+		return 0;
+	if (dst_be == 0xffffffffu || (dst_be & mask) == (c->cfg.ip4_be & mask))
+		return dst_be;
+	return c->cfg.gateway_be;
+}
 
 /* --------------------------------------------------------------- ICMP */
 

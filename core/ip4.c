@@ -58,17 +58,6 @@ int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be)
 	return (c->cfg.ip4_be != 0 && ip_be == c->cfg.ip4_be) || ipk_ip4_is_bcast(c, ip_be);
 }
 
-uint32_t ipk_ip4_next_hop(const struct ipk_ctx *c, uint32_t dst_be)
-{
-	uint32_t mask = c->cfg.netmask_be;
-
-	if (dst_be == 0)
-		return 0;
-	if (dst_be == 0xffffffffu || (dst_be & mask) == (c->cfg.ip4_be & mask))
-		return dst_be;
-	return c->cfg.gateway_be;
-}
-
 /* RFC 1122 §3.2.1.3: a source that cannot be a host. 0.0.0.0 is allowed only for
  * UDP to a broadcast (a host booting with DHCP/BOOTP). */
 static inline int ip4_bad_src(const struct ipk_ctx *c, const struct ipk_ip4_hdr *h, int bcast)

@@ -48,10 +48,7 @@ void ipk_link_input(struct ipk_ctx *c, void *pkt)
 /* Ownership of pkt passes to the integrator through ops->tx. */
 IPK_HOT void ipk_link_tx(struct ipk_ctx *c, void *pkt)
 {
-	c->cnt.tx_frames++;
-	c->cnt.tx_bytes += ipk_pkt_chain_len(c, pkt);
-	c->tx_queued++;
-	IPK_OPS(c)->tx(pkt, IPK_OPQ(c));
+	ipk_link_tx_len(c, pkt, ipk_pkt_chain_len(c, pkt));
 }
 
 /* The 14-byte Ethernet II header (RFC 894) at p. */

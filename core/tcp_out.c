@@ -152,17 +152,18 @@ static int sq_attach(struct ipk_ctx *ctx, struct ipk_conn *c, void *hdr, uint32_
 
 /* ------------------------------------------------------------ segments */
 
-static void seg_csum(struct ipk_ctx *ctx, void *pkt, const struct ipk_tuple *t, uint32_t l4_len,
-                     struct ipk_tx_meta *meta)
+/* The TCP checksum of the segment whose header is th in pkt (a chain when
+ * `chained`): by the NIC when it offers, else in software. */
+static void seg_csum(struct ipk_ctx *ctx, void *pkt, uint8_t *th, int chained,
+                     const struct ipk_tuple *t, uint32_t l4_len, struct ipk_tx_meta *meta)
 {
 	uint32_t l4 = ipk_l4_off(ctx);
-	uint8_t *th = ipk_pkt_data(ctx, pkt) + l4;
 
 	if (ctx->cfg.caps & IPK_CAP_TX_CSUM_TCP) {
 		ipk_wr16(th + 16, ipk_csum_pseudo_fold(t->local_ip4_be, t->peer_ip4_be,
 		                                       IPK_IPPROTO_TCP, l4_len));
 		meta->flags |= IPK_TXOFF_TCP_CSUM;
-	} else if (!ipk_pkt_chain_next(ctx, pkt)) {
+	} else if (!chained) {
 		/* one packet (no SG): header and payload in one pass */
 		ipk_wr16(th + 16, ipk_csum_l4(t->local_ip4_be, t->peer_ip4_be, IPK_IPPROTO_TCP, th,
 		                              l4_len));
@@ -225,7 +226,7 @@ static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, cons
 	ipk_memset(&meta, 0, sizeof(meta));
 	meta.l4_len = (uint16_t)hlen;
 	meta.tos = sp->tos;
-	seg_csum(ctx, pkt, t, hlen + sp->plen, &meta);
+	seg_csum(ctx, pkt, th, sg, t, hlen + sp->plen, &meta);
 	if (c && sp->plen > c->mss && (ctx->cfg.caps & IPK_CAP_TSO)) {
 		meta.flags |= IPK_TXOFF_TSO;
 		meta.mss = (uint16_t)c->mss;
@@ -322,6 +323,26 @@ static uint32_t data_opts(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tc
 
 static int fin_state(const struct ipk_conn *c) { return ((1u << c->state) & FIN_STATES) != 0; }
 
+/* Time the segment ending at `end` unless one is being timed (RFC 6298 §3). */
+static void rtt_start(const struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t end)
+{
+	if (c->fl & IPK_TCPF_RTT_ON)
+		return;
+	c->fl |= IPK_TCPF_RTT_ON;
+	c->rtt_seq = end;
+	c->rtt_t = ipk_tcp_tick(ctx->now, IPK_TCP_NS_PER_US);
+}
+
+/* Data went out: RFC 6298 (5.1) starts the loss timer when it is not running; new data
+ * moves a PTO (RFC 8985 §7.2). */
+static void loss_timer_sent(struct ipk_ctx *ctx, struct ipk_conn *c, int again)
+{
+	if (!ipk_tcp_loss_armed(c))
+		ipk_tcp_arm_loss_timer(ctx, c, 0);
+	else if (!again)
+		ipk_tcp_tlp_rearm(ctx, c);
+}
+
 static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t used,
                        unsigned how)
 {
@@ -338,19 +359,14 @@ static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 		c->fl &= ~IPK_TCPF_RTT_ON;
 		c->retransmits++;
 		ctx->cnt.tcp_retransmits++;
-	} else if (!(c->fl & IPK_TCPF_RTT_ON) && !(how & IPK_TCP_X_PROBE)) {
-		c->fl |= IPK_TCPF_RTT_ON;
-		c->rtt_seq = end;
-		c->rtt_t = ipk_tcp_tick(ctx->now, IPK_TCP_NS_PER_US);
+	} else if (!(how & IPK_TCP_X_PROBE)) {
+		rtt_start(ctx, c, end);
 	}
 	if (ipk_seq_gt(end, c->snd_max))
 		c->snd_max = end;
 	if (how & IPK_TCP_X_PROBE)
 		return;
-	if (!ipk_tcp_loss_armed(c))
-		ipk_tcp_arm_loss_timer(ctx, c, 0);
-	else if (!again)
-		ipk_tcp_tlp_rearm(ctx, c);
+	loss_timer_sent(ctx, c, again);
 }
 
 IPK_HOT int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,
@@ -550,8 +566,212 @@ static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ipk_tcp_arm_persist(ctx, c);
 }
 
+/* ---------------------------------------------------- transmit fast path
+ *
+ * The output pass of an established connection in its common case, straight through:
+ * everything queued goes in one segment of new data (or an owed pure ACK goes), with
+ * at most the timestamp option, copied into the header packet, to a next hop whose
+ * Ethernet header the context has cached. Everything else takes the general path
+ * (ipk_tcp_xmit and seg_send), which stays the reference: SYN, FIN, retransmission,
+ * SACK or D-SACK blocks to send, loss recovery, ECN, a segment above one MSS or
+ * chained by scatter-gather, Nagle or a window holding data back, an unresolved next
+ * hop, the packet pool dry. The fast path writes the same bytes and does the same
+ * bookkeeping (tests/tcp/test_tcp_txfast.c sends each situation both ways, with
+ * ctx->tx_fast_off, and compares the frames).
+ */
+
+/* Connection flags that send the pass the general way. */
+#define TXF_NOT (IPK_TCPF_ZOMBIE | IPK_TCPF_FIN_QUEUED | IPK_TCPF_ECN | IPK_TCPF_RECOVERY | \
+                 IPK_TCPF_SACK_RCVY | IPK_TCPF_RTX_LOST)
+#define TXF_STATES ((1u << IPK_TCP_ESTABLISHED) | (1u << IPK_TCP_CLOSE_WAIT))
+
+/* The payload the general pass would send as one segment that empties the send queue,
+ * 0 for an owed pure ACK with nothing to send, -1 when the pass is not the common
+ * case. No extension record means no scoreboard, recovery episode or out-of-order
+ * queue: no SACK blocks, pipe is the flight, PRR is off. */
+static int32_t txf_len(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint32_t avail = ipk_tcp_data_end(c) - c->snd_nxt;
+	uint32_t inflight = c->snd_nxt - c->snd_una, uwnd, cwnd;
+
+	if ((c->fl & TXF_NOT) || !((1u << c->state) & TXF_STATES) || c->x ||
+	    ctx->dsack_c == c || c->snd_nxt != c->snd_max || ctx->tx_fast_off)
+		return -1;
+	if (avail == 0)
+		return (c->fl & IPK_TCPF_ACK_NOW) ? 0 : -1;
+	/* one MSS or less (no TSO frame), copied (IPK_TCP_COPY_MAX with SG) */
+	if (avail > c->mss || ((ctx->cfg.caps & IPK_CAP_SG) && avail > IPK_TCP_COPY_MAX))
+		return -1;
+	/* output_one's usable window and send_ok (len == avail) */
+	uwnd = c->snd_wnd > inflight ? c->snd_wnd - inflight : 0;
+	cwnd = c->cwnd > inflight ? c->cwnd - inflight : 0;
+	if (IPK_MIN(uwnd, cwnd) < avail ||
+	    ((c->fl & IPK_TCPF_NAGLE) && inflight > 0 && avail < c->mss))
+		return -1;
+	return (int32_t)avail;
+}
+
+/* IPv4 header of a fast segment of tot bytes (DF, TOS 0: no ECN). */
+static void txf_ip4(struct ipk_ctx *ctx, uint8_t *ip, const struct ipk_conn *c, uint32_t tot,
+                    struct ipk_tx_meta *meta)
+{
+	struct ipk_ip4_hdr h;
+	int hw = (ctx->cfg.caps & IPK_CAP_TX_CSUM_IP4) != 0;
+
+	h.ihl = IPK_IP4_HLEN;
+	h.tos = 0;
+	h.tot_len = (uint16_t)tot;
+	h.id = ctx->ip_id++;
+	h.frag = IPK_IP4_DF;
+	h.ttl = ctx->cfg.ttl;
+	h.proto = IPK_IPPROTO_TCP;
+	h.csum = 0;
+	h.src_be = ctx->cfg.ip4_be;
+	h.dst_be = c->t.peer_ip4_be;
+	ipk_ip4_put(ip, &h, !hw);
+	if (hw)
+		meta->flags |= IPK_TXOFF_IP4_CSUM;
+}
+
+/* The payload of a fast segment, [snd_nxt, snd_nxt + len), to dst. Returns the pb
+ * it came from when one flat packet held it all (the common case: one pb per write),
+ * NULL when sq_copy gathered it. */
+static struct ipk_pb *txf_payload(struct ipk_ctx *ctx, struct ipk_conn *c, uint8_t *dst,
+                                  uint32_t len)
+{
+	uint32_t at;
+	struct ipk_pb *pb = ipk_tcp_sq_find(ctx, c, c->snd_nxt, &at);
+
+	if (pb && at + len <= pb->len && !ipk_pkt_chain_next(ctx, pb->pkt)) {
+		ipk_memcpy(dst, ipk_pkt_data(ctx, pb->pkt) + pb->off + at, len);
+		return pb;
+	}
+	sq_copy(ctx, c, c->snd_nxt, dst, len);
+	return NULL;
+}
+
+/* TCP header and timestamp option of a fast segment at th. */
+static void txf_tcp(struct ipk_ctx *ctx, uint8_t *th, struct ipk_conn *c, uint32_t hlen,
+                    uint32_t len)
+{
+	struct ipk_tcp_hdr h;
+
+	h.sport_be = c->t.local_port_be;
+	h.dport_be = c->t.peer_port_be;
+	h.seq = c->snd_nxt;
+	h.ack = c->rcv_nxt;
+	h.doff = (uint8_t)hlen;
+	h.flags = len ? IPK_TCP_ACK | IPK_TCP_PSH : IPK_TCP_ACK; /* PSH: it empties the queue */
+	h.wnd = wnd_field(ctx, c);
+	h.csum = 0;
+	h.urp = 0;
+	ipk_tcp_hdr_put(th, &h);
+	/* RFC 7323 §3.2: TSecr echoes TS.Recent on every segment with ACK */
+	if (hlen > IPK_TCP_HLEN)
+		ipk_tcp_ts_put(th + IPK_TCP_HLEN, ipk_tcp_ts_now(ctx, c), c->ts_recent);
+}
+
+/* Segments up to this many TCP bytes are summed inline (wire.h); longer ones by
+ * csum.c's unrolled loop. */
+#define TXF_CSUM_INLINE_MAX 128u
+
+/* What after_xmit does for new data sent by the fast path; `one` is the pb that held
+ * all of it (RACK's send time goes on it directly), or NULL. No extension record: no
+ * recovery episode, so PRR has nothing to count. */
+static void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,
+                     struct ipk_pb *one)
+{
+	if ((c->fl & IPK_TCPF_SACK_OK) && one) {
+		one->t = ctx->now;
+		if (one->xmit == 0)
+			one->xmit = 1;
+	} else if (c->fl & IPK_TCPF_SACK_OK) {
+		ipk_tcp_rack_sent(ctx, c, seq, len);
+	}
+	rtt_start(ctx, c, seq + len);
+	c->snd_max = seq + len;
+	loss_timer_sent(ctx, c, 0);
+}
+
+/* Build and send the segment txf_len planned; 0 (nothing done) when the frame cannot
+ * go this way after all: above the MTU, no route, next hop not cached, pool dry. */
+static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len)
+{
+	uint32_t hlen = IPK_TCP_HLEN + ((c->fl & IPK_TCPF_TS_OK) ? IPK_TCP_TS_LEN : 0u);
+	uint32_t l2 = ctx->l2_len, tot = IPK_IP4_HLEN + hlen + len, seq = c->snd_nxt;
+	uint32_t nh = ipk_ip4_next_hop(ctx, c->t.peer_ip4_be);
+	int eth = ctx->cfg.link != IPK_LINK_RAWIP;
+	struct ipk_tx_meta meta;
+	struct ipk_pb *one;
+	uint8_t *p, *th;
+	void *pkt;
+
+	if (tot > ctx->cfg.mtu || nh == 0 ||
+	    (eth && (nh != ctx->nhc_ip_be || ctx->now >= ctx->nhc_until)))
+		return 0;
+	pkt = ipk_pkt_alloc(ctx);
+	if (!pkt)
+		return 0; /* the general path counts it and retries later */
+	ipk_pkt_set_len(ctx, pkt, l2 + tot);
+	p = ipk_pkt_data(ctx, pkt);
+	if (eth)
+		ipk_memcpy(p, ctx->nhc_eth, IPK_ETH_HLEN);
+	ipk_memset(&meta, 0, sizeof(meta));
+	txf_ip4(ctx, p + l2, c, tot, &meta);
+	th = p + l2 + IPK_IP4_HLEN;
+	txf_tcp(ctx, th, c, hlen, len);
+	one = len ? txf_payload(ctx, c, th + hlen, len) : NULL;
+	if (!(ctx->cfg.caps & IPK_CAP_TX_CSUM_TCP) && hlen + len <= TXF_CSUM_INLINE_MAX)
+		ipk_wr16(th + 16, ipk_csum_l4_small(c->t.local_ip4_be, c->t.peer_ip4_be,
+		                                    IPK_IPPROTO_TCP, th, hlen + len));
+	else
+		seg_csum(ctx, pkt, th, 0, &c->t, hlen + len, &meta);
+	if (meta.flags && IPK_OPS(ctx)->tx_offload) {
+		meta.l2_len = (uint16_t)l2;
+		meta.l3_len = IPK_IP4_HLEN;
+		meta.l4_len = (uint16_t)hlen;
+		IPK_OPS(ctx)->tx_offload(pkt, &meta, IPK_OPQ(ctx));
+	}
+	ctx->cnt.tcp_tx_segs++;
+	ctx->tx_fast_n++;
+	ipk_link_tx_len(ctx, pkt, l2 + tot);
+	/* what ipk_tcp_xmit does after seg_send, for an ACK and new data */
+	c->fl &= ~(IPK_TCPF_ACK_NOW | IPK_TCPF_ACK_LATER);
+	c->delack_at = 0;
+	c->segs_unacked = 0;
+	if (len) {
+		txf_sent(ctx, c, seq, len, one);
+		c->snd_nxt = seq + len;
+	}
+	return 1;
+}
+
+/* ipk_tcp_timers_update after a fast pass, when only the loss timer can have moved
+ * earlier: the connection is on the timer list with its loss timer armed, and nothing
+ * else but keep-alive may be set (the segment's ACK cleared the delayed ACK, the pass
+ * cleared retry). The context deadline only ever needs lowering (it may be early). */
+static void txf_timers(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint64_t d;
+
+	if (!(c->fl & IPK_TCPF_ON_TIMERS) || c->rtx_at == 0 || c->keepalive_at) {
+		ipk_tcp_timers_update(ctx, c);
+		return;
+	}
+	d = ipk_tcp_us_ns(ctx, c->rtx_at);
+	if (d < ctx->tcp_deadline)
+		ctx->tcp_deadline = d;
+}
+
 IPK_HOT void ipk_tcp_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
+	int32_t fast = txf_len(ctx, c);
+
+	if (fast >= 0 && txf_send(ctx, c, (uint32_t)fast)) {
+		c->retry_at = 0;
+		txf_timers(ctx, c);
+		return;
+	}
 	if (c->state == IPK_TCP_CLOSED || (c->fl & IPK_TCPF_ZOMBIE))
 		return;
 	c->retry_at = 0;

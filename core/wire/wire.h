@@ -125,6 +125,74 @@ uint16_t ipk_csum_pseudo_fold(uint32_t src_be, uint32_t dst_be, uint8_t proto, u
 uint16_t ipk_csum_l4(uint32_t src_be, uint32_t dst_be, uint8_t proto, const uint8_t *p,
                      uint32_t len);
 
+/* Inline sums for the transmit fast path's small segments (RFC 1071 §2(B),(C)): 64-bit
+ * words in the host's byte order, each carry added back at once, folded at the end;
+ * 2^16 is 1 modulo 2^16 - 1, so every 16-bit lane counts alike and only the lane a
+ * byte falls in (its offset modulo 2) matters. A little-endian host swaps the folded
+ * result's two bytes. */
+static inline uint64_t ipk_csum64_add(uint64_t s, uint64_t w)
+{
+	s += w;
+	return s + (s < w);
+}
+/* Host-order sum of len bytes at p, which starts on an even offset of the sum: the loop
+ * runs len / 8 times, so this is for headers and small payloads (csum.c has the
+ * unrolled loop for the rest). An odd last byte is the high half of a word padded
+ * with zero (RFC 1071 §1). */
+static inline uint64_t ipk_csum64_small(uint64_t s, const uint8_t *p, uint32_t len)
+{
+	uint8_t last[2] = {0, 0};
+	uint64_t w8;
+	uint32_t w4;
+	uint16_t w2;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		__builtin_memcpy(&w8, p, 8);
+		s = ipk_csum64_add(s, w8);
+	}
+	if (len & 4) {
+		__builtin_memcpy(&w4, p, 4);
+		s = ipk_csum64_add(s, w4);
+		p += 4;
+	}
+	if (len & 2) {
+		__builtin_memcpy(&w2, p, 2);
+		s = ipk_csum64_add(s, w2);
+		p += 2;
+	}
+	if (len & 1) {
+		last[0] = p[0];
+		__builtin_memcpy(&w2, last, 2);
+		s = ipk_csum64_add(s, w2);
+	}
+	return s;
+}
+/* ipk_csum_l4 for a segment of len (< 65536) bytes, inline: the value to store with
+ * ipk_wr16 (the checksum field zero while summed). */
+static inline uint16_t ipk_csum_l4_small(uint32_t src_be, uint32_t dst_be, uint8_t proto,
+                                         const uint8_t *p, uint32_t len)
+{
+	/* the pseudo-header's last word pair (zero, protocol, length) as it lies in memory */
+	const uint8_t ph[4] = {0, proto, (uint8_t)(len >> 8), (uint8_t)len};
+	const uint16_t one = 1;
+	uint8_t le;
+	uint32_t w4, lo, hi;
+	uint16_t f;
+	uint64_t s;
+
+	__builtin_memcpy(&w4, ph, 4);
+	s = ipk_csum64_small((uint64_t)src_be + dst_be + w4, p, len);
+	lo = (uint32_t)s;
+	hi = (uint32_t)(s >> 32);
+	lo += hi;
+	lo += lo < hi;
+	f = (uint16_t)((lo + ((lo << 16) | (lo >> 16))) >> 16);
+	__builtin_memcpy(&le, &one, 1);
+	if (le)
+		f = (uint16_t)((f << 8) | (f >> 8));
+	return (uint16_t)~f;
+}
+
 /* ---------------------------------------------------------- Ethernet */
 
 #define IPK_ETH_HLEN 14
@@ -184,6 +252,22 @@ int ipk_ip4_csum_ok(const uint8_t *p, uint32_t ihl);
 /* Writes a 20-byte header (no options). With fill_csum the checksum is computed,
  * otherwise the field is 0 (for offload). */
 uint32_t ipk_ip4_emit(uint8_t *p, uint32_t cap, const struct ipk_ip4_hdr *h, int fill_csum);
+/* The checksum field of the 20-byte header ipk_ip4_put writes for h, computed from
+ * the fields (RFC 1071: the one's-complement sum of the ten 16-bit words, the checksum
+ * word counted as 0), so the header is not read back after it is written. Nine words
+ * of at most 0xffff sum below 2^20: two folds end every carry. */
+static inline uint16_t ipk_ip4_hdr_csum(const struct ipk_ip4_hdr *h)
+{
+	uint32_t s = ipk_rd32((const uint8_t *)&h->src_be);
+	uint32_t d = ipk_rd32((const uint8_t *)&h->dst_be);
+	uint32_t sum = (0x4500u | h->tos) + h->tot_len + h->id + h->frag +
+	               (((uint32_t)h->ttl << 8) | h->proto) + (s >> 16) + (s & 0xffffu) +
+	               (d >> 16) + (d & 0xffffu);
+
+	sum = (sum & 0xffffu) + (sum >> 16);
+	sum += sum >> 16;
+	return (uint16_t)~sum;
+}
 /* The same into 20 bytes the caller knows are there: inline, so the transmit path
  * writes the header in place whatever else calls it. */
 static inline void ipk_ip4_put(uint8_t *p, const struct ipk_ip4_hdr *h, int fill_csum)
@@ -195,11 +279,9 @@ static inline void ipk_ip4_put(uint8_t *p, const struct ipk_ip4_hdr *h, int fill
 	ipk_wr16(p + 6, h->frag);
 	p[8] = h->ttl;
 	p[9] = h->proto;
-	ipk_wr16(p + 10, 0);
+	ipk_wr16(p + 10, fill_csum ? ipk_ip4_hdr_csum(h) : 0);
 	ipk_wrbe32(p + 12, h->src_be);
 	ipk_wrbe32(p + 16, h->dst_be);
-	if (fill_csum)
-		ipk_wr16(p + 10, ipk_csum_fold(ipk_csum_hdr20(p)));
 }
 
 /* -------------------------------------------------------------- ICMP */
@@ -315,14 +397,19 @@ int ipk_tcp_opts_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_opts *o);
  * NOP,NOP,SACK-perm when there is no TS; NOP,NOP,SACK with as many of o->nsack
  * blocks as fit in 40 bytes (3 with TS, 4 without). */
 uint32_t ipk_tcp_opts_emit(uint8_t *p, uint32_t cap, const struct ipk_tcp_opts *o);
+/* NOP,NOP,TS (RFC 7323 Appendix A layout) into 12 bytes the caller knows are there. */
+static inline void ipk_tcp_ts_put(uint8_t *p, uint32_t tsval, uint32_t tsecr)
+{
+	ipk_wr32(p, 0x0101080au); /* NOP, NOP, kind 8, length 10 */
+	ipk_wr32(p + 4, tsval);
+	ipk_wr32(p + 8, tsecr);
+}
 /* ipk_tcp_opts_emit into 40 bytes of room, with the established segment's usual
  * options, NOP,NOP,TS (RFC 7323 Appendix A), written inline. */
 static inline uint32_t ipk_tcp_opts_put(uint8_t *p, const struct ipk_tcp_opts *o)
 {
 	if (o->has_ts && !(o->has_mss | o->has_ws | o->has_sack_perm | o->nsack)) {
-		ipk_wr32(p, 0x0101080au); /* NOP, NOP, kind 8, length 10 */
-		ipk_wr32(p + 4, o->tsval);
-		ipk_wr32(p + 8, o->tsecr);
+		ipk_tcp_ts_put(p, o->tsval, o->tsecr);
 		return IPK_TCP_TS_OPT_LEN;
 	}
 	return ipk_tcp_opts_emit(p, IPK_TCP_MAX_OPT, o);

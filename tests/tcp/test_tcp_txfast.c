@@ -1,0 +1,305 @@
+/*
+ * The transmit fast path (tcp_out.c txf_*) against the general path it shortcuts: one
+ * script of situations runs on two contexts alike, one with the fast path and one
+ * with ctx->tx_fast_off, and every frame they send must be the same bytes (and the
+ * same offload marks), and the connection's send state (sequence variables, flags,
+ * timers, the context deadline, RACK's send stamps) the same after every step. The
+ * script crosses into the general path and back (segments above one MSS, Nagle, a
+ * retransmission, SACK blocks, a zero window, FIN), so a shortcut that forgets some
+ * bookkeeping shows up in a later step too. The fast run must have used the fast
+ * path, the other must not have.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "harness.h"
+#include "wire/wire.h"
+
+#define IRS 7000000u
+#define A IPK_TCP_ACK
+#define MS 1000000ull
+#define MAX_FRAMES 160
+#define MAX_STEPS 40
+
+/* What a run leaves behind: every frame, and a digest of the send state per step. */
+struct digest {
+	uint32_t snd_una, snd_nxt, snd_max, rcv_nxt, rcv_adv, fl, rtx_at, delack_at, retry_at;
+	uint32_t rtt_seq, rtt_t, segs_unacked, rtx_kind, cwnd, ip_id, pb_n;
+	uint64_t tcp_deadline, tx_segs, pb_t_sum, pb_xmit_sum;
+};
+
+struct run {
+	struct tframe f[MAX_FRAMES];
+	int nf;
+	struct digest d[MAX_STEPS];
+	int nd;
+	uint64_t fast_n;
+};
+
+static void digest(struct th *t, struct ipk_conn *c, struct run *r)
+{
+	struct digest *d = &r->d[r->nd < MAX_STEPS ? r->nd++ : MAX_STEPS - 1];
+	struct ipk_pb *pb;
+
+	memset(d, 0, sizeof(*d));
+	d->snd_una = c->snd_una;
+	d->snd_nxt = c->snd_nxt;
+	d->snd_max = c->snd_max;
+	d->rcv_nxt = c->rcv_nxt;
+	d->rcv_adv = c->rcv_adv;
+	d->fl = c->fl;
+	d->rtx_at = c->rtx_at;
+	d->rtx_kind = c->rtx_kind;
+	d->delack_at = c->delack_at;
+	d->retry_at = c->retry_at;
+	d->rtt_seq = c->rtt_seq;
+	d->rtt_t = c->rtt_t;
+	d->segs_unacked = c->segs_unacked;
+	d->cwnd = c->cwnd;
+	d->ip_id = t->ctx->ip_id;
+	d->tcp_deadline = t->ctx->tcp_deadline;
+	d->tx_segs = ipk_counters(t->ctx)->tcp_tx_segs;
+	for (pb = c->sq_head; pb; pb = pb->next) {
+		d->pb_n++;
+		d->pb_t_sum += pb->t * d->pb_n;
+		d->pb_xmit_sum += (uint64_t)pb->xmit * d->pb_n;
+	}
+	/* take the frames sent so far */
+	while (t->next < t->ncap) {
+		struct tframe *f = &t->cap[t->next++];
+
+		if (r->nf < MAX_FRAMES) {
+			r->f[r->nf] = *f;
+			r->f[r->nf].b = (uint8_t *)malloc(f->len);
+			memcpy(r->f[r->nf].b, f->b, f->len);
+			r->nf++;
+		}
+	}
+}
+
+/* The peer's ACK of everything we sent, with a window and optional data. */
+static void peer(struct th *t, struct ipk_conn *c, uint32_t *pseq, uint32_t ack, uint16_t wnd,
+                 const void *data, uint32_t len, int ts)
+{
+	struct ipk_tcp_opts o = th_ts_opt(1000u + (uint32_t)(t->now / MS), c->iss);
+
+	th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, A | (len ? IPK_TCP_PSH : 0), *pseq, ack, wnd,
+	        ts ? &o : NULL, data, len);
+	*pseq += len;
+}
+
+struct variant {
+	void (*tweak)(struct ipk_config *cfg);
+	int ts;        /* the peer offers timestamps and SACK */
+	uint32_t big;  /* a write above what the fast path takes */
+};
+
+static void script(struct th *t, const struct variant *v, struct run *r)
+{
+	static uint8_t buf[4096];
+	struct ipk_tcp_opts o = th_ts_opt(1000u, 0);
+	struct ipk_conn *c = NULL;
+	uint32_t pseq = IRS + 1, i;
+
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 7u + 3u);
+	o.has_mss = 1;
+	o.mss = 1460;
+	o.has_sack_perm = (uint8_t)v->ts;
+	o.has_ts = (uint8_t)v->ts;
+	o.has_ws = 1;
+	o.ws = 2;
+	th_accept(t, IRS, &o, 60000, &c);
+	if (!c)
+		return;
+	digest(t, c, r);
+	/* a request written outside any event: one segment at once */
+	ipk_tcp_write(t->ctx, c, buf, 1, t->now);
+	digest(t, c, r);
+	/* the peer answers with data that ACKs it; echoed from the payload event */
+	t->echo = 1;
+	t->now += MS;
+	peer(t, c, &pseq, c->snd_nxt, 60000, buf + 10, 1, v->ts);
+	digest(t, c, r);
+	t->now += MS;
+	peer(t, c, &pseq, c->snd_nxt, 60000, buf + 20, 100, v->ts);
+	digest(t, c, r);
+	t->echo = 0;
+	/* data only: a pure ACK now or from the delayed-ACK timer */
+	t->now += MS;
+	peer(t, c, &pseq, c->snd_nxt, 60000, buf + 30, 200, v->ts);
+	digest(t, c, r);
+	th_run_for(t, 300 * MS);
+	digest(t, c, r);
+	/* above one MSS (general), then small writes behind it (Nagle) */
+	ipk_tcp_write(t->ctx, c, buf, v->big, t->now);
+	ipk_tcp_write(t->ctx, c, buf + 7, 10, t->now);
+	digest(t, c, r);
+	t->now += MS;
+	peer(t, c, &pseq, c->snd_una + 1000, 60000, NULL, 0, v->ts);
+	digest(t, c, r);
+	peer(t, c, &pseq, c->snd_nxt, 60000, NULL, 0, v->ts);
+	digest(t, c, r);
+	peer(t, c, &pseq, c->snd_nxt, 60000, NULL, 0, v->ts);
+	digest(t, c, r);
+	/* a write nobody ACKs: the loss timer (TLP or RTO) resends it */
+	ipk_tcp_write(t->ctx, c, buf + 100, 50, t->now);
+	digest(t, c, r);
+	th_run_for(t, 2000 * MS);
+	digest(t, c, r);
+	peer(t, c, &pseq, c->snd_nxt, 60000, NULL, 0, v->ts);
+	digest(t, c, r);
+	/* out-of-order data (SACK blocks in the ACK), then the hole filled */
+	pseq += 100;
+	peer(t, c, &pseq, c->snd_nxt, 60000, buf + 200, 50, v->ts);
+	digest(t, c, r);
+	ipk_tcp_write(t->ctx, c, buf + 300, 20, t->now);
+	digest(t, c, r);
+	pseq -= 150;
+	peer(t, c, &pseq, c->snd_nxt, 60000, buf + 100, 100, v->ts);
+	pseq += 50;
+	digest(t, c, r);
+	/* a window update from ipk_tcp_recved outside any event */
+	ipk_tcp_recved(t->ctx, c, pseq - IRS - 1, t->now);
+	digest(t, c, r);
+	/* a zero window holds a write back; opened, it goes */
+	peer(t, c, &pseq, c->snd_nxt, 0, NULL, 0, v->ts);
+	ipk_tcp_write(t->ctx, c, buf + 400, 30, t->now);
+	digest(t, c, r);
+	t->now += MS;
+	peer(t, c, &pseq, c->snd_nxt, 60000, NULL, 0, v->ts);
+	digest(t, c, r);
+	peer(t, c, &pseq, c->snd_nxt, 60000, NULL, 0, v->ts);
+	ipk_tcp_write(t->ctx, c, buf + 500, 40, t->now);
+	digest(t, c, r);
+	/* FIN (general), and the close */
+	ipk_tcp_close(t->ctx, c, t->now);
+	digest(t, c, r);
+	peer(t, c, &pseq, c->snd_nxt, 60000, NULL, 0, v->ts);
+	r->fast_n = t->ctx->tx_fast_n;
+	ipk_tcp_abort(t->ctx, c, t->now);
+}
+
+static void run_free(struct run *r)
+{
+	int i;
+
+	for (i = 0; i < r->nf; i++)
+		free(r->f[i].b);
+}
+
+static int frames_same(const struct tframe *a, const struct tframe *b)
+{
+	return a->len == b->len && a->flags == b->flags && a->mss == b->mss &&
+	       a->chained == b->chained && memcmp(a->b, b->b, a->len) == 0;
+}
+
+/* Both ways through the script; the fast path must have sent at least `min_fast`. */
+static void compare(const struct variant *v, uint64_t min_fast)
+{
+	static struct run fast, slow;
+	struct th *tf = th_new(v->tweak), *ts = th_new(v->tweak);
+	int i;
+
+	memset(&fast, 0, sizeof(fast));
+	memset(&slow, 0, sizeof(slow));
+	ts->ctx->tx_fast_off = 1;
+	script(tf, v, &fast);
+	script(ts, v, &slow);
+	CHECK(fast.fast_n >= min_fast);
+	CHECK_EQ(slow.fast_n, 0);
+	CHECK(fast.nf > 10);
+	CHECK_EQ(fast.nf, slow.nf);
+	CHECK_EQ(fast.nd, slow.nd);
+	for (i = 0; i < fast.nf && i < slow.nf; i++) {
+		if (!frames_same(&fast.f[i], &slow.f[i]))
+			fprintf(stderr, "frame %d differs\n", i);
+		CHECK(frames_same(&fast.f[i], &slow.f[i]));
+	}
+	for (i = 0; i < fast.nd && i < slow.nd; i++) {
+		if (memcmp(&fast.d[i], &slow.d[i], sizeof(fast.d[i])) != 0)
+			fprintf(stderr, "state after step %d differs\n", i);
+		CHECK(memcmp(&fast.d[i], &slow.d[i], sizeof(fast.d[i])) == 0);
+	}
+	CHECK(th_no_leaks(tf));
+	CHECK(th_no_leaks(ts));
+	run_free(&fast);
+	run_free(&slow);
+	th_free(tf);
+	th_free(ts);
+}
+
+static void test_txfast_same_frames_ts_sack(void)
+{
+	const struct variant v = {NULL, 1, 3000};
+
+	compare(&v, 6);
+}
+
+static void test_txfast_same_frames_no_options(void)
+{
+	const struct variant v = {NULL, 0, 3000};
+
+	compare(&v, 6);
+}
+
+static void offload(struct ipk_config *c)
+{
+	c->caps |= IPK_CAP_TX_CSUM_IP4 | IPK_CAP_TX_CSUM_TCP;
+}
+
+static void test_txfast_same_frames_csum_offload(void)
+{
+	const struct variant v = {offload, 1, 3000};
+
+	compare(&v, 6);
+}
+
+/* With scatter-gather, payloads above IPK_TCP_COPY_MAX go as chains (general path). */
+static void sg(struct ipk_config *c) { c->caps |= IPK_CAP_SG; }
+
+static void test_txfast_same_frames_sg(void)
+{
+	const struct variant v = {sg, 1, 1000};
+
+	compare(&v, 6);
+}
+
+static void no_delack(struct ipk_config *c) { c->tcp_delack_ns = 0; }
+
+static void test_txfast_same_frames_no_delack(void)
+{
+	const struct variant v = {no_delack, 1, 3000};
+
+	compare(&v, 6);
+}
+
+/* The inline checksum of small segments is the one csum.c computes. */
+static void test_csum_l4_small_matches(void)
+{
+	uint8_t b[200];
+	uint32_t len, i, bad = 0;
+
+	for (i = 0; i < sizeof(b); i++)
+		b[i] = (uint8_t)(i * 37u + 11u);
+	for (len = 0; len <= sizeof(b); len++) {
+		uint16_t want = ipk_csum_l4(IPK_IP4(10, 1, 2, 3), IPK_IP4(192, 168, 200, 255),
+		                            IPK_IPPROTO_TCP, b, len);
+
+		bad += ipk_csum_l4_small(IPK_IP4(10, 1, 2, 3), IPK_IP4(192, 168, 200, 255),
+		                         IPK_IPPROTO_TCP, b, len) != want;
+	}
+	CHECK_EQ(bad, 0);
+}
+
+int main(void)
+{
+	RUN(test_csum_l4_small_matches);
+	RUN(test_txfast_same_frames_ts_sack);
+	RUN(test_txfast_same_frames_no_options);
+	RUN(test_txfast_same_frames_csum_offload);
+	RUN(test_txfast_same_frames_sg);
+	RUN(test_txfast_same_frames_no_delack);
+	return check_summary();
+}
