@@ -29,6 +29,13 @@
 #else
 #define IPK_HOT
 #endif
+/* A small helper the transmit path needs inline in each of its callers, which GCC's
+ * size heuristics would otherwise leave as a call. */
+#if defined(__GNUC__)
+#define IPK_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define IPK_ALWAYS_INLINE inline
+#endif
 
 /* Ops access: a unity build binds the table at compile time. */
 #ifdef IPK_OPS_STATIC

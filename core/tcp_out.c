@@ -152,29 +152,43 @@ static int sq_attach(struct ipk_ctx *ctx, struct ipk_conn *c, void *hdr, uint32_
 
 /* ------------------------------------------------------------ segments */
 
-/* The TCP checksum of the segment whose header is th in pkt (a chain when
- * `chained`): by the NIC when it offers, else in software. */
-static void seg_csum(struct ipk_ctx *ctx, void *pkt, uint8_t *th, int chained,
-                     const struct ipk_tuple *t, uint32_t l4_len, struct ipk_tx_meta *meta)
-{
-	uint32_t l4 = ipk_l4_off(ctx);
+/* Segments up to this many TCP bytes are summed inline (wire.h); longer ones by
+ * csum.c's unrolled loop. */
+#define CSUM_INLINE_MAX 128u
 
+/* The TCP checksum of a segment in one packet (header th, l4_len bytes): by the NIC
+ * when it offers, else in software, in one pass over header and payload. */
+static IPK_ALWAYS_INLINE void seg_csum_flat(const struct ipk_ctx *ctx, uint8_t *th,
+                                            const struct ipk_tuple *t, uint32_t l4_len,
+                                            struct ipk_tx_meta *meta)
+{
 	if (ctx->cfg.caps & IPK_CAP_TX_CSUM_TCP) {
 		ipk_wr16(th + 16, ipk_csum_pseudo_fold(t->local_ip4_be, t->peer_ip4_be,
 		                                       IPK_IPPROTO_TCP, l4_len));
 		meta->flags |= IPK_TXOFF_TCP_CSUM;
-	} else if (!chained) {
-		/* one packet (no SG): header and payload in one pass */
+	} else if (l4_len <= CSUM_INLINE_MAX) {
+		ipk_wr16(th + 16, ipk_csum_l4_small(t->local_ip4_be, t->peer_ip4_be,
+		                                    IPK_IPPROTO_TCP, th, l4_len));
+	} else {
 		ipk_wr16(th + 16, ipk_csum_l4(t->local_ip4_be, t->peer_ip4_be, IPK_IPPROTO_TCP, th,
 		                              l4_len));
-	} else {
-		int odd = 0;
-		uint32_t sum = ipk_csum_pseudo(t->local_ip4_be, t->peer_ip4_be, IPK_IPPROTO_TCP,
-		                               l4_len);
-
-		sum = ipk_csum_chain(ctx, pkt, l4, l4_len, sum, &odd);
-		ipk_wr16(th + 16, ipk_csum_fold(sum));
 	}
+}
+
+/* The same for a segment chained by scatter-gather (pkt: header packet and clones). */
+static void seg_csum(struct ipk_ctx *ctx, void *pkt, uint8_t *th, int chained,
+                     const struct ipk_tuple *t, uint32_t l4_len, struct ipk_tx_meta *meta)
+{
+	int odd = 0;
+	uint32_t sum;
+
+	if (!chained || (ctx->cfg.caps & IPK_CAP_TX_CSUM_TCP)) {
+		seg_csum_flat(ctx, th, t, l4_len, meta);
+		return;
+	}
+	sum = ipk_csum_pseudo(t->local_ip4_be, t->peer_ip4_be, IPK_IPPROTO_TCP, l4_len);
+	sum = ipk_csum_chain(ctx, pkt, ipk_l4_off(ctx), l4_len, sum, &odd);
+	ipk_wr16(th + 16, ipk_csum_fold(sum));
 }
 
 /* Payloads up to this many bytes are copied into the header packet even with
@@ -594,13 +608,17 @@ static int32_t txf_len(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 	uint32_t avail = ipk_tcp_data_end(c) - c->snd_nxt;
 	uint32_t inflight = c->snd_nxt - c->snd_una, uwnd, cwnd;
 
+	/* First what a bulk transfer's passes fail on: more than one MSS queued (no TSO
+	 * frame here), or nothing to send and no ACK owed now. */
+	if (avail > c->mss || (avail == 0 && !(c->fl & IPK_TCPF_ACK_NOW)))
+		return -1;
 	if ((c->fl & TXF_NOT) || !((1u << c->state) & TXF_STATES) || c->x ||
 	    ctx->dsack_c == c || c->snd_nxt != c->snd_max || ctx->tx_fast_off)
 		return -1;
 	if (avail == 0)
-		return (c->fl & IPK_TCPF_ACK_NOW) ? 0 : -1;
-	/* one MSS or less (no TSO frame), copied (IPK_TCP_COPY_MAX with SG) */
-	if (avail > c->mss || ((ctx->cfg.caps & IPK_CAP_SG) && avail > IPK_TCP_COPY_MAX))
+		return 0;
+	/* copied: with SG only up to IPK_TCP_COPY_MAX */
+	if ((ctx->cfg.caps & IPK_CAP_SG) && avail > IPK_TCP_COPY_MAX)
 		return -1;
 	/* output_one's usable window and send_ok (len == avail) */
 	uwnd = c->snd_wnd > inflight ? c->snd_wnd - inflight : 0;
@@ -633,21 +651,33 @@ static void txf_ip4(struct ipk_ctx *ctx, uint8_t *ip, const struct ipk_conn *c, 
 		meta->flags |= IPK_TXOFF_IP4_CSUM;
 }
 
-/* The payload of a fast segment, [snd_nxt, snd_nxt + len), to dst. Returns the pb
- * it came from when one flat packet held it all (the common case: one pb per write),
- * NULL when sq_copy gathered it. */
-static struct ipk_pb *txf_payload(struct ipk_ctx *ctx, struct ipk_conn *c, uint8_t *dst,
-                                  uint32_t len)
+/* The send-queue pb whose one flat packet holds all of [snd_nxt, snd_nxt + len) (the
+ * common case: a pb per write, sent whole), with *at the offset of snd_nxt in it; NULL
+ * when the bytes are spread (the general path gathers them). */
+static struct ipk_pb *txf_src(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len,
+                              uint32_t *at)
 {
-	uint32_t at;
-	struct ipk_pb *pb = ipk_tcp_sq_find(ctx, c, c->snd_nxt, &at);
+	struct ipk_pb *pb = c->sq_head;
 
-	if (pb && at + len <= pb->len && !ipk_pkt_chain_next(ctx, pb->pkt)) {
-		ipk_memcpy(dst, ipk_pkt_data(ctx, pb->pkt) + pb->off + at, len);
-		return pb;
+	*at = c->snd_nxt - c->sq_seq;
+	if (!pb || *at + len > pb->len)
+		pb = ipk_tcp_sq_find(ctx, c, c->snd_nxt, at);
+	if (!pb || *at + len > pb->len || ipk_pkt_chain_next(ctx, pb->pkt))
+		return NULL;
+	return pb;
+}
+
+/* Copy a fast segment's payload: a few bytes by hand, more by memcpy. */
+static void txf_copy(uint8_t *dst, const uint8_t *src, uint32_t len)
+{
+	uint32_t i;
+
+	if (len > 8) {
+		ipk_memcpy(dst, src, len);
+		return;
 	}
-	sq_copy(ctx, c, c->snd_nxt, dst, len);
-	return NULL;
+	for (i = 0; i < len; i++)
+		dst[i] = src[i];
 }
 
 /* TCP header and timestamp option of a fast segment at th. */
@@ -671,22 +701,16 @@ static void txf_tcp(struct ipk_ctx *ctx, uint8_t *th, struct ipk_conn *c, uint32
 		ipk_tcp_ts_put(th + IPK_TCP_HLEN, ipk_tcp_ts_now(ctx, c), c->ts_recent);
 }
 
-/* Segments up to this many TCP bytes are summed inline (wire.h); longer ones by
- * csum.c's unrolled loop. */
-#define TXF_CSUM_INLINE_MAX 128u
-
-/* What after_xmit does for new data sent by the fast path; `one` is the pb that held
- * all of it (RACK's send time goes on it directly), or NULL. No extension record: no
- * recovery episode, so PRR has nothing to count. */
+/* What after_xmit does for new data sent by the fast path from pb alone: RACK's send
+ * time goes on pb directly. No extension record: no recovery episode, so PRR has
+ * nothing to count. */
 static void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,
-                     struct ipk_pb *one)
+                     struct ipk_pb *pb)
 {
-	if ((c->fl & IPK_TCPF_SACK_OK) && one) {
-		one->t = ctx->now;
-		if (one->xmit == 0)
-			one->xmit = 1;
-	} else if (c->fl & IPK_TCPF_SACK_OK) {
-		ipk_tcp_rack_sent(ctx, c, seq, len);
+	if (c->fl & IPK_TCPF_SACK_OK) {
+		pb->t = ctx->now;
+		if (pb->xmit == 0)
+			pb->xmit = 1;
 	}
 	rtt_start(ctx, c, seq + len);
 	c->snd_max = seq + len;
@@ -694,20 +718,23 @@ static void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint
 }
 
 /* Build and send the segment txf_len planned; 0 (nothing done) when the frame cannot
- * go this way after all: above the MTU, no route, next hop not cached, pool dry. */
+ * go this way after all: above the MTU, no route, next hop not cached, payload spread
+ * over packets, pool dry. */
 static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len)
 {
 	uint32_t hlen = IPK_TCP_HLEN + ((c->fl & IPK_TCPF_TS_OK) ? IPK_TCP_TS_LEN : 0u);
-	uint32_t l2 = ctx->l2_len, tot = IPK_IP4_HLEN + hlen + len, seq = c->snd_nxt;
+	uint32_t l2 = ctx->l2_len, tot = IPK_IP4_HLEN + hlen + len, seq = c->snd_nxt, at = 0;
 	uint32_t nh = ipk_ip4_next_hop(ctx, c->t.peer_ip4_be);
 	int eth = ctx->cfg.link != IPK_LINK_RAWIP;
 	struct ipk_tx_meta meta;
-	struct ipk_pb *one;
+	struct ipk_pb *src = NULL;
 	uint8_t *p, *th;
 	void *pkt;
 
 	if (tot > ctx->cfg.mtu || nh == 0 ||
 	    (eth && (nh != ctx->nhc_ip_be || ctx->now >= ctx->nhc_until)))
+		return 0;
+	if (len && !(src = txf_src(ctx, c, len, &at)))
 		return 0;
 	pkt = ipk_pkt_alloc(ctx);
 	if (!pkt)
@@ -720,12 +747,9 @@ static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t le
 	txf_ip4(ctx, p + l2, c, tot, &meta);
 	th = p + l2 + IPK_IP4_HLEN;
 	txf_tcp(ctx, th, c, hlen, len);
-	one = len ? txf_payload(ctx, c, th + hlen, len) : NULL;
-	if (!(ctx->cfg.caps & IPK_CAP_TX_CSUM_TCP) && hlen + len <= TXF_CSUM_INLINE_MAX)
-		ipk_wr16(th + 16, ipk_csum_l4_small(c->t.local_ip4_be, c->t.peer_ip4_be,
-		                                    IPK_IPPROTO_TCP, th, hlen + len));
-	else
-		seg_csum(ctx, pkt, th, 0, &c->t, hlen + len, &meta);
+	if (src)
+		txf_copy(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
+	seg_csum_flat(ctx, th, &c->t, hlen + len, &meta);
 	if (meta.flags && IPK_OPS(ctx)->tx_offload) {
 		meta.l2_len = (uint16_t)l2;
 		meta.l3_len = IPK_IP4_HLEN;
@@ -739,8 +763,8 @@ static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t le
 	c->fl &= ~(IPK_TCPF_ACK_NOW | IPK_TCPF_ACK_LATER);
 	c->delack_at = 0;
 	c->segs_unacked = 0;
-	if (len) {
-		txf_sent(ctx, c, seq, len, one);
+	if (src) {
+		txf_sent(ctx, c, seq, len, src);
 		c->snd_nxt = seq + len;
 	}
 	return 1;
