@@ -611,10 +611,10 @@ static void *frag_build(struct ipk_ctx *c, void *src, uint32_t off, uint32_t n, 
 		return f;
 	}
 	ipk_pkt_set_len(c, f, hl);
-	if (ipk_pkt_slice(c, f, src, hl + off, n) != IPK_OK)
+	/* on failure *tail stays f: frag_build_all frees from the first fragment */
+	last = f;
+	if (ipk_pkt_slice(c, &last, src, hl + off, n) != IPK_OK)
 		return NULL;
-	for (last = f; ipk_pkt_chain_next(c, last); last = ipk_pkt_chain_next(c, last))
-		;
 	*tail = last;
 	return f;
 }

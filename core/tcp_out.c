@@ -131,15 +131,18 @@ static void sq_copy(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint8
 	}
 }
 
+/* Chain clones of `len` queued bytes from `seq` behind hdr (a fresh header packet,
+ * no chain yet): one clone per send-queue packet the range touches. */
 static int sq_attach(struct ipk_ctx *ctx, struct ipk_conn *c, void *hdr, uint32_t seq,
                      uint32_t len)
 {
 	uint32_t at;
 	struct ipk_pb *pb = ipk_tcp_sq_find(ctx, c, seq, &at);
+	void *tail = hdr;
 
 	while (pb && len > 0) {
 		uint32_t n = IPK_MIN(len, pb->len - at);
-		int rc = ipk_pkt_slice(ctx, hdr, pb->pkt, pb->off + at, n);
+		int rc = ipk_pkt_slice(ctx, &tail, pb->pkt, pb->off + at, n);
 
 		if (rc != IPK_OK)
 			return rc;
