@@ -562,7 +562,7 @@ IPK_HOT int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *b
 
 IPK_HOT int ipk_tcp_recved(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t bytes, uint64_t now)
 {
-	uint32_t before;
+	uint32_t buf, wnd, thresh, cur;
 	int rc = conn_check(ctx, c);
 
 	if (rc != IPK_OK)
@@ -570,24 +570,26 @@ IPK_HOT int ipk_tcp_recved(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t byt
 	if (bytes > c->rcv_unread)
 		return IPK_EINVAL;
 	ctx->now = now;
-	before = c->rcv_adv;
 	c->rcv_unread -= bytes;
+	if (!ipk_tcp_synced(c) || (c->fl & IPK_TCPF_FIN_RCVD))
+		return IPK_OK;
 	/* RFC 9293 §3.8.6.2.2: tell the peer at once only when the window grew by
 	 * min(buffer/2, MSS) and what it may still send is below half the buffer;
 	 * otherwise the next ACK carries the new edge. The buffer is what the window
 	 * field can announce: without window scaling (RFC 7323 §2.2) at most 65535
-	 * bytes of a larger tcp_rcvbuf, or every read would look like an opening. */
-	if (ipk_tcp_synced(c) && !(c->fl & IPK_TCPF_FIN_RCVD)) {
-		uint32_t buf = IPK_MIN(ctx->cfg.tcp_rcvbuf, (uint32_t)0xffffu << c->rcv_wscale);
-		uint32_t free_ = ctx->cfg.tcp_rcvbuf - c->rcv_unread;
-		uint32_t wnd = IPK_MIN(free_, buf);
-		uint32_t thresh = IPK_MIN(buf / 2u, ipk_tcp_rcv_mss(ctx));
-		uint32_t cur = ipk_seq_gt(before, c->rcv_nxt) ? before - c->rcv_nxt : 0;
-
-		if (ipk_seq_ge(c->rcv_nxt + wnd, before + thresh) && cur < buf / 2u) {
-			c->fl |= IPK_TCPF_ACK_NOW;
-			after_queue(ctx, c, now);
-		}
+	 * bytes of a larger tcp_rcvbuf, or every read would look like an opening.
+	 * The second test first, against tcp_rcvbuf/2 (>= buf/2): an application
+	 * that reads as data comes (a bulk receiver, one call per packet of an LRO
+	 * chain) leaves more than that announced and stops here. */
+	cur = ipk_seq_gt(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;
+	if (cur >= ctx->cfg.tcp_rcvbuf / 2u)
+		return IPK_OK;
+	buf = IPK_MIN(ctx->cfg.tcp_rcvbuf, (uint32_t)0xffffu << c->rcv_wscale);
+	wnd = IPK_MIN(ctx->cfg.tcp_rcvbuf - c->rcv_unread, buf);
+	thresh = IPK_MIN(buf / 2u, ipk_tcp_rcv_mss(ctx));
+	if (ipk_seq_ge(c->rcv_nxt + wnd, c->rcv_adv + thresh) && cur < buf / 2u) {
+		c->fl |= IPK_TCPF_ACK_NOW;
+		after_queue(ctx, c, now);
 	}
 	return IPK_OK;
 }

@@ -1,9 +1,15 @@
 /*
+ * The bulk copying path (bench/inmem's offload profile).
+ *
  * Send-queue packet sizes of the copying write (core/tcp.c write_cap): with TSO and
  * scatter-gather each packet is filled to the buffer size (pkt_buf_size, 2048 here),
  * so a segment, a retransmission or a SACK-driven repair cuts those packets by
  * sequence at offsets that are not packet boundaries; without TSO one packet per MSS.
  * Every segment's payload is compared byte for byte with what was written.
+ *
+ * Bytes released with ipk_tcp_recved from a payload callback (core/tcp.c): the
+ * window-update test exits early while more than half the buffer is announced, and
+ * still announces a reopened window at once when less is.
  */
 #include <string.h>
 
@@ -179,11 +185,78 @@ static void test_established_tso_sg_sack_repair_cuts_inside_packets(void)
 	th_free(t);
 }
 
+/* ------------------------------------------------- releases from a callback */
+
+static void small_rcvbuf(struct ipk_config *c)
+{
+	c->tcp_rcvbuf = 16384;
+	c->tcp_quickack = 0; /* no quick ACKs at the start: one per two segments */
+	c->tcp_wscale = 0;
+	c->tcp_timestamps = 0;
+}
+
+static void (*g_payload)(struct ipk_ctx *, struct ipk_conn *, void *, void *, uint32_t,
+                         uint32_t, void *);
+static int g_release_all, g_sent_in_callback;
+
+/* The harness's payload event, then (g_release_all) every unread byte released. */
+static void release_all(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+                        uint32_t off, uint32_t len, void *opaque)
+{
+	struct th *t = (struct th *)opaque;
+
+	g_payload(ctx, c, user, pkt, off, len, opaque);
+	if (!g_release_all)
+		return;
+	CHECK_EQ(ipk_tcp_recved(ctx, c, c->rcv_unread, t->now), IPK_OK);
+	g_sent_in_callback += th_pending(t);
+}
+
+/* RFC 9293 §3.8.6.2.2: six unread full-sized segments leave less than half of the
+ * 16 KiB buffer announced; the seventh's callback releases all. That segment alone
+ * would wait for the delayed-ACK timer (RFC 9293 §3.8.6.3: one ACK per two
+ * full-sized segments), but the reopened window goes out at once: one ACK after the
+ * callback, announcing the whole buffer. */
+static void test_established_recved_in_callback_announces_window_once(void)
+{
+	struct th *t = th_new(small_rcvbuf);
+	struct ipk_conn *c;
+	struct tseg s;
+	struct ipk_tcp_opts o = th_mss_opt(MSS);
+	uint32_t iss = th_accept(t, IRS, &o, W, &c), i;
+
+	fill();
+	g_payload = t->ops.tcp_payload;
+	t->ops.tcp_payload = release_all;
+	for (i = 0; i < 6; i++)
+		th_seg(t, A, IRS + 1 + i * MSS, iss + 1, W, g_buf + i * MSS, MSS);
+	CHECK_EQ(c->rcv_unread, 6 * MSS);
+	th_clear(t);
+	g_release_all = 1;
+	g_sent_in_callback = 0;
+	th_seg(t, A, IRS + 1 + 6 * MSS, iss + 1, W, g_buf + 6 * MSS, MSS);
+	CHECK_EQ(g_sent_in_callback, 0);
+	CHECK_EQ(c->rcv_unread, 0);
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 1 + 7 * MSS));
+	CHECK_EQ(s.h.wnd, 16384);
+	CHECK_EQ(th_pending(t), 0);
+	CHECK_EQ(t->rxlen, 7 * MSS);
+	CHECK(memcmp(t->rx, g_buf, 7 * MSS) == 0);
+	/* without a release the next segment waits for its pair or the timer */
+	g_release_all = 0;
+	th_seg(t, A, IRS + 1 + 7 * MSS, iss + 1, W, g_buf + 7 * MSS, MSS);
+	CHECK_EQ(th_pending(t), 0);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	CHECK(th_no_leaks(t));
+	th_free(t);
+}
+
 int main(void)
 {
 	RUN(test_established_tso_sg_write_fills_packets_to_buffer);
 	RUN(test_established_sg_only_write_keeps_one_packet_per_mss);
 	RUN(test_established_tso_sg_rto_retransmits_across_packet_boundaries);
 	RUN(test_established_tso_sg_sack_repair_cuts_inside_packets);
+	RUN(test_established_recved_in_callback_announces_window_once);
 	return check_summary();
 }
