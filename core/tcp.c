@@ -495,45 +495,57 @@ static uint32_t write_cap(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 	return IPK_MIN(c->mss, ctx->cfg.pkt_buf_size);
 }
 
-/* Fill the tail copy-packet, then fresh packets of up to write_cap bytes each. */
+/* Copy what fits into the tail packet when it is one of ours (ipk_tcp_write's) and
+ * has room; returns the bytes taken. An acknowledged head moved pb->off on, not the
+ * packet's start: the room left is what the buffer has after the packet's end. */
+static uint32_t write_topup(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_t *buf,
+                            uint32_t len, uint32_t cap)
+{
+	struct ipk_pb *pb = c->sq_tail;
+	uint32_t have, n;
+
+	if (!pb || !(pb->aux & IPK_TCP_PB_COPY) || pb->len >= cap)
+		return 0;
+	have = ipk_pkt_len(ctx, pb->pkt);
+	if (have >= ctx->cfg.pkt_buf_size)
+		return 0;
+	n = IPK_MIN(IPK_MIN(len, cap - pb->len), ctx->cfg.pkt_buf_size - have);
+	/* Bytes after the old end are new; clones already sent never see them. */
+	ipk_pkt_set_len(ctx, pb->pkt, have + n);
+	ipk_memcpy(ipk_pkt_data(ctx, pb->pkt) + have, buf, n);
+	pb->len += n;
+	c->sq_bytes += n;
+	return n;
+}
+
+/* Top up the tail packet, then fresh packets of up to write_cap bytes each. */
 static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_t *buf,
                            uint32_t len)
 {
-	uint32_t cap = write_cap(ctx, c), done = 0;
+	uint32_t cap = write_cap(ctx, c), done = write_topup(ctx, c, buf, len, cap);
 
 	while (done < len) {
-		struct ipk_pb *pb = c->sq_tail;
-		uint32_t have, n;
+		uint32_t n = IPK_MIN(len - done, cap);
+		void *p = ipk_pkt_alloc(ctx);
+		struct ipk_pb *pb;
 
-		/* An acknowledged head moved pb->off on, not the packet's start: the room
-		 * left is what the buffer has after the packet's current end. */
-		if (!pb || !(pb->aux & IPK_TCP_PB_COPY) || pb->len >= cap ||
-		    ipk_pkt_len(ctx, pb->pkt) >= ctx->cfg.pkt_buf_size) {
-			void *p = ipk_pkt_alloc(ctx);
-
-			if (!p) {
-				ipk_drop(ctx, IPK_DROP_NO_PKT);
-				break;
-			}
-			pb = ipk_pb_get(ctx);
-			if (!pb) {
-				ipk_pkt_free(ctx, p);
-				break;
-			}
-			pb->pkt = p;
-			pb->off = 0;
-			pb->len = 0;
-			pb->seq = ipk_tcp_data_end(c);
-			pb->aux = IPK_TCP_PB_COPY;
-			sq_append(c, pb);
+		if (!p) {
+			ipk_drop(ctx, IPK_DROP_NO_PKT);
+			break;
 		}
-		have = ipk_pkt_len(ctx, pb->pkt);
-		n = IPK_MIN(IPK_MIN(len - done, cap - pb->len), ctx->cfg.pkt_buf_size - have);
-		/* Bytes after the old end are new; clones already sent never see them. */
-		ipk_pkt_set_len(ctx, pb->pkt, have + n);
-		ipk_memcpy(ipk_pkt_data(ctx, pb->pkt) + have, buf + done, n);
-		pb->len += n;
-		c->sq_bytes += n;
+		pb = ipk_pb_get(ctx);
+		if (!pb) {
+			ipk_pkt_free(ctx, p);
+			break;
+		}
+		ipk_pkt_set_len(ctx, p, n);
+		ipk_memcpy(ipk_pkt_data(ctx, p), buf + done, n);
+		pb->pkt = p;
+		pb->off = 0;
+		pb->len = n;
+		pb->seq = ipk_tcp_data_end(c);
+		pb->aux = IPK_TCP_PB_COPY;
+		sq_append(c, pb); /* counts n in sq_bytes */
 		done += n;
 	}
 	return done;
