@@ -80,49 +80,58 @@ static void csum_step(uint64_t *s, uint64_t *c, const uint8_t *p)
  * once with csum_fold_host). RFC 1071 §2(B),(C): the sum may be taken over wider
  * words in host order (2^16 is 1 modulo 2^16 - 1, so every 16-bit lane counts alike)
  * and byte-swapped at the end on a little-endian host. Loads are memcpy'd (any
- * alignment). The main loop adds 64-bit words into two sums, even and odd words,
+ * alignment). From 64 bytes on, the words go into two sums (even and odd words),
  * each with its own carry count (RFC 1071 §2(C): the order of additions does not
- * matter): two add/add-with-carry chains instead of one, so a 64-byte round takes
- * half as many dependent adds (x86-64: 1460 bytes in ~15% less time, the same
- * instructions).
+ * matter): two add/add-with-carry chains of half the length, 64 bytes a round
+ * (x86-64: 1460 bytes in ~15% less time and instructions). Shorter buffers (the
+ * headers and small payloads of request/response traffic) take one chain without
+ * the second sum's set-up and merge.
  */
 static uint64_t csum_host(const uint8_t *p, uint32_t len)
 {
-	uint64_t s0 = 0, s1 = 0, c0 = 0, c1 = 0;
+	uint64_t s = 0, c = 0;
 	uint32_t i = 0, h;
 
-	for (; i + 64 <= len; i += 64) {
-		csum_step(&s0, &c0, p + i);
-		csum_step(&s1, &c1, p + i + 8);
-		csum_step(&s0, &c0, p + i + 16);
-		csum_step(&s1, &c1, p + i + 24);
-		csum_step(&s0, &c0, p + i + 32);
-		csum_step(&s1, &c1, p + i + 40);
-		csum_step(&s0, &c0, p + i + 48);
-		csum_step(&s1, &c1, p + i + 56);
+	if (len >= 64) {
+		uint64_t s1 = 0, c1 = 0;
+
+		for (; i + 64 <= len; i += 64) {
+			csum_step(&s, &c, p + i);
+			csum_step(&s1, &c1, p + i + 8);
+			csum_step(&s, &c, p + i + 16);
+			csum_step(&s1, &c1, p + i + 24);
+			csum_step(&s, &c, p + i + 32);
+			csum_step(&s1, &c1, p + i + 40);
+			csum_step(&s, &c, p + i + 48);
+			csum_step(&s1, &c1, p + i + 56);
+		}
+		/* each count holds at most one carry per 8 bytes: no overflow */
+		c += c1;
+		s += s1;
+		c += s < s1;
 	}
-	for (; i + 16 <= len; i += 16) {
-		csum_step(&s0, &c0, p + i);
-		csum_step(&s1, &c1, p + i + 8);
+	if (i + 32 <= len) {
+		csum_step(&s, &c, p + i);
+		csum_step(&s, &c, p + i + 8);
+		csum_step(&s, &c, p + i + 16);
+		csum_step(&s, &c, p + i + 24);
+		i += 32;
 	}
-	if (i + 8 <= len) {
-		csum_step(&s0, &c0, p + i);
-		i += 8;
-	}
-	/* c0 + c1 < 2^64: each counts at most one carry per 8 bytes */
-	s0 = csum_add64(csum_add64(s0, s1), c0 + c1);
+	for (; i + 8 <= len; i += 8)
+		csum_step(&s, &c, p + i);
+	s = csum_add64(s, c);
 	if (i + 4 <= len) {
 		__builtin_memcpy(&h, p + i, 4);
-		s0 = csum_add64(s0, h);
+		s = csum_add64(s, h);
 		i += 4;
 	}
 	if (i < len) {
 		uint16_t v;
 
 		__builtin_memcpy(&v, p + i, 2);
-		s0 = csum_add64(s0, v);
+		s = csum_add64(s, v);
 	}
-	return s0;
+	return s;
 }
 
 /* Sum of an even number of bytes as 16-bit big-endian words, folded to 16 bits. */
