@@ -1,5 +1,6 @@
 #!/bin/bash
-# Bulk Gbit/s, best of N rounds, every stack in each round (run on a quiet machine):
+# Bulk Gbit/s, best and median of N rounds, every stack in each round (run on a quiet
+# machine; single runs of one binary swing by up to 1.8x on the development VM):
 # ipkit unity (copying ipk_tcp_write, and --zerocopy), lwIP, smoltcp; sw and offload
 # profiles, 1 GiB per run, default message size (16384) and -m 65536.
 #
@@ -42,8 +43,12 @@ for r in $(seq "$rounds"); do
 	done
 done
 [ -z "$json" ] || cp "$tmp" "$json"
-printf '%-16s %-8s %6s %10s\n' stack profile msg 'best Gbit/s'
-awk '$5 == "true" { k = $1 " " $2 " " $3; if ($4 > b[k]) b[k] = $4 }
+printf '%-16s %-8s %6s %10s %10s\n' stack profile msg 'best Gbit/s' 'median'
+awk '$5 == "true" { k = $1 " " $2 " " $3; v[k] = v[k] " " $4 }
      $5 != "true" { bad[$1 " " $2 " " $3] = 1 }
-     END { for (k in b) { split(k, a, " "); printf "%-16s %-8s %6s %10.2f%s\n", a[1], a[2], a[3], b[k],
-           (k in bad) ? "  (a run failed)" : "" } }' "$tmp" | sort
+     END { for (k in v) { n = split(substr(v[k], 2), g, " ");
+             for (i = 2; i <= n; i++) for (j = i; j > 1 && g[j] < g[j - 1]; j--) { t = g[j]; g[j] = g[j - 1]; g[j - 1] = t }
+             med = (n % 2) ? g[(n + 1) / 2] : (g[n / 2] + g[n / 2 + 1]) / 2;
+             split(k, a, " ");
+             printf "%-16s %-8s %6s %10.2f %10.2f%s\n", a[1], a[2], a[3], g[n], med,
+               (k in bad) ? "  (a run failed)" : "" } }' "$tmp" | sort
