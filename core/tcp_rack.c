@@ -225,11 +225,13 @@ uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c)
  * burst, makes that single ACK common: through ipk-relay at 5% loss each way, ~10
  * RTOs in 8 MiB.
  */
-static int tlp_allowed(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+static IPK_ALWAYS_INLINE int tlp_allowed(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	if (!ctx->cfg.tcp_rack || !(c->fl & IPK_TCPF_SACK_OK) || c->srtt_us == 0 || c->nrtx)
+	if (!ctx->cfg.tcp_rack || c->srtt_us == 0 || c->nrtx)
 		return 0;
-	if (c->fl & (IPK_TCPF_TLP_OUT | IPK_TCPF_RECOVERY | IPK_TCPF_RTX_LOST))
+	/* SACK on, and no probe out, recovery or lost retransmission */
+	if ((c->fl & (IPK_TCPF_SACK_OK | IPK_TCPF_TLP_OUT | IPK_TCPF_RECOVERY | IPK_TCPF_RTX_LOST)) !=
+	    IPK_TCPF_SACK_OK)
 		return 0;
 	if ((c->fl & IPK_TCPF_SACK_RCVY) && ipk_tcp_sb_lost_unsent(c))
 		return 0;
@@ -247,31 +249,30 @@ static uint64_t tlp_pto(const struct ipk_conn *c)
 	return IPK_MAX(pto, PTO_MIN_NS);
 }
 
+/* The RTO, or the PTO pto when it comes first (TLP allowed). */
+static void arm_rto_or_pto(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t pto)
+{
+	uint64_t rto = ipk_tcp_rto_ns(c);
+
+	c->rtx_at = ipk_tcp_us_at(ctx, pto && pto < rto ? pto : rto);
+	c->rtx_kind = pto && pto < rto ? IPK_TCP_RTX_TLP : IPK_TCP_RTX_RTO;
+}
+
 /* The reordering timer when one is due, else the PTO when it comes before the RTO,
- * else the RTO. */
+ * else the RTO. The earliest of them, compared as delays from now. */
 IPK_HOT void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t reo)
 {
-	uint64_t after = ipk_tcp_rto_ns(c), pto;
-	uint8_t kind = IPK_TCP_RTX_RTO;
-
-	/* The earliest of RTO, reordering window and PTO, as a delay from now. */
-	if (reo && reo < after) {
-		after = reo;
-		kind = IPK_TCP_RTX_REO;
-	} else if (tlp_allowed(ctx, c)) {
-		pto = tlp_pto(c);
-		if (pto < after) {
-			after = pto;
-			kind = IPK_TCP_RTX_TLP;
-		}
+	if (reo && reo < ipk_tcp_rto_ns(c)) {
+		c->rtx_at = ipk_tcp_us_at(ctx, reo);
+		c->rtx_kind = IPK_TCP_RTX_REO;
+		return;
 	}
-	c->rtx_at = ipk_tcp_us_at(ctx, after);
-	c->rtx_kind = kind;
+	arm_rto_or_pto(ctx, c, tlp_allowed(ctx, c) ? tlp_pto(c) : 0);
 }
 
 /* New data went out: the PTO runs from the latest transmission (RFC 8985 §7.2), and
  * may now replace an RTO armed when one segment was out. */
-void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c)
+IPK_HOT void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint64_t pto;
 
@@ -279,7 +280,7 @@ void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c)
 		return;
 	pto = tlp_pto(c);
 	if (c->rtx_kind == IPK_TCP_RTX_TLP || ctx->now + pto < ipk_tcp_us_ns(ctx, c->rtx_at))
-		ipk_tcp_arm_loss_timer(ctx, c, 0);
+		arm_rto_or_pto(ctx, c, pto);
 }
 
 /*
