@@ -161,6 +161,10 @@ struct ipk_ctx {
 	uint32_t isn_secret_;         /* unused when ops->isn_hash is set */
 
 	uint64_t arp_deadline, frag_deadline;
+	/* cfg.tcp_rto_min_ns/max_ns as µs (ipk_tcp_ns_to_us) and max in whole ms: the RTT
+	 * path compares and clamps without converting (tcp_timer.c, tcp_ts.c). */
+	uint32_t rto_min_us, rto_max_us;
+	uint64_t ts_rtt_max_ms;
 
 	/* ICMP error rate limit (icmp4.c): token bucket, RFC 1812 §4.3.2.8 / RFC 1122 */
 	uint64_t icmp_tokens_t;        /* time the bucket was last refilled */

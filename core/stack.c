@@ -183,6 +183,9 @@ static void ctx_start_values(struct ipk_ctx *c)
 	c->ip_id = (uint16_t)IPK_OPS(c)->random(IPK_OPQ(c));
 	c->ip_frag_id = (uint16_t)IPK_OPS(c)->random(IPK_OPQ(c));
 	c->icmp_tokens = IPK_ICMP_RATE_BURST;
+	c->rto_min_us = ipk_tcp_ns_to_us(c->cfg.tcp_rto_min_ns);
+	c->rto_max_us = ipk_tcp_ns_to_us(c->cfg.tcp_rto_max_ns);
+	c->ts_rtt_max_ms = c->cfg.tcp_rto_max_ns / 1000000u;
 }
 
 struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cfg,

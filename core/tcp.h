@@ -323,10 +323,10 @@ IPK_INLINE uint64_t ipk_tcp_srtt_ns(const struct ipk_conn *c)
 {
 	return (uint64_t)c->srtt_us * IPK_TCP_NS_PER_US;
 }
-/* ns since the timed segment was sent (µs resolution). */
-IPK_INLINE uint64_t ipk_tcp_rtt_elapsed(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+/* µs ticks since the timed segment was sent. */
+IPK_INLINE uint32_t ipk_tcp_rtt_elapsed_us(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	return (uint64_t)(uint32_t)(ipk_tcp_tick(ctx->now, IPK_TCP_NS_PER_US) - c->rtt_t) * IPK_TCP_NS_PER_US;
+	return ipk_tcp_tick(ctx->now, IPK_TCP_NS_PER_US) - c->rtt_t;
 }
 IPK_INLINE uint64_t ipk_tcp_rto_ns(const struct ipk_conn *c)
 {
@@ -472,7 +472,7 @@ void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Take c off the timer list, keeping its deadlines (it moves to the TIME_WAIT list). */
 void ipk_tcp_timers_unlink(struct ipk_ctx *ctx, struct ipk_conn *c);
-void ipk_tcp_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r);
+void ipk_tcp_rtt_sample_us(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r);
 void ipk_tcp_rto_reset(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_arm_rtx(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_arm_persist(struct ipk_ctx *ctx, struct ipk_conn *c);

@@ -284,7 +284,7 @@ static void syn_sent_established(struct ipk_ctx *ctx, struct ipk_conn *c,
 		c->snd_nxt = c->snd_una;
 	if ((c->fl & IPK_TCPF_RTT_ON) && ipk_seq_ge(s->h.ack, c->rtt_seq)) {
 		c->fl &= ~IPK_TCPF_RTT_ON;
-		ipk_tcp_rtt_sample(ctx, c, ipk_tcp_rtt_elapsed(ctx, c));
+		ipk_tcp_rtt_sample_us(ctx, c, ipk_tcp_rtt_elapsed_us(ctx, c));
 	}
 	ipk_tcp_loss_stop(c);
 	ipk_tcp_rto_reset(ctx, c);
@@ -397,7 +397,7 @@ static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tc
 		c->fl &= ~IPK_TCPF_RTT_ON;
 	} else if ((c->fl & IPK_TCPF_RTT_ON) && ipk_seq_ge(ack, c->rtt_seq)) {
 		c->fl &= ~IPK_TCPF_RTT_ON;
-		ipk_tcp_rtt_sample(ctx, c, ipk_tcp_rtt_elapsed(ctx, c));
+		ipk_tcp_rtt_sample_us(ctx, c, ipk_tcp_rtt_elapsed_us(ctx, c));
 	} else {
 		sampled = 0;
 	}

@@ -77,46 +77,56 @@ IPK_HOT void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ctx->tcp_deadline = d;
 }
 
-/* RFC 6298 (2.3)-(2.5): RTO = SRTT + max(G, K*RTTVAR), clamped to [min, max]. */
+/* RFC 6298 (2.3)-(2.5): RTO = SRTT + max(G, K*RTTVAR), clamped to [min, max] (the
+ * bounds in µs, converted once at ipk_ctx_init). */
 static void rto_compute(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint64_t r = (uint64_t)c->srtt_us + IPK_MAX(IPK_TCP_G_NS / IPK_TCP_NS_PER_US, 4ull * c->rttvar_us);
-	uint32_t lo = ipk_tcp_ns_to_us(ctx->cfg.tcp_rto_min_ns);
-	uint32_t hi = ipk_tcp_ns_to_us(ctx->cfg.tcp_rto_max_ns);
 
-	if (r < lo)
-		r = lo;
-	if (r > hi)
-		r = hi;
+	if (r < ctx->rto_min_us)
+		r = ctx->rto_min_us;
+	if (r > ctx->rto_max_us)
+		r = ctx->rto_max_us;
 	c->rto_us = (uint32_t)r;
 }
 
-/* r: the sample in ns, kept in µs (a sample under 1 µs counts as 1 µs). */
-IPK_HOT void ipk_tcp_rtt_sample(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r_ns)
+/* r: the sample in µs ticks (0 counts as 1, above IPK_TCP_TICK_MAX as that). The
+ * arithmetic is RFC 6298's in integer µs, shifts for alpha and beta. The RTO is
+ * recomputed only when the estimate moved or a back-off (nrtx) is in force: else
+ * rto_us already holds what rto_compute would give (on_rto is its only other
+ * writer, and it raises nrtx). */
+IPK_HOT void ipk_tcp_rtt_sample_us(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r)
 {
-	uint64_t r = r_ns / IPK_TCP_NS_PER_US;
+	uint32_t srtt = c->srtt_us, rttvar = c->rttvar_us;
 
 	if (r == 0)
 		r = 1;
 	if (r > IPK_TCP_TICK_MAX)
 		r = IPK_TCP_TICK_MAX;
-	if (c->srtt_us == 0) {
+	if (srtt == 0) {
 		/* (2.2) first measurement */
-		c->srtt_us = (uint32_t)r;
-		c->rttvar_us = (uint32_t)(r / 2u);
+		srtt = (uint32_t)r;
+		rttvar = (uint32_t)(r >> 1);
 	} else {
 		/* (2.3) beta = 1/4, alpha = 1/8 */
-		uint64_t d = c->srtt_us > r ? c->srtt_us - r : r - c->srtt_us;
+		uint64_t d = srtt > r ? srtt - r : r - srtt;
 
-		c->rttvar_us = (uint32_t)((3ull * c->rttvar_us + d) / 4u);
-		c->srtt_us = (uint32_t)((7ull * c->srtt_us + r) / 8u);
+		rttvar = (uint32_t)((3ull * rttvar + d) >> 2);
+		srtt = (uint32_t)((7ull * srtt + r) >> 3);
 	}
+	if (srtt == c->srtt_us && rttvar == c->rttvar_us && c->nrtx == 0)
+		return;
+	c->srtt_us = srtt;
+	c->rttvar_us = rttvar;
 	rto_compute(ctx, c);
 }
 
-/* A new ACK ends the back-off: the RTO goes back to the estimate (when there is one). */
+/* A new ACK ends the back-off: the RTO goes back to the estimate (when there is one).
+ * Without a back-off rto_us is the estimate's already. */
 void ipk_tcp_rto_reset(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
+	if (c->nrtx == 0)
+		return;
 	c->nrtx = 0;
 	if (c->srtt_us)
 		rto_compute(ctx, c);
@@ -157,7 +167,7 @@ static int on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ipk_tcp_rack_recovery_done(c);
 	}
 	c->nrtx++;
-	c->rto_us = (uint32_t)IPK_MIN(2ull * c->rto_us, ipk_tcp_ns_to_us(ctx->cfg.tcp_rto_max_ns));
+	c->rto_us = (uint32_t)IPK_MIN(2ull * c->rto_us, ctx->rto_max_us);
 	ctx->cnt.tcp_rto++;
 	if (syn) {
 		c->snd_nxt = c->iss;

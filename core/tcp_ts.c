@@ -82,10 +82,11 @@ IPK_HOT int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct
 		return 0;
 	}
 	ms = ipk_tcp_ts_now(ctx, c) - s->o.tsecr;
-	/* An echo from the future or older than the RTO ceiling is forged or stale. */
-	if ((uint64_t)ms * TS_NS_PER_MS > ctx->cfg.tcp_rto_max_ns)
+	/* An echo from the future or older than the RTO ceiling is forged or stale
+	 * (ms * 10^6 > tcp_rto_max_ns, with the ceiling in whole ms from ipk_ctx_init). */
+	if (ms > ctx->ts_rtt_max_ms)
 		return 0;
-	/* A 1 ms tick reads 0 for sub-ms paths: count half a tick. */
-	ipk_tcp_rtt_sample(ctx, c, ms ? (uint64_t)ms * TS_NS_PER_MS : TS_NS_PER_MS / 2u);
+	/* A 1 ms tick reads 0 for sub-ms paths: count half a tick. The sample in µs. */
+	ipk_tcp_rtt_sample_us(ctx, c, ms ? (uint64_t)ms * 1000u : 500u);
 	return 1;
 }
