@@ -106,7 +106,14 @@ static int ip4_csum_verdict(struct ipk_ctx *c, void *pkt, const uint8_t *ip, uin
 {
 	uint32_t v = 0;
 
-	if ((c->cfg.caps & (IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4)) && IPK_OPS(c)->rx_csum)
+	/* No receive offload declared: the 20-byte header summed inline (RFC 1071). */
+	if (!(c->cfg.caps & (IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4))) {
+		*l4_ok = 0;
+		if (ihl == IPK_IP4_HLEN)
+			return ipk_csum_fold(ipk_csum_hdr20(ip)) == 0;
+		return ipk_ip4_csum_ok(ip, ihl);
+	}
+	if (IPK_OPS(c)->rx_csum)
 		v = IPK_OPS(c)->rx_csum(pkt, IPK_OPQ(c));
 	*l4_ok = (c->cfg.caps & IPK_CAP_RX_CSUM_L4) && (v & IPK_RXCSUM_L4_GOOD) &&
 	         !(v & IPK_RXCSUM_L4_BAD);
@@ -256,7 +263,6 @@ static int ip4_input_fast(struct ipk_ctx *c, void *pkt, uint32_t off)
 	if (h.tot_len < IPK_IP4_HLEN || h.tot_len > len - off || h.dst_be != c->cfg.ip4_be ||
 	    h.dst_be == 0 || ip4_bcast(c, h.dst_be) || ip4_bad_src(c, &h, 0))
 		return 0;
-	ipk_memset(&rx, 0, sizeof(rx));
 	if (!ip4_csum_verdict(c, pkt, p, IPK_IP4_HLEN, &rx.l4_csum_ok))
 		return 0;
 	h.tos = p[1];
@@ -265,7 +271,13 @@ static int ip4_input_fast(struct ipk_ctx *c, void *pkt, uint32_t off)
 	if (len - off > h.tot_len)
 		ipk_pkt_trim_tail(c, pkt, len - off - h.tot_len);
 	ip4_rx_fill(&rx, &h, off);
-	ip4_dispatch(c, pkt, &rx);
+	/* every other field as ipk_ip4_input's memset leaves it: a flat unicast
+	 * datagram, not reassembled */
+	rx.is_bcast = rx.reassembled = rx.chained = 0;
+	if (h.proto == IPK_IPPROTO_TCP)
+		ipk_tcp_input(c, pkt, &rx);
+	else
+		ip4_dispatch(c, pkt, &rx);
 	return 1;
 }
 

@@ -10,36 +10,40 @@
 
 static const uint8_t eth_bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
-/* Frames we accept: to our MAC or to broadcast. Multicast groups are not joined. */
-static int eth_for_us(const struct ipk_ctx *c, const uint8_t dst[6])
+/* Frames we accept: to our MAC or to broadcast. Multicast groups are not joined.
+ * The destination compared in place (a word and a half-word), not copied out. */
+static int eth_for_us(const struct ipk_ctx *c, const uint8_t *dst)
 {
 	return ipk_memcmp(dst, c->cfg.mac, 6) == 0 || ipk_memcmp(dst, eth_bcast, 6) == 0;
 }
 
-/* Takes ownership of pkt: passes it on or frees it. */
-void ipk_link_input(struct ipk_ctx *c, void *pkt)
+/* Takes ownership of pkt: passes it on or frees it. The Ethernet II header (RFC 894)
+ * is read in place: destination, then type; the source is not needed here. */
+IPK_HOT void ipk_link_input(struct ipk_ctx *c, void *pkt)
 {
-	struct ipk_eth_hdr eh;
-	uint32_t len = ipk_pkt_len(c, pkt);
+	const uint8_t *p;
+	uint16_t type;
 
 	if (c->cfg.link == IPK_LINK_RAWIP) {
 		ipk_ip4_input(c, pkt, 0);
 		return;
 	}
-	if (ipk_eth_parse(ipk_pkt_data(c, pkt), len, &eh) < 0) {
+	if (ipk_pkt_len(c, pkt) < IPK_ETH_HLEN) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_RUNT);
 		return;
 	}
-	if (!eth_for_us(c, eh.dst)) {
+	p = ipk_pkt_data(c, pkt);
+	if (!eth_for_us(c, p)) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_NOT_FOR_US);
 		return;
 	}
+	type = ipk_rd16(p + 12);
 	/* 802.1Q tagged frames (0x8100) land here too: no VLAN support. */
-	if (eh.type == IPK_ETHERTYPE_IP4)
+	if (type == IPK_ETHERTYPE_IP4)
 		ipk_ip4_input(c, pkt, IPK_ETH_HLEN);
-	else if (eh.type == IPK_ETHERTYPE_ARP && !ipk_pkt_chain_next(c, pkt))
+	else if (type == IPK_ETHERTYPE_ARP && !ipk_pkt_chain_next(c, pkt))
 		ipk_arp_input(c, pkt, IPK_ETH_HLEN);
-	else if (eh.type == IPK_ETHERTYPE_ARP)
+	else if (type == IPK_ETHERTYPE_ARP)
 		ipk_drop_pkt(c, pkt, IPK_DROP_CHAIN); /* chains (IPK_CAP_LRO) are TCP only */
 	else
 		ipk_drop_pkt(c, pkt, IPK_DROP_ETHERTYPE);
