@@ -48,6 +48,20 @@ static void *hdr_flat(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
 	return one;
 }
 
+/* RFC 9293 §3.1: the checksum over pseudo-header and segment, 0 when right. A flat
+ * segment (here == l4_len bytes in the first packet) in one pass and one fold. */
+static uint16_t seg_csum_rx(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx,
+                         const uint8_t *p, uint32_t here)
+{
+	int odd = 0;
+	uint32_t sum;
+
+	if (here == rx->l4_len)
+		return ipk_csum_l4(rx->src_be, rx->dst_be, IPK_IPPROTO_TCP, p, rx->l4_len);
+	sum = ipk_csum_pseudo(rx->src_be, rx->dst_be, IPK_IPPROTO_TCP, rx->l4_len);
+	return ipk_csum_fold(ipk_csum_chain(ctx, pkt, rx->l4_off, rx->l4_len, sum, &odd));
+}
+
 /* Returns IPK_DROP__COUNT when the segment is sound, else the drop reason. The
  * header is in the first packet (hdr_flat), the payload may run on in a chain
  * whose length hdr_flat checked (or made flat). */
@@ -72,17 +86,8 @@ static enum ipk_drop seg_parse(struct ipk_ctx *ctx, void *pkt, const struct ipk_
 	if ((!ts_only && ipk_tcp_parse(p, here, &s->h) < 0) || s->h.sport_be == 0 ||
 	    s->h.dport_be == 0)
 		return IPK_DROP_TCP_MALFORMED;
-	if (!rx->l4_csum_ok) {
-		int odd = 0;
-		uint32_t sum = ipk_csum_pseudo(rx->src_be, rx->dst_be, IPK_IPPROTO_TCP, rx->l4_len);
-
-		if (here == rx->l4_len)
-			sum = ipk_csum_add(sum, p, rx->l4_len, &odd);
-		else
-			sum = ipk_csum_chain(ctx, pkt, rx->l4_off, rx->l4_len, sum, &odd);
-		if (ipk_csum_fold(sum) != 0)
-			return IPK_DROP_TCP_CSUM;
-	}
+	if (!rx->l4_csum_ok && seg_csum_rx(ctx, pkt, rx, p, here) != 0)
+		return IPK_DROP_TCP_CSUM;
 	if (!ts_only &&
 	    ipk_tcp_opts_parse(p + IPK_TCP_HLEN, (uint32_t)s->h.doff - IPK_TCP_HLEN, &s->o) < 0)
 		return IPK_DROP_TCP_MALFORMED;
