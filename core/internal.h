@@ -165,6 +165,10 @@ struct ipk_ctx {
 	 * path compares and clamps without converting (tcp_timer.c, tcp_ts.c). */
 	uint32_t rto_min_us, rto_max_us;
 	uint64_t ts_rtt_max_ms;
+	/* ip4.c, from the configuration at ipk_ctx_init: the subnet has a directed
+	 * broadcast address; our address is set and is not one (so a datagram to it is
+	 * unicast to us without testing the destination again) */
+	uint8_t ip4_has_bcast, ip4_self_ok;
 
 	/* ICMP error rate limit (icmp4.c): token bucket, RFC 1812 §4.3.2.8 / RFC 1122 */
 	uint64_t icmp_tokens_t;        /* time the bucket was last refilled */
@@ -362,6 +366,7 @@ uint64_t ipk_ip4_frag_timer(struct ipk_ctx *c, uint64_t now);
 int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be);
 /* Limited broadcast or our subnet's broadcast / network address? */
 int ipk_ip4_is_bcast(const struct ipk_ctx *c, uint32_t ip_be);
+int ipk_ip4_subnet_has_bcast(const struct ipk_config *cfg);
 /* On-link next hop for dst (dst itself, or the gateway); 0 when there is no route.
  * Inline: every transmitted datagram asks. */
 IPK_INLINE uint32_t ipk_ip4_next_hop(const struct ipk_ctx *c, uint32_t dst_be)

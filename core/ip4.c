@@ -26,6 +26,15 @@
 
 static uint8_t ip_top(uint32_t ip_be) { return ((const uint8_t *)&ip_be)[0]; }
 
+/* RFC 1122 §3.3.6: our subnet has a directed broadcast address (all-ones host part,
+ * and the obsolete all-zeros form) unless RFC 3021's /31 or /32 applies, or no
+ * address or mask is configured. A property of the configuration: ipk_ctx_init
+ * keeps it in ctx->ip4_has_bcast. */
+int ipk_ip4_subnet_has_bcast(const struct ipk_config *cfg)
+{
+	return cfg->ip4_be != 0 && cfg->netmask_be != 0 && ipk_ntohl(~cfg->netmask_be) >= 3u;
+}
+
 /* The receive path's copy (ip4_input_fast inlines it); ipk_ip4_is_bcast is the same. */
 static inline int ip4_bcast(const struct ipk_ctx *c, uint32_t ip_be)
 {
@@ -33,16 +42,8 @@ static inline int ip4_bcast(const struct ipk_ctx *c, uint32_t ip_be)
 
 	if (ip_be == 0xffffffffu)
 		return 1;
-	/* The common case first: a host part neither all ones nor all zeros is no
-	 * broadcast under any of the rules below. */
-	if (part != host && part != 0)
+	if (!c->ip4_has_bcast || (ip_be & mask) != (c->cfg.ip4_be & mask))
 		return 0;
-	/* RFC 3021: /31 and /32 have no broadcast address. */
-	if (c->cfg.ip4_be == 0 || mask == 0 || ipk_ntohl(host) < 3u)
-		return 0;
-	if ((ip_be & mask) != (c->cfg.ip4_be & mask))
-		return 0;
-	/* RFC 1122 §3.3.6: all-ones host part, and the obsolete all-zeros form. */
 	return part == host || part == 0;
 }
 
@@ -261,7 +262,7 @@ static int ip4_input_fast(struct ipk_ctx *c, void *pkt, uint32_t off)
 	h.src_be = ipk_rdbe32(p + 12);
 	h.dst_be = ipk_rdbe32(p + 16);
 	if (h.tot_len < IPK_IP4_HLEN || h.tot_len > len - off || h.dst_be != c->cfg.ip4_be ||
-	    h.dst_be == 0 || ip4_bcast(c, h.dst_be) || ip4_bad_src(c, &h, 0))
+	    !c->ip4_self_ok || ip4_bad_src(c, &h, 0))
 		return 0;
 	if (!ip4_csum_verdict(c, pkt, p, IPK_IP4_HLEN, &rx.l4_csum_ok))
 		return 0;

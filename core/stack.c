@@ -186,6 +186,8 @@ static void ctx_start_values(struct ipk_ctx *c)
 	c->rto_min_us = ipk_tcp_ns_to_us(c->cfg.tcp_rto_min_ns);
 	c->rto_max_us = ipk_tcp_ns_to_us(c->cfg.tcp_rto_max_ns);
 	c->ts_rtt_max_ms = c->cfg.tcp_rto_max_ns / 1000000u;
+	c->ip4_has_bcast = (uint8_t)ipk_ip4_subnet_has_bcast(&c->cfg);
+	c->ip4_self_ok = c->cfg.ip4_be != 0 && !ipk_ip4_is_bcast(c, c->cfg.ip4_be);
 }
 
 struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cfg,
