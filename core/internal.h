@@ -154,6 +154,8 @@ struct ipk_ctx {
 	/* TCP bookkeeping */
 	struct ipk_conn *timer_head;  /* connections with an armed timer (tcp_timer.c) */
 	uint64_t tcp_deadline;        /* earliest timer among them (cached, may be early) */
+	uint32_t tcp_dl_tick;         /* its µs tick, when tcp_dl_ok (tcp_timer.c) */
+	uint8_t tcp_dl_ok;
 	uint16_t eph_next;            /* next ephemeral port to try (host order) */
 	uint32_t conn_hash_seed;      /* keys the 4-tuple hash: peers cannot aim at one bucket */
 	uint16_t ip_id;               /* next IPv4 identification */

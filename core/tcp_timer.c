@@ -56,9 +56,52 @@ void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
 	c->rtx_at = c->delack_at = c->retry_at = c->keepalive_at = 0;
 }
 
+/* ctx->tcp_deadline and, while it lies between now and half the µs tick range
+ * ahead, its µs tick rounded up (tcp_dl_tick, valid when tcp_dl_ok). */
+static void tcp_deadline_set(struct ipk_ctx *ctx, uint64_t d)
+{
+	ctx->tcp_deadline = d;
+	ctx->tcp_dl_ok = d != IPK_NO_DEADLINE && d >= ctx->now &&
+	                 d - ctx->now <= (IPK_TCP_TICK_MAX / 2u) * IPK_TCP_NS_PER_US;
+	if (ctx->tcp_dl_ok)
+		ctx->tcp_dl_tick = ipk_tcp_tick(d + IPK_TCP_NS_PER_US - 1u, IPK_TCP_NS_PER_US);
+}
+
+/* A µs deadline t, off or not before the tick dl. */
+static int us_not_before(uint32_t t, uint32_t dl)
+{
+	return t == 0 || (int32_t)(t - dl) >= 0;
+}
+
+/*
+ * 1 when c is on the timer list and none of its deadlines lies before
+ * ctx->tcp_deadline, decided in ticks without converting any to ns; 0 when
+ * unsure (the caller computes conn_deadline). Sound because every deadline is
+ * set at or after now and tcp_deadline lies at most 2^30 ticks after the now it
+ * was set at: a deadline truly before it is less than 2^31 ticks before it, so
+ * its tick difference reads negative. Keep-alive (ms ticks) takes the long way.
+ */
+static int conn_not_earlier(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint32_t dl = ctx->tcp_dl_tick;
+
+	if (!ctx->tcp_dl_ok || c->keepalive_at || !(c->fl & IPK_TCPF_ON_TIMERS) ||
+	    !(c->rtx_at | c->delack_at | c->retry_at))
+		return 0;
+	return us_not_before(c->rtx_at, dl) && us_not_before(c->delack_at, dl) &&
+	       us_not_before(c->retry_at, dl);
+}
+
+/* RFC 6298 (5.3) restarts the RTO on every ACK of new data, always later than the
+ * deadline it replaces: the list and tcp_deadline (which may be early) stand, and
+ * only a deadline before tcp_deadline lowers it. */
 IPK_HOT void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	uint64_t d = conn_deadline(ctx, c);
+	uint64_t d;
+
+	if (conn_not_earlier(ctx, c))
+		return;
+	d = conn_deadline(ctx, c);
 
 	if (d == 0) {
 		ipk_tcp_timers_remove(ctx, c);
@@ -74,7 +117,7 @@ IPK_HOT void ipk_tcp_timers_update(struct ipk_ctx *ctx, struct ipk_conn *c)
 		c->fl |= IPK_TCPF_ON_TIMERS;
 	}
 	if (d < ctx->tcp_deadline)
-		ctx->tcp_deadline = d;
+		tcp_deadline_set(ctx, d);
 }
 
 /* RFC 6298 (2.3)-(2.5): RTO = SRTT + max(G, K*RTTVAR), clamped to [min, max] (the
@@ -271,6 +314,6 @@ uint64_t ipk_tcp_timer(struct ipk_ctx *ctx, uint64_t now)
 			break;
 		}
 	}
-	ctx->tcp_deadline = next;
+	tcp_deadline_set(ctx, next);
 	return next;
 }
