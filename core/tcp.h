@@ -389,6 +389,7 @@ struct ipk_tcp_seg {
 	uint32_t len;    /* payload bytes */
 	uint32_t src_be, dst_be;
 	uint8_t tos;     /* IPv4 TOS byte: RFC 3168 ECN field in the low two bits */
+	uint8_t ts_only; /* options exactly NOP,NOP,TS (ipk_tcp_parse_ts took them) */
 };
 
 /* Sequence space a segment occupies (RFC 9293 §3.4: SYN and FIN count). */

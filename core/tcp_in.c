@@ -102,6 +102,7 @@ static enum ipk_drop seg_parse(struct ipk_ctx *ctx, void *pkt, const struct ipk_
 	s->src_be = rx->src_be;
 	s->dst_be = rx->dst_be;
 	s->tos = rx->tos;
+	s->ts_only = (uint8_t)ts_only;
 	return IPK_DROP__COUNT;
 }
 
@@ -842,8 +843,12 @@ static void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 
 /* Options as an established connection's every segment carries them: a timestamp
  * when negotiated (passing PAWS, RFC 7323 §5.3), nothing else. */
-static int opts_expected(const struct ipk_conn *c, const struct ipk_tcp_opts *o)
+static int opts_expected(const struct ipk_conn *c, const struct ipk_tcp_seg *s)
 {
+	const struct ipk_tcp_opts *o = &s->o;
+
+	if (s->ts_only) /* the parse saw NOP,NOP,TS and nothing else */
+		return (c->fl & IPK_TCPF_TS_OK) && ipk_seq_ge(o->tsval, c->ts_recent);
 	if (o->has_mss | o->has_ws | o->has_sack_perm | o->nsack)
 		return 0;
 	if (!(c->fl & IPK_TCPF_TS_OK))
@@ -866,13 +871,17 @@ static int predicted(const struct ipk_conn *c, const struct ipk_tcp_seg *s)
 	uint32_t ack = s->h.ack;
 
 	if (c->state != IPK_TCP_ESTABLISHED || (s->h.flags & ~IPK_TCP_PSH) != IPK_TCP_ACK ||
-	    s->h.seq != c->rcv_nxt || c->x || c->dupacks ||
-	    (c->fl & (IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY)))
+	    s->h.seq != c->rcv_nxt || c->x || c->dupacks)
 		return 0;
-	if (!opts_expected(c, &s->o) || c->snd_wnd == 0 || seg_wnd(c, s) != c->snd_wnd ||
-	    ipk_seq_lt(ack, c->snd_una) || ipk_seq_gt(ack, c->snd_max))
-		return 0;
-	if ((c->fl & IPK_TCPF_ECN) && (s->tos & 0x3u) == IPK_ECN_CE)
+	if (c->fl & (IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY | IPK_TCPF_ECN)) {
+		if ((c->fl & (IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY)) ||
+		    (s->tos & 0x3u) == IPK_ECN_CE)
+			return 0;
+	}
+	/* snd_una <= ack <= snd_max in one unsigned comparison (the flight is below
+	 * 2^31, so an ACK before snd_una lands above it too) */
+	if (!opts_expected(c, s) || c->snd_wnd == 0 || seg_wnd(c, s) != c->snd_wnd ||
+	    ack - c->snd_una > c->snd_max - c->snd_una)
 		return 0;
 	if (s->len == 0)
 		return ack != c->snd_una; /* else a duplicate ACK: the full path counts it */
