@@ -171,6 +171,12 @@ struct ipk_ctx {
 	 * broadcast address; our address is set and is not one (so a datagram to it is
 	 * unicast to us without testing the destination again) */
 	uint8_t ip4_has_bcast, ip4_self_ok;
+	/* Tests only (tests/tcp/test_tcp_rxdiff.c), 0 otherwise: 1 turns every receive
+	 * shortcut off (IPv4 fast path, header prediction, timers_update's tick test,
+	 * the RTO kept when the estimate did not move), so the general paths' result
+	 * can be compared with the shortcuts' frame by frame. Set with ipk_fast_off,
+	 * which also clears ip4_self_ok and tcp_dl_ok (their tests then fail). */
+	uint8_t fast_off;
 
 	/* ICMP error rate limit (icmp4.c): token bucket, RFC 1812 §4.3.2.8 / RFC 1122 */
 	uint64_t icmp_tokens_t;        /* time the bucket was last refilled */
@@ -369,6 +375,8 @@ int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be);
 /* Limited broadcast or our subnet's broadcast / network address? */
 int ipk_ip4_is_bcast(const struct ipk_ctx *c, uint32_t ip_be);
 int ipk_ip4_subnet_has_bcast(const struct ipk_config *cfg);
+/* Tests only: every receive shortcut off (ctx->fast_off). */
+void ipk_fast_off(struct ipk_ctx *ctx);
 /* On-link next hop for dst (dst itself, or the gateway); 0 when there is no route.
  * Inline: every transmitted datagram asks. */
 IPK_INLINE uint32_t ipk_ip4_next_hop(const struct ipk_ctx *c, uint32_t dst_be)

@@ -190,6 +190,13 @@ static void ctx_start_values(struct ipk_ctx *c)
 	c->ip4_self_ok = c->cfg.ip4_be != 0 && !ipk_ip4_is_bcast(c, c->cfg.ip4_be);
 }
 
+void ipk_fast_off(struct ipk_ctx *ctx)
+{
+	ctx->fast_off = 1;
+	ctx->ip4_self_ok = 0;
+	ctx->tcp_dl_ok = 0;
+}
+
 struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cfg,
                              const struct ipk_ops *ops)
 {

@@ -866,11 +866,12 @@ static int opts_expected(const struct ipk_conn *c, const struct ipk_tcp_seg *s)
  * (RFC 5961 §5.2) and no duplicate, the window update changes only SND.WL1/WL2, no
  * SACK or ECN signal (CE on the IP header goes the full way), no FIN.
  */
-static int predicted(const struct ipk_conn *c, const struct ipk_tcp_seg *s)
+static int predicted(const struct ipk_ctx *ctx, const struct ipk_conn *c,
+                     const struct ipk_tcp_seg *s)
 {
 	uint32_t ack = s->h.ack;
 
-	if (c->state != IPK_TCP_ESTABLISHED || (s->h.flags & ~IPK_TCP_PSH) != IPK_TCP_ACK ||
+	if (c->state != IPK_TCP_ESTABLISHED || ctx->fast_off || (s->h.flags & ~IPK_TCP_PSH) != IPK_TCP_ACK ||
 	    s->h.seq != c->rcv_nxt || c->x || c->dupacks)
 		return 0;
 	if (c->fl & (IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY | IPK_TCPF_ECN)) {
@@ -911,7 +912,7 @@ static void input_fast(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_s
 /* Process one segment for connection c; s->pkt stays the caller's unless queued. */
 IPK_HOT void ipk_tcp_input_conn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
 {
-	int fast = predicted(c, s);
+	int fast = predicted(ctx, c, s);
 	/* RFC 1122 §4.2.3.6: an acceptable segment shows the peer alive. */
 	int heard = fast || (c->state != IPK_TCP_SYN_SENT && seq_acceptable(c, s));
 	struct ipk_conn *outer = ctx->in_event_c;

@@ -61,7 +61,7 @@ void ipk_tcp_timers_remove(struct ipk_ctx *ctx, struct ipk_conn *c)
 static void tcp_deadline_set(struct ipk_ctx *ctx, uint64_t d)
 {
 	ctx->tcp_deadline = d;
-	ctx->tcp_dl_ok = d != IPK_NO_DEADLINE && d >= ctx->now &&
+	ctx->tcp_dl_ok = d != IPK_NO_DEADLINE && d >= ctx->now && !ctx->fast_off &&
 	                 d - ctx->now <= (IPK_TCP_TICK_MAX / 2u) * IPK_TCP_NS_PER_US;
 	if (ctx->tcp_dl_ok)
 		ctx->tcp_dl_tick = ipk_tcp_tick(d + IPK_TCP_NS_PER_US - 1u, IPK_TCP_NS_PER_US);
@@ -157,7 +157,7 @@ IPK_HOT void ipk_tcp_rtt_sample_us(struct ipk_ctx *ctx, struct ipk_conn *c, uint
 		rttvar = (uint32_t)((3ull * rttvar + d) >> 2);
 		srtt = (uint32_t)((7ull * srtt + r) >> 3);
 	}
-	if (srtt == c->srtt_us && rttvar == c->rttvar_us && c->nrtx == 0)
+	if (srtt == c->srtt_us && rttvar == c->rttvar_us && c->nrtx == 0 && !ctx->fast_off)
 		return;
 	c->srtt_us = srtt;
 	c->rttvar_us = rttvar;
@@ -168,7 +168,7 @@ IPK_HOT void ipk_tcp_rtt_sample_us(struct ipk_ctx *ctx, struct ipk_conn *c, uint
  * Without a back-off rto_us is the estimate's already. */
 void ipk_tcp_rto_reset(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	if (c->nrtx == 0)
+	if (c->nrtx == 0 && !ctx->fast_off)
 		return;
 	c->nrtx = 0;
 	if (c->srtt_us)

@@ -1,0 +1,269 @@
+/*
+ * Differential test of the receive shortcuts (the IPv4 fast path, header prediction,
+ * timers_update's tick test, the RTO kept while the RTT estimate stands): the same
+ * seeded exchange runs twice between two engines, once as built and once with every
+ * shortcut off (ipk_fast_off), and must give the same frames on the wire, byte for
+ * byte and in order, the same connection state and the same counters. A shortcut
+ * that reached a state the general RFC 9293 §3.10.7.4 processing would not shows up
+ * as a differing frame (an ACK, window, timestamp or retransmission) or field.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "harness.h"
+#include "internal.h"
+#include "sha256.h"
+
+enum { ROUNDS = 400, MAXMSG = 24000 };
+
+struct digest {
+	/* every frame each engine sent, in order, and its connection's state after
+	 * each frame it received */
+	uint8_t wire[2][SHA256_DIGEST_LEN];
+	uint8_t rx[SHA256_DIGEST_LEN];      /* the echo stream the client received */
+	uint8_t conn[2][sizeof(struct ipk_conn)];
+	struct ipk_counters cnt[2];
+	uint64_t fast[2]; /* segments header prediction took */
+	uint32_t frames, rxlen;
+};
+
+static uint32_t lcg(uint32_t *r)
+{
+	*r = *r * 1664525u + 1013904223u;
+	return *r >> 8;
+}
+
+/* One run's exchange: the two engines, a digest per engine of what it sent and of
+ * its connection's state after every frame it received, and the generator. */
+struct run {
+	struct th *e[2]; /* e[0] = a, the server; e[1] = b, the client */
+	struct sha256 h[2];
+	uint32_t r, frames;
+	int snap; /* hash connection state after each frame (while both live) */
+};
+
+/* The connection's state without its addresses (pointers differ between runs). */
+static void conn_state(const struct ipk_conn *c, uint8_t out[sizeof(struct ipk_conn)])
+{
+	struct ipk_conn k = *c;
+
+	k.hash_next = k.timer_next = k.timer_prev = NULL;
+	k.user = NULL;
+	k.sq_head = k.sq_tail = NULL;
+	k.x = NULL;
+	memcpy(out, &k, sizeof(k));
+}
+
+/* Hash the frames engine i captured since the last call (and forget them). */
+static void drain(struct run *u, int i)
+{
+	struct th *t = u->e[i];
+	int f;
+
+	for (f = 0; f < t->ncap; f++) {
+		uint32_t len = t->cap[f].len;
+
+		sha256_update(&u->h[i], &len, sizeof(len));
+		sha256_update(&u->h[i], t->cap[f].b, len);
+		u->frames++;
+	}
+	th_clear(t);
+}
+
+/* Deliver engine `from`'s queued frames to the other, its clock moving 20-100 µs
+ * before each, so RTT samples vary and the estimate moves or stands; after each,
+ * what it sent and (with snap) its connection's state. */
+static int step(struct run *u, int from)
+{
+	struct sim_pkt *batch[TH_CAP * 4];
+	int n = u->e[from]->qn, i, to = !from;
+	struct th *t = u->e[to];
+
+	memcpy(batch, u->e[from]->q, (size_t)n * sizeof(batch[0]));
+	u->e[from]->qn = 0;
+	for (i = 0; i < n; i++) {
+		void *p = batch[i];
+
+		uint64_t next;
+
+		t->now += 20000u + lcg(&u->r) % 80000u;
+		next = ipk_run(t->ctx, &p, 1, t->now);
+		sha256_update(&u->h[to], &next, sizeof(next));
+		drain(u, to);
+		if (u->snap && t->conn) {
+			uint8_t st[sizeof(struct ipk_conn)];
+
+			conn_state(t->conn, st);
+			sha256_update(&u->h[to], st, sizeof(st));
+		}
+	}
+	return n;
+}
+
+static void pump(struct run *u)
+{
+	int round;
+
+	for (round = 0; round < 10000; round++) {
+		int moved = step(u, 0);
+
+		moved += step(u, 1);
+		if (!moved)
+			break;
+	}
+}
+
+/* Both clocks forward by dt in steps to each deadline the engine returns (delayed
+ * ACKs, RTOs and probes fire on time), each deadline hashed, then what that sent. */
+static void idle(struct run *u, uint64_t dt)
+{
+	int i, k;
+
+	for (i = 0; i < 2; i++) {
+		struct th *t = u->e[i];
+		uint64_t end = t->now + dt, next = ipk_run(t->ctx, NULL, 0, t->now);
+
+		for (k = 0; k < 1000 && next <= end; k++) {
+			t->now = next > t->now ? next : t->now + 1;
+			next = ipk_run(t->ctx, NULL, 0, t->now);
+			sha256_update(&u->h[i], &next, sizeof(next));
+			drain(u, i);
+		}
+		t->now = end;
+		next = ipk_run(t->ctx, NULL, 0, t->now);
+		sha256_update(&u->h[i], &next, sizeof(next));
+		drain(u, i);
+	}
+	pump(u);
+}
+
+/* One seeded exchange: the client (b) writes messages of 1 byte to 24 kB, one or
+ * two at a time, sometimes holding its receive window shut; the server (a) echoes
+ * every delivery from the payload event; now and then both sides idle long enough
+ * for delayed ACKs and window probes. */
+static void run(int fast_off, struct digest *d)
+{
+	struct run u;
+	struct th *a, *b;
+	struct ipk_conn *c = NULL;
+	struct sha256 hwant;
+	uint8_t *msg = (uint8_t *)malloc(MAXMSG);
+	uint8_t want[SHA256_DIGEST_LEN];
+	uint32_t i, j, unread = 0, sent = 0;
+
+	memset(d, 0, sizeof(*d));
+	memset(&u, 0, sizeof(u));
+	u.r = 2024u;
+	sha256_init(&u.h[0]);
+	sha256_init(&u.h[1]);
+	sha256_init(&hwant);
+	th_pair(&a, &b, NULL);
+	u.e[0] = a;
+	u.e[1] = b;
+	if (fast_off) {
+		ipk_fast_off(a->ctx);
+		ipk_fast_off(b->ctx);
+	}
+	a->echo = 1;
+	a->auto_recved = 1;
+	CHECK_EQ(ipk_tcp_listen(a->ctx, ipk_htons(80), 8), IPK_OK);
+	CHECK_EQ(ipk_tcp_connect(b->ctx, a->ip_be, ipk_htons(80), 0, NULL, &c, b->now), IPK_OK);
+	drain(&u, 1);
+	pump(&u);
+	CHECK(c != NULL && a->conn != NULL && b->conn == c);
+	u.snap = 1;
+	for (i = 0; i < ROUNDS && c && a->conn; i++) {
+		uint32_t k = lcg(&u.r) % 8u, n = k == 0 ? 2u : 1u;
+
+		for (j = 0; j < n; j++) {
+			uint32_t len = (lcg(&u.r) % 3u == 0) ? 1u + lcg(&u.r) % MAXMSG :
+			                                      1u + lcg(&u.r) % 1400u;
+			int32_t w;
+			uint32_t x;
+
+			for (x = 0; x < len; x++)
+				msg[x] = (uint8_t)(sent + x * 7u + i);
+			w = ipk_tcp_write(b->ctx, c, msg, len, b->now);
+			if (w > 0) {
+				sha256_update(&hwant, msg, (size_t)w);
+				sent += (uint32_t)w;
+			}
+			drain(&u, 1);
+		}
+		/* the client reads at once, or holds its window for a few rounds */
+		b->auto_recved = (i / 16u) % 4u != 3u;
+		pump(&u);
+		if (b->auto_recved && b->rxlen > unread) {
+			ipk_tcp_recved(b->ctx, c, b->rxlen - unread, b->now);
+			drain(&u, 1);
+		}
+		unread = b->rxlen;
+		if (k == 7)
+			idle(&u, 50000000u + lcg(&u.r) % 200000000u);
+		pump(&u);
+	}
+	/* the echo stream must be what the client wrote */
+	b->auto_recved = 1;
+	if (c && b->rxlen > unread)
+		ipk_tcp_recved(b->ctx, c, b->rxlen - unread, b->now);
+	drain(&u, 1);
+	for (i = 0; i < 20 && b->rxlen < sent; i++)
+		idle(&u, 300000000u);
+	CHECK_EQ(b->rxlen, sent);
+	sha256_final(&hwant, want);
+	sha256(b->rx, b->rxlen, d->rx);
+	CHECK(memcmp(want, d->rx, sizeof(want)) == 0);
+	d->rxlen = b->rxlen;
+
+	CHECK(c != NULL && a->conn != NULL);
+	if (c && a->conn) {
+		conn_state(a->conn, d->conn[0]);
+		conn_state(c, d->conn[1]);
+	}
+	d->cnt[0] = *ipk_counters(a->ctx);
+	d->cnt[1] = *ipk_counters(b->ctx);
+	d->fast[0] = d->cnt[0].tcp_fast_path;
+	d->fast[1] = d->cnt[1].tcp_fast_path;
+	d->cnt[0].tcp_fast_path = d->cnt[1].tcp_fast_path = 0;
+	d->frames = u.frames;
+	sha256_final(&u.h[0], d->wire[0]);
+	sha256_final(&u.h[1], d->wire[1]);
+	u.snap = 0;
+	if (c)
+		ipk_tcp_abort(b->ctx, c, b->now);
+	drain(&u, 1);
+	pump(&u);
+	CHECK(th_no_leaks(a) && th_no_leaks(b));
+	th_free(a);
+	th_free(b);
+	free(msg);
+}
+
+static void test_established_rx_shortcuts_match_general_path(void)
+{
+	struct digest *on = (struct digest *)malloc(sizeof(*on));
+	struct digest *off = (struct digest *)malloc(sizeof(*off));
+
+	run(0, on);
+	run(1, off);
+	/* both runs did real work, and only the first took the shortcuts */
+	CHECK(on->frames > 2000);
+	CHECK(on->rxlen > 1000000);
+	CHECK(on->fast[0] > on->frames / 4 && on->fast[1] > 0);
+	CHECK_EQ(off->fast[0] + off->fast[1], 0);
+	CHECK_EQ(on->frames, off->frames);
+	CHECK(memcmp(on->wire, off->wire, sizeof(on->wire)) == 0);
+	CHECK(memcmp(on->rx, off->rx, sizeof(on->rx)) == 0);
+	CHECK(memcmp(on->conn[0], off->conn[0], sizeof(on->conn[0])) == 0);
+	CHECK(memcmp(on->conn[1], off->conn[1], sizeof(on->conn[1])) == 0);
+	CHECK(memcmp(on->cnt, off->cnt, sizeof(on->cnt)) == 0);
+	free(on);
+	free(off);
+}
+
+int main(void)
+{
+	RUN(test_established_rx_shortcuts_match_general_path);
+	return check_summary();
+}
