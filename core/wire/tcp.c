@@ -4,20 +4,6 @@
 
 #define TCPOPT_MAX IPK_TCP_MAX_OPT
 
-/* The fixed header's fields; the caller checked that 20 bytes and doff are there. */
-static inline void hdr_fill(const uint8_t *p, uint32_t doff, struct ipk_tcp_hdr *h)
-{
-	h->sport_be = ipk_rdbe16(p);
-	h->dport_be = ipk_rdbe16(p + 2);
-	h->seq = ipk_rd32(p + 4);
-	h->ack = ipk_rd32(p + 8);
-	h->doff = (uint8_t)doff;
-	h->flags = p[13];
-	h->wnd = ipk_rd16(p + 14);
-	h->csum = ipk_rd16(p + 16);
-	h->urp = ipk_rd16(p + 18);
-}
-
 int ipk_tcp_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_hdr *h)
 {
 	uint32_t doff;
@@ -29,30 +15,8 @@ int ipk_tcp_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_hdr *h)
 		return IPK_WIRE_ELEN;
 	if (doff > len)
 		return IPK_WIRE_ESHORT;
-	hdr_fill(p, doff, h);
+	ipk_tcp_hdr_fill(p, doff, h);
 	return (int)doff;
-}
-
-/* The NOP,NOP,TS value: the caller checked the option kind and length bytes. */
-static inline void ts_fill(const uint8_t *p, struct ipk_tcp_opts *o)
-{
-	o->has_ts = 1;
-	o->tsval = ipk_rd32(p + 4);
-	o->tsecr = ipk_rd32(p + 8);
-}
-
-int ipk_tcp_parse_ts(const uint8_t *p, uint32_t len, struct ipk_tcp_hdr *h, struct ipk_tcp_opts *o)
-{
-	/* Data offset 8 words with the reserved bits clear, then 01 01 08 0a. */
-	if (len < IPK_TCP_HLEN + IPK_TCP_TS_OPT_LEN || p[12] != 0x80 ||
-	    ipk_rd32(p + IPK_TCP_HLEN) != 0x0101080au)
-		return 0;
-	hdr_fill(p, IPK_TCP_HLEN + IPK_TCP_TS_OPT_LEN, h);
-	o->has_mss = o->has_ws = o->has_sack_perm = 0;
-	o->mss = 0;
-	o->ws = o->nsack = 0;
-	ts_fill(p + IPK_TCP_HLEN, o);
-	return 1;
 }
 
 /* Also returns 0 when h->doff is not a multiple of 4 in 20..60: such a header cannot
@@ -126,7 +90,7 @@ int ipk_tcp_opts_parse(const uint8_t *p, uint32_t len, struct ipk_tcp_opts *o)
 	 * NOP,NOP,TS, taken in one step. */
 	if (len == IPK_TCP_TS_OPT_LEN && p[0] == IPK_TCPOPT_NOP && p[1] == IPK_TCPOPT_NOP &&
 	    p[2] == IPK_TCPOPT_TS && p[3] == 10) {
-		ts_fill(p, o);
+		ipk_tcp_ts_fill(p, o);
 		return 0;
 	}
 	/* Every pass advances i by at least 1, so the loop ends after len passes. */

@@ -382,11 +382,48 @@ struct ipk_tcp_opts {
 	uint32_t tsval, tsecr;
 	uint32_t sack[IPK_TCP_MAX_SACK][2]; /* left, right edges */
 };
+/* The fixed header's fields; the caller checked that 20 bytes and doff are there.
+ * Inline, as the two below: the receive path parses every segment with them. */
+static inline void ipk_tcp_hdr_fill(const uint8_t *p, uint32_t doff, struct ipk_tcp_hdr *h)
+{
+	h->sport_be = ipk_rdbe16(p);
+	h->dport_be = ipk_rdbe16(p + 2);
+	h->seq = ipk_rd32(p + 4);
+	h->ack = ipk_rd32(p + 8);
+	h->doff = (uint8_t)doff;
+	h->flags = p[13];
+	h->wnd = ipk_rd16(p + 14);
+	h->csum = ipk_rd16(p + 16);
+	h->urp = ipk_rd16(p + 18);
+}
+
+/* The NOP,NOP,TS value: the caller checked the option kind and length bytes. */
+static inline void ipk_tcp_ts_fill(const uint8_t *p, struct ipk_tcp_opts *o)
+{
+	o->has_ts = 1;
+	o->tsval = ipk_rd32(p + 4);
+	o->tsecr = ipk_rd32(p + 8);
+}
+
 /* The common established segment in one step: a 32-byte header whose options are
  * exactly NOP,NOP,TS (RFC 7323 Appendix A). Returns 1 with h and o filled as
  * ipk_tcp_parse + ipk_tcp_opts_parse would (o->sack is left as it was: nsack is 0),
  * else 0 with nothing promised: the caller parses the general way. */
-int ipk_tcp_parse_ts(const uint8_t *p, uint32_t len, struct ipk_tcp_hdr *h, struct ipk_tcp_opts *o);
+static inline int ipk_tcp_parse_ts(const uint8_t *p, uint32_t len, struct ipk_tcp_hdr *h,
+                                   struct ipk_tcp_opts *o)
+{
+	/* Data offset 8 words with the reserved bits clear, then 01 01 08 0a. */
+	if (len < IPK_TCP_HLEN + IPK_TCP_TS_OPT_LEN || p[12] != 0x80 ||
+	    ipk_rd32(p + IPK_TCP_HLEN) != 0x0101080au)
+		return 0;
+	ipk_tcp_hdr_fill(p, IPK_TCP_HLEN + IPK_TCP_TS_OPT_LEN, h);
+	o->has_mss = o->has_ws = o->has_sack_perm = 0;
+	o->mss = 0;
+	o->ws = o->nsack = 0;
+	ipk_tcp_ts_fill(p + IPK_TCP_HLEN, o);
+	return 1;
+}
+
 /* Parse the option bytes (p points after the fixed header, len = doff - 20) into o,
  * which is cleared first. Unknown options with a sane length are skipped. Returns 0 or IPK_WIRE_EOPT for a
  * length of 0/1, a length past the end, or a known option with the wrong length. */
