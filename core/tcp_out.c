@@ -68,7 +68,7 @@ IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 				c->sq_tail = NULL;
 			if (ctx->sq_hint_pb == pb)
 				ctx->sq_hint_c = NULL;
-			ipk_pkt_free_chain(ctx, pb->pkt);
+			ipk_pkt_release(ctx, pb->pkt); /* no chain walk for one packet */
 			ipk_pb_put(ctx, pb);
 		} else {
 			pb->off += n;
