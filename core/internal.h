@@ -36,6 +36,13 @@
 #else
 #define IPK_ALWAYS_INLINE inline
 #endif
+/* A per-segment function whose callees (where the compiler sees them: the unity
+ * build) are inlined into it, so one sample does not pay two calls. */
+#if defined(__GNUC__)
+#define IPK_FLATTEN __attribute__((flatten))
+#else
+#define IPK_FLATTEN
+#endif
 
 /* Ops access: a unity build binds the table at compile time. */
 #ifdef IPK_OPS_STATIC

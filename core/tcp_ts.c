@@ -69,8 +69,9 @@ IPK_HOT void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const st
 }
 
 /* RFC 7323 §4.1: every ACK that advances the left edge gives a sample, also across
- * retransmissions, because TSecr names the transmission that was acknowledged. */
-IPK_HOT int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+ * retransmissions, because TSecr names the transmission that was acknowledged.
+ * Flattened: the RFC 6298 update is inlined here in the unity build. */
+IPK_FLATTEN IPK_HOT int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
 {
 	uint32_t ms;
 
