@@ -64,7 +64,9 @@ X ip link set "${tag}c" mtu "$mtu"; Y ip link set "${tag}d" mtu "$mtu"
 X ip addr add 10.81.0.1/24 dev "${tag}c"; X ip link set "${tag}c" up
 Y ip addr add 10.81.0.2/24 dev "${tag}d"; Y ip link set "${tag}d" up
 
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+# CPU ns so far of a process's threads (%.0f: mawk prints a sum above 2^31 as %g,
+# which the shell's arithmetic refuses: "2.18349e+09: syntax error")
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }
 rx_bytes() { # namespace device
 	ip netns exec "$1" cat /proc/net/dev | awk -v d="$2:" '$1 == d {print $2}'
 }

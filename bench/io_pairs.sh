@@ -152,7 +152,11 @@ summary() { python3 "$root/bench/bench_summary.py"; }
 # Run-queue wait so far of a process in ns (field 2 of /proc/PID/task/*/schedstat,
 # summed over its threads: the benches may run their loop off the main thread); 0
 # when it is gone.
-rq_ns() { { cat /proc/"$1"/task/*/schedstat 2>/dev/null || true; } | awk '{s += $2} END {print s + 0}'; }
+# (%.0f: mawk prints a number above 2^31 as %g, 6 digits)
+rq_ns() {
+	{ cat /proc/"$1"/task/*/schedstat 2>/dev/null || true; } |
+		awk '{s += $2} END {printf "%.0f\n", s}'
+}
 # The server of the cell: the last process started (ip netns exec execs it in place).
 srv_rq() { rq_ns "${pids[-1]}"; }
 # Run a client (pinned, in a namespace: the arguments are the whole command line) with
@@ -394,6 +398,32 @@ notes() {
   CPU time per MB moved (sum of /proc/PID/task/*/schedstat, same load) fell from
   about 1100 us (3822) to 950 (9000) and 650-750 (32000-48000) on the sender, against
   about 350 for the Linux twin's sender at any of these MTUs.
+- **Threaded NAPI on the veth pairs** (tried 2026-11-23, kernel 6.18, MTU 9000,
+  drv and skb XDP; not kept). veth has a NAPI instance only while GRO is on or an XDP
+  program is attached; then `echo 1 > /sys/class/net/DEV/threaded` works (before, the
+  write fails with EIO) and makes a kthread `napi/DEV-ID` that `taskset -p` can pin.
+  It survives XDP attach/detach while GRO stays on. Catch: `veth_xmit` hands an skb to
+  the peer's NAPI only if the *sending* veth has no TSO (`veth_skb_is_eligible_for_gro`;
+  an XDP program on the peer turns the sender's TSO off, so drv rows qualify), else it
+  takes `netif_rx` in the sender's softirq and the kthread stays idle (seen: 0 s of CPU
+  in an skb run). With TSO off on every veth, GRO on, the kthread of each receiving
+  veth pinned to its receiver's CPU, the profile does move: `__xsk_map_redirect`,
+  `skb_pp_cow_data`, `veth_xdp_rcv_skb` and copies 2 and 3 leave the sender
+  (`perf record -C 0,1`, drv: the kthread is 41% `memcpy`, `xp_alloc`,
+  `skb_release_data`, `xsk_destruct_skb`), but nothing gets faster. Side by side
+  (afxdp_bulk.sh with the experiment's `NAPI=both`, branch `afxnapi-exp`, 8 s cells,
+  3 rounds alternating, load 5.7 -> 5.6, 2 cores shared with other builds and tests):
+  Gbit/s skb off 4.66/4.56/3.49 vs threaded 3.35/2.06/1.35; drv off 3.68/3.98/3.47 vs
+  threaded 1.62/0.88/1.16; Linux (GRO on) off 18.3/13.2/7.1 vs threaded (which needs
+  TSO off, so GSO in software) 9.4/5.1. Sender CPU us/MB (its kthread included) did not
+  fall: skb 754-985 off vs 744-1108 threaded, drv 1010-1410 vs 1055-1520, while the
+  receiving kthread added 270-390 (skb) and 580-820 (drv) us/MB on the receiver's
+  side. Copies 2 and 3 were cheap on the sender, right behind copy 1 with the data
+  in its cache; on the other CPU they read it cold, and every frame now also wakes a
+  kthread. And on this machine the receiver's CPU is not idle (other helpers' tests
+  and compilers took ~70% of both CPUs in the profile), so a second runnable task
+  there waits its turn. Best against best: ipkit skb off 4.56 vs Linux off 13.2 (0.35x,
+  medians). Untested: a quiet machine, where the receiver's CPU is really half idle.
 EOT
 }
 
