@@ -124,7 +124,10 @@ int ipk_icmp_echo(struct ipk_ctx *ctx, uint32_t dst_ip4_be, uint16_t id_be, uint
 
 	if (!ctx || dst_ip4_be == 0)
 		return IPK_EINVAL;
-	if (len > (uint32_t)ctx->cfg.mtu - IPK_IP4_HLEN - IPK_ICMP_HLEN)
+	/* One flat packet: within the MTU and within one buffer (an MTU above the
+	 * buffer, with IPK_CAP_SG and IPK_CAP_LRO, does not make a packet larger). */
+	if (len > (uint32_t)ctx->cfg.mtu - IPK_IP4_HLEN - IPK_ICMP_HLEN ||
+	    len > ctx->cfg.pkt_buf_size - ipk_l4_off(ctx) - IPK_ICMP_HLEN)
 		return IPK_EMSGSIZE;
 	ctx->now = now;
 	pkt = ipk_ip4_alloc(ctx);

@@ -204,6 +204,8 @@ static void op_set_len(void *pkt, uint32_t len, void *opaque)
 	(void)opaque;
 	if (k->off + len <= k->buf->size)
 		k->len = len;
+	else if (k->pool)
+		k->pool->bad_set_len++;
 }
 static void op_adj_head(void *pkt, uint32_t n, void *opaque)
 {

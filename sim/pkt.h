@@ -45,6 +45,7 @@ struct sim_pool {
 	uint64_t alloc_fail;          /* allocations refused */
 	uint32_t fail_every;          /* fault injection: refuse every Nth alloc (0 = off) */
 	uint32_t alloc_count;
+	uint64_t bad_set_len;         /* set_len past the buffer's end, refused (core misuse) */
 };
 
 /* Create a pool of nbufs buffers of buf_size bytes and ndescs descriptors

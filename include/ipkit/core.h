@@ -606,7 +606,9 @@ int ipk_udp_sendto(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip
 
 /* ------------------------------------------------------------------ ICMP */
 
-/* Send an echo request with `len` bytes of payload (a pattern). */
+/* Send an echo request with `len` bytes of payload (a pattern). IPK_EMSGSIZE when
+ * the request would not fit the MTU or one packet buffer (it is never fragmented or
+ * chained). */
 int ipk_icmp_echo(struct ipk_ctx *ctx, uint32_t dst_ip4_be, uint16_t id_be, uint16_t seq_be,
                   uint32_t len, uint64_t now);
 

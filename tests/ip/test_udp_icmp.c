@@ -164,6 +164,32 @@ static void test_icmp_echo_gets_reply(void)
 	hnet_free(net);
 }
 
+static void jumbo(int idx, struct ipk_config *cfg)
+{
+	(void)idx;
+	cfg->mtu = 9000;
+	cfg->caps |= IPK_CAP_SG | IPK_CAP_LRO;
+}
+
+/* An MTU above the packet buffer (SG + LRO) does not let an echo request outgrow
+ * its one packet: it wrote past the buffer before. */
+static void test_icmp_echo_bounded_by_buffer_under_jumbo_mtu(void)
+{
+	struct hnet *net = hnet_new(2, jumbo);
+	struct hnode *a = net->nodes[0];
+	uint32_t most = 2048 - IPK_ETH_HLEN - IPK_IP4_HLEN - IPK_ICMP_HLEN;
+
+	CHECK_EQ(ipk_icmp_echo(a->ctx, B_IP, 0, 0, 4000, net->now), IPK_EMSGSIZE);
+	CHECK_EQ(ipk_icmp_echo(a->ctx, B_IP, 0, 0, most + 1, net->now), IPK_EMSGSIZE);
+	CHECK_EQ(net->pool->bad_set_len, 0); /* refused before any packet was sized */
+	CHECK_EQ(ipk_icmp_echo(a->ctx, B_IP, ipk_htons(9), ipk_htons(1), most, net->now), 0);
+	hnet_settle(net);
+	CHECK_EQ(a->echo_n, 1);
+	CHECK_EQ(a->echo_len, most);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 static void test_icmp_echo_to_broadcast_ignored(void)
 {
 	struct hnet *net = hnet_new(2, NULL);
@@ -421,6 +447,7 @@ int main(void)
 	RUN(test_udp_closed_port_sends_port_unreachable_with_quote);
 	RUN(test_icmp_errors_rate_limited);
 	RUN(test_icmp_echo_gets_reply);
+	RUN(test_icmp_echo_bounded_by_buffer_under_jumbo_mtu);
 	RUN(test_icmp_echo_to_broadcast_ignored);
 	RUN(test_icmp_bad_checksum_dropped);
 	RUN(test_rawip_link_udp_and_ping_without_arp);
