@@ -18,51 +18,17 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-build=${1:-build}
-secs=${2:-10}
-rounds=${3:-3}
-mtu=${MTU:-9000}
-for v in "$secs" "$rounds" "$mtu"; do
-	case $v in '' | *[!0-9]*) echo "afxdp_bulk: '$v' is not a number" >&2; exit 2 ;; esac
-done
-[ "$secs" -ge 4 ] || { echo "afxdp_bulk: SECONDS must be at least 4" >&2; exit 2; }
+. bench/bulk_lib.sh
+bulk_args afxdp_bulk 9000 "$@"
 [ "$mtu" -ge 576 ] && [ "$mtu" -le 61422 ] ||
 	{ echo "afxdp_bulk: MTU=$mtu: afxdp carries 576..61422" >&2; exit 2; }
-B=$build/bench/ipkit-bench
-L=$build/bench/ipkit-bench-linux
-for b in "$B" "$L"; do
-	[ -x "$b" ] || { echo "afxdp_bulk: $b is not built (make)" >&2; exit 2; }
-done
 frame=""
 [ "$mtu" -gt 1774 ] && frame=,frame=4096
 [ "$mtu" -gt 3822 ] && frame=,frame=4096,sg=1
-tag=ixm$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')
-ns=${tag}n
-ns2=${tag}p
-pids=()
-tmpd=$(mktemp -d)
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	ip netns del "$ns" 2>/dev/null || true
-	ip netns del "$ns2" 2>/dev/null || true
-	rm -rf "$tmpd"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-ip netns add "$ns"
-ip netns add "$ns2"
-X() { ip netns exec "$ns" "$@"; }
-Y() { ip netns exec "$ns2" "$@"; }
-X ip link set lo up
-Y ip link set lo up
+bulk_netns ixm
 X ip link add "${tag}x1" type veth peer name "${tag}x2"
 for d in x1 x2; do X ip link set "${tag}$d" mtu "$mtu"; X ip link set "${tag}$d" up; done
-X ip link add "${tag}c" type veth peer name "${tag}d" netns "$ns2"
-X ip link set "${tag}c" mtu "$mtu"; Y ip link set "${tag}d" mtu "$mtu"
-X ip addr add 10.81.0.1/24 dev "${tag}c"; X ip link set "${tag}c" up
-Y ip addr add 10.81.0.2/24 dev "${tag}d"; Y ip link set "${tag}d" up
+bulk_linux_link 10.81.0
 
 # CPU ns so far of a process's threads (%.0f: mawk prints a sum above 2^31 as %g,
 # which the shell's arithmetic refuses: "2.18349e+09: syntax error")

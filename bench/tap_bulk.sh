@@ -22,41 +22,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-build=${1:-build}
-secs=${2:-10}
-rounds=${3:-3}
-mtu=${MTU:-3822}
-for v in "$secs" "$rounds" "$mtu"; do
-	case $v in '' | *[!0-9]*) echo "tap_bulk: '$v' is not a number" >&2; exit 2 ;; esac
-done
-[ "$secs" -ge 4 ] || { echo "tap_bulk: SECONDS must be at least 4" >&2; exit 2; }
-B=$build/bench/ipkit-bench
-L=$build/bench/ipkit-bench-linux
-for b in "$B" "$L"; do
-	[ -x "$b" ] || { echo "tap_bulk: $b is not built (make)" >&2; exit 2; }
-done
-tag=itb$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')
-ns=${tag}n
-ns2=${tag}p
-tmpd=$(mktemp -d /tmp/tap_bulk.XXXXXX)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	ip netns del "$ns" 2>/dev/null || true
-	ip netns del "$ns2" 2>/dev/null || true
-	rm -rf "$tmpd"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-X() { ip netns exec "$ns" "$@"; }
-Y() { ip netns exec "$ns2" "$@"; }
-
-ip netns add "$ns"
-ip netns add "$ns2"
-X ip link set lo up
-Y ip link set lo up
+. bench/bulk_lib.sh
+bulk_args tap_bulk 3822 "$@"
+bulk_netns itb
 X ip link add "${tag}br" type bridge stp_state 0 forward_delay 0
 X sysctl -qw net.bridge.bridge-nf-call-iptables=0 net.bridge.bridge-nf-call-ip6tables=0 \
 	net.bridge.bridge-nf-call-arptables=0 2>/dev/null || true
@@ -66,13 +34,7 @@ for t in t1 t2; do
 	X ip link set "${tag}$t" master "${tag}br"
 	X ip link set "${tag}$t" up
 done
-X ip link add "${tag}c" type veth peer name "${tag}d" netns "$ns2"
-X ip link set "${tag}c" mtu "$mtu"
-Y ip link set "${tag}d" mtu "$mtu"
-X ip addr add 10.80.0.1/24 dev "${tag}c"
-X ip link set "${tag}c" up
-Y ip addr add 10.80.0.2/24 dev "${tag}d"
-Y ip link set "${tag}d" up
+bulk_linux_link 10.80.0
 
 tck=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
