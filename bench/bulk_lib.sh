@@ -1,6 +1,6 @@
 # Sourced by bench/tap_bulk.sh and bench/afxdp_bulk.sh: their shared prologue (the
 # arguments, the programs, the namespaces and their removal) and the Linux row's veth
-# pair. Not a program of its own.
+# pair; bench/io_pairs.sh takes the tap bridge from here too. Not a program of its own.
 
 # bulk_args NAME DEFAULT_MTU [BUILD_DIR] [SECONDS] [ROUNDS]: sets build, secs, rounds,
 # mtu (env MTU, else DEFAULT_MTU), B and L (ipkit-bench and its Linux twin); exits 2
@@ -59,4 +59,21 @@ bulk_linux_link() {
 	X ip link set "${tag}c" up
 	Y ip addr add "$1.2/24" dev "${tag}d"
 	Y ip link set "${tag}d" up
+}
+
+# bulk_tap_bridge: TAP devices ${tag}t1 and ${tag}t2 (IFF_VNET_HDR) on a bridge ${tag}br
+# in ns (STP off: ports forward at once), all up.
+bulk_tap_bridge() {
+	local t
+	X ip link add "${tag}br" type bridge stp_state 0 forward_delay 0
+	# br_netfilter, when loaded on the host, would run every bridged frame through
+	# the (empty) iptables hooks of this namespace: a cost the veth rows never pay
+	X sysctl -qw net.bridge.bridge-nf-call-iptables=0 net.bridge.bridge-nf-call-ip6tables=0 \
+		net.bridge.bridge-nf-call-arptables=0 2>/dev/null || true
+	X ip link set "${tag}br" up
+	for t in t1 t2; do
+		X ip tuntap add dev "${tag}$t" mode tap vnet_hdr
+		X ip link set "${tag}$t" master "${tag}br"
+		X ip link set "${tag}$t" up
+	done
 }

@@ -73,8 +73,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-X() { ip netns exec "$ns" "$@"; }
-Y() { ip netns exec "$ns2" "$@"; }
+. bench/bulk_lib.sh # X and Y (a command in ns, ns2), bulk_tap_bridge
 have() { grep -q "$1" "$build/compile_commands.json" 2>/dev/null; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 load_before=$(load)
@@ -93,18 +92,8 @@ for n in "$ns" "$ns2"; do
 	ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
 	ip netns exec "$n" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
 done
-# tap: two TAP devices on a bridge (STP off: ports forward at once)
-X ip link add "${tag}br" type bridge stp_state 0 forward_delay 0
-# br_netfilter, when loaded on the host, would run every bridged frame through the
-# (empty) iptables hooks of this namespace: a cost the veth rows never pay
-X sysctl -qw net.bridge.bridge-nf-call-iptables=0 net.bridge.bridge-nf-call-ip6tables=0 \
-	net.bridge.bridge-nf-call-arptables=0 2>/dev/null || true
-X ip link set "${tag}br" up
-for t in t1 t2; do
-	X ip tuntap add dev "${tag}$t" mode tap vnet_hdr
-	X ip link set "${tag}$t" master "${tag}br"
-	X ip link set "${tag}$t" up
-done
+# tap: two TAP devices on a bridge (bench/bulk_lib.sh)
+bulk_tap_bridge
 # afpacket and afxdp: a veth pair each, no kernel addresses
 X ip link add "${tag}a1" type veth peer name "${tag}a2"
 X ip link add "${tag}x1" type veth peer name "${tag}x2"

@@ -25,15 +25,7 @@ cd "$root"
 . bench/bulk_lib.sh
 bulk_args tap_bulk 3822 "$@"
 bulk_netns itb
-X ip link add "${tag}br" type bridge stp_state 0 forward_delay 0
-X sysctl -qw net.bridge.bridge-nf-call-iptables=0 net.bridge.bridge-nf-call-ip6tables=0 \
-	net.bridge.bridge-nf-call-arptables=0 2>/dev/null || true
-X ip link set "${tag}br" up
-for t in t1 t2; do
-	X ip tuntap add dev "${tag}$t" mode tap vnet_hdr
-	X ip link set "${tag}$t" master "${tag}br"
-	X ip link set "${tag}$t" up
-done
+bulk_tap_bridge
 bulk_linux_link 10.80.0
 
 tck=$(getconf CLK_TCK)
