@@ -30,7 +30,7 @@ const uint8_t *im_pattern(void)
 
 uint32_t im_req_off(uint32_t id, uint64_t k)
 {
-	return (uint32_t)(((uint64_t)id * 4099u + k * 257u) % IM_PAT);
+	return (uint32_t)(((uint64_t)id * 4099u + k * IM_REQ_STEP) % IM_PAT);
 }
 
 uint64_t im_wall_ns(void)

@@ -60,6 +60,15 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack);
 const uint8_t *im_pattern(void);
 /* Offset into the pattern of request k on connection id (ping-pong). */
 uint32_t im_req_off(uint32_t id, uint64_t k);
+/* Request k + 1 starts IM_REQ_STEP bytes after request k (mod IM_PAT), so a harness
+ * keeps each connection's offset and steps it without a division:
+ * im_req_next(im_req_off(id, k)) == im_req_off(id, k + 1). */
+#define IM_REQ_STEP 257u
+static inline uint32_t im_req_next(uint32_t off)
+{
+	off += IM_REQ_STEP;
+	return off >= IM_PAT ? off - IM_PAT : off;
+}
 /* Monotonic wall clock, ns. */
 uint64_t im_wall_ns(void);
 /* Print the text line and write the JSON object (--json). Returns the exit status:

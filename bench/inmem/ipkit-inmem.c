@@ -32,20 +32,30 @@
 
 #define IM_BUF_SIZE 2048u
 #define IM_NBUFS 16384u  /* 32 MiB: two 256 KiB send buffers and everything in flight */
-#define IM_NDESCS 32768u
+#define IM_NDESCS 32768u /* clones (TSO chains, --zerocopy) */
 #define IM_RXQ 32768u    /* frames one engine can have waiting (all buffers fit) */
+#define IM_FRAME_MAX (14u + 1500u)
 
-struct im_buf {
-	uint32_t refs;
-	struct im_buf *next_free;
-	uint8_t mem[IM_BUF_SIZE];
-};
+struct im_buf;
 
 struct im_pkt {
 	uint8_t *data;
 	uint32_t len;
 	struct im_buf *buf;
-	struct im_pkt *next; /* chain link, or free-list link */
+	struct im_pkt *next; /* chain link, or free-list link of a clone descriptor */
+};
+
+/*
+ * A buffer carries its own first descriptor, so pkt_alloc is one pop from one free
+ * list; clones (ops->pkt_clone: TSO chains, --zerocopy) take descriptors of their
+ * own, and the buffer goes back when its last descriptor is freed. The embedded
+ * descriptor of a buffer held by clones alone stays unused until then.
+ */
+struct im_buf {
+	struct im_pkt pk;
+	uint32_t refs;
+	struct im_buf *next_free;
+	uint8_t mem[IM_BUF_SIZE];
 };
 
 struct im_pool {
@@ -54,7 +64,6 @@ struct im_pool {
 	struct im_buf pat_buf;
 	struct im_buf *bufs, *free_bufs;
 	struct im_pkt *descs, *free_descs;
-	long out; /* descriptors in use: zero at the end or something leaked */
 };
 
 struct im_app;
@@ -67,12 +76,15 @@ struct im_node {
 	struct ipk_ctx *ctx;
 	void **rxq, **batch;  /* frames waiting for this node; the batch being run */
 	uint32_t rxn;
+	int rare_tx;          /* --corrupt or offload: every frame takes im_tx_rare */
 	uint64_t deadline;
 	int is_client;
+	int bulk_sender;      /* the client in a bulk run: writes more on tcp_acked */
 	uint32_t rng;
 	void *mem_ctx, *mem_conns, *mem_pbs;
 };
 
+/* A clone descriptor over b (one more reference to it), or NULL. */
 static struct im_pkt *im_desc(struct im_pool *p, struct im_buf *b)
 {
 	struct im_pkt *k = p->free_descs;
@@ -83,7 +95,6 @@ static struct im_pkt *im_desc(struct im_pool *p, struct im_buf *b)
 	k->next = NULL;
 	k->buf = b;
 	b->refs++;
-	p->out++;
 	return k;
 }
 
@@ -91,15 +102,15 @@ static void *im_alloc(void *o)
 {
 	struct im_pool *p = ((struct im_node *)o)->pool;
 	struct im_buf *b = p->free_bufs;
-	struct im_pkt *k;
 
-	if (!b || !p->free_descs)
+	if (!b)
 		return NULL;
 	p->free_bufs = b->next_free;
-	k = im_desc(p, b);
-	k->data = b->mem;
-	k->len = 0;
-	return k;
+	b->refs = 1;
+	b->pk.data = b->mem;
+	b->pk.len = 0;
+	b->pk.next = NULL;
+	return &b->pk;
 }
 
 static void im_free(void *pk, void *o)
@@ -108,13 +119,29 @@ static void im_free(void *pk, void *o)
 	struct im_pkt *k = (struct im_pkt *)pk;
 	struct im_buf *b = k->buf;
 
+	if (k != &b->pk) {
+		k->next = p->free_descs;
+		p->free_descs = k;
+	}
 	if (--b->refs == 0) {
 		b->next_free = p->free_bufs;
 		p->free_bufs = b;
 	}
-	k->next = p->free_descs;
-	p->free_descs = k;
-	p->out--;
+}
+
+/* Packets not on the free lists (im_collect: zero once both engines are at rest).
+ * Counted at the end, not per packet, so the check costs the run nothing. */
+static long im_pool_out(const struct im_pool *p)
+{
+	const struct im_buf *b;
+	const struct im_pkt *k;
+	long out = (long)IM_NBUFS + (long)IM_NDESCS;
+
+	for (b = p->free_bufs; b && out > 0; b = b->next_free)
+		out--;
+	for (k = p->free_descs; k && out > 0; k = k->next)
+		out--;
+	return out;
 }
 
 static void *im_clone(void *pk, void *o)
@@ -212,6 +239,7 @@ struct im_conn {
 	struct ipk_conn *c;
 	uint32_t id;
 	uint64_t k;        /* ping-pong: current request; bulk: bytes written */
+	uint32_t off;      /* ping-pong client: im_req_off(id, k), stepped by im_req_next */
 	uint32_t got;      /* ping-pong: bytes of the current reply received */
 	uint64_t rx_total; /* bulk receiver: bytes checked */
 };
@@ -220,6 +248,8 @@ struct im_app {
 	const struct im_opts *o;
 	struct im_node *client;     /* the sending engine (--zerocopy packets) */
 	const uint8_t *pat;
+	uint32_t len;               /* o->len and o->requests, read per request */
+	uint64_t requests;
 	uint64_t now;
 	uint64_t issued, done;      /* ping-pong requests sent / verified */
 	uint64_t rx_bytes;          /* bytes verified */
@@ -269,36 +299,49 @@ static int im_corrupt(struct im_pkt *k, void *o)
 	return 1;
 }
 
-/* The wire: the frame goes, unchanged and uncopied, to the peer's next batch; with
- * scatter-gather declared (offload profile) it may be a chain. --corrupt flips one
- * payload byte of the K-th frame that carries data. */
-static void im_tx(void *pkt, void *o)
+/* The wire's rare cases: a chain (scatter-gather, offload profile only: without SG a
+ * chain is a core bug), a frame above the MTU (TSO), a full queue, and --corrupt,
+ * which flips one payload byte of the K-th frame that carries data. */
+static void im_tx_rare(struct im_node *n, struct im_pkt *k)
 {
-	struct im_node *n = (struct im_node *)o, *p = n->peer;
-	struct im_pkt *k = (struct im_pkt *)pkt;
+	struct im_node *p = n->peer;
 	struct im_app *a = n->app;
 
-	if ((k->next && !a->o->offload) || p->rxn == IM_RXQ) { /* no SG: a chain is a core bug */
+	if ((k->next && !a->o->offload) || p->rxn == IM_RXQ) {
 		im_fail(a, k->next ? "chain on the wire" : "wire queue overflow");
-		im_free_chain(k, o);
+		im_free_chain(k, n);
 		return;
 	}
-	if (k->next || k->len > 14 + 1500)
+	if (k->next || k->len > IM_FRAME_MAX)
 		a->tso_frames++;
 	if (a->o->corrupt_at && (k->next || k->len > 14 + 20 + 32) &&
 	    ++a->data_frames == a->o->corrupt_at) {
-		if (!im_corrupt(k, o))
+		if (!im_corrupt(k, n))
 			im_fail(a, "no buffer to corrupt a frame");
 		a->corrupted++;
 	}
 	p->rxq[p->rxn++] = k;
 }
 
+/* The wire: the frame goes, unchanged and uncopied, to the peer's next batch. The
+ * common frame (one packet within the MTU, room on the wire, no corruption asked
+ * for) takes the first branch; everything else is checked in im_tx_rare. */
+static void im_tx(void *pkt, void *o)
+{
+	struct im_node *n = (struct im_node *)o, *p = n->peer;
+	struct im_pkt *k = (struct im_pkt *)pkt;
+
+	if (!n->rare_tx && !k->next && k->len <= IM_FRAME_MAX && p->rxn < IM_RXQ)
+		p->rxq[p->rxn++] = k;
+	else
+		im_tx_rare(n, k);
+}
+
 static void im_send_req(struct ipk_ctx *ctx, struct im_app *a, struct im_conn *e)
 {
-	int w = ipk_tcp_write(ctx, e->c, a->pat + im_req_off(e->id, e->k), a->o->len, a->now);
+	int w = ipk_tcp_write(ctx, e->c, a->pat + e->off, a->len, a->now);
 
-	if (w != (int)a->o->len)
+	if (w != (int)a->len)
 		im_fail(a, "request did not fit the send buffer");
 	a->issued++;
 }
@@ -380,20 +423,20 @@ static void im_srv_payload(struct ipk_ctx *ctx, struct im_app *a, struct im_conn
 static void im_cli_payload(struct ipk_ctx *ctx, struct im_app *a, struct im_conn *e,
                            const uint8_t *d, uint32_t len)
 {
-	if (e->got + len > a->o->len ||
-	    memcmp(d, a->pat + im_req_off(e->id, e->k) + e->got, len) != 0) {
+	if (e->got + len > a->len || memcmp(d, a->pat + e->off + e->got, len) != 0) {
 		im_fail(a, "echo mismatch");
 		return;
 	}
 	ipk_tcp_recved(ctx, e->c, len, a->now);
 	a->rx_bytes += len;
 	e->got += len;
-	if (e->got < a->o->len)
+	if (e->got < a->len)
 		return;
 	e->got = 0;
 	e->k++;
+	e->off = im_req_next(e->off);
 	a->done++;
-	if (a->issued < a->o->requests)
+	if (a->issued < a->requests)
 		im_send_req(ctx, a, e);
 }
 
@@ -422,7 +465,7 @@ static void im_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32
 
 	(void)c;
 	(void)bytes;
-	if (n->is_client && n->app->o->bulk && user)
+	if (n->bulk_sender && user)
 		im_bulk_pump(ctx, n->app, (struct im_conn *)user);
 }
 
@@ -492,6 +535,8 @@ static int im_node_init(struct im_node *n, const struct im_opts *o, int i)
 	size_t sz;
 
 	n->is_client = i == 0;
+	n->bulk_sender = i == 0 && o->bulk;
+	n->rare_tx = o->corrupt_at || o->offload;
 	n->rng = 0x1234567u + (uint32_t)i;
 	n->rxq = (void **)im_zalloc(IM_RXQ * sizeof(void *));
 	n->batch = (void **)im_zalloc(IM_RXQ * sizeof(void *));
@@ -524,6 +569,7 @@ static void im_pool_init(struct im_pool *p)
 	p->bufs = (struct im_buf *)im_zalloc(IM_NBUFS * sizeof(struct im_buf));
 	p->descs = (struct im_pkt *)im_zalloc(IM_NDESCS * sizeof(struct im_pkt));
 	for (i = IM_NBUFS; i-- > 0;) {
+		p->bufs[i].pk.buf = &p->bufs[i];
 		p->bufs[i].next_free = p->free_bufs;
 		p->free_bufs = &p->bufs[i];
 	}
@@ -563,7 +609,9 @@ static uint64_t im_now(struct im_world *w)
 
 /* Drive both engines until done() or failure. Idle rounds jump (virtual clock) or
  * wait (real clock) to the next timer. Bounded by the wall clock. */
-static void im_loop(struct im_world *w, int (*done)(const struct im_world *))
+/* Inlined at each call, so done() is a direct, inlined test in the measured loop. */
+static inline __attribute__((always_inline)) void
+im_loop(struct im_world *w, int (*done)(const struct im_world *))
 {
 	struct im_app *a = w->app;
 	uint32_t rounds = 0;
@@ -633,6 +681,7 @@ static void im_open(struct im_world *w)
 	}
 	for (i = 0; i < w->o.conns && !a->error; i++) {
 		a->cli[i].id = (uint32_t)i;
+		a->cli[i].off = im_req_off((uint32_t)i, 0);
 		if (ipk_tcp_connect(w->node[0].ctx, IM_IP(1), ipk_htons(IM_PORT), 0, &a->cli[i],
 		                    &a->cli[i].c, im_now(w)) != IPK_OK)
 			im_fail(a, "connect failed");
@@ -703,6 +752,9 @@ static void im_collect(struct im_world *w, struct im_result *r)
 		r->retransmits += k->tcp_retransmits;
 	}
 	r->corrupted = w->app->corrupted;
+	/* At rest (im_quiet) neither engine holds a packet and none is on the wire. */
+	if (!w->app->error && im_pool_out(&w->pool) != 0)
+		im_fail(w->app, "packets leaked: held after the run went quiet");
 	if (!w->app->error && w->app->closed)
 		im_fail(w->app, "a connection closed during the run");
 	if (!w->app->error && w->o.corrupt_at && (!r->corrupted || r->csum_drops != r->corrupted))
@@ -732,6 +784,8 @@ int main(int argc, char **argv)
 	w.app = (struct im_app *)im_zalloc(sizeof(struct im_app));
 	w.app->o = &w.o;
 	w.app->pat = im_pattern();
+	w.app->len = w.o.len;
+	w.app->requests = w.o.requests;
 	w.app->client = &w.node[0];
 	w.wall_end = im_wall_ns() + (uint64_t)(w.o.max_seconds * 1e9);
 	w.vnow = 1000000000ull;
