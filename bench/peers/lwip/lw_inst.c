@@ -22,6 +22,7 @@ struct lwc {
 	struct tcp_pcb *pcb;
 	uint32_t id;
 	uint64_t k;        /* ping-pong: current request; bulk sender: bytes written */
+	uint32_t off;      /* ping-pong client: im_req_off(id, k), stepped by im_req_next */
 	uint32_t got;      /* ping-pong: bytes of the current reply */
 	uint64_t rx_total; /* bulk receiver: bytes checked */
 };
@@ -130,7 +131,7 @@ static void send_req(struct lwc *e)
 {
 	const struct im_opts *o = sh->o;
 
-	if (tcp_write(e->pcb, sh->pat + im_req_off(e->id, e->k), (u16_t)o->len,
+	if (tcp_write(e->pcb, sh->pat + e->off, (u16_t)o->len,
 	              TCP_WRITE_FLAG_COPY) != ERR_OK)
 		fail("request did not fit the send buffer");
 	tcp_output(e->pcb);
@@ -195,7 +196,7 @@ static err_t cli_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	}
 	for (q = p; q; q = q->next) {
 		if (e->got + q->len > o->len ||
-		    memcmp(q->payload, sh->pat + im_req_off(e->id, e->k) + e->got, q->len) != 0) {
+		    memcmp(q->payload, sh->pat + e->off + e->got, q->len) != 0) {
 			fail("echo mismatch");
 			break;
 		}
@@ -207,6 +208,7 @@ static err_t cli_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	if (e->got == o->len) {
 		e->got = 0;
 		e->k++;
+		e->off = im_req_next(e->off);
 		sh->done++;
 		if (sh->issued < o->requests)
 			send_req(e);
@@ -284,6 +286,7 @@ static int lwi_connect(int n, uint16_t port)
 
 		e->pcb = tcp_new();
 		e->id = (uint32_t)i;
+		e->off = im_req_off(e->id, 0);
 		if (!e->pcb)
 			return -1;
 		tcp_arg(e->pcb, e);

@@ -119,13 +119,27 @@ fn pattern() -> Vec<u8> {
 }
 
 fn req_off(id: usize, k: u64) -> usize {
-    ((id as u64 * 4099 + k * 257) % PAT as u64) as usize
+    ((id as u64 * 4099 + k * REQ_STEP as u64) % PAT as u64) as usize
+}
+
+/// im_req_next: request k + 1 starts REQ_STEP bytes after request k (mod PAT), so a
+/// connection steps its offset without a division; req_next(req_off(i, k)) ==
+/// req_off(i, k + 1).
+const REQ_STEP: usize = 257;
+fn req_next(off: usize) -> usize {
+    let o = off + REQ_STEP;
+    if o >= PAT { o - PAT } else { o }
 }
 
 // ------------------------------------------------------------------ the wire
 
+/// A frame: a buffer and the length in use. Buffers keep their size across uses, so
+/// a transmit token does not clear and zero-fill one per frame (ipkit's and lwIP's
+/// harnesses hand out buffers as they are, too).
+type Frame = (Vec<u8>, usize);
+
 struct Wire {
-    q: [VecDeque<Vec<u8>>; 2], // frames waiting for interface i
+    q: [VecDeque<Frame>; 2], // frames waiting for interface i
     free: Vec<Vec<u8>>,
 }
 
@@ -136,7 +150,7 @@ struct Dev {
 }
 
 struct Rx {
-    buf: Vec<u8>,
+    buf: Frame,
     wire: Rc<RefCell<Wire>>,
 }
 
@@ -147,8 +161,8 @@ struct Tx {
 
 impl phy::RxToken for Rx {
     fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
-        let r = f(&self.buf);
-        self.wire.borrow_mut().free.push(self.buf);
+        let r = f(&self.buf.0[..self.buf.1]);
+        self.wire.borrow_mut().free.push(self.buf.0);
         r
     }
 }
@@ -156,10 +170,11 @@ impl phy::RxToken for Rx {
 impl phy::TxToken for Tx {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
         let mut b = self.wire.borrow_mut().free.pop().unwrap_or_default();
-        b.clear();
-        b.resize(len, 0);
-        let r = f(&mut b);
-        self.wire.borrow_mut().q[self.to].push_back(b);
+        if b.len() < len {
+            b.resize(len, 0);
+        }
+        let r = f(&mut b[..len]);
+        self.wire.borrow_mut().q[self.to].push_back((b, len));
         r
     }
 }
@@ -190,6 +205,7 @@ impl Device for Dev {
 #[derive(Default, Clone)]
 struct Conn {
     k: u64,        // ping-pong: current request; bulk sender: bytes written
+    off: usize,    // ping-pong client: req_off(i, k), stepped by req_next
     got: usize,    // ping-pong: bytes of the current reply
     rx_total: u64, // bulk receiver: bytes checked
 }
@@ -219,8 +235,7 @@ impl App {
         }
     }
 
-    fn send_req(&mut self, s: &mut tcp::Socket, id: usize, k: u64) {
-        let off = req_off(id, k);
+    fn send_req(&mut self, s: &mut tcp::Socket, off: usize) {
         match s.send_slice(&self.pat[off..off + self.o.len]) {
             Ok(n) if n == self.o.len => {}
             _ => self.fail("request did not fit the send buffer"),
@@ -244,7 +259,7 @@ impl App {
                 continue;
             }
             while s.can_recv() {
-                let (want, len, pat) = (req_off(i, c.k) + c.got, self.o.len, &self.pat);
+                let (want, len, pat) = (c.off + c.got, self.o.len, &self.pat);
                 let got = c.got;
                 let ok = s.recv(|b| {
                     let n = b.len().min(len - got);
@@ -263,10 +278,11 @@ impl App {
                 if c.got == self.o.len {
                     c.got = 0;
                     c.k += 1;
+                    c.off = req_next(c.off);
                     self.done += 1;
                     if self.issued < self.o.requests {
-                        let k = c.k;
-                        self.send_req(s, i, k);
+                        let off = c.off;
+                        self.send_req(s, off);
                     }
                 }
             }
@@ -338,7 +354,8 @@ fn side(wire: &Rc<RefCell<Wire>>, me: usize, o: &Opts, now: Instant) -> Side {
         }
         h.push(socks.add(s));
     }
-    Side { iface, dev, socks, h, c: vec![Conn::default(); o.conns] }
+    let c = (0..o.conns).map(|i| Conn { off: req_off(i, 0), ..Conn::default() }).collect();
+    Side { iface, dev, socks, h, c }
 }
 
 struct World {
@@ -462,7 +479,8 @@ fn main() {
         for i in 0..w.app.o.conns {
             if w.app.issued < w.app.o.requests {
                 let s = w.s[0].socks.get_mut::<tcp::Socket>(w.s[0].h[i]);
-                w.app.send_req(s, i, 0);
+                let off = w.s[0].c[i].off;
+                w.app.send_req(s, off);
             }
         }
     }
