@@ -63,7 +63,7 @@ uint32_t im_req_off(uint32_t id, uint64_t k);
 /* Request k + 1 starts IM_REQ_STEP bytes after request k (mod IM_PAT), so a harness
  * keeps each connection's offset and steps it without a division:
  * im_req_next(im_req_off(id, k)) == im_req_off(id, k + 1). */
-#define IM_REQ_STEP 257u
+#define IM_REQ_STEP 1u
 static inline uint32_t im_req_next(uint32_t off)
 {
 	off += IM_REQ_STEP;

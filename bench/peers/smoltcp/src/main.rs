@@ -125,7 +125,7 @@ fn req_off(id: usize, k: u64) -> usize {
 /// im_req_next: request k + 1 starts REQ_STEP bytes after request k (mod PAT), so a
 /// connection steps its offset without a division; req_next(req_off(i, k)) ==
 /// req_off(i, k + 1).
-const REQ_STEP: usize = 257;
+const REQ_STEP: usize = 1;
 fn req_next(off: usize) -> usize {
     let o = off + REQ_STEP;
     if o >= PAT { o - PAT } else { o }
