@@ -58,6 +58,8 @@ static const char bench_help_ipkit[] =
 	"  --zerocopy  TCP client: queue the payload with ipk_tcp_send as packets over one\n"
 	"              pattern buffer (only the 8 numbered bytes of a request are copied)\n"
 	"              instead of copying it with ipk_tcp_write\n"
+	"  --stats     at the end, one line on stderr: the loop's and the backend's\n"
+	"              counters per request (rx/tx batch sizes, sleeps; single thread)\n"
 	"\n";
 
 static const char bench_help_linux[] =
@@ -261,6 +263,8 @@ static int flag_opt(struct bench_opts *o, const char *a)
 		o->corrupt_echo = 1;
 	else if (strcmp(a, "--zerocopy") == 0)
 		o->zerocopy = 1;
+	else if (strcmp(a, "--stats") == 0)
+		o->stats = 1;
 	else
 		return 0;
 	return 1;
@@ -325,6 +329,10 @@ static int bench_opts_check(struct bench_opts *o, FILE *err)
 	if (o->zerocopy && (!o->client || o->proto != 6 || o->threads != 1 ||
 	                    o->model != BENCH_MODEL_UNIFIED))
 		return bad(o, err, "--zerocopy is for a single-thread TCP client", NULL);
+	if (o->stats && o->prog != BENCH_PROG_IPKIT)
+		return bad(o, err, "ipkit-bench only (the twin has no loop of its own):", "--stats");
+	if (o->stats && (o->threads != 1 || o->model != BENCH_MODEL_UNIFIED))
+		return bad(o, err, "--stats is for the single-thread loop (not -T/--model)", NULL);
 	return BENCH_OPTS_OK;
 }
 

@@ -57,6 +57,7 @@ struct bench_opts {
 	uint32_t tcp_buf;         /* --tcp-buf (ipkit-bench): send buffer and receive window
 	                           * ceiling in bytes, 0 = the core's defaults (256 KiB) */
 	int zerocopy;             /* --zerocopy (ipkit-bench, TCP client): send without copying */
+	int stats;                /* --stats (ipkit-bench): loop and backend counters at the end */
 };
 
 #define BENCH_OPTS_OK 0

@@ -17,6 +17,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define IB_BUF (64 * 1024)
 /* --zerocopy layout pool: one buffer, so a request's slice (up to IB_BUF) is one
@@ -553,6 +554,39 @@ static void ib_finish(struct ib *b)
 		ipk_node_poll(b->n, 1);
 }
 
+static double ib_per(uint64_t v, uint64_t per)
+{
+	return per ? (double)v / (double)per : 0.0;
+}
+
+/* --stats: what the loop did per request, to tell a batched regime from a lock-stepped
+ * one (bench/pp32_runs.sh reads this line): rx frames per non-empty poll, tx frames
+ * per push, polls / sleeps per request, and the process's user and system CPU time
+ * per request (getrusage: the kernel's share is the copy-mode AF_XDP path). */
+static void ib_stats_report(const struct ib *b)
+{
+	struct ipk_node_stats ns;
+	struct ipk_io_stats io;
+	struct rusage ru;
+	uint64_t req = b->w.c.requests;
+	double us = 0, sy = 0;
+
+	ipk_node_stats(b->n, &ns);
+	ipk_io_stats(ipk_node_io(b->n), &io);
+	if (getrusage(RUSAGE_SELF, &ru) == 0) {
+		us = (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec;
+		sy = (double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
+	}
+	fprintf(stderr, "ipkit-bench: stats: requests %llu rx/poll %.2f tx/push %.2f "
+	        "polls/req %.3f empty/req %.3f sleeps/req %.3f pushes/req %.3f "
+	        "user_us/req %.3f sys_us/req %.3f rx_drops %llu tx_drops %llu\n",
+	        (unsigned long long)req, ib_per(ns.rx_frames, ns.rx_polls),
+	        ib_per(ns.tx_frames, ns.tx_pushes), ib_per(ns.polls, req),
+	        ib_per(ns.polls - ns.rx_polls, req), ib_per(ns.sleeps, req),
+	        ib_per(ns.tx_pushes, req), ib_per((uint64_t)us, req), ib_per((uint64_t)sy, req),
+	        (unsigned long long)io.rx_drops, (unsigned long long)io.tx_drops);
+}
+
 /* -T > 1 or a thread model other than the single loop: the workers runtime. */
 static int ib_use_workers(const struct bench_opts *o)
 {
@@ -609,6 +643,8 @@ int main(int argc, char **argv)
 	rc = bench_exit_status(&o, &b->w.c);
 	if (b->zc)
 		ib_zc_report(b);
+	if (o.stats)
+		ib_stats_report(b);
 	ipk_pkt_free(b->zc); /* clones the core still holds keep the buffer until it goes */
 	ipk_node_destroy(b->n);
 	ipk_pool_destroy(b->zc_pool); /* after the node: the core held slices of it */

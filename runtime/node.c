@@ -38,6 +38,7 @@ struct ipk_node {
 	uint32_t txn;
 	int in_run;            /* inside ipk_run: flushes wait for the end of the round */
 	uint64_t tx_drops;
+	struct ipk_node_stats st;
 	uint64_t sip_key[2];
 	uint32_t rand_buf[NODE_RAND_WORDS];
 	uint32_t rand_left;
@@ -123,6 +124,8 @@ static void node_txq_push(struct ipk_node *n)
 	if ((uint32_t)took < n->txn)
 		memmove(n->txq, n->txq + took, (n->txn - (uint32_t)took) * sizeof(n->txq[0]));
 	n->txn -= (uint32_t)took;
+	n->st.tx_pushes++;
+	n->st.tx_frames += (uint64_t)took;
 	ipk_io_flush(n->io);
 }
 
@@ -385,6 +388,11 @@ static int node_step(struct ipk_node *n)
 	got = ipk_io_rx_burst(n->io, pkts, NODE_RX_BURST);
 	if (got < 0)
 		return got;
+	n->st.polls++;
+	if (got > 0) {
+		n->st.rx_polls++;
+		n->st.rx_frames += (uint64_t)got;
+	}
 	n->now = node_clock();
 	n->in_run = 1;
 	n->deadline = ipk_run(n->ctx, (void **)pkts, (uint32_t)got, n->now);
@@ -422,6 +430,7 @@ static void node_sleep(struct ipk_node *n, int timeout_ms)
 	}
 	if (ipk_io_arm(n->io) > 0)
 		return;
+	n->st.sleeps++;
 	pfd.fd = fd;
 	pfd.events = POLLIN;
 	pfd.revents = 0;
@@ -477,3 +486,11 @@ uint64_t ipk_node_now(struct ipk_node *n) { return n ? n->now : 0; }
 void *ipk_node_app(void *opaque) { return opaque ? ((struct ipk_node *)opaque)->cfg.app : NULL; }
 struct ipk_node *ipk_node_from(void *opaque) { return (struct ipk_node *)opaque; }
 uint64_t ipk_node_tx_drops(const struct ipk_node *n) { return n ? n->tx_drops : 0; }
+
+void ipk_node_stats(const struct ipk_node *n, struct ipk_node_stats *st)
+{
+	if (n)
+		*st = n->st;
+	else
+		memset(st, 0, sizeof(*st));
+}

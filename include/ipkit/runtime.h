@@ -76,6 +76,19 @@ struct ipk_node *ipk_node_from(void *opaque);
  * node's own transmit batch was full); dropped and counted, TCP retransmits them. */
 uint64_t ipk_node_tx_drops(const struct ipk_node *n);
 
+/* What the loop did, for telling a batched regime from a lock-stepped one (counts
+ * since create; read at any time, no locking: call it from the node's thread). */
+struct ipk_node_stats {
+	uint64_t polls;      /* rx bursts asked of the backend */
+	uint64_t rx_polls;   /* ... that returned at least one frame */
+	uint64_t rx_frames;  /* frames they returned (rx_frames / rx_polls: batch size) */
+	uint64_t sleeps;     /* waits on the backend fd (blocking mode) */
+	uint64_t tx_pushes;  /* non-empty transmit batches handed to the backend */
+	uint64_t tx_frames;  /* frames it took in them */
+};
+/* Copies the counters into *st; all zero when n is NULL. */
+void ipk_node_stats(const struct ipk_node *n, struct ipk_node_stats *st);
+
 /* ================================================================ workers
  *
  * N worker threads, each with its own node (context, backend queue, pools), sharing
