@@ -18,6 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <linux/if_xdp.h>
+#ifndef SOL_XDP
+#define SOL_XDP 283
+#endif
 
 #define IB_BUF (64 * 1024)
 /* --zerocopy layout pool: one buffer, so a request's slice (up to IB_BUF) is one
@@ -554,6 +559,27 @@ static void ib_finish(struct ib *b)
 		ipk_node_poll(b->n, 1);
 }
 
+/* --stats on an AF_XDP backend: the kernel's socket counters (XDP_STATISTICS on the
+ * backend's fd; any other backend's fd refuses the option and nothing is printed).
+ * rx_ring_full and rx_fill_ring_empty are frames the kernel dropped before ipkit saw
+ * them: a stalled request, an RTO. */
+static void ib_stats_xsk(const struct ib *b)
+{
+	struct xdp_statistics xs;
+	socklen_t len = sizeof(xs);
+	int fd = ipk_io_fd(ipk_node_io(b->n));
+
+	memset(&xs, 0, sizeof(xs));
+	if (fd < 0 || getsockopt(fd, SOL_XDP, XDP_STATISTICS, &xs, &len) < 0)
+		return;
+	fprintf(stderr, "ipkit-bench: stats: xsk rx_dropped %llu rx_ring_full %llu "
+	        "rx_fill_ring_empty %llu tx_ring_empty %llu invalid rx %llu tx %llu\n",
+	        (unsigned long long)xs.rx_dropped, (unsigned long long)xs.rx_ring_full,
+	        (unsigned long long)xs.rx_fill_ring_empty_descs,
+	        (unsigned long long)xs.tx_ring_empty_descs,
+	        (unsigned long long)xs.rx_invalid_descs, (unsigned long long)xs.tx_invalid_descs);
+}
+
 static double ib_per(uint64_t v, uint64_t per)
 {
 	return per ? (double)v / (double)per : 0.0;
@@ -579,12 +605,14 @@ static void ib_stats_report(const struct ib *b)
 	}
 	fprintf(stderr, "ipkit-bench: stats: requests %llu rx/poll %.2f tx/push %.2f "
 	        "polls/req %.3f empty/req %.3f sleeps/req %.3f pushes/req %.3f "
-	        "user_us/req %.3f sys_us/req %.3f rx_drops %llu tx_drops %llu\n",
+	        "user_us/req %.3f sys_us/req %.3f rx_drops %llu tx_drops %llu retransmits %llu\n",
 	        (unsigned long long)req, ib_per(ns.rx_frames, ns.rx_polls),
 	        ib_per(ns.tx_frames, ns.tx_pushes), ib_per(ns.polls, req),
 	        ib_per(ns.polls - ns.rx_polls, req), ib_per(ns.sleeps, req),
 	        ib_per(ns.tx_pushes, req), ib_per((uint64_t)us, req), ib_per((uint64_t)sy, req),
-	        (unsigned long long)io.rx_drops, (unsigned long long)io.tx_drops);
+	        (unsigned long long)io.rx_drops, (unsigned long long)io.tx_drops,
+	        (unsigned long long)ipk_counters(ipk_node_ctx(b->n))->tcp_retransmits);
+	ib_stats_xsk(b);
 }
 
 /* -T > 1 or a thread model other than the single loop: the workers runtime. */

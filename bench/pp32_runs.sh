@@ -35,6 +35,8 @@ X ip link add "${tag}x1" type veth peer name "${tag}x2"
 for d in x1 x2; do X ip link set "${tag}$d" mtu "$mtu" up; done
 bulk_linux_link 10.81.0
 
+# (Servers start with ip netns exec itself in the background, not through X: the pid
+# must be the server's, so that stop_srv's SIGTERM reaches it.)
 # One cell's client summary "req/s p50 p99" (bench/bench_summary.py) and its --stats
 # line; the server's --stats line comes from its stderr once it is stopped.
 run_cell() { # out-prefix command...
@@ -48,15 +50,15 @@ stop_srv() {
 	wait "${pids[-1]}" 2>/dev/null || true
 	unset 'pids[-1]'
 }
-stats_of() { grep -h '^ipkit-bench: stats:' "$1" 2>/dev/null | tail -1 | cut -d: -f3- || true; }
+stats_of() { grep -h "^ipkit-bench: stats:" "$1" 2>/dev/null | cut -d: -f3- | tr "\n" " " || true; }
 
 linux_cell() { # variant round -> req/s
 	local bp="" r
 	[ "$1" = busy-poll ] && bp=--busy-poll
-	Y taskset -c 1 "$L" --ip 10.81.0.2 -p 7 $bp >/dev/null 2>&1 &
+	ip netns exec "$ns2" taskset -c 1 "$L" --ip 10.81.0.2 -p 7 $bp >/dev/null 2>&1 &
 	pids+=($!)
 	sleep 0.5
-	r=$(run_cell "$tmpd/l" X taskset -c 0 "$L" -s 10.81.0.2 -p 7 -t "$secs" --json -c 32 \
+	r=$(run_cell "$tmpd/l" ip netns exec "$ns" taskset -c 0 "$L" -s 10.81.0.2 -p 7 -t "$secs" --json -c 32 \
 		-l 1 -g 1 $bp)
 	stop_srv
 	echo "$r"
@@ -64,11 +66,11 @@ linux_cell() { # variant round -> req/s
 ipk_cell() { # bench kind variant -> "req/s p50 p99 | server stats | client stats"
 	local bench=$1 spec="afxdp:${tag}x1,mode=$2$xf" spec2="afxdp:${tag}x2,mode=$2$xf" bp="" r
 	[ "$3" = busy-poll ] && bp=--busy-poll
-	X taskset -c 1 "$bench" --io "$spec" --ip 10.9.0.1/24 -p 7 $bp --stats \
+	ip netns exec "$ns" taskset -c 1 "$bench" --io "$spec" --ip 10.9.0.1/24 -p 7 $bp --stats \
 		>/dev/null 2>"$tmpd/s.err" &
 	pids+=($!)
 	sleep 0.5
-	r=$(run_cell "$tmpd/c" X taskset -c 0 "$bench" --io "$spec2" --ip 10.9.0.2/24 \
+	r=$(run_cell "$tmpd/c" ip netns exec "$ns" taskset -c 0 "$bench" --io "$spec2" --ip 10.9.0.2/24 \
 		-s 10.9.0.1 -p 7 -t "$secs" --json -c 32 -l 1 -g 1 $bp --stats)
 	stop_srv
 	echo "$r | srv$(stats_of "$tmpd/s.err") | cli$(stats_of "$tmpd/c.err")"

@@ -72,6 +72,7 @@ static void test_opts_bad_values_refused(void)
 		"-s 10.0.0.1 --corrupt-echo", "--ip 10.0.0.2/33", "-c 12abc",
 		"--zerocopy", "-s 10.0.0.1 --zerocopy -n 17", "--tcp-buf 16383",
 		"--tcp-buf 8388481", "--tcp-buf 1M", "-s 10.0.0.1 --zerocopy -T 2",
+		"--stats -T 2",
 	};
 	struct bench_opts o;
 	unsigned i;
@@ -98,6 +99,9 @@ static void test_opts_per_program(void)
 	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--tcp-buf 1048576"), BENCH_OPTS_ERROR);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--tcp-buf 1048576"), BENCH_OPTS_OK);
 	CHECK_EQ(o.tcp_buf, 1048576);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--stats"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--stats"), BENCH_OPTS_OK);
+	CHECK(o.stats);
 	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--help"), BENCH_OPTS_HELP);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, "-h"), BENCH_OPTS_HELP);
 }

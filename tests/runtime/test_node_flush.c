@@ -145,6 +145,7 @@ static void test_echoes_of_one_round_leave_with_one_flush(void)
 	struct counting k;
 	struct client cl;
 	struct ipk_node *s, *c;
+	struct ipk_node_stats before, after;
 	struct in_addr srv;
 	uintptr_t i;
 
@@ -179,8 +180,17 @@ static void test_echoes_of_one_round_leave_with_one_flush(void)
 		CHECK_EQ(ipk_tcp_write(ipk_node_ctx(c), cl.c[i], &b, 1, now_ns()), 1);
 	}
 	k.flushes = 0;
+	ipk_node_stats(s, &before);
 	ipk_node_poll(s, 0); /* one round: all N requests in, all N echoes out */
 	CHECK_EQ(k.flushes, 1);
+	/* ipk_node_stats tells the same: one non-empty poll of N frames, one push of N */
+	ipk_node_stats(s, &after);
+	CHECK_EQ(after.polls - before.polls, 1);
+	CHECK_EQ(after.rx_polls - before.rx_polls, 1);
+	CHECK_EQ(after.rx_frames - before.rx_frames, NCONN);
+	CHECK_EQ(after.tx_pushes - before.tx_pushes, 1);
+	CHECK_EQ(after.tx_frames - before.tx_frames, NCONN);
+	CHECK_EQ(after.sleeps, before.sleeps);
 	CHECK(pump(s, c, &cl, NCONN, NCONN));
 	CHECK_EQ(cl.echoed, NCONN);
 	CHECK_EQ(cl.bad, 0);
