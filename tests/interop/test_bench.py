@@ -219,3 +219,24 @@ def test_bench_ipkit_workers_models(net, model):
                                        model, "-c", "4", "-l", "100"))
     assert_clean(rc, s, out)
     assert s["threads"] == 2, out
+
+
+def test_bench_stats_line_counts_the_run(net):
+    """--stats: one line on stderr whose request count is the summary's and whose loop
+    counters are consistent (frames per non-empty poll >= 1, at least one poll per
+    request batch); over TAP no XSK line (its fd refuses XDP_STATISTICS)."""
+    p = net.server(twin_server(net, "-p", "10000"))
+    rc, s, out = net.client(ipk_client(net, net.linux_ip, "-p", "10000", "-c", "4",
+                                       "--stats"))
+    assert_clean(rc, s, out)
+    lines = [ln for ln in out.splitlines() if ln.startswith("ipkit-bench: stats: requests")]
+    assert len(lines) == 1, out
+    f = lines[0].split()[2:]
+    st = dict(zip(f[0::2], f[1::2]))
+    assert int(st["requests"]) == s["requests"], out
+    assert float(st["rx/poll"]) >= 1.0 and float(st["tx/push"]) >= 1.0, out
+    assert 0 < float(st["polls/req"]) and float(st["empty/req"]) <= float(st["polls/req"]), out
+    assert int(st["retransmits"]) == 0 and int(st["rx_drops"]) == 0, out
+    assert "stats: xsk" not in out, out
+    p.terminate()
+    p.wait(timeout=5)
