@@ -162,13 +162,22 @@ struct ipk_io_stats {
  *                                         TPACKET_V3 blocks, fewer wake-ups but up to tov
  *                                         ms (default 1) of added latency
  *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1][,frame=2048|4096][,sg=0|1]
+ *        [,busy_poll=0|1]
  *                                         frame=4096: 4 KiB UMEM frames (the pool's
  *                                         buf_size must match; the runtime sizes its
  *                                         pool from it), MTU up to 3822 instead of 1774;
  *                                         sg=1: multi-buffer (XDP_USE_SG, Linux 6.6+),
  *                                         a frame spans up to 16 UMEM frames (MTU up
  *                                         to 61422 with 4 KiB frames), received as one
- *                                         chain (IPK_CAP_LRO)
+ *                                         chain (IPK_CAP_LRO); busy_poll=1:
+ *                                         SO_PREFER_BUSY_POLL on the socket and a
+ *                                         non-blocking recvfrom per rx burst, which
+ *                                         runs the device's NAPI on the caller's CPU
+ *                                         (zero-copy drivers; Linux 6.13+ gives a
+ *                                         copy-mode socket, e.g. on veth, no NAPI to
+ *                                         poll, so there it changes nothing); errors:
+ *                                         a value other than 0/1, EPERM without
+ *                                         CAP_NET_ADMIN
  *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N][,queues=N][,queue=Q]
  *                                         queues=N (1..16, both sides alike): N queue
  *                                         pairs; queue=Q serves one (caps.nqueues 1),

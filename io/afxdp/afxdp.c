@@ -2,7 +2,7 @@
  * afxdp: AF_XDP sockets through libxdp (xsk) and libbpf, one socket per queue.
  *
  *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1][,ip=A.B.C.D][,ring=N]
- *        [,frame=2048|4096][,sg=0|1]
+ *        [,frame=2048|4096][,sg=0|1][,busy_poll=0|1]
  *
  * UMEM = the whole area of the pool (frame = one pool buffer, so buf_size must be
  * 2048 or 4096: aligned chunk mode). frame=N states the size the spec needs; the
@@ -29,6 +29,17 @@
  * default program instead (every frame of the queue to ipkit).
  * mode: drv (native XDP) or skb (generic); without mode= native is tried first.
  * zc=1 asks for zero-copy and fails with a clear message when the driver lacks it.
+ *
+ * busy_poll=1: preferred busy polling (Documentation/networking/napi.rst "Preferred
+ * busy polling", af_xdp.rst): SO_PREFER_BUSY_POLL, SO_BUSY_POLL and
+ * SO_BUSY_POLL_BUDGET on the socket, and every rx burst starts with a non-blocking
+ * recvfrom that runs the device queue's NAPI poll on our CPU (sendto does the same).
+ * The device's napi_defer_hard_irqs and gro_flush_timeout (sysfs) must be set so the
+ * kernel leaves the NAPI to us between bursts. The kernel polls the NAPI id of the
+ * socket; since Linux 6.13 ("xsk: Bring back busy polling support") a socket gets one
+ * only at bind and only in zero-copy mode, from the queue's NAPI. A copy-mode socket
+ * (veth, any skb-mode XDP) has none and the recvfrom polls nothing: there busy_poll=1
+ * costs one system call per burst and changes nothing else (measured on veth, 6.18).
  *
  * Without the xdp headers (cross builds), a stub backend explains what is missing.
  */
@@ -94,6 +105,7 @@ struct xdp_priv {
 	uint32_t txq_head, txq_tail;
 	uint32_t queue;
 	int sg;               /* XDP_USE_SG bound */
+	int busy;             /* busy_poll=1: rx bursts drive the NAPI poll */
 	struct ipk_pkt *rx_head, *rx_tail; /* frame being received, more descriptors due */
 	uint32_t rx_ndesc;
 	int rx_skip;          /* dropping the rest of a bad multi-descriptor frame */
@@ -269,6 +281,10 @@ static int xdp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 
 	/* at most n descriptors, so at most n frames (a frame's descriptors may end in
 	 * the next burst: rx_head keeps the start) */
+	/* busy_poll=1: one NAPI poll (SO_BUSY_POLL_BUDGET frames) into the rx ring, on this
+	 * CPU, before we look at it; the recvfrom below is then not needed */
+	if (p->busy)
+		(void)recvfrom(xsk_socket__fd(p->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
 	got = xsk_ring_cons__peek(&p->rx, (uint32_t)n, &at);
 	for (i = 0; i < got; i++) {
 		struct ipk_pkt *pk = xdp_rx_desc(io, xsk_ring_cons__rx_desc(&p->rx, at + i));
@@ -279,7 +295,7 @@ static int xdp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 		xsk_ring_cons__release(&p->rx, got);
 	xdp_refill(io);
 	/* need_wakeup: the kernel sleeps on an empty fill ring until we kick it. */
-	if (xsk_ring_prod__needs_wakeup(&p->fq))
+	if (!p->busy && xsk_ring_prod__needs_wakeup(&p->fq))
 		(void)recvfrom(xsk_socket__fd(p->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
 	return k;
 }
@@ -523,7 +539,7 @@ static void xdp_close(struct ipk_io *io)
 }
 
 struct xdp_opts {
-	long queue, ring, zc, prog, frame, sg; /* frame 0: the pool's buf_size */
+	long queue, ring, zc, prog, frame, sg, busy; /* frame 0: the pool's buf_size */
 	int mode;          /* 0 auto, XDP_FLAGS_SKB_MODE, XDP_FLAGS_DRV_MODE */
 	uint32_t ip4_be;
 };
@@ -531,7 +547,7 @@ struct xdp_opts {
 static int xdp_parse(const struct ipk_io_args *a, struct xdp_opts *o, char *err, size_t el)
 {
 	static const char *const known[] = { "queue", "mode", "zc", "prog", "ip", "ring", "frame",
-	                                      "sg", NULL };
+	                                      "sg", "busy_poll", NULL };
 	const char *mode = ipk_io_arg(a, "mode"), *ip = ipk_io_arg(a, "ip");
 	struct in_addr in;
 
@@ -543,7 +559,9 @@ static int xdp_parse(const struct ipk_io_args *a, struct xdp_opts *o, char *err,
 	o->prog = ipk_io_arg_bool(a, "prog", 1, err, el);
 	o->frame = ipk_io_arg_int(a, "frame", 0, err, el);
 	o->sg = ipk_io_arg_bool(a, "sg", 0, err, el);
-	if (o->queue < 0 || o->ring < 0 || o->zc < 0 || o->prog < 0 || o->frame < 0 || o->sg < 0)
+	o->busy = ipk_io_arg_bool(a, "busy_poll", 0, err, el);
+	if (o->queue < 0 || o->ring < 0 || o->zc < 0 || o->prog < 0 || o->frame < 0 || o->sg < 0 ||
+	    o->busy < 0)
 		return -EINVAL;
 	if (o->frame && o->frame != 2048 && o->frame != 4096)
 		return ipk_io_err(err, el, EINVAL, "afxdp:%s: frame=%ld is not a UMEM frame size "
@@ -674,6 +692,36 @@ static int xdp_socket(struct ipk_io *io, const struct xdp_opts *o, const char *d
 	return 0;
 }
 
+/* linux/socket.h values of Linux 5.11 (older libc headers lack them) */
+#ifndef SO_PREFER_BUSY_POLL
+#define SO_PREFER_BUSY_POLL 69
+#endif
+#ifndef SO_BUSY_POLL_BUDGET
+#define SO_BUSY_POLL_BUDGET 70
+#endif
+/* busy_poll=1: the time a blocking poll may spin (our recvfrom is non-blocking: one
+ * NAPI poll a call) and the frames one NAPI poll may bring, as af_xdp.rst suggests */
+#define XDP_BUSY_POLL_US 20
+#define XDP_BUSY_POLL_BUDGET 64
+
+static int xdp_busy_poll(struct ipk_io *io, const char *dev, char *err, size_t el)
+{
+	static const struct { int opt, val; const char *name; } so[] = {
+		{ SO_PREFER_BUSY_POLL, 1, "SO_PREFER_BUSY_POLL" },
+		{ SO_BUSY_POLL, XDP_BUSY_POLL_US, "SO_BUSY_POLL" },
+		{ SO_BUSY_POLL_BUDGET, XDP_BUSY_POLL_BUDGET, "SO_BUSY_POLL_BUDGET" },
+	};
+	int fd = xsk_socket__fd(xdp_priv(io)->xsk);
+	size_t i;
+
+	for (i = 0; i < sizeof so / sizeof so[0]; i++) {
+		if (setsockopt(fd, SOL_SOCKET, so[i].opt, &so[i].val, sizeof so[i].val) < 0)
+			return xdp_perm_err(err, el, errno, dev, so[i].name);
+	}
+	xdp_priv(io)->busy = 1;
+	return 0;
+}
+
 static int xdp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *err, size_t el)
 {
 	struct xdp_priv *p = xdp_priv(io);
@@ -711,6 +759,8 @@ static int xdp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *
 	if ((rc = xdp_umem(io, &o, a->dev, err, el)) < 0)
 		return rc;
 	if ((rc = xdp_socket(io, &o, a->dev, xdp_flags, err, el)) < 0)
+		return rc;
+	if (o.busy && (rc = xdp_busy_poll(io, a->dev, err, el)) < 0)
 		return rc;
 	xdp_refill(io);
 	/* sg=1: received frames above one UMEM frame come as chains (IPK_CAP_LRO's rule:

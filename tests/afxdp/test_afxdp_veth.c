@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -194,7 +195,28 @@ static int serve_until(struct ipk_io *io, pid_t pid, struct seen *s)
 	return -1;
 }
 
-static void run_mode(const char *mode)
+#ifndef SO_PREFER_BUSY_POLL
+#define SO_PREFER_BUSY_POLL 69
+#endif
+
+static int sockopt(int fd, int opt)
+{
+	int v = -1;
+	socklen_t l = sizeof v;
+
+	return getsockopt(fd, SOL_SOCKET, opt, &v, &l) < 0 ? -1 : v;
+}
+
+/* busy_poll=1 set the socket's busy-poll options; without it they are off */
+static void check_busy_poll(struct ipk_io *io, int on)
+{
+	int fd = ipk_io_fd(io);
+
+	CHECK_EQ(sockopt(fd, SO_PREFER_BUSY_POLL), on);
+	CHECK_EQ(sockopt(fd, SO_BUSY_POLL), on ? 20 : 0); /* (the budget cannot be read back) */
+}
+
+static void run_mode_opts(const char *mode, const char *opts)
 {
 	struct ipk_pool *pool = pool_new(2048);
 	char spec[128], err[256] = "";
@@ -203,13 +225,14 @@ static void run_mode(const char *mode)
 	uint32_t b = 1, d = 1;
 
 	memset(&s, 0, sizeof s);
-	snprintf(spec, sizeof spec, "afxdp:vk,queue=0,mode=%s,ip=10.77.0.2", mode);
+	snprintf(spec, sizeof spec, "afxdp:vk,queue=0,mode=%s,ip=10.77.0.2%s", mode, opts);
 	io = ipk_io_open(spec, pool, err, sizeof err);
 	if (!io)
 		fprintf(stderr, "%s: %s\n", spec, err);
 	CHECK(io != NULL);
 	if (io) {
 		struct ipk_io_stats st;
+		check_busy_poll(io, strstr(opts, "busy_poll=1") != NULL);
 		CHECK_EQ(serve_until(io, spawn_ping("10.77.0.2"), &s), 0);   /* ipkit answers */
 		CHECK_EQ(serve_until(io, spawn_ping("10.77.0.3"), &s), 0);   /* kernel still does */
 		CHECK(s.arp_for_us >= 1);
@@ -227,8 +250,14 @@ static void run_mode(const char *mode)
 	sh("ip -n %s neigh flush dev vl%s", ns_l, "");
 }
 
+static void run_mode(const char *mode) { run_mode_opts(mode, ""); }
 static void test_skb_mode_ping_answered_and_host_traffic_passed(void) { run_mode("skb"); }
 static void test_drv_mode_ping_answered_and_host_traffic_passed(void) { run_mode("drv"); }
+/* The sockets poll the device themselves: the same exchange still works */
+static void test_busy_poll_sets_socket_options_and_serves(void)
+{
+	run_mode_opts("drv", ",busy_poll=1");
+}
 
 /* set_addr after open (the runtime's way) steers like ip= does */
 static void test_set_addr_after_open_steers(void)
@@ -516,6 +545,7 @@ static void test_bad_configuration_messages(void)
 	expect_error("afxdp:vk,mode=turbo", 2048, "mode=turbo is not supported");
 	expect_error("afxdp:vk,ip=10.1", 2048, "not an IPv4 address");
 	expect_error("afxdp:vk,ring=100", 2048, "power of two");
+	expect_error("afxdp:vk,busy_poll=2", 2048, "option busy_poll=2 must be 0 or 1");
 	expect_error("afxdp:vk,zc=1", 2048, "zero-copy");
 	expect_error("afxdp:vk", 16384, "cannot be a UMEM frame");
 	sh("ip link set dev vk mtu 3000%s%s", "", "");
@@ -551,6 +581,7 @@ int main(void)
 	}
 	RUN(test_skb_mode_ping_answered_and_host_traffic_passed);
 	RUN(test_drv_mode_ping_answered_and_host_traffic_passed);
+	RUN(test_busy_poll_sets_socket_options_and_serves);
 	RUN(test_set_addr_after_open_steers);
 	RUN(test_skb_mode_burst_of_200_leaves_with_one_flush);
 	RUN(test_drv_mode_burst_of_200_leaves_with_one_flush);
