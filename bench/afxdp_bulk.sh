@@ -14,6 +14,16 @@
 # CPU us per MB carried (sum of /proc/PID/task/*/schedstat of the sender and of the
 # receiver over the middle of the cell, bytes from the server device's counters):
 # less noisy than Gbit/s on a shared machine, and what bounds a quiet run.
+#
+# ROWS="..." picks the rows (default "skb skb+rps drv linux linux+rps"): skb / drv
+# (afxdp in that XDP mode), linux (the twin), and suffixes:
+#   +rps  RPS on the pair's receiving veths: each one's rps_cpus names the CPU of the
+#         process behind it (server CPU 1, client CPU 0), so a frame that veth_xmit
+#         hands to netif_rx (skb XDP; Linux) is processed from the backlog of the
+#         receiver's CPU: for skb XDP, the generic XDP program, its copy of the skb
+#         (skb_pp_cow_data) and the copy into the peer's UMEM leave the sender's CPU.
+#         Native XDP does not take that path (veth's NAPI runs where the sender is).
+#   +bp   afxdp busy_poll=1 on both ends (see io/afxdp/afxdp.c: no effect on veth)
 # Everything is named ixm<4 hex>... and removed on exit, also on failure or Ctrl-C.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +40,17 @@ X ip link add "${tag}x1" type veth peer name "${tag}x2"
 for d in x1 x2; do X ip link set "${tag}$d" mtu "$mtu"; X ip link set "${tag}$d" up; done
 bulk_linux_link 10.81.0
 
+# rps DEV NS MASK: RPS CPUs of DEV's one receive queue (0: off)
+rps() { ip netns exec "$2" sh -c "echo $3 > /sys/class/net/$1/queues/rx-0/rps_cpus"; }
+# rows_rps ROW: RPS as the row asks on both pairs' receiving ends
+rows_rps() {
+	local on=0 srv=0
+	case $1 in *+rps*) on=1 ;; esac
+	[ "$on" = 1 ] && srv=2
+	rps "${tag}x1" "$ns" "$srv"; rps "${tag}d" "$ns2" "$srv"
+	rps "${tag}x2" "$ns" "$on"; rps "${tag}c" "$ns" "$on"
+}
+
 # CPU ns so far of a process's threads (%.0f: mawk prints a sum above 2^31 as %g,
 # which the shell's arithmetic refuses: "2.18349e+09: syntax error")
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }
@@ -39,8 +60,10 @@ rx_bytes() { # namespace device
 
 # cell ROW: start server and client, sample the middle of the run, print the row
 cell() {
-	local row=$1 srv cli dev sns s0 c0 b0 s1 c1 b1 mb g
-	case $row in
+	local row=$1 srv cli dev sns s0 c0 b0 s1 c1 b1 mb g mode=${1%%+*} bp=""
+	case $row in *+bp*) bp=,busy_poll=1 ;; esac
+	rows_rps "$row"
+	case $mode in
 	linux)
 		ip netns exec "$ns2" taskset -c 1 "$L" --ip 10.81.0.2 -p 7 -g 2 >/dev/null 2>&1 &
 		srv=$!; pids+=("$srv"); sleep 0.5
@@ -48,10 +71,10 @@ cell() {
 			-l 65536 -g 2 >"$tmpd/out" 2>/dev/null &
 		cli=$!; pids+=("$cli"); dev=${tag}d; sns=$ns2 ;;
 	*)
-		ip netns exec "$ns" taskset -c 1 "$B" --io "afxdp:${tag}x1,mode=$row$frame" \
+		ip netns exec "$ns" taskset -c 1 "$B" --io "afxdp:${tag}x1,mode=$mode$frame$bp" \
 			--ip 10.9.0.1/24 -p 7 -g 2 --tcp-buf 2097152 >/dev/null 2>&1 &
 		srv=$!; pids+=("$srv"); sleep 0.5
-		ip netns exec "$ns" taskset -c 0 "$B" --io "afxdp:${tag}x2,mode=$row$frame" \
+		ip netns exec "$ns" taskset -c 0 "$B" --io "afxdp:${tag}x2,mode=$mode$frame$bp" \
 			--ip 10.9.0.2/24 -s 10.9.0.1 -p 7 -t "$secs" --json -c 1 -l 65536 -g 2 \
 			--zerocopy --tcp-buf 2097152 >"$tmpd/out" 2>/dev/null &
 		cli=$!; pids+=("$cli"); dev=${tag}x1; sns=$ns ;;
@@ -77,7 +100,7 @@ echo
 echo "| row | Gbit/s | sender CPU us/MB | receiver CPU us/MB |"
 echo "|---|---|---|---|"
 for ((r = 0; r < rounds; r++)); do
-	for row in skb drv linux; do cell "$row"; done
+	for row in ${ROWS:-skb skb+rps drv linux linux+rps}; do cell "$row"; done
 done
 echo
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
