@@ -178,6 +178,32 @@ def inmem_table(res, notes):
     return lines + [""]
 
 
+def instr_table(res):
+    """bench/inmem/instr.sh's JSON lines: instructions per unit, a row per workload and a
+    column per stack, in the order instr.sh measured them."""
+    if not res:
+        return []
+    stacks, works, val = [], [], {}
+    for d in res:
+        st, w = d.get("stack"), d.get("workload")
+        if st not in stacks:
+            stacks.append(st)
+        if w not in works:
+            works.append(w)
+        val[(st, w)] = d.get("instructions")
+    lines = ["Instructions per request (ping-pong) or per 1460 B (bulk) under callgrind "
+             "(`bench/inmem/instr.sh --quick`: two run lengths, the difference, so set-up "
+             "cancels); `harness-pingpong-c1-sw` is the harness's own share of "
+             "pingpong-c1-sw. Independent of the machine's load.", "",
+             "| workload | " + " | ".join(stacks) + " |",
+             "|---|" + "---:|" * len(stacks)]
+    for w in works:
+        lines.append("| %s | %s |" % (w, " | ".join(
+            fmt(val.get((st, w)), ".0f") if val.get((st, w)) is not None else "-"
+            for st in stacks)))
+    return lines + [""]
+
+
 def machine():
     cpu = "unknown CPU"
     try:
@@ -221,6 +247,7 @@ def main():
     md += ["## Thread models", ""] + models_section(rows, notes, out)
     md += ["## In-memory harness", ""]
     md += inmem_table([r["summary"] for r in rows if r["series"] == "inmem"], notes)
+    md += instr_table([r["summary"] for r in rows if r["series"] == "instr"])
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(md))
 

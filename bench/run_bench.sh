@@ -145,6 +145,15 @@ else
 	printf '{"series":"inmem","note":"HOOK: the in-memory harness (bench/inmem) is not in this build; when it is, run_bench.sh runs every *-inmem program it finds and this section lists them"}\n' >>"$raw"
 fi
 
+# Instructions per request / per 1460 B under callgrind for the same programs
+# (bench/inmem/instr.sh --quick, about a minute), as series "instr": the figure that
+# does not depend on the machine's load.
+if [ ${#inmems[@]} -gt 0 ] && command -v valgrind >/dev/null; then
+	bash bench/inmem/instr.sh --quick --build "$build" --json "$raw.instr" >/dev/null 2>&1 || true
+	[ -f "$raw.instr" ] && sed 's/^/{"series":"instr","summary":/; s/$/}/' "$raw.instr" >>"$raw"
+	rm -f "$raw.instr"
+fi
+
 printf '{"series":"load_end","note":"%s"}\n' "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
 printf '{"series":"command","note":"%s"}\n' "bench/run_bench.sh $build $secs" >>"$raw"
 /usr/bin/python3 bench/report.py "$raw" "$out"

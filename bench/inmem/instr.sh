@@ -4,10 +4,13 @@
 # set-up (contexts, handshakes, pools) cancels. For every stack found:
 #   ipkit lib / unity (BUILD/bench/inmem), lwip and smoltcp (BUILD/bench-peers, from
 #   `make bench-peers`; skipped when absent).
-# Then the top functions of 1-connection sw ping-pong for each stack.
+# Also the harness's own share of 1-connection sw ping-pong (self cost of the code in
+# the harness's source files, inlined parts included), then one table (workloads x
+# stacks) and the top functions of 1-connection sw ping-pong for each stack.
 #
 #   bench/inmem/instr.sh [--build DIR] [--json FILE] [--top N] [--quick]
-# Output: one line per stack x workload; --json appends JSON objects (tool "instr").
+# Output: one line per stack x workload, the table; --json appends JSON objects (tool
+# "instr"; workload "harness-pingpong-c1-sw" is the harness's share).
 set -euo pipefail
 build=build json="" top=15 n1=20000 n2=40000 b1=8000000 b2=16000000
 while [ $# -gt 0 ]; do
@@ -16,7 +19,7 @@ while [ $# -gt 0 ]; do
 	--json) json=$2; shift ;;
 	--top) top=$2; shift ;;
 	--quick) n1=2000 n2=4000 b1=1000000 b2=2000000 ;;
-	-h|--help) sed -n 2,11p "$0"; exit 0 ;;
+	-h|--help) sed -n 2,13p "$0"; exit 0 ;;
 	*) echo "instr.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -25,12 +28,14 @@ command -v valgrind >/dev/null || { echo "instr.sh: valgrind not installed" >&2;
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-declare -a names bins
-add() { [ -x "$2" ] && { names+=("$1"); bins+=("$2"); } || echo "instr.sh: $1 not built ($2)" >&2; }
-add ipkit-lib "$build/bench/inmem/ipkit-inmem"
-add ipkit-unity "$build/bench/inmem/ipkit-inmem-unity"
-add lwip "$build/bench-peers/lwip/lwip-inmem"
-add smoltcp "$build/bench-peers/smoltcp/smoltcp-inmem"
+# name, program, and the source files that are the harness's (not the stack's)
+declare -a names bins own
+add() { [ -x "$2" ] && { names+=("$1"); bins+=("$2"); own+=("$3"); } || echo "instr.sh: $1 not built ($2)" >&2; }
+add ipkit-lib "$build/bench/inmem/ipkit-inmem" 'bench/inmem/'
+add ipkit-unity "$build/bench/inmem/ipkit-inmem-unity" 'bench/inmem/'
+add lwip "$build/bench-peers/lwip/lwip-inmem" 'bench/peers/lwip/|bench/inmem/'
+add smoltcp "$build/bench-peers/smoltcp/smoltcp-inmem" 'bench/peers/smoltcp/'
+workloads="pingpong-c1-sw pingpong-c1-offload pingpong-c32-sw bulk-sw bulk-offload bulk-offload-zerocopy"
 
 # instructions of one run: callgrind's total
 irefs() {
@@ -39,16 +44,27 @@ irefs() {
 	grep -E 'Collected' "$out.log" | awk '{print $4}'
 }
 
+emit() { # name label unit per i1 i2
+	printf '%-12s %-24s %8s instructions/%s\n' "$1" "$2" "$4" "$3"
+	echo "$1 $2 $4" >>"$tmp/table"
+	[ -z "$json" ] || printf '{"tool":"instr","stack":"%s","workload":"%s","unit":"%s","instructions":%s,"i1":%s,"i2":%s}\n' \
+		"$1" "$2" "$3" "$4" "$5" "$6" >>"$json"
+}
+
 # name bin workload-label per-unit-divisor args-for-N1 args-for-N2 (args: -n or -b value)
 measure() {
 	local name=$1 bin=$2 label=$3 unit=$4 a1=$5 a2=$6 d=$7; shift 7
-	local i1 i2 per
+	local i1 i2
 	i1=$(irefs "$tmp/$name-$label-1.out" "$bin" "$@" $a1)
 	i2=$(irefs "$tmp/$name-$label-2.out" "$bin" "$@" $a2)
-	per=$(awk -v a="$i1" -v b="$i2" -v d="$d" 'BEGIN { printf "%.0f", (b - a) / d }')
-	printf '%-12s %-22s %8s instructions/%s\n' "$name" "$label" "$per" "$unit"
-	[ -z "$json" ] || printf '{"tool":"instr","stack":"%s","workload":"%s","unit":"%s","instructions":%s,"i1":%s,"i2":%s}\n' \
-		"$name" "$label" "$unit" "$per" "$i1" "$i2" >>"$json"
+	emit "$name" "$label" "$unit" "$(awk -v a="$i1" -v b="$i2" -v d="$d" 'BEGIN { printf "%.0f", (b - a) / d }')" "$i1" "$i2"
+}
+
+# self cost of the (file:function) entries whose file matches regex $2 in profile $1
+own_cost() {
+	callgrind_annotate --auto=no --threshold=100 "$1" 2>/dev/null |
+		grep -E '^ *[0-9,]+ +\(' | sed -E 's# \[[^]]*\]$##; s#:[^:]*$##' | grep -E "$2" |
+		awk '{ gsub(",", "", $1); s += $1 } END { print s + 0 }'
 }
 
 for k in "${!names[@]}"; do
@@ -62,6 +78,25 @@ for k in "${!names[@]}"; do
 		measure "$name" "$bin" bulk-offload-zerocopy 1460B "-b $b1" "-b $b2" \
 			"$(( (b2 - b1) / 1460 ))" -w bulk -p offload --zerocopy ;;
 	esac
+	h1=$(own_cost "$tmp/$name-pingpong-c1-sw-1.out" "${own[$k]}")
+	h2=$(own_cost "$tmp/$name-pingpong-c1-sw-2.out" "${own[$k]}")
+	emit "$name" harness-pingpong-c1-sw request \
+		"$(awk -v a="$h1" -v b="$h2" -v d=$((n2 - n1)) 'BEGIN { printf "%.0f", (b - a) / d }')" "$h1" "$h2"
+done
+
+# One table: a row per workload, a column per stack (- = not run for that stack).
+echo
+printf '| workload (instructions per request / per 1460 B) |'
+for name in "${names[@]}"; do printf ' %s |' "$name"; done
+printf '\n| --- |'
+for name in "${names[@]}"; do printf ' ---: |'; done
+echo
+for w in $workloads harness-pingpong-c1-sw; do
+	printf '| %s |' "$w"
+	for name in "${names[@]}"; do
+		printf ' %s |' "$(awk -v n="$name" -v w="$w" '$1 == n && $2 == w { v = $3 } END { print (v == "" ? "-" : v) }' "$tmp/table")"
+	done
+	echo
 done
 
 for k in "${!names[@]}"; do
