@@ -232,6 +232,8 @@ struct ipk_ctx {
 	 * tests set to send everything the general way and compare the frames. */
 	uint64_t tx_fast_n;
 	uint8_t tx_fast_off;
+	/* Frames ipk_tcp_rx_one took from ipk_run (tests compare it with ipk_fast_off). */
+	uint64_t rx_one_n;
 };
 #define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */
@@ -384,6 +386,29 @@ int ipk_ip4_is_bcast(const struct ipk_ctx *c, uint32_t ip_be);
 int ipk_ip4_subnet_has_bcast(const struct ipk_config *cfg);
 /* Tests only: every receive shortcut off (ctx->fast_off). */
 void ipk_fast_off(struct ipk_ctx *ctx);
+/* ipk_ip4_is_bcast inline, for the receive paths (ip4.c, tcp_in.c ipk_tcp_rx_one). */
+IPK_INLINE int ipk_ip4_bcast_in(const struct ipk_ctx *c, uint32_t ip_be)
+{
+	uint32_t mask = c->cfg.netmask_be, host = ~mask, part = ip_be & host;
+
+	if (ip_be == 0xffffffffu)
+		return 1;
+	if (!c->ip4_has_bcast || (ip_be & mask) != (c->cfg.ip4_be & mask))
+		return 0;
+	return part == host || part == 0;
+}
+/* RFC 1122 §3.2.1.3: a source that cannot be a host. 0.0.0.0 is allowed only for
+ * UDP to a broadcast (udp_bcast: a host booting with DHCP/BOOTP). */
+IPK_INLINE int ipk_ip4_src_bad(const struct ipk_ctx *c, uint32_t src_be, int udp_bcast)
+{
+	uint8_t top = (uint8_t)(ipk_ntohl(src_be) >> 24);
+
+	if (src_be == 0)
+		return !udp_bcast;
+	if (top == 127 || (top >= 224 && top <= 239))
+		return 1;
+	return ipk_ip4_bcast_in(c, src_be);
+}
 /* On-link next hop for dst (dst itself, or the gateway); 0 when there is no route.
  * Inline: every transmitted datagram asks. */
 IPK_INLINE uint32_t ipk_ip4_next_hop(const struct ipk_ctx *c, uint32_t dst_be)
@@ -412,6 +437,12 @@ void ipk_udp_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx);
 /* ---------------------------------------------------------------- TCP */
 
 void ipk_tcp_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx);
+/* The common frame, whole: a flat Ethernet (or raw IPv4) frame carrying an IPv4
+ * datagram without options or fragmentation to our address, with a TCP segment
+ * whose options are none or exactly NOP,NOP,TS, every checksum right (tcp_in.c).
+ * Returns 1 when it took the frame (ownership passes), 0 with nothing changed and
+ * nothing counted for anything else: ipk_link_input then judges it. */
+int ipk_tcp_rx_one(struct ipk_ctx *c, void *pkt);
 /* An ICMP error quoted a TCP segment of ours: `quote` holds the quoted IPv4 header
  * and at least 8 bytes after it (qlen bytes, already checked >= ihl + 8). */
 void ipk_tcp_icmp_error(struct ipk_ctx *c, uint8_t type, uint8_t code, uint16_t mtu,

@@ -24,8 +24,6 @@
 
 /* --------------------------------------------------------------- addresses */
 
-static uint8_t ip_top(uint32_t ip_be) { return ((const uint8_t *)&ip_be)[0]; }
-
 /* RFC 1122 §3.3.6: our subnet has a directed broadcast address (all-ones host part,
  * and the obsolete all-zeros form) unless RFC 3021's /31 or /32 applies, or no
  * address or mask is configured. A property of the configuration: ipk_ctx_init
@@ -35,21 +33,9 @@ int ipk_ip4_subnet_has_bcast(const struct ipk_config *cfg)
 	return cfg->ip4_be != 0 && cfg->netmask_be != 0 && ipk_ntohl(~cfg->netmask_be) >= 3u;
 }
 
-/* The receive path's copy (ip4_input_fast inlines it); ipk_ip4_is_bcast is the same. */
-static inline int ip4_bcast(const struct ipk_ctx *c, uint32_t ip_be)
-{
-	uint32_t mask = c->cfg.netmask_be, host = ~mask, part = ip_be & host;
-
-	if (ip_be == 0xffffffffu)
-		return 1;
-	if (!c->ip4_has_bcast || (ip_be & mask) != (c->cfg.ip4_be & mask))
-		return 0;
-	return part == host || part == 0;
-}
-
 int ipk_ip4_is_bcast(const struct ipk_ctx *c, uint32_t ip_be)
 {
-	return ip4_bcast(c, ip_be);
+	return ipk_ip4_bcast_in(c, ip_be);
 }
 
 int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be)
@@ -59,17 +45,9 @@ int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be)
 	return (c->cfg.ip4_be != 0 && ip_be == c->cfg.ip4_be) || ipk_ip4_is_bcast(c, ip_be);
 }
 
-/* RFC 1122 §3.2.1.3: a source that cannot be a host. 0.0.0.0 is allowed only for
- * UDP to a broadcast (a host booting with DHCP/BOOTP). */
 static inline int ip4_bad_src(const struct ipk_ctx *c, const struct ipk_ip4_hdr *h, int bcast)
 {
-	uint8_t top = ip_top(h->src_be);
-
-	if (h->src_be == 0)
-		return !(bcast && h->proto == IPK_IPPROTO_UDP);
-	if (top == 127 || (top >= 224 && top <= 239))
-		return 1;
-	return ip4_bcast(c, h->src_be);
+	return ipk_ip4_src_bad(c, h->src_be, bcast && h->proto == IPK_IPPROTO_UDP);
 }
 
 /* ------------------------------------------------------------------ input */
@@ -216,7 +194,7 @@ static int ip4_check(struct ipk_ctx *c, void *pkt, uint32_t off, struct ipk_ip4_
 		ipk_pkt_trim_tail(c, pkt, len - off - h->tot_len);
 	if (!ip4_csum_verdict(c, pkt, p + off, h->ihl, &rx->l4_csum_ok))
 		return IPK_DROP_IP4_CSUM;
-	rx->is_bcast = (uint8_t)ip4_bcast(c, h->dst_be);
+	rx->is_bcast = (uint8_t)ipk_ip4_bcast_in(c, h->dst_be);
 	if (!rx->is_bcast && (c->cfg.ip4_be == 0 || h->dst_be != c->cfg.ip4_be))
 		return IPK_DROP_NOT_FOR_US; /* ipk_ip4_is_local, with the broadcast test once */
 	if (ip4_bad_src(c, h, rx->is_bcast))

@@ -327,11 +327,14 @@ IPK_HOT uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t 
 		return IPK_NO_DEADLINE;
 	ctx->now = now;
 	for (i = 0; pkts && i < n; i++) {
+		void *more;
+
 		if (!pkts[i])
 			continue;
 		/* Chains only from a NIC declared to coalesce (IPK_CAP_LRO); ip4.c takes
 		 * them for TCP alone. */
-		if (ipk_pkt_chain_next(ctx, pkts[i])) {
+		more = ipk_pkt_chain_next(ctx, pkts[i]);
+		if (more) {
 			if (!(ctx->cfg.caps & IPK_CAP_LRO)) {
 				ipk_drop_pkt(ctx, pkts[i], IPK_DROP_CHAIN);
 				continue;
@@ -341,7 +344,10 @@ IPK_HOT uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t 
 		ctx->cnt.rx_frames++;
 		ctx->cnt.rx_bytes += ipk_pkt_len(ctx, pkts[i]);
 		ctx->rx_more = i + 1u < n;
-		ipk_link_input(ctx, pkts[i]);
+		/* The established segment in one function; everything else (and every
+		 * drop) through the layers. */
+		if (more || !ipk_tcp_rx_one(ctx, pkts[i]))
+			ipk_link_input(ctx, pkts[i]);
 	}
 	ctx->rx_more = 0;
 	ipk_tcp_ack_batch_end(ctx);

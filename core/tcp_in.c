@@ -986,3 +986,130 @@ void ipk_tcp_icmp_error(struct ipk_ctx *ctx, uint8_t type, uint8_t code, uint16_
 	}
 	ipk_tcp_release(ctx, c);
 }
+
+/* ------------------------------------------------- one receive function */
+
+/*
+ * ipk_tcp_rx_one: the frame almost every established connection receives, judged
+ * in one pass over its bytes, on locals: Ethernet II to our MAC (or raw IPv4), an
+ * IPv4 header of 20 bytes to our unicast address from a source that can be a host,
+ * not a fragment; a TCP header with no options or exactly NOP,NOP,TS, no SYN, both
+ * ports set; the checksums right. Each test is one the layers make (link.c, ip4.c
+ * ip4_check, seg_parse), so a frame that passes them all is one they would hand on
+ * unchanged, and from the lookup on it takes the same way (ipk_tcp_input's tail).
+ * Any test failing returns 0 before anything is changed or counted: ipk_run then
+ * gives the frame to ipk_link_input, which judges it again with every rule and
+ * counts the drop.
+ */
+
+/* The IPv4 header at ip (len bytes of frame from it): the datagram's length, or 0. */
+static inline uint32_t rx_one_ip4(const struct ipk_ctx *ctx, const uint8_t *ip, uint32_t len)
+{
+	uint32_t tot;
+
+	if (len < IPK_IP4_HLEN + IPK_TCP_HLEN || ip[0] != 0x45 || ip[9] != IPK_IPPROTO_TCP ||
+	    (ipk_rd16(ip + 6) & (IPK_IP4_MF | IPK_IP4_OFFMASK)))
+		return 0;
+	tot = ipk_rd16(ip + 2);
+	/* ip4_self_ok: our address is set and no broadcast, so this is unicast to us */
+	if (tot < IPK_IP4_HLEN + IPK_TCP_HLEN || tot > len || !ctx->ip4_self_ok ||
+	    ipk_rdbe32(ip + 16) != ctx->cfg.ip4_be || ipk_ip4_src_bad(ctx, ipk_rdbe32(ip + 12), 0))
+		return 0;
+	return tot;
+}
+
+/* The TCP header at th (l4 bytes of segment) into s->h and s->o as seg_parse fills
+ * them: NOP,NOP,TS in one step, or no options. Returns 0 for anything else. */
+static inline int rx_one_tcp(const uint8_t *th, uint32_t l4, struct ipk_tcp_seg *s)
+{
+	struct ipk_tcp_opts *o = &s->o;
+
+	s->ts_only = (uint8_t)ipk_tcp_parse_ts(th, l4, &s->h, o);
+	if (!s->ts_only) {
+		if (th[12] != (IPK_TCP_HLEN / 4) << 4) /* data offset 5, reserved bits clear */
+			return 0;
+		ipk_tcp_hdr_fill(th, IPK_TCP_HLEN, &s->h);
+		o->has_mss = o->has_ws = o->has_sack_perm = o->has_ts = 0;
+		o->mss = 0;
+		o->ws = o->nsack = 0;
+		o->tsval = o->tsecr = 0;
+	}
+	return s->h.sport_be != 0 && s->h.dport_be != 0 && !(s->h.flags & IPK_TCP_SYN);
+}
+
+/* Both checksums (RFC 1071): the NIC's verdict where one is declared and given
+ * (ip4_csum_verdict's rules), else summed here; a small segment inline. */
+static inline int rx_one_csum(struct ipk_ctx *ctx, void *pkt, const uint8_t *ip,
+                              const struct ipk_tcp_seg *s, const uint8_t *th, uint32_t l4)
+{
+	uint32_t caps = ctx->cfg.caps, v = 0;
+	int ip_ok = 0, l4_ok = 0;
+
+	if (caps & (IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4)) {
+		if (IPK_OPS(ctx)->rx_csum)
+			v = IPK_OPS(ctx)->rx_csum(pkt, IPK_OPQ(ctx));
+		if ((caps & IPK_CAP_RX_CSUM_IP4) && (v & IPK_RXCSUM_IP4_BAD))
+			return 0;
+		ip_ok = (caps & IPK_CAP_RX_CSUM_IP4) && (v & IPK_RXCSUM_IP4_GOOD);
+		l4_ok = (caps & IPK_CAP_RX_CSUM_L4) && (v & IPK_RXCSUM_L4_GOOD) &&
+		        !(v & IPK_RXCSUM_L4_BAD);
+	}
+	if (!ip_ok && ipk_csum_fold(ipk_csum_hdr20(ip)) != 0)
+		return 0;
+	if (l4_ok)
+		return 1;
+	if (l4 <= 64u)
+		return ipk_csum_l4_small(s->src_be, s->dst_be, IPK_IPPROTO_TCP, th, l4) == 0;
+	return ipk_csum_l4(s->src_be, s->dst_be, IPK_IPPROTO_TCP, th, l4) == 0;
+}
+
+/* Ethernet II (RFC 894) to our own MAC carrying IPv4: the IPv4 header's offset,
+ * or -1 (broadcast frames, ARP and the rest go through link.c). */
+static inline int rx_one_eth(const struct ipk_ctx *ctx, const uint8_t *f, uint32_t len)
+{
+	if (ctx->cfg.link == IPK_LINK_RAWIP)
+		return 0;
+	if (len < IPK_ETH_HLEN || ipk_rd16(f + 12) != IPK_ETHERTYPE_IP4 ||
+	    ipk_rdbe32(f) != ipk_rdbe32(ctx->cfg.mac) || ipk_rdbe16(f + 4) != ipk_rdbe16(ctx->cfg.mac + 4))
+		return -1;
+	return IPK_ETH_HLEN;
+}
+
+IPK_HOT int ipk_tcp_rx_one(struct ipk_ctx *ctx, void *pkt)
+{
+	uint32_t len = ipk_pkt_len(ctx, pkt), tot, l4;
+	const uint8_t *f = ipk_pkt_data(ctx, pkt), *ip, *th;
+	struct ipk_tcp_seg s;
+	struct ipk_conn *c;
+	int l2 = rx_one_eth(ctx, f, len);
+
+	if (l2 < 0 || ctx->fast_off)
+		return 0;
+	ip = f + l2;
+	tot = rx_one_ip4(ctx, ip, len - (uint32_t)l2);
+	if (!tot)
+		return 0;
+	th = ip + IPK_IP4_HLEN;
+	l4 = tot - IPK_IP4_HLEN;
+	s.src_be = ipk_rdbe32(ip + 12);
+	s.dst_be = ctx->cfg.ip4_be;
+	if (!rx_one_tcp(th, l4, &s) || !rx_one_csum(ctx, pkt, ip, &s, th, l4))
+		return 0;
+	/* Ethernet pads short frames to 60 bytes: the datagram ends at tot_len. */
+	if (len - (uint32_t)l2 > tot)
+		ipk_pkt_trim_tail(ctx, pkt, len - (uint32_t)l2 - tot);
+	s.pkt = pkt;
+	s.poff = (uint32_t)l2 + IPK_IP4_HLEN + s.h.doff;
+	s.len = l4 - s.h.doff;
+	s.tos = ip[1];
+	ctx->rx_one_n++;
+	ctx->cnt.tcp_rx_segs++;
+	c = ipk_tcp_lookup(ctx, s.dst_be, s.h.dport_be, s.src_be, s.h.sport_be);
+	if (c)
+		ipk_tcp_input_conn(ctx, c, &s);
+	else
+		ipk_tcp_input_listen(ctx, &s);
+	if (s.pkt)
+		ipk_pkt_release(ctx, s.pkt);
+	return 1;
+}
