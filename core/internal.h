@@ -440,9 +440,9 @@ void ipk_tcp_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx);
 /* The common frame, whole: a flat Ethernet (or raw IPv4) frame carrying an IPv4
  * datagram without options or fragmentation to our address, with a TCP segment
  * whose options are none or exactly NOP,NOP,TS, every checksum right (tcp_in.c).
- * Returns 1 when it took the frame (ownership passes), 0 with nothing changed and
+ * len is ipk_pkt_len(pkt), which the caller (ipk_run) has read already. Returns 1 when it took the frame (ownership passes), 0 with nothing changed and
  * nothing counted for anything else: ipk_link_input then judges it. */
-int ipk_tcp_rx_one(struct ipk_ctx *c, void *pkt);
+int ipk_tcp_rx_one(struct ipk_ctx *c, void *pkt, uint32_t len);
 /* An ICMP error quoted a TCP segment of ours: `quote` holds the quoted IPv4 header
  * and at least 8 bytes after it (qlen bytes, already checked >= ihl + 8). */
 void ipk_tcp_icmp_error(struct ipk_ctx *c, uint8_t type, uint8_t code, uint16_t mtu,

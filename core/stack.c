@@ -327,6 +327,7 @@ IPK_HOT uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t 
 		return IPK_NO_DEADLINE;
 	ctx->now = now;
 	for (i = 0; pkts && i < n; i++) {
+		uint32_t len;
 		void *more;
 
 		if (!pkts[i])
@@ -341,12 +342,13 @@ IPK_HOT uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t 
 			}
 			ctx->cnt.rx_bytes += ipk_pkt_chain_len(ctx, pkts[i]) - ipk_pkt_len(ctx, pkts[i]);
 		}
+		len = ipk_pkt_len(ctx, pkts[i]);
 		ctx->cnt.rx_frames++;
-		ctx->cnt.rx_bytes += ipk_pkt_len(ctx, pkts[i]);
+		ctx->cnt.rx_bytes += len;
 		ctx->rx_more = i + 1u < n;
 		/* The established segment in one function; everything else (and every
 		 * drop) through the layers. */
-		if (more || !ipk_tcp_rx_one(ctx, pkts[i]))
+		if (more || !ipk_tcp_rx_one(ctx, pkts[i], len))
 			ipk_link_input(ctx, pkts[i]);
 	}
 	ctx->rx_more = 0;

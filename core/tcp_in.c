@@ -125,7 +125,11 @@ IPK_HOT void ipk_tcp_input(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *
 		return;
 	}
 	ctx->cnt.tcp_rx_segs++;
-	c = ipk_tcp_lookup(ctx, s.dst_be, s.h.dport_be, s.src_be, s.h.sport_be);
+	/* ipk_tcp_lookup's last-hit test inline; the hash only for another flow */
+	c = ctx->last_c;
+	if (!c || c->t.peer_ip4_be != s.src_be || c->t.peer_port_be != s.h.sport_be ||
+	    c->t.local_port_be != s.h.dport_be || c->t.local_ip4_be != s.dst_be)
+		c = ipk_tcp_lookup(ctx, s.dst_be, s.h.dport_be, s.src_be, s.h.sport_be);
 	if (c)
 		ipk_tcp_input_conn(ctx, c, &s);
 	else
@@ -1037,6 +1041,18 @@ static inline int rx_one_tcp(const uint8_t *th, uint32_t l4, struct ipk_tcp_seg 
 	return s->h.sport_be != 0 && s->h.dport_be != 0 && !(s->h.flags & IPK_TCP_SYN);
 }
 
+/* The 20-byte IPv4 header's checksum (RFC 1071), summed inline as 64-bit host words
+ * (wire.h ipk_csum64_small): right when the sum folds to all ones. */
+static inline int rx_one_hdr_ok(const uint8_t *ip)
+{
+	uint64_t s = ipk_csum64_small(0, ip, IPK_IP4_HLEN);
+	uint32_t lo = (uint32_t)s, hi = (uint32_t)(s >> 32);
+
+	lo += hi;
+	lo += lo < hi;
+	return (uint16_t)((lo + ((lo << 16) | (lo >> 16))) >> 16) == 0xffffu;
+}
+
 /* Both checksums (RFC 1071): the NIC's verdict where one is declared and given
  * (ip4_csum_verdict's rules), else summed here; a small segment inline. */
 static inline int rx_one_csum(struct ipk_ctx *ctx, void *pkt, const uint8_t *ip,
@@ -1054,7 +1070,7 @@ static inline int rx_one_csum(struct ipk_ctx *ctx, void *pkt, const uint8_t *ip,
 		l4_ok = (caps & IPK_CAP_RX_CSUM_L4) && (v & IPK_RXCSUM_L4_GOOD) &&
 		        !(v & IPK_RXCSUM_L4_BAD);
 	}
-	if (!ip_ok && ipk_csum_fold(ipk_csum_hdr20(ip)) != 0)
+	if (!ip_ok && !rx_one_hdr_ok(ip))
 		return 0;
 	if (l4_ok)
 		return 1;
@@ -1075,9 +1091,9 @@ static inline int rx_one_eth(const struct ipk_ctx *ctx, const uint8_t *f, uint32
 	return IPK_ETH_HLEN;
 }
 
-IPK_HOT int ipk_tcp_rx_one(struct ipk_ctx *ctx, void *pkt)
+IPK_HOT int ipk_tcp_rx_one(struct ipk_ctx *ctx, void *pkt, uint32_t len)
 {
-	uint32_t len = ipk_pkt_len(ctx, pkt), tot, l4;
+	uint32_t tot, l4;
 	const uint8_t *f = ipk_pkt_data(ctx, pkt), *ip, *th;
 	struct ipk_tcp_seg s;
 	struct ipk_conn *c;
@@ -1104,7 +1120,11 @@ IPK_HOT int ipk_tcp_rx_one(struct ipk_ctx *ctx, void *pkt)
 	s.tos = ip[1];
 	ctx->rx_one_n++;
 	ctx->cnt.tcp_rx_segs++;
-	c = ipk_tcp_lookup(ctx, s.dst_be, s.h.dport_be, s.src_be, s.h.sport_be);
+	/* ipk_tcp_lookup's last-hit test inline; the hash only for another flow */
+	c = ctx->last_c;
+	if (!c || c->t.peer_ip4_be != s.src_be || c->t.peer_port_be != s.h.sport_be ||
+	    c->t.local_port_be != s.h.dport_be || c->t.local_ip4_be != s.dst_be)
+		c = ipk_tcp_lookup(ctx, s.dst_be, s.h.dport_be, s.src_be, s.h.sport_be);
 	if (c)
 		ipk_tcp_input_conn(ctx, c, &s);
 	else
