@@ -352,7 +352,8 @@ IPK_HOT uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t 
 			ipk_link_input(ctx, pkts[i]);
 	}
 	ctx->rx_more = 0;
-	ipk_tcp_ack_batch_end(ctx);
+	if (ctx->ack_c) /* an ACK held for the end of the batch (tcp_ack.c) */
+		ipk_tcp_ack_batch_end(ctx);
 	run_timers(ctx, now);
 	ipk_link_flush(ctx);
 	next = IPK_MIN(ctx->arp_deadline, ctx->frag_deadline);
