@@ -86,6 +86,21 @@
  * it is armed only while none of them is (tcp_out.c: nothing unacknowledged is in
  * flight), and arming a loss timer replaces it, so the two never run together. */
 #define IPK_TCP_RTX_PERSIST 3u
+/*
+ * The loss timer kept lazily (tcp_rack.c): a ping-pong stops it with every ACK that
+ * acknowledges everything (RFC 6298 (5.2)) and starts it with every segment (5.1).
+ * Rather than take rtx_at off and compute a new one each time, the deadline is left
+ * in place and the kind records what it means; it may only be early, never late:
+ * IDLE      stopped: rtx_at (if set) is a left-over deadline that does nothing when
+ *           it is reached.
+ * LAZY_RTO  running since rtt_t (the send that restarted it), as the RTO or PTO
+ * LAZY_TLP  arm_loss_timer would have chosen then (tlp_allowed: LAZY_TLP); rtx_at is
+ *           an earlier deadline, at which ipk_tcp_loss_settle computes the real
+ *           one and re-arms for the rest, or fires.
+ */
+#define IPK_TCP_RTX_IDLE 4u
+#define IPK_TCP_RTX_LAZY_RTO 5u
+#define IPK_TCP_RTX_LAZY_TLP 6u
 
 /* RFC 7323 §3.2: NOP,NOP,TS takes 12 bytes of every segment once negotiated. */
 #define IPK_TCP_TS_LEN 12u
@@ -353,20 +368,28 @@ IPK_INLINE int ipk_tcp_wnd_newer(const struct ipk_conn *c, uint32_t seq)
 	return !ipk_seq_lt(seq, c->snd_wl1);
 }
 
-/* rtx_at holds either a loss timer (RTO, RACK, TLP) or the persist timer. */
+/* rtx_at holds either a loss timer (RTO, RACK, TLP, possibly lazy) or the persist
+ * timer, or a stopped loss timer's left-over deadline (IDLE). */
 IPK_INLINE int ipk_tcp_loss_armed(const struct ipk_conn *c)
 {
-	return c->rtx_at && c->rtx_kind != IPK_TCP_RTX_PERSIST;
+	return c->rtx_at && c->rtx_kind != IPK_TCP_RTX_PERSIST && c->rtx_kind != IPK_TCP_RTX_IDLE;
 }
 IPK_INLINE int ipk_tcp_persist_armed(const struct ipk_conn *c)
 {
 	return c->rtx_at && c->rtx_kind == IPK_TCP_RTX_PERSIST;
 }
-/* Stop the loss timer; a persist timer keeps running. */
+/* Stop the loss timer; a persist timer keeps running. Its deadline stays as an
+ * IDLE one: the next send may restart the timer without moving it (tcp_out.c), and
+ * when reached it only goes off the list. */
 IPK_INLINE void ipk_tcp_loss_stop(struct ipk_conn *c)
 {
 	if (c->rtx_kind != IPK_TCP_RTX_PERSIST)
-		c->rtx_at = 0;
+		c->rtx_kind = IPK_TCP_RTX_IDLE;
+}
+/* Is rtx_at free for the persist timer (neither a loss timer nor persist runs)? */
+IPK_INLINE int ipk_tcp_rtx_free(const struct ipk_conn *c)
+{
+	return c->rtx_at == 0 || c->rtx_kind == IPK_TCP_RTX_IDLE;
 }
 /* Stop the persist timer; a loss timer keeps running. */
 IPK_INLINE void ipk_tcp_persist_stop(struct ipk_conn *c)
@@ -654,6 +677,14 @@ uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t reo);
 /* New data was sent while the loss timer runs: move the PTO (§7.2). */
 void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* A lazy loss timer (IPK_TCP_RTX_LAZY_*) made exact: rtx_at becomes the RTO or PTO
+ * from rtt_t, its kind RTO or TLP. An IDLE deadline is cleared. */
+void ipk_tcp_loss_settle(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* RFC 6298 (5.1) on a send that started RTT timing (rtt_t = now) and leaves one
+ * segment of at most an MSS in flight, with the stopped loss timer's deadline still
+ * set: keep that deadline as a lazy one when it cannot be later than the timer
+ * arm_loss_timer would set. Returns 0 when the caller must arm the timer. */
+int ipk_tcp_loss_restart_lazy(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* The loss timer fired with kind REO or TLP. */
 void ipk_tcp_rack_timer(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* A RACK RTT sample of r ns (§6.2 step 2): feed the windowed min_RTT. */

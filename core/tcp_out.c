@@ -340,31 +340,40 @@ static uint32_t data_opts(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tc
 
 static int fin_state(const struct ipk_conn *c) { return ((1u << c->state) & FIN_STATES) != 0; }
 
-/* Time the segment ending at `end` unless one is being timed (RFC 6298 §3). */
-static void rtt_start(const struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t end)
+/* Time the segment ending at `end` unless one is being timed (RFC 6298 §3); 1 when
+ * this send started the timing (rtt_t is now). */
+static int rtt_start(const struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t end)
 {
 	if (c->fl & IPK_TCPF_RTT_ON)
-		return;
+		return 0;
 	c->fl |= IPK_TCPF_RTT_ON;
 	c->rtt_seq = end;
 	c->rtt_t = ipk_tcp_tick(ctx->now, IPK_TCP_NS_PER_US);
+	return 1;
 }
 
-/* Data went out: RFC 6298 (5.1) starts the loss timer when it is not running; new data
- * moves a PTO (RFC 8985 §7.2). */
-static void loss_timer_sent(struct ipk_ctx *ctx, struct ipk_conn *c, int again)
+/* Data went out: RFC 6298 (5.1) starts the loss timer when it is not running (lazily
+ * when this send started RTT timing: the timer runs from rtt_t); new data moves a PTO
+ * (RFC 8985 §7.2), and any send settles a lazy timer first. */
+static IPK_ALWAYS_INLINE void loss_timer_sent(struct ipk_ctx *ctx, struct ipk_conn *c, int again,
+                                              int timed)
 {
-	if (!ipk_tcp_loss_armed(c))
+	if (timed && c->rtx_kind == IPK_TCP_RTX_IDLE && ipk_tcp_loss_restart_lazy(ctx, c))
+		return;
+	if (!ipk_tcp_loss_armed(c)) {
 		ipk_tcp_arm_loss_timer(ctx, c, 0);
-	else if (!again)
+	} else if (!again) {
 		ipk_tcp_tlp_rearm(ctx, c);
+	} else if (c->rtx_kind > IPK_TCP_RTX_IDLE) {
+		ipk_tcp_loss_settle(ctx, c);
+	}
 }
 
 static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t used,
                        unsigned how)
 {
 	uint32_t end = seq + used;
-	int again = ipk_seq_lt(seq, c->snd_max);
+	int again = ipk_seq_lt(seq, c->snd_max), timed = 0;
 
 	if (used == 0)
 		return;
@@ -377,13 +386,13 @@ static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 		c->retransmits++;
 		ctx->cnt.tcp_retransmits++;
 	} else if (!(how & IPK_TCP_X_PROBE)) {
-		rtt_start(ctx, c, end);
+		timed = rtt_start(ctx, c, end);
 	}
 	if (ipk_seq_gt(end, c->snd_max))
 		c->snd_max = end;
 	if (how & IPK_TCP_X_PROBE)
 		return;
-	loss_timer_sent(ctx, c, again);
+	loss_timer_sent(ctx, c, again, timed);
 }
 
 IPK_HOT int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,
@@ -579,7 +588,7 @@ static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ipk_tcp_sb_rescue(ctx, c); /* RFC 6675 NextSeg (4), after rules (1) and (2) */
 	/* RFC 9293 §3.8.6.1: data waiting behind a zero window needs the persist timer. */
 	if (c->snd_wnd == 0 && ipk_seq_lt(c->snd_nxt, ipk_tcp_data_end(c)) &&
-	    c->snd_nxt == c->snd_una && c->rtx_at == 0)
+	    c->snd_nxt == c->snd_una && ipk_tcp_rtx_free(c))
 		ipk_tcp_arm_persist(ctx, c);
 }
 
@@ -710,14 +719,16 @@ static void txf_tcp(struct ipk_ctx *ctx, uint8_t *th, struct ipk_conn *c, uint32
 static void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,
                      struct ipk_pb *pb)
 {
+	int timed;
+
 	if (c->fl & IPK_TCPF_SACK_OK) {
 		pb->t = ctx->now;
 		if (pb->xmit == 0)
 			pb->xmit = 1;
 	}
-	rtt_start(ctx, c, seq + len);
+	timed = rtt_start(ctx, c, seq + len);
 	c->snd_max = seq + len;
-	loss_timer_sent(ctx, c, 0);
+	loss_timer_sent(ctx, c, 0, timed);
 }
 
 /* Build and send the segment txf_len planned; 0 (nothing done) when the frame cannot
@@ -785,6 +796,9 @@ static void txf_timers(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ipk_tcp_timers_update(ctx, c);
 		return;
 	}
+	/* a lazily restarted loss timer kept its deadline, which the context has seen */
+	if (c->rtx_kind > IPK_TCP_RTX_IDLE)
+		return;
 	d = ipk_tcp_us_ns(ctx, c->rtx_at);
 	if (d < ctx->tcp_deadline)
 		ctx->tcp_deadline = d;

@@ -270,12 +270,64 @@ IPK_HOT void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 	arm_rto_or_pto(ctx, c, tlp_allowed(ctx, c) ? tlp_pto(c) : 0);
 }
 
+/* RFC 8985 §7.2 with one segment of at most an MSS out: the PTO is 2 * SRTT plus
+ * the peer's delayed-ACK allowance (above PTO_MIN_NS), so neither it nor the RTO is
+ * shorter than this (µs; 2^32 µs is far above any RTO bound). */
+static uint32_t lazy_floor_us(const struct ipk_conn *c)
+{
+	uint64_t pto = 2ull * c->srtt_us + WC_DELACK_NS / RACK_NS_PER_US;
+
+	return pto < c->rto_us ? (uint32_t)pto : c->rto_us;
+}
+
+/*
+ * The RTO restarted by a send (RFC 6298 (5.1)) runs from that send; so does the PTO,
+ * from the latest transmission (RFC 8985 §7.2), which for one segment out is the
+ * same one. Both are at least lazy_floor_us, so a stopped timer's deadline no
+ * further ahead than that can stand in for either: it fires early, never late, and
+ * ipk_tcp_loss_settle then finds the real deadline from rtt_t (this send's time).
+ * The choice between RTO and PTO is made now, as arm_loss_timer would; nothing it
+ * depends on changes before the timer is settled without an ACK of new data (which
+ * stops or re-arms it) or another send (which settles it first).
+ */
+IPK_HOT int ipk_tcp_loss_restart_lazy(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	/* rtt_t is this send's µs tick */
+	if (c->rtx_kind != IPK_TCP_RTX_IDLE || c->rtx_at == 0 || c->snd_max - c->snd_una > c->mss ||
+	    (int32_t)(c->rtx_at - c->rtt_t) > (int32_t)lazy_floor_us(c) ||
+	    !(c->fl & IPK_TCPF_ON_TIMERS))
+		return 0;
+	c->rtx_kind = tlp_allowed(ctx, c) ? IPK_TCP_RTX_LAZY_TLP : IPK_TCP_RTX_LAZY_RTO;
+	return 1;
+}
+
+void ipk_tcp_loss_settle(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	/* a whole µs after rtt_t's tick starts: never before the send's own time */
+	uint64_t sent = ipk_tcp_us_ns(ctx, c->rtt_t) + IPK_TCP_NS_PER_US - 1u;
+	uint64_t rto = ipk_tcp_rto_ns(c), t = rto;
+	uint8_t kind = c->rtx_kind;
+
+	if (kind == IPK_TCP_RTX_IDLE) {
+		c->rtx_at = 0;
+		return;
+	}
+	c->rtx_kind = IPK_TCP_RTX_RTO;
+	if (kind == IPK_TCP_RTX_LAZY_TLP && tlp_pto(c) < rto) {
+		t = tlp_pto(c);
+		c->rtx_kind = IPK_TCP_RTX_TLP;
+	}
+	c->rtx_at = ipk_tcp_tick_at(sent, t, IPK_TCP_NS_PER_US);
+}
+
 /* New data went out: the PTO runs from the latest transmission (RFC 8985 §7.2), and
  * may now replace an RTO armed when one segment was out. */
 IPK_HOT void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint64_t pto;
 
+	if (c->rtx_kind > IPK_TCP_RTX_IDLE)
+		ipk_tcp_loss_settle(ctx, c);
 	if (c->rtx_kind == IPK_TCP_RTX_REO || !tlp_allowed(ctx, c))
 		return;
 	pto = tlp_pto(c);

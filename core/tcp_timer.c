@@ -245,6 +245,11 @@ static int fire(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 	int gone = 0;
 
 	ipk_tcp_hold(c);
+	/* A stopped loss timer's deadline does nothing; a lazy one finds its real
+	 * deadline, which may lie ahead (tcp_rack.c ipk_tcp_loss_restart_lazy). */
+	if (c->rtx_kind >= IPK_TCP_RTX_IDLE && c->state != IPK_TCP_TIME_WAIT &&
+	    ipk_tcp_us_due(ctx, c->rtx_at))
+		ipk_tcp_loss_settle(ctx, c);
 	if (ipk_tcp_us_due(ctx, c->rtx_at)) {
 		c->rtx_at = 0;
 		if (c->state == IPK_TCP_TIME_WAIT) {
