@@ -137,6 +137,10 @@ struct ipk_frag {
 
 struct ipk_conn; /* tcp.h */
 
+/* Ethernet + IPv4 + TCP + NOP,NOP,TS: the longest header the transmit template holds,
+ * and the bytes a fast segment copies from it whatever its length. */
+#define IPK_TT_MAX 66u
+
 struct ipk_ctx {
 	struct ipk_config cfg;
 	const struct ipk_ops *ops;
@@ -234,6 +238,19 @@ struct ipk_ctx {
 	uint8_t tx_fast_off;
 	/* Frames ipk_tcp_rx_one took from ipk_run (tests compare it with ipk_fast_off). */
 	uint64_t rx_one_n;
+	/* The transmit template (tcp_out.c txf_*): the frame header of connection tt_c's
+	 * fast segments as far as it does not change between them (Ethernet from the
+	 * next-hop cache, IPv4 and TCP headers, NOP,NOP,TS kinds; the per-segment fields
+	 * zero), tt_len bytes, with the sums of those fixed words: tt_ip_sum (host order,
+	 * folded) and tt_tcp_sum (memory order, with the pseudo-header's addresses and
+	 * protocol). Built when tt_last, the connection of the previous fast segment,
+	 * sends the next one too; dropped when the next-hop cache is set (link.c) and
+	 * when tt_c's queues are freed (tt_last's likewise). */
+	struct ipk_conn *tt_c, *tt_last;
+	uint64_t tt_tcp_sum;
+	uint32_t tt_ip_sum;
+	uint8_t tt_len;
+	uint8_t tt_hdr[IPK_TT_MAX];
 };
 #define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */

@@ -78,6 +78,7 @@ void ipk_link_nhc_set(struct ipk_ctx *c, uint32_t nh_be, const uint8_t mac[6], u
 {
 	c->nhc_ip_be = nh_be;
 	c->nhc_until = until;
+	c->tt_c = NULL; /* the transmit template holds the old next hop's header */
 	eth_put(c, c->nhc_eth, mac, IPK_ETHERTYPE_IP4);
 }
 

@@ -37,6 +37,10 @@ void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	if (ctx->sq_hint_c == c)
 		ctx->sq_hint_c = NULL;
+	if (ctx->tt_c == c)
+		ctx->tt_c = NULL; /* the object may carry another connection next */
+	if (ctx->tt_last == c)
+		ctx->tt_last = NULL;
 	pb_free_all(ctx, c->sq_head);
 	c->sq_head = c->sq_tail = NULL;
 	c->sq_bytes = 0;
@@ -641,26 +645,151 @@ static int32_t txf_len(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 	return (int32_t)avail;
 }
 
-/* IPv4 header of a fast segment of tot bytes (DF, TOS 0: no ECN). */
-static void txf_ip4(struct ipk_ctx *ctx, uint8_t *ip, const struct ipk_conn *c, uint32_t tot,
-                    struct ipk_tx_meta *meta)
-{
-	struct ipk_ip4_hdr h;
-	int hw = (ctx->cfg.caps & IPK_CAP_TX_CSUM_IP4) != 0;
+/* A fast segment's flags: PSH when it carries data, which always empties the queue. */
+#define TXF_FLAGS(len) ((len) ? IPK_TCP_ACK | IPK_TCP_PSH : IPK_TCP_ACK)
 
-	h.ihl = IPK_IP4_HLEN;
-	h.tos = 0;
-	h.tot_len = (uint16_t)tot;
-	h.id = ctx->ip_id++;
-	h.frag = IPK_IP4_DF;
-	h.ttl = ctx->cfg.ttl;
-	h.proto = IPK_IPPROTO_TCP;
-	h.csum = 0;
-	h.src_be = ctx->cfg.ip4_be;
-	h.dst_be = c->t.peer_ip4_be;
-	ipk_ip4_put(ip, &h, !hw);
+/* The fields of a fast segment's IPv4 header that do not change between segments
+ * (DF, TOS 0: no ECN on this path); length, ID and checksum 0. */
+static void txf_ip4_fixed(const struct ipk_ctx *ctx, const struct ipk_conn *c,
+                          struct ipk_ip4_hdr *h)
+{
+	ipk_memset(h, 0, sizeof(*h));
+	h->ihl = IPK_IP4_HLEN;
+	h->frag = IPK_IP4_DF;
+	h->ttl = ctx->cfg.ttl;
+	h->proto = IPK_IPPROTO_TCP;
+	h->src_be = ctx->cfg.ip4_be;
+	h->dst_be = c->t.peer_ip4_be;
+}
+
+/* The same for its TCP header: ports and data offset. */
+static void txf_tcp_fixed(const struct ipk_conn *c, uint32_t hlen, struct ipk_tcp_hdr *h)
+{
+	ipk_memset(h, 0, sizeof(*h));
+	h->sport_be = c->t.local_port_be;
+	h->dport_be = c->t.peer_port_be;
+	h->doff = (uint8_t)hlen;
+}
+
+/*
+ * The transmit template (ctx->tt_*): the header of c's fast segments with every
+ * field that changes per segment zero (IPv4 length, ID and checksum; TCP sequence,
+ * acknowledgment, flags, window, checksum and the timestamp values), and the sums of
+ * the fixed words, so a segment copies it, writes its own fields and adds only those
+ * to the sums. Built when a connection's fast segment follows another of its own:
+ * connections taking turns (many in ping-pong) write their headers whole instead,
+ * which costs less than a template per segment.
+ */
+static void txf_tmpl_build(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t hlen)
+{
+	uint32_t l2 = ctx->l2_len;
+	uint8_t *p = ctx->tt_hdr, *th = p + l2 + IPK_IP4_HLEN;
+	struct ipk_ip4_hdr ih;
+	struct ipk_tcp_hdr h;
+
+	ipk_memset(p, 0, IPK_TT_MAX);
+	if (l2)
+		ipk_memcpy(p, ctx->nhc_eth, IPK_ETH_HLEN);
+	txf_ip4_fixed(ctx, c, &ih);
+	ipk_ip4_put(p + l2, &ih, 0);
+	ctx->tt_ip_sum = (uint16_t)~ipk_ip4_hdr_csum(&ih);
+	txf_tcp_fixed(c, 0, &h); /* the offset is summed per segment, beside the flags */
+	ipk_tcp_hdr_put(th, &h);
+	if (hlen > IPK_TCP_HLEN)
+		ipk_tcp_ts_put(th + IPK_TCP_HLEN, 0, 0);
+	ctx->tt_tcp_sum = ipk_csum64_small((uint64_t)ih.src_be + ih.dst_be +
+	                                           ipk_csum_ph_word(IPK_IPPROTO_TCP, 0),
+	                                   th, hlen);
+	th[12] = (uint8_t)((hlen / 4u) << 4);
+	ctx->tt_len = (uint8_t)(l2 + IPK_IP4_HLEN + hlen);
+	ctx->tt_c = c;
+}
+
+/* Is c's next hop the one the next-hop cache holds, still bound? */
+static int txf_route_ok(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint32_t nh = ipk_ip4_next_hop(ctx, c->t.peer_ip4_be);
+
+	return nh != 0 && (ctx->cfg.link == IPK_LINK_RAWIP ||
+	                   (nh == ctx->nhc_ip_be && ctx->now < ctx->nhc_until));
+}
+
+/* Does the template hold c's header, its next hop still bound? The next-hop cache
+ * drops the template when it changes (link.c). */
+static int txf_tmpl_ok(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	return ctx->tt_c == c && (ctx->cfg.link == IPK_LINK_RAWIP || ctx->now < ctx->nhc_until);
+}
+
+/* A fast segment's header written whole at p (Ethernet, IPv4 of tot bytes, TCP and
+ * timestamps), when the template is another connection's. */
+static void txf_hdr_full(struct ipk_ctx *ctx, struct ipk_conn *c, uint8_t *p, uint32_t tot,
+                         uint32_t hlen, uint32_t len, uint16_t wnd, struct ipk_tx_meta *meta)
+{
+	int hw = (ctx->cfg.caps & IPK_CAP_TX_CSUM_IP4) != 0;
+	uint8_t *th = p + ctx->l2_len + IPK_IP4_HLEN;
+	struct ipk_ip4_hdr ih;
+	struct ipk_tcp_hdr h;
+
+	if (ctx->l2_len)
+		ipk_memcpy(p, ctx->nhc_eth, IPK_ETH_HLEN);
+	ih.ihl = IPK_IP4_HLEN;
+	ih.tos = 0;
+	ih.tot_len = (uint16_t)tot;
+	ih.id = ctx->ip_id++;
+	ih.frag = IPK_IP4_DF;
+	ih.ttl = ctx->cfg.ttl;
+	ih.proto = IPK_IPPROTO_TCP;
+	ih.csum = 0;
+	ih.src_be = ctx->cfg.ip4_be;
+	ih.dst_be = c->t.peer_ip4_be;
+	ipk_ip4_put(p + ctx->l2_len, &ih, !hw);
 	if (hw)
 		meta->flags |= IPK_TXOFF_IP4_CSUM;
+	h.sport_be = c->t.local_port_be;
+	h.dport_be = c->t.peer_port_be;
+	h.seq = c->snd_nxt;
+	h.ack = c->rcv_nxt;
+	h.doff = (uint8_t)hlen;
+	h.flags = TXF_FLAGS(len);
+	h.wnd = wnd;
+	h.csum = 0;
+	h.urp = 0;
+	ipk_tcp_hdr_put(th, &h);
+	/* RFC 7323 §3.2: TSecr echoes TS.Recent on every segment with ACK */
+	if (hlen > IPK_TCP_HLEN)
+		ipk_tcp_ts_put(th + IPK_TCP_HLEN, ipk_tcp_ts_now(ctx, c), c->ts_recent);
+}
+
+/* The same from the template: copied whole, a fixed size (the buffer holds l4 + 60
+ * bytes, ipk_ctx_init's pkt_buf_size check; the payload goes over any bytes past
+ * the header), then the fields of this segment; the IPv4 checksum from the fixed
+ * words' sum and the two that changed (RFC 1624), folded twice. */
+static void txf_hdr_tmpl(struct ipk_ctx *ctx, struct ipk_conn *c, uint8_t *p, uint32_t tot,
+                         uint32_t hlen, uint32_t len, uint16_t wnd, struct ipk_tx_meta *meta)
+{
+	uint8_t *ip = p + ctx->l2_len, *th = ip + IPK_IP4_HLEN;
+	uint32_t id = ctx->ip_id++, sum;
+
+	ipk_memcpy(p, ctx->tt_hdr, IPK_TT_MAX);
+	ipk_wr16(ip + 2, (uint16_t)tot);
+	ipk_wr16(ip + 4, (uint16_t)id);
+	if (ctx->cfg.caps & IPK_CAP_TX_CSUM_IP4) {
+		meta->flags |= IPK_TXOFF_IP4_CSUM;
+	} else {
+		sum = ctx->tt_ip_sum + tot + (id & 0xffffu);
+		sum = (sum & 0xffffu) + (sum >> 16);
+		sum += sum >> 16;
+		ipk_wr16(ip + 10, (uint16_t)~sum);
+	}
+	ipk_wr32(th + 4, c->snd_nxt);
+	ipk_wr32(th + 8, c->rcv_nxt);
+	th[13] = TXF_FLAGS(len);
+	ipk_wr16(th + 14, wnd);
+	if (hlen > IPK_TCP_HLEN) {
+		ipk_wr32(th + IPK_TCP_HLEN + 4, ipk_tcp_ts_now(ctx, c));
+		ipk_wr32(th + IPK_TCP_HLEN + 8, c->ts_recent);
+	}
 }
 
 /* The send-queue pb whose one flat packet holds all of [snd_nxt, snd_nxt + len) (the
@@ -692,25 +821,24 @@ static void txf_copy(uint8_t *dst, const uint8_t *src, uint32_t len)
 		dst[i] = src[i];
 }
 
-/* TCP header and timestamp option of a fast segment at th. */
-static void txf_tcp(struct ipk_ctx *ctx, uint8_t *th, struct ipk_conn *c, uint32_t hlen,
-                    uint32_t len)
+/* The TCP checksum of a fast segment (l4 bytes at th) built from the template: the
+ * template's sum plus the words the segment wrote and its payload. */
+static IPK_ALWAYS_INLINE void txf_csum(const struct ipk_ctx *ctx, uint8_t *th,
+                                       const struct ipk_conn *c, uint32_t hlen, uint32_t l4,
+                                       struct ipk_tx_meta *meta)
 {
-	struct ipk_tcp_hdr h;
+	uint64_t s;
 
-	h.sport_be = c->t.local_port_be;
-	h.dport_be = c->t.peer_port_be;
-	h.seq = c->snd_nxt;
-	h.ack = c->rcv_nxt;
-	h.doff = (uint8_t)hlen;
-	h.flags = len ? IPK_TCP_ACK | IPK_TCP_PSH : IPK_TCP_ACK; /* PSH: it empties the queue */
-	h.wnd = wnd_field(ctx, c);
-	h.csum = 0;
-	h.urp = 0;
-	ipk_tcp_hdr_put(th, &h);
-	/* RFC 7323 §3.2: TSecr echoes TS.Recent on every segment with ACK */
+	if ((ctx->cfg.caps & IPK_CAP_TX_CSUM_TCP) || l4 > CSUM_INLINE_MAX) {
+		seg_csum_flat(ctx, th, &c->t, l4, meta);
+		return;
+	}
+	s = ctx->tt_tcp_sum + ipk_csum_ph_word(0, l4);
+	s = ipk_csum64_small(s, th + 4, 12); /* sequence, acknowledgment, offset to window */
 	if (hlen > IPK_TCP_HLEN)
-		ipk_tcp_ts_put(th + IPK_TCP_HLEN, ipk_tcp_ts_now(ctx, c), c->ts_recent);
+		s = ipk_csum64_small(s, th + IPK_TCP_HLEN + 4, 8);
+	s = ipk_csum64_small(s, th + hlen, l4 - hlen);
+	ipk_wr16(th + 16, ipk_csum64_finish(s));
 }
 
 /* What after_xmit does for new data sent by the fast path from pb alone: RACK's send
@@ -738,32 +866,43 @@ static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t le
 {
 	uint32_t hlen = IPK_TCP_HLEN + ((c->fl & IPK_TCPF_TS_OK) ? IPK_TCP_TS_LEN : 0u);
 	uint32_t l2 = ctx->l2_len, tot = IPK_IP4_HLEN + hlen + len, seq = c->snd_nxt, at = 0;
-	uint32_t nh = ipk_ip4_next_hop(ctx, c->t.peer_ip4_be);
-	int eth = ctx->cfg.link != IPK_LINK_RAWIP;
+	int tmpl = txf_tmpl_ok(ctx, c);
+	uint16_t wnd;
 	struct ipk_tx_meta meta;
 	struct ipk_pb *src = NULL;
 	uint8_t *p, *th;
 	void *pkt;
 
-	if (tot > ctx->cfg.mtu || nh == 0 ||
-	    (eth && (nh != ctx->nhc_ip_be || ctx->now >= ctx->nhc_until)))
+	if (tot > ctx->cfg.mtu || (!tmpl && !txf_route_ok(ctx, c)))
 		return 0;
 	if (len && !(src = txf_src(ctx, c, len, &at)))
 		return 0;
 	pkt = ipk_pkt_alloc(ctx);
 	if (!pkt)
 		return 0; /* the general path counts it and retries later */
+	if (!tmpl) {
+		if (ctx->tt_last == c) {
+			txf_tmpl_build(ctx, c, hlen);
+			tmpl = 1;
+		}
+		ctx->tt_last = c;
+	}
 	ipk_pkt_set_len(ctx, pkt, l2 + tot);
 	p = ipk_pkt_data(ctx, pkt);
-	if (eth)
-		ipk_memcpy(p, ctx->nhc_eth, IPK_ETH_HLEN);
 	ipk_memset(&meta, 0, sizeof(meta));
-	txf_ip4(ctx, p + l2, c, tot, &meta);
 	th = p + l2 + IPK_IP4_HLEN;
-	txf_tcp(ctx, th, c, hlen, len);
-	if (src)
-		txf_copy(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
-	seg_csum_flat(ctx, th, &c->t, hlen + len, &meta);
+	wnd = wnd_field(ctx, c);
+	if (tmpl) {
+		txf_hdr_tmpl(ctx, c, p, tot, hlen, len, wnd, &meta);
+		if (src)
+			txf_copy(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
+		txf_csum(ctx, th, c, hlen, hlen + len, &meta);
+	} else {
+		txf_hdr_full(ctx, c, p, tot, hlen, len, wnd, &meta);
+		if (src)
+			txf_copy(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
+		seg_csum_flat(ctx, th, &c->t, hlen + len, &meta);
+	}
 	if (meta.flags && IPK_OPS(ctx)->tx_offload) {
 		meta.l2_len = (uint16_t)l2;
 		meta.l3_len = IPK_IP4_HLEN;

@@ -167,21 +167,15 @@ static inline uint64_t ipk_csum64_small(uint64_t s, const uint8_t *p, uint32_t l
 	}
 	return s;
 }
-/* ipk_csum_l4 for a segment of len (< 65536) bytes, inline: the value to store with
- * ipk_wr16 (the checksum field zero while summed). */
-static inline uint16_t ipk_csum_l4_small(uint32_t src_be, uint32_t dst_be, uint8_t proto,
-                                         const uint8_t *p, uint32_t len)
+/* The checksum field's value (for ipk_wr16) from a sum of words as they lie in memory
+ * (ipk_csum64_small's): folded to 16 bits, into host order, complemented. */
+static inline uint16_t ipk_csum64_finish(uint64_t s)
 {
-	/* the pseudo-header's last word pair (zero, protocol, length) as it lies in memory */
-	const uint8_t ph[4] = {0, proto, (uint8_t)(len >> 8), (uint8_t)len};
 	const uint16_t one = 1;
 	uint8_t le;
-	uint32_t w4, lo, hi;
+	uint32_t lo, hi;
 	uint16_t f;
-	uint64_t s;
 
-	__builtin_memcpy(&w4, ph, 4);
-	s = ipk_csum64_small((uint64_t)src_be + dst_be + w4, p, len);
 	lo = (uint32_t)s;
 	hi = (uint32_t)(s >> 32);
 	lo += hi;
@@ -191,6 +185,23 @@ static inline uint16_t ipk_csum_l4_small(uint32_t src_be, uint32_t dst_be, uint8
 	if (le)
 		f = (uint16_t)((f << 8) | (f >> 8));
 	return (uint16_t)~f;
+}
+/* The pseudo-header's last word pair (zero, protocol, length) as it lies in memory. */
+static inline uint32_t ipk_csum_ph_word(uint8_t proto, uint32_t len)
+{
+	const uint8_t ph[4] = {0, proto, (uint8_t)(len >> 8), (uint8_t)len};
+	uint32_t w4;
+
+	__builtin_memcpy(&w4, ph, 4);
+	return w4;
+}
+/* ipk_csum_l4 for a segment of len (< 65536) bytes, inline: the value to store with
+ * ipk_wr16 (the checksum field zero while summed). */
+static inline uint16_t ipk_csum_l4_small(uint32_t src_be, uint32_t dst_be, uint8_t proto,
+                                         const uint8_t *p, uint32_t len)
+{
+	return ipk_csum64_finish(ipk_csum64_small(
+	        (uint64_t)src_be + dst_be + ipk_csum_ph_word(proto, len), p, len));
 }
 
 /* ---------------------------------------------------------- Ethernet */

@@ -196,7 +196,8 @@ static int frames_same(const struct tframe *a, const struct tframe *b)
 }
 
 /* Both ways through the script; the fast path must have sent at least `min_fast`. */
-static void compare(const struct variant *v, uint64_t min_fast)
+static void compare_with(void (*sc)(struct th *, const struct variant *, struct run *),
+                         const struct variant *v, uint64_t min_fast)
 {
 	static struct run fast, slow;
 	struct th *tf = th_new(v->tweak), *ts = th_new(v->tweak);
@@ -205,8 +206,8 @@ static void compare(const struct variant *v, uint64_t min_fast)
 	memset(&fast, 0, sizeof(fast));
 	memset(&slow, 0, sizeof(slow));
 	ts->ctx->tx_fast_off = 1;
-	script(tf, v, &fast);
-	script(ts, v, &slow);
+	sc(tf, v, &fast);
+	sc(ts, v, &slow);
 	CHECK(fast.fast_n >= min_fast);
 	CHECK_EQ(slow.fast_n, 0);
 	CHECK(fast.nf > 10);
@@ -228,6 +229,11 @@ static void compare(const struct variant *v, uint64_t min_fast)
 	run_free(&slow);
 	th_free(tf);
 	th_free(ts);
+}
+
+static void compare(const struct variant *v, uint64_t min_fast)
+{
+	compare_with(script, v, min_fast);
 }
 
 static void test_txfast_same_frames_ts_sack(void)
@@ -275,6 +281,84 @@ static void test_txfast_same_frames_no_delack(void)
 	compare(&v, 6);
 }
 
+/* A second connection from peer port TH_PEER_PORT + 1 (the listener is up). */
+static struct ipk_conn *accept2(struct th *t, const struct ipk_tcp_opts *o)
+{
+	struct tseg s;
+
+	th_send(t, TH_PEER_PORT + 1, TH_LOCAL_PORT, IPK_TCP_SYN, IRS, 0, 60000, o, NULL, 0);
+	if (!th_next(t, &s))
+		return NULL;
+	th_send(t, TH_PEER_PORT + 1, TH_LOCAL_PORT, A, IRS + 1, s.h.seq + 1, 60000, NULL, NULL, 0);
+	return t->conn;
+}
+
+/* One write on c and the peer's ACK of it (port: the peer's). */
+static void write_acked(struct th *t, struct ipk_conn *c, uint16_t port, const uint8_t *p,
+                        uint32_t len, int ts)
+{
+	struct ipk_tcp_opts o = th_ts_opt(1000u + (uint32_t)(t->now / MS), c->iss);
+
+	ipk_tcp_write(t->ctx, c, p, len, t->now);
+	t->now += MS;
+	th_send(t, port, TH_LOCAL_PORT, A, IRS + 1, c->snd_nxt, 60000, ts ? &o : NULL, NULL, 0);
+}
+
+/*
+ * Two connections taking turns and in runs: the transmit template (ctx->tt_*) is
+ * built for a connection's second fast segment in a row, kept while the other one
+ * writes its headers whole, rebuilt for the other's run; an ARP change of the peer's
+ * address drops it with the next-hop cache. Every frame must be what the general path
+ * sends.
+ */
+static void script_two(struct th *t, const struct variant *v, struct run *r)
+{
+	/* A..A B A B B A A, then the peer's MAC changes, A A B */
+	static const char order[] = "AAABABBAAxAAB";
+	static const uint8_t mac2[6] = {0x02, 0, 0, 0, 0x77, 0x02};
+	static uint8_t buf[512];
+	struct ipk_tcp_opts o = th_ts_opt(1000u, 0);
+	struct ipk_conn *c[2];
+	uint32_t i, tmpl_seen = 0;
+
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 13u + 5u);
+	o.has_mss = 1;
+	o.mss = 1460;
+	o.has_sack_perm = (uint8_t)v->ts;
+	o.has_ts = (uint8_t)v->ts;
+	th_accept(t, IRS, &o, 60000, &c[0]);
+	c[1] = accept2(t, &o);
+	if (!c[0] || !c[1] || c[0] == c[1])
+		return;
+	for (i = 0; order[i]; i++) {
+		int k = order[i] == 'B';
+
+		if (order[i] == 'x') {
+			ipk_arp_add_static(t->ctx, t->peer_be, mac2);
+			continue;
+		}
+		write_acked(t, c[k], (uint16_t)(TH_PEER_PORT + k), buf + i * 7u, 1u + i * 9u, v->ts);
+		tmpl_seen += t->ctx->tt_c == c[k];
+		digest(t, c[k], r);
+	}
+	/* the fast context used its template (the other never sends fast) */
+	if (!t->ctx->tx_fast_off)
+		CHECK(tmpl_seen >= 4);
+	r->fast_n = t->ctx->tx_fast_n;
+	ipk_tcp_abort(t->ctx, c[0], t->now);
+	ipk_tcp_abort(t->ctx, c[1], t->now);
+}
+
+static void test_txfast_template_two_connections(void)
+{
+	const struct variant ts = {NULL, 1, 0}, plain = {NULL, 0, 0}, off = {offload, 1, 0};
+
+	compare_with(script_two, &ts, 10);
+	compare_with(script_two, &plain, 10);
+	compare_with(script_two, &off, 10);
+}
+
 /* The inline checksum of small segments is the one csum.c computes. */
 static void test_csum_l4_small_matches(void)
 {
@@ -301,5 +385,6 @@ int main(void)
 	RUN(test_txfast_same_frames_csum_offload);
 	RUN(test_txfast_same_frames_sg);
 	RUN(test_txfast_same_frames_no_delack);
+	RUN(test_txfast_template_two_connections);
 	return check_summary();
 }
