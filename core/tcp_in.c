@@ -1130,6 +1130,6 @@ IPK_HOT int ipk_tcp_rx_one(struct ipk_ctx *ctx, void *pkt, uint32_t len)
 	else
 		ipk_tcp_input_listen(ctx, &s);
 	if (s.pkt)
-		ipk_pkt_release(ctx, s.pkt);
+		ipk_pkt_free(ctx, s.pkt); /* flat: ipk_pkt_release without the chain test */
 	return 1;
 }
