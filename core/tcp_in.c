@@ -1099,7 +1099,8 @@ IPK_HOT int ipk_tcp_rx_one(struct ipk_ctx *ctx, void *pkt, uint32_t len)
 	struct ipk_conn *c;
 	int l2 = rx_one_eth(ctx, f, len);
 
-	if (l2 < 0 || ctx->fast_off)
+	/* ipk_fast_off turns this off too: it clears ip4_self_ok, which rx_one_ip4 tests */
+	if (l2 < 0)
 		return 0;
 	ip = f + l2;
 	tot = rx_one_ip4(ctx, ip, len - (uint32_t)l2);
