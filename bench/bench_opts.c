@@ -58,6 +58,8 @@ static const char bench_help_ipkit[] =
 	"  --zerocopy  TCP client: queue the payload with ipk_tcp_send as packets over one\n"
 	"              pattern buffer (only the 8 numbered bytes of a request are copied)\n"
 	"              instead of copying it with ipk_tcp_write\n"
+	"  --spin-us N blocking mode: after traffic, poll up to N us (0..10000) before\n"
+	"              sleeping on the backend (ipk_node_set_spin) [0: sleep at once]\n"
 	"  --stats     at the end, one line on stderr: the loop's and the backend's\n"
 	"              counters per request (rx/tx batch sizes, sleeps; single thread)\n"
 	"\n";
@@ -203,12 +205,21 @@ static int set_model(struct bench_opts *o, const char *v, FILE *err)
 	return bad(o, err, "--model takes unified, merge or split, not", v);
 }
 
+/* v as a decimal number in lo..hi: 0 and *n, or -1 */
+static int ul_in(const char *v, unsigned long lo, unsigned long hi, unsigned long *n)
+{
+	char *end;
+	*n = strtoul(v, &end, 10);
+	return end == v || *end || v[0] == '-' || *n < lo || *n > hi ? -1 : 0;
+}
+
 /* One long option with a value; 1 handled, 0 not one, BENCH_OPTS_ERROR bad. */
 static int long_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *err)
 {
 	static const char *const names[] = { "--io", "--ip", "--gw", "--pcap", "--model",
-	                                     "--tcp-buf", "--timeout" };
+	                                     "--tcp-buf", "--timeout", "--spin-us" };
 	const char *v = NULL;
+	unsigned long n;
 	unsigned k;
 	int ipkit = o->prog == BENCH_PROG_IPKIT;
 	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
@@ -220,7 +231,7 @@ static int long_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *e
 	}
 	if (!v)
 		return 0;
-	if (!ipkit && (k == 0 || k == 2 || k == 3 || k == 4 || k == 5))
+	if (!ipkit && (k == 0 || k == 2 || k == 3 || k == 4 || k == 5 || k == 7))
 		return bad(o, err, "ipkit-bench only (the twin uses kernel sockets):", names[k]);
 	switch (k) {
 	case 0: o->io = v; break;
@@ -234,21 +245,20 @@ static int long_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *e
 		break;
 	case 3: o->pcap = v; break;
 	case 4: return set_model(o, v, err);
-	case 5: {
-		char *end;
-		unsigned long n = strtoul(v, &end, 10);
-		if (end == v || *end || v[0] == '-' || n < BENCH_TCP_BUF_MIN || n > BENCH_TCP_BUF_MAX)
+	case 5:
+		if (ul_in(v, BENCH_TCP_BUF_MIN, BENCH_TCP_BUF_MAX, &n) < 0)
 			return bad(o, err, "--tcp-buf takes bytes in 16384..8388480, not", v);
 		o->tcp_buf = (uint32_t)n;
 		break;
-	}
-	default: {
-		char *end;
-		unsigned long ms = strtoul(v, &end, 10);
-		if (end == v || *end || v[0] == '-' || ms < 1 || ms > 3600000)
+	case 6:
+		if (ul_in(v, 1, 3600000, &n) < 0)
 			return bad(o, err, "--timeout takes milliseconds in 1..3600000, not", v);
-		o->timeout_ms = (uint32_t)ms;
-	}
+		o->timeout_ms = (uint32_t)n;
+		break;
+	default:
+		if (ul_in(v, 0, 10000, &n) < 0)
+			return bad(o, err, "--spin-us takes microseconds in 0..10000, not", v);
+		o->spin_us = (uint32_t)n;
 	}
 	return 1;
 }
@@ -331,6 +341,9 @@ static int bench_opts_check(struct bench_opts *o, FILE *err)
 		return bad(o, err, "--zerocopy is for a single-thread TCP client", NULL);
 	if (o->stats && o->prog != BENCH_PROG_IPKIT)
 		return bad(o, err, "ipkit-bench only (the twin has no loop of its own):", "--stats");
+	if (o->spin_us && (o->busy_poll || o->threads != 1 || o->model != BENCH_MODEL_UNIFIED))
+		return bad(o, err, "--spin-us is for the blocking single-thread loop (not "
+		           "--busy-poll, -T or --model)", NULL);
 	if (o->stats && (o->threads != 1 || o->model != BENCH_MODEL_UNIFIED))
 		return bad(o, err, "--stats is for the single-thread loop (not -T/--model)", NULL);
 	return BENCH_OPTS_OK;

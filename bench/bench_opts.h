@@ -58,6 +58,8 @@ struct bench_opts {
 	                           * ceiling in bytes, 0 = the core's defaults (256 KiB) */
 	int zerocopy;             /* --zerocopy (ipkit-bench, TCP client): send without copying */
 	int stats;                /* --stats (ipkit-bench): loop and backend counters at the end */
+	uint32_t spin_us;         /* --spin-us (ipkit-bench, blocking): poll this long after
+	                           * traffic before sleeping (ipk_node_set_spin), 0 = don't */
 };
 
 #define BENCH_OPTS_OK 0

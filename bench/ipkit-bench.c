@@ -604,11 +604,13 @@ static void ib_stats_report(const struct ib *b)
 		sy = (double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
 	}
 	fprintf(stderr, "ipkit-bench: stats: requests %llu rx/poll %.2f tx/push %.2f "
-	        "polls/req %.3f empty/req %.3f sleeps/req %.3f pushes/req %.3f "
+	        "polls/req %.3f empty/req %.3f sleeps/req %.3f spins/req %.3f spin_hits %.2f "
+	        "pushes/req %.3f "
 	        "user_us/req %.3f sys_us/req %.3f rx_drops %llu tx_drops %llu retransmits %llu\n",
 	        (unsigned long long)req, ib_per(ns.rx_frames, ns.rx_polls),
 	        ib_per(ns.tx_frames, ns.tx_pushes), ib_per(ns.polls, req),
 	        ib_per(ns.polls - ns.rx_polls, req), ib_per(ns.sleeps, req),
+	        ib_per(ns.spins, req), ib_per(ns.spin_hits, ns.spins),
 	        ib_per(ns.tx_pushes, req), ib_per((uint64_t)us, req), ib_per((uint64_t)sy, req),
 	        (unsigned long long)io.rx_drops, (unsigned long long)io.tx_drops,
 	        (unsigned long long)ipk_counters(ipk_node_ctx(b->n))->tcp_retransmits);
@@ -650,6 +652,7 @@ int main(int argc, char **argv)
 	b->o = &o;
 	stop = app_stop_flag();
 	b->n = ib_node(b);
+	ipk_node_set_spin(b->n, o.spin_us); /* 0..10000, checked by bench_opts_parse */
 	if (o.zerocopy && ib_zc_setup(b) < 0)
 		return BENCH_EXIT_SETUP;
 	if (o.client)

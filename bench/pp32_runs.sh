@@ -7,12 +7,15 @@
 # minimum is the figure. A benchmark run, not a test. Needs root.
 #
 #   [MTU=N] [VARIANTS="blocking busy-poll"] [KINDS="skb drv"] \
+#   [BLOCK_ARGS="--spin-us 50"] [BLOCK_ARGS_B="..."] \
 #     bash bench/pp32_runs.sh [BUILD_DIR] [SECONDS] [ROUNDS] [BUILD_B]
 #
 # Defaults: build, 8 s cells, 6 rounds, MTU 1500. Both ends pinned as in
-# bench/io_pairs.sh (client CPU 0, server CPU 1). With BUILD_B, every ipkit cell runs
-# twice per round, once with each build (alternating which goes first), for an A/B of
-# two builds on a shared machine. Each ipkit end runs with --stats: its loop and
+# bench/io_pairs.sh (client CPU 0, server CPU 1). With BUILD_B or BLOCK_ARGS_B, every
+# ipkit cell runs twice per round, A and B (alternating which goes first), for an A/B
+# on a shared machine: B is BUILD_B's ipkit-bench (default: BUILD_DIR's), and its
+# blocking cells take BLOCK_ARGS_B instead of BLOCK_ARGS (extra ipkit-bench arguments
+# for both ends of the blocking cells, e.g. --spin-us 50). Each ipkit end runs with --stats: its loop and
 # backend counters per request go to the cell's line (server / client).
 # Everything it creates is named ixr<4 hex>... and removed on exit, also on failure.
 set -euo pipefail
@@ -21,6 +24,8 @@ cd "$root"
 . bench/bulk_lib.sh
 bulk_args pp32_runs 1500 "${1:-build}" "${2:-8}" "${3:-6}"
 build_b=${4:-}
+ab=""
+[ -n "$build_b" ] || [ -n "${BLOCK_ARGS_B+x}" ] && ab=1
 if [ -n "$build_b" ] && [ ! -x "$build_b/bench/ipkit-bench" ]; then
 	echo "pp32_runs: $build_b/bench/ipkit-bench is not built" >&2
 	exit 2
@@ -63,8 +68,10 @@ linux_cell() { # variant round -> req/s
 	stop_srv
 	echo "$r"
 }
-ipk_cell() { # bench kind variant -> "req/s p50 p99 | server stats | client stats"
-	local bench=$1 spec="afxdp:${tag}x1,mode=$2$xf" spec2="afxdp:${tag}x2,mode=$2$xf" bp="" r
+ipk_cell() { # bench kind variant A|B -> "req/s p50 p99 | server stats | client stats"
+	local bench=$1 spec="afxdp:${tag}x1,mode=$2$xf" spec2="afxdp:${tag}x2,mode=$2$xf" bp r
+	bp=${BLOCK_ARGS:-}
+	[ "$4" = B ] && bp=${BLOCK_ARGS_B:-}
 	[ "$3" = busy-poll ] && bp=--busy-poll
 	ip netns exec "$ns" taskset -c 1 "$bench" --io "$spec" --ip 10.9.0.1/24 -p 7 $bp --stats \
 		>/dev/null 2>"$tmpd/s.err" &
@@ -77,7 +84,7 @@ ipk_cell() { # bench kind variant -> "req/s p50 p99 | server stats | client stat
 }
 
 echo "pp32_runs: MTU $mtu, ${secs} s cells, $rounds rounds, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "pp32_runs: A = $build${build_b:+, B = $build_b}"
+echo "pp32_runs: A = $build ${BLOCK_ARGS:-}${ab:+, B = ${build_b:-$build} ${BLOCK_ARGS_B:-}}"
 : >"$tmpd/ratios"
 for ((i = 1; i <= rounds; i++)); do
 	for var in "${variants[@]}"; do
@@ -85,11 +92,11 @@ for ((i = 1; i <= rounds; i++)); do
 		echo "round $i $var linux: $lx"
 		for k in "${kinds[@]}"; do
 			order=(A)
-			[ -n "$build_b" ] && { if ((i % 2)); then order=(A B); else order=(B A); fi; }
+			[ -n "$ab" ] && { if ((i % 2)); then order=(A B); else order=(B A); fi; }
 			for which in "${order[@]}"; do
 				b=$B
-				[ "$which" = B ] && b=$build_b/bench/ipkit-bench
-				r=$(ipk_cell "$b" "$k" "$var")
+				[ "$which" = B ] && [ -n "$build_b" ] && b=$build_b/bench/ipkit-bench
+				r=$(ipk_cell "$b" "$k" "$var" "$which")
 				ratio=$(awk -v a="${r%% *}" -v l="${lx%% *}" \
 					'BEGIN {if (l > 0) printf "%.2f", a / l; else print "n/a"}')
 				echo "round $i $var $k $which: $r | ${ratio}x"

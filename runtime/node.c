@@ -34,6 +34,7 @@ struct ipk_node {
 	struct ipk_ops ops;
 	struct ipk_node_cfg cfg;
 	uint64_t now, deadline;
+	uint64_t last_rx;      /* n->now of the last step that received frames */
 	struct ipk_pkt *txq[NODE_TXQ];
 	uint32_t txn;
 	int in_run;            /* inside ipk_run: flushes wait for the end of the round */
@@ -286,6 +287,10 @@ static int node_check_cfg(const struct ipk_node_cfg *cfg, char *err, size_t errl
 		snprintf(err, errlen, "an IPv4 address with a prefix length 0..32 is required");
 		return -EINVAL;
 	}
+	if (cfg->spin_us > 10000u) {
+		snprintf(err, errlen, "spin_us %u is above 10000 (10 ms)", (unsigned)cfg->spin_us);
+		return -EINVAL;
+	}
 	if (cfg->conns == 0 || cfg->pbs == 0 || cfg->pool.headroom >= cfg->pool.buf_size) {
 		snprintf(err, errlen, "pool sizes must be nonzero and headroom below buf_size");
 		return -EINVAL;
@@ -389,11 +394,12 @@ static int node_step(struct ipk_node *n)
 	if (got < 0)
 		return got;
 	n->st.polls++;
+	n->now = node_clock();
 	if (got > 0) {
 		n->st.rx_polls++;
 		n->st.rx_frames += (uint64_t)got;
+		n->last_rx = n->now;
 	}
-	n->now = node_clock();
 	n->in_run = 1;
 	n->deadline = ipk_run(n->ctx, (void **)pkts, (uint32_t)got, n->now);
 	n->in_run = 0;
@@ -442,6 +448,27 @@ static void node_sleep(struct ipk_node *n, int timeout_ms)
 	}
 }
 
+/* The spin window: poll until frames come, spin_us after the last traffic has passed,
+ * or timeout_ms (every step also runs the core's timers). Returns what the last step
+ * returned; 0 means "sleep now". Entered only within spin_us of traffic, so an idle
+ * node never spins. */
+static int node_spin(struct ipk_node *n, int timeout_ms)
+{
+	uint64_t spin = (uint64_t)n->cfg.spin_us * 1000u, until = n->last_rx + spin;
+	int got = 0;
+
+	if (spin == 0 || n->now - n->last_rx >= spin)
+		return 0;
+	if (timeout_ms > 0 && n->now + (uint64_t)timeout_ms * 1000000ull < until)
+		until = n->now + (uint64_t)timeout_ms * 1000000ull;
+	n->st.spins++;
+	while (got == 0 && n->now < until)
+		got = node_step(n);
+	if (got > 0)
+		n->st.spin_hits++;
+	return got;
+}
+
 int ipk_node_poll(struct ipk_node *n, int timeout_ms)
 {
 	int got;
@@ -450,8 +477,19 @@ int ipk_node_poll(struct ipk_node *n, int timeout_ms)
 	got = node_step(n);
 	if (got != 0 || timeout_ms == 0 || n->cfg.busy_poll)
 		return got;
+	got = node_spin(n, timeout_ms);
+	if (got != 0)
+		return got;
 	node_sleep(n, timeout_ms);
 	return node_step(n);
+}
+
+int ipk_node_set_spin(struct ipk_node *n, uint32_t spin_us)
+{
+	if (!n || spin_us > 10000u)
+		return -EINVAL;
+	n->cfg.spin_us = spin_us;
+	return 0;
 }
 
 static void node_pin(int cpu)

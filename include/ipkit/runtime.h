@@ -39,6 +39,8 @@ struct ipk_node_cfg {
 	uint32_t gateway_be;      /* 0 = none */
 	const uint8_t *mac;       /* NULL: the device's MAC (or a random local one) */
 	int busy_poll;            /* 1: never sleep */
+	uint32_t spin_us;         /* event-driven: after traffic, poll this long before
+	                           * sleeping, default 0 (ipk_node_set_spin) */
 	int queue;                /* backend queue, default 0 */
 	int cpu;                  /* pin the calling thread to this CPU in ipk_node_run, -1 = no */
 	uint32_t conns, pbs;      /* pool sizes for the core, defaults 1024 and 16384 */
@@ -85,9 +87,19 @@ struct ipk_node_stats {
 	uint64_t sleeps;     /* waits on the backend fd (blocking mode) */
 	uint64_t tx_pushes;  /* non-empty transmit batches handed to the backend */
 	uint64_t tx_frames;  /* frames it took in them */
+	uint64_t spins;      /* spin windows entered instead of a sleep (spin_us) */
+	uint64_t spin_hits;  /* ... that ended with frames, no sleep needed */
 };
 /* Copies the counters into *st; all zero when n is NULL. */
 void ipk_node_stats(const struct ipk_node *n, struct ipk_node_stats *st);
+
+/* Event-driven mode: once frames came in, keep polling the backend for up to spin_us
+ * microseconds after the last one before sleeping on its fd (0: sleep at once). On a
+ * VM without a halt-polling cpuidle driver, an idle CPU halts and the wake-up costs
+ * tens of microseconds on both ends; the peer of a busy exchange answers sooner than
+ * that. No traffic, no spin: an idle node sleeps as before. Returns 0, or -EINVAL
+ * for a NULL node or spin_us above 10000 (10 ms). */
+int ipk_node_set_spin(struct ipk_node *n, uint32_t spin_us);
 
 /* ================================================================ workers
  *

@@ -72,7 +72,8 @@ static void test_opts_bad_values_refused(void)
 		"-s 10.0.0.1 --corrupt-echo", "--ip 10.0.0.2/33", "-c 12abc",
 		"--zerocopy", "-s 10.0.0.1 --zerocopy -n 17", "--tcp-buf 16383",
 		"--tcp-buf 8388481", "--tcp-buf 1M", "-s 10.0.0.1 --zerocopy -T 2",
-		"--stats -T 2",
+		"--stats -T 2", "--spin-us 10001", "--spin-us -1", "--spin-us 50 --busy-poll",
+		"--spin-us 5x", "--spin-us 50 -T 2",
 	};
 	struct bench_opts o;
 	unsigned i;
@@ -100,6 +101,10 @@ static void test_opts_per_program(void)
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--tcp-buf 1048576"), BENCH_OPTS_OK);
 	CHECK_EQ(o.tcp_buf, 1048576);
 	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--stats"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--spin-us 50"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--spin-us 50"), BENCH_OPTS_OK);
+	CHECK_EQ(o.spin_us, 50);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--spin-us 0 --busy-poll"), BENCH_OPTS_OK);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--stats"), BENCH_OPTS_OK);
 	CHECK(o.stats);
 	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--help"), BENCH_OPTS_HELP);

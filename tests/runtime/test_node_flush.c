@@ -15,6 +15,7 @@
 #include "io_internal.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -199,9 +200,76 @@ out:
 	ipk_node_destroy(s);
 }
 
+/* ipk_node_set_spin: right after traffic an event-driven poll keeps polling for
+ * spin_us before it sleeps (one spin window, bounded in time); a node whose last
+ * traffic is older than spin_us sleeps at once, so an idle node never spins. */
+static void test_spin_window_only_after_traffic(void)
+{
+	struct ipk_node_cfg sc, cc;
+	char sspec[96], cspec[96];
+	struct client cl;
+	struct ipk_node *s, *c;
+	struct ipk_node_stats a, b;
+	struct in_addr srv;
+	uint64_t t0, took;
+	uint8_t byte = 'a';
+	int i;
+
+	memset(&cl, 0, sizeof cl);
+	ipk_node_cfg_default(&sc);
+	snprintf(sspec, sizeof sspec, "memlink:%ss,role=a", ml);
+	sc.io_spec = sspec;
+	sc.spin_us = 10001; /* above the bound: refused at create */
+	CHECK(node_new(&sc, "10.9.0.1", &srv_events, NULL) == NULL);
+	sc.spin_us = 0;
+	s = node_new(&sc, "10.9.0.1", &srv_events, NULL);
+	ipk_node_cfg_default(&cc);
+	snprintf(cspec, sizeof cspec, "memlink:%ss,role=b", ml);
+	cc.io_spec = cspec;
+	c = node_new(&cc, "10.9.0.2", &cli_events, &cl);
+	CHECK(s && c);
+	if (!s || !c)
+		goto out;
+	CHECK_EQ(ipk_node_set_spin(NULL, 1), -EINVAL);
+	CHECK_EQ(ipk_node_set_spin(s, 10001), -EINVAL);
+	CHECK_EQ(ipk_node_set_spin(s, 2000), 0); /* 2 ms */
+	CHECK_EQ(ipk_tcp_listen(ipk_node_ctx(s), htons(7), 64), IPK_OK);
+	inet_pton(AF_INET, "10.9.0.1", &srv);
+	CHECK_EQ(ipk_tcp_connect(ipk_node_ctx(c), srv.s_addr, htons(7), 0, (void *)0, &cl.c[0],
+	                         ipk_node_now(c)), IPK_OK);
+	CHECK(pump(s, c, &cl, 1, 0));
+	CHECK_EQ(ipk_tcp_write(ipk_node_ctx(c), cl.c[0], &byte, 1, now_ns()), 1);
+	CHECK(pump(s, c, &cl, 1, 1));
+	for (i = 0; i < 20; i++) { /* the client's ACK of the echo, if any */
+		ipk_node_poll(c, 0);
+		ipk_node_poll(s, 0);
+	}
+	ipk_node_stats(s, &a); /* the server had traffic within the last 2 ms */
+	t0 = now_ns();
+	ipk_node_poll(s, 50); /* nothing comes: spin ~2 ms (less what pump left), sleep */
+	took = now_ns() - t0;
+	ipk_node_stats(s, &b);
+	CHECK_EQ(b.rx_polls, a.rx_polls);
+	CHECK_EQ(b.spins - a.spins, 1);
+	CHECK_EQ(b.spin_hits, a.spin_hits);
+	CHECK(b.polls - a.polls >= 2);
+	CHECK_EQ(b.sleeps - a.sleeps, 1);
+	CHECK(took < 1000000000ull); /* bounded by spin_us and the 50 ms timeout */
+	/* more than spin_us after the last traffic: straight to sleep, no spin */
+	usleep(3000);
+	ipk_node_poll(s, 1);
+	ipk_node_stats(s, &a);
+	CHECK_EQ(a.spins, b.spins);
+	CHECK(a.sleeps > b.sleeps);
+out:
+	ipk_node_destroy(c);
+	ipk_node_destroy(s);
+}
+
 int main(void)
 {
 	snprintf(ml, sizeof ml, "ipknf%x", (unsigned)getpid());
 	RUN(test_echoes_of_one_round_leave_with_one_flush);
+	RUN(test_spin_window_only_after_traffic);
 	return check_summary();
 }
