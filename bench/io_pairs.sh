@@ -21,7 +21,9 @@
 #   memlink    shared memory, no kernel on the data path
 #   Linux      a veth pair between two namespaces, kernel TCP on both ends
 #
-#   [MTU=N] bench/io_pairs.sh [BUILD_DIR] [SECONDS] [BULK_BYTES] [OUT.md]
+#   [MTU=N] [SPIN_US=N] bench/io_pairs.sh [BUILD_DIR] [SECONDS] [BULK_BYTES] [OUT.md]
+# SPIN_US (default 50): ipkit's blocking cells poll this long after their last traffic
+# before sleeping (ipkit-bench --spin-us; 0: the pure event-driven loop).
 # MTU (default 1500) is set on the afxdp and the Linux veth pairs, so those rows
 # compare at the same MTU; above 1774 the afxdp rows use 4 KiB UMEM frames (frame=4096,
 # MTU at most 3822), above 3822 also multi-buffer AF_XDP (sg=1: a frame spans up to 16
@@ -40,8 +42,9 @@ secs=${2:-10}
 bulk_bytes=${3:-1073741824}
 out=${4:-}
 mtu=${MTU:-1500}
-case $mtu in
-'' | *[!0-9]*) echo "io_pairs: MTU=$mtu is not a number" >&2; exit 2 ;;
+spin_us=${SPIN_US:-50}
+case $mtu$spin_us in
+'' | *[!0-9]*) echo "io_pairs: MTU=$mtu / SPIN_US=$spin_us is not a number" >&2; exit 2 ;;
 esac
 if [ "$mtu" -lt 576 ] || [ "$mtu" -gt 61422 ]; then
 	echo "io_pairs: MTU=$mtu: afxdp carries 576..61422 (16 multi-buffer 4 KiB UMEM frames" \
@@ -167,10 +170,16 @@ run_client() {
 }
 
 # The ipkit server on one side (in the background, pinned); its address is 10.9.0.1.
+# ipkit's loop flags for a variant: busy-poll never sleeps; blocking sleeps on the
+# backend's fd, after polling up to SPIN_US (default 50) us past its last traffic
+# (--spin-us: a halted vCPU takes tens of us to wake; SPIN_US=0 sleeps at once).
+ipk_loop_args() { # variant
+	if [ "$1" = busy-poll ]; then echo --busy-poll; else echo --spin-us "$spin_us"; fi
+}
 ipk_server() { # kind variant [extra args]
-	local s bp=""
+	local s bp
 	read -r s _ <<<"$(specs "$1" "$2")"
-	[ "$2" = busy-poll ] && bp=--busy-poll
+	bp=$(ipk_loop_args "$2")
 	shift 2
 	ip netns exec "$ns" $SRV_PIN "$bipk" --io "$s" --ip 10.9.0.1/24 -p 7 $bp "$@" \
 		>/dev/null 2>&1 &
@@ -178,9 +187,9 @@ ipk_server() { # kind variant [extra args]
 	sleep 0.5
 }
 ipk_client() { # kind variant args...
-	local c bp=""
+	local c bp
 	read -r _ c <<<"$(specs "$1" "$2")"
-	[ "$2" = busy-poll ] && bp=--busy-poll
+	bp=$(ipk_loop_args "$2")
 	shift 2
 	run_client ip netns exec "$ns" $CLI_PIN "$bipk" --io "$c" --ip 10.9.0.2/24 $bp \
 		-s 10.9.0.1 -p 7 -t "$secs" --json "$@"
@@ -482,7 +491,7 @@ if [ -z "$out" ]; then
 fi
 tbl=$(table)
 load_after=$(load)
-cmd="MTU=$mtu bash bench/io_pairs.sh $build $secs $bulk_bytes $out"
+cmd="MTU=$mtu SPIN_US=$spin_us bash bench/io_pairs.sh $build $secs $bulk_bytes $out"
 {
 	echo "# io figures"
 	echo
@@ -512,7 +521,8 @@ Links, all in network namespaces of the run:
 Ping-pong: `ipkit-bench` client and server (`-g 1 -l 1`) on both ends of each ipkit
 link, its twin `ipkit-bench-linux` (same loop over epoll and kernel sockets, TCP_NODELAY)
 on both ends of the Linux link. *blocking*: ipkit sleeps on the backend's fd until
-traffic or its next timer, Linux in `epoll_wait` (1 ms); *busy-poll*: `--busy-poll` on
+traffic or its next timer, after polling up to SPIN_US µs past its last traffic
+(`--spin-us`; an idle node never spins), Linux in `epoll_wait` (1 ms); *busy-poll*: `--busy-poll` on
 both ends: ipkit never sleeps (memlink with `busypoll=1`), the Linux twin sets
 SO_BUSY_POLL and spins on `epoll_wait(0)`. Bulk: `ipkit-bench -g 2 -l 65536` (the
 client writes whenever the window allows, the server consumes; every ipkit client

@@ -15,7 +15,8 @@
 # ipkit cell runs twice per round, A and B (alternating which goes first), for an A/B
 # on a shared machine: B is BUILD_B's ipkit-bench (default: BUILD_DIR's), and its
 # blocking cells take BLOCK_ARGS_B instead of BLOCK_ARGS (extra ipkit-bench arguments
-# for both ends of the blocking cells, e.g. --spin-us 50). Each ipkit end runs with --stats: its loop and
+# for both ends of the blocking cells; BLOCK_ARGS defaults to --spin-us 50 as in
+# bench/io_pairs.sh, so BLOCK_ARGS_B="--spin-us 0" compares with the pure event loop). Each ipkit end runs with --stats: its loop and
 # backend counters per request go to the cell's line (server / client).
 # Everything it creates is named ixr<4 hex>... and removed on exit, also on failure.
 set -euo pipefail
@@ -70,7 +71,7 @@ linux_cell() { # variant round -> req/s
 }
 ipk_cell() { # bench kind variant A|B -> "req/s p50 p99 | server stats | client stats"
 	local bench=$1 spec="afxdp:${tag}x1,mode=$2$xf" spec2="afxdp:${tag}x2,mode=$2$xf" bp r
-	bp=${BLOCK_ARGS:-}
+	bp=${BLOCK_ARGS---spin-us 50}
 	[ "$4" = B ] && bp=${BLOCK_ARGS_B:-}
 	[ "$3" = busy-poll ] && bp=--busy-poll
 	ip netns exec "$ns" taskset -c 1 "$bench" --io "$spec" --ip 10.9.0.1/24 -p 7 $bp --stats \
@@ -84,7 +85,7 @@ ipk_cell() { # bench kind variant A|B -> "req/s p50 p99 | server stats | client 
 }
 
 echo "pp32_runs: MTU $mtu, ${secs} s cells, $rounds rounds, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "pp32_runs: A = $build ${BLOCK_ARGS:-}${ab:+, B = ${build_b:-$build} ${BLOCK_ARGS_B:-}}"
+echo "pp32_runs: A = $build ${BLOCK_ARGS---spin-us 50}${ab:+, B = ${build_b:-$build} ${BLOCK_ARGS_B:-}}"
 : >"$tmpd/ratios"
 for ((i = 1; i <= rounds; i++)); do
 	for var in "${variants[@]}"; do
