@@ -122,6 +122,20 @@ static struct ipk_node *node_new(struct ipk_node_cfg *cfg, const char *ip,
 	return n;
 }
 
+static char ml[32];
+
+/* The client node on side b of memlink ml+suffix, 10.9.0.2. */
+static struct ipk_node *client_node(const char *suffix, struct client *cl)
+{
+	static char spec[96]; /* ipk_node_create opens the backend from it and is done */
+	struct ipk_node_cfg cc;
+
+	ipk_node_cfg_default(&cc);
+	snprintf(spec, sizeof spec, "memlink:%s%s,role=b", ml, suffix);
+	cc.io_spec = spec;
+	return node_new(&cc, "10.9.0.2", &cli_events, cl);
+}
+
 /* Poll both nodes until done() or 5 s. */
 static int pump(struct ipk_node *s, struct ipk_node *c, const struct client *cl, int want_up,
                 int want_echoed)
@@ -137,12 +151,9 @@ static int pump(struct ipk_node *s, struct ipk_node *c, const struct client *cl,
 	return 0;
 }
 
-static char ml[32];
-
 static void test_echoes_of_one_round_leave_with_one_flush(void)
 {
-	struct ipk_node_cfg sc, cc;
-	char cspec[96];
+	struct ipk_node_cfg sc;
 	struct counting k;
 	struct client cl;
 	struct ipk_node *s, *c;
@@ -157,10 +168,7 @@ static void test_echoes_of_one_round_leave_with_one_flush(void)
 	sc.io_open = counting_open;
 	sc.io_open_arg = &k;
 	s = node_new(&sc, "10.9.0.1", &srv_events, NULL);
-	ipk_node_cfg_default(&cc);
-	snprintf(cspec, sizeof cspec, "memlink:%s,role=b", ml);
-	cc.io_spec = cspec;
-	c = node_new(&cc, "10.9.0.2", &cli_events, &cl);
+	c = client_node("", &cl);
 	CHECK(s && c);
 	if (!s || !c)
 		goto out;
@@ -205,8 +213,8 @@ out:
  * traffic is older than spin_us sleeps at once, so an idle node never spins. */
 static void test_spin_window_only_after_traffic(void)
 {
-	struct ipk_node_cfg sc, cc;
-	char sspec[96], cspec[96];
+	struct ipk_node_cfg sc;
+	char sspec[96];
 	struct client cl;
 	struct ipk_node *s, *c;
 	struct ipk_node_stats a, b;
@@ -223,10 +231,7 @@ static void test_spin_window_only_after_traffic(void)
 	CHECK(node_new(&sc, "10.9.0.1", &srv_events, NULL) == NULL);
 	sc.spin_us = 0;
 	s = node_new(&sc, "10.9.0.1", &srv_events, NULL);
-	ipk_node_cfg_default(&cc);
-	snprintf(cspec, sizeof cspec, "memlink:%ss,role=b", ml);
-	cc.io_spec = cspec;
-	c = node_new(&cc, "10.9.0.2", &cli_events, &cl);
+	c = client_node("s", &cl);
 	CHECK(s && c);
 	if (!s || !c)
 		goto out;
