@@ -524,12 +524,18 @@ static void ib_warm_up(struct ib *b, volatile int *stop)
 	}
 }
 
+/* How long a blocking poll may sleep with nothing to do: the client's tick (pacing,
+ * request timeouts) wants 1 ms; a server only prints once a second, so an idle one
+ * wakes ten times a second instead of a thousand (idle CPU near zero). */
+#define IB_SRV_IDLE_MS 100
+
 static void ib_loop(struct ib *b, volatile int *stop, struct bench_report *r)
 {
 	uint64_t now = ib_now(b);
 	uint64_t end = b->o->duration_s ? now + b->o->duration_s * 1000000000ull : UINT64_MAX;
+	int idle_ms = b->o->busy_poll ? 0 : b->o->client ? 1 : IB_SRV_IDLE_MS;
 	while (!*stop && now < end) {
-		ipk_node_poll(b->n, b->o->busy_poll ? 0 : 1);
+		ipk_node_poll(b->n, idle_ms);
 		now = ib_now(b);
 		if (b->o->client)
 			bench_worker_tick(&b->w, now, ib_kick, b);
