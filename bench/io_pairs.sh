@@ -440,6 +440,90 @@ notes() {
 EOT
 }
 
+# What the 32-connection afxdp cells' counters showed (static text, bench/pp32_runs.sh).
+notes_pp32() {
+	cat <<'EOT'
+## The 32-connection afxdp cells: where the spread comes from (2026-11-23, afx32)
+
+Tools: `ipkit-bench --stats` prints, at exit, one line per end with the loop's
+counters per request (frames per non-empty rx poll, frames per transmit push, polls,
+empty polls, sleeps, spin windows, pushes), the process's user and system CPU per
+request (getrusage), TCP retransmits, and on AF_XDP the kernel's socket counters
+(XDP_STATISTICS: rx drops, rx ring full, fill ring empty). `bench/pp32_runs.sh`
+runs only the 32-connection afxdp cells and a Linux cell per round, N rounds, and
+prints each cell with both ends' `--stats` and its ratio to the same round's Linux
+cell, then min / median / max per cell; with BUILD_B or BLOCK_ARGS_B it alternates
+two builds or two argument sets (A/B). For the quiet machine, one command:
+
+    bash bench/pp32_runs.sh build 8 6      # 6 rounds, 8 s cells; the minimum is the figure
+    VARIANTS=blocking BLOCK_ARGS_B="--spin-us 0" bash bench/pp32_runs.sh build 8 6  # A/B of the spin
+
+What the counters show (this session, 6 rounds x 8 s and 4 x 6 s, load 4-11 from
+other work, so absolute req/s are not comparable with the table above):
+
+- **Per request, each end: ~1 frame received and ~1 sent** (no pure ACKs), user CPU
+  0.5-0.9 us, system CPU 2.3-3.2 us. The system part is copy-mode AF_XDP's path,
+  run in the *sender's* context for both ends of a frame (skb built and copied,
+  veth, the receiver's XDP with its headroom copy, the copy into the peer's UMEM,
+  the peer's wake-up; see the profiles below). At ~3 us of CPU per request per end,
+  two saturated CPUs carry at most ~330-360k req/s: 3x Linux's 105-109k sits at
+  that ceiling, so every idle microsecond on either CPU shows in the ratio.
+- **No stalls:** in every cell 0 XSK rx drops, 0 rx-ring-full, 0 fill-ring-empty, 0
+  invalid descriptors, 0 TCP retransmits. The spread is not loss or starvation.
+- **Batches:** 5-18 frames per non-empty poll and per push; 0.05-0.2 `sendto` per
+  request; a null system call costs 210-230 ns of CPU here. Batch sizes can be
+  lopsided within a cell (server 5.7 vs client 17.7 frames per poll in one run):
+  the sender's `sendto` delivers its burst one frame at a time, so a peer that
+  reacts at once answers in small batches.
+- **Sleeps:** blocking cells slept 0.005-0.025 times per request (1.5-8k sleeps/s),
+  each one a `ppoll` for the sleeper and a wake-up inside the peer's `sendto`.
+  This VM has no cpuidle driver (`/sys/devices/system/cpu/cpuidle/current_driver`
+  is none; no guest halt-polling), so a vCPU with nothing to run halts at once and
+  its wake-up goes through the host. Under load the CPUs never idle, so that latency
+  could not be measured here; on a quiet machine every sleep pays it, and how often
+  the ends sleep depends on the batch pattern a run falls into: a likely source of
+  the quiet-machine spread, which the per-run `--stats` lines of `pp32_runs.sh`
+  will show (sleeps/req against req/s).
+- **Busy-poll under load:** both ends spinning on CPUs shared with other work fell to
+  10-25k req/s (190-370 empty polls per request; the spinner burns the slices the
+  peer or others need); Linux's busy-poll twin fell too (1-16k). Only a quiet run
+  says anything about the busy-poll rows.
+
+Change: **a spin window before sleeping** (`ipk_node_set_spin`, `ipkit-bench
+--spin-us`, `io_pairs.sh` SPIN_US, default 50 us in the blocking cells). After
+traffic, an event-driven node keeps polling up to 50 us past its last frame before
+it sleeps; a peer in the middle of a burst answers well within that, so the node
+does not halt. An idle node never spins (the window opens only within 50 us of
+traffic): CPU of an idle server over 5 s after a run, `/proc/PID/stat` utime+stime,
+6 ticks (10 ms each) with --spin-us 50 and 9 without, both from ipkit-bench's 1 ms
+poll timeout; a blocking server now sleeps up to 100 ms when idle: 1 tick. Linux's counterpart would be `net.core.busy_poll` for
+blocking epoll, which the twin's blocking cells do not use; SPIN_US=0 gives the
+pure event-driven ipkit cells.
+
+A/B, alternating, same build, `VARIANTS=blocking BLOCK_ARGS_B="--spin-us 0" bash
+bench/pp32_runs.sh build 8 6` (05:37-05:41 UTC, load 5.6 -> 9.4), req/s:
+
+| round | Linux | skb, spin 50 | skb, spin 0 | drv, spin 50 | drv, spin 0 |
+|---|---|---|---|---|---|
+| 1 | 30,750 | 84,497 | 71,573 | 87,151 | 83,545 |
+| 2 | 26,598 | 53,039 | 45,717 | 68,804 | 48,427 |
+| 3 | 22,707 | 71,524 | 63,056 | 75,452 | 59,478 |
+| 4 | 15,883 | 58,524 | 53,122 | 80,235 | 64,433 |
+| 5 | 22,048 | 62,907 | 59,004 | 57,999 | 56,913 |
+| 6 | 14,354 | 57,828 | 59,982 | 63,012 | 56,145 |
+
+The spin window won 11 of 12 pairs (and 6 of 8 in an earlier 4 x 6 s A/B at load
+7-10); ratio to the round's Linux cell min / median: skb 1.99 / 3.00 with the spin,
+1.72 / 2.73 without; drv 2.59 / 3.08 vs 1.82 / 2.67. Means over both ends: sleeps per
+request 0.0124 -> 0.0056, user CPU per request 0.695 -> 0.739 us (the spin), system
+CPU 2.772 -> 2.587 us (fewer sleeps and wake-ups), 81% of spin windows ended with
+traffic. At this load the floor stays below 3x in both arms: the Linux cell and the
+ipkit cells of a round get different shares of CPUs that other work keeps busy.
+Whether the floor clears 3x on a quiet machine is for the command above to say;
+nothing here measured that.
+EOT
+}
+
 # The issue's targets read from the table on stdin.
 targets() {
 	python3 -c '
@@ -537,5 +621,7 @@ EOT
 	targets <<<"$tbl"
 	echo
 	notes
+	echo
+	notes_pp32
 } >"$out"
 echo "io_pairs: wrote $out"
