@@ -468,8 +468,19 @@ other work, so absolute req/s are not comparable with the table above):
   the peer's wake-up; see the profiles below). At ~3 us of CPU per request per end,
   two saturated CPUs carry at most ~330-360k req/s: 3x Linux's 105-109k sits at
   that ceiling, so every idle microsecond on either CPU shows in the ratio.
-- **No stalls:** in every cell 0 XSK rx drops, 0 rx-ring-full, 0 fill-ring-empty, 0
-  invalid descriptors, 0 TCP retransmits. The spread is not loss or starvation.
+- **Stalls under heavy load:** in every cell 0 XSK rx drops, 0 rx-ring-full, 0
+  fill-ring-empty, 0 invalid descriptors: the XSK rings never lose or starve. But
+  31 of 152 ends over four runs at load 4-12 counted TCP retransmits (11-384 per
+  end), often in multiples of 32: all 32 connections' RTOs (200 ms minimum) firing
+  together, i.e. the whole exchange stood still for at least 200 ms; the slowest
+  cells (6-25k req/s) are among them. The 12 cells of the spin A/B below (load
+  5.6-9.4) had none. Where the frames waited is not known yet: no XSK counter moved,
+  and `/proc/net/softnet_stat` shows no backlog drops. Candidates: the veth's own
+  drops, softirq work deferred to a starved ksoftirqd, and descriptors left in the
+  AF_XDP tx ring when a kick is refused (EBUSY ends `xdp_kick`'s loop; nothing kicks
+  the ring again until the node transmits, and a node waiting for answers does not).
+  `--stats` prints `retransmits` for both ends, so a quiet run shows whether this
+  happens without load.
 - **Batches:** 5-18 frames per non-empty poll and per push; 0.05-0.2 `sendto` per
   request; a null system call costs 210-230 ns of CPU here. Batch sizes can be
   lopsided within a cell (server 5.7 vs client 17.7 frames per poll in one run):
