@@ -24,6 +24,8 @@
 #         (skb_pp_cow_data) and the copy into the peer's UMEM leave the sender's CPU.
 #         Native XDP does not take that path (veth's NAPI runs where the sender is).
 #   +bp   afxdp busy_poll=1 on both ends (see io/afxdp/afxdp.c: no effect on veth)
+#   +sw   afxdp csum=0 on both ends: the core sums each segment, the backend copies it
+#         (default: the backend sums while it copies into the UMEM frame)
 # Everything is named ixm<4 hex>... and removed on exit, also on failure or Ctrl-C.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,6 +64,7 @@ rx_bytes() { # namespace device
 cell() {
 	local row=$1 srv cli dev sns s0 c0 b0 s1 c1 b1 mb g mode=${1%%+*} bp=""
 	case $row in *+bp*) bp=,busy_poll=1 ;; esac
+	case $row in *+sw*) bp=$bp,csum=0 ;; esac
 	rows_rps "$row"
 	case $mode in
 	linux)

@@ -162,7 +162,7 @@ struct ipk_io_stats {
  *                                         TPACKET_V3 blocks, fewer wake-ups but up to tov
  *                                         ms (default 1) of added latency
  *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1][,frame=2048|4096][,sg=0|1]
- *        [,busy_poll=0|1]
+ *        [,busy_poll=0|1][,csum=0|1]
  *                                         frame=4096: 4 KiB UMEM frames (the pool's
  *                                         buf_size must match; the runtime sizes its
  *                                         pool from it), MTU up to 3822 instead of 1774;
@@ -177,7 +177,10 @@ struct ipk_io_stats {
  *                                         copy-mode socket, e.g. on veth, no NAPI to
  *                                         poll, so there it changes nothing); errors:
  *                                         a value other than 0/1, EPERM without
- *                                         CAP_NET_ADMIN
+ *                                         CAP_NET_ADMIN; csum=1 (default): the
+ *                                         backend finishes TCP/UDP checksums
+ *                                         (IPK_CAP_TX_CSUM_*) while it copies into
+ *                                         the UMEM, csum=0: the core sums them
  *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N][,queues=N][,queue=Q]
  *                                         queues=N (1..16, both sides alike): N queue
  *                                         pairs; queue=Q serves one (caps.nqueues 1),

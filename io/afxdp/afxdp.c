@@ -2,7 +2,7 @@
  * afxdp: AF_XDP sockets through libxdp (xsk) and libbpf, one socket per queue.
  *
  *   afxdp:DEV[,queue=Q][,mode=skb|drv][,zc=0|1][,prog=0|1][,ip=A.B.C.D][,ring=N]
- *        [,frame=2048|4096][,sg=0|1][,busy_poll=0|1]
+ *        [,frame=2048|4096][,sg=0|1][,busy_poll=0|1][,csum=0|1]
  *
  * UMEM = the whole area of the pool (frame = one pool buffer, so buf_size must be
  * 2048 or 4096: aligned chunk mode). frame=N states the size the spec needs; the
@@ -29,6 +29,13 @@
  * default program instead (every frame of the queue to ipkit).
  * mode: drv (native XDP) or skb (generic); without mode= native is tried first.
  * zc=1 asks for zero-copy and fails with a clear message when the driver lacks it.
+ *
+ * csum=1 (default): the backend advertises IPK_CAP_TX_CSUM_TCP/UDP, so the core only
+ * writes the pseudo-header sum (as for a NIC) and the backend finishes the checksum:
+ * in the same pass as its copy into the UMEM frame when it copies the segment (the
+ * bench's --zerocopy payload lies outside the UMEM), else in a pass over the pieces
+ * sent in place (afxdp_csum.h). One read of the payload fewer per segment on the
+ * sender; csum=0 leaves the sum to the core (for comparison).
  *
  * busy_poll=1: preferred busy polling (Documentation/networking/napi.rst "Preferred
  * busy polling", af_xdp.rst): SO_PREFER_BUSY_POLL, SO_BUSY_POLL and
@@ -63,6 +70,7 @@
 #include <unistd.h>
 #include <xdp/xsk.h>
 
+#include "afxdp_csum.h"
 #include "afxdp_prog.h"
 
 enum { XF_FREE = 0, XF_KERNEL = 1, XF_TXCOPY = 2 };
@@ -106,6 +114,7 @@ struct xdp_priv {
 	uint32_t queue;
 	int sg;               /* XDP_USE_SG bound */
 	int busy;             /* busy_poll=1: rx bursts drive the NAPI poll */
+	int csum;             /* csum=1: we finish the TCP/UDP checksums the core leaves */
 	struct ipk_pkt *rx_head, *rx_tail; /* frame being received, more descriptors due */
 	uint32_t rx_ndesc;
 	int rx_skip;          /* dropping the rest of a bad multi-descriptor frame */
@@ -357,14 +366,98 @@ static void xdp_tx_inplace(struct ipk_io *io, struct ipk_pkt *k, uint32_t at, ui
 	}
 }
 
-/* Chain k copied into nd fresh frames (fs bytes each, the last one partly), or
- * -ENOBUFS with nothing taken when the pool has fewer. */
+/* Where the checksum the core left to us (IPK_TXOFF_TCP_CSUM / _UDP_CSUM: the
+ * pseudo-header sum in the field) starts and where its field lies, from the head's
+ * meta; 0 when there is none. -1 when the field does not lie in the first len bytes
+ * (the frame is dropped: a core bug, never sent with a wrong sum). */
+static int xdp_csum_at(const struct ipk_pkt *k, uint32_t len, uint32_t *start, uint32_t *field)
+{
+	const struct ipk_tx_meta *m = &k->meta;
+
+	if (!(m->flags & (IPK_TXOFF_TCP_CSUM | IPK_TXOFF_UDP_CSUM)))
+		return 0;
+	*start = (uint32_t)m->l2_len + m->l3_len;
+	*field = *start + ((m->flags & IPK_TXOFF_TCP_CSUM) ? 16u : 6u); /* RFC 9293, RFC 768 */
+	return *field + 2 <= len ? 1 : -1;
+}
+
+/* The field's final value from the sum over [start, end) (field included). */
+static void xdp_csum_store(uint8_t *f, uint32_t sum, const struct ipk_pkt *k)
+{
+	uint16_t v = ipk_xdp_sum_final(sum);
+
+	if (v == 0 && (k->meta.flags & IPK_TXOFF_UDP_CSUM))
+		v = 0xffff; /* RFC 768: 0 means "no checksum" */
+	memcpy(f, &v, 2);
+}
+
+/* Copy n bytes at stream offset pos to dst; bytes at or after start (UINT32_MAX:
+ * none) are summed into *sum in the same pass. */
+static void xdp_copy_span(uint8_t *dst, const uint8_t *src, uint32_t n, uint32_t pos,
+                          uint32_t start, uint32_t *sum)
+{
+	uint32_t plain = 0;
+
+	if (pos < start)
+		plain = start - pos < n ? start - pos : n;
+	memcpy(dst, src, plain);
+	if (n > plain)
+		*sum = ipk_xdp_sum_add(*sum, ipk_xdp_sum_span(dst + plain, src + plain, n - plain, 1),
+		                       pos + plain - start);
+}
+
+/* Chain k laid out over the frames at addr[] (fs bytes each), the checksum from
+ * start summed on the way (start UINT32_MAX: none). */
+static uint32_t xdp_copy_chain(struct xdp_priv *p, const struct ipk_pkt *k, const int64_t *b,
+                               uint32_t start)
+{
+	uint32_t fi = 0, fo = 0, pos = 0, sum = 0;
+
+	for (; k; k = k->next) {
+		const uint8_t *src = k->buf + k->off;
+		uint32_t left = k->len;
+		while (left) {
+			uint32_t n = left < p->fs - fo ? left : p->fs - fo;
+			xdp_copy_span(p->area + (uint64_t)b[fi] * p->fs + fo, src, n, pos, start, &sum);
+			src += n;
+			left -= n;
+			pos += n;
+			fo += n;
+			if (fo == p->fs) {
+				fi++;
+				fo = 0;
+			}
+		}
+	}
+	return sum;
+}
+
+/* Chain k sent in place: its checksum summed over the pieces and stored in the head
+ * (the field lies there: xdp_inplace_descs checked). */
+static void xdp_csum_inplace(struct ipk_pkt *head, uint32_t start, uint32_t field)
+{
+	const struct ipk_pkt *k = head;
+	uint32_t pos = 0, sum = 0;
+
+	for (; k; pos += k->len, k = k->next) {
+		uint32_t skip = pos < start ? (start - pos < k->len ? start - pos : k->len) : 0;
+		if (k->len > skip)
+			sum = ipk_xdp_sum_add(sum, ipk_xdp_sum_span(NULL, k->buf + k->off + skip,
+			                                            k->len - skip, 0),
+			                      pos + skip - start);
+	}
+	xdp_csum_store(head->buf + head->off + field, sum, head);
+}
+
+/* Chain k copied into nd fresh frames (fs bytes each, the last one partly), its
+ * checksum finished on the way when the core left it to us, or -ENOBUFS with nothing
+ * taken when the pool has fewer. */
 static int xdp_tx_copy(struct ipk_io *io, struct ipk_pkt *k, uint32_t len, uint32_t at,
-                       uint32_t nd)
+                       uint32_t nd, uint32_t start, uint32_t field)
 {
 	struct xdp_priv *p = xdp_priv(io);
 	int64_t b[XDP_SG_MAX_DESC];
-	uint32_t i, done = 0;
+	uint32_t i, done = 0, sum;
 
 	for (i = 0; i < nd; i++) {
 		b[i] = ipk_pool_buf_get(io->pool);
@@ -374,10 +467,12 @@ static int xdp_tx_copy(struct ipk_io *io, struct ipk_pkt *k, uint32_t len, uint3
 			return -ENOBUFS;
 		}
 	}
+	sum = xdp_copy_chain(p, k, b, start);
+	if (start != UINT32_MAX)
+		xdp_csum_store(p->area + (uint64_t)b[0] * p->fs + field, sum, k);
 	for (i = 0; i < nd; i++) {
 		uint64_t addr = (uint64_t)b[i] * p->fs;
 		uint32_t n = len - done < p->fs ? len - done : p->fs;
-		ipk_pkt_copy_out(k, done, p->area + addr, n);
 		p->state[b[i]] = XF_TXCOPY;
 		xdp_desc_set(xsk_ring_prod__tx_desc(&p->tx, at + i), addr, n, i + 1 < nd);
 		xdp_txq_push(p, addr, NULL);
@@ -388,13 +483,26 @@ static int xdp_tx_copy(struct ipk_io *io, struct ipk_pkt *k, uint32_t len, uint3
 }
 
 /* Queue one frame: 0 taken, -EAGAIN no room now (the caller keeps it), -ENOBUFS
- * no frame to copy into (the same), -EMSGSIZE too long for the frames (dropped). */
+ * no frame to copy into (the same), -EMSGSIZE too long for the frames or -EINVAL a
+ * checksum field outside the first frame (both dropped). */
 static int xdp_tx_one(struct ipk_io *io, struct ipk_pkt *k)
 {
 	struct xdp_priv *p = xdp_priv(io);
 	uint32_t len = ipk_pkt_chain_len(k), nd = xdp_inplace_descs(p, io, k), at;
-	int copy = nd == 0;
+	uint32_t start = UINT32_MAX, field = 0;
+	int copy = nd == 0, cs = 0;
 
+	if (p->csum) { /* in place: the field must lie in the head; copied: in frame 0 */
+		cs = xdp_csum_at(k, copy ? len : k->len, &start, &field);
+		if (cs < 0 && !copy) {
+			copy = 1;
+			cs = xdp_csum_at(k, len, &start, &field);
+		}
+		if (cs < 0 || field + 2 > p->fs)
+			return -EINVAL;
+		if (!cs)
+			start = UINT32_MAX;
+	}
 	if (copy)
 		nd = (len + p->fs - 1) / p->fs;
 	if (nd == 0 || nd > (p->sg ? XDP_SG_MAX_DESC : 1u))
@@ -403,8 +511,10 @@ static int xdp_tx_one(struct ipk_io *io, struct ipk_pkt *k)
 	    xsk_ring_prod__reserve(&p->tx, nd, &at) != nd)
 		return -EAGAIN;
 	if (!copy) {
+		if (cs) /* after the reservation: a frame kept for later is summed once */
+			xdp_csum_inplace(k, start, field);
 		xdp_tx_inplace(io, k, at, nd);
-	} else if (xdp_tx_copy(io, k, len, at, nd) < 0) {
+	} else if (xdp_tx_copy(io, k, len, at, nd, start, field) < 0) {
 		p->tx.cached_prod -= nd; /* give back the reservation */
 		return -ENOBUFS;
 	}
@@ -461,7 +571,7 @@ static int xdp_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 		int rc = xdp_tx_one(io, pkts[i]);
 		if (rc == -EAGAIN || rc == -ENOBUFS)
 			break;
-		if (rc < 0) { /* too long: taken and dropped */
+		if (rc < 0) { /* too long or no checksum field: taken and dropped */
 			io->st.tx_errors++;
 			ipk_pkt_free_chain(pkts[i]);
 		}
@@ -539,7 +649,7 @@ static void xdp_close(struct ipk_io *io)
 }
 
 struct xdp_opts {
-	long queue, ring, zc, prog, frame, sg, busy; /* frame 0: the pool's buf_size */
+	long queue, ring, zc, prog, frame, sg, busy, csum; /* frame 0: the pool's buf_size */
 	int mode;          /* 0 auto, XDP_FLAGS_SKB_MODE, XDP_FLAGS_DRV_MODE */
 	uint32_t ip4_be;
 };
@@ -547,7 +657,7 @@ struct xdp_opts {
 static int xdp_parse(const struct ipk_io_args *a, struct xdp_opts *o, char *err, size_t el)
 {
 	static const char *const known[] = { "queue", "mode", "zc", "prog", "ip", "ring", "frame",
-	                                      "sg", "busy_poll", NULL };
+	                                      "sg", "busy_poll", "csum", NULL };
 	const char *mode = ipk_io_arg(a, "mode"), *ip = ipk_io_arg(a, "ip");
 	struct in_addr in;
 
@@ -560,8 +670,9 @@ static int xdp_parse(const struct ipk_io_args *a, struct xdp_opts *o, char *err,
 	o->frame = ipk_io_arg_int(a, "frame", 0, err, el);
 	o->sg = ipk_io_arg_bool(a, "sg", 0, err, el);
 	o->busy = ipk_io_arg_bool(a, "busy_poll", 0, err, el);
+	o->csum = ipk_io_arg_bool(a, "csum", 1, err, el);
 	if (o->queue < 0 || o->ring < 0 || o->zc < 0 || o->prog < 0 || o->frame < 0 || o->sg < 0 ||
-	    o->busy < 0)
+	    o->busy < 0 || o->csum < 0)
 		return -EINVAL;
 	if (o->frame && o->frame != 2048 && o->frame != 4096)
 		return ipk_io_err(err, el, EINVAL, "afxdp:%s: frame=%ld is not a UMEM frame size "
@@ -737,6 +848,7 @@ static int xdp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *
 	p->fs = ipk_pool_buf_size(io->pool);
 	p->queue = (uint32_t)o.queue;
 	p->sg = (int)o.sg;
+	p->csum = (int)o.csum;
 	if (p->fs != 2048 && p->fs != 4096)
 		return ipk_io_err(err, el, EINVAL, "afxdp:%s: pool buf_size %u cannot be a UMEM "
 		                  "frame; use 2048 or 4096", a->dev, p->fs);
@@ -765,7 +877,8 @@ static int xdp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *
 	xdp_refill(io);
 	/* sg=1: received frames above one UMEM frame come as chains (IPK_CAP_LRO's rule:
 	 * one whole datagram), which lets the core run an MTU above its buffers */
-	io->caps.offloads = IPK_CAP_SG | (p->sg ? IPK_CAP_LRO : 0);
+	io->caps.offloads = IPK_CAP_SG | (p->sg ? IPK_CAP_LRO : 0) |
+	                    (p->csum ? IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP : 0);
 	io->caps.nqueues = 1;
 	io->caps.link = IPK_LINK_ETH;
 	return 0;
