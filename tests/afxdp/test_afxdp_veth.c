@@ -546,6 +546,7 @@ static void test_bad_configuration_messages(void)
 	expect_error("afxdp:vk,ip=10.1", 2048, "not an IPv4 address");
 	expect_error("afxdp:vk,ring=100", 2048, "power of two");
 	expect_error("afxdp:vk,busy_poll=2", 2048, "option busy_poll=2 must be 0 or 1");
+	expect_error("afxdp:vk,csum=2", 2048, "option csum=2 must be 0 or 1");
 	expect_error("afxdp:vk,zc=1", 2048, "zero-copy");
 	expect_error("afxdp:vk", 16384, "cannot be a UMEM frame");
 	sh("ip link set dev vk mtu 3000%s%s", "", "");

@@ -3,7 +3,9 @@
 At MTU 9000 a frame spans three UMEM frames: the kernel hands ipkit its descriptors
 chained with XDP_PKT_CONTD and ipkit receives them as one packet chain (the core takes
 it whole, IPK_CAP_LRO's rule); ipkit sends each segment as a chain of descriptors, the
-pieces read in place. Linux as the peer (skb and drv XDP), then two ipkit processes on
+pieces read in place. Linux as the peer (skb and drv XDP; the TCP checksums finished
+by the backend as it copies, csum=1, the default, or by the core, csum=0: Linux drops
+a segment whose sum is wrong), then two ipkit processes on
 one veth pair, 64 MiB each way SHA-256 verified; then the errors. Namespaces and
 devices are named ixm<4 hex>... and removed at teardown, also on failure.
 """
@@ -30,9 +32,11 @@ def sg_link(xdp_link):
     return make
 
 
+@pytest.mark.parametrize("csum", [1, 0])
 @pytest.mark.parametrize("mode", ["skb", "drv"])
-def test_afxdp_sg_mtu9000_linux_64M_each_way_sha256(sg_link, payload_64M, tmp_path, mode):
-    ln = sg_link(mode)
+def test_afxdp_sg_mtu9000_linux_64M_each_way_sha256(sg_link, payload_64M, tmp_path, mode,
+                                                    csum):
+    ln = sg_link(mode, opts=",sg=1,csum=%d" % csum)
     transfer_to_linux(ln, 64 << 20, tmp_path)
     err = transfer_from_linux(ln, payload_64M)
     # jumbo frames really arrived: 64 MiB in MTU-9000 frames is ~7,600 of them (at
