@@ -288,12 +288,12 @@ static int xdp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 	uint32_t at, got, i;
 	int k = 0;
 
-	/* at most n descriptors, so at most n frames (a frame's descriptors may end in
-	 * the next burst: rx_head keeps the start) */
-	/* busy_poll=1: one NAPI poll (SO_BUSY_POLL_BUDGET frames) into the rx ring, on this
-	 * CPU, before we look at it; the recvfrom below is then not needed */
+	/* busy_poll=1: one NAPI poll (up to SO_BUSY_POLL_BUDGET frames) into the rx ring,
+	 * on this CPU, before we look at it */
 	if (p->busy)
 		(void)recvfrom(xsk_socket__fd(p->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
+	/* at most n descriptors, so at most n frames (a frame's descriptors may end in
+	 * the next burst: rx_head keeps the start) */
 	got = xsk_ring_cons__peek(&p->rx, (uint32_t)n, &at);
 	for (i = 0; i < got; i++) {
 		struct ipk_pkt *pk = xdp_rx_desc(io, xsk_ring_cons__rx_desc(&p->rx, at + i));
@@ -304,7 +304,7 @@ static int xdp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 		xsk_ring_cons__release(&p->rx, got);
 	xdp_refill(io);
 	/* need_wakeup: the kernel sleeps on an empty fill ring until we kick it. */
-	if (!p->busy && xsk_ring_prod__needs_wakeup(&p->fq))
+	if (xsk_ring_prod__needs_wakeup(&p->fq))
 		(void)recvfrom(xsk_socket__fd(p->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
 	return k;
 }
@@ -406,8 +406,8 @@ static void xdp_copy_span(uint8_t *dst, const uint8_t *src, uint32_t n, uint32_t
 		                       pos + plain - start);
 }
 
-/* Chain k laid out over the frames at addr[] (fs bytes each), the checksum from
- * start summed on the way (start UINT32_MAX: none). */
+/* Chain k laid out over the pool buffers b[] (UMEM frames of fs bytes each), the
+ * checksum from start summed on the way (start UINT32_MAX: none); returns the sum. */
 static uint32_t xdp_copy_chain(struct xdp_priv *p, const struct ipk_pkt *k, const int64_t *b,
                                uint32_t start)
 {
@@ -432,8 +432,9 @@ static uint32_t xdp_copy_chain(struct xdp_priv *p, const struct ipk_pkt *k, cons
 	return sum;
 }
 
-/* Chain k sent in place: its checksum summed over the pieces and stored in the head
- * (the field lies there: xdp_inplace_descs checked). */
+/* Chain head sent in place: its checksum summed over the pieces and stored in the
+ * head, which holds the field (xdp_tx_one checked). The head is the core's fresh
+ * header packet; payload pieces are only read. */
 static void xdp_csum_inplace(struct ipk_pkt *head, uint32_t start, uint32_t field)
 {
 	const struct ipk_pkt *k = head;
