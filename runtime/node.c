@@ -421,6 +421,11 @@ static void node_sleep(struct ipk_node *n, int timeout_ms)
 	struct pollfd pfd;
 	int fd = ipk_io_fd(n->io);
 
+	/* Frames the backend took but could not hand on (a refused kick: AF_XDP's sendto
+	 * answering EAGAIN/EBUSY) would otherwise wait for our next transmit, and a node
+	 * waiting for answers to them makes none: every connection would stall until its
+	 * RTO. Kick once more before sleeping; with nothing pending it costs no syscall. */
+	ipk_io_flush(n->io);
 	if (n->deadline != UINT64_MAX)
 		wait = n->deadline > now ? n->deadline - now : 0;
 	if (timeout_ms >= 0 && (uint64_t)timeout_ms * 1000000ull < wait)

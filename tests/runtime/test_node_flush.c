@@ -58,6 +58,59 @@ static struct ipk_io *counting_open(struct ipk_pool *pool, void *arg, char *err,
 	return io;
 }
 
+/* A device that takes frames and hands them on only at a flush, and refuses the
+ * next `refuse` flushes (as AF_XDP's kick may: EAGAIN, EBUSY): frames stay with it. */
+struct holding {
+	struct ipk_io_backend be;
+	const struct ipk_io_backend *inner;
+	char spec[96];
+	struct ipk_pkt *held[64];
+	int nheld, refuse;
+};
+
+static struct holding *hold_of;
+
+static int holding_tx(struct ipk_io *io, struct ipk_pkt **pkts, int n)
+{
+	int i;
+
+	(void)io;
+	for (i = 0; i < n && hold_of->nheld < 64; i++)
+		hold_of->held[hold_of->nheld++] = pkts[i];
+	return i;
+}
+
+static int holding_flush(struct ipk_io *io)
+{
+	int took, i;
+
+	if (hold_of->refuse > 0) {
+		hold_of->refuse--;
+		return 0;
+	}
+	took = hold_of->nheld ? hold_of->inner->tx_burst(io, hold_of->held, hold_of->nheld) : 0;
+	for (i = took < 0 ? 0 : took; i < hold_of->nheld; i++)
+		ipk_pkt_free_chain(hold_of->held[i]);
+	hold_of->nheld = 0;
+	return hold_of->inner->flush ? hold_of->inner->flush(io) : 0;
+}
+
+static struct ipk_io *holding_open(struct ipk_pool *pool, void *arg, char *err, size_t el)
+{
+	struct holding *h = (struct holding *)arg;
+	struct ipk_io *io = ipk_io_open(h->spec, pool, err, el);
+
+	if (!io)
+		return NULL;
+	h->inner = io->be;
+	h->be = *io->be;
+	h->be.tx_burst = holding_tx;
+	h->be.flush = holding_flush;
+	io->be = &h->be;
+	hold_of = h;
+	return io;
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -271,10 +324,56 @@ out:
 	ipk_node_destroy(s);
 }
 
+/* A refused kick must not strand the frames: the server's echo is taken by the
+ * device, whose flush is refused once; nothing else is sent. Before the fix the
+ * node slept with the echo still held (txn 0, so no flush) until the RTO, 200 ms;
+ * now it kicks again before every sleep, so the client has the echo at once. */
+static void test_refused_kick_is_retried_before_sleeping(void)
+{
+	struct ipk_node_cfg sc;
+	struct holding h;
+	struct client cl;
+	struct ipk_node *s, *c;
+	struct in_addr srv;
+	uint64_t end;
+	uint8_t byte = 'a';
+
+	memset(&h, 0, sizeof h);
+	memset(&cl, 0, sizeof cl);
+	snprintf(h.spec, sizeof h.spec, "memlink:%sh,role=a", ml);
+	ipk_node_cfg_default(&sc);
+	sc.io_open = holding_open;
+	sc.io_open_arg = &h;
+	s = node_new(&sc, "10.9.0.1", &srv_events, NULL);
+	c = client_node("h", &cl);
+	CHECK(s && c);
+	if (!s || !c)
+		goto out;
+	CHECK_EQ(ipk_tcp_listen(ipk_node_ctx(s), htons(7), 64), IPK_OK);
+	inet_pton(AF_INET, "10.9.0.1", &srv);
+	CHECK_EQ(ipk_tcp_connect(ipk_node_ctx(c), srv.s_addr, htons(7), 0, (void *)0, &cl.c[0],
+	                         ipk_node_now(c)), IPK_OK);
+	CHECK(pump(s, c, &cl, 1, 0));
+	CHECK_EQ(ipk_tcp_write(ipk_node_ctx(c), cl.c[0], &byte, 1, now_ns()), 1);
+	h.refuse = 1;
+	end = now_ns() + 50000000ull; /* 50 ms: well inside the 200 ms RTO */
+	while (cl.echoed == 0 && now_ns() < end) {
+		ipk_node_poll(s, 1); /* blocking mode: nothing new comes, so it sleeps */
+		ipk_node_poll(c, 0);
+	}
+	CHECK_EQ(h.refuse, 0); /* the refused flush did happen */
+	CHECK_EQ(cl.echoed, 1);
+	CHECK_EQ(cl.bad, 0);
+out:
+	ipk_node_destroy(c);
+	ipk_node_destroy(s);
+}
+
 int main(void)
 {
 	snprintf(ml, sizeof ml, "ipknf%x", (unsigned)getpid());
 	RUN(test_echoes_of_one_round_leave_with_one_flush);
 	RUN(test_spin_window_only_after_traffic);
+	RUN(test_refused_kick_is_retried_before_sleeping);
 	return check_summary();
 }
