@@ -487,8 +487,10 @@ other work, so absolute req/s are not comparable with the table above):
   drops, softirq work deferred to a starved ksoftirqd, and descriptors left in the
   AF_XDP tx ring when a kick is refused (EBUSY ends `xdp_kick`'s loop; nothing kicks
   the ring again until the node transmits, and a node waiting for answers does not).
-  `--stats` prints `retransmits` for both ends, so a quiet run shows whether this
-  happens without load.
+  The last one is closed now: the node kicks once more before every sleep
+  (`test_refused_kick_is_retried_before_sleeping`); whether it was the cause is not
+  measured. `--stats` prints `retransmits` for both ends, so the next run shows
+  whether the stalls remain, with load and without.
 - **Batches:** 5-18 frames per non-empty poll and per push; 0.05-0.2 `sendto` per
   request; a null system call costs 210-230 ns of CPU here. Batch sizes can be
   lopsided within a cell (server 5.7 vs client 17.7 frames per poll in one run):
