@@ -257,19 +257,6 @@ pp_row() { # kind variant
 bulk_buf() { case $1 in linux*) ;; *) echo --tcp-buf 2097152 ;; esac; }
 bulk_zc() { case $1 in linux*) ;; *) echo --zerocopy $(bulk_buf "$1") ;; esac; }
 
-# RPS for the bulk rows, on the afxdp and the Linux veth pairs alike: each receiving
-# veth's rps_cpus names the CPU of the process behind it (server 1, client 0), so what
-# veth_xmit hands to netif_rx is processed from that CPU's backlog. For afxdp with skb
-# XDP that moves the generic XDP program, its copy of the skb and the copy into the
-# receiver's UMEM off the sender's CPU (bench/afxdp_bulk.sh's +rps rows, notes in
-# docs/io-figures.md); Linux's receive path moves the same way. Not for ping-pong.
-bulk_rps() {
-	X sh -c "echo 2 > /sys/class/net/${tag}x1/queues/rx-0/rps_cpus
-		echo 1 > /sys/class/net/${tag}x2/queues/rx-0/rps_cpus
-		echo 1 > /sys/class/net/${tag}c/queues/rx-0/rps_cpus"
-	Y sh -c "echo 2 > /sys/class/net/${tag}d/queues/rx-0/rps_cpus"
-}
-
 bulk_row() { # kind
 	local r t0 t1 s0 s1
 	case $1 in
@@ -331,14 +318,12 @@ table() {
 	echo
 	echo "One-connection bulk, blocking, pinned; ipkit-bench -g 2 -l 65536 for ${secs} s"
 	echo "(sender's Gbit/s), socat for $bulk_bytes bytes (wall clock); run-queue wait in ms,"
-	echo "server / client. RPS on the afxdp and the Linux veth pairs: each receiving veth's"
-	echo "rps_cpus is its receiver's CPU (bulk_rps in bench/io_pairs.sh):"
+	echo "server / client:"
 	echo
 	echo "| link | Gbit/s | wait ms |"
 	echo "|---|---|---|"
 	local b bk=(tap tap-off afpacket afxdp-skb afxdp-drv memlink linux linux-socat)
 	[ -n "${IO_PAIRS_BULK_KINDS:-}" ] && read -r -a bk <<<"$IO_PAIRS_BULK_KINDS"
-	bulk_rps
 	for b in "${bk[@]}"; do
 		case $b in
 		afxdp-*) have IPK_IO_HAVE_AFXDP || continue ;;
@@ -440,9 +425,10 @@ notes() {
 - **Busy polling, RPS, the checksum in the copy** (2026-11-23, `bench/afxdp_bulk.sh`
   rows): since Linux 6.13 a copy-mode AF_XDP socket has no NAPI id, so afxdp's
   `busy_poll=1` polls nothing on veth (`BusyPollRxPackets` stays 0). RPS on the
-  receiving veth (the bulk rows here run with it) moves generic XDP and copies 2 and 3
-  to the receiver's CPU: sender CPU per MB 15-30% lower with skb XDP, native XDP
-  unchanged. afxdp finishes the TCP checksum while it copies a segment into the UMEM
+  receiving veth moves generic XDP and copies 2 and 3 to the receiver's CPU: sender CPU
+  per MB 15-30% lower with skb XDP, but the receiver's CPU becomes the limit (skb+rps
+  stayed at 5-6 Gbit/s where skb reached 11-15 in quieter rounds), so these rows run
+  without it; afxdp_bulk.sh has both. afxdp finishes the TCP checksum while it copies a segment into the UMEM
   (`csum=1`, default) instead of the core summing it first. Sender CPU per byte falls
   with the MTU: within 10-25% of Linux's at 32000-61422, 1.4-2.4x at 9000.
 EOT
