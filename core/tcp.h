@@ -677,13 +677,46 @@ uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t reo);
 /* New data was sent while the loss timer runs: move the PTO (§7.2). */
 void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* RFC 8985 §7.2: the worst-case delayed-ACK time the PTO adds when one segment is
+ * out, in µs (tcp_rack.c). */
+#define IPK_TCP_WC_DELACK_US 200000u
+
+/* TLP's conditions (tcp_rack.c tlp_allowed) that a connection ESTABLISHED or
+ * CLOSE-WAIT and outside loss recovery can fail: RACK on, an RTT estimate, no
+ * back-off, SACK on, no probe out, no recovery or lost retransmission. */
+IPK_INLINE int ipk_tcp_tlp_allowed_est(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	if (!ctx->cfg.tcp_rack || c->srtt_us == 0 || c->nrtx)
+		return 0;
+	return (c->fl & (IPK_TCPF_SACK_OK | IPK_TCPF_TLP_OUT | IPK_TCPF_RECOVERY |
+	                 IPK_TCPF_RTX_LOST)) == IPK_TCPF_SACK_OK;
+}
+
+/*
+ * Can a send restart the stopped loss timer lazily (RFC 6298 (5.1))? It must have
+ * started RTT timing (the caller checks; rtt_t is then this send's µs tick) and leave
+ * one segment of at most an MSS in flight, and the stopped timer's deadline must
+ * still be set, no later than min(RTO, 2 * SRTT + the delayed-ACK allowance): with
+ * one segment out neither the RTO nor the PTO (RFC 8985 §7.2, from the latest
+ * transmission, this one) is shorter, so that deadline fires early, never late, and
+ * ipk_tcp_loss_settle then finds the real one from rtt_t.
+ */
+IPK_INLINE int ipk_tcp_loss_lazy_ok(const struct ipk_conn *c)
+{
+	uint64_t pto = 2ull * c->srtt_us + IPK_TCP_WC_DELACK_US;
+	uint32_t floor = pto < c->rto_us ? (uint32_t)pto : c->rto_us;
+
+	return c->rtx_kind == IPK_TCP_RTX_IDLE && c->rtx_at != 0 &&
+	       c->snd_max - c->snd_una <= c->mss && (int32_t)(c->rtx_at - c->rtt_t) <= (int32_t)floor &&
+	       (c->fl & IPK_TCPF_ON_TIMERS);
+}
+
 /* A lazy loss timer (IPK_TCP_RTX_LAZY_*) made exact: rtx_at becomes the RTO or PTO
  * from rtt_t, its kind RTO or TLP. An IDLE deadline is cleared. */
 void ipk_tcp_loss_settle(struct ipk_ctx *ctx, struct ipk_conn *c);
-/* RFC 6298 (5.1) on a send that started RTT timing (rtt_t = now) and leaves one
- * segment of at most an MSS in flight, with the stopped loss timer's deadline still
- * set: keep that deadline as a lazy one when it cannot be later than the timer
- * arm_loss_timer would set. Returns 0 when the caller must arm the timer. */
+/* RFC 6298 (5.1) on a send that started RTT timing: when ipk_tcp_loss_lazy_ok, keep
+ * the stopped timer's deadline as a lazy one (RTO or PTO as arm_loss_timer would
+ * choose). Returns 0 when the caller must arm the timer. */
 int ipk_tcp_loss_restart_lazy(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* The loss timer fired with kind REO or TLP. */
 void ipk_tcp_rack_timer(struct ipk_ctx *ctx, struct ipk_conn *c);

@@ -856,6 +856,13 @@ static void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint
 	}
 	timed = rtt_start(ctx, c, seq + len);
 	c->snd_max = seq + len;
+	/* ipk_tcp_loss_restart_lazy inline: txf_len's connection is ESTABLISHED or
+	 * CLOSE-WAIT, outside recovery */
+	if (timed && ipk_tcp_loss_lazy_ok(c)) {
+		c->rtx_kind = ipk_tcp_tlp_allowed_est(ctx, c) ? IPK_TCP_RTX_LAZY_TLP :
+		                                                 IPK_TCP_RTX_LAZY_RTO;
+		return;
+	}
 	loss_timer_sent(ctx, c, 0, timed);
 }
 

@@ -16,7 +16,7 @@
 #define RACK_NS_PER_US 1000ull
 #define RACK_NS_PER_MS 1000000ull
 /* RFC 8985 §7.2: worst-case delayed-ACK time added when one segment is in flight. */
-#define WC_DELACK_NS (200ull * RACK_NS_PER_MS)
+#define WC_DELACK_NS ((uint64_t)IPK_TCP_WC_DELACK_US * RACK_NS_PER_US)
 /* Floor for the PTO so a sub-ms RTT does not probe on every scheduling hiccup. */
 #define PTO_MIN_NS (10ull * RACK_NS_PER_MS)
 /* RFC 8985 §6.2 step 4: RACK.reo_wnd_persist after a widening, and the ceiling of
@@ -227,11 +227,7 @@ uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c)
  */
 static IPK_ALWAYS_INLINE int tlp_allowed(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	if (!ctx->cfg.tcp_rack || c->srtt_us == 0 || c->nrtx)
-		return 0;
-	/* SACK on, and no probe out, recovery or lost retransmission */
-	if ((c->fl & (IPK_TCPF_SACK_OK | IPK_TCPF_TLP_OUT | IPK_TCPF_RECOVERY | IPK_TCPF_RTX_LOST)) !=
-	    IPK_TCPF_SACK_OK)
+	if (!ipk_tcp_tlp_allowed_est(ctx, c))
 		return 0;
 	if ((c->fl & IPK_TCPF_SACK_RCVY) && ipk_tcp_sb_lost_unsent(c))
 		return 0;
@@ -270,32 +266,13 @@ IPK_HOT void ipk_tcp_arm_loss_timer(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 	arm_rto_or_pto(ctx, c, tlp_allowed(ctx, c) ? tlp_pto(c) : 0);
 }
 
-/* RFC 8985 §7.2 with one segment of at most an MSS out: the PTO is 2 * SRTT plus
- * the peer's delayed-ACK allowance (above PTO_MIN_NS), so neither it nor the RTO is
- * shorter than this (µs; 2^32 µs is far above any RTO bound). */
-static uint32_t lazy_floor_us(const struct ipk_conn *c)
-{
-	uint64_t pto = 2ull * c->srtt_us + WC_DELACK_NS / RACK_NS_PER_US;
-
-	return pto < c->rto_us ? (uint32_t)pto : c->rto_us;
-}
-
-/*
- * The RTO restarted by a send (RFC 6298 (5.1)) runs from that send; so does the PTO,
- * from the latest transmission (RFC 8985 §7.2), which for one segment out is the
- * same one. Both are at least lazy_floor_us, so a stopped timer's deadline no
- * further ahead than that can stand in for either: it fires early, never late, and
- * ipk_tcp_loss_settle then finds the real deadline from rtt_t (this send's time).
- * The choice between RTO and PTO is made now, as arm_loss_timer would; nothing it
- * depends on changes before the timer is settled without an ACK of new data (which
- * stops or re-arms it) or another send (which settles it first).
- */
+/* See ipk_tcp_loss_lazy_ok (tcp.h). The choice between RTO and PTO is made now, as
+ * arm_loss_timer would; nothing it depends on changes before the timer is settled
+ * without an ACK of new data (which stops or re-arms it) or another send (which
+ * settles it first). */
 IPK_HOT int ipk_tcp_loss_restart_lazy(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	/* rtt_t is this send's µs tick */
-	if (c->rtx_kind != IPK_TCP_RTX_IDLE || c->rtx_at == 0 || c->snd_max - c->snd_una > c->mss ||
-	    (int32_t)(c->rtx_at - c->rtt_t) > (int32_t)lazy_floor_us(c) ||
-	    !(c->fl & IPK_TCPF_ON_TIMERS))
+	if (!ipk_tcp_loss_lazy_ok(c))
 		return 0;
 	c->rtx_kind = tlp_allowed(ctx, c) ? IPK_TCP_RTX_LAZY_TLP : IPK_TCP_RTX_LAZY_RTO;
 	return 1;
