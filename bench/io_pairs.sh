@@ -474,9 +474,13 @@ other work, so absolute req/s are not comparable with the table above):
   AF_XDP tx ring when a kick is refused (EBUSY ends `xdp_kick`'s loop; nothing kicks
   the ring again until the node transmits, and a node waiting for answers does not).
   The last one is closed now: the node kicks once more before every sleep
-  (`test_refused_kick_is_retried_before_sleeping`); whether it was the cause is not
-  measured. `--stats` prints `retransmits` for both ends, so the next run shows
-  whether the stalls remain, with load and without.
+  (`test_refused_kick_is_retried_before_sleeping`), but it was not the cause, or not
+  the only one: a 3-round run after it (`bash bench/pp32_runs.sh build 8 3`, 06:28
+  UTC, load 5.6) still had 2 of 12 ipkit cells with retransmits (64 on one end of a
+  blocking drv and of a busy-poll skb cell), and its ratios ranged 1.25-5.11x
+  (blocking skb 5.11 / 1.83 / 2.99, drv 4.86 / 1.25 / 2.87; busy-poll skb 3.56 /
+  4.53 / 2.40, drv 6.05 / 2.96 / 2.05, rounds 1-3). `--stats` prints `retransmits`
+  for both ends, so a quiet run shows whether the stalls remain without load.
 - **Batches:** 5-18 frames per non-empty poll and per push; 0.05-0.2 `sendto` per
   request; a null system call costs 210-230 ns of CPU here. Batch sizes can be
   lopsided within a cell (server 5.7 vs client 17.7 frames per poll in one run):
