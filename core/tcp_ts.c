@@ -74,6 +74,7 @@ IPK_HOT void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const st
 IPK_FLATTEN IPK_HOT int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
 {
 	uint32_t ms;
+	uint64_t r;
 
 	if (!(c->fl & IPK_TCPF_TS_OK) || !s->o.has_ts || s->o.tsecr == 0)
 		return 0;
@@ -88,6 +89,12 @@ IPK_FLATTEN IPK_HOT int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, 
 	if (ms > ctx->ts_rtt_max_ms)
 		return 0;
 	/* A 1 ms tick reads 0 for sub-ms paths: count half a tick. The sample in µs. */
-	ipk_tcp_rtt_sample_us(ctx, c, ms ? (uint64_t)ms * 1000u : 500u);
+	r = ms ? (uint64_t)ms * 1000u : 500u;
+	/* RFC 6298 (2.3) at its fixed point: a sample equal to SRTT with RTTVAR 0 moves
+	 * neither, and without a back-off the RTO stays (ipk_tcp_rtt_sample_us would
+	 * return unchanged). The common case of a sub-ms path, whose every echo reads 0. */
+	if (r == c->srtt_us && c->rttvar_us == 0 && c->nrtx == 0 && !ctx->fast_off)
+		return 1;
+	ipk_tcp_rtt_sample_us(ctx, c, r);
 	return 1;
 }
