@@ -42,12 +42,17 @@ static const struct ipk_cc_algo *algo(const struct ipk_conn *c)
 	return a ? a : &ipk_cc_newreno;
 }
 
+/* RFC 7661 §4.1, RFC 9438 §5.8: an application-limited sender does not grow a
+ * window it is not using; cwnd counts as validated while half of it is in flight
+ * (the flight still includes the bytes this ACK covers). */
+static int app_limited(const struct ipk_conn *c)
+{
+	return flight(c) < c->cwnd / 2u;
+}
+
 void ipk_tcp_cc_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t acked)
 {
-	/* RFC 7661 §4.1, RFC 9438 §5.8: an application-limited sender does not grow a
-	 * window it is not using; cwnd counts as validated while half of it is in flight
-	 * (the flight still includes the bytes this ACK covers). */
-	if (flight(c) < c->cwnd / 2u)
+	if (app_limited(c))
 		return;
 	algo(c)->on_ack(ctx, c, acked, ipk_tcp_srtt_ns(c));
 	if (c->cwnd > IPK_TCP_CWND_MAX)
@@ -166,7 +171,8 @@ IPK_HOT int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t 
 {
 	c->dupacks = 0;
 	if (!(c->fl & IPK_TCPF_RECOVERY)) {
-		ipk_tcp_cc_ack(ctx, c, acked);
+		if (!app_limited(c)) /* tested here too: no call for a request-response flight */
+			ipk_tcp_cc_ack(ctx, c, acked);
 		return 0;
 	}
 	if (ipk_seq_ge(ack, c->recover)) {
