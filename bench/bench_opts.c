@@ -73,6 +73,9 @@ static const char bench_help_linux[] =
 	"  --ip A.B.C.D  server: address to listen on [0.0.0.0]; client: source address\n"
 	"  -T N        threads; each has its own epoll, connections and (server) an\n"
 	"              SO_REUSEPORT listener\n"
+	"  --spin-us N blocking mode: after traffic, call epoll_wait with timeout 0 for\n"
+	"              up to N us (0..10000) before sleeping in it, as ipkit-bench's\n"
+	"              --spin-us does on its backend [0: sleep at once]\n"
 	"\n";
 
 const char *bench_prog_name(enum bench_prog prog)
@@ -231,7 +234,7 @@ static int long_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *e
 	}
 	if (!v)
 		return 0;
-	if (!ipkit && (k == 0 || k == 2 || k == 3 || k == 4 || k == 5 || k == 7))
+	if (!ipkit && (k == 0 || k == 2 || k == 3 || k == 4 || k == 5))
 		return bad(o, err, "ipkit-bench only (the twin uses kernel sockets):", names[k]);
 	switch (k) {
 	case 0: o->io = v; break;

@@ -170,16 +170,17 @@ run_client() {
 }
 
 # The ipkit server on one side (in the background, pinned); its address is 10.9.0.1.
-# ipkit's loop flags for a variant: busy-poll never sleeps; blocking sleeps on the
-# backend's fd, after polling up to SPIN_US (default 50) us past its last traffic
-# (--spin-us: a halted vCPU takes tens of us to wake; SPIN_US=0 sleeps at once).
-ipk_loop_args() { # variant
+# Loop flags for a variant, the same for ipkit-bench and its Linux twin: busy-poll never
+# sleeps; blocking sleeps (ipkit on the backend's fd, the twin in epoll_wait), after
+# polling up to SPIN_US (default 50) us past its last traffic (--spin-us: a halted vCPU
+# takes tens of us to wake; SPIN_US=0 sleeps at once).
+loop_args() { # variant
 	if [ "$1" = busy-poll ]; then echo --busy-poll; else echo --spin-us "$spin_us"; fi
 }
 ipk_server() { # kind variant [extra args]
 	local s bp
 	read -r s _ <<<"$(specs "$1" "$2")"
-	bp=$(ipk_loop_args "$2")
+	bp=$(loop_args "$2")
 	shift 2
 	ip netns exec "$ns" $SRV_PIN "$bipk" --io "$s" --ip 10.9.0.1/24 -p 7 $bp "$@" \
 		>/dev/null 2>&1 &
@@ -189,15 +190,15 @@ ipk_server() { # kind variant [extra args]
 ipk_client() { # kind variant args...
 	local c bp
 	read -r _ c <<<"$(specs "$1" "$2")"
-	bp=$(ipk_loop_args "$2")
+	bp=$(loop_args "$2")
 	shift 2
 	run_client ip netns exec "$ns" $CLI_PIN "$bipk" --io "$c" --ip 10.9.0.2/24 $bp \
 		-s 10.9.0.1 -p 7 -t "$secs" --json "$@"
 	echo "$(summary <"$tmpd/out") $(cat "$tmpd/rq")"
 }
 lx_server() { # variant [extra args]
-	local bp=""
-	[ "$1" = busy-poll ] && bp=--busy-poll
+	local bp
+	bp=$(loop_args "$1")
 	shift
 	ip netns exec "$ns2" $SRV_PIN "$blin" --ip 10.80.0.2 -p 7 $bp "$@" >/dev/null 2>&1 &
 	pids+=($!)
@@ -208,8 +209,8 @@ lx_server() { # variant [extra args]
 	done
 }
 lx_client() { # variant args...
-	local bp=""
-	[ "$1" = busy-poll ] && bp=--busy-poll
+	local bp
+	bp=$(loop_args "$1")
 	shift
 	run_client ip netns exec "$ns" $CLI_PIN "$blin" -s 10.80.0.2 -p 7 -t "$secs" --json \
 		$bp "$@"
@@ -507,9 +508,11 @@ it sleeps; a peer in the middle of a burst answers well within that, so the node
 does not halt. An idle node never spins (the window opens only within 50 us of
 traffic): CPU of an idle server over 5 s after a run, `/proc/PID/stat` utime+stime,
 6 ticks (10 ms each) with --spin-us 50 and 9 without, both from ipkit-bench's 1 ms
-poll timeout; a blocking server now sleeps up to 100 ms when idle: 1 tick. Linux's counterpart would be `net.core.busy_poll` for
-blocking epoll, which the twin's blocking cells do not use; SPIN_US=0 gives the
-pure event-driven ipkit cells.
+poll timeout; a blocking server now sleeps up to 100 ms when idle: 1 tick. Since 06:40 UTC the Linux twin's
+blocking cells get the same window (`ipkit-bench-linux --spin-us`: `epoll_wait` with
+timeout 0 until 50 us past its last event), so blocking compares like for like;
+SPIN_US=0 gives the pure event-driven cells on both sides. (The A/B below ran before
+that: its Linux column is the twin without the window.)
 
 A/B, alternating, same build, `VARIANTS=blocking BLOCK_ARGS_B="--spin-us 0" bash
 bench/pp32_runs.sh build 8 6` (05:37-05:41 UTC, load 5.6 -> 9.4), req/s:
@@ -616,8 +619,8 @@ Links, all in network namespaces of the run:
 Ping-pong: `ipkit-bench` client and server (`-g 1 -l 1`) on both ends of each ipkit
 link, its twin `ipkit-bench-linux` (same loop over epoll and kernel sockets, TCP_NODELAY)
 on both ends of the Linux link. *blocking*: ipkit sleeps on the backend's fd until
-traffic or its next timer, after polling up to SPIN_US µs past its last traffic
-(`--spin-us`; an idle node never spins), Linux in `epoll_wait` (1 ms); *busy-poll*: `--busy-poll` on
+traffic or its next timer, the twin in `epoll_wait` (1 ms), both after polling up to
+SPIN_US µs past their last traffic (`--spin-us`; an idle end never spins); *busy-poll*: `--busy-poll` on
 both ends: ipkit never sleeps (memlink with `busypoll=1`), the Linux twin sets
 SO_BUSY_POLL and spins on `epoll_wait(0)`. Bulk: `ipkit-bench -g 2 -l 65536` (the
 client writes whenever the window allows, the server consumes; every ipkit client

@@ -7,7 +7,7 @@
 # minimum is the figure. A benchmark run, not a test. Needs root.
 #
 #   [MTU=N] [VARIANTS="blocking busy-poll"] [KINDS="skb drv"] \
-#   [BLOCK_ARGS="--spin-us 50"] [BLOCK_ARGS_B="..."] \
+#   [BLOCK_ARGS="--spin-us 50"] [BLOCK_ARGS_B="..."] [LX_BLOCK_ARGS="--spin-us 50"] \
 #     bash bench/pp32_runs.sh [BUILD_DIR] [SECONDS] [ROUNDS] [BUILD_B]
 #
 # Defaults: build, 8 s cells, 6 rounds, MTU 1500. Both ends pinned as in
@@ -16,8 +16,10 @@
 # on a shared machine: B is BUILD_B's ipkit-bench (default: BUILD_DIR's), and its
 # blocking cells take BLOCK_ARGS_B instead of BLOCK_ARGS (extra ipkit-bench arguments
 # for both ends of the blocking cells; BLOCK_ARGS defaults to --spin-us 50 as in
-# bench/io_pairs.sh, so BLOCK_ARGS_B="--spin-us 0" compares with the pure event loop). Each ipkit end runs with --stats: its loop and
-# backend counters per request go to the cell's line (server / client).
+# bench/io_pairs.sh, so BLOCK_ARGS_B="--spin-us 0" compares with the pure event loop;
+# the Linux twin's blocking cell takes LX_BLOCK_ARGS, by default the same 50 us window).
+# Each ipkit end runs with --stats: its loop and backend counters per request go to the
+# cell's line (server / client).
 # Everything it creates is named ixr<4 hex>... and removed on exit, also on failure.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,8 +60,8 @@ stop_srv() {
 }
 stats_of() { grep -h "^ipkit-bench: stats:" "$1" 2>/dev/null | cut -d: -f3- | tr "\n" " " || true; }
 
-linux_cell() { # variant round -> req/s
-	local bp="" r
+linux_cell() { # variant round -> req/s (blocking: LX_BLOCK_ARGS, the same spin window)
+	local bp=${LX_BLOCK_ARGS---spin-us 50} r
 	[ "$1" = busy-poll ] && bp=--busy-poll
 	ip netns exec "$ns2" taskset -c 1 "$L" --ip 10.81.0.2 -p 7 $bp >/dev/null 2>&1 &
 	pids+=($!)

@@ -5,8 +5,9 @@
  *   ipkit-bench-linux -p 10000                      # server
  *   ipkit-bench-linux -s 10.0.0.2 -p 10000 -c 32    # client
  *
- * Blocking by default (epoll_wait sleeps up to 1 ms); --busy-poll spins with timeout 0
- * and asks the kernel for SO_BUSY_POLL on every socket (ignored where not allowed).
+ * Blocking by default (epoll_wait sleeps up to 1 ms; with --spin-us N it polls for N us
+ * after the last traffic first); --busy-poll spins with timeout 0 and asks the kernel for
+ * SO_BUSY_POLL on every socket (ignored where not allowed).
  * Threads (-T) share nothing: each has its own epoll, its share of the client's
  * connections or an SO_REUSEPORT listener; the main thread only prints.
  */
@@ -386,11 +387,16 @@ static void lx_loop(struct lx_thread *t)
 {
 	const struct bench_opts *o = t->w.o;
 	struct epoll_event evs[LX_EVENTS];
-	uint64_t end = o->duration_s ? lx_now() + o->duration_s * 1000000000ull : UINT64_MAX;
+	uint64_t now = lx_now(), last = 0, spin_ns = (uint64_t)o->spin_us * 1000u;
+	uint64_t end = o->duration_s ? now + o->duration_s * 1000000000ull : UINT64_MAX;
 	while (!__atomic_load_n(&lx_stop, __ATOMIC_RELAXED)) {
-		uint64_t now;
-		int i, n = epoll_wait(t->ep, evs, LX_EVENTS, o->busy_poll ? 0 : 1);
+		/* --spin-us: poll, do not sleep, while traffic was seen in the last spin_ns
+		 * (the same window ipkit-bench's blocking loop spins, ipk_node_set_spin) */
+		int tmo = o->busy_poll || (spin_ns && now - last < spin_ns) ? 0 : 1;
+		int i, n = epoll_wait(t->ep, evs, LX_EVENTS, tmo);
 		now = lx_now();
+		if (n > 0)
+			last = now;
 		for (i = 0; i < n; i++) {
 			struct lx_conn *lc = (struct lx_conn *)evs[i].data.ptr;
 			if (o->client)

@@ -101,7 +101,10 @@ static void test_opts_per_program(void)
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--tcp-buf 1048576"), BENCH_OPTS_OK);
 	CHECK_EQ(o.tcp_buf, 1048576);
 	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--stats"), BENCH_OPTS_ERROR);
-	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--spin-us 50"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--spin-us 50"), BENCH_OPTS_OK);
+	CHECK_EQ(o.spin_us, 50);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--spin-us 50 --busy-poll"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--spin-us 10001"), BENCH_OPTS_ERROR);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--spin-us 50"), BENCH_OPTS_OK);
 	CHECK_EQ(o.spin_us, 50);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--spin-us 0 --busy-poll"), BENCH_OPTS_OK);
