@@ -898,7 +898,10 @@ static int predicted(const struct ipk_ctx *ctx, const struct ipk_conn *c,
 static void input_fast(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
 {
 	ctx->cnt.tcp_fast_path++;
-	ipk_tcp_ts_recent(ctx, c, s);
+	/* RFC 7323 §4.3 (2) holds: SEG.SEQ = RCV.NXT, and opts_expected saw the timestamp
+	 * when negotiated, with TSval >= TS.Recent. */
+	if (c->fl & IPK_TCPF_TS_OK)
+		ipk_tcp_ts_recent_take(ctx, c, s->o.tsval);
 	/* RFC 9293 §3.10.7.4 fifth: the window is unchanged, only WL1 moves. */
 	if (ipk_tcp_wnd_newer(c, s->h.seq))
 		c->snd_wl1 = s->h.seq;

@@ -62,10 +62,15 @@ IPK_HOT void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const st
 {
 	if (!(c->fl & IPK_TCPF_TS_OK) || !s->o.has_ts)
 		return;
-	if (ipk_seq_le(s->h.seq, c->rcv_nxt) && ipk_seq_ge(s->o.tsval, c->ts_recent)) {
-		c->ts_recent = s->o.tsval;
-		c->ts_recent_ms = ts_clock_ms(ctx);
-	}
+	if (ipk_seq_le(s->h.seq, c->rcv_nxt) && ipk_seq_ge(s->o.tsval, c->ts_recent))
+		ipk_tcp_ts_recent_take(ctx, c, s->o.tsval);
+}
+
+/* TS.Recent = tsval: the caller made §4.3 (2)'s tests (header prediction has). */
+IPK_HOT void ipk_tcp_ts_recent_take(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t tsval)
+{
+	c->ts_recent = tsval;
+	c->ts_recent_ms = ts_clock_ms(ctx);
 }
 
 /* RFC 7323 §4.1: every ACK that advances the left edge gives a sample, also across
