@@ -593,6 +593,7 @@ void ipk_tcp_ts_syn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tc
 int ipk_tcp_paws_reject(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
 /* §4.3: remember the peer's TSval from an acceptable segment. */
 void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
+/* TS.Recent = tsval now; the caller made §4.3 (2)'s tests (header prediction has). */
 void ipk_tcp_ts_recent_take(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t tsval);
 /* §4.1: RTT sample from TSecr on an ACK that advanced snd_una; 0 when none taken. */
 int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
