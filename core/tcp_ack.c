@@ -58,7 +58,8 @@ IPK_HOT void ipk_tcp_ack_data(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t 
 		return;
 	if (len > mss && mss) /* a division only for a coalesced segment */
 		n = (len + mss - 1u) / mss;
-	c->segs_unacked = (uint16_t)IPK_MIN((uint32_t)c->segs_unacked + n, 0xffffu);
+	n += c->segs_unacked;
+	c->segs_unacked = (uint16_t)(n > 0xffffu ? 0xffffu : n);
 	if (c->quickack > 0) {
 		c->quickack--;
 		now = 1;
