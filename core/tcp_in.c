@@ -107,13 +107,31 @@ static enum ipk_drop seg_parse(struct ipk_ctx *ctx, void *pkt, const struct ipk_
 }
 
 /*
+ * A parsed, checksummed segment to its connection, or to the listeners when none
+ * matches (RFC 9293 §3.10.7), counted once. ipk_tcp_lookup's last-hit test is inline;
+ * the hash only for another flow.
+ */
+static IPK_ALWAYS_INLINE void seg_dispatch(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
+{
+	struct ipk_conn *c = ctx->last_c;
+
+	ctx->cnt.tcp_rx_segs++;
+	if (!c || c->t.peer_ip4_be != s->src_be || c->t.peer_port_be != s->h.sport_be ||
+	    c->t.local_port_be != s->h.dport_be || c->t.local_ip4_be != s->dst_be)
+		c = ipk_tcp_lookup(ctx, s->dst_be, s->h.dport_be, s->src_be, s->h.sport_be);
+	if (c)
+		ipk_tcp_input_conn(ctx, c, s);
+	else
+		ipk_tcp_input_listen(ctx, s);
+}
+
+/*
  * Entry from ip4.c; takes ownership of pkt. The packet is freed here after the
  * segment is processed, unless the out-of-order queue kept it (s.pkt set to NULL).
  */
 IPK_HOT void ipk_tcp_input(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *rx)
 {
 	struct ipk_tcp_seg s;
-	struct ipk_conn *c;
 	enum ipk_drop why;
 
 	pkt = hdr_flat(ctx, pkt, rx);
@@ -124,16 +142,7 @@ IPK_HOT void ipk_tcp_input(struct ipk_ctx *ctx, void *pkt, const struct ipk_rx *
 		ipk_drop_pkt(ctx, pkt, why);
 		return;
 	}
-	ctx->cnt.tcp_rx_segs++;
-	/* ipk_tcp_lookup's last-hit test inline; the hash only for another flow */
-	c = ctx->last_c;
-	if (!c || c->t.peer_ip4_be != s.src_be || c->t.peer_port_be != s.h.sport_be ||
-	    c->t.local_port_be != s.h.dport_be || c->t.local_ip4_be != s.dst_be)
-		c = ipk_tcp_lookup(ctx, s.dst_be, s.h.dport_be, s.src_be, s.h.sport_be);
-	if (c)
-		ipk_tcp_input_conn(ctx, c, &s);
-	else
-		ipk_tcp_input_listen(ctx, &s);
+	seg_dispatch(ctx, &s);
 	if (s.pkt)
 		ipk_pkt_release(ctx, s.pkt);
 }
@@ -1099,7 +1108,6 @@ IPK_HOT int ipk_tcp_rx_one(struct ipk_ctx *ctx, void *pkt, uint32_t len)
 	uint32_t tot, l4;
 	const uint8_t *f = ipk_pkt_data(ctx, pkt), *ip, *th;
 	struct ipk_tcp_seg s;
-	struct ipk_conn *c;
 	int l2 = rx_one_eth(ctx, f, len);
 
 	/* ipk_fast_off turns this off too: it clears ip4_self_ok, which rx_one_ip4 tests */
@@ -1123,16 +1131,7 @@ IPK_HOT int ipk_tcp_rx_one(struct ipk_ctx *ctx, void *pkt, uint32_t len)
 	s.len = l4 - s.h.doff;
 	s.tos = ip[1];
 	ctx->rx_one_n++;
-	ctx->cnt.tcp_rx_segs++;
-	/* ipk_tcp_lookup's last-hit test inline; the hash only for another flow */
-	c = ctx->last_c;
-	if (!c || c->t.peer_ip4_be != s.src_be || c->t.peer_port_be != s.h.sport_be ||
-	    c->t.local_port_be != s.h.dport_be || c->t.local_ip4_be != s.dst_be)
-		c = ipk_tcp_lookup(ctx, s.dst_be, s.h.dport_be, s.src_be, s.h.sport_be);
-	if (c)
-		ipk_tcp_input_conn(ctx, c, &s);
-	else
-		ipk_tcp_input_listen(ctx, &s);
+	seg_dispatch(ctx, &s);
 	if (s.pkt)
 		ipk_pkt_free(ctx, s.pkt); /* flat: ipk_pkt_release without the chain test */
 	return 1;
