@@ -34,7 +34,7 @@ DEB_PKGS := meson ninja-build gcc g++ clang libclang-rt-14-dev tshark \
             gcc-i686-linux-gnu libc6-dev-i386-cross gcc-s390x-linux-gnu \
             libc6-dev-s390x-cross qemu-user binutils pkg-config python3 \
             libxdp-dev libbpf-dev python3-pytest socat iperf3 curl iproute2 ethtool \
-            iputils-ping wrk xdp-tools tcpdump libdpdk-dev dpdk-dev
+            iputils-ping wrk xdp-tools tcpdump libdpdk-dev dpdk-dev python3-scapy
 
 # Only `make bench` needs these (plots); make test does not.
 BENCH_PKGS := python3-matplotlib
