@@ -17,6 +17,9 @@
 #   readme        the code README.md quotes still matches examples/minimal_embed.c
 #   cross         every suite-'unit' test, built -static for i686 (run natively) and
 #                 s390x (run under qemu-s390x, big-endian)
+#   install       tests/port/install_check.sh: meson install into a temporary
+#                 directory, then an out-of-tree program built with
+#                 `pkg-config --cflags --libs ipkit-runtime` runs (issue 14 item 16)
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -179,11 +182,18 @@ check_cross() {
 	done
 }
 
+# Prints its own "ok install ..." / "FAIL install ..." lines; its failures count here.
+check_install() {
+	bash tests/port/install_check.sh --build "$build" | tee "$tmp/install"
+	fails=$((fails + $(grep -c '^FAIL ' "$tmp/install" || true)))
+}
+
 check_freestanding
 check_i686
 check_cxx
 check_unity
 check_readme
 check_cross
+check_install
 
 [ "$fails" = 0 ]

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Install check (issue 14 item 16): a program outside the tree builds against an
+# installed copy of ipkit with one pkg-config line and runs.
+#
+#   install_check.sh [--build DIR]    DIR: a configured meson build dir (default build/)
+#
+# Installs DIR into a temporary prefix (meson install --destdir), then:
+#   headers   every installed header compiles alone with only the installed include
+#             directory (no uninstalled internals leak into the public headers), as C
+#             and as C++
+#   link      `pkg-config --cflags --libs ipkit-runtime` builds a small runtime user
+#             that needs symbols from all three libraries (node config, io spec
+#             parsing, the pool, the core's drop names) and it runs with
+#             LD_LIBRARY_PATH, and again built with -Wl,-rpath instead
+#   symbols   every function the installed headers declare is exported by one of the
+#             installed shared libraries (static inline helpers aside)
+# One "ok install ..." or "FAIL install ..." line per check; exit status non-zero when
+# any failed. Needs no root and touches no network.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+build=build
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--build) build=$2; shift 2 ;;
+	*) echo "install_check.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+
+fails=0
+tmp=$(mktemp -d /tmp/ipkit-install.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+ok() { echo "ok install $*"; }
+fail() { echo "FAIL install $*"; fails=$((fails + 1)); }
+show() { sed 's/^/    /' "$1" | head -n 40; }
+
+if [ ! -f "$build/build.ninja" ]; then
+	meson setup "$build" --buildtype=debugoptimized >"$tmp/setup.log" 2>&1 ||
+		{ fail "(cannot configure $build)"; show "$tmp/setup.log"; exit 1; }
+fi
+if ! meson install -C "$build" --destdir "$tmp/dest" >"$tmp/install.log" 2>&1; then
+	fail "meson install --destdir"; show "$tmp/install.log"; exit 1
+fi
+prefix=$(meson introspect "$build" --buildoptions |
+	python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
+inst=$tmp/dest$prefix
+pcfile=$(find "$inst" -name ipkit-runtime.pc | head -n 1)
+if [ -z "$pcfile" ]; then
+	fail "ipkit-runtime.pc installed (not found under $inst)"; exit 1
+fi
+pcdir=$(dirname "$pcfile")
+libdir=$(dirname "$pcdir")
+for f in ipkit.pc ipkit-io.pc ipkit-runtime.pc; do
+	[ -f "$pcdir/$f" ] || fail "$f installed in $pcdir"
+done
+ok "pkg-config files in ${pcdir#"$tmp/dest"}"
+
+# The .pc files say prefix=$prefix; the copy under the destdir is what an install
+# with --prefix=$inst would hold, so point their prefix there (every other path in
+# them is relative to it).
+for f in "$pcdir"/ipkit*.pc; do
+	sed -i "s|^prefix=.*|prefix=$inst|" "$f"
+done
+pc() { PKG_CONFIG_PATH=$pcdir pkg-config "$@"; }
+
+check_headers() {
+	local h bad=0
+	for h in core io runtime; do
+		printf '#include <ipkit/%s.h>\nint main(void) { return 0; }\n' "$h" >"$tmp/h_$h.c"
+		if ! cc -std=c99 -Wall -Wextra -Werror -pedantic -I"$inst/include" \
+			-c "$tmp/h_$h.c" -o "$tmp/h_$h.o" >"$tmp/h_$h.log" 2>&1; then
+			fail "header ipkit/$h.h compiles alone (C99)"; show "$tmp/h_$h.log"; bad=1
+		fi
+		if ! c++ -std=c++17 -Wall -Wextra -Werror -pedantic -I"$inst/include" -x c++ \
+			-c "$tmp/h_$h.c" -o "$tmp/h_$h.o" >"$tmp/h_$h.log" 2>&1; then
+			fail "header ipkit/$h.h compiles alone (C++17)"; show "$tmp/h_$h.log"; bad=1
+		fi
+	done
+	[ "$bad" = 0 ] && ok "headers compile alone from the installed include dir (C99, C++17)"
+}
+
+# A runtime user: needs ipk_node_cfg_default (runtime), ipk_io_spec_buf_size and the
+# pool (io), ipk_drop_name (core). ipk_node_create on a memlink spec with no creator
+# must fail cleanly with a message (no root, no device).
+write_program() {
+	cat >"$tmp/user.c" <<'EOF'
+#include <ipkit/runtime.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(void)
+{
+	struct ipk_node_cfg cfg;
+	struct ipk_pool_cfg pc;
+	struct ipk_pool *pool;
+	struct ipk_node *n;
+	char err[256] = "";
+	const char *dn = ipk_drop_name((enum ipk_drop)0);
+
+	ipk_node_cfg_default(&cfg);
+	ipk_pool_cfg_default(&pc);
+	pool = ipk_pool_create(&pc, err, sizeof err);
+	if (!pool || !dn || !*dn || ipk_io_spec_buf_size("afxdp:x,frame=4096") != 4096) {
+		fprintf(stderr, "setup: %s\n", err);
+		return 1;
+	}
+	ipk_pool_destroy(pool);
+	cfg.io_spec = "memlink:ipkit-install-check-none,role=b,wait=0";
+	cfg.ip4_be = IPK_IP4(10, 0, 0, 2);
+	n = ipk_node_create(&cfg, err, sizeof err);
+	if (n || !err[0]) {
+		fprintf(stderr, "ipk_node_create on a missing memlink succeeded\n");
+		return 1;
+	}
+	printf("drop 0 = %s; expected error: %s\n", dn, err);
+	return 0;
+}
+EOF
+}
+
+check_link() {
+	local flags
+	write_program
+	if ! flags=$(pc --cflags --libs ipkit-runtime 2>"$tmp/pc.log"); then
+		fail "pkg-config --cflags --libs ipkit-runtime"; show "$tmp/pc.log"; return
+	fi
+	# shellcheck disable=SC2086
+	if ! cc -std=c99 -Wall -Wextra -Werror "$tmp/user.c" -o "$tmp/user" $flags \
+		>"$tmp/cc.log" 2>&1; then
+		fail "out-of-tree program links with: pkg-config ipkit-runtime ($flags)"
+		show "$tmp/cc.log"; return
+	fi
+	if LD_LIBRARY_PATH=$libdir "$tmp/user" >"$tmp/run.log" 2>&1; then
+		ok "out-of-tree program links with one pkg-config line and runs (LD_LIBRARY_PATH)"
+	else
+		fail "out-of-tree program runs with LD_LIBRARY_PATH=$libdir"; show "$tmp/run.log"
+	fi
+	# shellcheck disable=SC2086
+	if cc -std=c99 "$tmp/user.c" -o "$tmp/user-rpath" $flags -Wl,-rpath,"$libdir" \
+		>"$tmp/cc.log" 2>&1 && env -u LD_LIBRARY_PATH "$tmp/user-rpath" >"$tmp/run.log" 2>&1; then
+		ok "out-of-tree program runs with -Wl,-rpath"
+	else
+		fail "out-of-tree program runs with -Wl,-rpath"; show "$tmp/cc.log"; show "$tmp/run.log"
+	fi
+}
+
+# Every ipk_ function a header declares (not static inline) is defined in a library.
+check_symbols() {
+	local missing
+	for h in core io runtime; do
+		grep -v 'static inline' "$inst/include/ipkit/$h.h" | grep -oE '\bipk_[a-z0-9_]+ *\(' |
+			tr -d ' (' 
+	done | sort -u >"$tmp/decl"
+	grep -ohE 'static inline [^(]*\bipk_[a-z0-9_]+ *\(' "$inst"/include/ipkit/*.h |
+		grep -oE 'ipk_[a-z0-9_]+ *\($' | tr -d ' (' | sort -u >"$tmp/inline"
+	grep -ohE '#define (ipk_[a-z0-9_]+)\(' "$inst"/include/ipkit/*.h |
+		grep -oE 'ipk_[a-z0-9_]+' | sort -u >>"$tmp/inline"
+	nm -D --defined-only "$libdir"/libipkit*.so | awk '{print $3}' | sed 's/@.*//' |
+		sort -u >"$tmp/syms"
+	missing=$(comm -23 "$tmp/decl" "$tmp/syms" | comm -23 - <(sort -u "$tmp/inline") | tr '\n' ' ')
+	if [ -z "$missing" ]; then
+		ok "every function the installed headers declare is exported"
+	else
+		fail "functions declared but not in any installed library: $missing"
+	fi
+}
+
+check_headers
+check_link
+check_symbols
+[ "$fails" = 0 ]
