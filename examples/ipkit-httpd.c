@@ -2,10 +2,23 @@
  * ipkit-httpd: a small HTTP/1.1 server with keep-alive (the demo's server).
  *
  *   ipkit-httpd --io tap:ipk0 --ip 10.7.0.2/24 [--port 80] [--size 1k | --root DIR]
+ *               [--idle-timeout SECONDS]
  *
  * Serves a fixed body of --size bytes for every path, or files under --root. GET and
  * HEAD; 400 for malformed requests, 404 for missing files, 405 for other methods,
- * 431 when a request head does not fit the per-connection buffer.
+ * 431 when a request head is longer than HTTPD_MAX_REQ, 413 when head and body are.
+ * After 400, 413 and 431 the server closes the connection (it cannot tell where the
+ * next request would start) and discards whatever the client still sends, so the
+ * window stays open and the close completes with a FIN, not a reset racing the
+ * response.
+ *
+ * No client holds a connection forever (issue 14 item 9): a connection that makes no
+ * progress for --idle-timeout seconds (default 60; 0 = never) is ended: idle between
+ * requests, closed; an unfinished request (slowloris), 408 and close; a response the
+ * client does not read, or a close it does not complete, aborted. Progress is a
+ * request answered or our data acknowledged, never a trickle of request bytes, so
+ * a head sent a byte at a time still has one timeout to arrive in whole (as nginx's
+ * client_header_timeout).
  *
  * Memory per connection is bounded: requests are parsed in place from a fixed input
  * buffer, and received bytes are released to TCP's window (ipk_tcp_recved) only when
@@ -25,6 +38,15 @@
 #include <unistd.h>
 
 #define HTTPD_INBUF 16384
+/* Largest request (head + body) we wait for: half the buffer. Why not all of it: the
+ * window the core offers is rounded down to its scale unit (2^wscale bytes, 128 at
+ * wscale 7), so the buffer's last bytes may never be offered and a request that
+ * needs them would wait forever; and when a request is pipelined behind others,
+ * answering those frees at least half the buffer, which is what the core's receiver
+ * SWS avoidance (RFC 9293 §3.8.6.2.2: reopen by min(rcvbuf/2, MSS)) needs to
+ * reopen the window for the rest of it. */
+#define HTTPD_MAX_REQ (HTTPD_INBUF / 2)
+#define HTTPD_SWEEP_NS 100000000ull /* idle check every 100 ms */
 #define HTTPD_PATTERN 65536
 
 struct httpd_app {
@@ -33,6 +55,9 @@ struct httpd_app {
 	uint64_t body_size;
 	uint8_t pattern[HTTPD_PATTERN];
 	uint64_t requests, conns;
+	uint64_t idle_ns;            /* --idle-timeout, 0 = never */
+	uint64_t idle_closed;        /* connections ended by the idle timeout */
+	struct httpd_conn *all;      /* every open connection, for the idle sweep */
 };
 
 struct httpd_conn {
@@ -46,6 +71,8 @@ struct httpd_conn {
 	uint64_t body_off, body_end;
 	int close_after;
 	int closing;
+	uint64_t last_ns;     /* last progress: accepted, request answered, data acked */
+	struct httpd_conn *prev, *next;
 	uint8_t in[HTTPD_INBUF];
 };
 
@@ -72,6 +99,18 @@ static uint32_t httpd_body_chunk(struct httpd_conn *h, uint8_t *tmp, uint32_t ma
 }
 
 static int httpd_next(struct httpd_conn *h);
+
+/* Close after the last response: what the client sent beyond it is never answered,
+ * so give it back to the window now (httpd_payload discards the rest as it comes). */
+static void httpd_close(struct ipk_ctx *ctx, struct httpd_conn *h, uint64_t now)
+{
+	if (h->in_len) {
+		ipk_tcp_recved(ctx, h->c, h->in_len, now);
+		h->in_len = 0;
+	}
+	h->closing = 1;
+	ipk_tcp_close(ctx, h->c, now);
+}
 
 /* Answer the buffered requests in order, as far as the send buffer takes them. */
 static void httpd_serve(struct ipk_ctx *ctx, struct httpd_conn *h, uint64_t now)
@@ -113,9 +152,9 @@ static void httpd_serve(struct ipk_ctx *ctx, struct httpd_conn *h, uint64_t now)
 		h->in_len -= h->req_len;
 		ipk_tcp_recved(ctx, h->c, h->req_len, now);
 		h->req_len = 0;
+		h->last_ns = now;
 		if (h->close_after) {
-			h->closing = 1;
-			ipk_tcp_close(ctx, h->c, now);
+			httpd_close(ctx, h, now);
 			return;
 		}
 	}
@@ -130,6 +169,8 @@ static const char *httpd_reason(int status)
 	case 400: return "Bad Request";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
 	case 431: return "Request Header Fields Too Large";
 	default: return "Error";
 	}
@@ -149,7 +190,7 @@ static void httpd_respond(struct httpd_conn *h, int status, uint64_t len, int he
 
 static void httpd_error(struct httpd_conn *h, int status, int head_only)
 {
-	if (status == 400 || status == 431)
+	if (status == 400 || status == 408 || status == 413 || status == 431)
 		h->close_after = 1; /* we may not know where the next request starts */
 	httpd_respond(h, status, 0, head_only, "text/plain");
 }
@@ -250,8 +291,9 @@ static uint32_t httpd_request(struct httpd_conn *h, uint32_t head)
 		memcpy(num, v, vlen);
 		num[vlen] = 0;
 		clen = strtoull(num, &e, 10);
-		if (*e || num[0] == '-' || clen > HTTPD_INBUF - head) {
-			httpd_error(h, clen > HTTPD_INBUF - head ? 431 : 400, head_only);
+		if (*e || num[0] == '-' || clen > HTTPD_MAX_REQ - head) {
+			/* RFC 9110 §15.5.14: 413 for a body larger than we take */
+			httpd_error(h, *e || num[0] == '-' ? 400 : 413, head_only);
 			return head;
 		}
 		if (h->in_len < head + clen)
@@ -279,14 +321,15 @@ static uint32_t httpd_request(struct httpd_conn *h, uint32_t head)
 /* Set up the answer to the next complete request in the buffer; 0 when there is none. */
 static int httpd_next(struct httpd_conn *h)
 {
-	uint32_t i, len;
+	uint32_t i, len, scan = h->in_len < HTTPD_MAX_REQ ? h->in_len : HTTPD_MAX_REQ;
 	if (h->req_len || h->closing || h->in_len < 4)
 		return 0;
-	for (i = 3; i < h->in_len; i++)
+	for (i = 3; i < scan; i++)
 		if (h->in[i] == '\n' && h->in[i - 1] == '\r' && h->in[i - 2] == '\n' && h->in[i - 3] == '\r')
 			break;
-	if (i >= h->in_len) {
-		if (h->in_len < HTTPD_INBUF)
+	if (i >= scan) {
+		/* RFC 6585 §5: a head we will not take answers 431 (and we close) */
+		if (h->in_len < HTTPD_MAX_REQ)
 			return 0;
 		httpd_error(h, 431, 0);
 		h->req_len = h->in_len;
@@ -313,6 +356,11 @@ static void *httpd_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaqu
 	h->c = c;
 	h->app = a;
 	h->fd = -1;
+	h->last_ns = ipk_node_now(ipk_node_from(opaque));
+	h->next = a->all;
+	if (a->all)
+		a->all->prev = h;
+	a->all = h;
 	a->conns++;
 	return h;
 }
@@ -333,6 +381,11 @@ static void httpd_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, v
 		}
 		return;
 	}
+	if (h->closing) {
+		/* answered and closing: discard, keep the window open until the peer's FIN */
+		ipk_tcp_recved(ctx, h->c, len, now);
+		return;
+	}
 	if (len > HTTPD_INBUF - h->in_len) {
 		/* the peer sent beyond the window we advertised */
 		ipk_tcp_abort(ctx, h->c, now);
@@ -346,10 +399,13 @@ static void httpd_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, v
 static void httpd_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
                         void *opaque)
 {
+	struct httpd_conn *h = (struct httpd_conn *)user;
 	(void)c;
 	(void)bytes;
-	if (user)
-		httpd_serve(ctx, (struct httpd_conn *)user, ipk_node_now(ipk_node_from(opaque)));
+	if (!h)
+		return;
+	h->last_ns = ipk_node_now(ipk_node_from(opaque));
+	httpd_serve(ctx, h, h->last_ns);
 }
 
 static void httpd_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
@@ -364,7 +420,63 @@ static void httpd_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 		return;
 	if (h->fd >= 0)
 		close(h->fd);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		h->app->all = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
 	free(h);
+}
+
+/* One connection that made no progress for the idle timeout. */
+static void httpd_expire(struct ipk_ctx *ctx, struct httpd_conn *h, uint64_t now)
+{
+	h->app->idle_closed++;
+	if (h->closing || h->req_len) {
+		/* the peer does not read our response or finish the close: nothing
+		 * graceful is left (the closed event frees h) */
+		ipk_tcp_abort(ctx, h->c, now);
+		return;
+	}
+	h->last_ns = now; /* one more period for the 408 and the close to complete */
+	if (h->in_len) {
+		/* RFC 9110 §15.5.9: a request that did not arrive in time */
+		httpd_error(h, 408, 0);
+		h->req_len = h->in_len;
+		httpd_serve(ctx, h, now);
+		return;
+	}
+	httpd_close(ctx, h, now);
+}
+
+/* End the connections idle longer than --idle-timeout. */
+static void httpd_sweep(struct ipk_ctx *ctx, struct httpd_app *a, uint64_t now)
+{
+	struct httpd_conn *h = a->all, *next;
+	while (h) {
+		next = h->next; /* httpd_expire may free h (abort -> closed), never another */
+		if (now - h->last_ns >= a->idle_ns)
+			httpd_expire(ctx, h, now);
+		h = next;
+	}
+}
+
+/* ipk_node_run with an idle sweep every HTTPD_SWEEP_NS. */
+static int httpd_run(struct ipk_node *n, struct httpd_app *a, volatile int *stop)
+{
+	uint64_t next_sweep = 0;
+	while (!*stop) {
+		int rc = ipk_node_poll(n, 100);
+		uint64_t now = ipk_node_now(n);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
+			return rc;
+		if (a->idle_ns && now >= next_sweep) {
+			httpd_sweep(ipk_node_ctx(n), a, now);
+			next_sweep = now + HTTPD_SWEEP_NS;
+		}
+	}
+	return 0;
 }
 
 static const struct ipk_ops httpd_events = {
@@ -387,7 +499,10 @@ static void usage(FILE *f)
 	           "HTTP/1.1 keep-alive server: a fixed body, or files from a directory.\n\n"
 	           "  --port N         TCP port (default 80)\n"
 	           "  --size N[k|M|G]  body size for every path (default 1k; ignored with --root)\n"
-	           "  --root DIR       serve files under DIR (/ serves DIR/index.html)\n%s",
+	           "  --root DIR       serve files under DIR (/ serves DIR/index.html)\n"
+	           "  --idle-timeout S end a connection that makes no progress for S seconds\n"
+	           "                   (idle, unfinished request: 408, unread response;\n"
+	           "                   default 60, 0 = never)\n%s",
 	        app_common_help);
 }
 
@@ -403,6 +518,7 @@ int main(int argc, char **argv)
 	app_opts_default(&o);
 	a.port_be = ipk_htons(80);
 	a.body_size = 1024;
+	a.idle_ns = 60ull * 1000000000ull;
 	for (i = 1; i < argc; i++) {
 		const char *v;
 		int r;
@@ -431,6 +547,16 @@ int main(int argc, char **argv)
 			}
 			continue;
 		}
+		if ((r = app_arg("--idle-timeout", argc, argv, &i, &v)) != 0) {
+			char *e = NULL;
+			double secs = r > 0 ? strtod(v, &e) : -1;
+			if (r < 0 || !e || *e || !(secs >= 0 && secs <= 86400)) {
+				fprintf(stderr, "ipkit-httpd: bad --idle-timeout (seconds, 0..86400)\n");
+				return APP_EXIT_USAGE;
+			}
+			a.idle_ns = (uint64_t)(secs * 1e9);
+			continue;
+		}
 		if ((r = app_arg("--root", argc, argv, &i, &v)) != 0) {
 			struct stat st;
 			if (r < 0 || stat(v, &st) < 0 || !S_ISDIR(st.st_mode)) {
@@ -453,10 +579,11 @@ int main(int argc, char **argv)
 		return APP_EXIT_SETUP;
 	}
 	fprintf(stderr, "ipkit-httpd: serving on %s port %u\n", o.io, ipk_ntohs(a.port_be));
-	rc = ipk_node_run(n, stop);
+	rc = httpd_run(n, &a, stop);
 	if (o.verbose) {
-		fprintf(stderr, "ipkit-httpd: %llu connections, %llu requests\n",
-		        (unsigned long long)a.conns, (unsigned long long)a.requests);
+		fprintf(stderr, "ipkit-httpd: %llu connections, %llu requests, %llu ended idle\n",
+		        (unsigned long long)a.conns, (unsigned long long)a.requests,
+		        (unsigned long long)a.idle_closed);
 		app_report(n, "ipkit-httpd");
 	}
 	ipk_node_destroy(n);
