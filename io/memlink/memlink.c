@@ -54,6 +54,10 @@ struct ml_q {
 	int armed;
 	int attached;        /* role b holds the region's attached flag */
 	struct ml_ring tx, rx;
+	/* The region's geometry, private: role a's own choice, or role b's copy of the
+	 * header it validated. Never re-read from shared memory, where the peer may
+	 * change it at any time (issue 14 item 13). */
+	uint32_t nslots, slot_size, mtu;
 	struct sockaddr_un peer;
 	char shm_name[96];
 	char sock_path[108];
@@ -161,6 +165,9 @@ static int ml_create(struct ml_q *p, const struct ml_opts *o, const char *dev, c
 		return ipk_io_err(err, el, errno, "memlink:%s: mmap: %s", dev, strerror(errno));
 	}
 	p->size = size;
+	p->nslots = (uint32_t)o->slots;
+	p->slot_size = slot;
+	p->mtu = (uint32_t)o->mtu;
 	h = (struct ml_hdr *)p->base;
 	h->version = ML_VERSION;
 	h->hdr_size = ML_HDR_SIZE;
@@ -196,40 +203,57 @@ static int ml_check_hdr(const struct ml_hdr *h, size_t file_size, const struct m
 	return 0;
 }
 
-/* Map the creator's region once it exists and carries the magic; bounded wait. */
+/* Read the creator's header into *h, a private copy: 1 when it is there, 0 when not
+ * yet (no file, too short, no magic), negative when it is wrong. The magic first, on
+ * its own: the creator stores it last, so a copy taken after seeing it holds the
+ * fields written before (each read is a system call, a full barrier). */
+static int ml_read_hdr(int fd, struct ml_hdr *h, size_t *file_size, const struct ml_opts *o,
+                       const char *dev, char *err, size_t el)
+{
+	struct stat st;
+	uint32_t magic = 0;
+	int rc;
+
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size < ML_HDR_SIZE ||
+	    pread(fd, &magic, sizeof magic, 0) != (ssize_t)sizeof magic || magic != ML_MAGIC)
+		return 0;
+	if (pread(fd, h, sizeof *h, 0) != (ssize_t)sizeof *h)
+		return 0;
+	*file_size = (size_t)st.st_size;
+	rc = ml_check_hdr(h, *file_size, o, dev, err, el);
+	return rc < 0 ? rc : 1;
+}
+
+/* Attach to the creator's region once it exists and carries the magic (bounded
+ * wait): validate a private copy of its header, keep the geometry from that copy
+ * only, and map exactly the size it implies. */
 static int ml_attach(struct ml_q *p, const struct ml_opts *o, const char *dev, char *err,
                      size_t el)
 {
 	long waited = 0;
-	struct stat st;
+	struct ml_hdr copy;
 	struct ml_hdr *h;
+	size_t file_size = 0;
 	int rc;
 
 	for (;;) {
 		if (p->shm_fd < 0)
 			p->shm_fd = shm_open(p->shm_name, O_RDWR, 0);
-		if (p->shm_fd >= 0 && fstat(p->shm_fd, &st) == 0 &&
-		    (size_t)st.st_size >= ML_HDR_SIZE) {
-			h = (struct ml_hdr *)mmap(NULL, ML_HDR_SIZE, PROT_READ, MAP_SHARED, p->shm_fd, 0);
-			if (h != MAP_FAILED) {
-				uint32_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
-				rc = magic == ML_MAGIC ? ml_check_hdr(h, (size_t)st.st_size, o, dev, err, el)
-				                       : 1;
-				munmap(h, ML_HDR_SIZE);
-				if (rc <= 0) {
-					if (rc < 0)
-						return rc;
-					break;
-				}
-			}
-		}
+		if (p->shm_fd >= 0 &&
+		    (rc = ml_read_hdr(p->shm_fd, &copy, &file_size, o, dev, err, el)) != 0)
+			break;
 		if (waited >= o->wait_ms)
 			return ipk_io_err(err, el, ENOENT, "memlink:%s: no role=a side created "
 			                  "/dev/shm%s within %ld ms", dev, p->shm_name, o->wait_ms);
 		ml_sleep_ms(10);
 		waited += 10;
 	}
-	p->size = (size_t)st.st_size;
+	if (rc < 0)
+		return rc;
+	p->nslots = copy.nslots;
+	p->slot_size = copy.slot_size;
+	p->mtu = copy.mtu;
+	p->size = ml_region_size(p->nslots, p->slot_size);
 	p->base = (uint8_t *)mmap(NULL, p->size, PROT_READ | PROT_WRITE, MAP_SHARED, p->shm_fd, 0);
 	if (p->base == MAP_FAILED) {
 		p->base = NULL;
@@ -244,14 +268,14 @@ static int ml_attach(struct ml_q *p, const struct ml_opts *o, const char *dev, c
 			                  "attached", dev);
 	}
 	p->attached = 1;
-	h->pid[1] = (uint32_t)getpid();
+	__atomic_store_n(&h->pid[1], (uint32_t)getpid(), __ATOMIC_RELAXED);
 	return 0;
 }
 
+/* Ring views from the private geometry (the header in shared memory is not read). */
 static void ml_rings(struct ml_q *p, int me)
 {
-	const struct ml_hdr *h = (const struct ml_hdr *)p->base;
-	uint32_t n = h->nslots, ss = h->slot_size;
+	uint32_t n = p->nslots, ss = p->slot_size;
 	int peer = !me;
 
 	/* ring r carries frames from side r to side !r, out of side r's slots */
@@ -369,9 +393,9 @@ static int ml_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *e
 	}
 	if ((rc = ml_epoll(p, a->dev, err, el)) < 0)
 		return rc;
-	mtu = ((const struct ml_hdr *)p->q[0].base)->mtu;
+	mtu = p->q[0].mtu;
 	for (i = 1; i < p->nq; i++)
-		if (((const struct ml_hdr *)p->q[i].base)->mtu != mtu)
+		if (p->q[i].mtu != mtu)
 			return ipk_io_err(err, el, EPROTO, "memlink:%s: the queues' regions differ "
 			                  "in MTU; recreate them with role=a", a->dev);
 	probe = ipk_pkt_alloc(io->pool);
