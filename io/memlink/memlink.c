@@ -4,9 +4,11 @@
  *
  *   memlink:NAME,role=a|b[,busypoll=0|1][,slots=N][,mtu=M][,wait=MS][,queues=N][,queue=Q]
  *
- * role=a creates the region /dev/shm/ipkit-ml-NAME (removing a stale one first);
- * role=b attaches to it, waiting up to `wait` ms (default 5000) for the creator, and
- * checks magic, version and every size before use. Frames are copied once each way
+ * role=a creates the region, a memfd sealed against resizing, and publishes it
+ * through the door file /dev/shm/ipkit-ml-NAME (replacing a stale one; ml_ring.h);
+ * role=b attaches to it, waiting up to `wait` ms (default 5000) for the creator,
+ * refuses a region that is not sealed, and checks magic, version and every size on a
+ * private copy of the header, which is all it uses afterwards. Frames are copied once each way
  * (why: ml_ring.h). MACs are fixed: 02:49:50:4b:00:0a for a, ...:0b for b.
  *
  * Wake-up: each side binds a unix datagram socket /dev/shm/ipkit-ml-NAME.<role>.sock;
@@ -49,7 +51,7 @@
 struct ml_q {
 	uint8_t *base;
 	size_t size;
-	int shm_fd;
+	int region_fd;       /* the region's memfd */
 	int sock;            /* our wake-up socket, -1 with busypoll */
 	int armed;
 	int attached;        /* role b holds the region's attached flag */
@@ -59,7 +61,7 @@ struct ml_q {
 	 * change it at any time (issue 14 item 13). */
 	uint32_t nslots, slot_size, mtu;
 	struct sockaddr_un peer;
-	char shm_name[96];
+	char door[96];       /* /dev/shm/ipkit-ml-NAME: where role b finds the region */
 	char sock_path[108];
 	uint64_t bad_seen;   /* ring errors already added to the stats */
 };
@@ -144,22 +146,67 @@ static int ml_parse(const struct ipk_io_args *a, struct ml_opts *o, char *err, s
 	return 0;
 }
 
+/* Publish the region for role b: the door record, written to a temporary file and
+ * renamed over the door so role b never reads half of one. */
+static int ml_door_write(struct ml_q *p, const char *dev, char *err, size_t el)
+{
+	struct ml_door d;
+	char tmp[128];
+	int fd, rc = 0;
+
+	memset(&d, 0, sizeof d);
+	d.magic = ML_DOOR_MAGIC;
+	d.version = ML_VERSION;
+	d.door_size = sizeof d;
+	d.pid = (uint32_t)getpid();
+	d.fd = p->region_fd;
+	d.region_size = p->size;
+	snprintf(tmp, sizeof tmp, "%s.tmp%d", p->door, (int)getpid());
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return ipk_io_err(err, el, errno, "memlink:%s: cannot create %s: %s", dev, tmp,
+		                  strerror(errno));
+	if (write(fd, &d, sizeof d) != (ssize_t)sizeof d)
+		rc = ipk_io_err(err, el, EIO, "memlink:%s: cannot write %s", dev, tmp);
+	close(fd);
+	if (rc == 0 && rename(tmp, p->door) < 0)
+		rc = ipk_io_err(err, el, errno, "memlink:%s: cannot rename %s to %s: %s", dev, tmp,
+		                p->door, strerror(errno));
+	if (rc < 0)
+		unlink(tmp);
+	return rc;
+}
+
+/* The region as a memfd sealed at its size: neither side can shrink it (a mapping
+ * past the end of its file raises SIGBUS) or grow it. */
+static int ml_region_new(struct ml_q *p, size_t size, const char *dev, char *err, size_t el)
+{
+	p->region_fd = memfd_create(p->door + 9, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (p->region_fd < 0)
+		return ipk_io_err(err, el, errno, "memlink:%s: memfd_create: %s", dev,
+		                  strerror(errno));
+	if (ftruncate(p->region_fd, (off_t)size) < 0)
+		return ipk_io_err(err, el, errno, "memlink:%s: cannot size the region to %zu "
+		                  "bytes: %s", dev, size, strerror(errno));
+	if (fcntl(p->region_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return ipk_io_err(err, el, errno, "memlink:%s: cannot seal the region: %s", dev,
+		                  strerror(errno));
+	return 0;
+}
+
 static int ml_create(struct ml_q *p, const struct ml_opts *o, const char *dev, char *err,
                      size_t el)
 {
 	uint32_t slot = ml_slot_size((uint32_t)o->mtu);
 	size_t size = ml_region_size((uint32_t)o->slots, slot);
 	struct ml_hdr *h;
+	int rc;
 
-	shm_unlink(p->shm_name); /* a stale region from a run that crashed */
-	p->shm_fd = shm_open(p->shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
-	if (p->shm_fd < 0)
-		return ipk_io_err(err, el, errno, "memlink:%s: cannot create /dev/shm%s: %s", dev,
-		                  p->shm_name, strerror(errno));
-	if (ftruncate(p->shm_fd, (off_t)size) < 0)
-		return ipk_io_err(err, el, errno, "memlink:%s: cannot size the region to %zu "
-		                  "bytes: %s", dev, size, strerror(errno));
-	p->base = (uint8_t *)mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, p->shm_fd, 0);
+	unlink(p->door); /* a stale door from a run that crashed */
+	if ((rc = ml_region_new(p, size, dev, err, el)) < 0)
+		return rc;
+	p->base = (uint8_t *)mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, p->region_fd, 0);
 	if (p->base == MAP_FAILED) {
 		p->base = NULL;
 		return ipk_io_err(err, el, errno, "memlink:%s: mmap: %s", dev, strerror(errno));
@@ -171,14 +218,14 @@ static int ml_create(struct ml_q *p, const struct ml_opts *o, const char *dev, c
 	h = (struct ml_hdr *)p->base;
 	h->version = ML_VERSION;
 	h->hdr_size = ML_HDR_SIZE;
-	h->nslots = (uint32_t)o->slots;
+	h->nslots = p->nslots;
 	h->slot_size = slot;
-	h->mtu = (uint32_t)o->mtu;
+	h->mtu = p->mtu;
 	h->total_size = size;
 	h->pid[0] = (uint32_t)getpid();
 	/* release: the attacher acquires the magic and then reads the fields above. */
 	__atomic_store_n(&h->magic, ML_MAGIC, __ATOMIC_RELEASE);
-	return 0;
+	return ml_door_write(p, dev, err, el);
 }
 
 /* Check a header written by the creator; never trust a field it holds. */
@@ -224,6 +271,42 @@ static int ml_read_hdr(int fd, struct ml_hdr *h, size_t *file_size, const struct
 	return rc < 0 ? rc : 1;
 }
 
+/* The region role a published: its memfd through /proc, once the door is there.
+ * 0 with region_fd set, 0 with region_fd -1 when not yet (no door, or a stale one
+ * whose process is gone), negative when what the door leads to must be refused. */
+static int ml_door_open(struct ml_q *p, const char *dev, char *err, size_t el)
+{
+	const int need = F_SEAL_SHRINK | F_SEAL_GROW;
+	struct ml_door d;
+	char path[64];
+	int fd = open(p->door, O_RDONLY | O_CLOEXEC), seals;
+	ssize_t n = fd >= 0 ? pread(fd, &d, sizeof d, 0) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n >= 4 && d.magic == ML_MAGIC)
+		return ipk_io_err(err, el, EPROTO, "memlink:%s: %s is a region of version 1 "
+		                  "(an older ipkit); this build speaks version %u", dev, p->door,
+		                  ML_VERSION);
+	if (n != (ssize_t)sizeof d || d.magic != ML_DOOR_MAGIC)
+		return 0;
+	if (d.version != ML_VERSION || d.door_size != sizeof d)
+		return ipk_io_err(err, el, EPROTO, "memlink:%s: %s has version %u, this build "
+		                  "speaks version %u", dev, p->door, d.version, ML_VERSION);
+	snprintf(path, sizeof path, "/proc/%u/fd/%d", d.pid, (int)d.fd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & need) != need) {
+		close(fd);
+		return ipk_io_err(err, el, EPERM, "memlink:%s: the region behind %s is not sealed "
+		                  "against resizing; refusing it", dev, p->door);
+	}
+	p->region_fd = fd;
+	return 0;
+}
+
 /* Attach to the creator's region once it exists and carries the magic (bounded
  * wait): validate a private copy of its header, keep the geometry from that copy
  * only, and map exactly the size it implies. */
@@ -237,14 +320,14 @@ static int ml_attach(struct ml_q *p, const struct ml_opts *o, const char *dev, c
 	int rc;
 
 	for (;;) {
-		if (p->shm_fd < 0)
-			p->shm_fd = shm_open(p->shm_name, O_RDWR, 0);
-		if (p->shm_fd >= 0 &&
-		    (rc = ml_read_hdr(p->shm_fd, &copy, &file_size, o, dev, err, el)) != 0)
+		if (p->region_fd < 0 && (rc = ml_door_open(p, dev, err, el)) < 0)
+			return rc;
+		if (p->region_fd >= 0 &&
+		    (rc = ml_read_hdr(p->region_fd, &copy, &file_size, o, dev, err, el)) != 0)
 			break;
 		if (waited >= o->wait_ms)
 			return ipk_io_err(err, el, ENOENT, "memlink:%s: no role=a side created "
-			                  "/dev/shm%s within %ld ms", dev, p->shm_name, o->wait_ms);
+			                  "%s within %ld ms", dev, p->door, o->wait_ms);
 		ml_sleep_ms(10);
 		waited += 10;
 	}
@@ -254,7 +337,7 @@ static int ml_attach(struct ml_q *p, const struct ml_opts *o, const char *dev, c
 	p->slot_size = copy.slot_size;
 	p->mtu = copy.mtu;
 	p->size = ml_region_size(p->nslots, p->slot_size);
-	p->base = (uint8_t *)mmap(NULL, p->size, PROT_READ | PROT_WRITE, MAP_SHARED, p->shm_fd, 0);
+	p->base = (uint8_t *)mmap(NULL, p->size, PROT_READ | PROT_WRITE, MAP_SHARED, p->region_fd, 0);
 	if (p->base == MAP_FAILED) {
 		p->base = NULL;
 		return ipk_io_err(err, el, errno, "memlink:%s: mmap: %s", dev, strerror(errno));
@@ -317,7 +400,7 @@ static void ml_q_names(struct ml_q *q, const char *dev, int role, long qi, long 
 		snprintf(name, sizeof name, "%s.q%ld", dev, qi);
 	else
 		snprintf(name, sizeof name, "%s", dev);
-	snprintf(q->shm_name, sizeof q->shm_name, "/ipkit-ml-%s", name);
+	snprintf(q->door, sizeof q->door, "/dev/shm/ipkit-ml-%s", name);
 	snprintf(q->sock_path, sizeof q->sock_path, "/dev/shm/ipkit-ml-%s.%c.sock", name,
 	         role_ch[role]);
 	q->peer.sun_family = AF_UNIX;
@@ -378,7 +461,7 @@ static int ml_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *e
 
 	p->epfd = -1;
 	for (i = 0; i < ML_MAX_QUEUES; i++)
-		p->q[i].shm_fd = p->q[i].sock = -1;
+		p->q[i].region_fd = p->q[i].sock = -1;
 	memset(&o, 0, sizeof o);
 	rc = ml_parse(a, &o, err, el);
 	if (rc < 0)
@@ -635,18 +718,18 @@ static void ml_q_close(struct ml_q *p, int role)
 		__atomic_store_n(&((struct ml_hdr *)p->base)->attached, 0, __ATOMIC_RELEASE);
 	if (p->base)
 		munmap(p->base, p->size);
-	if (p->shm_fd >= 0)
-		close(p->shm_fd);
+	if (p->region_fd >= 0)
+		close(p->region_fd);
 	if (p->sock >= 0) {
 		close(p->sock);
 		unlink(p->sock_path);
 	}
-	if (role == 0 && p->shm_name[0])
-		shm_unlink(p->shm_name);
+	if (role == 0 && p->door[0])
+		unlink(p->door);
 	p->base = NULL;
-	p->shm_fd = p->sock = -1;
+	p->region_fd = p->sock = -1;
 	p->attached = 0;
-	p->shm_name[0] = 0;
+	p->door[0] = 0;
 }
 
 static void ml_close(struct ipk_io *io)

@@ -33,7 +33,10 @@
 #include <stdint.h>
 
 #define ML_MAGIC 0x4d4b5049u   /* "IPKM" little-endian in memory */
-#define ML_VERSION 1u
+/* 2: the region is a sealed memfd found through a door file (struct ml_door);
+ * 1 was a plain /dev/shm file, which either side could shrink under the other. */
+#define ML_VERSION 2u
+#define ML_DOOR_MAGIC 0x524f4f44u /* "DOOR" */
 #define ML_HDR_SIZE 4096u
 #define ML_CACHELINE 64u
 #define ML_MAX_SLOTS 32768u
@@ -54,6 +57,26 @@ struct ml_hdr {
 	uint32_t pid[2];       /* creator / attacher, for humans only */
 	uint32_t attached;     /* set by role b once it has checked the header */
 	uint8_t reserved[ML_HDR_SIZE - 44];
+};
+
+/*
+ * Door: how role b finds role a's region (issue 14 item 13). The region is a memfd
+ * sealed against shrinking and growing (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
+ * so neither side can cut the mapping under the other (SIGBUS). A memfd has no
+ * name, so role a writes this record to /dev/shm/ipkit-ml-NAME (atomically: a
+ * temporary file renamed) and role b opens /proc/<pid>/fd/<fd>, which needs the
+ * same user as role a (as the old 0600 file did). Role b reads the door with
+ * pread, never maps it, and checks the seals, the header and the size before it
+ * maps the region.
+ */
+struct ml_door {
+	uint32_t magic;        /* ML_DOOR_MAGIC */
+	uint16_t version;      /* ML_VERSION */
+	uint16_t door_size;    /* sizeof(struct ml_door) */
+	uint32_t pid;          /* role a's process */
+	int32_t fd;            /* its memfd holding the region */
+	uint64_t region_size;  /* for humans; role b trusts only the checked header */
+	uint8_t reserved[40];  /* zero; pads to 64 bytes */
 };
 
 /* Ring control: three cache lines. */

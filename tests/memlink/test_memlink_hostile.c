@@ -5,9 +5,11 @@
  *   - a creator that rewrites nslots / slot_size while the attacher checks the
  *     header (the attacher must use the copy it checked, never re-read)
  *   - wild ring indices and descriptor lengths (counted, bounded work)
+ *   - a region either side could shrink (SIGBUS): sealed, and an unsealed one refused
  * Run under ASan too (the sanitizer stage builds this file).
  */
 #include "check.h"
+#include "ml_peer.h"
 #include "ml_ring.h"
 
 #include <ipkit/io.h>
@@ -47,16 +49,16 @@ static struct ipk_pool *pool_new(void)
 	return p;
 }
 
+/* An fd on the region role a created, opened read-write as the hostile side would. */
+static int region_fd(const char *nm) { return ml_peer_region_fd(nm); }
+
 /* The region role a created, mapped read-write as the hostile side would. */
 static uint8_t *region_map(const char *nm, size_t *size)
 {
-	char path[128];
 	struct stat st;
 	uint8_t *m;
-	int fd;
+	int fd = region_fd(nm);
 
-	snprintf(path, sizeof path, "/ipkit-ml-%s", nm);
-	fd = shm_open(path, O_RDWR, 0);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) < 0) {
@@ -250,9 +252,167 @@ static void test_wild_indices_and_descriptors_from_creator(void)
 	ipk_pool_destroy(pool);
 }
 
+/* Exercise both directions of a linked pair a <-> b: a frame each way. */
+static void pair_traffic(struct ipk_io *a, struct ipk_io *b, struct ipk_pool *pool)
+{
+	struct ipk_io *io[2] = { a, b };
+	struct ipk_pkt *v[8];
+	int s, i, got;
+
+	for (s = 0; s < 2; s++) {
+		v[0] = ipk_pkt_alloc(pool);
+		if (!v[0])
+			continue;
+		memset(ipk_pkt_mtod(v[0]), 0x11, 60);
+		v[0]->len = 60;
+		if (ipk_io_tx_burst(io[s], v, 1) != 1)
+			ipk_pkt_free(v[0]);
+		got = ipk_io_rx_burst(io[!s], v, 8);
+		for (i = 0; i < got; i++)
+			ipk_pkt_free(v[i]);
+	}
+}
+
+/* A peer shrinks the region under the other (ftruncate to one page) and the pair
+ * keeps polling. Touching a mapping past the end of its file raises SIGBUS, so the
+ * region must be a file nobody can shrink: the ftruncate must fail. Both ends run
+ * in a child so a signal is a test failure, not the end of the run. */
+static void truncate_and_poll(void)
+{
+	struct ipk_pool *pool = pool_new();
+	char spec[160], err[256];
+	struct ipk_io *a, *b = NULL;
+	int fd, rc = -1, k;
+
+	snprintf(spec, sizeof spec, "memlink:%s,role=a,slots=8,busypoll=1", uniq("trunc"));
+	a = ipk_io_open(spec, pool, err, sizeof err);
+	if (a) {
+		snprintf(spec, sizeof spec, "memlink:%s,role=b,wait=0,busypoll=1", name_);
+		b = ipk_io_open(spec, pool, err, sizeof err);
+	}
+	if (!a || !b) {
+		fprintf(stderr, "open: %s\n", err);
+		_exit(3);
+	}
+	pair_traffic(a, b, pool);
+	fd = region_fd(name_);
+	if (fd >= 0) {
+		rc = ftruncate(fd, ML_HDR_SIZE);
+		close(fd);
+	}
+	printf("  ftruncate by a hostile peer: %s\n", rc == 0 ? "done" : "refused");
+	for (k = 0; k < 4; k++)
+		pair_traffic(a, b, pool);
+	ipk_io_close(b);
+	ipk_io_close(a);
+	ipk_pool_destroy(pool);
+	fflush(stdout);
+	_exit(fd < 0 ? 5 : rc == 0 ? 4 : 0); /* shrinkable: a failure even if we survived */
+}
+
+static void test_truncated_region_never_sigbus(void)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		truncate_and_poll();
+	CHECK(pid > 0);
+	if (pid <= 0)
+		return;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "  the pair was killed by signal %d\n", WTERMSIG(status));
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A creator that publishes a region it can still shrink (a memfd without seals, as
+ * a plain file would be): role b refuses it at open, before mapping anything. */
+static void test_unsealed_region_refused(void)
+{
+	struct ipk_pool *pool = pool_new();
+	uint32_t ss = ml_slot_size(1500);
+	size_t size = ml_region_size(8, ss);
+	struct ml_hdr h;
+	struct ml_door d;
+	char spec[160], err[256], door[128];
+	struct ipk_io *b;
+	int fd = memfd_create("hostile", MFD_CLOEXEC), dfd;
+
+	CHECK(fd >= 0);
+	CHECK(ftruncate(fd, (off_t)size) == 0);
+	memset(&h, 0, sizeof h);
+	h.magic = ML_MAGIC;
+	h.version = ML_VERSION;
+	h.hdr_size = ML_HDR_SIZE;
+	h.nslots = 8;
+	h.slot_size = ss;
+	h.mtu = 1500;
+	h.total_size = size;
+	CHECK(pwrite(fd, &h, sizeof h, 0) == (ssize_t)sizeof h);
+	memset(&d, 0, sizeof d);
+	d.magic = ML_DOOR_MAGIC;
+	d.version = ML_VERSION;
+	d.door_size = sizeof d;
+	d.pid = (uint32_t)getpid();
+	d.fd = fd;
+	d.region_size = size;
+	snprintf(door, sizeof door, "/dev/shm/ipkit-ml-%s", uniq("unsealed"));
+	dfd = open(door, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(dfd >= 0);
+	CHECK(write(dfd, &d, sizeof d) == (ssize_t)sizeof d);
+	close(dfd);
+	snprintf(spec, sizeof spec, "memlink:%s,role=b,wait=0,busypoll=1", name_);
+	b = ipk_io_open(spec, pool, err, sizeof err);
+	CHECK(b == NULL);
+	if (b)
+		ipk_io_close(b);
+	else
+		CHECK(strstr(err, "not sealed") != NULL);
+	/* nor can the hostile side seal it later: made without MFD_ALLOW_SEALING */
+	CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0); /* no MFD_ALLOW_SEALING */
+	unlink(door);
+	close(fd);
+	ipk_pool_destroy(pool);
+}
+
+/* What is left at the door path by an older ipkit (version 1 put the region itself
+ * there) is refused with a message that says so. */
+static void test_version1_region_named(void)
+{
+	struct ipk_pool *pool = pool_new();
+	struct ml_hdr h;
+	char spec[160], err[256], door[128];
+	struct ipk_io *b;
+	int dfd;
+
+	memset(&h, 0, sizeof h);
+	h.magic = ML_MAGIC;
+	h.version = 1;
+	snprintf(door, sizeof door, "/dev/shm/ipkit-ml-%s", uniq("v1"));
+	dfd = open(door, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(dfd >= 0);
+	CHECK(write(dfd, &h, sizeof h) == (ssize_t)sizeof h);
+	close(dfd);
+	snprintf(spec, sizeof spec, "memlink:%s,role=b,wait=0,busypoll=1", name_);
+	b = ipk_io_open(spec, pool, err, sizeof err);
+	CHECK(b == NULL);
+	if (b)
+		ipk_io_close(b);
+	else
+		CHECK(strstr(err, "version 1") != NULL);
+	unlink(door);
+	ipk_pool_destroy(pool);
+}
+
 int main(void)
 {
 	RUN(test_geometry_rewritten_during_attach);
 	RUN(test_wild_indices_and_descriptors_from_creator);
+	RUN(test_truncated_region_never_sigbus);
+	RUN(test_unsealed_region_refused);
+	RUN(test_version1_region_named);
 	return check_summary();
 }

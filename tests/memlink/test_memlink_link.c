@@ -5,6 +5,7 @@
  * Region names carry the pid so parallel runs do not meet.
  */
 #include "check.h"
+#include "ml_peer.h"
 #include "ml_ring.h"
 
 #include <ipkit/io.h>
@@ -275,12 +276,10 @@ static void test_bad_configuration_messages(void)
 /* Map the region role a created, as a hostile peer would. */
 static uint8_t *region_map(const char *nm, size_t *size)
 {
-	char path[128];
 	int fd;
 	uint8_t *m;
 
-	snprintf(path, sizeof path, "/ipkit-ml-%s", nm);
-	fd = shm_open(path, O_RDWR, 0);
+	fd = ml_peer_region_fd(nm);
 	if (fd < 0)
 		return NULL;
 	*size = (size_t)lseek(fd, 0, SEEK_END);
