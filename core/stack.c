@@ -386,6 +386,40 @@ const char *ipk_drop_name(enum ipk_drop reason)
 	return names[r];
 }
 
+/* The IPK_E* codes are negative Linux errno values (core.h); io and runtime return
+ * other -errno values in the same space, the common ones named here too so that one
+ * function prints any ipkit error. A switch, not a table: the numbers are sparse. */
+const char *ipk_strerror(int err)
+{
+	if (err >= 0)
+		return "ok";
+	switch (err) {
+	case IPK_ENOENT: return "nothing bound or listening there (ENOENT)";
+	case IPK_EAGAIN: return "no room now, retry after an event (EAGAIN)";
+	case IPK_ENOMEM: return "pool empty: no connection or descriptor free (ENOMEM)";
+	case IPK_EINVAL: return "invalid argument (EINVAL)";
+	case IPK_ECLOSED: return "connection closed (EPIPE)";
+	case IPK_EMSGSIZE: return "message too long for the path (EMSGSIZE)";
+	case IPK_EADDRINUSE: return "address or port in use (EADDRINUSE)";
+	case IPK_ENOBUFS: return "no packet buffer (ENOBUFS)";
+	case IPK_ENOTCONN: return "connection not in a state that allows this (ENOTCONN)";
+	case IPK_EHOSTUNREACH: return "host unreachable: no route or no ARP answer (EHOSTUNREACH)";
+	case -1: return "operation not permitted (EPERM)";
+	case -4: return "interrupted (EINTR)";
+	case -5: return "I/O error (EIO)";
+	case -6: return "no such device or address (ENXIO)";
+	case -13: return "permission denied (EACCES)";
+	case -16: return "device busy (EBUSY)";
+	case -17: return "already exists (EEXIST)";
+	case -19: return "no such device (ENODEV)";
+	case -95: return "not supported (EOPNOTSUPP)";
+	case -100: return "network is down (ENETDOWN)";
+	case -110: return "timed out (ETIMEDOUT)";
+	case -114: return "already in progress (EALREADY)";
+	default: return "unknown error";
+	}
+}
+
 /* ---------------------------------------------------------- packet helpers */
 
 void ipk_pkt_free_chain(struct ipk_ctx *c, void *p)

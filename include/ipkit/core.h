@@ -38,19 +38,36 @@ extern "C" {
 
 /* ---------------------------------------------------------------- errors */
 
-/* Every call that can fail returns 0 or a positive count on success and one of
- * these negative codes on failure. */
+/*
+ * The error convention of every ipkit layer (core.h, io.h, runtime.h): a function
+ * that can fail returns 0, or a non-negative count or index, on success and a
+ * negative error code on failure. The codes are the negative Linux errno values
+ * (IPK_EINVAL == -EINVAL == -22), written here as literal numbers so that the
+ * freestanding core needs no <errno.h>; io and runtime return -errno from the
+ * system in the same space, so one `rc < 0` test and one ipk_strerror (or
+ * strerror(-rc) in hosted code) serve every layer. The core returns only the codes
+ * below; io and runtime may return any -errno their system calls give. Functions
+ * returning a pointer return NULL on failure instead (and the hosted layers write
+ * a one-line reason to their `err` buffer); functions that cannot fail say so.
+ * Compare codes with the names, never with numbers.
+ */
 #define IPK_OK 0
-#define IPK_EINVAL (-1)      /* bad argument: NULL handle, bad length, bad config */
-#define IPK_ENOMEM (-2)      /* a pool (connections or pb descriptors) is empty */
-#define IPK_EAGAIN (-3)      /* send buffer full or window closed: retry after an event */
-#define IPK_ENOTCONN (-4)    /* connection not in a state that allows the call */
-#define IPK_EADDRINUSE (-5)  /* port already bound / listening / 4-tuple in use */
-#define IPK_ECLOSED (-6)     /* handle refers to a connection that is closed or freed */
-#define IPK_EMSGSIZE (-7)    /* datagram larger than the path allows */
-#define IPK_ENOBUFS (-8)     /* ops->pkt_alloc returned NULL */
-#define IPK_EHOSTUNREACH (-9) /* no route or ARP resolution failed */
-#define IPK_ENOENT (-10)     /* nothing bound / listening there */
+#define IPK_ENOENT (-2)        /* ENOENT: nothing bound / listening there */
+#define IPK_EAGAIN (-11)       /* EAGAIN: send buffer full or window closed: retry after an event */
+#define IPK_ENOMEM (-12)       /* ENOMEM: a pool (connections or pb descriptors) is empty */
+#define IPK_EINVAL (-22)       /* EINVAL: bad argument: NULL handle, bad length, bad config */
+#define IPK_ECLOSED (-32)      /* EPIPE: handle refers to a connection that is closed or freed */
+#define IPK_EMSGSIZE (-90)     /* EMSGSIZE: datagram larger than the path allows */
+#define IPK_EADDRINUSE (-98)   /* EADDRINUSE: port already bound / listening / 4-tuple in use */
+#define IPK_ENOBUFS (-105)     /* ENOBUFS: ops->pkt_alloc returned NULL */
+#define IPK_ENOTCONN (-107)    /* ENOTCONN: connection not in a state that allows the call */
+#define IPK_EHOSTUNREACH (-113) /* EHOSTUNREACH: no route or ARP resolution failed */
+
+/* A short description of an error code ("invalid argument"): the IPK_E* codes and
+ * the few other -errno values io and runtime return commonly; "unknown error" for
+ * anything else, "ok" for 0 or a positive count. Never NULL; static strings, no
+ * libc: callable anywhere, also from inside ops callbacks. */
+const char *ipk_strerror(int err);
 
 /* ------------------------------------------------------------- constants */
 

@@ -11,9 +11,11 @@
  *   ipk_io_tx_burst(io, out, k); ipk_io_flush(io);
  *
  * Hosted code (Linux): libc, system calls and the backends' libraries are allowed here.
- * Errors: functions return a negative errno value and, where they take `err`, write a
- * one-line human message there (what failed, on which device, and what to do, e.g.
- * the missing capability).
+ * Errors follow core.h's one convention: 0 or a non-negative count on success, a
+ * negative errno value on failure (the same space as the core's IPK_E*; print it with
+ * ipk_strerror or strerror(-rc)); functions returning a pointer return NULL instead.
+ * Where a function takes `err`, it also writes a one-line human message there (what
+ * failed, on which device, and what to do, e.g. the missing capability).
  */
 #ifndef IPKIT_IO_H
 #define IPKIT_IO_H
@@ -70,7 +72,8 @@ struct ipk_pkt *ipk_pkt_alloc(struct ipk_pool *p);
  * e.g. an AF_XDP rx frame): takes a descriptor, refcount 1. NULL when out of descriptors. */
 struct ipk_pkt *ipk_pkt_attach(struct ipk_pool *p, uint32_t idx, uint32_t off, uint32_t len);
 /* Take a buffer out of the pool without a descriptor (to hand to the kernel: AF_XDP fill
- * ring); returns its index or -1. ipk_pool_buf_put gives it back. */
+ * ring); returns its index, or -ENOBUFS when none is free (counted in buf_fails).
+ * ipk_pool_buf_put gives it back. */
 int64_t ipk_pool_buf_get(struct ipk_pool *p);
 void ipk_pool_buf_put(struct ipk_pool *p, uint32_t idx);
 /* Release one descriptor (and the buffer at its last reference). */
@@ -214,7 +217,8 @@ int ipk_io_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n);
 int ipk_io_flush(struct ipk_io *io);
 const struct ipk_io_caps *ipk_io_caps(const struct ipk_io *io);
 /* A file descriptor that becomes readable when packets arrive (event-driven mode), or
- * -1 when the backend can only be polled. */
+ * -EOPNOTSUPP when the backend can only be polled. The backend owns the fd: do not
+ * close it. */
 int ipk_io_fd(const struct ipk_io *io);
 /* Before sleeping on ipk_io_fd: arm wake-ups (memlink) — returns 0, or 1 if packets
  * arrived meanwhile (don't sleep). */

@@ -311,7 +311,8 @@ struct ipk_node *ipk_workers_node(struct ipk_workers *ws, unsigned i);
 int ipk_workers_steering(const struct ipk_workers *ws);
 /* SOFT steering reader: frames received / dropped for lack of ring room or buffers. */
 void ipk_workers_steer_stats(const struct ipk_workers *ws, uint64_t *rx, uint64_t *drops);
-/* "unified", "merge", "split" -> IPK_MODEL_*, or -1. */
+/* "unified", "merge", "split" -> IPK_MODEL_*, or -EINVAL for anything else (NULL
+ * included). */
 int ipk_model_parse(const char *name);
 
 #ifdef __cplusplus

@@ -1,0 +1,117 @@
+/*
+ * One error space for every layer (issue 14 item 12): the core's IPK_E* codes are the
+ * negative Linux errno values, so a code from the core, io or runtime means the same
+ * thing wherever it comes from, and ipk_strerror names all of them.
+ *
+ * The compile-time checks fail the build when a constant drifts from its errno
+ * (the test cannot be run with the old numbering: IPK_EINVAL was -1 == -EPERM). The
+ * run-time checks cover ipk_strerror and the public functions that used to return
+ * a bare -1 (ipk_pool_buf_get, ipk_model_parse, ipk_io_fd).
+ */
+#include <errno.h>
+#include <ipkit/core.h>
+#include <ipkit/io.h>
+#include <ipkit/runtime.h>
+#include <string.h>
+
+#include "check.h"
+
+/* C99 has no _Static_assert: a negative array size stops the build instead. */
+#define SAME_AS_ERRNO(code, e) typedef char same_as_errno_##e[((code) == -(e)) ? 1 : -1]
+SAME_AS_ERRNO(IPK_ENOENT, ENOENT);
+SAME_AS_ERRNO(IPK_EAGAIN, EAGAIN);
+SAME_AS_ERRNO(IPK_ENOMEM, ENOMEM);
+SAME_AS_ERRNO(IPK_EINVAL, EINVAL);
+SAME_AS_ERRNO(IPK_ECLOSED, EPIPE);
+SAME_AS_ERRNO(IPK_EMSGSIZE, EMSGSIZE);
+SAME_AS_ERRNO(IPK_EADDRINUSE, EADDRINUSE);
+SAME_AS_ERRNO(IPK_ENOBUFS, ENOBUFS);
+SAME_AS_ERRNO(IPK_ENOTCONN, ENOTCONN);
+SAME_AS_ERRNO(IPK_EHOSTUNREACH, EHOSTUNREACH);
+
+static const int codes[] = {
+	IPK_ENOENT, IPK_EAGAIN, IPK_ENOMEM, IPK_EINVAL, IPK_ECLOSED, IPK_EMSGSIZE,
+	IPK_EADDRINUSE, IPK_ENOBUFS, IPK_ENOTCONN, IPK_EHOSTUNREACH,
+};
+#define NCODES (sizeof(codes) / sizeof(codes[0]))
+
+static void test_errors_are_negative_errno(void)
+{
+	unsigned i;
+
+	for (i = 0; i < NCODES; i++) {
+		CHECK(codes[i] < 0);
+		/* libc knows each one: the number is a real errno, not an invented one */
+		CHECK(strncmp(strerror(-codes[i]), "Unknown error", 13) != 0);
+	}
+	CHECK_EQ(IPK_OK, 0);
+}
+
+static void test_strerror_names_every_core_code(void)
+{
+	unsigned i, j;
+
+	for (i = 0; i < NCODES; i++) {
+		const char *s = ipk_strerror(codes[i]);
+		CHECK(s != NULL);
+		CHECK(strcmp(s, "unknown error") != 0);
+		for (j = 0; j < i; j++)
+			CHECK(strcmp(s, ipk_strerror(codes[j])) != 0);
+	}
+	CHECK(strstr(ipk_strerror(IPK_EINVAL), "EINVAL") != NULL);
+	CHECK(strstr(ipk_strerror(-EPERM), "EPERM") != NULL);
+	CHECK(strstr(ipk_strerror(-EOPNOTSUPP), "EOPNOTSUPP") != NULL);
+}
+
+static void test_strerror_edges(void)
+{
+	CHECK(strcmp(ipk_strerror(0), "ok") == 0);
+	CHECK(strcmp(ipk_strerror(42), "ok") == 0); /* a count is not an error */
+	CHECK(strcmp(ipk_strerror(-9999), "unknown error") == 0);
+	CHECK(strcmp(ipk_strerror(-2147483647 - 1), "unknown error") == 0);
+}
+
+static void test_core_bad_args_give_einval(void)
+{
+	/* NULL handles: the core's checks answer with the errno-valued code */
+	CHECK_EQ(ipk_tcp_listen(NULL, ipk_htons(80), 4), -EINVAL);
+	CHECK_EQ(ipk_udp_bind(NULL, ipk_htons(53)), -EINVAL);
+	CHECK_EQ(ipk_rss_queue(NULL, 0, 1), -EINVAL);
+}
+
+static void test_io_runtime_share_the_space(void)
+{
+	struct ipk_pool_cfg pc;
+	struct ipk_pool *p;
+	char err[128];
+	int64_t idx;
+
+	CHECK_EQ(ipk_model_parse("nonsense"), -EINVAL);
+	CHECK_EQ(ipk_model_parse(NULL), -EINVAL);
+	CHECK_EQ(ipk_model_parse("split"), IPK_MODEL_SPLIT);
+
+	ipk_pool_cfg_default(&pc);
+	pc.nbufs = 1;
+	pc.ndescs = 1;
+	p = ipk_pool_create(&pc, err, sizeof(err));
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	idx = ipk_pool_buf_get(p);
+	CHECK(idx >= 0);
+	CHECK_EQ(ipk_pool_buf_get(p), -ENOBUFS); /* was -1, i.e. -EPERM */
+	CHECK_EQ(ipk_pool_buf_get(p), IPK_ENOBUFS);
+	if (idx >= 0)
+		ipk_pool_buf_put(p, (uint32_t)idx);
+	ipk_pool_destroy(p);
+}
+
+int main(void)
+{
+	RUN(test_errors_are_negative_errno);
+	RUN(test_strerror_names_every_core_code);
+	RUN(test_strerror_edges);
+	RUN(test_core_bad_args_give_einval);
+	RUN(test_io_runtime_share_the_space);
+	return check_summary();
+}
