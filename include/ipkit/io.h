@@ -3,7 +3,8 @@
  * share with the core.
  *
  * A backend moves frames between a (real or virtual) NIC queue and packets of an
- * ipk_pool. It never sees the core; the runtime (runtime/node.h) joins the two.
+ * ipk_pool. It never sees the core; the runtime (ipkit/runtime.h, runtime/node.c)
+ * joins the two.
  *
  *   struct ipk_pool *pool = ipk_pool_create(&pcfg, err, sizeof err);
  *   struct ipk_io *io = ipk_io_open("afxdp:veth1,queue=0", pool, err, sizeof err);
