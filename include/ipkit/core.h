@@ -343,7 +343,8 @@ struct ipk_ops {
 	void (*tcp_connected)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *opaque);
 	/* (required for TCP) In-order payload, zero-copy: `len` bytes at `off` in `pkt`
 	 * (never a chain: a chained segment, IPK_CAP_LRO or reassembly, comes as one
-	 * call per packet of the chain, in order). The packet stays the core's. The bytes count against the
+	 * call per packet of the chain, in order). The packet stays the core's, valid
+	 * only during the call (clone it to keep it). The bytes count against the
 	 * receive window until the application calls ipk_tcp_recved. len == 0 with
 	 * pkt == NULL means the peer sent FIN (end of stream). */
 	void (*tcp_payload)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
@@ -614,8 +615,9 @@ int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_por
  * then the buffer must not change (retransmissions read it). Returns payload bytes
  * queued, or IPK_EAGAIN (not enough send-buffer room for the whole packet: wait for
  * tcp_acked), IPK_ENOTCONN (FIN already queued: our sending side is closed; data
- * queued in SYN-SENT / SYN-RECEIVED is allowed and goes after the handshake), IPK_EINVAL (NULL argument, empty packet), IPK_ECLOSED (closed handle)
- * or IPK_ENOMEM (no pb descriptor). */
+ * queued in SYN-SENT / SYN-RECEIVED is allowed and goes after the handshake),
+ * IPK_EINVAL (NULL argument, empty packet), IPK_ECLOSED (closed handle) or
+ * IPK_ENOMEM (no pb descriptor). */
 int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t now);
 /* Copying send: queue up to len bytes from buf (copied at once: buf is the caller's
  * again on return). Returns bytes queued (0 when the send buffer is full: wait for
