@@ -6,7 +6,8 @@
  *      frame crosses the "wire" without a copy);
  *   2. memory for each context, its connections and pb descriptors, from malloc;
  *   3. the event callbacks: a listener on B, an active open from A, 64 KiB each way
- *      with flow control (ipk_tcp_write, tcp_acked, ipk_tcp_recved), then close;
+ *      through 16 KiB buffers, so both flow controls work (ipk_tcp_write takes what
+ *      fits, tcp_acked resumes it; ipk_tcp_recved reopens the window), then close;
  *   4. a loop: hand each context the frames the other sent -> ipk_run -> advance a
  *      virtual clock to the earliest deadline when nothing is in flight.
  *
@@ -254,6 +255,7 @@ static int node_init(struct node *n, uint8_t id, struct pool *pool, uint64_t *no
 	cfg.ip4_be = IPK_IP4(10, 0, 0, id);
 	cfg.netmask_be = IPK_IP4(255, 255, 255, 0);
 	cfg.pkt_buf_size = BUF_SIZE;
+	cfg.tcp_sndbuf = cfg.tcp_rcvbuf = 16 * 1024; /* small: 64 KiB must wait for windows */
 
 	size = ipk_ctx_size(&cfg);
 	n->ctx_mem = size ? malloc(size) : NULL; /* malloc's alignment covers the 8 needed */
