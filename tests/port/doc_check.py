@@ -15,9 +15,12 @@ The rule, kept simple and strict:
   * a function returning int (an error code in ipkit's one convention) must also say
     what it returns: its comment mentions "return", an IPK_E code or "-E" (an errno).
 
-A comment at the end of the declaration's line does not count. Prints one line per
-offending symbol (file:line: name: why) and exits 1 when there is one; prints the
-count of checked symbols and exits 0 otherwise.
+A comment at the end of the declaration's line does not count. Also, every
+repository file a header names (core/rss.c, examples/echo_workers.c, ...) must exist:
+headers that cite files which were renamed away mislead the reader.
+
+Prints one line per offending symbol (file:line: name: why) and exits 1 when there is
+one; prints the count of checked symbols and exits 0 otherwise.
 """
 import glob
 import os
@@ -27,6 +30,8 @@ import sys
 FUNC_RE = re.compile(r"([A-Za-z_]\w*)\s*\($")
 MEMBER_RE = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)\s*\(")
 RETURNS_RE = re.compile(r"return|IPK_E[A-Z]|-E[A-Z]", re.I)
+FILE_RE = re.compile(r"\b((?:core|io|runtime|examples|tests|bench|sim|include|docs|svc)"
+                     r"/[\w./-]*\.(?:c|h|py|sh|md))\b")
 
 
 COMMENT_RE = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
@@ -137,10 +142,21 @@ def decl_item(kind, head, line):
     return ("decl", kind, name, line, head)
 
 
-def check(path):
+def check_files(path, text, root):
+    bad = []
+    for n, line in enumerate(text.split("\n"), 1):
+        for f in FILE_RE.findall(line):
+            if not os.path.exists(os.path.join(root, f)):
+                bad.append("%s:%d: names %s, which does not exist" % (path, n, f))
+    return bad
+
+
+def check(path, root=None):
     text = open(path, encoding="utf-8").read()
     items = items_of(text)
     bad, checked = [], 0
+    if root:
+        bad += check_files(path, text, root)
     for i, it in enumerate(items):
         if it[0] != "decl":
             continue
@@ -170,7 +186,7 @@ def main(argv):
         return 1
     bad, checked = [], 0
     for p in paths:
-        b, c = check(p)
+        b, c = check(p, root)
         bad += b
         checked += c
     for line in bad:
