@@ -106,6 +106,10 @@ static int config_valid(const struct ipk_config *cfg)
 		return 0;
 	if (cfg->tcp_syncookies > 2 || !ipk_rss_config_valid(cfg))
 		return 0;
+	/* ipk_tcp_write / ipk_tcp_send return the bytes queued as an int: a send
+	 * buffer above INT32_MAX would let a count look like an error code. */
+	if (cfg->tcp_sndbuf > 0x7fffffffu)
+		return 0;
 	if (!ipk_tcp_cc_algo(cfg->tcp_cc) || cfg->tcp_ack_every == 0 ||
 	    cfg->tcp_keepalive_cnt == 0 || cfg->tcp_keepalive_idle_ns == 0 ||
 	    cfg->tcp_keepalive_intvl_ns == 0)
@@ -232,7 +236,8 @@ int ipk_add_conns(struct ipk_ctx *ctx, void *mem, uint32_t count)
 	uint8_t *p = (uint8_t *)mem;
 	uint32_t i;
 
-	if (!ctx || !mem || ((uintptr_t)mem & 7u) != 0)
+	/* The count comes back as an int: above INT32_MAX it would read as an error. */
+	if (!ctx || !mem || ((uintptr_t)mem & 7u) != 0 || count > 0x7fffffffu)
 		return IPK_EINVAL;
 	for (i = 0; i < count; i++)
 		ipk_conn_put(ctx, (struct ipk_conn *)(void *)(p + (size_t)i * ipk_conn_size()));
@@ -245,7 +250,7 @@ int ipk_add_pbs(struct ipk_ctx *ctx, void *mem, uint32_t count)
 	uint8_t *p = (uint8_t *)mem;
 	uint32_t i;
 
-	if (!ctx || !mem || ((uintptr_t)mem & 7u) != 0)
+	if (!ctx || !mem || ((uintptr_t)mem & 7u) != 0 || count > 0x7fffffffu)
 		return IPK_EINVAL;
 	for (i = 0; i < count; i++)
 		ipk_pb_put(ctx, (struct ipk_pb *)(void *)(p + (size_t)i * ipk_pb_size()));

@@ -418,7 +418,8 @@ struct ipk_config {
 	uint16_t frag_max_pieces;   /* fragments per datagram, default 64 */
 
 	/* TCP */
-	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB */
+	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB,
+	                             * at most INT32_MAX (sends return counts as int) */
 	uint32_t tcp_rcvbuf;        /* receive window ceiling, default 256 KiB */
 	uint16_t tcp_ooo_max;       /* out-of-order segments held per connection; default 0 =
 	                             * as many full-sized segments as tcp_rcvbuf holds */
@@ -544,7 +545,8 @@ struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cf
  * ipk_conn_size() or count * ipk_pb_size() bytes). May be called again to grow a
  * pool, also from an event callback. The memory stays the integrator's, to free
  * only after the context is no longer used. Returns count (the number added), or
- * IPK_EINVAL for a NULL ctx or mem or a misaligned mem. */
+ * IPK_EINVAL for a NULL ctx or mem, a misaligned mem or a count above INT32_MAX
+ * (which the int result could not carry). */
 int ipk_add_conns(struct ipk_ctx *ctx, void *mem, uint32_t count);
 int ipk_add_pbs(struct ipk_ctx *ctx, void *mem, uint32_t count);
 

@@ -12,6 +12,7 @@
 #include <ipkit/core.h>
 #include <ipkit/io.h>
 #include <ipkit/runtime.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -106,6 +107,59 @@ static void test_io_runtime_share_the_space(void)
 	ipk_pool_destroy(p);
 }
 
+/* Counts share the int with error codes: none may grow into the negative range. */
+static void *no_alloc(void *o) { (void)o; return NULL; }
+static void no_free(void *p, void *o) { (void)p; (void)o; }
+static uint8_t *no_data(void *p, void *o) { (void)p; (void)o; return NULL; }
+static uint32_t no_len(void *p, void *o) { (void)p; (void)o; return 0; }
+static void no_set(void *p, uint32_t n, void *o) { (void)p; (void)n; (void)o; }
+static void *no_clone(void *p, void *o) { (void)p; (void)o; return NULL; }
+static void no_append(void *h, void *t, void *o) { (void)h; (void)t; (void)o; }
+static void *no_next(void *p, void *o) { (void)p; (void)o; return NULL; }
+static uint32_t no_random(void *o) { (void)o; return 4; }
+
+static const struct ipk_ops stub_ops = {
+	.pkt_alloc = no_alloc, .pkt_free = no_free, .pkt_data = no_data, .pkt_len = no_len,
+	.pkt_set_len = no_set, .pkt_adj_head = no_set, .pkt_trim_tail = no_set,
+	.pkt_clone = no_clone, .pkt_chain_append = no_append, .pkt_chain_next = no_next,
+	.pkt_chain_cut = no_next, .tx = no_free, .random = no_random,
+};
+
+static void test_counts_never_look_like_errors(void)
+{
+	static uint64_t conns[64], pbs[64]; /* 8-byte aligned, never written below */
+	struct ipk_config cfg;
+	struct ipk_ctx *ctx;
+	void *mem;
+	size_t size;
+
+	ipk_config_default(&cfg);
+	cfg.ip4_be = IPK_IP4(10, 0, 0, 1);
+	cfg.tcp_sndbuf = 0x80000000u; /* ipk_tcp_write could return it as a negative int */
+	CHECK_EQ(ipk_ctx_size(&cfg), 0);
+	cfg.tcp_sndbuf = 0x7fffffffu;
+	CHECK(ipk_ctx_size(&cfg) > 0);
+
+	ipk_config_default(&cfg);
+	cfg.ip4_be = IPK_IP4(10, 0, 0, 1);
+	size = ipk_ctx_size(&cfg);
+	mem = size ? calloc(1, size) : NULL;
+	CHECK(mem != NULL);
+	if (!mem)
+		return;
+	ctx = ipk_ctx_init(mem, size, &cfg, &stub_ops);
+	CHECK(ctx != NULL);
+	if (ctx) {
+		/* refused before the core writes a single object: a count the int result
+		 * cannot carry (without the check: 2^31 objects written past the array) */
+		CHECK_EQ(ipk_add_conns(ctx, conns, 0x80000000u), IPK_EINVAL);
+		CHECK_EQ(ipk_add_pbs(ctx, pbs, 0xffffffffu), IPK_EINVAL);
+		CHECK_EQ(ipk_conns_free(ctx), 0);
+		CHECK_EQ(ipk_pbs_free(ctx), 0);
+	}
+	free(mem);
+}
+
 int main(void)
 {
 	RUN(test_errors_are_negative_errno);
@@ -113,5 +167,6 @@ int main(void)
 	RUN(test_strerror_edges);
 	RUN(test_core_bad_args_give_einval);
 	RUN(test_io_runtime_share_the_space);
+	RUN(test_counts_never_look_like_errors);
 	return check_summary();
 }
