@@ -14,6 +14,7 @@
 #include <ipkit/runtime.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -107,6 +108,29 @@ static void test_io_runtime_share_the_space(void)
 	ipk_pool_destroy(p);
 }
 
+/* A backend that can only be polled has no fd: -EOPNOTSUPP, not a bare -1 (-EPERM).
+ * memlink with busypoll=1 opens no socket; role=a creates and removes its region. */
+static void test_io_fd_without_fd_is_eopnotsupp(void)
+{
+	struct ipk_pool *p = ipk_pool_create(NULL, NULL, 0);
+	struct ipk_io *io;
+	char spec[96], err[256] = "";
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	snprintf(spec, sizeof(spec), "memlink:ipkerr%ld,role=a,busypoll=1", (long)getpid());
+	io = ipk_io_open(spec, p, err, sizeof(err));
+	if (!io)
+		fprintf(stderr, "%s: %s\n", spec, err);
+	CHECK(io != NULL);
+	if (io) {
+		CHECK_EQ(ipk_io_fd(io), -EOPNOTSUPP);
+		ipk_io_close(io);
+	}
+	ipk_pool_destroy(p);
+}
+
 /* Counts share the int with error codes: none may grow into the negative range. */
 static void *no_alloc(void *o) { (void)o; return NULL; }
 static void no_free(void *p, void *o) { (void)p; (void)o; }
@@ -168,5 +192,6 @@ int main(void)
 	RUN(test_core_bad_args_give_einval);
 	RUN(test_io_runtime_share_the_space);
 	RUN(test_counts_never_look_like_errors);
+	RUN(test_io_fd_without_fd_is_eopnotsupp);
 	return check_summary();
 }
