@@ -40,9 +40,10 @@
  *     tcp_closed, udp_recv, icmp_echo_reply) run inside ipk_run or inside an API call
  *     on the same context, and may call any function of this header on that context,
  *     on any of its connections, except ipk_run and ipk_ctx_init. A connection is
- *     held while its callback runs, so ipk_tcp_close or ipk_tcp_abort on it (even
- *     from its own tcp_payload or tcp_acked) is safe: the core finishes the event and
- *     then frees it; later calls on the handle return IPK_ECLOSED. Writes on the
+ *     held while its callback runs, so ipk_tcp_close (FIN after the queued data)
+ *     and ipk_tcp_abort on it, even from its own tcp_payload or tcp_acked, are safe:
+ *     after an abort the core finishes the event, then frees the connection, and
+ *     later calls on the handle return IPK_ECLOSED. Writes on the
  *     connection whose segment is being processed are queued and sent once, with the
  *     ACK, at the end of that segment. Pass the `now` of the entry point the callback
  *     runs in (the node runtime: ipk_node_now).
