@@ -3,14 +3,17 @@
  * Nothing here is API; integrators include only <ipkit/core.h>.
  *
  * Module map (one concern a file):
- *   stack.c     context, pools, ipk_run dispatch, timers fan-out, counters, helpers
+ *   wire/       pure parse/emit of each header and the checksum (wire/wire.h)
+ *   stack.c     context, pools, ipk_run dispatch, timers fan-out, counters, helpers,
+ *               ipk_drop_name, ipk_strerror
  *   link.c      Ethernet / raw-IP framing in and out
  *   arp.c       ARP cache, requests/replies, queue of packets waiting for resolution
- *   ip4.c       IPv4 input validation, output, fragment reassembly
+ *   ip4.c       IPv4 input validation, output, fragment reassembly and fragmentation
  *   icmp4.c     echo, errors out (port unreachable), errors in (to TCP)
  *   udp.c       bind table, input, output
- *   tcp_*.c     TCP (tcp.h has the connection object)
+ *   tcp_*.c     TCP (tcp.h has the connection object and the map of its files)
  *   rss.c       Toeplitz RSS hash, queue of a flow, RSS-aware ephemeral ports
+ *   ipkit_unity.c  every file above as one translation unit
  */
 #ifndef IPKIT_CORE_INTERNAL_H
 #define IPKIT_CORE_INTERNAL_H

@@ -106,6 +106,10 @@ static int config_valid(const struct ipk_config *cfg)
 		return 0;
 	if (cfg->tcp_syncookies > 2 || !ipk_rss_config_valid(cfg))
 		return 0;
+	/* ipk_tcp_write / ipk_tcp_send return the bytes queued as an int: a send
+	 * buffer above INT32_MAX would let a count look like an error code. */
+	if (cfg->tcp_sndbuf > 0x7fffffffu)
+		return 0;
 	if (!ipk_tcp_cc_algo(cfg->tcp_cc) || cfg->tcp_ack_every == 0 ||
 	    cfg->tcp_keepalive_cnt == 0 || cfg->tcp_keepalive_idle_ns == 0 ||
 	    cfg->tcp_keepalive_intvl_ns == 0)
@@ -232,7 +236,8 @@ int ipk_add_conns(struct ipk_ctx *ctx, void *mem, uint32_t count)
 	uint8_t *p = (uint8_t *)mem;
 	uint32_t i;
 
-	if (!ctx || !mem || ((uintptr_t)mem & 7u) != 0)
+	/* The count comes back as an int: above INT32_MAX it would read as an error. */
+	if (!ctx || !mem || ((uintptr_t)mem & 7u) != 0 || count > 0x7fffffffu)
 		return IPK_EINVAL;
 	for (i = 0; i < count; i++)
 		ipk_conn_put(ctx, (struct ipk_conn *)(void *)(p + (size_t)i * ipk_conn_size()));
@@ -245,7 +250,7 @@ int ipk_add_pbs(struct ipk_ctx *ctx, void *mem, uint32_t count)
 	uint8_t *p = (uint8_t *)mem;
 	uint32_t i;
 
-	if (!ctx || !mem || ((uintptr_t)mem & 7u) != 0)
+	if (!ctx || !mem || ((uintptr_t)mem & 7u) != 0 || count > 0x7fffffffu)
 		return IPK_EINVAL;
 	for (i = 0; i < count; i++)
 		ipk_pb_put(ctx, (struct ipk_pb *)(void *)(p + (size_t)i * ipk_pb_size()));
@@ -384,6 +389,40 @@ const char *ipk_drop_name(enum ipk_drop reason)
 	if (r >= (unsigned)IPK_DROP__COUNT || !names[r])
 		return "unknown";
 	return names[r];
+}
+
+/* The IPK_E* codes are negative Linux errno values (core.h); io and runtime return
+ * other -errno values in the same space, the common ones named here too so that one
+ * function prints any ipkit error. A switch, not a table: the numbers are sparse. */
+const char *ipk_strerror(int err)
+{
+	if (err >= 0)
+		return "ok";
+	switch (err) {
+	case IPK_ENOENT: return "nothing bound or listening there (ENOENT)";
+	case IPK_EAGAIN: return "no room now, retry after an event (EAGAIN)";
+	case IPK_ENOMEM: return "pool empty: no connection or descriptor free (ENOMEM)";
+	case IPK_EINVAL: return "invalid argument (EINVAL)";
+	case IPK_ECLOSED: return "connection closed (EPIPE)";
+	case IPK_EMSGSIZE: return "message too long for the path (EMSGSIZE)";
+	case IPK_EADDRINUSE: return "address or port in use (EADDRINUSE)";
+	case IPK_ENOBUFS: return "no packet buffer (ENOBUFS)";
+	case IPK_ENOTCONN: return "connection not in a state that allows this (ENOTCONN)";
+	case IPK_EHOSTUNREACH: return "host unreachable: no route or no ARP answer (EHOSTUNREACH)";
+	case -1: return "operation not permitted (EPERM)";
+	case -4: return "interrupted (EINTR)";
+	case -5: return "I/O error (EIO)";
+	case -6: return "no such device or address (ENXIO)";
+	case -13: return "permission denied (EACCES)";
+	case -16: return "device busy (EBUSY)";
+	case -17: return "already exists (EEXIST)";
+	case -19: return "no such device (ENODEV)";
+	case -95: return "not supported (EOPNOTSUPP)";
+	case -100: return "network is down (ENETDOWN)";
+	case -110: return "timed out (ETIMEDOUT)";
+	case -114: return "already in progress (EALREADY)";
+	default: return "unknown error";
+	}
 }
 
 /* ---------------------------------------------------------- packet helpers */

@@ -1,11 +1,25 @@
 /*
  * The TCP connection object and the calls the tcp_*.c files make to each other.
  *
- * Files:  tcp.c        API, lookup hash, listeners, open/close/free, ISN, ports
- *         tcp_in.c     segment arrival (RFC 9293 §3.10.7)
- *         tcp_out.c    segment construction and the send decision (§3.8.6, §3.10.4)
- *         tcp_timer.c  RTO (RFC 6298), persist, delayed ACK, TIME_WAIT, timer list
- *         tcp_cc.c     congestion control (RFC 5681 / 6582 NewReno) behind a small interface
+ * Files:  tcp.c           API, lookup hash, listeners, open/close/free, ISN, ports
+ *         tcp_in.c        segment arrival (RFC 9293 §3.10.7), the established fast path
+ *         tcp_out.c       segment construction and the send decision (§3.8.6, §3.10.4),
+ *                         ACKs and RSTs, the transmit template
+ *         tcp_timer.c     RTO (RFC 6298), SYN retries, persist, delayed ACK, TIME_WAIT,
+ *                         timer list
+ *         tcp_ack.c       when to ACK: quick-ACK, every Nth segment, end-of-batch ACKs
+ *         tcp_cc.c        congestion control interface and NewReno (RFC 5681 / 6582)
+ *         tcp_cubic.c     integer CUBIC (RFC 9438)
+ *         tcp_prr.c       proportional rate reduction in fast recovery (RFC 6937)
+ *         tcp_sack.c      receiver-side SACK and D-SACK blocks (RFC 2018 §4, RFC 2883)
+ *         tcp_sb.c        sender scoreboard and SACK loss recovery (RFC 6675)
+ *         tcp_rack.c      RACK-TLP loss detection and tail loss probes (RFC 8985)
+ *         tcp_ts.c        timestamps, RTT samples and PAWS (RFC 7323)
+ *         tcp_ecn.c       ECN negotiation and reaction (RFC 3168 §6.1)
+ *         tcp_keepalive.c keep-alive probes (RFC 1122 §4.2.3.6)
+ *         tcp_defence.c   challenge ACKs (RFC 5961) and the ACK-loop limit
+ *         tcp_syncookie.c SYN cookies (RFC 4987 §3.6)
+ *         tcp_tw.c        bounded TIME_WAIT and 4-tuple reuse (RFC 6191)
  *
  * stack.c includes this header for sizeof(struct ipk_conn) and links free
  * connections through hash_next (a free connection is in no hash chain).

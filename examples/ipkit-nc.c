@@ -342,7 +342,8 @@ int main(int argc, char **argv)
 			rc = ipk_tcp_connect(ipk_node_ctx(n), peer_be, ipk_htons((uint16_t)portnum), 0,
 			                     &a, &a.c, ipk_node_now(n));
 		if (rc < 0) {
-			fprintf(stderr, "ipkit-nc: cannot %s (error %d)\n", a.listen ? "listen" : "connect", rc);
+			fprintf(stderr, "ipkit-nc: cannot %s: %s\n", a.listen ? "listen" : "connect",
+			        ipk_strerror(rc));
 			ipk_node_destroy(n);
 			return APP_EXIT_SETUP;
 		}

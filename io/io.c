@@ -333,7 +333,9 @@ const struct ipk_io_caps *ipk_io_caps(const struct ipk_io *io)
 
 int ipk_io_fd(const struct ipk_io *io)
 {
-	return io->be->fd ? io->be->fd(io) : -1;
+	int fd = io->be->fd ? io->be->fd(io) : -1;
+
+	return fd >= 0 ? fd : -EOPNOTSUPP; /* one error space: never a bare -1 (io.h) */
 }
 
 int ipk_io_arm(struct ipk_io *io)

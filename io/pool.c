@@ -210,7 +210,7 @@ int64_t ipk_pool_buf_get(struct ipk_pool *p)
 
 	if (p->nbuf_free == 0) {
 		p->st.buf_fails++;
-		return -1;
+		return -ENOBUFS;
 	}
 	idx = p->buf_free[--p->nbuf_free];
 	p->refcnt[idx] = 1;

@@ -371,6 +371,7 @@ static void net_udp_send(struct wk *w, const struct wk_msg *m)
 	if (rc >= 0)
 		WK_INC(w->st.udp_tx);
 	r.type = M_UDP_SENT;
+	/* IPK_E* are negative errno values, all below 256 (Linux's largest is 133) */
 	r.why = (uint8_t)(rc < 0 ? -rc : 0);
 	net_emit(w, &r);
 }
@@ -378,12 +379,14 @@ static void net_udp_send(struct wk *w, const struct wk_msg *m)
 static void net_exec(struct wk *w, const struct wk_msg *m)
 {
 	struct wk_rec *r;
+	int rc;
 
 	switch (m->type) {
 	case C_LISTEN:
-		if (ipk_tcp_listen(net_ctx(w), m->port_be, 128) < 0)
-			fprintf(stderr, "ipkit worker %u: cannot listen on port %u\n", w->idx,
-			        ipk_ntohs(m->port_be));
+		rc = ipk_tcp_listen(net_ctx(w), m->port_be, 128);
+		if (rc < 0)
+			fprintf(stderr, "ipkit worker %u: cannot listen on port %u: %s\n", w->idx,
+			        ipk_ntohs(m->port_be), ipk_strerror(rc));
 		break;
 	case C_CONNECT:
 		net_connect(w, m);
@@ -398,9 +401,10 @@ static void net_exec(struct wk *w, const struct wk_msg *m)
 			ipk_tcp_recved(net_ctx(w), r->c, m->len, net_now(w));
 		break;
 	case C_UDP_BIND:
-		if (ipk_udp_bind(net_ctx(w), m->port_be) < 0)
-			fprintf(stderr, "ipkit worker %u: cannot bind UDP port %u\n", w->idx,
-			        ipk_ntohs(m->port_be));
+		rc = ipk_udp_bind(net_ctx(w), m->port_be);
+		if (rc < 0)
+			fprintf(stderr, "ipkit worker %u: cannot bind UDP port %u: %s\n", w->idx,
+			        ipk_ntohs(m->port_be), ipk_strerror(rc));
 		break;
 	case C_UDP_SEND:
 		net_udp_send(w, m);

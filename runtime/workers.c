@@ -87,14 +87,14 @@ void ipk_workers_cfg_default(struct ipk_workers_cfg *cfg)
 int ipk_model_parse(const char *name)
 {
 	if (!name)
-		return -1;
+		return -EINVAL;
 	if (strcmp(name, "unified") == 0)
 		return IPK_MODEL_UNIFIED;
 	if (strcmp(name, "merge") == 0)
 		return IPK_MODEL_MERGE;
 	if (strcmp(name, "split") == 0)
 		return IPK_MODEL_SPLIT;
-	return -1;
+	return -EINVAL;
 }
 
 static int wk_check_cfg(const struct ipk_workers_cfg *c, char *err, size_t errlen)

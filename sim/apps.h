@@ -76,7 +76,7 @@ int sim_bulk_init(struct sim_bulk *app, struct sim_node *n, uint16_t port_be,
 /* Set the expectation clients check every completed stream against. */
 void sim_bulk_expect(struct sim_bulk *app, uint64_t bytes, uint64_t seed);
 /* Client role: connect to peer; the slot is returned in *out (may be NULL).
- * Returns 0 or a negative IPK_E* (-IPK_ENOMEM style codes from the core, or
+ * Returns 0 or a negative IPK_E* (the core's code from ipk_tcp_connect, or
  * IPK_ENOMEM when no slot is free). */
 int sim_bulk_connect(struct sim_bulk *app, uint32_t peer_ip4_be, uint16_t port_be,
                      struct sim_bulk_conn **out);

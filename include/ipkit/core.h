@@ -25,6 +25,35 @@
  * belongs to the integrator. Packets shown in events (payload, UDP datagram, ICMP
  * reply) stay the core's and are valid only during the callback; clone them with the
  * integrator's own clone to keep them.
+ *
+ * Errors: one convention for every layer, described under "errors" below (negative
+ * Linux errno values; ipk_strerror).
+ *
+ * Threads: a context, and every connection in it, belongs to one thread at a time;
+ * the core takes no lock. Calls on different contexts may run concurrently. The
+ * functions that take no context (ipk_config_default, ipk_ctx_size, ipk_conn_size,
+ * ipk_pb_size, ipk_drop_name, ipk_strerror, ipk_rss_*, ipk_htons/ipk_htonl) touch
+ * no shared state and may be called from any thread.
+ *
+ * Calling the core from a callback (what the code allows):
+ *   - Event callbacks (tcp_accepted, tcp_connected, tcp_payload, tcp_acked,
+ *     tcp_closed, udp_recv, icmp_echo_reply) run inside ipk_run or inside an API call
+ *     on the same context, and may call any function of this header on that context,
+ *     on any of its connections, except ipk_run and ipk_ctx_init. A connection is
+ *     held while its callback runs, so ipk_tcp_close (FIN after the queued data)
+ *     and ipk_tcp_abort on it, even from its own tcp_payload or tcp_acked, are safe:
+ *     after an abort the core finishes the event, then frees the connection, and
+ *     later calls on the handle return IPK_ECLOSED. Writes on the
+ *     connection whose segment is being processed are queued and sent once, with the
+ *     ACK, at the end of that segment. Pass the `now` of the entry point the callback
+ *     runs in (the node runtime: ipk_node_now).
+ *   - tcp_closed: the handle is invalid once the callback returns (its object goes
+ *     back to the pool and is reused by a later connection, so a stale handle may
+ *     name another connection: drop every copy of it in tcp_closed).
+ *   - All other ops (the packet ops, tx, tx_flush, tx_offload, rx_csum, random,
+ *     isn_hash, arp_resolve, arp_learned, tcp_accept) are called in the middle of
+ *     the core's work and must not call any function of this header on the context
+ *     (ipk_htons and the other context-free helpers excepted). They must not block.
  */
 #ifndef IPKIT_CORE_H
 #define IPKIT_CORE_H
@@ -38,19 +67,36 @@ extern "C" {
 
 /* ---------------------------------------------------------------- errors */
 
-/* Every call that can fail returns 0 or a positive count on success and one of
- * these negative codes on failure. */
+/*
+ * The error convention of every ipkit layer (core.h, io.h, runtime.h): a function
+ * that can fail returns 0, or a non-negative count or index, on success and a
+ * negative error code on failure. The codes are the negative Linux errno values
+ * (IPK_EINVAL == -EINVAL == -22), written here as literal numbers so that the
+ * freestanding core needs no <errno.h>; io and runtime return -errno from the
+ * system in the same space, so one `rc < 0` test and one ipk_strerror (or
+ * strerror(-rc) in hosted code) serve every layer. The core returns only the codes
+ * below; io and runtime may return any -errno their system calls give. Functions
+ * returning a pointer return NULL on failure instead (and the hosted layers write
+ * a one-line reason to their `err` buffer); functions that cannot fail say so.
+ * Compare codes with the names, never with numbers.
+ */
 #define IPK_OK 0
-#define IPK_EINVAL (-1)      /* bad argument: NULL handle, bad length, bad config */
-#define IPK_ENOMEM (-2)      /* a pool (connections or pb descriptors) is empty */
-#define IPK_EAGAIN (-3)      /* send buffer full or window closed: retry after an event */
-#define IPK_ENOTCONN (-4)    /* connection not in a state that allows the call */
-#define IPK_EADDRINUSE (-5)  /* port already bound / listening / 4-tuple in use */
-#define IPK_ECLOSED (-6)     /* handle refers to a connection that is closed or freed */
-#define IPK_EMSGSIZE (-7)    /* datagram larger than the path allows */
-#define IPK_ENOBUFS (-8)     /* ops->pkt_alloc returned NULL */
-#define IPK_EHOSTUNREACH (-9) /* no route or ARP resolution failed */
-#define IPK_ENOENT (-10)     /* nothing bound / listening there */
+#define IPK_ENOENT (-2)        /* ENOENT: nothing bound / listening there */
+#define IPK_EAGAIN (-11)       /* EAGAIN: send buffer full or window closed: retry after an event */
+#define IPK_ENOMEM (-12)       /* ENOMEM: a pool (connections or pb descriptors) is empty */
+#define IPK_EINVAL (-22)       /* EINVAL: bad argument: NULL handle, bad length, bad config */
+#define IPK_ECLOSED (-32)      /* EPIPE: handle refers to a connection that is closed or freed */
+#define IPK_EMSGSIZE (-90)     /* EMSGSIZE: datagram larger than the path allows */
+#define IPK_EADDRINUSE (-98)   /* EADDRINUSE: port already bound / listening / 4-tuple in use */
+#define IPK_ENOBUFS (-105)     /* ENOBUFS: ops->pkt_alloc returned NULL */
+#define IPK_ENOTCONN (-107)    /* ENOTCONN: connection not in a state that allows the call */
+#define IPK_EHOSTUNREACH (-113) /* EHOSTUNREACH: no route or ARP resolution failed */
+
+/* A short description of an error code ("invalid argument"): the IPK_E* codes and
+ * the few other -errno values io and runtime return commonly; "unknown error" for
+ * anything else, "ok" for 0 or a positive count. Never NULL; static strings, no
+ * libc: callable anywhere, also from inside ops callbacks. */
+const char *ipk_strerror(int err);
 
 /* ------------------------------------------------------------- constants */
 
@@ -192,7 +238,8 @@ struct ipk_counters {
 	                               * §3.10.7.4's common case; the rest went the full way) */
 };
 
-/* Name of a drop reason, for logs ("ip4_csum"); never NULL. */
+/* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
+ * enum, never NULL. Static strings; callable from any thread and any callback. */
 const char *ipk_drop_name(enum ipk_drop reason);
 
 /* ----------------------------------------------------------------- types */
@@ -228,7 +275,11 @@ struct ipk_ops {
 	/* Release a packet, and its buffer when this was the last reference. Frees one
 	 * descriptor, not the chain behind it. */
 	void (*pkt_free)(void *pkt, void *opaque);
+	/* Pointer to the first data byte of this packet (not of its chain); the core
+	 * reads and writes pkt_len bytes there, and up to the buffer's end after
+	 * pkt_set_len grew it. */
 	uint8_t *(*pkt_data)(void *pkt, void *opaque);
+	/* Data bytes in this packet alone (pkt_len), not counting its chain. */
 	uint32_t (*pkt_len)(void *pkt, void *opaque);
 	/* Grow or shrink the data length (within the buffer). */
 	void (*pkt_set_len)(void *pkt, uint32_t len, void *opaque);
@@ -249,9 +300,12 @@ struct ipk_ops {
 	/* -- NIC ------------------------------------------------------------- */
 
 	/* (required) Queue a frame (possibly a chain, with IPK_CAP_SG) for transmit.
-	 * Ownership passes to the integrator. */
+	 * Ownership of the whole chain passes to the integrator, who frees it (every
+	 * descriptor, e.g. with pkt_free along the chain) once sent or dropped. Must
+	 * not call the core (see "Calling the core from a callback" above). */
 	void (*tx)(void *pkt, void *opaque);
-	/* (optional) Called at the end of every entry point that queued frames. */
+	/* (optional) Called at the end of every entry point that queued frames: the
+	 * moment to ring the NIC's doorbell for the batch tx collected. */
 	void (*tx_flush)(void *opaque);
 	/* (optional, needed with any IPK_CAP_TX_*) Mark transmit offloads on a frame. */
 	void (*tx_offload)(void *pkt, const struct ipk_tx_meta *meta, void *opaque);
@@ -278,36 +332,47 @@ struct ipk_ops {
 	/* -- TCP events ------------------------------------------------------ */
 
 	/* (optional) A SYN arrived for a listening port: return nonzero to accept.
-	 * NULL accepts everything up to the backlog. */
+	 * NULL accepts everything up to the backlog. A refusal is counted
+	 * (IPK_DROP_TCP_REFUSED). Decide only: must not call the core. */
 	int (*tcp_accept)(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opaque);
-	/* (optional) A passive open completed; the return value becomes the
-	 * connection's user pointer (ipk_tcp_user). */
+	/* (optional) A passive open completed (the handshake's ACK arrived); the return
+	 * value becomes the connection's user pointer (ipk_tcp_user), passed to its later
+	 * events. The handle is valid until tcp_closed. */
 	void *(*tcp_accepted)(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque);
-	/* (optional) An active open completed. */
+	/* (optional) An active open (ipk_tcp_connect) completed; user is the pointer
+	 * given there. A failed one gets tcp_closed instead. */
 	void (*tcp_connected)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *opaque);
 	/* (required for TCP) In-order payload, zero-copy: `len` bytes at `off` in `pkt`
 	 * (never a chain: a chained segment, IPK_CAP_LRO or reassembly, comes as one
-	 * call per packet of the chain, in order). The packet stays the core's. The bytes count against the
+	 * call per packet of the chain, in order). The packet stays the core's, valid
+	 * only during the call (clone it to keep it). The bytes count against the
 	 * receive window until the application calls ipk_tcp_recved. len == 0 with
 	 * pkt == NULL means the peer sent FIN (end of stream). */
 	void (*tcp_payload)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
 	                    uint32_t off, uint32_t len, void *opaque);
-	/* (optional) `bytes` more of our data were acknowledged; send-buffer room grew. */
+	/* (optional) `bytes` more of our data were acknowledged; send-buffer room grew
+	 * (ipk_tcp_sndbuf_free): the moment to write more. Packets given to
+	 * ipk_tcp_send whose bytes are all acknowledged have been freed. */
 	void (*tcp_acked)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
 	                  void *opaque);
-	/* (optional) The connection is gone; after this call the handle is invalid.
-	 * Called once per connection that reached tcp_accepted / tcp_connected, and for
-	 * active opens that failed. */
+	/* (optional) The connection is gone for the application (closed, reset, timed
+	 * out, aborted, or entered TIME_WAIT, which the core runs out alone); after this
+	 * call the handle is invalid. Called once per connection that reached
+	 * tcp_accepted / tcp_connected, and for active opens that failed; never for a
+	 * half-open connection the application never saw. */
 	void (*tcp_closed)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 	                   enum ipk_close_reason why, void *opaque);
 
 	/* -- UDP / ICMP events ----------------------------------------------- */
 
-	/* (optional) A datagram for a bound port: `len` bytes at `off` in `pkt`; after a
-	 * reassembly the payload may continue in pkt's chain (use ipk_pkt_copy). */
+	/* (optional) A datagram for a bound port (ipk_udp_bind): `len` bytes at `off` in
+	 * `pkt`; after a reassembly the payload may continue in pkt's chain (use
+	 * ipk_pkt_copy). t: the peer's and our address and port. The packet stays the
+	 * core's, valid only during the call (clone it to keep it). */
 	void (*udp_recv)(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
 	                 uint32_t len, void *opaque);
-	/* (optional) An ICMP echo reply arrived (for ipk_icmp_echo). */
+	/* (optional) An ICMP echo reply arrived (for ipk_icmp_echo): the replier, the
+	 * id and sequence of the request, and its payload length. */
 	void (*icmp_echo_reply)(struct ipk_ctx *ctx, uint32_t from_ip4_be, uint16_t id_be,
 	                        uint16_t seq_be, uint32_t payload_len, void *opaque);
 };
@@ -354,7 +419,8 @@ struct ipk_config {
 	uint16_t frag_max_pieces;   /* fragments per datagram, default 64 */
 
 	/* TCP */
-	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB */
+	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB,
+	                             * at most INT32_MAX (sends return counts as int) */
 	uint32_t tcp_rcvbuf;        /* receive window ceiling, default 256 KiB */
 	uint16_t tcp_ooo_max;       /* out-of-order segments held per connection; default 0 =
 	                             * as many full-sized segments as tcp_rcvbuf holds */
@@ -449,93 +515,149 @@ struct ipk_config {
 
 #define IPK_CONFIG_VERSION 1u
 
+/* Fill every field of *cfg with its documented default (version included); then set
+ * the addresses, caps and sizes. A NULL cfg is ignored. */
 void ipk_config_default(struct ipk_config *cfg);
 
 /* --------------------------------------------------------------- context */
 
-/* Bytes the context needs for this configuration (0 if the config is invalid). */
+/* Bytes the context needs for this configuration (0 if the config is invalid or
+ * NULL: the fields' comments in struct ipk_config say what is valid). */
 size_t ipk_ctx_size(const struct ipk_config *cfg);
-/* Bytes of one connection object and one pb descriptor. */
+/* ipk_conn_size: bytes of one connection object; ipk_pb_size: bytes of one
+ * packet-buffer (pb) descriptor, the core's record of a packet it holds (send and
+ * out-of-order queues, ARP waits, fragments). Constant for a build of the library. */
 size_t ipk_conn_size(void);
 size_t ipk_pb_size(void);
 
-/* Initialise a context in `mem` (ipk_ctx_size bytes, 8-byte aligned). `ops` must
- * outlive the context. Returns the context, or NULL for a bad config / missing
- * required op. */
+/* Initialise a context in `mem` (ipk_ctx_size bytes, 8-byte aligned). The config
+ * is copied (except rss_reta, which must stay valid); `ops` is not copied and must
+ * outlive the context. The memory stays the integrator's: the context holds no
+ * other resource, so to end it stop calling it and free `mem` (and the pools
+ * given with ipk_add_conns / ipk_add_pbs; packets the core still holds are lost
+ * with it unless the integrator's pool reclaims them). Returns the context, or NULL
+ * for a NULL or misaligned mem, a size below ipk_ctx_size, a bad config or a
+ * missing required op. */
 struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cfg,
                              const struct ipk_ops *ops);
 
-/* Give the core `count` connection objects / pb descriptors laid out contiguously in
- * `mem` (8-byte aligned, count * ipk_conn_size() bytes). The memory stays the
- * integrator's to free only after the context is no longer used. Returns count
- * added or IPK_EINVAL. */
+/* ipk_add_conns / ipk_add_pbs: give the core `count` connection objects / pb
+ * descriptors laid out contiguously in `mem` (8-byte aligned, count *
+ * ipk_conn_size() or count * ipk_pb_size() bytes). May be called again to grow a
+ * pool, also from an event callback. The memory stays the integrator's, to free
+ * only after the context is no longer used. Returns count (the number added), or
+ * IPK_EINVAL for a NULL ctx or mem, a misaligned mem or a count above INT32_MAX
+ * (which the int result could not carry). */
 int ipk_add_conns(struct ipk_ctx *ctx, void *mem, uint32_t count);
 int ipk_add_pbs(struct ipk_ctx *ctx, void *mem, uint32_t count);
 
-/* Free pool entries: how many connections / pb descriptors are unused now. */
+/* ipk_conns_free / ipk_pbs_free: how many connection objects / pb descriptors are
+ * unused now (0 for a NULL ctx). Tests compare them with the count given to check
+ * that nothing leaked. */
 uint32_t ipk_conns_free(const struct ipk_ctx *ctx);
 uint32_t ipk_pbs_free(const struct ipk_ctx *ctx);
 
 /*
  * The engine's one driving call: process `n` received frames (ownership passes to
- * the core; pkts may be NULL when n == 0), fire the timers due at `now`, transmit
- * what is ready, and return the next absolute deadline in ns (UINT64_MAX when no
- * timer is armed). Call it again at that deadline, or sooner when frames arrive.
+ * the core, the array itself stays the caller's; NULL entries are skipped; pkts may
+ * be NULL when n == 0), fire the timers due at `now`, transmit what is ready, and
+ * return the next absolute deadline in ns (UINT64_MAX when no timer is armed, or
+ * for a NULL ctx). Call it again at that deadline, or sooner when frames arrive.
+ * Event callbacks run inside it. Never call it from a callback of the same context
+ * (it is not re-entrant). Cannot fail: bad frames are dropped and counted.
  */
 uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t now);
 
-/* Counters since init. */
+/* Counters since init (NULL for a NULL ctx). The pointer stays valid as long as the
+ * context; read it from the context's thread (the values change under ipk_run). */
 const struct ipk_counters *ipk_counters(const struct ipk_ctx *ctx);
 
 /* Copy `len` bytes starting `off` bytes into the chain at `pkt` into `dst`;
- * returns bytes copied (less when the chain is shorter). */
+ * returns bytes copied (less when the chain is shorter, 0 for a NULL ctx or dst).
+ * pkt stays whoever's it was (typically the core's, inside udp_recv). */
 uint32_t ipk_pkt_copy(struct ipk_ctx *ctx, void *pkt, uint32_t off, void *dst, uint32_t len);
 
 /* ------------------------------------------------------------------- ARP */
 
-/* Send a gratuitous ARP for our address (RFC 5227 announcement). */
+/* Send a gratuitous ARP for our address (RFC 5227 §2.3 announcement). Returns 0,
+ * IPK_EINVAL (NULL ctx, raw-IP link, no address) or IPK_ENOBUFS (ops->pkt_alloc
+ * returned NULL). */
 int ipk_arp_announce(struct ipk_ctx *ctx, uint64_t now);
-/* Put a static entry in the built-in cache (never expires). */
+/* Put a static entry in the built-in cache (never expires; replaces a learned one).
+ * Returns 0, IPK_EINVAL (NULL ctx or mac, address 0, a multicast mac, or ARP owned
+ * by the integrator through ops->arp_resolve) or IPK_ENOMEM (no free or resolved
+ * entry to take over: the cache is full of static and pending ones). */
 int ipk_arp_add_static(struct ipk_ctx *ctx, uint32_t ip4_be, const uint8_t mac[6]);
 
 /* ------------------------------------------------------------------- TCP */
 
-/* Listen on a local port; backlog bounds connections in SYN-RECEIVED for it. */
+/* ipk_tcp_listen: listen on a local port; backlog (capped by tcp_backlog_max)
+ * bounds connections in SYN-RECEIVED for it. Connections arrive by tcp_accept /
+ * tcp_accepted. Returns 0, IPK_EINVAL (NULL ctx, port 0, backlog 0),
+ * IPK_EADDRINUSE (already listening there) or IPK_ENOMEM (max_listeners reached).
+ * ipk_tcp_unlisten: stop listening; established connections stay. Returns 0,
+ * IPK_EINVAL or IPK_ENOENT (not listening there). */
 int ipk_tcp_listen(struct ipk_ctx *ctx, uint16_t port_be, uint16_t backlog);
 int ipk_tcp_unlisten(struct ipk_ctx *ctx, uint16_t port_be);
 
 /* Active open to peer. local_port_be 0 picks an ephemeral port (with RSS
  * configured, one whose incoming 4-tuple hashes to rss_queue; see ipk_config). On
  * success *out is the new connection (SYN sent); tcp_connected or tcp_closed follows.
+ * `user` becomes the connection's user pointer. Returns 0, IPK_EINVAL (NULL ctx or
+ * out, peer address or port 0), IPK_ENOMEM (connection pool empty), or
  * IPK_EADDRINUSE: the 4-tuple is taken or no ephemeral port is free (with RSS: none
  * of the free ones lands on this context's queue; the search is bounded by the size
- * of the ephemeral range). */
+ * of the ephemeral range). On error *out is not a connection and no event follows. */
 int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_port_be,
                     uint16_t local_port_be, void *user, struct ipk_conn **out, uint64_t now);
 
 /* Zero-copy send: queue `pkt` (its data..len are payload; a chain is allowed)
  * after the data already queued. Ownership passes to the core on success only;
- * on error the packet is still the caller's. Returns payload bytes queued or
- * IPK_EAGAIN (not enough send-buffer room for the whole packet), IPK_ENOTCONN. */
+ * on error the packet is still the caller's. The core frees the packet (through
+ * ops->pkt_free) once all its bytes are acknowledged or the connection ends; until
+ * then the buffer must not change (retransmissions read it). Returns payload bytes
+ * queued, or IPK_EAGAIN (not enough send-buffer room for the whole packet: wait for
+ * tcp_acked), IPK_ENOTCONN (FIN already queued: our sending side is closed; data
+ * queued in SYN-SENT / SYN-RECEIVED is allowed and goes after the handshake),
+ * IPK_EINVAL (NULL argument, empty packet), IPK_ECLOSED (closed handle) or
+ * IPK_ENOMEM (no pb descriptor). */
 int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t now);
-/* Copying send: queue up to len bytes from buf; returns bytes queued (0 when the
- * send buffer is full) or a negative error. */
+/* Copying send: queue up to len bytes from buf (copied at once: buf is the caller's
+ * again on return). Returns bytes queued (0 when the send buffer is full: wait for
+ * tcp_acked; fewer than len when it filled), or IPK_ENOBUFS (room, but
+ * ops->pkt_alloc or the pb pool gave nothing), IPK_ENOTCONN, IPK_EINVAL (NULL ctx
+ * or handle, NULL buf with len > 0) or IPK_ECLOSED, as for ipk_tcp_send. */
 int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *buf, uint32_t len,
                   uint64_t now);
-/* Room left in the send buffer, in bytes. */
+/* Room left in the send buffer, in bytes (0 for a NULL, closed or half-closed
+ * connection). */
 uint32_t ipk_tcp_sndbuf_free(const struct ipk_conn *c);
-/* The application consumed `bytes` delivered by tcp_payload; reopens the window. */
+/* The application consumed `bytes` delivered by tcp_payload; reopens the window
+ * (an ACK announcing it goes out when the window grew enough, RFC 9293
+ * §3.8.6.2.2). Call it from tcp_payload or any time later. Returns 0, IPK_EINVAL
+ * (NULL argument, or more bytes than delivered and not yet released) or
+ * IPK_ECLOSED. */
 int ipk_tcp_recved(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t bytes, uint64_t now);
 /* Half-close: send FIN after queued data. The connection lives until both sides
- * are done; tcp_closed reports the end. */
+ * are done (receiving goes on); tcp_closed reports the end. In SYN-SENT it ends the
+ * attempt at once (tcp_closed with IPK_CLOSE_ABORTED). Returns 0, IPK_ENOTCONN (FIN
+ * already queued, or a state past it), IPK_EINVAL (NULL argument) or IPK_ECLOSED. */
 int ipk_tcp_close(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now);
-/* Send RST and free the connection now; tcp_closed(IPK_CLOSE_ABORTED) is called. */
+/* Send RST (RFC 9293 §3.10.5; none in SYN-SENT) and free the connection now;
+ * tcp_closed(IPK_CLOSE_ABORTED) is called before this returns, and every packet the
+ * connection held is freed. Returns 0, IPK_EINVAL (NULL argument) or IPK_ECLOSED. */
 int ipk_tcp_abort(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now);
 
+/* ipk_tcp_user / ipk_tcp_set_user: the connection's user pointer (given to
+ * ipk_tcp_connect or returned by tcp_accepted; passed to every event). The getter
+ * returns NULL and the setter does nothing for a NULL or closed handle. */
 void *ipk_tcp_user(const struct ipk_conn *c);
 void ipk_tcp_set_user(struct ipk_conn *c, void *user);
+/* Fill *t with the connection's addresses and ports (network order). Returns 0,
+ * IPK_EINVAL (NULL argument) or IPK_ECLOSED. */
 int ipk_tcp_tuple(const struct ipk_conn *c, struct ipk_tuple *t);
-/* Per-connection Nagle switch (RFC 896); default from ipk_config.tcp_nagle. */
+/* Per-connection Nagle switch (RFC 896); default from ipk_config.tcp_nagle. Returns
+ * 0, IPK_EINVAL (NULL handle) or IPK_ECLOSED. */
 int ipk_tcp_set_nagle(struct ipk_conn *c, int on);
 
 /* Congestion-control algorithms (ipk_config.tcp_cc, ipk_tcp_set_cc). */
@@ -559,6 +681,8 @@ enum ipk_tcp_state {
 	IPK_TCP_ESTABLISHED, IPK_TCP_FIN_WAIT_1, IPK_TCP_FIN_WAIT_2, IPK_TCP_CLOSE_WAIT,
 	IPK_TCP_CLOSING, IPK_TCP_LAST_ACK, IPK_TCP_TIME_WAIT
 };
+/* The connection's state; IPK_TCP_CLOSED for a NULL or freed handle. A handle
+ * already reported by tcp_closed may still show TIME_WAIT. */
 enum ipk_tcp_state ipk_tcp_state(const struct ipk_conn *c);
 
 struct ipk_tcp_info {
@@ -577,10 +701,17 @@ struct ipk_tcp_info {
 	uint8_t ts_ok;          /* timestamps negotiated */
 	uint32_t sacked_bytes;  /* bytes the peer SACKed above the cumulative ACK now */
 };
+/* Fill *info with a snapshot of the connection (like Linux's TCP_INFO). Returns 0,
+ * IPK_EINVAL (NULL argument) or IPK_ECLOSED. */
 int ipk_tcp_info(const struct ipk_conn *c, struct ipk_tcp_info *info);
 
 /* ------------------------------------------------------------------- UDP */
 
+/* ipk_udp_bind: deliver datagrams for local port_be to ops->udp_recv (datagrams to
+ * an unbound port get ICMP port unreachable). Returns 0, IPK_EINVAL (NULL ctx, port
+ * 0), IPK_EADDRINUSE (bound already) or IPK_ENOMEM (max_udp_binds reached).
+ * ipk_udp_unbind: undo it; returns 0, IPK_EINVAL or IPK_ENOENT (not bound). Sending
+ * needs no bind. */
 int ipk_udp_bind(struct ipk_ctx *ctx, uint16_t port_be);
 int ipk_udp_unbind(struct ipk_ctx *ctx, uint16_t port_be);
 /*
@@ -599,16 +730,23 @@ int ipk_udp_unbind(struct ipk_ctx *ctx, uint16_t port_be);
  */
 int ipk_udp_send(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip4_be,
                  uint16_t peer_port_be, void *pkt, uint64_t now);
-/* Copying variant: same limits and errors; a datagram above the MTU is first
- * copied into a chain of packets, then fragmented as above. */
+/* Copying variant: buf (len bytes, NULL allowed when len is 0) is copied and is the
+ * caller's again on return. Returns the payload bytes sent, or the same errors as
+ * ipk_udp_send; a datagram above the MTU is first copied into a chain of packets,
+ * then fragmented as above. */
 int ipk_udp_sendto(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip4_be,
                    uint16_t peer_port_be, const void *buf, uint32_t len, uint64_t now);
 
 /* ------------------------------------------------------------------ ICMP */
 
-/* Send an echo request with `len` bytes of payload (a pattern). IPK_EMSGSIZE when
- * the request would not fit the MTU or one packet buffer (it is never fragmented or
- * chained). */
+/* Send an echo request with `len` bytes of payload (a pattern); the reply comes by
+ * ops->icmp_echo_reply. Returns 0 when the request went out or waits for ARP, or
+ * IPK_EINVAL (NULL ctx, destination 0), IPK_EMSGSIZE (the request would not fit the
+ * MTU or one packet buffer: it is never fragmented or chained), IPK_ENOBUFS
+ * (ops->pkt_alloc returned NULL), or, when the request was built but dropped on
+ * the way out (freed and counted), IPK_EHOSTUNREACH (no route, no ARP slot),
+ * IPK_EAGAIN (ARP queue for the next hop full) or IPK_ENOMEM (no pb descriptor to
+ * wait for ARP in). */
 int ipk_icmp_echo(struct ipk_ctx *ctx, uint32_t dst_ip4_be, uint16_t id_be, uint16_t seq_be,
                   uint32_t len, uint64_t now);
 
@@ -651,6 +789,8 @@ uint32_t ipk_rss_hash_frame4(const uint8_t *key, uint32_t fields, uint8_t proto,
 
 /* --------------------------------------------------------------- helpers */
 
+/* ipk_htons / ipk_htonl (and ipk_ntohs / ipk_ntohl, the same functions): swap
+ * between host and network byte order on any host, with no libc. */
 static inline uint16_t ipk_htons(uint16_t v)
 {
 	const uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
@@ -658,6 +798,7 @@ static inline uint16_t ipk_htons(uint16_t v)
 	__builtin_memcpy(&r, b, 2);
 	return r;
 }
+/* ipk_htonl: the 32-bit form of ipk_htons. */
 static inline uint32_t ipk_htonl(uint32_t v)
 {
 	const uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};

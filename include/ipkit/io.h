@@ -3,7 +3,8 @@
  * share with the core.
  *
  * A backend moves frames between a (real or virtual) NIC queue and packets of an
- * ipk_pool. It never sees the core; the runtime (runtime/node.h) joins the two.
+ * ipk_pool. It never sees the core; the runtime (ipkit/runtime.h, runtime/node.c)
+ * joins the two.
  *
  *   struct ipk_pool *pool = ipk_pool_create(&pcfg, err, sizeof err);
  *   struct ipk_io *io = ipk_io_open("afxdp:veth1,queue=0", pool, err, sizeof err);
@@ -11,9 +12,15 @@
  *   ipk_io_tx_burst(io, out, k); ipk_io_flush(io);
  *
  * Hosted code (Linux): libc, system calls and the backends' libraries are allowed here.
- * Errors: functions return a negative errno value and, where they take `err`, write a
- * one-line human message there (what failed, on which device, and what to do, e.g.
- * the missing capability).
+ * Errors follow core.h's one convention: 0 or a non-negative count on success, a
+ * negative errno value on failure (the same space as the core's IPK_E*; print it with
+ * ipk_strerror or strerror(-rc)); functions returning a pointer return NULL instead.
+ * Where a function takes `err`, it also writes a one-line human message there (what
+ * failed, on which device, and what to do, e.g. the missing capability).
+ *
+ * Threads: a pool and a backend serve one thread at a time (no locks on the packet
+ * path); handles passed to these functions must be the live ones their create/open
+ * returned (NULL is accepted only where a comment says so).
  */
 #ifndef IPKIT_IO_H
 #define IPKIT_IO_H
@@ -55,13 +62,20 @@ struct ipk_pool_cfg {
 	uint32_t ndescs;     /* descriptors (>= nbufs; clones need extra), default 2 * nbufs */
 	int hugepages;       /* 1: back the area with hugepages, falling back to 4 KiB pages */
 };
+/* Fill *cfg with the defaults above. */
 void ipk_pool_cfg_default(struct ipk_pool_cfg *cfg);
 
-/* The buffer area is one contiguous, page-aligned mapping (AF_XDP registers it as
- * UMEM; memlink places it in shared memory with ipk_pool_create_at). */
+/* Create a pool (cfg NULL: the defaults). The buffer area is one contiguous,
+ * page-aligned mapping (AF_XDP registers it as UMEM). Returns the pool, or NULL with
+ * a one-line reason in err (bad sizes, out of memory). */
 struct ipk_pool *ipk_pool_create(const struct ipk_pool_cfg *cfg, char *err, size_t errlen);
+/* Unmap and free the pool and its companion large pool (ipk_pool_large). Every
+ * packet and buffer of it becomes invalid: destroy it only after the backends and
+ * the core that used it are closed / no longer called. NULL is ignored. */
 void ipk_pool_destroy(struct ipk_pool *p);
+/* The buffer area and (when size is not NULL) its size in bytes. The pool owns it. */
 void *ipk_pool_area(const struct ipk_pool *p, size_t *size);
+/* Bytes per buffer (ipk_pool_cfg.buf_size), headroom included. */
 uint32_t ipk_pool_buf_size(const struct ipk_pool *p);
 
 /* A fresh packet: len 0, off = headroom. NULL when empty (counted). */
@@ -70,14 +84,21 @@ struct ipk_pkt *ipk_pkt_alloc(struct ipk_pool *p);
  * e.g. an AF_XDP rx frame): takes a descriptor, refcount 1. NULL when out of descriptors. */
 struct ipk_pkt *ipk_pkt_attach(struct ipk_pool *p, uint32_t idx, uint32_t off, uint32_t len);
 /* Take a buffer out of the pool without a descriptor (to hand to the kernel: AF_XDP fill
- * ring); returns its index or -1. ipk_pool_buf_put gives it back. */
+ * ring); returns its index, or -ENOBUFS when none is free (counted in buf_fails).
+ * ipk_pool_buf_put gives it back. */
 int64_t ipk_pool_buf_get(struct ipk_pool *p);
 void ipk_pool_buf_put(struct ipk_pool *p, uint32_t idx);
-/* Release one descriptor (and the buffer at its last reference). */
+/* ipk_pkt_free: release one descriptor (and the buffer at its last reference), not
+ * the chain behind it; ipk_pkt_free_chain: release every descriptor of the chain.
+ * Both ignore NULL. The caller must own what it frees (see each API's ownership). */
 void ipk_pkt_free(struct ipk_pkt *k);
 void ipk_pkt_free_chain(struct ipk_pkt *k);
+/* A new descriptor over k's buffer (reference count + 1): same off and len, no next;
+ * NULL when out of descriptors (counted). k must not be NULL. */
 struct ipk_pkt *ipk_pkt_clone(struct ipk_pkt *k);
+/* Data bytes of the whole chain starting at k (0 for NULL). */
 uint32_t ipk_pkt_chain_len(const struct ipk_pkt *k);
+/* ipk_pkt_mtod: pointer to k's first data byte (buf + off), as DPDK's rte_pktmbuf_mtod. */
 static inline uint8_t *ipk_pkt_mtod(const struct ipk_pkt *k) { return k->buf + k->off; }
 /* Buffers and descriptors in use now (tests check these return to 0). */
 void ipk_pool_usage(const struct ipk_pool *p, uint32_t *bufs_out, uint32_t *descs_out);
@@ -90,6 +111,7 @@ void ipk_pool_fill_ops(struct ipk_ops *ops);
  * backend advertises IPK_CAP_TX_* / IPK_CAP_RX_CSUM_*): the marks live in pkt->meta
  * and pkt->rx_csum, where backends read and write them. */
 void ipk_pool_tx_offload(void *pkt, const struct ipk_tx_meta *m, void *opaque);
+/* ipk_pool_rx_csum: ops->rx_csum for pool packets, pkt->rx_csum (see above). */
 uint32_t ipk_pool_rx_csum(void *pkt, void *opaque);
 
 /* Bytes free before the data of a fresh packet. A packet from ipk_pkt_alloc has
@@ -116,6 +138,8 @@ uint32_t ipk_pkt_buf_refcnt(const struct ipk_pkt *k);
  */
 #define IPK_POOL_LARGE_BUF (128u * 1024)
 #define IPK_POOL_LARGE_NBUFS 64u
+/* ipk_pool_large: p's companion pool of large buffers, described above (NULL for a
+ * NULL p or when it cannot be mapped). */
 struct ipk_pool *ipk_pool_large(struct ipk_pool *p);
 
 struct ipk_pool_stats {
@@ -126,6 +150,7 @@ struct ipk_pool_stats {
 	uint32_t hugepages;           /* 1 when the area is backed by hugepages */
 	uint32_t pad_;
 };
+/* Copy p's counters into *st (neither may be NULL). */
 void ipk_pool_stats(const struct ipk_pool *p, struct ipk_pool_stats *st);
 
 /* --------------------------------------------------------------- backend */
@@ -201,6 +226,8 @@ struct ipk_io *ipk_io_open(const char *spec, struct ipk_pool *pool, char *err, s
  * size to the caller or cannot be parsed (ipk_io_open reports that). Call before
  * ipk_pool_create. */
 uint32_t ipk_io_spec_buf_size(const char *spec);
+/* Close the device and free the backend. Call it before destroying the pool the
+ * backend was opened with. NULL is ignored. */
 void ipk_io_close(struct ipk_io *io);
 
 /* Receive up to n packets (ownership passes to the caller); returns the count (0 when
@@ -210,11 +237,16 @@ int ipk_io_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n);
  * marks in pkt->meta honoured for the caps advertised). Returns how many were taken;
  * the rest stay the caller's. Taken packets are freed by the backend once sent. */
 int ipk_io_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n);
-/* Push queued transmissions to the device (kick). */
+/* Push queued transmissions to the device (kick). Returns 0 or a negative errno
+ * when the kick failed (counted in tx_errors); a busy device (EAGAIN, ENOBUFS) is
+ * not an error: the next flush or transmit kicks again. */
 int ipk_io_flush(struct ipk_io *io);
+/* ipk_io_caps: what the device provides, fixed at open; the pointer lives as long as
+ * io. Give caps.offloads to ipk_config.caps and caps.mtu to ipk_config.mtu. */
 const struct ipk_io_caps *ipk_io_caps(const struct ipk_io *io);
 /* A file descriptor that becomes readable when packets arrive (event-driven mode), or
- * -1 when the backend can only be polled. */
+ * -EOPNOTSUPP when the backend can only be polled. The backend owns the fd: do not
+ * close it. */
 int ipk_io_fd(const struct ipk_io *io);
 /* Before sleeping on ipk_io_fd: arm wake-ups (memlink) — returns 0, or 1 if packets
  * arrived meanwhile (don't sleep). */
@@ -226,7 +258,10 @@ int ipk_io_arm(struct ipk_io *io);
  * that see all of their device's traffic ignore it. Returns 0, -EINVAL for a NULL
  * io, or a negative errno when the backend could not apply it. */
 int ipk_io_set_addr(struct ipk_io *io, uint32_t ip4_be, const uint8_t mac[6]);
+/* ipk_io_stats: copy the backend's counters into *st (a pcap wrapper reports the
+ * backend it wraps). */
 void ipk_io_stats(const struct ipk_io *io, struct ipk_io_stats *st);
+/* ipk_io_name: the backend's name for logs ("tap:ipk0"); owned by io. */
 const char *ipk_io_name(const struct ipk_io *io);
 
 /*

@@ -14,7 +14,14 @@
  *
  * Event callbacks are the core's (struct ipk_ops event members, same signatures); the
  * `opaque` they receive is the node: ipk_node_app(opaque) returns cfg.app. Callbacks
- * may call the core API on ipk_node_ctx(node) with ipk_node_now(node).
+ * may call the core API on ipk_node_ctx(node) with ipk_node_now(node), under the
+ * core's rules (core.h, "Calling the core from a callback"); they must not call
+ * ipk_node_poll, ipk_node_run or ipk_node_destroy of their own node.
+ *
+ * Errors: core.h's one convention: 0 or a count on success, a negative errno value
+ * on failure (the core's IPK_E* are the same numbers); functions returning a pointer
+ * return NULL and write a one-line reason to `err`. A node serves one thread at a
+ * time; the workers section says which calls are allowed from which thread.
  *
  * Several queues / threads: ipk_workers_start (below) runs one node per worker
  * thread, sharing nothing on the packet path, with RSS steering and a choice of
@@ -47,17 +54,27 @@ struct ipk_node_cfg {
 	struct ipk_pool_cfg pool; /* packet pool */
 	const struct ipk_ops *events; /* only the event members are used; may be NULL */
 	void *app;
-	void (*core_tweak)(struct ipk_config *cfg, void *app); /* last word on the core config */
+	/* (optional) The last word on the core config: called by ipk_node_create with
+	 * the config the node built (addresses, caps, pool sizes) and cfg.app, before the
+	 * context is made; it may change any field. */
+	void (*core_tweak)(struct ipk_config *cfg, void *app);
 	/* (optional) Open the backend yourself instead of from io_spec: called once
 	 * from ipk_node_create with the node's pool; the node owns what it returns and
 	 * closes it with ipk_io_close. NULL with a message in err on failure. */
 	struct ipk_io *(*io_open)(struct ipk_pool *pool, void *arg, char *err, size_t errlen);
 	void *io_open_arg;
 };
+/* Fill *cfg with the defaults above (cpu -1, no backend spec, no events). */
 void ipk_node_cfg_default(struct ipk_node_cfg *cfg);
 
-/* NULL on failure with a one-line message in err. */
+/* Create a node: pool, backend (io_spec or io_open), core context and its pools,
+ * events wired. cfg is copied; cfg->events and cfg->app must outlive the node.
+ * Returns the node, or NULL on failure with a one-line message in err (nothing
+ * left open). */
 struct ipk_node *ipk_node_create(const struct ipk_node_cfg *cfg, char *err, size_t errlen);
+/* ipk_node_destroy: close the backend and free the context, the pools and the
+ * node; every connection and packet of the node goes with it, without events.
+ * NULL is ignored. Not from the node's own callbacks. */
 void ipk_node_destroy(struct ipk_node *n);
 
 /* One iteration: receive a burst, run the core, transmit. With timeout_ms != 0 and
@@ -65,14 +82,24 @@ void ipk_node_destroy(struct ipk_node *n);
  * (bounded by timeout_ms; -1 = only the deadline). Returns frames received or a
  * negative errno. */
 int ipk_node_poll(struct ipk_node *n, int timeout_ms);
-/* Loop until *stop becomes nonzero (set it from a signal handler). */
+/* Loop (ipk_node_poll with cfg.busy_poll's choice of sleeping) until *stop becomes
+ * nonzero (set it from a signal handler or another thread); pins the thread to
+ * cfg.cpu first when it is >= 0. Returns 0 when stopped, -EINVAL for a NULL
+ * argument, or the negative errno of a device error that ended the loop. */
 int ipk_node_run(struct ipk_node *n, volatile int *stop);
 
+/* ipk_node_ctx, ipk_node_io, ipk_node_pool: the node's core context, backend and
+ * packet pool (owned by the node, valid until ipk_node_destroy; NULL for a NULL
+ * node). */
 struct ipk_ctx *ipk_node_ctx(struct ipk_node *n);
 struct ipk_io *ipk_node_io(struct ipk_node *n);
 struct ipk_pool *ipk_node_pool(struct ipk_node *n);
-uint64_t ipk_node_now(struct ipk_node *n); /* CLOCK_MONOTONIC ns, refreshed each poll */
-void *ipk_node_app(void *opaque);          /* cfg.app from an event's opaque */
+/* ipk_node_now: the node's clock, CLOCK_MONOTONIC ns, refreshed each poll: the `now`
+ * to pass to core calls from callbacks (0 for a NULL node). */
+uint64_t ipk_node_now(struct ipk_node *n);
+/* ipk_node_app: cfg.app from an event callback's opaque (NULL for NULL). */
+void *ipk_node_app(void *opaque);
+/* ipk_node_from: the node from an event callback's opaque (the opaque is the node). */
 struct ipk_node *ipk_node_from(void *opaque);
 /* Frames the core sent that the backend never took (device queue stuck while the
  * node's own transmit batch was full); dropped and counted, TCP retransmits them. */
@@ -200,24 +227,39 @@ struct ipk_app_ops {
 };
 
 /* Commands, callable only from the worker's application thread (inside callbacks or
- * start). Under MERGE/SPLIT they take effect asynchronously, in order. */
+ * start). Under MERGE/SPLIT they take effect asynchronously, in order. Each returns
+ * 0 once the command is issued or a negative IPK_E* code when it is refused here;
+ * what the core then says is not returned (it comes as an event, or as a line on
+ * stderr for listen and udp_bind).
+ *
+ * ipk_app_listen: listen on port_be (backlog 128) on this worker's context. Returns
+ * 0, or IPK_EINVAL for a NULL app or port 0; a port already in use is reported on
+ * stderr only. */
 int ipk_app_listen(struct ipk_app *a, uint16_t port_be);
-/* Active open; the result comes as connected or closed with this user pointer. */
+/* Active open; the result comes as connected or closed with this user pointer.
+ * Returns 0, or IPK_EINVAL for a NULL app or a zero address or port. */
 int ipk_app_connect(struct ipk_app *a, uint32_t ip4_be, uint16_t port_be, void *user);
 /* Queue `len` bytes at buf (the app's memory, read by the networking thread until the
  * matching sent event; not copied now). IPK_EAGAIN when IPK_APP_SENDQ sends of this
- * connection are outstanding, IPK_ECLOSED for a dead cid, IPK_EINVAL for len 0. */
+ * connection are outstanding, IPK_ECLOSED for a dead cid, IPK_EINVAL for len 0 or a
+ * NULL app or buf; 0 when queued. */
 int ipk_app_send(struct ipk_app *a, uint64_t cid, const void *buf, uint32_t len);
-/* Give back a ref from data; `len` bytes reopen the window (0 allowed). */
+/* Give back a ref from data (or udp); `len` bytes reopen the window (0 allowed, and
+ * for a datagram). Every ref must come back exactly once, also after closed: the
+ * ref is the stack's again on return. Returns 0, or IPK_EINVAL for a NULL app or
+ * ref. */
 int ipk_app_release(struct ipk_app *a, uint64_t cid, struct ipk_pkt *ref, uint32_t len);
-/* Close after every queued send (FIN); closed follows. */
+/* Close after every queued send (FIN); closed follows. Returns 0, IPK_EINVAL (NULL
+ * app) or IPK_ECLOSED (dead cid). */
 int ipk_app_close(struct ipk_app *a, uint64_t cid);
 /* UDP: receive datagrams for port_be on this worker (every worker binds its own; the
- * RSS hash of a datagram's 4-tuple decides which worker gets it). IPK_EINVAL for port 0. */
+ * RSS hash of a datagram's 4-tuple decides which worker gets it). Returns 0, or
+ * IPK_EINVAL for a NULL app or port 0; a port already bound is reported on stderr. */
 int ipk_app_udp_bind(struct ipk_app *a, uint16_t port_be);
 /* Send `len` bytes at buf (the app's memory, read by the networking thread until the
  * matching udp_sent event; not copied now) from local_port_be to ip4_be:port_be.
- * IPK_EINVAL for len 0 or a zero address/port. The outcome comes with udp_sent. */
+ * Returns 0 when issued, or IPK_EINVAL for a NULL app or buf, len 0 or a zero
+ * address/port. The outcome comes with udp_sent. */
 int ipk_app_udp_send(struct ipk_app *a, uint16_t local_port_be, uint32_t ip4_be,
                      uint16_t port_be, const void *buf, uint32_t len, void *user);
 /*
@@ -239,12 +281,18 @@ struct ipk_app_echoq {
 	struct ipk_pkt *head, *tail, *unsent;
 	int in_send;
 };
+/* ipk_app_echoq_add: takes ref (the app's, from data) into q; see above. */
 void ipk_app_echoq_add(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q,
                        struct ipk_pkt *ref);
+/* ipk_app_echoq_sent: returns 0, or IPK_EINVAL when q is empty (see above). */
 int ipk_app_echoq_sent(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q, uint32_t len);
+/* ipk_app_echoq_drop: releases every ref of q (see above). */
 void ipk_app_echoq_drop(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q);
+/* ipk_app_set_state / ipk_app_state: one pointer of per-worker application state,
+ * set and read on the worker's application thread (NULL until set). */
 void ipk_app_set_state(struct ipk_app *a, void *state);
 void *ipk_app_state(const struct ipk_app *a);
+/* ipk_app_worker: the worker's index, 0..nworkers-1 (0 for NULL). */
 unsigned ipk_app_worker(const struct ipk_app *a);
 /* ipk_workers_cfg.app_arg */
 void *ipk_app_arg(const struct ipk_app *a);
@@ -276,6 +324,8 @@ struct ipk_workers_cfg {
 	void *app_arg;
 	uint32_t ring_slots;        /* per SPSC ring, power of two, default 4096 */
 };
+/* Fill *cfg with the defaults (one worker, UNIFIED, SOFT steering, a 128-entry
+ * table, 4096-slot rings) and cfg->node with ipk_node_cfg_default's. */
 void ipk_workers_cfg_default(struct ipk_workers_cfg *cfg);
 
 /* Create every node and start the threads. NULL with a one-line message on failure
@@ -283,7 +333,9 @@ void ipk_workers_cfg_default(struct ipk_workers_cfg *cfg);
 struct ipk_workers *ipk_workers_start(const struct ipk_workers_cfg *cfg, char *err,
                                       size_t errlen);
 /* Stop and join every thread (app stop hooks run); the nodes stay for their counters
- * (ipk_workers_stats, ipk_counters(ipk_node_ctx(ipk_workers_node(ws, i)))). */
+ * (ipk_workers_stats, ipk_counters(ipk_node_ctx(ipk_workers_node(ws, i)))). Call it
+ * from the thread that started them, never from a worker's callback. NULL is
+ * ignored. */
 void ipk_workers_stop(struct ipk_workers *ws);
 /* Stop if running, then free everything (nodes, pools, rings). */
 void ipk_workers_destroy(struct ipk_workers *ws);
@@ -305,13 +357,16 @@ struct ipk_worker_stats {
 /* Counters of worker i: exact after stop, a recent snapshot while running. Returns
  * 0 or IPK_EINVAL (bad index). Core counters: ipk_counters(ipk_node_ctx(node)) after stop. */
 int ipk_workers_stats(const struct ipk_workers *ws, unsigned i, struct ipk_worker_stats *st);
+/* ipk_workers_node: worker i's node (NULL for a bad index); owned by ws. Touch its
+ * context only after ipk_workers_stop: while running it belongs to the worker. */
 struct ipk_node *ipk_workers_node(struct ipk_workers *ws, unsigned i);
-/* The steering that runs: IPK_STEER_SOFT or IPK_STEER_QUEUES (QUEUES asked on a
- * DPDK port without usable RSS runs SOFT; one worker counts as QUEUES). */
+/* The steering that runs, returned as IPK_STEER_SOFT or IPK_STEER_QUEUES (QUEUES
+ * asked on a DPDK port without usable RSS runs SOFT; one worker counts as QUEUES). */
 int ipk_workers_steering(const struct ipk_workers *ws);
 /* SOFT steering reader: frames received / dropped for lack of ring room or buffers. */
 void ipk_workers_steer_stats(const struct ipk_workers *ws, uint64_t *rx, uint64_t *drops);
-/* "unified", "merge", "split" -> IPK_MODEL_*, or -1. */
+/* "unified", "merge", "split" -> IPK_MODEL_*, or -EINVAL for anything else (NULL
+ * included). */
 int ipk_model_parse(const char *name);
 
 #ifdef __cplusplus

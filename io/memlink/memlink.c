@@ -15,7 +15,7 @@
  * ipk_io_fd returns it. Before sleeping the runtime calls ipk_io_arm, which sets the
  * ring's need_wakeup flag; a producer that finds the flag set after publishing
  * clears it and sends one datagram to the peer's socket. With busypoll=1 no socket
- * exists (ipk_io_fd = -1), the flag is never set and the data path makes no system
+ * exists (ipk_io_fd: -EOPNOTSUPP), the flag is never set and the data path makes no system
  * call at all.
  *
  * Queues (queues=N, 1..16, the same on both sides): N independent queue pairs, queue

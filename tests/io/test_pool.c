@@ -1,5 +1,6 @@
 /* Packet pool: allocation, refcounted clones, chains, exhaustion and recovery, buffer
  * index <-> address, buf_get/attach/put, and the core packet ops over the pool. */
+#include <errno.h>
 #include <ipkit/io.h>
 
 #include <stdint.h>
@@ -108,7 +109,7 @@ static void test_pool_exhaustion_counts_and_recovers(void)
 	CHECK(c != NULL);
 	d = ipk_pkt_clone(k[0]); /* out of descriptors */
 	CHECK(d == NULL);
-	CHECK_EQ(ipk_pool_buf_get(p), -1);
+	CHECK_EQ(ipk_pool_buf_get(p), -ENOBUFS);
 	ipk_pool_stats(p, &st);
 	CHECK_EQ(st.alloc_fails, 2);
 	CHECK_EQ(st.clones, 2);

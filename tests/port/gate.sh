@@ -14,7 +14,11 @@
 #   c++17         every core file as C++17 with g++ and clang++
 #   unity         core/ipkit_unity.c includes every core .c file and compiles alone;
 #                 examples/unity_static_ops.c (ops bound at compile time) builds and runs
-#   readme        the code README.md quotes still matches examples/minimal_embed.c
+#   readme        the code README.md quotes still matches examples/tcp_embed.c and every
+#                 file README.md names exists (tests/port/readme_sync.py)
+#   docs          every public function and ops member in include/ipkit/*.h has a doc
+#                 comment (tests/port/doc_check.py), and the checker fails on a planted
+#                 undocumented declaration
 #   cross         every suite-'unit' test, built -static for i686 (run natively) and
 #                 s390x (run under qemu-s390x, big-endian)
 #   install       tests/port/install_check.sh: meson install into a temporary
@@ -156,11 +160,32 @@ check_unity() {
 }
 
 check_readme() {
-	if python3 tests/port/readme_sync.py README.md examples/minimal_embed.c >"$tmp/readme" 2>&1; then
-		ok "README quotes examples/minimal_embed.c as it is"
+	if python3 tests/port/readme_sync.py README.md examples/tcp_embed.c \
+		examples/minimal_embed.c >"$tmp/readme" 2>&1; then
+		ok "README quotes examples/tcp_embed.c as it is and names only files that exist"
 	else
-		fail "README quotes examples/minimal_embed.c as it is"; show "$tmp/readme"
+		fail "README quotes examples/tcp_embed.c as it is and names only files that exist"
+		show "$tmp/readme"
 	fi
+}
+
+# Every public function and ops member documented (doc_check.py's rule), and the
+# checker itself still catches a planted undocumented declaration (a checker that
+# cannot fail proves nothing).
+check_docs() {
+	local planted="$tmp/planted.h"
+	if ! python3 tests/port/doc_check.py >"$tmp/docs" 2>&1; then
+		fail "public headers document every function"; show "$tmp/docs"
+		return
+	fi
+	{ cat include/ipkit/core.h; printf '\nint ipk_planted_undocumented(int x);\n'; } >"$planted"
+	if python3 tests/port/doc_check.py "$planted" >"$tmp/docs-planted" 2>&1 ||
+		! grep -q 'ipk_planted_undocumented' "$tmp/docs-planted"; then
+		fail "public headers document every function (checker missed a planted declaration)"
+		show "$tmp/docs-planted"
+		return
+	fi
+	ok "public headers document every function ($(tail -n 1 "$tmp/docs"))"
 }
 
 check_cross() {
@@ -193,6 +218,7 @@ check_i686
 check_cxx
 check_unity
 check_readme
+check_docs
 check_cross
 check_install
 
