@@ -11,8 +11,7 @@ import json
 import os
 import re
 import subprocess
-
-from conftest import prog
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -27,6 +26,13 @@ def counters(stderr):
     return out
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_ooo_flood_node_recovers(make_link):
     link = make_link("tap")
     # room in the device queue for the whole flood: what is measured is ipkit, not
@@ -38,6 +44,11 @@ def test_ooo_flood_node_recovers(make_link):
     r = link.run("/usr/bin/python3", os.path.join(HERE, "hostile_ooo_peer.py"),
                  link.linux_dev, link.ipk_ip, atk_ip, "7", "50", "200", timeout=240,
                  check=False)
+    # after the attack the node goes idle: it must not spin on a device it cannot
+    # read (the issue's "burning CPU")
+    cpu0 = cpu_seconds(echo.pid)
+    time.sleep(2.0)
+    idle_cpu = cpu_seconds(echo.pid) - cpu0
     echo.terminate()
     try:
         _, err = echo.communicate(timeout=10)
@@ -48,7 +59,7 @@ def test_ooo_flood_node_recovers(make_link):
     assert r.returncode == 0, r.stderr.decode(errors="replace")[-3000:]
     res = json.loads(r.stdout.decode().strip().splitlines()[-1])
     cnt = counters(err)
-    info = "peer: %r\nipkit: %s" % (res, err[-3000:])
+    info = "peer: %r idle_cpu %.2f s\nipkit: %s" % (res, idle_cpu, err[-3000:])
     assert res["attack_conns"] >= 45, info
     assert res["ping_ok"] and res["ping_s"] < 1.0, info
     assert res["conn_ok"] and res["conn_s"] < 1.0, info
@@ -56,6 +67,7 @@ def test_ooo_flood_node_recovers(make_link):
     assert res["legit_sha_ok"], info
     assert res["echoed_during"] > 0, info
     assert res["echoed_after"] > 0, info
+    assert idle_cpu < 0.5, info
     # the policy worked, and nothing was left held: every attacker RST was taken
     assert cnt.get("tcp_rst_rx", 0) >= res["attack_conns"], info
     assert cnt.get("tcp_rmem_collapsed", 0) > 0, info
