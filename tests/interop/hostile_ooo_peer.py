@@ -1,6 +1,6 @@
 """The out-of-order flood of issue 14 item 1, run inside a test's namespace.
 
-    hostile_ooo_peer.py DEV IPKIT_IP ATTACKER_IP PORT NCONN NSEG
+    hostile_ooo_peer.py DEV IPKIT_IP ATTACKER_IP PORT NCONN NSEG [inorder]
 
 A Linux connection (a plain socket, SHA-256 of both directions) keeps echo traffic
 moving through ipkit-echo while a raw-frame attacker (scapy, from ATTACKER_IP, an
@@ -10,6 +10,10 @@ byte is never sent). Even connections send contiguous bytes (collapsible), odd o
 every other byte (only pruning helps). After the flood: ping and a new connection
 must be answered within 1 s, the attacker's RSTs sent, and the Linux connection
 drained and checked. Prints one JSON object; every wait is bounded.
+
+With "inorder" the segments are in order instead (bytes 0, 1, 2, ...) and the attacker
+never acknowledges the echoes: what the application holds then grows, one packet
+buffer per byte when every segment is kept as it came.
 """
 import hashlib
 import json
@@ -27,6 +31,7 @@ from scapy.all import ARP, IP, TCP, AsyncSniffer, Ether, Raw, conf  # noqa: E402
 conf.verb = 0
 DEV, IPK_IP, ATK_IP = sys.argv[1], sys.argv[2], sys.argv[3]
 PORT, NCONN, NSEG = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+INORDER = len(sys.argv) > 7 and sys.argv[7] == "inorder"
 ATK_MAC = "02:00:00:%02x:%02x:%02x" % tuple(random.randrange(256) for _ in range(3))
 
 
@@ -149,8 +154,12 @@ def flood_frames(mac, conns):
     the connections interleaved. Byte 0 is never sent: nothing is ever in order."""
     per = []
     for i, (sp, mine, theirs) in enumerate(conns):
-        offs = [1 + k for k in range(NSEG)] if i % 2 == 0 else [1 + 2 * k for k in range(NSEG)]
-        random.shuffle(offs)
+        if INORDER:
+            offs = list(range(NSEG))
+        else:
+            offs = [1 + k for k in range(NSEG)] if i % 2 == 0 else \
+                [1 + 2 * k for k in range(NSEG)]
+            random.shuffle(offs)
         hdr = Ether(src=ATK_MAC, dst=mac) / IP(src=ATK_IP, dst=IPK_IP)
         per.append([bytes(hdr / TCP(sport=sp, dport=PORT, flags="A",
                                     seq=(mine + o) & 0xffffffff, ack=theirs,
@@ -204,7 +213,8 @@ def main():
     # the attacker's own RSTs (in window: at its next sequence number)
     for sp, mine, theirs in conns:
         l2.send(Ether(src=ATK_MAC, dst=mac) / IP(src=ATK_IP, dst=IPK_IP) /
-                TCP(sport=sp, dport=PORT, flags="R", seq=mine))
+                TCP(sport=sp, dport=PORT, flags="R",
+                    seq=(mine + NSEG) & 0xffffffff if INORDER else mine))
     time.sleep(1.0)
     t2 = time.monotonic()
     legit.stop.set()
