@@ -223,7 +223,8 @@ static int node_core_config(struct ipk_node *n, struct ipk_config *c, char *err,
 	c->ip4_be = cfg->ip4_be;
 	c->netmask_be = node_netmask_be(cfg->prefix_len);
 	c->gateway_be = cfg->gateway_be;
-	c->rmem_max = (uint64_t)cfg->pool.nbufs * ipk_pool_buf_size(n->pool) / NODE_RMEM_SHARE;
+	/* a quarter of the buffers, in the core's unit (pkt_buf_size per packet held) */
+	c->rmem_max = (uint64_t)(cfg->pool.nbufs / NODE_RMEM_SHARE) * room;
 	if (cfg->mac) {
 		memcpy(c->mac, cfg->mac, 6);
 	} else if (caps->link == IPK_LINK_ETH) {
