@@ -10,8 +10,11 @@ and the counters show the policy at work (collapse, prune or memory drops).
 import json
 import os
 import re
+import select
 import subprocess
 import time
+
+from conftest import BUILD
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -129,3 +132,52 @@ def test_echo_small_and_large_writes_sha256(make_link):
     sent, got, ok = r.stdout.decode().split()
     print(r.stdout)
     assert int(sent) == 2 << 20 and int(got) == int(sent) and ok == "True", r.stdout
+
+
+SEND_UDP = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(int(sys.argv[2])):
+    s.sendto(b"frame %d" % i, (sys.argv[1], 9))
+"""
+
+
+def read_line(p, deadline):
+    """The next stdout line of p before deadline (monotonic), or b''."""
+    buf = b""
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([p.stdout], [], [], 0.1)
+        if r:
+            c = os.read(p.stdout.fileno(), 1)
+            if not c:
+                break
+            buf += c
+            if c == b"\n":
+                return buf
+    return buf
+
+
+def test_tap_with_empty_pool_drains_not_spins(make_link):
+    """The node's receive path when no buffer is left: the TAP backend read nothing,
+    the fd stayed readable and the node spun (54M empty reads in the issue's run).
+    io_dry takes every buffer, Linux sends 20 frames: they must be dropped (counted)
+    and the device drained; once buffers are back, the next frame is received."""
+    link = make_link("tap")
+    dry = os.path.join(BUILD, "tests", "io", "io_dry")
+    p = link.start(dry, link.spec, "20")
+    line = read_line(p, time.monotonic() + 10)
+    assert line.startswith(b"dry"), line + p.stderr.read()
+    # a static neighbour: the frames go out without ARP
+    link.run("ip", "neigh", "replace", link.ipk_ip, "lladdr", "02:00:00:00:00:42", "dev",
+             link.linux_dev)
+    link.run("/usr/bin/python3", "-c", SEND_UDP, link.ipk_ip, "20")
+    line = read_line(p, time.monotonic() + 12)
+    assert line == b"freed\n", line
+    for _ in range(50):  # until io_dry has seen one (bounded)
+        link.run("/usr/bin/python3", "-c", SEND_UDP, link.ipk_ip, "1")
+        if p.poll() is not None:
+            break
+        time.sleep(0.1)
+    p.wait(timeout=15)
+    out = p.stdout.read().decode()
+    assert p.returncode == 0, out
