@@ -200,6 +200,10 @@ struct ipk_ctx {
 	uint64_t chack_end;           /* end of the current challenge-ACK second */
 	uint32_t chack_n, chack_budget; /* sent in it, and its (randomised) budget */
 	uint32_t synrecv_n;           /* connections in SYN-RECEIVED (counted in a backlog) */
+	/* receive memory (tcp_mem.c): packets held in out-of-order queues, and the hash
+	 * bucket where the next search for a connection to take them from starts */
+	uint32_t rmem_pkts;
+	uint32_t rmem_cursor;
 	uint32_t tw_n;                /* connections on the TIME_WAIT list */
 	struct ipk_conn *tw_head, *tw_tail; /* TIME_WAIT, oldest first */
 	uint64_t cookie_key[2];       /* SipHash key for SYN cookies, drawn on first use */

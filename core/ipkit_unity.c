@@ -44,6 +44,7 @@
 #include "tcp_ts.c"
 #include "tcp_sack.c"
 #include "tcp_sb.c"
+#include "tcp_mem.c"
 #include "tcp_rack.c"
 #include "tcp_ecn.c"
 #include "rss.c"

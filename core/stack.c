@@ -20,6 +20,8 @@ static void config_default_tcp(struct ipk_config *cfg)
 	cfg->tcp_sndbuf = 256u * 1024u;
 	cfg->tcp_rcvbuf = 256u * 1024u;
 	cfg->tcp_ooo_max = 0; /* follow tcp_rcvbuf (tcp_in.c ooo_limit) */
+	cfg->tcp_rmem_max = 0; /* 2 * tcp_rcvbuf (tcp_mem.c) */
+	cfg->rmem_max = 0;     /* from the pb pool (tcp_mem.c) */
 	cfg->tcp_rto_min_ns = 200 * IPK_NS_PER_MS;
 	cfg->tcp_rto_max_ns = 60 * IPK_NS_PER_S;
 	cfg->tcp_rto_init_ns = 1 * IPK_NS_PER_S;
@@ -382,7 +384,7 @@ const char *ipk_drop_name(enum ipk_drop reason)
 		"tcp_no_conn", "tcp_out_of_window", "tcp_bad_ack", "tcp_bad_flags",
 		"tcp_ooo_full", "tcp_backlog", "tcp_refused", "no_conn_mem", "no_pb",
 		"arp_queue_full", "arp_timeout", "no_pkt", "chain", "no_route",
-		"tcp_paws",
+		"tcp_paws", "tcp_rmem",
 	};
 	unsigned r = (unsigned)reason;
 

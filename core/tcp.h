@@ -249,6 +249,18 @@ IPK_INLINE struct ipk_pb *ipk_tcp_sb(const struct ipk_conn *c)
 struct ipk_pb *ipk_tcp_x_get(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Return the extension record when it holds nothing. */
 void ipk_tcp_x_trim(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Packets the out-of-order queue holds (tcp_mem.c), kept in the extension record;
+ * each queued pb keeps its own packet count in pb->xmit. */
+#define IPK_X_RMEM(x) ((x)->pad_)
+
+/* Receive memory (tcp_mem.c). ipk_tcp_rmem_admit makes room for `pkt` to be queued
+ * out of order at `seq` (collapse, prune, reclaim); 0 = no room, the caller drops
+ * the segment (counted here). Charge and uncharge follow each queued pb. */
+int ipk_tcp_rmem_admit(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint32_t seq);
+void ipk_tcp_rmem_charge(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *pb);
+void ipk_tcp_rmem_uncharge(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_pb *pb);
+/* Forget the whole queue's charge (the queue is being freed). */
+void ipk_tcp_rmem_clear(struct ipk_ctx *ctx, struct ipk_conn *c);
 
 /*
  * The scoreboard record ipk_tcp_sb(c) is a pb descriptor whose fields hold the flight's

@@ -688,6 +688,7 @@ static void ooo_insert_at(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tc
 		struct ipk_pb *dead = *pp;
 
 		*pp = dead->next;
+		ipk_tcp_rmem_uncharge(ctx, c, dead);
 		ipk_pkt_release(ctx, dead->pkt);
 		ipk_pb_put(ctx, dead);
 		c->ooo_n--;
@@ -710,6 +711,7 @@ static void ooo_insert_at(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tc
 	pb->aux = fin ? IPK_TCP_PB_FIN : 0;
 	pb->next = *pp;
 	*pp = pb;
+	ipk_tcp_rmem_charge(ctx, c, pb);
 	ipk_tcp_sack_recent(c, pb);
 	c->ooo_n++;
 	ctx->cnt.tcp_ooo_segs++;
@@ -717,7 +719,8 @@ static void ooo_insert_at(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tc
 }
 
 /* The queue lives in the extension record: without one (pool empty) the segment is
- * dropped, counted by the pool, and the peer resends it. */
+ * dropped, counted by the pool, and the peer resends it. Receive memory is made room
+ * for first (tcp_mem.c: collapse, prune, reclaim), or the segment is dropped there. */
 static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s,
                        uint32_t seq, uint32_t off, uint32_t len, int fin)
 {
@@ -725,7 +728,8 @@ static void ooo_insert(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_s
 
 	if (!x)
 		return;
-	ooo_insert_at(ctx, c, s, &x->next, seq, off, len, fin);
+	if (ipk_tcp_rmem_admit(ctx, c, s->pkt, seq))
+		ooo_insert_at(ctx, c, s, &x->next, seq, off, len, fin);
 	ipk_tcp_x_trim(ctx, c);
 }
 
@@ -741,6 +745,7 @@ static void ooo_drain(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 		c->x->next = pb->next;
 		c->ooo_n--;
+		ipk_tcp_rmem_uncharge(ctx, c, pb);
 		if (skip < pb->len)
 			deliver(ctx, c, pb->pkt, pb->off + skip, pb->len - skip);
 		fin = (pb->aux & IPK_TCP_PB_FIN) && pb->seq + pb->len == c->rcv_nxt;

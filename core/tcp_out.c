@@ -45,6 +45,7 @@ void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 	c->sq_head = c->sq_tail = NULL;
 	c->sq_bytes = 0;
 	if (c->x) {
+		ipk_tcp_rmem_clear(ctx, c);
 		pb_free_all(ctx, c->x->next);
 		c->x->next = NULL;
 	}

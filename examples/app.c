@@ -227,6 +227,13 @@ void app_report(struct ipk_node *n, const char *prog)
 	        (unsigned long long)c->rx_frames, (unsigned long long)c->tx_frames,
 	        (unsigned long long)c->tcp_retransmits, (unsigned long long)st.rx_drops,
 	        (unsigned long long)st.tx_drops, (unsigned long long)ipk_node_tx_drops(n));
+	fprintf(stderr, "%s: tcp_rst_rx=%llu tcp_ooo_segs=%llu tcp_rmem_collapsed=%llu "
+	        "tcp_rmem_collapse_pkts=%llu tcp_rmem_pruned=%llu tcp_rmem_reclaimed=%llu "
+	        "tcp_rmem_reserve=%llu\n", prog, (unsigned long long)c->tcp_rst_rx,
+	        (unsigned long long)c->tcp_ooo_segs, (unsigned long long)c->tcp_rmem_collapsed,
+	        (unsigned long long)c->tcp_rmem_collapse_pkts,
+	        (unsigned long long)c->tcp_rmem_pruned, (unsigned long long)c->tcp_rmem_reclaimed,
+	        (unsigned long long)c->tcp_rmem_reserve);
 	for (i = 0; i < IPK_DROP__COUNT; i++)
 		if (c->drop[i])
 			fprintf(stderr, "%s:   drop %s %llu\n", prog, ipk_drop_name((enum ipk_drop)i),

@@ -12,6 +12,11 @@
  * buffer) and queued with ipk_tcp_send. Received bytes are released to the window
  * (ipk_tcp_recved) only once their echo is in the send buffer, so a client that does
  * not read its echoes is slowed down by flow control instead of filling our memory.
+ * Small payloads are copied instead (ipk_tcp_write, which fills the send queue's
+ * packets, or a buffer of our own at the tail of the waiting queue): a clone keeps
+ * the whole receive buffer for its few bytes, and a client sending one-byte segments
+ * without acknowledging the echoes made the window's worth of bytes pin one 2 KiB
+ * buffer each, the whole pool (issue 14).
  */
 #include "app.h"
 #include "echo_workers.h"
@@ -20,9 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Payloads up to this many bytes are copied, not cloned. */
+#define ECHO_COPY_MAX 256u
+
 struct echo_conn {
 	struct ipk_conn *c;
 	struct ipk_pkt *head, *tail; /* clones waiting for send-buffer room, linked by ->user */
+	struct ipk_pkt *ctail;       /* the tail when it is our own copy buffer, still filling */
 	int fin;                     /* peer finished: close once the queue is empty */
 };
 
@@ -39,6 +48,7 @@ static void echo_queue_free(struct echo_conn *e)
 		ipk_pkt_free(k);
 	}
 	e->tail = NULL;
+	e->ctail = NULL;
 }
 
 /* Move queued clones into the send buffer while it has room. */
@@ -58,6 +68,8 @@ static void echo_drain(struct ipk_ctx *ctx, struct echo_conn *e, uint64_t now)
 		e->head = next;
 		if (!next)
 			e->tail = NULL;
+		if (k == e->ctail)
+			e->ctail = NULL; /* sent: nothing more may be written into it */
 		if (r < 0) {
 			ipk_pkt_free(k);
 			echo_queue_free(e);
@@ -86,6 +98,52 @@ static void *echo_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque
 	return e;
 }
 
+/* Append len bytes to the waiting queue in our own buffer: the tail one while it has
+ * room, else a fresh one. -1 when the pool has none. */
+static int echo_copy_queue(struct echo_conn *e, struct ipk_pool *pool, const uint8_t *d,
+                           uint32_t len)
+{
+	struct ipk_pkt *k = e->ctail;
+
+	if (!k || ipk_pool_buf_size(pool) - k->off - k->len < len) {
+		k = ipk_pkt_alloc(pool);
+		if (!k)
+			return -1;
+		k->user = NULL;
+		if (e->tail)
+			e->tail->user = k;
+		else
+			e->head = k;
+		e->tail = e->ctail = k;
+	}
+	memcpy(ipk_pkt_mtod(k) + k->len, d, len);
+	k->len += len;
+	return 0;
+}
+
+/* A small payload: into the send buffer by copy when nothing waits before it, the
+ * rest (send buffer full) copied onto the waiting queue. Bytes are released to the
+ * window as they reach the send buffer, as for clones. */
+static int echo_small(struct ipk_ctx *ctx, struct echo_conn *e, const uint8_t *d, uint32_t len,
+                      void *opaque)
+{
+	struct echo_app *a = (struct echo_app *)ipk_node_app(opaque);
+	struct ipk_node *n = ipk_node_from(opaque);
+	int r = 0;
+
+	a->bytes += len;
+	if (!e->head) {
+		r = ipk_tcp_write(ctx, e->c, d, len, ipk_node_now(n));
+		if (r < 0)
+			r = 0; /* no packet for it now: it waits with the rest */
+		if (r > 0)
+			ipk_tcp_recved(ctx, e->c, (uint32_t)r, ipk_node_now(n));
+	}
+	if ((uint32_t)r == len)
+		return 0;
+	return echo_copy_queue(e, ipk_node_pool(n), d + r, len - (uint32_t)r);
+}
+
 static void echo_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
                          uint32_t off, uint32_t len, void *opaque)
 {
@@ -99,6 +157,13 @@ static void echo_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, vo
 	if (!pkt) {
 		e->fin = 1;
 		echo_drain(ctx, e, now);
+		return;
+	}
+	if (len <= ECHO_COPY_MAX) {
+		if (echo_small(ctx, e, ipk_pkt_mtod((struct ipk_pkt *)pkt) + off, len, opaque) < 0) {
+			echo_queue_free(e);
+			ipk_tcp_abort(ctx, e->c, now);
+		}
 		return;
 	}
 	k = ipk_pkt_clone((struct ipk_pkt *)pkt);
@@ -116,6 +181,7 @@ static void echo_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, vo
 	else
 		e->head = k;
 	e->tail = k;
+	e->ctail = NULL;
 	a->bytes += len;
 	echo_drain(ctx, e, now);
 }

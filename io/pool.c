@@ -29,6 +29,7 @@ struct ipk_pool {
 	uint32_t ndesc_free;
 	struct ipk_pool_stats st;
 	struct ipk_pool *large;   /* companion of 128 KiB buffers (ipk_pool_large), or NULL */
+	uint32_t reserve;         /* buffers the core's op_alloc leaves to receive */
 };
 
 void ipk_pool_cfg_default(struct ipk_pool_cfg *cfg)
@@ -382,9 +383,34 @@ static struct ipk_pool *ops_pool(void *opaque)
 	return *(struct ipk_pool **)opaque;
 }
 
+void ipk_pool_set_reserve(struct ipk_pool *p, uint32_t nbufs)
+{
+	if (p)
+		p->reserve = nbufs < p->cfg.nbufs ? nbufs : p->cfg.nbufs / 2;
+}
+
+int ipk_pool_low(const struct ipk_pool *p)
+{
+	return p->reserve && p->nbuf_free <= 2u * p->reserve;
+}
+
+int ipk_pool_pkt_low(void *opaque)
+{
+	return ipk_pool_low(ops_pool(opaque));
+}
+
+/* The core's allocations stop at the receive reserve (the backend's do not). */
 static void *op_alloc(void *opaque)
 {
-	return ipk_pkt_alloc(ops_pool(opaque));
+	struct ipk_pool *p = ops_pool(opaque);
+
+	if (p->nbuf_free <= p->reserve) {
+		p->st.allocs++;
+		p->st.alloc_fails++;
+		p->st.reserve_hits++;
+		return NULL;
+	}
+	return ipk_pkt_alloc(p);
 }
 
 static void op_free(void *pkt, void *opaque)

@@ -25,6 +25,11 @@
 #define NODE_RAND_WORDS 64
 /* backends without a pollable fd: nap this long at most between polls */
 #define NODE_NOFD_NAP_NS 50000u
+/* Issue 14: the share of the packet pool the core may hold as out-of-order data
+ * (ipk_config.rmem_max), and the buffers kept for receive alone (ipk_pool_set_reserve):
+ * whatever a peer sends, the rest of the pool stays for receive and transmit. */
+#define NODE_RMEM_SHARE 4u
+#define NODE_RX_RESERVE_SHARE 16u
 
 struct ipk_node {
 	struct ipk_pool *pool; /* first: ipk_pool_fill_ops finds the pool through opaque */
@@ -171,6 +176,7 @@ static void node_ops_init(struct ipk_node *n)
 	const struct ipk_ops *ev = n->cfg.events;
 	memset(&n->ops, 0, sizeof(n->ops));
 	ipk_pool_fill_ops(&n->ops);
+	n->ops.pkt_low = ipk_pool_pkt_low;
 	n->ops.tx = node_tx;
 	n->ops.tx_flush = node_tx_flush;
 	n->ops.tx_offload = node_tx_offload;
@@ -217,6 +223,8 @@ static int node_core_config(struct ipk_node *n, struct ipk_config *c, char *err,
 	c->ip4_be = cfg->ip4_be;
 	c->netmask_be = node_netmask_be(cfg->prefix_len);
 	c->gateway_be = cfg->gateway_be;
+	/* a quarter of the buffers, in the core's unit (pkt_buf_size per packet held) */
+	c->rmem_max = (uint64_t)(cfg->pool.nbufs / NODE_RMEM_SHARE) * room;
 	if (cfg->mac) {
 		memcpy(c->mac, cfg->mac, 6);
 	} else if (caps->link == IPK_LINK_ETH) {
@@ -341,6 +349,7 @@ struct ipk_node *ipk_node_create(const struct ipk_node_cfg *cfg, char *err, size
 	n->pool = ipk_pool_create(&n->cfg.pool, err, errlen);
 	if (!n->pool)
 		goto fail;
+	ipk_pool_set_reserve(n->pool, n->cfg.pool.nbufs / NODE_RX_RESERVE_SHARE);
 	if (n->cfg.io_open)
 		n->io = n->cfg.io_open(n->pool, n->cfg.io_open_arg, err, errlen);
 	else {

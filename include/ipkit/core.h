@@ -194,6 +194,8 @@ enum ipk_drop {
 	IPK_DROP_CHAIN,             /* received packet chain not allowed here */
 	IPK_DROP_NO_ROUTE,          /* transmit: destination off-link and no gateway */
 	IPK_DROP_TCP_PAWS,          /* RFC 7323 §5: timestamp older than TS.Recent */
+	IPK_DROP_TCP_RMEM,          /* out-of-order data refused: receive-memory limit
+	                             * (tcp_rmem_max, rmem_max) or ops->pkt_low */
 	IPK_DROP__COUNT
 };
 
@@ -236,6 +238,17 @@ struct ipk_counters {
 	uint64_t tcp_rescue_rtx;      /* RFC 6675 rescue retransmissions (one per recovery) */
 	uint64_t tcp_fast_path;       /* segments taken by header prediction (RFC 9293
 	                               * §3.10.7.4's common case; the rest went the full way) */
+	/* receive-memory pressure (tcp_mem.c): out-of-order data held against tcp_rmem_max
+	 * and rmem_max */
+	uint64_t tcp_rmem_collapsed;  /* queued segments copied together into fewer packets */
+	uint64_t tcp_rmem_collapse_pkts; /* packets those copies filled */
+	uint64_t tcp_rmem_pruned;     /* queued segments dropped (reneged, RFC 2018 §8),
+	                               * highest sequence first */
+	uint64_t tcp_rmem_pruned_bytes; /* their payload bytes */
+	uint64_t tcp_rmem_reclaimed;  /* of those, taken from another connection holding more
+	                               * (context limit) */
+	uint64_t tcp_rmem_reserve;    /* segments refused because ops->pkt_low said the
+	                               * integrator's packets run low (also drop[TCP_RMEM]) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -375,6 +388,14 @@ struct ipk_ops {
 	 * id and sequence of the request, and its payload length. */
 	void (*icmp_echo_reply)(struct ipk_ctx *ctx, uint32_t from_ip4_be, uint16_t id_be,
 	                        uint16_t seq_be, uint32_t payload_len, void *opaque);
+
+	/* -- memory pressure (optional) ------------------------------------- */
+
+	/* Nonzero when the integrator's packets run low (e.g. a pool below the reserve it
+	 * keeps for receive). Asked only before the core would hold one more received
+	 * packet (out-of-order data); while it says so the core holds none, so that
+	 * ACKs, RSTs, ARP and ICMP can still be received and processed. NULL: never. */
+	int (*pkt_low)(void *opaque);
 };
 
 /* Engine configuration. ipk_config_default fills every field with a documented
@@ -424,6 +445,21 @@ struct ipk_config {
 	uint32_t tcp_rcvbuf;        /* receive window ceiling, default 256 KiB */
 	uint16_t tcp_ooo_max;       /* out-of-order segments held per connection; default 0 =
 	                             * as many full-sized segments as tcp_rcvbuf holds */
+	/* Receive memory (issue 14: a peer must not fill the integrator's packets with
+	 * out-of-order data). Counted like Linux's truesize: every packet held costs
+	 * pkt_buf_size bytes, whatever its payload, so a 1-byte segment costs a whole
+	 * buffer. Past a limit the core first copies small contiguous segments together
+	 * (collapse), then drops queued data from the highest sequence down (RFC 2018 §8
+	 * allows reneging SACKed data; our SACK blocks follow the queue), then, for the
+	 * context limit, takes it from a connection holding more; otherwise the new
+	 * segment is dropped (IPK_DROP_TCP_RMEM). In-order data never counts: it is
+	 * delivered at once. */
+	uint32_t tcp_rmem_max;      /* bytes held per connection; default 0 = 2 * tcp_rcvbuf */
+	uint64_t rmem_max;          /* bytes held by the whole context; default 0 = half the
+	                             * pb descriptors (ipk_add_pbs) times pkt_buf_size. Set it
+	                             * to a fraction of the packet pool (the runtime uses a
+	                             * quarter) so the rest always remains for receive and
+	                             * transmit. UINT64_MAX = no context limit. */
 	uint64_t tcp_rto_min_ns;    /* RFC 6298 (2.4) says 1 s; default 200 ms like Linux */
 	uint64_t tcp_rto_max_ns;    /* default 60 s */
 	uint64_t tcp_rto_init_ns;   /* RFC 6298 (2.1): default 1 s */

@@ -103,6 +103,17 @@ static inline uint8_t *ipk_pkt_mtod(const struct ipk_pkt *k) { return k->buf + k
 /* Buffers and descriptors in use now (tests check these return to 0). */
 void ipk_pool_usage(const struct ipk_pool *p, uint32_t *bufs_out, uint32_t *descs_out);
 
+/* The receive reserve: the core's allocations through the packet ops (transmit
+ * headers, ACKs, its copies) fail while no more than `nbufs` buffers are free, so the
+ * backend's receive path (ipk_pkt_alloc) always finds buffers for the ACKs, RSTs, ARP
+ * and ICMP that let memory be freed again (issue 14). Default 0 (none). */
+void ipk_pool_set_reserve(struct ipk_pool *p, uint32_t nbufs);
+/* 1 when at most twice the reserve is free: the core's ops->pkt_low (ipk_pool_pkt_low
+ * with the same opaque convention as ipk_pool_fill_ops) then holds no more received
+ * packets. */
+int ipk_pool_low(const struct ipk_pool *p);
+int ipk_pool_pkt_low(void *opaque);
+
 /* Fill the packet ops of `ops` (pkt_alloc ... pkt_chain_cut) with this pool. The
  * context's ipk_config.opaque must point to a struct whose first member is the
  * struct ipk_pool * to allocate from. */
@@ -149,6 +160,8 @@ struct ipk_pool_stats {
 	uint64_t bad_puts;            /* double or foreign buf_put / attach, ignored */
 	uint32_t hugepages;           /* 1 when the area is backed by hugepages */
 	uint32_t pad_;
+	uint64_t reserve_hits;        /* core allocations refused to keep the receive
+	                               * reserve (ipk_pool_set_reserve) */
 };
 /* Copy p's counters into *st (neither may be NULL). */
 void ipk_pool_stats(const struct ipk_pool *p, struct ipk_pool_stats *st);

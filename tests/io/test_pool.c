@@ -231,6 +231,45 @@ static void test_pool_ops_drive_packets(void)
 	ipk_pool_destroy(h.pool);
 }
 
+/* The receive reserve (issue 14): the core's allocations (the packet ops) stop at it,
+ * the backend's receive path (ipk_pkt_alloc) does not; pkt_low is on from twice it. */
+static void test_pool_reserve_kept_for_receive(void)
+{
+	struct holder h;
+	struct ipk_ops ops;
+	struct ipk_pkt *k[8];
+	struct ipk_pool_stats st;
+	int i;
+
+	memset(&ops, 0, sizeof(ops));
+	h.pool = small_pool(8, 16);
+	ipk_pool_fill_ops(&ops);
+	ipk_pool_set_reserve(h.pool, 2);
+	CHECK(!ipk_pool_pkt_low(&h));
+	for (i = 0; i < 4; i++)
+		CHECK((k[i] = (struct ipk_pkt *)ops.pkt_alloc(&h)) != NULL);
+	CHECK(ipk_pool_pkt_low(&h)); /* 4 free: twice the reserve */
+	CHECK((k[4] = (struct ipk_pkt *)ops.pkt_alloc(&h)) != NULL);
+	CHECK((k[5] = (struct ipk_pkt *)ops.pkt_alloc(&h)) != NULL);
+	CHECK(ops.pkt_alloc(&h) == NULL); /* 2 free: the reserve */
+	ipk_pool_stats(h.pool, &st);
+	CHECK_EQ(st.reserve_hits, 1);
+	CHECK((k[6] = ipk_pkt_alloc(h.pool)) != NULL); /* receive still gets them */
+	CHECK((k[7] = ipk_pkt_alloc(h.pool)) != NULL);
+	CHECK(ipk_pkt_alloc(h.pool) == NULL);
+	for (i = 0; i < 8; i++)
+		ipk_pkt_free(k[i]);
+	CHECK(!ipk_pool_low(h.pool));
+	ipk_pool_set_reserve(h.pool, 100); /* more than the pool: half of it */
+	for (i = 0; i < 4; i++)
+		CHECK((k[i] = (struct ipk_pkt *)ops.pkt_alloc(&h)) != NULL);
+	CHECK(ops.pkt_alloc(&h) == NULL);
+	for (i = 0; i < 4; i++)
+		ipk_pkt_free(k[i]);
+	usage_is(h.pool, 0, 0);
+	ipk_pool_destroy(h.pool);
+}
+
 int main(void)
 {
 	RUN(test_pool_alloc_gives_headroom_and_aligned_area);
@@ -241,5 +280,6 @@ int main(void)
 	RUN(test_pool_bad_config_rejected_with_message);
 	RUN(test_pool_hugepages_falls_back);
 	RUN(test_pool_ops_drive_packets);
+	RUN(test_pool_reserve_kept_for_receive);
 	return check_summary();
 }
