@@ -108,9 +108,10 @@ void ipk_pool_usage(const struct ipk_pool *p, uint32_t *bufs_out, uint32_t *desc
  * backend's receive path (ipk_pkt_alloc) always finds buffers for the ACKs, RSTs, ARP
  * and ICMP that let memory be freed again (issue 14). Default 0 (none). */
 void ipk_pool_set_reserve(struct ipk_pool *p, uint32_t nbufs);
-/* 1 when at most twice the reserve is free: the core's ops->pkt_low (ipk_pool_pkt_low
- * with the same opaque convention as ipk_pool_fill_ops) then holds no more received
- * packets. */
+/* ipk_pool_low returns 1 when at most twice the reserve is free (0 otherwise, and 0
+ * with no reserve set); ipk_pool_pkt_low returns the same for the pool found through
+ * `opaque` (the convention of ipk_pool_fill_ops), to be used as the core's
+ * ops->pkt_low, under which the core holds no more received packets. */
 int ipk_pool_low(const struct ipk_pool *p);
 int ipk_pool_pkt_low(void *opaque);
 
