@@ -257,6 +257,20 @@ struct ipk_ctx {
 
 /* ---------------------------------------------------------- op shims */
 
+/* The engine's clock at an entry point (ipk_run, ipk_tcp_*, ipk_udp_*, ...): `now` is
+ * the integrator's monotonic ns and never goes back. A smaller value (a stale clock
+ * read, or 0 passed from inside a callback) is taken as the last one seen: deadlines
+ * are 32-bit ticks relative to ctx->now and TSvals come from it, so a clock that
+ * stepped back would put timers 2^32 ticks away and send segments PAWS drops
+ * (RFC 7323 §5.3). Returns the clock to use. */
+IPK_INLINE uint64_t ipk_clock(struct ipk_ctx *c, uint64_t now)
+{
+	if (now < c->now)
+		now = c->now;
+	c->now = now;
+	return now;
+}
+
 IPK_INLINE void *ipk_pkt_alloc(struct ipk_ctx *c) { return IPK_OPS(c)->pkt_alloc(IPK_OPQ(c)); }
 IPK_INLINE void ipk_pkt_free(struct ipk_ctx *c, void *p) { IPK_OPS(c)->pkt_free(p, IPK_OPQ(c)); }
 IPK_INLINE uint8_t *ipk_pkt_data(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_data(p, IPK_OPQ(c)); }

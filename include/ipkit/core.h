@@ -9,7 +9,7 @@
  *   - packets: the integrator's own objects (an mbuf, an XDP frame, a pool slot),
  *     touched only through the packet ops in struct ipk_ops;
  *   - time: every entry point takes `now` in nanoseconds; ipk_run returns the next
- *     deadline;
+ *     deadline (see "Time" below);
  *   - events: delivered by callback from inside ipk_run and the other entry points.
  *
  * One context serves one thread / one NIC queue. Contexts share nothing, so many of
@@ -25,6 +25,24 @@
  * belongs to the integrator. Packets shown in events (payload, UDP datagram, ICMP
  * reply) stay the core's and are valid only during the callback; clone them with the
  * integrator's own clone to keep them.
+ *
+ * Time: `now` is a monotonic clock in nanoseconds (any epoch, e.g. CLOCK_MONOTONIC)
+ * that never goes back. A value smaller than the largest one the context has seen
+ * (a stale read, 0 passed from inside a callback) is taken as that largest value:
+ * every entry point clamps it, because deadlines are kept relative to the last time
+ * and RFC 7323 timestamps come from it (a clock stepping back would stall timers and
+ * make both ends drop our segments as PAWS-old).
+ *
+ * Calls from inside callbacks (ops->tcp_* events, udp_recv, icmp_echo_reply): the
+ * TCP calls on the connection the event is for and on any other live connection,
+ * ipk_tcp_write, ipk_tcp_send, ipk_tcp_recved, ipk_tcp_close, ipk_tcp_abort and the
+ * accessors (ipk_tcp_user, ipk_tcp_info, set_nagle/cc/keepalive), are allowed from
+ * tcp_connected, tcp_accepted, tcp_payload and tcp_acked; a write made while the
+ * event's own segment is processed goes out with that event's ACK. In tcp_closed the
+ * handle is already dead (calls on it return IPK_ECLOSED). ipk_tcp_connect,
+ * ipk_tcp_listen/unlisten, ipk_udp_* and ipk_icmp_echo are allowed from any event.
+ * Never call ipk_run, ipk_ctx_init or ipk_add_conns/ipk_add_pbs from a callback:
+ * ipk_run is not re-entrant.
  */
 #ifndef IPKIT_CORE_H
 #define IPKIT_CORE_H
@@ -285,7 +303,8 @@ struct ipk_ops {
 	void *(*tcp_accepted)(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque);
 	/* (optional) An active open completed. */
 	void (*tcp_connected)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *opaque);
-	/* (required for TCP) In-order payload, zero-copy: `len` bytes at `off` in `pkt`
+	/* (required for TCP: ipk_tcp_listen / ipk_tcp_connect fail without it)
+	 * In-order payload, zero-copy: `len` bytes at `off` in `pkt`
 	 * (never a chain: a chained segment, IPK_CAP_LRO or reassembly, comes as one
 	 * call per packet of the chain, in order). The packet stays the core's. The bytes count against the
 	 * receive window until the application calls ipk_tcp_recved. len == 0 with
@@ -303,7 +322,8 @@ struct ipk_ops {
 
 	/* -- UDP / ICMP events ----------------------------------------------- */
 
-	/* (optional) A datagram for a bound port: `len` bytes at `off` in `pkt`; after a
+	/* (required for UDP receive: ipk_udp_bind fails without it)
+	 * A datagram for a bound port: `len` bytes at `off` in `pkt`; after a
 	 * reassembly the payload may continue in pkt's chain (use ipk_pkt_copy). */
 	void (*udp_recv)(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
 	                 uint32_t len, void *opaque);
@@ -453,7 +473,17 @@ void ipk_config_default(struct ipk_config *cfg);
 
 /* --------------------------------------------------------------- context */
 
-/* Bytes the context needs for this configuration (0 if the config is invalid). */
+/* Check a configuration, and with ops != NULL the ops table too, by the rules
+ * ipk_ctx_size and ipk_ctx_init apply. Returns IPK_OK, or IPK_EINVAL with *why (when
+ * why != NULL) pointing to a static string naming the first problem ("mtu is below
+ * 576 (RFC 791)", "ops->tx is NULL (required)"); on IPK_OK *why is "ok". Required
+ * ops: the packet ops, tx and random, plus tx_offload / rx_csum when caps ask for
+ * them. tcp_payload is required to use TCP (ipk_tcp_listen and ipk_tcp_connect return
+ * IPK_EINVAL without it) and udp_recv to bind a UDP port (ipk_udp_bind). */
+int ipk_config_check(const struct ipk_config *cfg, const struct ipk_ops *ops, const char **why);
+
+/* Bytes the context needs for this configuration (0 if the config is invalid:
+ * ipk_config_check(cfg, NULL, &why) says why). */
 size_t ipk_ctx_size(const struct ipk_config *cfg);
 /* Bytes of one connection object and one pb descriptor. */
 size_t ipk_conn_size(void);
@@ -461,7 +491,7 @@ size_t ipk_pb_size(void);
 
 /* Initialise a context in `mem` (ipk_ctx_size bytes, 8-byte aligned). `ops` must
  * outlive the context. Returns the context, or NULL for a bad config / missing
- * required op. */
+ * required op (ipk_config_check says which). */
 struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cfg,
                              const struct ipk_ops *ops);
 
@@ -500,7 +530,8 @@ int ipk_arp_add_static(struct ipk_ctx *ctx, uint32_t ip4_be, const uint8_t mac[6
 
 /* ------------------------------------------------------------------- TCP */
 
-/* Listen on a local port; backlog bounds connections in SYN-RECEIVED for it. */
+/* Listen on a local port; backlog bounds connections in SYN-RECEIVED for it.
+ * IPK_EINVAL also when ops->tcp_payload is NULL (as for ipk_tcp_connect). */
 int ipk_tcp_listen(struct ipk_ctx *ctx, uint16_t port_be, uint16_t backlog);
 int ipk_tcp_unlisten(struct ipk_ctx *ctx, uint16_t port_be);
 
@@ -581,6 +612,7 @@ int ipk_tcp_info(const struct ipk_conn *c, struct ipk_tcp_info *info);
 
 /* ------------------------------------------------------------------- UDP */
 
+/* IPK_EINVAL also when ops->udp_recv is NULL: the datagrams would vanish. */
 int ipk_udp_bind(struct ipk_ctx *ctx, uint16_t port_be);
 int ipk_udp_unbind(struct ipk_ctx *ctx, uint16_t port_be);
 /*
