@@ -588,6 +588,10 @@ void ipk_tcp_cc_sack_enter(struct ipk_ctx *ctx, struct ipk_conn *c);
 uint32_t ipk_tcp_ts_now(const struct ipk_ctx *ctx, const struct ipk_conn *c);
 /* Negotiate from the peer's SYN (our SYN offered TS when cfg.tcp_timestamps). */
 void ipk_tcp_ts_syn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o);
+/* RFC 7323 §3.2: 1 when a non-RST segment lacks the negotiated timestamp (dropped
+ * silently, counted as IPK_DROP_TCP_NO_TS). */
+int ipk_tcp_ts_missing(struct ipk_ctx *ctx, const struct ipk_conn *c,
+                       const struct ipk_tcp_seg *s);
 /* RFC 7323 §5.3 R1: 1 when the segment must be dropped (counted; the caller owes
  * an ACK). */
 int ipk_tcp_paws_reject(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
@@ -737,6 +741,9 @@ void ipk_tcp_challenge_ack(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Owe the ACK RFC 9293 §3.10.7.4 asks for an unacceptable segment, rate limited per
  * connection when the segment carries no data (RFC 5961 §10 / ACK loops). */
 void ipk_tcp_oow_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
+/* 1 when a duplicate SYN in SYN-RECEIVED may have its SYN-ACK now (one per
+ * tcp_invalid_ratelimit_ns per connection); else counted in tcp_synack_dup_limited. */
+int ipk_tcp_synack_again_allowed(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* RFC 5961 §5.2: 1 when SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.MAX. */
 int ipk_tcp_ack_valid(const struct ipk_conn *c, uint32_t ack);
 

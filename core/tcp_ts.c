@@ -38,6 +38,24 @@ void ipk_tcp_ts_syn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tc
 	c->ts_recent_ms = ts_clock_ms(ctx);
 }
 
+/*
+ * RFC 7323 §3.2: once both SYNs carried TSopt, "if a non-<RST> segment is received
+ * without a TSopt, a TCP SHOULD silently drop the segment" (and MUST NOT abort the
+ * connection for it). Silently: no ACK, so a forger learns nothing and cannot start
+ * an ACK exchange. FreeBSD does the same (net.inet.tcp.tolerate_missing_ts = 0);
+ * Linux accepts such segments (tcp_validate_incoming applies PAWS only when a
+ * timestamp was seen). Header prediction never gets here: it takes only segments
+ * with the expected timestamp.
+ */
+int ipk_tcp_ts_missing(struct ipk_ctx *ctx, const struct ipk_conn *c,
+                       const struct ipk_tcp_seg *s)
+{
+	if (!(c->fl & IPK_TCPF_TS_OK) || s->o.has_ts || (s->h.flags & IPK_TCP_RST))
+		return 0;
+	ipk_drop(ctx, IPK_DROP_TCP_NO_TS);
+	return 1;
+}
+
 /* RFC 7323 §5.3 R1 and §5.5. */
 int ipk_tcp_paws_reject(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
 {

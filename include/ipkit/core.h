@@ -166,6 +166,8 @@ enum ipk_drop {
 	IPK_DROP_CHAIN,             /* received packet chain not allowed here */
 	IPK_DROP_NO_ROUTE,          /* transmit: destination off-link and no gateway */
 	IPK_DROP_TCP_PAWS,          /* RFC 7323 §5: timestamp older than TS.Recent */
+	IPK_DROP_TCP_NO_TS,         /* RFC 7323 §3.2: no timestamp on a connection that
+	                             * negotiated them (non-RST; dropped silently) */
 	IPK_DROP__COUNT
 };
 
@@ -208,6 +210,8 @@ struct ipk_counters {
 	uint64_t tcp_rescue_rtx;      /* RFC 6675 rescue retransmissions (one per recovery) */
 	uint64_t tcp_fast_path;       /* segments taken by header prediction (RFC 9293
 	                               * §3.10.7.4's common case; the rest went the full way) */
+	uint64_t tcp_synack_dup_limited; /* duplicate SYNs in SYN-RECEIVED left unanswered
+	                                  * (one SYN-ACK per tcp_invalid_ratelimit_ns) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); never NULL. */
