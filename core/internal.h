@@ -196,6 +196,8 @@ struct ipk_ctx {
 	/* TCP defences (tcp_defence.c, tcp_syncookie.c, tcp_tw.c) */
 	uint64_t chack_end;           /* end of the current challenge-ACK second */
 	uint32_t chack_n, chack_budget; /* sent in it, and its (randomised) budget */
+	uint64_t rst_end;             /* end of the current tcp_rst_limit second */
+	uint32_t rst_n;               /* RSTs for segments sent in it (tcp_defence.c) */
 	uint32_t synrecv_n;           /* connections in SYN-RECEIVED (counted in a backlog) */
 	uint32_t tw_n;                /* connections on the TIME_WAIT list */
 	struct ipk_conn *tw_head, *tw_tail; /* TIME_WAIT, oldest first */

@@ -32,6 +32,7 @@ static void config_default_tcp(struct ipk_config *cfg)
 	cfg->tcp_backlog_max = 128;
 	cfg->tcp_challenge_ack_limit = 1000;
 	cfg->tcp_invalid_ratelimit_ns = 500 * IPK_NS_PER_MS;
+	cfg->tcp_rst_limit = 1000;
 	cfg->tcp_synrecv_max = 256;
 	cfg->tcp_syncookies = 1;
 	cfg->tcp_tw_max = 4096;

@@ -744,6 +744,9 @@ void ipk_tcp_oow_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_t
 /* 1 when a duplicate SYN in SYN-RECEIVED may have its SYN-ACK now (one per
  * tcp_invalid_ratelimit_ns per connection); else counted in tcp_synack_dup_limited. */
 int ipk_tcp_synack_again_allowed(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* 1 when a RST answering a segment may go now (cfg.tcp_rst_limit per second);
+ * else counted in tcp_rst_limited. */
+int ipk_tcp_rst_allowed(struct ipk_ctx *ctx);
 /* RFC 5961 §5.2: 1 when SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.MAX. */
 int ipk_tcp_ack_valid(const struct ipk_conn *c, uint32_t ack);
 

@@ -105,6 +105,26 @@ int ipk_tcp_synack_again_allowed(struct ipk_ctx *ctx, struct ipk_conn *c)
 	return 0;
 }
 
+/* tcp_rst_limit RSTs per second of our clock for segments (not for ipk_tcp_abort):
+ * a fixed window, as for challenge ACKs. */
+int ipk_tcp_rst_allowed(struct ipk_ctx *ctx)
+{
+	uint32_t lim = ctx->cfg.tcp_rst_limit;
+
+	if (lim == 0)
+		return 1;
+	if (ctx->now >= ctx->rst_end) {
+		ctx->rst_end = ctx->now + IPK_CHACK_PERIOD_NS;
+		ctx->rst_n = 0;
+	}
+	if (ctx->rst_n >= lim) {
+		ctx->cnt.tcp_rst_limited++;
+		return 0;
+	}
+	ctx->rst_n++;
+	return 1;
+}
+
 int ipk_tcp_ack_valid(const struct ipk_conn *c, uint32_t ack)
 {
 	/* RFC 5961 §5.2: MAX.SND.WND is the largest window the peer has offered; an

@@ -212,6 +212,7 @@ struct ipk_counters {
 	                               * §3.10.7.4's common case; the rest went the full way) */
 	uint64_t tcp_synack_dup_limited; /* duplicate SYNs in SYN-RECEIVED left unanswered
 	                                  * (one SYN-ACK per tcp_invalid_ratelimit_ns) */
+	uint64_t tcp_rst_limited;     /* RSTs for segments not sent: tcp_rst_limit reached */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); never NULL. */
@@ -465,6 +466,14 @@ struct ipk_config {
 	 * mtu - 28 payload bytes ipk_udp_send / ipk_udp_sendto return IPK_EMSGSIZE.
 	 * 0 (default): they go as IPv4 fragments (RFC 791 §3.2). */
 	uint8_t udp_df;
+
+	/* RSTs a second this context sends in answer to segments (no connection or
+	 * listener, RFC 9293 §3.10.7.1; refused by tcp_accept; unacceptable ACKs in
+	 * SYN-SENT/SYN-RECEIVED), default 1000; 0 = no limit. A scan or a spoofed flood
+	 * at line rate would otherwise get one RST per segment (FreeBSD limits these to
+	 * 200/s, net.inet.icmp.icmplim; Linux does not). Above it they are counted in
+	 * tcp_rst_limited. */
+	uint32_t tcp_rst_limit;
 };
 
 #define IPK_PRR_SSRB 0u

@@ -147,11 +147,49 @@ static void test_established_no_timestamps_negotiated_segments_taken(void)
 	th_free(t);
 }
 
+static int rsts(struct th *t)
+{
+	struct tseg s;
+	int n = 0;
+
+	while (th_next(t, &s))
+		if (s.h.flags & IPK_TCP_RST)
+			n++;
+	return n;
+}
+
+static void rst_limit10(struct ipk_config *c) { c->tcp_rst_limit = 10; }
+
+/* A scan or spoofed flood to a closed port: RSTs (RFC 9293 §3.10.7.1) up to
+ * tcp_rst_limit a second, the rest counted; the next second answers again. */
+static void test_closed_port_rsts_limited_per_second(void)
+{
+	struct th *t = th_new(rst_limit10), *d = th_new(NULL);
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		th_send(t, (uint16_t)(TH_PEER_PORT + i), 81, IPK_TCP_SYN, IRS, 0, W, NULL, NULL, 0);
+		th_send(d, (uint16_t)(TH_PEER_PORT + i), 81, IPK_TCP_SYN, IRS, 0, W, NULL, NULL, 0);
+	}
+	CHECK_EQ(rsts(t), 10);
+	CHECK_EQ(cnt(t)->tcp_rst_limited, 40);
+	CHECK_EQ(cnt(t)->drop[IPK_DROP_TCP_NO_CONN], 50);
+	CHECK_EQ(rsts(d), 50); /* the default (1000/s) lets these through */
+	CHECK_EQ(cnt(d)->tcp_rst_limited, 0);
+	th_advance(t, 1000 * MS);
+	th_seg(t, A, IRS, 77, W, NULL, 0);
+	CHECK_EQ(rsts(t), 1);
+	CHECK(th_no_leaks(t));
+	th_free(t);
+	th_free(d);
+}
+
 int main(void)
 {
 	RUN(test_syn_received_duplicate_syns_rate_limited);
 	RUN(test_established_segment_without_timestamp_dropped_silently);
 	RUN(test_syn_received_ack_without_timestamp_dropped);
 	RUN(test_established_no_timestamps_negotiated_segments_taken);
+	RUN(test_closed_port_rsts_limited_per_second);
 	return check_summary();
 }
