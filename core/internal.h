@@ -29,6 +29,13 @@
 #else
 #define IPK_HOT
 #endif
+/* A slow-path function kept out of its hot caller: inlined, its code changed the
+ * hot caller's register allocation and cost instructions on every fast segment. */
+#if defined(__GNUC__)
+#define IPK_NOINLINE __attribute__((noinline))
+#else
+#define IPK_NOINLINE
+#endif
 /* A small helper the transmit path needs inline in each of its callers, which GCC's
  * size heuristics would otherwise leave as a call. */
 #if defined(__GNUC__)

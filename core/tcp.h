@@ -588,12 +588,11 @@ void ipk_tcp_cc_sack_enter(struct ipk_ctx *ctx, struct ipk_conn *c);
 uint32_t ipk_tcp_ts_now(const struct ipk_ctx *ctx, const struct ipk_conn *c);
 /* Negotiate from the peer's SYN (our SYN offered TS when cfg.tcp_timestamps). */
 void ipk_tcp_ts_syn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o);
-/* RFC 7323 §3.2: 1 when a non-RST segment lacks the negotiated timestamp (dropped
- * silently, counted as IPK_DROP_TCP_NO_TS). */
-int ipk_tcp_ts_missing(struct ipk_ctx *ctx, const struct ipk_conn *c,
-                       const struct ipk_tcp_seg *s);
-/* RFC 7323 §5.3 R1: 1 when the segment must be dropped (counted; the caller owes
- * an ACK). */
+/* RFC 7323 §5.3 R1 and §3.2: 0 when the segment passes, else dropped and counted:
+ * IPK_TCP_PAWS_OLD (TSval older than TS.Recent: the caller owes an ACK) or
+ * IPK_TCP_TS_MISSING (a non-RST segment without the negotiated timestamp: silently). */
+#define IPK_TCP_PAWS_OLD 1
+#define IPK_TCP_TS_MISSING 2
 int ipk_tcp_paws_reject(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
 /* §4.3: remember the peer's TSval from an acceptable segment. */
 void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);

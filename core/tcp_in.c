@@ -810,9 +810,11 @@ static int syn_rcvd_resyn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct 
 	return 1;
 }
 
-static void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
+static IPK_NOINLINE void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c,
+                                      struct ipk_tcp_seg *s)
 {
 	uint8_t f = s->h.flags;
+	int paws;
 
 	if (syn_rcvd_resyn(ctx, c, s))
 		return;
@@ -825,11 +827,12 @@ static void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 		ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
 		return;
 	}
-	if (ipk_tcp_ts_missing(ctx, c, s))
-		return; /* RFC 7323 §3.2: silently */
-	/* RFC 7323 §5.3 R1: PAWS comes before the window check. */
-	if (ipk_tcp_paws_reject(ctx, c, s)) {
-		ipk_tcp_oow_ack(ctx, c, s); /* R1: acknowledge (rate limited), drop */
+	/* RFC 7323 §5.3 R1: PAWS comes before the window check; §3.2's missing
+	 * timestamp is dropped silently, an old one acknowledged (rate limited). */
+	paws = ipk_tcp_paws_reject(ctx, c, s);
+	if (paws) {
+		if (paws == IPK_TCP_PAWS_OLD)
+			ipk_tcp_oow_ack(ctx, c, s);
 		return;
 	}
 	if (!seq_acceptable(c, s)) {
