@@ -405,7 +405,9 @@ struct ipk_config {
 	 * that carry no data (pure ACKs, SYNs, challenges), default 500 ms like Linux's
 	 * tcp_invalid_ratelimit. Two ends that disagree on a sequence number would
 	 * otherwise trade ACKs forever. 0 = no limit. Segments with data always get
-	 * their duplicate ACK (RFC 9293 §3.10.7.4). */
+	 * their duplicate ACK (RFC 9293 §3.10.7.4). The same gap limits SYN-ACKs
+	 * answering duplicates of the SYN in SYN-RECEIVED (the first is answered at
+	 * once; tcp_synack_dup_limited counts the rest), as Linux's tcp_check_req. */
 	uint64_t tcp_invalid_ratelimit_ns;
 	/* Connections in SYN-RECEIVED per context (all listeners), default 256; never
 	 * more than half the connection pool, so a SYN flood cannot drain it. */
