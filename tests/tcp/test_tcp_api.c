@@ -117,14 +117,32 @@ static void test_write_with_stale_now_keeps_timestamps_monotonic(void)
 
 /* Calls from inside callbacks: each documented event x each documented call. */
 enum { EV_CONNECTED, EV_ACCEPTED, EV_PAYLOAD, EV_ACKED, EV__N };
-enum { DO_WRITE, DO_RECVED, DO_CLOSE, DO_ABORT, DO__N };
+enum { DO_WRITE, DO_SEND, DO_RECVED, DO_KEEPALIVE, DO_CLOSE, DO_ABORT, DO__N };
 static const char *const ev_name[EV__N] = {"connected", "accepted", "payload", "acked"};
-static const char *const do_name[DO__N] = {"write", "recved", "close", "abort"};
+static const char *const do_name[DO__N] = {"write", "send", "recved", "keepalive", "close",
+                                            "abort"};
 
 static struct {
 	int ev, act, fired, rc;
 	struct ipk_ops base_a, base_b;
+	struct sim_pool *pool; /* of the context the event fires in */
 } cb;
+
+/* ipk_tcp_send of a fresh 5-byte packet; the packet stays ours when refused. */
+static int cb_send(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct sim_pkt *k = sim_pkt_alloc(cb.pool);
+	int rc;
+
+	if (!k)
+		return IPK_ENOBUFS;
+	memcpy(sim_pkt_data(k), "reply", 5);
+	k->len = 5;
+	rc = ipk_tcp_send(ctx, c, k, 0);
+	if (rc < 0)
+		sim_pkt_free(k);
+	return rc;
+}
 
 static void cb_act(struct ipk_ctx *ctx, struct ipk_conn *c, int ev, uint32_t len)
 {
@@ -132,7 +150,9 @@ static void cb_act(struct ipk_ctx *ctx, struct ipk_conn *c, int ev, uint32_t len
 		return;
 	switch (cb.act) {
 	case DO_WRITE: cb.rc = ipk_tcp_write(ctx, c, "reply", 5, 0); break;
+	case DO_SEND: cb.rc = cb_send(ctx, c); break;
 	case DO_RECVED: cb.rc = ipk_tcp_recved(ctx, c, len, 0); break;
+	case DO_KEEPALIVE: cb.rc = ipk_tcp_set_keepalive(ctx, c, 1, 0); break;
 	case DO_CLOSE: cb.rc = ipk_tcp_close(ctx, c, 0); break;
 	default: cb.rc = ipk_tcp_abort(ctx, c, 0); break;
 	}
@@ -179,6 +199,7 @@ static void callback_case(int ev, int act)
 	cb.act = act;
 	th_pair(&a, &b, NULL);
 	a->close_on_fin = b->close_on_fin = 1;
+	cb.pool = ev == EV_ACCEPTED ? b->pool : a->pool;
 	cb.base_a = a->ops;
 	cb.base_b = b->ops;
 	a->ops.tcp_connected = cb_connected;
@@ -204,7 +225,7 @@ static void callback_case(int ev, int act)
 		CHECK_EQ(b->accepted, !(ev == EV_CONNECTED && act == DO_ABORT));
 	} else {
 		CHECK_EQ(ipk_tcp_state(c), IPK_TCP_ESTABLISHED);
-		if (act == DO_WRITE)
+		if (act == DO_WRITE || act == DO_SEND)
 			CHECK_EQ(ev == EV_ACCEPTED ? a->rxlen : b->rxlen, 10);
 		ipk_tcp_close(a->ctx, c, a->now);
 	}
@@ -218,7 +239,7 @@ static void callback_case(int ev, int act)
 	th_free(b);
 }
 
-static void test_callbacks_may_write_recved_close_abort(void)
+static void test_callbacks_may_write_send_recved_keepalive_close_abort(void)
 {
 	int ev, act;
 
@@ -427,7 +448,7 @@ int main(void)
 {
 	RUN(test_close_from_callback_with_now_zero_reaches_closed);
 	RUN(test_write_with_stale_now_keeps_timestamps_monotonic);
-	RUN(test_callbacks_may_write_recved_close_abort);
+	RUN(test_callbacks_may_write_send_recved_keepalive_close_abort);
 	RUN(test_closed_callback_handle_dead_connect_and_udp_allowed);
 	RUN(test_config_check_names_every_rejection);
 	RUN(test_listen_connect_bind_need_their_callbacks);
