@@ -320,7 +320,7 @@ int ipk_arp_announce(struct ipk_ctx *ctx, uint64_t now)
 
 	if (!ctx || ctx->cfg.link != IPK_LINK_ETH || ctx->cfg.ip4_be == 0)
 		return IPK_EINVAL;
-	ctx->now = now;
+	now = ipk_clock(ctx, now);
 	/* RFC 5227 §2.3: an ARP Request with sender and target both our address. */
 	rc = arp_send(ctx, IPK_ARP_REQUEST, mac_bcast, mac_zero, ctx->cfg.ip4_be);
 	ipk_link_flush(ctx);

@@ -129,7 +129,7 @@ int ipk_icmp_echo(struct ipk_ctx *ctx, uint32_t dst_ip4_be, uint16_t id_be, uint
 	if (len > (uint32_t)ctx->cfg.mtu - IPK_IP4_HLEN - IPK_ICMP_HLEN ||
 	    len > ctx->cfg.pkt_buf_size - ipk_l4_off(ctx) - IPK_ICMP_HLEN)
 		return IPK_EMSGSIZE;
-	ctx->now = now;
+	now = ipk_clock(ctx, now);
 	pkt = ipk_ip4_alloc(ctx);
 	if (!pkt)
 		return IPK_ENOBUFS;

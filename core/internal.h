@@ -32,6 +32,13 @@
 #else
 #define IPK_HOT
 #endif
+/* A slow-path function kept out of its hot caller: inlined, its code changed the
+ * hot caller's register allocation and cost instructions on every fast segment. */
+#if defined(__GNUC__)
+#define IPK_NOINLINE __attribute__((noinline))
+#else
+#define IPK_NOINLINE
+#endif
 /* A small helper the transmit path needs inline in each of its callers, which GCC's
  * size heuristics would otherwise leave as a call. */
 #if defined(__GNUC__)
@@ -199,6 +206,8 @@ struct ipk_ctx {
 	/* TCP defences (tcp_defence.c, tcp_syncookie.c, tcp_tw.c) */
 	uint64_t chack_end;           /* end of the current challenge-ACK second */
 	uint32_t chack_n, chack_budget; /* sent in it, and its (randomised) budget */
+	uint64_t rst_end;             /* end of the current tcp_rst_limit second */
+	uint32_t rst_n;               /* RSTs for segments sent in it (tcp_defence.c) */
 	uint32_t synrecv_n;           /* connections in SYN-RECEIVED (counted in a backlog) */
 	/* receive memory (tcp_mem.c): packets held in out-of-order queues, and the hash
 	 * bucket where the next search for a connection to take them from starts */
@@ -263,6 +272,20 @@ struct ipk_ctx {
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */
 
 /* ---------------------------------------------------------- op shims */
+
+/* The engine's clock at an entry point (ipk_run, ipk_tcp_*, ipk_udp_*, ...): `now` is
+ * the integrator's monotonic ns and never goes back. A smaller value (a stale clock
+ * read, or 0 passed from inside a callback) is taken as the last one seen: deadlines
+ * are 32-bit ticks relative to ctx->now and TSvals come from it, so a clock that
+ * stepped back would put timers 2^32 ticks away and send segments PAWS drops
+ * (RFC 7323 §5.3). Returns the clock to use. */
+IPK_INLINE uint64_t ipk_clock(struct ipk_ctx *c, uint64_t now)
+{
+	if (now < c->now)
+		now = c->now;
+	c->now = now;
+	return now;
+}
 
 IPK_INLINE void *ipk_pkt_alloc(struct ipk_ctx *c) { return IPK_OPS(c)->pkt_alloc(IPK_OPQ(c)); }
 IPK_INLINE void ipk_pkt_free(struct ipk_ctx *c, void *p) { IPK_OPS(c)->pkt_free(p, IPK_OPQ(c)); }

@@ -34,6 +34,7 @@ static void config_default_tcp(struct ipk_config *cfg)
 	cfg->tcp_backlog_max = 128;
 	cfg->tcp_challenge_ack_limit = 1000;
 	cfg->tcp_invalid_ratelimit_ns = 500 * IPK_NS_PER_MS;
+	cfg->tcp_rst_limit = 1000;
 	cfg->tcp_synrecv_max = 256;
 	cfg->tcp_syncookies = 1;
 	cfg->tcp_tw_max = 4096;
@@ -79,44 +80,178 @@ void ipk_config_default(struct ipk_config *cfg)
 	ipk_rss_key_symmetric(cfg->rss_key);
 }
 
-static int config_valid(const struct ipk_config *cfg)
+/*
+ * Configuration rules, one reason each (ipk_config_check). Each returns NULL when its
+ * part is sound, else a static string naming the first field at fault.
+ */
+static const char *config_why_link(const struct ipk_config *cfg)
 {
 	uint32_t l2;
 
-	if (!cfg || cfg->version != IPK_CONFIG_VERSION)
-		return 0;
+	if (cfg->version != IPK_CONFIG_VERSION)
+		return "version is not IPK_CONFIG_VERSION (call ipk_config_default first)";
 	if (cfg->link != IPK_LINK_ETH && cfg->link != IPK_LINK_RAWIP)
-		return 0;
+		return "link is neither IPK_LINK_ETH nor IPK_LINK_RAWIP";
 	l2 = cfg->link == IPK_LINK_ETH ? IPK_ETH_HLEN : 0;
 	/* RFC 791: every host must accept 576-byte datagrams. A frame larger than one
 	 * packet buffer needs chains both ways: IPK_CAP_SG to send it, IPK_CAP_LRO to
 	 * take it whole on receive (e.g. AF_XDP multi-buffer). */
-	if (cfg->mtu < 576 || cfg->pkt_buf_size < l2 + 576u)
-		return 0;
+	if (cfg->mtu < 576)
+		return "mtu is below 576 (RFC 791)";
+	if (cfg->pkt_buf_size < l2 + 576u)
+		return "pkt_buf_size is below 576 plus the link header";
 	if (cfg->mtu > cfg->pkt_buf_size - l2 &&
 	    (cfg->caps & (IPK_CAP_SG | IPK_CAP_LRO)) != (IPK_CAP_SG | IPK_CAP_LRO))
-		return 0;
+		return "mtu exceeds one packet buffer without both IPK_CAP_SG and IPK_CAP_LRO";
+	return NULL;
+}
+
+static const char *config_why_tables(const struct ipk_config *cfg)
+{
 	if (cfg->conn_hash_buckets == 0 ||
 	    (cfg->conn_hash_buckets & (cfg->conn_hash_buckets - 1)) != 0)
-		return 0;
-	if (cfg->max_listeners == 0 || cfg->max_udp_binds == 0 || cfg->arp_entries == 0 ||
-	    cfg->frag_slots == 0 || cfg->frag_max_pieces == 0 || cfg->frag_max_bytes == 0)
-		return 0;
-	if (cfg->arp_retries == 0 || cfg->arp_queue_per_entry == 0 || cfg->ttl == 0)
-		return 0;
-	if (cfg->eph_port_lo == 0 || cfg->eph_port_lo > cfg->eph_port_hi)
-		return 0;
-	if (cfg->tcp_syncookies > 2 || !ipk_rss_config_valid(cfg))
-		return 0;
+		return "conn_hash_buckets is not a power of two";
+	if (cfg->max_listeners == 0)
+		return "max_listeners is 0";
+	if (cfg->max_udp_binds == 0)
+		return "max_udp_binds is 0";
+	if (cfg->arp_entries == 0)
+		return "arp_entries is 0";
+	if (cfg->frag_slots == 0)
+		return "frag_slots is 0";
+	if (cfg->frag_max_pieces == 0)
+		return "frag_max_pieces is 0";
+	if (cfg->frag_max_bytes == 0)
+		return "frag_max_bytes is 0";
+	if (cfg->arp_retries == 0)
+		return "arp_retries is 0";
+	if (cfg->arp_queue_per_entry == 0)
+		return "arp_queue_per_entry is 0";
+	if (cfg->ttl == 0)
+		return "ttl is 0";
+	return NULL;
+}
+
+static const char *config_why_rss(const struct ipk_config *cfg)
+{
+	if (cfg->eph_port_lo == 0)
+		return "eph_port_lo is 0";
+	if (cfg->eph_port_lo > cfg->eph_port_hi)
+		return "eph_port_lo is above eph_port_hi";
+	if (cfg->rss_reta_size && !cfg->rss_reta)
+		return "rss_reta is NULL with rss_reta_size set";
+	if (cfg->rss_reta_size && cfg->rss_fields > IPK_RSS_F_DEFAULT)
+		return "rss_fields has bits other than IPK_RSS_F_*";
+	if (!ipk_rss_config_valid(cfg))
+		return "rss_queue appears nowhere in rss_reta";
+	return NULL;
+}
+
+static const char *config_why_tcp(const struct ipk_config *cfg)
+{
+	if (cfg->tcp_sndbuf == 0)
+		return "tcp_sndbuf is 0";
 	/* ipk_tcp_write / ipk_tcp_send return the bytes queued as an int: a send
 	 * buffer above INT32_MAX would let a count look like an error code. */
 	if (cfg->tcp_sndbuf > 0x7fffffffu)
-		return 0;
-	if (!ipk_tcp_cc_algo(cfg->tcp_cc) || cfg->tcp_ack_every == 0 ||
-	    cfg->tcp_keepalive_cnt == 0 || cfg->tcp_keepalive_idle_ns == 0 ||
-	    cfg->tcp_keepalive_intvl_ns == 0)
-		return 0;
-	return 1;
+		return "tcp_sndbuf is above INT32_MAX";
+	if (cfg->tcp_rcvbuf == 0)
+		return "tcp_rcvbuf is 0";
+	if (cfg->tcp_rto_init_ns == 0)
+		return "tcp_rto_init_ns is 0";
+	if (cfg->tcp_rto_min_ns > cfg->tcp_rto_max_ns)
+		return "tcp_rto_min_ns is above tcp_rto_max_ns";
+	if (cfg->tcp_syncookies > 2)
+		return "tcp_syncookies is not 0, 1 or 2";
+	if (!ipk_tcp_cc_algo(cfg->tcp_cc))
+		return "tcp_cc is not an IPK_CC_* algorithm";
+	if (cfg->tcp_prr > IPK_PRR_OFF)
+		return "tcp_prr is not an IPK_PRR_* value";
+	if (cfg->tcp_ack_every == 0)
+		return "tcp_ack_every is 0";
+	if (cfg->tcp_keepalive_cnt == 0)
+		return "tcp_keepalive_cnt is 0";
+	if (cfg->tcp_keepalive_idle_ns == 0)
+		return "tcp_keepalive_idle_ns is 0";
+	if (cfg->tcp_keepalive_intvl_ns == 0)
+		return "tcp_keepalive_intvl_ns is 0";
+	return NULL;
+}
+
+static const char *config_why(const struct ipk_config *cfg)
+{
+	const char *why;
+
+	if (!cfg)
+		return "config is NULL";
+	why = config_why_link(cfg);
+	if (!why)
+		why = config_why_tables(cfg);
+	if (!why)
+		why = config_why_rss(cfg);
+	if (!why)
+		why = config_why_tcp(cfg);
+	return why;
+}
+
+/* The ops every context calls (packet ops, tx, random) and those its caps need.
+ * tcp_payload and udp_recv are checked where TCP and UDP are first used
+ * (ipk_tcp_listen, ipk_tcp_connect, ipk_udp_bind). */
+#define OPS_REQUIRE(o, f)                                 \
+	do {                                              \
+		if (!(o)->f)                              \
+			return "ops->" #f " is NULL (required)"; \
+	} while (0)
+
+static const char *ops_why_pkt(const struct ipk_ops *o)
+{
+	OPS_REQUIRE(o, pkt_alloc);
+	OPS_REQUIRE(o, pkt_free);
+	OPS_REQUIRE(o, pkt_data);
+	OPS_REQUIRE(o, pkt_len);
+	OPS_REQUIRE(o, pkt_set_len);
+	OPS_REQUIRE(o, pkt_adj_head);
+	OPS_REQUIRE(o, pkt_trim_tail);
+	OPS_REQUIRE(o, pkt_clone);
+	OPS_REQUIRE(o, pkt_chain_append);
+	OPS_REQUIRE(o, pkt_chain_next);
+	OPS_REQUIRE(o, pkt_chain_cut);
+	return NULL;
+}
+
+static const char *ops_why(const struct ipk_ops *o, const struct ipk_config *cfg)
+{
+	const uint32_t tx_caps = IPK_CAP_TX_CSUM_IP4 | IPK_CAP_TX_CSUM_TCP |
+	                         IPK_CAP_TX_CSUM_UDP | IPK_CAP_TSO;
+	const uint32_t rx_caps = IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4;
+	const char *why;
+
+	if (!o)
+		return "ops is NULL";
+	why = ops_why_pkt(o);
+	if (why)
+		return why;
+	OPS_REQUIRE(o, tx);
+	OPS_REQUIRE(o, random);
+	if ((cfg->caps & tx_caps) && !o->tx_offload)
+		return "ops->tx_offload is NULL with a transmit offload in caps";
+	if ((cfg->caps & rx_caps) && !o->rx_csum)
+		return "ops->rx_csum is NULL with IPK_CAP_RX_CSUM_* in caps";
+	return NULL;
+}
+
+int ipk_config_check(const struct ipk_config *cfg, const struct ipk_ops *ops, const char **why)
+{
+	const char *w = config_why(cfg);
+
+#ifdef IPK_OPS_STATIC
+	ops = &(IPK_OPS_STATIC);
+#endif
+	if (!w && ops)
+		w = ops_why(ops, cfg);
+	if (why)
+		*why = w ? w : "ok";
+	return w ? IPK_EINVAL : IPK_OK;
 }
 
 /* ---------------------------------------------------------------- layout */
@@ -149,7 +284,7 @@ size_t ipk_ctx_size(const struct ipk_config *cfg)
 {
 	struct ctx_layout l;
 
-	if (!config_valid(cfg))
+	if (ipk_config_check(cfg, NULL, NULL) != IPK_OK)
 		return 0;
 	ctx_layout(cfg, &l);
 	return l.total;
@@ -157,25 +292,6 @@ size_t ipk_ctx_size(const struct ipk_config *cfg)
 
 size_t ipk_conn_size(void) { return align8(sizeof(struct ipk_conn)); }
 size_t ipk_pb_size(void) { return align8(sizeof(struct ipk_pb)); }
-
-static int ops_valid(const struct ipk_ops *o, const struct ipk_config *cfg)
-{
-	const uint32_t tx_caps = IPK_CAP_TX_CSUM_IP4 | IPK_CAP_TX_CSUM_TCP |
-	                         IPK_CAP_TX_CSUM_UDP | IPK_CAP_TSO;
-	const uint32_t rx_caps = IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4;
-
-	if (!o || !o->pkt_alloc || !o->pkt_free || !o->pkt_data || !o->pkt_len ||
-	    !o->pkt_set_len || !o->pkt_adj_head || !o->pkt_trim_tail || !o->pkt_clone ||
-	    !o->pkt_chain_append || !o->pkt_chain_next || !o->pkt_chain_cut)
-		return 0;
-	if (!o->tx || !o->random)
-		return 0;
-	if ((cfg->caps & tx_caps) && !o->tx_offload)
-		return 0;
-	if ((cfg->caps & rx_caps) && !o->rx_csum)
-		return 0;
-	return 1;
-}
 
 static void ctx_start_values(struct ipk_ctx *c)
 {
@@ -213,7 +329,9 @@ struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cf
 #ifdef IPK_OPS_STATIC
 	ops = &(IPK_OPS_STATIC);
 #endif
-	if (!mem || ((uintptr_t)mem & 7u) != 0 || !config_valid(cfg) || !ops_valid(ops, cfg))
+	/* ops == NULL must fail here, not be read as "config only" */
+	if (!mem || ((uintptr_t)mem & 7u) != 0 || !ops ||
+	    ipk_config_check(cfg, ops, NULL) != IPK_OK)
 		return NULL;
 	ctx_layout(cfg, &l);
 	if (size < l.total)
@@ -332,7 +450,7 @@ IPK_HOT uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t 
 
 	if (!ctx)
 		return IPK_NO_DEADLINE;
-	ctx->now = now;
+	now = ipk_clock(ctx, now);
 	for (i = 0; pkts && i < n; i++) {
 		uint32_t len;
 		void *more;
@@ -384,7 +502,7 @@ const char *ipk_drop_name(enum ipk_drop reason)
 		"tcp_no_conn", "tcp_out_of_window", "tcp_bad_ack", "tcp_bad_flags",
 		"tcp_ooo_full", "tcp_backlog", "tcp_refused", "no_conn_mem", "no_pb",
 		"arp_queue_full", "arp_timeout", "no_pkt", "chain", "no_route",
-		"tcp_paws", "tcp_rmem",
+		"tcp_paws", "tcp_rmem", "tcp_no_ts",
 	};
 	unsigned r = (unsigned)reason;
 

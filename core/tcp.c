@@ -318,7 +318,9 @@ int ipk_tcp_listen(struct ipk_ctx *ctx, uint16_t port_be, uint16_t backlog)
 	struct ipk_listener *freel = NULL;
 	uint32_t i;
 
-	if (!ctx || port_be == 0 || backlog == 0)
+	/* Received data goes to ops->tcp_payload: without it, it would vanish and the
+	 * window never reopen. */
+	if (!ctx || port_be == 0 || backlog == 0 || !IPK_OPS(ctx)->tcp_payload)
 		return IPK_EINVAL;
 	for (i = 0; i < ctx->cfg.max_listeners; i++) {
 		struct ipk_listener *l = &ctx->listeners[i];
@@ -364,10 +366,11 @@ int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_por
 	uint32_t floor = 0;
 	int reused = 0;
 
-	if (!ctx || !out || peer_ip4_be == 0 || peer_port_be == 0)
+	if (out)
+		*out = NULL;
+	if (!ctx || !out || peer_ip4_be == 0 || peer_port_be == 0 || !IPK_OPS(ctx)->tcp_payload)
 		return IPK_EINVAL;
-	*out = NULL;
-	ctx->now = now;
+	now = ipk_clock(ctx, now);
 	if (local_port_be == 0) {
 		local_port_be = eph_pick(ctx, peer_ip4_be, peer_port_be);
 		if (local_port_be == 0) {
@@ -441,7 +444,7 @@ static void after_queue(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 {
 	if (ctx->in_event_c == c)
 		return;
-	ctx->now = now;
+	now = ipk_clock(ctx, now);
 	ipk_tcp_hold(c);
 	ipk_tcp_output(ctx, c);
 	ipk_tcp_release(ctx, c);
@@ -581,7 +584,7 @@ IPK_HOT int ipk_tcp_recved(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t byt
 		return rc;
 	if (bytes > c->rcv_unread)
 		return IPK_EINVAL;
-	ctx->now = now;
+	now = ipk_clock(ctx, now);
 	c->rcv_unread -= bytes;
 	if (!ipk_tcp_synced(c) || (c->fl & IPK_TCPF_FIN_RCVD))
 		return IPK_OK;
@@ -614,7 +617,7 @@ int ipk_tcp_close(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 
 	if (rc != IPK_OK)
 		return rc;
-	ctx->now = now;
+	now = ipk_clock(ctx, now);
 	switch (c->state) {
 	case IPK_TCP_SYN_SENT:
 		/* RFC 9293 §3.10.4: nothing to tell the peer yet. */
@@ -643,7 +646,7 @@ int ipk_tcp_abort(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 
 	if (rc != IPK_OK)
 		return rc;
-	ctx->now = now;
+	now = ipk_clock(ctx, now);
 	/* RFC 9293 §3.10.5: RST in the synchronized states (and SYN-RECEIVED). */
 	if (c->state != IPK_TCP_SYN_SENT)
 		ipk_tcp_send_rst_conn(ctx, c);
@@ -710,7 +713,7 @@ int ipk_tcp_set_keepalive(struct ipk_ctx *ctx, struct ipk_conn *c, int on, uint6
 
 	if (rc != IPK_OK)
 		return rc;
-	ctx->now = now;
+	now = ipk_clock(ctx, now);
 	if (on)
 		c->fl |= IPK_TCPF_KEEPALIVE;
 	else

@@ -614,8 +614,11 @@ void ipk_tcp_cc_sack_enter(struct ipk_ctx *ctx, struct ipk_conn *c);
 uint32_t ipk_tcp_ts_now(const struct ipk_ctx *ctx, const struct ipk_conn *c);
 /* Negotiate from the peer's SYN (our SYN offered TS when cfg.tcp_timestamps). */
 void ipk_tcp_ts_syn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o);
-/* RFC 7323 §5.3 R1: 1 when the segment must be dropped (counted; the caller owes
- * an ACK). */
+/* RFC 7323 §5.3 R1 and §3.2: 0 when the segment passes, else dropped and counted:
+ * IPK_TCP_PAWS_OLD (TSval older than TS.Recent: the caller owes an ACK) or
+ * IPK_TCP_TS_MISSING (a non-RST segment without the negotiated timestamp: silently). */
+#define IPK_TCP_PAWS_OLD 1
+#define IPK_TCP_TS_MISSING 2
 int ipk_tcp_paws_reject(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
 /* §4.3: remember the peer's TSval from an acceptable segment. */
 void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
@@ -763,6 +766,12 @@ void ipk_tcp_challenge_ack(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Owe the ACK RFC 9293 §3.10.7.4 asks for an unacceptable segment, rate limited per
  * connection when the segment carries no data (RFC 5961 §10 / ACK loops). */
 void ipk_tcp_oow_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
+/* 1 when a duplicate SYN in SYN-RECEIVED may have its SYN-ACK now (one per
+ * tcp_invalid_ratelimit_ns per connection); else counted in tcp_synack_dup_limited. */
+int ipk_tcp_synack_again_allowed(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* 1 when a RST answering a segment may go now (cfg.tcp_rst_limit per second);
+ * else counted in tcp_rst_limited. */
+int ipk_tcp_rst_allowed(struct ipk_ctx *ctx);
 /* RFC 5961 §5.2: 1 when SND.UNA - MAX.SND.WND <= SEG.ACK <= SND.MAX. */
 int ipk_tcp_ack_valid(const struct ipk_conn *c, uint32_t ack);
 

@@ -91,6 +91,40 @@ void ipk_tcp_oow_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_t
 	c->fl |= IPK_TCPF_ACK_NOW;
 }
 
+/* A duplicate of the SYN that opened a SYN-RECEIVED connection: our SYN-ACK was
+ * lost, or the peer (or a forger with its address) repeats the SYN at line rate.
+ * The first gets a SYN-ACK at once, later ones only one per tcp_invalid_ratelimit_ns,
+ * as Linux's tcp_check_req does (tcp_oow_rate_limited on the request's
+ * last_oow_ack_time, counted as TCPACKSkippedSynRecv); the SYN-ACK timer resends it
+ * anyway. Without the limit each of 30 SYNs in a millisecond got its own SYN-ACK. */
+int ipk_tcp_synack_again_allowed(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (oow_allowed(ctx, c))
+		return 1;
+	ctx->cnt.tcp_synack_dup_limited++;
+	return 0;
+}
+
+/* tcp_rst_limit RSTs per second of our clock for segments (not for ipk_tcp_abort):
+ * a fixed window, as for challenge ACKs. */
+int ipk_tcp_rst_allowed(struct ipk_ctx *ctx)
+{
+	uint32_t lim = ctx->cfg.tcp_rst_limit;
+
+	if (lim == 0)
+		return 1;
+	if (ctx->now >= ctx->rst_end) {
+		ctx->rst_end = ctx->now + IPK_CHACK_PERIOD_NS;
+		ctx->rst_n = 0;
+	}
+	if (ctx->rst_n >= lim) {
+		ctx->cnt.tcp_rst_limited++;
+		return 0;
+	}
+	ctx->rst_n++;
+	return 1;
+}
+
 int ipk_tcp_ack_valid(const struct ipk_conn *c, uint32_t ack)
 {
 	/* RFC 5961 §5.2: MAX.SND.WND is the largest window the peer has offered; an

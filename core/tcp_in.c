@@ -801,20 +801,25 @@ static void text_process(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 
 /* ------------------------------------------------------------ dispatch */
 
-/* SYN-RECEIVED: a retransmitted SYN gets the SYN-ACK again. Nothing but the SYN is
- * accepted before SYN-RECEIVED ends, so its sequence number (IRS) is rcv_nxt - 1. */
+/* SYN-RECEIVED: a retransmitted SYN gets the SYN-ACK again (RFC 793 figure 8, as
+ * Linux's tcp_check_req does), rate limited per connection (tcp_defence.c). Nothing but
+ * the SYN is accepted before SYN-RECEIVED ends, so its sequence number (IRS) is
+ * rcv_nxt - 1. */
 static int syn_rcvd_resyn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
 {
 	if (c->state != IPK_TCP_SYN_RECEIVED || !(s->h.flags & IPK_TCP_SYN) ||
 	    (s->h.flags & IPK_TCP_ACK) || s->h.seq != c->rcv_nxt - 1u)
 		return 0;
-	ipk_tcp_xmit(ctx, c, c->iss, 0, 0);
+	if (ipk_tcp_synack_again_allowed(ctx, c))
+		ipk_tcp_xmit(ctx, c, c->iss, 0, 0);
 	return 1;
 }
 
-static void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
+static IPK_NOINLINE void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c,
+                                      struct ipk_tcp_seg *s)
 {
 	uint8_t f = s->h.flags;
+	int paws;
 
 	if (syn_rcvd_resyn(ctx, c, s))
 		return;
@@ -827,9 +832,12 @@ static void input_synced(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp
 		ipk_drop(ctx, IPK_DROP_TCP_BAD_FLAGS);
 		return;
 	}
-	/* RFC 7323 §5.3 R1: PAWS comes before the window check. */
-	if (ipk_tcp_paws_reject(ctx, c, s)) {
-		ipk_tcp_oow_ack(ctx, c, s); /* R1: acknowledge (rate limited), drop */
+	/* RFC 7323 §5.3 R1: PAWS comes before the window check; §3.2's missing
+	 * timestamp is dropped silently, an old one acknowledged (rate limited). */
+	paws = ipk_tcp_paws_reject(ctx, c, s);
+	if (paws) {
+		if (paws == IPK_TCP_PAWS_OLD)
+			ipk_tcp_oow_ack(ctx, c, s);
 		return;
 	}
 	if (!seq_acceptable(c, s)) {

@@ -486,7 +486,7 @@ void ipk_tcp_send_rst_for(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s)
 
 	/* RFC 9293 §3.10.7.1: never answer a RST; take SEQ from the ACK field when there
 	 * is one, else SEQ=0 and ACK the segment's whole sequence space. */
-	if (s->h.flags & IPK_TCP_RST)
+	if ((s->h.flags & IPK_TCP_RST) || !ipk_tcp_rst_allowed(ctx))
 		return;
 	ipk_memset(&sp, 0, sizeof(sp));
 	if (s->h.flags & IPK_TCP_ACK) {

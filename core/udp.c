@@ -40,7 +40,8 @@ int ipk_udp_bind(struct ipk_ctx *ctx, uint16_t port_be)
 {
 	uint32_t n, i, k;
 
-	if (!ctx || port_be == 0)
+	/* A bound port's datagrams go to ops->udp_recv: without it they would vanish. */
+	if (!ctx || port_be == 0 || !IPK_OPS(ctx)->udp_recv)
 		return IPK_EINVAL;
 	if (bind_find(ctx, port_be) >= 0)
 		return IPK_EADDRINUSE;
@@ -248,7 +249,7 @@ int ipk_udp_send(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip4_
 	rc = udp_send_check(ctx, local_port_be, peer_ip4_be, peer_port_be, plen);
 	if (rc < 0)
 		return rc;
-	ctx->now = now;
+	now = ipk_clock(ctx, now);
 	hdr = ipk_ip4_alloc(ctx);
 	if (!hdr)
 		return IPK_ENOBUFS;
@@ -315,7 +316,7 @@ int ipk_udp_sendto(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip
 	rc = udp_send_check(ctx, local_port_be, peer_ip4_be, peer_port_be, len);
 	if (rc < 0)
 		return rc;
-	ctx->now = now;
+	now = ipk_clock(ctx, now);
 	pkt = udp_copy_chain(ctx, buf, len);
 	if (!pkt)
 		return IPK_ENOBUFS;

@@ -9,7 +9,7 @@
  *   - packets: the integrator's own objects (an mbuf, an XDP frame, a pool slot),
  *     touched only through the packet ops in struct ipk_ops;
  *   - time: every entry point takes `now` in nanoseconds; ipk_run returns the next
- *     deadline;
+ *     deadline (see "Time" below);
  *   - events: delivered by callback from inside ipk_run and the other entry points.
  *
  * One context serves one thread / one NIC queue. Contexts share nothing, so many of
@@ -32,7 +32,8 @@
  * Threads: a context, and every connection in it, belongs to one thread at a time;
  * the core takes no lock. Calls on different contexts may run concurrently. The
  * functions that take no context (ipk_config_default, ipk_ctx_size, ipk_conn_size,
- * ipk_pb_size, ipk_drop_name, ipk_strerror, ipk_rss_*, ipk_htons/ipk_htonl) touch
+ * ipk_pb_size, ipk_config_check, ipk_drop_name, ipk_strerror, ipk_rss_*,
+ * ipk_htons/ipk_htonl) touch
  * no shared state and may be called from any thread.
  *
  * Calling the core from a callback (what the code allows):
@@ -51,9 +52,16 @@
  *     back to the pool and is reused by a later connection, so a stale handle may
  *     name another connection: drop every copy of it in tcp_closed).
  *   - All other ops (the packet ops, tx, tx_flush, tx_offload, rx_csum, random,
- *     isn_hash, arp_resolve, arp_learned, tcp_accept) are called in the middle of
+ *     isn_hash, arp_resolve, arp_learned, tcp_accept, pkt_low) are called in the middle of
  *     the core's work and must not call any function of this header on the context
  *     (ipk_htons and the other context-free helpers excepted). They must not block.
+ *
+ * Time: `now` is a monotonic clock in nanoseconds (any epoch, e.g. CLOCK_MONOTONIC)
+ * that never goes back. A value smaller than the largest one the context has seen
+ * (a stale read, 0 passed from inside a callback) is taken as that largest value:
+ * every entry point clamps it, because deadlines are kept relative to the last time
+ * and RFC 7323 timestamps come from it (a clock stepping back would stall timers and
+ * make both ends drop our segments as PAWS-old).
  */
 #ifndef IPKIT_CORE_H
 #define IPKIT_CORE_H
@@ -196,6 +204,8 @@ enum ipk_drop {
 	IPK_DROP_TCP_PAWS,          /* RFC 7323 §5: timestamp older than TS.Recent */
 	IPK_DROP_TCP_RMEM,          /* out-of-order data refused: receive-memory limit
 	                             * (tcp_rmem_max, rmem_max) or ops->pkt_low */
+	IPK_DROP_TCP_NO_TS,         /* RFC 7323 §3.2: no timestamp on a connection that
+	                             * negotiated them (non-RST; dropped silently) */
 	IPK_DROP__COUNT
 };
 
@@ -249,6 +259,9 @@ struct ipk_counters {
 	                               * (context limit) */
 	uint64_t tcp_rmem_reserve;    /* segments refused because ops->pkt_low said the
 	                               * integrator's packets run low (also drop[TCP_RMEM]) */
+	uint64_t tcp_synack_dup_limited; /* duplicate SYNs in SYN-RECEIVED left unanswered
+	                                  * (one SYN-ACK per tcp_invalid_ratelimit_ns) */
+	uint64_t tcp_rst_limited;     /* RSTs for segments not sent: tcp_rst_limit reached */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -355,7 +368,8 @@ struct ipk_ops {
 	/* (optional) An active open (ipk_tcp_connect) completed; user is the pointer
 	 * given there. A failed one gets tcp_closed instead. */
 	void (*tcp_connected)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *opaque);
-	/* (required for TCP) In-order payload, zero-copy: `len` bytes at `off` in `pkt`
+	/* (required for TCP: ipk_tcp_listen / ipk_tcp_connect fail without it)
+	 * In-order payload, zero-copy: `len` bytes at `off` in `pkt`
 	 * (never a chain: a chained segment, IPK_CAP_LRO or reassembly, comes as one
 	 * call per packet of the chain, in order). The packet stays the core's, valid
 	 * only during the call (clone it to keep it). The bytes count against the
@@ -378,7 +392,8 @@ struct ipk_ops {
 
 	/* -- UDP / ICMP events ----------------------------------------------- */
 
-	/* (optional) A datagram for a bound port (ipk_udp_bind): `len` bytes at `off` in
+	/* (required for UDP receive: ipk_udp_bind fails without it) A datagram for a
+	 * bound port (ipk_udp_bind): `len` bytes at `off` in
 	 * `pkt`; after a reassembly the payload may continue in pkt's chain (use
 	 * ipk_pkt_copy). t: the peer's and our address and port. The packet stays the
 	 * core's, valid only during the call (clone it to keep it). */
@@ -482,7 +497,9 @@ struct ipk_config {
 	 * that carry no data (pure ACKs, SYNs, challenges), default 500 ms like Linux's
 	 * tcp_invalid_ratelimit. Two ends that disagree on a sequence number would
 	 * otherwise trade ACKs forever. 0 = no limit. Segments with data always get
-	 * their duplicate ACK (RFC 9293 §3.10.7.4). */
+	 * their duplicate ACK (RFC 9293 §3.10.7.4). The same gap limits SYN-ACKs
+	 * answering duplicates of the SYN in SYN-RECEIVED (the first is answered at
+	 * once; tcp_synack_dup_limited counts the rest), as Linux's tcp_check_req. */
 	uint64_t tcp_invalid_ratelimit_ns;
 	/* Connections in SYN-RECEIVED per context (all listeners), default 256; never
 	 * more than half the connection pool, so a SYN flood cannot drain it. */
@@ -543,6 +560,14 @@ struct ipk_config {
 	 * mtu - 28 payload bytes ipk_udp_send / ipk_udp_sendto return IPK_EMSGSIZE.
 	 * 0 (default): they go as IPv4 fragments (RFC 791 §3.2). */
 	uint8_t udp_df;
+
+	/* RSTs a second this context sends in answer to segments (no connection or
+	 * listener, RFC 9293 §3.10.7.1; refused by tcp_accept; unacceptable ACKs in
+	 * SYN-SENT/SYN-RECEIVED), default 1000; 0 = no limit. A scan or a spoofed flood
+	 * at line rate would otherwise get one RST per segment (FreeBSD limits these to
+	 * 200/s, net.inet.icmp.icmplim; Linux does not). Above it they are counted in
+	 * tcp_rst_limited. */
+	uint32_t tcp_rst_limit;
 };
 
 #define IPK_PRR_SSRB 0u
@@ -557,8 +582,17 @@ void ipk_config_default(struct ipk_config *cfg);
 
 /* --------------------------------------------------------------- context */
 
-/* Bytes the context needs for this configuration (0 if the config is invalid or
- * NULL: the fields' comments in struct ipk_config say what is valid). */
+/* Check a configuration, and with ops != NULL the ops table too, by the rules
+ * ipk_ctx_size and ipk_ctx_init apply. Returns IPK_OK, or IPK_EINVAL with *why (when
+ * why != NULL) pointing to a static string naming the first problem ("mtu is below
+ * 576 (RFC 791)", "ops->tx is NULL (required)"); on IPK_OK *why is "ok". Required
+ * ops: the packet ops, tx and random, plus tx_offload / rx_csum when caps ask for
+ * them. tcp_payload is required to use TCP (ipk_tcp_listen and ipk_tcp_connect return
+ * IPK_EINVAL without it) and udp_recv to bind a UDP port (ipk_udp_bind). */
+int ipk_config_check(const struct ipk_config *cfg, const struct ipk_ops *ops, const char **why);
+
+/* Bytes the context needs for this configuration (0 if the config is invalid:
+ * ipk_config_check(cfg, NULL, &why) says why). */
 size_t ipk_ctx_size(const struct ipk_config *cfg);
 /* ipk_conn_size: bytes of one connection object; ipk_pb_size: bytes of one
  * packet-buffer (pb) descriptor, the core's record of a packet it holds (send and
@@ -573,7 +607,7 @@ size_t ipk_pb_size(void);
  * given with ipk_add_conns / ipk_add_pbs; packets the core still holds are lost
  * with it unless the integrator's pool reclaims them). Returns the context, or NULL
  * for a NULL or misaligned mem, a size below ipk_ctx_size, a bad config or a
- * missing required op. */
+ * missing required op (ipk_config_check says which). */
 struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cfg,
                              const struct ipk_ops *ops);
 
@@ -630,7 +664,8 @@ int ipk_arp_add_static(struct ipk_ctx *ctx, uint32_t ip4_be, const uint8_t mac[6
 /* ipk_tcp_listen: listen on a local port; backlog (capped by tcp_backlog_max)
  * bounds connections in SYN-RECEIVED for it. Connections arrive by tcp_accept /
  * tcp_accepted. Returns 0, IPK_EINVAL (NULL ctx, port 0, backlog 0),
- * IPK_EADDRINUSE (already listening there) or IPK_ENOMEM (max_listeners reached).
+ * IPK_EADDRINUSE (already listening there) or IPK_ENOMEM (max_listeners reached);
+ * IPK_EINVAL also when ops->tcp_payload is NULL (as for ipk_tcp_connect).
  * ipk_tcp_unlisten: stop listening; established connections stay. Returns 0,
  * IPK_EINVAL or IPK_ENOENT (not listening there). */
 int ipk_tcp_listen(struct ipk_ctx *ctx, uint16_t port_be, uint16_t backlog);
@@ -745,7 +780,8 @@ int ipk_tcp_info(const struct ipk_conn *c, struct ipk_tcp_info *info);
 
 /* ipk_udp_bind: deliver datagrams for local port_be to ops->udp_recv (datagrams to
  * an unbound port get ICMP port unreachable). Returns 0, IPK_EINVAL (NULL ctx, port
- * 0), IPK_EADDRINUSE (bound already) or IPK_ENOMEM (max_udp_binds reached).
+ * 0, or ops->udp_recv NULL: the datagrams would vanish), IPK_EADDRINUSE (bound
+ * already) or IPK_ENOMEM (max_udp_binds reached).
  * ipk_udp_unbind: undo it; returns 0, IPK_EINVAL or IPK_ENOENT (not bound). Sending
  * needs no bind. */
 int ipk_udp_bind(struct ipk_ctx *ctx, uint16_t port_be);

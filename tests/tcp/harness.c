@@ -486,7 +486,15 @@ uint32_t th_accept(struct th *t, uint32_t irs, const struct ipk_tcp_opts *o, uin
 	if (!th_next(t, &s))
 		return 0;
 	iss = s.h.seq;
-	th_seg(t, IPK_TCP_ACK, irs + 1, iss + 1, wnd, NULL, 0);
+	if (o && o->has_ts && s.o.has_ts) {
+		/* RFC 7323 §3.2: timestamps negotiated, so the ACK carries one too */
+		struct ipk_tcp_opts ts = th_ts_opt(o->tsval, s.o.tsval);
+
+		th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, IPK_TCP_ACK, irs + 1, iss + 1, wnd, &ts,
+		        NULL, 0);
+	} else {
+		th_seg(t, IPK_TCP_ACK, irs + 1, iss + 1, wnd, NULL, 0);
+	}
 	*c = t->conn;
 	return iss;
 }

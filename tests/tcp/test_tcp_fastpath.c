@@ -129,9 +129,16 @@ static void test_established_fastpath_options(void)
 	ts_seg(t, A, IRS + 11, iss + 1, TSV + 2, sk, 1, buf, 10); /* SACK block */
 	CHECK_EQ(hits(t), h + 1);
 	CHECK(th_expect(t, &s, A, iss + 1, IRS + 21));
-	th_seg(t, A, IRS + 21, iss + 1, W, buf, 10); /* no timestamp */
+	/* no timestamp: RFC 7323 §3.2, dropped silently (no ACK) */
+	th_seg(t, A, IRS + 21, iss + 1, W, buf, 10);
 	CHECK_EQ(hits(t), h + 1);
+	CHECK_EQ(th_pending(t), 0);
+	CHECK_EQ(ipk_counters(t->ctx)->drop[IPK_DROP_TCP_NO_TS], 1);
+	CHECK_EQ(t->rxlen, 20);
+	ts_seg(t, A, IRS + 21, iss + 1, TSV + 2, NULL, 0, buf, 10); /* the same, with one */
+	CHECK_EQ(hits(t), h + 2);
 	CHECK(th_expect(t, &s, A, iss + 1, IRS + 31));
+	h = hits(t) - 1;
 	ts_seg(t, A, IRS + 31, iss + 1, TSV - 5, NULL, 0, buf, 10); /* PAWS: dropped */
 	CHECK_EQ(hits(t), h + 1);
 	th_clear(t);

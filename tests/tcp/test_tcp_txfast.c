@@ -289,7 +289,16 @@ static struct ipk_conn *accept2(struct th *t, const struct ipk_tcp_opts *o)
 	th_send(t, TH_PEER_PORT + 1, TH_LOCAL_PORT, IPK_TCP_SYN, IRS, 0, 60000, o, NULL, 0);
 	if (!th_next(t, &s))
 		return NULL;
-	th_send(t, TH_PEER_PORT + 1, TH_LOCAL_PORT, A, IRS + 1, s.h.seq + 1, 60000, NULL, NULL, 0);
+	if (o->has_ts) {
+		/* RFC 7323 §3.2: negotiated, so every later segment carries one */
+		struct ipk_tcp_opts ts = th_ts_opt(o->tsval, s.o.tsval);
+
+		th_send(t, TH_PEER_PORT + 1, TH_LOCAL_PORT, A, IRS + 1, s.h.seq + 1, 60000, &ts,
+		        NULL, 0);
+	} else {
+		th_send(t, TH_PEER_PORT + 1, TH_LOCAL_PORT, A, IRS + 1, s.h.seq + 1, 60000, NULL,
+		        NULL, 0);
+	}
 	return t->conn;
 }
 
