@@ -126,29 +126,94 @@ static void arp_bind(struct ipk_ctx *c, struct ipk_arp_entry *e, uint32_t ip_be,
 		arp_arm(c, e->expires);
 	}
 	e->tries = 0;
+	e->probing = 0;
 	arp_flush_queue(c, e, mac);
 }
 
-/* Addresses a binding may be learned for: unicast, not ours. */
-static int arp_learnable(const struct ipk_ctx *c, const struct ipk_arp_hdr *a)
+/* A sender hardware address a binding may hold: unicast and not all zeros (RFC 826
+ * gives no meaning to either; a zero or group MAC cached for a peer silently sends
+ * its traffic nowhere, or everywhere). */
+static int arp_mac_ok(const uint8_t mac[6])
 {
-	const uint8_t *ip = (const uint8_t *)&a->spa_be;
+	return (mac[0] & 1u) == 0 && ipk_memcmp(mac, mac_zero, 6) != 0;
+}
 
-	if (a->spa_be == 0 || a->spa_be == c->cfg.ip4_be || (a->sha[0] & 1u) != 0)
+/*
+ * Is the sender one we may hear from? Returns -1 (yes), 0 (yes, but learn nothing:
+ * an RFC 5227 probe from 0.0.0.0, or a sender off our link, whose binding no frame
+ * of ours would ever use), or the drop reason. The sender IP passes the receive
+ * paths' one source rule (internal.h ipk_ip4_src_check); our own address from
+ * another MAC is an address conflict (RFC 5227 §2.4): counted, never learned.
+ */
+static int arp_sender(struct ipk_ctx *c, const struct ipk_arp_hdr *a)
+{
+	int why;
+
+	if (!arp_mac_ok(a->sha))
+		return IPK_DROP_ARP_BAD_SENDER;
+	if (a->spa_be == 0)
 		return 0;
-	if (ip[0] >= 224 || ip[0] == 127)
+	why = ipk_ip4_src_check(c, a->spa_be, 0);
+	if (why == IPK_DROP_IP4_LAND) {
+		c->cnt.arp_conflicts++;
+		return IPK_DROP_ARP_BAD_SENDER;
+	}
+	if (why == IPK_DROP_IP4_BAD_SRC)
+		return IPK_DROP_ARP_BAD_SENDER;
+	if (why >= 0 || ipk_ip4_next_hop(c, a->spa_be) != a->spa_be)
 		return 0;
-	return !ipk_ip4_is_bcast(c, a->spa_be);
+	return -1;
+}
+
+/* Probe the MAC a challenged entry holds: an ARP request unicast to it (RFC 5227
+ * §2.1.1's "unicast poll" of the known binding, as Linux's NUD_PROBE does). */
+static void arp_probe(struct ipk_ctx *c, struct ipk_arp_entry *e)
+{
+	e->probing++;
+	e->probe_at = c->now + c->cfg.arp_retry_ns;
+	arp_arm(c, e->probe_at);
+	arp_send(c, IPK_ARP_REQUEST, e->mac, e->mac, e->ip4_be);
+}
+
+/*
+ * Another MAC claims a live RESOLVED entry's address. Taking it on one packet's
+ * word lets anyone on the link redirect a peer's traffic (or, with a zero MAC,
+ * black-hole it). Instead the entry stays as it is and its MAC is probed: an
+ * answer from it (arp_learn, same MAC) ends the challenge and keeps the binding;
+ * arp_retries unanswered probes mean the host really moved (a replaced NIC, a
+ * failover), and the entry takes the newest claimant (arp_timer). An attacker can
+ * then only take an address whose owner is silent, and only after that delay.
+ */
+static void arp_challenge(struct ipk_ctx *c, struct ipk_arp_entry *e, const uint8_t sha[6])
+{
+	ipk_memcpy(e->cand_mac, sha, 6);
+	if (e->probing)
+		return;
+	c->cnt.arp_challenges++;
+	arp_probe(c, e);
+}
+
+/* Built-in table: a packet whose sender is e's address (mac sha). */
+static void arp_merge(struct ipk_ctx *c, struct ipk_arp_entry *e, const struct ipk_arp_hdr *a)
+{
+	if (e->state == IPK_ARP_STATIC)
+		return;
+	if (e->state == IPK_ARP_RESOLVED && e->expires > c->now &&
+	    ipk_memcmp(e->mac, a->sha, 6) != 0) {
+		arp_challenge(c, e, a->sha);
+		return;
+	}
+	arp_bind(c, e, a->spa_be, a->sha);
+	if (IPK_OPS(c)->arp_learned)
+		IPK_OPS(c)->arp_learned(a->spa_be, a->sha, IPK_OPQ(c));
 }
 
 /* RFC 826 "Packet Reception": merge into an existing entry from any ARP; add one only
- * when the packet is addressed to us. */
+ * when the packet is addressed to us. The sender has passed arp_sender. */
 static void arp_learn(struct ipk_ctx *c, const struct ipk_arp_hdr *a, int for_us)
 {
 	struct ipk_arp_entry *e = arp_find(c, a->spa_be);
 
-	if (!arp_learnable(c, a))
-		return;
 	if (integrator_owned(c)) {
 		if (IPK_OPS(c)->arp_learned)
 			IPK_OPS(c)->arp_learned(a->spa_be, a->sha, IPK_OPQ(c));
@@ -161,13 +226,8 @@ static void arp_learn(struct ipk_ctx *c, const struct ipk_arp_hdr *a, int for_us
 	}
 	if (!e && for_us)
 		e = arp_slot(c);
-	if (!e)
-		return;
-	if (e->state == IPK_ARP_STATIC)
-		return;
-	arp_bind(c, e, a->spa_be, a->sha);
-	if (IPK_OPS(c)->arp_learned)
-		IPK_OPS(c)->arp_learned(a->spa_be, a->sha, IPK_OPQ(c));
+	if (e)
+		arp_merge(c, e, a);
 }
 
 /* Takes ownership of pkt (always freed here). */
@@ -175,7 +235,7 @@ void ipk_arp_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 {
 	struct ipk_arp_hdr a;
 	uint32_t len = ipk_pkt_len(c, pkt);
-	int for_us;
+	int for_us, sender;
 
 	c->cnt.arp_rx++;
 	if (off > len || ipk_arp_parse(ipk_pkt_data(c, pkt) + off, len - off, &a) < 0 ||
@@ -183,12 +243,18 @@ void ipk_arp_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 		ipk_drop_pkt(c, pkt, IPK_DROP_ARP_MALFORMED);
 		return;
 	}
+	sender = arp_sender(c, &a);
+	if (sender > 0) {
+		ipk_drop_pkt(c, pkt, (enum ipk_drop)sender);
+		return;
+	}
 	ipk_pkt_free_chain(c, pkt);
 	for_us = c->cfg.ip4_be != 0 && a.tpa_be == c->cfg.ip4_be;
-	arp_learn(c, &a, for_us);
+	if (sender < 0)
+		arp_learn(c, &a, for_us);
 	/* RFC 826: answer requests for our address, unicast to the asker. An RFC 5227
 	 * probe (sender 0.0.0.0) is answered too, defending our address. */
-	if (for_us && a.op == IPK_ARP_REQUEST && (a.sha[0] & 1u) == 0)
+	if (for_us && a.op == IPK_ARP_REQUEST)
 		arp_send(c, IPK_ARP_REPLY, a.sha, a.sha, a.spa_be);
 }
 
@@ -293,6 +359,23 @@ static void arp_retry(struct ipk_ctx *c, struct ipk_arp_entry *e, uint64_t now)
 	arp_send(c, IPK_ARP_REQUEST, mac_bcast, mac_zero, e->ip4_be);
 }
 
+/* A challenged entry's probe time came (arp_challenge): probe again, or, its MAC
+ * silent through arp_retries probes, move to the claimant. */
+static void arp_probe_due(struct ipk_ctx *c, struct ipk_arp_entry *e)
+{
+	uint8_t mac[6];
+
+	if (e->probing < c->cfg.arp_retries) {
+		arp_probe(c, e);
+		return;
+	}
+	ipk_memcpy(mac, e->cand_mac, 6);
+	c->cnt.arp_moves++;
+	arp_bind(c, e, e->ip4_be, mac);
+	if (IPK_OPS(c)->arp_learned)
+		IPK_OPS(c)->arp_learned(e->ip4_be, mac, IPK_OPQ(c));
+}
+
 uint64_t ipk_arp_timer(struct ipk_ctx *c, uint64_t now)
 {
 	uint64_t next = IPK_NO_DEADLINE;
@@ -306,10 +389,13 @@ uint64_t ipk_arp_timer(struct ipk_ctx *c, uint64_t now)
 		else if (e->state == IPK_ARP_RESOLVED && e->expires <= now) {
 			ipk_memset(e, 0, sizeof(*e));
 			ipk_link_nhc_clear(c);
-		}
+		} else if (e->state == IPK_ARP_RESOLVED && e->probing && e->probe_at <= now)
+			arp_probe_due(c, e);
 		if ((e->state == IPK_ARP_PENDING || e->state == IPK_ARP_RESOLVED) &&
 		    e->expires < next)
 			next = e->expires;
+		if (e->state == IPK_ARP_RESOLVED && e->probing && e->probe_at < next)
+			next = e->probe_at;
 	}
 	return next;
 }

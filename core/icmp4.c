@@ -156,15 +156,11 @@ static int icmp_is_error_type(uint8_t type)
 	       type == IPK_ICMP_TIME_EXCEEDED || type == ICMP_PARAMPROB;
 }
 
-static int ip_is_special(const struct ipk_ctx *c, uint32_t ip_be)
-{
-	uint8_t top = ((const uint8_t *)&ip_be)[0];
-
-	return ip_be == 0 || top == 127 || top >= 224 || ipk_ip4_is_bcast(c, ip_be);
-}
-
 /* RFC 1122 §3.2.2: never an error about an ICMP error, a broadcast or multicast
- * (IP or link layer), a non-first fragment, or a source that is not one host. */
+ * (IP or link layer), a non-first fragment, or a source that is not one host (the
+ * receive paths' source rule, internal.h ipk_ip4_src_check: no error to ourselves,
+ * to a martian, or to where no route leads). The destination must be our unicast
+ * address: a datagram to any other was never ours to judge. */
 static int icmp_error_allowed(struct ipk_ctx *c, void *pkt, uint32_t l3_off,
                               const uint8_t *ip, uint32_t have)
 {
@@ -175,7 +171,8 @@ static int icmp_error_allowed(struct ipk_ctx *c, void *pkt, uint32_t l3_off,
 		return 0;
 	if ((ipk_rd16(ip + 6) & IPK_IP4_OFFMASK) != 0)
 		return 0;
-	if (ip_is_special(c, ipk_rdbe32(ip + 12)) || ip_is_special(c, ipk_rdbe32(ip + 16)))
+	if (ipk_ip4_src_check(c, ipk_rdbe32(ip + 12), 0) >= 0 || c->cfg.ip4_be == 0 ||
+	    ipk_rdbe32(ip + 16) != c->cfg.ip4_be)
 		return 0;
 	if (c->cfg.link == IPK_LINK_ETH && l3_off >= IPK_ETH_HLEN &&
 	    ipk_pkt_copy(c, pkt, l3_off - IPK_ETH_HLEN, &l2dst0, 1) == 1 && (l2dst0 & 1u))

@@ -45,10 +45,6 @@ int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be)
 	return (c->cfg.ip4_be != 0 && ip_be == c->cfg.ip4_be) || ipk_ip4_is_bcast(c, ip_be);
 }
 
-static inline int ip4_bad_src(const struct ipk_ctx *c, const struct ipk_ip4_hdr *h, int bcast)
-{
-	return ipk_ip4_src_bad(c, h->src_be, bcast && h->proto == IPK_IPPROTO_UDP);
-}
 
 /* ------------------------------------------------------------------ input */
 
@@ -177,7 +173,7 @@ static int ip4_check(struct ipk_ctx *c, void *pkt, uint32_t off, struct ipk_ip4_
 {
 	uint8_t *p = ipk_pkt_data(c, pkt);
 	uint32_t len = ipk_pkt_len(c, pkt);
-	int opt;
+	int opt, src;
 
 	/* A chain (IPK_CAP_LRO): the parse sees its length (tot_len may pass the first
 	 * packet), the header itself must be in the first packet (ip4_chain_ok). */
@@ -197,8 +193,9 @@ static int ip4_check(struct ipk_ctx *c, void *pkt, uint32_t off, struct ipk_ip4_
 	rx->is_bcast = (uint8_t)ipk_ip4_bcast_in(c, h->dst_be);
 	if (!rx->is_bcast && (c->cfg.ip4_be == 0 || h->dst_be != c->cfg.ip4_be))
 		return IPK_DROP_NOT_FOR_US; /* ipk_ip4_is_local, with the broadcast test once */
-	if (ip4_bad_src(c, h, rx->is_bcast))
-		return IPK_DROP_IP4_BAD_SRC;
+	src = ipk_ip4_src_check(c, h->src_be, rx->is_bcast && h->proto == IPK_IPPROTO_UDP);
+	if (src >= 0)
+		return src;
 	opt = ip4_options(p + off + IPK_IP4_HLEN, (uint32_t)h->ihl - IPK_IP4_HLEN);
 	if (opt)
 		return opt;
@@ -218,11 +215,10 @@ static void ip4_rx_fill(struct ipk_rx *rx, const struct ipk_ip4_hdr *h, uint32_t
 }
 
 /*
- * The datagram almost every frame carries: one flat packet, a 20-byte header (no
- * options), no fragment, to our own unicast address from a source that can be a
- * host, header checksum right. ip4_check's rules for that case in one straight
- * line, reading each field once. Returns 0 with nothing changed (no side effect, no
- * count) for anything else: ip4_check then judges it with every rule and counts.
+ * The datagram almost every frame carries: one flat packet accepted by
+ * ipk_ip4_fast_accept (the predicate ipk_tcp_rx_one shares), header checksum
+ * right. Returns 0 with nothing changed (no side effect, no count) for anything
+ * else: ip4_check then judges it with every rule and counts.
  */
 static int ip4_input_fast(struct ipk_ctx *c, void *pkt, uint32_t off)
 {
@@ -231,19 +227,15 @@ static int ip4_input_fast(struct ipk_ctx *c, void *pkt, uint32_t off)
 	struct ipk_ip4_hdr h;
 	struct ipk_rx rx;
 
-	if (off > len || len - off < IPK_IP4_HLEN || p[0] != 0x45 ||
-	    (ipk_rd16(p + 6) & (IPK_IP4_MF | IPK_IP4_OFFMASK)) || ipk_pkt_chain_next(c, pkt))
+	if (off > len || ipk_pkt_chain_next(c, pkt))
+		return 0;
+	h.tot_len = (uint16_t)ipk_ip4_fast_accept(c, p, len - off);
+	if (h.tot_len == 0 || !ip4_csum_verdict(c, pkt, p, IPK_IP4_HLEN, &rx.l4_csum_ok))
 		return 0;
 	h.ihl = IPK_IP4_HLEN;
-	h.tot_len = ipk_rd16(p + 2);
 	h.proto = p[9];
 	h.src_be = ipk_rdbe32(p + 12);
 	h.dst_be = ipk_rdbe32(p + 16);
-	if (h.tot_len < IPK_IP4_HLEN || h.tot_len > len - off || h.dst_be != c->cfg.ip4_be ||
-	    !c->ip4_self_ok || ip4_bad_src(c, &h, 0))
-		return 0;
-	if (!ip4_csum_verdict(c, pkt, p, IPK_IP4_HLEN, &rx.l4_csum_ok))
-		return 0;
 	h.tos = p[1];
 	h.ttl = p[8];
 	/* Ethernet pads short frames to 60 bytes: the datagram ends at tot_len. */

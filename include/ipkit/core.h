@@ -148,6 +148,10 @@ enum ipk_drop {
 	IPK_DROP_CHAIN,             /* received packet chain not allowed here */
 	IPK_DROP_NO_ROUTE,          /* transmit: destination off-link and no gateway */
 	IPK_DROP_TCP_PAWS,          /* RFC 7323 §5: timestamp older than TS.Recent */
+	IPK_DROP_IP4_LAND,          /* source is our own address ("land" attack) */
+	IPK_DROP_IP4_SRC_NO_ROUTE,  /* source we have no route back to (RFC 3704 §2.4) */
+	IPK_DROP_ARP_BAD_SENDER,    /* ARP sender MAC not unicast, or sender IP no host */
+	IPK_DROP_FRAG_EVICTED,      /* held fragment freed to make room (oldest first) */
 	IPK_DROP__COUNT
 };
 
@@ -190,6 +194,10 @@ struct ipk_counters {
 	uint64_t tcp_rescue_rtx;      /* RFC 6675 rescue retransmissions (one per recovery) */
 	uint64_t tcp_fast_path;       /* segments taken by header prediction (RFC 9293
 	                               * §3.10.7.4's common case; the rest went the full way) */
+	/* ARP defences (arp.c): a resolved entry is not overwritten on one packet's word */
+	uint64_t arp_conflicts;       /* ARP from another host claiming our own address */
+	uint64_t arp_challenges;      /* resolved entries another MAC claimed (probed) */
+	uint64_t arp_moves;           /* ... that moved: the old MAC left probes unanswered */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); never NULL. */

@@ -93,6 +93,64 @@ static void test_ip4_bad_addresses_dropped(void)
 	hnet_free(net);
 }
 
+/* Item 4 of issue 14: one source rule (internal.h ipk_ip4_src_check) for every
+ * path. Class E, 0/8 and our own address ("land") were accepted before it. */
+static void test_ip4_martian_and_land_sources_dropped(void)
+{
+	struct hnet *net = one_node(NULL);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200], u[64];
+	uint32_t ul = hb_udp(u, PEER, US, 1, 7, NULL, 0, 1);
+
+	a->udp_echo = 1;
+	hnode_inject(a, b, frame(b, IPK_IP4(240, 1, 2, 3), US, 17, 1, 0, u, ul));
+	hnode_inject(a, b, frame(b, IPK_IP4(254, 0, 0, 1), US, 17, 1, 0, u, ul));
+	hnode_inject(a, b, frame(b, IPK_IP4(0, 1, 2, 3), US, 17, 1, 0, u, ul));
+	hnode_inject(a, b, frame(b, IPK_IP4(0, 1, 2, 3), IPK_IP4(255, 255, 255, 255), 17, 1, 0,
+	                         u, ul));
+	CHECK_EQ(drops(net, IPK_DROP_IP4_BAD_SRC), 4);
+	/* land: from our own address to our own address */
+	hnode_inject(a, b, frame(b, US, US, 17, 1, 0, u, ul));
+	hnode_inject(a, b, frame(b, US, IPK_IP4(10, 0, 0, 255), 17, 1, 0, u, ul));
+	CHECK_EQ(drops(net, IPK_DROP_IP4_LAND), 2);
+	CHECK_EQ(a->udp_n, 0);
+	CHECK_EQ(net->ncap, 0); /* no echo, no ICMP, no ARP for ourselves */
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+static void with_gateway(int idx, struct ipk_config *cfg)
+{
+	(void)idx;
+	cfg->gateway_be = IPK_IP4(10, 0, 0, 9);
+}
+
+/* RFC 3704 §2.4 loose reverse path: with no gateway, an off-link source can never
+ * be answered (issue 14 item 6: a SYN from one retried about 1000 times a second);
+ * with a gateway the same datagram is taken. */
+static void test_ip4_source_without_route_back_dropped(void)
+{
+	struct hnet *net = one_node(NULL);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200], u[64];
+	uint32_t far = IPK_IP4(192, 168, 7, 7);
+	uint32_t ul = hb_udp(u, far, US, 1, 7, NULL, 0, 1);
+
+	hnode_inject(a, b, frame(b, far, US, 17, 1, 0, u, ul));
+	CHECK_EQ(drops(net, IPK_DROP_IP4_SRC_NO_ROUTE), 1);
+	CHECK_EQ(a->udp_n, 0);
+	CHECK_EQ(net->ncap, 0);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+	net = one_node(with_gateway);
+	a = net->nodes[0];
+	hnode_inject(a, b, frame(b, far, US, 17, 1, 0, u, ul));
+	CHECK_EQ(drops(net, IPK_DROP_IP4_SRC_NO_ROUTE), 0);
+	CHECK_EQ(a->udp_n, 1);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 static void test_ip4_options_skipped_source_route_dropped(void)
 {
 	struct hnet *net = one_node(NULL);
@@ -452,6 +510,8 @@ int main(void)
 {
 	RUN(test_ip4_malformed_headers_each_counted);
 	RUN(test_ip4_bad_addresses_dropped);
+	RUN(test_ip4_martian_and_land_sources_dropped);
+	RUN(test_ip4_source_without_route_back_dropped);
 	RUN(test_ip4_options_skipped_source_route_dropped);
 	RUN(test_ip4_unknown_protocol_gets_protocol_unreachable);
 	RUN(test_link_bad_frames_counted);

@@ -8,7 +8,8 @@
  * state the general RFC 9293 §3.10.7.4 processing would not shows up as a differing
  * frame (an ACK, window, timestamp or retransmission) or field. The second test
  * puts a damaged copy before some frames (a flipped byte, a bad IPv4 or TCP
- * checksum alone, a source that cannot be a host, a broadcast MAC, Ethernet padding,
+ * checksum alone, a source that cannot be a host (each kind the one source rule
+ * names: loopback, 0/8, class E, broadcast, land, no route back), a broadcast MAC, Ethernet padding,
  * a fragment, IPv4 options): each must be judged as the layers judge it, dropped and
  * counted by the same reason or taken as the same duplicate.
  */
@@ -113,8 +114,18 @@ static uint32_t mutate_frame(uint32_t *r, const uint8_t *b, uint32_t len, uint8_
 	case 2: /* TCP checksum wrong alone */
 		out[50] ^= 0x01;
 		break;
-	case 3: /* a loopback source, checksums right */
-		out[26] = 127;
+	case 3: /* a source that cannot be a host (internal.h ipk_ip4_src_check),
+		 * checksums right: loopback, 0/8, class E, limited broadcast, our own
+		 * address (land), our subnet's broadcast, off-link with no route back */
+		switch (lcg(r) % 7u) {
+		case 0: out[26] = 127; break;
+		case 1: out[26] = 0; break;
+		case 2: out[26] = (uint8_t)(240u + lcg(r) % 15u); break;
+		case 3: memset(out + 26, 0xff, 4); break;
+		case 4: memcpy(out + 26, out + 30, 4); break;
+		case 5: out[29] = 255; break;
+		default: out[26] = 192; out[27] = 168; break;
+		}
 		fix_ip4(out);
 		fix_tcp(out);
 		break;
@@ -395,6 +406,8 @@ static void test_damaged_frames_judged_as_general_path(void)
 		CHECK(on->cnt[i].drop[IPK_DROP_IP4_CSUM] > 10);
 		CHECK(on->cnt[i].drop[IPK_DROP_TCP_CSUM] > 10);
 		CHECK(on->cnt[i].drop[IPK_DROP_IP4_BAD_SRC] > 10);
+		CHECK(on->cnt[i].drop[IPK_DROP_IP4_LAND] > 2);
+		CHECK(on->cnt[i].drop[IPK_DROP_IP4_SRC_NO_ROUTE] > 2);
 		CHECK(on->cnt[i].tcp_dup_segs > 10);
 	}
 	free(on);
