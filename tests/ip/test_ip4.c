@@ -151,6 +151,29 @@ static void test_ip4_source_without_route_back_dropped(void)
 	hnet_free(net);
 }
 
+/* Issue 14 item 6: a connection to an address with no route retried its SYN every
+ * millisecond (~1000 no_route drops a second). It must back off like a segment
+ * lost on the way: RFC 6298 exponential retransmission, a handful of tries in 10 s. */
+static void test_ip4_no_route_backs_off(void)
+{
+	struct hnet *net = one_node(NULL);
+	struct hnode *a = net->nodes[0];
+	struct ipk_conn *c = NULL;
+	int k;
+
+	CHECK_EQ(ipk_tcp_connect(a->ctx, IPK_IP4(192, 168, 7, 7), ipk_htons(80), 0, NULL, &c,
+	                         net->now), IPK_OK);
+	for (k = 0; k < 1000; k++)
+		hnet_advance(net, 10000000ull); /* 10 s in 10 ms steps */
+	CHECK(drops(net, IPK_DROP_NO_ROUTE) >= 2);
+	CHECK(drops(net, IPK_DROP_NO_ROUTE) <= 5);
+	CHECK_EQ(net->ncap, 0);
+	if (c)
+		ipk_tcp_abort(a->ctx, c, net->now);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 static void test_ip4_options_skipped_source_route_dropped(void)
 {
 	struct hnet *net = one_node(NULL);
@@ -512,6 +535,7 @@ int main(void)
 	RUN(test_ip4_bad_addresses_dropped);
 	RUN(test_ip4_martian_and_land_sources_dropped);
 	RUN(test_ip4_source_without_route_back_dropped);
+	RUN(test_ip4_no_route_backs_off);
 	RUN(test_ip4_options_skipped_source_route_dropped);
 	RUN(test_ip4_unknown_protocol_gets_protocol_unreachable);
 	RUN(test_link_bad_frames_counted);
