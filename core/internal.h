@@ -138,6 +138,7 @@ struct ipk_frag {
 	uint16_t pad_;
 	uint64_t expires;
 	struct ipk_pb *pieces; /* sorted by offset; pb->seq = offset, pb->off/len = payload */
+	uint64_t touched;   /* ctx->frag_tick when a piece last arrived (eviction order) */
 };
 
 struct ipk_conn; /* tcp.h */
@@ -179,6 +180,7 @@ struct ipk_ctx {
 	uint32_t isn_secret_;         /* unused when ops->isn_hash is set */
 
 	uint64_t arp_deadline, frag_deadline;
+	uint64_t frag_tick;           /* counts fragments stored: ipk_frag.touched's clock */
 	/* cfg.tcp_rto_min_ns/max_ns as µs (ipk_tcp_ns_to_us) and max in whole ms: the RTT
 	 * path compares and clamps without converting (tcp_timer.c, tcp_ts.c). */
 	uint32_t rto_min_us, rto_max_us;

@@ -9,6 +9,9 @@
  * hold is ignored; any other overlap discards the whole datagram, because
  * overlapping fragments are only ever seen in attacks (IDS evasion, RFC 1858) and
  * there is no safe way to choose which bytes to trust.
+ * Pressure (frag_make_room): one source holds at most half the slots, and a full
+ * table evicts the datagram that received nothing for longest, so unfinished
+ * datagrams cannot hold reassembly hostage for the whole timeout.
  */
 #include <ipkit/core.h>
 #include <stddef.h>
@@ -302,10 +305,45 @@ static void frag_free_slot(struct ipk_ctx *c, struct ipk_frag *f, int count_as)
 	ipk_memset(f, 0, sizeof(*f));
 }
 
+/* The slot that has received nothing for longest, among all (src_be 0) or one
+ * source's; NULL when none is used. */
+static struct ipk_frag *frag_stalest(struct ipk_ctx *c, uint32_t src_be)
+{
+	struct ipk_frag *v = NULL;
+	uint32_t i;
+
+	for (i = 0; i < c->cfg.frag_slots; i++) {
+		struct ipk_frag *f = &c->frags[i];
+
+		if (f->used && (src_be == 0 || f->src_be == src_be) && (!v || f->touched < v->touched))
+			v = f;
+	}
+	return v;
+}
+
+/*
+ * Room for a new datagram from src_be, which holds n_src slots already; NULL when
+ * none can be made. Unfinished datagrams must not hold reassembly hostage for the
+ * whole timeout (RFC 791's 15 s, our 30 s; issue 14 item 2: eight first fragments
+ * blocked all of it). One source holds at most half the slots: past that its own
+ * stalest datagram makes room. A full table evicts the datagram that received
+ * nothing for longest: a flood of first fragments that never continue is evicted
+ * before a datagram whose pieces keep arriving, from any source.
+ */
+static struct ipk_frag *frag_make_room(struct ipk_ctx *c, uint32_t src_be, uint32_t n_src)
+{
+	uint32_t per_src = IPK_MAX(c->cfg.frag_slots / 2u, 1u);
+	struct ipk_frag *v = frag_stalest(c, n_src >= per_src ? src_be : 0);
+
+	if (v)
+		frag_free_slot(c, v, IPK_DROP_FRAG_EVICTED);
+	return v;
+}
+
 static struct ipk_frag *frag_slot(struct ipk_ctx *c, const struct ipk_ip4_hdr *h)
 {
 	struct ipk_frag *free_slot = NULL;
-	uint32_t i;
+	uint32_t i, n_src = 0;
 
 	for (i = 0; i < c->cfg.frag_slots; i++) {
 		struct ipk_frag *f = &c->frags[i];
@@ -318,7 +356,10 @@ static struct ipk_frag *frag_slot(struct ipk_ctx *c, const struct ipk_ip4_hdr *h
 		if (f->src_be == h->src_be && f->dst_be == h->dst_be && f->id == h->id &&
 		    f->proto == h->proto)
 			return f;
+		n_src += f->src_be == h->src_be;
 	}
+	if (!free_slot || n_src >= IPK_MAX(c->cfg.frag_slots / 2u, 1u))
+		free_slot = frag_make_room(c, h->src_be, n_src);
 	if (!free_slot)
 		return NULL;
 	free_slot->used = 1;
@@ -326,6 +367,7 @@ static struct ipk_frag *frag_slot(struct ipk_ctx *c, const struct ipk_ip4_hdr *h
 	free_slot->dst_be = h->dst_be;
 	free_slot->id = h->id;
 	free_slot->proto = h->proto;
+	free_slot->touched = c->frag_tick;
 	free_slot->expires = c->now + c->cfg.frag_timeout_ns;
 	if (free_slot->expires < c->frag_deadline)
 		c->frag_deadline = free_slot->expires;
@@ -402,6 +444,7 @@ static void frag_store(struct ipk_ctx *c, struct ipk_frag *f, void *pkt, struct 
 	pb->t = c->now;
 	pb->next = *at;
 	*at = pb;
+	f->touched = ++c->frag_tick;
 	f->npieces++;
 	f->have += rx->l4_len;
 	if (last)

@@ -347,7 +347,10 @@ struct ipk_config {
 	uint16_t max_listeners;     /* default 16 */
 	uint16_t max_udp_binds;     /* default 16 */
 	uint16_t arp_entries;       /* default 64 */
-	uint16_t frag_slots;        /* datagrams reassembled at once, default 8 */
+	uint16_t frag_slots;        /* datagrams reassembled at once, default 8; one
+	                             * source holds at most half of them (at least 1).
+	                             * When full, a new datagram evicts the one that
+	                             * received nothing for longest (IPK_DROP_FRAG_EVICTED) */
 
 	/* ARP */
 	uint64_t arp_ttl_ns;        /* cache entry life, default 60 s */

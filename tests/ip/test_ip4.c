@@ -474,7 +474,9 @@ static void test_frag_too_big_dropped(void)
 	hnet_free(net);
 }
 
-static void test_frag_slot_exhaustion_counted(void)
+/* One source holds at most half the slots (frag_slots = 4 here): its third
+ * unfinished datagram evicts its own stalest. */
+static void test_frag_one_source_holds_half_the_slots(void)
 {
 	struct hnet *net = one_node(NULL); /* frag_slots = 4 */
 	struct hnode *a = net->nodes[0];
@@ -483,9 +485,53 @@ static void test_frag_slot_exhaustion_counted(void)
 	make_dgram();
 	for (id = 100; id < 105; id++)
 		send_frag(a, id, 1);
-	CHECK_EQ(drops(net, IPK_DROP_FRAG_NOMEM), 1);
+	CHECK_EQ(drops(net, IPK_DROP_FRAG_NOMEM), 0);
+	CHECK_EQ(drops(net, IPK_DROP_FRAG_EVICTED), 3);
 	hnet_advance(net, 31 * SEC);
-	CHECK_EQ(drops(net, IPK_DROP_FRAG_TIMEOUT), 4);
+	CHECK_EQ(drops(net, IPK_DROP_FRAG_TIMEOUT), 2);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* A first fragment of datagram id from src that never continues. */
+static void send_stray(struct hnode *a, uint32_t src, uint16_t id)
+{
+	uint8_t b[1600];
+
+	hnode_inject(a, b, frame(b, src, US, 17, id, IPK_IP4_MF, udp_dgram, PIECE));
+}
+
+/* Issue 14 item 2: first fragments that never complete held every slot for the
+ * whole 30 s timeout, so no other datagram could be reassembled. Now a flood from
+ * one source, then from a new (spoofed) source per fragment, both interleaved
+ * with a legitimate datagram's pieces, leaves it to be reassembled intact. */
+static void test_frag_unfinished_flood_does_not_block_reassembly(void)
+{
+	struct hnet *net = one_node(NULL); /* frag_slots = 4 */
+	struct hnode *a = net->nodes[0];
+	uint32_t k, n = 0;
+
+	make_dgram();
+	for (k = 0; k < 50; k++)
+		send_stray(a, IPK_IP4(10, 0, 0, 50), (uint16_t)(1000 + k));
+	for (k = 0; k < DGRAM / PIECE; k++) {
+		send_stray(a, IPK_IP4(10, 0, 0, 50), (uint16_t)(2000 + k));
+		send_frag(a, 42, k);
+	}
+	CHECK(delivered_intact(a));
+	/* many sources: two new datagrams between each of the legitimate pieces */
+	a->udp_n = 0;
+	for (k = 0; k < DGRAM / PIECE; k++) {
+		send_stray(a, IPK_IP4(10, 0, 0, 60 + n), (uint16_t)k), n++;
+		send_stray(a, IPK_IP4(10, 0, 0, 60 + n), (uint16_t)k), n++;
+		send_frag(a, 43, k);
+	}
+	CHECK(delivered_intact(a));
+	CHECK(drops(net, IPK_DROP_FRAG_EVICTED) > 50);
+	net->cut = 1;
+	hnet_advance(net, 31 * SEC);
+	for (k = 0; k < 5; k++) /* time exceeded to the strays waits for ARP */
+		hnet_advance(net, SEC);
 	CHECK(hnet_no_leaks(net));
 	hnet_free(net);
 }
@@ -549,7 +595,8 @@ int main(void)
 	RUN(test_frag_timeout_frees_all_and_sends_time_exceeded);
 	RUN(test_frag_too_many_pieces_dropped);
 	RUN(test_frag_too_big_dropped);
-	RUN(test_frag_slot_exhaustion_counted);
+	RUN(test_frag_one_source_holds_half_the_slots);
+	RUN(test_frag_unfinished_flood_does_not_block_reassembly);
 	RUN(test_frag_bad_sizes_malformed);
 	RUN(test_frag_icmp_echo_reassembled_gets_reply);
 	return check_summary();
