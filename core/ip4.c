@@ -104,16 +104,11 @@ static int ip4_csum_verdict(struct ipk_ctx *c, void *pkt, const uint8_t *ip, uin
 	return ipk_ip4_csum_ok(ip, ihl);
 }
 
-static void *ip4_linearize(struct ipk_ctx *c, void *pkt)
+/* A chain of at most pkt_buf_size bytes as one flat packet (the chain is freed). */
+static void *ip4_linearize(struct ipk_ctx *c, void *pkt, uint32_t total)
 {
-	uint32_t total = ipk_pkt_chain_len(c, pkt);
-	void *flat;
+	void *flat = ipk_pkt_alloc(c);
 
-	if (total > c->cfg.pkt_buf_size) {
-		ipk_drop_pkt(c, pkt, IPK_DROP_FRAG_TOO_BIG);
-		return NULL;
-	}
-	flat = ipk_pkt_alloc(c);
 	if (!flat) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_NO_PKT);
 		return NULL;
@@ -127,12 +122,18 @@ static void *ip4_linearize(struct ipk_ctx *c, void *pkt)
 /* Hand a complete datagram to its transport (which takes ownership). */
 static void ip4_dispatch(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
 {
-	/* ICMP takes one flat packet; UDP and TCP read chains (TCP delivers a chained
-	 * segment to the application piece by piece, tcp_in.c). */
+	/* UDP and TCP read chains (TCP delivers a chained segment to the application
+	 * piece by piece, tcp_in.c). ICMP gets a reassembled datagram flat when it fits
+	 * one buffer (errors are parsed in place), else as the chain (an echo request
+	 * of up to 65,507 bytes is answered from it: icmp4.c). */
 	if (rx->reassembled && rx->proto == IPK_IPPROTO_ICMP) {
-		pkt = ip4_linearize(c, pkt);
-		if (!pkt)
-			return;
+		uint32_t total = ipk_pkt_chain_len(c, pkt);
+
+		if (total <= c->cfg.pkt_buf_size) {
+			pkt = ip4_linearize(c, pkt, total);
+			if (!pkt)
+				return;
+		}
 	}
 	switch (rx->proto) {
 	case IPK_IPPROTO_ICMP:

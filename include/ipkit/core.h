@@ -125,7 +125,10 @@ enum ipk_drop {
 	IPK_DROP_FRAG_NOMEM,        /* reassembly resources exhausted */
 	IPK_DROP_FRAG_OVERLAP,      /* overlapping fragments: datagram discarded */
 	IPK_DROP_FRAG_TIMEOUT,      /* reassembly timed out (per fragment freed) */
-	IPK_DROP_FRAG_TOO_BIG,      /* reassembled size above 65535 or configured limit */
+	IPK_DROP_FRAG_TOO_BIG,      /* a datagram being reassembled passes 65535 bytes,
+	                             * cfg.frag_max_bytes or cfg.frag_max_pieces fragments
+	                             * (never a complete datagram larger than a buffer:
+	                             * ICMP echo answers those from the chain) */
 	IPK_DROP_ICMP_MALFORMED,    /* short or bad checksum */
 	IPK_DROP_ICMP_TYPE,         /* type we do not handle */
 	IPK_DROP_UDP_MALFORMED,     /* bad length */
@@ -145,7 +148,9 @@ enum ipk_drop {
 	IPK_DROP_ARP_QUEUE_FULL,    /* tx packet waiting for ARP dropped */
 	IPK_DROP_ARP_TIMEOUT,       /* tx packet waiting for ARP timed out */
 	IPK_DROP_NO_PKT,            /* ops->pkt_alloc returned NULL on transmit */
-	IPK_DROP_CHAIN,             /* received packet chain not allowed here */
+	IPK_DROP_CHAIN,             /* received packet chain not allowed here (a chain
+	                             * without IPK_CAP_LRO, a chained ARP frame, an ICMP
+	                             * message other than echo larger than one buffer) */
 	IPK_DROP_NO_ROUTE,          /* transmit: destination off-link and no gateway */
 	IPK_DROP_TCP_PAWS,          /* RFC 7323 §5: timestamp older than TS.Recent */
 	IPK_DROP_IP4_LAND,          /* source is our own address ("land" attack) */

@@ -575,6 +575,94 @@ static void test_frag_icmp_echo_reassembled_gets_reply(void)
 	hnet_free(net);
 }
 
+/* Inject an echo request of `data` bytes (header + pattern) as fragments of at most
+ * 1480 payload bytes, last first (so it completes on the first fragment). */
+static void inject_big_echo(struct hnode *a, uint8_t *icmp, uint32_t data)
+{
+	uint32_t l4 = 8 + data, off, i;
+	int odd = 0;
+
+	memset(icmp, 0, 8);
+	icmp[0] = 8;
+	ipk_wr16(icmp + 4, 0x1234);
+	ipk_wr16(icmp + 6, 7);
+	for (i = 8; i < l4; i++)
+		icmp[i] = (uint8_t)(i * 13u + (i >> 8));
+	ipk_wr16(icmp + 2, ipk_csum_fold(ipk_csum_add(0, icmp, l4, &odd)));
+	for (off = ((l4 - 1) / 1480) * 1480;; off -= 1480) {
+		uint8_t b[1600];
+		uint32_t n = l4 - off < 1480 ? l4 - off : 1480;
+		uint16_t frag = (uint16_t)((off / 8) | (off + n < l4 ? IPK_IP4_MF : 0));
+
+		hnode_inject(a, b, frame(b, PEER, US, 1, 0x77, frag, icmp + off, n));
+		if (off == 0)
+			break;
+	}
+}
+
+/* The reply's fragments among the captured frames put back together in out;
+ * returns the ICMP bytes found in order with no gap (0 on any inconsistency). */
+static uint32_t collect_reply(struct hnet *net, uint8_t *out, uint32_t max)
+{
+	uint32_t have = 0, total = 0;
+	int i;
+
+	for (i = 0; i < net->ncap; i++) {
+		const uint8_t *ip = net->cap[i].b + 14;
+		uint32_t ihl = (ip[0] & 15u) * 4u, tot = ipk_rd16(ip + 2), n = tot - ihl;
+		uint32_t off = (ipk_rd16(ip + 6) & IPK_IP4_OFFMASK) * 8u;
+
+		if (ipk_rd16(net->cap[i].b + 12) != IPK_ETHERTYPE_IP4 || ip[9] != 1 ||
+		    net->cap[i].len != 14 + tot || tot > 1500 || off + n > max ||
+		    ipk_csum_fold(ipk_csum_hdr20(ip)) != 0)
+			return 0;
+		memcpy(out + off, ip + ihl, n);
+		have += n;
+		if (!(ipk_rd16(ip + 6) & IPK_IP4_MF))
+			total = off + n;
+	}
+	return have == total ? total : 0;
+}
+
+static uint32_t g_caps_echo;
+static void big_echo_cfg(int idx, struct ipk_config *cfg)
+{
+	(void)idx;
+	cfg->caps = g_caps_echo;
+	cfg->frag_max_pieces = 64;
+}
+
+/* Issue 14 item 3: RFC 1122 §3.2.2.6 wants the echo data back. A request larger
+ * than one buffer (2,048 here) was reassembled, then dropped as frag_too_big when
+ * flattened; now the reply is built from the chain and leaves in fragments, the
+ * data intact, with and without scatter-gather. */
+static void big_echo(uint32_t data, uint32_t caps)
+{
+	static uint8_t icmp[65535], back[65535];
+	struct hnet *net;
+	struct hnode *a;
+	uint32_t got;
+	int odd = 0;
+
+	g_caps_echo = caps;
+	net = one_node(big_echo_cfg);
+	a = net->nodes[0];
+	inject_big_echo(a, icmp, data);
+	got = collect_reply(net, back, sizeof(back));
+	CHECK_EQ(got, 8 + data);
+	CHECK_EQ(back[0], 0); /* echo reply */
+	CHECK_EQ(ipk_csum_fold(ipk_csum_add(0, back, got, &odd)), 0);
+	CHECK(memcmp(back + 4, icmp + 4, 8 + data - 4) == 0);
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_FRAG_TOO_BIG], 0);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+static void test_icmp_echo_3000_answered_from_chain(void) { big_echo(3000, 0); }
+static void test_icmp_echo_9000_answered_from_chain_sg(void) { big_echo(9000, IPK_CAP_SG); }
+static void test_icmp_echo_65507_answered_from_chain(void) { big_echo(65507, 0); }
+static void test_icmp_echo_65507_answered_from_chain_sg(void) { big_echo(65507, IPK_CAP_SG); }
+
 int main(void)
 {
 	RUN(test_ip4_malformed_headers_each_counted);
@@ -599,5 +687,9 @@ int main(void)
 	RUN(test_frag_unfinished_flood_does_not_block_reassembly);
 	RUN(test_frag_bad_sizes_malformed);
 	RUN(test_frag_icmp_echo_reassembled_gets_reply);
+	RUN(test_icmp_echo_3000_answered_from_chain);
+	RUN(test_icmp_echo_9000_answered_from_chain_sg);
+	RUN(test_icmp_echo_65507_answered_from_chain);
+	RUN(test_icmp_echo_65507_answered_from_chain_sg);
 	return check_summary();
 }
