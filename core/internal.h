@@ -439,17 +439,18 @@ IPK_INLINE int ipk_ip4_bcast_in(const struct ipk_ctx *c, uint32_t ip_be)
 IPK_INLINE int ipk_ip4_src_check(const struct ipk_ctx *c, uint32_t src_be, int udp_bcast)
 {
 	uint8_t top = (uint8_t)(ipk_ntohl(src_be) >> 24);
+	uint32_t host = ~c->cfg.netmask_be, part = src_be & host;
 
-	if (src_be == 0)
-		return udp_bcast ? -1 : IPK_DROP_IP4_BAD_SRC;
-	if (top == 0 || top == 127 || top >= 224)
-		return IPK_DROP_IP4_BAD_SRC;
+	/* 0/8 and 224/4 + 240/4 in one compare: top + 32 wraps them onto 0..32 */
+	if ((uint8_t)(top + 32u) <= 32u || top == 127)
+		return src_be == 0 && udp_bcast ? -1 : IPK_DROP_IP4_BAD_SRC;
+	if (((src_be ^ c->cfg.ip4_be) & c->cfg.netmask_be) != 0)
+		return c->cfg.gateway_be != 0 ? -1 : IPK_DROP_IP4_SRC_NO_ROUTE;
 	if (src_be == c->cfg.ip4_be)
 		return IPK_DROP_IP4_LAND;
-	if (ipk_ip4_bcast_in(c, src_be))
+	/* on our subnet: its broadcast address (ipk_ip4_bcast_in's rule) */
+	if (c->ip4_has_bcast && (part == host || part == 0))
 		return IPK_DROP_IP4_BAD_SRC;
-	if (c->cfg.gateway_be == 0 && ((src_be ^ c->cfg.ip4_be) & c->cfg.netmask_be) != 0)
-		return IPK_DROP_IP4_SRC_NO_ROUTE;
 	return -1;
 }
 /*
