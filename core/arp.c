@@ -4,9 +4,14 @@
  * Built-in cache of cfg.arp_entries entries. A PENDING entry holds a bounded queue of
  * frames waiting for the reply; requests are retried every arp_retry_ns, and after
  * arp_retries requests the queue is dropped (IPK_DROP_ARP_TIMEOUT). When the table is
- * full a new entry evicts the oldest RESOLVED one; PENDING and STATIC entries are never
- * evicted, so a scan of many unresolved addresses cannot push out working bindings, and
- * a pending entry's life is bounded by arp_retries * arp_retry_ns.
+ * full a new entry evicts the oldest RESOLVED one; STATIC entries are never evicted,
+ * and PENDING ones hold at most half the table (past that a new one evicts the oldest
+ * PENDING), so a scan or flood of unresolved addresses can neither push out every
+ * working binding nor lock the table; a pending entry's life is bounded by
+ * arp_retries * arp_retry_ns.
+ * Hostile senders (arp_sender, arp_challenge): a sender MAC must be unicast and
+ * non-zero, a sender IP must pass the receive paths' source rule, and one packet
+ * cannot rebind a live RESOLVED entry: its MAC is probed first.
  *
  * With ops->arp_resolve the integrator owns the table: the cache slots then only hold
  * PENDING entries (queue + retries), freed once a binding for them is seen.
@@ -32,24 +37,51 @@ static struct ipk_arp_entry *arp_find(struct ipk_ctx *c, uint32_t ip_be)
 	return NULL;
 }
 
-/* A free slot, else the RESOLVED entry closest to expiry (the oldest). */
-static struct ipk_arp_entry *arp_slot(struct ipk_ctx *c)
+/* Of two PENDING entries, was a started first? (More requests sent, or as many
+ * and its next retry due sooner.) */
+static int arp_pending_older(const struct ipk_arp_entry *a, const struct ipk_arp_entry *b)
 {
-	struct ipk_arp_entry *victim = NULL;
-	uint32_t i;
+	return a->tries != b->tries ? a->tries > b->tries : a->expires < b->expires;
+}
+
+static void arp_drop_queue(struct ipk_ctx *c, struct ipk_arp_entry *e, enum ipk_drop why);
+
+/*
+ * A free slot, else a victim: the RESOLVED entry closest to expiry (the oldest).
+ * For a new PENDING entry (for_pending), once PENDING entries hold half the table,
+ * or nothing RESOLVED is left, the oldest PENDING one instead (its waiting frames
+ * dropped as IPK_DROP_ARP_EVICTED): otherwise frames to many addresses that never
+ * answer (a SYN flood from spoofed on-link sources: each SYN-ACK needs one) push
+ * every working binding out and leave the table full of entries nothing can evict
+ * for arp_retries * arp_retry_ns, cutting off every peer.
+ */
+static struct ipk_arp_entry *arp_slot(struct ipk_ctx *c, int for_pending)
+{
+	struct ipk_arp_entry *res = NULL, *pend = NULL, *victim;
+	uint32_t i, npend = 0;
 
 	for (i = 0; i < c->cfg.arp_entries; i++) {
 		struct ipk_arp_entry *e = &c->arp[i];
 
 		if (e->state == IPK_ARP_FREE)
 			return e;
-		if (e->state == IPK_ARP_RESOLVED && (!victim || e->expires < victim->expires))
-			victim = e;
+		if (e->state == IPK_ARP_RESOLVED && (!res || e->expires < res->expires))
+			res = e;
+		if (e->state == IPK_ARP_PENDING) {
+			npend++;
+			if (!pend || arp_pending_older(e, pend))
+				pend = e;
+		}
 	}
-	if (victim) {
-		ipk_memset(victim, 0, sizeof(*victim));
-		ipk_link_nhc_clear(c);
-	}
+	victim = res;
+	if (for_pending && pend && (!res || npend >= IPK_MAX(c->cfg.arp_entries / 2u, 1u)))
+		victim = pend;
+	if (!victim)
+		return NULL;
+	if (victim->state == IPK_ARP_PENDING)
+		arp_drop_queue(c, victim, IPK_DROP_ARP_EVICTED);
+	ipk_memset(victim, 0, sizeof(*victim));
+	ipk_link_nhc_clear(c);
 	return victim;
 }
 
@@ -225,7 +257,7 @@ static void arp_learn(struct ipk_ctx *c, const struct ipk_arp_hdr *a, int for_us
 		return;
 	}
 	if (!e && for_us)
-		e = arp_slot(c);
+		e = arp_slot(c, 0);
 	if (e)
 		arp_merge(c, e, a);
 }
@@ -288,7 +320,7 @@ static struct ipk_arp_entry *arp_pending(struct ipk_ctx *c, uint32_t ip_be)
 	if (e && e->state == IPK_ARP_PENDING)
 		return e;
 	if (!e)
-		e = arp_slot(c);
+		e = arp_slot(c, 1);
 	if (!e)
 		return NULL;
 	/* A new entry, or an expired RESOLVED one being revalidated. */
@@ -421,7 +453,7 @@ int ipk_arp_add_static(struct ipk_ctx *ctx, uint32_t ip4_be, const uint8_t mac[6
 		return IPK_EINVAL;
 	e = arp_find(ctx, ip4_be);
 	if (!e)
-		e = arp_slot(ctx);
+		e = arp_slot(ctx, 0);
 	if (!e)
 		return IPK_ENOMEM;
 	e->state = IPK_ARP_STATIC;

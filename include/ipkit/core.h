@@ -157,6 +157,7 @@ enum ipk_drop {
 	IPK_DROP_IP4_SRC_NO_ROUTE,  /* source we have no route back to (RFC 3704 §2.4) */
 	IPK_DROP_ARP_BAD_SENDER,    /* ARP sender MAC not unicast, or sender IP no host */
 	IPK_DROP_FRAG_EVICTED,      /* held fragment freed to make room (oldest first) */
+	IPK_DROP_ARP_EVICTED,       /* tx packet waiting for ARP: its entry evicted */
 	IPK_DROP__COUNT
 };
 

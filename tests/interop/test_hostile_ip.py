@@ -108,13 +108,27 @@ elif kind == "noroute":
     for i in range(50):
         p = IP(src="192.0.2.%d" % (1 + i), dst=ipk) / TCP(sport=2000 + i, dport=7, flags="S")
         frames.append(bytes(Ether(dst=ipk_mac, src="02:00:00:aa:00:06") / p))
+elif kind == "neighflood":
+    # SYNs from many on-link addresses nobody answers ARP for: each SYN-ACK needs a
+    # neighbour entry that never resolves
+    for i in range(1000):
+        p = IP(src="%s.%d" % (net, 10 + i % 240), dst=ipk) / TCP(sport=3000 + i, dport=7,
+                                                                 flags="S", seq=i)
+        frames.append(bytes(Ether(dst=ipk_mac, src="02:00:00:aa:00:07") / p))
+elif kind == "arpflood":
+    # ARP requests for ipkit from many on-link sender addresses (each would be cached)
+    for i in range(1000):
+        a = ARP(op=1, hwsrc="02:00:00:bb:%02x:%02x" % (i >> 8, i & 255),
+                psrc="%s.%d" % (net, 10 + i % 240), pdst=ipk)
+        frames.append(bytes(Ether(dst="ff:ff:ff:ff:ff:ff", src=a.hwsrc) / a))
 else:
     raise SystemExit("unknown attack " + kind)
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind((iface, 0))
 n = 0
 end = time.monotonic() + secs
-pace = {"frags": 0, "land": 0.0005, "arp": 0.01, "noroute": 0.02}[kind]
+pace = {"frags": 0.0002, "land": 0.0005, "arp": 0.01, "noroute": 0.02,
+        "neighflood": 0.0005, "arpflood": 0.0005}[kind]
 while time.monotonic() < end and n < 2000000:
     for f in frames:
         try:
@@ -272,3 +286,12 @@ def test_syn_without_route_back_does_not_loop(tap):
     d = drops(srv_err)
     assert d.get("no_route", 0) < 10, srv_err
     assert d.get("ip4_src_no_route", 0) >= 50, srv_err
+
+
+@pytest.mark.parametrize("kind", ["neighflood", "arpflood"])
+def test_neighbour_cache_flood_keeps_linux_reachable(tap, kind):
+    """The same class as item 5 (a table a peer can fill): SYNs from, or ARP
+    requests from, hundreds of on-link addresses must not push Linux's binding out
+    of the ARP cache nor fill it with entries that never resolve."""
+    m, srv_err = run_attack(tap, kind, 3.0)
+    assert float(m.group(6)) < 1.0, (m.group(0), srv_err)

@@ -451,6 +451,42 @@ static void test_arp_spoofed_claim_of_live_peer_never_wins(void)
 	hnet_free(net);
 }
 
+/* The same class as issue 14 item 5 (a table a peer can fill): frames to many
+ * addresses that never answer ARP (a SYN flood from spoofed on-link sources makes
+ * one SYN-ACK for each) filled the table with PENDING entries, which nothing could
+ * evict, after pushing out every RESOLVED one: no peer was reachable until they
+ * timed out, and the flood renews them. PENDING entries now hold at most half the
+ * table: a working binding stays, and a new peer still resolves. */
+static void test_arp_unresolvable_flood_leaves_peers_reachable(void)
+{
+	struct hnet *net = hnet_new(3, NULL); /* arp_entries = 8 */
+	struct hnode *a = net->nodes[0], *b = net->nodes[1], *c = net->nodes[2];
+	int k, round;
+
+	ipk_udp_bind(b->ctx, ipk_htons(7));
+	ipk_udp_bind(c->ctx, ipk_htons(7));
+	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 1);
+	hnet_settle(net);
+	CHECK_EQ(b->udp_n, 1);
+	for (round = 0; round < 3; round++) {
+		for (k = 0; k < 20; k++) /* nobody has these addresses */
+			send_byte(net, 0, IPK_IP4(10, 0, 0, 100 + 20 * round + k), 9);
+		hnet_settle(net);
+		send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 2);
+		hnet_settle(net);
+		CHECK_EQ(b->udp_n, 2u + (uint32_t)round);
+		net->now += SEC / 4;
+	}
+	/* a peer a never talked to resolves in the middle of it */
+	send_byte(net, 0, IPK_IP4(10, 0, 0, 3), 3);
+	hnet_settle(net);
+	CHECK_EQ(c->udp_n, 1);
+	CHECK(ipk_counters(a->ctx)->drop[IPK_DROP_ARP_EVICTED] > 0);
+	advance_secs(net, 5);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 int main(void)
 {
 	RUN(test_arp_queued_packets_sent_after_reply);
@@ -467,5 +503,6 @@ int main(void)
 	RUN(test_arp_next_hop_cache_follows_moves_and_expiry);
 	RUN(test_arp_bad_sender_mac_or_ip_dropped);
 	RUN(test_arp_spoofed_claim_of_live_peer_never_wins);
+	RUN(test_arp_unresolvable_flood_leaves_peers_reachable);
 	return check_summary();
 }
