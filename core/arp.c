@@ -197,8 +197,8 @@ static int arp_sender(struct ipk_ctx *c, const struct ipk_arp_hdr *a)
 	return -1;
 }
 
-/* Probe the MAC a challenged entry holds: an ARP request unicast to it (RFC 5227
- * §2.1.1's "unicast poll" of the known binding, as Linux's NUD_PROBE does). */
+/* Probe the MAC a challenged entry holds: an ARP request unicast to it (the
+ * "unicast poll" of RFC 1122 §2.3.2.1, as Linux's NUD_PROBE does). */
 static void arp_probe(struct ipk_ctx *c, struct ipk_arp_entry *e)
 {
 	e->probing++;
@@ -311,8 +311,8 @@ static int arp_lookup(struct ipk_ctx *c, uint32_t ip_be, uint8_t mac[6])
 	return 0;
 }
 
-/* Find or start the PENDING entry for ip_be; NULL when the table is full of pending
- * and static entries. */
+/* Find or start the PENDING entry for ip_be (evicting as arp_slot says); NULL only
+ * when every entry is STATIC. */
 static struct ipk_arp_entry *arp_pending(struct ipk_ctx *c, uint32_t ip_be)
 {
 	struct ipk_arp_entry *e = arp_find(c, ip_be);

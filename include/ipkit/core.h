@@ -334,7 +334,9 @@ struct ipk_config {
 
 	uint8_t link;     /* IPK_LINK_ETH (default) or IPK_LINK_RAWIP */
 	uint8_t mac[6];
-	uint32_t ip4_be, netmask_be, gateway_be; /* gateway 0 = none (on-link only) */
+	uint32_t ip4_be, netmask_be, gateway_be; /* gateway 0 = none (on-link only: a
+	                             * datagram from off-link is then dropped, as no reply
+	                             * could leave, IPK_DROP_IP4_SRC_NO_ROUTE, RFC 3704) */
 	/* IP MTU, default 1500, at least 576. Up to pkt_buf_size - 14 (Ethernet; - 0 raw
 	 * IP) a frame fits one packet. Above that (jumbo frames over small buffers, e.g.
 	 * AF_XDP multi-buffer over 4 KiB UMEM frames) caps must hold both IPK_CAP_SG
