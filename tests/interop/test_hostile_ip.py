@@ -246,14 +246,22 @@ def test_big_ping_answered_with_data_intact(tap, size):
     checks every byte and reports 'wrong data byte' otherwise)."""
     srv = tap.start_ipk("ipkit-echo", "-v")
     tap.wait_reachable()
+    cl = tap.start(PY, "-c", CLIENT, tap.ipk_ip, "7", "2.5")
+    assert cl.stdout.readline().startswith(b"connected")
     r = tap.run("ping", "-c", "3", "-i", "0.3", "-W", "2", "-s", str(size), "-p", "a5c3",
                 tap.ipk_ip, check=False, timeout=30)
+    out_cl, err_cl = cl.communicate(timeout=30)
+    probe = tap.run(PY, "-c", PROBE, tap.ipk_ip, "7", "1.0", check=False, timeout=10)
     stop_procs([srv])
     srv_err = srv.stderr.read().decode(errors="replace")
     out = r.stdout.decode()
     assert r.returncode == 0 and " 0% packet loss" in out, out + srv_err
     assert "wrong data" not in out and "DUP" not in out, out
     assert "frag_too_big" not in srv_err, srv_err
+    m = re.search(r"sent (\d+) (\w+) recv (\d+) (\w+)", out_cl.decode())
+    assert m and m.group(1) == m.group(3) and m.group(2) == m.group(4), out_cl + err_cl
+    assert "ping-after-attack" in probe.stdout.decode(), probe.stderr.decode()
+    assert float(probe.stdout.decode().split()[1]) < 1.0
 
 
 def test_land_and_martian_sources_dropped(tap):
