@@ -4,9 +4,14 @@
  * Built-in cache of cfg.arp_entries entries. A PENDING entry holds a bounded queue of
  * frames waiting for the reply; requests are retried every arp_retry_ns, and after
  * arp_retries requests the queue is dropped (IPK_DROP_ARP_TIMEOUT). When the table is
- * full a new entry evicts the oldest RESOLVED one; PENDING and STATIC entries are never
- * evicted, so a scan of many unresolved addresses cannot push out working bindings, and
- * a pending entry's life is bounded by arp_retries * arp_retry_ns.
+ * full a new entry evicts the oldest RESOLVED one; STATIC entries are never evicted,
+ * and PENDING ones hold at most half the table (past that a new one evicts the oldest
+ * PENDING), so a scan or flood of unresolved addresses can neither push out every
+ * working binding nor lock the table; a pending entry's life is bounded by
+ * arp_retries * arp_retry_ns.
+ * Hostile senders (arp_sender, arp_challenge): a sender MAC must be unicast and
+ * non-zero, a sender IP must pass the receive paths' source rule, and one packet
+ * cannot rebind a live RESOLVED entry: its MAC is probed first.
  *
  * With ops->arp_resolve the integrator owns the table: the cache slots then only hold
  * PENDING entries (queue + retries), freed once a binding for them is seen.
@@ -32,24 +37,51 @@ static struct ipk_arp_entry *arp_find(struct ipk_ctx *c, uint32_t ip_be)
 	return NULL;
 }
 
-/* A free slot, else the RESOLVED entry closest to expiry (the oldest). */
-static struct ipk_arp_entry *arp_slot(struct ipk_ctx *c)
+/* Of two PENDING entries, was a started first? (More requests sent, or as many
+ * and its next retry due sooner.) */
+static int arp_pending_older(const struct ipk_arp_entry *a, const struct ipk_arp_entry *b)
 {
-	struct ipk_arp_entry *victim = NULL;
-	uint32_t i;
+	return a->tries != b->tries ? a->tries > b->tries : a->expires < b->expires;
+}
+
+static void arp_drop_queue(struct ipk_ctx *c, struct ipk_arp_entry *e, enum ipk_drop why);
+
+/*
+ * A free slot, else a victim: the RESOLVED entry closest to expiry (the oldest).
+ * For a new PENDING entry (for_pending), once PENDING entries hold half the table,
+ * or nothing RESOLVED is left, the oldest PENDING one instead (its waiting frames
+ * dropped as IPK_DROP_ARP_EVICTED): otherwise frames to many addresses that never
+ * answer (a SYN flood from spoofed on-link sources: each SYN-ACK needs one) push
+ * every working binding out and leave the table full of entries nothing can evict
+ * for arp_retries * arp_retry_ns, cutting off every peer.
+ */
+static struct ipk_arp_entry *arp_slot(struct ipk_ctx *c, int for_pending)
+{
+	struct ipk_arp_entry *res = NULL, *pend = NULL, *victim;
+	uint32_t i, npend = 0;
 
 	for (i = 0; i < c->cfg.arp_entries; i++) {
 		struct ipk_arp_entry *e = &c->arp[i];
 
 		if (e->state == IPK_ARP_FREE)
 			return e;
-		if (e->state == IPK_ARP_RESOLVED && (!victim || e->expires < victim->expires))
-			victim = e;
+		if (e->state == IPK_ARP_RESOLVED && (!res || e->expires < res->expires))
+			res = e;
+		if (e->state == IPK_ARP_PENDING) {
+			npend++;
+			if (!pend || arp_pending_older(e, pend))
+				pend = e;
+		}
 	}
-	if (victim) {
-		ipk_memset(victim, 0, sizeof(*victim));
-		ipk_link_nhc_clear(c);
-	}
+	victim = res;
+	if (for_pending && pend && (!res || npend >= IPK_MAX(c->cfg.arp_entries / 2u, 1u)))
+		victim = pend;
+	if (!victim)
+		return NULL;
+	if (victim->state == IPK_ARP_PENDING)
+		arp_drop_queue(c, victim, IPK_DROP_ARP_EVICTED);
+	ipk_memset(victim, 0, sizeof(*victim));
+	ipk_link_nhc_clear(c);
 	return victim;
 }
 
@@ -126,29 +158,94 @@ static void arp_bind(struct ipk_ctx *c, struct ipk_arp_entry *e, uint32_t ip_be,
 		arp_arm(c, e->expires);
 	}
 	e->tries = 0;
+	e->probing = 0;
 	arp_flush_queue(c, e, mac);
 }
 
-/* Addresses a binding may be learned for: unicast, not ours. */
-static int arp_learnable(const struct ipk_ctx *c, const struct ipk_arp_hdr *a)
+/* A sender hardware address a binding may hold: unicast and not all zeros (RFC 826
+ * gives no meaning to either; a zero or group MAC cached for a peer silently sends
+ * its traffic nowhere, or everywhere). */
+static int arp_mac_ok(const uint8_t mac[6])
 {
-	const uint8_t *ip = (const uint8_t *)&a->spa_be;
+	return (mac[0] & 1u) == 0 && ipk_memcmp(mac, mac_zero, 6) != 0;
+}
 
-	if (a->spa_be == 0 || a->spa_be == c->cfg.ip4_be || (a->sha[0] & 1u) != 0)
+/*
+ * Is the sender one we may hear from? Returns -1 (yes), 0 (yes, but learn nothing:
+ * an RFC 5227 probe from 0.0.0.0, or a sender off our link, whose binding no frame
+ * of ours would ever use), or the drop reason. The sender IP passes the receive
+ * paths' one source rule (internal.h ipk_ip4_src_check); our own address from
+ * another MAC is an address conflict (RFC 5227 §2.4): counted, never learned.
+ */
+static int arp_sender(struct ipk_ctx *c, const struct ipk_arp_hdr *a)
+{
+	int why;
+
+	if (!arp_mac_ok(a->sha))
+		return IPK_DROP_ARP_BAD_SENDER;
+	if (a->spa_be == 0)
 		return 0;
-	if (ip[0] >= 224 || ip[0] == 127)
+	why = ipk_ip4_src_check(c, a->spa_be, 0);
+	if (why == IPK_DROP_IP4_LAND) {
+		c->cnt.arp_conflicts++;
+		return IPK_DROP_ARP_BAD_SENDER;
+	}
+	if (why == IPK_DROP_IP4_BAD_SRC)
+		return IPK_DROP_ARP_BAD_SENDER;
+	if (why >= 0 || ipk_ip4_next_hop(c, a->spa_be) != a->spa_be)
 		return 0;
-	return !ipk_ip4_is_bcast(c, a->spa_be);
+	return -1;
+}
+
+/* Probe the MAC a challenged entry holds: an ARP request unicast to it (the
+ * "unicast poll" of RFC 1122 §2.3.2.1, as Linux's NUD_PROBE does). */
+static void arp_probe(struct ipk_ctx *c, struct ipk_arp_entry *e)
+{
+	e->probing++;
+	e->probe_at = c->now + c->cfg.arp_retry_ns;
+	arp_arm(c, e->probe_at);
+	arp_send(c, IPK_ARP_REQUEST, e->mac, e->mac, e->ip4_be);
+}
+
+/*
+ * Another MAC claims a live RESOLVED entry's address. Taking it on one packet's
+ * word lets anyone on the link redirect a peer's traffic (or, with a zero MAC,
+ * black-hole it). Instead the entry stays as it is and its MAC is probed: an
+ * answer from it (arp_learn, same MAC) ends the challenge and keeps the binding;
+ * arp_retries unanswered probes mean the host really moved (a replaced NIC, a
+ * failover), and the entry takes the newest claimant (arp_timer). An attacker can
+ * then only take an address whose owner is silent, and only after that delay.
+ */
+static void arp_challenge(struct ipk_ctx *c, struct ipk_arp_entry *e, const uint8_t sha[6])
+{
+	ipk_memcpy(e->cand_mac, sha, 6);
+	if (e->probing)
+		return;
+	c->cnt.arp_challenges++;
+	arp_probe(c, e);
+}
+
+/* Built-in table: a packet whose sender is e's address (mac sha). */
+static void arp_merge(struct ipk_ctx *c, struct ipk_arp_entry *e, const struct ipk_arp_hdr *a)
+{
+	if (e->state == IPK_ARP_STATIC)
+		return;
+	if (e->state == IPK_ARP_RESOLVED && e->expires > c->now &&
+	    ipk_memcmp(e->mac, a->sha, 6) != 0) {
+		arp_challenge(c, e, a->sha);
+		return;
+	}
+	arp_bind(c, e, a->spa_be, a->sha);
+	if (IPK_OPS(c)->arp_learned)
+		IPK_OPS(c)->arp_learned(a->spa_be, a->sha, IPK_OPQ(c));
 }
 
 /* RFC 826 "Packet Reception": merge into an existing entry from any ARP; add one only
- * when the packet is addressed to us. */
+ * when the packet is addressed to us. The sender has passed arp_sender. */
 static void arp_learn(struct ipk_ctx *c, const struct ipk_arp_hdr *a, int for_us)
 {
 	struct ipk_arp_entry *e = arp_find(c, a->spa_be);
 
-	if (!arp_learnable(c, a))
-		return;
 	if (integrator_owned(c)) {
 		if (IPK_OPS(c)->arp_learned)
 			IPK_OPS(c)->arp_learned(a->spa_be, a->sha, IPK_OPQ(c));
@@ -160,14 +257,9 @@ static void arp_learn(struct ipk_ctx *c, const struct ipk_arp_hdr *a, int for_us
 		return;
 	}
 	if (!e && for_us)
-		e = arp_slot(c);
-	if (!e)
-		return;
-	if (e->state == IPK_ARP_STATIC)
-		return;
-	arp_bind(c, e, a->spa_be, a->sha);
-	if (IPK_OPS(c)->arp_learned)
-		IPK_OPS(c)->arp_learned(a->spa_be, a->sha, IPK_OPQ(c));
+		e = arp_slot(c, 0);
+	if (e)
+		arp_merge(c, e, a);
 }
 
 /* Takes ownership of pkt (always freed here). */
@@ -175,7 +267,7 @@ void ipk_arp_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 {
 	struct ipk_arp_hdr a;
 	uint32_t len = ipk_pkt_len(c, pkt);
-	int for_us;
+	int for_us, sender;
 
 	c->cnt.arp_rx++;
 	if (off > len || ipk_arp_parse(ipk_pkt_data(c, pkt) + off, len - off, &a) < 0 ||
@@ -183,12 +275,18 @@ void ipk_arp_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 		ipk_drop_pkt(c, pkt, IPK_DROP_ARP_MALFORMED);
 		return;
 	}
+	sender = arp_sender(c, &a);
+	if (sender > 0) {
+		ipk_drop_pkt(c, pkt, (enum ipk_drop)sender);
+		return;
+	}
 	ipk_pkt_free_chain(c, pkt);
 	for_us = c->cfg.ip4_be != 0 && a.tpa_be == c->cfg.ip4_be;
-	arp_learn(c, &a, for_us);
+	if (sender < 0)
+		arp_learn(c, &a, for_us);
 	/* RFC 826: answer requests for our address, unicast to the asker. An RFC 5227
 	 * probe (sender 0.0.0.0) is answered too, defending our address. */
-	if (for_us && a.op == IPK_ARP_REQUEST && (a.sha[0] & 1u) == 0)
+	if (for_us && a.op == IPK_ARP_REQUEST)
 		arp_send(c, IPK_ARP_REPLY, a.sha, a.sha, a.spa_be);
 }
 
@@ -213,8 +311,8 @@ static int arp_lookup(struct ipk_ctx *c, uint32_t ip_be, uint8_t mac[6])
 	return 0;
 }
 
-/* Find or start the PENDING entry for ip_be; NULL when the table is full of pending
- * and static entries. */
+/* Find or start the PENDING entry for ip_be (evicting as arp_slot says); NULL only
+ * when every entry is STATIC. */
 static struct ipk_arp_entry *arp_pending(struct ipk_ctx *c, uint32_t ip_be)
 {
 	struct ipk_arp_entry *e = arp_find(c, ip_be);
@@ -222,7 +320,7 @@ static struct ipk_arp_entry *arp_pending(struct ipk_ctx *c, uint32_t ip_be)
 	if (e && e->state == IPK_ARP_PENDING)
 		return e;
 	if (!e)
-		e = arp_slot(c);
+		e = arp_slot(c, 1);
 	if (!e)
 		return NULL;
 	/* A new entry, or an expired RESOLVED one being revalidated. */
@@ -293,6 +391,23 @@ static void arp_retry(struct ipk_ctx *c, struct ipk_arp_entry *e, uint64_t now)
 	arp_send(c, IPK_ARP_REQUEST, mac_bcast, mac_zero, e->ip4_be);
 }
 
+/* A challenged entry's probe time came (arp_challenge): probe again, or, its MAC
+ * silent through arp_retries probes, move to the claimant. */
+static void arp_probe_due(struct ipk_ctx *c, struct ipk_arp_entry *e)
+{
+	uint8_t mac[6];
+
+	if (e->probing < c->cfg.arp_retries) {
+		arp_probe(c, e);
+		return;
+	}
+	ipk_memcpy(mac, e->cand_mac, 6);
+	c->cnt.arp_moves++;
+	arp_bind(c, e, e->ip4_be, mac);
+	if (IPK_OPS(c)->arp_learned)
+		IPK_OPS(c)->arp_learned(e->ip4_be, mac, IPK_OPQ(c));
+}
+
 uint64_t ipk_arp_timer(struct ipk_ctx *c, uint64_t now)
 {
 	uint64_t next = IPK_NO_DEADLINE;
@@ -306,10 +421,13 @@ uint64_t ipk_arp_timer(struct ipk_ctx *c, uint64_t now)
 		else if (e->state == IPK_ARP_RESOLVED && e->expires <= now) {
 			ipk_memset(e, 0, sizeof(*e));
 			ipk_link_nhc_clear(c);
-		}
+		} else if (e->state == IPK_ARP_RESOLVED && e->probing && e->probe_at <= now)
+			arp_probe_due(c, e);
 		if ((e->state == IPK_ARP_PENDING || e->state == IPK_ARP_RESOLVED) &&
 		    e->expires < next)
 			next = e->expires;
+		if (e->state == IPK_ARP_RESOLVED && e->probing && e->probe_at < next)
+			next = e->probe_at;
 	}
 	return next;
 }
@@ -335,7 +453,7 @@ int ipk_arp_add_static(struct ipk_ctx *ctx, uint32_t ip4_be, const uint8_t mac[6
 		return IPK_EINVAL;
 	e = arp_find(ctx, ip4_be);
 	if (!e)
-		e = arp_slot(ctx);
+		e = arp_slot(ctx, 0);
 	if (!e)
 		return IPK_ENOMEM;
 	e->state = IPK_ARP_STATIC;

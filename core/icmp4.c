@@ -34,8 +34,22 @@ static void icmp_set_csum(uint8_t *p, uint32_t len)
 	ipk_wr16(p + 2, ipk_csum_fold(ipk_csum_add(0, p, len, &odd)));
 }
 
+/* The checksum field of the ICMP message at l4 bytes from ipk_l4_off(c) of pkt
+ * (the first packet holds the header), computed over the whole chain. */
+static void icmp_set_csum_chain(struct ipk_ctx *c, void *pkt, uint32_t l4)
+{
+	uint8_t *p = ipk_pkt_data(c, pkt) + ipk_l4_off(c);
+	int odd = 0;
+
+	ipk_wr16(p + 2, 0);
+	ipk_wr16(p + 2, ipk_csum_fold(ipk_csum_chain(c, pkt, ipk_l4_off(c), l4, 0, &odd)));
+}
+
 /* RFC 792: echo reply is the request with type 0, sent back from the address the
- * request was sent to. Takes ownership of pkt; reuses it in place. */
+ * request was sent to. RFC 1122 §3.2.2.6: the data comes back whole, whatever its
+ * size: a reassembled request larger than one buffer is answered from its chain
+ * (ipk_ip4_output fragments it, with IPK_CAP_SG or by copy). Takes ownership of
+ * pkt; reuses it in place. */
 static void icmp_echo_reply(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
 {
 	uint32_t strip = rx->l4_off - ipk_l4_off(c);
@@ -47,10 +61,14 @@ static void icmp_echo_reply(struct ipk_ctx *c, void *pkt, const struct ipk_rx *r
 	}
 	/* Drop any received IP options: the reply carries a plain 20-byte header. */
 	ipk_pkt_adj_head(c, pkt, strip);
-	ipk_pkt_set_len(c, pkt, ipk_l4_off(c) + rx->l4_len);
 	p = ipk_pkt_data(c, pkt) + ipk_l4_off(c);
 	p[0] = IPK_ICMP_ECHO_REPLY;
-	icmp_set_csum(p, rx->l4_len);
+	if (ipk_pkt_chain_next(c, pkt)) {
+		icmp_set_csum_chain(c, pkt, rx->l4_len);
+	} else {
+		ipk_pkt_set_len(c, pkt, ipk_l4_off(c) + rx->l4_len);
+		icmp_set_csum(p, rx->l4_len);
+	}
 	c->cnt.icmp_tx++;
 	ipk_ip4_output(c, pkt, rx->src_be, IPK_IPPROTO_ICMP, rx->l4_len, NULL);
 }
@@ -76,23 +94,42 @@ static void icmp_error_in(struct ipk_ctx *c, const uint8_t *p, uint32_t len,
 		ipk_tcp_icmp_error(c, h->type, h->code, h->mtu, q, qlen);
 }
 
-/* Takes ownership of pkt (a flat packet: ip4.c linearizes reassembled ICMP). */
+/* Header parsed from the first packet, lengths and checksum (RFC 792) over the
+ * whole message, flat or chained. */
+static int icmp_rx_ok(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx, int chain,
+                      struct ipk_icmp_hdr *h)
+{
+	uint32_t first = ipk_pkt_len(c, pkt);
+	const uint8_t *p = ipk_pkt_data(c, pkt) + rx->l4_off;
+	int odd = 0;
+
+	if (first < rx->l4_off || ipk_icmp_parse(p, first - rx->l4_off, h) < 0)
+		return 0;
+	if (!chain)
+		return first >= rx->l4_off + rx->l4_len && icmp_csum_ok(p, rx->l4_len);
+	return ipk_pkt_chain_len(c, pkt) >= rx->l4_off + rx->l4_len &&
+	       ipk_csum_fold(ipk_csum_chain(c, pkt, rx->l4_off, rx->l4_len, 0, &odd)) == 0;
+}
+
+/* Takes ownership of pkt: flat, or a chain when ip4.c reassembled more than one
+ * buffer holds (then only echo messages are taken: errors quote 576 bytes at
+ * most, RFC 1812 §4.3.2.3, and are parsed flat). */
 void ipk_icmp_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
 {
 	struct ipk_icmp_hdr h;
+	int chain = ipk_pkt_chain_next(c, pkt) != NULL;
 	uint8_t *p;
 
 	c->cnt.icmp_rx++;
-	if (ipk_pkt_chain_next(c, pkt)) {
+	if (!icmp_rx_ok(c, pkt, rx, chain, &h)) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_ICMP_MALFORMED);
+		return;
+	}
+	if (chain && h.type != IPK_ICMP_ECHO && h.type != IPK_ICMP_ECHO_REPLY) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_CHAIN);
 		return;
 	}
 	p = ipk_pkt_data(c, pkt) + rx->l4_off;
-	if (ipk_pkt_len(c, pkt) < rx->l4_off + rx->l4_len ||
-	    ipk_icmp_parse(p, rx->l4_len, &h) < 0 || !icmp_csum_ok(p, rx->l4_len)) {
-		ipk_drop_pkt(c, pkt, IPK_DROP_ICMP_MALFORMED);
-		return;
-	}
 	switch (h.type) {
 	case IPK_ICMP_ECHO:
 		icmp_echo_reply(c, pkt, rx);
@@ -156,15 +193,11 @@ static int icmp_is_error_type(uint8_t type)
 	       type == IPK_ICMP_TIME_EXCEEDED || type == ICMP_PARAMPROB;
 }
 
-static int ip_is_special(const struct ipk_ctx *c, uint32_t ip_be)
-{
-	uint8_t top = ((const uint8_t *)&ip_be)[0];
-
-	return ip_be == 0 || top == 127 || top >= 224 || ipk_ip4_is_bcast(c, ip_be);
-}
-
 /* RFC 1122 §3.2.2: never an error about an ICMP error, a broadcast or multicast
- * (IP or link layer), a non-first fragment, or a source that is not one host. */
+ * (IP or link layer), a non-first fragment, or a source that is not one host (the
+ * receive paths' source rule, internal.h ipk_ip4_src_check: no error to ourselves,
+ * to a martian, or to where no route leads). The destination must be our unicast
+ * address: a datagram to any other was never ours to judge. */
 static int icmp_error_allowed(struct ipk_ctx *c, void *pkt, uint32_t l3_off,
                               const uint8_t *ip, uint32_t have)
 {
@@ -175,7 +208,8 @@ static int icmp_error_allowed(struct ipk_ctx *c, void *pkt, uint32_t l3_off,
 		return 0;
 	if ((ipk_rd16(ip + 6) & IPK_IP4_OFFMASK) != 0)
 		return 0;
-	if (ip_is_special(c, ipk_rdbe32(ip + 12)) || ip_is_special(c, ipk_rdbe32(ip + 16)))
+	if (ipk_ip4_src_check(c, ipk_rdbe32(ip + 12), 0) >= 0 || c->cfg.ip4_be == 0 ||
+	    ipk_rdbe32(ip + 16) != c->cfg.ip4_be)
 		return 0;
 	if (c->cfg.link == IPK_LINK_ETH && l3_off >= IPK_ETH_HLEN &&
 	    ipk_pkt_copy(c, pkt, l3_off - IPK_ETH_HLEN, &l2dst0, 1) == 1 && (l2dst0 & 1u))

@@ -125,7 +125,12 @@ struct ipk_arp_entry {
 	uint64_t expires;   /* RESOLVED: end of life; PENDING: next retry */
 	struct ipk_pb *q;   /* packets waiting (PENDING) */
 	uint16_t qlen;
-	uint16_t pad_[3];
+	/* RESOLVED, another MAC claimed the address (arp.c arp_challenge): frames
+	 * still go to mac while unicast probes ask it; cand_mac takes over only when
+	 * arp_retries of them go unanswered. */
+	uint8_t probing;    /* probes sent so far, 0 = not challenged */
+	uint8_t cand_mac[6];
+	uint64_t probe_at;  /* next probe, or the switch to cand_mac */
 };
 #define IPK_ARP_FREE 0
 #define IPK_ARP_PENDING 1
@@ -143,6 +148,7 @@ struct ipk_frag {
 	uint16_t pad_;
 	uint64_t expires;
 	struct ipk_pb *pieces; /* sorted by offset; pb->seq = offset, pb->off/len = payload */
+	uint64_t touched;   /* ctx->frag_tick when a piece last arrived (eviction order) */
 };
 
 struct ipk_conn; /* tcp.h */
@@ -184,6 +190,7 @@ struct ipk_ctx {
 	uint32_t isn_secret_;         /* unused when ops->isn_hash is set */
 
 	uint64_t arp_deadline, frag_deadline;
+	uint64_t frag_tick;           /* counts fragments stored: ipk_frag.touched's clock */
 	/* cfg.tcp_rto_min_ns/max_ns as µs (ipk_tcp_ns_to_us) and max in whole ms: the RTT
 	 * path compares and clamps without converting (tcp_timer.c, tcp_ts.c). */
 	uint32_t rto_min_us, rto_max_us;
@@ -444,17 +451,63 @@ IPK_INLINE int ipk_ip4_bcast_in(const struct ipk_ctx *c, uint32_t ip_be)
 		return 0;
 	return part == host || part == 0;
 }
-/* RFC 1122 §3.2.1.3: a source that cannot be a host. 0.0.0.0 is allowed only for
- * UDP to a broadcast (udp_bcast: a host booting with DHCP/BOOTP). */
-IPK_INLINE int ipk_ip4_src_bad(const struct ipk_ctx *c, uint32_t src_be, int udp_bcast)
+/*
+ * The one rule for a source address a datagram or an ARP binding may carry (every
+ * receive path uses it: ip4.c ip4_check and ip4_input_fast through
+ * ipk_ip4_fast_accept, tcp_in.c ipk_tcp_rx_one likewise, arp.c, icmp4.c). Returns
+ * -1 when src_be can be a host that we can answer, else the drop reason:
+ *  - IPK_DROP_IP4_BAD_SRC: RFC 1122 §3.2.1.3 / RFC 6890: 0/8 "this network"
+ *    (0.0.0.0 itself is allowed only for UDP to a broadcast, udp_bcast: a host
+ *    booting with DHCP/BOOTP, RFC 2131 §4.1), 127/8 loopback, 224/4 multicast,
+ *    240/4 reserved (class E, with 255.255.255.255), our subnet's broadcast;
+ *  - IPK_DROP_IP4_LAND: our own address (a "land" packet: we would answer
+ *    ourselves, ARP for ourselves and keep half-open connections to ourselves);
+ *  - IPK_DROP_IP4_SRC_NO_ROUTE: RFC 3704 §2.4 loose reverse-path check: no route
+ *    back (off-link with no gateway), so nothing we send in reply can leave; a
+ *    SYN from there would only retry into the void.
+ */
+IPK_INLINE int ipk_ip4_src_check(const struct ipk_ctx *c, uint32_t src_be, int udp_bcast)
 {
 	uint8_t top = (uint8_t)(ipk_ntohl(src_be) >> 24);
+	uint32_t host = ~c->cfg.netmask_be, part = src_be & host;
 
-	if (src_be == 0)
-		return !udp_bcast;
-	if (top == 127 || (top >= 224 && top <= 239))
-		return 1;
-	return ipk_ip4_bcast_in(c, src_be);
+	/* 0/8 and 224/4 + 240/4 in one compare: top + 32 wraps them onto 0..32 */
+	if ((uint8_t)(top + 32u) <= 32u || top == 127)
+		return src_be == 0 && udp_bcast ? -1 : IPK_DROP_IP4_BAD_SRC;
+	if (((src_be ^ c->cfg.ip4_be) & c->cfg.netmask_be) != 0)
+		return c->cfg.gateway_be != 0 ? -1 : IPK_DROP_IP4_SRC_NO_ROUTE;
+	if (src_be == c->cfg.ip4_be)
+		return IPK_DROP_IP4_LAND;
+	/* on our subnet: its broadcast address (ipk_ip4_bcast_in's rule) */
+	if (c->ip4_has_bcast && (part == host || part == 0))
+		return IPK_DROP_IP4_BAD_SRC;
+	return -1;
+}
+/*
+ * IPv4 acceptance for the datagram almost every frame carries, shared by both
+ * receive shortcuts (ip4.c ip4_input_fast, tcp_in.c ipk_tcp_rx_one) so they cannot
+ * drift from each other: p holds len bytes from the IPv4 header on. Returns the
+ * datagram's total length when it is one ip4_check would accept with the same
+ * rules, read the short way: version 4 with a 20-byte header (no options to walk),
+ * not a fragment (RFC 791 §3.2), total length within the frame, to our unicast
+ * address (ip4_self_ok: ours is set and is no broadcast), from a source
+ * ipk_ip4_src_check accepts. 0 for anything else, with nothing counted: the full
+ * path (ip4_check) then judges it with the same predicates and counts the reason.
+ * The header checksum is the caller's (each has its own NIC-verdict path).
+ * tests/tcp/test_tcp_rxdiff.c proves the equivalence frame by frame.
+ */
+IPK_INLINE uint32_t ipk_ip4_fast_accept(const struct ipk_ctx *c, const uint8_t *p, uint32_t len)
+{
+	uint32_t tot;
+
+	if (len < IPK_IP4_HLEN || p[0] != 0x45 ||
+	    (ipk_rd16(p + 6) & (IPK_IP4_MF | IPK_IP4_OFFMASK)) != 0)
+		return 0;
+	tot = ipk_rd16(p + 2);
+	if (tot < IPK_IP4_HLEN || tot > len || !c->ip4_self_ok ||
+	    ipk_rdbe32(p + 16) != c->cfg.ip4_be || ipk_ip4_src_check(c, ipk_rdbe32(p + 12), 0) >= 0)
+		return 0;
+	return tot;
 }
 /* On-link next hop for dst (dst itself, or the gateway); 0 when there is no route.
  * Inline: every transmitted datagram asks. */

@@ -9,6 +9,9 @@
  * hold is ignored; any other overlap discards the whole datagram, because
  * overlapping fragments are only ever seen in attacks (IDS evasion, RFC 1858) and
  * there is no safe way to choose which bytes to trust.
+ * Pressure (frag_make_room): one source holds at most half the slots, and a full
+ * table evicts the datagram that received nothing for longest, so unfinished
+ * datagrams cannot hold reassembly hostage for the whole timeout.
  */
 #include <ipkit/core.h>
 #include <stddef.h>
@@ -45,10 +48,6 @@ int ipk_ip4_is_local(const struct ipk_ctx *c, uint32_t ip_be)
 	return (c->cfg.ip4_be != 0 && ip_be == c->cfg.ip4_be) || ipk_ip4_is_bcast(c, ip_be);
 }
 
-static inline int ip4_bad_src(const struct ipk_ctx *c, const struct ipk_ip4_hdr *h, int bcast)
-{
-	return ipk_ip4_src_bad(c, h->src_be, bcast && h->proto == IPK_IPPROTO_UDP);
-}
 
 /* ------------------------------------------------------------------ input */
 
@@ -105,16 +104,11 @@ static int ip4_csum_verdict(struct ipk_ctx *c, void *pkt, const uint8_t *ip, uin
 	return ipk_ip4_csum_ok(ip, ihl);
 }
 
-static void *ip4_linearize(struct ipk_ctx *c, void *pkt)
+/* A chain of at most pkt_buf_size bytes as one flat packet (the chain is freed). */
+static void *ip4_linearize(struct ipk_ctx *c, void *pkt, uint32_t total)
 {
-	uint32_t total = ipk_pkt_chain_len(c, pkt);
-	void *flat;
+	void *flat = ipk_pkt_alloc(c);
 
-	if (total > c->cfg.pkt_buf_size) {
-		ipk_drop_pkt(c, pkt, IPK_DROP_FRAG_TOO_BIG);
-		return NULL;
-	}
-	flat = ipk_pkt_alloc(c);
 	if (!flat) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_NO_PKT);
 		return NULL;
@@ -128,12 +122,18 @@ static void *ip4_linearize(struct ipk_ctx *c, void *pkt)
 /* Hand a complete datagram to its transport (which takes ownership). */
 static void ip4_dispatch(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
 {
-	/* ICMP takes one flat packet; UDP and TCP read chains (TCP delivers a chained
-	 * segment to the application piece by piece, tcp_in.c). */
+	/* UDP and TCP read chains (TCP delivers a chained segment to the application
+	 * piece by piece, tcp_in.c). ICMP gets a reassembled datagram flat when it fits
+	 * one buffer (errors are parsed in place), else as the chain (an echo request
+	 * of up to 65,507 bytes is answered from it: icmp4.c). */
 	if (rx->reassembled && rx->proto == IPK_IPPROTO_ICMP) {
-		pkt = ip4_linearize(c, pkt);
-		if (!pkt)
-			return;
+		uint32_t total = ipk_pkt_chain_len(c, pkt);
+
+		if (total <= c->cfg.pkt_buf_size) {
+			pkt = ip4_linearize(c, pkt, total);
+			if (!pkt)
+				return;
+		}
 	}
 	switch (rx->proto) {
 	case IPK_IPPROTO_ICMP:
@@ -177,7 +177,7 @@ static int ip4_check(struct ipk_ctx *c, void *pkt, uint32_t off, struct ipk_ip4_
 {
 	uint8_t *p = ipk_pkt_data(c, pkt);
 	uint32_t len = ipk_pkt_len(c, pkt);
-	int opt;
+	int opt, src;
 
 	/* A chain (IPK_CAP_LRO): the parse sees its length (tot_len may pass the first
 	 * packet), the header itself must be in the first packet (ip4_chain_ok). */
@@ -197,8 +197,9 @@ static int ip4_check(struct ipk_ctx *c, void *pkt, uint32_t off, struct ipk_ip4_
 	rx->is_bcast = (uint8_t)ipk_ip4_bcast_in(c, h->dst_be);
 	if (!rx->is_bcast && (c->cfg.ip4_be == 0 || h->dst_be != c->cfg.ip4_be))
 		return IPK_DROP_NOT_FOR_US; /* ipk_ip4_is_local, with the broadcast test once */
-	if (ip4_bad_src(c, h, rx->is_bcast))
-		return IPK_DROP_IP4_BAD_SRC;
+	src = ipk_ip4_src_check(c, h->src_be, rx->is_bcast && h->proto == IPK_IPPROTO_UDP);
+	if (src >= 0)
+		return src;
 	opt = ip4_options(p + off + IPK_IP4_HLEN, (uint32_t)h->ihl - IPK_IP4_HLEN);
 	if (opt)
 		return opt;
@@ -218,11 +219,10 @@ static void ip4_rx_fill(struct ipk_rx *rx, const struct ipk_ip4_hdr *h, uint32_t
 }
 
 /*
- * The datagram almost every frame carries: one flat packet, a 20-byte header (no
- * options), no fragment, to our own unicast address from a source that can be a
- * host, header checksum right. ip4_check's rules for that case in one straight
- * line, reading each field once. Returns 0 with nothing changed (no side effect, no
- * count) for anything else: ip4_check then judges it with every rule and counts.
+ * The datagram almost every frame carries: one flat packet accepted by
+ * ipk_ip4_fast_accept (the predicate ipk_tcp_rx_one shares), header checksum
+ * right. Returns 0 with nothing changed (no side effect, no count) for anything
+ * else: ip4_check then judges it with every rule and counts.
  */
 static int ip4_input_fast(struct ipk_ctx *c, void *pkt, uint32_t off)
 {
@@ -231,19 +231,15 @@ static int ip4_input_fast(struct ipk_ctx *c, void *pkt, uint32_t off)
 	struct ipk_ip4_hdr h;
 	struct ipk_rx rx;
 
-	if (off > len || len - off < IPK_IP4_HLEN || p[0] != 0x45 ||
-	    (ipk_rd16(p + 6) & (IPK_IP4_MF | IPK_IP4_OFFMASK)) || ipk_pkt_chain_next(c, pkt))
+	if (off > len || ipk_pkt_chain_next(c, pkt))
+		return 0;
+	h.tot_len = (uint16_t)ipk_ip4_fast_accept(c, p, len - off);
+	if (h.tot_len == 0 || !ip4_csum_verdict(c, pkt, p, IPK_IP4_HLEN, &rx.l4_csum_ok))
 		return 0;
 	h.ihl = IPK_IP4_HLEN;
-	h.tot_len = ipk_rd16(p + 2);
 	h.proto = p[9];
 	h.src_be = ipk_rdbe32(p + 12);
 	h.dst_be = ipk_rdbe32(p + 16);
-	if (h.tot_len < IPK_IP4_HLEN || h.tot_len > len - off || h.dst_be != c->cfg.ip4_be ||
-	    !c->ip4_self_ok || ip4_bad_src(c, &h, 0))
-		return 0;
-	if (!ip4_csum_verdict(c, pkt, p, IPK_IP4_HLEN, &rx.l4_csum_ok))
-		return 0;
 	h.tos = p[1];
 	h.ttl = p[8];
 	/* Ethernet pads short frames to 60 bytes: the datagram ends at tot_len. */
@@ -310,10 +306,45 @@ static void frag_free_slot(struct ipk_ctx *c, struct ipk_frag *f, int count_as)
 	ipk_memset(f, 0, sizeof(*f));
 }
 
+/* The slot that has received nothing for longest, among all (src_be 0) or one
+ * source's; NULL when none is used. */
+static struct ipk_frag *frag_stalest(struct ipk_ctx *c, uint32_t src_be)
+{
+	struct ipk_frag *v = NULL;
+	uint32_t i;
+
+	for (i = 0; i < c->cfg.frag_slots; i++) {
+		struct ipk_frag *f = &c->frags[i];
+
+		if (f->used && (src_be == 0 || f->src_be == src_be) && (!v || f->touched < v->touched))
+			v = f;
+	}
+	return v;
+}
+
+/*
+ * Room for a new datagram from src_be, which holds n_src slots already; NULL when
+ * none can be made. Unfinished datagrams must not hold reassembly hostage for the
+ * whole timeout (RFC 791's 15 s, our 30 s; issue 14 item 2: eight first fragments
+ * blocked all of it). One source holds at most half the slots: past that its own
+ * stalest datagram makes room. A full table evicts the datagram that received
+ * nothing for longest: a flood of first fragments that never continue is evicted
+ * before a datagram whose pieces keep arriving, from any source.
+ */
+static struct ipk_frag *frag_make_room(struct ipk_ctx *c, uint32_t src_be, uint32_t n_src)
+{
+	uint32_t per_src = IPK_MAX(c->cfg.frag_slots / 2u, 1u);
+	struct ipk_frag *v = frag_stalest(c, n_src >= per_src ? src_be : 0);
+
+	if (v)
+		frag_free_slot(c, v, IPK_DROP_FRAG_EVICTED);
+	return v;
+}
+
 static struct ipk_frag *frag_slot(struct ipk_ctx *c, const struct ipk_ip4_hdr *h)
 {
 	struct ipk_frag *free_slot = NULL;
-	uint32_t i;
+	uint32_t i, n_src = 0;
 
 	for (i = 0; i < c->cfg.frag_slots; i++) {
 		struct ipk_frag *f = &c->frags[i];
@@ -326,7 +357,10 @@ static struct ipk_frag *frag_slot(struct ipk_ctx *c, const struct ipk_ip4_hdr *h
 		if (f->src_be == h->src_be && f->dst_be == h->dst_be && f->id == h->id &&
 		    f->proto == h->proto)
 			return f;
+		n_src += f->src_be == h->src_be;
 	}
+	if (!free_slot || n_src >= IPK_MAX(c->cfg.frag_slots / 2u, 1u))
+		free_slot = frag_make_room(c, h->src_be, n_src);
 	if (!free_slot)
 		return NULL;
 	free_slot->used = 1;
@@ -334,6 +368,7 @@ static struct ipk_frag *frag_slot(struct ipk_ctx *c, const struct ipk_ip4_hdr *h
 	free_slot->dst_be = h->dst_be;
 	free_slot->id = h->id;
 	free_slot->proto = h->proto;
+	free_slot->touched = c->frag_tick;
 	free_slot->expires = c->now + c->cfg.frag_timeout_ns;
 	if (free_slot->expires < c->frag_deadline)
 		c->frag_deadline = free_slot->expires;
@@ -410,6 +445,7 @@ static void frag_store(struct ipk_ctx *c, struct ipk_frag *f, void *pkt, struct 
 	pb->t = c->now;
 	pb->next = *at;
 	*at = pb;
+	f->touched = ++c->frag_tick;
 	f->npieces++;
 	f->have += rx->l4_len;
 	if (last)

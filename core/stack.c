@@ -502,7 +502,8 @@ const char *ipk_drop_name(enum ipk_drop reason)
 		"tcp_no_conn", "tcp_out_of_window", "tcp_bad_ack", "tcp_bad_flags",
 		"tcp_ooo_full", "tcp_backlog", "tcp_refused", "no_conn_mem", "no_pb",
 		"arp_queue_full", "arp_timeout", "no_pkt", "chain", "no_route",
-		"tcp_paws", "tcp_rmem", "tcp_no_ts",
+		"tcp_paws", "tcp_rmem", "tcp_no_ts", "ip4_land", "ip4_src_no_route", "arp_bad_sender",
+		"frag_evicted", "arp_evicted",
 	};
 	unsigned r = (unsigned)reason;
 

@@ -1031,18 +1031,14 @@ void ipk_tcp_icmp_error(struct ipk_ctx *ctx, uint8_t type, uint8_t code, uint16_
  * counts the drop.
  */
 
-/* The IPv4 header at ip (len bytes of frame from it): the datagram's length, or 0. */
+/* The IPv4 header at ip (len bytes of frame from it): the datagram's length, or 0.
+ * Acceptance is ipk_ip4_fast_accept, the predicate ip4.c's fast path shares
+ * (internal.h); this adds only what makes it a TCP segment with a whole header. */
 static inline uint32_t rx_one_ip4(const struct ipk_ctx *ctx, const uint8_t *ip, uint32_t len)
 {
-	uint32_t tot;
+	uint32_t tot = ipk_ip4_fast_accept(ctx, ip, len);
 
-	if (len < IPK_IP4_HLEN + IPK_TCP_HLEN || ip[0] != 0x45 || ip[9] != IPK_IPPROTO_TCP ||
-	    (ipk_rd16(ip + 6) & (IPK_IP4_MF | IPK_IP4_OFFMASK)))
-		return 0;
-	tot = ipk_rd16(ip + 2);
-	/* ip4_self_ok: our address is set and no broadcast, so this is unicast to us */
-	if (tot < IPK_IP4_HLEN + IPK_TCP_HLEN || tot > len || !ctx->ip4_self_ok ||
-	    ipk_rdbe32(ip + 16) != ctx->cfg.ip4_be || ipk_ip4_src_bad(ctx, ipk_rdbe32(ip + 12), 0))
+	if (tot < IPK_IP4_HLEN + IPK_TCP_HLEN || ip[9] != IPK_IPPROTO_TCP)
 		return 0;
 	return tot;
 }
@@ -1123,7 +1119,8 @@ IPK_HOT int ipk_tcp_rx_one(struct ipk_ctx *ctx, void *pkt, uint32_t len)
 	struct ipk_tcp_seg s;
 	int l2 = rx_one_eth(ctx, f, len);
 
-	/* ipk_fast_off turns this off too: it clears ip4_self_ok, which rx_one_ip4 tests */
+	/* ipk_fast_off turns this off too: it clears ip4_self_ok, which
+	 * ipk_ip4_fast_accept tests */
 	if (l2 < 0)
 		return 0;
 	ip = f + l2;

@@ -431,6 +431,13 @@ IPK_HOT int ipk_tcp_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, 
 		sp.flags |= ipk_tcp_ecn_out(c, seq, len, how, &sp.tos);
 	}
 	rc = seg_send(ctx, &c->t, &sp, c);
+	/* No route, or no ARP slot to wait in (ip4.c, arp.c; counted there): not a
+	 * pool running dry that the 1 ms retry cures, but a segment lost on the way.
+	 * It counts as sent, so the loss timer repeats it with RFC 6298 (5.5) back-off,
+	 * as for a neighbour that never answers ARP; retried at once, one SYN to or
+	 * from such an address made ~1000 sends a second (issue 14 item 6). */
+	if (rc == IPK_EHOSTUNREACH)
+		rc = 0;
 	if (rc < 0)
 		return rc;
 	if (!syn && (sp.flags & IPK_TCP_CWR))

@@ -179,7 +179,10 @@ enum ipk_drop {
 	IPK_DROP_FRAG_NOMEM,        /* reassembly resources exhausted */
 	IPK_DROP_FRAG_OVERLAP,      /* overlapping fragments: datagram discarded */
 	IPK_DROP_FRAG_TIMEOUT,      /* reassembly timed out (per fragment freed) */
-	IPK_DROP_FRAG_TOO_BIG,      /* reassembled size above 65535 or configured limit */
+	IPK_DROP_FRAG_TOO_BIG,      /* a datagram being reassembled passes 65535 bytes,
+	                             * cfg.frag_max_bytes or cfg.frag_max_pieces fragments
+	                             * (never a complete datagram larger than a buffer:
+	                             * ICMP echo answers those from the chain) */
 	IPK_DROP_ICMP_MALFORMED,    /* short or bad checksum */
 	IPK_DROP_ICMP_TYPE,         /* type we do not handle */
 	IPK_DROP_UDP_MALFORMED,     /* bad length */
@@ -199,13 +202,20 @@ enum ipk_drop {
 	IPK_DROP_ARP_QUEUE_FULL,    /* tx packet waiting for ARP dropped */
 	IPK_DROP_ARP_TIMEOUT,       /* tx packet waiting for ARP timed out */
 	IPK_DROP_NO_PKT,            /* ops->pkt_alloc returned NULL on transmit */
-	IPK_DROP_CHAIN,             /* received packet chain not allowed here */
+	IPK_DROP_CHAIN,             /* received packet chain not allowed here (a chain
+	                             * without IPK_CAP_LRO, a chained ARP frame, an ICMP
+	                             * message other than echo larger than one buffer) */
 	IPK_DROP_NO_ROUTE,          /* transmit: destination off-link and no gateway */
 	IPK_DROP_TCP_PAWS,          /* RFC 7323 §5: timestamp older than TS.Recent */
 	IPK_DROP_TCP_RMEM,          /* out-of-order data refused: receive-memory limit
 	                             * (tcp_rmem_max, rmem_max) or ops->pkt_low */
 	IPK_DROP_TCP_NO_TS,         /* RFC 7323 §3.2: no timestamp on a connection that
 	                             * negotiated them (non-RST; dropped silently) */
+	IPK_DROP_IP4_LAND,          /* source is our own address ("land" attack) */
+	IPK_DROP_IP4_SRC_NO_ROUTE,  /* source we have no route back to (RFC 3704 §2.4) */
+	IPK_DROP_ARP_BAD_SENDER,    /* ARP sender MAC not unicast, or sender IP no host */
+	IPK_DROP_FRAG_EVICTED,      /* held fragment freed to make room (oldest first) */
+	IPK_DROP_ARP_EVICTED,       /* tx packet waiting for ARP: its entry evicted */
 	IPK_DROP__COUNT
 };
 
@@ -262,6 +272,10 @@ struct ipk_counters {
 	uint64_t tcp_synack_dup_limited; /* duplicate SYNs in SYN-RECEIVED left unanswered
 	                                  * (one SYN-ACK per tcp_invalid_ratelimit_ns) */
 	uint64_t tcp_rst_limited;     /* RSTs for segments not sent: tcp_rst_limit reached */
+	/* ARP defences (arp.c): a resolved entry is not overwritten on one packet's word */
+	uint64_t arp_conflicts;       /* ARP from another host claiming our own address */
+	uint64_t arp_challenges;      /* resolved entries another MAC claimed (probed) */
+	uint64_t arp_moves;           /* ... that moved: the old MAC left probes unanswered */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -421,7 +435,9 @@ struct ipk_config {
 
 	uint8_t link;     /* IPK_LINK_ETH (default) or IPK_LINK_RAWIP */
 	uint8_t mac[6];
-	uint32_t ip4_be, netmask_be, gateway_be; /* gateway 0 = none (on-link only) */
+	uint32_t ip4_be, netmask_be, gateway_be; /* gateway 0 = none (on-link only: a
+	                             * datagram from off-link is then dropped, as no reply
+	                             * could leave, IPK_DROP_IP4_SRC_NO_ROUTE, RFC 3704) */
 	/* IP MTU, default 1500, at least 576. Up to pkt_buf_size - 14 (Ethernet; - 0 raw
 	 * IP) a frame fits one packet. Above that (jumbo frames over small buffers, e.g.
 	 * AF_XDP multi-buffer over 4 KiB UMEM frames) caps must hold both IPK_CAP_SG
@@ -440,7 +456,10 @@ struct ipk_config {
 	uint16_t max_listeners;     /* default 16 */
 	uint16_t max_udp_binds;     /* default 16 */
 	uint16_t arp_entries;       /* default 64 */
-	uint16_t frag_slots;        /* datagrams reassembled at once, default 8 */
+	uint16_t frag_slots;        /* datagrams reassembled at once, default 8; one
+	                             * source holds at most half of them (at least 1).
+	                             * When full, a new datagram evicts the one that
+	                             * received nothing for longest (IPK_DROP_FRAG_EVICTED) */
 
 	/* ARP */
 	uint64_t arp_ttl_ns;        /* cache entry life, default 60 s */

@@ -93,6 +93,14 @@ static uint32_t op_rx_csum(void *pkt, void *opaque)
 	return ((struct sim_pkt *)pkt)->rx_csum;
 }
 
+/* The IP tests open TCP connections only to watch what IPv4 does with their
+ * segments; the payload is not looked at (ipk_tcp_connect requires the op). */
+static void op_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+                           uint32_t off, uint32_t len, void *opaque)
+{
+	(void)ctx; (void)c; (void)user; (void)pkt; (void)off; (void)len; (void)opaque;
+}
+
 static void op_udp_recv(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
                         uint32_t len, void *opaque)
 {
@@ -175,6 +183,7 @@ static struct hnode *hnode_new(struct hnet *net, int idx,
 	h->ops.rx_csum = op_rx_csum;
 	h->ops.random = op_random;
 	h->ops.udp_recv = op_udp_recv;
+	h->ops.tcp_payload = op_tcp_payload;
 	h->ops.icmp_echo_reply = op_echo_reply;
 	h->ops.arp_learned = op_arp_learned;
 	sz = ipk_ctx_size(&h->cfg);

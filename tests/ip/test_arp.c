@@ -183,11 +183,29 @@ static void test_arp_gratuitous_updates_known_entry_only(void)
 	CHECK(memcmp(net->cap[0].b, bcast, 6) == 0);
 	CHECK_EQ(ipk_rdbe32(net->cap[0].b + 28), ipk_rdbe32(net->cap[0].b + 38));
 	hnet_settle(net);
-	/* 10.0.0.2 moves to a new MAC: a follows (RFC 826 merge). */
+	/* Another MAC claims 10.0.0.2 while b still answers: a probes b's MAC and,
+	 * answered, keeps it (the claim is a spoof as far as a can tell). */
+	hnet_clear_cap(net);
 	inject_arp(a, IPK_ARP_REQUEST, moved, IPK_IP4(10, 0, 0, 2), bcast, IPK_IP4(10, 0, 0, 2));
+	CHECK(is_arp(&net->cap[0], IPK_ARP_REQUEST));
+	CHECK(memcmp(net->cap[0].b, b->cfg.mac, 6) == 0); /* the probe: unicast to b */
+	hnet_settle(net);
+	advance_secs(net, 5);
 	hnet_clear_cap(net);
 	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 2);
+	CHECK(memcmp(net->cap[0].b, b->cfg.mac, 6) == 0);
+	CHECK_EQ(ipk_counters(a->ctx)->arp_challenges, 1);
+	CHECK_EQ(ipk_counters(a->ctx)->arp_moves, 0);
+	/* 10.0.0.2 really moves (b silent): after arp_retries unanswered probes a
+	 * follows the new MAC (RFC 826 merge, confirmed). */
+	net->cut = 1;
+	inject_arp(a, IPK_ARP_REQUEST, moved, IPK_IP4(10, 0, 0, 2), bcast, IPK_IP4(10, 0, 0, 2));
+	advance_secs(net, 4);
+	hnet_clear_cap(net);
+	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 3);
 	CHECK(memcmp(net->cap[0].b, moved, 6) == 0);
+	CHECK_EQ(ipk_counters(a->ctx)->arp_moves, 1);
+	net->cut = 0;
 	/* A gratuitous ARP for an address a never talked to creates no entry. */
 	inject_arp(a, IPK_ARP_REQUEST, other, IPK_IP4(10, 0, 0, 7), bcast, IPK_IP4(10, 0, 0, 7));
 	hnet_clear_cap(net);
@@ -336,9 +354,11 @@ static void test_arp_next_hop_cache_follows_moves_and_expiry(void)
 	CHECK(ip_frame_to(net, 1, b->cfg.mac));
 	hnet_settle(net);
 	CHECK_EQ(b->udp_n, 3);
-	/* RFC 826 merge: the next frame goes to the new MAC, not the cached one. */
+	/* RFC 826 merge, once b leaves the probes unanswered (arp_challenge): the
+	 * next frame goes to the new MAC, not the cached one. */
 	net->cut = 1;
 	inject_arp(a, IPK_ARP_REQUEST, moved, IPK_IP4(10, 0, 0, 2), bcast, IPK_IP4(10, 0, 0, 2));
+	advance_secs(net, 4);
 	hnet_clear_cap(net);
 	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 4);
 	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 5);
@@ -350,6 +370,118 @@ static void test_arp_next_hop_cache_follows_moves_and_expiry(void)
 	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 6);
 	CHECK_EQ(net->ncap, 1);
 	CHECK(is_arp(&net->cap[0], IPK_ARP_REQUEST));
+	advance_secs(net, 5);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* Issue 14 item 5: a request with sender MAC 00:00:00:00:00:00 was cached and cut
+ * the peer off. Zero, broadcast and multicast sender MACs are dropped before any
+ * learning or answer; so are martian sender IPs (the receive paths' source rule). */
+static void test_arp_bad_sender_mac_or_ip_dropped(void)
+{
+	struct hnet *net = hnet_new(2, NULL);
+	struct hnode *a = net->nodes[0], *b = net->nodes[1];
+	const uint8_t zero[6] = {0, 0, 0, 0, 0, 0}, mcast[6] = {0x01, 0, 0x5e, 0, 0, 1};
+	const uint8_t peer[6] = {0x02, 0xaa, 0, 0, 0, 9};
+	uint32_t us = IPK_IP4(10, 0, 0, 1), bip = IPK_IP4(10, 0, 0, 2);
+
+	ipk_udp_bind(b->ctx, ipk_htons(7));
+	send_byte(net, 0, bip, 1);
+	hnet_settle(net);
+	CHECK_EQ(b->udp_n, 1);
+	net->cut = 1;
+	hnet_clear_cap(net);
+	inject_arp(a, IPK_ARP_REQUEST, zero, bip, bcast, us);
+	inject_arp(a, IPK_ARP_REPLY, zero, bip, a->cfg.mac, us);
+	inject_arp(a, IPK_ARP_REQUEST, bcast, bip, bcast, us);
+	inject_arp(a, IPK_ARP_REQUEST, mcast, bip, bcast, us);
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_ARP_BAD_SENDER], 4);
+	CHECK_EQ(net->ncap, 0); /* no reply, no probe */
+	inject_arp(a, IPK_ARP_REQUEST, peer, IPK_IP4(240, 0, 0, 9), bcast, us);
+	inject_arp(a, IPK_ARP_REQUEST, peer, IPK_IP4(127, 0, 0, 1), bcast, us);
+	inject_arp(a, IPK_ARP_REQUEST, peer, IPK_IP4(10, 0, 0, 255), bcast, us);
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_ARP_BAD_SENDER], 7);
+	/* our own address from another MAC: a conflict, counted, not learned */
+	inject_arp(a, IPK_ARP_REQUEST, peer, us, bcast, us);
+	CHECK_EQ(ipk_counters(a->ctx)->arp_conflicts, 1);
+	CHECK_EQ(net->ncap, 0);
+	/* b's binding is intact: the next frame goes to b's MAC */
+	send_byte(net, 0, bip, 2);
+	CHECK_EQ(net->ncap, 1);
+	CHECK(ip_frame_to(net, 0, b->cfg.mac));
+	/* an RFC 5227 probe (sender 0.0.0.0) is answered but teaches nothing */
+	hnet_clear_cap(net);
+	inject_arp(a, IPK_ARP_REQUEST, peer, 0, bcast, us);
+	CHECK_EQ(net->ncap, 1);
+	CHECK(is_arp(&net->cap[0], IPK_ARP_REPLY));
+	CHECK(memcmp(net->cap[0].b, peer, 6) == 0);
+	advance_secs(net, 5);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* A unicast MAC claiming a resolved peer's address while the peer answers its
+ * probes never takes over, however often it repeats the claim. */
+static void test_arp_spoofed_claim_of_live_peer_never_wins(void)
+{
+	struct hnet *net = hnet_new(2, NULL);
+	struct hnode *a = net->nodes[0], *b = net->nodes[1];
+	const uint8_t evil[6] = {0x02, 0xee, 0, 0, 0, 2};
+	uint32_t bip = IPK_IP4(10, 0, 0, 2);
+	int k;
+
+	ipk_udp_bind(b->ctx, ipk_htons(7));
+	send_byte(net, 0, bip, 1);
+	hnet_settle(net);
+	for (k = 0; k < 20; k++) {
+		inject_arp(a, k % 2 ? IPK_ARP_REPLY : IPK_ARP_REQUEST, evil, bip,
+		           k % 2 ? a->cfg.mac : bcast, IPK_IP4(10, 0, 0, 1));
+		hnet_settle(net);
+		hnet_advance(net, SEC / 2);
+		hnet_clear_cap(net);
+		send_byte(net, 0, bip, 2);
+		CHECK(ip_frame_to(net, 0, b->cfg.mac));
+		hnet_settle(net);
+	}
+	CHECK_EQ(b->udp_n, 21);
+	CHECK_EQ(ipk_counters(a->ctx)->arp_moves, 0);
+	CHECK(ipk_counters(a->ctx)->arp_challenges > 0);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* The same class as issue 14 item 5 (a table a peer can fill): frames to many
+ * addresses that never answer ARP (a SYN flood from spoofed on-link sources makes
+ * one SYN-ACK for each) filled the table with PENDING entries, which nothing could
+ * evict, after pushing out every RESOLVED one: no peer was reachable until they
+ * timed out, and the flood renews them. PENDING entries now hold at most half the
+ * table: a working binding stays, and a new peer still resolves. */
+static void test_arp_unresolvable_flood_leaves_peers_reachable(void)
+{
+	struct hnet *net = hnet_new(3, NULL); /* arp_entries = 8 */
+	struct hnode *a = net->nodes[0], *b = net->nodes[1], *c = net->nodes[2];
+	int k, round;
+
+	ipk_udp_bind(b->ctx, ipk_htons(7));
+	ipk_udp_bind(c->ctx, ipk_htons(7));
+	send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 1);
+	hnet_settle(net);
+	CHECK_EQ(b->udp_n, 1);
+	for (round = 0; round < 3; round++) {
+		for (k = 0; k < 20; k++) /* nobody has these addresses */
+			send_byte(net, 0, IPK_IP4(10, 0, 0, 100 + 20 * round + k), 9);
+		hnet_settle(net);
+		send_byte(net, 0, IPK_IP4(10, 0, 0, 2), 2);
+		hnet_settle(net);
+		CHECK_EQ(b->udp_n, 2u + (uint32_t)round);
+		net->now += SEC / 4;
+	}
+	/* a peer a never talked to resolves in the middle of it */
+	send_byte(net, 0, IPK_IP4(10, 0, 0, 3), 3);
+	hnet_settle(net);
+	CHECK_EQ(c->udp_n, 1);
+	CHECK(ipk_counters(a->ctx)->drop[IPK_DROP_ARP_EVICTED] > 0);
 	advance_secs(net, 5);
 	CHECK(hnet_no_leaks(net));
 	hnet_free(net);
@@ -369,5 +501,8 @@ int main(void)
 	RUN(test_arp_integrator_table_consulted_and_told);
 	RUN(test_arp_broadcast_destination_needs_no_request);
 	RUN(test_arp_next_hop_cache_follows_moves_and_expiry);
+	RUN(test_arp_bad_sender_mac_or_ip_dropped);
+	RUN(test_arp_spoofed_claim_of_live_peer_never_wins);
+	RUN(test_arp_unresolvable_flood_leaves_peers_reachable);
 	return check_summary();
 }

@@ -93,6 +93,87 @@ static void test_ip4_bad_addresses_dropped(void)
 	hnet_free(net);
 }
 
+/* Item 4 of issue 14: one source rule (internal.h ipk_ip4_src_check) for every
+ * path. Class E, 0/8 and our own address ("land") were accepted before it. */
+static void test_ip4_martian_and_land_sources_dropped(void)
+{
+	struct hnet *net = one_node(NULL);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200], u[64];
+	uint32_t ul = hb_udp(u, PEER, US, 1, 7, NULL, 0, 1);
+
+	a->udp_echo = 1;
+	hnode_inject(a, b, frame(b, IPK_IP4(240, 1, 2, 3), US, 17, 1, 0, u, ul));
+	hnode_inject(a, b, frame(b, IPK_IP4(254, 0, 0, 1), US, 17, 1, 0, u, ul));
+	hnode_inject(a, b, frame(b, IPK_IP4(0, 1, 2, 3), US, 17, 1, 0, u, ul));
+	hnode_inject(a, b, frame(b, IPK_IP4(0, 1, 2, 3), IPK_IP4(255, 255, 255, 255), 17, 1, 0,
+	                         u, ul));
+	CHECK_EQ(drops(net, IPK_DROP_IP4_BAD_SRC), 4);
+	/* land: from our own address to our own address */
+	hnode_inject(a, b, frame(b, US, US, 17, 1, 0, u, ul));
+	hnode_inject(a, b, frame(b, US, IPK_IP4(10, 0, 0, 255), 17, 1, 0, u, ul));
+	CHECK_EQ(drops(net, IPK_DROP_IP4_LAND), 2);
+	CHECK_EQ(a->udp_n, 0);
+	CHECK_EQ(net->ncap, 0); /* no echo, no ICMP, no ARP for ourselves */
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+static void with_gateway(int idx, struct ipk_config *cfg)
+{
+	(void)idx;
+	cfg->gateway_be = IPK_IP4(10, 0, 0, 9);
+}
+
+/* RFC 3704 §2.4 loose reverse path: with no gateway, an off-link source can never
+ * be answered (issue 14 item 6: a SYN from one retried about 1000 times a second);
+ * with a gateway the same datagram is taken. */
+static void test_ip4_source_without_route_back_dropped(void)
+{
+	struct hnet *net = one_node(NULL);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200], u[64];
+	uint32_t far = IPK_IP4(192, 168, 7, 7);
+	uint32_t ul = hb_udp(u, far, US, 1, 7, NULL, 0, 1);
+
+	hnode_inject(a, b, frame(b, far, US, 17, 1, 0, u, ul));
+	CHECK_EQ(drops(net, IPK_DROP_IP4_SRC_NO_ROUTE), 1);
+	CHECK_EQ(a->udp_n, 0);
+	CHECK_EQ(net->ncap, 0);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+	net = one_node(with_gateway);
+	a = net->nodes[0];
+	hnode_inject(a, b, frame(b, far, US, 17, 1, 0, u, ul));
+	CHECK_EQ(drops(net, IPK_DROP_IP4_SRC_NO_ROUTE), 0);
+	CHECK_EQ(a->udp_n, 1);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* Issue 14 item 6: a connection to an address with no route retried its SYN every
+ * millisecond (~1000 no_route drops a second). It must back off like a segment
+ * lost on the way: RFC 6298 exponential retransmission, a handful of tries in 10 s. */
+static void test_ip4_no_route_backs_off(void)
+{
+	struct hnet *net = one_node(NULL);
+	struct hnode *a = net->nodes[0];
+	struct ipk_conn *c = NULL;
+	int k;
+
+	CHECK_EQ(ipk_tcp_connect(a->ctx, IPK_IP4(192, 168, 7, 7), ipk_htons(80), 0, NULL, &c,
+	                         net->now), IPK_OK);
+	for (k = 0; k < 1000; k++)
+		hnet_advance(net, 10000000ull); /* 10 s in 10 ms steps */
+	CHECK(drops(net, IPK_DROP_NO_ROUTE) >= 2);
+	CHECK(drops(net, IPK_DROP_NO_ROUTE) <= 5);
+	CHECK_EQ(net->ncap, 0);
+	if (c)
+		ipk_tcp_abort(a->ctx, c, net->now);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 static void test_ip4_options_skipped_source_route_dropped(void)
 {
 	struct hnet *net = one_node(NULL);
@@ -393,7 +474,9 @@ static void test_frag_too_big_dropped(void)
 	hnet_free(net);
 }
 
-static void test_frag_slot_exhaustion_counted(void)
+/* One source holds at most half the slots (frag_slots = 4 here): its third
+ * unfinished datagram evicts its own stalest. */
+static void test_frag_one_source_holds_half_the_slots(void)
 {
 	struct hnet *net = one_node(NULL); /* frag_slots = 4 */
 	struct hnode *a = net->nodes[0];
@@ -402,9 +485,53 @@ static void test_frag_slot_exhaustion_counted(void)
 	make_dgram();
 	for (id = 100; id < 105; id++)
 		send_frag(a, id, 1);
-	CHECK_EQ(drops(net, IPK_DROP_FRAG_NOMEM), 1);
+	CHECK_EQ(drops(net, IPK_DROP_FRAG_NOMEM), 0);
+	CHECK_EQ(drops(net, IPK_DROP_FRAG_EVICTED), 3);
 	hnet_advance(net, 31 * SEC);
-	CHECK_EQ(drops(net, IPK_DROP_FRAG_TIMEOUT), 4);
+	CHECK_EQ(drops(net, IPK_DROP_FRAG_TIMEOUT), 2);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* A first fragment of datagram id from src that never continues. */
+static void send_stray(struct hnode *a, uint32_t src, uint16_t id)
+{
+	uint8_t b[1600];
+
+	hnode_inject(a, b, frame(b, src, US, 17, id, IPK_IP4_MF, udp_dgram, PIECE));
+}
+
+/* Issue 14 item 2: first fragments that never complete held every slot for the
+ * whole 30 s timeout, so no other datagram could be reassembled. Now a flood from
+ * one source, then from a new (spoofed) source per fragment, both interleaved
+ * with a legitimate datagram's pieces, leaves it to be reassembled intact. */
+static void test_frag_unfinished_flood_does_not_block_reassembly(void)
+{
+	struct hnet *net = one_node(NULL); /* frag_slots = 4 */
+	struct hnode *a = net->nodes[0];
+	uint32_t k, n = 0;
+
+	make_dgram();
+	for (k = 0; k < 50; k++)
+		send_stray(a, IPK_IP4(10, 0, 0, 50), (uint16_t)(1000 + k));
+	for (k = 0; k < DGRAM / PIECE; k++) {
+		send_stray(a, IPK_IP4(10, 0, 0, 50), (uint16_t)(2000 + k));
+		send_frag(a, 42, k);
+	}
+	CHECK(delivered_intact(a));
+	/* many sources: two new datagrams between each of the legitimate pieces */
+	a->udp_n = 0;
+	for (k = 0; k < DGRAM / PIECE; k++) {
+		send_stray(a, IPK_IP4(10, 0, 0, 60 + n), (uint16_t)k), n++;
+		send_stray(a, IPK_IP4(10, 0, 0, 60 + n), (uint16_t)k), n++;
+		send_frag(a, 43, k);
+	}
+	CHECK(delivered_intact(a));
+	CHECK(drops(net, IPK_DROP_FRAG_EVICTED) > 50);
+	net->cut = 1;
+	hnet_advance(net, 31 * SEC);
+	for (k = 0; k < 5; k++) /* time exceeded to the strays waits for ARP */
+		hnet_advance(net, SEC);
 	CHECK(hnet_no_leaks(net));
 	hnet_free(net);
 }
@@ -448,10 +575,101 @@ static void test_frag_icmp_echo_reassembled_gets_reply(void)
 	hnet_free(net);
 }
 
+/* Inject an echo request of `data` bytes (header + pattern) as fragments of at most
+ * 1480 payload bytes, last first (so it completes on the first fragment). */
+static void inject_big_echo(struct hnode *a, uint8_t *icmp, uint32_t data)
+{
+	uint32_t l4 = 8 + data, off, i;
+	int odd = 0;
+
+	memset(icmp, 0, 8);
+	icmp[0] = 8;
+	ipk_wr16(icmp + 4, 0x1234);
+	ipk_wr16(icmp + 6, 7);
+	for (i = 8; i < l4; i++)
+		icmp[i] = (uint8_t)(i * 13u + (i >> 8));
+	ipk_wr16(icmp + 2, ipk_csum_fold(ipk_csum_add(0, icmp, l4, &odd)));
+	for (off = ((l4 - 1) / 1480) * 1480;; off -= 1480) {
+		uint8_t b[1600];
+		uint32_t n = l4 - off < 1480 ? l4 - off : 1480;
+		uint16_t frag = (uint16_t)((off / 8) | (off + n < l4 ? IPK_IP4_MF : 0));
+
+		hnode_inject(a, b, frame(b, PEER, US, 1, 0x77, frag, icmp + off, n));
+		if (off == 0)
+			break;
+	}
+}
+
+/* The reply's fragments among the captured frames put back together in out;
+ * returns the ICMP bytes found in order with no gap (0 on any inconsistency). */
+static uint32_t collect_reply(struct hnet *net, uint8_t *out, uint32_t max)
+{
+	uint32_t have = 0, total = 0;
+	int i;
+
+	for (i = 0; i < net->ncap; i++) {
+		const uint8_t *ip = net->cap[i].b + 14;
+		uint32_t ihl = (ip[0] & 15u) * 4u, tot = ipk_rd16(ip + 2), n = tot - ihl;
+		uint32_t off = (ipk_rd16(ip + 6) & IPK_IP4_OFFMASK) * 8u;
+
+		if (ipk_rd16(net->cap[i].b + 12) != IPK_ETHERTYPE_IP4 || ip[9] != 1 ||
+		    net->cap[i].len != 14 + tot || tot > 1500 || off + n > max ||
+		    ipk_csum_fold(ipk_csum_hdr20(ip)) != 0)
+			return 0;
+		memcpy(out + off, ip + ihl, n);
+		have += n;
+		if (!(ipk_rd16(ip + 6) & IPK_IP4_MF))
+			total = off + n;
+	}
+	return have == total ? total : 0;
+}
+
+static uint32_t g_caps_echo;
+static void big_echo_cfg(int idx, struct ipk_config *cfg)
+{
+	(void)idx;
+	cfg->caps = g_caps_echo;
+	cfg->frag_max_pieces = 64;
+}
+
+/* Issue 14 item 3: RFC 1122 §3.2.2.6 wants the echo data back. A request larger
+ * than one buffer (2,048 here) was reassembled, then dropped as frag_too_big when
+ * flattened; now the reply is built from the chain and leaves in fragments, the
+ * data intact, with and without scatter-gather. */
+static void big_echo(uint32_t data, uint32_t caps)
+{
+	static uint8_t icmp[65535], back[65535];
+	struct hnet *net;
+	struct hnode *a;
+	uint32_t got;
+	int odd = 0;
+
+	g_caps_echo = caps;
+	net = one_node(big_echo_cfg);
+	a = net->nodes[0];
+	inject_big_echo(a, icmp, data);
+	got = collect_reply(net, back, sizeof(back));
+	CHECK_EQ(got, 8 + data);
+	CHECK_EQ(back[0], 0); /* echo reply */
+	CHECK_EQ(ipk_csum_fold(ipk_csum_add(0, back, got, &odd)), 0);
+	CHECK(memcmp(back + 4, icmp + 4, 8 + data - 4) == 0);
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_FRAG_TOO_BIG], 0);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+static void test_icmp_echo_3000_answered_from_chain(void) { big_echo(3000, 0); }
+static void test_icmp_echo_9000_answered_from_chain_sg(void) { big_echo(9000, IPK_CAP_SG); }
+static void test_icmp_echo_65507_answered_from_chain(void) { big_echo(65507, 0); }
+static void test_icmp_echo_65507_answered_from_chain_sg(void) { big_echo(65507, IPK_CAP_SG); }
+
 int main(void)
 {
 	RUN(test_ip4_malformed_headers_each_counted);
 	RUN(test_ip4_bad_addresses_dropped);
+	RUN(test_ip4_martian_and_land_sources_dropped);
+	RUN(test_ip4_source_without_route_back_dropped);
+	RUN(test_ip4_no_route_backs_off);
 	RUN(test_ip4_options_skipped_source_route_dropped);
 	RUN(test_ip4_unknown_protocol_gets_protocol_unreachable);
 	RUN(test_link_bad_frames_counted);
@@ -465,8 +683,13 @@ int main(void)
 	RUN(test_frag_timeout_frees_all_and_sends_time_exceeded);
 	RUN(test_frag_too_many_pieces_dropped);
 	RUN(test_frag_too_big_dropped);
-	RUN(test_frag_slot_exhaustion_counted);
+	RUN(test_frag_one_source_holds_half_the_slots);
+	RUN(test_frag_unfinished_flood_does_not_block_reassembly);
 	RUN(test_frag_bad_sizes_malformed);
 	RUN(test_frag_icmp_echo_reassembled_gets_reply);
+	RUN(test_icmp_echo_3000_answered_from_chain);
+	RUN(test_icmp_echo_9000_answered_from_chain_sg);
+	RUN(test_icmp_echo_65507_answered_from_chain);
+	RUN(test_icmp_echo_65507_answered_from_chain_sg);
 	return check_summary();
 }

@@ -327,7 +327,6 @@ static void test_syn_flood_established_transfers_finish(void)
 	}
 	CHECK_EQ(sim_run(x.w.s, SIM_SEC(300), xf_done, &x), SIM_DONE);
 	cb = sim_node_counters(x.w.b);
-	CHECK_EQ(fl.sent, 100000);
 	CHECK_EQ(x.cli.ok_transfers, 10);
 	CHECK_EQ(x.cli.failed, 0);
 	CHECK(cb->tcp_syncookies_sent > 90000);
@@ -339,6 +338,10 @@ static void test_syn_flood_established_transfers_finish(void)
 	       x.w.b->res.pbs);
 	/* the flood's SYN-RECEIVED entries give up after tcp_syn_retries (~127 s) */
 	sim_run(x.w.s, x.w.s->now + SIM_SEC(200), NULL, NULL);
+	/* checked only now: since ARP caps its PENDING entries (the flood's random
+	 * on-link sources each need one for a SYN-ACK, arp.c arp_slot) the transfers
+	 * end at 2.1 s instead of 4.7 s, before the 2 s flood has quite finished */
+	CHECK_EQ(fl.sent, 100000);
 	world_check_no_leak(&x.w);
 	world_fini(&x.w);
 }

@@ -8,8 +8,10 @@
  * state the general RFC 9293 §3.10.7.4 processing would not shows up as a differing
  * frame (an ACK, window, timestamp or retransmission) or field. The second test
  * puts a damaged copy before some frames (a flipped byte, a bad IPv4 or TCP
- * checksum alone, a source that cannot be a host, a broadcast MAC, Ethernet padding,
- * a fragment, IPv4 options): each must be judged as the layers judge it, dropped and
+ * checksum alone, a source that cannot be a host (each kind the one source rule
+ * names: loopback, 0/8, class E, broadcast, land, no route back), a broadcast MAC, Ethernet padding,
+ * a fragment, IPv4 options, each other IPv4 acceptance rule with the header
+ * checksum made right): each must be judged as the layers judge it, dropped and
  * counted by the same reason or taken as the same duplicate.
  */
 #include <stdlib.h>
@@ -100,7 +102,7 @@ static void fix_tcp(uint8_t *f)
 /* A damaged copy of frame b (len bytes) in out (room for len + 8); its length. */
 static uint32_t mutate_frame(uint32_t *r, const uint8_t *b, uint32_t len, uint8_t *out)
 {
-	uint32_t k = lcg(r) % 10u, at = lcg(r) % len;
+	uint32_t k = lcg(r) % 11u, at = lcg(r) % len;
 
 	memcpy(out, b, len);
 	switch (k) {
@@ -113,8 +115,18 @@ static uint32_t mutate_frame(uint32_t *r, const uint8_t *b, uint32_t len, uint8_
 	case 2: /* TCP checksum wrong alone */
 		out[50] ^= 0x01;
 		break;
-	case 3: /* a loopback source, checksums right */
-		out[26] = 127;
+	case 3: /* a source that cannot be a host (internal.h ipk_ip4_src_check),
+		 * checksums right: loopback, 0/8, class E, limited broadcast, our own
+		 * address (land), our subnet's broadcast, off-link with no route back */
+		switch (lcg(r) % 7u) {
+		case 0: out[26] = 127; break;
+		case 1: out[26] = 0; break;
+		case 2: out[26] = (uint8_t)(240u + lcg(r) % 15u); break;
+		case 3: memset(out + 26, 0xff, 4); break;
+		case 4: memcpy(out + 26, out + 30, 4); break;
+		case 5: out[29] = 255; break;
+		default: out[26] = 192; out[27] = 168; break;
+		}
 		fix_ip4(out);
 		fix_tcp(out);
 		break;
@@ -135,6 +147,22 @@ static uint32_t mutate_frame(uint32_t *r, const uint8_t *b, uint32_t len, uint8_
 		out[14] = 0x46;
 		ipk_wr16(out + 16, (uint16_t)(ipk_rd16(out + 16) + 4u));
 		len += 4;
+		fix_ip4(out);
+		break;
+	case 9: /* every other rule of ipk_ip4_fast_accept against ip4_check, the
+		 * header checksum made right: version, header length, total length
+		 * (short, past the frame, below 40), a fragment offset, another
+		 * destination, our subnet's broadcast, the limited broadcast */
+		switch (lcg(r) % 8u) {
+		case 0: out[14] = 0x65; break;
+		case 1: out[14] = 0x44; break;
+		case 2: ipk_wr16(out + 16, (uint16_t)(len - 14u + 1u + lcg(r) % 64u)); break;
+		case 3: ipk_wr16(out + 16, (uint16_t)(20u + lcg(r) % 20u)); break;
+		case 4: out[21] = (uint8_t)(out[21] + 1u + lcg(r) % 200u); break;
+		case 5: out[33] = (uint8_t)(out[33] ^ (1u + lcg(r) % 200u)); break;
+		case 6: out[33] = 255; break;
+		default: memset(out + 30, 0xff, 4); break;
+		}
 		fix_ip4(out);
 		break;
 	case 8: /* an older ACK (ignored, or beyond the window's age: a challenge) */
@@ -395,6 +423,10 @@ static void test_damaged_frames_judged_as_general_path(void)
 		CHECK(on->cnt[i].drop[IPK_DROP_IP4_CSUM] > 10);
 		CHECK(on->cnt[i].drop[IPK_DROP_TCP_CSUM] > 10);
 		CHECK(on->cnt[i].drop[IPK_DROP_IP4_BAD_SRC] > 10);
+		CHECK(on->cnt[i].drop[IPK_DROP_IP4_LAND] > 2);
+		CHECK(on->cnt[i].drop[IPK_DROP_IP4_MALFORMED] > 5);
+		CHECK(on->cnt[i].drop[IPK_DROP_NOT_FOR_US] > 2);
+		CHECK(on->cnt[i].drop[IPK_DROP_IP4_SRC_NO_ROUTE] > 2);
 		CHECK(on->cnt[i].tcp_dup_segs > 10);
 	}
 	free(on);
