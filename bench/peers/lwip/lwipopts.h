@@ -59,10 +59,20 @@
 #define LWIP_NETIF_STATUS_CALLBACK 0
 #define LWIP_NETIF_LINK_CALLBACK 0
 
-/* counters the harness reports (checksum drops, retransmissions) */
+/* Statistics off, as a speed build has them (lwIP's default, LWIP_STATS 1, counts
+ * in every layer on every frame). lwip-inmem-stats (build.sh: IM_LWIP_STATS) turns on
+ * only what the harness reports: checksum drops (TCP_STATS) and retransmissions
+ * (MIB2_STATS), for --corrupt. */
+#ifdef IM_LWIP_STATS
 #define LWIP_STATS 1
-#define LWIP_STATS_DISPLAY 0
 #define TCP_STATS 1
+#define MIB2_STATS 1
+#else
+#define LWIP_STATS 0
+#define TCP_STATS 0
+#define MIB2_STATS 0
+#endif
+#define LWIP_STATS_DISPLAY 0
 #define LINK_STATS 0
 #define ETHARP_STATS 0
 #define IP_STATS 0
@@ -70,7 +80,16 @@
 #define MEM_STATS 0
 #define MEMP_STATS 0
 #define SYS_STATS 0
-#define MIB2_STATS 1
+
+/* --wire handoff: the receiver gets a PBUF_REF custom pbuf over the sender's frame
+ * (lw_inst.c) */
+#define LWIP_SUPPORT_CUSTOM_PBUF 1
+
+/* Checksum: the 32-bit-at-a-time algorithm (inet_chksum.c, #3), the fastest of
+ * lwIP's three on this machine (README, "How each peer is built"). */
+#ifndef LWIP_CHKSUM_ALGORITHM
+#define LWIP_CHKSUM_ALGORITHM 3
+#endif
 
 #define LWIP_NOASSERT 1
 #define LWIP_DEBUG 0
