@@ -173,7 +173,7 @@ static void im_json(const struct im_opts *o, const struct im_result *r, double r
 	        "\"requests\":%llu,\"bytes\":%llu,\"seconds\":%.6f,\"req_per_s\":%.1f,"
 	        "\"ns_per_req\":%.2f,\"gbit_s\":%.4f,\"conn_bytes\":%.1f,\"csum_drops\":%llu,"
 	        "\"retransmits\":%llu,\"corrupted\":%llu,\"zerocopy\":%s,\"wire\":\"%s\","
-	        "\"verified\":%s,"
+	        "\"frames\":[%llu,%llu],\"wire_bytes\":[%llu,%llu],\"verified\":%s,"
 	        "\"error\":",
 	        r->stack, r->build, o->bulk ? "bulk" : "pingpong", o->offload ? "offload" : "sw",
 	        o->real_clock ? "real" : "virtual", o->conns, o->bulk ? 0u : o->len,
@@ -181,7 +181,9 @@ static void im_json(const struct im_opts *o, const struct im_result *r, double r
 	        (unsigned long long)r->bytes, r->seconds, rps, nspr, gbps, r->conn_bytes,
 	        (unsigned long long)r->csum_drops, (unsigned long long)r->retransmits,
 	        (unsigned long long)r->corrupted, o->zerocopy ? "true" : "false",
-	        o->handoff ? "handoff" : "copy", r->error ? "false" : "true");
+	        o->handoff ? "handoff" : "copy", (unsigned long long)r->frames[0],
+	        (unsigned long long)r->frames[1], (unsigned long long)r->wire_bytes[0],
+	        (unsigned long long)r->wire_bytes[1], r->error ? "false" : "true");
 	if (r->error)
 		fprintf(f, "\"%s\"}\n", r->error); /* fixed strings of the harness: no escaping */
 	else

@@ -53,6 +53,9 @@ struct im_result {
 	uint64_t csum_drops;   /* frames the receiving stack dropped for a bad checksum */
 	uint64_t retransmits;  /* segments sent again, both stacks */
 	uint64_t corrupted;    /* frames the wire corrupted on purpose */
+	uint64_t frames[2];    /* frames the wire carried, [0] client to server, [1] back
+	                        * (whole run: handshakes included) */
+	uint64_t wire_bytes[2]; /* their bytes (Ethernet header on, no FCS) */
 	const char *error;     /* NULL when the run verified */
 };
 

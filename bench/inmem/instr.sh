@@ -72,7 +72,7 @@ measure() {
 # self cost of the (file:function) entries whose file matches regex $2 in profile $1
 own_cost() {
 	callgrind_annotate --auto=no --threshold=100 "$1" 2>/dev/null |
-		grep -E '^ *[0-9,]+ +\(' | sed -E 's# \[[^]]*\]$##; s#:[^:]*$##' | grep -E "$2" |
+		grep -E '^ *[0-9,]+ +\(' | sed -E 's# \[[^]]*\]$##; s#:[^:]*$##' | { grep -E "$2" || true; } |
 		awk '{ gsub(",", "", $1); s += $1 } END { print s + 0 }'
 }
 

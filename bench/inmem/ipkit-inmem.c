@@ -78,6 +78,7 @@ struct im_node {
 	uint32_t rxn;
 	int rare_tx;          /* --corrupt or offload: every frame takes im_tx_rare */
 	int copy_wire;        /* --wire copy (default): frames are copied (im_dma) */
+	uint64_t frames, wire_bytes; /* what this node sent over the wire */
 	uint64_t deadline;
 	int is_client;
 	int bulk_sender;      /* the client in a bulk run: writes more on tcp_acked */
@@ -341,6 +342,7 @@ static struct im_pkt *im_dma(struct im_node *n, struct im_pkt *k)
  * which flips one payload byte of the K-th frame that carries data. */
 static void im_tx_rare(struct im_node *n, struct im_pkt *k)
 {
+	struct im_pkt *cp;
 	struct im_node *p = n->peer;
 	struct im_app *a = n->app;
 
@@ -351,6 +353,9 @@ static void im_tx_rare(struct im_node *n, struct im_pkt *k)
 	}
 	if (k->next || k->len > IM_FRAME_MAX)
 		a->tso_frames++;
+	n->frames++;
+	for (cp = k; cp; cp = cp->next)
+		n->wire_bytes += cp->len;
 	if (n->copy_wire && !(k = im_dma(n, k)))
 		return;
 	if (a->o->corrupt_at && (k->next || k->len > 14 + 20 + 32) &&
@@ -371,6 +376,8 @@ static void im_tx(void *pkt, void *o)
 	struct im_pkt *k = (struct im_pkt *)pkt;
 
 	if (!n->rare_tx && !k->next && k->len <= IM_FRAME_MAX && p->rxn < IM_RXQ) {
+		n->frames++;
+		n->wire_bytes += k->len;
 		if (n->copy_wire && !(k = im_dma(n, k)))
 			return;
 		p->rxq[p->rxn++] = k;
@@ -790,6 +797,8 @@ static void im_collect(struct im_world *w, struct im_result *r)
 
 		r->csum_drops += k->drop[IPK_DROP_TCP_CSUM] + k->drop[IPK_DROP_IP4_CSUM];
 		r->retransmits += k->tcp_retransmits;
+		r->frames[i] = w->node[i].frames;
+		r->wire_bytes[i] = w->node[i].wire_bytes;
 	}
 	r->corrupted = w->app->corrupted;
 	/* At rest (im_quiet) neither engine holds a packet and none is on the wire. */

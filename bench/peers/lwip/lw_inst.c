@@ -75,6 +75,8 @@ static err_t lw_linkoutput(struct netif *n, struct pbuf *p)
 	void *f;
 
 	(void)n;
+	sh->frames[me]++;
+	sh->wire_bytes[me] += p->tot_len;
 	if (lw_handoff(p))
 		return ERR_OK;
 	f = sh->peer_alloc(me, p->tot_len, &dst);

@@ -18,6 +18,7 @@ struct lwi_shared {
 	const uint8_t *pat;
 	uint64_t issued, done, rx_bytes;
 	uint64_t data_frames, corrupted;
+	uint64_t frames[2], wire_bytes[2]; /* sent by instance 0 (client) / 1 */
 	int connected, accepted, closed;
 	const char *error;
 	/* The wire: a received-frame buffer of the other instance (len bytes of room at

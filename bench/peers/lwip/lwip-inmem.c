@@ -164,6 +164,10 @@ int main(int argc, char **argv)
 		r.retransmits += side[i].api->retransmits();
 	}
 	r.corrupted = sh.corrupted;
+	for (i = 0; i < 2; i++) {
+		r.frames[i] = sh.frames[i];
+		r.wire_bytes[i] = sh.wire_bytes[i];
+	}
 	if (!sh.error && sh.closed)
 		lw_fail("a connection closed during the run");
 	if (!sh.error && opts.corrupt_at && (!r.corrupted || r.csum_drops != r.corrupted))

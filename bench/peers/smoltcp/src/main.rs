@@ -157,6 +157,8 @@ type Frame = (Vec<u8>, usize);
 struct Wire {
     q: [VecDeque<Frame>; 2], // frames waiting for interface i
     free: Vec<Vec<u8>>,
+    frames: [u64; 2],     // frames sent by interface i (0 client, 1 server)
+    wire_bytes: [u64; 2], // and their bytes
 }
 
 struct Dev {
@@ -203,6 +205,8 @@ impl phy::TxToken for Tx {
             w.free.push(b);
             b = c;
         }
+        w.frames[1 - self.to] += 1;
+        w.wire_bytes[1 - self.to] += len as u64;
         w.q[self.to].push_back((b, len));
         r
     }
@@ -469,7 +473,8 @@ fn quiet(w: &World) -> bool {
     w.s.iter().all(|sd| sd.h.iter().all(|h| sd.socks.get::<tcp::Socket>(*h).send_queue() == 0))
 }
 
-fn report(o: &Opts, requests: u64, bytes: u64, secs: f64, conn_bytes: f64, err: Option<&str>) -> i32 {
+fn report(o: &Opts, requests: u64, bytes: u64, secs: f64, conn_bytes: f64, wire: &Wire, err: Option<&str>) -> i32 {
+    let (fr, wb) = (wire.frames, wire.wire_bytes);
     let s = if secs > 0.0 { secs } else { 1e-9 };
     let rps = if o.bulk { 0.0 } else { requests as f64 / s };
     let nspr = if requests > 0 { s * 1e9 / requests as f64 } else { 0.0 };
@@ -489,12 +494,13 @@ fn report(o: &Opts, requests: u64, bytes: u64, secs: f64, conn_bytes: f64, err: 
     }
     if let Some(path) = &o.json {
         let line = format!(
-            "{{\"tool\":\"inmem\",\"stack\":\"smoltcp\",\"build\":\"{VERSION}\",\"workload\":\"{}\",\"profile\":\"{prof}\",\"clock\":\"{}\",\"conns\":{},\"len\":{},\"msg\":{},\"requests\":{requests},\"bytes\":{bytes},\"seconds\":{secs:.6},\"req_per_s\":{rps:.1},\"ns_per_req\":{nspr:.2},\"gbit_s\":{gbps:.4},\"conn_bytes\":{conn_bytes:.1},\"csum_drops\":0,\"retransmits\":0,\"corrupted\":0,\"zerocopy\":false,\"wire\":\"{wire}\",\"verified\":{},\"error\":{}}}\n",
+            "{{\"tool\":\"inmem\",\"stack\":\"smoltcp\",\"build\":\"{VERSION}\",\"workload\":\"{}\",\"profile\":\"{prof}\",\"clock\":\"{}\",\"conns\":{},\"len\":{},\"msg\":{},\"requests\":{requests},\"bytes\":{bytes},\"seconds\":{secs:.6},\"req_per_s\":{rps:.1},\"ns_per_req\":{nspr:.2},\"gbit_s\":{gbps:.4},\"conn_bytes\":{conn_bytes:.1},\"csum_drops\":0,\"retransmits\":0,\"corrupted\":0,\"zerocopy\":false,\"wire\":\"{wire}\",\"frames\":[{},{}],\"wire_bytes\":[{},{}],\"verified\":{},\"error\":{}}}\n",
             if o.bulk { "bulk" } else { "pingpong" },
             if o.real_clock { "real" } else { "virtual" },
             o.conns,
             if o.bulk { 0 } else { o.len },
             if o.bulk { o.msg } else { 0 },
+            fr[0], fr[1], wb[0], wb[1],
             err.is_none(),
             err.map(|e| format!("\"{e}\"")).unwrap_or("null".into())
         );
@@ -509,7 +515,12 @@ fn report(o: &Opts, requests: u64, bytes: u64, secs: f64, conn_bytes: f64, err: 
 
 fn main() {
     let o = parse();
-    let wire = Rc::new(RefCell::new(Wire { q: [VecDeque::new(), VecDeque::new()], free: Vec::new() }));
+    let wire = Rc::new(RefCell::new(Wire {
+        q: [VecDeque::new(), VecDeque::new()],
+        free: Vec::new(),
+        frames: [0; 2],
+        wire_bytes: [0; 2],
+    }));
     let now = Instant::from_micros(1_000_000);
     let s = [side(&wire, 0, &o, now), side(&wire, 1, &o, now)];
     let wall_end = o.max_seconds;
@@ -534,6 +545,6 @@ fn main() {
     }
     // Per connection: the socket object (its two 256 KiB buffers come on top).
     let conn_bytes = std::mem::size_of::<tcp::Socket>() as f64;
-    let rc = report(&w.app.o, requests, bytes, secs, conn_bytes, w.app.error);
+    let rc = report(&w.app.o, requests, bytes, secs, conn_bytes, &w.wire.borrow(), w.app.error);
     std::process::exit(rc);
 }
