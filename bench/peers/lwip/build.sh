@@ -14,6 +14,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
+# --apt-uris OUT: only write the private apt configuration and print the index URIs
+# `apt-get update` would fetch with it (no network; bench/peers/test_private_apt.sh)
+uris=""
+[ "${1:-}" = --apt-uris ] && { uris=1; shift; }
 out=${1:-$root/build/bench-peers/lwip}
 cc=${CC:-cc}
 cflags=${CFLAGS:--O3 -flto=auto -g}
@@ -30,13 +34,18 @@ papt() {
 		-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache="$d/cache/srcpkgcache.bin"
 }
 
+apt_config() {
+	local d="$out/apt"
+	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
+	echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${LWIP_MIRROR:-http://deb.debian.org/debian} bookworm main" \
+		>"$d/sources.list"
+}
+
 fetch() {
 	local src="$out/src" d="$out/apt"
 	[ -f "$src/src/core/tcp_in.c" ] && return 0
 	command -v dpkg-source >/dev/null || { echo "bench-peers: dpkg-source not found (apt-get install dpkg-dev)"; exit 1; }
-	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
-	echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${LWIP_MIRROR:-http://deb.debian.org/debian} bookworm main" \
-		>"$d/sources.list"
+	apt_config
 	[ -n "$(ls "$d/lists" | grep -v partial)" ] || papt apt-get update -q >/dev/null
 	rm -rf "$out/dl" && mkdir -p "$out/dl"
 	(cd "$out/dl" && papt apt-get source --download-only -q lwip=2.1.3+dfsg1-2 >/dev/null 2>&1 ||
@@ -45,6 +54,11 @@ fetch() {
 	dpkg-source -x "$out"/dl/lwip_2.1.3*.dsc "$src" >/dev/null 2>&1
 }
 
+if [ -n "$uris" ]; then
+	apt_config
+	papt apt-get update --print-uris
+	exit 0
+fi
 fetch
 lw="$out/src/src"
 files="$lw/core/init.c $lw/core/def.c $lw/core/inet_chksum.c $lw/core/ip.c $lw/core/mem.c
