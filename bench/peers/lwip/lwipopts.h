@@ -85,11 +85,10 @@
  * (lw_inst.c) */
 #define LWIP_SUPPORT_CUSTOM_PBUF 1
 
-/* Checksum: the 32-bit-at-a-time algorithm (inet_chksum.c, #3), the fastest of
- * lwIP's three on this machine (README, "How each peer is built"). */
-#ifndef LWIP_CHKSUM_ALGORITHM
-#define LWIP_CHKSUM_ALGORITHM 3
-#endif
+/* Checksum: lwIP's default algorithm (inet_chksum.c, #2), which gcc -O3 vectorises:
+ * 5,667 instructions per 1460 B of bulk sw against 6,401 with #3 (32 bits at a time),
+ * 4,456 against 4,238 per ping-pong request (README, "How each peer is built"); bulk is
+ * where the checksum matters. CFLAGS=-DLWIP_CHKSUM_ALGORITHM=3 picks #3. */
 
 #define LWIP_NOASSERT 1
 #define LWIP_DEBUG 0
