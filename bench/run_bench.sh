@@ -146,7 +146,7 @@ else
 fi
 
 # Instructions per request / per 1460 B under callgrind for the same programs
-# (bench/inmem/instr.sh --quick, about a minute), as series "instr": the figure that
+# (bench/inmem/instr.sh --quick: both wires, a few minutes), as series "instr": the figure that
 # does not depend on the machine's load.
 if [ ${#inmems[@]} -gt 0 ] && command -v valgrind >/dev/null; then
 	bash bench/inmem/instr.sh --quick --build "$build" --json "$raw.instr" >/dev/null 2>&1 || true
