@@ -7,10 +7,12 @@
 # lwIP is committed.
 #
 # Built the way lwIP's users build for speed (bench/inmem/README.md, "How each peer is
-# built"): CFLAGS default to ipkit's bench flags, -O3 -flto (LTO across all of lwIP and
-# the instance file at the partial link), byte swaps as compiler builtins (arch/cc.h),
-# statistics off, checksum algorithm #2 (lwipopts.h). lwip-inmem-stats is the same with LWIP_STATS, TCP_STATS
-# and MIB2_STATS on: it counts checksum drops and retransmissions, for --corrupt.
+# built"): CFLAGS default to -O3 -flto=auto -g (ipkit is measured with the same flags
+# in build-rel, beside its -O2 default; LTO runs across all of lwIP and the instance
+# file at the partial link), byte swaps as compiler builtins (arch/cc.h), statistics
+# off, checksum algorithm #2 (lwipopts.h). lwip-inmem-stats is the same with
+# LWIP_STATS, TCP_STATS and MIB2_STATS on: it counts checksum drops and
+# retransmissions, for --corrupt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
