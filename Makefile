@@ -3,7 +3,7 @@
 #   make          build (meson + ninja, debugoptimized) in build/
 #   make test     unit + sim tests, the same under ASan+UBSan, the portability gate,
 #                 a short libFuzzer run; ends with "N passed, N failed"
-#   make demo     ipkit-httpd in a private namespace: Linux curls, pings, ping-pong vs Linux
+#   make demo     ipkit-httpd in a private namespace: Linux curls, pings; ipkit-bench vs its Linux twin
 #   make sim-demo run the simulator demo and check its pcap with tshark
 #   make sim-matrix  the TCP simulation matrix alone (also part of make test), a line per cell
 #   make tcp-figures TCP goodput/recovery figures in the simulator -> docs/tcp-figures.md

@@ -131,7 +131,7 @@ fi
 # In-memory harness (bench/inmem, helper inmem's; see its --help): when this build has
 # it, the same four workloads for every *-inmem program found (ipkit, its unity build,
 # and lwIP/smoltcp peers when make bench-peers built them), as series "inmem".
-mapfile -t inmems < <(find "$build/bench" "$build/bench-peers" -name '*-inmem*' -type f -perm -u+x -not -path '*/target/*' 2>/dev/null | sort)
+mapfile -t inmems < <(find "$build/bench" "$build/bench-peers" -name '*-inmem*' -type f -perm -u+x -not -name '*-stats' -not -path '*/target/*' 2>/dev/null | sort)
 if [ ${#inmems[@]} -gt 0 ]; then
 	for prog in "${inmems[@]}"; do
 		for args in "-w pingpong -c 1 -n 200000" "-w pingpong -c 32 -n 200000" \
@@ -146,7 +146,7 @@ else
 fi
 
 # Instructions per request / per 1460 B under callgrind for the same programs
-# (bench/inmem/instr.sh --quick, about a minute), as series "instr": the figure that
+# (bench/inmem/instr.sh --quick: both wires, a few minutes), as series "instr": the figure that
 # does not depend on the machine's load.
 if [ ${#inmems[@]} -gt 0 ] && command -v valgrind >/dev/null; then
 	bash bench/inmem/instr.sh --quick --build "$build" --json "$raw.instr" >/dev/null 2>&1 || true

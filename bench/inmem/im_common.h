@@ -36,6 +36,9 @@ struct im_opts {
 	uint64_t max_rtx;      /* --max-rtx N: more retransmissions fail the run */
 	uint64_t max_conn_bytes; /* --max-conn-bytes N: a larger conn_bytes fails the run */
 	int zerocopy;          /* --zerocopy: bulk sender queues the pattern itself (ipkit) */
+	int handoff;           /* --wire handoff: the frame object itself goes to the
+	                        * receiver (no copy); default --wire copy: the wire copies
+	                        * every frame into a fresh receive buffer, as a NIC's DMA */
 	const char *json;      /* --json FILE ("-" = stdout) */
 	int quiet;             /* -q: no text line */
 };
@@ -50,6 +53,9 @@ struct im_result {
 	uint64_t csum_drops;   /* frames the receiving stack dropped for a bad checksum */
 	uint64_t retransmits;  /* segments sent again, both stacks */
 	uint64_t corrupted;    /* frames the wire corrupted on purpose */
+	uint64_t frames[2];    /* frames the wire carried, [0] client to server, [1] back
+	                        * (whole run: handshakes included) */
+	uint64_t wire_bytes[2]; /* their bytes (Ethernet header on, no FCS) */
 	const char *error;     /* NULL when the run verified */
 };
 

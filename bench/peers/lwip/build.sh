@@ -1,38 +1,66 @@
 #!/bin/bash
-# Build bench/peers/lwip's harness: lwip-inmem in OUT (default build/bench-peers/lwip).
-# lwIP 2.1.3 comes from Debian's source package: a deb-src entry for bookworm is added
-# (same mirror and key as the existing sources) when apt has none, then
-# `apt-get source lwip` unpacks it into OUT/src. Nothing of lwIP is committed.
+# Build bench/peers/lwip's harness: OUT/lwip-inmem and OUT/lwip-inmem-stats (default
+# OUT build/bench-peers/lwip).
+# lwIP 2.1.3 comes from Debian's source package, fetched with `apt-get source` under a
+# private apt configuration in OUT/apt (its own deb-src line, lists and caches): the
+# machine's apt configuration is neither read for sources nor changed. Nothing of
+# lwIP is committed.
+#
+# Built the way lwIP's users build for speed (bench/inmem/README.md, "How each peer is
+# built"): CFLAGS default to -O3 -flto=auto -g (ipkit is measured with the same flags
+# in build-rel, beside its -O2 default; LTO runs across all of lwIP and the instance
+# file at the partial link), byte swaps as compiler builtins (arch/cc.h), statistics
+# off, checksum algorithm #2 (lwipopts.h). lwip-inmem-stats is the same with
+# LWIP_STATS, TCP_STATS and MIB2_STATS on: it counts checksum drops and
+# retransmissions, for --corrupt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
+# --apt-uris OUT: only write the private apt configuration and print the index URIs
+# `apt-get update` would fetch with it (no network; bench/peers/test_private_apt.sh)
+uris=""
+[ "${1:-}" = --apt-uris ] && { uris=1; shift; }
 out=${1:-$root/build/bench-peers/lwip}
 cc=${CC:-cc}
-cflags=${CFLAGS:--O2 -g}
+cflags=${CFLAGS:--O3 -flto=auto -g}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
+# apt with a private configuration under OUT/apt: its own source list (one deb-src
+# line for bookworm, Debian's archive key), package lists and caches. Nothing under
+# /etc/apt, /var/lib/apt or /var/cache/apt is read for sources or written.
+papt() {
+	local d="$out/apt"
+	"$@" -o Dir::Etc::sourcelist="$d/sources.list" -o Dir::Etc::sourceparts=- \
+		-o Dir::State::Lists="$d/lists" -o Dir::Cache="$d/cache" \
+		-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache="$d/cache/srcpkgcache.bin"
+}
+
+apt_config() {
+	local d="$out/apt"
+	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
+	echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${LWIP_MIRROR:-http://deb.debian.org/debian} bookworm main" \
+		>"$d/sources.list"
+}
+
 fetch() {
-	local src="$out/src"
+	local src="$out/src" d="$out/apt"
 	[ -f "$src/src/core/tcp_in.c" ] && return 0
-	if ! apt-get source --download-only --print-uris lwip >/dev/null 2>&1; then
-		local list=/etc/apt/sources.list.d/ipkit-deb-src.sources
-		local sudo=""
-		[ "$(id -u)" = 0 ] || sudo=sudo
-		echo "bench-peers: adding a deb-src entry for bookworm ($list)"
-		printf '%s\n' 'Types: deb-src' 'URIs: http://deb.debian.org/debian' \
-			'Suites: bookworm' 'Components: main' \
-			'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' | $sudo tee "$list" >/dev/null
-		$sudo apt-get update -q
-	fi
-	command -v dpkg-source >/dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -q dpkg-dev || sudo apt-get install -y -q dpkg-dev; }
+	command -v dpkg-source >/dev/null || { echo "bench-peers: dpkg-source not found (apt-get install dpkg-dev)"; exit 1; }
+	apt_config
+	[ -n "$(ls "$d/lists" | grep -v partial)" ] || papt apt-get update -q >/dev/null
 	rm -rf "$out/dl" && mkdir -p "$out/dl"
-	(cd "$out/dl" && apt-get source --download-only lwip=2.1.3+dfsg1-2 >/dev/null 2>&1 || \
-		(cd "$out/dl" && apt-get source --download-only lwip))
+	(cd "$out/dl" && papt apt-get source --download-only -q lwip=2.1.3+dfsg1-2 >/dev/null 2>&1 ||
+		papt apt-get source --download-only -q lwip)
 	rm -rf "$src"
 	dpkg-source -x "$out"/dl/lwip_2.1.3*.dsc "$src" >/dev/null 2>&1
 }
 
+if [ -n "$uris" ]; then
+	apt_config
+	papt apt-get update --print-uris
+	exit 0
+fi
 fetch
 lw="$out/src/src"
 files="$lw/core/init.c $lw/core/def.c $lw/core/inet_chksum.c $lw/core/ip.c $lw/core/mem.c
@@ -41,16 +69,28 @@ $lw/core/tcp_in.c $lw/core/tcp_out.c $lw/core/timeouts.c $lw/core/ipv4/etharp.c
 $lw/core/ipv4/icmp.c $lw/core/ipv4/ip4.c $lw/core/ipv4/ip4_addr.c $lw/core/ipv4/ip4_frag.c
 $lw/netif/ethernet.c"
 inc="-I$here -I$root/bench/inmem -I$lw/include"
-for inst in a b; do
-	obj="$out/obj-$inst"
+# One instance: lwIP and lw_inst.c compiled with hidden visibility, partially linked
+# into one object (LTO runs here: -r with -flinker-output=nolto-rel gives a normal
+# object), then made local so two instances can share a program.
+instance() { # name object extra-cflags
+	local obj="$out/obj-$1" f
 	rm -rf "$obj" && mkdir -p "$obj"
 	for f in $files "$here/lw_inst.c"; do
-		$cc $cflags -fvisibility=hidden -DLWI_API=lwi_${inst}_api $inc -c "$f" \
+		$cc $cflags $3 -fvisibility=hidden -DLWI_API=lwi_${1:0:1}_api $inc -c "$f" \
 			-o "$obj/$(basename "$f" .c).o"
 	done
-	ld -r -o "$out/lwip_$inst.o" "$obj"/*.o
-	objcopy --localize-hidden "$out/lwip_$inst.o"
+	case " $cflags " in
+	*" -flto"*) $cc $cflags -r -flinker-output=nolto-rel -nostdlib -o "$2" "$obj"/*.o ;;
+	*) ld -r -o "$2" "$obj"/*.o ;;
+	esac
+	objcopy --localize-hidden "$2"
+}
+for v in "" -stats; do
+	extra=""
+	[ -z "$v" ] || extra=-DIM_LWIP_STATS=1
+	instance "a$v" "$out/lwip_a$v.o" "$extra"
+	instance "b$v" "$out/lwip_b$v.o" "$extra"
+	$cc $cflags $extra -D_GNU_SOURCE -I"$root/bench/inmem" -I"$here" -o "$out/lwip-inmem$v" \
+		"$here/lwip-inmem.c" "$root/bench/inmem/im_common.c" "$out/lwip_a$v.o" "$out/lwip_b$v.o"
+	echo "bench-peers: built $out/lwip-inmem$v"
 done
-$cc $cflags -D_GNU_SOURCE -I"$root/bench/inmem" -I"$here" -o "$out/lwip-inmem" \
-	"$here/lwip-inmem.c" "$root/bench/inmem/im_common.c" "$out/lwip_a.o" "$out/lwip_b.o"
-echo "bench-peers: built $out/lwip-inmem"

@@ -42,12 +42,44 @@ static void fail(const char *why)
 		sh->error = why;
 }
 
+/* --wire handoff: one pbuf (every frame of these workloads: tcp_write copies into
+ * one PBUF_RAM segment with room for the headers) goes over by reference */
+static int lw_handoff(struct pbuf *p)
+{
+	const uint8_t *b = (const uint8_t *)p->payload;
+	uint32_t hl;
+	void *f;
+
+	if (!sh->o->handoff || p->next || sh->o->corrupt_at || p->len < 14 + 20 + 20 ||
+	    b[12] != 0x08 || b[13] != 0x00 || b[23] != 6)
+		return 0;
+	hl = 14u + (b[14] & 15u) * 4u;
+	if (hl + 20 > p->len)
+		return 0;
+	hl += (uint32_t)(b[hl + 12] >> 4) * 4u;
+	if (hl > p->len)
+		return 0;
+	pbuf_ref(p); /* released by the receiver (lw_ref_free), or at once without payload */
+	f = sh->peer_wrap(me, p, (uint8_t *)p->payload, (uint32_t)p->len | hl << 16);
+	if (!f) {
+		pbuf_free(p); /* the reference taken above; the frame is copied instead */
+		return 0;
+	}
+	sh->peer_queue(me, f);
+	return 1;
+}
+
 static err_t lw_linkoutput(struct netif *n, struct pbuf *p)
 {
 	uint8_t *dst;
-	void *f = sh->peer_alloc(me, p->tot_len, &dst);
+	void *f;
 
 	(void)n;
+	sh->frames[me]++;
+	sh->wire_bytes[me] += p->tot_len;
+	if (lw_handoff(p))
+		return ERR_OK;
+	f = sh->peer_alloc(me, p->tot_len, &dst);
 	if (!f) {
 		if (sh->connected) /* before that: frames to an instance not yet up */
 			fail("wire: no receive buffer");
@@ -112,6 +144,64 @@ static void *lwi_rx_alloc(uint32_t len, uint8_t **payload)
 	*payload = (uint8_t *)p->payload;
 	return p;
 }
+
+/* Handoff frames: custom pbufs from a free list (one per frame in flight). */
+#define LW_NREF 32768
+struct lw_ref {
+	struct pbuf_custom pc; /* first: lwIP hands the pbuf back to lw_ref_free */
+	void *orig;
+	const struct lwi_api *owner;
+	struct lw_ref *next;
+};
+static struct lw_ref refs[LW_NREF], *free_refs;
+static int refs_ready;
+
+static void lw_ref_free(struct pbuf *p)
+{
+	struct lw_ref *r = (struct lw_ref *)(void *)p;
+
+	r->owner->unref(r->orig);
+	r->next = free_refs;
+	free_refs = r;
+}
+
+static void *lwi_rx_wrap(void *orig, const struct lwi_api *owner, uint8_t *bytes, uint32_t lens)
+{
+	uint32_t len = lens & 0xffffu, hl = lens >> 16;
+	struct pbuf *h;
+	struct lw_ref *r;
+	int i;
+
+	if (!refs_ready) {
+		for (i = LW_NREF; i-- > 0;) {
+			refs[i].next = free_refs;
+			free_refs = &refs[i];
+		}
+		refs_ready = 1;
+	}
+	h = pbuf_alloc(PBUF_RAW, (u16_t)hl, PBUF_POOL);
+	if (!h)
+		return NULL;
+	memcpy(h->payload, bytes, hl);
+	if (hl == len) { /* no payload: the headers are the frame */
+		owner->unref(orig);
+		return h;
+	}
+	r = free_refs;
+	if (!r) {
+		pbuf_free(h);
+		return NULL;
+	}
+	free_refs = r->next;
+	r->orig = orig;
+	r->owner = owner;
+	r->pc.custom_free_function = lw_ref_free;
+	pbuf_cat(h, pbuf_alloced_custom(PBUF_RAW, (u16_t)(len - hl), PBUF_REF, &r->pc, bytes + hl,
+	                                (u16_t)(len - hl)));
+	return h;
+}
+
+static void lwi_unref(void *orig) { pbuf_free((struct pbuf *)orig); }
 
 static void lwi_input(void *frame)
 {
@@ -324,10 +414,16 @@ static int lwi_quiet(void)
 	return 1;
 }
 
+#if LWIP_STATS
 static uint64_t lwi_csum_drops(void) { return lwip_stats.tcp.chkerr; }
 static uint64_t lwi_retransmits(void) { return lwip_stats.mib2.tcpretranssegs; }
+#else
+static uint64_t lwi_csum_drops(void) { return 0; }
+static uint64_t lwi_retransmits(void) { return 0; }
+#endif
 
 __attribute__((visibility("default"))) const struct lwi_api LWI_API = {
-	lwi_init, lwi_rx_alloc, lwi_input, lwi_poll, lwi_listen, lwi_connect, lwi_start,
-	lwi_quiet, lwi_csum_drops, lwi_retransmits, (uint32_t)sizeof(struct tcp_pcb),
+	lwi_init, lwi_rx_alloc, lwi_input, lwi_rx_wrap, lwi_unref, lwi_poll, lwi_listen,
+	lwi_connect, lwi_start, lwi_quiet, lwi_csum_drops, lwi_retransmits,
+	(uint32_t)sizeof(struct tcp_pcb), LWIP_STATS,
 };

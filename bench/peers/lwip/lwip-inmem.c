@@ -5,8 +5,8 @@
  * (bench/peers/lwip/build.sh), from Debian's lwip source package.
  *
  * The wire hands each frame to the other instance with one copy (into one of its
- * PBUF_POOL buffers, as a NIC's receive DMA would), because lwIP keeps transmitted
- * pbufs for retransmission. Per idle connection lwIP keeps one struct tcp_pcb (the
+ * PBUF_POOL buffers, as a NIC's receive DMA would; --wire copy, the default), or by
+ * reference (--wire handoff: a PBUF_REF pbuf over the sender's frame, lw_inst.c). Per idle connection lwIP keeps one struct tcp_pcb (the
  * pcb lists are linked lists: no per-connection table).
  */
 #include <stdio.h>
@@ -44,6 +44,13 @@ static void *lw_peer_alloc(int from, uint32_t len, uint8_t **payload)
 	if (!side[1 - from].ready)
 		return NULL;
 	return side[1 - from].api->rx_alloc(len, payload);
+}
+
+static void *lw_peer_wrap(int from, void *orig, uint8_t *bytes, uint32_t len)
+{
+	if (!side[1 - from].ready)
+		return NULL;
+	return side[1 - from].api->rx_wrap(orig, side[from].api, bytes, len);
 }
 
 static void lw_peer_queue(int from, void *frame)
@@ -117,11 +124,16 @@ int main(int argc, char **argv)
 	im_parse(argc, argv, &opts, "lwip");
 	memset(&r, 0, sizeof(r));
 	r.stack = "lwip";
-	r.build = "raw-nosys";
+	r.build = lwi_a_api.stats ? "raw-nosys-stats" : "raw-nosys";
+	if (opts.corrupt_at && !lwi_a_api.stats) {
+		fprintf(stderr, "lwip-inmem: --corrupt needs the counters: use lwip-inmem-stats\n");
+		return 2;
+	}
 	sh.o = &opts;
 	sh.pat = im_pattern();
 	sh.peer_alloc = lw_peer_alloc;
 	sh.peer_queue = lw_peer_queue;
+	sh.peer_wrap = lw_peer_wrap;
 	wall_end = im_wall_ns() + (uint64_t)(opts.max_seconds * 1e9);
 	side[0].api = &lwi_a_api;
 	side[1].api = &lwi_b_api;
@@ -152,6 +164,10 @@ int main(int argc, char **argv)
 		r.retransmits += side[i].api->retransmits();
 	}
 	r.corrupted = sh.corrupted;
+	for (i = 0; i < 2; i++) {
+		r.frames[i] = sh.frames[i];
+		r.wire_bytes[i] = sh.wire_bytes[i];
+	}
 	if (!sh.error && sh.closed)
 		lw_fail("a connection closed during the run");
 	if (!sh.error && opts.corrupt_at && (!r.corrupted || r.csum_drops != r.corrupted))
