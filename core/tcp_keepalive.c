@@ -44,7 +44,7 @@ int ipk_tcp_keepalive_fire(struct ipk_ctx *ctx, struct ipk_conn *c)
 	/* SEG.SEQ = SND.NXT - 1 with no data: unacceptable to the peer, which answers
 	 * with an ACK (RFC 9293 §3.10.7.4). */
 	if (ipk_tcp_xmit(ctx, c, c->snd_nxt - 1u, 0, IPK_TCP_X_PROBE) < 0) {
-		c->keepalive_at = ipk_tcp_ms_at(ctx, IPK_TCP_RETRY_NS);
+		c->keepalive_at = ipk_tcp_ms_at(ctx, ipk_tcp_retry_ns(ctx, c));
 		return 0;
 	}
 	if (c->nkeepalive < 0xffu)

@@ -549,7 +549,7 @@ static int send_ok(const struct ipk_conn *c, uint32_t len, uint32_t avail, uint3
 static void retry_later(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	if (c->retry_at == 0)
-		c->retry_at = ipk_tcp_us_at(ctx, IPK_TCP_RETRY_NS);
+		c->retry_at = ipk_tcp_us_at(ctx, ipk_tcp_retry_ns(ctx, c));
 }
 
 /* One pass of the send loop; returns 0 when nothing more can go. */
@@ -964,6 +964,7 @@ IPK_HOT void ipk_tcp_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 	if (fast >= 0 && txf_send(ctx, c, (uint32_t)fast)) {
 		c->retry_at = 0;
+		c->nretry = 0;
 		txf_timers(ctx, c);
 		return;
 	}
@@ -986,5 +987,7 @@ IPK_HOT void ipk_tcp_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 		retry_later(ctx, c);
 	if ((c->fl & IPK_TCPF_ACK_LATER) && c->delack_at == 0)
 		c->delack_at = ipk_tcp_us_at(ctx, ctx->cfg.tcp_delack_ns);
+	if (c->retry_at == 0)
+		c->nretry = 0; /* nothing failed on this pass: the back-off starts over */
 	ipk_tcp_timers_update(ctx, c);
 }

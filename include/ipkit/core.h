@@ -276,6 +276,9 @@ struct ipk_counters {
 	uint64_t arp_conflicts;       /* ARP from another host claiming our own address */
 	uint64_t arp_challenges;      /* resolved entries another MAC claimed (probed) */
 	uint64_t arp_moves;           /* ... that moved: the old MAC left probes unanswered */
+	uint64_t tcp_tx_retries;      /* TCP output deferred for lack of packets or pbs (also
+	                               * drop[IPK_DROP_NO_PKT]); the wait doubles per failure
+	                               * in a row, from 1 ms up to 256 ms */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
