@@ -38,6 +38,9 @@ int ipk_tcp_keepalive_fire(struct ipk_ctx *ctx, struct ipk_conn *c)
 		return 0;
 	}
 	if (c->nkeepalive >= ctx->cfg.tcp_keepalive_cnt) {
+		/* as Linux's tcp_keepalive_timer: a peer only cut off for a while learns
+		 * that the connection is gone when the path comes back */
+		ipk_tcp_send_rst_conn(ctx, c);
 		ipk_tcp_destroy(ctx, c, IPK_CLOSE_TIMEOUT);
 		return 1;
 	}

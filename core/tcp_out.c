@@ -473,14 +473,34 @@ int ipk_tcp_send_raw(struct ipk_ctx *ctx, const struct ipk_tuple *t, uint32_t se
 	return seg_send(ctx, t, &sp, NULL);
 }
 
+/*
+ * The sequence number of a RST on a connection. RFC 9293 §3.10.5 says SND.NXT, but
+ * the peer takes a RST only inside its window (RFC 5961 §3.2; with a zero window only
+ * SEQ = RCV.NXT), and a peer whose buffer filled may have dropped what we sent and
+ * closed its window behind it: SND.NXT then lies past SND.UNA + SND.WND and the RST
+ * is ignored. Like Linux's tcp_acceptable_seq(): SND.NXT while it is inside the
+ * window (or within one unit of the peer's window scale past it), else the window's
+ * right edge.
+ */
+static uint32_t rst_seq(const struct ipk_conn *c)
+{
+	uint32_t edge = c->snd_una + c->snd_wnd;
+
+	if (ipk_seq_le(c->snd_nxt, edge) ||
+	    ((c->fl & IPK_TCPF_WS_OK) && c->snd_nxt - edge < (1u << c->snd_wscale)))
+		return c->snd_nxt;
+	return edge;
+}
+
 int ipk_tcp_send_rst_conn(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	struct seg_spec sp;
 
 	/* RFC 9293 §3.10.5 ABORT: <SEQ=SND.NXT><CTL=RST> (ACK added so every stack
-	 * takes it; the seq alone decides acceptability, RFC 5961 §3.2). */
+	 * takes it; the seq alone decides acceptability, RFC 5961 §3.2), SEQ kept
+	 * inside the peer's window (rst_seq). */
 	ipk_memset(&sp, 0, sizeof(sp));
-	sp.seq = c->snd_nxt;
+	sp.seq = rst_seq(c);
 	sp.ack = c->rcv_nxt;
 	sp.flags = IPK_TCP_RST | (c->state == IPK_TCP_SYN_SENT ? 0 : IPK_TCP_ACK);
 	return seg_send(ctx, &c->t, &sp, NULL);
