@@ -759,6 +759,8 @@ static void echoq_send(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q)
 void ipk_app_echoq_add(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q,
                        struct ipk_pkt *ref)
 {
+	if (!a || !q || !ref)
+		return;
 	ref->user = NULL;
 	if (q->tail)
 		q->tail->user = ref;
@@ -786,7 +788,7 @@ static struct ipk_pkt *echoq_pop(struct ipk_app_echoq *q)
 
 int ipk_app_echoq_sent(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q, uint32_t len)
 {
-	struct ipk_pkt *k = echoq_pop(q);
+	struct ipk_pkt *k = a && q ? echoq_pop(q) : NULL;
 
 	if (!k)
 		return IPK_EINVAL;
@@ -799,6 +801,8 @@ void ipk_app_echoq_drop(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q
 {
 	struct ipk_pkt *k;
 
+	if (!a || !q)
+		return;
 	while ((k = echoq_pop(q)) != NULL)
 		ipk_app_release(a, cid, k, 0);
 }

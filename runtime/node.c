@@ -52,6 +52,8 @@ struct ipk_node {
 
 void ipk_node_cfg_default(struct ipk_node_cfg *cfg)
 {
+	if (!cfg)
+		return;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->prefix_len = 24;
 	cfg->cpu = -1;
@@ -541,6 +543,8 @@ uint64_t ipk_node_tx_drops(const struct ipk_node *n) { return n ? n->tx_drops : 
 
 void ipk_node_stats(const struct ipk_node *n, struct ipk_node_stats *st)
 {
+	if (!st)
+		return;
 	if (n)
 		*st = n->st;
 	else

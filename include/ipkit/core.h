@@ -856,7 +856,8 @@ int ipk_icmp_echo(struct ipk_ctx *ctx, uint32_t dst_ip4_be, uint16_t id_be, uint
 
 /* Fill `key` with the symmetric Toeplitz key (0x6d, 0x5a repeated): with it the hash
  * of a flow is the same in both directions, so one queue sees both halves of every
- * connection, whatever the addresses. ipk_config_default puts it in rss_key. */
+ * connection, whatever the addresses. ipk_config_default puts it in rss_key. A NULL
+ * key: nothing. */
 void ipk_rss_key_symmetric(uint8_t key[IPK_RSS_KEY_LEN]);
 
 /* The Toeplitz hash of `n` input bytes under a `keylen`-byte key, as RSS NICs compute

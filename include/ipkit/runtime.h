@@ -64,7 +64,8 @@ struct ipk_node_cfg {
 	struct ipk_io *(*io_open)(struct ipk_pool *pool, void *arg, char *err, size_t errlen);
 	void *io_open_arg;
 };
-/* Fill *cfg with the defaults above (cpu -1, no backend spec, no events). */
+/* Fill *cfg with the defaults above (cpu -1, no backend spec, no events); NULL:
+ * nothing. */
 void ipk_node_cfg_default(struct ipk_node_cfg *cfg);
 
 /* Create a node: pool, backend (io_spec or io_open), core context and its pools,
@@ -117,7 +118,7 @@ struct ipk_node_stats {
 	uint64_t spins;      /* spin windows entered instead of a sleep (spin_us) */
 	uint64_t spin_hits;  /* ... that ended with frames, no sleep needed */
 };
-/* Copies the counters into *st; all zero when n is NULL. */
+/* Copies the counters into *st; all zero when n is NULL, nothing when st is. */
 void ipk_node_stats(const struct ipk_node *n, struct ipk_node_stats *st);
 
 /* Event-driven mode: once frames came in, keep polling the backend for up to spin_us
@@ -281,12 +282,14 @@ struct ipk_app_echoq {
 	struct ipk_pkt *head, *tail, *unsent;
 	int in_send;
 };
-/* ipk_app_echoq_add: takes ref (the app's, from data) into q; see above. */
+/* ipk_app_echoq_add: takes ref (the app's, from data) into q; see above. With a NULL
+ * a, q or ref nothing happens (ref stays the caller's). */
 void ipk_app_echoq_add(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q,
                        struct ipk_pkt *ref);
-/* ipk_app_echoq_sent: returns 0, or IPK_EINVAL when q is empty (see above). */
+/* ipk_app_echoq_sent: returns 0, or IPK_EINVAL when q is empty or a or q is NULL
+ * (see above). */
 int ipk_app_echoq_sent(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q, uint32_t len);
-/* ipk_app_echoq_drop: releases every ref of q (see above). */
+/* ipk_app_echoq_drop: releases every ref of q (see above); NULL a or q: nothing. */
 void ipk_app_echoq_drop(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q);
 /* ipk_app_set_state / ipk_app_state: one pointer of per-worker application state,
  * set and read on the worker's application thread (NULL until set). */
@@ -325,7 +328,7 @@ struct ipk_workers_cfg {
 	uint32_t ring_slots;        /* per SPSC ring, power of two, default 4096 */
 };
 /* Fill *cfg with the defaults (one worker, UNIFIED, SOFT steering, a 128-entry
- * table, 4096-slot rings) and cfg->node with ipk_node_cfg_default's. */
+ * table, 4096-slot rings) and cfg->node with ipk_node_cfg_default's; NULL: nothing. */
 void ipk_workers_cfg_default(struct ipk_workers_cfg *cfg);
 
 /* Create every node and start the threads. NULL with a one-line message on failure
