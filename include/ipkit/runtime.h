@@ -225,17 +225,23 @@ struct ipk_app_ops {
 	 * ARP resolves, IPK_EMSGSIZE); `buf` is the app's again. Exactly once per
 	 * accepted ipk_app_udp_send, in order, with its `user`. */
 	void (*udp_sent)(struct ipk_app *a, void *user, const void *buf, uint32_t len, int rc);
+	/* The core's answer to an ipk_app_listen (udp 0) or ipk_app_udp_bind (udp 1) that
+	 * returned 0: rc 0 (listening / bound) or its IPK_E* (IPK_EADDRINUSE: the port is
+	 * taken; IPK_ENOMEM: no listener or bind slot left). Exactly once per such
+	 * command, in order with the other events, in every model (under UNIFIED from
+	 * inside the command). Without this member a refusal is printed on stderr. */
+	void (*bound)(struct ipk_app *a, uint16_t port_be, int udp, int rc);
 };
 
 /* Commands, callable only from the worker's application thread (inside callbacks or
  * start). Under MERGE/SPLIT they take effect asynchronously, in order. Each returns
  * 0 once the command is issued or a negative IPK_E* code when it is refused here;
- * what the core then says is not returned (it comes as an event, or as a line on
- * stderr for listen and udp_bind).
+ * what the core then says comes as an event (listen and udp_bind: bound; under
+ * UNIFIED, where the command runs at once, their refusal is returned instead).
  *
  * ipk_app_listen: listen on port_be (backlog 128) on this worker's context. Returns
- * 0, or IPK_EINVAL for a NULL app or port 0; a port already in use is reported on
- * stderr only. */
+ * 0, IPK_EINVAL for a NULL app or port 0, or under UNIFIED the core's refusal
+ * (IPK_EADDRINUSE for a port in use); under MERGE/SPLIT that comes with bound. */
 int ipk_app_listen(struct ipk_app *a, uint16_t port_be);
 /* Active open; the result comes as connected or closed with this user pointer.
  * Returns 0, or IPK_EINVAL for a NULL app or a zero address or port. */
@@ -254,8 +260,9 @@ int ipk_app_release(struct ipk_app *a, uint64_t cid, struct ipk_pkt *ref, uint32
  * app) or IPK_ECLOSED (dead cid). */
 int ipk_app_close(struct ipk_app *a, uint64_t cid);
 /* UDP: receive datagrams for port_be on this worker (every worker binds its own; the
- * RSS hash of a datagram's 4-tuple decides which worker gets it). Returns 0, or
- * IPK_EINVAL for a NULL app or port 0; a port already bound is reported on stderr. */
+ * RSS hash of a datagram's 4-tuple decides which worker gets it). Returns 0,
+ * IPK_EINVAL for a NULL app or port 0, or under UNIFIED the core's refusal
+ * (IPK_EADDRINUSE for a bound port); under MERGE/SPLIT that comes with bound. */
 int ipk_app_udp_bind(struct ipk_app *a, uint16_t port_be);
 /* Send `len` bytes at buf (the app's memory, read by the networking thread until the
  * matching udp_sent event; not copied now) from local_port_be to ip4_be:port_be.
