@@ -344,7 +344,9 @@ static void net_connect(struct wk *w, const struct wk_msg *m)
 	if (rc < 0) {
 		uint64_t cid = rec_cid(r);
 		rec_put(w, r);
-		net_emit_simple(w, M_CLOSED, cid, m->p, 0, IPK_CLOSE_ABORTED);
+		/* no route (off-link, no gateway) is the peer's unreachability, not ours */
+		net_emit_simple(w, M_CLOSED, cid, m->p, 0,
+		                rc == IPK_EHOSTUNREACH ? IPK_CLOSE_UNREACH : IPK_CLOSE_ABORTED);
 		return;
 	}
 	/* a connection closed from inside ipk_tcp_connect has put the record back */

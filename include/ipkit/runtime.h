@@ -243,8 +243,9 @@ struct ipk_app_ops {
  * 0, IPK_EINVAL for a NULL app or port 0, or under UNIFIED the core's refusal
  * (IPK_EADDRINUSE for a port in use); under MERGE/SPLIT that comes with bound. */
 int ipk_app_listen(struct ipk_app *a, uint16_t port_be);
-/* Active open; the result comes as connected or closed with this user pointer.
- * Returns 0, or IPK_EINVAL for a NULL app or a zero address or port. */
+/* Active open; the result comes as connected or closed with this user pointer
+ * (closed with IPK_CLOSE_UNREACH at once for a peer with no route: off-link and no
+ * gateway). Returns 0, or IPK_EINVAL for a NULL app or a zero address or port. */
 int ipk_app_connect(struct ipk_app *a, uint32_t ip4_be, uint16_t port_be, void *user);
 /* Queue `len` bytes at buf (the app's memory, read by the networking thread until the
  * matching sent event; not copied now). IPK_EAGAIN when IPK_APP_SENDQ sends of this

@@ -52,6 +52,27 @@ static void bound(struct ipk_app *a, uint16_t port_be, int udp, int rc)
 
 static const struct ipk_app_ops ops = { .start = start, .bound = bound };
 
+/* ipk_app_connect to an off-link peer with no gateway: closed with
+ * IPK_CLOSE_UNREACH (ipk_tcp_connect's IPK_EHOSTUNREACH), the user pointer back. */
+static int closed_why = -1;
+static void *closed_user;
+
+static void conn_start(struct ipk_app *a, unsigned worker)
+{
+	(void)worker;
+	CHECK_EQ(ipk_app_connect(a, IPK_IP4(192, 168, 50, 1), ipk_htons(80), &closed_why), 0);
+}
+
+static void conn_closed(struct ipk_app *a, uint64_t cid, void *user, enum ipk_close_reason why)
+{
+	(void)a;
+	(void)cid;
+	closed_user = user;
+	__atomic_store_n(&closed_why, (int)why, __ATOMIC_RELEASE);
+}
+
+static const struct ipk_app_ops conn_ops = { .start = conn_start, .closed = conn_closed };
+
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -115,6 +136,38 @@ static void run_model(int model, const char *name)
 	ipk_workers_destroy(ws);
 }
 
+static void run_connect(int model, const char *name)
+{
+	struct ipk_workers_cfg wc;
+	struct ipk_workers *ws;
+	char err[256], spec[128];
+	uint64_t deadline;
+
+	closed_why = -1;
+	closed_user = NULL;
+	snprintf(spec, sizeof(spec), "memlink:ipkwc%d%s,role=a", (int)getpid(), name);
+	ipk_workers_cfg_default(&wc);
+	wc.node.io_spec = spec;
+	wc.node.ip4_be = IPK_IP4(10, 9, 1, 1); /* /24, no gateway */
+	wc.nworkers = 1;
+	wc.model = model;
+	wc.app = &conn_ops;
+	ws = ipk_workers_start(&wc, err, sizeof(err));
+	CHECK(ws != NULL);
+	if (!ws)
+		return;
+	deadline = now_ms() + 5000;
+	while (__atomic_load_n(&closed_why, __ATOMIC_ACQUIRE) < 0 && now_ms() < deadline)
+		usleep(1000);
+	ipk_workers_stop(ws);
+	CHECK_EQ(closed_why, IPK_CLOSE_UNREACH);
+	CHECK(closed_user == &closed_why);
+	ipk_workers_destroy(ws);
+}
+
+static void test_connect_no_route_unified(void) { run_connect(IPK_MODEL_UNIFIED, "u"); }
+static void test_connect_no_route_merge(void) { run_connect(IPK_MODEL_MERGE, "m"); }
+
 static void test_bind_unified(void) { run_model(IPK_MODEL_UNIFIED, "u"); }
 static void test_bind_merge(void) { run_model(IPK_MODEL_MERGE, "m"); }
 static void test_bind_split(void) { run_model(IPK_MODEL_SPLIT, "s"); }
@@ -124,5 +177,7 @@ int main(void)
 	RUN(test_bind_unified);
 	RUN(test_bind_merge);
 	RUN(test_bind_split);
+	RUN(test_connect_no_route_unified);
+	RUN(test_connect_no_route_merge);
 	return check_summary();
 }
