@@ -23,6 +23,8 @@ void ipk_rss_key_symmetric(uint8_t key[IPK_RSS_KEY_LEN])
 {
 	uint32_t i;
 
+	if (!key)
+		return;
 	/* A key that repeats every 16 bits has the same 32-bit window at bit k and at
 	 * bit k + 16. The source address sits at input bits 0..31 and the destination
 	 * at 32..63, the ports at 64..79 and 80..95: swapping source and destination

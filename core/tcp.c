@@ -370,6 +370,12 @@ int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_por
 		*out = NULL;
 	if (!ctx || !out || peer_ip4_be == 0 || peer_port_be == 0 || !IPK_OPS(ctx)->tcp_payload)
 		return IPK_EINVAL;
+	/* Off-link with no gateway: every SYN would be dropped (IPK_DROP_NO_ROUTE) until
+	 * the retries ran out; say so now, as Linux's connect() does (ENETUNREACH there;
+	 * one code here, as ipk_udp_sendto). An on-link peer whose ARP is unresolved is
+	 * not refused: resolution is asynchronous and the SYN waits for it. */
+	if (ipk_ip4_next_hop(ctx, peer_ip4_be) == 0)
+		return IPK_EHOSTUNREACH;
 	now = ipk_clock(ctx, now);
 	if (local_port_be == 0) {
 		local_port_be = eph_pick(ctx, peer_ip4_be, peer_port_be);

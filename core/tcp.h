@@ -45,8 +45,12 @@
 #define IPK_TCP_MAX_WSCALE 14
 /* RFC 6298 (2.4) clock granularity G. */
 #define IPK_TCP_G_NS 1000000ull
-/* Back-off before retrying output that failed for lack of packets or pbs. */
+/* Back-off before retrying output that failed for lack of packets or pbs: doubled for
+ * each failure in a row (c->nretry) up to IPK_TCP_RETRY_NS << IPK_TCP_RETRY_MAX_SHIFT
+ * (256 ms, about Linux's TCP_RESOURCE_PROBE_INTERVAL of 500 ms), so a pool that stays
+ * dry costs each blocked connection a handful of tries a second, not a thousand. */
 #define IPK_TCP_RETRY_NS 1000000ull
+#define IPK_TCP_RETRY_MAX_SHIFT 8u
 /* Segments one tcp_output call may emit (bounds the work of a single event). */
 #define IPK_TCP_OUTPUT_BURST 64
 
@@ -147,7 +151,8 @@ struct ipk_conn {
 	uint32_t fl;                /* IPK_TCPF_* */
 	struct ipk_tuple t;
 	uint16_t magic;             /* IPK_TCP_MAGIC while a live connection */
-	uint16_t dupacks;
+	uint8_t dupacks;            /* saturates at 0xff (only 3 matters, RFC 6582) */
+	uint8_t nretry;             /* output retries in a row that found no packet */
 	uint8_t state;              /* enum ipk_tcp_state */
 	uint8_t snd_wscale;         /* shift applied to the peer's window field */
 	uint8_t rcv_wscale;         /* shift the peer applies to ours */
@@ -525,6 +530,9 @@ void ipk_tcp_timers_unlink(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_rtt_sample_us(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t r);
 void ipk_tcp_rto_reset(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_arm_rtx(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Output found no packet or pb: the wait before the next try in ns (doubled per
+ * failure in a row, capped), counted in tcp_tx_retries. */
+uint64_t ipk_tcp_retry_ns(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_arm_persist(struct ipk_ctx *ctx, struct ipk_conn *c);
 
 /* ---- tcp_ack.c: the delayed-ACK policy */

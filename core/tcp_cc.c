@@ -201,7 +201,7 @@ IPK_HOT int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t 
 
 int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	if (c->dupacks < 0xffffu)
+	if (c->dupacks < 0xffu)
 		c->dupacks++;
 	if (c->fl & IPK_TCPF_RECOVERY) {
 		if (ipk_tcp_prr_active(ctx, c)) {

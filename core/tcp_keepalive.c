@@ -38,13 +38,16 @@ int ipk_tcp_keepalive_fire(struct ipk_ctx *ctx, struct ipk_conn *c)
 		return 0;
 	}
 	if (c->nkeepalive >= ctx->cfg.tcp_keepalive_cnt) {
+		/* as Linux's tcp_keepalive_timer: a peer only cut off for a while learns
+		 * that the connection is gone when the path comes back */
+		ipk_tcp_send_rst_conn(ctx, c);
 		ipk_tcp_destroy(ctx, c, IPK_CLOSE_TIMEOUT);
 		return 1;
 	}
 	/* SEG.SEQ = SND.NXT - 1 with no data: unacceptable to the peer, which answers
 	 * with an ACK (RFC 9293 §3.10.7.4). */
 	if (ipk_tcp_xmit(ctx, c, c->snd_nxt - 1u, 0, IPK_TCP_X_PROBE) < 0) {
-		c->keepalive_at = ipk_tcp_ms_at(ctx, IPK_TCP_RETRY_NS);
+		c->keepalive_at = ipk_tcp_ms_at(ctx, ipk_tcp_retry_ns(ctx, c));
 		return 0;
 	}
 	if (c->nkeepalive < 0xffu)

@@ -473,14 +473,34 @@ int ipk_tcp_send_raw(struct ipk_ctx *ctx, const struct ipk_tuple *t, uint32_t se
 	return seg_send(ctx, t, &sp, NULL);
 }
 
+/*
+ * The sequence number of a RST on a connection. RFC 9293 §3.10.5 says SND.NXT, but
+ * the peer takes a RST only inside its window (RFC 5961 §3.2; with a zero window only
+ * SEQ = RCV.NXT), and a peer whose buffer filled may have dropped what we sent and
+ * closed its window behind it: SND.NXT then lies past SND.UNA + SND.WND and the RST
+ * is ignored. Like Linux's tcp_acceptable_seq(): SND.NXT while it is inside the
+ * window (or within one unit of the peer's window scale past it), else the window's
+ * right edge.
+ */
+static uint32_t rst_seq(const struct ipk_conn *c)
+{
+	uint32_t edge = c->snd_una + c->snd_wnd;
+
+	if (ipk_seq_le(c->snd_nxt, edge) ||
+	    ((c->fl & IPK_TCPF_WS_OK) && c->snd_nxt - edge < (1u << c->snd_wscale)))
+		return c->snd_nxt;
+	return edge;
+}
+
 int ipk_tcp_send_rst_conn(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	struct seg_spec sp;
 
 	/* RFC 9293 §3.10.5 ABORT: <SEQ=SND.NXT><CTL=RST> (ACK added so every stack
-	 * takes it; the seq alone decides acceptability, RFC 5961 §3.2). */
+	 * takes it; the seq alone decides acceptability, RFC 5961 §3.2), SEQ kept
+	 * inside the peer's window (rst_seq). */
 	ipk_memset(&sp, 0, sizeof(sp));
-	sp.seq = c->snd_nxt;
+	sp.seq = rst_seq(c);
 	sp.ack = c->rcv_nxt;
 	sp.flags = IPK_TCP_RST | (c->state == IPK_TCP_SYN_SENT ? 0 : IPK_TCP_ACK);
 	return seg_send(ctx, &c->t, &sp, NULL);
@@ -549,7 +569,7 @@ static int send_ok(const struct ipk_conn *c, uint32_t len, uint32_t avail, uint3
 static void retry_later(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	if (c->retry_at == 0)
-		c->retry_at = ipk_tcp_us_at(ctx, IPK_TCP_RETRY_NS);
+		c->retry_at = ipk_tcp_us_at(ctx, ipk_tcp_retry_ns(ctx, c));
 }
 
 /* One pass of the send loop; returns 0 when nothing more can go. */
@@ -964,6 +984,7 @@ IPK_HOT void ipk_tcp_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 	if (fast >= 0 && txf_send(ctx, c, (uint32_t)fast)) {
 		c->retry_at = 0;
+		c->nretry = 0;
 		txf_timers(ctx, c);
 		return;
 	}
@@ -986,5 +1007,7 @@ IPK_HOT void ipk_tcp_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 		retry_later(ctx, c);
 	if ((c->fl & IPK_TCPF_ACK_LATER) && c->delack_at == 0)
 		c->delack_at = ipk_tcp_us_at(ctx, ctx->cfg.tcp_delack_ns);
+	if (c->retry_at == 0)
+		c->nretry = 0; /* nothing failed on this pass: the back-off starts over */
 	ipk_tcp_timers_update(ctx, c);
 }

@@ -381,7 +381,7 @@ int ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_
 
 	if (c->snd_una != prev_una) {
 		c->dupacks = 0;
-	} else if (dup && c->dupacks < 0xffffu) {
+	} else if (dup && c->dupacks < 0xffu) {
 		c->dupacks++;
 		counted = 1;
 	}
@@ -491,7 +491,7 @@ void ipk_tcp_sb_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 		rc = ipk_tcp_xmit(ctx, c, seq, len, IPK_TCP_X_FIN);
 		if (rc <= 0) {
 			if (rc < 0 && c->retry_at == 0)
-				c->retry_at = ipk_tcp_us_at(ctx, IPK_TCP_RETRY_NS);
+				c->retry_at = ipk_tcp_us_at(ctx, ipk_tcp_retry_ns(ctx, c));
 			return;
 		}
 		if (!again)

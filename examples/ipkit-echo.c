@@ -2,6 +2,7 @@
  * ipkit-echo: TCP and UDP echo server (RFC 862) on a real link.
  *
  *   ipkit-echo --io tap:ipk0 --ip 10.7.0.2/24 [--port 7] [--udp-port 7]
+ *              [--idle-timeout SECONDS]
  *   ipkit-echo --io tap:ipk0 --ip 10.7.0.2/24 --workers 2 --model merge
  *
  * With --workers or --model the program runs on the multi-core runtime
@@ -17,19 +18,35 @@
  * the whole receive buffer for its few bytes, and a client sending one-byte segments
  * without acknowledging the echoes made the window's worth of bytes pin one 2 KiB
  * buffer each, the whole pool (issue 14).
+ *
+ * No client holds a connection forever (issue 14, as ipkit-httpd's --idle-timeout):
+ * one that makes no progress (no byte received, none of our echo acknowledged) for
+ * --idle-timeout seconds (default 300, generous for an interactive client; 0 =
+ * never) is closed with a FIN; if the close does not complete within one more
+ * period, or echoes wait that the client does not read, it is aborted (RST). Single
+ * node only: the multi-core runtime's app interface has no timer yet.
  */
 #include "app.h"
 #include "echo_workers.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Payloads up to this many bytes are copied, not cloned. */
 #define ECHO_COPY_MAX 256u
+#define ECHO_SWEEP_NS 100000000ull /* idle check every 100 ms */
+#define ECHO_IDLE_DEFAULT_S 300
+
+struct echo_app;
 
 struct echo_conn {
 	struct ipk_conn *c;
+	struct echo_app *app;
+	struct echo_conn *prev, *next; /* every open connection, for the idle sweep */
+	uint64_t last_ns;            /* last progress: a byte received or acknowledged */
+	int closing;                 /* the idle timeout closed it once already */
 	struct ipk_pkt *head, *tail; /* clones waiting for send-buffer room, linked by ->user */
 	struct ipk_pkt *ctail;       /* the tail when it is our own copy buffer, still filling */
 	int fin;                     /* peer finished: close once the queue is empty */
@@ -38,6 +55,9 @@ struct echo_conn {
 struct echo_app {
 	uint16_t tcp_port_be, udp_port_be;
 	uint64_t conns, bytes, datagrams;
+	uint64_t idle_ns;            /* --idle-timeout, 0 = never */
+	uint64_t idle_closed;        /* connections ended by the idle timeout */
+	struct echo_conn *all;
 };
 
 static void echo_queue_free(struct echo_conn *e)
@@ -94,6 +114,12 @@ static void *echo_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque
 		return NULL;
 	}
 	e->c = c;
+	e->app = a;
+	e->last_ns = ipk_node_now(ipk_node_from(opaque));
+	e->next = a->all;
+	if (a->all)
+		a->all->prev = e;
+	a->all = e;
 	a->conns++;
 	return e;
 }
@@ -154,6 +180,7 @@ static void echo_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, vo
 	(void)c;
 	if (!e)
 		return;
+	e->last_ns = now;
 	if (!pkt) {
 		e->fin = 1;
 		echo_drain(ctx, e, now);
@@ -189,10 +216,13 @@ static void echo_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, vo
 static void echo_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
                        void *opaque)
 {
+	uint64_t now = ipk_node_now(ipk_node_from(opaque));
 	(void)c;
 	(void)bytes;
-	if (user)
-		echo_drain(ctx, (struct echo_conn *)user, ipk_node_now(ipk_node_from(opaque)));
+	if (!user)
+		return;
+	((struct echo_conn *)user)->last_ns = now;
+	echo_drain(ctx, (struct echo_conn *)user, now);
 }
 
 static void echo_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
@@ -206,7 +236,63 @@ static void echo_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 	if (!e)
 		return;
 	echo_queue_free(e);
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		e->app->all = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
 	free(e);
+}
+
+/* One connection that made no progress for the idle timeout: a FIN the first time
+ * when no echo waits; a RST when echoes wait that the client does not read, or when
+ * the close did not complete in one more period (the closed event frees e). */
+static void echo_expire(struct ipk_ctx *ctx, struct echo_conn *e, uint64_t now)
+{
+	e->app->idle_closed++;
+	if (e->closing || e->head) {
+		echo_queue_free(e);
+		ipk_tcp_abort(ctx, e->c, now);
+		return;
+	}
+	e->closing = 1;
+	e->last_ns = now;
+	e->fin = 0;
+	(void)ipk_tcp_close(ctx, e->c, now); /* IPK_ENOTCONN: our FIN went already */
+}
+
+static void echo_sweep(struct ipk_ctx *ctx, struct echo_app *a, uint64_t now)
+{
+	struct echo_conn *e = a->all, *next;
+
+	while (e) {
+		next = e->next; /* echo_expire may free e (abort -> closed), never another */
+		if (now - e->last_ns >= a->idle_ns)
+			echo_expire(ctx, e, now);
+		e = next;
+	}
+}
+
+/* ipk_node_run with an idle sweep every ECHO_SWEEP_NS. */
+static int echo_run(struct ipk_node *n, struct echo_app *a, volatile int *stop)
+{
+	uint64_t next_sweep = 0;
+
+	if (!a->idle_ns)
+		return ipk_node_run(n, stop);
+	while (!*stop) {
+		int rc = ipk_node_poll(n, 100);
+		uint64_t now = ipk_node_now(n);
+
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN)
+			return rc;
+		if (now >= next_sweep) {
+			echo_sweep(ipk_node_ctx(n), a, now);
+			next_sweep = now + ECHO_SWEEP_NS;
+		}
+	}
+	return 0;
 }
 
 static void echo_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
@@ -234,6 +320,9 @@ static void usage(FILE *f)
 	           "TCP and UDP echo server (RFC 862).\n\n"
 	           "  --port N         TCP port, 0 = none (default 7)\n"
 	           "  --udp-port N     UDP port, 0 = none (default 7)\n"
+	           "  --idle-timeout S close a connection that makes no progress for S seconds,\n"
+	           "                   reset it if the close does not complete or echoes wait\n"
+	           "                   unread (default 300; 0 = never; single node only)\n"
 	           "multi-core (any of these selects it; TCP only):\n"
 	           "  --workers N      N worker threads, each its own stack context (default 1)\n"
 	           "  --model M        unified: the app runs in the stack thread's callbacks\n"
@@ -344,6 +433,7 @@ int main(int argc, char **argv)
 	m.msg_size = 64;
 	m.timeout_s = 60;
 	a.tcp_port_be = a.udp_port_be = ipk_htons(7);
+	a.idle_ns = ECHO_IDLE_DEFAULT_S * 1000000000ull;
 	for (i = 1; i < argc; i++) {
 		const char *v;
 		int r;
@@ -366,6 +456,16 @@ int main(int argc, char **argv)
 				fprintf(stderr, "ipkit-echo: bad value for %s (see --help)\n", argv[i]);
 				return APP_EXIT_USAGE;
 			}
+			continue;
+		}
+		if ((r = app_arg("--idle-timeout", argc, argv, &i, &v)) != 0) {
+			char *e = NULL;
+			double secs = r > 0 ? strtod(v, &e) : -1;
+			if (r < 0 || !e || *e || !(secs >= 0 && secs <= 86400)) {
+				fprintf(stderr, "ipkit-echo: bad --idle-timeout (seconds, 0..86400)\n");
+				return APP_EXIT_USAGE;
+			}
+			a.idle_ns = (uint64_t)(secs * 1e9);
 			continue;
 		}
 		if ((r = app_arg("--udp-port", argc, argv, &i, &v)) != 0) {
@@ -399,9 +499,12 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "ipkit-echo: serving on %s (tcp %u, udp %u)\n", o.io,
 	        ipk_ntohs(a.tcp_port_be), ipk_ntohs(a.udp_port_be));
-	rc = ipk_node_run(n, stop);
-	if (o.verbose)
+	rc = echo_run(n, &a, stop);
+	if (o.verbose) {
 		app_report(n, "ipkit-echo");
+		fprintf(stderr, "ipkit-echo: %llu connections, %llu ended idle\n",
+		        (unsigned long long)a.conns, (unsigned long long)a.idle_closed);
+	}
 	ipk_node_destroy(n);
 	return rc < 0 ? APP_EXIT_FAIL : APP_EXIT_OK;
 }

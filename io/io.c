@@ -307,44 +307,62 @@ void ipk_io_close(struct ipk_io *io)
 	free(io);
 }
 
+/* Misuse answers as io.h says (a NULL handle or array: -EINVAL, or 0 taken where the
+ * return is a count of packets the caller keeps otherwise), never a crash; the checks
+ * are per burst, not per packet. */
 int ipk_io_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 {
 	if (n <= 0)
 		return 0;
+	if (!io || !pkts)
+		return -EINVAL;
 	return io->be->rx_burst(io, pkts, n);
 }
 
 int ipk_io_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 {
-	if (n <= 0)
+	if (n <= 0 || !io || !pkts)
 		return 0;
 	return io->be->tx_burst(io, pkts, n);
 }
 
 int ipk_io_flush(struct ipk_io *io)
 {
+	if (!io)
+		return -EINVAL;
 	return io->be->flush ? io->be->flush(io) : 0;
 }
 
 const struct ipk_io_caps *ipk_io_caps(const struct ipk_io *io)
 {
-	return &io->caps;
+	return io ? &io->caps : NULL;
 }
 
 int ipk_io_fd(const struct ipk_io *io)
 {
-	int fd = io->be->fd ? io->be->fd(io) : -1;
+	int fd;
 
+	if (!io)
+		return -EINVAL;
+	fd = io->be->fd ? io->be->fd(io) : -1;
 	return fd >= 0 ? fd : -EOPNOTSUPP; /* one error space: never a bare -1 (io.h) */
 }
 
 int ipk_io_arm(struct ipk_io *io)
 {
+	if (!io)
+		return -EINVAL;
 	return io->be->arm ? io->be->arm(io) : 0;
 }
 
 void ipk_io_stats(const struct ipk_io *io, struct ipk_io_stats *st)
 {
+	if (!st)
+		return;
+	if (!io) {
+		memset(st, 0, sizeof(*st));
+		return;
+	}
 	/* The pcap wrapper counts nothing itself: report the wrapped backend. */
 	while (io->inner)
 		io = io->inner;
@@ -353,5 +371,5 @@ void ipk_io_stats(const struct ipk_io *io, struct ipk_io_stats *st)
 
 const char *ipk_io_name(const struct ipk_io *io)
 {
-	return io->name;
+	return io ? io->name : "(no io)";
 }

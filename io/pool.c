@@ -34,6 +34,8 @@ struct ipk_pool {
 
 void ipk_pool_cfg_default(struct ipk_pool_cfg *cfg)
 {
+	if (!cfg)
+		return;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->nbufs = 8192;
 	cfg->buf_size = 2048;
@@ -156,34 +158,40 @@ void ipk_pool_destroy(struct ipk_pool *p)
 	free(p);
 }
 
+/* The accessors answer a NULL pool with NULL / 0 (io.h), never a crash. */
 void *ipk_pool_area(const struct ipk_pool *p, size_t *size)
 {
 	if (size)
-		*size = p->area_size;
-	return p->area;
+		*size = p ? p->area_size : 0;
+	return p ? p->area : NULL;
 }
 
 uint32_t ipk_pool_buf_size(const struct ipk_pool *p)
 {
-	return p->cfg.buf_size;
+	return p ? p->cfg.buf_size : 0;
 }
 
 uint32_t ipk_pool_headroom(const struct ipk_pool *p)
 {
-	return p->cfg.headroom;
+	return p ? p->cfg.headroom : 0;
 }
 
 void ipk_pool_usage(const struct ipk_pool *p, uint32_t *bufs_out, uint32_t *descs_out)
 {
 	if (bufs_out)
-		*bufs_out = p->cfg.nbufs - p->nbuf_free;
+		*bufs_out = p ? p->cfg.nbufs - p->nbuf_free : 0;
 	if (descs_out)
-		*descs_out = p->cfg.ndescs - p->ndesc_free;
+		*descs_out = p ? p->cfg.ndescs - p->ndesc_free : 0;
 }
 
 void ipk_pool_stats(const struct ipk_pool *p, struct ipk_pool_stats *st)
 {
-	*st = p->st;
+	if (!st)
+		return;
+	if (p)
+		*st = p->st;
+	else
+		memset(st, 0, sizeof(*st));
 }
 
 struct ipk_pool *ipk_pool_large(struct ipk_pool *p)
@@ -209,6 +217,8 @@ int64_t ipk_pool_buf_get(struct ipk_pool *p)
 {
 	uint32_t idx;
 
+	if (!p)
+		return -EINVAL;
 	if (p->nbuf_free == 0) {
 		p->st.buf_fails++;
 		return -ENOBUFS;
@@ -220,6 +230,8 @@ int64_t ipk_pool_buf_get(struct ipk_pool *p)
 
 void ipk_pool_buf_put(struct ipk_pool *p, uint32_t idx)
 {
+	if (!p)
+		return;
 	/* A double put or a foreign index would corrupt the free stack: ignore and count. */
 	if (idx >= p->cfg.nbufs || p->refcnt[idx] == 0) {
 		p->st.bad_puts++;
@@ -264,6 +276,8 @@ struct ipk_pkt *ipk_pkt_alloc(struct ipk_pool *p)
 	struct ipk_pkt *k;
 	int64_t idx;
 
+	if (!p)
+		return NULL;
 	p->st.allocs++;
 	if (p->nbuf_free == 0 || p->ndesc_free == 0) {
 		p->st.alloc_fails++;
@@ -282,6 +296,8 @@ struct ipk_pkt *ipk_pkt_attach(struct ipk_pool *p, uint32_t idx, uint32_t off, u
 {
 	struct ipk_pkt *k;
 
+	if (!p)
+		return NULL;
 	/* Only a buffer taken with ipk_pool_buf_get (refcount 1, no descriptor) may be
 	 * attached, and the data must lie inside it. */
 	if (idx >= p->cfg.nbufs || p->refcnt[idx] != 1 || off > p->cfg.buf_size ||
@@ -324,9 +340,13 @@ void ipk_pkt_free_chain(struct ipk_pkt *k)
 
 struct ipk_pkt *ipk_pkt_clone(struct ipk_pkt *k)
 {
-	struct ipk_pool *p = k->pool;
-	struct ipk_pkt *c = desc_get(p);
+	struct ipk_pool *p;
+	struct ipk_pkt *c;
 
+	if (!k)
+		return NULL;
+	p = k->pool;
+	c = desc_get(p);
 	p->st.clones++;
 	if (!c) {
 		p->st.alloc_fails++;
@@ -355,6 +375,8 @@ uint32_t ipk_pkt_copy_out(const struct ipk_pkt *k, uint32_t off, uint8_t *dst, u
 {
 	uint32_t at = 0;
 
+	if (!dst)
+		return 0;
 	for (; k && off >= k->len; k = k->next)
 		off -= k->len;
 	for (; k && at < len; k = k->next, off = 0) {
@@ -373,11 +395,13 @@ uint32_t ipk_pkt_linearize(const struct ipk_pkt *k, uint8_t *dst, uint32_t cap)
 
 uint32_t ipk_pkt_buf_refcnt(const struct ipk_pkt *k)
 {
-	return k->pool->refcnt[k->idx];
+	return k ? k->pool->refcnt[k->idx] : 0;
 }
 
 /* ------------------------------------------------------ core packet ops */
 
+/* Only the integrator's own calls can pass a NULL opaque; the core passes what it
+ * was given and op_alloc runs per packet, so it does not check. */
 static struct ipk_pool *ops_pool(void *opaque)
 {
 	return *(struct ipk_pool **)opaque;
@@ -391,12 +415,12 @@ void ipk_pool_set_reserve(struct ipk_pool *p, uint32_t nbufs)
 
 int ipk_pool_low(const struct ipk_pool *p)
 {
-	return p->reserve && p->nbuf_free <= 2u * p->reserve;
+	return p && p->reserve && p->nbuf_free <= 2u * p->reserve;
 }
 
 int ipk_pool_pkt_low(void *opaque)
 {
-	return ipk_pool_low(ops_pool(opaque));
+	return opaque ? ipk_pool_low(ops_pool(opaque)) : 0;
 }
 
 /* The core's allocations stop at the receive reserve (the backend's do not). */
@@ -504,6 +528,8 @@ uint32_t ipk_pool_rx_csum(void *pkt, void *opaque)
 
 void ipk_pool_fill_ops(struct ipk_ops *ops)
 {
+	if (!ops)
+		return;
 	ops->pkt_alloc = op_alloc;
 	ops->pkt_free = op_free;
 	ops->pkt_data = op_data;

@@ -39,7 +39,7 @@
 
 enum {
 	/* events, networking -> application */
-	M_ACCEPTED = 1, M_CONNECTED, M_DATA, M_SENT, M_CLOSED, M_UDP, M_UDP_SENT,
+	M_ACCEPTED = 1, M_CONNECTED, M_DATA, M_SENT, M_CLOSED, M_UDP, M_UDP_SENT, M_BOUND,
 	/* commands, application -> networking */
 	C_LISTEN = 16, C_CONNECT, C_SEND, C_RELEASE, C_CLOSE, C_UDP_BIND, C_UDP_SEND
 };
@@ -213,6 +213,10 @@ static void app_dispatch(struct wk *w, const struct wk_msg *m)
 		if (ops->udp_sent)
 			ops->udp_sent(w->app, m->p, m->data, m->len, -(int)m->why);
 		break;
+	case M_BOUND:
+		if (ops->bound)
+			ops->bound(w->app, m->port_be, (int)m->len, -(int)m->why);
+		break;
 	case M_CLOSED:
 		if (ac)
 			ac->alive = 0;
@@ -340,7 +344,9 @@ static void net_connect(struct wk *w, const struct wk_msg *m)
 	if (rc < 0) {
 		uint64_t cid = rec_cid(r);
 		rec_put(w, r);
-		net_emit_simple(w, M_CLOSED, cid, m->p, 0, IPK_CLOSE_ABORTED);
+		/* no route (off-link, no gateway) is the peer's unreachability, not ours */
+		net_emit_simple(w, M_CLOSED, cid, m->p, 0,
+		                rc == IPK_EHOSTUNREACH ? IPK_CLOSE_UNREACH : IPK_CLOSE_ABORTED);
 		return;
 	}
 	/* a connection closed from inside ipk_tcp_connect has put the record back */
@@ -376,18 +382,43 @@ static void net_udp_send(struct wk *w, const struct wk_msg *m)
 	net_emit(w, &r);
 }
 
-static void net_exec(struct wk *w, const struct wk_msg *m)
+/* listen / udp_bind: the core's answer. Under UNIFIED a refusal is the command's
+ * own return value (we run on the caller's thread); otherwise, and for a success, it
+ * comes as the bound event, exactly once per command that returned 0 (runtime.h). An
+ * app without a bound member also sees a refusal on stderr, as before. */
+static int net_bind(struct wk *w, const struct wk_msg *m)
+{
+	int udp = m->type == C_UDP_BIND;
+	int rc = udp ? ipk_udp_bind(net_ctx(w), m->port_be)
+	             : ipk_tcp_listen(net_ctx(w), m->port_be, 128);
+	struct wk_msg e;
+
+	if (rc > 0)
+		rc = 0;
+	if (rc < 0 && !w->ws->cfg.app->bound)
+		fprintf(stderr, "ipkit worker %u: cannot %s port %u: %s\n", w->idx,
+		        udp ? "bind UDP" : "listen on", ipk_ntohs(m->port_be), ipk_strerror(rc));
+	if (rc < 0 && w->ws->cfg.model == IPK_MODEL_UNIFIED)
+		return rc;
+	memset(&e, 0, sizeof(e));
+	e.type = M_BOUND;
+	e.port_be = m->port_be;
+	e.len = (uint32_t)udp;
+	e.why = (uint8_t)-rc; /* IPK_E* are negative errno values below 256 */
+	net_emit(w, &e);
+	return 0;
+}
+
+/* Run one command; returns what the command returns under UNIFIED (only listen and
+ * udp_bind can refuse here; every other outcome is an event). */
+static int net_exec(struct wk *w, const struct wk_msg *m)
 {
 	struct wk_rec *r;
-	int rc;
 
 	switch (m->type) {
 	case C_LISTEN:
-		rc = ipk_tcp_listen(net_ctx(w), m->port_be, 128);
-		if (rc < 0)
-			fprintf(stderr, "ipkit worker %u: cannot listen on port %u: %s\n", w->idx,
-			        ipk_ntohs(m->port_be), ipk_strerror(rc));
-		break;
+	case C_UDP_BIND:
+		return net_bind(w, m);
 	case C_CONNECT:
 		net_connect(w, m);
 		break;
@@ -399,12 +430,6 @@ static void net_exec(struct wk *w, const struct wk_msg *m)
 		r = rec_find(w, m->cid);
 		if (r && m->len)
 			ipk_tcp_recved(net_ctx(w), r->c, m->len, net_now(w));
-		break;
-	case C_UDP_BIND:
-		rc = ipk_udp_bind(net_ctx(w), m->port_be);
-		if (rc < 0)
-			fprintf(stderr, "ipkit worker %u: cannot bind UDP port %u: %s\n", w->idx,
-			        ipk_ntohs(m->port_be), ipk_strerror(rc));
 		break;
 	case C_UDP_SEND:
 		net_udp_send(w, m);
@@ -419,6 +444,7 @@ static void net_exec(struct wk *w, const struct wk_msg *m)
 	default:
 		break;
 	}
+	return IPK_OK;
 }
 
 /* ------------------------------------------------ the core's callbacks */
@@ -612,7 +638,7 @@ uint32_t model_net_turn(struct wk *w)
 	if (n > NET_BATCH)
 		n = NET_BATCH;
 	for (i = 0; i < n; i++)
-		net_exec(w, (const struct wk_msg *)spsc_cons_slot(&w->cmd, i));
+		(void)net_exec(w, (const struct wk_msg *)spsc_cons_slot(&w->cmd, i));
 	if (n)
 		spsc_cons_release(&w->cmd, n);
 	model_net_publish(w);
@@ -627,9 +653,8 @@ static int app_cmd(struct ipk_app *a, const struct wk_msg *m)
 
 	WK_INC(w->st.commands);
 	if (w->ws->cfg.model == IPK_MODEL_UNIFIED)
-		net_exec(w, m);
-	else
-		outbox_put(&w->cmdo, m, w);
+		return net_exec(w, m);
+	outbox_put(&w->cmdo, m, w);
 	return IPK_OK;
 }
 
@@ -759,6 +784,8 @@ static void echoq_send(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q)
 void ipk_app_echoq_add(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q,
                        struct ipk_pkt *ref)
 {
+	if (!a || !q || !ref)
+		return;
 	ref->user = NULL;
 	if (q->tail)
 		q->tail->user = ref;
@@ -786,7 +813,7 @@ static struct ipk_pkt *echoq_pop(struct ipk_app_echoq *q)
 
 int ipk_app_echoq_sent(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q, uint32_t len)
 {
-	struct ipk_pkt *k = echoq_pop(q);
+	struct ipk_pkt *k = a && q ? echoq_pop(q) : NULL;
 
 	if (!k)
 		return IPK_EINVAL;
@@ -799,6 +826,8 @@ void ipk_app_echoq_drop(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q
 {
 	struct ipk_pkt *k;
 
+	if (!a || !q)
+		return;
 	while ((k = echoq_pop(q)) != NULL)
 		ipk_app_release(a, cid, k, 0);
 }

@@ -25,6 +25,12 @@
 #define NODE_RAND_WORDS 64
 /* backends without a pollable fd: nap this long at most between polls */
 #define NODE_NOFD_NAP_NS 50000u
+/* A device that refuses frames (ring or queue full) is tried again after 1 ms,
+ * doubled while it takes nothing, up to 64 ms: a device that never drains (a
+ * memlink peer gone, a stuck NIC ring) costs a few wake-ups a second, not 1000
+ * (issue 14, the class of the core's packet-less retry). */
+#define NODE_TX_RETRY_NS 1000000ull
+#define NODE_TX_RETRY_MAX_NS 64000000ull
 /* Issue 14: the share of the packet pool the core may hold as out-of-order data
  * (ipk_config.rmem_max), and the buffers kept for receive alone (ipk_pool_set_reserve):
  * whatever a peer sends, the rest of the pool stays for receive and transmit. */
@@ -42,6 +48,7 @@ struct ipk_node {
 	uint64_t last_rx;      /* n->now of the last step that received frames */
 	struct ipk_pkt *txq[NODE_TXQ];
 	uint32_t txn;
+	uint64_t tx_wait;      /* next wait for a full device (0: NODE_TX_RETRY_NS) */
 	int in_run;            /* inside ipk_run: flushes wait for the end of the round */
 	uint64_t tx_drops;
 	struct ipk_node_stats st;
@@ -52,6 +59,8 @@ struct ipk_node {
 
 void ipk_node_cfg_default(struct ipk_node_cfg *cfg)
 {
+	if (!cfg)
+		return;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->prefix_len = 24;
 	cfg->cpu = -1;
@@ -127,6 +136,8 @@ static void node_txq_push(struct ipk_node *n)
 	took = ipk_io_tx_burst(n->io, n->txq, (int)n->txn);
 	if (took < 0)
 		took = 0;
+	if (took > 0)
+		n->tx_wait = 0; /* the device moves: the back-off starts over */
 	if ((uint32_t)took < n->txn)
 		memmove(n->txq, n->txq + took, (n->txn - (uint32_t)took) * sizeof(n->txq[0]));
 	n->txn -= (uint32_t)took;
@@ -439,8 +450,14 @@ static void node_sleep(struct ipk_node *n, int timeout_ms)
 		wait = n->deadline > now ? n->deadline - now : 0;
 	if (timeout_ms >= 0 && (uint64_t)timeout_ms * 1000000ull < wait)
 		wait = (uint64_t)timeout_ms * 1000000ull;
-	if (n->txn > 0 && wait > 1000000ull)
-		wait = 1000000ull; /* device was full: retry soon */
+	if (n->txn > 0) {
+		/* device was full: retry soon, later each time it took nothing */
+		uint64_t retry = n->tx_wait ? n->tx_wait : NODE_TX_RETRY_NS;
+
+		if (wait > retry)
+			wait = retry;
+		n->tx_wait = retry < NODE_TX_RETRY_MAX_NS / 2 ? 2 * retry : NODE_TX_RETRY_MAX_NS;
+	}
 	if (wait == 0)
 		return;
 	if (fd < 0) {
@@ -541,6 +558,8 @@ uint64_t ipk_node_tx_drops(const struct ipk_node *n) { return n ? n->tx_drops : 
 
 void ipk_node_stats(const struct ipk_node *n, struct ipk_node_stats *st)
 {
+	if (!st)
+		return;
 	if (n)
 		*st = n->st;
 	else

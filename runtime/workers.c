@@ -75,6 +75,8 @@ void waker_kick(struct waker *w)
 
 void ipk_workers_cfg_default(struct ipk_workers_cfg *cfg)
 {
+	if (!cfg)
+		return;
 	memset(cfg, 0, sizeof(*cfg));
 	ipk_node_cfg_default(&cfg->node);
 	cfg->nworkers = 1;

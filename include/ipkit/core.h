@@ -276,6 +276,9 @@ struct ipk_counters {
 	uint64_t arp_conflicts;       /* ARP from another host claiming our own address */
 	uint64_t arp_challenges;      /* resolved entries another MAC claimed (probed) */
 	uint64_t arp_moves;           /* ... that moved: the old MAC left probes unanswered */
+	uint64_t tcp_tx_retries;      /* TCP output deferred for lack of packets or pbs (also
+	                               * drop[IPK_DROP_NO_PKT]); the wait doubles per failure
+	                               * in a row, from 1 ms up to 256 ms */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -694,7 +697,9 @@ int ipk_tcp_unlisten(struct ipk_ctx *ctx, uint16_t port_be);
  * configured, one whose incoming 4-tuple hashes to rss_queue; see ipk_config). On
  * success *out is the new connection (SYN sent); tcp_connected or tcp_closed follows.
  * `user` becomes the connection's user pointer. Returns 0, IPK_EINVAL (NULL ctx or
- * out, peer address or port 0), IPK_ENOMEM (connection pool empty), or
+ * out, peer address or port 0), IPK_EHOSTUNREACH (no route: the peer is off-link
+ * and gateway_be is 0; an on-link peer not yet resolved by ARP is not refused, its
+ * SYN waits for the answer), IPK_ENOMEM (connection pool empty), or
  * IPK_EADDRINUSE: the 4-tuple is taken or no ephemeral port is free (with RSS: none
  * of the free ones lands on this context's queue; the search is bounded by the size
  * of the ephemeral range). On error *out is not a connection and no event follows. */
@@ -853,7 +858,8 @@ int ipk_icmp_echo(struct ipk_ctx *ctx, uint32_t dst_ip4_be, uint16_t id_be, uint
 
 /* Fill `key` with the symmetric Toeplitz key (0x6d, 0x5a repeated): with it the hash
  * of a flow is the same in both directions, so one queue sees both halves of every
- * connection, whatever the addresses. ipk_config_default puts it in rss_key. */
+ * connection, whatever the addresses. ipk_config_default puts it in rss_key. A NULL
+ * key: nothing. */
 void ipk_rss_key_symmetric(uint8_t key[IPK_RSS_KEY_LEN]);
 
 /* The Toeplitz hash of `n` input bytes under a `keylen`-byte key, as RSS NICs compute

@@ -20,7 +20,10 @@
  *
  * Threads: a pool and a backend serve one thread at a time (no locks on the packet
  * path); handles passed to these functions must be the live ones their create/open
- * returned (NULL is accepted only where a comment says so).
+ * returned: a closed or destroyed one cannot be detected. A NULL handle or NULL
+ * pointer argument is never a crash: int functions return -EINVAL (ipk_io_tx_burst:
+ * 0 taken), pointer functions NULL, sizes and counts 0, and void ones do nothing
+ * (output structs are zeroed); tests/api/test_null_args.c walks them all.
  */
 #ifndef IPKIT_IO_H
 #define IPKIT_IO_H
@@ -62,7 +65,7 @@ struct ipk_pool_cfg {
 	uint32_t ndescs;     /* descriptors (>= nbufs; clones need extra), default 2 * nbufs */
 	int hugepages;       /* 1: back the area with hugepages, falling back to 4 KiB pages */
 };
-/* Fill *cfg with the defaults above. */
+/* Fill *cfg with the defaults above (NULL: nothing). */
 void ipk_pool_cfg_default(struct ipk_pool_cfg *cfg);
 
 /* Create a pool (cfg NULL: the defaults). The buffer area is one contiguous,
@@ -73,19 +76,21 @@ struct ipk_pool *ipk_pool_create(const struct ipk_pool_cfg *cfg, char *err, size
  * packet and buffer of it becomes invalid: destroy it only after the backends and
  * the core that used it are closed / no longer called. NULL is ignored. */
 void ipk_pool_destroy(struct ipk_pool *p);
-/* The buffer area and (when size is not NULL) its size in bytes. The pool owns it. */
+/* The buffer area and (when size is not NULL) its size in bytes. The pool owns it.
+ * NULL and size 0 for a NULL pool. */
 void *ipk_pool_area(const struct ipk_pool *p, size_t *size);
-/* Bytes per buffer (ipk_pool_cfg.buf_size), headroom included. */
+/* Bytes per buffer (ipk_pool_cfg.buf_size), headroom included; 0 for a NULL pool. */
 uint32_t ipk_pool_buf_size(const struct ipk_pool *p);
 
-/* A fresh packet: len 0, off = headroom. NULL when empty (counted). */
+/* A fresh packet: len 0, off = headroom. NULL when empty (counted) or p is NULL. */
 struct ipk_pkt *ipk_pkt_alloc(struct ipk_pool *p);
 /* Packet for a given buffer index (a backend that got the buffer back from the kernel,
  * e.g. an AF_XDP rx frame): takes a descriptor, refcount 1. NULL when out of descriptors. */
 struct ipk_pkt *ipk_pkt_attach(struct ipk_pool *p, uint32_t idx, uint32_t off, uint32_t len);
 /* Take a buffer out of the pool without a descriptor (to hand to the kernel: AF_XDP fill
- * ring); returns its index, or -ENOBUFS when none is free (counted in buf_fails).
- * ipk_pool_buf_put gives it back. */
+ * ring); returns its index, or -ENOBUFS when none is free (counted in buf_fails),
+ * -EINVAL for a NULL pool. ipk_pool_buf_put gives it back (a NULL pool, a foreign or
+ * double put is ignored, the last two counted in bad_puts). */
 int64_t ipk_pool_buf_get(struct ipk_pool *p);
 void ipk_pool_buf_put(struct ipk_pool *p, uint32_t idx);
 /* ipk_pkt_free: release one descriptor (and the buffer at its last reference), not
@@ -94,13 +99,14 @@ void ipk_pool_buf_put(struct ipk_pool *p, uint32_t idx);
 void ipk_pkt_free(struct ipk_pkt *k);
 void ipk_pkt_free_chain(struct ipk_pkt *k);
 /* A new descriptor over k's buffer (reference count + 1): same off and len, no next;
- * NULL when out of descriptors (counted). k must not be NULL. */
+ * NULL when out of descriptors (counted) or k is NULL. */
 struct ipk_pkt *ipk_pkt_clone(struct ipk_pkt *k);
 /* Data bytes of the whole chain starting at k (0 for NULL). */
 uint32_t ipk_pkt_chain_len(const struct ipk_pkt *k);
 /* ipk_pkt_mtod: pointer to k's first data byte (buf + off), as DPDK's rte_pktmbuf_mtod. */
 static inline uint8_t *ipk_pkt_mtod(const struct ipk_pkt *k) { return k->buf + k->off; }
-/* Buffers and descriptors in use now (tests check these return to 0). */
+/* Buffers and descriptors in use now (tests check these return to 0); 0 for a NULL
+ * pool. */
 void ipk_pool_usage(const struct ipk_pool *p, uint32_t *bufs_out, uint32_t *descs_out);
 
 /* The receive reserve: the core's allocations through the packet ops (transmit
@@ -115,7 +121,8 @@ void ipk_pool_set_reserve(struct ipk_pool *p, uint32_t nbufs);
 int ipk_pool_low(const struct ipk_pool *p);
 int ipk_pool_pkt_low(void *opaque);
 
-/* Fill the packet ops of `ops` (pkt_alloc ... pkt_chain_cut) with this pool. The
+/* Fill the packet ops of `ops` (pkt_alloc ... pkt_chain_cut) with this pool (NULL:
+ * nothing). The
  * context's ipk_config.opaque must point to a struct whose first member is the
  * struct ipk_pool * to allocate from. */
 void ipk_pool_fill_ops(struct ipk_ops *ops);
@@ -127,14 +134,18 @@ void ipk_pool_tx_offload(void *pkt, const struct ipk_tx_meta *m, void *opaque);
 uint32_t ipk_pool_rx_csum(void *pkt, void *opaque);
 
 /* Bytes free before the data of a fresh packet. A packet from ipk_pkt_alloc has
- * buf_size - headroom bytes of room: set the core's pkt_buf_size to at most that. */
+ * buf_size - headroom bytes of room: set the core's pkt_buf_size to at most that.
+ * 0 for a NULL pool. */
 uint32_t ipk_pool_headroom(const struct ipk_pool *p);
-/* Copy a chain's data into dst (at most cap bytes); returns the bytes copied. */
+/* Copy a chain's data into dst (at most cap bytes); returns the bytes copied (0 for a
+ * NULL chain or dst). */
 uint32_t ipk_pkt_linearize(const struct ipk_pkt *k, uint8_t *dst, uint32_t cap);
 /* Copy up to len bytes starting off bytes into the chain (a frame split over several
- * buffers, e.g. AF_XDP multi-buffer); returns the bytes copied. */
+ * buffers, e.g. AF_XDP multi-buffer); returns the bytes copied (0 for a NULL chain or
+ * dst). */
 uint32_t ipk_pkt_copy_out(const struct ipk_pkt *k, uint32_t off, uint8_t *dst, uint32_t len);
-/* References to k's buffer (1 + clones sharing it); for tests and debugging. */
+/* References to k's buffer (1 + clones sharing it), 0 for NULL; for tests and
+ * debugging. */
 uint32_t ipk_pkt_buf_refcnt(const struct ipk_pkt *k);
 
 /*
@@ -164,7 +175,7 @@ struct ipk_pool_stats {
 	uint64_t reserve_hits;        /* core allocations refused to keep the receive
 	                               * reserve (ipk_pool_set_reserve) */
 };
-/* Copy p's counters into *st (neither may be NULL). */
+/* Copy p's counters into *st (zeros for a NULL p; nothing for a NULL st). */
 void ipk_pool_stats(const struct ipk_pool *p, struct ipk_pool_stats *st);
 
 /* --------------------------------------------------------------- backend */
@@ -245,25 +256,28 @@ uint32_t ipk_io_spec_buf_size(const char *spec);
 void ipk_io_close(struct ipk_io *io);
 
 /* Receive up to n packets (ownership passes to the caller); returns the count (0 when
- * nothing is there; never blocks) or a negative errno on a device error. */
+ * nothing is there or n <= 0; never blocks), -EINVAL for a NULL io or pkts, or a
+ * negative errno on a device error. */
 int ipk_io_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n);
 /* Queue up to n packets (chains allowed when caps.offloads has IPK_CAP_SG; offload
  * marks in pkt->meta honoured for the caps advertised). Returns how many were taken;
- * the rest stay the caller's. Taken packets are freed by the backend once sent. */
+ * the rest stay the caller's (all of them, 0 returned, for a NULL io or pkts or
+ * n <= 0). Taken packets are freed by the backend once sent. */
 int ipk_io_tx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n);
 /* Push queued transmissions to the device (kick). Returns 0 or a negative errno
  * when the kick failed (counted in tx_errors); a busy device (EAGAIN, ENOBUFS) is
- * not an error: the next flush or transmit kicks again. */
+ * not an error: the next flush or transmit kicks again. -EINVAL for a NULL io. */
 int ipk_io_flush(struct ipk_io *io);
 /* ipk_io_caps: what the device provides, fixed at open; the pointer lives as long as
- * io. Give caps.offloads to ipk_config.caps and caps.mtu to ipk_config.mtu. */
+ * io (NULL for a NULL io). Give caps.offloads to ipk_config.caps and caps.mtu to
+ * ipk_config.mtu. */
 const struct ipk_io_caps *ipk_io_caps(const struct ipk_io *io);
 /* A file descriptor that becomes readable when packets arrive (event-driven mode), or
- * -EOPNOTSUPP when the backend can only be polled. The backend owns the fd: do not
- * close it. */
+ * -EOPNOTSUPP when the backend can only be polled (-EINVAL for a NULL io). The
+ * backend owns the fd: do not close it. */
 int ipk_io_fd(const struct ipk_io *io);
 /* Before sleeping on ipk_io_fd: arm wake-ups (memlink) — returns 0, or 1 if packets
- * arrived meanwhile (don't sleep). */
+ * arrived meanwhile (don't sleep); -EINVAL for a NULL io. */
 int ipk_io_arm(struct ipk_io *io);
 /* Tell the backend the node's own address so it can steer traffic to us: afxdp
  * writes it into its XDP program's map (ARP for ip4_be and IPv4 to ip4_be go to
@@ -273,9 +287,10 @@ int ipk_io_arm(struct ipk_io *io);
  * io, or a negative errno when the backend could not apply it. */
 int ipk_io_set_addr(struct ipk_io *io, uint32_t ip4_be, const uint8_t mac[6]);
 /* ipk_io_stats: copy the backend's counters into *st (a pcap wrapper reports the
- * backend it wraps). */
+ * backend it wraps; zeros for a NULL io, nothing for a NULL st). */
 void ipk_io_stats(const struct ipk_io *io, struct ipk_io_stats *st);
-/* ipk_io_name: the backend's name for logs ("tap:ipk0"); owned by io. */
+/* ipk_io_name: the backend's name for logs ("tap:ipk0"); owned by io ("(no io)", a
+ * static string, for a NULL io). */
 const char *ipk_io_name(const struct ipk_io *io);
 
 /*

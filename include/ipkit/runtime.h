@@ -64,7 +64,8 @@ struct ipk_node_cfg {
 	struct ipk_io *(*io_open)(struct ipk_pool *pool, void *arg, char *err, size_t errlen);
 	void *io_open_arg;
 };
-/* Fill *cfg with the defaults above (cpu -1, no backend spec, no events). */
+/* Fill *cfg with the defaults above (cpu -1, no backend spec, no events); NULL:
+ * nothing. */
 void ipk_node_cfg_default(struct ipk_node_cfg *cfg);
 
 /* Create a node: pool, backend (io_spec or io_open), core context and its pools,
@@ -117,7 +118,7 @@ struct ipk_node_stats {
 	uint64_t spins;      /* spin windows entered instead of a sleep (spin_us) */
 	uint64_t spin_hits;  /* ... that ended with frames, no sleep needed */
 };
-/* Copies the counters into *st; all zero when n is NULL. */
+/* Copies the counters into *st; all zero when n is NULL, nothing when st is. */
 void ipk_node_stats(const struct ipk_node *n, struct ipk_node_stats *st);
 
 /* Event-driven mode: once frames came in, keep polling the backend for up to spin_us
@@ -224,20 +225,27 @@ struct ipk_app_ops {
 	 * ARP resolves, IPK_EMSGSIZE); `buf` is the app's again. Exactly once per
 	 * accepted ipk_app_udp_send, in order, with its `user`. */
 	void (*udp_sent)(struct ipk_app *a, void *user, const void *buf, uint32_t len, int rc);
+	/* The core's answer to an ipk_app_listen (udp 0) or ipk_app_udp_bind (udp 1) that
+	 * returned 0: rc 0 (listening / bound) or its IPK_E* (IPK_EADDRINUSE: the port is
+	 * taken; IPK_ENOMEM: no listener or bind slot left). Exactly once per such
+	 * command, in order with the other events, in every model (under UNIFIED from
+	 * inside the command). Without this member a refusal is printed on stderr. */
+	void (*bound)(struct ipk_app *a, uint16_t port_be, int udp, int rc);
 };
 
 /* Commands, callable only from the worker's application thread (inside callbacks or
  * start). Under MERGE/SPLIT they take effect asynchronously, in order. Each returns
  * 0 once the command is issued or a negative IPK_E* code when it is refused here;
- * what the core then says is not returned (it comes as an event, or as a line on
- * stderr for listen and udp_bind).
+ * what the core then says comes as an event (listen and udp_bind: bound; under
+ * UNIFIED, where the command runs at once, their refusal is returned instead).
  *
  * ipk_app_listen: listen on port_be (backlog 128) on this worker's context. Returns
- * 0, or IPK_EINVAL for a NULL app or port 0; a port already in use is reported on
- * stderr only. */
+ * 0, IPK_EINVAL for a NULL app or port 0, or under UNIFIED the core's refusal
+ * (IPK_EADDRINUSE for a port in use); under MERGE/SPLIT that comes with bound. */
 int ipk_app_listen(struct ipk_app *a, uint16_t port_be);
-/* Active open; the result comes as connected or closed with this user pointer.
- * Returns 0, or IPK_EINVAL for a NULL app or a zero address or port. */
+/* Active open; the result comes as connected or closed with this user pointer
+ * (closed with IPK_CLOSE_UNREACH at once for a peer with no route: off-link and no
+ * gateway). Returns 0, or IPK_EINVAL for a NULL app or a zero address or port. */
 int ipk_app_connect(struct ipk_app *a, uint32_t ip4_be, uint16_t port_be, void *user);
 /* Queue `len` bytes at buf (the app's memory, read by the networking thread until the
  * matching sent event; not copied now). IPK_EAGAIN when IPK_APP_SENDQ sends of this
@@ -253,8 +261,9 @@ int ipk_app_release(struct ipk_app *a, uint64_t cid, struct ipk_pkt *ref, uint32
  * app) or IPK_ECLOSED (dead cid). */
 int ipk_app_close(struct ipk_app *a, uint64_t cid);
 /* UDP: receive datagrams for port_be on this worker (every worker binds its own; the
- * RSS hash of a datagram's 4-tuple decides which worker gets it). Returns 0, or
- * IPK_EINVAL for a NULL app or port 0; a port already bound is reported on stderr. */
+ * RSS hash of a datagram's 4-tuple decides which worker gets it). Returns 0,
+ * IPK_EINVAL for a NULL app or port 0, or under UNIFIED the core's refusal
+ * (IPK_EADDRINUSE for a bound port); under MERGE/SPLIT that comes with bound. */
 int ipk_app_udp_bind(struct ipk_app *a, uint16_t port_be);
 /* Send `len` bytes at buf (the app's memory, read by the networking thread until the
  * matching udp_sent event; not copied now) from local_port_be to ip4_be:port_be.
@@ -281,12 +290,14 @@ struct ipk_app_echoq {
 	struct ipk_pkt *head, *tail, *unsent;
 	int in_send;
 };
-/* ipk_app_echoq_add: takes ref (the app's, from data) into q; see above. */
+/* ipk_app_echoq_add: takes ref (the app's, from data) into q; see above. With a NULL
+ * a, q or ref nothing happens (ref stays the caller's). */
 void ipk_app_echoq_add(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q,
                        struct ipk_pkt *ref);
-/* ipk_app_echoq_sent: returns 0, or IPK_EINVAL when q is empty (see above). */
+/* ipk_app_echoq_sent: returns 0, or IPK_EINVAL when q is empty or a or q is NULL
+ * (see above). */
 int ipk_app_echoq_sent(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q, uint32_t len);
-/* ipk_app_echoq_drop: releases every ref of q (see above). */
+/* ipk_app_echoq_drop: releases every ref of q (see above); NULL a or q: nothing. */
 void ipk_app_echoq_drop(struct ipk_app *a, uint64_t cid, struct ipk_app_echoq *q);
 /* ipk_app_set_state / ipk_app_state: one pointer of per-worker application state,
  * set and read on the worker's application thread (NULL until set). */
@@ -325,7 +336,7 @@ struct ipk_workers_cfg {
 	uint32_t ring_slots;        /* per SPSC ring, power of two, default 4096 */
 };
 /* Fill *cfg with the defaults (one worker, UNIFIED, SOFT steering, a 128-entry
- * table, 4096-slot rings) and cfg->node with ipk_node_cfg_default's. */
+ * table, 4096-slot rings) and cfg->node with ipk_node_cfg_default's; NULL: nothing. */
 void ipk_workers_cfg_default(struct ipk_workers_cfg *cfg);
 
 /* Create every node and start the threads. NULL with a one-line message on failure

@@ -154,7 +154,11 @@ static void test_ip4_source_without_route_back_dropped(void)
 /* Issue 14 item 6: a connection to an address with no route retried its SYN every
  * millisecond (~1000 no_route drops a second). It must back off like a segment
  * lost on the way: RFC 6298 exponential retransmission, a handful of tries in 10 s. */
-static void test_ip4_no_route_backs_off(void)
+/* Off-link with no gateway: ipk_tcp_connect says IPK_EHOSTUNREACH at once instead of
+ * opening a connection whose SYNs are all dropped (IPK_DROP_NO_ROUTE) until it times
+ * out; nothing is sent, counted or held. With a gateway the same peer is reachable,
+ * and an on-link peer not in the ARP cache is not refused (its SYN waits for ARP). */
+static void test_ip4_no_route_connect_fails_at_once(void)
 {
 	struct hnet *net = one_node(NULL);
 	struct hnode *a = net->nodes[0];
@@ -162,12 +166,31 @@ static void test_ip4_no_route_backs_off(void)
 	int k;
 
 	CHECK_EQ(ipk_tcp_connect(a->ctx, IPK_IP4(192, 168, 7, 7), ipk_htons(80), 0, NULL, &c,
-	                         net->now), IPK_OK);
-	for (k = 0; k < 1000; k++)
-		hnet_advance(net, 10000000ull); /* 10 s in 10 ms steps */
-	CHECK(drops(net, IPK_DROP_NO_ROUTE) >= 2);
-	CHECK(drops(net, IPK_DROP_NO_ROUTE) <= 5);
+	                         net->now), IPK_EHOSTUNREACH);
+	CHECK(c == NULL);
+	CHECK_EQ(ipk_counters(a->ctx)->tcp_active_opens, 0);
+	for (k = 0; k < 100; k++)
+		hnet_advance(net, 10000000ull); /* 1 s in 10 ms steps */
+	CHECK_EQ(drops(net, IPK_DROP_NO_ROUTE), 0);
 	CHECK_EQ(net->ncap, 0);
+	/* on-link, unresolved: accepted, the ARP request goes out */
+	CHECK_EQ(ipk_tcp_connect(a->ctx, IPK_IP4(10, 0, 0, 77), ipk_htons(80), 0, NULL, &c,
+	                         net->now), IPK_OK);
+	CHECK(c != NULL);
+	CHECK(net->ncap >= 1);
+	if (c)
+		ipk_tcp_abort(a->ctx, c, net->now);
+	for (k = 0; k < 100; k++)
+		hnet_advance(net, 100000000ull); /* 10 s: ARP gives up, its queue is freed */
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+	/* with a gateway: accepted, the SYN goes to the gateway */
+	net = one_node(with_gateway);
+	a = net->nodes[0];
+	c = NULL;
+	CHECK_EQ(ipk_tcp_connect(a->ctx, IPK_IP4(192, 168, 7, 7), ipk_htons(80), 0, NULL, &c,
+	                         net->now), IPK_OK);
+	CHECK(c != NULL);
 	if (c)
 		ipk_tcp_abort(a->ctx, c, net->now);
 	CHECK(hnet_no_leaks(net));
@@ -669,7 +692,7 @@ int main(void)
 	RUN(test_ip4_bad_addresses_dropped);
 	RUN(test_ip4_martian_and_land_sources_dropped);
 	RUN(test_ip4_source_without_route_back_dropped);
-	RUN(test_ip4_no_route_backs_off);
+	RUN(test_ip4_no_route_connect_fails_at_once);
 	RUN(test_ip4_options_skipped_source_route_dropped);
 	RUN(test_ip4_unknown_protocol_gets_protocol_unreachable);
 	RUN(test_link_bad_frames_counted);
