@@ -22,7 +22,7 @@
  * on (retransmissions, TIME_WAIT, reassembly timeouts) and the pool invariants are
  * checked; a violation aborts, which libFuzzer reports as a crash.
  */
-#include "fuzz_frames.h"
+#include "fuzz.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -400,7 +400,7 @@ static int corpus_crafted(const char *dir)
 	return n;
 }
 
-int fuzz_frames_make_corpus(const char *dir)
+int fuzz_make_corpus(const char *dir)
 {
 	return corpus_live(dir) + corpus_crafted(dir);
 }
