@@ -17,18 +17,20 @@
  *   4     time passes: b ms, or with b's top bit (b & 127) * 500 ms
  *   5     the application closes (FIN)
  *   6     the application aborts (RST), or toggles CUBIC / keep-alive
- *   7     a raw TCP segment (header and options from the input) aimed at the
- *         connection's ports, checksums fixed
+ *   7     a raw TCP segment (header, options and payload from the input) aimed at
+ *         the connection's ports, or at a listener on port 8080 (SYN-RECEIVED,
+ *         SYN cookies, passive opens; see op_raw), checksums fixed
  *
  * Invariants after every operation while the connection lives: its magic is
  * intact, snd_una <= snd_nxt <= snd_max (sequence space), snd_max - snd_una within
  * the send buffer (+ SYN and FIN), the queued bytes within the send buffer, the
  * advertised right edge rcv_adv at or past rcv_nxt and at most the receive buffer
  * (scaled, + one window unit) ahead, undelivered bytes within the receive buffer;
- * every frame we send parses, has right checksums and a sequence number within
- * snd_una..snd_max (+ the FIN). At the end the connection is aborted if it still
- * lives, time runs on past every timer (TIME_WAIT, RTO), and every pool (packets,
- * pbs, connections) must be back at its start.
+ * every frame we send parses, has right checksums and (the connection's) a sequence
+ * number within snd_una..snd_max (+ the FIN). At the end the connection and every
+ * passive open are aborted if they still live, time runs on past every timer
+ * (TIME_WAIT, RTO, SYN-RECEIVED), and every pool (packets, pbs, connections) must
+ * be back at its start.
  */
 #include "fuzz.h"
 
@@ -43,6 +45,7 @@
 #define WHO "fuzz_tcp"
 #define PEER_ISS 1000000u
 #define MAX_OPS 48
+#define LISTEN_PORT 8080
 
 struct tcp_fz {
 	struct fz_host h;
@@ -57,6 +60,9 @@ struct tcp_fz {
 	int tx_seen;
 	uint16_t sport, dport;   /* our port, the peer's (host order) */
 	uint16_t ip_id;
+	/* our last SYN-ACK from the listener: its seq, ack and the peer's port */
+	uint32_t synack_seq, synack_ack;
+	uint16_t synack_port;
 };
 
 static struct tcp_fz T;
@@ -67,7 +73,7 @@ static void need(int ok, const char *what)
 		fz_fail(WHO, what);
 }
 
-static int alive(void) { return T.h.ev.tcp_closed == 0; }
+static int alive(void) { return !T.h.watch_closed; }
 
 /* Every frame we send: well formed, right checksums, sequence within what the
  * connection has sent; remember our TSval. */
@@ -94,6 +100,14 @@ static void on_tx(struct fz_host *h, const uint8_t *f, uint32_t len)
 	need(ipk_tcp_opts_parse(l4 + 20, th.doff - 20u, &o) == 0, "sent options that do not parse");
 	if (o.has_ts)
 		T.our_tsval = o.tsval;
+	if ((th.flags & (IPK_TCP_SYN | IPK_TCP_ACK)) == (IPK_TCP_SYN | IPK_TCP_ACK) &&
+	    ipk_ntohs(th.sport_be) == LISTEN_PORT) {
+		T.synack_seq = th.seq;
+		T.synack_ack = th.ack;
+		T.synack_port = ipk_ntohs(th.dport_be);
+	}
+	if (ipk_ntohs(th.sport_be) != T.sport || ipk_ntohs(th.dport_be) != T.dport)
+		return; /* a passive open's segment */
 	if (T.ok && alive() && !(th.flags & (IPK_TCP_SYN | IPK_TCP_RST)) && T.c->state != IPK_TCP_TIME_WAIT) {
 		uint32_t end = th.seq + (l4len - th.doff) + (th.flags & IPK_TCP_FIN ? 1u : 0u);
 		/* a keep-alive or window probe may sit at snd_una - 1 (RFC 1122 §4.2.3.6) */
@@ -226,20 +240,37 @@ static void op_segment(struct rd *r, int frag)
 	send_seg(&s);
 }
 
-/* A raw segment: the fuzzer's header (flags, offsets, options) on our ports. */
+/* A raw segment: the fuzzer's header (flags, offsets, options) and payload on our
+ * connection's ports, or (bit 7 of the length byte) to the listener on 8080 from
+ * peer port 50000 + the sport byte's low 2 bits; with bit 6 it goes to the port
+ * our last SYN-ACK went to, and sequence and acknowledgment numbers are made
+ * relative to that SYN-ACK (seq = its ack + d, ack = its seq + 1 + d), so
+ * handshakes, SYN-cookie checks and passive opens are easy to complete. */
 static void op_raw(struct rd *r)
 {
-	uint8_t f[1600];
-	uint32_t n = rd8(r), i, h;
+	uint8_t f[1600], n8 = rd8(r);
+	uint32_t n = n8 & 0x3fu, i, h;
+	uint8_t *t;
 
-	if (n < 20)
-		n = 20;
+	n = n < 20 ? 20 : n + 20;
 	memset(f, 0, sizeof(f));
 	h = fz_eth_ip(f, IPK_IPPROTO_TCP, n, 0, ++T.ip_id);
+	t = f + h;
 	for (i = 0; i < n; i++)
-		f[h + i] = rd8(r);
-	ipk_wr16(f + h, T.dport);
-	ipk_wr16(f + h + 2, T.sport);
+		t[i] = rd8(r);
+	if (!(n8 & 0x80)) {
+		ipk_wr16(t, T.dport);
+		ipk_wr16(t + 2, T.sport);
+	} else if (!(n8 & 0x40)) {
+		ipk_wr16(t, (uint16_t)(50000u + (t[1] & 3u)));
+		ipk_wr16(t + 2, LISTEN_PORT);
+	} else {
+		int8_t d = (int8_t)t[4];
+		ipk_wr16(t, T.synack_port);
+		ipk_wr16(t + 2, LISTEN_PORT);
+		ipk_wr32(t + 4, T.synack_ack + (uint32_t)(int32_t)d);
+		ipk_wr32(t + 8, T.synack_seq + 1u + (uint32_t)(int32_t)(int8_t)t[8]);
+	}
 	fz_fix_csums(f, h + n);
 	fz_host_rx(&T.h, f, h + n);
 }
@@ -320,11 +351,15 @@ static int setup(void)
 	cfg.tcp_syn_retries = 2;
 	cfg.tcp_challenge_ack_limit = 100;
 	cfg.tcp_ooo_max = 16;
-	if (fz_host_init(&T.h, &cfg, 4, 128, 160) || ipk_arp_add_static(T.h.ctx, FZ_IP_PEER, fz_mac_peer))
+	cfg.tcp_synrecv_max = 4;
+	if (fz_host_init(&T.h, &cfg, 8, 128, 160) ||
+	    ipk_arp_add_static(T.h.ctx, FZ_IP_PEER, fz_mac_peer) ||
+	    ipk_tcp_listen(T.h.ctx, ipk_htons(LISTEN_PORT), 2) < 0)
 		return -1;
 	T.h.on_tx = on_tx;
 	if (handshake())
 		return -1;
+	T.h.watch = T.c;
 	fz_host_snapshot(&T.h);
 	T.snap_tsval = T.our_tsval;
 	T.ok = 1;
@@ -377,6 +412,7 @@ static void trace(int i)
 		printf("op %d: closed, reason %d\n", i, T.h.ev.last_close_reason);
 		return;
 	}
+	printf("accepted %u open %u ", T.h.ev.tcp_accepted, T.h.naccepted);
 	printf("op %d: state %u snd_una +%u snd_nxt +%u snd_max +%u rcv_nxt +%u delivered %u "
 	       "fin %u tx %u sacked %u rtx %u\n",
 	       i, T.c->state, T.c->snd_una - T.iss, T.c->snd_nxt - T.iss, T.c->snd_max - T.iss,
@@ -395,6 +431,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	T.our_tsval = T.snap_tsval;
 	T.recved = 0;
 	T.tx_seen = 0;
+	T.synack_seq = T.synack_ack = 0;
+	T.synack_port = 50000;
 	T.peer_ts = 5000;
 	T.ip_id = 100;
 	r.p = data;
@@ -407,7 +445,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (alive())
 		ipk_tcp_abort(T.h.ctx, T.c, T.h.now);
-	need(T.h.ev.tcp_closed == 1, "tcp_closed not called exactly once");
+	need(T.h.watch_closed, "ipk_tcp_abort did not call tcp_closed");
+	fz_host_abort_accepted(&T.h);
 	/* past every timer the connection or the context could hold */
 	for (i = 0; i < 4; i++)
 		fz_host_advance(&T.h, 60ull * 1000000000ull);
@@ -445,8 +484,25 @@ int fuzz_make_corpus(const char *dir)
 	/* raw segment with malformed options */
 	static const uint8_t raw[] = {7, 28, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x70, 0x10, 2, 0,
 	                              0, 0, 0, 0, 2, 0, 8, 1, 0, 0};
+	/* a SYN to the listener (MSS, SACK-permitted, TS, WS), then the handshake's ACK
+	 * relative to our SYN-ACK, then data on the passive open */
+	static const uint8_t passive[] = {7, 0x80 | 20, 0xc3, 0x51, 0x1f, 0x90, 0, 0, 0, 7, 0, 0, 0, 0,
+	                                  0xa0, 0x02, 0xff, 0xff, 0, 0, 0, 0,
+	                                  2, 4, 5, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7,
+	                                  7, 0xc0 | 30, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x18,
+	                                  0xff, 0xff, 0, 0, 0, 0, 'h', 'e', 'l', 'l', 'o', ' ', 'l', 'i',
+	                                  's', 't', 'e', 'n', 'e', 'r', '.', '.', '.', '.', '.', '.', '.',
+	                                  '.', '.', '.', '.', '.', '.', '.', '.', '.'};
+	/* a SYN flood on the listener: backlog and SYN-RECEIVED limits, SYN cookies */
+	static const uint8_t flood[] = {7, 0x80, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0,
+	                                7, 0x80, 0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0,
+	                                7, 0x80, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0,
+	                                7, 0x80, 0, 3, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0,
+	                                7, 0xc0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x10, 0xff, 0xff, 0, 0, 0, 0};
 	int n = 0;
 
+	n += fz_put_file(dir, "passive-open", passive, sizeof(passive));
+	n += fz_put_file(dir, "syn-flood-cookie", flood, sizeof(flood));
 	n += fz_put_file(dir, "data-fin", data_fin, sizeof(data_fin));
 	n += fz_put_file(dir, "sack-recovery", sack, sizeof(sack));
 	n += fz_put_file(dir, "ooo-fill", ooo, sizeof(ooo));

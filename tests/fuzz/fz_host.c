@@ -67,15 +67,30 @@ static void op_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 {
 	struct fz_host *h = host_of(opaque);
 
-	(void)ctx; (void)c; (void)user;
+	uint32_t i;
+
+	(void)ctx; (void)user;
 	h->ev.tcp_closed++;
 	h->ev.last_close_reason = (int)why;
+	if (c == h->watch)
+		h->watch_closed = 1;
+	for (i = 0; i < h->naccepted; i++)
+		if (h->accepted[i] == c) {
+			h->accepted[i] = h->accepted[--h->naccepted];
+			break;
+		}
 }
 
 static void *op_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque)
 {
-	(void)ctx; (void)c;
-	host_of(opaque)->ev.tcp_accepted++;
+	struct fz_host *h = host_of(opaque);
+
+	(void)ctx;
+	h->ev.tcp_accepted++;
+	if (h->naccepted < sizeof(h->accepted) / sizeof(h->accepted[0]))
+		h->accepted[h->naccepted++] = c;
+	else
+		fz_fail("fz_host", "more open passive connections than the pool holds");
 	return NULL;
 }
 
@@ -217,6 +232,8 @@ void fz_host_restore(struct fz_host *h)
 		       p->buf_size);
 	h->now = h->snap.now;
 	h->rng = h->snap.rng;
+	h->watch_closed = 0;
+	h->naccepted = 0;
 	memset(&h->ev, 0, sizeof(h->ev));
 	h->tx_len = 0;
 	h->udp_len = 0;
@@ -231,6 +248,17 @@ void fz_host_rx(struct fz_host *h, const uint8_t *f, uint32_t len)
 		return;
 	pkts[0] = k;
 	ipk_run(h->ctx, pkts, 1, h->now);
+}
+
+void fz_host_abort_accepted(struct fz_host *h)
+{
+	uint32_t guard = 0;
+
+	/* ipk_tcp_abort calls tcp_closed, which takes the handle off the list */
+	while (h->naccepted && guard++ < 64)
+		ipk_tcp_abort(h->ctx, h->accepted[h->naccepted - 1], h->now);
+	if (h->naccepted)
+		fz_fail("fz_host", "ipk_tcp_abort did not call tcp_closed");
 }
 
 void fz_host_advance(struct fz_host *h, uint64_t ns)

@@ -49,6 +49,12 @@ struct fz_host {
 	struct fz_events ev;
 	fz_tx_hook on_tx;
 	fz_tx_hook on_udp;           /* each datagram's payload (udp_data, udp_len) */
+	/* connections: one watched (the target's own: watch_closed once tcp_closed came
+	 * for it) and the passive opens still open (tcp_accepted, not yet tcp_closed) */
+	struct ipk_conn *watch;
+	int watch_closed;
+	struct ipk_conn *accepted[16];
+	uint32_t naccepted;
 	void *user;                  /* the target's own state */
 	/* udp_recv: a copy of the last datagram's payload (chains linearised) */
 	uint8_t udp_data[65536];
@@ -86,6 +92,8 @@ void fz_host_restore(struct fz_host *h);
 
 /* One received frame (copied into a pool packet) through ipk_run at h->now. */
 void fz_host_rx(struct fz_host *h, const uint8_t *f, uint32_t len);
+/* Abort every passive open still open (they hold pool entries). */
+void fz_host_abort_accepted(struct fz_host *h);
 /* Advance virtual time by ns and run the timers due. */
 void fz_host_advance(struct fz_host *h, uint64_t ns);
 /* Abort (abort() is libFuzzer's crash) when a pool counter is out of range. */
