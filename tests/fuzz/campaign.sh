@@ -39,7 +39,7 @@ for spec in "$@"; do
 	after=$(ls "$out/artifacts" | grep -c "^$name-" || true)
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$name.log")
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$out/$name.log")
-	last=$(grep -E '^#[0-9]+ +(DONE|NEW|REDUCE|pulse|INITED)' "$out/$name.log" | tail -n 1)
+	last=$(grep -E '^#[0-9]+[[:space:]]+(DONE|NEW|REDUCE|pulse|INITED)' "$out/$name.log" | tail -n 1)
 	cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
 	ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
 	corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$last")

@@ -150,7 +150,7 @@ fuzz_stage() {
 			-print_final_stats=1 -artifact_prefix="$san/fuzz-artifacts/$name-" \
 			"$work" >"$work.log" 2>&1; then
 			echo "ok fuzz $name"; p=$((p + 1))
-			grep -E '^(stat::(number_of_executed_units|average_exec_per_sec)|#[0-9]+ +DONE)' \
+			grep -E '^(stat::(number_of_executed_units|average_exec_per_sec)|#[0-9]+[[:space:]]+DONE)' \
 				"$work.log" || true
 		else
 			echo "FAIL fuzz $name"; f=$((f + 1))
