@@ -167,6 +167,7 @@ static void ping_in(uint8_t sel)
 
 static void run_op(struct rd *r)
 {
+	static const uint8_t payload[16] = "datagram to arp";
 	uint8_t op = rd8(r), b;
 
 	switch (op & 7) {
@@ -174,7 +175,8 @@ static void run_op(struct rd *r)
 	case 3:
 		b = rd8(r);
 		A.needs++;
-		ipk_udp_sendto(A.h.ctx, ipk_htons(53), ip_of(b), ipk_htons(9), "x", 1 + (b >> 4), A.h.now);
+		ipk_udp_sendto(A.h.ctx, ipk_htons(53), ip_of(b), ipk_htons(9), payload,
+		              1u + (b >> 4), A.h.now);
 		break;
 	case 4: ping_in(rd8(r)); break;
 	case 5: fz_host_advance(&A.h, (uint64_t)rd8(r) * 100000000ull); break;
