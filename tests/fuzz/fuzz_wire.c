@@ -1,7 +1,8 @@
 /*
- * libFuzzer target: every core/wire parser, chosen by the input's first byte
- * (modulo 8), the rest being the bytes to parse. No context, no set-up: each input
- * costs only its parse, so this target runs at millions of executions per second.
+ * libFuzzer target: every core/wire parser and the RSS hash, chosen by the input's
+ * first byte (modulo 9), the rest being the bytes to parse. No context, no set-up:
+ * each input costs only its parse, so this target runs at about a million
+ * executions per second.
  *
  * Invariants (a violation aborts, libFuzzer's crash):
  *  - a parse that succeeds returns a length within the buffer and fields within
@@ -17,7 +18,8 @@
  *    pieces cut anywhere (odd offsets included), ipk_csum_hdr20.
  *
  *   selector 0 eth, 1 arp, 2 ip4, 3 icmp, 4 udp, 5 tcp (+ options), 6 checksums,
- *   7 TCP options alone
+ *   7 TCP options alone, 8 RSS (Toeplitz against its definition, the 4-tuple hash,
+ *   the symmetric key)
  */
 #include "fuzz.h"
 
@@ -215,6 +217,60 @@ static void fz_csum(const uint8_t *p, uint32_t n)
 	}
 }
 
+/* Toeplitz by its definition (Microsoft RSS spec): for every set input bit j (most
+ * significant first), XOR in the 32 key bits starting at bit j. */
+static uint32_t toeplitz_ref(const uint8_t *key, uint32_t keylen, const uint8_t *in, uint32_t n)
+{
+	uint32_t h = 0, j, k;
+
+	for (j = 0; j < n * 8; j++) {
+		uint32_t w = 0;
+		if (!(in[j / 8] & (0x80u >> (j % 8))))
+			continue;
+		for (k = 0; k < 32; k++) {
+			uint32_t bit = j + k;
+			w = w << 1 | (bit / 8 < keylen ? (key[bit / 8] >> (7 - bit % 8)) & 1u : 0u);
+		}
+		h ^= w;
+	}
+	return h;
+}
+
+/* RSS (core/rss.c): the Toeplitz hash against its definition, the IPv4 4-tuple hash
+ * against the hash of its bytes, and the symmetric key's promise (both directions of
+ * a flow hash alike). Input: key length byte, then key, then hash input. */
+static void fz_rss(const uint8_t *p, uint32_t n)
+{
+	uint8_t sym[IPK_RSS_KEY_LEN], in[12];
+	uint32_t keylen, len, src, dst, h;
+	uint16_t sp, dp;
+
+	if (n < 1)
+		return;
+	keylen = p[0] % 53;
+	if (n - 1 < keylen)
+		return;
+	len = n - 1 - keylen > 16 ? 16 : n - 1 - keylen;
+	h = ipk_rss_toeplitz(p + 1, keylen, p + 1 + keylen, len);
+	if (keylen < 4 || len > keylen - 4)
+		need(h == 0, "rss: a key too short for the input must give 0");
+	else
+		need(h == toeplitz_ref(p + 1, keylen, p + 1 + keylen, len),
+		     "rss: toeplitz disagrees with its definition");
+	if (len < 12 || keylen < IPK_RSS_KEY_LEN)
+		return;
+	memcpy(in, p + 1 + keylen, 12);
+	memcpy(&src, in, 4);
+	memcpy(&dst, in + 4, 4);
+	memcpy(&sp, in + 8, 2);
+	memcpy(&dp, in + 10, 2);
+	need(ipk_rss_hash_ip4(p + 1, src, dst, sp, dp) == ipk_rss_toeplitz(p + 1, IPK_RSS_KEY_LEN, in, 12),
+	     "rss: hash_ip4 differs from the hash of the tuple's bytes");
+	ipk_rss_key_symmetric(sym);
+	need(ipk_rss_hash_ip4(sym, src, dst, sp, dp) == ipk_rss_hash_ip4(sym, dst, src, dp, sp),
+	     "rss: the symmetric key hashes the two directions of a flow apart");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint32_t n;
@@ -222,7 +278,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	n = size - 1 > 70000 ? 70000 : (uint32_t)(size - 1);
-	switch (data[0] & 7) {
+	switch (data[0] % 9) {
 	case 0: fz_eth(data + 1, n); break;
 	case 1: fz_arp(data + 1, n); break;
 	case 2: fz_ip4(data + 1, n); break;
@@ -230,7 +286,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 4: fz_udp(data + 1, n); break;
 	case 5: fz_tcp(data + 1, n); break;
 	case 6: fz_csum(data + 1, n); break;
-	default: fz_tcp_opts(data + 1, n); break;
+	case 7: fz_tcp_opts(data + 1, n); break;
+	default: fz_rss(data + 1, n); break;
 	}
 	return 0;
 }
@@ -283,5 +340,10 @@ int fuzz_make_corpus(const char *dir)
 	cs[8] = 13; /* odd cut */
 	n += seed(dir, "csum", 6, cs, sizeof(cs));
 	n += seed(dir, "opts-ts-sack", 7, sack, sizeof(sack));
+	cs[0] = IPK_RSS_KEY_LEN;
+	ipk_rss_key_symmetric(cs + 1);
+	for (i = 0; i < 12; i++)
+		cs[1 + IPK_RSS_KEY_LEN + i] = (uint8_t)(10 + i);
+	n += seed(dir, "rss-symmetric", 8, cs, 1 + IPK_RSS_KEY_LEN + 12);
 	return n;
 }
