@@ -4,7 +4,7 @@
  * timestamps), snapshotted; every input starts from that snapshot (fz_host.h: a
  * memory copy, no set-up) and is a sequence of operations on the connection:
  *
- *   op byte & 7:
+ *   op byte % 9:
  *   0, 1  a segment from the peer: flags, seq and ack as signed 16-bit deltas from
  *         the connection's own rcv_nxt and snd_una (so in-window and just-outside
  *         values are easy to reach), window, option selector (TS with TSecr echoing
@@ -20,12 +20,15 @@
  *   7     a raw TCP segment (header, options and payload from the input) aimed at
  *         the connection's ports, or at a listener on port 8080 (SYN-RECEIVED,
  *         SYN cookies, passive opens; see op_raw), checksums fixed
+ *   8     an ICMP error quoting the connection (fragmentation needed with a fuzzed
+ *         MTU, other unreachables, time exceeded, ...), sequence relative to snd_una
  *
  * Invariants after every operation while the connection lives: its magic is
  * intact, snd_una <= snd_nxt <= snd_max (sequence space), snd_max - snd_una within
  * the send buffer (+ SYN and FIN), the queued bytes within the send buffer, the
  * advertised right edge rcv_adv at or past rcv_nxt and at most the receive buffer
- * (scaled, + one window unit) ahead, undelivered bytes within the receive buffer;
+ * (scaled, + one window unit) ahead, undelivered bytes within the receive buffer,
+ * the MSS between the PMTU floor and what was negotiated;
  * every frame we send parses, has right checksums and (the connection's) a sequence
  * number within snd_una..snd_max (+ the FIN). At the end the connection and every
  * passive open are aborted if they still live, time runs on past every timer
@@ -275,6 +278,38 @@ static void op_raw(struct rd *r)
 	fz_host_rx(&T.h, f, h + n);
 }
 
+/* An ICMP error quoting the connection's own datagram (RFC 792, RFC 5927): from the
+ * peer or a router, type and code from sel (fragmentation needed with the MTU
+ * given, another unreachable, time exceeded, parameter problem, source quench), the
+ * quoted TCP sequence number relative to snd_una. */
+static void op_icmp(struct rd *r)
+{
+	static const uint8_t types[4] = {IPK_ICMP_UNREACH, IPK_ICMP_UNREACH, IPK_ICMP_TIME_EXCEEDED, 12};
+	uint8_t f[128], sel = rd8(r), *ic, *q;
+	uint16_t mtu = rd16i(r);
+	uint32_t h = fz_eth_ip(f, IPK_IPPROTO_ICMP, 8 + 20 + 8, 0, ++T.ip_id);
+
+	if (sel & 0x80)
+		ipk_wrbe32(f + 26, IPK_IP4(10, 0, 0, 254)); /* a router on the path */
+	ic = f + h;
+	memset(ic, 0, 8 + 20 + 8);
+	ic[0] = (sel & 0x40) ? 4 /* source quench */ : types[sel & 3];
+	ic[1] = (sel & 3) == 0 ? IPK_ICMP_UNREACH_NEEDFRAG : (uint8_t)((sel >> 2) & 15);
+	ipk_wr16(ic + 6, mtu);
+	q = ic + 8; /* the datagram we sent: us -> peer, TCP */
+	q[0] = 0x45;
+	ipk_wr16(q + 2, 40);
+	q[8] = 64;
+	q[9] = IPK_IPPROTO_TCP;
+	ipk_wrbe32(q + 12, FZ_IP_US);
+	ipk_wrbe32(q + 16, FZ_IP_PEER);
+	ipk_wr16(q + 20, T.sport);
+	ipk_wr16(q + 22, T.dport);
+	ipk_wr32(q + 24, T.c->snd_una + (uint32_t)(int16_t)rd16i(r));
+	fz_fix_csums(f, h + 36);
+	fz_host_rx(&T.h, f, h + 36);
+}
+
 static void op_write(uint32_t n)
 {
 	static uint8_t buf[64 * 1024];
@@ -307,6 +342,8 @@ static void check_conn(void)
 	     "rcv_nxt passed the advertised window's right edge");
 	need(c->rcv_adv - c->rcv_nxt <= rcvbuf + (1u << c->rcv_wscale),
 	     "advertised window above the receive buffer");
+	/* RFC 1191 §5 / RFC 5927: an ICMP error can lower the MSS, to a floor, never raise it */
+	need(c->mss >= IPK_TCP_PMTU_MIN_MSS - IPK_TCP_TS_LEN && c->mss <= 1460, "MSS out of range");
 }
 
 /* ------------------------------------------------------------ set-up */
@@ -370,7 +407,7 @@ static void run_op(struct rd *r)
 {
 	uint8_t op = rd8(r), b;
 
-	switch (op & 7) {
+	switch (op % 9) {
 	case 0: op_segment(r, 0); break;
 	case 1: op_segment(r, 1); break;
 	case 2: op_write((uint32_t)rd8(r) * 97u); break;
@@ -395,7 +432,8 @@ static void run_op(struct rd *r)
 		else
 			ipk_tcp_set_keepalive(T.h.ctx, T.c, (b >> 1) & 1, T.h.now);
 		break;
-	default: op_raw(r); break;
+	case 7: op_raw(r); break;
+	default: op_icmp(r); break;
 	}
 }
 
@@ -414,10 +452,10 @@ static void trace(int i)
 	}
 	printf("accepted %u open %u ", T.h.ev.tcp_accepted, T.h.naccepted);
 	printf("op %d: state %u snd_una +%u snd_nxt +%u snd_max +%u rcv_nxt +%u delivered %u "
-	       "fin %u tx %u sacked %u rtx %u\n",
+	       "fin %u tx %u mss %u rtx %u\n",
 	       i, T.c->state, T.c->snd_una - T.iss, T.c->snd_nxt - T.iss, T.c->snd_max - T.iss,
 	       T.c->rcv_nxt - PEER_ISS, T.h.ev.tcp_payload_bytes, T.h.ev.tcp_fin, T.h.ev.tx_frames,
-	       0u, T.c->retransmits);
+	       T.c->mss, T.c->retransmits);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -501,6 +539,11 @@ int fuzz_make_corpus(const char *dir)
 	                                7, 0xc0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x10, 0xff, 0xff, 0, 0, 0, 0};
 	int n = 0;
 
+	/* data in flight, then "fragmentation needed" at MTU 1000 quoting snd_una, and one
+	 * with MTU 0 (old routers) quoting a sequence out of flight */
+	static const uint8_t needfrag[] = {2, 30, 8, 0, 0x03, 0xe8, 0, 0, 8, 0x80, 0, 0, 0x7f, 0xff,
+	                                   4, 10};
+	n += fz_put_file(dir, "icmp-needfrag", needfrag, sizeof(needfrag));
 	n += fz_put_file(dir, "passive-open", passive, sizeof(passive));
 	n += fz_put_file(dir, "syn-flood-cookie", flood, sizeof(flood));
 	n += fz_put_file(dir, "data-fin", data_fin, sizeof(data_fin));
