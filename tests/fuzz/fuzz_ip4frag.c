@@ -9,13 +9,15 @@
  *   op:     a flags byte, then per flags:
  *           flags & 0xc0 == 0xc0: time passes, the next byte * 50 ms
  *           else a fragment: flags bits 0-1 identification (1..4), bit 2 MF,
- *           bit 3 source (peer or 10.0.0.3), bit 4 protocol (UDP or TCP), bit 5
+ *           bit 3 source (peer or 10.0.0.3), bit 4 protocol (UDP, or else an ICMP
+ *           echo request for identifications 1 and 3, TCP for 2 and 4), bit 5
  *           "last": the length runs to the declared end (with MF clear); then the
  *           offset byte (with bit 6 of flags: * 32, reaching the 65,535 limit) and
  *           the length byte (* 8, or + 1 with an odd low bit)
  *
  * Every datagram byte at offset i is pattern(i) (the 8 bytes at offset 0 are the
- * UDP header: ports 5353 -> 53, the declared length, checksum 0), so overlaps
+ * UDP header: ports 5353 -> 53, the declared length, checksum 0; or an ICMP echo
+ * header whose checksum covers the whole declared datagram), so overlaps
  * carry the same bytes and any misplaced piece shows. Invariants: every datagram
  * delivered has a declared length and the pattern's bytes, the packet and pb
  * counts stay in range after each fragment, and after the input time runs past
@@ -37,6 +39,8 @@ static struct {
 	struct fz_host h;
 	int ok;
 	uint32_t total[5]; /* declared UDP length per identification 1..4 */
+	uint16_t csum[5];  /* ICMP checksum per identification (icmp_csum) */
+	uint32_t csum_ok;
 } F;
 
 static void need(int ok, const char *what)
@@ -77,12 +81,59 @@ struct rd {
 };
 static uint8_t rd8(struct rd *r) { return r->at < r->n ? r->p[r->at++] : 0; }
 
+/* The checksum of the whole ICMP echo request of identification id (header with
+ * checksum 0, then the pattern), computed once per input: the reassembled datagram
+ * must check (RFC 792), so the first piece carries it. */
+static uint16_t icmp_csum(uint32_t id)
+{
+	static uint8_t d[0x3fff + 1000 + 8];
+	uint32_t i, t = F.total[id];
+	int odd = 0;
+
+	if (F.csum_ok & (1u << id))
+		return F.csum[id];
+	for (i = 0; i < t; i++)
+		d[i] = pattern(i);
+	memset(d, 0, 8);
+	d[0] = IPK_ICMP_ECHO;
+	ipk_wr16(d + 4, 0x1234);
+	ipk_wr16(d + 6, 1);
+	F.csum[id] = ipk_csum_fold(ipk_csum_add(0, d, t, &odd));
+	F.csum_ok |= 1u << id;
+	return F.csum[id];
+}
+
+/* The first 8 bytes of datagram id: a UDP header, an ICMP echo header, or (TCP)
+ * the pattern. */
+static void l4_header(uint8_t proto, uint32_t id, uint8_t hdr[8])
+{
+	uint32_t i;
+
+	for (i = 0; i < 8; i++)
+		hdr[i] = pattern(i);
+	if (proto == IPK_IPPROTO_UDP) {
+		ipk_wr16(hdr, 5353);
+		ipk_wr16(hdr + 2, 53);
+		ipk_wr16(hdr + 4, (uint16_t)F.total[id]);
+		ipk_wr16(hdr + 6, 0);
+	} else if (proto == IPK_IPPROTO_ICMP) {
+		hdr[0] = IPK_ICMP_ECHO;
+		hdr[1] = 0;
+		ipk_wr16(hdr + 2, icmp_csum(id));
+		ipk_wr16(hdr + 4, 0x1234);
+		ipk_wr16(hdr + 6, 1);
+	}
+}
+
 static void send_frag(uint8_t fl, uint32_t off, uint32_t len)
 {
 	static uint8_t f[1600];
 	uint32_t id = (fl & 3u) + 1, i, h;
+	uint8_t proto = IPK_IPPROTO_UDP, hdr[8];
 	uint16_t frag;
 
+	if (fl & 0x10) /* not UDP: ICMP echo for identifications 1 and 3, TCP for 2 and 4 */
+		proto = id & 1 ? IPK_IPPROTO_ICMP : IPK_IPPROTO_TCP;
 	if (fl & 0x20) { /* the last piece, to the declared end */
 		len = F.total[id] > off ? F.total[id] - off : 0;
 		fl = (uint8_t)(fl & ~4u);
@@ -90,21 +141,21 @@ static void send_frag(uint8_t fl, uint32_t off, uint32_t len)
 	if (len > 1480)
 		len = 1480;
 	frag = (uint16_t)((off / 8) | (fl & 4 ? IPK_IP4_MF : 0));
-	h = fz_eth_ip(f, fl & 0x10 ? IPK_IPPROTO_TCP : IPK_IPPROTO_UDP, len, frag, (uint16_t)id);
+	h = fz_eth_ip(f, proto, len, frag, (uint16_t)id);
 	if (fl & 8)
 		ipk_wrbe32(f + 26, IPK_IP4(10, 0, 0, 3));
 	for (i = 0; i < len; i++)
 		f[h + i] = pattern(off + i);
-	for (i = 0; i < 8; i++) { /* the UDP header where this piece covers it */
-		uint8_t hdr[8];
-		ipk_wr16(hdr, 5353);
-		ipk_wr16(hdr + 2, 53);
-		ipk_wr16(hdr + 4, (uint16_t)F.total[id]);
-		ipk_wr16(hdr + 6, 0);
+	l4_header(proto, id, hdr);
+	for (i = 0; i < 8; i++) /* the header where this piece covers it */
 		if (off <= i && i < off + len)
 			f[h + i - off] = hdr[i];
+	if (frag) {
+		ipk_wr16(f + 24, 0);
+		ipk_wr16(f + 24, ipk_csum_fold(ipk_csum_hdr20(f + 14)));
+	} else {
+		fz_fix_csums(f, h + len); /* a whole datagram: its L4 checksum too */
 	}
-	fz_fix_csums(f, h + len); /* the IPv4 header's (fragments: no L4) */
 	fz_host_rx(&F.h, f, h + len);
 }
 
@@ -158,16 +209,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	F.total[2] = (uint32_t)((rd8(&r) << 8) | rd8(&r)) & 0x3fffu;
 	F.total[3] = F.total[1] + 1000;
 	F.total[4] = F.total[2] + 1000;
+	F.csum_ok = 0;
 	for (i = 0; i < MAX_OPS && r.at < r.n; i++) {
 		run_op(&r);
 		fz_host_check(&F.h, WHO);
 	}
 	if (getenv("FUZZ_TRACE")) {
 		const struct ipk_counters *k = ipk_counters(F.h.ctx);
-		printf("frags %llu reassembled %llu delivered %u overlap %llu timeout %llu too_big %llu "
-		       "nomem %llu malformed %llu\n",
+		printf("frags %llu reassembled %llu delivered %u icmp_tx %llu frames_tx %u overlap %llu "
+		       "timeout %llu too_big %llu nomem %llu malformed %llu\n",
 		       (unsigned long long)k->ip4_frags_rx, (unsigned long long)k->ip4_reassembled,
-		       F.h.ev.udp_dgrams, (unsigned long long)k->drop[IPK_DROP_FRAG_OVERLAP],
+		       F.h.ev.udp_dgrams, (unsigned long long)k->icmp_tx, F.h.ev.tx_frames,
+		       (unsigned long long)k->drop[IPK_DROP_FRAG_OVERLAP],
 		       (unsigned long long)k->drop[IPK_DROP_FRAG_TIMEOUT],
 		       (unsigned long long)k->drop[IPK_DROP_FRAG_TOO_BIG],
 		       (unsigned long long)k->drop[IPK_DROP_FRAG_NOMEM],
@@ -199,6 +252,14 @@ int fuzz_make_corpus(const char *dir)
 	                                     0x06, 0, 100, 0x07, 0, 100, 0x0c, 0, 100, 0xc0, 60};
 	/* a piece past 65,535 bytes */
 	static const uint8_t toobig[] = {0x3f, 0xff, 0, 100, 0x44, 255, 184, 0x04, 0, 184};
+	/* a 2000-byte ping (id 1) in three pieces: reassembled, linearised, checked,
+	 * answered with a fragmented echo reply */
+	static const uint8_t ping[] = {0x07, 0xd0, 0, 100, 0x14, 0, 122, 0x14, 122, 122,
+	                               0x34, 244, 0};
+	/* the same at 3000 bytes (id 3): more than one packet buffer, so ICMP (which
+	 * takes flat packets) drops it as too big */
+	static const uint8_t ping3k[] = {0x07, 0xd0, 0, 100, 0x16, 0, 122, 0x16, 122, 122,
+	                                 0x36, 244, 0};
 	/* odd-length non-last piece, zero-length piece, a TCP fragment */
 	static const uint8_t odd[] = {0x04, 0, 0, 100, 0x04, 0, 101, 0x04, 0, 0, 0x14, 0, 100};
 	int n = 0;
@@ -209,5 +270,7 @@ int fuzz_make_corpus(const char *dir)
 	n += fz_put_file(dir, "unfinished-timeout", unfinished, sizeof(unfinished));
 	n += fz_put_file(dir, "too-big", toobig, sizeof(toobig));
 	n += fz_put_file(dir, "odd-and-empty", odd, sizeof(odd));
+	n += fz_put_file(dir, "icmp-echo-2000", ping, sizeof(ping));
+	n += fz_put_file(dir, "icmp-echo-3000-too-big", ping3k, sizeof(ping3k));
 	return n;
 }
