@@ -19,7 +19,9 @@
  * (RFC 826), requests go to broadcast and replies unicast to the asker; every
  * IPv4 frame goes from our MAC to a unicast MAC; ops->arp_learned never reports
  * our address, 0.0.0.0, a broadcast, multicast or loopback address or a multicast
- * MAC; requests we send are bounded by arp_retries per address that needed one;
+ * MAC; every unicast IPv4 frame goes to the MAC last learned for its destination
+ * (a model of the cache: a stale next-hop cache shows); requests we send are
+ * bounded by arp_retries per address that needed one;
  * and after the input, once time passes every retry and entry life, every queued
  * frame, pb and packet is back.
  */
@@ -35,11 +37,21 @@
 #define WHO "fuzz_arp"
 #define MAX_OPS 64
 
+#define MAX_SENT 64
+
 static struct {
 	struct fz_host h;
 	int ok;
 	uint32_t requests_tx, needs; /* ARP requests we sent; events that may need one */
 	uint32_t announces;
+	/* the bindings ops->arp_learned reported, latest last (a model of the cache) */
+	uint32_t learned_ip[32];
+	uint8_t learned_mac[32][6];
+	uint32_t nlearned;
+	/* unicast IPv4 frames sent during the current operation: next hop, MAC */
+	uint32_t sent_ip[MAX_SENT];
+	uint8_t sent_mac[MAX_SENT][6];
+	uint32_t nsent;
 } A;
 
 static const uint8_t macs[8][6] = {
@@ -89,6 +101,11 @@ static void on_tx(struct fz_host *h, const uint8_t *f, uint32_t len)
 		need((f[0] & 1) == 0 || (len >= 34 && is_bad_learn_ip(ipk_rdbe32(f + 30)) &&
 		                         ipk_rdbe32(f + 30) != FZ_IP_US),
 		     "sent an IPv4 unicast frame to a multicast MAC");
+		if ((f[0] & 1) == 0 && len >= 34 && A.nsent < MAX_SENT) {
+			/* on-link, no gateway: the next hop is the destination */
+			A.sent_ip[A.nsent] = ipk_rdbe32(f + 30);
+			memcpy(A.sent_mac[A.nsent++], f, 6);
+		}
 		return;
 	}
 	need(ipk_rd16(f + 12) == IPK_ETHERTYPE_ARP, "sent an unknown EtherType");
@@ -196,10 +213,39 @@ static void run_op(struct rd *r)
 
 static void on_learned(uint32_t ip_be, const uint8_t mac[6], void *opaque)
 {
+	uint32_t i;
+
 	(void)opaque;
 	A.h.ev.arp_learned++;
 	need(!is_bad_learn_ip(ip_be), "learned a binding for a special address");
 	need((mac[0] & 1) == 0, "learned a multicast MAC");
+	for (i = 0; i < A.nlearned && A.learned_ip[i] != ip_be; i++)
+		;
+	if (i == A.nlearned) {
+		if (A.nlearned == 32)
+			return;
+		A.nlearned++;
+	}
+	A.learned_ip[i] = ip_be;
+	memcpy(A.learned_mac[i], mac, 6);
+}
+
+/* After each operation: every unicast IPv4 frame went to the MAC last learned for
+ * its next hop (ARP flushes a queue before it reports the binding, so the check
+ * waits for the operation's end). A stale next-hop cache or a frame sent to a MAC
+ * never learned shows here. */
+static void check_sent(void)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < A.nsent; i++) {
+		for (j = 0; j < A.nlearned && A.learned_ip[j] != A.sent_ip[i]; j++)
+			;
+		need(j < A.nlearned, "sent IPv4 to an address no binding was learned for");
+		need(!memcmp(A.learned_mac[j], A.sent_mac[i], 6),
+		     "sent IPv4 to a MAC other than the one last learned");
+	}
+	A.nsent = 0;
 }
 
 static int setup(void)
@@ -230,16 +276,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	fz_host_restore(&A.h);
 	A.requests_tx = A.needs = A.announces = 0;
+	A.nlearned = A.nsent = 0;
 	r.p = data;
 	r.n = size;
 	r.at = 0;
 	for (i = 0; i < MAX_OPS && r.at < r.n; i++) {
 		run_op(&r);
 		fz_host_check(&A.h, WHO);
+		check_sent();
 	}
 	/* past every retry and every entry's life */
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 3; i++) {
 		fz_host_advance(&A.h, 10000000000ull);
+		check_sent();
+	}
 	fz_host_check_at_start(&A.h, WHO, 0);
 	/* each address that needed resolving costs at most arp_retries requests
 	 * (a gratuitous ARP is a request too) */
