@@ -15,6 +15,10 @@
  *           6    gratuitous ARP (ipk_arp_announce) or ipk_icmp_echo to the table
  *           7    a raw ARP frame: the fuzzer's 28 bytes after an Ethernet header
  *
+ * fuzz_arp_owned is the same target built with FZ_ARP_OWNED: the integrator owns the
+ * table (ops->arp_resolve answers from the bindings ops->arp_learned reported) and
+ * the core's cache only holds pending entries.
+ *
  * Invariants: every ARP frame we send parses, has our MAC and address as sender
  * (RFC 826), requests go to broadcast and replies unicast to the asker; every
  * IPv4 frame goes from our MAC to a unicast MAC; ops->arp_learned never reports
@@ -248,6 +252,22 @@ static void check_sent(void)
 	A.nsent = 0;
 }
 
+#ifdef FZ_ARP_OWNED
+/* The integrator's own table (ops->arp_resolve): the bindings ops->arp_learned gave. */
+static int owned_resolve(uint32_t ip_be, uint8_t mac[6], void *opaque)
+{
+	uint32_t i;
+
+	(void)opaque;
+	for (i = 0; i < A.nlearned; i++)
+		if (A.learned_ip[i] == ip_be) {
+			memcpy(mac, A.learned_mac[i], 6);
+			return 1;
+		}
+	return 0;
+}
+#endif
+
 static int setup(void)
 {
 	struct ipk_config cfg;
@@ -261,6 +281,9 @@ static int setup(void)
 	if (fz_host_init(&A.h, &cfg, 2, 64, 96) || ipk_udp_bind(A.h.ctx, ipk_htons(53)) < 0)
 		return -1;
 	A.h.ops.arp_learned = on_learned;
+#ifdef FZ_ARP_OWNED
+	A.h.ops.arp_resolve = owned_resolve;
+#endif
 	A.h.on_tx = on_tx;
 	fz_host_snapshot(&A.h);
 	A.ok = 1;
