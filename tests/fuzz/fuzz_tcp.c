@@ -537,12 +537,12 @@ int fuzz_make_corpus(const char *dir)
 	                                7, 0x80, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0,
 	                                7, 0x80, 0, 3, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0,
 	                                7, 0xc0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x10, 0xff, 0xff, 0, 0, 0, 0};
-	int n = 0;
-
 	/* data in flight, then "fragmentation needed" at MTU 1000 quoting snd_una, and one
 	 * with MTU 0 (old routers) quoting a sequence out of flight */
 	static const uint8_t needfrag[] = {2, 30, 8, 0, 0x03, 0xe8, 0, 0, 8, 0x80, 0, 0, 0x7f, 0xff,
 	                                   4, 10};
+	int n = 0;
+
 	n += fz_put_file(dir, "icmp-needfrag", needfrag, sizeof(needfrag));
 	n += fz_put_file(dir, "passive-open", passive, sizeof(passive));
 	n += fz_put_file(dir, "syn-flood-cookie", flood, sizeof(flood));
