@@ -101,6 +101,9 @@ static int map_region(void)
 	M.slots_a = M.base + ml_slots_off(0, M.n, M.ss);
 	M.slots_b = M.base + ml_slots_off(1, M.n, M.ss);
 	M.copy = (uint8_t *)malloc(M.n * sizeof(struct ml_desc) + (size_t)M.n * M.ss);
+	/* Every side has it mapped now: the name can go, so a crash (abort, no atexit)
+	 * leaves nothing in /dev/shm (role a's close ignores the name being gone). */
+	unlink(path);
 	return M.copy ? 0 : -1;
 }
 
