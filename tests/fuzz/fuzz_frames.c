@@ -17,18 +17,22 @@
  * the second halfway through the rest.
  *
  * The world (engine A with a listener on 80, UDP 53, and three connections opened
- * by a peer engine B over a simulated link) is rebuilt for every input from the
- * same seed, so every input replays exactly. After the frames, virtual time runs
+ * by a peer engine B over a simulated link) is the same for every input, so every
+ * input replays exactly: the replay build rebuilds it from the same seed, the
+ * libFuzzer build builds it once and copies it back (fz_world below). After the frames, virtual time runs
  * on (retransmissions, TIME_WAIT, reassembly timeouts) and the pool invariants are
  * checked; a violation aborts, which libFuzzer reports as a crash.
  */
-#include "fuzz_frames.h"
+#include "fuzz.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim.h"
+#ifdef FZ_ARENA
+#include "fz_arena.h"
+#endif
 
 #define NCONN 3
 
@@ -210,6 +214,85 @@ static void check_node(const struct sim_node *n)
 	}
 }
 
+/* ------------------------------------------------------------ the world */
+
+#ifdef FZ_ARENA
+/* libFuzzer build: the world is built once in the snapshot arena (fz_arena.c) and
+ * copied back before each input; the pools' buffer memory is left out of the copy
+ * and only the buffers in use when the world was built are put back. Under ASan the
+ * arena is off and the world is built for every input, as in the replay build. */
+struct live {
+	struct sim_pool *pool;
+	uint32_t n, *idx;
+	uint8_t *bytes;
+};
+static struct fz world;
+static struct live live[2];
+static int world_state = -1; /* -1 not tried, 0 no arena, 1 snapshot taken */
+
+static void live_take(struct live *l, struct sim_pool *p)
+{
+	uint32_t i;
+
+	l->pool = p;
+	l->idx = (uint32_t *)malloc(sizeof(uint32_t) * p->nbufs);
+	l->bytes = (uint8_t *)malloc((size_t)p->nbufs * p->buf_size);
+	if (!l->idx || !l->bytes)
+		abort(); /* harness memory at start-up, not input */
+	for (l->n = 0, i = 0; i < p->nbufs; i++)
+		if (p->bufs[i].refcnt) {
+			memcpy(l->bytes + (size_t)l->n * p->buf_size, p->bufs[i].mem, p->buf_size);
+			l->idx[l->n++] = i;
+		}
+	fz_arena_exclude(p->mem, (size_t)p->nbufs * p->buf_size);
+}
+
+static void live_put(const struct live *l)
+{
+	uint32_t i;
+
+	for (i = 0; i < l->n; i++)
+		memcpy(l->pool->bufs[l->idx[i]].mem, l->bytes + (size_t)i * l->pool->buf_size,
+		       l->pool->buf_size);
+}
+
+static int fz_world(struct fz *f)
+{
+	if (world_state < 0) {
+		world_state = 0;
+		if (fz_arena_on()) {
+			if (fz_build(&world))
+				return -1;
+			live_take(&live[0], world.a->pool);
+			live_take(&live[1], world.b->pool);
+			fz_arena_snapshot();
+			world_state = 1;
+		}
+	}
+	if (world_state == 0)
+		return fz_build(f);
+	fz_arena_restore();
+	live_put(&live[0]);
+	live_put(&live[1]);
+	*f = world;
+	return 0;
+}
+
+static void fz_world_done(struct fz *f)
+{
+	if (world_state == 0)
+		sim_destroy(f->s);
+	f->s = NULL;
+}
+#else
+static int fz_world(struct fz *f) { return fz_build(f); }
+static void fz_world_done(struct fz *f)
+{
+	sim_destroy(f->s);
+	f->s = NULL;
+}
+#endif
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct fz f;
@@ -217,8 +300,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t at = 1;
 	int nframes = 0;
 
-	if (size < 1 || fz_build(&f)) {
-		sim_destroy(f.s);
+	if (size < 1)
+		return 0;
+	if (fz_world(&f)) {
+		fz_world_done(&f);
 		return 0;
 	}
 	flags = data[0];
@@ -253,8 +338,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sim_run(f.s, f.s->now + SIM_SEC(10), NULL, NULL);
 	check_node(f.a);
 	check_node(f.b);
-	sim_destroy(f.s);
-	f.s = NULL;
+	fz_world_done(&f);
 	return 0;
 }
 
@@ -400,7 +484,7 @@ static int corpus_crafted(const char *dir)
 	return n;
 }
 
-int fuzz_frames_make_corpus(const char *dir)
+int fuzz_make_corpus(const char *dir)
 {
 	return corpus_live(dir) + corpus_crafted(dir);
 }

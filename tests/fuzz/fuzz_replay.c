@@ -1,5 +1,5 @@
 /*
- * Replay driver for fuzz_frames without libFuzzer (gcc, sanitizer builds): runs
+ * Replay driver for any fuzz target without libFuzzer (gcc, sanitizer builds): runs
  * LLVMFuzzerTestOneInput on every file named on the command line, descending into
  * directories. `--make-corpus DIR` writes the seed corpus instead. Options other
  * programs pass to libFuzzer targets (-foo=bar) are ignored.
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fuzz_frames.h"
+#include "fuzz.h"
 
 static int run_file(const char *path)
 {
@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 	int i, count = 0, bad = 0;
 
 	if (argc == 3 && !strcmp(argv[1], "--make-corpus")) {
-		int n = fuzz_frames_make_corpus(argv[2]);
+		int n = fuzz_make_corpus(argv[2]);
 		printf("wrote %d corpus files to %s\n", n, argv[2]);
 		return n > 0 ? 0 : 1;
 	}
