@@ -473,8 +473,20 @@ void ipk_tcp_backlog_release(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tuple *t);
 void ipk_tcp_enter(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_tcp_state st);
 IPK_INLINE void ipk_tcp_hold(struct ipk_conn *c) { c->busy++; }
-/* Drop a hold; returns 1 when the connection was freed meanwhile (c is now invalid). */
-int ipk_tcp_release(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* The last hold of a zombie went: free it (tcp.c). */
+void ipk_tcp_release_last(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Drop a hold; returns 1 when the connection was freed meanwhile (c is now invalid).
+ * Inline: every segment and most API calls take and drop one. */
+IPK_INLINE int ipk_tcp_release(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (c->busy)
+		c->busy--;
+	if (c->busy == 0 && (c->fl & IPK_TCPF_ZOMBIE)) {
+		ipk_tcp_release_last(ctx, c);
+		return 1;
+	}
+	return (c->fl & IPK_TCPF_ZOMBIE) != 0;
+}
 /* Apply the peer's SYN options (MSS, window scale) */
 void ipk_tcp_syn_opts(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o);
 
