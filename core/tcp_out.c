@@ -826,7 +826,10 @@ static struct ipk_pb *txf_src(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t 
 	*at = c->snd_nxt - c->sq_seq;
 	if (!pb || *at + len > pb->len)
 		pb = ipk_tcp_sq_find(ctx, c, c->snd_nxt, at);
-	if (!pb || *at + len > pb->len || ipk_pkt_chain_next(ctx, pb->pkt))
+	/* a pb ipk_tcp_write filled is one packet it wrote flat (write_copy): no chain
+	 * to test for */
+	if (!pb || *at + len > pb->len ||
+	    (!(pb->aux & IPK_TCP_PB_COPY) && ipk_pkt_chain_next(ctx, pb->pkt)))
 		return NULL;
 	return pb;
 }
