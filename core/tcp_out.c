@@ -608,13 +608,15 @@ static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t burst)
 /* ---------------------------------------------------- transmit fast path
  *
  * The output pass of an established connection in its common case, straight through:
- * everything queued goes in one segment of new data (or an owed pure ACK goes), with
- * at most the timestamp option, copied into the header packet, to a next hop whose
- * Ethernet header the context has cached. Everything else takes the general path
- * (ipk_tcp_xmit and seg_send), which stays the reference: SYN, FIN, retransmission,
- * SACK or D-SACK blocks to send, loss recovery, ECN, a segment above one MSS or
- * chained by scatter-gather, Nagle or a window holding data back, an unresolved next
- * hop, the packet pool dry. The fast path writes the same bytes and does the same
+ * everything queued goes in one segment of new data (or an owed pure ACK goes), or,
+ * without TSO, full-MSS segments one after another while each comes from one pb and
+ * fits the window (a bulk pass), with at most the timestamp option, copied into the
+ * header packet, to a next hop whose Ethernet header the context has cached.
+ * Everything else takes the general path (ipk_tcp_xmit and seg_send), which stays the
+ * reference, also for the rest of a pass the fast path began: SYN, FIN,
+ * retransmission, SACK or D-SACK blocks to send, loss recovery, ECN, a TSO frame, a
+ * segment chained by scatter-gather or spread over pbs, Nagle or a window holding
+ * data back, an unresolved next hop, the packet pool dry. The fast path writes the same bytes and does the same
  * bookkeeping (tests/tcp/test_tcp_txfast.c sends each situation both ways, with
  * ctx->tx_fast_off, and compares the frames).
  */

@@ -4,7 +4,7 @@
  * with ctx->tx_fast_off, and every frame they send must be the same bytes (and the
  * same offload marks), and the connection's send state (sequence variables, flags,
  * timers, the context deadline, RACK's send stamps) the same after every step. The
- * script crosses into the general path and back (segments above one MSS, Nagle, a
+ * script crosses into the general path and back (a write's tail behind Nagle, a
  * retransmission, SACK blocks, a zero window, FIN), so a shortcut that forgets some
  * bookkeeping shows up in a later step too. The fast run must have used the fast
  * path, the other must not have.
@@ -132,7 +132,8 @@ static void script(struct th *t, const struct variant *v, struct run *r)
 	digest(t, c, r);
 	th_run_for(t, 300 * MS);
 	digest(t, c, r);
-	/* above one MSS (general), then small writes behind it (Nagle) */
+	/* above one MSS (its full segments fast, not with scatter-gather), then small
+	 * writes behind it (Nagle: general) */
 	ipk_tcp_write(t->ctx, c, buf, v->big, t->now);
 	ipk_tcp_write(t->ctx, c, buf + 7, 10, t->now);
 	digest(t, c, r);
