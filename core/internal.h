@@ -360,12 +360,36 @@ IPK_INLINE int ipk_pkt_slice(struct ipk_ctx *c, void **tail, void *p, uint32_t o
 
 /* ------------------------------------------------------------ pools */
 
-struct ipk_pb *ipk_pb_get(struct ipk_ctx *c);           /* NULL + counted when empty */
-void ipk_pb_put(struct ipk_ctx *c, struct ipk_pb *pb);  /* does not free pb->pkt */
 struct ipk_conn *ipk_conn_get(struct ipk_ctx *c);       /* zeroed; NULL when empty */
 void ipk_conn_put(struct ipk_ctx *c, struct ipk_conn *conn);
 
 IPK_INLINE void ipk_drop(struct ipk_ctx *c, enum ipk_drop why) { c->cnt.drop[why]++; }
+
+/* A zeroed pb from the free list; NULL + counted when empty. Inline: every write and
+ * every acknowledged segment takes or gives one, and the library build would
+ * otherwise call into stack.c for a few loads and stores. */
+IPK_INLINE struct ipk_pb *ipk_pb_get(struct ipk_ctx *c)
+{
+	struct ipk_pb *pb = c->pb_free;
+
+	if (!pb) {
+		ipk_drop(c, IPK_DROP_NO_PB);
+		return NULL;
+	}
+	c->pb_free = pb->next;
+	c->pb_nfree--;
+	ipk_memset(pb, 0, sizeof(*pb));
+	return pb;
+}
+
+/* Back to the free list; does not free pb->pkt. */
+IPK_INLINE void ipk_pb_put(struct ipk_ctx *c, struct ipk_pb *pb)
+{
+	pb->pkt = NULL;
+	pb->next = c->pb_free;
+	c->pb_free = pb;
+	c->pb_nfree++;
+}
 /* Count `why` and free the packet chain. */
 void ipk_drop_pkt(struct ipk_ctx *c, void *pkt, enum ipk_drop why);
 

@@ -381,28 +381,6 @@ int ipk_add_pbs(struct ipk_ctx *ctx, void *mem, uint32_t count)
 uint32_t ipk_conns_free(const struct ipk_ctx *ctx) { return ctx ? ctx->conn_nfree : 0; }
 uint32_t ipk_pbs_free(const struct ipk_ctx *ctx) { return ctx ? ctx->pb_nfree : 0; }
 
-struct ipk_pb *ipk_pb_get(struct ipk_ctx *c)
-{
-	struct ipk_pb *pb = c->pb_free;
-
-	if (!pb) {
-		ipk_drop(c, IPK_DROP_NO_PB);
-		return NULL;
-	}
-	c->pb_free = pb->next;
-	c->pb_nfree--;
-	ipk_memset(pb, 0, sizeof(*pb));
-	return pb;
-}
-
-void ipk_pb_put(struct ipk_ctx *c, struct ipk_pb *pb)
-{
-	pb->pkt = NULL;
-	pb->next = c->pb_free;
-	c->pb_free = pb;
-	c->pb_nfree++;
-}
-
 struct ipk_conn *ipk_conn_get(struct ipk_ctx *c)
 {
 	struct ipk_conn *conn = c->conn_free;

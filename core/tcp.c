@@ -221,16 +221,7 @@ void ipk_tcp_destroy(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_close_rea
 	conn_free(ctx, c);
 }
 
-int ipk_tcp_release(struct ipk_ctx *ctx, struct ipk_conn *c)
-{
-	if (c->busy)
-		c->busy--;
-	if (c->busy == 0 && (c->fl & IPK_TCPF_ZOMBIE)) {
-		conn_free(ctx, c);
-		return 1;
-	}
-	return (c->fl & IPK_TCPF_ZOMBIE) != 0;
-}
+void ipk_tcp_release_last(struct ipk_ctx *ctx, struct ipk_conn *c) { conn_free(ctx, c); }
 
 /* RFC 9293 §3.7.1 MSS and RFC 7323 §2.2 window scale from the peer's SYN. */
 void ipk_tcp_syn_opts(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o)

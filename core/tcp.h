@@ -478,8 +478,20 @@ void ipk_tcp_backlog_release(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tuple *t);
 void ipk_tcp_enter(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_tcp_state st);
 IPK_INLINE void ipk_tcp_hold(struct ipk_conn *c) { c->busy++; }
-/* Drop a hold; returns 1 when the connection was freed meanwhile (c is now invalid). */
-int ipk_tcp_release(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* The last hold of a zombie went: free it (tcp.c). */
+void ipk_tcp_release_last(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Drop a hold; returns 1 when the connection was freed meanwhile (c is now invalid).
+ * Inline: every segment and most API calls take and drop one. */
+IPK_INLINE int ipk_tcp_release(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	if (c->busy)
+		c->busy--;
+	if (c->busy == 0 && (c->fl & IPK_TCPF_ZOMBIE)) {
+		ipk_tcp_release_last(ctx, c);
+		return 1;
+	}
+	return (c->fl & IPK_TCPF_ZOMBIE) != 0;
+}
 /* Apply the peer's SYN options (MSS, window scale) */
 void ipk_tcp_syn_opts(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o);
 
@@ -619,7 +631,19 @@ void ipk_tcp_cc_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_cc_sack_enter(struct ipk_ctx *ctx, struct ipk_conn *c);
 
 /* ---- tcp_ts.c: RFC 7323 timestamps */
-uint32_t ipk_tcp_ts_now(const struct ipk_ctx *ctx, const struct ipk_conn *c);
+/* The timestamp clock: ctx->now in whole ms (RFC 7323 §5.4: a 1 ms tick). Inline with
+ * the two users every segment has (the TSval sent, TS.Recent's age): the library
+ * build would call into tcp_ts.c for a division by a constant. */
+IPK_INLINE uint32_t ipk_tcp_ts_clock_ms(const struct ipk_ctx *ctx)
+{
+	return (uint32_t)(ctx->now / 1000000u);
+}
+/* Our TSval. The ISS offsets the clock per connection so TSval does not reveal the
+ * host's uptime (§7.1 suggests a random offset). */
+IPK_INLINE uint32_t ipk_tcp_ts_now(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	return ipk_tcp_ts_clock_ms(ctx) + c->iss;
+}
 /* Negotiate from the peer's SYN (our SYN offered TS when cfg.tcp_timestamps). */
 void ipk_tcp_ts_syn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o);
 /* RFC 7323 §5.3 R1 and §3.2: 0 when the segment passes, else dropped and counted:
@@ -631,7 +655,12 @@ int ipk_tcp_paws_reject(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 /* §4.3: remember the peer's TSval from an acceptable segment. */
 void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
 /* TS.Recent = tsval now; the caller made §4.3 (2)'s tests (header prediction has). */
-void ipk_tcp_ts_recent_take(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t tsval);
+IPK_INLINE void ipk_tcp_ts_recent_take(const struct ipk_ctx *ctx, struct ipk_conn *c,
+                                       uint32_t tsval)
+{
+	c->ts_recent = tsval;
+	c->ts_recent_ms = ipk_tcp_ts_clock_ms(ctx);
+}
 /* §4.1: RTT sample from TSecr on an ACK that advanced snd_una; 0 when none taken. */
 int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
 

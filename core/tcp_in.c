@@ -955,10 +955,11 @@ IPK_HOT void ipk_tcp_input_conn(struct ipk_ctx *ctx, struct ipk_conn *c, struct 
 	else
 		input_synced(ctx, c, s);
 	ctx->in_event_c = outer;
-	if (heard && !zombie(c) && (c->fl & IPK_TCPF_KEEPALIVE))
+	if (heard && (c->fl & IPK_TCPF_KEEPALIVE) && !zombie(c))
 		ipk_tcp_keepalive_restart(ctx, c);
-	if (!zombie(c))
-		ipk_tcp_output(ctx, c);
+	/* A zombie or closed connection sends nothing: ipk_tcp_output tests that itself
+	 * (txf_len's TXF_NOT and TXF_STATES, then its own test before the general pass). */
+	ipk_tcp_output(ctx, c);
 	if (ctx->dsack_c == c)
 		ctx->dsack_c = NULL; /* not reported (no ACK went out): forget it */
 	ipk_tcp_release(ctx, c);

@@ -606,13 +606,14 @@ static int output_one(struct ipk_ctx *ctx, struct ipk_conn *c)
 	return rc > 0;
 }
 
-static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c)
+/* The send loop, at most `burst` segments (what the fast pass left of the burst). */
+static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t burst)
 {
 	uint32_t i;
 
 	if (ipk_tcp_sb(c))
 		ipk_tcp_sb_output(ctx, c); /* lost holes before new data (RFC 6675 §5 (C)) */
-	for (i = 0; i < IPK_TCP_OUTPUT_BURST; i++) {
+	for (i = 0; i < burst; i++) {
 		if (!output_one(ctx, c))
 			break;
 	}
@@ -627,13 +628,15 @@ static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c)
 /* ---------------------------------------------------- transmit fast path
  *
  * The output pass of an established connection in its common case, straight through:
- * everything queued goes in one segment of new data (or an owed pure ACK goes), with
- * at most the timestamp option, copied into the header packet, to a next hop whose
- * Ethernet header the context has cached. Everything else takes the general path
- * (ipk_tcp_xmit and seg_send), which stays the reference: SYN, FIN, retransmission,
- * SACK or D-SACK blocks to send, loss recovery, ECN, a segment above one MSS or
- * chained by scatter-gather, Nagle or a window holding data back, an unresolved next
- * hop, the packet pool dry. The fast path writes the same bytes and does the same
+ * everything queued goes in one segment of new data (or an owed pure ACK goes), or,
+ * without TSO, full-MSS segments one after another while each comes from one pb and
+ * fits the window (a bulk pass), with at most the timestamp option, copied into the
+ * header packet, to a next hop whose Ethernet header the context has cached.
+ * Everything else takes the general path (ipk_tcp_xmit and seg_send), which stays the
+ * reference, also for the rest of a pass the fast path began: SYN, FIN,
+ * retransmission, SACK or D-SACK blocks to send, loss recovery, ECN, a TSO frame, a
+ * segment chained by scatter-gather or spread over pbs, Nagle or a window holding
+ * data back, an unresolved next hop, the packet pool dry. The fast path writes the same bytes and does the same
  * bookkeeping (tests/tcp/test_tcp_txfast.c sends each situation both ways, with
  * ctx->tx_fast_off, and compares the frames).
  */
@@ -643,38 +646,50 @@ static void output_data(struct ipk_ctx *ctx, struct ipk_conn *c)
                  IPK_TCPF_SACK_RCVY | IPK_TCPF_RTX_LOST)
 #define TXF_STATES ((1u << IPK_TCP_ESTABLISHED) | (1u << IPK_TCP_CLOSE_WAIT))
 
-/* The payload the general pass would send as one segment that empties the send queue,
- * 0 for an owed pure ACK with nothing to send, -1 when the pass is not the common
- * case. No extension record means no scoreboard, recovery episode or out-of-order
- * queue: no SACK blocks, pipe is the flight, PRR is off. */
+/* txf_len's plan of a fast segment: the payload length in the low 16 bits, the TCP
+ * flags in the next 8 (PSH when the data empties the queue, ipk_tcp_xmit's rule), and
+ * TXF_MORE on a full-MSS segment with more queued behind it. */
+#define TXF_LEN(plan) ((uint32_t)(plan) & 0xffffu)
+#define TXF_FLAGS(plan) ((uint8_t)((uint32_t)(plan) >> 16))
+#define TXF_ACK ((uint32_t)IPK_TCP_ACK << 16)
+#define TXF_PSH ((uint32_t)(IPK_TCP_ACK | IPK_TCP_PSH) << 16)
+#define TXF_MORE (1u << 24)
+
 static int32_t txf_len(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	uint32_t avail = ipk_tcp_data_end(c) - c->snd_nxt;
+	uint32_t avail = ipk_tcp_data_end(c) - c->snd_nxt, len = avail, fl = TXF_PSH;
 	uint32_t inflight = c->snd_nxt - c->snd_una, uwnd, cwnd;
 
-	/* First what a bulk transfer's passes fail on: more than one MSS queued (no TSO
-	 * frame here), or nothing to send and no ACK owed now. */
-	if (avail > c->mss || (avail == 0 && !(c->fl & IPK_TCPF_ACK_NOW)))
-		return -1;
+	/* One compare for what request/response passes never are: nothing to send, or
+	 * more than one MSS (a bulk pass). */
+	if (avail - 1u >= c->mss) {
+		if (avail == 0 && !(c->fl & IPK_TCPF_ACK_NOW))
+			return -1; /* nothing to send and no ACK owed now */
+		if (avail != 0) {
+			/* snd_nxt passes the queue's end only with a FIN (TXF_NOT); with TSO
+			 * the general pass sends more than one MSS a frame */
+			if ((int32_t)avail < 0 || (ctx->cfg.caps & IPK_CAP_TSO))
+				return -1;
+			len = c->mss;
+			fl = TXF_ACK | TXF_MORE;
+		}
+	}
 	if ((c->fl & TXF_NOT) || !((1u << c->state) & TXF_STATES) || c->x ||
 	    ctx->dsack_c == c || c->snd_nxt != c->snd_max || ctx->tx_fast_off)
 		return -1;
-	if (avail == 0)
-		return 0;
+	if (len == 0)
+		return (int32_t)TXF_ACK;
 	/* copied: with SG only up to IPK_TCP_COPY_MAX */
-	if ((ctx->cfg.caps & IPK_CAP_SG) && avail > IPK_TCP_COPY_MAX)
+	if ((ctx->cfg.caps & IPK_CAP_SG) && len > IPK_TCP_COPY_MAX)
 		return -1;
-	/* output_one's usable window and send_ok (len == avail) */
+	/* output_one's usable window and send_ok (len == avail, or a full MSS) */
 	uwnd = c->snd_wnd > inflight ? c->snd_wnd - inflight : 0;
 	cwnd = c->cwnd > inflight ? c->cwnd - inflight : 0;
-	if (IPK_MIN(uwnd, cwnd) < avail ||
-	    ((c->fl & IPK_TCPF_NAGLE) && inflight > 0 && avail < c->mss))
+	if (IPK_MIN(uwnd, cwnd) < len ||
+	    ((c->fl & IPK_TCPF_NAGLE) && inflight > 0 && len < c->mss))
 		return -1;
-	return (int32_t)avail;
+	return (int32_t)(len | fl);
 }
-
-/* A fast segment's flags: PSH when it carries data, which always empties the queue. */
-#define TXF_FLAGS(len) ((len) ? IPK_TCP_ACK | IPK_TCP_PSH : IPK_TCP_ACK)
 
 /* The fields of a fast segment's IPv4 header that do not change between segments
  * (DF, TOS 0: no ECN on this path); length, ID and checksum 0. */
@@ -752,7 +767,8 @@ static int txf_tmpl_ok(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 /* A fast segment's header written whole at p (Ethernet, IPv4 of tot bytes, TCP and
  * timestamps), when the template is another connection's. */
 static void txf_hdr_full(struct ipk_ctx *ctx, struct ipk_conn *c, uint8_t *p, uint32_t tot,
-                         uint32_t hlen, uint32_t len, uint16_t wnd, struct ipk_tx_meta *meta)
+                         uint32_t hlen, uint32_t plan, uint16_t wnd,
+                         struct ipk_tx_meta *meta)
 {
 	int hw = (ctx->cfg.caps & IPK_CAP_TX_CSUM_IP4) != 0;
 	uint8_t *th = p + ctx->l2_len + IPK_IP4_HLEN;
@@ -779,7 +795,7 @@ static void txf_hdr_full(struct ipk_ctx *ctx, struct ipk_conn *c, uint8_t *p, ui
 	h.seq = c->snd_nxt;
 	h.ack = c->rcv_nxt;
 	h.doff = (uint8_t)hlen;
-	h.flags = TXF_FLAGS(len);
+	h.flags = TXF_FLAGS(plan);
 	h.wnd = wnd;
 	h.csum = 0;
 	h.urp = 0;
@@ -794,7 +810,8 @@ static void txf_hdr_full(struct ipk_ctx *ctx, struct ipk_conn *c, uint8_t *p, ui
  * the header), then the fields of this segment; the IPv4 checksum from the fixed
  * words' sum and the two that changed (RFC 1624), folded twice. */
 static void txf_hdr_tmpl(struct ipk_ctx *ctx, struct ipk_conn *c, uint8_t *p, uint32_t tot,
-                         uint32_t hlen, uint32_t len, uint16_t wnd, struct ipk_tx_meta *meta)
+                         uint32_t hlen, uint32_t plan, uint16_t wnd,
+                         struct ipk_tx_meta *meta)
 {
 	uint8_t *ip = p + ctx->l2_len, *th = ip + IPK_IP4_HLEN;
 	uint32_t id = ctx->ip_id++, sum;
@@ -812,7 +829,7 @@ static void txf_hdr_tmpl(struct ipk_ctx *ctx, struct ipk_conn *c, uint8_t *p, ui
 	}
 	ipk_wr32(th + 4, c->snd_nxt);
 	ipk_wr32(th + 8, c->rcv_nxt);
-	th[13] = TXF_FLAGS(len);
+	th[13] = TXF_FLAGS(plan);
 	ipk_wr16(th + 14, wnd);
 	if (hlen > IPK_TCP_HLEN) {
 		ipk_wr32(th + IPK_TCP_HLEN + 4, ipk_tcp_ts_now(ctx, c));
@@ -831,7 +848,10 @@ static struct ipk_pb *txf_src(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t 
 	*at = c->snd_nxt - c->sq_seq;
 	if (!pb || *at + len > pb->len)
 		pb = ipk_tcp_sq_find(ctx, c, c->snd_nxt, at);
-	if (!pb || *at + len > pb->len || ipk_pkt_chain_next(ctx, pb->pkt))
+	/* a pb ipk_tcp_write filled is one packet it wrote flat (write_copy): no chain
+	 * to test for */
+	if (!pb || *at + len > pb->len ||
+	    (!(pb->aux & IPK_TCP_PB_COPY) && ipk_pkt_chain_next(ctx, pb->pkt)))
 		return NULL;
 	return pb;
 }
@@ -897,8 +917,9 @@ static void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint
 /* Build and send the segment txf_len planned; 0 (nothing done) when the frame cannot
  * go this way after all: above the MTU, no route, next hop not cached, payload spread
  * over packets, pool dry. */
-static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len)
+static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t plan)
 {
+	uint32_t len = TXF_LEN(plan);
 	uint32_t hlen = IPK_TCP_HLEN + ((c->fl & IPK_TCPF_TS_OK) ? IPK_TCP_TS_LEN : 0u);
 	uint32_t l2 = ctx->l2_len, tot = IPK_IP4_HLEN + hlen + len, seq = c->snd_nxt, at = 0;
 	int tmpl = txf_tmpl_ok(ctx, c);
@@ -928,12 +949,12 @@ static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t le
 	th = p + l2 + IPK_IP4_HLEN;
 	wnd = wnd_field(ctx, c);
 	if (tmpl) {
-		txf_hdr_tmpl(ctx, c, p, tot, hlen, len, wnd, &meta);
+		txf_hdr_tmpl(ctx, c, p, tot, hlen, plan, wnd, &meta);
 		if (src)
 			txf_copy(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
 		txf_csum(ctx, th, c, hlen, hlen + len, &meta);
 	} else {
-		txf_hdr_full(ctx, c, p, tot, hlen, len, wnd, &meta);
+		txf_hdr_full(ctx, c, p, tot, hlen, plan, wnd, &meta);
 		if (src)
 			txf_copy(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
 		seg_csum_flat(ctx, th, &c->t, hlen + len, &meta);
@@ -980,13 +1001,19 @@ static void txf_timers(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 IPK_HOT void ipk_tcp_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	int32_t fast = txf_len(ctx, c);
+	uint32_t fast = 0;
+	int32_t plan;
 
-	if (fast >= 0 && txf_send(ctx, c, (uint32_t)fast)) {
-		c->retry_at = 0;
-		c->nretry = 0;
-		txf_timers(ctx, c);
-		return;
+	/* Fast segments while each is the one output_data's loop would send next: one
+	 * that empties the queue (or a pure ACK) completes the pass, as does the burst
+	 * used up; else the general pass goes on with the rest of the burst. */
+	while ((plan = txf_len(ctx, c)) >= 0 && txf_send(ctx, c, (uint32_t)plan)) {
+		if (!(plan & TXF_MORE) || ++fast == IPK_TCP_OUTPUT_BURST) {
+			c->retry_at = 0;
+			c->nretry = 0;
+			txf_timers(ctx, c);
+			return;
+		}
 	}
 	if (c->state == IPK_TCP_CLOSED || (c->fl & IPK_TCPF_ZOMBIE))
 		return;
@@ -1000,7 +1027,7 @@ IPK_HOT void ipk_tcp_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 		else
 			c->snd_nxt = c->iss + 1u;
 	} else if (ipk_tcp_synced(c) && c->state != IPK_TCP_TIME_WAIT) {
-		output_data(ctx, c);
+		output_data(ctx, c, IPK_TCP_OUTPUT_BURST - fast);
 	}
 	if ((c->fl & IPK_TCPF_ACK_NOW) && c->state != IPK_TCP_SYN_SENT &&
 	    ipk_tcp_send_ack(ctx, c) < 0)

@@ -10,21 +10,10 @@
 #include "tcp.h"
 #include "wire/wire.h"
 
-#define TS_NS_PER_MS 1000000ull
 /* RFC 7323 §5.5: TS.Recent older than 24 days is invalid (in ms of our clock). */
 #define PAWS_IDLE_MS (24ull * 24ull * 3600ull * 1000ull)
 
-static uint32_t ts_clock_ms(const struct ipk_ctx *ctx)
-{
-	return (uint32_t)(ctx->now / TS_NS_PER_MS);
-}
-
-/* RFC 7323 §5.4: a 1 ms tick. The ISS offsets the clock per connection so TSval does
- * not reveal the host's uptime (§7.1 suggests a random offset). */
-uint32_t ipk_tcp_ts_now(const struct ipk_ctx *ctx, const struct ipk_conn *c)
-{
-	return ts_clock_ms(ctx) + c->iss;
-}
+static uint32_t ts_clock_ms(const struct ipk_ctx *ctx) { return ipk_tcp_ts_clock_ms(ctx); }
 
 void ipk_tcp_ts_syn(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o)
 {
@@ -79,12 +68,6 @@ IPK_HOT void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const st
 		ipk_tcp_ts_recent_take(ctx, c, s->o.tsval);
 }
 
-/* TS.Recent = tsval: the caller made §4.3 (2)'s tests (header prediction has). */
-IPK_HOT void ipk_tcp_ts_recent_take(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t tsval)
-{
-	c->ts_recent = tsval;
-	c->ts_recent_ms = ts_clock_ms(ctx);
-}
 
 /* RFC 7323 §4.1: every ACK that advances the left edge gives a sample, also across
  * retransmissions, because TSecr names the transmission that was acknowledged.
