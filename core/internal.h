@@ -296,14 +296,52 @@ IPK_INLINE uint64_t ipk_clock(struct ipk_ctx *c, uint64_t now)
 
 IPK_INLINE void *ipk_pkt_alloc(struct ipk_ctx *c) { return IPK_OPS(c)->pkt_alloc(IPK_OPQ(c)); }
 IPK_INLINE void ipk_pkt_free(struct ipk_ctx *c, void *p) { IPK_OPS(c)->pkt_free(p, IPK_OPQ(c)); }
-IPK_INLINE uint8_t *ipk_pkt_data(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_data(p, IPK_OPQ(c)); }
-IPK_INLINE uint32_t ipk_pkt_len(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_len(p, IPK_OPQ(c)); }
+
+/* Descriptor members the integrator declared (ipk_config.pkt_fields) are read in
+ * place of the op: a load instead of an indirect call in the library build. A unity
+ * build with IPK_OPS_STATIC inlines the ops and ignores the declaration. The copy
+ * (one load at -O1 and above) reads the member whatever its declared pointer type,
+ * without an aliasing question. */
+#ifdef IPK_OPS_STATIC
+#define IPK_PKT_FIELD(c, f) ((void)(c), 0)
+#else
+#define IPK_PKT_FIELD(c, f) ((c)->cfg.pkt_fields & (f))
+#endif
+
+IPK_INLINE uint8_t *ipk_pkt_data(struct ipk_ctx *c, void *p)
+{
+	uint8_t *d;
+
+	if (!IPK_PKT_FIELD(c, IPK_PKT_FIELD_DATA))
+		return IPK_OPS(c)->pkt_data(p, IPK_OPQ(c));
+	ipk_memcpy(&d, (const uint8_t *)p + c->cfg.pkt_data_off, sizeof(d));
+	return d;
+}
+
+IPK_INLINE uint32_t ipk_pkt_len(struct ipk_ctx *c, void *p)
+{
+	uint32_t n;
+
+	if (!IPK_PKT_FIELD(c, IPK_PKT_FIELD_LEN))
+		return IPK_OPS(c)->pkt_len(p, IPK_OPQ(c));
+	ipk_memcpy(&n, (const uint8_t *)p + c->cfg.pkt_len_off, sizeof(n));
+	return n;
+}
 IPK_INLINE void ipk_pkt_set_len(struct ipk_ctx *c, void *p, uint32_t n) { IPK_OPS(c)->pkt_set_len(p, n, IPK_OPQ(c)); }
 IPK_INLINE void ipk_pkt_adj_head(struct ipk_ctx *c, void *p, uint32_t n) { IPK_OPS(c)->pkt_adj_head(p, n, IPK_OPQ(c)); }
 IPK_INLINE void ipk_pkt_trim_tail(struct ipk_ctx *c, void *p, uint32_t n) { IPK_OPS(c)->pkt_trim_tail(p, n, IPK_OPQ(c)); }
 IPK_INLINE void *ipk_pkt_clone(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_clone(p, IPK_OPQ(c)); }
 IPK_INLINE void ipk_pkt_chain_append(struct ipk_ctx *c, void *h, void *t) { IPK_OPS(c)->pkt_chain_append(h, t, IPK_OPQ(c)); }
-IPK_INLINE void *ipk_pkt_chain_next(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_chain_next(p, IPK_OPQ(c)); }
+
+IPK_INLINE void *ipk_pkt_chain_next(struct ipk_ctx *c, void *p)
+{
+	void *n;
+
+	if (!IPK_PKT_FIELD(c, IPK_PKT_FIELD_NEXT))
+		return IPK_OPS(c)->pkt_chain_next(p, IPK_OPQ(c));
+	ipk_memcpy(&n, (const uint8_t *)p + c->cfg.pkt_next_off, sizeof(n));
+	return n;
+}
 IPK_INLINE void *ipk_pkt_chain_cut(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_chain_cut(p, IPK_OPQ(c)); }
 
 /* These two are linked into the same programs as io's public ipk_pkt_free_chain /

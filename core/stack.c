@@ -178,6 +178,30 @@ static const char *config_why_tcp(const struct ipk_config *cfg)
 	return NULL;
 }
 
+/* [a, a + na) and [b, b + nb) share a byte */
+static int spans_overlap(uint32_t a, uint32_t na, uint32_t b, uint32_t nb)
+{
+	return a < b + nb && b < a + na;
+}
+
+/* The packet descriptor members declared in pkt_fields must not overlap. */
+static const char *config_why_pkt_fields(const struct ipk_config *cfg)
+{
+	uint32_t f = cfg->pkt_fields, p = (uint32_t)sizeof(void *);
+	uint32_t d = cfg->pkt_data_off, l = cfg->pkt_len_off, n = cfg->pkt_next_off;
+	const uint32_t all = IPK_PKT_FIELD_DATA | IPK_PKT_FIELD_LEN | IPK_PKT_FIELD_NEXT;
+
+	if (f & ~all)
+		return "pkt_fields has bits other than IPK_PKT_FIELD_*";
+	if ((f & IPK_PKT_FIELD_DATA) && (f & IPK_PKT_FIELD_LEN) && spans_overlap(d, p, l, 4))
+		return "pkt_data_off and pkt_len_off overlap";
+	if ((f & IPK_PKT_FIELD_DATA) && (f & IPK_PKT_FIELD_NEXT) && spans_overlap(d, p, n, p))
+		return "pkt_data_off and pkt_next_off overlap";
+	if ((f & IPK_PKT_FIELD_LEN) && (f & IPK_PKT_FIELD_NEXT) && spans_overlap(l, 4, n, p))
+		return "pkt_len_off and pkt_next_off overlap";
+	return NULL;
+}
+
 static const char *config_why(const struct ipk_config *cfg)
 {
 	const char *why;
@@ -191,6 +215,8 @@ static const char *config_why(const struct ipk_config *cfg)
 		why = config_why_rss(cfg);
 	if (!why)
 		why = config_why_tcp(cfg);
+	if (!why)
+		why = config_why_pkt_fields(cfg);
 	return why;
 }
 

@@ -73,6 +73,10 @@ static void im_usage(FILE *f, const char *stack)
 	        "      --zerocopy     bulk: queue packets that point into the pattern with\n"
 	        "                     ipk_tcp_send instead of copying with ipk_tcp_write (ipkit\n"
 	        "                     only: the other stacks have no such call here)\n"
+	        "      --op-calls     ipkit: declare no packet descriptor fields\n"
+	        "                     (ipk_config.pkt_fields 0): the library build then calls\n"
+	        "                     pkt_data, pkt_len and pkt_chain_next as an integrator\n"
+	        "                     without the declaration would\n"
 	        "      --json FILE    append the result as one JSON object per line ('-' = stdout)\n"
 	        "  -q, --quiet        no text line\n"
 	        "  -h, --help         this text\n"
@@ -111,7 +115,7 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 		{"profile", 1, 0, 'p'}, {"clock", 1, 0, 'K'}, {"seconds", 1, 0, 't'},
 		{"corrupt", 1, 0, 'X'}, {"max-rtx", 1, 0, 'R'}, {"json", 1, 0, 'J'}, {"quiet", 0, 0, 'q'},
 		{"max-conn-bytes", 1, 0, 'M'}, {"zerocopy", 0, 0, 'Z'},
-		{"wire", 1, 0, 'W'},
+		{"wire", 1, 0, 'W'}, {"op-calls", 0, 0, 'O'},
 		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 
@@ -140,6 +144,7 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 		case 'M': o->max_conn_bytes = im_num(optarg, "--max-conn-bytes", 1, 1ull << 40, stack); break;
 		case 'J': o->json = optarg; break;
 		case 'Z': o->zerocopy = 1; break;
+		case 'O': o->op_calls = 1; break;
 		case 'W': o->handoff = im_pick(optarg, "copy", "handoff", "wire", stack); break;
 		case 'q': o->quiet = 1; break;
 		case 'h': im_usage(stdout, stack); exit(0);
@@ -150,8 +155,8 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 		fprintf(stderr, "%s-inmem: unexpected argument '%s'\n", stack, argv[optind]);
 		exit(2);
 	}
-	if (o->zerocopy && strcmp(stack, "ipkit") != 0) {
-		fprintf(stderr, "%s-inmem: --zerocopy is ipkit's only\n", stack);
+	if ((o->zerocopy || o->op_calls) && strcmp(stack, "ipkit") != 0) {
+		fprintf(stderr, "%s-inmem: --zerocopy and --op-calls are ipkit's only\n", stack);
 		exit(2);
 	}
 	if (o->bulk)

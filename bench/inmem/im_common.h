@@ -36,6 +36,7 @@ struct im_opts {
 	uint64_t max_rtx;      /* --max-rtx N: more retransmissions fail the run */
 	uint64_t max_conn_bytes; /* --max-conn-bytes N: a larger conn_bytes fails the run */
 	int zerocopy;          /* --zerocopy: bulk sender queues the pattern itself (ipkit) */
+	int op_calls;          /* --op-calls: no ipk_config.pkt_fields (ipkit) */
 	int handoff;           /* --wire handoff: the frame object itself goes to the
 	                        * receiver (no copy); default --wire copy: the wire copies
 	                        * every frame into a fresh receive buffer, as a NIC's DMA */

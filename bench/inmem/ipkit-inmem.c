@@ -566,6 +566,15 @@ static void im_config(struct ipk_config *cfg, const struct im_opts *o, int i, vo
 		cfg->caps = IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4 | IPK_CAP_TX_CSUM_IP4 |
 		            IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP | IPK_CAP_TSO | IPK_CAP_SG |
 		            IPK_CAP_LRO;
+	/* The descriptor's data pointer, length and chain link are plain members: the
+	 * library build reads them without an indirect call (ipk_config.pkt_fields; the
+	 * unity build inlines the ops and ignores this). --op-calls measures without. */
+	if (!o->op_calls) {
+		cfg->pkt_fields = IPK_PKT_FIELD_DATA | IPK_PKT_FIELD_LEN | IPK_PKT_FIELD_NEXT;
+		cfg->pkt_data_off = (uint16_t)offsetof(struct im_pkt, data);
+		cfg->pkt_len_off = (uint16_t)offsetof(struct im_pkt, len);
+		cfg->pkt_next_off = (uint16_t)offsetof(struct im_pkt, next);
+	}
 }
 
 static void *im_zalloc(size_t n)

@@ -131,6 +131,11 @@ const char *ipk_strerror(int err);
  * and IPv4 fragments are not taken (IPK_DROP_CHAIN). */
 #define IPK_CAP_LRO (1u << 7)
 
+/* ipk_config.pkt_fields: packet descriptor members the core may read directly. */
+#define IPK_PKT_FIELD_DATA (1u << 0) /* pkt_data_off: uint8_t *data */
+#define IPK_PKT_FIELD_LEN (1u << 1)  /* pkt_len_off: uint32_t len */
+#define IPK_PKT_FIELD_NEXT (1u << 2) /* pkt_next_off: the chain link (a pointer) */
+
 /* Bytes of a Toeplitz RSS key (the size NICs use for IPv4/IPv6 hashing). */
 #define IPK_RSS_KEY_LEN 40
 
@@ -590,6 +595,21 @@ struct ipk_config {
 	 * 200/s, net.inet.icmp.icmplim; Linux does not). Above it they are counted in
 	 * tcp_rst_limited. */
 	uint32_t tcp_rst_limit;
+
+	/* Where the integrator's packet descriptor keeps what three read-only packet ops
+	 * return (IPK_PKT_FIELD_* bits; 0, the default, = always call the ops): the data
+	 * pointer (pkt_data_off, a `uint8_t *` member), the length of this packet alone
+	 * (pkt_len_off, a `uint32_t` member) and the chain link (pkt_next_off, an object
+	 * pointer member, NULL at the end), each a byte offset from the descriptor's
+	 * address (offsetof). For a declared field the core reads the member instead of
+	 * calling pkt_data, pkt_len or pkt_chain_next: in a library build those are
+	 * indirect calls, a dozen per request of a one-segment ping-pong. The member must
+	 * hold at every moment what its op would return; the ops stay required, and every
+	 * change (set_len, adj_head, chain_append, ...) still goes through them. Ignored
+	 * when IPK_OPS_STATIC binds the ops at compile time (they inline there). Declared
+	 * members must not overlap (else ipk_ctx_size says invalid). */
+	uint8_t pkt_fields;
+	uint16_t pkt_data_off, pkt_len_off, pkt_next_off;
 };
 
 #define IPK_PRR_SSRB 0u
