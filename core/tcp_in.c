@@ -422,7 +422,10 @@ static void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tc
 	}
 	if (c->snd_una == c->iss)
 		acked--; /* our SYN is not data for congestion control */
-	if (c->fl & IPK_TCPF_SACK_OK)
+	/* RACK's delivery times live on the scoreboard, in the extension record: none,
+	 * nothing to update (ipk_tcp_rack_delivered's own first test, without the call
+	 * on every ACK of a flight that never saw a SACK block) */
+	if ((c->fl & IPK_TCPF_SACK_OK) && c->x)
 		ipk_tcp_rack_delivered(ctx, c, c->snd_una, ack, 1);
 	/* RFC 6675 §5: in SACK recovery cwnd stays at ssthresh; pipe does the pacing. */
 	partial = acked && !(c->fl & IPK_TCPF_SACK_RCVY) ? ipk_tcp_cc_on_ack(ctx, c, ack, acked) : 0;
