@@ -661,8 +661,38 @@ IPK_INLINE void ipk_tcp_ts_recent_take(const struct ipk_ctx *ctx, struct ipk_con
 	c->ts_recent = tsval;
 	c->ts_recent_ms = ipk_tcp_ts_clock_ms(ctx);
 }
-/* §4.1: RTT sample from TSecr on an ACK that advanced snd_una; 0 when none taken. */
-int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
+/* §4.1: RTT sample from TSecr on an ACK that advanced snd_una; 0 when none taken.
+ * Every ACK that advances the left edge gives a sample, also across retransmissions,
+ * because TSecr names the transmission that was acknowledged. Inline: new_ack's
+ * every call (twice per request of a ping-pong) ends at the fixed-point test; only
+ * a sample that moves the estimate calls out. */
+IPK_INLINE int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	uint32_t ms;
+	uint64_t r;
+
+	if (!(c->fl & IPK_TCPF_TS_OK) || !s->o.has_ts || s->o.tsecr == 0)
+		return 0;
+	if (c->fl & IPK_TCPF_TS_NO_RTT) {
+		/* the echo of a SYN cookie's TSval, whose low bits were options: no sample */
+		c->fl &= ~IPK_TCPF_TS_NO_RTT;
+		return 0;
+	}
+	ms = ipk_tcp_ts_now(ctx, c) - s->o.tsecr;
+	/* An echo from the future or older than the RTO ceiling is forged or stale
+	 * (ms * 10^6 > tcp_rto_max_ns, with the ceiling in whole ms from ipk_ctx_init). */
+	if (ms > ctx->ts_rtt_max_ms)
+		return 0;
+	/* A 1 ms tick reads 0 for sub-ms paths: count half a tick. The sample in µs. */
+	r = ms ? (uint64_t)ms * 1000u : 500u;
+	/* RFC 6298 (2.3) at its fixed point: a sample equal to SRTT with RTTVAR 0 moves
+	 * neither, and without a back-off the RTO stays (ipk_tcp_rtt_sample_us would
+	 * return unchanged). The common case of a sub-ms path, whose every echo reads 0. */
+	if (r == c->srtt_us && c->rttvar_us == 0 && c->nrtx == 0 && !ctx->fast_off)
+		return 1;
+	ipk_tcp_rtt_sample_us(ctx, c, r);
+	return 1;
+}
 
 /* ---- tcp_sack.c: receiver side, RFC 2018 / RFC 2883 */
 /* Options of a non-SYN segment: TS and SACK blocks. Returns 1 when any were set. */

@@ -67,35 +67,3 @@ IPK_HOT void ipk_tcp_ts_recent(struct ipk_ctx *ctx, struct ipk_conn *c, const st
 	if (ipk_seq_le(s->h.seq, c->rcv_nxt) && ipk_seq_ge(s->o.tsval, c->ts_recent))
 		ipk_tcp_ts_recent_take(ctx, c, s->o.tsval);
 }
-
-
-/* RFC 7323 §4.1: every ACK that advances the left edge gives a sample, also across
- * retransmissions, because TSecr names the transmission that was acknowledged.
- * Flattened: the RFC 6298 update is inlined here in the unity build. */
-IPK_FLATTEN IPK_HOT int ipk_tcp_ts_rtt(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
-{
-	uint32_t ms;
-	uint64_t r;
-
-	if (!(c->fl & IPK_TCPF_TS_OK) || !s->o.has_ts || s->o.tsecr == 0)
-		return 0;
-	if (c->fl & IPK_TCPF_TS_NO_RTT) {
-		/* the echo of a SYN cookie's TSval, whose low bits were options: no sample */
-		c->fl &= ~IPK_TCPF_TS_NO_RTT;
-		return 0;
-	}
-	ms = ipk_tcp_ts_now(ctx, c) - s->o.tsecr;
-	/* An echo from the future or older than the RTO ceiling is forged or stale
-	 * (ms * 10^6 > tcp_rto_max_ns, with the ceiling in whole ms from ipk_ctx_init). */
-	if (ms > ctx->ts_rtt_max_ms)
-		return 0;
-	/* A 1 ms tick reads 0 for sub-ms paths: count half a tick. The sample in µs. */
-	r = ms ? (uint64_t)ms * 1000u : 500u;
-	/* RFC 6298 (2.3) at its fixed point: a sample equal to SRTT with RTTVAR 0 moves
-	 * neither, and without a back-off the RTO stays (ipk_tcp_rtt_sample_us would
-	 * return unchanged). The common case of a sub-ms path, whose every echo reads 0. */
-	if (r == c->srtt_us && c->rttvar_us == 0 && c->nrtx == 0 && !ctx->fast_off)
-		return 1;
-	ipk_tcp_rtt_sample_us(ctx, c, r);
-	return 1;
-}
