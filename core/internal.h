@@ -156,6 +156,24 @@ struct ipk_conn; /* tcp.h */
 /* Ethernet + IPv4 + TCP + NOP,NOP,TS: the longest header the transmit template holds,
  * and the bytes a fast segment copies from it whatever its length. */
 #define IPK_TT_MAX 66u
+/* Transmit templates a context keeps (tcp_out.c txf_tt: one slot per connection
+ * object index modulo this, a power of two). */
+#define IPK_TT_SLOTS 32u
+
+/* One transmit template (tcp_out.c txf_*): the frame header of connection c's fast
+ * segments as far as it does not change between them (Ethernet from the next-hop
+ * cache, IPv4 and TCP headers, NOP,NOP,TS kinds; the per-segment fields zero), with
+ * the sums of those fixed words: ip_sum (host order, folded) and tcp_sum (memory
+ * order, with the pseudo-header's addresses and protocol). Built when last, the
+ * connection whose fast segment last found the slot not its own, sends the next one
+ * too; valid while gen is the context's tt_gen (moved on when the next-hop cache is
+ * set, link.c); dropped when c's queues are freed (last likewise). */
+struct ipk_tt {
+	uint8_t hdr[IPK_TT_MAX + 6u]; /* first, and a multiple of 8: copied in words */
+	uint32_t ip_sum, gen;
+	uint64_t tcp_sum;
+	struct ipk_conn *c, *last;
+};
 
 struct ipk_ctx {
 	struct ipk_config cfg;
@@ -261,19 +279,15 @@ struct ipk_ctx {
 	uint8_t tx_fast_off;
 	/* Frames ipk_tcp_rx_one took from ipk_run (tests compare it with ipk_fast_off). */
 	uint64_t rx_one_n;
-	/* The transmit template (tcp_out.c txf_*): the frame header of connection tt_c's
-	 * fast segments as far as it does not change between them (Ethernet from the
-	 * next-hop cache, IPv4 and TCP headers, NOP,NOP,TS kinds; the per-segment fields
-	 * zero), tt_len bytes, with the sums of those fixed words: tt_ip_sum (host order,
-	 * folded) and tt_tcp_sum (memory order, with the pseudo-header's addresses and
-	 * protocol). Built when tt_last, the connection of the previous fast segment,
-	 * sends the next one too; dropped when the next-hop cache is set (link.c) and
-	 * when tt_c's queues are freed (tt_last's likewise). */
-	struct ipk_conn *tt_c, *tt_last;
-	uint64_t tt_tcp_sum;
-	uint32_t tt_ip_sum;
-	uint8_t tt_len;
-	uint8_t tt_hdr[IPK_TT_MAX];
+	/* The transmit templates (struct ipk_tt): a slot per connection index modulo
+	 * IPK_TT_SLOTS, so connections taking turns (ping-pong over many) each keep
+	 * theirs; tt_cur, the slot the last fast segment used, tested first (one
+	 * connection sending in a row finds its own there at a fixed cost). Setting
+	 * the next-hop cache (link.c) moves tt_gen on, which invalidates every slot,
+	 * and points tt_cur at the last one, which no connection ever owns. */
+	uint32_t tt_gen;
+	struct ipk_tt *tt_cur;
+	struct ipk_tt tt_slot[IPK_TT_SLOTS + 1u];
 };
 #define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */

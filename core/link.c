@@ -78,7 +78,9 @@ void ipk_link_nhc_set(struct ipk_ctx *c, uint32_t nh_be, const uint8_t mac[6], u
 {
 	c->nhc_ip_be = nh_be;
 	c->nhc_until = until;
-	c->tt_c = NULL; /* the transmit template holds the old next hop's header */
+	/* the transmit templates hold the old next hop's header */
+	c->tt_gen++;
+	c->tt_cur = &c->tt_slot[IPK_TT_SLOTS];
 	eth_put(c, c->nhc_eth, mac, IPK_ETHERTYPE_IP4);
 }
 

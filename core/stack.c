@@ -331,6 +331,7 @@ static void ctx_start_values(struct ipk_ctx *c)
 	c->ip_id = (uint16_t)IPK_OPS(c)->random(IPK_OPQ(c));
 	c->ip_frag_id = (uint16_t)IPK_OPS(c)->random(IPK_OPQ(c));
 	c->icmp_tokens = IPK_ICMP_RATE_BURST;
+	c->tt_cur = &c->tt_slot[IPK_TT_SLOTS]; /* never owned (tcp_out.c txf_*) */
 	c->rto_min_us = ipk_tcp_ns_to_us(c->cfg.tcp_rto_min_ns);
 	c->rto_max_us = ipk_tcp_ns_to_us(c->cfg.tcp_rto_max_ns);
 	c->ts_rtt_max_ms = c->cfg.tcp_rto_max_ns / 1000000u;

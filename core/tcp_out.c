@@ -33,14 +33,32 @@ static void pb_free_all(struct ipk_ctx *ctx, struct ipk_pb *pb)
 	}
 }
 
+/* Bytes between connection objects in the integrator's array (ipk_conn_size()). */
+#define CONN_STRIDE ((sizeof(struct ipk_conn) + 7u) & ~(size_t)7u)
+
+/* c's transmit template slot: up to IPK_TT_SLOTS connections from one array never
+ * share one; any other layout only shares slots more often (a shared slot is
+ * rebuilt, never wrong: it names its owner). With an odd number of 8-byte words per
+ * object the address in words is enough (an odd step is a bijection modulo a power
+ * of two), and costs a shift where the object's index costs a multiply that gcc
+ * hoists to ipk_tcp_output's entry, paid by every call that sends nothing. */
+static struct ipk_tt *txf_tt(struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uintptr_t i = ((CONN_STRIDE / 8u) & 1u) ? (uintptr_t)c >> 3 : (uintptr_t)c / CONN_STRIDE;
+
+	return &ctx->tt_slot[i & (IPK_TT_SLOTS - 1u)];
+}
+
 void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
+	struct ipk_tt *tt = txf_tt(ctx, c);
+
 	if (ctx->sq_hint_c == c)
 		ctx->sq_hint_c = NULL;
-	if (ctx->tt_c == c)
-		ctx->tt_c = NULL; /* the object may carry another connection next */
-	if (ctx->tt_last == c)
-		ctx->tt_last = NULL;
+	if (tt->c == c)
+		tt->c = NULL; /* the object may carry another connection next */
+	if (tt->last == c)
+		tt->last = NULL;
 	pb_free_all(ctx, c->sq_head);
 	c->sq_head = c->sq_tail = NULL;
 	c->sq_bytes = 0;
@@ -715,18 +733,20 @@ static void txf_tcp_fixed(const struct ipk_conn *c, uint32_t hlen, struct ipk_tc
 }
 
 /*
- * The transmit template (ctx->tt_*): the header of c's fast segments with every
- * field that changes per segment zero (IPv4 length, ID and checksum; TCP sequence,
- * acknowledgment, flags, window, checksum and the timestamp values), and the sums of
- * the fixed words, so a segment copies it, writes its own fields and adds only those
- * to the sums. Built when a connection's fast segment follows another of its own:
- * connections taking turns (many in ping-pong) write their headers whole instead,
- * which costs less than a template per segment.
+ * The transmit template (struct ipk_tt, c's slot): the header of c's fast segments
+ * with every field that changes per segment zero (IPv4 length, ID and checksum; TCP
+ * sequence, acknowledgment, flags, window, checksum and the timestamp values), and
+ * the sums of the fixed words, so a segment copies it, writes its own fields and adds
+ * only those to the sums. Built when a connection's fast segment finds its slot
+ * holding another's header for the second time in a row (the slot's `last`): a
+ * slot two connections share costs them whole headers, as before, not a rebuild
+ * per segment.
  */
-static void txf_tmpl_build(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t hlen)
+static void txf_tmpl_build(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tt *tt,
+                           uint32_t hlen)
 {
 	uint32_t l2 = ctx->l2_len;
-	uint8_t *p = ctx->tt_hdr, *th = p + l2 + IPK_IP4_HLEN;
+	uint8_t *p = tt->hdr, *th = p + l2 + IPK_IP4_HLEN;
 	struct ipk_ip4_hdr ih;
 	struct ipk_tcp_hdr h;
 
@@ -735,17 +755,17 @@ static void txf_tmpl_build(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t hle
 		ipk_memcpy(p, ctx->nhc_eth, IPK_ETH_HLEN);
 	txf_ip4_fixed(ctx, c, &ih);
 	ipk_ip4_put(p + l2, &ih, 0);
-	ctx->tt_ip_sum = (uint16_t)~ipk_ip4_hdr_csum(&ih);
+	tt->ip_sum = (uint16_t)~ipk_ip4_hdr_csum(&ih);
 	txf_tcp_fixed(c, 0, &h); /* the offset is summed per segment, beside the flags */
 	ipk_tcp_hdr_put(th, &h);
 	if (hlen > IPK_TCP_HLEN)
 		ipk_tcp_ts_put(th + IPK_TCP_HLEN, 0, 0);
-	ctx->tt_tcp_sum = ipk_csum64_small((uint64_t)ih.src_be + ih.dst_be +
-	                                           ipk_csum_ph_word(IPK_IPPROTO_TCP, 0),
-	                                   th, hlen);
+	tt->tcp_sum = ipk_csum64_small((uint64_t)ih.src_be + ih.dst_be +
+	                                       ipk_csum_ph_word(IPK_IPPROTO_TCP, 0),
+	                               th, hlen);
 	th[12] = (uint8_t)((hlen / 4u) << 4);
-	ctx->tt_len = (uint8_t)(l2 + IPK_IP4_HLEN + hlen);
-	ctx->tt_c = c;
+	tt->c = c;
+	tt->gen = ctx->tt_gen;
 }
 
 /* Is c's next hop the one the next-hop cache holds, still bound? */
@@ -757,11 +777,50 @@ static int txf_route_ok(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 	                   (nh == ctx->nhc_ip_be && ctx->now < ctx->nhc_until));
 }
 
-/* Does the template hold c's header, its next hop still bound? The next-hop cache
- * drops the template when it changes (link.c). */
-static int txf_tmpl_ok(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+/* Does the template hold c's header, its next hop still bound? Setting the next-hop
+ * cache moves tt_gen on (link.c), which invalidates every template. */
+static int txf_tmpl_ok(const struct ipk_ctx *ctx, const struct ipk_tt *tt,
+                       const struct ipk_conn *c)
 {
-	return ctx->tt_c == c && (ctx->cfg.link == IPK_LINK_RAWIP || ctx->now < ctx->nhc_until);
+	return tt->c == c && tt->gen == ctx->tt_gen &&
+	       (ctx->cfg.link == IPK_LINK_RAWIP || ctx->now < ctx->nhc_until);
+}
+
+/* txf_tmpl_ok for the current template: tt_cur leaves the slots whenever tt_gen
+ * moves on, so a slot it points to is of this generation. */
+static int txf_tmpl_cur(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	return ctx->tt_cur->c == c &&
+	       (ctx->cfg.link == IPK_LINK_RAWIP || ctx->now < ctx->nhc_until);
+}
+
+/* c's template from its slot, when the slot holds a valid one, made the current
+ * (ctx->tt_cur); 0 when it does not. Out of line, as txf_tmpl_make: the slot's
+ * address would otherwise be one more value txf_send keeps, and gcc computes it at
+ * ipk_tcp_output's entry, for every call. */
+static IPK_NOINLINE int txf_tmpl_find(struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	struct ipk_tt *tt = txf_tt(ctx, c);
+
+	if (!txf_tmpl_ok(ctx, tt, c))
+		return 0;
+	ctx->tt_cur = tt;
+	return 1;
+}
+
+/* c's slot holds another's template: built for c when c was the last to find it
+ * so (then current, returns 1), else c noted as that last (0). */
+static IPK_NOINLINE int txf_tmpl_make(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t hlen)
+{
+	struct ipk_tt *tt = txf_tt(ctx, c);
+
+	if (tt->last != c) {
+		tt->last = c;
+		return 0;
+	}
+	txf_tmpl_build(ctx, c, tt, hlen);
+	ctx->tt_cur = tt;
+	return 1;
 }
 
 /* A fast segment's header written whole at p (Ethernet, IPv4 of tot bytes, TCP and
@@ -809,20 +868,20 @@ static void txf_hdr_full(struct ipk_ctx *ctx, struct ipk_conn *c, uint8_t *p, ui
  * bytes, ipk_ctx_init's pkt_buf_size check; the payload goes over any bytes past
  * the header), then the fields of this segment; the IPv4 checksum from the fixed
  * words' sum and the two that changed (RFC 1624), folded twice. */
-static void txf_hdr_tmpl(struct ipk_ctx *ctx, struct ipk_conn *c, uint8_t *p, uint32_t tot,
-                         uint32_t hlen, uint32_t plan, uint16_t wnd,
+static void txf_hdr_tmpl(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tt *tt,
+                         uint8_t *p, uint32_t tot, uint32_t hlen, uint32_t plan, uint16_t wnd,
                          struct ipk_tx_meta *meta)
 {
 	uint8_t *ip = p + ctx->l2_len, *th = ip + IPK_IP4_HLEN;
 	uint32_t id = ctx->ip_id++, sum;
 
-	ipk_memcpy(p, ctx->tt_hdr, IPK_TT_MAX);
+	ipk_memcpy(p, tt->hdr, IPK_TT_MAX);
 	ipk_wr16(ip + 2, (uint16_t)tot);
 	ipk_wr16(ip + 4, (uint16_t)id);
 	if (ctx->cfg.caps & IPK_CAP_TX_CSUM_IP4) {
 		meta->flags |= IPK_TXOFF_IP4_CSUM;
 	} else {
-		sum = ctx->tt_ip_sum + tot + (id & 0xffffu);
+		sum = tt->ip_sum + tot + (id & 0xffffu);
 		sum = (sum & 0xffffu) + (sum >> 16);
 		sum += sum >> 16;
 		ipk_wr16(ip + 10, (uint16_t)~sum);
@@ -871,9 +930,9 @@ static void txf_copy(uint8_t *dst, const uint8_t *src, uint32_t len)
 
 /* The TCP checksum of a fast segment (l4 bytes at th) built from the template: the
  * template's sum plus the words the segment wrote and its payload. */
-static IPK_ALWAYS_INLINE void txf_csum(const struct ipk_ctx *ctx, uint8_t *th,
-                                       const struct ipk_conn *c, uint32_t hlen, uint32_t l4,
-                                       struct ipk_tx_meta *meta)
+static IPK_ALWAYS_INLINE void txf_csum(const struct ipk_ctx *ctx, const struct ipk_tt *tt,
+                                       uint8_t *th, const struct ipk_conn *c, uint32_t hlen,
+                                       uint32_t l4, struct ipk_tx_meta *meta)
 {
 	uint64_t s;
 
@@ -881,7 +940,7 @@ static IPK_ALWAYS_INLINE void txf_csum(const struct ipk_ctx *ctx, uint8_t *th,
 		seg_csum_flat(ctx, th, &c->t, l4, meta);
 		return;
 	}
-	s = ctx->tt_tcp_sum + ipk_csum_ph_word(0, l4);
+	s = tt->tcp_sum + ipk_csum_ph_word(0, l4);
 	s = ipk_csum64_small(s, th + 4, 12); /* sequence, acknowledgment, offset to window */
 	if (hlen > IPK_TCP_HLEN)
 		s = ipk_csum64_small(s, th + IPK_TCP_HLEN + 4, 8);
@@ -922,7 +981,7 @@ static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t pl
 	uint32_t len = TXF_LEN(plan);
 	uint32_t hlen = IPK_TCP_HLEN + ((c->fl & IPK_TCPF_TS_OK) ? IPK_TCP_TS_LEN : 0u);
 	uint32_t l2 = ctx->l2_len, tot = IPK_IP4_HLEN + hlen + len, seq = c->snd_nxt, at = 0;
-	int tmpl = txf_tmpl_ok(ctx, c);
+	int tmpl = txf_tmpl_cur(ctx, c) || txf_tmpl_find(ctx, c);
 	uint16_t wnd;
 	struct ipk_tx_meta meta;
 	struct ipk_pb *src = NULL;
@@ -936,23 +995,18 @@ static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t pl
 	pkt = ipk_pkt_alloc(ctx);
 	if (!pkt)
 		return 0; /* the general path counts it and retries later */
-	if (!tmpl) {
-		if (ctx->tt_last == c) {
-			txf_tmpl_build(ctx, c, hlen);
-			tmpl = 1;
-		}
-		ctx->tt_last = c;
-	}
+	if (!tmpl)
+		tmpl = txf_tmpl_make(ctx, c, hlen);
 	ipk_pkt_set_len(ctx, pkt, l2 + tot);
 	p = ipk_pkt_data(ctx, pkt);
 	ipk_memset(&meta, 0, sizeof(meta));
 	th = p + l2 + IPK_IP4_HLEN;
 	wnd = wnd_field(ctx, c);
 	if (tmpl) {
-		txf_hdr_tmpl(ctx, c, p, tot, hlen, plan, wnd, &meta);
+		txf_hdr_tmpl(ctx, c, ctx->tt_cur, p, tot, hlen, plan, wnd, &meta);
 		if (src)
 			txf_copy(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
-		txf_csum(ctx, th, c, hlen, hlen + len, &meta);
+		txf_csum(ctx, ctx->tt_cur, th, c, hlen, hlen + len, &meta);
 	} else {
 		txf_hdr_full(ctx, c, p, tot, hlen, plan, wnd, &meta);
 		if (src)

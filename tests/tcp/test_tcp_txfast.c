@@ -285,28 +285,40 @@ static void test_txfast_same_frames_no_delack(void)
 	compare(&v, 6);
 }
 
-/* A second connection from peer port TH_PEER_PORT + 1 (the listener is up). */
-static struct ipk_conn *accept2(struct th *t, const struct ipk_tcp_opts *o)
+/* Another connection from peer port TH_PEER_PORT + k (the listener is up). */
+static struct ipk_conn *accept_k(struct th *t, const struct ipk_tcp_opts *o, uint16_t k)
 {
+	uint16_t port = (uint16_t)(TH_PEER_PORT + k);
 	struct tseg s;
 
-	th_send(t, TH_PEER_PORT + 1, TH_LOCAL_PORT, IPK_TCP_SYN, IRS, 0, 60000, o, NULL, 0);
+	th_send(t, port, TH_LOCAL_PORT, IPK_TCP_SYN, IRS, 0, 60000, o, NULL, 0);
 	if (!th_next(t, &s))
 		return NULL;
 	if (o->has_ts) {
 		/* RFC 7323 §3.2: negotiated, so every later segment carries one */
 		struct ipk_tcp_opts ts = th_ts_opt(o->tsval, s.o.tsval);
 
-		th_send(t, TH_PEER_PORT + 1, TH_LOCAL_PORT, A, IRS + 1, s.h.seq + 1, 60000, &ts,
+		th_send(t, port, TH_LOCAL_PORT, A, IRS + 1, s.h.seq + 1, 60000, &ts,
 		        NULL, 0);
 	} else {
-		th_send(t, TH_PEER_PORT + 1, TH_LOCAL_PORT, A, IRS + 1, s.h.seq + 1, 60000, NULL,
+		th_send(t, port, TH_LOCAL_PORT, A, IRS + 1, s.h.seq + 1, 60000, NULL,
 		        NULL, 0);
 	}
 	return t->conn;
 }
 
 /* One write on c and the peer's ACK of it (port: the peer's). */
+/* Does the context hold a valid transmit template for c? */
+static int has_tmpl(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < IPK_TT_SLOTS; i++)
+		if (ctx->tt_slot[i].c == c && ctx->tt_slot[i].gen == ctx->tt_gen)
+			return 1;
+	return 0;
+}
+
 static void write_acked(struct th *t, struct ipk_conn *c, uint16_t port, const uint8_t *p,
                         uint32_t len, int ts)
 {
@@ -318,11 +330,10 @@ static void write_acked(struct th *t, struct ipk_conn *c, uint16_t port, const u
 }
 
 /*
- * Two connections taking turns and in runs: the transmit template (ctx->tt_*) is
- * built for a connection's second fast segment in a row, kept while the other one
- * writes its headers whole, rebuilt for the other's run; an ARP change of the peer's
- * address drops it with the next-hop cache. Every frame must be what the general path
- * sends.
+ * Two connections taking turns and in runs: each one's transmit template (its slot
+ * of ctx->tt) is built for its second fast segment and kept while the other sends;
+ * an ARP change of the peer's address drops both with the next-hop cache. Every
+ * frame must be what the general path sends.
  */
 static void script_two(struct th *t, const struct variant *v, struct run *r)
 {
@@ -341,7 +352,7 @@ static void script_two(struct th *t, const struct variant *v, struct run *r)
 	o.has_sack_perm = (uint8_t)v->ts;
 	o.has_ts = (uint8_t)v->ts;
 	th_accept(t, IRS, &o, 60000, &c[0]);
-	c[1] = accept2(t, &o);
+	c[1] = accept_k(t, &o, 1);
 	if (!c[0] || !c[1] || c[0] == c[1])
 		return;
 	for (i = 0; order[i]; i++) {
@@ -352,7 +363,7 @@ static void script_two(struct th *t, const struct variant *v, struct run *r)
 			continue;
 		}
 		write_acked(t, c[k], (uint16_t)(TH_PEER_PORT + k), buf + i * 7u, 1u + i * 9u, v->ts);
-		tmpl_seen += t->ctx->tt_c == c[k];
+		tmpl_seen += (uint32_t)has_tmpl(t->ctx, c[k]);
 		digest(t, c[k], r);
 	}
 	/* the fast context used its template (the other never sends fast) */
@@ -361,6 +372,58 @@ static void script_two(struct th *t, const struct variant *v, struct run *r)
 	r->fast_n = t->ctx->tx_fast_n;
 	ipk_tcp_abort(t->ctx, c[0], t->now);
 	ipk_tcp_abort(t->ctx, c[1], t->now);
+}
+
+/*
+ * Connections taking turns, one segment each (a ping-pong over many connections):
+ * each keeps a template of its own from its second segment on (they lie in one
+ * array, so in distinct slots), and every frame is still what the general path
+ * sends.
+ */
+#define MANY 6
+static void script_many(struct th *t, const struct variant *v, struct run *r)
+{
+	static uint8_t buf[256];
+	struct ipk_tcp_opts o = th_ts_opt(1000u, 0);
+	struct ipk_conn *c[MANY];
+	uint32_t i, k, tmpl_seen = 0;
+
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 29u + 3u);
+	o.has_mss = 1;
+	o.mss = 1460;
+	o.has_sack_perm = (uint8_t)v->ts;
+	o.has_ts = (uint8_t)v->ts;
+	th_accept(t, IRS, &o, 60000, &c[0]);
+	for (k = 1; k < MANY; k++)
+		c[k] = accept_k(t, &o, (uint16_t)k);
+	for (k = 0; k < MANY; k++)
+		if (!c[k])
+			return;
+	for (i = 0; i < 4; i++) {
+		for (k = 0; k < MANY; k++) {
+			write_acked(t, c[k], (uint16_t)(TH_PEER_PORT + k), buf + i * 11u + k,
+			            1u + i * 5u + k, v->ts);
+			if (i >= 2)
+				tmpl_seen += (uint32_t)has_tmpl(t->ctx, c[k]);
+			digest(t, c[k], r);
+		}
+	}
+	/* from the second round on every connection sends from its own template */
+	if (!t->ctx->tx_fast_off)
+		CHECK_EQ(tmpl_seen, 2u * MANY);
+	r->fast_n = t->ctx->tx_fast_n;
+	for (k = 0; k < MANY; k++)
+		ipk_tcp_abort(t->ctx, c[k], t->now);
+}
+
+static void test_txfast_template_per_connection(void)
+{
+	const struct variant ts = {NULL, 1, 0}, plain = {NULL, 0, 0}, off = {offload, 1, 0};
+
+	compare_with(script_many, &ts, 3 * MANY);
+	compare_with(script_many, &plain, 3 * MANY);
+	compare_with(script_many, &off, 3 * MANY);
 }
 
 static void test_txfast_template_two_connections(void)
@@ -463,6 +526,7 @@ int main(void)
 	RUN(test_txfast_same_frames_sg);
 	RUN(test_txfast_same_frames_no_delack);
 	RUN(test_txfast_template_two_connections);
+	RUN(test_txfast_template_per_connection);
 	RUN(test_txfast_bulk_full_segments);
 	return check_summary();
 }
