@@ -918,6 +918,21 @@ static int predicted(const struct ipk_ctx *ctx, const struct ipk_conn *c,
 	return ipk_seq_le(s->h.seq + s->len, c->rcv_adv);
 }
 
+/* ipk_tcp_ack_data for a predicted segment with text, its common case inline: one
+ * segment (not coalesced), no quick ACK owed, delayed ACKs on and the count still
+ * below tcp_ack_every after it: the ACK waits (RFC 9293 §3.8.6.3, RFC 5681 §4.2).
+ * Anything else takes the full rules. */
+static void ack_data_fast(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len)
+{
+	if (len <= ipk_tcp_rcv_mss(ctx) && c->quickack == 0 && ctx->cfg.tcp_delack_ns != 0 &&
+	    (uint32_t)c->segs_unacked + 1u < ctx->cfg.tcp_ack_every) {
+		c->segs_unacked++;
+		c->fl |= IPK_TCPF_ACK_LATER;
+		return;
+	}
+	ipk_tcp_ack_data(ctx, c, len, 0);
+}
+
 /* The predicted segment: ACK processing, then in-order text, as the full path would
  * do them. */
 static void input_fast(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s)
@@ -938,7 +953,7 @@ static void input_fast(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_s
 	if (s->len == 0)
 		return;
 	deliver(ctx, c, s->pkt, s->poff, s->len);
-	ipk_tcp_ack_data(ctx, c, s->len, 0);
+	ack_data_fast(ctx, c, s->len);
 }
 
 /* Process one segment for connection c; s->pkt stays the caller's unless queued. */
