@@ -344,6 +344,7 @@ void ipk_tcp_rack_timer(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint8_t kind = c->rtx_kind;
 	uint64_t reo;
+	uint32_t was;
 
 	c->rtx_kind = IPK_TCP_RTX_RTO;
 	if (kind == IPK_TCP_RTX_TLP) {
@@ -353,6 +354,17 @@ void ipk_tcp_rack_timer(struct ipk_ctx *ctx, struct ipk_conn *c)
 	}
 	/* §6.3: the reordering timer expired; what it waited for is now lost. */
 	reo = ipk_tcp_rack_detect(ctx, c);
+	was = c->fl & IPK_TCPF_SACK_RCVY;
 	ipk_tcp_sb_recover(ctx, c);
+	/* A recovery entered here has no ACK to run PRR's first step, which releases
+	 * the fast retransmission (RFC 6675 §5 (4.3)): cwnd stayed at ssthresh, often
+	 * no more than pipe, nothing went out and the RTO repaired the loss. Run it
+	 * with nothing delivered, as Linux's tcp_rack_reo_timeout does
+	 * (tcp_cwnd_reduction). */
+	if (!was && (c->fl & IPK_TCPF_SACK_RCVY)) {
+		uint32_t pipe = ipk_tcp_sb_pipe(c);
+
+		ipk_tcp_prr_ack(ctx, c, 0, pipe, pipe);
+	}
 	ipk_tcp_arm_loss_timer(ctx, c, reo);
 }
