@@ -328,36 +328,14 @@ uint32_t ipk_tcp_sb_lost_unsent(const struct ipk_conn *c)
 	return ipk_tcp_sb(c) ? lost_pending(c) : 0u;
 }
 
-/* Unsacked bytes of retransmissions RACK found lost (IPK_TCP_XMIT_LOST, below
- * HIGH_RXT) and not yet sent again. Only walked while IPK_TCPF_RTX_LOST is set. */
-static uint32_t lost_rtx_pending(const struct ipk_conn *c)
-{
-	const struct ipk_pb *pb;
-	uint32_t hi = IPK_SB_HIGH_RXT(ipk_tcp_sb(c)), n = 0;
-
-	if (!(c->fl & IPK_TCPF_RTX_LOST))
-		return 0;
-	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, hi); pb = pb->next) {
-		uint32_t s = ipk_seq_lt(pb->seq, c->snd_una) ? c->snd_una : pb->seq;
-		uint32_t e = ipk_seq_lt(pb->seq + pb->len, hi) ? pb->seq + pb->len : hi;
-
-		if (pb->xmit == IPK_TCP_XMIT_LOST && ipk_seq_lt(s, e))
-			n += (e - s) - sacked_in(c, s, e);
-	}
-	return n;
-}
-
-/* RFC 6675 §4 SetPipe: bytes sent, not SACKed, not lost-and-unretransmitted. A
- * retransmission that was lost too has left the network like its original (RFC 8985
- * §6.2; Linux takes it out of retrans_out): counted in pipe it held cwnd, the lost
- * segment was never resent and the connection waited for the RTO. */
+/* RFC 6675 §4 SetPipe: bytes sent, not SACKed, not lost-and-unretransmitted. */
 uint32_t ipk_tcp_sb_pipe(const struct ipk_conn *c)
 {
 	uint32_t flight = c->snd_nxt - c->snd_una, gone;
 
 	if (!ipk_tcp_sb(c) || !ipk_seq_gt(c->snd_nxt, c->snd_una))
 		return flight;
-	gone = sacked_in(c, c->snd_una, c->snd_nxt) + lost_pending(c) + lost_rtx_pending(c);
+	gone = sacked_in(c, c->snd_una, c->snd_nxt) + lost_pending(c);
 	return flight > gone ? flight - gone : 0;
 }
 
