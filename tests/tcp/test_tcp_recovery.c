@@ -494,6 +494,40 @@ static void test_established_tlp_probes_last_segment_after_pto(void)
 	finish(t);
 }
 
+/* RFC 8985 §7 after our FIN: the last flight and the FIN are a tail like any other.
+ * Regression: the probe was armed only in ESTABLISHED and CLOSE-WAIT, so a lost last
+ * flight of a transfer that had closed waited for the 200 ms RTO (through ipk-relay
+ * at 1% loss, one 32 MiB transfer in three). */
+static void test_fin_wait_1_tlp_probes_last_segment_after_pto(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d;
+
+	d = open_conn(t, 1, 0, &c, &s) + 1; /* SRTT = 8 ms */
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 3 * MSS, t->now), (int)(3 * MSS));
+	CHECK_EQ(ipk_tcp_close(t->ctx, c, t->now), IPK_OK);
+	while (th_next(t, &s))
+		;
+	CHECK_EQ(ipk_tcp_state(c), IPK_TCP_FIN_WAIT_1);
+	/* the first segment is acknowledged in FIN-WAIT-1: the loss timer is armed again
+	 * there, and the rest of the flight is lost */
+	th_advance(t, 8 * MS);
+	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	th_advance(t, 15 * MS);
+	CHECK(!th_next(t, &s));
+	th_advance(t, 2 * MS); /* PTO = 2 * SRTT, long before the 200 ms RTO */
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.seq, d + 2 * MSS); /* the last segment again, with the FIN */
+	CHECK_EQ(s.len, MSS);
+	CHECK(s.h.flags & IPK_TCP_FIN);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, 0);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 /* ------------------------------------------------------------ timestamps */
 
 static void test_established_paws_drops_old_tsval_and_acks(void)
@@ -1024,6 +1058,7 @@ int main(void)
 	RUN(test_established_rack_min_rtt_ages_when_rtt_rises);
 	RUN(test_established_rack_marks_lost_after_reorder_window);
 	RUN(test_established_tlp_probes_last_segment_after_pto);
+	RUN(test_fin_wait_1_tlp_probes_last_segment_after_pto);
 	RUN(test_established_paws_drops_old_tsval_and_acks);
 	RUN(test_established_paws_rst_exempt);
 	RUN(test_established_paws_idle_24_days_accepts_old_tsval);
