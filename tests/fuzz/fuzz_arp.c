@@ -47,6 +47,7 @@ static struct {
 	struct fz_host h;
 	int ok;
 	uint32_t requests_tx, needs; /* ARP requests we sent; events that may need one */
+	uint32_t probes_tx, arp_in;  /* unicast probes sent; ARP frames fed (challenges) */
 	uint32_t announces;
 	/* the bindings ops->arp_learned reported, latest last (a model of the cache) */
 	uint32_t learned_ip[32];
@@ -115,7 +116,18 @@ static void on_tx(struct fz_host *h, const uint8_t *f, uint32_t len)
 	need(ipk_rd16(f + 12) == IPK_ETHERTYPE_ARP, "sent an unknown EtherType");
 	need(ipk_arp_parse(f + 14, len - 14, &a) == IPK_ARP_LEN, "sent an ARP that does not parse");
 	need(!memcmp(a.sha, fz_mac_us, 6) && a.spa_be == FZ_IP_US, "sent an ARP not from us");
-	if (a.op == IPK_ARP_REQUEST) {
+	if (a.op == IPK_ARP_REQUEST && (f[0] & 1) == 0) {
+		/* RFC 1122 §2.3.2.1 unicast poll: a bound entry another MAC claims is
+		 * probed at the MAC it holds, which must be the one last learned */
+		uint32_t i;
+
+		for (i = 0; i < A.nlearned && A.learned_ip[i] != a.tpa_be; i++)
+			;
+		need(i < A.nlearned && !memcmp(f, A.learned_mac[i], 6) &&
+		         !memcmp(a.tha, A.learned_mac[i], 6),
+		     "sent a unicast request to a MAC not bound to its target");
+		A.probes_tx++;
+	} else if (a.op == IPK_ARP_REQUEST) {
 		need(!memcmp(f, macs[3], 6), "sent a request that is not broadcast");
 		A.requests_tx++;
 	} else {
@@ -156,6 +168,7 @@ static void arp_frame(struct rd *r, uint8_t op)
 	ipk_arp_emit(f + 14, 28, &a);
 	if (sel & 0x80)
 		len = (sel2 & 0x20) ? 60 : 41;           /* padded, or one byte short */
+	A.arp_in++;
 	fz_host_rx(&A.h, f, len);
 }
 
@@ -169,6 +182,7 @@ static void raw_arp(struct rd *r)
 	ipk_wr16(f + 12, IPK_ETHERTYPE_ARP);
 	for (i = 14; i < 42; i++)
 		f[i] = rd8(r);
+	A.arp_in++;
 	fz_host_rx(&A.h, f, 42);
 }
 
@@ -298,7 +312,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!A.ok && setup())
 		return 0;
 	fz_host_restore(&A.h);
-	A.requests_tx = A.needs = A.announces = 0;
+	A.requests_tx = A.needs = A.announces = A.probes_tx = A.arp_in = 0;
 	A.nlearned = A.nsent = 0;
 	r.p = data;
 	r.n = size;
@@ -318,6 +332,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * (a gratuitous ARP is a request too) */
 	need(A.requests_tx <= A.needs * A.h.cfg.arp_retries + A.announces,
 	     "more ARP requests than arp_retries per address");
+	/* a challenge needs an ARP frame from the claimant and costs at most
+	 * arp_retries probes */
+	need(A.probes_tx <= A.arp_in * A.h.cfg.arp_retries, "more ARP probes than arp_retries per claim");
 	return 0;
 }
 
