@@ -88,7 +88,7 @@ struct ipk_pb {
 	uint32_t aux;    /* ARP queue: next-hop IPv4 (be); TCP send: flags (SYN/FIN) */
 	uint64_t t;      /* TCP send: time last sent; frag/ARP: time queued */
 	uint32_t xmit;   /* TCP send: times transmitted */
-	uint32_t pad_;
+	uint32_t pad_;   /* TCP send: truesize charge beyond len (IPK_TCP_PB_OV) */
 };
 
 /* Received-datagram facts passed from ip4 to the transport inputs. */

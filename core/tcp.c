@@ -448,11 +448,29 @@ static void after_queue(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 	ipk_link_flush(ctx);
 }
 
+/*
+ * A zero-copy send pins the application's packets until acknowledged, so it is
+ * charged by what it pins, as Linux charges sk_wmem by truesize: at least half a
+ * buffer per packet (Linux doubles SO_SNDBUF for the same overhead), so 1-byte
+ * sends cannot pin tcp_sndbuf buffers. The charge beyond the bytes comes off
+ * c->sndbuf until the pb is freed (tcp_out.c ipk_tcp_sq_release). ipk_tcp_write's
+ * own packets, topped up as they go, are charged by bytes.
+ */
+static uint32_t sq_overhead(struct ipk_ctx *ctx, void *pkt, uint32_t len)
+{
+	uint64_t half = 0;
+
+	for (; pkt; pkt = ipk_pkt_chain_next(ctx, pkt))
+		half += ctx->cfg.pkt_buf_size / 2u;
+	return half > len ? (uint32_t)IPK_MIN(half - len, 0xffffffffull) : 0u;
+}
+
 /* Zero-copy send: on success the pb holds the application's chain until acknowledged. */
 int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t now)
 {
 	struct ipk_pb *pb;
-	uint32_t len;
+	uint32_t len, ov;
+	uint64_t room;
 	int rc = conn_check(ctx, c);
 
 	if (rc != IPK_OK)
@@ -464,8 +482,13 @@ int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t no
 	len = ipk_pkt_chain_len(ctx, pkt);
 	if (len == 0)
 		return IPK_EINVAL;
-	if (len > ctx->cfg.tcp_sndbuf || c->sq_bytes > ctx->cfg.tcp_sndbuf - len)
+	ov = sq_overhead(ctx, pkt, len);
+	room = c->sndbuf > c->sq_bytes ? c->sndbuf - c->sq_bytes : 0u;
+	if (len > ctx->cfg.tcp_sndbuf || c->sq_bytes > ctx->cfg.tcp_sndbuf - len ||
+	    (uint64_t)len + ov > room) {
+		ctx->cnt.tcp_sndbuf_full++;
 		return IPK_EAGAIN;
+	}
 	pb = ipk_pb_get(ctx);
 	if (!pb)
 		return IPK_ENOMEM;
@@ -474,6 +497,8 @@ int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t no
 	pb->len = len;
 	pb->seq = ipk_tcp_data_end(c);
 	pb->aux = 0;
+	IPK_TCP_PB_OV(pb) = ov;
+	c->sndbuf -= ov;
 	sq_append(c, pb);
 	after_queue(ctx, c, now);
 	return (int)len;
@@ -545,6 +570,7 @@ static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_
 		pb->len = n;
 		pb->seq = ipk_tcp_data_end(c);
 		pb->aux = IPK_TCP_PB_COPY;
+		IPK_TCP_PB_OV(pb) = 0;
 		sq_append(c, pb); /* counts n in sq_bytes */
 		done += n;
 	}
@@ -564,6 +590,8 @@ IPK_HOT int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *b
 	if (!can_send(c))
 		return IPK_ENOTCONN;
 	room = ctx->cfg.tcp_sndbuf > c->sq_bytes ? ctx->cfg.tcp_sndbuf - c->sq_bytes : 0;
+	if (c->sndbuf < ctx->cfg.tcp_sndbuf) /* zero-copy packets queued (sq_overhead) */
+		room = c->sndbuf > c->sq_bytes ? IPK_MIN(room, c->sndbuf - c->sq_bytes) : 0;
 	n = write_copy(ctx, c, (const uint8_t *)buf, IPK_MIN(len, room));
 	if (n == 0 && len > 0 && room > 0)
 		return IPK_ENOBUFS;

@@ -44,6 +44,7 @@ void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 	pb_free_all(ctx, c->sq_head);
 	c->sq_head = c->sq_tail = NULL;
 	c->sq_bytes = 0;
+	c->sndbuf = ctx->cfg.tcp_sndbuf; /* every sq_overhead charge returned */
 	if (c->x) {
 		ipk_tcp_rmem_clear(ctx, c);
 		pb_free_all(ctx, c->x->next);
@@ -73,6 +74,7 @@ IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 				c->sq_tail = NULL;
 			if (ctx->sq_hint_pb == pb)
 				ctx->sq_hint_c = NULL;
+			c->sndbuf += IPK_TCP_PB_OV(pb); /* tcp.c sq_overhead */
 			ipk_pkt_release(ctx, pb->pkt); /* no chain walk for one packet */
 			ipk_pb_put(ctx, pb);
 		} else {

@@ -279,6 +279,8 @@ struct ipk_counters {
 	uint64_t tcp_tx_retries;      /* TCP output deferred for lack of packets or pbs (also
 	                               * drop[IPK_DROP_NO_PKT]); the wait doubles per failure
 	                               * in a row, from 1 ms up to 256 ms */
+	uint64_t tcp_sndbuf_full;     /* ipk_tcp_send refused with IPK_EAGAIN: no room in the
+	                               * send buffer (bytes, or the packets' truesize) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -478,7 +480,10 @@ struct ipk_config {
 
 	/* TCP */
 	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB,
-	                             * at most INT32_MAX (sends return counts as int) */
+	                             * at most INT32_MAX (sends return counts as int); a
+	                             * zero-copy send is charged at least pkt_buf_size / 2
+	                             * per packet (it pins the buffer), so 2 * tcp_sndbuf /
+	                             * pkt_buf_size bounds the packets it can pin */
 	uint32_t tcp_rcvbuf;        /* receive window ceiling, default 256 KiB */
 	uint16_t tcp_ooo_max;       /* out-of-order segments held per connection; default 0 =
 	                             * as many full-sized segments as tcp_rcvbuf holds */

@@ -1,0 +1,97 @@
+/*
+ * Send memory (issue 14, second round): the send buffer bounds the packets a
+ * connection's queue pins, not only its bytes (core/tcp.c sq_overhead), so an
+ * application sending tiny zero-copy packets to a peer that never acknowledges
+ * cannot pin a buffer per byte.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "harness.h"
+#include "internal.h"
+#include "wire/wire.h"
+
+#define IRS 7000000u
+#define W 65535
+
+static void sndbuf_64k(struct ipk_config *c)
+{
+	c->tcp_sndbuf = 64u * 1024u; /* 64 KiB / (2048 / 2) = 64 packets */
+}
+
+/* ipk_tcp_send of a fresh 1-byte packet; the packet stays ours when refused. */
+static int send1(struct th *t, struct ipk_conn *c)
+{
+	struct sim_pkt *k = sim_pkt_alloc(t->pool);
+	int rc;
+
+	if (!k)
+		return IPK_ENOBUFS;
+	sim_pkt_data(k)[0] = 'x';
+	k->len = 1;
+	rc = ipk_tcp_send(t->ctx, c, k, t->now);
+	if (rc < 0)
+		sim_pkt_free(k);
+	return rc;
+}
+
+static void test_tiny_zero_copy_sends_bounded_by_buffers(void)
+{
+	struct th *t = th_new(sndbuf_64k);
+	struct ipk_tcp_opts o = th_mss_opt(1460);
+	struct ipk_conn *c;
+	uint32_t iss = th_accept(t, IRS, &o, W, &c), ok = 0, i;
+	uint64_t full0 = t->ctx->cnt.tcp_sndbuf_full;
+	int rc = 0;
+
+	th_clear(t);
+	/* The peer never ACKs: 400 one-byte sends; bytes alone would take them all. */
+	for (i = 0; i < 400; i++) {
+		rc = send1(t, c);
+		if (rc < 0)
+			break;
+		ok++;
+	}
+	CHECK_EQ(ok, 64);
+	CHECK_EQ(rc, IPK_EAGAIN);
+	CHECK_EQ(c->sq_bytes, 64);
+	CHECK_EQ(ipk_tcp_sndbuf_free(c), 0);
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, "y", 1, t->now), 0);
+	CHECK(t->ctx->cnt.tcp_sndbuf_full > full0);
+	/* The ACK frees the packets; the acked event says so and room is back. */
+	th_clear(t);
+	th_seg(t, IPK_TCP_ACK, IRS + 1, iss + 1 + ok, W, NULL, 0);
+	CHECK_EQ(t->acked, ok);
+	CHECK_EQ(c->sndbuf, 64u * 1024u);
+	CHECK_EQ(ipk_tcp_sndbuf_free(c), 64u * 1024u);
+	CHECK_EQ(send1(t, c), 1);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	CHECK(th_no_leaks(t));
+	th_free(t);
+}
+
+/* ipk_tcp_write's own packets are never the limit: a full tcp_sndbuf of bytes. */
+static void test_write_keeps_full_sndbuf_of_bytes(void)
+{
+	struct th *t = th_new(sndbuf_64k);
+	struct ipk_tcp_opts o = th_mss_opt(1460);
+	struct ipk_conn *c;
+	static uint8_t buf[128u * 1024u];
+	int n;
+
+	(void)th_accept(t, IRS, &o, 0, &c); /* zero window: nothing leaves */
+	n = ipk_tcp_write(t->ctx, c, buf, sizeof(buf), t->now);
+	CHECK_EQ(n, 64 * 1024);
+	CHECK_EQ(c->sndbuf, 64u * 1024u);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	CHECK(th_no_leaks(t));
+	th_free(t);
+}
+
+int main(void)
+{
+	RUN(test_tiny_zero_copy_sends_bounded_by_buffers);
+	RUN(test_write_keeps_full_sndbuf_of_bytes);
+	return check_summary();
+}
