@@ -295,6 +295,13 @@ IPK_INLINE uint64_t ipk_clock(struct ipk_ctx *c, uint64_t now)
 }
 
 IPK_INLINE void *ipk_pkt_alloc(struct ipk_ctx *c) { return IPK_OPS(c)->pkt_alloc(IPK_OPQ(c)); }
+/* A control packet (ops->pkt_alloc_ctl): allowed below the integrator's data reserve. */
+IPK_INLINE void *ipk_pkt_alloc_ctl(struct ipk_ctx *c)
+{
+	if (IPK_OPS(c)->pkt_alloc_ctl)
+		return IPK_OPS(c)->pkt_alloc_ctl(IPK_OPQ(c));
+	return IPK_OPS(c)->pkt_alloc(IPK_OPQ(c));
+}
 IPK_INLINE void ipk_pkt_free(struct ipk_ctx *c, void *p) { IPK_OPS(c)->pkt_free(p, IPK_OPQ(c)); }
 IPK_INLINE uint8_t *ipk_pkt_data(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_data(p, IPK_OPQ(c)); }
 IPK_INLINE uint32_t ipk_pkt_len(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_len(p, IPK_OPQ(c)); }
@@ -436,6 +443,7 @@ void ipk_ip4_input(struct ipk_ctx *c, void *pkt, uint32_t off);
 /* Allocate a packet for an outgoing datagram: returns it with length 0; the
  * transport writes its header at ipk_l4_off(c). NULL (counted) when none. */
 void *ipk_ip4_alloc(struct ipk_ctx *c);
+void *ipk_ip4_alloc_ctl(struct ipk_ctx *c);
 IPK_INLINE uint32_t ipk_l4_off(const struct ipk_ctx *c) { return c->l2_len + IPK_IP4_HLEN; }
 /*
  * Finish and send a datagram: pkt (maybe a chain) holds l2 room + 20 bytes of IPv4

@@ -570,16 +570,25 @@ uint64_t ipk_ip4_frag_timer(struct ipk_ctx *c, uint64_t now)
 
 /* ----------------------------------------------------------------- output */
 
-void *ipk_ip4_alloc(struct ipk_ctx *c)
+static void *ip4_alloc_done(struct ipk_ctx *c, void *pkt)
 {
-	void *pkt = ipk_pkt_alloc(c);
-
 	if (!pkt) {
 		ipk_drop(c, IPK_DROP_NO_PKT);
 		return NULL;
 	}
 	ipk_pkt_set_len(c, pkt, 0);
 	return pkt;
+}
+
+void *ipk_ip4_alloc(struct ipk_ctx *c)
+{
+	return ip4_alloc_done(c, ipk_pkt_alloc(c));
+}
+
+/* For control packets (ops->pkt_alloc_ctl): ACKs, RSTs, ICMP errors. */
+void *ipk_ip4_alloc_ctl(struct ipk_ctx *c)
+{
+	return ip4_alloc_done(c, ipk_pkt_alloc_ctl(c));
 }
 
 /* Write the 20-byte header at l2_len; checksum by the NIC when it offers. `frag` is

@@ -207,6 +207,16 @@ static void seg_csum(struct ipk_ctx *ctx, void *pkt, uint8_t *th, int chained,
  * answer in the in-memory harness, bench/inmem). */
 #define IPK_TCP_COPY_MAX 256u
 
+/* A segment without payload other than our own SYN (a pure ACK, RST, SYN-ACK, bare
+ * FIN) is control: it may use part of the integrator's reserve (ops->pkt_alloc_ctl),
+ * for it is what lets memory be freed; data stops at the reserve. */
+static void *seg_alloc(struct ipk_ctx *ctx, const struct seg_spec *sp)
+{
+	if (sp->plen == 0 && (sp->flags & (IPK_TCP_SYN | IPK_TCP_ACK)) != IPK_TCP_SYN)
+		return ipk_ip4_alloc_ctl(ctx);
+	return ipk_ip4_alloc(ctx);
+}
+
 /*
  * Build and send one segment to t. Payload (sp->plen bytes at sp->seq) comes from c's
  * send queue: cloned and chained with IPK_CAP_SG (above IPK_TCP_COPY_MAX bytes),
@@ -220,7 +230,7 @@ static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, cons
 	struct ipk_tcp_hdr h;
 	struct ipk_tx_meta meta;
 	uint8_t *th;
-	void *pkt = ipk_ip4_alloc(ctx);
+	void *pkt = seg_alloc(ctx, sp);
 
 	if (!pkt)
 		return IPK_ENOBUFS;

@@ -430,6 +430,14 @@ struct ipk_ops {
 	 * packet (out-of-order data); while it says so the core holds none, so that
 	 * ACKs, RSTs, ARP and ICMP can still be received and processed. NULL: never. */
 	int (*pkt_low)(void *opaque);
+	/* (optional) pkt_alloc for control packets: pure ACKs, RSTs, SYN-ACKs, ARP and
+	 * ICMP errors, which are what frees memory at a peer and here (an ACK lets the
+	 * peer send the data that fills a hole; a RST ends a connection that holds
+	 * packets). An integrator that keeps a reserve from pkt_alloc lets these dip
+	 * into part of it, so a node at its reserve still answers (io/pool.c
+	 * ipk_pool_fill_ops does: down to half the reserve). Data, its headers and
+	 * the core's copies always use pkt_alloc. NULL: pkt_alloc. */
+	void *(*pkt_alloc_ctl)(void *opaque);
 };
 
 /* Engine configuration. ipk_config_default fills every field with a documented

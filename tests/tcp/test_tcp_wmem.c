@@ -89,9 +89,56 @@ static void test_write_keeps_full_sndbuf_of_bytes(void)
 	th_free(t);
 }
 
+/* ------------------------------------------- control packets under the reserve */
+
+static void *(*data_alloc)(void *opaque);
+static uint32_t data_refused;
+
+/* An integrator at its reserve: data allocations fail, control ones do not. */
+static void *alloc_at_reserve(void *opaque)
+{
+	(void)opaque;
+	data_refused++;
+	return NULL;
+}
+
+static void test_at_reserve_still_acks_and_resets(void)
+{
+	struct th *t = th_new(NULL);
+	struct ipk_tcp_opts o = th_mss_opt(1460);
+	struct ipk_conn *c;
+	uint32_t iss = th_accept(t, IRS, &o, W, &c);
+	static const uint8_t d[100];
+	struct tseg s;
+
+	th_clear(t);
+	data_alloc = t->ops.pkt_alloc;
+	t->ops.pkt_alloc_ctl = data_alloc;
+	t->ops.pkt_alloc = alloc_at_reserve;
+	/* data stops at the reserve */
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, "x", 1, t->now), IPK_ENOBUFS);
+	CHECK(data_refused > 0);
+	/* out of order: the duplicate ACK (RFC 9293 §3.10.7.4, RFC 5681 §4.2) leaves */
+	th_seg(t, IPK_TCP_ACK, IRS + 1 + 1000, iss + 1, W, d, sizeof(d));
+	CHECK(th_expect(t, &s, IPK_TCP_ACK, iss + 1, IRS + 1));
+	CHECK_EQ(s.len, 0);
+	/* a segment for no connection: the RST (RFC 9293 §3.10.7.1) leaves */
+	th_send(t, TH_PEER_PORT + 1, TH_LOCAL_PORT + 1, IPK_TCP_ACK, 1234, 5678, W, NULL, d,
+	        sizeof(d));
+	CHECK(th_expect(t, &s, IPK_TCP_RST, 5678, 0));
+	/* an in-window RST from the peer frees the connection's memory */
+	th_seg(t, IPK_TCP_RST, IRS + 1, 0, 0, NULL, 0);
+	CHECK_EQ(t->closed, 1);
+	t->ops.pkt_alloc = data_alloc;
+	t->ops.pkt_alloc_ctl = NULL;
+	CHECK(th_no_leaks(t));
+	th_free(t);
+}
+
 int main(void)
 {
 	RUN(test_tiny_zero_copy_sends_bounded_by_buffers);
 	RUN(test_write_keeps_full_sndbuf_of_bytes);
+	RUN(test_at_reserve_still_acks_and_resets);
 	return check_summary();
 }
