@@ -220,6 +220,9 @@ struct ipk_ctx {
 	 * bucket where the next search for a connection to take them from starts */
 	uint32_t rmem_pkts;
 	uint32_t rmem_cursor;
+	/* send memory (tcp.c wmem_room): bytes queued on every send queue plus the
+	 * zero-copy packets' charge (IPK_TCP_PB_OV), against cfg.wmem_max */
+	uint64_t wmem;
 	uint32_t tw_n;                /* connections on the TIME_WAIT list */
 	struct ipk_conn *tw_head, *tw_tail; /* TIME_WAIT, oldest first */
 	uint64_t cookie_key[2];       /* SipHash key for SYN cookies, drawn on first use */

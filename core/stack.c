@@ -22,6 +22,7 @@ static void config_default_tcp(struct ipk_config *cfg)
 	cfg->tcp_ooo_max = 0; /* follow tcp_rcvbuf (tcp_in.c ooo_limit) */
 	cfg->tcp_rmem_max = 0; /* 2 * tcp_rcvbuf (tcp_mem.c) */
 	cfg->rmem_max = 0;     /* from the pb pool (tcp_mem.c) */
+	cfg->wmem_max = 0;     /* from the pb pool (tcp.c wmem_room) */
 	cfg->tcp_rto_min_ns = 200 * IPK_NS_PER_MS;
 	cfg->tcp_rto_max_ns = 60 * IPK_NS_PER_S;
 	cfg->tcp_rto_init_ns = 1 * IPK_NS_PER_S;

@@ -423,8 +423,9 @@ uint32_t ipk_tcp_sndbuf_free(const struct ipk_conn *c)
 	return c->sndbuf > c->sq_bytes ? c->sndbuf - c->sq_bytes : 0;
 }
 
-static void sq_append(struct ipk_conn *c, struct ipk_pb *pb)
+static void sq_append(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *pb)
 {
+	ctx->wmem += pb->len;
 	pb->next = NULL;
 	if (c->sq_tail)
 		c->sq_tail->next = pb;
@@ -465,6 +466,34 @@ static uint32_t sq_overhead(struct ipk_ctx *ctx, void *pkt, uint32_t len)
 	return half > len ? (uint32_t)IPK_MIN(half - len, 0xffffffffull) : 0u;
 }
 
+/*
+ * The context's send memory (cfg.wmem_max, Linux's tcp_mem): what one more call may
+ * queue on c. Every connection may have IPK_WMEM_MIN_BUFS buffers' worth queued
+ * whatever the others hold (Linux guarantees tcp_wmem[0] the same way), so peers
+ * that never ACK cannot stop the others, and no wake-up is lost: a connection is
+ * refused only with data queued, and the tcp_acked event of that data tells it
+ * when to try again.
+ */
+#define IPK_WMEM_MIN_BUFS 4u
+
+static uint64_t wmem_limit(const struct ipk_ctx *ctx)
+{
+	if (ctx->cfg.wmem_max)
+		return ctx->cfg.wmem_max;
+	return (uint64_t)ctx->pb_total * ctx->cfg.pkt_buf_size / 4u;
+}
+
+static uint64_t wmem_room(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint64_t lim = wmem_limit(ctx), mine = c->sq_bytes, min;
+
+	if (c->sndbuf < ctx->cfg.tcp_sndbuf)
+		mine += ctx->cfg.tcp_sndbuf - c->sndbuf; /* sq_overhead's charges */
+	min = (uint64_t)IPK_WMEM_MIN_BUFS * ctx->cfg.pkt_buf_size;
+	min = min > mine ? min - mine : 0u;
+	return IPK_MAX(lim > ctx->wmem ? lim - ctx->wmem : 0u, min);
+}
+
 /* Zero-copy send: on success the pb holds the application's chain until acknowledged. */
 int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t now)
 {
@@ -489,6 +518,10 @@ int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t no
 		ctx->cnt.tcp_sndbuf_full++;
 		return IPK_EAGAIN;
 	}
+	if ((uint64_t)len + ov > wmem_room(ctx, c)) {
+		ctx->cnt.tcp_wmem_limited++;
+		return IPK_EAGAIN;
+	}
 	pb = ipk_pb_get(ctx);
 	if (!pb)
 		return IPK_ENOMEM;
@@ -499,7 +532,8 @@ int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t no
 	pb->aux = 0;
 	IPK_TCP_PB_OV(pb) = ov;
 	c->sndbuf -= ov;
-	sq_append(c, pb);
+	ctx->wmem += ov; /* and len in sq_append */
+	sq_append(ctx, c, pb);
 	after_queue(ctx, c, now);
 	return (int)len;
 }
@@ -540,6 +574,7 @@ static uint32_t write_topup(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8
 	ipk_memcpy(ipk_pkt_data(ctx, pb->pkt) + have, buf, n);
 	pb->len += n;
 	c->sq_bytes += n;
+	ctx->wmem += n;
 	return n;
 }
 
@@ -571,7 +606,7 @@ static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_
 		pb->seq = ipk_tcp_data_end(c);
 		pb->aux = IPK_TCP_PB_COPY;
 		IPK_TCP_PB_OV(pb) = 0;
-		sq_append(c, pb); /* counts n in sq_bytes */
+		sq_append(ctx, c, pb); /* counts n in sq_bytes and wmem */
 		done += n;
 	}
 	return done;
@@ -592,6 +627,14 @@ IPK_HOT int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *b
 	room = ctx->cfg.tcp_sndbuf > c->sq_bytes ? ctx->cfg.tcp_sndbuf - c->sq_bytes : 0;
 	if (c->sndbuf < ctx->cfg.tcp_sndbuf) /* zero-copy packets queued (sq_overhead) */
 		room = c->sndbuf > c->sq_bytes ? IPK_MIN(room, c->sndbuf - c->sq_bytes) : 0;
+	if (room && ctx->wmem + room > wmem_limit(ctx)) { /* cheap test first */
+		uint64_t w = wmem_room(ctx, c);
+
+		if (w < room) {
+			room = (uint32_t)w;
+			ctx->cnt.tcp_wmem_limited++;
+		}
+	}
 	n = write_copy(ctx, c, (const uint8_t *)buf, IPK_MIN(len, room));
 	if (n == 0 && len > 0 && room > 0)
 		return IPK_ENOBUFS;

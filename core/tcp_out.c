@@ -43,6 +43,9 @@ void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ctx->tt_last = NULL;
 	pb_free_all(ctx, c->sq_head);
 	c->sq_head = c->sq_tail = NULL;
+	ctx->wmem -= c->sq_bytes;
+	if (c->sndbuf < ctx->cfg.tcp_sndbuf)
+		ctx->wmem -= ctx->cfg.tcp_sndbuf - c->sndbuf; /* sq_overhead's charges */
 	c->sq_bytes = 0;
 	c->sndbuf = ctx->cfg.tcp_sndbuf; /* every sq_overhead charge returned */
 	if (c->x) {
@@ -75,6 +78,7 @@ IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 			if (ctx->sq_hint_pb == pb)
 				ctx->sq_hint_c = NULL;
 			c->sndbuf += IPK_TCP_PB_OV(pb); /* tcp.c sq_overhead */
+			ctx->wmem -= IPK_TCP_PB_OV(pb);
 			ipk_pkt_release(ctx, pb->pkt); /* no chain walk for one packet */
 			ipk_pb_put(ctx, pb);
 		} else {
@@ -86,6 +90,7 @@ IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 	}
 	c->sq_seq = ack;
 	c->sq_bytes -= done;
+	ctx->wmem -= done;
 	return done;
 }
 

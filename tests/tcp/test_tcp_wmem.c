@@ -89,6 +89,94 @@ static void test_write_keeps_full_sndbuf_of_bytes(void)
 	th_free(t);
 }
 
+/* ------------------------------------------------- the context's send memory */
+
+#define NBAD 7u            /* the harness has 8 connection objects */
+#define WMEM (64u * 1024u) /* context limit */
+#define GOOD_BYTES (1u << 20)
+
+static void wmem_64k(struct ipk_config *c)
+{
+	c->wmem_max = WMEM;
+}
+
+/* Handshake from peer port sport; returns our ISS. */
+static uint32_t open_from(struct th *t, uint16_t sport, uint32_t irs, struct ipk_conn **c)
+{
+	struct ipk_tcp_opts o = th_mss_opt(1460);
+	struct tseg s;
+
+	th_send(t, sport, TH_LOCAL_PORT, IPK_TCP_SYN, irs, 0, W, &o, NULL, 0);
+	CHECK(th_next(t, &s));
+	th_send(t, sport, TH_LOCAL_PORT, IPK_TCP_ACK, irs + 1, s.h.seq + 1, W, NULL, NULL, 0);
+	*c = t->conn;
+	th_clear(t);
+	return s.h.seq;
+}
+
+static uint8_t pattern(uint32_t i)
+{
+	return (uint8_t)(i * 2654435761u >> 24);
+}
+
+/* One round for the good connection: write what it takes, check what went out
+ * byte by byte, ACK it. Returns the bytes acknowledged so far. */
+static uint32_t good_round(struct th *t, struct ipk_conn *g, uint16_t port, uint32_t iss,
+                           const uint8_t *src, uint32_t *sent, uint32_t rcv)
+{
+	struct tseg s;
+	int n = ipk_tcp_write(t->ctx, g, src + *sent, GOOD_BYTES - *sent, t->now);
+
+	if (n < 0 && *sent < GOOD_BYTES) { /* once: the loop then ends */
+		CHECK(n >= 0);
+		*sent = GOOD_BYTES;
+	}
+	*sent += (uint32_t)(n > 0 ? n : 0);
+	while (th_next(t, &s)) {
+		if (ipk_ntohs(s.h.dport_be) != port || s.len == 0 || s.h.seq != iss + 1 + rcv)
+			continue;
+		CHECK(rcv + s.len <= GOOD_BYTES && memcmp(s.payload, src + rcv, s.len) == 0);
+		rcv += s.len;
+	}
+	th_send(t, port, TH_LOCAL_PORT, IPK_TCP_ACK, IRS + 1, iss + 1 + rcv, W, NULL, NULL, 0);
+	return rcv;
+}
+
+/* Seven peers never ACK while their applications write all they can; the eighth
+ * connection still moves 1 MiB, checked byte by byte, and the seven hold no more
+ * than the context limit plus each one's guaranteed 4 buffers. */
+static void test_unacking_peers_bounded_and_cannot_starve_others(void)
+{
+	struct th *t = th_new(wmem_64k);
+	static uint8_t big[256u * 1024u], src[GOOD_BYTES];
+	struct ipk_conn *bad[NBAD], *g;
+	uint32_t i, iss, sent = 0, rcv = 0, rounds, held = 0;
+
+	for (i = 0; i < GOOD_BYTES; i++)
+		src[i] = pattern(i);
+	ipk_tcp_listen(t->ctx, ipk_htons(TH_LOCAL_PORT), 8);
+	for (i = 0; i < NBAD; i++) {
+		(void)open_from(t, (uint16_t)(6000 + i), IRS, &bad[i]);
+		for (rounds = 0; rounds < 4; rounds++)
+			(void)ipk_tcp_write(t->ctx, bad[i], big, sizeof(big), t->now);
+		th_clear(t);
+		held += bad[i]->sq_bytes;
+	}
+	CHECK(held <= WMEM + NBAD * 4u * 2048u);
+	CHECK(t->ctx->cnt.tcp_wmem_limited > 0);
+	CHECK_EQ(t->ctx->wmem, held);
+	iss = open_from(t, 7000, IRS, &g);
+	for (rounds = 0; rounds < 4000 && rcv < GOOD_BYTES; rounds++)
+		rcv = good_round(t, g, 7000, iss, src, &sent, rcv);
+	CHECK_EQ(rcv, GOOD_BYTES);
+	for (i = 0; i < NBAD; i++)
+		ipk_tcp_abort(t->ctx, bad[i], t->now);
+	ipk_tcp_abort(t->ctx, g, t->now);
+	CHECK_EQ(t->ctx->wmem, 0);
+	CHECK(th_no_leaks(t));
+	th_free(t);
+}
+
 /* ------------------------------------------- control packets under the reserve */
 
 static void *(*data_alloc)(void *opaque);
@@ -139,6 +227,7 @@ int main(void)
 {
 	RUN(test_tiny_zero_copy_sends_bounded_by_buffers);
 	RUN(test_write_keeps_full_sndbuf_of_bytes);
+	RUN(test_unacking_peers_bounded_and_cannot_starve_others);
 	RUN(test_at_reserve_still_acks_and_resets);
 	return check_summary();
 }
