@@ -446,6 +446,11 @@ void ipk_ip4_input(struct ipk_ctx *c, void *pkt, uint32_t off);
 /* Allocate a packet for an outgoing datagram: returns it with length 0; the
  * transport writes its header at ipk_l4_off(c). NULL (counted) when none. */
 void *ipk_ip4_alloc(struct ipk_ctx *c);
+/* Receive memory shared by TCP's out-of-order queues and IPv4 reassembly (tcp_mem.c,
+ * ctx->rmem_pkts against cfg.rmem_max): what a held chain costs, in pkt_buf_size
+ * units, and whether `need` more fit the context's budget. */
+uint32_t ipk_rmem_units(struct ipk_ctx *ctx, void *pkt);
+int ipk_rmem_ctx_fits(const struct ipk_ctx *ctx, uint32_t need);
 void *ipk_ip4_alloc_ctl(struct ipk_ctx *c);
 IPK_INLINE uint32_t ipk_l4_off(const struct ipk_ctx *c) { return c->l2_len + IPK_IP4_HLEN; }
 /*
