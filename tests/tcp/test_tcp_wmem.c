@@ -177,6 +177,33 @@ static void test_unacking_peers_bounded_and_cannot_starve_others(void)
 	th_free(t);
 }
 
+/* ------------------------------------- receive memory of packets beyond a buffer */
+
+static void buf_1024(struct ipk_config *c)
+{
+	c->pkt_buf_size = 1024; /* the harness's buffers hold 2048: "large" packets */
+	c->caps |= IPK_CAP_SG | IPK_CAP_LRO; /* an MTU beyond one buffer */
+}
+
+/* A held packet longer than pkt_buf_size (an LRO chain from the runtime's 128 KiB
+ * buffers) counts by its bytes in the receive budget, not as one small buffer. */
+static void test_ooo_packet_beyond_buffer_counts_by_bytes(void)
+{
+	struct th *t = th_new(buf_1024);
+	struct ipk_tcp_opts o = th_mss_opt(1460);
+	struct ipk_conn *c;
+	static const uint8_t d[1400];
+	uint32_t iss = th_accept(t, IRS, &o, W, &c);
+
+	th_seg(t, IPK_TCP_ACK, IRS + 1 + 5000, iss + 1, W, d, sizeof(d)); /* out of order */
+	CHECK(c->x != NULL);
+	CHECK_EQ(t->ctx->rmem_pkts, 2); /* a 1454-byte frame: two 1024-byte units */
+	ipk_tcp_abort(t->ctx, c, t->now);
+	CHECK_EQ(t->ctx->rmem_pkts, 0);
+	CHECK(th_no_leaks(t));
+	th_free(t);
+}
+
 /* ------------------------------------------- control packets under the reserve */
 
 static void *(*data_alloc)(void *opaque);
@@ -228,6 +255,7 @@ int main(void)
 	RUN(test_tiny_zero_copy_sends_bounded_by_buffers);
 	RUN(test_write_keeps_full_sndbuf_of_bytes);
 	RUN(test_unacking_peers_bounded_and_cannot_starve_others);
+	RUN(test_ooo_packet_beyond_buffer_counts_by_bytes);
 	RUN(test_at_reserve_still_acks_and_resets);
 	return check_summary();
 }
