@@ -223,6 +223,7 @@ struct ipk_ctx {
 	/* send memory (tcp.c wmem_room): bytes queued on every send queue plus the
 	 * zero-copy packets' charge (IPK_TCP_PB_OV), against cfg.wmem_max */
 	uint64_t wmem;
+	uint64_t wmem_lim;            /* cfg.wmem_max or its default (ipk_wmem_limit_set) */
 	uint32_t tw_n;                /* connections on the TIME_WAIT list */
 	struct ipk_conn *tw_head, *tw_tail; /* TIME_WAIT, oldest first */
 	uint64_t cookie_key[2];       /* SipHash key for SYN cookies, drawn on first use */
@@ -451,6 +452,8 @@ void *ipk_ip4_alloc(struct ipk_ctx *c);
  * units, and whether `need` more fit the context's budget. */
 uint32_t ipk_rmem_units(struct ipk_ctx *ctx, void *pkt);
 int ipk_rmem_ctx_fits(const struct ipk_ctx *ctx, uint32_t need);
+/* Set ctx->wmem_lim from cfg.wmem_max and the pbs given (at init, ipk_add_pbs). */
+void ipk_wmem_limit_set(struct ipk_ctx *ctx);
 void *ipk_ip4_alloc_ctl(struct ipk_ctx *c);
 IPK_INLINE uint32_t ipk_l4_off(const struct ipk_ctx *c) { return c->l2_len + IPK_IP4_HLEN; }
 /*

@@ -347,6 +347,7 @@ struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cf
 	c->arp = (struct ipk_arp_entry *)(void *)(base + l.arp);
 	c->frags = (struct ipk_frag *)(void *)(base + l.frags);
 	ctx_start_values(c);
+	ipk_wmem_limit_set(c);
 	return c;
 }
 
@@ -376,6 +377,7 @@ int ipk_add_pbs(struct ipk_ctx *ctx, void *mem, uint32_t count)
 	for (i = 0; i < count; i++)
 		ipk_pb_put(ctx, (struct ipk_pb *)(void *)(p + (size_t)i * ipk_pb_size()));
 	ctx->pb_total += count;
+	ipk_wmem_limit_set(ctx);
 	return (int)count;
 }
 

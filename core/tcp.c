@@ -476,22 +476,34 @@ static uint32_t sq_overhead(struct ipk_ctx *ctx, void *pkt, uint32_t len)
  */
 #define IPK_WMEM_MIN_BUFS 4u
 
-static uint64_t wmem_limit(const struct ipk_ctx *ctx)
+void ipk_wmem_limit_set(struct ipk_ctx *ctx)
 {
 	if (ctx->cfg.wmem_max)
-		return ctx->cfg.wmem_max;
-	return (uint64_t)ctx->pb_total * ctx->cfg.pkt_buf_size / 4u;
+		ctx->wmem_lim = ctx->cfg.wmem_max;
+	else
+		ctx->wmem_lim = (uint64_t)ctx->pb_total * ctx->cfg.pkt_buf_size / 4u;
 }
 
 static uint64_t wmem_room(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	uint64_t lim = wmem_limit(ctx), mine = c->sq_bytes, min;
+	uint64_t lim = ctx->wmem_lim, mine = c->sq_bytes, min;
 
 	if (c->sndbuf < ctx->cfg.tcp_sndbuf)
 		mine += ctx->cfg.tcp_sndbuf - c->sndbuf; /* sq_overhead's charges */
 	min = (uint64_t)IPK_WMEM_MIN_BUFS * ctx->cfg.pkt_buf_size;
 	min = min > mine ? min - mine : 0u;
 	return IPK_MAX(lim > ctx->wmem ? lim - ctx->wmem : 0u, min);
+}
+
+/* What ipk_tcp_write may queue of `want` bytes under the context's limit. */
+static uint32_t wmem_cut(struct ipk_ctx *ctx, const struct ipk_conn *c, uint32_t want)
+{
+	uint64_t w = wmem_room(ctx, c);
+
+	if (w >= want)
+		return want;
+	ctx->cnt.tcp_wmem_limited++;
+	return (uint32_t)w;
 }
 
 /* Zero-copy send: on success the pb holds the application's chain until acknowledged. */
@@ -615,7 +627,7 @@ static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_
 IPK_HOT int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *buf, uint32_t len,
                   uint64_t now)
 {
-	uint32_t room, n;
+	uint32_t room, want, n;
 	int rc = conn_check(ctx, c);
 
 	if (rc != IPK_OK)
@@ -624,19 +636,13 @@ IPK_HOT int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *b
 		return IPK_EINVAL;
 	if (!can_send(c))
 		return IPK_ENOTCONN;
-	room = ctx->cfg.tcp_sndbuf > c->sq_bytes ? ctx->cfg.tcp_sndbuf - c->sq_bytes : 0;
-	if (c->sndbuf < ctx->cfg.tcp_sndbuf) /* zero-copy packets queued (sq_overhead) */
-		room = c->sndbuf > c->sq_bytes ? IPK_MIN(room, c->sndbuf - c->sq_bytes) : 0;
-	if (room && ctx->wmem + room > wmem_limit(ctx)) { /* cheap test first */
-		uint64_t w = wmem_room(ctx, c);
-
-		if (w < room) {
-			room = (uint32_t)w;
-			ctx->cnt.tcp_wmem_limited++;
-		}
-	}
-	n = write_copy(ctx, c, (const uint8_t *)buf, IPK_MIN(len, room));
-	if (n == 0 && len > 0 && room > 0)
+	/* c->sndbuf: tcp_sndbuf less the zero-copy packets' charge (sq_overhead) */
+	room = c->sndbuf > c->sq_bytes ? c->sndbuf - c->sq_bytes : 0;
+	want = IPK_MIN(len, room);
+	if (ctx->wmem + want > ctx->wmem_lim) /* the context's limit: rarely reached */
+		want = wmem_cut(ctx, c, want);
+	n = write_copy(ctx, c, (const uint8_t *)buf, want);
+	if (n == 0 && want > 0)
 		return IPK_ENOBUFS;
 	if (n > 0)
 		after_queue(ctx, c, now);

@@ -67,6 +67,7 @@ IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 	if (!ipk_seq_gt(ack, c->sq_seq))
 		return 0;
 	n = done = ack - c->sq_seq;
+	ctx->wmem -= done; /* tcp.c wmem_room */
 	while (n > 0 && c->sq_head) {
 		struct ipk_pb *pb = c->sq_head;
 
@@ -90,7 +91,6 @@ IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 	}
 	c->sq_seq = ack;
 	c->sq_bytes -= done;
-	ctx->wmem -= done;
 	return done;
 }
 

@@ -158,7 +158,7 @@ static void test_unacking_peers_bounded_and_cannot_starve_others(void)
 	for (i = 0; i < NBAD; i++) {
 		(void)open_from(t, (uint16_t)(6000 + i), IRS, &bad[i]);
 		for (rounds = 0; rounds < 4; rounds++)
-			(void)ipk_tcp_write(t->ctx, bad[i], big, sizeof(big), t->now);
+			CHECK(ipk_tcp_write(t->ctx, bad[i], big, sizeof(big), t->now) >= 0);
 		th_clear(t);
 		held += bad[i]->sq_bytes;
 	}
