@@ -440,7 +440,7 @@ static void *op_alloc(void *opaque)
 /* Control packets (ops->pkt_alloc_ctl: ACKs, RSTs, ARP, ICMP errors) may take the
  * upper half of the reserve: at the reserve the core can still send what frees
  * memory, and the lower half stays the backend's, for receive. */
-static void *op_alloc_ctl(void *opaque)
+void *ipk_pool_pkt_alloc_ctl(void *opaque)
 {
 	struct ipk_pool *p = ops_pool(opaque);
 
@@ -549,7 +549,6 @@ void ipk_pool_fill_ops(struct ipk_ops *ops)
 	if (!ops)
 		return;
 	ops->pkt_alloc = op_alloc;
-	ops->pkt_alloc_ctl = op_alloc_ctl;
 	ops->pkt_free = op_free;
 	ops->pkt_data = op_data;
 	ops->pkt_len = op_len;

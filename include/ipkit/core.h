@@ -437,7 +437,7 @@ struct ipk_ops {
 	 * peer send the data that fills a hole; a RST ends a connection that holds
 	 * packets). An integrator that keeps a reserve from pkt_alloc lets these dip
 	 * into part of it, so a node at its reserve still answers (io/pool.c
-	 * ipk_pool_fill_ops does: down to half the reserve). Data, its headers and
+	 * ipk_pool_pkt_alloc_ctl: down to half the reserve). Data, its headers and
 	 * the core's copies always use pkt_alloc. NULL: pkt_alloc. */
 	void *(*pkt_alloc_ctl)(void *opaque);
 };

@@ -283,7 +283,8 @@ static void test_pool_control_allocs_dip_into_half_the_reserve(void)
 	memset(&ops, 0, sizeof(ops));
 	h.pool = small_pool(16, 32);
 	ipk_pool_fill_ops(&ops);
-	CHECK(ops.pkt_alloc_ctl != NULL);
+	CHECK(ops.pkt_alloc_ctl == NULL); /* opt-in */
+	ops.pkt_alloc_ctl = ipk_pool_pkt_alloc_ctl;
 	ipk_pool_set_reserve(h.pool, 4);
 	while (n < 16 && (k[n] = (struct ipk_pkt *)ops.pkt_alloc(&h)) != NULL)
 		n++;
