@@ -96,7 +96,7 @@ static int arp_send(struct ipk_ctx *c, uint16_t op, const uint8_t dst_mac[6],
                     const uint8_t tha[6], uint32_t tpa_be)
 {
 	struct ipk_arp_hdr a;
-	void *pkt = ipk_pkt_alloc(c);
+	void *pkt = ipk_pkt_alloc_ctl(c); /* control: without ARP no ACK leaves */
 
 	if (!pkt) {
 		ipk_drop(c, IPK_DROP_NO_PKT);

@@ -259,7 +259,7 @@ void ipk_icmp_send_error(struct ipk_ctx *c, void *pkt, uint32_t l3_off, uint8_t 
 	qlen = IPK_MIN(qlen, (uint32_t)ipk_rd16(ip + 2));
 	cap = IPK_MIN(ICMP_ERR_MAX_DGRAM, (uint32_t)c->cfg.mtu) - IPK_IP4_HLEN - IPK_ICMP_HLEN;
 	qlen = IPK_MIN(qlen, cap);
-	out = ipk_ip4_alloc(c);
+	out = ipk_ip4_alloc_ctl(c);
 	if (!out)
 		return;
 	l4 = IPK_ICMP_HLEN + qlen;

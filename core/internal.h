@@ -88,7 +88,7 @@ struct ipk_pb {
 	uint32_t aux;    /* ARP queue: next-hop IPv4 (be); TCP send: flags (SYN/FIN) */
 	uint64_t t;      /* TCP send: time last sent; frag/ARP: time queued */
 	uint32_t xmit;   /* TCP send: times transmitted */
-	uint32_t pad_;
+	uint32_t pad_;   /* TCP send: truesize charge beyond len (IPK_TCP_PB_OV) */
 };
 
 /* Received-datagram facts passed from ip4 to the transport inputs. */
@@ -238,6 +238,10 @@ struct ipk_ctx {
 	 * bucket where the next search for a connection to take them from starts */
 	uint32_t rmem_pkts;
 	uint32_t rmem_cursor;
+	/* send memory (tcp.c wmem_room): bytes queued on every send queue plus the
+	 * zero-copy packets' charge (IPK_TCP_PB_OV), against cfg.wmem_max */
+	uint64_t wmem;
+	uint64_t wmem_lim;            /* cfg.wmem_max or its default (ipk_wmem_limit_set) */
 	uint32_t tw_n;                /* connections on the TIME_WAIT list */
 	struct ipk_conn *tw_head, *tw_tail; /* TIME_WAIT, oldest first */
 	uint64_t cookie_key[2];       /* SipHash key for SYN cookies, drawn on first use */
@@ -309,6 +313,13 @@ IPK_INLINE uint64_t ipk_clock(struct ipk_ctx *c, uint64_t now)
 }
 
 IPK_INLINE void *ipk_pkt_alloc(struct ipk_ctx *c) { return IPK_OPS(c)->pkt_alloc(IPK_OPQ(c)); }
+/* A control packet (ops->pkt_alloc_ctl): allowed below the integrator's data reserve. */
+IPK_INLINE void *ipk_pkt_alloc_ctl(struct ipk_ctx *c)
+{
+	if (IPK_OPS(c)->pkt_alloc_ctl)
+		return IPK_OPS(c)->pkt_alloc_ctl(IPK_OPQ(c));
+	return IPK_OPS(c)->pkt_alloc(IPK_OPQ(c));
+}
 IPK_INLINE void ipk_pkt_free(struct ipk_ctx *c, void *p) { IPK_OPS(c)->pkt_free(p, IPK_OPQ(c)); }
 
 /* Descriptor members the integrator declared (ipk_config.pkt_fields) are read in
@@ -488,6 +499,14 @@ void ipk_ip4_input(struct ipk_ctx *c, void *pkt, uint32_t off);
 /* Allocate a packet for an outgoing datagram: returns it with length 0; the
  * transport writes its header at ipk_l4_off(c). NULL (counted) when none. */
 void *ipk_ip4_alloc(struct ipk_ctx *c);
+/* Receive memory shared by TCP's out-of-order queues and IPv4 reassembly (tcp_mem.c,
+ * ctx->rmem_pkts against cfg.rmem_max): what a held chain costs, in pkt_buf_size
+ * units, and whether `need` more fit the context's budget. */
+uint32_t ipk_rmem_units(struct ipk_ctx *ctx, void *pkt);
+int ipk_rmem_ctx_fits(const struct ipk_ctx *ctx, uint32_t need);
+/* Set ctx->wmem_lim from cfg.wmem_max and the pbs given (at init, ipk_add_pbs). */
+void ipk_wmem_limit_set(struct ipk_ctx *ctx);
+void *ipk_ip4_alloc_ctl(struct ipk_ctx *c);
 IPK_INLINE uint32_t ipk_l4_off(const struct ipk_ctx *c) { return c->l2_len + IPK_IP4_HLEN; }
 /*
  * Finish and send a datagram: pkt (maybe a chain) holds l2 room + 20 bytes of IPv4

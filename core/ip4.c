@@ -296,6 +296,7 @@ static void frag_free_slot(struct ipk_ctx *c, struct ipk_frag *f, int count_as)
 	while (pb) {
 		struct ipk_pb *next = pb->next;
 
+		c->rmem_pkts -= pb->xmit; /* frag_store's charge */
 		if (count_as >= 0)
 			ipk_drop_pkt(c, pb->pkt, (enum ipk_drop)count_as);
 		else
@@ -428,15 +429,48 @@ static int frag_admit(struct ipk_ctx *c, struct ipk_frag *f, uint32_t start, uin
 	return -1;
 }
 
+/* Held fragments count in the receive-memory budget that TCP's out-of-order data
+ * uses (cfg.rmem_max, tcp_mem.c): over it, other datagrams are evicted, the one
+ * that received nothing for longest first. One datagram alone may pass it (it is
+ * bounded by frag_max_pieces and frag_max_bytes), so a budget smaller than the
+ * largest datagram does not forbid it; 0 when TCP holds the budget and f none. */
+static int frag_mem_room(struct ipk_ctx *c, const struct ipk_frag *f, uint32_t need)
+{
+	while (!ipk_rmem_ctx_fits(c, need)) {
+		struct ipk_frag *v = NULL;
+		uint32_t i;
+
+		for (i = 0; i < c->cfg.frag_slots; i++) {
+			struct ipk_frag *o = &c->frags[i];
+
+			if (o->used && o != f && o->pieces && (!v || o->touched < v->touched))
+				v = o;
+		}
+		if (!v)
+			return f->pieces != NULL;
+		frag_free_slot(c, v, IPK_DROP_FRAG_EVICTED);
+	}
+	return 1;
+}
+
 static void frag_store(struct ipk_ctx *c, struct ipk_frag *f, void *pkt, struct ipk_pb **at,
                        const struct ipk_rx *rx, uint32_t start, int last)
 {
-	struct ipk_pb *pb = ipk_pb_get(c);
+	uint32_t units = ipk_rmem_units(c, pkt);
+	struct ipk_pb *pb;
 
+	if (!frag_mem_room(c, f, units)) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_FRAG_NOMEM);
+		frag_free_slot(c, f, IPK_DROP_FRAG_NOMEM);
+		return;
+	}
+	pb = ipk_pb_get(c);
 	if (!pb) {
 		ipk_pkt_free_chain(c, pkt); /* counted as IPK_DROP_NO_PB */
 		return;
 	}
+	pb->xmit = units;
+	c->rmem_pkts += units;
 	pb->pkt = pkt;
 	pb->seq = start;
 	pb->off = rx->l4_off;
@@ -525,6 +559,7 @@ static void frag_complete(struct ipk_ctx *c, struct ipk_frag *f)
 	}
 	for (pb = first; pb;) {
 		struct ipk_pb *next = pb->next;
+		c->rmem_pkts -= pb->xmit; /* handed on: no longer held */
 		ipk_pb_put(c, pb);
 		pb = next;
 	}
@@ -570,16 +605,25 @@ uint64_t ipk_ip4_frag_timer(struct ipk_ctx *c, uint64_t now)
 
 /* ----------------------------------------------------------------- output */
 
-void *ipk_ip4_alloc(struct ipk_ctx *c)
+static void *ip4_alloc_done(struct ipk_ctx *c, void *pkt)
 {
-	void *pkt = ipk_pkt_alloc(c);
-
 	if (!pkt) {
 		ipk_drop(c, IPK_DROP_NO_PKT);
 		return NULL;
 	}
 	ipk_pkt_set_len(c, pkt, 0);
 	return pkt;
+}
+
+void *ipk_ip4_alloc(struct ipk_ctx *c)
+{
+	return ip4_alloc_done(c, ipk_pkt_alloc(c));
+}
+
+/* For control packets (ops->pkt_alloc_ctl): ACKs, RSTs, ICMP errors. */
+void *ipk_ip4_alloc_ctl(struct ipk_ctx *c)
+{
+	return ip4_alloc_done(c, ipk_pkt_alloc_ctl(c));
 }
 
 /* Write the 20-byte header at l2_len; checksum by the NIC when it offers. `frag` is

@@ -22,6 +22,7 @@ static void config_default_tcp(struct ipk_config *cfg)
 	cfg->tcp_ooo_max = 0; /* follow tcp_rcvbuf (tcp_in.c ooo_limit) */
 	cfg->tcp_rmem_max = 0; /* 2 * tcp_rcvbuf (tcp_mem.c) */
 	cfg->rmem_max = 0;     /* from the pb pool (tcp_mem.c) */
+	cfg->wmem_max = 0;     /* from the pb pool (tcp.c wmem_room) */
 	cfg->tcp_rto_min_ns = 200 * IPK_NS_PER_MS;
 	cfg->tcp_rto_max_ns = 60 * IPK_NS_PER_S;
 	cfg->tcp_rto_init_ns = 1 * IPK_NS_PER_S;
@@ -373,6 +374,7 @@ struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cf
 	c->arp = (struct ipk_arp_entry *)(void *)(base + l.arp);
 	c->frags = (struct ipk_frag *)(void *)(base + l.frags);
 	ctx_start_values(c);
+	ipk_wmem_limit_set(c);
 	return c;
 }
 
@@ -402,6 +404,7 @@ int ipk_add_pbs(struct ipk_ctx *ctx, void *mem, uint32_t count)
 	for (i = 0; i < count; i++)
 		ipk_pb_put(ctx, (struct ipk_pb *)(void *)(p + (size_t)i * ipk_pb_size()));
 	ctx->pb_total += count;
+	ipk_wmem_limit_set(ctx);
 	return (int)count;
 }
 

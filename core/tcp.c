@@ -423,8 +423,9 @@ uint32_t ipk_tcp_sndbuf_free(const struct ipk_conn *c)
 	return c->sndbuf > c->sq_bytes ? c->sndbuf - c->sq_bytes : 0;
 }
 
-static void sq_append(struct ipk_conn *c, struct ipk_pb *pb)
+static void sq_append(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *pb)
 {
+	ctx->wmem += pb->len;
 	pb->next = NULL;
 	if (c->sq_tail)
 		c->sq_tail->next = pb;
@@ -448,11 +449,69 @@ static void after_queue(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 	ipk_link_flush(ctx);
 }
 
+/*
+ * A zero-copy send pins the application's packets until acknowledged, so it is
+ * charged by what it pins, as Linux charges sk_wmem by truesize: at least half a
+ * buffer per packet (Linux doubles SO_SNDBUF for the same overhead), so 1-byte
+ * sends cannot pin tcp_sndbuf buffers. The charge beyond the bytes comes off
+ * c->sndbuf until the pb is freed (tcp_out.c ipk_tcp_sq_release). ipk_tcp_write's
+ * own packets, topped up as they go, are charged by bytes.
+ */
+static uint32_t sq_overhead(struct ipk_ctx *ctx, void *pkt, uint32_t len)
+{
+	uint64_t half = 0;
+
+	for (; pkt; pkt = ipk_pkt_chain_next(ctx, pkt))
+		half += ctx->cfg.pkt_buf_size / 2u;
+	return half > len ? (uint32_t)IPK_MIN(half - len, 0xffffffffull) : 0u;
+}
+
+/*
+ * The context's send memory (cfg.wmem_max, Linux's tcp_mem): what one more call may
+ * queue on c. Every connection may have IPK_WMEM_MIN_BUFS buffers' worth queued
+ * whatever the others hold (Linux guarantees tcp_wmem[0] the same way), so peers
+ * that never ACK cannot stop the others, and no wake-up is lost: a connection is
+ * refused only with data queued, and the tcp_acked event of that data tells it
+ * when to try again.
+ */
+#define IPK_WMEM_MIN_BUFS 4u
+
+void ipk_wmem_limit_set(struct ipk_ctx *ctx)
+{
+	if (ctx->cfg.wmem_max)
+		ctx->wmem_lim = ctx->cfg.wmem_max;
+	else
+		ctx->wmem_lim = (uint64_t)ctx->pb_total * ctx->cfg.pkt_buf_size / 4u;
+}
+
+static uint64_t wmem_room(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint64_t lim = ctx->wmem_lim, mine = c->sq_bytes, min;
+
+	if (c->sndbuf < ctx->cfg.tcp_sndbuf)
+		mine += ctx->cfg.tcp_sndbuf - c->sndbuf; /* sq_overhead's charges */
+	min = (uint64_t)IPK_WMEM_MIN_BUFS * ctx->cfg.pkt_buf_size;
+	min = min > mine ? min - mine : 0u;
+	return IPK_MAX(lim > ctx->wmem ? lim - ctx->wmem : 0u, min);
+}
+
+/* What ipk_tcp_write may queue of `want` bytes under the context's limit. */
+static uint32_t wmem_cut(struct ipk_ctx *ctx, const struct ipk_conn *c, uint32_t want)
+{
+	uint64_t w = wmem_room(ctx, c);
+
+	if (w >= want)
+		return want;
+	ctx->cnt.tcp_wmem_limited++;
+	return (uint32_t)w;
+}
+
 /* Zero-copy send: on success the pb holds the application's chain until acknowledged. */
 int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t now)
 {
 	struct ipk_pb *pb;
-	uint32_t len;
+	uint32_t len, ov;
+	uint64_t room;
 	int rc = conn_check(ctx, c);
 
 	if (rc != IPK_OK)
@@ -464,8 +523,17 @@ int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t no
 	len = ipk_pkt_chain_len(ctx, pkt);
 	if (len == 0)
 		return IPK_EINVAL;
-	if (len > ctx->cfg.tcp_sndbuf || c->sq_bytes > ctx->cfg.tcp_sndbuf - len)
+	ov = sq_overhead(ctx, pkt, len);
+	room = c->sndbuf > c->sq_bytes ? c->sndbuf - c->sq_bytes : 0u;
+	if (len > ctx->cfg.tcp_sndbuf || c->sq_bytes > ctx->cfg.tcp_sndbuf - len ||
+	    (uint64_t)len + ov > room) {
+		ctx->cnt.tcp_sndbuf_full++;
 		return IPK_EAGAIN;
+	}
+	if ((uint64_t)len + ov > wmem_room(ctx, c)) {
+		ctx->cnt.tcp_wmem_limited++;
+		return IPK_EAGAIN;
+	}
 	pb = ipk_pb_get(ctx);
 	if (!pb)
 		return IPK_ENOMEM;
@@ -474,7 +542,10 @@ int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t no
 	pb->len = len;
 	pb->seq = ipk_tcp_data_end(c);
 	pb->aux = 0;
-	sq_append(c, pb);
+	IPK_TCP_PB_OV(pb) = ov;
+	c->sndbuf -= ov;
+	ctx->wmem += ov; /* and len in sq_append */
+	sq_append(ctx, c, pb);
 	after_queue(ctx, c, now);
 	return (int)len;
 }
@@ -515,6 +586,7 @@ static uint32_t write_topup(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8
 	ipk_memcpy(ipk_pkt_data(ctx, pb->pkt) + have, buf, n);
 	pb->len += n;
 	c->sq_bytes += n;
+	ctx->wmem += n;
 	return n;
 }
 
@@ -545,7 +617,8 @@ static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_
 		pb->len = n;
 		pb->seq = ipk_tcp_data_end(c);
 		pb->aux = IPK_TCP_PB_COPY;
-		sq_append(c, pb); /* counts n in sq_bytes */
+		IPK_TCP_PB_OV(pb) = 0;
+		sq_append(ctx, c, pb); /* counts n in sq_bytes and wmem */
 		done += n;
 	}
 	return done;
@@ -554,7 +627,7 @@ static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_
 IPK_HOT int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *buf, uint32_t len,
                   uint64_t now)
 {
-	uint32_t room, n;
+	uint32_t room, want, n;
 	int rc = conn_check(ctx, c);
 
 	if (rc != IPK_OK)
@@ -563,9 +636,13 @@ IPK_HOT int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *b
 		return IPK_EINVAL;
 	if (!can_send(c))
 		return IPK_ENOTCONN;
-	room = ctx->cfg.tcp_sndbuf > c->sq_bytes ? ctx->cfg.tcp_sndbuf - c->sq_bytes : 0;
-	n = write_copy(ctx, c, (const uint8_t *)buf, IPK_MIN(len, room));
-	if (n == 0 && len > 0 && room > 0)
+	/* c->sndbuf: tcp_sndbuf less the zero-copy packets' charge (sq_overhead) */
+	room = c->sndbuf > c->sq_bytes ? c->sndbuf - c->sq_bytes : 0;
+	want = IPK_MIN(len, room);
+	if (ctx->wmem + want > ctx->wmem_lim) /* the context's limit: rarely reached */
+		want = wmem_cut(ctx, c, want);
+	n = write_copy(ctx, c, (const uint8_t *)buf, want);
+	if (n == 0 && want > 0)
 		return IPK_ENOBUFS;
 	if (n > 0)
 		after_queue(ctx, c, now);

@@ -89,6 +89,9 @@
 #define IPK_TCPF_REORDER 0x80000000u /* RFC 8985 RACK.reordering_seen: the path reorders */
 
 /* pb->aux flag for send-queue and out-of-order pbs */
+/* Send queue: what the pb is charged beyond its bytes (tcp.c sq_overhead), taken
+ * from c->sndbuf while it is queued. */
+#define IPK_TCP_PB_OV(pb) ((pb)->pad_)
 #define IPK_TCP_PB_COPY 0x1u /* send queue: packet filled by ipk_tcp_write (may grow) */
 #define IPK_TCP_PB_FIN 0x2u  /* out-of-order queue: segment carried FIN */
 #define IPK_TCP_PB_RECENT 0x4u /* out-of-order queue: the segment that arrived last */
@@ -170,7 +173,8 @@ struct ipk_conn {
 	uint32_t max_sndwnd;        /* largest window the peer offered (SWS §3.8.6.2.1) */
 	uint32_t snd_wl1;           /* SND.WL1 (SND.WL2 is implied: ipk_tcp_wnd_newer) */
 	uint32_t mss;               /* send MSS */
-	uint32_t sndbuf;            /* cfg.tcp_sndbuf at open (for ipk_tcp_sndbuf_free) */
+	uint32_t sndbuf;            /* cfg.tcp_sndbuf less the truesize charge of queued
+	                             * zero-copy packets (tcp.c sq_overhead) */
 
 	/* receive sequence variables */
 	uint32_t rcv_nxt;           /* IRS + 1 until SYN-RECEIVED ends */

@@ -35,14 +35,23 @@
 /* Hash buckets one reclaim looks at, at most: bounds the work a segment can cause. */
 #define IPK_RMEM_SCAN 64u
 
-static uint32_t rmem_pkts_of(struct ipk_ctx *ctx, void *pkt)
+/* The units (pkt_buf_size each) a held chain costs: one per packet, more for a packet
+ * longer than pkt_buf_size, which only a larger buffer holds (an LRO chain from the
+ * runtime's 128 KiB buffers, ipk_pool_large): counted by its bytes, a lower bound of
+ * its buffer, not as one small buffer. */
+uint32_t ipk_rmem_units(struct ipk_ctx *ctx, void *pkt)
 {
-	uint32_t n = 0;
+	uint32_t n = 0, b = ctx->cfg.pkt_buf_size;
 
-	for (; pkt; pkt = ipk_pkt_chain_next(ctx, pkt))
-		n++;
+	for (; pkt; pkt = ipk_pkt_chain_next(ctx, pkt)) {
+		uint32_t len = ipk_pkt_len(ctx, pkt);
+
+		n += len > b ? (uint32_t)(((uint64_t)len + b - 1u) / b) : 1u;
+	}
 	return n;
 }
+
+#define rmem_pkts_of ipk_rmem_units
 
 /* Limits in packets (bytes / pkt_buf_size), never below one. */
 static uint64_t rmem_conn_limit(const struct ipk_ctx *ctx)
@@ -76,6 +85,11 @@ static int rmem_conn_fits(const struct ipk_ctx *ctx, const struct ipk_conn *c, u
 static int rmem_ctx_fits(const struct ipk_ctx *ctx, uint32_t need)
 {
 	return (uint64_t)ctx->rmem_pkts + need <= rmem_ctx_limit(ctx);
+}
+
+int ipk_rmem_ctx_fits(const struct ipk_ctx *ctx, uint32_t need)
+{
+	return rmem_ctx_fits(ctx, need);
 }
 
 static int rmem_fits(const struct ipk_ctx *ctx, const struct ipk_conn *c, uint32_t need)

@@ -61,7 +61,11 @@ void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 		tt->last = NULL;
 	pb_free_all(ctx, c->sq_head);
 	c->sq_head = c->sq_tail = NULL;
+	ctx->wmem -= c->sq_bytes;
+	if (c->sndbuf < ctx->cfg.tcp_sndbuf)
+		ctx->wmem -= ctx->cfg.tcp_sndbuf - c->sndbuf; /* sq_overhead's charges */
 	c->sq_bytes = 0;
+	c->sndbuf = ctx->cfg.tcp_sndbuf; /* every sq_overhead charge returned */
 	if (c->x) {
 		ipk_tcp_rmem_clear(ctx, c);
 		pb_free_all(ctx, c->x->next);
@@ -81,6 +85,7 @@ IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 	if (!ipk_seq_gt(ack, c->sq_seq))
 		return 0;
 	n = done = ack - c->sq_seq;
+	ctx->wmem -= done; /* tcp.c wmem_room */
 	while (n > 0 && c->sq_head) {
 		struct ipk_pb *pb = c->sq_head;
 
@@ -91,6 +96,8 @@ IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 				c->sq_tail = NULL;
 			if (ctx->sq_hint_pb == pb)
 				ctx->sq_hint_c = NULL;
+			c->sndbuf += IPK_TCP_PB_OV(pb); /* tcp.c sq_overhead */
+			ctx->wmem -= IPK_TCP_PB_OV(pb);
 			ipk_pkt_release(ctx, pb->pkt); /* no chain walk for one packet */
 			ipk_pb_put(ctx, pb);
 		} else {
@@ -223,6 +230,16 @@ static void seg_csum(struct ipk_ctx *ctx, void *pkt, uint8_t *th, int chained,
  * answer in the in-memory harness, bench/inmem). */
 #define IPK_TCP_COPY_MAX 256u
 
+/* A segment without payload other than our own SYN (a pure ACK, RST, SYN-ACK, bare
+ * FIN) is control: it may use part of the integrator's reserve (ops->pkt_alloc_ctl),
+ * for it is what lets memory be freed; data stops at the reserve. */
+static void *seg_alloc(struct ipk_ctx *ctx, const struct seg_spec *sp)
+{
+	if (sp->plen == 0 && (sp->flags & (IPK_TCP_SYN | IPK_TCP_ACK)) != IPK_TCP_SYN)
+		return ipk_ip4_alloc_ctl(ctx);
+	return ipk_ip4_alloc(ctx);
+}
+
 /*
  * Build and send one segment to t. Payload (sp->plen bytes at sp->seq) comes from c's
  * send queue: cloned and chained with IPK_CAP_SG (above IPK_TCP_COPY_MAX bytes),
@@ -236,7 +253,7 @@ static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, cons
 	struct ipk_tcp_hdr h;
 	struct ipk_tx_meta meta;
 	uint8_t *th;
-	void *pkt = ipk_ip4_alloc(ctx);
+	void *pkt = seg_alloc(ctx, sp);
 
 	if (!pkt)
 		return IPK_ENOBUFS;

@@ -437,6 +437,24 @@ static void *op_alloc(void *opaque)
 	return ipk_pkt_alloc(p);
 }
 
+/* Control packets (ops->pkt_alloc_ctl: ACKs, RSTs, ARP, ICMP errors) may take the
+ * upper half of the reserve: at the reserve the core can still send what frees
+ * memory, and the lower half stays the backend's, for receive. */
+void *ipk_pool_pkt_alloc_ctl(void *opaque)
+{
+	struct ipk_pool *p = ops_pool(opaque);
+
+	if (p->nbuf_free <= p->reserve / 2u) {
+		p->st.allocs++;
+		p->st.alloc_fails++;
+		p->st.reserve_hits++;
+		return NULL;
+	}
+	if (p->nbuf_free <= p->reserve)
+		p->st.reserve_ctl++;
+	return ipk_pkt_alloc(p);
+}
+
 static void op_free(void *pkt, void *opaque)
 {
 	(void)opaque;

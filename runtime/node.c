@@ -35,6 +35,10 @@
  * (ipk_config.rmem_max), and the buffers kept for receive alone (ipk_pool_set_reserve):
  * whatever a peer sends, the rest of the pool stays for receive and transmit. */
 #define NODE_RMEM_SHARE 4u
+/* ... and the share its send queues may hold (ipk_config.wmem_max, counted in bytes
+ * queued, a zero-copy packet as at least half a buffer), so connections whose peers
+ * never ACK cannot take the pool from the others (issue 14). */
+#define NODE_WMEM_SHARE 4u
 #define NODE_RX_RESERVE_SHARE 16u
 
 struct ipk_node {
@@ -236,6 +240,7 @@ static int node_core_config(struct ipk_node *n, struct ipk_config *c, char *err,
 	c->gateway_be = cfg->gateway_be;
 	/* a quarter of the buffers, in the core's unit (pkt_buf_size per packet held) */
 	c->rmem_max = (uint64_t)(cfg->pool.nbufs / NODE_RMEM_SHARE) * room;
+	c->wmem_max = (uint64_t)(cfg->pool.nbufs / NODE_WMEM_SHARE) * room;
 	if (cfg->mac) {
 		memcpy(c->mac, cfg->mac, 6);
 	} else if (caps->link == IPK_LINK_ETH) {

@@ -284,6 +284,10 @@ struct ipk_counters {
 	uint64_t tcp_tx_retries;      /* TCP output deferred for lack of packets or pbs (also
 	                               * drop[IPK_DROP_NO_PKT]); the wait doubles per failure
 	                               * in a row, from 1 ms up to 256 ms */
+	uint64_t tcp_sndbuf_full;     /* ipk_tcp_send refused with IPK_EAGAIN: no room in the
+	                               * send buffer (bytes, or the packets' truesize) */
+	uint64_t tcp_wmem_limited;    /* ipk_tcp_write / ipk_tcp_send calls cut short or
+	                               * refused by the context's wmem_max */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -433,6 +437,14 @@ struct ipk_ops {
 	 * packet (out-of-order data); while it says so the core holds none, so that
 	 * ACKs, RSTs, ARP and ICMP can still be received and processed. NULL: never. */
 	int (*pkt_low)(void *opaque);
+	/* (optional) pkt_alloc for control packets: pure ACKs, RSTs, SYN-ACKs, ARP and
+	 * ICMP errors, which are what frees memory at a peer and here (an ACK lets the
+	 * peer send the data that fills a hole; a RST ends a connection that holds
+	 * packets). An integrator that keeps a reserve from pkt_alloc lets these dip
+	 * into part of it, so a node at its reserve still answers (io/pool.c
+	 * ipk_pool_pkt_alloc_ctl: down to half the reserve). Data, its headers and
+	 * the core's copies always use pkt_alloc. NULL: pkt_alloc. */
+	void *(*pkt_alloc_ctl)(void *opaque);
 };
 
 /* Engine configuration. ipk_config_default fills every field with a documented
@@ -483,7 +495,10 @@ struct ipk_config {
 
 	/* TCP */
 	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB,
-	                             * at most INT32_MAX (sends return counts as int) */
+	                             * at most INT32_MAX (sends return counts as int); a
+	                             * zero-copy send is charged at least pkt_buf_size / 2
+	                             * per packet (it pins the buffer), so 2 * tcp_sndbuf /
+	                             * pkt_buf_size bounds the packets it can pin */
 	uint32_t tcp_rcvbuf;        /* receive window ceiling, default 256 KiB */
 	uint16_t tcp_ooo_max;       /* out-of-order segments held per connection; default 0 =
 	                             * as many full-sized segments as tcp_rcvbuf holds */
@@ -610,6 +625,17 @@ struct ipk_config {
 	 * members must not overlap (else ipk_ctx_size says invalid). */
 	uint8_t pkt_fields;
 	uint16_t pkt_data_off, pkt_len_off, pkt_next_off;
+
+	/* Send memory of the whole context (Linux's tcp_mem), in the send buffer's unit:
+	 * bytes queued, a zero-copy packet counted as at least pkt_buf_size / 2 (see
+	 * tcp_sndbuf). Above it ipk_tcp_write / ipk_tcp_send queue nothing more
+	 * (returning 0 / IPK_EAGAIN, counted in tcp_wmem_limited) on a connection that
+	 * already has 4 * pkt_buf_size queued; that one is told by tcp_acked when its
+	 * data is acknowledged, and one with less is never refused, so connections
+	 * whose peers never ACK cannot stop the others. Default 0 = the pb descriptors
+	 * (ipk_add_pbs) times pkt_buf_size / 4; the runtime uses a quarter of its
+	 * packet pool. UINT64_MAX = no context limit. */
+	uint64_t wmem_max;
 };
 
 #define IPK_PRR_SSRB 0u
@@ -731,15 +757,16 @@ int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_por
  * on error the packet is still the caller's. The core frees the packet (through
  * ops->pkt_free) once all its bytes are acknowledged or the connection ends; until
  * then the buffer must not change (retransmissions read it). Returns payload bytes
- * queued, or IPK_EAGAIN (not enough send-buffer room for the whole packet: wait for
+ * queued, or IPK_EAGAIN (not enough send-buffer room for the whole packet, its
+ * truesize counted (tcp_sndbuf), or the context's wmem_max reached: wait for
  * tcp_acked), IPK_ENOTCONN (FIN already queued: our sending side is closed; data
  * queued in SYN-SENT / SYN-RECEIVED is allowed and goes after the handshake),
  * IPK_EINVAL (NULL argument, empty packet), IPK_ECLOSED (closed handle) or
  * IPK_ENOMEM (no pb descriptor). */
 int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t now);
 /* Copying send: queue up to len bytes from buf (copied at once: buf is the caller's
- * again on return). Returns bytes queued (0 when the send buffer is full: wait for
- * tcp_acked; fewer than len when it filled), or IPK_ENOBUFS (room, but
+ * again on return). Returns bytes queued (0 when the send buffer or the context's
+ * send memory, wmem_max, is full: wait for tcp_acked; fewer than len when it filled), or IPK_ENOBUFS (room, but
  * ops->pkt_alloc or the pb pool gave nothing), IPK_ENOTCONN, IPK_EINVAL (NULL ctx
  * or handle, NULL buf with len > 0) or IPK_ECLOSED, as for ipk_tcp_send. */
 int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *buf, uint32_t len,

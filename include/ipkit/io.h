@@ -110,9 +110,11 @@ static inline uint8_t *ipk_pkt_mtod(const struct ipk_pkt *k) { return k->buf + k
 void ipk_pool_usage(const struct ipk_pool *p, uint32_t *bufs_out, uint32_t *descs_out);
 
 /* The receive reserve: the core's allocations through the packet ops (transmit
- * headers, ACKs, its copies) fail while no more than `nbufs` buffers are free, so the
+ * headers, its copies) fail while no more than `nbufs` buffers are free, so the
  * backend's receive path (ipk_pkt_alloc) always finds buffers for the ACKs, RSTs, ARP
- * and ICMP that let memory be freed again (issue 14). Default 0 (none). */
+ * and ICMP that let memory be freed again (issue 14). The core's control packets
+ * may use the upper half of it when ops->pkt_alloc_ctl is ipk_pool_pkt_alloc_ctl.
+ * Default 0 (none). */
 void ipk_pool_set_reserve(struct ipk_pool *p, uint32_t nbufs);
 /* ipk_pool_low returns 1 when at most twice the reserve is free (0 otherwise, and 0
  * with no reserve set); ipk_pool_pkt_low returns the same for the pool found through
@@ -120,6 +122,12 @@ void ipk_pool_set_reserve(struct ipk_pool *p, uint32_t nbufs);
  * ops->pkt_low, under which the core holds no more received packets. */
 int ipk_pool_low(const struct ipk_pool *p);
 int ipk_pool_pkt_low(void *opaque);
+/* For ops->pkt_alloc_ctl (opaque as ipk_pool_fill_ops): control packets (pure ACKs,
+ * RSTs, SYN-ACKs, ARP, ICMP errors) may take the upper half of the reserve, so a node
+ * at its reserve still acknowledges and resets; counted in reserve_ctl. Not set by
+ * ipk_pool_fill_ops: the runtime does not use it yet (with --workers, payload
+ * references pinning the pool, it left receive too little; see README status). */
+void *ipk_pool_pkt_alloc_ctl(void *opaque);
 
 /* Fill the packet ops of `ops` (pkt_alloc ... pkt_chain_cut) with this pool (NULL:
  * nothing). The
@@ -174,6 +182,8 @@ struct ipk_pool_stats {
 	uint32_t pad_;
 	uint64_t reserve_hits;        /* core allocations refused to keep the receive
 	                               * reserve (ipk_pool_set_reserve) */
+	uint64_t reserve_ctl;         /* control packets (ops->pkt_alloc_ctl) taken from the
+	                               * upper half of the reserve */
 };
 /* Copy p's counters into *st (zeros for a NULL p; nothing for a NULL st). */
 void ipk_pool_stats(const struct ipk_pool *p, struct ipk_pool_stats *st);

