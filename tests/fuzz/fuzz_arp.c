@@ -310,7 +310,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int i;
 
 	if (!A.ok && setup())
-		return 0;
+		fz_fail(WHO, "set-up failed"); /* a world not built would fuzz nothing */
 	fz_host_restore(&A.h);
 	A.requests_tx = A.needs = A.announces = A.probes_tx = A.arp_in = 0;
 	A.nlearned = A.nsent = 0;

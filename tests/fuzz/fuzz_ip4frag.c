@@ -200,7 +200,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int i;
 
 	if (!F.ok && setup())
-		return 0;
+		fz_fail(WHO, "set-up failed"); /* a world not built would fuzz nothing */
 	fz_host_restore(&F.h);
 	r.p = data;
 	r.n = size;

@@ -464,7 +464,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int i;
 
 	if (!T.ok && setup())
-		return 0;
+		fz_fail(WHO, "set-up failed"); /* a world not built would fuzz nothing */
 	fz_host_restore(&T.h);
 	T.our_tsval = T.snap_tsval;
 	T.recved = 0;
