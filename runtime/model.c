@@ -486,6 +486,42 @@ static void cb_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, vo
 	net_emit_simple(w, M_CONNECTED, rec_cid(r), r->cuser, 0, 0);
 }
 
+/* Payloads up to WK_SMALL bytes go to the application as a clone of a buffer shared by
+ * consecutive small payloads, the bytes copied into it, not as a clone of the packet
+ * they came in: a peer sending one-byte segments to an application that holds them
+ * (an echo behind a full send buffer, whose peer does not read) would otherwise pin a
+ * whole receive buffer per byte, and with the pool's buffers gone the node could no
+ * longer receive the ACKs and RSTs that free them (issue 14, the in-order side of
+ * item 1; ipkit-echo's single-node path copies for the same reason). NULL when no
+ * buffer or descriptor is free: the caller clones in place instead. */
+#define WK_SMALL 256u
+
+static struct ipk_pkt *small_ref(struct wk *w, struct ipk_pkt *k, uint32_t off, uint32_t len)
+{
+	struct ipk_pool *p = ipk_node_pool(w->node);
+	struct ipk_pkt *ref;
+
+	if (w->small && w->small_fill + len > ipk_pool_buf_size(p)) {
+		ipk_pkt_free(w->small); /* our hold only: the refs keep the buffer */
+		w->small = NULL;
+	}
+	if (!w->small) {
+		w->small = ipk_pkt_alloc(p);
+		if (!w->small)
+			return NULL;
+		w->small_fill = 0;
+	}
+	ref = ipk_pkt_clone(w->small);
+	if (!ref)
+		return NULL;
+	memcpy(w->small->buf + w->small_fill, ipk_pkt_mtod(k) + off, len);
+	ref->off = w->small_fill;
+	ref->len = len;
+	ref->next = NULL;
+	w->small_fill += len;
+	return ref;
+}
+
 static void cb_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
                        uint32_t off, uint32_t len, void *opaque)
 {
@@ -500,6 +536,14 @@ static void cb_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void
 	m.type = M_DATA;
 	m.cid = rec_cid(r);
 	if (pkt) {
+		ref = len <= WK_SMALL ? small_ref(w, (struct ipk_pkt *)pkt, off, len) : NULL;
+		if (ref) {
+			m.p = ref;
+			m.data = ipk_pkt_mtod(ref);
+			m.len = len;
+			net_emit(w, &m);
+			return;
+		}
 		ref = ipk_pkt_clone((struct ipk_pkt *)pkt);
 		if (!ref) {
 			/* out of descriptors: a reset beats a silently broken stream */

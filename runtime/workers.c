@@ -498,6 +498,9 @@ void ipk_workers_destroy(struct ipk_workers *ws)
 	for (i = 0; i < ws->n; i++) {
 		struct wk *w = &ws->w[i];
 
+		if (w->small)
+			ipk_pkt_free(w->small); /* refs still held keep the buffer */
+		w->small = NULL;
 		ipk_node_destroy(w->node);
 		w->node = NULL;
 		model_fini(w);

@@ -107,6 +107,10 @@ struct wk {
 	uint32_t nrecs;
 	struct wk_appside *as;
 	void *app_state;
+	/* model.c cb_payload: the buffer small payloads are copied into (one clone
+	 * each), and the bytes of it used; networking thread only */
+	struct ipk_pkt *small;
+	uint32_t small_fill;
 
 	struct ipk_worker_stats st;
 };
