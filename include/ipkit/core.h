@@ -642,7 +642,12 @@ struct ipk_config {
 #define IPK_PRR_CRB 1u
 #define IPK_PRR_OFF 2u
 
-#define IPK_CONFIG_VERSION 1u
+/* The layout of struct ipk_config and struct ipk_ops this header describes. 2: the
+ * receive/send memory limits, tcp_rst_limit, pkt_fields and the ops pkt_low and
+ * pkt_alloc_ctl were appended (issues 14 and 15), so a program built against an older
+ * header, whose structs are shorter, is refused (ipk_config_check: "version ...")
+ * instead of having the library read past them. */
+#define IPK_CONFIG_VERSION 2u
 
 /* Fill every field of *cfg with its documented default (version included); then set
  * the addresses, caps and sizes. A NULL cfg is ignored. */

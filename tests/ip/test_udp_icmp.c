@@ -378,7 +378,8 @@ static void test_config_invalid_gives_zero_size_and_null_ctx(void)
 	CHECK_EQ(cfg.eph_port_lo, 49152);
 	sz = ipk_ctx_size(&cfg);
 	CHECK(sz > 0 && sz % 8 == 0);
-	bad = cfg; bad.version = 2; CHECK_EQ(ipk_ctx_size(&bad), 0);
+	bad = cfg; bad.version = IPK_CONFIG_VERSION + 1; CHECK_EQ(ipk_ctx_size(&bad), 0);
+	bad = cfg; bad.version = IPK_CONFIG_VERSION - 1; CHECK_EQ(ipk_ctx_size(&bad), 0);
 	bad = cfg; bad.conn_hash_buckets = 1000; CHECK_EQ(ipk_ctx_size(&bad), 0);
 	bad = cfg; bad.mtu = 575; CHECK_EQ(ipk_ctx_size(&bad), 0);
 	bad = cfg; bad.mtu = 2040; CHECK_EQ(ipk_ctx_size(&bad), 0);
