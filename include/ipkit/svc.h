@@ -152,15 +152,21 @@ int ipk_svc_accepted(struct ipk_svc *svc, const struct ipk_svc_cqe *cqe,
  * this returns. The handle is freed. Synchronous, thread-safe; returns 0 or -EPIPE
  * (daemon gone; the handle is freed anyway). */
 int ipk_svc_close(struct ipk_svc_sock *so);
+/* Close by id (ipk_svc_sock_id) without the handle, e.g. from a thread that does
+ * not own it; the handle, if any, must then only be freed with ipk_svc_close (which
+ * gets -EBADF). Returns 0, -EBADF (no such socket of this application: another
+ * application's ids, stale generations and unknown numbers alike), -EPIPE. */
+int ipk_svc_close_id(struct ipk_svc *svc, uint32_t id);
 /* The daemon's id of the socket (for logs), 0 for NULL. */
 uint32_t ipk_svc_sock_id(const struct ipk_svc_sock *so);
 
 /* Buffers in the region. O(1): power-of-two size classes from 64 bytes up, each
  * with its own free list. Returns a pointer into the buffer area, or NULL when the
  * area is exhausted or len is 0. ipk_svc_buf_free takes a pointer from
- * ipk_svc_buf_alloc (anything else is ignored). Thread-safe. */
+ * ipk_svc_buf_alloc and the same len (it names the class; a pointer outside the
+ * area is ignored). Blocks of 4 KiB and more are 4 KiB-aligned. Thread-safe. */
 void *ipk_svc_buf_alloc(struct ipk_svc *svc, uint32_t len);
-void ipk_svc_buf_free(struct ipk_svc *svc, void *buf);
+void ipk_svc_buf_free(struct ipk_svc *svc, void *buf, uint32_t len);
 
 /* Next free submission entry of the socket, zeroed, or NULL when its SQ is full
  * (submit, then reap completions). Valid until ipk_svc_submit. */
@@ -212,6 +218,13 @@ void ipk_svc_sock_unlock(struct ipk_svc_sock *so);
 
 /* Helpers: an IPv4 address (network order) and port (host order). */
 void ipk_svc_addr_ip4(struct ipk_svc_addr *a, uint32_t ip4_be, uint16_t port);
+
+/* For tools and tests (tests/svc/svc_tool.c's hostile mode): the region's start
+ * and size, and a socket's ring offset in it (svc/proto.h describes both). The
+ * daemon checks everything written there; a write here can only hurt the caller.
+ * NULL / 0 for NULL handles. */
+void *ipk_svc_region(const struct ipk_svc *svc, uint64_t *size);
+uint64_t ipk_svc_sock_ring_off(const struct ipk_svc_sock *so);
 
 /* Statistics the daemon keeps in the region (bytes copied each way; bad requests). */
 struct ipk_svc_stats {
