@@ -169,12 +169,12 @@ static int svc_handshake(struct ipk_svc *svc, const struct ipk_svc_opts *o)
 	hi.ctl_entries = o->ctl_entries;
 	hi.buf_bytes = o->buf_bytes;
 	hi.ring_bytes = o->ring_bytes;
-	if (send(svc->ctl_fd, &hi, sizeof hi, MSG_NOSIGNAL) != (ssize_t)sizeof hi)
-		return -errno ? -errno : -EPROTO;
+	/* a daemon that refuses us (allow-list) may answer and hang up before our
+	 * hello arrives: read its answer even when the send failed */
+	rc = send(svc->ctl_fd, &hi, sizeof hi, MSG_NOSIGNAL) == (ssize_t)sizeof hi ? 0 : -errno;
 	memset(&w, 0, sizeof w);
-	rc = svc_recv_welcome(svc->ctl_fd, &w, fds);
-	if (rc < 0)
-		return rc;
+	if (svc_recv_welcome(svc->ctl_fd, &w, fds) < 0 || w.status < 0)
+		return w.magic == IPK_SVC_MAGIC && w.status < 0 ? w.status : rc < 0 ? rc : -EPROTO;
 	svc->bell_fd = fds[1];
 	rc = svc_map(svc, fds[0], w.region_size);
 	close(fds[0]);

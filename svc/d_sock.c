@@ -288,6 +288,7 @@ void d_post(struct d_sock *s, const struct ipk_svc_cqe *c)
 	}
 	s->ovf[(s->ovf_head + s->ovf_n) % s->cq_entries] = *c;
 	s->ovf_n++;
+	s->app->ovf_wait = 1;
 }
 
 void d_post_res(struct d_sock *s, uint64_t user_data, int32_t res)
@@ -417,6 +418,18 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s)
 	return k;
 }
 
+/* One socket's turn: waiting completions first, then new entries. */
+static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s)
+{
+	uint32_t k;
+	d_ovf_flush(s);
+	k = d_sock_consume(d, s);
+	if (s->ovf_n)
+		s->app->ovf_wait = 1; /* the app frees CQ room without a doorbell: look
+		                       * again soon (the loop sleeps at most 1 ms) */
+	return k;
+}
+
 /* One pass over an application: its control ring and, when it submitted or asked
  * for a rescan, every socket. Returns the work done (entries taken). */
 int d_serve_app(struct d_daemon *d, struct d_app *a)
@@ -430,21 +443,9 @@ int d_serve_app(struct d_daemon *d, struct d_app *a)
 	a->last_seq = seq;
 	a->rescan = 0;
 	a->ovf_wait = 0;
-	d_ovf_flush(&a->ctl);
-	if (a->ctl.ovf_n)
-		a->ovf_wait = 1;
-	work += d_sock_consume(d, &a->ctl);
-	for (i = 1; i < a->nsocks; i++) {
-		struct d_sock *s = a->socks[i];
-		if (!s)
-			continue;
-		if (s->ovf_n) {
-			/* the app frees CQ room without a doorbell: look again soon */
-			d_ovf_flush(s);
-			if (s->ovf_n)
-				a->ovf_wait = 1;
-		}
-		work += d_sock_consume(d, s);
-	}
+	work += d_sock_pass(d, &a->ctl);
+	for (i = 1; i < a->nsocks; i++)
+		if (a->socks[i])
+			work += d_sock_pass(d, a->socks[i]);
 	return (int)work;
 }

@@ -372,11 +372,19 @@ static int mode_hold(struct ipk_svc *svc, char **av)
 	struct ipk_svc_sock *so;
 	if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &so) < 0)
 		return 1;
+	struct ipk_svc_sqe e;
+	int rc;
 	printf("id %u\n", ipk_svc_sock_id(so));
 	fflush(stdout);
 	sleep((unsigned)atoi(av[0]));
-	ipk_svc_close(so);
-	return 0;
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_nop(&e);
+	rc = one(so, &e, NULL);
+	CHECK(rc == 0, "held socket still works: %d", rc);
+	rc = ipk_svc_close(so);
+	CHECK(rc == 0, "held socket closes: %d", rc);
+	printf("hold ok\n");
+	return fails ? 1 : 0;
 }
 
 #include "svc_hostile.h"
