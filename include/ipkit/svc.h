@@ -171,26 +171,52 @@ void ipk_svc_buf_free(struct ipk_svc *svc, void *buf, uint32_t len);
 /* Next free submission entry of the socket, zeroed, or NULL when its SQ is full
  * (submit, then reap completions). Valid until ipk_svc_submit. */
 struct ipk_svc_sqe *ipk_svc_get_sqe(struct ipk_svc_sock *so);
-/* Preparation: each fills the entry for one operation (user_data stays 0 until
- * ipk_svc_sqe_set_data). A buffer outside the region is sent as an offset the
- * daemon refuses (-EFAULT in the completion). */
+/* Preparation: each ipk_svc_prep_* fills the entry for one operation (user_data
+ * stays 0 until ipk_svc_sqe_set_data); none can fail here: the daemon checks and
+ * answers in the completion. A buffer outside the region is sent as an offset the
+ * daemon refuses (-EFAULT in the completion).
+ * ipk_svc_prep_nop: completes with 0 (round-trip measurements, wake-up tests). */
 void ipk_svc_prep_nop(struct ipk_svc_sqe *sqe);
+/* ipk_svc_prep_bind: claim local port (address 0 or the daemon's). res: 0,
+ * -EADDRINUSE (another socket holds it), -EACCES (below 1024 without permission),
+ * -EADDRNOTAVAIL (not our address), -EINVAL (bound already, port 0). */
 void ipk_svc_prep_bind(struct ipk_svc_sqe *sqe, const struct ipk_svc_addr *local);
+/* ipk_svc_prep_listen: TCP, after bind; backlog 0 = 128 (capped at 4096) bounds the
+ * connections waiting for an accept. res: 0, -EINVAL (not a bound TCP socket). */
 void ipk_svc_prep_listen(struct ipk_svc_sqe *sqe, uint32_t backlog);
-/* Multishot accept: every connection completes with res 0, cqe->sock, ring_off and
- * IPK_SVC_CQE_F_MORE; the new sockets get sq_entries / cq_entries (0: defaults). A
- * completion without MORE ends it (res < 0: why). */
+/* ipk_svc_prep_accept: multishot accept: every connection completes with res 0,
+ * cqe->sock, ring_off, the peer in cqe->addr and IPK_SVC_CQE_F_MORE; the new sockets
+ * get sq_entries / cq_entries (0: defaults); take their handle with
+ * ipk_svc_accepted. A completion without MORE ends it (res < 0: why; -EBUSY: one is
+ * armed already). */
 void ipk_svc_prep_accept(struct ipk_svc_sqe *sqe, uint32_t sq_entries, uint32_t cq_entries);
+/* ipk_svc_prep_connect: TCP active open. res: 0 when established, -ECONNREFUSED,
+ * -ETIMEDOUT, -EHOSTUNREACH, -EAFNOSUPPORT (IPv6 for now), -EINVAL. */
 void ipk_svc_prep_connect(struct ipk_svc_sqe *sqe, const struct ipk_svc_addr *peer);
+/* ipk_svc_prep_send: TCP, len bytes at buf (in the region, see "Buffers"). res: len
+ * once every byte is in the stack's send buffer; -EPIPE / -ECONNRESET when the
+ * connection ended first, -ENOTCONN before connect completed. Sends complete in
+ * order. */
 void ipk_svc_prep_send(struct ipk_svc_sock *so, struct ipk_svc_sqe *sqe, const void *buf,
                        uint32_t len);
+/* ipk_svc_prep_recv: TCP, up to len bytes into buf. res: bytes (> 0), 0 at the end
+ * of the stream, or the -errno the connection ended with. Receives complete in
+ * submission order; the window reopens as they complete. */
 void ipk_svc_prep_recv(struct ipk_svc_sock *so, struct ipk_svc_sqe *sqe, void *buf,
                        uint32_t len);
+/* ipk_svc_prep_shutdown: FIN after every earlier send of this socket. res: 0. */
 void ipk_svc_prep_shutdown(struct ipk_svc_sqe *sqe);
+/* ipk_svc_prep_sendto: UDP datagram of len bytes at buf to `to` (the socket gets an
+ * ephemeral port at its first send if it is not bound). res: bytes sent, or
+ * -EHOSTUNREACH (ARP still resolving or no route), -EMSGSIZE, -ENOBUFS. */
 void ipk_svc_prep_sendto(struct ipk_svc_sock *so, struct ipk_svc_sqe *sqe, const void *buf,
                          uint32_t len, const struct ipk_svc_addr *to);
+/* ipk_svc_prep_recvfrom: UDP, the next datagram into buf (truncated to len); res:
+ * bytes, cqe->addr: the sender. The daemon holds up to 256 datagrams per socket
+ * while no recvfrom waits, then drops. */
 void ipk_svc_prep_recvfrom(struct ipk_svc_sock *so, struct ipk_svc_sqe *sqe, void *buf,
                            uint32_t len);
+/* ipk_svc_sqe_set_data: the tag the completion returns in cqe->user_data. */
 static inline void ipk_svc_sqe_set_data(struct ipk_svc_sqe *sqe, uint64_t user_data)
 {
 	sqe->user_data = user_data;
@@ -211,7 +237,7 @@ void ipk_svc_cqe_seen(struct ipk_svc_sock *so, struct ipk_svc_cqe *cqe);
  * timeout_ns (-1: no bound). Returns 0 (look at your sockets), -ETIME, -EPIPE. */
 int ipk_svc_wait(struct ipk_svc *svc, int64_t timeout_ns);
 
-/* ipk_svc_sock_lock / unlock: the handle's mutex, for sharing one socket side
+/* ipk_svc_sock_lock / ipk_svc_sock_unlock: the handle's mutex, for sharing one socket side
  * between threads (see "Threads" above). */
 void ipk_svc_sock_lock(struct ipk_svc_sock *so);
 void ipk_svc_sock_unlock(struct ipk_svc_sock *so);
@@ -219,8 +245,8 @@ void ipk_svc_sock_unlock(struct ipk_svc_sock *so);
 /* Helpers: an IPv4 address (network order) and port (host order). */
 void ipk_svc_addr_ip4(struct ipk_svc_addr *a, uint32_t ip4_be, uint16_t port);
 
-/* For tools and tests (tests/svc/svc_tool.c's hostile mode): the region's start
- * and size, and a socket's ring offset in it (svc/proto.h describes both). The
+/* ipk_svc_region / ipk_svc_sock_ring_off, for tools and tests (svc_tool's hostile
+ * mode): the region's start and size, and a socket's ring offset in it (svc/proto.h describes both). The
  * daemon checks everything written there; a write here can only hurt the caller.
  * NULL / 0 for NULL handles. */
 void *ipk_svc_region(const struct ipk_svc *svc, uint64_t *size);
@@ -231,6 +257,7 @@ struct ipk_svc_stats {
 	uint64_t tx_copied, rx_copied;
 	uint64_t bad_sqe, bad_index;
 };
+/* ipk_svc_stats: copy them into *st (zeros for a NULL svc; NULL st: nothing). */
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);
 
 #ifdef __cplusplus
