@@ -29,6 +29,7 @@ struct svc_class {
 
 struct ipk_svc_sock {
 	struct ipk_svc *svc;
+	struct ipk_svc_sock *prev, *next; /* the application's handles (svc->socks) */
 	struct ipk_svc_ring *ring;
 	struct ipk_svc_sqe *sqes;
 	struct ipk_svc_cqe *cqes;
@@ -45,6 +46,7 @@ struct ipk_svc {
 	uint64_t size;
 	struct ipk_svc_region *hdr;
 	struct ipk_svc_sock ctl; /* the control rings */
+	struct ipk_svc_sock *socks; /* every handle, freed by ipk_svc_close_all */
 	pthread_mutex_t lock;    /* control ring, allocator */
 	struct svc_class cls[SVC_CLASSES];
 	uint64_t bump;           /* next fresh byte of the buffer area (offset in it) */
@@ -225,6 +227,13 @@ void ipk_svc_close_all(struct ipk_svc *svc)
 		close(svc->bell_fd);
 	for (i = 0; i < SVC_CLASSES; i++)
 		free(svc->cls[i].free);
+	while (svc->socks) {
+		struct ipk_svc_sock *so = svc->socks;
+		svc->socks = so->next;
+		pthread_mutex_destroy(&so->lock);
+		free(so);
+	}
+	pthread_mutex_destroy(&svc->lock);
 	free(svc);
 }
 
@@ -431,6 +440,12 @@ static int svc_sock_new(struct ipk_svc *svc, uint64_t ring_off, struct ipk_svc_s
 		free(so);
 		return rc;
 	}
+	pthread_mutex_lock(&svc->lock);
+	so->next = svc->socks;
+	if (so->next)
+		so->next->prev = so;
+	svc->socks = so;
+	pthread_mutex_unlock(&svc->lock);
 	*out = so;
 	return 0;
 }
@@ -480,10 +495,20 @@ int ipk_svc_close_id(struct ipk_svc *svc, uint32_t id)
 
 int ipk_svc_close(struct ipk_svc_sock *so)
 {
+	struct ipk_svc *svc;
 	int rc;
 	if (!so)
 		return -EINVAL;
 	rc = ipk_svc_close_id(so->svc, so->id);
+	svc = so->svc;
+	pthread_mutex_lock(&svc->lock);
+	if (so->prev)
+		so->prev->next = so->next;
+	else
+		svc->socks = so->next;
+	if (so->next)
+		so->next->prev = so->prev;
+	pthread_mutex_unlock(&svc->lock);
 	pthread_mutex_destroy(&so->lock);
 	free(so);
 	return rc;

@@ -157,13 +157,6 @@ static void d_accept_one(struct d_daemon *d, int fd)
 		close(fd);
 		return;
 	}
-	if (!d_allowed(&d->cfg, &cr)) {
-		fprintf(stderr, "ipkitd: refused pid %d uid %u gid %u: not in the allow-list\n",
-		        (int)cr.pid, (unsigned)cr.uid, (unsigned)cr.gid);
-		d_send_welcome(fd, -EACCES, 0, NULL, "uid/gid not allowed by ipkitd");
-		close(fd);
-		return;
-	}
 	a = (struct d_app *)calloc(1, sizeof *a);
 	if (!a) {
 		close(fd);
@@ -176,6 +169,21 @@ static void d_accept_one(struct d_daemon *d, int fd)
 	a->low_ports = d_id_in(d->cfg.low_uid, d->cfg.n_low_uid, cr.uid);
 	a->ctl_fd = fd;
 	a->bell_fd = -1;
+	a->pid_fd = -1;
+	if (!d_allowed(&d->cfg, &cr)) {
+		/* answered now, closed once its hello is read or it hangs up: closing a
+		 * UNIX socket with its hello unread would reset the connection and
+		 * discard our answer before the client reads it */
+		fprintf(stderr, "ipkitd: refused pid %d uid %u gid %u: not in the allow-list\n",
+		        (int)cr.pid, (unsigned)cr.uid, (unsigned)cr.gid);
+		d_send_welcome(fd, -EACCES, 0, NULL, "uid/gid not allowed by ipkitd");
+		a->refused = 1;
+		a->ev_ctl.kind = D_EV_CTL;
+		a->ev_ctl.app = a;
+		d_ep_add(d, fd, &a->ev_ctl, EPOLLIN | EPOLLRDHUP);
+		d_app_link(d, a);
+		return;
+	}
 	/* a pidfd notices an exit even if the process passed its socket on */
 	a->pid_fd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
 	a->ev_ctl.kind = D_EV_CTL;
@@ -313,6 +321,10 @@ static void d_ctl_readable(struct d_daemon *d, struct d_app *a)
 		return;
 	if (r == 0 || r < 0) {
 		d_app_doom(a, "hung up");
+		return;
+	}
+	if (a->refused) {
+		d_app_doom(a, "refused");
 		return;
 	}
 	if (a->ready || (size_t)r != sizeof hi) {

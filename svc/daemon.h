@@ -21,6 +21,7 @@
 
 struct d_cfg {
 	const char *io_spec, *sock_path;
+	char *owned[2];              /* strdup'd io_spec / sock_path */
 	uint32_t ip4_be, gw_be;
 	uint8_t prefix_len;
 	uid_t allow_uid[D_MAX_IDS], low_uid[D_MAX_IDS];
@@ -113,6 +114,7 @@ struct d_app {
 	int ctl_fd, bell_fd, pid_fd;
 	struct d_ev ev_ctl, ev_bell, ev_pid;
 	int ready;                   /* hello done, region mapped */
+	int refused;                 /* not allowed: answered, waiting to close */
 	uint8_t *base;
 	uint64_t size;
 	struct ipk_svc_region *hdr;

@@ -102,10 +102,18 @@ static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
 		fprintf(stderr, "ipkitd: %s needs a value (see --help)\n", name);
 		return -1;
 	}
-	if (!strcmp(name, "--io"))
-		c->io_spec = strdup(val);
-	else if (!strcmp(name, "--socket"))
-		c->sock_path = strdup(val);
+	if (!strcmp(name, "--io") || !strcmp(name, "--socket")) {
+		/* copied: a value from a config file lives in a line buffer */
+		int k = name[2] == 'i' ? 0 : 1;
+		free(c->owned[k]);
+		c->owned[k] = strdup(val);
+		if (!c->owned[k])
+			return -1;
+		if (k == 0)
+			c->io_spec = c->owned[0];
+		else
+			c->sock_path = c->owned[1];
+	}
 	else if (!strcmp(name, "--ip") && d_parse_ip4(val, &c->ip4_be, &c->prefix_len) == 0)
 		;
 	else if (!strcmp(name, "--gw") && d_parse_ip4(val, &c->gw_be, NULL) == 0)
@@ -344,8 +352,12 @@ int main(int argc, char **argv)
 	d->lfd = d->ep = -1;
 	d_cfg_default(&d->cfg);
 	rc = d_args(&d->cfg, argc, argv);
-	if (rc)
+	if (rc) {
+		free(d->cfg.owned[0]);
+		free(d->cfg.owned[1]);
+		free(d);
 		return rc > 0 ? 0 : 2;
+	}
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = d_on_signal;
 	sigaction(SIGTERM, &sa, NULL);
@@ -362,6 +374,8 @@ int main(int argc, char **argv)
 	d_shutdown(d);
 	fprintf(stderr, "ipkitd: stopped (%llu applications reclaimed)\n",
 	        (unsigned long long)d->reclaims);
+	free(d->cfg.owned[0]);
+	free(d->cfg.owned[1]);
 	free(d);
 	return 0;
 }

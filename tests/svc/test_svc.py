@@ -70,6 +70,8 @@ class Rig:
         return p.returncode, out.decode(), err.decode()
 
     def close(self):
+        """End everything by PID; ipkitd must stop cleanly (exit 0: under the
+        sanitizers a leak or an error makes it non-zero) and remove its socket."""
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.terminate()
@@ -79,9 +81,13 @@ class Rig:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(timeout=5)
+        rc, log = self.daemon.returncode, self.daemon_log()
+        gone = not os.path.exists(self.sock)
         for f in os.listdir(self.dir):
             os.unlink(os.path.join(self.dir, f))
         os.rmdir(self.dir)
+        assert rc == 0 and "Sanitizer" not in log and "runtime error" not in log, log
+        assert gone, "ipkitd left its socket file behind"
 
 
 def digests(out):
