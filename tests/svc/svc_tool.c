@@ -13,6 +13,11 @@
  *                                                  error completion, then a NOP must work
  *                                                  (ID: another app's socket to try closing)
  *   svc_tool [--socket PATH] hold SECONDS          one socket, prints "id N", sleeps
+ *   svc_tool [--socket PATH] nopbench N spin|sleep NOP round trips, one at a time:
+ *                                                  spinning on the CQ or sleeping in
+ *                                                  ipk_svc_wait_cqe; mean and percentiles
+ *   svc_tool futex-floor N                         two processes ping-pong through one
+ *                                                  shared futex: the sleeping floor
  * Transfers print "sent BYTES sha256 HEX" and "received BYTES sha256 HEX".
  */
 #include <ipkit/svc.h>
@@ -388,6 +393,7 @@ static int mode_hold(struct ipk_svc *svc, char **av)
 }
 
 #include "svc_hostile.h"
+#include "svc_bench.h"
 
 int main(int argc, char **argv)
 {
@@ -402,6 +408,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: svc_tool [--socket PATH] nop|connect|listen|udp|hostile ...\n");
 		return 2;
 	}
+	if (!strcmp(argv[i], "futex-floor") && argc - i >= 2)
+		return mode_futex_floor(argv + i + 1); /* needs no daemon */
 	svc = ipk_svc_open(path, NULL, &err);
 	if (!svc) {
 		fprintf(stderr, "svc_tool: cannot reach ipkitd: %s\n", strerror(-err));
@@ -417,6 +425,8 @@ int main(int argc, char **argv)
 		rc = mode_udp(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hostile"))
 		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
+	else if (!strcmp(argv[i], "nopbench") && argc - i >= 3)
+		rc = mode_nopbench(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hold") && argc - i >= 2)
 		rc = mode_hold(svc, argv + i + 1);
 	ipk_svc_close_all(svc);
