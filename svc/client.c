@@ -453,6 +453,12 @@ static int svc_sock_new(struct ipk_svc *svc, uint64_t ring_off, struct ipk_svc_s
 int ipk_svc_socket(struct ipk_svc *svc, int type, uint32_t sq_entries, uint32_t cq_entries,
                    struct ipk_svc_sock **out)
 {
+	return ipk_svc_socket_prio(svc, type, sq_entries, cq_entries, 0xffffu, out);
+}
+
+int ipk_svc_socket_prio(struct ipk_svc *svc, int type, uint32_t sq_entries,
+                        uint32_t cq_entries, unsigned level, struct ipk_svc_sock **out)
+{
 	struct ipk_svc_sqe e;
 	struct ipk_svc_cqe c;
 	int rc;
@@ -460,6 +466,7 @@ int ipk_svc_socket(struct ipk_svc *svc, int type, uint32_t sq_entries, uint32_t 
 		return -EINVAL;
 	memset(&e, 0, sizeof e);
 	e.opcode = IPK_SVC_OP_SOCKET;
+	e.prio = level >= 0xffffu ? 0 : (uint16_t)(level + 1);
 	e.arg = (uint32_t)type;
 	e.len = sq_entries;
 	e.arg2 = cq_entries;

@@ -94,6 +94,17 @@ static int d_allowed(const struct d_cfg *c, const struct ucred *cr)
 	return 0;
 }
 
+/* The highest level (smallest number) uid may ask for: --prio-uid, else the
+ * default level (an application cannot raise itself above it). */
+static unsigned d_prio_max(const struct d_cfg *c, uid_t uid)
+{
+	unsigned i;
+	for (i = 0; i < c->n_prio_uid; i++)
+		if (c->prio_uid[i] == uid)
+			return c->prio_uid_level[i];
+	return c->prio_default;
+}
+
 static void d_send_welcome(int fd, int status, uint64_t size, const int *fds, const char *msg)
 {
 	struct ipk_svc_welcome w;
@@ -167,6 +178,7 @@ static void d_accept_one(struct d_daemon *d, int fd)
 	a->pid = cr.pid;
 	a->uid = cr.uid;
 	a->low_ports = d_id_in(d->cfg.low_uid, d->cfg.n_low_uid, cr.uid);
+	a->prio_max = d_prio_max(&d->cfg, cr.uid);
 	a->ctl_fd = fd;
 	a->bell_fd = -1;
 	a->pid_fd = -1;

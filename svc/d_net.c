@@ -420,6 +420,7 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 	}
 	w->conn = c;
 	w->state = D_CONNECTED;
+	w->prio = l->prio; /* an accepted socket serves at its listener's level */
 	d_acc_push(l, w);
 	d_accept_deliver(d, l);
 	return w;

@@ -273,10 +273,12 @@ static void d_ovf_flush(struct d_sock *s)
 	}
 }
 
-void d_post(struct d_sock *s, const struct ipk_svc_cqe *c)
+void d_post(struct d_sock *s, const struct ipk_svc_cqe *c0)
 {
+	struct ipk_svc_cqe cc = *c0, *c = &cc;
 	if (!s->ring)
 		return;
+	cc.seq = s->app->cq_seq++;
 	d_ovf_flush(s);
 	if (s->ovf_n == 0 && d_cq_room(s)) {
 		d_cq_write(s, c);
@@ -302,7 +304,21 @@ void d_post_res(struct d_sock *s, uint64_t user_data, int32_t res)
 
 /* ------------------------------------------------------------ control ops */
 
-/* SOCKET: type in arg, SQ size in len, CQ size in arg2. */
+/* The level a SOCKET asks for (0: the app's default, L: level L - 1), or -EINVAL
+ * (no such level) / -EPERM (higher than the configuration allows this app). */
+static int d_prio_pick(const struct d_app *a, uint16_t want)
+{
+	const struct d_cfg *c = &a->d->cfg;
+	unsigned lvl;
+	if (want == 0)
+		return (int)(c->prio_default > a->prio_max ? c->prio_default : a->prio_max);
+	lvl = (unsigned)want - 1;
+	if (lvl >= c->prio_levels)
+		return -EINVAL;
+	return lvl < a->prio_max ? -EPERM : (int)lvl;
+}
+
+/* SOCKET: type in arg, SQ size in len, CQ size in arg2, level in prio. */
 static void d_ctl_socket(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 {
 	struct ipk_svc_cqe c;
@@ -315,7 +331,15 @@ static void d_ctl_socket(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 		d_post(ctl, &c);
 		return;
 	}
+	rc = d_prio_pick(ctl->app, e->prio);
+	if (rc < 0) {
+		c.res = rc;
+		d_post(ctl, &c);
+		return;
+	}
 	s = d_sock_alloc(ctl->app, (int)e->arg);
+	if (s)
+		s->prio = (unsigned)rc;
 	rc = s ? d_sock_rings(s, e->len, e->arg2) : -ENOMEM;
 	if (rc == 0)
 		rc = d_sock_attach(s);
@@ -382,8 +406,8 @@ static void d_ring_error(struct d_sock *s)
 	d_post(s, &c);
 }
 
-/* Take up to D_PASS_BUDGET entries from s's SQ. Returns entries taken. */
-static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s)
+/* Take up to max entries from s's SQ. Returns entries taken. */
+static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s, uint32_t max)
 {
 	/* acquire: the entries up to tail are read only after the tail that
 	 * published them */
@@ -396,7 +420,7 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s)
 		s->broken = 0;
 		s->ring->flags &= ~IPK_SVC_RING_F_BROKEN;
 	}
-	while (k < n && k < D_PASS_BUDGET && s->inflight + s->ovf_n < s->cq_entries) {
+	while (k < n && k < max && s->inflight + s->ovf_n < s->cq_entries) {
 		struct d_op op;
 		/* one copy: the app may rewrite the slot at any time; only op is used */
 		memcpy(&op.e, &s->sqes[s->sq_head & (s->sq_entries - 1)], sizeof op.e);
@@ -412,40 +436,69 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s)
 		/* release: our copies of the entries are complete before the app may
 		 * reuse their slots */
 		IPK_SVC_STORE_REL(&s->ring->sq_head.v, s->sq_head);
-	if (k == D_PASS_BUDGET && k < n)
+	if (k == max && k < n)
 		s->app->rescan = 1; /* budget spent: come back next pass (the in-flight
 		                     * limit is lifted by d_op_done, which asks again) */
 	return k;
 }
 
-/* One socket's turn: waiting completions first, then new entries. */
-static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s)
+/* One socket's turn: waiting completions first, then up to max new entries. */
+static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s, uint32_t max)
 {
 	uint32_t k;
 	d_ovf_flush(s);
-	k = d_sock_consume(d, s);
+	k = d_sock_consume(d, s, max);
 	if (s->ovf_n)
 		s->app->ovf_wait = 1; /* the app frees CQ room without a doorbell: look
 		                       * again soon (the loop sleeps at most 1 ms) */
 	return k;
 }
 
-/* One pass over an application: its control ring and, when it submitted or asked
- * for a rescan, every socket. Returns the work done (entries taken). */
-int d_serve_app(struct d_daemon *d, struct d_app *a)
+/* Start of a service pass: is the application worth looking at (it submitted, or
+ * asked to be looked at again)? */
+void d_pass_begin(struct d_app *a)
 {
-	uint32_t seq, i, work = 0;
+	uint32_t seq;
+	a->dirty = 0;
 	if (!a->ready || a->dying)
-		return 0;
+		return;
 	seq = IPK_SVC_LOAD_ACQ(&a->hdr->submit_seq.v);
 	if (seq == a->last_seq && !a->rescan && !a->ovf_wait)
-		return 0;
+		return;
 	a->last_seq = seq;
 	a->rescan = 0;
 	a->ovf_wait = 0;
-	work += d_sock_pass(d, &a->ctl);
-	for (i = 1; i < a->nsocks; i++)
-		if (a->socks[i])
-			work += d_sock_pass(d, a->socks[i]);
+	a->dirty = 1;
+}
+
+/* Serve the sockets of one priority level (the control ring with level 0), taking
+ * at most *budget entries in all (UINT32_MAX: no limit), each socket at most
+ * D_PASS_BUDGET. A spent budget leaves the rest for the next pass: the app is
+ * marked for a rescan and the level's cursor remembers where to resume, so the
+ * sockets of a level take turns. Returns entries taken. */
+int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned level, uint32_t *budget)
+{
+	uint32_t i, k, work = 0, n = a->nsocks;
+	if (!a->dirty)
+		return 0;
+	if (level == 0)
+		work += d_sock_pass(d, &a->ctl, D_PASS_BUDGET);
+	for (k = 1; k < n; k++) {
+		struct d_sock *s;
+		uint32_t got;
+		i = 1 + (a->cur[level] + k - 1) % (n - 1);
+		s = a->socks[i];
+		if (!s || s->prio != level)
+			continue;
+		if (*budget == 0) {
+			a->cur[level] = i - 1;
+			a->rescan = 1;
+			break;
+		}
+		got = d_sock_pass(d, s, *budget < D_PASS_BUDGET ? *budget : D_PASS_BUDGET);
+		if (*budget != UINT32_MAX)
+			*budget -= got;
+		work += got;
+	}
 	return (int)work;
 }

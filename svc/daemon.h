@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #define D_MAX_IDS 16
+#define D_PRIO_MAX 16
 #define D_RING_CLASSES 40
 #define D_RING_MIN 512u        /* smallest ring pair block */
 #define D_PASS_BUDGET 64u      /* SQEs taken from one socket per pass (fairness) */
@@ -29,6 +30,10 @@ struct d_cfg {
 	unsigned n_allow_uid, n_low_uid, n_allow_gid;
 	uint64_t max_buf, max_ring;
 	uint32_t max_sq, max_cq, max_socks;
+	unsigned prio_levels, prio_default, prio_share; /* levels, default level, entries a
+	                                                 * lower level gets per pass */
+	uid_t prio_uid[D_MAX_IDS];
+	unsigned prio_uid_level[D_MAX_IDS], n_prio_uid;
 	int busy_poll, graceful, verbose;
 };
 
@@ -59,6 +64,7 @@ struct d_sock {
 	struct d_app *app;
 	uint32_t id;                 /* 0: not attached yet (accepted, waiting) */
 	int type;                    /* IPK_SVC_TCP / UDP */
+	unsigned prio;               /* level, 0 served first */
 	enum d_state state;
 	/* rings: daemon-private copies of where they are and how big */
 	uint64_t ring_off;
@@ -111,6 +117,9 @@ struct d_app {
 	pid_t pid;
 	uid_t uid;
 	int low_ports;
+	unsigned prio_max;           /* the highest level (smallest number) it may ask */
+	int dirty;                   /* this pass: its sockets are looked at */
+	uint32_t cur[D_PRIO_MAX];    /* per level: where the last spent budget stopped */
 	int ctl_fd, bell_fd, pid_fd;
 	struct d_ev ev_ctl, ev_bell, ev_pid;
 	int ready;                   /* hello done, region mapped */
@@ -126,6 +135,7 @@ struct d_app {
 	uint32_t nsocks, cap, nlive;
 	uint32_t *free_idx, nfree;
 	uint32_t last_seq;
+	uint32_t cq_seq;             /* completions posted, any socket (cqe->seq) */
 	int rescan, posted, ovf_wait;
 	uint64_t gone_ns;            /* when its death was noticed */
 	const char *dying;           /* set: reclaim after this epoll batch */
@@ -156,7 +166,8 @@ void d_ring_put(struct d_app *a, uint64_t off, unsigned cls);
 uint64_t d_now(void);
 
 /* d_sock.c */
-int d_serve_app(struct d_daemon *d, struct d_app *a);
+int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned level, uint32_t *budget);
+void d_pass_begin(struct d_app *a);
 void d_post(struct d_sock *s, const struct ipk_svc_cqe *c);
 void d_post_res(struct d_sock *s, uint64_t user_data, int32_t res);
 int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq);

@@ -32,6 +32,12 @@ static const char d_help[] =
 	"  --max-ring-mb N      largest ring area per application (default 64)\n"
 	"  --max-sockets N      sockets per application (default 65536)\n"
 	"  --graceful-close     a dead application's connections get FIN, not RST\n"
+	"  --prio-levels N      priority levels, 0 served first (default 3, at most 16)\n"
+	"  --prio-default L     level of sockets that ask for none, and the highest an\n"
+	"                       application may ask for without --prio-uid (default 1)\n"
+	"  --prio-uid UID:L     let uid ask for level L and below (repeatable)\n"
+	"  --prio-share N       entries each lower level is guaranteed per service pass,\n"
+	"                       doubled per level upwards (default 16)\n"
 	"  --busy-poll          never sleep\n"
 	"  --config FILE        read options from FILE, one 'option value' a line ('#' comments)\n"
 	"  --verbose            log each application\n"
@@ -81,6 +87,25 @@ static int d_add_id(uid_t *v, unsigned *n, const char *s)
 }
 
 static int d_config_file(struct d_cfg *c, const char *path);
+
+/* "UID:LEVEL" */
+static int d_prio_uid(struct d_cfg *c, const char *val)
+{
+	unsigned long uid, lvl;
+	char buf[64], *colon;
+	if (strlen(val) >= sizeof buf || c->n_prio_uid == D_MAX_IDS)
+		return -1;
+	memcpy(buf, val, strlen(val) + 1);
+	colon = strchr(buf, ':');
+	if (!colon)
+		return -1;
+	*colon = 0;
+	if (d_parse_u(buf, 0xfffffffful, &uid) < 0 || d_parse_u(colon + 1, D_PRIO_MAX - 1, &lvl) < 0)
+		return -1;
+	c->prio_uid[c->n_prio_uid] = (uid_t)uid;
+	c->prio_uid_level[c->n_prio_uid++] = (unsigned)lvl;
+	return 0;
+}
 
 /* One option with its value (NULL for flags). 0 ok, -1 bad (message printed). */
 static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
@@ -133,6 +158,14 @@ static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
 		c->max_socks = (uint32_t)x;
 	else if (!strcmp(name, "--config") && d_config_file(c, val) == 0)
 		;
+	else if (!strcmp(name, "--prio-levels") && d_parse_u(val, D_PRIO_MAX, &x) == 0 && x)
+		c->prio_levels = (unsigned)x;
+	else if (!strcmp(name, "--prio-default") && d_parse_u(val, D_PRIO_MAX - 1, &x) == 0)
+		c->prio_default = (unsigned)x;
+	else if (!strcmp(name, "--prio-share") && d_parse_u(val, 1u << 20, &x) == 0 && x)
+		c->prio_share = (unsigned)x;
+	else if (!strcmp(name, "--prio-uid") && d_prio_uid(c, val) == 0)
+		;
 	else {
 		fprintf(stderr, "ipkitd: bad option or value: %s %s (see --help)\n", name, val);
 		return -1;
@@ -175,6 +208,9 @@ static void d_cfg_default(struct d_cfg *c)
 	c->max_sq = 4096;
 	c->max_cq = 8192;
 	c->max_socks = 65536;
+	c->prio_levels = 3;
+	c->prio_default = 1;
+	c->prio_share = 16;
 }
 
 /* 0 run, 1 help printed, -1 bad usage. */
@@ -197,6 +233,11 @@ static int d_args(struct d_cfg *c, int argc, char **argv)
 	}
 	if (!c->io_spec || !c->ip4_be) {
 		fprintf(stderr, "ipkitd: --io and --ip are required (see --help)\n");
+		return -1;
+	}
+	if (c->prio_default >= c->prio_levels) {
+		fprintf(stderr, "ipkitd: --prio-default %u needs --prio-levels above it\n",
+		        c->prio_default);
 		return -1;
 	}
 	if (c->n_allow_uid == 0 && c->n_allow_gid == 0)
@@ -299,14 +340,33 @@ static int d_timeout_ms(struct d_daemon *d, int ovf)
 	return (int)ms;
 }
 
+/* One service pass: level 0 without a limit (each socket at most D_PASS_BUDGET
+ * entries), then each lower level with its guaranteed share, prio_share doubled per
+ * level above the lowest: a flood at a low level costs the high levels at most that
+ * share per pass, and no level ever gets nothing. */
+static int d_serve(struct d_daemon *d)
+{
+	struct d_app *a;
+	unsigned lvl;
+	int work = 0;
+	for (a = d->apps; a; a = a->next)
+		d_pass_begin(a);
+	for (lvl = 0; lvl < d->cfg.prio_levels; lvl++) {
+		uint32_t budget = UINT32_MAX;
+		if (lvl > 0)
+			budget = d->cfg.prio_share << (d->cfg.prio_levels - 1 - lvl);
+		for (a = d->apps; a; a = a->next)
+			work += d_serve_level(d, a, lvl, &budget);
+	}
+	return work;
+}
+
 static void d_loop(struct d_daemon *d)
 {
 	unsigned idle_checks = 0;
 	while (!d_stop) {
-		struct d_app *a;
 		int work = 0, ovf;
-		for (a = d->apps; a; a = a->next)
-			work += d_serve_app(d, a);
+		work += d_serve(d);
 		work += ipk_node_poll(d->node, 0) > 0;
 		d_wake_apps(d);
 		if (work || d->cfg.busy_poll) {

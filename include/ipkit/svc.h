@@ -85,7 +85,8 @@ enum ipk_svc_op {
 struct ipk_svc_sqe {
 	uint8_t opcode;      /* enum ipk_svc_op */
 	uint8_t flags;       /* 0 (reserved) */
-	uint16_t rsvd;
+	uint16_t prio;       /* SOCKET: 0 = the application's default level, L >= 1 =
+	                      * level L - 1 (level 0 is served first) */
 	uint32_t arg;        /* op-specific (backlog, socket id, type) */
 	uint64_t user_data;  /* returned in the completion */
 	uint64_t buf_off;    /* buffer: offset from the region's start */
@@ -104,7 +105,8 @@ struct ipk_svc_cqe {
 	int32_t res;         /* result or -errno */
 	uint32_t flags;      /* IPK_SVC_CQE_F_* */
 	uint32_t sock;       /* ACCEPT, SOCKET: the new socket's id */
-	uint32_t rsvd;
+	uint32_t seq;        /* the application's completions posted before this one
+	                      * (wraps): orders completions across its sockets */
 	uint64_t ring_off;   /* ACCEPT, SOCKET: the new socket's rings in the region */
 	struct ipk_svc_addr addr; /* RECVFROM: sender; ACCEPT: peer */
 	uint8_t pad[8];
@@ -141,6 +143,13 @@ void ipk_svc_close_all(struct ipk_svc *svc);
  * daemon is gone). Thread-safe. */
 int ipk_svc_socket(struct ipk_svc *svc, int type, uint32_t sq_entries, uint32_t cq_entries,
                    struct ipk_svc_sock **out);
+/* ipk_svc_socket_prio: as ipk_svc_socket at priority `level` (0 is served first;
+ * ipkitd --prio-levels, default 3). Every lower level keeps a guaranteed share of
+ * each service pass (--prio-share), so none starves. Returns also -EPERM: a level
+ * above what ipkitd allows this application (--prio-uid), -EINVAL: no such level.
+ * Sockets accepted from a listener inherit its level. */
+int ipk_svc_socket_prio(struct ipk_svc *svc, int type, uint32_t sq_entries,
+                        uint32_t cq_entries, unsigned level, struct ipk_svc_sock **out);
 /* Handle for a socket an ACCEPT completion announced (cqe->sock, cqe->ring_off).
  * Returns 0 and *out, -EINVAL (not an accept completion with a socket) or -EPROTO
  * (the rings it names are outside the ring area). Thread-safe. */

@@ -107,3 +107,175 @@ static int mode_futex_floor(char **av)
 	free(lat);
 	return 0;
 }
+
+/* ------------------------------------------------------------ priorities */
+#include <pthread.h>
+
+struct flood {
+	struct ipk_svc_sock *so[16];
+	int n;
+	volatile int stop;
+	uint64_t done;
+};
+
+/* Keep every flood socket's SQ full of NOPs; count what completes. */
+static void *flood_main(void *arg)
+{
+	struct flood *f = (struct flood *)arg;
+	while (!f->stop) {
+		int i;
+		for (i = 0; i < f->n; i++) {
+			struct ipk_svc_cqe *c;
+			struct ipk_svc_sqe *e;
+			while (ipk_svc_peek_cqe(f->so[i], &c) == 0) {
+				ipk_svc_cqe_seen(f->so[i], c);
+				__atomic_add_fetch(&f->done, 1, __ATOMIC_RELAXED);
+			}
+			while ((e = ipk_svc_get_sqe(f->so[i])) != NULL)
+				ipk_svc_prep_nop(e);
+			ipk_svc_submit(f->so[i]);
+		}
+	}
+	return NULL;
+}
+
+/* n NOPs one at a time on so, spinning; latencies into lat. 0 or -1. */
+static int probe(struct ipk_svc_sock *so, uint64_t *lat, long n)
+{
+	long i;
+	for (i = 0; i < n; i++) {
+		struct ipk_svc_sqe *e = ipk_svc_get_sqe(so);
+		struct ipk_svc_cqe *c;
+		uint64_t t0 = now_ns(), end = t0 + 10000000000ull;
+		ipk_svc_prep_nop(e);
+		ipk_svc_submit(so);
+		while (ipk_svc_peek_cqe(so, &c) != 0)
+			if (now_ns() > end)
+				return -1;
+		ipk_svc_cqe_seen(so, c);
+		lat[i] = now_ns() - t0;
+	}
+	return 0;
+}
+
+/* prio NFLOOD N: N probe NOPs at level 0 idle, then under a flood of NFLOOD level-2
+ * sockets, then a level-2 probe under the same flood (what the level buys). Prints
+ * each distribution and the flood's progress during each probe. */
+static int mode_prio(struct ipk_svc *svc, char **av)
+{
+	struct flood f;
+	struct ipk_svc_sock *hi, *lo;
+	pthread_t th;
+	long n = atol(av[1]);
+	uint64_t *lat = (uint64_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof *lat), d0;
+	int i, rc = 0;
+	memset(&f, 0, sizeof f);
+	f.n = atoi(av[0]);
+	if (!lat || n < 100 || f.n < 1 || f.n > 16)
+		return 2;
+	if (ipk_svc_socket_prio(svc, IPK_SVC_TCP, 8, 16, 0, &hi) < 0 ||
+	    ipk_svc_socket_prio(svc, IPK_SVC_TCP, 8, 16, 2, &lo) < 0)
+		return 1;
+	for (i = 0; i < f.n; i++)
+		if (ipk_svc_socket_prio(svc, IPK_SVC_TCP, 64, 128, 2, &f.so[i]) < 0)
+			return 1;
+	rc |= probe(hi, lat, n);
+	print_lat("prio_hi_idle", lat, n);
+	pthread_create(&th, NULL, flood_main, &f);
+	usleep(100000);
+	d0 = __atomic_load_n(&f.done, __ATOMIC_RELAXED);
+	rc |= probe(hi, lat, n);
+	print_lat("prio_hi_flood", lat, n);
+	printf("flood_during_hi %llu\n",
+	       (unsigned long long)(__atomic_load_n(&f.done, __ATOMIC_RELAXED) - d0));
+	d0 = __atomic_load_n(&f.done, __ATOMIC_RELAXED);
+	rc |= probe(lo, lat, n);
+	print_lat("prio_lo_flood", lat, n);
+	printf("flood_during_lo %llu\n",
+	       (unsigned long long)(__atomic_load_n(&f.done, __ATOMIC_RELAXED) - d0));
+	f.stop = 1;
+	pthread_join(th, NULL);
+	free(lat);
+	return rc ? 1 : 0;
+}
+
+/* Whether /proc says pid is stopped (state T). */
+static int proc_stopped(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	return p && p[1] == ' ' && p[2] == 'T';
+}
+
+/* prio-order DAEMON_PID: with ipkitd stopped (SIGSTOP), fill one level-1 socket and
+ * two level-2 sockets with 64 NOPs each and put one NOP on a level-0 socket; let
+ * ipkitd go and read the completions' order (cqe->seq). Default shares (3 levels,
+ * --prio-share 16): the level-0 NOP completes first; the first pass then serves 32
+ * level-1 and 16 level-2 entries, so the low level progresses while a higher one
+ * still has work; every NOP completes. Counted in entries, not in time. */
+static int mode_prio_order(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_sock *s0, *s1, *s2[2];
+	struct ipk_svc_sock *all[4];
+	uint32_t first = 0xffffffffu, seq0 = 0;
+	int lvl_of[4] = {0, 1, 2, 2}, in48[3] = {0, 0, 0}, total = 0, i, k;
+	pid_t d = (pid_t)atol(av[0]);
+	uint32_t *seqs = (uint32_t *)calloc(256, sizeof *seqs);
+	int *lv = (int *)calloc(256, sizeof *lv);
+	if (!seqs || !lv || d <= 0)
+		return 2;
+	if (ipk_svc_socket_prio(svc, IPK_SVC_TCP, 64, 128, 0, &s0) < 0 ||
+	    ipk_svc_socket_prio(svc, IPK_SVC_TCP, 64, 128, 1, &s1) < 0 ||
+	    ipk_svc_socket_prio(svc, IPK_SVC_TCP, 64, 128, 2, &s2[0]) < 0 ||
+	    ipk_svc_socket_prio(svc, IPK_SVC_TCP, 64, 128, 2, &s2[1]) < 0)
+		return 1;
+	all[0] = s0; all[1] = s1; all[2] = s2[0]; all[3] = s2[1];
+	kill(d, SIGSTOP);
+	for (k = 0; k < 1000 && !proc_stopped(d); k++) /* kill() may return first */
+		usleep(1000);
+	for (i = 1; i < 4; i++) {
+		for (k = 0; k < 64; k++)
+			ipk_svc_prep_nop(ipk_svc_get_sqe(all[i]));
+		ipk_svc_submit(all[i]);
+	}
+	ipk_svc_prep_nop(ipk_svc_get_sqe(s0));
+	ipk_svc_submit(s0);
+	kill(d, SIGCONT);
+	for (i = 0; i < 4; i++) {
+		int want = i == 0 ? 1 : 64;
+		for (k = 0; k < want; k++) {
+			struct ipk_svc_cqe c;
+			if (take(all[i], &c) < 0)
+				return 1;
+			if (total < 256) {
+				seqs[total] = c.seq;
+				lv[total] = lvl_of[i];
+			}
+			if (c.seq < first)
+				first = c.seq;
+			if (i == 0)
+				seq0 = c.seq;
+			total++;
+		}
+	}
+	for (i = 0; i < total; i++) /* completions among the first 1 + 48 posted */
+		if (seqs[i] - first < 49)
+			in48[lv[i]]++;
+	printf("prio_order level0_first %d first49 l0 %d l1 %d l2 %d total %d\n", seq0 == first,
+	       in48[0], in48[1], in48[2], total);
+	CHECK(seq0 == first, "the level-0 NOP completed first");
+	CHECK(in48[1] == 32 && in48[2] == 16, "first pass: 32 level-1, 16 level-2 entries");
+	CHECK(total == 193, "every NOP completed");
+	free(seqs);
+	free(lv);
+	return fails ? 1 : 0;
+}

@@ -167,6 +167,9 @@ static int mode_hostile(struct ipk_svc *svc, uint32_t other_id)
 		CHECK(ipk_svc_socket(svc, 99, 16, 32, &x) == -EINVAL, "bad socket type");
 		CHECK(ipk_svc_socket(svc, IPK_SVC_TCP, 12, 32, &x) == -EINVAL, "SQ not a power of 2");
 		CHECK(ipk_svc_socket(svc, IPK_SVC_TCP, 1u << 30, 32, &x) == -EINVAL, "huge SQ");
+		/* above the level the configuration allows it (default 1): refused */
+		CHECK(ipk_svc_socket_prio(svc, IPK_SVC_TCP, 8, 16, 0, &x) == -EPERM, "level 0");
+		CHECK(ipk_svc_socket_prio(svc, IPK_SVC_TCP, 8, 16, 9, &x) == -EINVAL, "level 9");
 	}
 	h_bad_sqes(svc, u);
 	h_foreign(svc, t, other_id);

@@ -16,6 +16,12 @@
  *   svc_tool [--socket PATH] nopbench N spin|sleep NOP round trips, one at a time:
  *                                                  spinning on the CQ or sleeping in
  *                                                  ipk_svc_wait_cqe; mean and percentiles
+ *   svc_tool [--socket PATH] prio NFLOOD N         N NOPs on a level-0 socket idle and
+ *                                                  under a flood of NFLOOD level-2 sockets,
+ *                                                  then a level-2 probe under the flood
+ *   svc_tool [--socket PATH] prio-order DAEMON_PID the order levels are served in,
+ *                                                  counted in entries (ipkitd stopped
+ *                                                  while the rings fill)
  *   svc_tool futex-floor N                         two processes ping-pong through one
  *                                                  shared futex: the sleeping floor
  * Transfers print "sent BYTES sha256 HEX" and "received BYTES sha256 HEX".
@@ -26,6 +32,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,6 +432,10 @@ int main(int argc, char **argv)
 		rc = mode_udp(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hostile"))
 		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
+	else if (!strcmp(argv[i], "prio-order") && argc - i >= 2)
+		rc = mode_prio_order(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "prio") && argc - i >= 3)
+		rc = mode_prio(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "nopbench") && argc - i >= 3)
 		rc = mode_nopbench(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hold") && argc - i >= 2)

@@ -199,11 +199,34 @@ def hello(path, version):
     return struct.unpack_from("=QIi", w)[2]
 
 
+def lat(out, name):
+    m = re.search(r"^%s n \d+ mean_ns (\d+) p50_ns (\d+) p99_ns (\d+)" % name, out, re.M)
+    assert m, out
+    return [int(x) for x in m.groups()]
+
+
+def case_prio(rig):
+    """Priorities, counted in entries (not time): the level-0 NOP is served first,
+    each lower level gets its guaranteed share of a pass while a higher level still
+    has work (no starvation), every NOP completes (svc_tool prio-order). Then the
+    latency figure: a level-0 probe idle and under a level-2 flood, next to a
+    level-2 probe under the same flood (printed; the flood must progress)."""
+    rc, out, err = rig.run_tool("prio-order", str(rig.daemon.pid), timeout=60)
+    assert rc == 0, out + err
+    rc, out2, err = rig.run_tool("prio", "8", "3000", timeout=120)
+    assert rc == 0, out2 + err
+    print(out + out2)
+    fl = int(re.search(r"flood_during_hi (\d+)", out2).group(1))
+    assert fl > 0, "the low level starved: " + out2
+
+
 def main():
     case = sys.argv[1]
     args = []
     if case == "refuse":
         args = ["--allow-uid", str(os.getuid() + 4242)]
+    if case == "prio":
+        args = ["--prio-uid", "%d:0" % os.getuid()]
     rig = Rig(*args)
     try:
         globals()["case_" + case](rig)
