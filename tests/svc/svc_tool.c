@@ -22,6 +22,8 @@
  *   svc_tool [--socket PATH] prio-order DAEMON_PID the order levels are served in,
  *                                                  counted in entries (ipkitd stopped
  *                                                  while the rings fill)
+ *   svc_tool [--socket PATH] many N                N sockets, a NOP on each at once,
+ *                                                  every completion checked, all closed
  *   svc_tool futex-floor N                         two processes ping-pong through one
  *                                                  shared futex: the sleeping floor
  * Transfers print "sent BYTES sha256 HEX" and "received BYTES sha256 HEX".
@@ -378,6 +380,38 @@ static int mode_nop(struct ipk_svc *svc, char **av)
 	return 0;
 }
 
+/* Many sockets in one application: nothing caps them but configured memory. */
+static int mode_many(struct ipk_svc *svc, char **av)
+{
+	long n = atol(av[0]), i, ok = 0;
+	struct ipk_svc_sock **v = (struct ipk_svc_sock **)calloc((size_t)(n > 0 ? n : 1), sizeof *v);
+	if (!v || n <= 0)
+		return 2;
+	for (i = 0; i < n; i++) {
+		int rc = ipk_svc_socket(svc, i % 2 ? IPK_SVC_UDP : IPK_SVC_TCP, 8, 16, &v[i]);
+		if (rc < 0) {
+			fprintf(stderr, "svc_tool: socket %ld: %s\n", i, strerror(-rc));
+			return 1;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct ipk_svc_sqe *e = ipk_svc_get_sqe(v[i]);
+		ipk_svc_prep_nop(e);
+		ipk_svc_sqe_set_data(e, (uint64_t)i);
+		ipk_svc_submit(v[i]);
+	}
+	for (i = 0; i < n; i++) {
+		struct ipk_svc_cqe c;
+		if (take(v[i], &c) == 0 && c.res == 0 && c.user_data == (uint64_t)i)
+			ok++;
+	}
+	for (i = 0; i < n; i++)
+		ipk_svc_close(v[i]);
+	free(v);
+	printf("many %ld/%ld\n", ok, n);
+	return ok == n ? 0 : 1;
+}
+
 /* A socket for others to aim at (hostile's ID), kept SECONDS. */
 static int mode_hold(struct ipk_svc *svc, char **av)
 {
@@ -417,7 +451,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[i], "futex-floor") && argc - i >= 2)
 		return mode_futex_floor(argv + i + 1); /* needs no daemon */
-	svc = ipk_svc_open(path, NULL, &err);
+	{
+		struct ipk_svc_opts o;
+		ipk_svc_opts_default(&o);
+		o.ring_bytes = 16u << 20; /* room for svc_tool many's thousands of rings */
+		svc = ipk_svc_open(path, &o, &err);
+	}
 	if (!svc) {
 		fprintf(stderr, "svc_tool: cannot reach ipkitd: %s\n", strerror(-err));
 		return 3;
@@ -432,6 +471,8 @@ int main(int argc, char **argv)
 		rc = mode_udp(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hostile"))
 		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
+	else if (!strcmp(argv[i], "many") && argc - i >= 2)
+		rc = mode_many(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "prio-order") && argc - i >= 2)
 		rc = mode_prio_order(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "prio") && argc - i >= 3)

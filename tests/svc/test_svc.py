@@ -130,6 +130,14 @@ def case_many_apps(rig):
     rig.wait_log(r"(?s)(app \d+ pid \d+ hung up.*){20}", 5)
 
 
+def case_many_sockets(rig):
+    """10,000 sockets across 4 applications at once, a NOP on each: all complete."""
+    ps = [rig.tool("many", "2500") for _ in range(4)]
+    for p in ps:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and "many 2500/2500" in out.decode(), err.decode()
+
+
 def case_hostile(rig):
     """Bad offsets, lengths, opcodes, ids, corrupted indices, a flood, ports taken:
     the hostile app gets errors; the daemon and a bystander app are unaffected."""
