@@ -178,23 +178,31 @@ static void d_accept_op(struct d_daemon *d, struct d_sock *s, const struct d_op 
 
 static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 {
+	struct ipk_conn *c = NULL;
 	uint32_t ip;
 	int rc = d_addr4(&op->e.addr, &ip);
 	if (rc == 0 && (s->type != IPK_SVC_TCP || (s->state != D_NEW && s->state != D_BOUND)))
 		rc = -EINVAL;
 	if (rc == 0 && (ip == 0 || op->e.addr.port_be == 0))
 		rc = -EINVAL;
-	if (rc == 0)
-		rc = ipk_tcp_connect(d->ctx, ip, op->e.addr.port_be, s->lport_be, s, &s->conn,
-		                     ipk_node_now(d->node));
 	if (rc < 0) {
-		s->conn = NULL;
 		d_post_res(s, op->e.user_data, rc);
 		return;
 	}
+	/* in flight before the call: an outcome reported from inside it (tcp_closed)
+	 * must find the op to complete */
 	s->state = D_CONNECTING;
 	s->conn_op = *op;
 	s->inflight++;
+	rc = ipk_tcp_connect(d->ctx, ip, op->e.addr.port_be, s->lport_be, s, &c,
+	                     ipk_node_now(d->node));
+	if (rc < 0) {
+		s->state = s->lport_be ? D_BOUND : D_NEW;
+		d_op_done(s, op->e.user_data, rc);
+		return;
+	}
+	if (s->state == D_CONNECTING || s->state == D_CONNECTED)
+		s->conn = c; /* not when it already closed inside the call */
 }
 
 /* ------------------------------------------------------------ send / recv */

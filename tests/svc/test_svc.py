@@ -115,6 +115,12 @@ def case_echo_tcp(rig):
     check_echo(b, size)
 
 
+def case_conn_refused(rig):
+    """connect to a port nobody listens on: the completion says -ECONNREFUSED."""
+    rc, out, err = rig.run_tool("connect", PEER_IP, "9", "1000")
+    assert rc == 1 and "connect: Connection refused" in err, (rc, err)
+
+
 def case_udp(rig):
     rc, out, err = rig.run_tool("udp", PEER_IP, "7", "50")
     assert rc == 0 and "udp 50/50" in out, out + err
