@@ -178,8 +178,16 @@ def case_kill(rig):
     check_echo(other, size)
 
 
+def shm_names():
+    try:
+        return set(os.listdir("/dev/shm"))
+    except OSError:
+        return set()
+
+
 def case_shutdown(rig):
-    """SIGTERM: exit 0, the socket file gone, a connected app told (not hung)."""
+    """SIGTERM: exit 0, the socket file gone, nothing of ipkitd's in /dev/shm (the
+    regions are memfds, never named), a connected app told (not hung)."""
     app = rig.tool("nop", "100000000")
     time.sleep(0.3)
     rig.daemon.send_signal(signal.SIGTERM)
@@ -188,6 +196,10 @@ def case_shutdown(rig):
     app.communicate(timeout=10)
     assert app.returncode == 1
     assert "stopped" in rig.daemon_log()
+    # ipkitd's own names, and its (role a) end of the memlink; ipkit-echo's end
+    # (role b) is still running
+    left = [n for n in shm_names() if "ipkitd" in n or (rig.name + ".a") in n]
+    assert not left, left
 
 
 def case_refuse(rig):
@@ -232,6 +244,18 @@ def case_prio(rig):
     print(out + out2)
     fl = int(re.search(r"flood_during_hi (\d+)", out2).group(1))
     assert fl > 0, "the low level starved: " + out2
+
+
+def case_cli(_rig):
+    """--help, a bad option (exit 2) and a backend that cannot open (exit 3), each
+    with one line on stderr."""
+    r = subprocess.run([DAEMON, "--help"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0 and "--io SPEC" in r.stdout
+    r = subprocess.run([DAEMON, "--bogus", "1"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    r = subprocess.run([DAEMON, "--io", "tap:", "--ip", "10.9.0.2/24", "--socket",
+                        "/nonexistent/dir/s"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
 
 
 def main():
