@@ -253,7 +253,7 @@ def case_cli(_rig):
     assert r.returncode == 0 and "--io SPEC" in r.stdout
     r = subprocess.run([DAEMON, "--bogus", "1"], capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
-    r = subprocess.run([DAEMON, "--io", "tap:", "--ip", "10.9.0.2/24", "--socket",
+    r = subprocess.run([DAEMON, "--io", "bogus:x", "--ip", "10.9.0.2/24", "--socket",
                         "/nonexistent/dir/s"], capture_output=True, text=True, timeout=10)
     assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
 
