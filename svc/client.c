@@ -51,6 +51,12 @@ struct ipk_svc {
 	struct svc_class cls[SVC_CLASSES];
 	uint64_t bump;           /* next fresh byte of the buffer area (offset in it) */
 	int dead;
+	/* callback mode */
+	pthread_t cb_thread;
+	ipk_svc_cb cb_fn;
+	void *cb_arg;
+	int cb_running;
+	volatile int cb_stop;
 };
 
 void ipk_svc_opts_default(struct ipk_svc_opts *o)
@@ -219,6 +225,8 @@ void ipk_svc_close_all(struct ipk_svc *svc)
 	int i;
 	if (!svc)
 		return;
+	if (svc->cb_running)
+		ipk_svc_callback_stop(svc);
 	if (svc->base)
 		munmap(svc->base, svc->size);
 	if (svc->ctl_fd >= 0)
@@ -397,6 +405,75 @@ int ipk_svc_wait(struct ipk_svc *svc, int64_t timeout_ns)
 	a.svc = svc;
 	a.v0 = IPK_SVC_LOAD_ACQ(&svc->hdr->app_futex.v);
 	return svc_block(svc, svc_any_ready, &a, timeout_ns);
+}
+
+/* ------------------------------------------------------------ callback mode */
+
+/* Deliver what every socket has now; the list lock is dropped around each call so
+ * that fn may create sockets (new ones are linked at the head, seen next round). */
+static int svc_cb_round(struct ipk_svc *svc)
+{
+	struct ipk_svc_sock *so;
+	int n = 0;
+	pthread_mutex_lock(&svc->lock);
+	for (so = svc->socks; so; so = so->next) {
+		struct ipk_svc_cqe *c;
+		while (ipk_svc_peek_cqe(so, &c) == 0) {
+			struct ipk_svc_cqe copy = *c;
+			ipk_svc_cqe_seen(so, c);
+			pthread_mutex_unlock(&svc->lock);
+			svc->cb_fn(so, &copy, svc->cb_arg);
+			pthread_mutex_lock(&svc->lock);
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&svc->lock);
+	return n;
+}
+
+static void *svc_cb_main(void *arg)
+{
+	struct ipk_svc *svc = (struct ipk_svc *)arg;
+	while (!svc->cb_stop) {
+		uint32_t v = IPK_SVC_LOAD_ACQ(&svc->hdr->app_futex.v);
+		struct svc_any a;
+		if (svc_cb_round(svc) > 0)
+			continue;
+		/* sleep until the futex moves past v (a completion posted after our
+		 * round), bounded so that stop and the daemon's death are noticed */
+		a.svc = svc;
+		a.v0 = v;
+		if (svc_block(svc, svc_any_ready, &a, 100000000) == -EPIPE)
+			break;
+	}
+	return NULL;
+}
+
+int ipk_svc_callback_start(struct ipk_svc *svc, ipk_svc_cb fn, void *arg)
+{
+	int rc;
+	if (!svc || !fn)
+		return -EINVAL;
+	if (svc->cb_running)
+		return -EBUSY;
+	svc->cb_fn = fn;
+	svc->cb_arg = arg;
+	svc->cb_stop = 0;
+	rc = pthread_create(&svc->cb_thread, NULL, svc_cb_main, svc);
+	if (rc)
+		return -rc;
+	svc->cb_running = 1;
+	return 0;
+}
+
+int ipk_svc_callback_stop(struct ipk_svc *svc)
+{
+	if (!svc || !svc->cb_running)
+		return -EINVAL;
+	svc->cb_stop = 1;
+	pthread_join(svc->cb_thread, NULL);
+	svc->cb_running = 0;
+	return 0;
 }
 
 void ipk_svc_sock_lock(struct ipk_svc_sock *so) { pthread_mutex_lock(&so->lock); }

@@ -24,6 +24,8 @@
  *                                                  while the rings fill)
  *   svc_tool [--socket PATH] many N                N sockets, a NOP on each at once,
  *                                                  every completion checked, all closed
+ *   svc_tool [--socket PATH] callback N K          callback mode: N sockets, K NOPs each,
+ *                                                  each answered from the callback
  *   svc_tool futex-floor N                         two processes ping-pong through one
  *                                                  shared futex: the sleeping floor
  * Transfers print "sent BYTES sha256 HEX" and "received BYTES sha256 HEX".
@@ -412,6 +414,65 @@ static int mode_many(struct ipk_svc *svc, char **av)
 	return ok == n ? 0 : 1;
 }
 
+/* Callback mode: N sockets, each NOP answered by the library thread's callback with
+ * the next NOP, K per socket; every socket must reach K, in its own order. */
+struct cbstate {
+	long k;
+	long *count;
+	struct ipk_svc_sock **v;
+	long n;
+	long total, bad;
+};
+static struct cbstate cbs;
+
+static void on_cqe(struct ipk_svc_sock *so, const struct ipk_svc_cqe *c, void *arg)
+{
+	struct cbstate *st = (struct cbstate *)arg;
+	long i = (long)(c->user_data >> 32), seq = (long)(uint32_t)c->user_data;
+	if (i < 0 || i >= st->n || st->v[i] != so || seq != st->count[i] || c->res != 0) {
+		__atomic_add_fetch(&st->bad, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	st->count[i]++;
+	__atomic_add_fetch(&st->total, 1, __ATOMIC_RELEASE);
+	if (st->count[i] < st->k) {
+		struct ipk_svc_sqe *e = ipk_svc_get_sqe(so);
+		ipk_svc_prep_nop(e);
+		ipk_svc_sqe_set_data(e, (uint64_t)i << 32 | (uint64_t)st->count[i]);
+		ipk_svc_submit(so);
+	}
+}
+
+static int mode_callback(struct ipk_svc *svc, char **av)
+{
+	long i, spins = 0;
+	cbs.n = atol(av[0]);
+	cbs.k = atol(av[1]);
+	if (cbs.n <= 0 || cbs.k <= 0)
+		return 2;
+	cbs.v = (struct ipk_svc_sock **)calloc((size_t)cbs.n, sizeof *cbs.v);
+	cbs.count = (long *)calloc((size_t)cbs.n, sizeof *cbs.count);
+	if (!cbs.v || !cbs.count)
+		return 1;
+	for (i = 0; i < cbs.n; i++)
+		if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &cbs.v[i]) < 0)
+			return 1;
+	if (ipk_svc_callback_start(svc, on_cqe, &cbs) != 0)
+		return 1;
+	CHECK(ipk_svc_callback_start(svc, on_cqe, &cbs) == -EBUSY, "second start");
+	for (i = 0; i < cbs.n; i++) {
+		struct ipk_svc_sqe *e = ipk_svc_get_sqe(cbs.v[i]);
+		ipk_svc_prep_nop(e);
+		ipk_svc_sqe_set_data(e, (uint64_t)i << 32);
+		ipk_svc_submit(cbs.v[i]);
+	}
+	while (__atomic_load_n(&cbs.total, __ATOMIC_ACQUIRE) < cbs.n * cbs.k && spins++ < 30000)
+		usleep(1000);
+	ipk_svc_callback_stop(svc);
+	printf("callback %ld/%ld bad %ld\n", cbs.total, cbs.n * cbs.k, cbs.bad);
+	return cbs.total == cbs.n * cbs.k && cbs.bad == 0 ? 0 : 1;
+}
+
 /* A socket for others to aim at (hostile's ID), kept SECONDS. */
 static int mode_hold(struct ipk_svc *svc, char **av)
 {
@@ -471,6 +532,8 @@ int main(int argc, char **argv)
 		rc = mode_udp(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hostile"))
 		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
+	else if (!strcmp(argv[i], "callback") && argc - i >= 3)
+		rc = mode_callback(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "many") && argc - i >= 2)
 		rc = mode_many(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "prio-order") && argc - i >= 2)

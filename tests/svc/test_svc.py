@@ -136,6 +136,13 @@ def case_many_apps(rig):
     rig.wait_log(r"(?s)(app \d+ pid \d+ hung up.*){20}", 5)
 
 
+def case_callback(rig):
+    """Callback mode: one library thread delivers every completion of 500 sockets,
+    100 NOPs each, in each socket's order."""
+    rc, out, err = rig.run_tool("callback", "500", "100")
+    assert rc == 0 and "callback 50000/50000 bad 0" in out, out + err
+
+
 def case_many_sockets(rig):
     """10,000 sockets across 4 applications at once, a NOP on each: all complete."""
     ps = [rig.tool("many", "2500") for _ in range(4)]
