@@ -246,21 +246,21 @@ void ipk_svc_cqe_seen(struct ipk_svc_sock *so, struct ipk_svc_cqe *cqe);
  * timeout_ns (-1: no bound). Returns 0 (look at your sockets), -ETIME, -EPIPE. */
 int ipk_svc_wait(struct ipk_svc *svc, int64_t timeout_ns);
 
-/* Callback mode. ipk_svc_callback_start starts one library thread that waits on the
- * application's futex and calls fn(so, cqe, arg) for every completion of every
- * socket of svc (sockets created later included; no limit on their number), in
- * each socket's order, then marks it seen. While it runs it is the completing side
- * of every socket: do not peek, wait or mark seen yourself (submitting is fine, from
- * any thread under the "Threads" rule). fn may submit and create sockets. Close
- * sockets only from inside fn (any but the one it is called for) or after
- * ipk_svc_callback_stop; fn must not call ipk_svc_callback_stop. Returns 0, -EBUSY (running already),
- * -EINVAL, or -errno of pthread_create.
- * ipk_svc_callback_stop: ask the thread to stop and join it (it stops within 100 ms);
- * completions not yet delivered stay in the rings. Returns 0 or -EINVAL (not
- * running). */
+/* Callback mode: fn(so, cqe, arg) is called for every completion of every socket
+ * of the application (sockets created later included; no limit on their number), in
+ * each socket's order, by one library thread sleeping on the application's futex;
+ * the entry is marked seen after fn returns (cqe is a copy). */
 typedef void (*ipk_svc_cb)(struct ipk_svc_sock *so, const struct ipk_svc_cqe *cqe, void *arg);
-/* ipk_svc_callback_start / ipk_svc_callback_stop: see above. */
+/* ipk_svc_callback_start: start that thread. While it runs it is the completing
+ * side of every socket: do not peek, wait or mark seen yourself (submitting is
+ * fine, under the "Threads" rule). fn may submit and create sockets. Close sockets
+ * only from inside fn (any but the one it is called for) or after
+ * ipk_svc_callback_stop; fn must not call ipk_svc_callback_stop. Returns 0, -EBUSY
+ * (running already), -EINVAL (NULL svc or fn), or -errno of pthread_create. */
 int ipk_svc_callback_start(struct ipk_svc *svc, ipk_svc_cb fn, void *arg);
+/* ipk_svc_callback_stop: ask the thread to stop and join it (it notices within
+ * 100 ms); completions not yet delivered stay in the rings. Returns 0, or -EINVAL
+ * (NULL svc, or not running). */
 int ipk_svc_callback_stop(struct ipk_svc *svc);
 
 /* ipk_svc_sock_lock / ipk_svc_sock_unlock: the handle's mutex, for sharing one socket side
