@@ -35,6 +35,7 @@ struct d_cfg {
 	uid_t prio_uid[D_MAX_IDS];
 	unsigned prio_uid_level[D_MAX_IDS], n_prio_uid;
 	int busy_poll, graceful, verbose;
+	uint32_t spin_us;
 };
 
 /* An operation in flight: the SQE copied out of the ring, never re-read. */

@@ -39,6 +39,8 @@ static const char d_help[] =
 	"  --prio-share N       entries each lower level is guaranteed per service pass,\n"
 	"                       doubled per level upwards (default 16)\n"
 	"  --busy-poll          never sleep\n"
+	"  --spin-us N          after work, keep polling N microseconds before sleeping\n"
+	"                       (default 50, 0 = sleep at once, at most 100000)\n"
 	"  --config FILE        read options from FILE, one 'option value' a line ('#' comments)\n"
 	"  --verbose            log each application\n"
 	"  --help               this text\n"
@@ -158,6 +160,8 @@ static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
 		c->max_socks = (uint32_t)x;
 	else if (!strcmp(name, "--config") && d_config_file(c, val) == 0)
 		;
+	else if (!strcmp(name, "--spin-us") && d_parse_u(val, 100000, &x) == 0)
+		c->spin_us = (uint32_t)x;
 	else if (!strcmp(name, "--prio-levels") && d_parse_u(val, D_PRIO_MAX, &x) == 0 && x)
 		c->prio_levels = (unsigned)x;
 	else if (!strcmp(name, "--prio-default") && d_parse_u(val, D_PRIO_MAX - 1, &x) == 0)
@@ -208,6 +212,7 @@ static void d_cfg_default(struct d_cfg *c)
 	c->max_sq = 4096;
 	c->max_cq = 8192;
 	c->max_socks = 65536;
+	c->spin_us = 50;
 	c->prio_levels = 3;
 	c->prio_default = 1;
 	c->prio_share = 16;
@@ -364,12 +369,17 @@ static int d_serve(struct d_daemon *d)
 static void d_loop(struct d_daemon *d)
 {
 	unsigned idle_checks = 0;
+	uint64_t last_work = 0, spin = (uint64_t)d->cfg.spin_us * 1000u;
 	while (!d_stop) {
 		int work = 0, ovf;
 		work += d_serve(d);
 		work += ipk_node_poll(d->node, 0) > 0;
 		d_wake_apps(d);
-		if (work || d->cfg.busy_poll) {
+		if (work && spin)
+			last_work = d_now();
+		/* the spin window: an application answering within spin_us finds us
+		 * awake (no doorbell, no wake-up on our side) */
+		if (work || d->cfg.busy_poll || (spin && d_now() - last_work < spin)) {
 			if (++idle_checks % 64 == 0)
 				d_events_wait(d, 0);
 			continue;

@@ -279,3 +279,48 @@ static int mode_prio_order(struct ipk_svc *svc, char **av)
 	free(lv);
 	return fails ? 1 : 0;
 }
+
+/* scale N K: N sockets with one NOP in flight each, K completions per socket,
+ * spinning; the mean and tail of submit-to-completion (issue 17's latency against
+ * the number of sockets, the shape of the thesis's Table 6.4). */
+static int mode_scale(struct ipk_svc *svc, char **av)
+{
+	long n = atol(av[0]), k = atol(av[1]), i, got = 0, total;
+	struct ipk_svc_sock **v;
+	uint64_t *t0, *lat, end;
+	if (n <= 0 || k <= 0)
+		return 2;
+	total = n * k;
+	v = (struct ipk_svc_sock **)calloc((size_t)n, sizeof *v);
+	t0 = (uint64_t *)calloc((size_t)n, sizeof *t0);
+	lat = (uint64_t *)calloc((size_t)total, sizeof *lat);
+	if (!v || !t0 || !lat)
+		return 1;
+	for (i = 0; i < n; i++)
+		if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &v[i]) < 0)
+			return 1;
+	for (i = 0; i < n; i++) {
+		ipk_svc_prep_nop(ipk_svc_get_sqe(v[i]));
+		t0[i] = now_ns();
+		ipk_svc_submit(v[i]);
+	}
+	end = now_ns() + 60000000000ull;
+	while (got < total && now_ns() < end) {
+		for (i = 0; i < n && got < total; i++) {
+			struct ipk_svc_cqe *c;
+			if (ipk_svc_peek_cqe(v[i], &c) != 0)
+				continue;
+			ipk_svc_cqe_seen(v[i], c);
+			lat[got++] = now_ns() - t0[i];
+			ipk_svc_prep_nop(ipk_svc_get_sqe(v[i]));
+			t0[i] = now_ns();
+			ipk_svc_submit(v[i]);
+		}
+	}
+	{
+		char name[32];
+		snprintf(name, sizeof name, "scale_%ld", n);
+		print_lat(name, lat, got ? got : 1);
+	}
+	return got == total ? 0 : 1;
+}

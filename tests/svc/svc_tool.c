@@ -26,6 +26,8 @@
  *                                                  every completion checked, all closed
  *   svc_tool [--socket PATH] callback N K          callback mode: N sockets, K NOPs each,
  *                                                  each answered from the callback
+ *   svc_tool [--socket PATH] scale N K             N sockets, one NOP in flight each, K
+ *                                                  round trips each: latency vs sockets
  *   svc_tool futex-floor N                         two processes ping-pong through one
  *                                                  shared futex: the sleeping floor
  * Transfers print "sent BYTES sha256 HEX" and "received BYTES sha256 HEX".
@@ -532,6 +534,8 @@ int main(int argc, char **argv)
 		rc = mode_udp(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hostile"))
 		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
+	else if (!strcmp(argv[i], "scale") && argc - i >= 3)
+		rc = mode_scale(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "callback") && argc - i >= 3)
 		rc = mode_callback(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "many") && argc - i >= 2)
