@@ -451,8 +451,13 @@ static void ev_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void
 	struct d_sock *s = (struct d_sock *)user;
 	struct d_daemon *d = D(opq);
 	struct ipk_pkt *k;
-	if (!s) { /* closed by the app: data after close gets a reset, as in Linux */
-		ipk_tcp_abort(ctx, c, ipk_node_now(d->node));
+	if (!s) {
+		/* closed by the app: data after close gets a reset, as in Linux; with
+		 * --graceful-close it is read and dropped, so the FIN ends the stream */
+		if (pkt && d->cfg.graceful)
+			ipk_tcp_recved(ctx, c, len, ipk_node_now(d->node));
+		else if (pkt)
+			ipk_tcp_abort(ctx, c, ipk_node_now(d->node));
 		return;
 	}
 	if (!pkt) {

@@ -30,6 +30,7 @@ def echo_conn(c):
                 break
             c.sendall(b)
         c.shutdown(socket.SHUT_WR)
+        print("eof", flush=True)
     except ConnectionResetError:
         print("reset", flush=True)
     except OSError as e:
@@ -91,7 +92,7 @@ def read_until(p, word, timeout=10):
 class Svc:
     """ipkitd on the link, its log in a file, svc_tool runs against it."""
 
-    def __init__(self, link, tmp_path):
+    def __init__(self, link, tmp_path, *args):
         if not os.path.exists(TOOL) or not os.path.exists(DAEMON):
             pytest.skip("ipkitd / svc_tool not built in %s" % BUILD)
         self.link = link
@@ -100,7 +101,7 @@ class Svc:
         self.peer_py = tmp_path / "peer.py"
         self.peer_py.write_text(PEER)
         self.daemon = link.start(DAEMON, "--io", link.spec, "--ip", link.ipk_ip + "/24",
-                                 "--socket", self.sock, stdout=open(os.devnull, "wb"),
+                                 "--socket", self.sock, *args, stdout=open(os.devnull, "wb"),
                                  stderr=open(self.logf, "wb"))
         self.wait_log("serving on")
 
@@ -193,3 +194,19 @@ def test_ipkitd_sigkill_mid_transfer_resets_peer(svc):
     sn, sh, rn, rh = digests(out)
     assert sn == rn == size and sh == rh
     read_until(echo, "reset", 5)
+
+
+def test_ipkitd_graceful_close_of_dead_app(make_link, tmp_path):
+    """With --graceful-close a SIGKILLed application's connection ends with FIN: the
+    Linux peer reads the end of the stream, not a reset."""
+    svc = Svc(make_link("tap"), tmp_path, "--graceful-close")
+    echo = svc.peer("echo", "5004")
+    victim = svc.tool("connect", svc.link.linux_ip, "5004", str(1 << 40))
+    time.sleep(0.5)
+    assert victim.poll() is None
+    os.kill(victim.pid, signal.SIGKILL)
+    svc.wait_log(r"app \d+ pid \d+ (hung up|exited): 1 sockets closed", 5)
+    buf = read_until(echo, "eof", 10)
+    time.sleep(0.5)
+    buf += echo.stdout.read() or b""
+    assert b"reset" not in buf and b"error" not in buf, buf
