@@ -304,6 +304,7 @@ static void d_rx_udp(struct d_sock *s)
 		if (!s->dq_h)
 			s->dq_t = NULL;
 		s->dq_n--;
+		s->dq_bytes -= g->len;
 		free(g);
 	}
 }
@@ -530,7 +531,7 @@ static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, ui
 {
 	struct d_sock *s = D(opq)->udp_port[t->local_port_be];
 	struct d_dgram *g;
-	if (!s || s->dq_n >= D_UDP_QMAX) {
+	if (!s || s->dq_n >= D_UDP_QMAX || s->dq_bytes + len > D_UDP_QBYTES) {
 		if (s)
 			s->udp_drops++;
 		return;
@@ -550,6 +551,7 @@ static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, ui
 		s->dq_h = g;
 	s->dq_t = g;
 	s->dq_n++;
+	s->dq_bytes += g->len;
 	d_rx_deliver(D(opq), s);
 }
 

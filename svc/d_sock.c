@@ -181,6 +181,7 @@ static void d_sock_free_rx(struct d_sock *s)
 		free(g);
 	}
 	s->dq_n = 0;
+	s->dq_bytes = 0;
 }
 
 static void d_sock_ports(struct d_daemon *d, struct d_sock *s)

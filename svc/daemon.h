@@ -17,6 +17,8 @@
 #define D_RING_MIN 512u        /* smallest ring pair block */
 #define D_PASS_BUDGET 64u      /* SQEs taken from one socket per pass (fairness) */
 #define D_UDP_QMAX 256u        /* datagrams held per UDP socket before dropping */
+#define D_UDP_QBYTES (1u << 20) /* ... and bytes: a peer flooding a port nobody reads
+                                 * costs at most this much memory per socket */
 #define D_SOCK_IDX_BITS 24
 #define D_BACKLOG_MAX 4096u
 
@@ -94,7 +96,7 @@ struct d_sock {
 	int acc_armed;
 	/* UDP */
 	struct d_dgram *dq_h, *dq_t;
-	uint32_t dq_n;
+	uint32_t dq_n, dq_bytes;
 	uint64_t udp_drops;
 };
 
