@@ -188,7 +188,7 @@ def test_ipkitd_sigkill_mid_transfer_resets_peer(svc):
     m = svc.wait_log(r"app \d+ pid \d+ (hung up|exited): 1 sockets reset", 5)
     dt = (time.monotonic() - t0) * 1000
     print("reclaimed %.1f ms after SIGKILL" % dt)
-    assert dt < 500, dt
+    assert dt < 100, "reclaim took %.1f ms (issue 17: within 100 ms)" % dt
     rc, out, err = finish(other)
     assert rc == 0, err
     sn, sh, rn, rh = digests(out)
