@@ -56,7 +56,7 @@ struct ipk_svc {
 	ipk_svc_cb cb_fn;
 	void *cb_arg;
 	int cb_running;
-	volatile int cb_stop;
+	int cb_stop;             /* atomic: set by stop, read by the thread */
 };
 
 void ipk_svc_opts_default(struct ipk_svc_opts *o)
@@ -434,7 +434,7 @@ static int svc_cb_round(struct ipk_svc *svc)
 static void *svc_cb_main(void *arg)
 {
 	struct ipk_svc *svc = (struct ipk_svc *)arg;
-	while (!svc->cb_stop) {
+	while (!__atomic_load_n(&svc->cb_stop, __ATOMIC_ACQUIRE)) {
 		uint32_t v = IPK_SVC_LOAD_ACQ(&svc->hdr->app_futex.v);
 		struct svc_any a;
 		if (svc_cb_round(svc) > 0)
@@ -470,7 +470,7 @@ int ipk_svc_callback_stop(struct ipk_svc *svc)
 {
 	if (!svc || !svc->cb_running)
 		return -EINVAL;
-	svc->cb_stop = 1;
+	__atomic_store_n(&svc->cb_stop, 1, __ATOMIC_RELEASE);
 	pthread_join(svc->cb_thread, NULL);
 	svc->cb_running = 0;
 	return 0;

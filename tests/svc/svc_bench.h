@@ -114,7 +114,7 @@ static int mode_futex_floor(char **av)
 struct flood {
 	struct ipk_svc_sock *so[16];
 	int n;
-	volatile int stop;
+	int stop; /* atomic */
 	uint64_t done;
 };
 
@@ -122,7 +122,7 @@ struct flood {
 static void *flood_main(void *arg)
 {
 	struct flood *f = (struct flood *)arg;
-	while (!f->stop) {
+	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
 		int i;
 		for (i = 0; i < f->n; i++) {
 			struct ipk_svc_cqe *c;
@@ -193,7 +193,7 @@ static int mode_prio(struct ipk_svc *svc, char **av)
 	print_lat("prio_lo_flood", lat, n);
 	printf("flood_during_lo %llu\n",
 	       (unsigned long long)(__atomic_load_n(&f.done, __ATOMIC_RELAXED) - d0));
-	f.stop = 1;
+	__atomic_store_n(&f.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
 	free(lat);
 	return rc ? 1 : 0;
