@@ -324,3 +324,90 @@ static int mode_scale(struct ipk_svc *svc, char **av)
 	}
 	return got == total ? 0 : 1;
 }
+
+/* rr IP PORT CONNS SECONDS: CONNS TCP connections to an echo server, each with one
+ * 1-byte request in flight (ipkit-bench's -g 1 -l 1), for SECONDS; the client spins
+ * on the CQs. Prints requests/s and the latency distribution; every echo checked. */
+struct rr_conn {
+	struct ipk_svc_sock *so;
+	uint8_t *tx, *rx;
+	uint64_t t0;
+	int busy;
+	uint8_t next;
+};
+
+static int rr_issue(struct rr_conn *c)
+{
+	struct ipk_svc_sqe *r = ipk_svc_get_sqe(c->so), *s;
+	if (!r)
+		return -1;
+	ipk_svc_prep_recv(c->so, r, c->rx, 64);
+	ipk_svc_sqe_set_data(r, 2);
+	s = ipk_svc_get_sqe(c->so);
+	if (!s)
+		return -1;
+	c->tx[0] = c->next;
+	ipk_svc_prep_send(c->so, s, c->tx, 1);
+	ipk_svc_sqe_set_data(s, 1);
+	c->t0 = now_ns();
+	c->busy = 1;
+	return ipk_svc_submit(c->so) < 0 ? -1 : 0;
+}
+
+static int rr_open(struct ipk_svc *svc, struct rr_conn *c, const struct ipk_svc_addr *peer)
+{
+	struct ipk_svc_sqe e;
+	if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &c->so) < 0)
+		return -1;
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_connect(&e, peer);
+	c->tx = (uint8_t *)ipk_svc_buf_alloc(svc, 64);
+	c->rx = (uint8_t *)ipk_svc_buf_alloc(svc, 64);
+	return c->tx && c->rx && one(c->so, &e, NULL) == 0 ? 0 : -1;
+}
+
+static int mode_rr(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_addr peer;
+	long conns = atol(av[2]), i, got = 0, cap, bad = 0;
+	double secs = atof(av[3]);
+	struct rr_conn *cs;
+	uint64_t *lat, t_start, t_end;
+	if (parse_addr(av[0], av[1], &peer) < 0 || conns <= 0 || secs <= 0)
+		return 2;
+	cap = 20000000;
+	cs = (struct rr_conn *)calloc((size_t)conns, sizeof *cs);
+	lat = (uint64_t *)malloc((size_t)cap * sizeof *lat);
+	if (!cs || !lat)
+		return 1;
+	for (i = 0; i < conns; i++)
+		if (rr_open(svc, &cs[i], &peer) < 0 || rr_issue(&cs[i]) < 0)
+			return 1;
+	t_start = now_ns();
+	t_end = t_start + (uint64_t)(secs * 1e9);
+	while (now_ns() < t_end && got < cap && !bad) {
+		for (i = 0; i < conns; i++) {
+			struct rr_conn *c = &cs[i];
+			struct ipk_svc_cqe *q;
+			while (ipk_svc_peek_cqe(c->so, &q) == 0) {
+				int res = q->res;
+				uint64_t tag = q->user_data;
+				ipk_svc_cqe_seen(c->so, q);
+				if (res < 0 || (tag == 2 && (res != 1 || c->rx[0] != c->next)))
+					bad++;
+				else if (tag == 2) {
+					lat[got++] = now_ns() - c->t0;
+					c->next++;
+					c->busy = 0;
+				}
+			}
+			if (!c->busy && rr_issue(c) < 0)
+				bad++;
+		}
+	}
+	t_end = now_ns();
+	printf("rr conns %ld requests %ld rps %.0f bad %ld\n", conns, got,
+	       (double)got / ((double)(t_end - t_start) / 1e9), bad);
+	print_lat("rr", lat, got ? got : 1);
+	return bad || !got ? 1 : 0;
+}

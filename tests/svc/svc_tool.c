@@ -28,6 +28,8 @@
  *                                                  each answered from the callback
  *   svc_tool [--socket PATH] scale N K             N sockets, one NOP in flight each, K
  *                                                  round trips each: latency vs sockets
+ *   svc_tool [--socket PATH] rr IP PORT CONNS SECS 1-byte request/response against an
+ *                                                  echo server: requests/s and latency
  *   svc_tool futex-floor N                         two processes ping-pong through one
  *                                                  shared futex: the sleeping floor
  * Transfers print "sent BYTES sha256 HEX" and "received BYTES sha256 HEX".
@@ -538,6 +540,8 @@ int main(int argc, char **argv)
 		rc = mode_udp(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hostile"))
 		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
+	else if (!strcmp(argv[i], "rr") && argc - i >= 5)
+		rc = mode_rr(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "scale") && argc - i >= 3)
 		rc = mode_scale(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "callback") && argc - i >= 3)
