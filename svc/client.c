@@ -399,12 +399,24 @@ static int svc_any_ready(void *arg)
 	return IPK_SVC_LOAD_ACQ(&a->svc->hdr->app_futex.v) != a->v0;
 }
 
-int ipk_svc_wait(struct ipk_svc *svc, int64_t timeout_ns)
+uint32_t ipk_svc_wake_count(const struct ipk_svc *svc)
+{
+	return svc ? IPK_SVC_LOAD_ACQ(&svc->hdr->app_futex.v) : 0;
+}
+
+int ipk_svc_wait_from(struct ipk_svc *svc, uint32_t seen, int64_t timeout_ns)
 {
 	struct svc_any a;
+	if (!svc)
+		return -EINVAL;
 	a.svc = svc;
-	a.v0 = IPK_SVC_LOAD_ACQ(&svc->hdr->app_futex.v);
+	a.v0 = seen;
 	return svc_block(svc, svc_any_ready, &a, timeout_ns);
+}
+
+int ipk_svc_wait(struct ipk_svc *svc, int64_t timeout_ns)
+{
+	return ipk_svc_wait_from(svc, ipk_svc_wake_count(svc), timeout_ns);
 }
 
 /* ------------------------------------------------------------ callback mode */

@@ -450,13 +450,15 @@ void d_wake_apps(struct d_daemon *d)
 		if (!a->posted)
 			continue;
 		a->posted = 0;
-		/* seq_cst: forbids reading app_waiting before our cq_tail stores are
-		 * visible; the app fences between raising app_waiting and re-checking
-		 * its CQ, so either it sees the entries or we see it waiting */
+		/* the futex word counts passes that posted (no system call): a waiter
+		 * that read it before scanning its CQs sees it move (ipk_svc_wait_from) */
+		__atomic_add_fetch(&a->hdr->app_futex.v, 1, __ATOMIC_RELEASE);
+		/* seq_cst: forbids reading app_waiting before our cq_tail and futex
+		 * stores are visible; the app fences between raising app_waiting and
+		 * re-checking, so either it sees them or we see it waiting */
 		IPK_SVC_FENCE();
 		if (IPK_SVC_LOAD_RLX(&a->hdr->app_waiting.v) == 0)
 			continue;
-		__atomic_add_fetch(&a->hdr->app_futex.v, 1, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &a->hdr->app_futex.v, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 	}
 }

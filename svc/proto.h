@@ -36,8 +36,9 @@ struct ipk_svc_region {
 	uint64_t buf_area_off, buf_area_size;
 	uint32_t ctl_ring_off;     /* control rings (socket 0), inside the ring area */
 	uint32_t app_id;
-	/* line 1 (daemon): bumped, then FUTEX_WAKE, when completions were posted while
-	 * app_waiting was set. The app's futex word: one per application. */
+	/* line 1 (daemon): bumped after every service pass that posted completions
+	 * (FUTEX_WAKE only while app_waiting is set). The app's futex word: one per
+	 * application. */
 	struct ipk_svc_line app_futex;
 	/* line 2 (app): number of app threads about to sleep on app_futex */
 	struct ipk_svc_line app_waiting;

@@ -242,8 +242,17 @@ int ipk_svc_peek_cqe(struct ipk_svc_sock *so, struct ipk_svc_cqe **cqe);
 int ipk_svc_wait_cqe(struct ipk_svc_sock *so, struct ipk_svc_cqe **cqe, int64_t timeout_ns);
 /* Mark the entry from peek/wait consumed (its slot goes back to the daemon). */
 void ipk_svc_cqe_seen(struct ipk_svc_sock *so, struct ipk_svc_cqe *cqe);
-/* Block until any socket of the application may have a new completion, or
- * timeout_ns (-1: no bound). Returns 0 (look at your sockets), -ETIME, -EPIPE. */
+/* Whole-application waiting. ipkitd counts its service passes that posted
+ * completions for this application (the futex word); ipk_svc_wake_count reads the
+ * count (0 for NULL). ipk_svc_wait_from blocks until the count differs from
+ * `seen` or timeout_ns passes (-1: no bound): read the count, scan your sockets,
+ * and wait from the value read, so a completion posted during the scan is never
+ * slept through. Returns 0 (look at your sockets), -ETIME, -EPIPE (daemon gone),
+ * -EINVAL (NULL svc). */
+uint32_t ipk_svc_wake_count(const struct ipk_svc *svc);
+int ipk_svc_wait_from(struct ipk_svc *svc, uint32_t seen, int64_t timeout_ns);
+/* ipk_svc_wait: ipk_svc_wait_from(svc, ipk_svc_wake_count(svc), timeout_ns): only
+ * completions posted after the call wake it. Returns as ipk_svc_wait_from. */
 int ipk_svc_wait(struct ipk_svc *svc, int64_t timeout_ns);
 
 /* Callback mode: fn(so, cqe, arg) is called for every completion of every socket

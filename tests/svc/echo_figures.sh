@@ -5,6 +5,7 @@
 #   ipkitd side: svc_tool rr (libipkit-client, spinning) -> ipkitd -> TAP -> Linux
 #   Linux side:  ipkit-bench-linux --busy-poll in a second namespace -> veth -> Linux
 #   sudo tests/svc/echo_figures.sh [BUILD] [SECONDS]      root; ~4 x SECONDS + 5 s
+# IPKITD_ARGS adds ipkitd options (e.g. --busy-poll).
 # Everything lives in two private namespaces (ipk<hex>s, ipk<hex>c), removed on exit.
 set -eu
 B=${1:-build}
@@ -37,7 +38,7 @@ ip -n "$C" link set "${tag}w" up
 ip netns exec "$S" "$B/bench/ipkit-bench-linux" -p 10000 >"$TMP/server.log" 2>&1 &
 PIDS="$PIDS $!"
 ip netns exec "$S" "$B/svc/ipkitd" --io "tap:${tag}k,offload=1" --ip 10.77.1.2/24 \
-	--socket "$TMP/s" 2>"$TMP/ipkitd.log" &
+	--socket "$TMP/s" ${IPKITD_ARGS:-} 2>"$TMP/ipkitd.log" &
 PIDS="$PIDS $!"
 i=0
 while [ ! -S "$TMP/s" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done

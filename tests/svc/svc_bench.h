@@ -325,9 +325,10 @@ static int mode_scale(struct ipk_svc *svc, char **av)
 	return got == total ? 0 : 1;
 }
 
-/* rr IP PORT CONNS SECONDS: CONNS TCP connections to an echo server, each with one
- * 1-byte request in flight (ipkit-bench's -g 1 -l 1), for SECONDS; the client spins
- * on the CQs. Prints requests/s and the latency distribution; every echo checked. */
+/* rr IP PORT CONNS SECONDS [sleep]: CONNS TCP connections to an echo server, each
+ * with one 1-byte request in flight (ipkit-bench's -g 1 -l 1), for SECONDS; the
+ * client spins on the CQs, or with "sleep" sleeps on the application futex when a
+ * scan found nothing. Prints requests/s and the latency distribution; every echo checked. */
 struct rr_conn {
 	struct ipk_svc_sock *so;
 	uint8_t *tx, *rx;
@@ -371,6 +372,7 @@ static int mode_rr(struct ipk_svc *svc, char **av)
 	struct ipk_svc_addr peer;
 	long conns = atol(av[2]), i, got = 0, cap, bad = 0;
 	double secs = atof(av[3]);
+	int sleep_mode = av[4] && !strcmp(av[4], "sleep");
 	struct rr_conn *cs;
 	uint64_t *lat, t_start, t_end;
 	if (parse_addr(av[0], av[1], &peer) < 0 || conns <= 0 || secs <= 0)
@@ -386,6 +388,8 @@ static int mode_rr(struct ipk_svc *svc, char **av)
 	t_start = now_ns();
 	t_end = t_start + (uint64_t)(secs * 1e9);
 	while (now_ns() < t_end && got < cap && !bad) {
+		long before = got;
+		uint32_t v = ipk_svc_wake_count(svc);
 		for (i = 0; i < conns; i++) {
 			struct rr_conn *c = &cs[i];
 			struct ipk_svc_cqe *q;
@@ -404,6 +408,8 @@ static int mode_rr(struct ipk_svc *svc, char **av)
 			if (!c->busy && rr_issue(c) < 0)
 				bad++;
 		}
+		if (sleep_mode && got == before)
+			ipk_svc_wait_from(svc, v, 100000000);
 	}
 	t_end = now_ns();
 	printf("rr conns %ld requests %ld rps %.0f bad %ld\n", conns, got,

@@ -28,8 +28,10 @@
  *                                                  each answered from the callback
  *   svc_tool [--socket PATH] scale N K             N sockets, one NOP in flight each, K
  *                                                  round trips each: latency vs sockets
- *   svc_tool [--socket PATH] rr IP PORT CONNS SECS 1-byte request/response against an
- *                                                  echo server: requests/s and latency
+ *   svc_tool [--socket PATH] rr IP PORT CONNS SECS [sleep]  1-byte request/response
+ *                                                  against an echo server: requests/s
+ *                                                  and latency (spinning, or sleeping)
+ *   svc_tool [--socket PATH] wake                  whole-application wait: no lost wake-up
  *   svc_tool futex-floor N                         two processes ping-pong through one
  *                                                  shared futex: the sleeping floor
  * Transfers print "sent BYTES sha256 HEX" and "received BYTES sha256 HEX".
@@ -481,6 +483,31 @@ static int mode_callback(struct ipk_svc *svc, char **av)
 	return cbs.total == cbs.n * cbs.k && cbs.bad == 0 ? 0 : 1;
 }
 
+/* The whole-application wait does not sleep through a completion posted while the
+ * app was not waiting yet (scan first, then wait from the count read before). */
+static int mode_wake(struct ipk_svc *svc)
+{
+	struct ipk_svc_sock *so;
+	struct ipk_svc_cqe *c;
+	uint32_t v;
+	uint64_t t0;
+	int rc, spins = 0;
+	if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &so) < 0)
+		return 1;
+	v = ipk_svc_wake_count(svc);
+	ipk_svc_prep_nop(ipk_svc_get_sqe(so));
+	ipk_svc_submit(so);
+	while (ipk_svc_peek_cqe(so, &c) != 0 && spins++ < 10000000)
+		; /* posted while nobody waited */
+	t0 = now_ns();
+	rc = ipk_svc_wait_from(svc, v, 2000000000ll);
+	printf("wake rc %d after %llu us\n", rc, (unsigned long long)((now_ns() - t0) / 1000));
+	CHECK(rc == 0, "wait_from slept through a completion posted before it (%d)", rc);
+	CHECK(ipk_svc_wait(svc, 1000000) == -ETIME, "nothing new: a short wait times out");
+	ipk_svc_close(so);
+	return fails ? 1 : 0;
+}
+
 /* A socket for others to aim at (hostile's ID), kept SECONDS. */
 static int mode_hold(struct ipk_svc *svc, char **av)
 {
@@ -540,6 +567,8 @@ int main(int argc, char **argv)
 		rc = mode_udp(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hostile"))
 		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
+	else if (!strcmp(argv[i], "wake"))
+		rc = mode_wake(svc);
 	else if (!strcmp(argv[i], "rr") && argc - i >= 5)
 		rc = mode_rr(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "scale") && argc - i >= 3)

@@ -143,6 +143,13 @@ def case_callback(rig):
     assert rc == 0 and "callback 50000/50000 bad 0" in out, out + err
 
 
+def case_wake(rig):
+    """ipk_svc_wait_from: a completion posted while the app did not wait yet still
+    ends the wait at once (the scan-then-wait pattern loses no wake-up)."""
+    rc, out, err = rig.run_tool("wake")
+    assert rc == 0 and "wake rc 0" in out, out + err
+
+
 def case_many_sockets(rig):
     """10,000 sockets across 4 applications at once, a NOP on each: all complete."""
     ps = [rig.tool("many", "2500") for _ in range(4)]
