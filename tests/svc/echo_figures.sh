@@ -5,7 +5,8 @@
 #   ipkitd side: svc_tool rr (libipkit-client, spinning) -> ipkitd -> TAP -> Linux
 #   Linux side:  ipkit-bench-linux --busy-poll in a second namespace -> veth -> Linux
 #   sudo tests/svc/echo_figures.sh [BUILD] [SECONDS]      root; ~4 x SECONDS + 5 s
-# IPKITD_ARGS adds ipkitd options (e.g. --busy-poll).
+# IPKITD_ARGS adds ipkitd options (e.g. --busy-poll); RR_MODE=sleep makes the
+# ipkitd-side client sleep on its futex instead of spinning.
 # Everything lives in two private namespaces (ipk<hex>s, ipk<hex>c), removed on exit.
 set -eu
 B=${1:-build}
@@ -46,7 +47,7 @@ sleep 0.5
 echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) CPUs, ${SECS} s per cell"
 for c in 1 32; do
 	echo "## ipkitd over TAP, svc_tool rr, $c connection(s)"
-	timeout $((SECS + 30)) "$B/tests/svc/svc_tool" --socket "$TMP/s" rr 10.77.1.1 10000 "$c" "$SECS"
+	timeout $((SECS + 30)) "$B/tests/svc/svc_tool" --socket "$TMP/s" rr 10.77.1.1 10000 "$c" "$SECS" ${RR_MODE:-}
 	echo "## Linux kernel sockets over veth, ipkit-bench-linux --busy-poll, $c connection(s)"
 	timeout $((SECS + 30)) ip netns exec "$C" "$B/bench/ipkit-bench-linux" -s 10.77.2.1 \
 		-p 10000 -c "$c" -t "$SECS" --busy-poll | tail -4
