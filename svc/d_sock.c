@@ -280,6 +280,7 @@ void d_post(struct d_sock *s, const struct ipk_svc_cqe *c0)
 	if (!s->ring)
 		return;
 	cc.seq = s->app->cq_seq++;
+	cc.pass = s->app->d->passes;
 	d_ovf_flush(s);
 	if (s->ovf_n == 0 && d_cq_room(s)) {
 		d_cq_write(s, c);

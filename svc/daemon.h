@@ -155,6 +155,7 @@ struct d_daemon {
 	struct d_sock *tcp_port[65536], *udp_port[65536];
 	uint16_t udp_next_eph;
 	uint64_t reclaims;
+	uint32_t passes;             /* service passes (cqe->pass) */
 };
 
 /* d_app.c */

@@ -345,6 +345,23 @@ static int d_timeout_ms(struct d_daemon *d, int ovf)
 	return (int)ms;
 }
 
+/* A level's budget is spent in list order: the first application of each pass goes
+ * to the back, so one that floods a level cannot take its whole share pass after
+ * pass from the others on it. O(applications), as the pass itself. */
+static void d_apps_rotate(struct d_daemon *d)
+{
+	struct d_app *first = d->apps, *last = d->apps;
+	if (!first || !first->next)
+		return;
+	while (last->next)
+		last = last->next;
+	d->apps = first->next;
+	d->apps->prev = NULL;
+	first->prev = last;
+	first->next = NULL;
+	last->next = first;
+}
+
 /* One service pass: level 0 without a limit (each socket at most D_PASS_BUDGET
  * entries), then each lower level with its guaranteed share, prio_share doubled per
  * level above the lowest: a flood at a low level costs the high levels at most that
@@ -354,6 +371,7 @@ static int d_serve(struct d_daemon *d)
 	struct d_app *a;
 	unsigned lvl;
 	int work = 0;
+	d->passes++;
 	for (a = d->apps; a; a = a->next)
 		d_pass_begin(a);
 	for (lvl = 0; lvl < d->cfg.prio_levels; lvl++) {
@@ -363,6 +381,7 @@ static int d_serve(struct d_daemon *d)
 		for (a = d->apps; a; a = a->next)
 			work += d_serve_level(d, a, lvl, &budget);
 	}
+	d_apps_rotate(d);
 	return work;
 }
 

@@ -109,7 +109,9 @@ struct ipk_svc_cqe {
 	                      * (wraps): orders completions across its sockets */
 	uint64_t ring_off;   /* ACCEPT, SOCKET: the new socket's rings in the region */
 	struct ipk_svc_addr addr; /* RECVFROM: sender; ACCEPT: peer */
-	uint8_t pad[8];
+	uint32_t pass;       /* ipkitd's service pass that posted it (wraps): orders
+	                      * completions in time across sockets and applications */
+	uint8_t pad[4];
 };
 
 /* ------------------------------------------------------------ the library */

@@ -417,3 +417,109 @@ static int mode_rr(struct ipk_svc *svc, char **av)
 	print_lat("rr", lat, got ? got : 1);
 	return bad || !got ? 1 : 0;
 }
+
+/* flood NSOCK SECONDS: NSOCK sockets at level 2 kept full of NOPs for SECONDS;
+ * prints the NOPs completed. Two of these side by side must both progress. */
+static int mode_flood(struct ipk_svc *svc, char **av)
+{
+	struct flood f;
+	pthread_t th;
+	int i;
+	memset(&f, 0, sizeof f);
+	f.n = atoi(av[0]);
+	if (f.n < 1 || f.n > 16)
+		return 2;
+	/* deep rings: the flooder always has entries waiting when ipkitd looks */
+	for (i = 0; i < f.n; i++)
+		if (ipk_svc_socket_prio(svc, IPK_SVC_TCP, 2048, 4096, 2, &f.so[i]) < 0)
+			return 1;
+	pthread_create(&th, NULL, flood_main, &f);
+	usleep((useconds_t)(atof(av[1]) * 1e6));
+	__atomic_store_n(&f.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	printf("flood %llu\n", (unsigned long long)f.done);
+	return 0;
+}
+
+/* victim N SECS: one level-2 socket; after "ready" and half a second (a flooder
+ * starts meanwhile), N NOPs one at a time, all within SECS. */
+static int mode_victim(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_sock *so;
+	long n = atol(av[0]), done = 0;
+	uint64_t end;
+	if (n <= 0 || ipk_svc_socket_prio(svc, IPK_SVC_TCP, 8, 16, 2, &so) < 0)
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	usleep(500000);
+	end = now_ns() + (uint64_t)(atof(av[1]) * 1e9);
+	while (done < n && now_ns() < end) {
+		struct ipk_svc_cqe *c;
+		ipk_svc_prep_nop(ipk_svc_get_sqe(so));
+		ipk_svc_submit(so);
+		while (ipk_svc_peek_cqe(so, &c) != 0 && now_ns() < end)
+			;
+		if (ipk_svc_peek_cqe(so, &c) != 0)
+			break;
+		ipk_svc_cqe_seen(so, c);
+		done++;
+	}
+	printf("victim %ld/%ld in %.3f s\n", done, n,
+	       (double)(now_ns() - (end - (uint64_t)(atof(av[1]) * 1e9))) / 1e9);
+	return done == n ? 0 : 1;
+}
+
+/* fair DAEMON_PID SOCKPATH: two applications in this process on one level. V
+ * connects first, F second (so F is ahead of V in ipkitd's list). With ipkitd
+ * stopped, F fills 16 level-2 sockets with 2,048 NOPs each and V puts one NOP on its
+ * level-2 socket; then ipkitd goes on. By the pass that completed V's NOP, F must
+ * not have had all of its 32,768 served (that is 2,048 passes of the level's share
+ * of 16): the share is spent in turns across applications, so V waits at most a
+ * pass or two. Counted by cqe->pass, not timed. */
+static int mode_fair(struct ipk_svc *v, char **av)
+{
+	struct ipk_svc_opts o;
+	struct ipk_svc *f;
+	struct ipk_svc_sock *vs, *fs[16];
+	struct ipk_svc_cqe cv;
+	pid_t d = (pid_t)atol(av[0]);
+	uint64_t done = 0;
+	int i, k, err;
+	ipk_svc_opts_default(&o);
+	o.ring_bytes = 16u << 20;
+	f = ipk_svc_open(av[1], &o, &err);
+	if (!f || ipk_svc_socket_prio(v, IPK_SVC_TCP, 8, 16, 2, &vs) < 0)
+		return 1;
+	for (i = 0; i < 16; i++)
+		if (ipk_svc_socket_prio(f, IPK_SVC_TCP, 2048, 4096, 2, &fs[i]) < 0)
+			return 1;
+	kill(d, SIGSTOP);
+	for (k = 0; k < 1000 && !proc_stopped(d); k++)
+		usleep(1000);
+	for (i = 0; i < 16; i++) {
+		for (k = 0; k < 2048; k++)
+			ipk_svc_prep_nop(ipk_svc_get_sqe(fs[i]));
+		ipk_svc_submit(fs[i]);
+	}
+	ipk_svc_prep_nop(ipk_svc_get_sqe(vs));
+	ipk_svc_submit(vs);
+	kill(d, SIGCONT);
+	if (take(vs, &cv) < 0)
+		return 1;
+	/* F's completions from passes up to V's (cqe->pass orders them in time,
+	 * whenever this process gets round to reading them) */
+	for (i = 0; i < 16; i++)
+		for (k = 0; k < 2048; k++) {
+			struct ipk_svc_cqe cf;
+			if (take(fs[i], &cf) < 0)
+				return 1;
+			done += (int32_t)(cf.pass - cv.pass) <= 0;
+		}
+	printf("fair: by V's NOP (pass %u) F had %llu of 32768 served\n", cv.pass,
+	       (unsigned long long)done);
+	CHECK(done < 32768, "V waited for all of F's flood");
+	CHECK(done <= 64, "V served within a few passes of its level's share");
+	ipk_svc_close_all(f);
+	return fails ? 1 : 0;
+}

@@ -32,6 +32,10 @@
  *                                                  against an echo server: requests/s
  *                                                  and latency (spinning, or sleeping)
  *   svc_tool [--socket PATH] wake                  whole-application wait: no lost wake-up
+ *   svc_tool [--socket PATH] flood NSOCK SECS      level-2 NOP flood; prints NOPs done
+ *   svc_tool --socket PATH fair DAEMON_PID         a level's share taken in turns by two
+ *                                                  applications (counted)
+ *   svc_tool [--socket PATH] victim N SECS         N level-2 NOPs one at a time within SECS
  *   svc_tool futex-floor N                         two processes ping-pong through one
  *                                                  shared futex: the sleeping floor
  * Transfers print "sent BYTES sha256 HEX" and "received BYTES sha256 HEX".
@@ -567,6 +571,12 @@ int main(int argc, char **argv)
 		rc = mode_udp(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hostile"))
 		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
+	else if (!strcmp(argv[i], "fair") && argc - i >= 2 && path)
+		rc = mode_fair(svc, (char *[]){argv[i + 1], (char *)path});
+	else if (!strcmp(argv[i], "victim") && argc - i >= 3)
+		rc = mode_victim(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "flood") && argc - i >= 3)
+		rc = mode_flood(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "wake"))
 		rc = mode_wake(svc);
 	else if (!strcmp(argv[i], "rr") && argc - i >= 5)

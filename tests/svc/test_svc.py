@@ -143,6 +143,22 @@ def case_callback(rig):
     assert rc == 0 and "callback 50000/50000 bad 0" in out, out + err
 
 
+def case_flood_fair(rig):
+    """An application flooding a level cannot take the level's whole share from
+    another one on it (svc_tool fair: counted in entries, ipkitd stopped while the
+    rings fill); then a flooder and a victim running side by side both progress."""
+    rc, out, err = rig.run_tool("fair", str(rig.daemon.pid))
+    assert rc == 0, out + err
+    victim = rig.tool("victim", "2000", "20")
+    assert victim.stdout.readline().strip() == b"ready"
+    flood = rig.tool("flood", "4", "3")
+    vout, verr = victim.communicate(timeout=60)
+    fout, ferr = flood.communicate(timeout=60)
+    print(out, vout.decode(), fout.decode())
+    assert victim.returncode == 0 and b"victim 2000/2000" in vout, vout + verr
+    assert flood.returncode == 0 and int(re.search(rb"flood (\d+)", fout).group(1)) > 0
+
+
 def case_wake(rig):
     """ipk_svc_wait_from: a completion posted while the app did not wait yet still
     ends the wait at once (the scan-then-wait pattern loses no wake-up)."""
