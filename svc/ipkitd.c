@@ -456,6 +456,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ipkitd: %s\n", err);
 		if (d->node)
 			d_shutdown(d);
+		free(d->cfg.owned[0]);
+		free(d->cfg.owned[1]);
+		free(d);
 		return 3;
 	}
 	fprintf(stderr, "ipkitd: serving on %s (io %s)\n", d->cfg.sock_path, d->cfg.io_spec);
