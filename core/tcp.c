@@ -611,7 +611,7 @@ static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_
 			break;
 		}
 		ipk_pkt_set_len(ctx, p, n);
-		ipk_memcpy(ipk_pkt_data(ctx, p), buf + done, n);
+		ipk_copy_short(ipk_pkt_data(ctx, p), buf + done, n);
 		pb->pkt = p;
 		pb->off = 0;
 		pb->len = n;

@@ -932,19 +932,6 @@ static struct ipk_pb *txf_src(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t 
 	return pb;
 }
 
-/* Copy a fast segment's payload: a few bytes by hand, more by memcpy. */
-static void txf_copy(uint8_t *dst, const uint8_t *src, uint32_t len)
-{
-	uint32_t i;
-
-	if (len > 8) {
-		ipk_memcpy(dst, src, len);
-		return;
-	}
-	for (i = 0; i < len; i++)
-		dst[i] = src[i];
-}
-
 /* The TCP checksum of a fast segment (l4 bytes at th) built from the template: the
  * template's sum plus the words the segment wrote and its payload. */
 static IPK_ALWAYS_INLINE void txf_csum(const struct ipk_ctx *ctx, const struct ipk_tt *tt,
@@ -1022,12 +1009,12 @@ static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t pl
 	if (tmpl) {
 		txf_hdr_tmpl(ctx, c, ctx->tt_cur, p, tot, hlen, plan, wnd, &meta);
 		if (src)
-			txf_copy(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
+			ipk_copy_short(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
 		txf_csum(ctx, ctx->tt_cur, th, c, hlen, hlen + len, &meta);
 	} else {
 		txf_hdr_full(ctx, c, p, tot, hlen, plan, wnd, &meta);
 		if (src)
-			txf_copy(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
+			ipk_copy_short(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
 		seg_csum_flat(ctx, th, &c->t, hlen + len, &meta);
 	}
 	if (meta.flags && IPK_OPS(ctx)->tx_offload) {
