@@ -85,7 +85,13 @@
 #define IPK_TCPF_TS_NO_RTT 0x8000000u /* SYN cookie: our SYN-ACK's TSval held options */
 #define IPK_TCPF_DSACK_RND 0x10000000u /* RFC 8985 RACK.dsack_round is set (scoreboard) */
 #define IPK_TCPF_TW_LINKED 0x20000000u /* on the ctx TIME_WAIT list (tcp_tw.c) */
-#define IPK_TCPF_OOW_RL 0x40000000u /* oow_until is set (tcp_defence.c) */
+/* The fast paths' per-connection conditions hold (ipk_tcp_fast_ok): header
+ * prediction and txf_len test this one bit in place of the state, the extension
+ * record, duplicate ACKs and the recovery flags. Set only after the full test
+ * (tcp_in.c, end of a segment's event), cleared wherever one of the conditions can
+ * stop holding (ipk_tcp_fast_clear); when clear, the fast paths make the full test,
+ * so a bit left clear only costs time. */
+#define IPK_TCPF_FAST 0x40000000u
 #define IPK_TCPF_REORDER 0x80000000u /* RFC 8985 RACK.reordering_seen: the path reorders */
 
 /* pb->aux flag for send-queue and out-of-order pbs */
@@ -220,7 +226,7 @@ struct ipk_conn {
 
 	/* defences (tcp_defence.c, tcp_tw.c) */
 	uint32_t oow_until;         /* ms tick: no ACK to an unacceptable segment before it
-	                             * (with IPK_TCPF_OOW_RL) */
+	                             * (0 = none: ipk_tcp_ms_at never returns 0) */
 	uint32_t ecn_high;          /* RFC 3168 §6.1.2: no new ECE reduction before this is acked */
 
 	/* RFC 7323 §4.3 */
@@ -299,6 +305,24 @@ IPK_INLINE struct ipk_pb *ipk_tcp_rcvy(const struct ipk_conn *c)
 {
 	return c->x && (IPK_RCVY_FLAGS(c->x) & IPK_RCVY_F_ON) ? c->x : NULL;
 }
+
+/* Flags no fast-path connection has: closing or closed, ECN (its marks go the full
+ * way), loss recovery of any kind. */
+#define IPK_TCPF_FAST_NOT (IPK_TCPF_ZOMBIE | IPK_TCPF_FIN_QUEUED | IPK_TCPF_ECN | \
+                           IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY | IPK_TCPF_RTX_LOST)
+
+/* The per-connection conditions of both fast paths (tcp_in.c predicted, tcp_out.c
+ * txf_len), what IPK_TCPF_FAST stands for: ESTABLISHED, none of IPK_TCPF_FAST_NOT, no
+ * extension record (nothing out of order, no scoreboard, no recovery episode), no
+ * duplicate ACKs counted. */
+IPK_INLINE int ipk_tcp_fast_ok(const struct ipk_conn *c)
+{
+	return c->state == IPK_TCP_ESTABLISHED && !(c->fl & IPK_TCPF_FAST_NOT) && !c->x &&
+	       c->dupacks == 0;
+}
+/* One of ipk_tcp_fast_ok's conditions may stop holding: the fast paths test them all
+ * until the end of the next segment's event sets the bit again. */
+IPK_INLINE void ipk_tcp_fast_clear(struct ipk_conn *c) { c->fl &= ~IPK_TCPF_FAST; }
 
 /*
  * Connection time. The engine's clock is ctx->now in ns (64-bit); a connection keeps

@@ -900,12 +900,14 @@ static int predicted(const struct ipk_ctx *ctx, const struct ipk_conn *c,
 {
 	uint32_t ack = s->h.ack;
 
-	if (c->state != IPK_TCP_ESTABLISHED || ctx->fast_off || (s->h.flags & ~IPK_TCP_PSH) != IPK_TCP_ACK ||
-	    s->h.seq != c->rcv_nxt || c->x || c->dupacks)
+	if (ctx->fast_off || (s->h.flags & ~IPK_TCP_PSH) != IPK_TCP_ACK || s->h.seq != c->rcv_nxt)
 		return 0;
-	if (c->fl & (IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY | IPK_TCPF_ECN)) {
-		if ((c->fl & (IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY)) ||
-		    (s->tos & 0x3u) == IPK_ECN_CE)
+	/* IPK_TCPF_FAST: the connection's own conditions, known to hold (ECN is not among
+	 * them: an ECN connection is never marked, its segments take the tests here) */
+	if (!(c->fl & IPK_TCPF_FAST)) {
+		if (c->state != IPK_TCP_ESTABLISHED || c->x || c->dupacks ||
+		    (c->fl & (IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY)) ||
+		    ((c->fl & IPK_TCPF_ECN) && (s->tos & 0x3u) == IPK_ECN_CE))
 			return 0;
 	}
 	/* snd_una <= ack <= snd_max in one unsigned comparison (the flight is below
@@ -966,12 +968,16 @@ IPK_HOT void ipk_tcp_input_conn(struct ipk_ctx *ctx, struct ipk_conn *c, struct 
 
 	ipk_tcp_hold(c);
 	ctx->in_event_c = c; /* writes from callbacks wait for the output pass below */
-	if (fast)
+	if (fast) {
 		input_fast(ctx, c, s);
-	else if (c->state == IPK_TCP_SYN_SENT)
-		input_syn_sent(ctx, c, s);
-	else
-		input_synced(ctx, c, s);
+	} else {
+		/* the full rules may change any of the fast paths' conditions */
+		ipk_tcp_fast_clear(c);
+		if (c->state == IPK_TCP_SYN_SENT)
+			input_syn_sent(ctx, c, s);
+		else
+			input_synced(ctx, c, s);
+	}
 	ctx->in_event_c = outer;
 	if (heard && (c->fl & IPK_TCPF_KEEPALIVE) && !zombie(c))
 		ipk_tcp_keepalive_restart(ctx, c);
@@ -980,6 +986,8 @@ IPK_HOT void ipk_tcp_input_conn(struct ipk_ctx *ctx, struct ipk_conn *c, struct 
 	ipk_tcp_output(ctx, c);
 	if (ctx->dsack_c == c)
 		ctx->dsack_c = NULL; /* not reported (no ACK went out): forget it */
+	if (!(c->fl & IPK_TCPF_FAST) && ipk_tcp_fast_ok(c))
+		c->fl |= IPK_TCPF_FAST;
 	ipk_tcp_release(ctx, c);
 }
 

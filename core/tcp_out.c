@@ -709,8 +709,11 @@ static int32_t txf_len(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 			fl = TXF_ACK | TXF_MORE;
 		}
 	}
-	if ((c->fl & TXF_NOT) || !((1u << c->state) & TXF_STATES) || c->x ||
-	    ctx->dsack_c == c || c->snd_nxt != c->snd_max || ctx->tx_fast_off)
+	/* IPK_TCPF_FAST: TXF_NOT, the state and the extension record known right */
+	if (!(c->fl & IPK_TCPF_FAST) &&
+	    ((c->fl & TXF_NOT) || !((1u << c->state) & TXF_STATES) || c->x))
+		return -1;
+	if (ctx->dsack_c == c || c->snd_nxt != c->snd_max || ctx->tx_fast_off)
 		return -1;
 	if (len == 0)
 		return (int32_t)TXF_ACK;
