@@ -544,6 +544,27 @@ void ipk_tcp_send_rst_for(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s);
 uint32_t ipk_tcp_rcv_window(const struct ipk_ctx *ctx, const struct ipk_conn *c);
 /* Free send-queue bytes now acknowledged up to `ack`; returns bytes released. */
 uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack);
+/* ipk_tcp_sq_release's common case inline: the ACK covers exactly the one pb queued
+ * (a request or a reply acknowledged whole). Anything else takes the loop. */
+IPK_INLINE uint32_t ipk_tcp_sq_release_ack(struct ipk_ctx *ctx, struct ipk_conn *c,
+                                           uint32_t ack)
+{
+	struct ipk_pb *pb = c->sq_head;
+	uint32_t done = ack - c->sq_seq;
+
+	if (!pb || pb != c->sq_tail || done == 0 || done != c->sq_bytes || pb->len != done)
+		return ipk_tcp_sq_release(ctx, c, ack);
+	c->sq_head = c->sq_tail = NULL;
+	if (ctx->sq_hint_pb == pb)
+		ctx->sq_hint_c = NULL;
+	c->sndbuf += IPK_TCP_PB_OV(pb); /* tcp.c sq_overhead */
+	ctx->wmem -= done + IPK_TCP_PB_OV(pb);
+	ipk_pkt_release(ctx, pb->pkt);
+	ipk_pb_put(ctx, pb);
+	c->sq_seq = ack;
+	c->sq_bytes = 0;
+	return done;
+}
 /* The send-queue pb holding `seq` (NULL past the queue) and seq's offset in it. */
 struct ipk_pb *ipk_tcp_sq_find(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq,
                                uint32_t *at);

@@ -432,7 +432,7 @@ static IPK_ALWAYS_INLINE void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c,
 		ipk_tcp_rack_delivered(ctx, c, c->snd_una, ack, 1);
 	/* RFC 6675 §5: in SACK recovery cwnd stays at ssthresh; pipe does the pacing. */
 	partial = acked && !(c->fl & IPK_TCPF_SACK_RCVY) ? ipk_tcp_cc_on_ack(ctx, c, ack, acked) : 0;
-	bytes = ipk_tcp_sq_release(ctx, c, ack);
+	bytes = ipk_tcp_sq_release_ack(ctx, c, ack);
 	c->snd_una = ack;
 	if (ipk_seq_lt(c->snd_nxt, ack))
 		c->snd_nxt = ack;
