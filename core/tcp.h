@@ -673,6 +673,24 @@ void ipk_tcp_cc_init(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* New data acknowledged (acked bytes, snd_una not yet advanced). Returns 1 when a
  * partial ACK in recovery asks for the next hole to be retransmitted. */
 int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uint32_t acked);
+/* RFC 7661 §4.1: the flight is under half of cwnd, so an ACK does not grow cwnd
+ * (tcp_cc.c tests it before any algorithm's on_ack). */
+IPK_INLINE int ipk_tcp_cc_app_limited(const struct ipk_conn *c)
+{
+	return c->snd_max - c->snd_una < c->cwnd / 2u;
+}
+/* ipk_tcp_cc_on_ack for an ACK of new data outside NewReno recovery and the flight
+ * application-limited (request/response): only the duplicate count ends, without
+ * the call. Returns what ipk_tcp_cc_on_ack returns (1: a partial ACK to answer). */
+IPK_INLINE int ipk_tcp_cc_ack_new(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack,
+                                  uint32_t acked)
+{
+	if (!(c->fl & IPK_TCPF_RECOVERY) && ipk_tcp_cc_app_limited(c)) {
+		c->dupacks = 0;
+		return 0;
+	}
+	return ipk_tcp_cc_on_ack(ctx, c, ack, acked);
+}
 /* A duplicate ACK; returns 1 when fast retransmit is due now. */
 int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_cc_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c);

@@ -431,7 +431,7 @@ static IPK_ALWAYS_INLINE void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c,
 	if ((c->fl & IPK_TCPF_SACK_OK) && c->x)
 		ipk_tcp_rack_delivered(ctx, c, c->snd_una, ack, 1);
 	/* RFC 6675 §5: in SACK recovery cwnd stays at ssthresh; pipe does the pacing. */
-	partial = acked && !(c->fl & IPK_TCPF_SACK_RCVY) ? ipk_tcp_cc_on_ack(ctx, c, ack, acked) : 0;
+	partial = acked && !(c->fl & IPK_TCPF_SACK_RCVY) ? ipk_tcp_cc_ack_new(ctx, c, ack, acked) : 0;
 	bytes = ipk_tcp_sq_release_ack(ctx, c, ack);
 	c->snd_una = ack;
 	if (ipk_seq_lt(c->snd_nxt, ack))
