@@ -198,6 +198,7 @@ IPK_HOT int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t 
 
 int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
+	ipk_tcp_fast_clear(c); /* duplicate ACKs counted, recovery may begin */
 	if (c->dupacks < 0xffu)
 		c->dupacks++;
 	if (c->fl & IPK_TCPF_RECOVERY) {
