@@ -42,6 +42,7 @@ struct ipk_pb *ipk_tcp_x_get(struct ipk_ctx *ctx, struct ipk_conn *c)
 	x->pkt = NULL;
 	IPK_RCVY_FLAGS(x) = 0;
 	c->x = x;
+	ipk_tcp_fast_clear(c);
 	return x;
 }
 
