@@ -366,7 +366,17 @@ IPK_INLINE uint32_t ipk_pkt_len(struct ipk_ctx *c, void *p)
 	ipk_memcpy(&n, (const uint8_t *)p + c->cfg.pkt_len_off, sizeof(n));
 	return n;
 }
-IPK_INLINE void ipk_pkt_set_len(struct ipk_ctx *c, void *p, uint32_t n) { IPK_OPS(c)->pkt_set_len(p, n, IPK_OPQ(c)); }
+/* IPK_PKT_FIELD_LEN_SET: the integrator declared that pkt_set_len only stores the
+ * length in its len member, so the store is made here (the config check requires
+ * IPK_PKT_FIELD_LEN with it, so pkt_len_off is declared). */
+IPK_INLINE void ipk_pkt_set_len(struct ipk_ctx *c, void *p, uint32_t n)
+{
+	if (!IPK_PKT_FIELD(c, IPK_PKT_FIELD_LEN_SET)) {
+		IPK_OPS(c)->pkt_set_len(p, n, IPK_OPQ(c));
+		return;
+	}
+	ipk_memcpy((uint8_t *)p + c->cfg.pkt_len_off, &n, sizeof(n));
+}
 IPK_INLINE void ipk_pkt_adj_head(struct ipk_ctx *c, void *p, uint32_t n) { IPK_OPS(c)->pkt_adj_head(p, n, IPK_OPQ(c)); }
 IPK_INLINE void ipk_pkt_trim_tail(struct ipk_ctx *c, void *p, uint32_t n) { IPK_OPS(c)->pkt_trim_tail(p, n, IPK_OPQ(c)); }
 IPK_INLINE void *ipk_pkt_clone(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_clone(p, IPK_OPQ(c)); }

@@ -190,10 +190,13 @@ static const char *config_why_pkt_fields(const struct ipk_config *cfg)
 {
 	uint32_t f = cfg->pkt_fields, p = (uint32_t)sizeof(void *);
 	uint32_t d = cfg->pkt_data_off, l = cfg->pkt_len_off, n = cfg->pkt_next_off;
-	const uint32_t all = IPK_PKT_FIELD_DATA | IPK_PKT_FIELD_LEN | IPK_PKT_FIELD_NEXT;
+	const uint32_t all = IPK_PKT_FIELD_DATA | IPK_PKT_FIELD_LEN | IPK_PKT_FIELD_NEXT |
+	                     IPK_PKT_FIELD_LEN_SET;
 
 	if (f & ~all)
 		return "pkt_fields has bits other than IPK_PKT_FIELD_*";
+	if ((f & IPK_PKT_FIELD_LEN_SET) && !(f & IPK_PKT_FIELD_LEN))
+		return "pkt_fields has IPK_PKT_FIELD_LEN_SET without IPK_PKT_FIELD_LEN";
 	if ((f & IPK_PKT_FIELD_DATA) && (f & IPK_PKT_FIELD_LEN) && spans_overlap(d, p, l, 4))
 		return "pkt_data_off and pkt_len_off overlap";
 	if ((f & IPK_PKT_FIELD_DATA) && (f & IPK_PKT_FIELD_NEXT) && spans_overlap(d, p, n, p))

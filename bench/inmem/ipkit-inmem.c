@@ -568,9 +568,12 @@ static void im_config(struct ipk_config *cfg, const struct im_opts *o, int i, vo
 		            IPK_CAP_LRO;
 	/* The descriptor's data pointer, length and chain link are plain members: the
 	 * library build reads them without an indirect call (ipk_config.pkt_fields; the
-	 * unity build inlines the ops and ignores this). --op-calls measures without. */
+	 * unity build inlines the ops and ignores this), and writes the length itself
+	 * (IPK_PKT_FIELD_LEN_SET: im_set_len only stores it). --op-calls measures
+	 * without. */
 	if (!o->op_calls) {
-		cfg->pkt_fields = IPK_PKT_FIELD_DATA | IPK_PKT_FIELD_LEN | IPK_PKT_FIELD_NEXT;
+		cfg->pkt_fields = IPK_PKT_FIELD_DATA | IPK_PKT_FIELD_LEN | IPK_PKT_FIELD_NEXT |
+		                  IPK_PKT_FIELD_LEN_SET;
 		cfg->pkt_data_off = (uint16_t)offsetof(struct im_pkt, data);
 		cfg->pkt_len_off = (uint16_t)offsetof(struct im_pkt, len);
 		cfg->pkt_next_off = (uint16_t)offsetof(struct im_pkt, next);
