@@ -272,6 +272,10 @@ struct ipk_ctx {
 	 * cleared when that pb leaves the queue. One per context keeps ipk_conn small. */
 	struct ipk_conn *sq_hint_c;
 	struct ipk_pb *sq_hint_pb;
+	/* IPK_PKT_RECYCLE: an acknowledged copy-write packet kept for the next
+	 * copy-write of this ipk_run call (tcp.h ipk_tcp_sq_pkt_done, tcp.c write_copy);
+	 * ipk_run frees it before returning. */
+	void *pkt_spare;
 	/* The connection whose arriving segment is being processed (tcp_in.c): API calls
 	 * on it from a callback only queue; the one output pass at the end of the event
 	 * sends, so a reply carries the ACK and is built once (tcp.c after_queue). */

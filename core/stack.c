@@ -191,10 +191,10 @@ static const char *config_why_pkt_fields(const struct ipk_config *cfg)
 	uint32_t f = cfg->pkt_fields, p = (uint32_t)sizeof(void *);
 	uint32_t d = cfg->pkt_data_off, l = cfg->pkt_len_off, n = cfg->pkt_next_off;
 	const uint32_t all = IPK_PKT_FIELD_DATA | IPK_PKT_FIELD_LEN | IPK_PKT_FIELD_NEXT |
-	                     IPK_PKT_FIELD_LEN_SET;
+	                     IPK_PKT_FIELD_LEN_SET | IPK_PKT_RECYCLE;
 
 	if (f & ~all)
-		return "pkt_fields has bits other than IPK_PKT_FIELD_*";
+		return "pkt_fields has bits other than IPK_PKT_FIELD_* and IPK_PKT_RECYCLE";
 	if ((f & IPK_PKT_FIELD_LEN_SET) && !(f & IPK_PKT_FIELD_LEN))
 		return "pkt_fields has IPK_PKT_FIELD_LEN_SET without IPK_PKT_FIELD_LEN";
 	if ((f & IPK_PKT_FIELD_DATA) && (f & IPK_PKT_FIELD_LEN) && spans_overlap(d, p, l, 4))
@@ -491,6 +491,10 @@ IPK_HOT uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t 
 	if (ctx->ack_c) /* an ACK held for the end of the batch (tcp_ack.c) */
 		ipk_tcp_ack_batch_end(ctx);
 	run_timers(ctx, now);
+	if (ctx->pkt_spare) { /* IPK_PKT_RECYCLE: nothing kept past the call */
+		ipk_pkt_free(ctx, ctx->pkt_spare);
+		ctx->pkt_spare = NULL;
+	}
 	ipk_link_flush(ctx);
 	next = IPK_MIN(ctx->arp_deadline, ctx->frag_deadline);
 	return IPK_MIN(next, ctx->tcp_deadline);

@@ -578,6 +578,10 @@ static void im_config(struct ipk_config *cfg, const struct im_opts *o, int i, vo
 		cfg->pkt_len_off = (uint16_t)offsetof(struct im_pkt, len);
 		cfg->pkt_next_off = (uint16_t)offsetof(struct im_pkt, next);
 	}
+	/* im_alloc keeps no reserve and hands out what im_free took back, reset: the
+	 * engine may reuse an acknowledged write's packet for the next write
+	 * (IPK_PKT_RECYCLE, both builds; a real integrator with such a pool would). */
+	cfg->pkt_fields |= IPK_PKT_RECYCLE;
 }
 
 static void *im_zalloc(size_t n)

@@ -138,6 +138,15 @@ const char *ipk_strerror(int err);
 /* With IPK_PKT_FIELD_LEN: pkt_set_len does nothing but store its argument in the
  * pkt_len_off member, so the core stores it there itself (no pkt_set_len call). */
 #define IPK_PKT_FIELD_LEN_SET (1u << 3)
+/* Not a member: pkt_alloc has no refusal policy (no reserve kept from data
+ * allocations) and a packet the core got from pkt_alloc and would pkt_free is, for
+ * its next pkt_alloc, as good as a fresh one once the core sets its length. The
+ * core may then, inside one ipk_run call, hand such a packet (a copy-write's
+ * packet, flat, never cloned, data pointer untouched) to its next copy-write
+ * instead of freeing one and allocating another: one alloc/free pair fewer per
+ * request-response each way. Whatever it kept is freed before ipk_run returns.
+ * Honoured in unity builds too. */
+#define IPK_PKT_RECYCLE (1u << 4)
 
 /* Bytes of a Toeplitz RSS key (the size NICs use for IPv4/IPv6 hashing). */
 #define IPK_RSS_KEY_LEN 40
