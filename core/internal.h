@@ -231,6 +231,13 @@ struct ipk_ctx {
 	 * broadcast address; our address is set and is not one (so a datagram to it is
 	 * unicast to us without testing the destination again) */
 	uint8_t ip4_has_bcast, ip4_self_ok;
+	/* The source address the receive shortcuts last saw pass ipk_ip4_src_check
+	 * (ipk_ip4_fast_accept); 0 = none (every value can arrive as a source, so
+	 * ipk_ip4_fast_accept tests 0.0.0.0 in full whatever this holds). The rule is a pure
+	 * function of the address and of the configuration, which ipk_ctx_init fixes,
+	 * so an address that passed once passes again: the peer of a running
+	 * connection is tested once, not on every segment. */
+	uint32_t src_ok_be;
 	/* Tests only (tests/tcp/test_tcp_rxdiff.c), 0 otherwise: 1 turns every receive
 	 * shortcut off (IPv4 fast path, header prediction, timers_update's tick test,
 	 * the RTO kept when the estimate did not move), so the general paths' result
@@ -614,22 +621,29 @@ IPK_INLINE int ipk_ip4_src_check(const struct ipk_ctx *c, uint32_t src_be, int u
  * rules, read the short way: version 4 with a 20-byte header (no options to walk),
  * not a fragment (RFC 791 §3.2), total length within the frame, to our unicast
  * address (ip4_self_ok: ours is set and is no broadcast), from a source
- * ipk_ip4_src_check accepts. 0 for anything else, with nothing counted: the full
+ * ipk_ip4_src_check accepts (remembered for the last source that passed:
+ * ctx->src_ok_be). 0 for anything else, with nothing counted: the full
  * path (ip4_check) then judges it with the same predicates and counts the reason.
  * The header checksum is the caller's (each has its own NIC-verdict path).
  * tests/tcp/test_tcp_rxdiff.c proves the equivalence frame by frame.
  */
-IPK_INLINE uint32_t ipk_ip4_fast_accept(const struct ipk_ctx *c, const uint8_t *p, uint32_t len)
+IPK_INLINE uint32_t ipk_ip4_fast_accept(struct ipk_ctx *c, const uint8_t *p, uint32_t len)
 {
-	uint32_t tot;
+	uint32_t tot, src;
 
 	if (len < IPK_IP4_HLEN || p[0] != 0x45 ||
 	    (ipk_rd16(p + 6) & (IPK_IP4_MF | IPK_IP4_OFFMASK)) != 0)
 		return 0;
 	tot = ipk_rd16(p + 2);
 	if (tot < IPK_IP4_HLEN || tot > len || !c->ip4_self_ok ||
-	    ipk_rdbe32(p + 16) != c->cfg.ip4_be || ipk_ip4_src_check(c, ipk_rdbe32(p + 12), 0) >= 0)
+	    ipk_rdbe32(p + 16) != c->cfg.ip4_be)
 		return 0;
+	src = ipk_rdbe32(p + 12);
+	if (src != c->src_ok_be || src == 0) {
+		if (ipk_ip4_src_check(c, src, 0) >= 0)
+			return 0;
+		c->src_ok_be = src;
+	}
 	return tot;
 }
 /* On-link next hop for dst (dst itself, or the gateway); 0 when there is no route.
