@@ -637,7 +637,8 @@ struct ipk_config {
 	 * writes a new length into the len member itself instead of calling pkt_set_len
 	 * (declare it only when pkt_set_len has no other effect: no accounting, no
 	 * capacity check the core's own bounds do not already make). Ignored
-	 * when IPK_OPS_STATIC binds the ops at compile time (they inline there). Declared
+	 * when IPK_OPS_STATIC binds the ops at compile time (they inline there), except
+	 * IPK_PKT_RECYCLE, which is about the pool, not the calls. Declared
 	 * members must not overlap (else ipk_ctx_size says invalid). */
 	uint8_t pkt_fields;
 	uint16_t pkt_data_off, pkt_len_off, pkt_next_off;
