@@ -5,14 +5,26 @@
  *   ipk-relay --a DEV --b DEV --seed N [--loss P] [--burst PGB,PBG[,H]]
  *             [--reorder P [--reorder-gap K] [--reorder-us D]] [--dup P]
  *             [--delay-us D] [--rate-mbit R] [--queue N] [--dir a2b|b2a|both]
- *             [--stats-every S]
+ *             [--key segment|index] [--log FILE] [--stats-every S]
  *
  * Each direction (a2b: frames received on A and sent on B; b2a the reverse) is
- * impaired independently. Every decision about frame i of a direction comes from a
- * counter-based generator, hash(seed, direction, i, decision), so for the same seed and
- * the same frames the same frames are lost, held back and duplicated, however the run
- * is timed. Only the time-based parts (release of held frames after D us, delay, rate)
- * depend on the clock.
+ * impaired independently. Every decision comes from a counter-based generator,
+ * hash(seed, direction, key, decision). With --key segment (the default) the key of a
+ * TCP/IPv4 frame is the segment's identity and how many times that identity passed
+ * before (relay_key.h: relative sequence number and length for data, relative ACK
+ * number and SACK blocks for pure ACKs), so the same segment meets the same fate in
+ * every run however the frames interleave, and each retransmission an independent one;
+ * other frames are keyed by their index i in the direction. With --key index every
+ * frame is keyed by i (the relay's first mode: which segment is hit depends on the
+ * order frames arrive in). The Gilbert-Elliott state steps once per frame, so burst
+ * positions follow the frame order in both modes. Only the time-based parts (release
+ * of held frames after D us, delay, rate) depend on the clock.
+ *
+ * --log FILE writes one line per frame received on an impaired direction:
+ *   DIR D REL LEN OCC FATE    TCP data: relative seq, payload length, occurrence
+ *   DIR A REL NSACK OCC FATE  pure ACK: relative ACK number, SACK blocks, occurrence
+ *   DIR - I - - FATE          any other frame (or --key index): its index
+ * FATE is pass, drop (random loss) or bdrop (burst loss), with +dup / +reord appended.
  *
  * Per frame, in this order: Gilbert-Elliott burst loss (state change with PGB/PBG,
  * loss with H in the bad state), independent loss P, duplication (the frame is sent
@@ -48,6 +60,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "relay_key.h"
 
 #define RELAY_BATCH 32     /* frames per recvmmsg/sendmmsg */
 #define RELAY_READS 4      /* batches read per socket per wake-up (fairness) */
@@ -91,6 +105,7 @@ struct dir {
 	uint64_t salt;
 	uint64_t idx;             /* frames seen: the generator's counter */
 	int ge_bad;
+	struct rk_occ occ;        /* --key segment: sightings per identity */
 	int blocked;              /* out socket full: wait for POLLOUT */
 	uint64_t retry_ns;        /* device queue full (ENOBUFS): try again then */
 	uint64_t link_free_ns;    /* rate limit: when the last queued frame has left */
@@ -107,6 +122,9 @@ struct relay {
 	uint32_t queue, slot;
 	uint64_t stats_ns;
 	struct dir d[2];          /* [0] a2b, [1] b2a */
+	int keyed;                /* --key segment (1) or index (0) */
+	FILE *log;                /* --log: one line per impaired frame */
+	struct rk_flows flows;    /* ISNs, shared: an ACK refers to the other direction's */
 	uint8_t *rx_buf;          /* RELAY_BATCH slots for recvmmsg */
 };
 
@@ -136,10 +154,11 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-/* Uniform in [0, 1) for decision `what` about frame `i` of direction `d`. */
-static double draw(const struct relay *r, const struct dir *d, uint64_t i, enum draw what)
+/* Uniform in [0, 1) for decision `what` about the frame with draw key `key` (its index,
+ * or rk_key() of its identity) in direction `d`. */
+static double draw(const struct relay *r, const struct dir *d, uint64_t key, enum draw what)
 {
-	uint64_t x = mix64(mix64(r->seed ^ d->salt) + i * DRAW__COUNT + (uint64_t)what);
+	uint64_t x = mix64(mix64(r->seed ^ d->salt) + key * DRAW__COUNT + (uint64_t)what);
 	return (double)(x >> 11) * (1.0 / 9007199254740992.0); /* 2^53 */
 }
 
@@ -246,29 +265,62 @@ static int ge_lost(const struct relay *r, struct dir *d, uint64_t i)
 	return d->ge_bad && draw(r, d, i, DRAW_GE_LOSS) < r->im.ge_loss;
 }
 
+/* The draw key of a frame: its identity and occurrence in keyed mode (a TCP frame),
+ * else its index. Writes the frame's --log prefix into `tag`. */
+static uint64_t frame_key(struct relay *r, struct dir *d, const uint8_t *p, uint32_t len,
+                          char *tag, size_t tagsz)
+{
+	uint64_t i = d->idx++;
+	struct rk_id id;
+	uint32_t occ;
+	if (!r->keyed || !d->occ.key || rk_identity(&r->flows, p, len, &id) < 0) {
+		snprintf(tag, tagsz, "%s - %llu - -", d->name, (unsigned long long)i);
+		return i;
+	}
+	occ = rk_occ_next(&d->occ, rk_hash(&id));
+	snprintf(tag, tagsz, "%s %c %u %u %u", d->name, id.kind == RK_DATA ? 'D' : 'A', id.rel,
+	         id.kind == RK_DATA ? id.len : id.nsack, occ);
+	return rk_key(rk_hash(&id), occ);
+}
+
+static void log_fate(struct relay *r, const char *tag, const char *fate, int dup, int reord)
+{
+	if (r->log)
+		fprintf(r->log, "%s %s%s%s\n", tag, fate, dup ? "+dup" : "", reord ? "+reord" : "");
+}
+
 /* Everything that happens to one received frame of direction d. */
 static void relay_frame(struct relay *r, struct dir *d, const uint8_t *p, uint32_t len,
                         uint64_t now)
 {
-	uint64_t i = d->idx++;
-	int copies, k;
+	char tag[80];
+	uint64_t key;
+	int copies, k, reord;
 	d->c.seen++;
 	if (!d->impaired) {
+		struct rk_id id;
+		if (r->keyed) /* learn the ISNs an impaired direction's ACKs refer to */
+			(void)rk_identity(&r->flows, p, len, &id);
 		line_push(r, d, p, len, now);
 		return;
 	}
-	if (ge_lost(r, d, i)) {
+	key = frame_key(r, d, p, len, tag, sizeof(tag));
+	if (ge_lost(r, d, key)) {
 		d->c.bdrop++;
+		log_fate(r, tag, "bdrop", 0, 0);
 		return;
 	}
-	if (draw(r, d, i, DRAW_LOSS) < r->im.loss) {
+	if (draw(r, d, key, DRAW_LOSS) < r->im.loss) {
 		d->c.drop++;
+		log_fate(r, tag, "drop", 0, 0);
 		return;
 	}
-	copies = draw(r, d, i, DRAW_DUP) < r->im.dup ? 2 : 1;
+	copies = draw(r, d, key, DRAW_DUP) < r->im.dup ? 2 : 1;
 	d->c.dup += (uint64_t)(copies - 1);
+	reord = draw(r, d, key, DRAW_REORDER) < r->im.reorder;
+	log_fate(r, tag, "pass", copies > 1, reord);
 	for (k = 0; k < copies; k++) {
-		if (draw(r, d, i, DRAW_REORDER) < r->im.reorder && hold_push(r, d, p, len, now) == 0)
+		if (reord && hold_push(r, d, p, len, now) == 0)
 			continue;
 		if (line_push(r, d, p, len, now) == 0)
 			hold_tick(r, d, 1, now);
@@ -548,6 +600,16 @@ static void usage(FILE *f)
 	        "  --queue N           frames queued per direction, tail drop beyond (default 4096)\n"
 	        "  --dir a2b|b2a|both  which directions are impaired (default both)\n"
 	        "  --seed N            the seed (default 1)\n"
+	        "  --key segment|index what a decision is drawn from (default segment):\n"
+	        "                      segment: a TCP/IPv4 frame's identity, i.e. its sequence\n"
+	        "                      number relative to the ISN and payload length (data) or\n"
+	        "                      relative ACK number and SACK blocks (pure ACK), the\n"
+	        "                      service port, and how many times that identity passed\n"
+	        "                      before; the same segment meets the same fate in every run,\n"
+	        "                      a retransmission an independent one; other frames by index.\n"
+	        "                      index: frame i of the direction, as arrived (timing-dependent\n"
+	        "                      for TCP). Burst state steps per frame in both modes.\n"
+	        "  --log FILE          one line per impaired frame: DIR D|A|- REL LEN|NSACK OCC FATE\n"
 	        "  --stats-every S     print the counter line every S seconds too\n"
 	        "  -h, --help          this text\n\n"
 	        "On SIGTERM/SIGINT prints one line and exits 0:\n"
@@ -589,7 +651,7 @@ static int parse_burst(const char *s, struct impair *im)
 }
 
 enum opt { OPT_A = 256, OPT_B, OPT_SEED, OPT_LOSS, OPT_BURST, OPT_REORDER, OPT_GAP, OPT_RUS,
-           OPT_DUP, OPT_DELAY, OPT_RATE, OPT_QUEUE, OPT_DIR, OPT_STATS };
+           OPT_DUP, OPT_DELAY, OPT_RATE, OPT_QUEUE, OPT_DIR, OPT_STATS, OPT_KEY, OPT_LOG };
 
 static const struct option relay_opts[] = {
 	{"a", required_argument, NULL, OPT_A}, {"b", required_argument, NULL, OPT_B},
@@ -602,6 +664,7 @@ static const struct option relay_opts[] = {
 	{"rate-mbit", required_argument, NULL, OPT_RATE},
 	{"queue", required_argument, NULL, OPT_QUEUE}, {"dir", required_argument, NULL, OPT_DIR},
 	{"stats-every", required_argument, NULL, OPT_STATS}, {"help", no_argument, NULL, 'h'},
+	{"key", required_argument, NULL, OPT_KEY}, {"log", required_argument, NULL, OPT_LOG},
 	{NULL, 0, NULL, 0}};
 
 /* One option into r; returns 0, or -1 for a bad value. `dirs` gets the --dir mask. */
@@ -619,6 +682,14 @@ static int parse_one(struct relay *r, int opt, const char *v, int *dirs)
 	case OPT_DIR:
 		*dirs = !strcmp(v, "a2b") ? 1 : !strcmp(v, "b2a") ? 2 : !strcmp(v, "both") ? 3 : 0;
 		return *dirs ? 0 : -1;
+	case OPT_KEY:
+		r->keyed = !strcmp(v, "segment") ? 1 : !strcmp(v, "index") ? 0 : -1;
+		return r->keyed < 0 ? -1 : 0;
+	case OPT_LOG:
+		if (r->log)
+			fclose(r->log);
+		r->log = fopen(v, "w");
+		return r->log ? 0 : -1;
 	default: break;
 	}
 	if (parse_u64(v, &u) < 0)
@@ -639,6 +710,7 @@ static int parse_args(struct relay *r, int argc, char **argv)
 {
 	int opt, dirs = 3;
 	r->seed = 1;
+	r->keyed = 1;
 	r->queue = 4096;
 	r->im.reorder_gap = 3;
 	r->im.reorder_ns = 1000 * NS_PER_US;
@@ -671,7 +743,7 @@ static int dir_init(struct relay *r, struct dir *d, const char *name, int in, in
 	d->in = in;
 	d->out = out;
 	d->salt = mix64((uint64_t)name[0] << 8 | (uint64_t)name[2]); /* a2b and b2a differ */
-	if (fifo_init(&d->line, r->queue, r->slot) < 0)
+	if (fifo_init(&d->line, r->queue, r->slot) < 0 || rk_occ_init(&d->occ, RK_OCC_INIT) < 0)
 		return -1;
 	d->hold[0].data = malloc((size_t)RELAY_HOLD * r->slot);
 	if (!d->hold[0].data)
@@ -724,5 +796,7 @@ int main(int argc, char **argv)
 	        (unsigned long long)r.seed);
 	rc = relay_loop(&r, &unblocked);
 	print_counts(&r, "final");
+	if (r.log)
+		fclose(r.log);
 	return rc < 0 ? 1 : 0;
 }
