@@ -21,9 +21,10 @@
  * of held frames after D us, delay, rate) depend on the clock.
  *
  * --log FILE writes one line per frame received on an impaired direction:
- *   DIR D REL LEN OCC FATE    TCP data: relative seq, payload length, occurrence
- *   DIR A REL NSACK OCC FATE  pure ACK: relative ACK number, SACK blocks, occurrence
- *   DIR - I - - FATE          any other frame (or --key index): its index
+ *   DIR D REL LEN OCC ID FATE    TCP data: relative seq, payload length, occurrence
+ *   DIR A REL NSACK OCC ID FATE  pure ACK: relative ACK number, SACK blocks, occurrence
+ *   DIR - I - - - FATE           any other frame (or --key index): its index
+ * ID is the identity's 64-bit hash in hex (it tells ACKs with other SACK blocks apart).
  * FATE is pass, drop (random loss) or bdrop (burst loss), with +dup / +reord appended.
  *
  * Per frame, in this order: Gilbert-Elliott burst loss (state change with PGB/PBG,
@@ -270,17 +271,18 @@ static int ge_lost(const struct relay *r, struct dir *d, uint64_t i)
 static uint64_t frame_key(struct relay *r, struct dir *d, const uint8_t *p, uint32_t len,
                           char *tag, size_t tagsz)
 {
-	uint64_t i = d->idx++;
+	uint64_t i = d->idx++, h;
 	struct rk_id id;
 	uint32_t occ;
 	if (!r->keyed || !d->occ.key || rk_identity(&r->flows, p, len, &id) < 0) {
-		snprintf(tag, tagsz, "%s - %llu - -", d->name, (unsigned long long)i);
+		snprintf(tag, tagsz, "%s - %llu - - -", d->name, (unsigned long long)i);
 		return i;
 	}
-	occ = rk_occ_next(&d->occ, rk_hash(&id));
-	snprintf(tag, tagsz, "%s %c %u %u %u", d->name, id.kind == RK_DATA ? 'D' : 'A', id.rel,
-	         id.kind == RK_DATA ? id.len : id.nsack, occ);
-	return rk_key(rk_hash(&id), occ);
+	h = rk_hash(&id);
+	occ = rk_occ_next(&d->occ, h);
+	snprintf(tag, tagsz, "%s %c %u %u %u %016llx", d->name, id.kind == RK_DATA ? 'D' : 'A',
+	         id.rel, id.kind == RK_DATA ? id.len : id.nsack, occ, (unsigned long long)h);
+	return rk_key(h, occ);
 }
 
 static void log_fate(struct relay *r, const char *tag, const char *fate, int dup, int reord)
@@ -609,7 +611,9 @@ static void usage(FILE *f)
 	        "                      a retransmission an independent one; other frames by index.\n"
 	        "                      index: frame i of the direction, as arrived (timing-dependent\n"
 	        "                      for TCP). Burst state steps per frame in both modes.\n"
-	        "  --log FILE          one line per impaired frame: DIR D|A|- REL LEN|NSACK OCC FATE\n"
+	        "  --log FILE          one line per impaired frame: DIR D|A|- REL LEN|NSACK OCC ID FATE\n"
+	        "                      (D data, A pure ACK, - other; ID the identity's hash;\n"
+	        "                      FATE pass|drop|bdrop, +dup, +reord)\n"
 	        "  --stats-every S     print the counter line every S seconds too\n"
 	        "  -h, --help          this text\n\n"
 	        "On SIGTERM/SIGINT prints one line and exits 0:\n"
