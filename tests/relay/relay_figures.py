@@ -5,7 +5,7 @@ measurement run, not a test: nothing here is compared with a bound.
 
     sudo IPKIT_BUILD=build /usr/bin/python3 tests/relay/relay_figures.py [--quick]
         [--pairings P,..] [--cases C,..] [--mib N] [--seeds S,..] [--repeat N]
-        [--key segment|index] [--trace DIR]
+        [--key segment|index] [--trace DIR] [--out docs/tcp-figures.md]
 
 Profiles: the default (full) is every pairing and case of relay_topo.IMPAIRMENTS (loss1,
 loss5, burst, reorder5, dup1), 64 MiB, seeds 4242,4243,4244, once each; --quick (what
@@ -23,8 +23,14 @@ the same case, then per run (seeds in order, "/"-separated): data frames the rel
 dropped, and the sender's retransmissions, RTO episodes (Linux: TCPTimeouts, every
 timeout), tail loss probes (Linux: TCPLossProbes) and D-SACKed spurious retransmissions
 (Linux: TCPDSACKRecvSegs). Exit status 1 when a transfer failed (its row says FAIL).
+
+--out FILE writes the table, with the command, commit, kernel and date, as the section
+of FILE that starts at the line "<!-- relay-figures -->" (replacing it, or appended);
+make tcp-figures keeps that section when it rewrites docs/tcp-figures.md.
 """
+import datetime
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -57,6 +63,7 @@ def options():
     prof["repeat"] = int(arg("--repeat", prof["repeat"]))
     prof["key"] = arg("--key", "segment")
     prof["trace"] = arg("--trace", None)
+    prof["out"] = arg("--out", None)
     for p in prof["pairings"]:
         assert p in PAIRINGS, "unknown pairing %r (%s)" % (p, ", ".join(PAIRINGS))
     for c in prof["cases"]:
@@ -99,14 +106,67 @@ def fmt_row(case, pairing, o, runs, linux_mbit):
         per("tlp"), per("spurious"))
 
 
+MARK = "<!-- relay-figures -->"
+
+
+def section(o, lines):
+    """The --out section: how the table was made, what it shows, the table."""
+    root = os.path.join(HERE, "..", "..")
+    commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "?"
+    dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    cmd = "sudo IPKIT_BUILD=build /usr/bin/python3 " + " ".join(
+        ["tests/relay/relay_figures.py"] + sys.argv[1:])
+    return "\n".join([
+        MARK,
+        "## 4. Real stacks through ipk-relay: the four pairings (issue 16)",
+        "",
+        "Run %s UTC on %s%s, Linux %s, with `%s`. Not the simulator: ipkit (AF_PACKET, "
+        "`ipkit-nc`) and Linux (`socat`) in network namespaces on veths, "
+        "[ipk-relay](../tests/relay/ipk-relay.c) between them impairing both directions "
+        "(ACKs too), keyed by segment identity (`--key %s`): for a seed the same segments "
+        "meet the same fates in every run and pairing that cuts the stream the same way "
+        "(ipkit always does; Linux does until its first short segment). No delay or rate "
+        "limit: a sub-millisecond RTT. %d MiB per run, seeds %s; every transfer SHA-256 "
+        "checked end to end. Sender on one side, receiver on the other, the data the same "
+        "way through the relay for every pairing." % (
+            datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), commit,
+            " (with uncommitted changes)" if dirty else "", platform.release(), cmd,
+            o["key"], o["mib"], ",".join(map(str, o["seeds"]))),
+        "",
+        "Mbit/s: the sender's wall time, process start and handshake included; x Linux->"
+        "Linux: the median's ratio to Linux -> Linux in the same case. Then per seed "
+        "(in order, /-separated): data frames the relay dropped, and the sender's "
+        "retransmissions, RTO episodes (Linux: TCPTimeouts, every timeout), tail loss "
+        "probes (Linux: TCPLossProbes) and D-SACKed spurious retransmissions (Linux: "
+        "TCPDSACKRecvSegs). Cases: loss1/loss5 random loss 1%/5%; burst Gilbert-Elliott "
+        "(enter 0.003, leave 0.25: ~1.2% in runs of ~4); reorder5 5% held back 3 frames; "
+        "dup1 1% duplicated.",
+        "",
+    ] + lines) + "\n"
+
+
+def write_out(path, text):
+    try:
+        with open(path) as f:
+            old = f.read()
+    except FileNotFoundError:
+        old = ""
+    head = old.split(MARK)[0].rstrip("\n")
+    with open(path, "w") as f:
+        f.write((head + "\n\n" if head else "") + text)
+
+
 def main():
     o = options()
     if o["trace"]:
         os.makedirs(o["trace"], exist_ok=True)
-    print("| case | sender -> receiver | MiB | Mbit/s median (min-max) | x Linux->Linux"
-          " | data frames dropped | retransmissions | RTO episodes | TLPs"
-          " | D-SACKed spurious |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", flush=True)
+    lines = ["| case | sender -> receiver | MiB | Mbit/s median (min-max) | x Linux->Linux"
+             " | data frames dropped | retransmissions | RTO episodes | TLPs"
+             " | D-SACKed spurious |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    print("\n".join(lines), flush=True)
     failed = False
     order = sorted(o["pairings"], key=lambda p: p != "linux-linux")  # the reference first
     with tempfile.TemporaryDirectory(prefix="ipk-relay-fig-") as tmp:
@@ -120,7 +180,10 @@ def main():
                     linux_mbit = statistics.median(r["mbit"] for r in runs)
                 rows[pairing] = runs
             for pairing in o["pairings"]:
-                print(fmt_row(case, pairing, o, rows[pairing], linux_mbit), flush=True)
+                lines.append(fmt_row(case, pairing, o, rows[pairing], linux_mbit))
+                print(lines[-1], flush=True)
+    if o["out"]:
+        write_out(o["out"], section(o, lines))
     return 1 if failed else 0
 
 
