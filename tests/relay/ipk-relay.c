@@ -42,6 +42,8 @@
  * Counters go to stdout as one line on exit (SIGTERM, SIGINT) and every S seconds:
  *   ipk-relay final a2b.seen=N a2b.sent=N ... b2a.seen=N ...
  * Per direction: seen + dup = sent + drop + bdrop + qdrop + big + txerr + left.
+ * span_us is the time from the first to the last TCP/IPv4 frame received in the
+ * direction (a transfer's duration on the wire, without the programs' start-up).
  * Exit status: 0 after a signal, 1 when the sockets cannot be set up, 2 on bad usage.
  */
 #define _GNU_SOURCE
@@ -110,6 +112,7 @@ struct dir {
 	int blocked;              /* out socket full: wait for POLLOUT */
 	uint64_t retry_ns;        /* device queue full (ENOBUFS): try again then */
 	uint64_t link_free_ns;    /* rate limit: when the last queued frame has left */
+	uint64_t tcp_first_ns, tcp_last_ns; /* first and last TCP frame received (span_us) */
 	struct fifo line;
 	struct frame hold[RELAY_HOLD];
 	uint32_t nhold;
@@ -298,7 +301,13 @@ static void relay_frame(struct relay *r, struct dir *d, const uint8_t *p, uint32
 	char tag[80];
 	uint64_t key;
 	int copies, k, reord;
+	struct rk_seg seg;
 	d->c.seen++;
+	if (rk_parse(p, len, &seg) == 0) {
+		if (!d->tcp_first_ns)
+			d->tcp_first_ns = now;
+		d->tcp_last_ns = now;
+	}
 	if (!d->impaired) {
 		struct rk_id id;
 		if (r->keyed) /* learn the ISNs an impaired direction's ACKs refer to */
@@ -498,14 +507,15 @@ static void print_counts(struct relay *r, const char *what)
 		d->c.kdrop += kernel_drops(d->in);
 		printf(" %s.seen=%llu %s.sent=%llu %s.drop=%llu %s.bdrop=%llu %s.reord=%llu"
 		       " %s.dup=%llu %s.qdrop=%llu %s.big=%llu %s.partial=%llu %s.txerr=%llu"
-		       " %s.kdrop=%llu %s.left=%llu",
+		       " %s.kdrop=%llu %s.left=%llu %s.span_us=%llu",
 		       d->name, (unsigned long long)c->seen, d->name, (unsigned long long)c->sent,
 		       d->name, (unsigned long long)c->drop, d->name, (unsigned long long)c->bdrop,
 		       d->name, (unsigned long long)c->reord, d->name, (unsigned long long)c->dup,
 		       d->name, (unsigned long long)c->qdrop, d->name, (unsigned long long)c->big,
 		       d->name, (unsigned long long)c->partial, d->name, (unsigned long long)c->txerr,
 		       d->name, (unsigned long long)c->kdrop, d->name,
-		       (unsigned long long)(d->line.n + d->nhold));
+		       (unsigned long long)(d->line.n + d->nhold), d->name,
+		       (unsigned long long)((d->tcp_last_ns - d->tcp_first_ns) / NS_PER_US));
 	}
 	printf("\n");
 	fflush(stdout);
