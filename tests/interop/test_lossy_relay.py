@@ -11,6 +11,7 @@ Must pass now:
       retransmitted, the receiver saw out-of-order or duplicate segments).
   test_relay_keyed_same_segment_same_fate  two runs with one seed drop, duplicate and
       hold back the same segments by identity; a third with another seed differs.
+  test_relay_keyed_bursts_hit_same_new_data  bursts lose the same new data in two runs.
   test_relay_figures_quick                 tests/relay/relay_figures.py --quick runs and
       prints a row per pairing and case.
 
@@ -131,6 +132,26 @@ def test_relay_keyed_same_segment_same_fate(topos, files, tmp_path, pairing):
     assert len([k for k in same if k[1] == "A"]) > 100, "no pure ACKs in both runs"
     other = logs[0].keys() & logs[2].keys()
     assert sum(logs[0][k] != logs[2][k] for k in other) > 50, "another seed changed nothing"
+
+
+def test_relay_keyed_bursts_hit_same_new_data(topos, files, tmp_path):
+    """Gilbert-Elliott bursts in keyed mode: first sightings of data segments step a
+    chain of their own, so two runs with one seed lose the same new data in bursts even
+    though retransmissions and other frames interleave differently. Fails when one
+    chain steps on every frame in arrival order."""
+    logs = []
+    for k in range(2):
+        run(topos, files, "ipkit-linux", ["--burst", "0.003,0.25", "--dir", "b2a"], 4,
+            log=tmp_path / ("run%d.log" % k))
+        logs.append(read_log(tmp_path / ("run%d.log" % k)))
+    first = [{k: v for k, v in lg.items() if k[0] == "b2a" and k[1] == "D" and k[4] == "0"}
+             for lg in logs]
+    common = first[0].keys() & first[1].keys()
+    assert len(common) >= 0.95 * max(len(first[0]), len(first[1])) > 2500, (
+        len(common), len(first[0]), len(first[1]))
+    lost = [sorted(k for k in common if f[k] == "bdrop") for f in first]
+    assert len(lost[0]) > 10, len(lost[0])
+    assert lost[0] == lost[1], (len(lost[0]), len(lost[1]))
 
 
 def test_relay_figures_quick():

@@ -16,8 +16,11 @@
  * every run however the frames interleave, and each retransmission an independent one;
  * other frames are keyed by their index i in the direction. With --key index every
  * frame is keyed by i (the relay's first mode: which segment is hit depends on the
- * order frames arrive in). The Gilbert-Elliott state steps once per frame, so burst
- * positions follow the frame order in both modes. Only the time-based parts (release
+ * order frames arrive in). The Gilbert-Elliott state steps once per frame; in keyed
+ * mode the first sightings of data segments step a chain of their own, so bursts hit
+ * the same new data every run (new data goes out in sequence order), while
+ * retransmissions, ACKs and other frames step a second chain in arrival order. In
+ * index mode one chain takes every frame. Only the time-based parts (release
  * of held frames after D us, delay, rate) depend on the clock.
  *
  * --log FILE writes one line per frame received on an impaired direction:
@@ -107,7 +110,7 @@ struct dir {
 	int impaired;
 	uint64_t salt;
 	uint64_t idx;             /* frames seen: the generator's counter */
-	int ge_bad;
+	int ge_bad[2];            /* burst state of chain 0 (new data, keyed) and 1 (the rest) */
 	struct rk_occ occ;        /* --key segment: sightings per identity */
 	int blocked;              /* out socket full: wait for POLLOUT */
 	uint64_t retry_ns;        /* device queue full (ENOBUFS): try again then */
@@ -258,31 +261,37 @@ static int hold_push(struct relay *r, struct dir *d, const uint8_t *p, uint32_t 
 /* ---------------------------------------------------------- impairments */
 
 /* Gilbert-Elliott: one state step per frame, then loss with ge_loss in the bad state. */
-static int ge_lost(const struct relay *r, struct dir *d, uint64_t i)
+static int ge_lost(const struct relay *r, struct dir *d, uint64_t i, int chain)
 {
+	int *bad = &d->ge_bad[chain];
 	if (r->im.ge_enter <= 0)
 		return 0;
-	if (!d->ge_bad && draw(r, d, i, DRAW_GE_STEP) < r->im.ge_enter)
-		d->ge_bad = 1;
-	else if (d->ge_bad && draw(r, d, i, DRAW_GE_STEP) < r->im.ge_leave)
-		d->ge_bad = 0;
-	return d->ge_bad && draw(r, d, i, DRAW_GE_LOSS) < r->im.ge_loss;
+	if (!*bad && draw(r, d, i, DRAW_GE_STEP) < r->im.ge_enter)
+		*bad = 1;
+	else if (*bad && draw(r, d, i, DRAW_GE_STEP) < r->im.ge_leave)
+		*bad = 0;
+	return *bad && draw(r, d, i, DRAW_GE_LOSS) < r->im.ge_loss;
 }
 
 /* The draw key of a frame: its identity and occurrence in keyed mode (a TCP frame),
- * else its index. Writes the frame's --log prefix into `tag`. */
+ * else its index. Writes the frame's --log prefix into `tag`, and into *chain the burst
+ * chain it steps: 0 for the first sighting of a data segment in keyed mode (a sender
+ * sends new data in sequence order, so this chain meets the same segments in the same
+ * order every run and bursts hit the same new data), 1 for everything else. */
 static uint64_t frame_key(struct relay *r, struct dir *d, const uint8_t *p, uint32_t len,
-                          char *tag, size_t tagsz)
+                          char *tag, size_t tagsz, int *chain)
 {
 	uint64_t i = d->idx++, h;
 	struct rk_id id;
 	uint32_t occ;
+	*chain = 1;
 	if (!r->keyed || !d->occ.key || rk_identity(&r->flows, p, len, &id) < 0) {
 		snprintf(tag, tagsz, "%s - %llu - - -", d->name, (unsigned long long)i);
 		return i;
 	}
 	h = rk_hash(&id);
 	occ = rk_occ_next(&d->occ, h);
+	*chain = id.kind == RK_DATA && occ == 0 ? 0 : 1;
 	snprintf(tag, tagsz, "%s %c %u %u %u %016llx", d->name, id.kind == RK_DATA ? 'D' : 'A',
 	         id.rel, id.kind == RK_DATA ? id.len : id.nsack, occ, (unsigned long long)h);
 	return rk_key(h, occ);
@@ -300,7 +309,7 @@ static void relay_frame(struct relay *r, struct dir *d, const uint8_t *p, uint32
 {
 	char tag[80];
 	uint64_t key;
-	int copies, k, reord;
+	int copies, k, reord, chain;
 	struct rk_seg seg;
 	d->c.seen++;
 	if (rk_parse(p, len, &seg) == 0) {
@@ -315,8 +324,8 @@ static void relay_frame(struct relay *r, struct dir *d, const uint8_t *p, uint32
 		line_push(r, d, p, len, now);
 		return;
 	}
-	key = frame_key(r, d, p, len, tag, sizeof(tag));
-	if (ge_lost(r, d, key)) {
+	key = frame_key(r, d, p, len, tag, sizeof(tag), &chain);
+	if (ge_lost(r, d, key, chain)) {
 		d->c.bdrop++;
 		log_fate(r, tag, "bdrop", 0, 0);
 		return;
@@ -620,7 +629,9 @@ static void usage(FILE *f)
 	        "                      before; the same segment meets the same fate in every run,\n"
 	        "                      a retransmission an independent one; other frames by index.\n"
 	        "                      index: frame i of the direction, as arrived (timing-dependent\n"
-	        "                      for TCP). Burst state steps per frame in both modes.\n"
+	        "                      for TCP). Burst state steps per frame; keyed, new data\n"
+	        "                      has a chain of its own (the same new data is hit every\n"
+	        "                      run), other frames share one in arrival order.\n"
 	        "  --log FILE          one line per impaired frame: DIR D|A|- REL LEN|NSACK OCC ID FATE\n"
 	        "                      (D data, A pure ACK, - other; ID the identity's hash;\n"
 	        "                      FATE pass|drop|bdrop, +dup, +reord)\n"
