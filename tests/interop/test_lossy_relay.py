@@ -135,10 +135,10 @@ def test_relay_keyed_same_segment_same_fate(topos, files, tmp_path, pairing):
 
 
 def test_relay_keyed_bursts_hit_same_new_data(topos, files, tmp_path):
-    """Gilbert-Elliott bursts in keyed mode: first sightings of data segments step a
-    chain of their own, so two runs with one seed lose the same new data in bursts even
-    though retransmissions and other frames interleave differently. Fails when one
-    chain steps on every frame in arrival order."""
+    """Gilbert-Elliott bursts in keyed mode: only first sightings of data segments step
+    the chain, so two runs with one seed lose the same new data in bursts even though
+    retransmissions and other frames interleave differently. Fails when every frame
+    steps the chain in arrival order."""
     logs = []
     for k in range(2):
         run(topos, files, "ipkit-linux", ["--burst", "0.003,0.25", "--dir", "b2a"], 4,

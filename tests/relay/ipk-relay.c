@@ -16,11 +16,15 @@
  * every run however the frames interleave, and each retransmission an independent one;
  * other frames are keyed by their index i in the direction. With --key index every
  * frame is keyed by i (the relay's first mode: which segment is hit depends on the
- * order frames arrive in). The Gilbert-Elliott state steps once per frame; in keyed
- * mode the first sightings of data segments step a chain of their own, so bursts hit
- * the same new data every run (new data goes out in sequence order), while
- * retransmissions, ACKs and other frames step a second chain in arrival order. In
- * index mode one chain takes every frame. Only the time-based parts (release
+ * order frames arrive in). Gilbert-Elliott bursts: in index mode the state steps once
+ * per frame. In keyed mode only the first sightings of data segments step it, so
+ * bursts hit the same new data every run (a sender sends new data in sequence order);
+ * every other frame (retransmissions, ACKs, ARP) is lost independently, keyed, with the
+ * chain's average loss rate H * G / (G + B). Stepping the chain with those frames too
+ * made it follow their timing, and in a sparse direction (ACKs, retransmissions during
+ * a timeout) one burst lasted for seconds: 14 frames in a row on the ACK path, the RTO
+ * retransmissions' ACKs lost one after another, a 64 MiB transfer taking 30 s or never
+ * ending. Only the time-based parts (release
  * of held frames after D us, delay, rate) depend on the clock.
  *
  * --log FILE writes one line per frame received on an impaired direction:
@@ -110,7 +114,7 @@ struct dir {
 	int impaired;
 	uint64_t salt;
 	uint64_t idx;             /* frames seen: the generator's counter */
-	int ge_bad[2];            /* burst state of chain 0 (new data, keyed) and 1 (the rest) */
+	int ge_bad;               /* Gilbert-Elliott state: in the bad state */
 	struct rk_occ occ;        /* --key segment: sightings per identity */
 	int blocked;              /* out socket full: wait for POLLOUT */
 	uint64_t retry_ns;        /* device queue full (ENOBUFS): try again then */
@@ -260,38 +264,43 @@ static int hold_push(struct relay *r, struct dir *d, const uint8_t *p, uint32_t 
 
 /* ---------------------------------------------------------- impairments */
 
-/* Gilbert-Elliott: one state step per frame, then loss with ge_loss in the bad state. */
-static int ge_lost(const struct relay *r, struct dir *d, uint64_t i, int chain)
+/* Gilbert-Elliott: a frame that steps the chain (`step`) moves the state once, then is
+ * lost with ge_loss in the bad state; any other frame is lost with the chain's
+ * stationary loss rate, independently (see the top of the file). */
+static int ge_lost(const struct relay *r, struct dir *d, uint64_t i, int step)
 {
-	int *bad = &d->ge_bad[chain];
-	if (r->im.ge_enter <= 0)
+	const struct impair *im = &r->im;
+	if (im->ge_enter <= 0)
 		return 0;
-	if (!*bad && draw(r, d, i, DRAW_GE_STEP) < r->im.ge_enter)
-		*bad = 1;
-	else if (*bad && draw(r, d, i, DRAW_GE_STEP) < r->im.ge_leave)
-		*bad = 0;
-	return *bad && draw(r, d, i, DRAW_GE_LOSS) < r->im.ge_loss;
+	if (!step)
+		return draw(r, d, i, DRAW_GE_LOSS) <
+		       im->ge_loss * im->ge_enter / (im->ge_enter + im->ge_leave);
+	if (!d->ge_bad && draw(r, d, i, DRAW_GE_STEP) < im->ge_enter)
+		d->ge_bad = 1;
+	else if (d->ge_bad && draw(r, d, i, DRAW_GE_STEP) < im->ge_leave)
+		d->ge_bad = 0;
+	return d->ge_bad && draw(r, d, i, DRAW_GE_LOSS) < im->ge_loss;
 }
 
 /* The draw key of a frame: its identity and occurrence in keyed mode (a TCP frame),
- * else its index. Writes the frame's --log prefix into `tag`, and into *chain the burst
- * chain it steps: 0 for the first sighting of a data segment in keyed mode (a sender
- * sends new data in sequence order, so this chain meets the same segments in the same
- * order every run and bursts hit the same new data), 1 for everything else. */
+ * else its index. Writes the frame's --log prefix into `tag`, and into *step whether
+ * it steps the burst chain: every frame in index mode, in keyed mode the first
+ * sighting of a data segment only (new data goes out in sequence order, so the chain
+ * meets the same segments in the same order every run). */
 static uint64_t frame_key(struct relay *r, struct dir *d, const uint8_t *p, uint32_t len,
-                          char *tag, size_t tagsz, int *chain)
+                          char *tag, size_t tagsz, int *step)
 {
 	uint64_t i = d->idx++, h;
 	struct rk_id id;
 	uint32_t occ;
-	*chain = 1;
+	*step = !r->keyed;
 	if (!r->keyed || !d->occ.key || rk_identity(&r->flows, p, len, &id) < 0) {
 		snprintf(tag, tagsz, "%s - %llu - - -", d->name, (unsigned long long)i);
 		return i;
 	}
 	h = rk_hash(&id);
 	occ = rk_occ_next(&d->occ, h);
-	*chain = id.kind == RK_DATA && occ == 0 ? 0 : 1;
+	*step = id.kind == RK_DATA && occ == 0;
 	snprintf(tag, tagsz, "%s %c %u %u %u %016llx", d->name, id.kind == RK_DATA ? 'D' : 'A',
 	         id.rel, id.kind == RK_DATA ? id.len : id.nsack, occ, (unsigned long long)h);
 	return rk_key(h, occ);
@@ -309,7 +318,7 @@ static void relay_frame(struct relay *r, struct dir *d, const uint8_t *p, uint32
 {
 	char tag[80];
 	uint64_t key;
-	int copies, k, reord, chain;
+	int copies, k, reord, step;
 	struct rk_seg seg;
 	d->c.seen++;
 	if (rk_parse(p, len, &seg) == 0) {
@@ -324,8 +333,8 @@ static void relay_frame(struct relay *r, struct dir *d, const uint8_t *p, uint32
 		line_push(r, d, p, len, now);
 		return;
 	}
-	key = frame_key(r, d, p, len, tag, sizeof(tag), &chain);
-	if (ge_lost(r, d, key, chain)) {
+	key = frame_key(r, d, p, len, tag, sizeof(tag), &step);
+	if (ge_lost(r, d, key, step)) {
 		d->c.bdrop++;
 		log_fate(r, tag, "bdrop", 0, 0);
 		return;
@@ -629,9 +638,10 @@ static void usage(FILE *f)
 	        "                      before; the same segment meets the same fate in every run,\n"
 	        "                      a retransmission an independent one; other frames by index.\n"
 	        "                      index: frame i of the direction, as arrived (timing-dependent\n"
-	        "                      for TCP). Burst state steps per frame; keyed, new data\n"
-	        "                      has a chain of its own (the same new data is hit every\n"
-	        "                      run), other frames share one in arrival order.\n"
+	        "                      for TCP). Bursts: index, the state steps per frame; keyed,\n"
+	        "                      only new data steps it (the same new data is hit every\n"
+	        "                      run), other frames are lost independently at the burst\n"
+	        "                      model's average rate H*G/(G+B).\n"
 	        "  --log FILE          one line per impaired frame: DIR D|A|- REL LEN|NSACK OCC ID FATE\n"
 	        "                      (D data, A pure ACK, - other; ID the identity's hash;\n"
 	        "                      FATE pass|drop|bdrop, +dup, +reord)\n"
