@@ -115,13 +115,19 @@ def fmt_row(case, pairing, o, runs, linux_mbit):
 MARK = "<!-- relay-figures -->"
 
 
-def section(o, lines):
-    """The --out section: how the table was made, what it shows, the table."""
+def source_state():
+    """(commit, uncommitted changes?) of the tree the tool runs from, at the start."""
     root = os.path.join(HERE, "..", "..")
     commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip() or "?"
     dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.strip()
+    return commit, bool(dirty)
+
+
+def section(o, lines):
+    """The --out section: how the table was made, what it shows, the table."""
+    commit, dirty = o["source"]
     cmd = "sudo IPKIT_BUILD=build /usr/bin/python3 " + " ".join(
         ["tests/relay/relay_figures.py"] + sys.argv[1:])
     return "\n".join([
@@ -137,7 +143,7 @@ def section(o, lines):
         "limit: a sub-millisecond RTT. %d MiB per run, seeds %s; every transfer SHA-256 "
         "checked end to end. Sender on one side, receiver on the other, the data the same "
         "way through the relay for every pairing." % (
-            datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), commit,
+            o["started"], commit,
             " (with uncommitted changes)" if dirty else "", platform.release(), cmd,
             o["key"], o["mib"], ",".join(map(str, o["seeds"]))),
         "",
@@ -168,6 +174,8 @@ def write_out(path, text):
 
 def main():
     o = options()
+    o["source"] = source_state()
+    o["started"] = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")
     if o["trace"]:
         os.makedirs(o["trace"], exist_ok=True)
     lines = ["| case | sender -> receiver | MiB | Mbit/s median (min-max) | x Linux->Linux"
