@@ -7,8 +7,8 @@ measurement run, not a test: nothing here is compared with a bound.
         [--pairings P,..] [--cases C,..] [--mib N] [--seeds S,..] [--repeat N]
         [--key segment|index] [--trace DIR] [--out docs/tcp-figures.md]
 
-Profiles: the default (full) is every pairing and case of relay_topo.IMPAIRMENTS (loss1,
-loss5, burst, reorder5, dup1), 64 MiB, seeds 4242,4243,4244, once each; --quick (what
+Profiles: the default (full) is every pairing and case (clean, then relay_topo.IMPAIRMENTS:
+loss1, loss5, burst, reorder5, dup1), 64 MiB, seeds 4242,4243,4244, once each; --quick (what
 make test runs, through test_lossy_relay.py) is every pairing and case, 4 MiB, seed 4242. The other options override the profile's choice.
 
 Each run: fresh namespaces (relay_topo.RelayTopo), the relay with the case's options
@@ -43,8 +43,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "interop"))
 from relay_topo import IMPAIRMENTS, PAIRINGS, pairing_topo, sender_row, transfer  # noqa: E402
 
 MiB = 1 << 20
+# the impairments, and a clean path first: the pairings' speed with nothing to repair,
+# so a ratio below 1 can be told apart from the path's own limit (AF_PACKET, one core)
+CASES = dict([("clean", ([], None, None))] + list(IMPAIRMENTS.items()))
 PROFILES = {
-    "full": {"pairings": list(PAIRINGS), "cases": list(IMPAIRMENTS), "mib": 64,
+    "full": {"pairings": list(PAIRINGS), "cases": list(CASES), "mib": 64,
              "seeds": [4242, 4243, 4244], "repeat": 1},
     "quick": {"pairings": list(PAIRINGS), "cases": list(IMPAIRMENTS), "mib": 4,
               "seeds": [4242], "repeat": 1},
@@ -68,14 +71,14 @@ def options():
     for p in prof["pairings"]:
         assert p in PAIRINGS, "unknown pairing %r (%s)" % (p, ", ".join(PAIRINGS))
     for c in prof["cases"]:
-        assert c in IMPAIRMENTS, "unknown case %r (%s)" % (c, ", ".join(IMPAIRMENTS))
+        assert c in CASES, "unknown case %r (%s)" % (c, ", ".join(CASES))
     assert prof["key"] in ("segment", "index"), "--key segment|index"
     return prof
 
 
 def one_run(o, case, pairing, seed, k, tmp):
     """One transfer; a dict of figures, or {"fail": reason}."""
-    opts = IMPAIRMENTS[case][0] + ["--key", o["key"]]
+    opts = CASES[case][0] + ["--key", o["key"]]
     log = None
     if o["trace"]:
         log = os.path.join(o["trace"], "%s-%s-%d-%d.log" % (case, pairing, seed, k))
@@ -154,7 +157,7 @@ def section(o, lines):
         "(in order, /-separated): data frames the relay dropped, and the sender's "
         "retransmissions, RTO episodes (Linux: TCPTimeouts, every timeout), tail loss "
         "probes (Linux: TCPLossProbes) and D-SACKed spurious retransmissions (Linux: "
-        "TCPDSACKRecvSegs). Cases: loss1/loss5 random loss 1%/5%; burst Gilbert-Elliott "
+        "TCPDSACKRecvSegs). Cases: clean no impairment; loss1/loss5 random loss 1%/5%; burst Gilbert-Elliott "
         "(enter 0.003, leave 0.25: ~1.2% in runs of ~4); reorder5 5% held back 3 frames; "
         "dup1 1% duplicated.",
         "",
