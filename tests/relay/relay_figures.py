@@ -138,7 +138,7 @@ def section(o, lines):
         "## 4. Real stacks through ipk-relay: the four pairings (issue 16)",
         "",
         "Run %s UTC on %s%s, Linux %s, with `%s`. Not the simulator: ipkit (AF_PACKET, "
-        "`ipkit-nc`) and Linux (`socat`) in network namespaces on veths, "
+        "`ipkit-nc`) and Linux (`socat` sending, a Python socket receiving) in network namespaces on veths, "
         "[ipk-relay](../tests/relay/ipk-relay.c) between them impairing both directions "
         "(ACKs too), keyed by segment identity (`--key %s`): for a seed the same segments "
         "meet the same fates in every run and pairing that cuts the stream the same way "
