@@ -122,11 +122,12 @@ class RelayTopo:
             time.sleep(0.02)
         raise AssertionError("no %r: rc=%s stderr=%r" % (text, p.poll(), buf[-500:]))
 
-    def start_relay(self, *impair, seed=1, log=None):
+    def start_relay(self, *impair, seed=1, log=None, pcap=None):
         """ipk-relay between the two veths in namespace R, with these options (keyed
-        by segment identity unless they say --key index); log: its --log file."""
+        by segment identity unless they say --key index); log, pcap: its --log and
+        --pcap files."""
         assert self.relay is None
-        extra = ["--log", str(log)] if log else []
+        extra = (["--log", str(log)] if log else []) + (["--pcap", str(pcap)] if pcap else [])
         self.relay = self.start(self.ns_r, RELAY, "--a", self.dev_a, "--b", self.dev_b,
                                 "--seed", str(seed), *extra, *impair)
         self.wait_line(self.relay, "relaying")

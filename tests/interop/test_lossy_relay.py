@@ -12,6 +12,8 @@ Must pass now:
   test_relay_keyed_same_segment_same_fate  two runs with one seed drop, duplicate and
       hold back the same segments by identity; a third with another seed differs.
   test_relay_keyed_bursts_hit_same_new_data  bursts lose the same new data in two runs.
+  test_relay_pcap_has_every_frame          the relay's --pcap trace reads in tshark and
+      holds every frame it received.
   test_relay_figures_quick                 tests/relay/relay_figures.py --quick runs and
       prints a row per pairing and case.
 
@@ -23,6 +25,7 @@ IPKIT_LOSSY_TARGETS=1 or -m lossy_targets runs them):
   (c) 5% loss: ipkit's RTO episodes <= Linux's TcpTimeouts (its namespace) + 1.
 """
 import os
+import shutil
 import subprocess
 import sys
 
@@ -152,6 +155,28 @@ def test_relay_keyed_bursts_hit_same_new_data(topos, files, tmp_path):
     lost = [sorted(k for k in common if f[k] == "bdrop") for f in first]
     assert len(lost[0]) > 10, len(lost[0])
     assert lost[0] == lost[1], (len(lost[0]), len(lost[1]))
+
+
+def test_relay_pcap_has_every_frame(topos, files, tmp_path):
+    """--pcap: tshark reads the trace, it holds every frame the relay received (both
+    directions, dropped ones too) and the transfer's TCP segments, headers only."""
+    tshark = shutil.which("tshark")
+    if not tshark:
+        pytest.skip("no tshark")
+    pcap = tmp_path / "relay.pcap"
+    t = topos("ipkit-linux")
+    t.start_relay("--loss", "0.01", seed=SEED, pcap=pcap)
+    transfer(t, 2 * MiB, files)
+    c = t.stop_relay()
+    r = subprocess.run([tshark, "-r", str(pcap), "-T", "fields", "-e", "frame.len",
+                        "-e", "frame.cap_len", "-e", "tcp.len"], capture_output=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-500:]
+    rows = [ln.split("\t") for ln in r.stdout.decode().splitlines()]
+    assert len(rows) == c["a2b.seen"] + c["b2a.seen"], (len(rows), c)
+    data = [w for w in rows if len(w) > 2 and w[2] and int(w[2]) > 0]
+    assert sum(int(w[2]) for w in data) >= 2 * MiB, len(data)
+    assert all(int(w[1]) <= 128 and int(w[1]) <= int(w[0]) for w in rows)
 
 
 def test_relay_figures_quick():

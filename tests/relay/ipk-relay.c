@@ -5,7 +5,7 @@
  *   ipk-relay --a DEV --b DEV --seed N [--loss P] [--burst PGB,PBG[,H]]
  *             [--reorder P [--reorder-gap K] [--reorder-us D]] [--dup P]
  *             [--delay-us D] [--rate-mbit R] [--queue N] [--dir a2b|b2a|both]
- *             [--key segment|index] [--log FILE] [--stats-every S]
+ *             [--key segment|index] [--log FILE] [--pcap FILE] [--stats-every S]
  *
  * Each direction (a2b: frames received on A and sent on B; b2a the reverse) is
  * impaired independently. Every decision comes from a counter-based generator,
@@ -33,6 +33,9 @@
  *   DIR - I - - - FATE           any other frame (or --key index): its index
  * ID is the identity's 64-bit hash in hex (it tells ACKs with other SACK blocks apart).
  * FATE is pass, drop (random loss) or bdrop (burst loss), with +dup / +reord appended.
+ * --pcap FILE writes every frame the relay receives, both directions, as it arrived
+ * (before any impairment; the first RELAY_PCAP_SNAP bytes: the headers), so a trace
+ * shows what each sender did and when, and the log says what became of it.
  *
  * Per frame, in this order: Gilbert-Elliott burst loss (state change with PGB/PBG,
  * loss with H in the bad state), independent loss P, duplication (the frame is sent
@@ -80,6 +83,7 @@
 #define RELAY_RETRY_NS 100000ull /* back-off after ENOBUFS (no POLLOUT for that) */
 #define NS_PER_US 1000ull
 #define NS_PER_S 1000000000ull
+#define RELAY_PCAP_SNAP 128u     /* bytes of each frame in --pcap: every header, no payload */
 
 enum draw { DRAW_LOSS, DRAW_GE_STEP, DRAW_GE_LOSS, DRAW_DUP, DRAW_REORDER, DRAW__COUNT };
 
@@ -135,6 +139,8 @@ struct relay {
 	struct dir d[2];          /* [0] a2b, [1] b2a */
 	int keyed;                /* --key segment (1) or index (0) */
 	FILE *log;                /* --log: one line per impaired frame */
+	FILE *pcap;               /* --pcap: every received frame, as it arrived */
+	uint64_t wall_off_ns;     /* CLOCK_REALTIME - CLOCK_MONOTONIC, for pcap times */
 	struct rk_flows flows;    /* ISNs, shared: an ACK refers to the other direction's */
 	uint8_t *rx_buf;          /* RELAY_BATCH slots for recvmmsg */
 };
@@ -312,6 +318,39 @@ static void log_fate(struct relay *r, const char *tag, const char *fate, int dup
 		fprintf(r->log, "%s %s%s%s\n", tag, fate, dup ? "+dup" : "", reord ? "+reord" : "");
 }
 
+/* A pcap record (libpcap format, host byte order, microseconds) of frame p. */
+static void pcap_frame(struct relay *r, const uint8_t *p, uint32_t len, uint64_t now)
+{
+	uint64_t t = now + r->wall_off_ns;
+	uint32_t rec[4];
+	rec[0] = (uint32_t)(t / NS_PER_S);
+	rec[1] = (uint32_t)(t % NS_PER_S / NS_PER_US);
+	rec[2] = len < RELAY_PCAP_SNAP ? len : RELAY_PCAP_SNAP;
+	rec[3] = len;
+	if (fwrite(rec, sizeof(rec), 1, r->pcap) != 1 || fwrite(p, rec[2], 1, r->pcap) != 1) {
+		fprintf(stderr, "ipk-relay: --pcap: write failed, trace stopped\n");
+		fclose(r->pcap);
+		r->pcap = NULL;
+	}
+}
+
+static int pcap_open(struct relay *r, const char *path)
+{
+	/* magic, version 2.4, zone, sigfigs, snaplen, LINKTYPE_ETHERNET */
+	uint32_t hdr[6] = {0xa1b2c3d4u, 2u | 4u << 16, 0, 0, RELAY_PCAP_SNAP, 1};
+	struct timespec rt, mono;
+	if (r->pcap)
+		fclose(r->pcap);
+	r->pcap = fopen(path, "wb");
+	if (!r->pcap || fwrite(hdr, sizeof(hdr), 1, r->pcap) != 1)
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	r->wall_off_ns = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * NS_PER_S +
+	                 (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
+	return 0;
+}
+
 /* Everything that happens to one received frame of direction d. */
 static void relay_frame(struct relay *r, struct dir *d, const uint8_t *p, uint32_t len,
                         uint64_t now)
@@ -321,6 +360,8 @@ static void relay_frame(struct relay *r, struct dir *d, const uint8_t *p, uint32
 	int copies, k, reord, step;
 	struct rk_seg seg;
 	d->c.seen++;
+	if (r->pcap)
+		pcap_frame(r, p, len, now);
 	if (rk_parse(p, len, &seg) == 0) {
 		if (!d->tcp_first_ns)
 			d->tcp_first_ns = now;
@@ -642,6 +683,8 @@ static void usage(FILE *f)
 	        "                      only new data steps it (the same new data is hit every\n"
 	        "                      run), other frames are lost independently at the burst\n"
 	        "                      model's average rate H*G/(G+B).\n"
+	        "  --pcap FILE         every received frame (both directions, before impairment,\n"
+	        "                      first 128 bytes) as a pcap, for tshark\n"
 	        "  --log FILE          one line per impaired frame: DIR D|A|- REL LEN|NSACK OCC ID FATE\n"
 	        "                      (D data, A pure ACK, - other; ID the identity's hash;\n"
 	        "                      FATE pass|drop|bdrop, +dup, +reord)\n"
@@ -686,7 +729,8 @@ static int parse_burst(const char *s, struct impair *im)
 }
 
 enum opt { OPT_A = 256, OPT_B, OPT_SEED, OPT_LOSS, OPT_BURST, OPT_REORDER, OPT_GAP, OPT_RUS,
-           OPT_DUP, OPT_DELAY, OPT_RATE, OPT_QUEUE, OPT_DIR, OPT_STATS, OPT_KEY, OPT_LOG };
+           OPT_DUP, OPT_DELAY, OPT_RATE, OPT_QUEUE, OPT_DIR, OPT_STATS, OPT_KEY, OPT_LOG,
+           OPT_PCAP };
 
 static const struct option relay_opts[] = {
 	{"a", required_argument, NULL, OPT_A}, {"b", required_argument, NULL, OPT_B},
@@ -700,6 +744,7 @@ static const struct option relay_opts[] = {
 	{"queue", required_argument, NULL, OPT_QUEUE}, {"dir", required_argument, NULL, OPT_DIR},
 	{"stats-every", required_argument, NULL, OPT_STATS}, {"help", no_argument, NULL, 'h'},
 	{"key", required_argument, NULL, OPT_KEY}, {"log", required_argument, NULL, OPT_LOG},
+	{"pcap", required_argument, NULL, OPT_PCAP},
 	{NULL, 0, NULL, 0}};
 
 /* One option into r; returns 0, or -1 for a bad value. `dirs` gets the --dir mask. */
@@ -725,6 +770,8 @@ static int parse_one(struct relay *r, int opt, const char *v, int *dirs)
 			fclose(r->log);
 		r->log = fopen(v, "w");
 		return r->log ? 0 : -1;
+	case OPT_PCAP:
+		return pcap_open(r, v);
 	default: break;
 	}
 	if (parse_u64(v, &u) < 0)
@@ -833,5 +880,7 @@ int main(int argc, char **argv)
 	print_counts(&r, "final");
 	if (r.log)
 		fclose(r.log);
+	if (r.pcap)
+		fclose(r.pcap);
 	return rc < 0 ? 1 : 0;
 }

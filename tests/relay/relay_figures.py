@@ -5,7 +5,7 @@ measurement run, not a test: nothing here is compared with a bound.
 
     sudo IPKIT_BUILD=build /usr/bin/python3 tests/relay/relay_figures.py [--quick]
         [--pairings P,..] [--cases C,..] [--mib N] [--seeds S,..] [--repeat N]
-        [--key segment|index] [--trace DIR] [--out docs/tcp-figures.md]
+        [--key segment|index] [--trace DIR [--pcap]] [--out docs/tcp-figures.md]
 
 Profiles: the default (full) is every pairing and case (clean, then relay_topo.IMPAIRMENTS:
 loss1, loss5, burst, reorder5, dup1), 64 MiB, seeds 4242,4243,4244, once each; --quick (what
@@ -16,7 +16,9 @@ and the seed (--key segment by default: the same segments meet the same fates in
 pairing that cuts the stream the same way), the sender on side B sends to the receiver
 on side A, SHA-256 checked end to end. Goodput is over the relay's span_us of the data
 direction (first to last TCP frame), so program start-up does not count. --trace DIR
-keeps each run's relay --log there (one line per frame: identity and fate).
+keeps each run's relay --log there (one line per frame: identity and fate); with --pcap
+also the relay's --pcap of the run (every frame as it arrived, headers only; ~8 MB per
+64 MiB run).
 
 Prints a markdown table, a row per case and pairing: the median goodput over the runs
 (size over the relay's span_us of the data direction) and its ratio to Linux -> Linux in
@@ -68,6 +70,8 @@ def options():
     prof["key"] = arg("--key", "segment")
     prof["trace"] = arg("--trace", None)
     prof["out"] = arg("--out", None)
+    prof["pcap"] = "--pcap" in sys.argv
+    assert prof["trace"] or not prof["pcap"], "--pcap needs --trace DIR"
     for p in prof["pairings"]:
         assert p in PAIRINGS, "unknown pairing %r (%s)" % (p, ", ".join(PAIRINGS))
     for c in prof["cases"]:
@@ -79,12 +83,14 @@ def options():
 def one_run(o, case, pairing, seed, k, tmp):
     """One transfer; a dict of figures, or {"fail": reason}."""
     opts = CASES[case][0] + ["--key", o["key"]]
-    log = None
+    log = pcap = None
     if o["trace"]:
-        log = os.path.join(o["trace"], "%s-%s-%d-%d.log" % (case, pairing, seed, k))
+        base = os.path.join(o["trace"], "%s-%s-%d-%d" % (case, pairing, seed, k))
+        log = base + ".log"
+        pcap = base + ".pcap" if o["pcap"] else None
     t = pairing_topo(pairing)
     try:
-        t.start_relay(*opts, seed=seed, log=log)
+        t.start_relay(*opts, seed=seed, log=log, pcap=pcap)
         res = transfer(t, o["mib"] * MiB, tmp, timeout=600)
         c = t.stop_relay()
     except (AssertionError, subprocess.SubprocessError) as e:
