@@ -1,0 +1,147 @@
+/*
+ * Losses during recovery that used to wait for the retransmission timeout, scripted
+ * against one context: a retransmission that RACK finds lost (RFC 8985 §6.2) and a
+ * recovery whose ACK clock stopped. Each case comes from a trace through ipk-relay
+ * at 5% random loss each way with Linux as the receiver (issue 16): Linux ACKs a
+ * burst of segments with one ACK, so one lost ACK leaves the sender with nothing to
+ * clock its next transmission.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "harness.h"
+#include "wire/wire.h"
+
+#define IRS 5000000u
+#define A IPK_TCP_ACK
+#define W 65535
+#define US 1000ull
+#define MS 1000000ull
+#define MSS 1000u
+
+static uint8_t g_buf[64 * 1024];
+
+static void finish(struct th *t, struct ipk_conn *c)
+{
+	ipk_tcp_abort(t->ctx, c, t->now);
+	CHECK(th_no_leaks(t));
+	th_free(t);
+}
+
+static void base_cfg(struct ipk_config *c)
+{
+	c->tcp_delack_ns = 0;
+	c->tcp_wscale = 0;
+	c->tcp_timestamps = 0;
+}
+
+/* Passive open with SACK and MSS 1000, the handshake's RTT 8 ms; returns the
+ * sequence number of our first data byte. */
+static uint32_t open_sack(struct th *t, struct ipk_conn **c)
+{
+	struct ipk_tcp_opts o;
+	struct tseg s;
+	uint32_t iss;
+
+	memset(&o, 0, sizeof(o));
+	o.has_mss = 1;
+	o.mss = MSS;
+	o.has_sack_perm = 1;
+	ipk_tcp_listen(t->ctx, ipk_htons(TH_LOCAL_PORT), 8);
+	th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, IPK_TCP_SYN, IRS, 0, W, &o, NULL, 0);
+	CHECK(th_next(t, &s));
+	iss = s.h.seq;
+	th_advance(t, 8 * MS);
+	th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, A, IRS + 1, iss + 1, W, NULL, NULL, 0);
+	*c = t->conn;
+	CHECK(*c != NULL);
+	return iss + 1;
+}
+
+/* An ACK of snd_una d, SACKing [d + l * MSS, d + r * MSS). */
+static void sack(struct th *t, uint32_t d, uint32_t l, uint32_t r)
+{
+	struct ipk_tcp_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.sack[0][0] = d + l * MSS;
+	o.sack[0][1] = d + r * MSS;
+	o.nsack = 1;
+	th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, A, IRS + 1, d, W, &o, NULL, 0);
+}
+
+/* Data segments sent since the last call; *first_rtx the first one below max
+ * (a retransmission), or ~0 when none was. */
+static int drain(struct th *t, uint32_t max, uint32_t *first_rtx)
+{
+	struct tseg s;
+	int n = 0;
+
+	*first_rtx = ~0u;
+	while (th_next(t, &s)) {
+		if (!s.len)
+			continue;
+		n++;
+		if (ipk_seq_lt(s.h.seq, max) && *first_rtx == ~0u)
+			*first_rtx = s.h.seq;
+	}
+	return n;
+}
+
+/*
+ * RFC 8985 §6.2: segment 0 is lost, resent, and its retransmission is lost too;
+ * segments sent after it are SACKed, so when the reordering window has passed RACK
+ * marks it lost. Meanwhile new data filled cwnd and no ACK follows (the receiver's
+ * one ACK for the burst was lost). The lost retransmission has left the network and
+ * must leave the pipe: then cwnd has room and it goes out again at once. Regression:
+ * the pipe still counted it, cwnd - pipe was 0 and it waited for the 200 ms RTO.
+ */
+static void test_established_lost_retransmission_resent_when_marked_lost(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	uint32_t d, rtx, max;
+	int n;
+
+	d = open_sack(t, &c);
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 60 * MSS, t->now), (int)(60 * MSS));
+	n = drain(t, c->snd_max, &rtx);
+	CHECK_EQ(n, 10); /* the initial window */
+	/* segments 1..3 SACKed: segment 0 lost (DupThresh), resent */
+	th_run_for(t, 8 * MS);
+	max = c->snd_max;
+	sack(t, d, 1, 4);
+	drain(t, max, &rtx);
+	CHECK_EQ(rtx, d);
+	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	/* the rest of the first flight SACKed: PRR releases new data */
+	th_run_for(t, 100 * US);
+	max = c->snd_max;
+	sack(t, d, 1, 10);
+	n = drain(t, max, &rtx);
+	CHECK(n > 0);
+	CHECK_EQ(rtx, ~0u);
+	/* the new data, sent after the retransmission, SACKed 8 ms later: RACK waits
+	 * out the reordering window for segment 0's retransmission */
+	th_run_for(t, 8 * MS);
+	max = c->snd_max;
+	sack(t, d, 1, (max - d) / MSS);
+	n = drain(t, max, &rtx);
+	CHECK_EQ(rtx, ~0u);
+	CHECK_EQ(c->rtx_kind, IPK_TCP_RTX_REO);
+	CHECK(ipk_tcp_sb_pipe(c) >= c->cwnd); /* cwnd is full */
+	/* the window passes with no ACK: lost, and resent at once */
+	th_run_for(t, 5 * MS);
+	max = c->snd_max;
+	drain(t, max, &rtx);
+	CHECK_EQ(rtx, d);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, 0);
+	finish(t, c);
+}
+
+int main(void)
+{
+	RUN(test_established_lost_retransmission_resent_when_marked_lost);
+	return check_summary();
+}
