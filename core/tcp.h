@@ -735,6 +735,11 @@ IPK_INLINE const struct ipk_pb *ipk_tcp_sb_ranges(const struct ipk_conn *c)
 }
 /* Bytes marked lost and not yet retransmitted in this recovery. */
 uint32_t ipk_tcp_sb_lost_unsent(const struct ipk_conn *c);
+/* The loss probe of a SACK recovery (tcp_rack.c tlp_send): send the first segment
+ * RFC 6675 NextSeg rule (1) offers, a lost hole or a lost retransmission, whatever
+ * cwnd says. Returns 1 when it went out, 0 when there was none, -1 when the send
+ * failed (no packet). */
+int ipk_tcp_sb_probe_lost(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Most ranges the connection's scoreboard keeps. */
 uint32_t ipk_tcp_sb_cap(const struct ipk_conn *c);
 /* The end of the highest SACKed range (RACK.fack), snd_una when nothing is SACKed. */
@@ -785,13 +790,14 @@ void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c);
 
 /* TLP's conditions (tcp_rack.c tlp_allowed) that a connection ESTABLISHED or
  * CLOSE-WAIT and outside loss recovery can fail: RACK on, an RTT estimate, no
- * back-off, SACK on, no probe out, no recovery or lost retransmission. */
+ * back-off, SACK on, no probe out, no NewReno recovery. A lost segment waiting to
+ * be resent is no reason to skip: the probe resends it (ipk_tcp_sb_probe_lost). */
 IPK_INLINE int ipk_tcp_tlp_allowed_est(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	if (!ctx->cfg.tcp_rack || c->srtt_us == 0 || c->nrtx)
 		return 0;
-	return (c->fl & (IPK_TCPF_SACK_OK | IPK_TCPF_TLP_OUT | IPK_TCPF_RECOVERY |
-	                 IPK_TCPF_RTX_LOST)) == IPK_TCPF_SACK_OK;
+	return (c->fl & (IPK_TCPF_SACK_OK | IPK_TCPF_TLP_OUT | IPK_TCPF_RECOVERY)) ==
+	       IPK_TCPF_SACK_OK;
 }
 
 /*

@@ -220,19 +220,18 @@ uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c)
 }
 
 /*
- * RFC 8985 §7.2 arms no PTO during loss recovery, where RACK finds the losses. It
- * cannot find the one that ends a recovery whose every lost segment has been resent
- * and which has nothing more to send: the ACK of the last retransmission. Lost, it
- * cost an RTO (200 ms and go-back-N after it). ipkit probes then too. A receiver
- * that ACKs once per burst, as Linux does when its reader drains the socket per
- * burst, makes that single ACK common: through ipk-relay at 5% loss each way, ~10
- * RTOs in 8 MiB.
+ * RFC 8985 §7.2 arms no PTO during loss recovery, where RACK finds the losses and
+ * ACKs clock out their repair. Neither works once the ACKs stop: the ACK of the last
+ * retransmission of a recovery with nothing more to send, or the one ACK of a burst
+ * while lost segments wait for room in cwnd. Lost, it cost an RTO (200 ms and
+ * go-back-N after it). ipkit probes then too, with a lost segment when one waits
+ * (tlp_send). A receiver that ACKs once per burst, as Linux does when its reader
+ * drains the socket per burst, makes that single ACK common: through ipk-relay at
+ * 5% loss each way, ~10 RTOs in 8 MiB.
  */
 static IPK_ALWAYS_INLINE int tlp_allowed(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	if (!ipk_tcp_tlp_allowed_est(ctx, c))
-		return 0;
-	if ((c->fl & IPK_TCPF_SACK_RCVY) && ipk_tcp_sb_lost_unsent(c))
 		return 0;
 	/* After our FIN too (FIN-WAIT-1, CLOSING, LAST-ACK), as Linux does: the last
 	 * flight of a transfer and its FIN are a tail like any other, and without a
@@ -319,6 +318,12 @@ IPK_HOT void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c)
 		arm_rto_or_pto(ctx, c, pto);
 }
 
+static void probe_sent(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	c->fl |= IPK_TCPF_TLP_OUT;
+	ctx->cnt.tcp_tlp_probes++;
+}
+
 /*
  * RFC 8985 §7.3: the probe is the last segment sent, sent again, so that its ACK
  * (with SACK) reveals a lost tail. The RFC prefers a new segment when the window
@@ -328,23 +333,28 @@ IPK_HOT void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c)
  * A duplicate is not acceptable data, so the receiver answers it at once (RFC 9293
  * §3.10.7.4, with a D-SACK per RFC 2883). Through ipk-relay at 5% loss each way,
  * new-data probes to Linux waited 40 ms for their ACK about 35 times in 8 MiB.
+ * In a SACK recovery with a lost segment waiting, that segment is the probe
+ * (ipk_tcp_sb_probe_lost).
  */
 static void tlp_send(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint32_t end = ipk_tcp_data_end(c), top = ipk_seq_lt(c->snd_max, end) ? c->snd_max : end;
 	uint32_t n;
-	int rc;
+	int rc = ipk_tcp_sb_probe_lost(ctx, c);
 
+	if (rc != 0) {
+		if (rc > 0)
+			probe_sent(ctx, c);
+		return;
+	}
 	if (ipk_seq_lt(c->snd_una, top)) {
 		n = IPK_MIN(c->mss, top - c->snd_una);
 		rc = ipk_tcp_xmit(ctx, c, top - n, n, IPK_TCP_X_FIN);
 	} else {
 		rc = ipk_tcp_xmit(ctx, c, end, 0, IPK_TCP_X_FIN);
 	}
-	if (rc < 0)
-		return;
-	c->fl |= IPK_TCPF_TLP_OUT;
-	ctx->cnt.tcp_tlp_probes++;
+	if (rc >= 0)
+		probe_sent(ctx, c);
 }
 
 void ipk_tcp_rack_timer(struct ipk_ctx *ctx, struct ipk_conn *c)

@@ -140,8 +140,47 @@ static void test_established_lost_retransmission_resent_when_marked_lost(void)
 	finish(t, c);
 }
 
+/*
+ * RFC 8985 §6.2 marks segments 0..8 lost (segment 9, sent with them, is SACKed);
+ * the reordering timer enters recovery and PRR releases one segment, the first
+ * hole. Then no ACK comes: eight lost segments wait for room in cwnd that only an
+ * ACK would make. At the probe timeout the next lost segment goes out as the probe,
+ * not the tail. Regression: no probe was armed while lost segments waited, and the
+ * RTO repaired them 200 ms later.
+ */
+static void test_established_stalled_recovery_probes_first_lost_segment(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	uint32_t d, rtx, max;
+
+	d = open_sack(t, &c);
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 60 * MSS, t->now), (int)(60 * MSS));
+	CHECK_EQ(drain(t, c->snd_max, &rtx), 10);
+	th_run_for(t, 8 * MS);
+	max = c->snd_max;
+	sack(t, d, 9, 10);
+	drain(t, max, &rtx);
+	CHECK_EQ(rtx, ~0u); /* within the reordering window */
+	max = c->snd_max;
+	th_run_for(t, 3 * MS);
+	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	CHECK_EQ(drain(t, max, &rtx), 1);
+	CHECK_EQ(rtx, d);
+	CHECK(ipk_tcp_sb_lost_unsent(c) >= 8 * MSS);
+	/* PTO = 2 * SRTT = 16 ms, long before the 200 ms RTO */
+	max = c->snd_max;
+	th_run_for(t, 30 * MS);
+	CHECK_EQ(drain(t, max, &rtx), 1);
+	CHECK_EQ(rtx, d + MSS);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, 0);
+	finish(t, c);
+}
+
 int main(void)
 {
+	RUN(test_established_stalled_recovery_probes_first_lost_segment);
 	RUN(test_established_lost_retransmission_resent_when_marked_lost);
 	return check_summary();
 }
