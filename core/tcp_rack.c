@@ -131,6 +131,24 @@ static void rack_update(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 }
 
 /*
+ * RFC 8985 §6.2 step 1 is per segment; the send queue keeps one transmit time per
+ * pb, and pbs need not line up with segments (a short write, then a top-up). A SACK
+ * block [l, r) that covers a pb's end but not its start delivers the pb only when
+ * the bytes below l were delivered already. Else part of it is still out, maybe a
+ * retransmission whose time the pb carries: taken as delivered, that time became
+ * RACK.xmit_ts and every segment sent before it and not yet SACKed was marked lost
+ * (through ipk-relay at 1% loss, bursts of spurious retransmissions after a
+ * 56-byte hole was resent).
+ */
+static int pb_head_delivered(const struct ipk_conn *c, const struct ipk_pb *pb, uint32_t l,
+                             int cum)
+{
+	uint32_t s = ipk_seq_lt(pb->seq, c->snd_una) ? c->snd_una : pb->seq;
+
+	return cum || !ipk_seq_lt(s, l) || ipk_tcp_sb_sacked(c, s, l);
+}
+
+/*
  * §6.2 step 3, RACK.reordering_seen: the cumulative ACK covered data sent once that
  * lay below RACK.fack (the highest SACKed byte), so it arrived after later data.
  * Only the cumulative ACK is checked: SACK blocks ride on ACKs that can be lost and
@@ -150,7 +168,8 @@ IPK_HOT void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, r); pb = pb->next) {
 		uint32_t end = pb->seq + pb->len;
 
-		if (ipk_seq_le(end, l) || ipk_seq_gt(end, r) || pb->xmit == 0)
+		if (ipk_seq_le(end, l) || ipk_seq_gt(end, r) || pb->xmit == 0 ||
+		    !pb_head_delivered(c, pb, l, cum))
 			continue;
 		if (ipk_tcp_sb_sacked_at(&cur, pb->seq, end))
 			continue; /* delivered before */
