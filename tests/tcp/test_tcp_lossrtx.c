@@ -234,10 +234,60 @@ static void test_established_rack_partly_sacked_pb_is_not_delivered(void)
 	finish(t, c);
 }
 
+/* Retransmissions of the segment at seq among the data segments sent since the last
+ * call. */
+static int resent(struct th *t, uint32_t seq)
+{
+	struct tseg s;
+	int n = 0;
+
+	while (th_next(t, &s))
+		if (s.len && s.h.seq == seq)
+			n++;
+	return n;
+}
+
+/*
+ * RFC 8985 §6.2 orders transmissions by time, and equal times by sequence: a TSO
+ * burst shares one timestamp and leaves in sequence order. The engine stamps a
+ * whole pass with the caller's `now`, and there a retransmission can follow new
+ * data: here two ACKs send segments 10 and 11, the third enters recovery and resends
+ * segment 0, all at one `now`. The SACK of 10 and 11 then says nothing about the
+ * retransmission, sent after them; ordered by sequence it was "sent before" them,
+ * marked lost when the reordering window passed and resent again. Regression:
+ * through ipk-relay at 1% loss, half of the D-SACKed retransmissions of a 32 MiB
+ * transfer, the ACK of the first retransmission being held ~200 us by the receiver.
+ */
+static void test_established_rack_same_tick_retransmission_not_sent_before(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	uint32_t d, rtx;
+
+	d = open_sack(t, &c);
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 60 * MSS, t->now), (int)(60 * MSS));
+	CHECK_EQ(drain(t, c->snd_max, &rtx), 10);
+	th_run_for(t, 8 * MS);
+	sack(t, d, 1, 2); /* one ACK each for segments 1, 2, 3, in one poll */
+	sack(t, d, 1, 3);
+	sack(t, d, 1, 4);
+	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	CHECK_EQ(resent(t, d), 1);
+	CHECK(ipk_seq_ge(c->snd_max, d + 12 * MSS)); /* 10 and 11 went out first */
+	/* an RTT later everything but segment 0 is SACKed, up to 11 */
+	th_run_for(t, 8 * MS);
+	sack(t, d, 1, 12);
+	th_run_for(t, 5 * MS); /* past the reordering window */
+	CHECK_EQ(resent(t, d), 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, 0);
+	finish(t, c);
+}
+
 int main(void)
 {
 	RUN(test_established_stalled_recovery_probes_first_lost_segment);
 	RUN(test_established_rack_partly_sacked_pb_is_not_delivered);
+	RUN(test_established_rack_same_tick_retransmission_not_sent_before);
 	RUN(test_established_lost_retransmission_resent_when_marked_lost);
 	return check_summary();
 }
