@@ -837,6 +837,23 @@ void ipk_tcp_rack_dsack(struct ipk_conn *c);
 /* §6.2 step 4: a fast or RTO recovery ended (counts down reo_wnd_persist). */
 void ipk_tcp_rack_recovery_done(struct ipk_conn *c);
 
+/*
+ * The transmit time RACK keeps on a pb (RFC 8985 §6.2): ctx->now, or one ns after
+ * the last one handed out when now has not moved, so that every transmission has
+ * its own time in the order the segments left. RFC 8985 breaks equal times by
+ * sequence, right for a burst of new data, but the engine stamps a whole poll with
+ * one `now`, and a retransmission sent on a later ACK of the poll than new data
+ * then counted as sent before it (tcp_rack.c sent_before). The drift is a few ns
+ * per segment of a poll.
+ */
+IPK_INLINE uint64_t ipk_tcp_tx_stamp(struct ipk_ctx *ctx)
+{
+	uint64_t t = ctx->now > ctx->tx_stamp ? ctx->now : ctx->tx_stamp + 1u;
+
+	ctx->tx_stamp = t;
+	return t;
+}
+
 /* ---- tcp_defence.c: RFC 5961 challenge ACKs and the ACK-loop limit */
 /* Owe a challenge ACK (RFC 5961 §3.2, §4.2, §5.2) unless a limit says no; counted. */
 void ipk_tcp_challenge_ack(struct ipk_ctx *ctx, struct ipk_conn *c);

@@ -91,6 +91,7 @@ IPK_HOT void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t
 	uint32_t at;
 	struct ipk_pb *pb = ctx->sq_hint_pb;
 	int again = ipk_seq_lt(seq, c->snd_max);
+	uint64_t t = ipk_tcp_tx_stamp(ctx);
 
 	/* O(1) for the segment just built: it starts where seg_send's lookup ended,
 	 * usually at the first byte of that pb (one pb per write, sent whole). */
@@ -99,7 +100,7 @@ IPK_HOT void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t
 	for (; pb && ipk_seq_lt(pb->seq, seq + len); pb = pb->next) {
 		if (ipk_seq_le(pb->seq + pb->len, seq))
 			continue;
-		pb->t = ctx->now;
+		pb->t = t;
 		if (again)
 			pb->xmit = 2;
 		else if (pb->xmit == 0)
@@ -111,7 +112,8 @@ IPK_HOT void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t
 static void rack_update(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_pb *pb)
 {
 	struct ipk_pb *rec = ipk_tcp_sb(c);
-	uint64_t rtt = ctx->now - pb->t;
+	/* to the nearest µs: a stamp may run a few ns ahead of now (ipk_tcp_tx_stamp) */
+	uint64_t rtt = (ctx->now > pb->t ? ctx->now - pb->t : 0u) + RACK_NS_PER_US / 2u;
 	uint32_t end = pb->seq + pb->len, us, min = ipk_tcp_min_rtt_us(c);
 
 	/* Step 2: an ACK for a retransmitted segment sooner than min_RTT is for the
@@ -193,22 +195,12 @@ static uint64_t reo_wnd(const struct ipk_conn *c)
 	return srtt && w > srtt ? srtt : w;
 }
 
-/*
- * Was pb sent before the most recently delivered segment (§6.2 step 5)? Equal times
- * are ordered by sequence (RACK_sent_after), right for a burst of new data, which
- * leaves in sequence order. The engine stamps a whole pass with one `now`, and a
- * retransmission in it may have followed new data sent at that `now` (new data on
- * one ACK, the fast retransmission on the next of one poll): its order is unknown,
- * so it is not taken as sent before. Taken so, it was marked lost when its ACK was
- * merely slower than RACK.rtt + reo_wnd (a receiver that delays the ACK of a
- * hole-filling segment until its reader has drained, as Linux does) and resent:
- * through ipk-relay at 1% loss, half of a 32 MiB transfer's D-SACKed segments.
- */
+/* Was pb sent before the most recently delivered segment (§6.2 step 5)? Equal times
+ * are the pbs of one segment (ipk_tcp_tx_stamp), ordered by sequence. */
 static int sent_before(const struct ipk_pb *rec, const struct ipk_pb *pb)
 {
 	return pb->t < IPK_SB_RACK_TS(rec) ||
-	       (pb->t == IPK_SB_RACK_TS(rec) && pb->xmit == 1 &&
-	        ipk_seq_lt(pb->seq + pb->len, IPK_SB_RACK_END(rec)));
+	       (pb->t == IPK_SB_RACK_TS(rec) && ipk_seq_lt(pb->seq + pb->len, IPK_SB_RACK_END(rec)));
 }
 
 /* A lost retransmission is marked on its pb, and only that hole is offered again
