@@ -194,6 +194,7 @@ struct ipk_ctx {
 	const struct ipk_ops *ops;
 	struct ipk_counters cnt;
 	uint64_t now;
+	uint64_t tx_stamp;      /* the last TCP transmit time handed out (ipk_tcp_tx_stamp) */
 	uint32_t l2_len;        /* 14 for Ethernet, 0 for raw IP */
 	uint32_t tx_queued;     /* frames given to ops->tx since the last flush */
 

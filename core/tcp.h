@@ -823,6 +823,11 @@ IPK_INLINE const struct ipk_pb *ipk_tcp_sb_ranges(const struct ipk_conn *c)
 }
 /* Bytes marked lost and not yet retransmitted in this recovery. */
 uint32_t ipk_tcp_sb_lost_unsent(const struct ipk_conn *c);
+/* The loss probe of a SACK recovery (tcp_rack.c tlp_send): send the first segment
+ * RFC 6675 NextSeg rule (1) offers, a lost hole or a lost retransmission, whatever
+ * cwnd says. Returns 1 when it went out, 0 when there was none, -1 when the send
+ * failed (no packet). */
+int ipk_tcp_sb_probe_lost(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Most ranges the connection's scoreboard keeps. */
 uint32_t ipk_tcp_sb_cap(const struct ipk_conn *c);
 /* The end of the highest SACKed range (RACK.fack), snd_una when nothing is SACKed. */
@@ -873,13 +878,14 @@ void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c);
 
 /* TLP's conditions (tcp_rack.c tlp_allowed) that a connection ESTABLISHED or
  * CLOSE-WAIT and outside loss recovery can fail: RACK on, an RTT estimate, no
- * back-off, SACK on, no probe out, no recovery or lost retransmission. */
+ * back-off, SACK on, no probe out, no NewReno recovery. A lost segment waiting to
+ * be resent is no reason to skip: the probe resends it (ipk_tcp_sb_probe_lost). */
 IPK_INLINE int ipk_tcp_tlp_allowed_est(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	if (!ctx->cfg.tcp_rack || c->srtt_us == 0 || c->nrtx)
 		return 0;
-	return (c->fl & (IPK_TCPF_SACK_OK | IPK_TCPF_TLP_OUT | IPK_TCPF_RECOVERY |
-	                 IPK_TCPF_RTX_LOST)) == IPK_TCPF_SACK_OK;
+	return (c->fl & (IPK_TCPF_SACK_OK | IPK_TCPF_TLP_OUT | IPK_TCPF_RECOVERY)) ==
+	       IPK_TCPF_SACK_OK;
 }
 
 /*
@@ -918,6 +924,23 @@ uint32_t ipk_tcp_min_rtt_us(const struct ipk_conn *c);
 void ipk_tcp_rack_dsack(struct ipk_conn *c);
 /* §6.2 step 4: a fast or RTO recovery ended (counts down reo_wnd_persist). */
 void ipk_tcp_rack_recovery_done(struct ipk_conn *c);
+
+/*
+ * The transmit time RACK keeps on a pb (RFC 8985 §6.2): ctx->now, or one ns after
+ * the last one handed out when now has not moved, so that every transmission has
+ * its own time in the order the segments left. RFC 8985 breaks equal times by
+ * sequence, right for a burst of new data, but the engine stamps a whole poll with
+ * one `now`, and a retransmission sent on a later ACK of the poll than new data
+ * then counted as sent before it (tcp_rack.c sent_before). The drift is a few ns
+ * per segment of a poll.
+ */
+IPK_INLINE uint64_t ipk_tcp_tx_stamp(struct ipk_ctx *ctx)
+{
+	uint64_t t = ctx->now > ctx->tx_stamp ? ctx->now : ctx->tx_stamp + 1u;
+
+	ctx->tx_stamp = t;
+	return t;
+}
 
 /* ---- tcp_defence.c: RFC 5961 challenge ACKs and the ACK-loop limit */
 /* Owe a challenge ACK (RFC 5961 §3.2, §4.2, §5.2) unless a limit says no; counted. */

@@ -966,7 +966,7 @@ static void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint
 	int timed;
 
 	if (c->fl & IPK_TCPF_SACK_OK) {
-		pb->t = ctx->now;
+		pb->t = ipk_tcp_tx_stamp(ctx);
 		if (pb->xmit == 0)
 			pb->xmit = 1;
 	}
