@@ -233,8 +233,10 @@ struct ipk_ctx {
 	 * unicast to us without testing the destination again) */
 	uint8_t ip4_has_bcast, ip4_self_ok;
 	/* The source address the receive shortcuts last saw pass ipk_ip4_src_check
-	 * (ipk_ip4_fast_accept); 0 = none (every value can arrive as a source, so
-	 * ipk_ip4_fast_accept tests 0.0.0.0 in full whatever this holds). The rule is a pure
+	 * (ipk_ip4_fast_accept). Never 0 (0.0.0.0 fails the rule): ipk_ctx_init starts
+	 * it at an address that passes (stack.c src_ok_start), and where it finds none
+	 * it clears ip4_self_ok, so the shortcuts, which test that first, take
+	 * nothing and the memo is never read. The rule is a pure
 	 * function of the address and of the configuration, which ipk_ctx_init fixes,
 	 * so an address that passed once passes again: the peer of a running
 	 * connection is tested once, not on every segment. */
@@ -640,7 +642,7 @@ IPK_INLINE uint32_t ipk_ip4_fast_accept(struct ipk_ctx *c, const uint8_t *p, uin
 	    ipk_rdbe32(p + 16) != c->cfg.ip4_be)
 		return 0;
 	src = ipk_rdbe32(p + 12);
-	if (src != c->src_ok_be || src == 0) {
+	if (src != c->src_ok_be) {
 		if (ipk_ip4_src_check(c, src, 0) >= 0)
 			return 0;
 		c->src_ok_be = src;

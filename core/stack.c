@@ -323,6 +323,22 @@ size_t ipk_ctx_size(const struct ipk_config *cfg)
 size_t ipk_conn_size(void) { return align8(sizeof(struct ipk_conn)); }
 size_t ipk_pb_size(void) { return align8(sizeof(struct ipk_pb)); }
 
+/* A start value for ctx->src_ok_be (internal.h): an address the source rule
+ * passes under this configuration (the gateway, or the subnet's first or second
+ * host), so the memo matches no source that would fail, 0.0.0.0 included; 0 when
+ * none of them passes (a /32 without a gateway, a martian subnet). */
+static uint32_t src_ok_start(const struct ipk_ctx *c)
+{
+	uint32_t net = c->cfg.ip4_be & c->cfg.netmask_be;
+	const uint32_t cand[3] = {c->cfg.gateway_be, net | ipk_htonl(1), net | ipk_htonl(2)};
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (ipk_ip4_src_check(c, cand[i], 0) < 0)
+			return cand[i];
+	return 0;
+}
+
 static void ctx_start_values(struct ipk_ctx *c)
 {
 	uint32_t span = (uint32_t)c->cfg.eph_port_hi - c->cfg.eph_port_lo + 1u;
@@ -341,6 +357,9 @@ static void ctx_start_values(struct ipk_ctx *c)
 	c->ts_rtt_max_ms = c->cfg.tcp_rto_max_ns / 1000000u;
 	c->ip4_has_bcast = (uint8_t)ipk_ip4_subnet_has_bcast(&c->cfg);
 	c->ip4_self_ok = c->cfg.ip4_be != 0 && !ipk_ip4_is_bcast(c, c->cfg.ip4_be);
+	c->src_ok_be = src_ok_start(c);
+	if (c->src_ok_be == 0)
+		c->ip4_self_ok = 0; /* no start value: the receive shortcuts stay off */
 }
 
 void ipk_fast_off(struct ipk_ctx *ctx)
