@@ -106,7 +106,7 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 
 /* ------------------------------------------------------------ accept */
 
-static void d_acc_push(struct d_sock *l, struct d_sock *w)
+void d_acc_push(struct d_sock *l, struct d_sock *w)
 {
 	w->acc_next = NULL;
 	if (l->acc_t)
@@ -152,6 +152,10 @@ void d_accept_deliver(struct d_daemon *d, struct d_sock *l)
 				c.addr.port_be = t.peer_port_be;
 				memcpy(c.addr.addr, &t.peer_ip4_be, 4);
 			}
+		} else if (w->peer) { /* another application of this daemon */
+			c.addr.family = IPK_SVC_AF_INET;
+			c.addr.port_be = w->peer_port_be;
+			memcpy(c.addr.addr, &d->cfg.ip4_be, 4);
 		}
 		d_post(l, &c);
 		d_rx_deliver(d, w);
@@ -189,6 +193,10 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 		d_post_res(s, op->e.user_data, rc);
 		return;
 	}
+	if (d_loop_addr(d, ip)) {
+		d_loop_connect(d, s, op);
+		return;
+	}
 	/* in flight before the call: an outcome reported from inside it (tcp_closed)
 	 * must find the op to complete */
 	s->state = D_CONNECTING;
@@ -213,6 +221,10 @@ void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 {
 	struct d_op *op;
 	uint64_t now = ipk_node_now(d->node);
+	if (s->peer) {
+		d_loop_tx(d, s);
+		return;
+	}
 	while ((op = d_opq_front(&s->txq)) != NULL) {
 		int rc;
 		if (!s->conn) {
@@ -267,8 +279,12 @@ static uint32_t d_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e)
 static void d_rx_tcp(struct d_daemon *d, struct d_sock *s)
 {
 	struct d_op *op;
+	int took = 0;
 	while ((op = d_opq_front(&s->rxq)) != NULL) {
-		if (s->rxh) {
+		if (s->rxp.n) {
+			d_op_done(s, op->e.user_data, (int32_t)d_loop_rx_copy(s, &op->e));
+			took = 1;
+		} else if (s->rxh) {
 			uint32_t n = d_rx_copy(s, &op->e);
 			s->app->hdr->rx_copied += n;
 			if (s->conn) /* the window reopens as the app takes the bytes */
@@ -277,10 +293,14 @@ static void d_rx_tcp(struct d_daemon *d, struct d_sock *s)
 		} else if (s->rx_eof) {
 			d_op_done(s, op->e.user_data, s->err);
 		} else {
-			return;
+			break;
 		}
 		d_opq_pop(&s->rxq);
 	}
+	/* a paired sender may go on into the room we made; only now, with no op of
+	 * ours half-done, since its pump delivers to us again (d_loop.c) */
+	if (took && s->peer)
+		d_tx_pump(d, s->peer);
 }
 
 static void d_rx_udp(struct d_sock *s)
@@ -331,6 +351,10 @@ static void d_sendto_op(struct d_daemon *d, struct d_sock *s, const struct ipk_s
 		d_post_res(s, e->user_data, rc);
 		return;
 	}
+	if (d_loop_addr(d, ip)) {
+		d_loop_sendto(d, s, e);
+		return;
+	}
 	rc = ipk_udp_sendto(d->ctx, s->lport_be, ip, e->addr.port_be, s->app->base + e->buf_off,
 	                    e->len, ipk_node_now(d->node));
 	if (rc > 0)
@@ -353,7 +377,12 @@ static void d_queue_op(struct d_daemon *d, struct d_sock *s, const struct d_op *
 		d_bad(s, e, e->len == 0 ? -EINVAL : -EFAULT);
 		return;
 	}
-	if (want == IPK_SVC_TCP && s->state != D_CONNECTED && !(s->state == D_CLOSED && !tx)) {
+	if (want == IPK_SVC_TCP && s->state == D_CLOSED && tx) {
+		/* as svc.h says: the connection ended first (reset or closed) */
+		d_post_res(s, e->user_data, s->err ? s->err : -EPIPE);
+		return;
+	}
+	if (want == IPK_SVC_TCP && s->state != D_CONNECTED && s->state != D_CLOSED) {
 		d_post_res(s, e->user_data, -ENOTCONN);
 		return;
 	}
@@ -530,29 +559,14 @@ static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, ui
                    uint32_t len, void *opq)
 {
 	struct d_sock *s = D(opq)->udp_port[t->local_port_be];
-	struct d_dgram *g;
-	if (!s || s->dq_n >= D_UDP_QMAX || s->dq_bytes + len > D_UDP_QBYTES) {
-		if (s)
-			s->udp_drops++;
-		return;
-	}
-	g = (struct d_dgram *)malloc(sizeof *g + len);
+	struct d_dgram *g = s ? d_dgram_new(s, len) : NULL;
 	if (!g)
 		return;
-	g->next = NULL;
 	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
-	memset(&g->from, 0, sizeof g->from);
 	g->from.family = IPK_SVC_AF_INET;
 	g->from.port_be = t->peer_port_be;
 	memcpy(g->from.addr, &t->peer_ip4_be, 4);
-	if (s->dq_t)
-		s->dq_t->next = g;
-	else
-		s->dq_h = g;
-	s->dq_t = g;
-	s->dq_n++;
-	s->dq_bytes += g->len;
-	d_rx_deliver(D(opq), s);
+	d_dgram_push(D(opq), s, g);
 }
 
 const struct ipk_ops d_events = {

@@ -205,6 +205,7 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 {
 	struct d_app *a = s->app;
 	uint64_t now = ipk_node_now(d->node);
+	d_loop_unpair(d, s, graceful);
 	if (s->conn) {
 		struct ipk_conn *c = s->conn;
 		s->conn = NULL;

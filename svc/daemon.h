@@ -21,6 +21,8 @@
                                  * costs at most this much memory per socket */
 #define D_SOCK_IDX_BITS 24
 #define D_BACKLOG_MAX 4096u
+#define D_PIPE_BYTES (256u << 10) /* bytes in flight one way between two applications
+                                   * of this daemon (a socket buffer's worth) */
 
 struct d_cfg {
 	const char *io_spec, *sock_path;
@@ -61,6 +63,12 @@ struct d_dgram {
 
 enum d_state { D_NEW, D_BOUND, D_LISTEN, D_CONNECTING, D_CONNECTED, D_CLOSED };
 
+/* Bytes one paired socket sent and the other has not received yet (d_loop.c). */
+struct d_pipe {
+	uint8_t *buf;
+	uint32_t head, n;            /* capacity D_PIPE_BYTES */
+};
+
 struct d_app;
 
 struct d_sock {
@@ -94,6 +102,12 @@ struct d_sock {
 	uint32_t acc_n, backlog;
 	struct d_op acc_op;
 	int acc_armed;
+	/* TCP between two applications of this daemon (d_loop.c): no connection in
+	 * the core, the two sockets name each other and bytes move through pipes */
+	struct d_sock *peer;
+	struct d_pipe rxp;           /* bytes for this socket's RECVs */
+	uint16_t peer_port_be;       /* the other end's port (accept's address) */
+	int pumping, pump_again;     /* d_tx_pump re-entry guard */
 	/* UDP */
 	struct d_dgram *dq_h, *dq_t;
 	uint32_t dq_n, dq_bytes;
@@ -153,7 +167,8 @@ struct d_daemon {
 	struct d_app *apps;
 	uint32_t next_app_id, napps;
 	struct d_sock *tcp_port[65536], *udp_port[65536];
-	uint16_t udp_next_eph;
+	uint16_t udp_next_eph, loop_next_eph;
+	uint64_t loop_conns, loop_dgrams, loop_dgram_drops;
 	uint64_t reclaims;
 	uint32_t passes;             /* service passes (cqe->pass) */
 };
@@ -183,7 +198,18 @@ struct d_op *d_opq_front(struct d_opq *q);
 void d_opq_pop(struct d_opq *q);
 int d_buf_ok(const struct d_app *a, const struct ipk_svc_sqe *e);
 
+/* d_loop.c */
+int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);
+void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op);
+void d_loop_tx(struct d_daemon *d, struct d_sock *s);
+uint32_t d_loop_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
+void d_loop_unpair(struct d_daemon *d, struct d_sock *s, int graceful);
+void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e);
+struct d_dgram *d_dgram_new(struct d_sock *s, uint32_t len);
+void d_dgram_push(struct d_daemon *d, struct d_sock *s, struct d_dgram *g);
+
 /* d_net.c */
+void d_acc_push(struct d_sock *l, struct d_sock *w);
 extern const struct ipk_ops d_events;
 void d_tx_pump(struct d_daemon *d, struct d_sock *s);
 void d_rx_deliver(struct d_daemon *d, struct d_sock *s);

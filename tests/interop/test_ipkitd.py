@@ -210,3 +210,28 @@ def test_ipkitd_graceful_close_of_dead_app(make_link, tmp_path):
     time.sleep(0.5)
     buf += echo.stdout.read() or b""
     assert b"reset" not in buf and b"error" not in buf, buf
+
+
+def test_ipkitd_two_apps_talk_to_each_other(svc):
+    """Two applications of one ipkitd on a TAP link talk to each other (issue 17's
+    first test): A listens, B connects to the daemon's address, 64 MiB each way
+    with SHA-256 checked on both sides; then UDP echoed by one application to the
+    other. The daemon joins them itself (svc/d_loop.c): the core would drop a
+    datagram from its own address."""
+    size = 64 << 20
+    a = svc.tool("listen", "6101", str(size))
+    read_until(a, "listening")
+    b = svc.tool("connect", svc.link.ipk_ip, "6101", str(size))
+    brc, bout, berr = finish(b)
+    arc, aout, aerr = finish(a)
+    assert arc == 0 and brc == 0, aerr + berr + svc.log()
+    a_sn, a_sh, a_rn, a_rh = digests(aout)
+    b_sn, b_sh, b_rn, b_rh = digests(bout)
+    assert a_sn == b_rn == size and a_sh == b_rh, (aout, bout)
+    assert b_sn == a_rn == size and b_sh == a_rh, (aout, bout)
+    e = svc.tool("udpecho", "6102", "50")
+    read_until(e, "ready")
+    rc, out, err = finish(svc.tool("udp", svc.link.ipk_ip, "6102", "50"), 60)
+    ec, eout, eerr = finish(e, 30)
+    assert rc == 0 and "udp 50/50" in out, out + err
+    assert ec == 0 and "udpecho 50/50" in eout, eout + eerr

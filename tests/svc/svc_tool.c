@@ -286,6 +286,10 @@ static int mode_listen(struct ipk_svc *svc, char **av)
 	ipk_svc_prep_listen(&e, 16);
 	if (rc == 0)
 		rc = one(l, &e, NULL);
+	if (rc == 0) { /* a client of the same daemon may connect from now on */
+		printf("listening\n");
+		fflush(stdout);
+	}
 	memset(&e, 0, sizeof e);
 	ipk_svc_prep_accept(&e, 64, 128);
 	if (rc == 0)
@@ -367,6 +371,50 @@ static int mode_udp(struct ipk_svc *svc, char **av)
 	printf("udp %d/%d echoed\n", ok, n);
 	ipk_svc_close(so);
 	return ok == n ? 0 : 1;
+}
+
+/* UDP echo of n datagrams on port (another application is the client): each
+ * datagram goes back to where it came from. Bounded: 200 waits of 100 ms at most
+ * without a datagram. */
+static int mode_udpecho(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_sock *so;
+	struct ipk_svc_sqe e;
+	struct ipk_svc_addr a;
+	uint8_t *buf;
+	int n = atoi(av[1]), done = 0, idle = 0;
+	if (n <= 0 || ipk_svc_socket(svc, IPK_SVC_UDP, 16, 32, &so) < 0)
+		return n <= 0 ? 2 : 1;
+	buf = (uint8_t *)ipk_svc_buf_alloc(svc, 2048);
+	memset(&e, 0, sizeof e);
+	ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
+	ipk_svc_prep_bind(&e, &a);
+	if (!buf || one(so, &e, NULL) != 0)
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	while (done < n && idle < 200) {
+		struct ipk_svc_sqe *q = ipk_svc_get_sqe(so);
+		struct ipk_svc_cqe c;
+		ipk_svc_prep_recvfrom(so, q, buf, 2048);
+		ipk_svc_sqe_set_data(q, 2);
+		ipk_svc_submit(so);
+		while (take_t(so, &c, 100000000) < 0 && ++idle < 200)
+			;
+		if (idle >= 200 || c.res < 0)
+			break;
+		q = ipk_svc_get_sqe(so);
+		ipk_svc_prep_sendto(so, q, buf, (uint32_t)c.res, &c.addr);
+		ipk_svc_sqe_set_data(q, 1);
+		ipk_svc_submit(so);
+		if (take_t(so, &c, 1000000000) < 0 || c.res < 0)
+			break;
+		done++;
+		idle = 0;
+	}
+	printf("udpecho %d/%d\n", done, n);
+	ipk_svc_close(so);
+	return done == n ? 0 : 1;
 }
 
 /* ------------------------------------------------------------ nop */
@@ -569,6 +617,8 @@ int main(int argc, char **argv)
 		rc = mode_listen(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "udp") && argc - i >= 4)
 		rc = mode_udp(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "udpecho") && argc - i >= 3)
+		rc = mode_udpecho(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hostile"))
 		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
 	else if (!strcmp(argv[i], "fair") && argc - i >= 2 && path)
