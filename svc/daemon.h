@@ -138,6 +138,7 @@ struct d_app {
 	int dirty;                   /* this pass: its sockets are looked at */
 	uint32_t cur[D_PRIO_MAX];    /* per level: where the last spent budget stopped */
 	int ctl_fd, bell_fd, pid_fd;
+	uint32_t bells;              /* doorbell events seen (drained every 4096th) */
 	struct d_ev ev_ctl, ev_bell, ev_pid;
 	int ready;                   /* hello done, region mapped */
 	int refused;                 /* not allowed: answered, waiting to close */
