@@ -700,6 +700,12 @@ void ipk_svc_prep_bind(struct ipk_svc_sqe *sqe, const struct ipk_svc_addr *local
 	sqe->addr = *local;
 }
 
+void ipk_svc_prep_bind_reuse(struct ipk_svc_sqe *sqe, const struct ipk_svc_addr *local)
+{
+	ipk_svc_prep_bind(sqe, local);
+	sqe->flags = IPK_SVC_SQE_F_REUSEPORT;
+}
+
 void ipk_svc_prep_listen(struct ipk_svc_sqe *sqe, uint32_t backlog)
 {
 	sqe->opcode = IPK_SVC_OP_LISTEN;

@@ -82,8 +82,8 @@ static uint16_t d_loop_port(struct d_daemon *d, struct d_sock *s)
  * paired with s, and queued for the listener's (multishot) accept. */
 void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 {
-	struct d_sock *l = d->tcp_port[op->e.addr.port_be], *w;
-	if (!l || l->state != D_LISTEN || l->acc_n >= l->backlog) {
+	struct d_sock *l = d_port_listener(d, op->e.addr.port_be, 1), *w;
+	if (!l) {
 		d_post_res(s, op->e.user_data, -ECONNREFUSED);
 		return;
 	}
@@ -231,7 +231,7 @@ void d_dgram_push(struct d_daemon *d, struct d_sock *s, struct d_dgram *g)
  * datagram (counted in loop_dgram_drops) and the send still succeeds. */
 void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
 {
-	struct d_sock *t = d->udp_port[e->addr.port_be];
+	struct d_sock *t = d_port_udp(d, e->addr.port_be, d->cfg.ip4_be, s->lport_be);
 	struct d_dgram *g = t && t->ring ? d_dgram_new(t, e->len) : NULL;
 	s->app->hdr->tx_copied += e->len;
 	if (!g) {

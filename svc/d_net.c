@@ -34,29 +34,7 @@ static int d_addr4(const struct ipk_svc_addr *a, uint32_t *ip4_be)
 	return 0;
 }
 
-static uint16_t d_port_host(uint16_t be) { return ipk_ntohs(be); }
-
 /* ------------------------------------------------------------ bind / listen */
-
-static int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be)
-{
-	struct d_sock **tab = s->type == IPK_SVC_TCP ? d->tcp_port : d->udp_port;
-	if (port_be == 0)
-		return -EINVAL;
-	/* ports below 1024 need a configured permission (--low-ports-uid) */
-	if (d_port_host(port_be) < 1024 && !s->app->low_ports)
-		return -EACCES;
-	if (tab[port_be])
-		return -EADDRINUSE;
-	if (s->type == IPK_SVC_UDP) {
-		int rc = ipk_udp_bind(d->ctx, port_be);
-		if (rc < 0)
-			return rc;
-	}
-	tab[port_be] = s;
-	s->lport_be = port_be;
-	return 0;
-}
 
 static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
 {
@@ -68,6 +46,7 @@ static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe
 		return -EADDRNOTAVAIL;
 	if (s->state != D_NEW)
 		return -EINVAL;
+	s->reuse = (e->flags & IPK_SVC_SQE_F_REUSEPORT) != 0;
 	rc = d_port_claim(d, s, e->addr.port_be);
 	if (rc == 0)
 		s->state = D_BOUND;
@@ -96,7 +75,8 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 		return -EINVAL;
 	if (bl > D_BACKLOG_MAX)
 		bl = D_BACKLOG_MAX;
-	rc = ipk_tcp_listen(d->ctx, s->lport_be, (uint16_t)bl);
+	/* a shared port: the core listens once, for all its listeners */
+	rc = d_port_listened(s) ? 0 : ipk_tcp_listen(d->ctx, s->lport_be, (uint16_t)bl);
 	if (rc == 0) {
 		s->state = D_LISTEN;
 		s->backlog = bl;
@@ -438,9 +418,8 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 
 static int ev_accept(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opq)
 {
-	struct d_sock *l = D(opq)->tcp_port[t->local_port_be];
 	(void)ctx;
-	return l && l->state == D_LISTEN && l->acc_n < l->backlog;
+	return d_port_listener(D(opq), t->local_port_be, 0) != NULL;
 }
 
 static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
@@ -450,8 +429,8 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 	struct d_sock *l, *w;
 	if (ipk_tcp_tuple(c, &t) < 0)
 		return NULL;
-	l = d->tcp_port[t.local_port_be];
-	w = l && l->state == D_LISTEN ? d_sock_alloc(l->app, IPK_SVC_TCP) : NULL;
+	l = d_port_listener(d, t.local_port_be, 1); /* the listeners take turns */
+	w = l ? d_sock_alloc(l->app, IPK_SVC_TCP) : NULL;
 	if (!w) {
 		ipk_tcp_abort(ctx, c, ipk_node_now(d->node));
 		return NULL;
@@ -558,7 +537,7 @@ static void ev_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
                    uint32_t len, void *opq)
 {
-	struct d_sock *s = D(opq)->udp_port[t->local_port_be];
+	struct d_sock *s = d_port_udp(D(opq), t->local_port_be, t->peer_ip4_be, t->peer_port_be);
 	struct d_dgram *g = s ? d_dgram_new(s, len) : NULL;
 	if (!g)
 		return;

@@ -184,20 +184,6 @@ static void d_sock_free_rx(struct d_sock *s)
 	s->dq_bytes = 0;
 }
 
-static void d_sock_ports(struct d_daemon *d, struct d_sock *s)
-{
-	uint16_t p = s->lport_be;
-	if (s->type == IPK_SVC_TCP && d->tcp_port[p] == s) {
-		if (s->state == D_LISTEN)
-			ipk_tcp_unlisten(d->ctx, p);
-		d->tcp_port[p] = NULL;
-	}
-	if (s->type == IPK_SVC_UDP && d->udp_port[p] == s) {
-		ipk_udp_unbind(d->ctx, p);
-		d->udp_port[p] = NULL;
-	}
-}
-
 /* Tear a socket down: connection reset (or FIN when graceful), waiting accepted
  * connections reset, ports freed, held data freed, rings back to the allocator.
  * No completion is posted. */
@@ -220,7 +206,7 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 		s->acc_h = w->acc_next;
 		d_sock_destroy(d, w, 0);
 	}
-	d_sock_ports(d, s);
+	d_port_release(d, s);
 	d_sock_free_rx(s);
 	free(s->txq.v);
 	free(s->rxq.v);

@@ -95,6 +95,9 @@ struct d_sock {
 	int err;                     /* -errno the connection ended with (0: normal) */
 	int rx_eof;
 	uint16_t lport_be;
+	int reuse;                   /* asked to share its port (IPK_SVC_SQE_F_REUSEPORT) */
+	int port_member;             /* holds lport_be in the port table (d_port.c) */
+	struct d_sock *port_next;    /* the other sockets on the port, a circle */
 	struct ipk_pkt *rxh, *rxt;   /* held payload (clones), linked by ->user */
 	struct d_op conn_op;         /* CONNECT in flight */
 	/* listener */
@@ -198,6 +201,14 @@ int d_opq_push(struct d_opq *q, const struct d_op *op);
 struct d_op *d_opq_front(struct d_opq *q);
 void d_opq_pop(struct d_opq *q);
 int d_buf_ok(const struct d_app *a, const struct ipk_svc_sqe *e);
+
+/* d_port.c */
+int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
+int d_port_listened(const struct d_sock *s);
+void d_port_release(struct d_daemon *d, struct d_sock *s);
+struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take);
+struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,
+                          uint16_t from_port_be);
 
 /* d_loop.c */
 int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);

@@ -51,6 +51,11 @@ elif mode == "udpecho":
     while True:
         b, a = s.recvfrom(65536)
         s.sendto(b, a)
+elif mode == "connmany":
+    for i in range(int(sys.argv[4])):
+        c = socket.create_connection((sys.argv[2], int(sys.argv[3])), timeout=10)
+        c.close()
+    print("connmany done", flush=True)
 elif mode == "client":
     size = int(sys.argv[4]); h_tx = hashlib.sha256(); h_rx = hashlib.sha256(); got = [0]
     c = socket.create_connection((sys.argv[2], int(sys.argv[3])), timeout=60)
@@ -120,7 +125,7 @@ class Svc:
 
     def peer(self, *args):
         p = self.link.start("/usr/bin/python3", str(self.peer_py), *args)
-        if args[0] != "client":
+        if args[0] not in ("client", "connmany"):
             read_until(p, "ready")
         return p
 
@@ -235,3 +240,21 @@ def test_ipkitd_two_apps_talk_to_each_other(svc):
     ec, eout, eerr = finish(e, 30)
     assert rc == 0 and "udp 50/50" in out, out + err
     assert ec == 0 and "udpecho 50/50" in eout, eout + eerr
+
+
+def test_ipkitd_reuseport_linux_clients(svc):
+    """Two applications share a port (both bind asking for reuse); 12 connections
+    from Linux alternate between their listeners, 6 each."""
+    ls = [svc.tool("rlisten", "6201", "6") for _ in range(2)]
+    for p in ls:
+        read_until(p, "listening")
+    c = svc.peer("connmany", svc.link.ipk_ip, "6201", "12")
+    crc, cout, cerr = finish(c, 60)
+    assert crc == 0 and "connmany done" in cout, cout + cerr
+    got = []
+    for p in ls:
+        rc, out, err = finish(p, 30)
+        m = re.search(r"rlisten got (\d+)", out)
+        assert rc == 0 and m, out + err
+        got.append(int(m.group(1)))
+    assert got == [6, 6], got

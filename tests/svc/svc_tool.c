@@ -417,6 +417,68 @@ static int mode_udpecho(struct ipk_svc *svc, char **av)
 	return done == n ? 0 : 1;
 }
 
+/* Port sharing: bind PORT asking for reuse, listen, take connections until n came
+ * or 3 s passed without one; print how many this listener got. */
+static int mode_rlisten(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_sock *l;
+	struct ipk_svc_sqe e;
+	struct ipk_svc_cqe c;
+	struct ipk_svc_addr a;
+	int n = atoi(av[1]), got = 0, rc;
+	if (n <= 0 || ipk_svc_socket(svc, IPK_SVC_TCP, 16, 64, &l) < 0)
+		return n <= 0 ? 2 : 1;
+	memset(&e, 0, sizeof e);
+	ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
+	ipk_svc_prep_bind_reuse(&e, &a);
+	rc = one(l, &e, NULL);
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_listen(&e, 64);
+	if (rc == 0)
+		rc = one(l, &e, NULL);
+	if (rc < 0) {
+		printf("rlisten bind/listen %d\n", rc);
+		return 1;
+	}
+	printf("listening\n");
+	fflush(stdout);
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_accept(&e, 8, 16);
+	*ipk_svc_get_sqe(l) = e;
+	ipk_svc_submit(l);
+	while (got < n && take_t(l, &c, 3000000000) == 0 && c.res == 0) {
+		struct ipk_svc_sock *w;
+		if (ipk_svc_accepted(svc, &c, &w) == 0) {
+			got++;
+			ipk_svc_close(w);
+		}
+	}
+	printf("rlisten got %d\n", got);
+	ipk_svc_close(l);
+	return 0;
+}
+
+/* n connections to ip:port one after the other, each closed once established. */
+static int mode_connmany(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_addr peer;
+	int n = atoi(av[2]), i, ok = 0;
+	if (parse_addr(av[0], av[1], &peer) < 0 || n <= 0)
+		return 2;
+	for (i = 0; i < n; i++) {
+		struct ipk_svc_sock *so;
+		struct ipk_svc_sqe e;
+		if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &so) < 0)
+			return 1;
+		memset(&e, 0, sizeof e);
+		ipk_svc_prep_connect(&e, &peer);
+		ok += one(so, &e, NULL) == 0;
+		ipk_svc_close(so);
+	}
+	printf("connmany %d/%d\n", ok, n);
+	return ok == n ? 0 : 1;
+}
+
 /* ------------------------------------------------------------ nop */
 
 static int mode_nop(struct ipk_svc *svc, char **av)
@@ -619,6 +681,10 @@ int main(int argc, char **argv)
 		rc = mode_udp(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "udpecho") && argc - i >= 3)
 		rc = mode_udpecho(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "rlisten") && argc - i >= 3)
+		rc = mode_rlisten(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "connmany") && argc - i >= 4)
+		rc = mode_connmany(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hostile"))
 		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
 	else if (!strcmp(argv[i], "fair") && argc - i >= 2 && path)

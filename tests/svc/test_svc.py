@@ -172,6 +172,34 @@ def case_apps_close(rig):
     check_echo_pair(a, rig.tool("connect", OUR_IP, "7103", str(1 << 20)), 1 << 20)
 
 
+def case_reuseport(rig):
+    """Port sharing: two applications bind one port asking for reuse and listen;
+    12 connections alternate between them (6 each, round robin). A socket that did
+    not ask for reuse cannot bind it (-EADDRINUSE), nor can one asking for reuse
+    bind a port held without it."""
+    ls = [rig.tool("rlisten", "7200", "6") for _ in range(2)]
+    for p in ls:
+        assert p.stdout.readline().strip() == b"listening"
+    hold = rig.tool("listen", "7200", "1")  # no reuse: refused
+    hout, herr = hold.communicate(timeout=30)
+    assert hold.returncode == 1 and b"Address already in use" in herr, herr
+    rc, out, err = rig.run_tool("connmany", OUR_IP, "7200", "12")
+    assert rc == 0 and "connmany 12/12" in out, out + err
+    got = []
+    for p in ls:
+        out, err = p.communicate(timeout=30)
+        m = re.search(rb"rlisten got (\d+)", out)
+        assert p.returncode == 0 and m, out + err
+        got.append(int(m.group(1)))
+    assert got == [6, 6], got
+    # a port held without reuse does not take a socket asking for it
+    a = rig.tool("listen", "7201", str(1 << 10))
+    assert a.stdout.readline().strip() == b"listening"
+    rc, out, err = rig.run_tool("rlisten", "7201", "1")
+    assert rc == 1 and "rlisten bind/listen -98" in out, out + err
+    check_echo_pair(a, rig.tool("connect", OUR_IP, "7201", str(1 << 10)), 1 << 10)
+
+
 def case_conn_refused(rig):
     """connect to a port nobody listens on: the completion says -ECONNREFUSED."""
     rc, out, err = rig.run_tool("connect", PEER_IP, "9", "1000")
