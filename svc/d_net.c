@@ -13,8 +13,10 @@ static struct d_daemon *D(void *opaque) { return (struct d_daemon *)ipk_node_app
 /* An op that counted in flight completes. */
 void d_op_done(struct d_sock *s, uint64_t user_data, int32_t res)
 {
-	if (s->inflight + s->ovf_n >= s->cq_entries)
+	if (s->inflight + s->ovf_n >= s->cq_entries) {
 		s->app->rescan = 1; /* the SQ was held back by the in-flight limit */
+		d_act_push(s);
+	}
 	if (s->inflight)
 		s->inflight--;
 	d_post_res(s, user_data, res);

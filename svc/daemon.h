@@ -110,6 +110,10 @@ struct d_sock {
 	struct d_sock *peer;
 	struct d_pipe rxp;           /* bytes for this socket's RECVs */
 	uint16_t peer_port_be;       /* the other end's port (accept's address) */
+	/* the app's active list at this socket's level (d_sock.c): sockets with
+	 * submissions or work left, so a pass costs O(active sockets) */
+	struct d_sock *act_prev, *act_next;
+	int on_act, more;
 	int pumping, pump_again;     /* d_tx_pump re-entry guard */
 	/* UDP */
 	struct d_dgram *dq_h, *dq_t;
@@ -139,7 +143,10 @@ struct d_app {
 	int low_ports;
 	unsigned prio_max;           /* the highest level (smallest number) it may ask */
 	int dirty;                   /* this pass: its sockets are looked at */
-	uint32_t cur[D_PRIO_MAX];    /* per level: where the last spent budget stopped */
+	struct d_sock *act_h[D_PRIO_MAX], *act_t[D_PRIO_MAX]; /* active sockets per level */
+	uint32_t act_n[D_PRIO_MAX];
+	uint64_t *ready_sum, *ready_bm; /* the region's ready bitmap (untrusted) */
+	uint32_t ready_words, ready_sum_words;
 	int ctl_fd, bell_fd, pid_fd;
 	uint32_t bells;              /* doorbell events seen (drained every 4096th) */
 	struct d_ev ev_ctl, ev_bell, ev_pid;
@@ -191,6 +198,8 @@ uint64_t d_now(void);
 /* d_sock.c */
 int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned level, uint32_t *budget);
 void d_pass_begin(struct d_app *a);
+void d_act_push(struct d_sock *s);
+void d_act_remove(struct d_sock *s);
 void d_post(struct d_sock *s, const struct ipk_svc_cqe *c);
 void d_post_res(struct d_sock *s, uint64_t user_data, int32_t res);
 int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq);

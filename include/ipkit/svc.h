@@ -305,6 +305,9 @@ uint64_t ipk_svc_sock_ring_off(const struct ipk_svc_sock *so);
 struct ipk_svc_stats {
 	uint64_t tx_copied, rx_copied;
 	uint64_t bad_sqe, bad_index;
+	uint64_t sock_visits; /* times the daemon looked at one of the app's sockets (not
+	                       * the control ring): the work of its passes, which
+	                       * follows the sockets that submitted, not all of them */
 };
 /* ipk_svc_stats: copy them into *st (zeros for a NULL svc; NULL st: nothing). */
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);

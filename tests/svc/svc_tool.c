@@ -527,6 +527,23 @@ static int mode_many(struct ipk_svc *svc, char **av)
 		if (take(v[i], &c) == 0 && c.res == 0 && c.user_data == (uint64_t)i)
 			ok++;
 	}
+	{
+		/* with all n sockets open, 1,000 NOPs one at a time on one of them: the
+		 * daemon's work (sockets looked at) follows the one that submits */
+		struct ipk_svc_stats s0, s1;
+		struct ipk_svc_sqe e;
+		long k;
+		ipk_svc_stats(svc, &s0);
+		for (k = 0; k < 1000; k++) {
+			memset(&e, 0, sizeof e);
+			ipk_svc_prep_nop(&e);
+			if (one(v[n / 2], &e, NULL) != 0)
+				break;
+		}
+		ipk_svc_stats(svc, &s1);
+		printf("many_visits %llu for %ld nops\n",
+		       (unsigned long long)(s1.sock_visits - s0.sock_visits), k);
+	}
 	for (i = 0; i < n; i++)
 		ipk_svc_close(v[i]);
 	free(v);
