@@ -295,7 +295,10 @@ def case_kill(rig):
     dt = (time.monotonic() - t0) * 1000
     print("reclaimed %s socket(s) %.1f ms after SIGKILL (as seen by the test)" % (m.group(2), dt))
     assert int(m.group(2)) == 1
-    assert dt < 100, "reclaim took %.1f ms (issue 17: within 100 ms)" % dt
+    # IPKIT_TIME_MULT: the ThreadSanitizer stage (tests/port/run_all.sh) runs the
+    # daemon several times slower; the 100 ms bound is the plain build's
+    limit = 100 * float(os.environ.get("IPKIT_TIME_MULT", "1"))
+    assert dt < limit, "reclaim took %.1f ms (issue 17: within 100 ms)" % dt
     victim.wait(timeout=5)
     check_echo(other, size)
 
