@@ -10,13 +10,22 @@
 
 static struct d_daemon *D(void *opaque) { return (struct d_daemon *)ipk_node_app(opaque); }
 
+/* A completion lifts the in-flight limit: if the SQ holds entries the daemon has
+ * not taken (the limit held them back, whatever the CQ overflow did meanwhile),
+ * the socket is looked at again. The tail is the app's and only a hint here: a
+ * wrong one costs a visit, d_sock_consume checks it. */
+static void d_sq_recheck(struct d_sock *s)
+{
+	if (s->ring && IPK_SVC_LOAD_RLX(&s->ring->sq_tail.v) != s->sq_head) {
+		s->app->rescan = 1;
+		d_act_push(s);
+	}
+}
+
 /* An op that counted in flight completes. */
 void d_op_done(struct d_sock *s, uint64_t user_data, int32_t res)
 {
-	if (s->inflight + s->ovf_n >= s->cq_entries) {
-		s->app->rescan = 1; /* the SQ was held back by the in-flight limit */
-		d_act_push(s);
-	}
+	d_sq_recheck(s);
 	if (s->inflight)
 		s->inflight--;
 	d_post_res(s, user_data, res);
@@ -298,6 +307,7 @@ static void d_rx_udp(struct d_sock *s)
 		c.user_data = op->e.user_data;
 		c.res = (int32_t)n; /* truncated to the buffer, as recvfrom does */
 		c.addr = g->from;
+		d_sq_recheck(s);
 		if (s->inflight)
 			s->inflight--;
 		d_post(s, &c);

@@ -403,6 +403,7 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s, uint32_t ma
 	/* acquire: the entries up to tail are read only after the tail that
 	 * published them */
 	uint32_t tail = IPK_SVC_LOAD_ACQ(&s->ring->sq_tail.v), n = tail - s->sq_head, k = 0;
+	s->more = 0;
 	if (n > s->sq_entries) {
 		d_ring_error(s);
 		return 0;

@@ -61,6 +61,16 @@
 #define WAIT_NS 30000000000ll
 
 static int fails;
+/* SVC_TOOL_PRIO=L: connect and rr sockets ask for level L - 1 (unset or 0: the
+ * application's default level) */
+static unsigned g_prio;
+
+static int tool_socket(struct ipk_svc *svc, uint32_t sq, uint32_t cq, struct ipk_svc_sock **so)
+{
+	if (g_prio == 0)
+		return ipk_svc_socket(svc, IPK_SVC_TCP, sq, cq, so);
+	return ipk_svc_socket_prio(svc, IPK_SVC_TCP, sq, cq, g_prio - 1, so);
+}
 #define CHECK(cond, ...)                                   \
 	do {                                                   \
 		if (!(cond)) {                                     \
@@ -249,7 +259,7 @@ static int mode_connect(struct ipk_svc *svc, char **av)
 		return 2;
 	x.svc = svc;
 	x.size = strtoull(av[2], NULL, 0);
-	if (ipk_svc_socket(svc, IPK_SVC_TCP, 64, 128, &x.so) < 0)
+	if (tool_socket(svc, 64, 128, &x.so) < 0)
 		return 1;
 	memset(&e, 0, sizeof e);
 	ipk_svc_prep_connect(&e, &peer);
@@ -668,6 +678,8 @@ int main(int argc, char **argv)
 	const char *path = NULL;
 	struct ipk_svc *svc;
 	int err = 0, rc = 2, i = 1;
+	if (getenv("SVC_TOOL_PRIO"))
+		g_prio = (unsigned)atoi(getenv("SVC_TOOL_PRIO"));
 	if (argc > 2 && !strcmp(argv[1], "--socket")) {
 		path = argv[2];
 		i = 3;
