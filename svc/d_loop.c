@@ -8,7 +8,8 @@
  * connection are sockets of this daemon, so the daemon joins them directly: a
  * CONNECT to the node's own address (or 127/8) finds the listener in the port
  * table, both sockets name each other (d_sock.peer) and each direction is a
- * bounded, daemon-private byte pipe. No frame, no core connection, no recursion:
+ * bounded (64 KiB), daemon-private byte pipe, allocated only while it holds
+ * bytes. No frame, no core connection, no recursion:
  * a send copies from the sender's region into the receiver's pipe, a receive
  * from the pipe into the receiver's region (both copies counted), and a full
  * pipe holds the sender's SEND until the receiver takes bytes (back-pressure,
@@ -56,6 +57,11 @@ static uint32_t d_pipe_get(struct d_pipe *p, uint8_t *dst, uint32_t len)
 		p->n -= k;
 		done += k;
 	}
+	if (p->n == 0) { /* an idle connection holds no memory */
+		free(p->buf);
+		p->buf = NULL;
+		p->head = 0;
+	}
 	return done;
 }
 
@@ -88,14 +94,7 @@ void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 		return;
 	}
 	w = d_sock_alloc(l->app, IPK_SVC_TCP);
-	if (w)
-		w->rxp.buf = (uint8_t *)malloc(D_PIPE_BYTES);
-	if (w && w->rxp.buf)
-		s->rxp.buf = (uint8_t *)malloc(D_PIPE_BYTES);
-	if (!w || !s->rxp.buf) {
-		if (w)
-			free(w->rxp.buf);
-		free(w);
+	if (!w) {
 		d_post_res(s, op->e.user_data, -ENOMEM);
 		return;
 	}
@@ -128,6 +127,11 @@ static void d_loop_tx_once(struct d_daemon *d, struct d_sock *s)
 			d_op_done(s, op->e.user_data, 0);
 			d_opq_pop(&s->txq);
 			d_rx_deliver(d, p);
+			continue;
+		}
+		if (!p->rxp.buf && !(p->rxp.buf = (uint8_t *)malloc(D_PIPE_BYTES))) {
+			d_op_done(s, op->e.user_data, -ENOMEM);
+			d_opq_pop(&s->txq);
 			continue;
 		}
 		n = d_pipe_put(&p->rxp, s->app->base + op->e.buf_off + op->done,

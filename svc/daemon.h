@@ -21,8 +21,8 @@
                                  * costs at most this much memory per socket */
 #define D_SOCK_IDX_BITS 24
 #define D_BACKLOG_MAX 4096u
-#define D_PIPE_BYTES (256u << 10) /* bytes in flight one way between two applications
-                                   * of this daemon (a socket buffer's worth) */
+#define D_PIPE_BYTES (64u << 10) /* bytes in flight one way between two applications
+                                  * of this daemon; allocated while it holds any */
 
 struct d_cfg {
 	const char *io_spec, *sock_path;
