@@ -384,34 +384,37 @@ static int mode_udp(struct ipk_svc *svc, char **av)
 }
 
 /* UDP echo of n datagrams on port (another application is the client): each
- * datagram goes back to where it came from. Bounded: 200 waits of 100 ms at most
- * without a datagram. */
+ * datagram goes back to where it came from. Bounded: IDLE (default 200) waits of
+ * 100 ms at most without a datagram. SVC_TOOL_REUSE=1 binds asking for reuse. */
 static int mode_udpecho(struct ipk_svc *svc, char **av)
 {
 	struct ipk_svc_sock *so;
 	struct ipk_svc_sqe e;
 	struct ipk_svc_addr a;
 	uint8_t *buf;
-	int n = atoi(av[1]), done = 0, idle = 0;
+	int n = atoi(av[1]), done = 0, idle = 0, idle_max = av[2] ? atoi(av[2]) : 200;
 	if (n <= 0 || ipk_svc_socket(svc, IPK_SVC_UDP, 16, 32, &so) < 0)
 		return n <= 0 ? 2 : 1;
 	buf = (uint8_t *)ipk_svc_buf_alloc(svc, 2048);
 	memset(&e, 0, sizeof e);
 	ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
-	ipk_svc_prep_bind(&e, &a);
+	if (getenv("SVC_TOOL_REUSE"))
+		ipk_svc_prep_bind_reuse(&e, &a);
+	else
+		ipk_svc_prep_bind(&e, &a);
 	if (!buf || one(so, &e, NULL) != 0)
 		return 1;
 	printf("ready\n");
 	fflush(stdout);
-	while (done < n && idle < 200) {
+	while (done < n && idle < idle_max) {
 		struct ipk_svc_sqe *q = ipk_svc_get_sqe(so);
 		struct ipk_svc_cqe c;
 		ipk_svc_prep_recvfrom(so, q, buf, 2048);
 		ipk_svc_sqe_set_data(q, 2);
 		ipk_svc_submit(so);
-		while (take_t(so, &c, 100000000) < 0 && ++idle < 200)
+		while (take_t(so, &c, 100000000) < 0 && ++idle < idle_max)
 			;
-		if (idle >= 200 || c.res < 0)
+		if (idle >= idle_max || c.res < 0)
 			break;
 		q = ipk_svc_get_sqe(so);
 		ipk_svc_prep_sendto(so, q, buf, (uint32_t)c.res, &c.addr);

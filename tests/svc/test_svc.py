@@ -198,6 +198,19 @@ def case_reuseport(rig):
     rc, out, err = rig.run_tool("rlisten", "7201", "1")
     assert rc == 1 and "rlisten bind/listen -98" in out, out + err
     check_echo_pair(a, rig.tool("connect", OUR_IP, "7201", str(1 << 10)), 1 << 10)
+    # UDP: two applications share a port; one sender's 20 datagrams all reach one
+    # of them (a hash of the sender's address and port), in order, echoed
+    env = dict(os.environ, SVC_TOOL_REUSE="1")
+    es = [subprocess.Popen([TOOL, "--socket", rig.sock, "udpecho", "7202", "20", "15"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+          for _ in range(2)]
+    rig.procs.extend(es)
+    for e in es:
+        assert e.stdout.readline().strip() == b"ready"
+    rc, out, err = rig.run_tool("udp", OUR_IP, "7202", "20")
+    assert rc == 0 and "udp 20/20" in out, out + err
+    res = sorted(e.communicate(timeout=30)[0].decode().strip() for e in es)
+    assert res == ["udpecho 0/20", "udpecho 20/20"], res
 
 
 def case_conn_refused(rig):
