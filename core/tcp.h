@@ -772,6 +772,9 @@ void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
  * trimmed) or by SACK: §6.2 steps 1-3. */
 void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r,
                             int cum);
+/* The cumulative ACK s covers [snd_una, ack) (called before snd_una moves and the
+ * scoreboard is trimmed): §6.2 steps 1-3, with its TSecr for step 2. */
+void ipk_tcp_rack_acked(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
 /* §6.2 step 5: mark lost what the reordering window has expired on; returns the
  * ns until the next segment would expire (0 = none pending). */
 uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c);
