@@ -96,8 +96,9 @@
 #define IPK_TCP_PB_FIN 0x2u  /* out-of-order queue: segment carried FIN */
 #define IPK_TCP_PB_RECENT 0x4u /* out-of-order queue: the segment that arrived last */
 
-/* pb->xmit of a send-queue pb: 0 not sent, 1 sent once, 2 sent again, or: */
+/* pb->xmit of a send-queue pb: 0 not sent, 1 sent once, 2 sent twice, or: */
 #define IPK_TCP_XMIT_LOST 3u /* RFC 8985 §6.2: its retransmission was lost, send again */
+#define IPK_TCP_XMIT_AGAIN 4u /* sent three times or more (tcp_rack.c rtx_too_soon) */
 
 /* c->rtx_kind: what the one loss timer (rtx_at) does when it fires */
 #define IPK_TCP_RTX_RTO 0u /* RFC 6298 retransmission timeout */

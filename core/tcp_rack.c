@@ -1,7 +1,8 @@
 /*
  * RACK-TLP (RFC 8985): time-based loss detection from per-segment transmit times
- * (kept on the send-queue pbs: pb->t last sent, pb->xmit 1 = once, 2 = again,
- * IPK_TCP_XMIT_LOST = the retransmission was lost too), the
+ * (kept on the send-queue pbs: pb->t last sent, pb->xmit 1 = once, 2 = twice,
+ * IPK_TCP_XMIT_AGAIN = three times or more, IPK_TCP_XMIT_LOST = the retransmission
+ * was lost too), the
  * reordering window and its timer, and the tail loss probe. Works beside the SACK
  * scoreboard (tcp_sb.c), which holds RACK's per-flight state.
  */
@@ -101,7 +102,7 @@ IPK_HOT void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t
 			continue;
 		pb->t = ctx->now;
 		if (again)
-			pb->xmit = 2;
+			pb->xmit = pb->xmit > 1 ? IPK_TCP_XMIT_AGAIN : 2u;
 		else if (pb->xmit == 0)
 			pb->xmit = 1;
 	}
@@ -228,7 +229,9 @@ static int eifel(const struct ipk_conn *c, const struct ipk_tcp_seg *s, const st
  * Only in a SACK recovery: a segment resent after an RTO was not deemed lost by
  * later data, and its original may have arrived long before (ACKs lost, or a
  * receiver that reneged: tests/sim/test_sim_rmem.c). Only a pb of one segment sent
- * twice: a larger pb takes the time of a retransmission of a part of it. The tick
+ * twice: a larger pb takes the time of a retransmission of a part of it, and after a
+ * third send the ACK of the second echoes an older TSval than the third's (at 0.1%
+ * loss, 1% duplication, 10 Mbit/s, 50 ms: 64 false signals, 7 RTOs). The tick
  * is asked first: min_RTT, sampled only while a scoreboard is kept, can lie above a
  * path whose queue drained since (after a slow-start overshoot, 20 ms against
  * retransmissions ACKed in 10 to 17 ms: tests/sim/test_sim_overshoot.c).
@@ -324,7 +327,8 @@ static int sent_before(const struct ipk_pb *rec, const struct ipk_pb *pb)
  * hundred after a large loss. */
 static void mark_pb_lost(struct ipk_conn *c, struct ipk_pb *pb)
 {
-	if (pb->xmit == 2 && ipk_seq_lt(pb->seq, IPK_SB_HIGH_RXT(ipk_tcp_sb(c)))) {
+	if ((pb->xmit == 2 || pb->xmit == IPK_TCP_XMIT_AGAIN) &&
+	    ipk_seq_lt(pb->seq, IPK_SB_HIGH_RXT(ipk_tcp_sb(c)))) {
 		pb->xmit = IPK_TCP_XMIT_LOST;
 		c->fl |= IPK_TCPF_RTX_LOST;
 	}
