@@ -1089,6 +1089,45 @@ static void test_established_rack_reo_wnd_persists_16_recoveries(void)
 	finish(t);
 }
 
+/* One round trip with a D-SACK: a segment sent and acknowledged with a D-SACK of
+ * itself (a network duplicate). */
+static void dsack_round(struct th *t, struct ipk_conn *c)
+{
+	struct tseg s;
+	uint32_t d = c->snd_max, blk[1][2];
+
+	send_segs(t, c, 1);
+	blk[0][0] = d;
+	blk[0][1] = d + MSS;
+	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, blk, 1, NULL, 0);
+	while (th_next(t, &s))
+		;
+}
+
+/* RFC 8985 §6.2 step 4: reo_wnd_mult grows by one per round trip with a D-SACK, to
+ * 16 while the path has shown no reordering (on a path that only loses, a window
+ * grown toward SRTT delayed loss detection into RTOs), to 255 (Linux's steps) once
+ * it has (tcp_rack.c: behind a queue 16 x min_RTT / 4 was far too narrow). */
+static void test_established_rack_reo_wnd_mult_cap_follows_reordering_seen(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	int i;
+
+	open_conn(t, 1, 0, &c, &s);
+	for (i = 0; i < 20; i++)
+		dsack_round(t, c);
+	CHECK_EQ(c->reo_mult, 16u);
+	CHECK(!(c->fl & IPK_TCPF_REORDER));
+	c->fl |= IPK_TCPF_REORDER; /* as tcp_rack.c reorder_seen sets it */
+	for (i = 0; i < 5; i++)
+		dsack_round(t, c);
+	CHECK_EQ(c->reo_mult, 21u);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 /* min_RTT is a windowed minimum of RACK's samples: after the path's RTT rises
  * from 8 ms to 50 ms, the old minimum holds for at most two periods (5-10 s), then
  * 50 ms is the minimum (and RACK's reordering window a quarter of it). */
@@ -1180,6 +1219,7 @@ int main(void)
 	RUN(test_established_rescue_retransmits_tail_once_per_recovery);
 	RUN(test_established_rescue_not_while_new_data_waits);
 	RUN(test_established_rack_reo_wnd_persists_16_recoveries);
+	RUN(test_established_rack_reo_wnd_mult_cap_follows_reordering_seen);
 	RUN(test_established_rack_min_rtt_ages_when_rtt_rises);
 	RUN(test_established_rack_marks_lost_after_reorder_window);
 	RUN(test_established_tlp_probes_last_segment_after_pto);
