@@ -12,7 +12,9 @@
  *   ipkit-tcp-figures [--out docs/tcp-figures.md] [--seed N]
  *
  * Prints a Markdown table (and writes it to --out). Figures, not a test: it never
- * fails on a number, only when a transfer does not complete.
+ * fails on a number, only when a transfer does not complete. What --out's file holds
+ * from a line FIG_KEEP_MARK on (the relay figures of tests/relay/relay_figures.py,
+ * measured on real stacks) is kept after the new tables.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -395,6 +397,30 @@ static void fig_episodes(uint64_t seed)
 		}
 }
 
+#define FIG_KEEP_MARK "<!-- relay-figures -->"
+
+/* The part of `path` from FIG_KEEP_MARK on (malloc'd), or NULL: none, or no file. */
+static char *fig_kept_tail(const char *path)
+{
+	static char buf[65536];
+	size_t n;
+	char *mark, *copy;
+	FILE *fp = fopen(path, "r");
+
+	if (!fp)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = 0;
+	mark = strstr(buf, FIG_KEEP_MARK);
+	if (!mark)
+		return NULL;
+	copy = malloc(strlen(mark) + 1);
+	if (copy)
+		strcpy(copy, mark);
+	return copy;
+}
+
 int main(int argc, char **argv)
 {
 	const char *out = NULL;
@@ -443,9 +469,13 @@ int main(int argc, char **argv)
 	}
 	fputs(g_out, stdout);
 	if (out) {
+		char *tail = fig_kept_tail(out);
 		FILE *fp = fopen(out, "w");
+		int bad = !fp || fputs(g_out, fp) < 0 ||
+		          (tail && (fputs("\n", fp) < 0 || fputs(tail, fp) < 0));
 
-		if (!fp || fputs(g_out, fp) < 0 || fclose(fp) != 0) {
+		free(tail);
+		if (bad || (fp && fclose(fp) != 0)) {
 			perror(out);
 			return 1;
 		}

@@ -74,6 +74,20 @@
 #define IPK_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define IPK_UNUSED(x) ((void)(x))
 
+/* Copy len bytes: a few (a 1-byte request, a short reply) by hand, where a call to
+ * the library's memcpy costs more than the copy; more by memcpy. */
+IPK_INLINE void ipk_copy_short(uint8_t *dst, const uint8_t *src, uint32_t len)
+{
+	uint32_t i;
+
+	if (len > 8) {
+		ipk_memcpy(dst, src, len);
+		return;
+	}
+	for (i = 0; i < len; i++)
+		dst[i] = src[i];
+}
+
 /*
  * A packet-buffer descriptor: one packet held in one of the core's queues (TCP send
  * queue, TCP out-of-order queue, reassembly, ARP wait queue). Taken from the pool the
@@ -180,6 +194,7 @@ struct ipk_ctx {
 	const struct ipk_ops *ops;
 	struct ipk_counters cnt;
 	uint64_t now;
+	uint64_t tx_stamp;      /* the last TCP transmit time handed out (ipk_tcp_tx_stamp) */
 	uint32_t l2_len;        /* 14 for Ethernet, 0 for raw IP */
 	uint32_t tx_queued;     /* frames given to ops->tx since the last flush */
 

@@ -146,6 +146,7 @@ void ipk_tcp_enter(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_tcp_state s
 {
 	IPK_UNUSED(ctx);
 	c->state = (uint8_t)st;
+	ipk_tcp_fast_clear(c); /* set again after the event when ESTABLISHED */
 }
 
 void ipk_tcp_backlog_release(struct ipk_ctx *ctx, struct ipk_conn *c)
@@ -192,6 +193,7 @@ static void conn_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	c->magic = 0;
 	c->state = IPK_TCP_CLOSED;
+	ipk_tcp_fast_clear(c);
 	ipk_conn_put(ctx, c);
 }
 
@@ -213,6 +215,7 @@ void ipk_tcp_destroy(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_close_rea
 	ipk_tcp_backlog_release(ctx, c);
 	ipk_tcp_queues_free(ctx, c);
 	c->state = IPK_TCP_CLOSED;
+	ipk_tcp_fast_clear(c);
 	ipk_tcp_report_closed(ctx, c, why);
 	if (c->busy) {
 		c->fl |= IPK_TCPF_ZOMBIE;
@@ -611,7 +614,7 @@ static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_
 			break;
 		}
 		ipk_pkt_set_len(ctx, p, n);
-		ipk_memcpy(ipk_pkt_data(ctx, p), buf + done, n);
+		ipk_copy_short(ipk_pkt_data(ctx, p), buf + done, n);
 		pb->pkt = p;
 		pb->off = 0;
 		pb->len = n;
@@ -703,6 +706,7 @@ int ipk_tcp_close(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now)
 		if (c->fl & IPK_TCPF_FIN_QUEUED)
 			return IPK_ENOTCONN;
 		c->fl |= IPK_TCPF_FIN_QUEUED;
+		ipk_tcp_fast_clear(c);
 		if (c->state == IPK_TCP_ESTABLISHED)
 			ipk_tcp_enter(ctx, c, IPK_TCP_FIN_WAIT_1);
 		else if (c->state == IPK_TCP_CLOSE_WAIT)

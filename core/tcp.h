@@ -85,7 +85,13 @@
 #define IPK_TCPF_TS_NO_RTT 0x8000000u /* SYN cookie: our SYN-ACK's TSval held options */
 #define IPK_TCPF_DSACK_RND 0x10000000u /* RFC 8985 RACK.dsack_round is set (scoreboard) */
 #define IPK_TCPF_TW_LINKED 0x20000000u /* on the ctx TIME_WAIT list (tcp_tw.c) */
-#define IPK_TCPF_OOW_RL 0x40000000u /* oow_until is set (tcp_defence.c) */
+/* The fast paths' per-connection conditions hold (ipk_tcp_fast_ok): header
+ * prediction and txf_len test this one bit in place of the state, the extension
+ * record, duplicate ACKs and the recovery flags. Set only after the full test
+ * (tcp_in.c, end of a segment's event), cleared wherever one of the conditions can
+ * stop holding (ipk_tcp_fast_clear); when clear, the fast paths make the full test,
+ * so a bit left clear only costs time. */
+#define IPK_TCPF_FAST 0x40000000u
 #define IPK_TCPF_REORDER 0x80000000u /* RFC 8985 RACK.reordering_seen: the path reorders */
 
 /* pb->aux flag for send-queue and out-of-order pbs */
@@ -221,7 +227,7 @@ struct ipk_conn {
 
 	/* defences (tcp_defence.c, tcp_tw.c) */
 	uint32_t oow_until;         /* ms tick: no ACK to an unacceptable segment before it
-	                             * (with IPK_TCPF_OOW_RL) */
+	                             * (0 = none: ipk_tcp_ms_at never returns 0) */
 	uint32_t ecn_high;          /* RFC 3168 §6.1.2: no new ECE reduction before this is acked */
 
 	/* RFC 7323 §4.3 */
@@ -303,6 +309,24 @@ IPK_INLINE struct ipk_pb *ipk_tcp_rcvy(const struct ipk_conn *c)
 {
 	return c->x && (IPK_RCVY_FLAGS(c->x) & IPK_RCVY_F_ON) ? c->x : NULL;
 }
+
+/* Flags no fast-path connection has: closing or closed, ECN (its marks go the full
+ * way), loss recovery of any kind. */
+#define IPK_TCPF_FAST_NOT (IPK_TCPF_ZOMBIE | IPK_TCPF_FIN_QUEUED | IPK_TCPF_ECN | \
+                           IPK_TCPF_RECOVERY | IPK_TCPF_SACK_RCVY | IPK_TCPF_RTX_LOST)
+
+/* The per-connection conditions of both fast paths (tcp_in.c predicted, tcp_out.c
+ * txf_len), what IPK_TCPF_FAST stands for: ESTABLISHED, none of IPK_TCPF_FAST_NOT, no
+ * extension record (nothing out of order, no scoreboard, no recovery episode), no
+ * duplicate ACKs counted. */
+IPK_INLINE int ipk_tcp_fast_ok(const struct ipk_conn *c)
+{
+	return c->state == IPK_TCP_ESTABLISHED && !(c->fl & IPK_TCPF_FAST_NOT) && !c->x &&
+	       c->dupacks == 0;
+}
+/* One of ipk_tcp_fast_ok's conditions may stop holding: the fast paths test them all
+ * until the end of the next segment's event sets the bit again. */
+IPK_INLINE void ipk_tcp_fast_clear(struct ipk_conn *c) { c->fl &= ~IPK_TCPF_FAST; }
 
 /*
  * Connection time. The engine's clock is ctx->now in ns (64-bit); a connection keeps
@@ -524,6 +548,27 @@ void ipk_tcp_send_rst_for(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s);
 uint32_t ipk_tcp_rcv_window(const struct ipk_ctx *ctx, const struct ipk_conn *c);
 /* Free send-queue bytes now acknowledged up to `ack`; returns bytes released. */
 uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack);
+/* ipk_tcp_sq_release's common case inline: the ACK covers exactly the one pb queued
+ * (a request or a reply acknowledged whole). Anything else takes the loop. */
+IPK_INLINE uint32_t ipk_tcp_sq_release_ack(struct ipk_ctx *ctx, struct ipk_conn *c,
+                                           uint32_t ack)
+{
+	struct ipk_pb *pb = c->sq_head;
+	uint32_t done = ack - c->sq_seq;
+
+	if (!pb || pb != c->sq_tail || done == 0 || done != c->sq_bytes || pb->len != done)
+		return ipk_tcp_sq_release(ctx, c, ack);
+	c->sq_head = c->sq_tail = NULL;
+	if (ctx->sq_hint_pb == pb)
+		ctx->sq_hint_c = NULL;
+	c->sndbuf += IPK_TCP_PB_OV(pb); /* tcp.c sq_overhead */
+	ctx->wmem -= done + IPK_TCP_PB_OV(pb);
+	ipk_pkt_release(ctx, pb->pkt);
+	ipk_pb_put(ctx, pb);
+	c->sq_seq = ack;
+	c->sq_bytes = 0;
+	return done;
+}
 /* The send-queue pb holding `seq` (NULL past the queue) and seq's offset in it. */
 struct ipk_pb *ipk_tcp_sq_find(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq,
                                uint32_t *at);
@@ -632,6 +677,24 @@ void ipk_tcp_cc_init(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* New data acknowledged (acked bytes, snd_una not yet advanced). Returns 1 when a
  * partial ACK in recovery asks for the next hole to be retransmitted. */
 int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack, uint32_t acked);
+/* RFC 7661 §4.1: the flight is under half of cwnd, so an ACK does not grow cwnd
+ * (tcp_cc.c tests it before any algorithm's on_ack). */
+IPK_INLINE int ipk_tcp_cc_app_limited(const struct ipk_conn *c)
+{
+	return c->snd_max - c->snd_una < c->cwnd / 2u;
+}
+/* ipk_tcp_cc_on_ack for an ACK of new data outside NewReno recovery and the flight
+ * application-limited (request/response): only the duplicate count ends, without
+ * the call. Returns what ipk_tcp_cc_on_ack returns (1: a partial ACK to answer). */
+IPK_INLINE int ipk_tcp_cc_ack_new(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack,
+                                  uint32_t acked)
+{
+	if (!(c->fl & IPK_TCPF_RECOVERY) && ipk_tcp_cc_app_limited(c)) {
+		c->dupacks = 0;
+		return 0;
+	}
+	return ipk_tcp_cc_on_ack(ctx, c, ack, acked);
+}
 /* A duplicate ACK; returns 1 when fast retransmit is due now. */
 int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_cc_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c);
@@ -739,6 +802,11 @@ IPK_INLINE const struct ipk_pb *ipk_tcp_sb_ranges(const struct ipk_conn *c)
 }
 /* Bytes marked lost and not yet retransmitted in this recovery. */
 uint32_t ipk_tcp_sb_lost_unsent(const struct ipk_conn *c);
+/* The loss probe of a SACK recovery (tcp_rack.c tlp_send): send the first segment
+ * RFC 6675 NextSeg rule (1) offers, a lost hole or a lost retransmission, whatever
+ * cwnd says. Returns 1 when it went out, 0 when there was none, -1 when the send
+ * failed (no packet). */
+int ipk_tcp_sb_probe_lost(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Most ranges the connection's scoreboard keeps. */
 uint32_t ipk_tcp_sb_cap(const struct ipk_conn *c);
 /* The end of the highest SACKed range (RACK.fack), snd_una when nothing is SACKed. */
@@ -813,13 +881,14 @@ void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c);
 
 /* TLP's conditions (tcp_rack.c tlp_allowed) that a connection ESTABLISHED or
  * CLOSE-WAIT and outside loss recovery can fail: RACK on, an RTT estimate, no
- * back-off, SACK on, no probe out, no recovery or lost retransmission. */
+ * back-off, SACK on, no probe out, no NewReno recovery. A lost segment waiting to
+ * be resent is no reason to skip: the probe resends it (ipk_tcp_sb_probe_lost). */
 IPK_INLINE int ipk_tcp_tlp_allowed_est(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	if (!ctx->cfg.tcp_rack || c->srtt_us == 0 || c->nrtx)
 		return 0;
-	return (c->fl & (IPK_TCPF_SACK_OK | IPK_TCPF_TLP_OUT | IPK_TCPF_RECOVERY |
-	                 IPK_TCPF_RTX_LOST)) == IPK_TCPF_SACK_OK;
+	return (c->fl & (IPK_TCPF_SACK_OK | IPK_TCPF_TLP_OUT | IPK_TCPF_RECOVERY)) ==
+	       IPK_TCPF_SACK_OK;
 }
 
 /*
@@ -858,6 +927,23 @@ uint32_t ipk_tcp_min_rtt_us(const struct ipk_conn *c);
 void ipk_tcp_rack_dsack(struct ipk_conn *c);
 /* §6.2 step 4: a fast or RTO recovery ended (counts down reo_wnd_persist). */
 void ipk_tcp_rack_recovery_done(struct ipk_conn *c);
+
+/*
+ * The transmit time RACK keeps on a pb (RFC 8985 §6.2): ctx->now, or one ns after
+ * the last one handed out when now has not moved, so that every transmission has
+ * its own time in the order the segments left. RFC 8985 breaks equal times by
+ * sequence, right for a burst of new data, but the engine stamps a whole poll with
+ * one `now`, and a retransmission sent on a later ACK of the poll than new data
+ * then counted as sent before it (tcp_rack.c sent_before). The drift is a few ns
+ * per segment of a poll.
+ */
+IPK_INLINE uint64_t ipk_tcp_tx_stamp(struct ipk_ctx *ctx)
+{
+	uint64_t t = ctx->now > ctx->tx_stamp ? ctx->now : ctx->tx_stamp + 1u;
+
+	ctx->tx_stamp = t;
+	return t;
+}
 
 /* ---- tcp_defence.c: RFC 5961 challenge ACKs and the ACK-loop limit */
 /* Owe a challenge ACK (RFC 5961 §3.2, §4.2, §5.2) unless a limit says no; counted. */

@@ -45,10 +45,7 @@ static const struct ipk_cc_algo *algo(const struct ipk_conn *c)
 /* RFC 7661 §4.1, RFC 9438 §5.8: an application-limited sender does not grow a
  * window it is not using; cwnd counts as validated while half of it is in flight
  * (the flight still includes the bytes this ACK covers). */
-static int app_limited(const struct ipk_conn *c)
-{
-	return flight(c) < c->cwnd / 2u;
-}
+static int app_limited(const struct ipk_conn *c) { return ipk_tcp_cc_app_limited(c); }
 
 void ipk_tcp_cc_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t acked)
 {
@@ -201,6 +198,7 @@ IPK_HOT int ipk_tcp_cc_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t 
 
 int ipk_tcp_cc_on_dupack(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
+	ipk_tcp_fast_clear(c); /* duplicate ACKs counted, recovery may begin */
 	if (c->dupacks < 0xffu)
 		c->dupacks++;
 	if (c->fl & IPK_TCPF_RECOVERY) {

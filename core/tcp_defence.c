@@ -30,14 +30,13 @@ static int oow_allowed(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 	if (gap == 0)
 		return 1;
-	if (c->fl & IPK_TCPF_OOW_RL) {
+	if (c->oow_until) {
 		uint64_t until = ipk_tcp_ms_ns(ctx, c->oow_until);
 
 		if (ctx->now < until && until - ctx->now <= gap + IPK_TCP_NS_PER_MS)
 			return 0;
 	}
 	c->oow_until = ipk_tcp_ms_at(ctx, gap);
-	c->fl |= IPK_TCPF_OOW_RL;
 	return 1;
 }
 

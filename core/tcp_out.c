@@ -711,8 +711,11 @@ static int32_t txf_len(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 			fl = TXF_ACK | TXF_MORE;
 		}
 	}
-	if ((c->fl & TXF_NOT) || !((1u << c->state) & TXF_STATES) || c->x ||
-	    ctx->dsack_c == c || c->snd_nxt != c->snd_max || ctx->tx_fast_off)
+	/* IPK_TCPF_FAST: TXF_NOT, the state and the extension record known right */
+	if (!(c->fl & IPK_TCPF_FAST) &&
+	    ((c->fl & TXF_NOT) || !((1u << c->state) & TXF_STATES) || c->x))
+		return -1;
+	if (ctx->dsack_c == c || c->snd_nxt != c->snd_max || ctx->tx_fast_off)
 		return -1;
 	if (len == 0)
 		return (int32_t)TXF_ACK;
@@ -934,19 +937,6 @@ static struct ipk_pb *txf_src(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t 
 	return pb;
 }
 
-/* Copy a fast segment's payload: a few bytes by hand, more by memcpy. */
-static void txf_copy(uint8_t *dst, const uint8_t *src, uint32_t len)
-{
-	uint32_t i;
-
-	if (len > 8) {
-		ipk_memcpy(dst, src, len);
-		return;
-	}
-	for (i = 0; i < len; i++)
-		dst[i] = src[i];
-}
-
 /* The TCP checksum of a fast segment (l4 bytes at th) built from the template: the
  * template's sum plus the words the segment wrote and its payload. */
 static IPK_ALWAYS_INLINE void txf_csum(const struct ipk_ctx *ctx, const struct ipk_tt *tt,
@@ -976,7 +966,7 @@ static void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint
 	int timed;
 
 	if (c->fl & IPK_TCPF_SACK_OK) {
-		pb->t = ctx->now;
+		pb->t = ipk_tcp_tx_stamp(ctx);
 		if (pb->xmit == 0)
 			pb->xmit = 1;
 	}
@@ -1024,12 +1014,12 @@ static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t pl
 	if (tmpl) {
 		txf_hdr_tmpl(ctx, c, ctx->tt_cur, p, tot, hlen, plan, wnd, &meta);
 		if (src)
-			txf_copy(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
+			ipk_copy_short(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
 		txf_csum(ctx, ctx->tt_cur, th, c, hlen, hlen + len, &meta);
 	} else {
 		txf_hdr_full(ctx, c, p, tot, hlen, plan, wnd, &meta);
 		if (src)
-			txf_copy(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
+			ipk_copy_short(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
 		seg_csum_flat(ctx, th, &c->t, hlen + len, &meta);
 	}
 	if (meta.flags && IPK_OPS(ctx)->tx_offload) {

@@ -99,6 +99,7 @@ IPK_HOT void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t
 	uint32_t at;
 	struct ipk_pb *pb = ctx->sq_hint_pb;
 	int again = ipk_seq_lt(seq, c->snd_max);
+	uint64_t t = ipk_tcp_tx_stamp(ctx);
 
 	/* O(1) for the segment just built: it starts where seg_send's lookup ended,
 	 * usually at the first byte of that pb (one pb per write, sent whole). */
@@ -107,7 +108,7 @@ IPK_HOT void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t
 	for (; pb && ipk_seq_lt(pb->seq, seq + len); pb = pb->next) {
 		if (ipk_seq_le(pb->seq + pb->len, seq))
 			continue;
-		pb->t = ctx->now;
+		pb->t = t;
 		if (again)
 			pb->xmit = pb->xmit > 1 ? IPK_TCP_XMIT_AGAIN : 2u;
 		else if (pb->xmit == 0)
@@ -139,7 +140,8 @@ static int rtx_ambiguous(const struct ipk_conn *c, uint64_t rtt, uint32_t min)
 static void rack_update(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_pb *pb)
 {
 	struct ipk_pb *rec = ipk_tcp_sb(c);
-	uint64_t rtt = ctx->now - pb->t;
+	/* to the nearest µs: a stamp may run a few ns ahead of now (ipk_tcp_tx_stamp) */
+	uint64_t rtt = (ctx->now > pb->t ? ctx->now - pb->t : 0u) + RACK_NS_PER_US / 2u;
 	uint32_t end = pb->seq + pb->len, us, min = ipk_tcp_min_rtt_us(c);
 
 	if (pb->xmit > 1 && rtx_ambiguous(c, rtt, min))
@@ -154,6 +156,24 @@ static void rack_update(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 		IPK_SB_RACK_TS(rec) = pb->t;
 		IPK_SB_RACK_END(rec) = end;
 	}
+}
+
+/*
+ * RFC 8985 §6.2 step 1 is per segment; the send queue keeps one transmit time per
+ * pb, and pbs need not line up with segments (a short write, then a top-up). A SACK
+ * block [l, r) that covers a pb's end but not its start delivers the pb only when
+ * the bytes below l were delivered already. Else part of it is still out, maybe a
+ * retransmission whose time the pb carries: taken as delivered, that time became
+ * RACK.xmit_ts and every segment sent before it and not yet SACKed was marked lost
+ * (through ipk-relay at 1% loss, bursts of spurious retransmissions after a
+ * 56-byte hole was resent).
+ */
+static int pb_head_delivered(const struct ipk_conn *c, const struct ipk_pb *pb, uint32_t l,
+                             int cum)
+{
+	uint32_t s = ipk_seq_lt(pb->seq, c->snd_una) ? c->snd_una : pb->seq;
+
+	return cum || !ipk_seq_lt(s, l) || ipk_tcp_sb_sacked(c, s, l);
 }
 
 /*
@@ -174,8 +194,8 @@ static uint64_t orig_sent_by(const struct ipk_pb *pb)
 
 /*
  * §6.2 step 3 (counted), and how far (in send time) the path reordered: pb arrived
- * after the latest-sent delivered segment (RACK.xmit_ts), sent that much later. RACK keeps a
- * segment from being marked lost only while that gap is within reo_wnd, so the
+ * after the latest-sent delivered segment (RACK.xmit_ts), sent that much later. RACK
+ * keeps a segment from being marked lost only while that gap is within reo_wnd, so the
  * window is widened to cover it at once (reo_wnd still caps it at SRTT) and held
  * for REO_PERSIST recoveries, as a D-SACK widening is (step 4). Linux measures the
  * same degree in segments (tcp_check_sack_reordering: tp->reordering). RFC 8985's
@@ -254,7 +274,8 @@ static int rtx_too_soon(const struct ipk_ctx *ctx, const struct ipk_conn *c,
 	e = eifel(c, s, pb);
 	if (e >= 0)
 		return !e;
-	return min && ctx->now - pb->t < (uint64_t)min * RACK_NS_PER_US / 2u;
+	/* a stamp may run a few ns ahead of now (ipk_tcp_tx_stamp) */
+	return min && (ctx->now > pb->t ? ctx->now - pb->t : 0u) < (uint64_t)min * RACK_NS_PER_US / 2u;
 }
 
 /*
@@ -275,14 +296,15 @@ static int rtx_too_soon(const struct ipk_ctx *ctx, const struct ipk_conn *c,
  * (tests/sim/test_sim_rmem.c).
  */
 static void delivered(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s,
-                      uint32_t l, uint32_t r, uint32_t fack)
+                      uint32_t l, uint32_t r, uint32_t fack, int cum)
 {
 	const struct ipk_pb *pb, *cur = ipk_tcp_sb_ranges(c);
 
 	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, r); pb = pb->next) {
 		uint32_t end = pb->seq + pb->len;
 
-		if (ipk_seq_le(end, l) || ipk_seq_gt(end, r) || pb->xmit == 0)
+		if (ipk_seq_le(end, l) || ipk_seq_gt(end, r) || pb->xmit == 0 ||
+		    !pb_head_delivered(c, pb, l, cum))
 			continue;
 		if (ipk_tcp_sb_sacked_at(&cur, pb->seq, end))
 			continue; /* delivered before */
@@ -297,14 +319,14 @@ IPK_HOT void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 {
 	if (!ipk_tcp_sb(c) || !ctx->cfg.tcp_rack)
 		return;
-	delivered(ctx, c, NULL, l, r, cum ? ipk_tcp_sb_fack(c) : l);
+	delivered(ctx, c, NULL, l, r, cum ? ipk_tcp_sb_fack(c) : l, cum);
 }
 
 void ipk_tcp_rack_acked(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
 {
 	if (!ipk_tcp_sb(c) || !ctx->cfg.tcp_rack)
 		return;
-	delivered(ctx, c, s, c->snd_una, s->h.ack, ipk_tcp_sb_fack(c));
+	delivered(ctx, c, s, c->snd_una, s->h.ack, ipk_tcp_sb_fack(c), 1);
 }
 
 /* RFC 8985 §6.2 step 4: min_RTT / 4 per unit of reo_wnd_mult, at most SRTT. The
@@ -321,7 +343,8 @@ static uint64_t reo_wnd(const struct ipk_conn *c)
 	return srtt && w > srtt ? srtt : w;
 }
 
-/* Was pb sent before the most recently delivered segment (§6.2 step 5)? */
+/* Was pb sent before the most recently delivered segment (§6.2 step 5)? Equal times
+ * are the pbs of one segment (ipk_tcp_tx_stamp), ordered by sequence. */
 static int sent_before(const struct ipk_pb *rec, const struct ipk_pb *pb)
 {
 	return pb->t < IPK_SB_RACK_TS(rec) ||
@@ -368,19 +391,18 @@ uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c)
 }
 
 /*
- * RFC 8985 §7.2 arms no PTO during loss recovery, where RACK finds the losses. It
- * cannot find the one that ends a recovery whose every lost segment has been resent
- * and which has nothing more to send: the ACK of the last retransmission. Lost, it
- * cost an RTO (200 ms and go-back-N after it). ipkit probes then too. A receiver
- * that ACKs once per burst, as Linux does when its reader drains the socket per
- * burst, makes that single ACK common: through ipk-relay at 5% loss each way, ~10
- * RTOs in 8 MiB.
+ * RFC 8985 §7.2 arms no PTO during loss recovery, where RACK finds the losses and
+ * ACKs clock out their repair. Neither works once the ACKs stop: the ACK of the last
+ * retransmission of a recovery with nothing more to send, or the one ACK of a burst
+ * while lost segments wait for room in cwnd. Lost, it cost an RTO (200 ms and
+ * go-back-N after it). ipkit probes then too, with a lost segment when one waits
+ * (tlp_send). A receiver that ACKs once per burst, as Linux does when its reader
+ * drains the socket per burst, makes that single ACK common: through ipk-relay at
+ * 5% loss each way, ~10 RTOs in 8 MiB.
  */
 static IPK_ALWAYS_INLINE int tlp_allowed(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	if (!ipk_tcp_tlp_allowed_est(ctx, c))
-		return 0;
-	if ((c->fl & IPK_TCPF_SACK_RCVY) && ipk_tcp_sb_lost_unsent(c))
 		return 0;
 	/* After our FIN too (FIN-WAIT-1, CLOSING, LAST-ACK), as Linux does: the last
 	 * flight of a transfer and its FIN are a tail like any other, and without a
@@ -467,6 +489,12 @@ IPK_HOT void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c)
 		arm_rto_or_pto(ctx, c, pto);
 }
 
+static void probe_sent(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	c->fl |= IPK_TCPF_TLP_OUT;
+	ctx->cnt.tcp_tlp_probes++;
+}
+
 /*
  * RFC 8985 §7.3: the probe is the last segment sent, sent again, so that its ACK
  * (with SACK) reveals a lost tail. The RFC prefers a new segment when the window
@@ -476,23 +504,28 @@ IPK_HOT void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c)
  * A duplicate is not acceptable data, so the receiver answers it at once (RFC 9293
  * §3.10.7.4, with a D-SACK per RFC 2883). Through ipk-relay at 5% loss each way,
  * new-data probes to Linux waited 40 ms for their ACK about 35 times in 8 MiB.
+ * In a SACK recovery with a lost segment waiting, that segment is the probe
+ * (ipk_tcp_sb_probe_lost).
  */
 static void tlp_send(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint32_t end = ipk_tcp_data_end(c), top = ipk_seq_lt(c->snd_max, end) ? c->snd_max : end;
 	uint32_t n;
-	int rc;
+	int rc = ipk_tcp_sb_probe_lost(ctx, c);
 
+	if (rc != 0) {
+		if (rc > 0)
+			probe_sent(ctx, c);
+		return;
+	}
 	if (ipk_seq_lt(c->snd_una, top)) {
 		n = IPK_MIN(c->mss, top - c->snd_una);
 		rc = ipk_tcp_xmit(ctx, c, top - n, n, IPK_TCP_X_FIN);
 	} else {
 		rc = ipk_tcp_xmit(ctx, c, end, 0, IPK_TCP_X_FIN);
 	}
-	if (rc < 0)
-		return;
-	c->fl |= IPK_TCPF_TLP_OUT;
-	ctx->cnt.tcp_tlp_probes++;
+	if (rc >= 0)
+		probe_sent(ctx, c);
 }
 
 void ipk_tcp_rack_timer(struct ipk_ctx *ctx, struct ipk_conn *c)

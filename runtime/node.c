@@ -557,6 +557,7 @@ struct ipk_ctx *ipk_node_ctx(struct ipk_node *n) { return n ? n->ctx : NULL; }
 struct ipk_io *ipk_node_io(struct ipk_node *n) { return n ? n->io : NULL; }
 struct ipk_pool *ipk_node_pool(struct ipk_node *n) { return n ? n->pool : NULL; }
 uint64_t ipk_node_now(struct ipk_node *n) { return n ? n->now : 0; }
+uint64_t ipk_node_deadline(const struct ipk_node *n) { return n ? n->deadline : UINT64_MAX; }
 void *ipk_node_app(void *opaque) { return opaque ? ((struct ipk_node *)opaque)->cfg.app : NULL; }
 struct ipk_node *ipk_node_from(void *opaque) { return (struct ipk_node *)opaque; }
 uint64_t ipk_node_tx_drops(const struct ipk_node *n) { return n ? n->tx_drops : 0; }

@@ -98,6 +98,10 @@ struct ipk_pool *ipk_node_pool(struct ipk_node *n);
 /* ipk_node_now: the node's clock, CLOCK_MONOTONIC ns, refreshed each poll: the `now`
  * to pass to core calls from callbacks (0 for a NULL node). */
 uint64_t ipk_node_now(struct ipk_node *n);
+/* ipk_node_deadline: the core's next deadline as of the node's last poll (the `now`
+ * clock; UINT64_MAX: none, also for a NULL node), for a caller that sleeps in its own
+ * loop (ipkitd) and polls the node with timeout 0. */
+uint64_t ipk_node_deadline(const struct ipk_node *n);
 /* ipk_node_app: cfg.app from an event callback's opaque (NULL for NULL). */
 void *ipk_node_app(void *opaque);
 /* ipk_node_from: the node from an event callback's opaque (the opaque is the node). */

@@ -16,7 +16,14 @@ each party has a namespace and a plain Ethernet link of its own.
 All four veth ends run with TSO/GSO/GRO and checksum offloads off, so what the relay
 reads with AF_PACKET is what a wire would carry (complete frames, checksums filled in).
 a2b in the relay's counters is Linux -> ipkit, b2a is ipkit -> Linux.
+
+RelayTopo(a=..., b=...) puts either stack on either side ("linux" or "ipkit"; the
+default is Linux on A, ipkit on B as above): an ipkit side runs on AF_PACKET with the
+side's address, a Linux side has the address on its veth. transfer() moves a file from
+B to A (data b2a, so every pairing's data meets the same keyed fates for a seed) and
+returns both ends' counters; PAIRINGS names the four sender -> receiver pairings.
 """
+import hashlib
 import os
 import re
 import secrets
@@ -24,7 +31,7 @@ import signal
 import subprocess
 import time
 
-from conftest import BUILD, sh
+from conftest import BUILD, prog, sh
 
 RELAY = os.path.join(BUILD, "tests", "relay", "ipk-relay")
 
@@ -35,7 +42,9 @@ def parse_counts(line):
 
 
 class RelayTopo:
-    def __init__(self):
+    def __init__(self, a="linux", b="ipkit"):
+        assert a in ("linux", "ipkit") and b in ("linux", "ipkit"), (a, b)
+        self.kind = {"a": a, "b": b}
         prefix = os.environ.get("IPKIT_RELAY_PREFIX", "ipkR")
         assert len(prefix) == 4 and prefix.isalnum(), "IPKIT_RELAY_PREFIX: 4 letters or digits"
         self.tag = prefix + secrets.token_hex(2)
@@ -47,6 +56,7 @@ class RelayTopo:
         self.dev_b, self.dev_k = self.tag + "b", self.tag + "k"
         self.procs = []
         self.relay = None
+        self.helper_ip = None
         self.made = []
         try:
             self._setup()
@@ -71,7 +81,16 @@ class RelayTopo:
             self.ns(ns, "ethtool", "-K", dev, "tx", "off", "rx", "off", "tso", "off", "gso",
                     "off", "gro", "off", check=False)
             self.ns(ns, "ip", "link", "set", dev, "up")
-        self.ns(self.ns_l, "ip", "addr", "add", self.linux_ip + "/24", "dev", self.dev_l)
+        if self.kind["a"] == "linux":
+            self.ns(self.ns_l, "ip", "addr", "add", self.linux_ip + "/24", "dev", self.dev_l)
+        if self.kind["b"] == "linux":
+            self.ns(self.ns_i, "ip", "addr", "add", self.ipk_ip + "/24", "dev", self.dev_k)
+
+    # -- sides -----------------------------------------------------------------
+    def side(self, s):
+        """(namespace, device, address) of side "a" or "b"."""
+        return ((self.ns_l, self.dev_l, self.linux_ip) if s == "a" else
+                (self.ns_i, self.dev_k, self.ipk_ip))
 
     # -- running things ------------------------------------------------------
     @staticmethod
@@ -103,11 +122,14 @@ class RelayTopo:
             time.sleep(0.02)
         raise AssertionError("no %r: rc=%s stderr=%r" % (text, p.poll(), buf[-500:]))
 
-    def start_relay(self, *impair, seed=1):
-        """ipk-relay between the two veths in namespace R, with these options."""
+    def start_relay(self, *impair, seed=1, log=None, pcap=None):
+        """ipk-relay between the two veths in namespace R, with these options (keyed
+        by segment identity unless they say --key index); log, pcap: its --log and
+        --pcap files."""
         assert self.relay is None
+        extra = (["--log", str(log)] if log else []) + (["--pcap", str(pcap)] if pcap else [])
         self.relay = self.start(self.ns_r, RELAY, "--a", self.dev_a, "--b", self.dev_b,
-                                "--seed", str(seed), *impair)
+                                "--seed", str(seed), *extra, *impair)
         self.wait_line(self.relay, "relaying")
         return self.relay
 
@@ -121,8 +143,10 @@ class RelayTopo:
         assert finals, out
         return parse_counts(finals[-1])
 
-    def ipk_args(self):
-        return ["--io", "afpacket:%s,vnet=0" % self.dev_k, "--ip", self.ipk_ip + "/24"]
+    def ipk_args(self, s="b"):
+        """--io and --ip for an ipkit program on side s (default B, ipkit's usual side)."""
+        _, dev, ip = self.side(s)
+        return ["--io", "afpacket:%s,vnet=0" % dev, "--ip", ip + "/24"]
 
     def close(self):
         # SIGTERM everything we started, then one 3-second grace period for all of them
@@ -140,3 +164,213 @@ class RelayTopo:
         for ns in self.made:
             sh("ip", "netns", "del", ns, check=False)
         self.made = []
+
+
+# ------------------------------------------------------------------ the four pairings
+
+# name -> (sender, receiver); the sender sits on side B, the receiver on side A
+PAIRINGS = {
+    "ipkit-linux": ("ipkit", "linux"),
+    "linux-ipkit": ("linux", "ipkit"),
+    "ipkit-ipkit": ("ipkit", "ipkit"),
+    "linux-linux": ("linux", "linux"),
+}
+
+# Linux's TCP counters a sender reports (TcpExt in /proc/net/netstat, Tcp in snmp)
+LINUX_KEYS = ("RetransSegs", "TCPTimeouts", "TCPLossProbes", "TCPDSACKRecv",
+              "TCPDSACKRecvSegs", "TCPSpuriousRTOs", "TCPLossProbeRecovery", "TCPDSACKUndo",
+              "TCPDSACKOldSent", "TCPOFOQueue")
+
+# The impairments the pairings are measured through, both directions (ACKs too):
+# case -> (relay options, the relay counter that shows it on the data direction and the
+# probability each data frame meets it; None: correlated, only "some" is checked).
+# burst: Gilbert-Elliott, bad state entered with 0.003 per frame and left with 0.25,
+# so about 1.2 % of frames are lost in runs of 4 on average.
+IMPAIRMENTS = {
+    "loss1": (["--loss", "0.01"], "drop", 0.01),
+    "loss5": (["--loss", "0.05"], "drop", 0.05),
+    "burst": (["--burst", "0.003,0.25"], "bdrop", None),
+    "reorder5": (["--reorder", "0.05", "--reorder-gap", "3"], "reord", 0.05),
+    "dup1": (["--dup", "0.01"], "dup", 0.01),
+}
+
+
+def pairing_topo(name):
+    """A RelayTopo for pairing `name` (sender on B, receiver on A)."""
+    sender, receiver = PAIRINGS[name]
+    return RelayTopo(a=receiver, b=sender)
+
+
+def linux_counters(t, ns):
+    """Linux's TCP MIB counters in namespace ns (per namespace: a fresh one starts at 0)."""
+    out = {}
+    for f in ("/proc/net/snmp", "/proc/net/netstat"):
+        rows = [ln.split() for ln in t.ns(ns, "cat", f).stdout.decode().splitlines()]
+        for names, vals in zip(rows[0::2], rows[1::2]):
+            if names[0] in ("Tcp:", "TcpExt:"):
+                out.update({k: int(v) for k, v in zip(names[1:], vals[1:])})
+    return {k: out.get(k, 0) for k in LINUX_KEYS}
+
+
+def ipkit_stats(stderr):
+    """ipkit-nc --stats's counters."""
+    m = re.search(r"^tcp_stats (.*)$", stderr.decode(errors="replace"), re.M)
+    assert m, stderr.decode(errors="replace")[-500:]
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))}
+
+
+def nc_digest(stderr, what):
+    """(bytes, sha256) of ipkit-nc --sha256's `sent` or `received` line."""
+    m = re.search(r"^%s (\d+) sha256 ([0-9a-f]{64})$" % what,
+                  stderr.decode(errors="replace"), re.M)
+    assert m, "no %s digest: %r" % (what, stderr.decode(errors="replace")[-500:])
+    return int(m.group(1)), m.group(2)
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def random_file(directory, size):
+    """A random file of `size` bytes in directory, made once per size."""
+    path = os.path.join(str(directory), "relay-%d.bin" % size)
+    if not os.path.exists(path) or os.path.getsize(path) != size:
+        with open(path + ".tmp", "wb") as f:
+            left = size
+            while left:
+                n = min(left, 4 << 20)
+                f.write(os.urandom(n))
+                left -= n
+        os.replace(path + ".tmp", path)
+    return path
+
+
+def _wait_ready(t, port, wait=15.0):
+    """Until the receiver on A accepts: a Linux listener shows in ss; an ipkit one
+    answers ping from B (bounded; the relay may eat a few pings)."""
+    ns_a, _, ip_a = t.side("a")
+    ns_b, dev_b, _ = t.side("b")
+    deadline = time.monotonic() + wait
+    if t.kind["a"] == "linux":
+        while time.monotonic() < deadline:
+            if (":%d " % port) in t.ns(ns_a, "ss", "-ltn").stdout.decode():
+                return
+            time.sleep(0.05)
+        raise AssertionError("Linux listener on %d never came up" % port)
+    if t.kind["b"] == "ipkit" and not t.helper_ip:
+        # B's kernel has no address when ipkit owns B: lend it one to ping from
+        t.helper_ip = ip_a.rsplit(".", 1)[0] + ".3"
+        t.ns(ns_b, "ip", "addr", "add", t.helper_ip + "/24", "dev", dev_b)
+    while time.monotonic() < deadline:
+        if t.ns(ns_b, "ping", "-c", "1", "-W", "1", ip_a, check=False,
+                timeout=5).returncode == 0:
+            return
+    raise AssertionError("ipkit at %s never answered ping through the relay" % ip_a)
+
+
+# A Linux receiver: one process (ended by PID at teardown; a shell pipeline would leave
+# its children behind), accepts one connection, hashes what arrives, prints
+# "received BYTES sha256 HEX" like ipkit-nc. Bounded: 60 s without progress ends it.
+LINUX_RECEIVER = r"""
+import hashlib, socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+s.listen(1)
+s.settimeout(60)
+c, _ = s.accept()
+c.settimeout(60)
+h, n, buf = hashlib.sha256(), 0, bytearray(1 << 20)
+while True:
+    k = c.recv_into(buf)
+    if k == 0:
+        break
+    h.update(memoryview(buf)[:k])
+    n += k
+print("received %d sha256 %s" % (n, h.hexdigest()), file=sys.stderr, flush=True)
+"""
+
+
+def _start_receiver(t, port):
+    ns_a, _, _ = t.side("a")
+    if t.kind["a"] == "linux":
+        return t.start(ns_a, "/usr/bin/python3", "-c", LINUX_RECEIVER, str(port))
+    return t.start(ns_a, prog("ipkit-nc"), *t.ipk_args("a"), "-l", str(port), "--sha256",
+                   "--stats", "--no-output", "--timeout", "60")
+
+
+def _run_sender(t, port, size, src, timeout):
+    """Returns (completed process, sent bytes, sent sha256, wall seconds)."""
+    ns_b, _, _ = t.side("b")
+    _, _, ip_a = t.side("a")
+    t0 = time.monotonic()
+    if t.kind["b"] == "linux":
+        # 1 MiB writes. Linux still sends a short segment now and then (a write that
+        # waits for send buffer pushes its partial tail), after which its segments no
+        # longer line up with another run's: the keyed relay's fates follow segments,
+        # so a Linux sender meets the same fates only up to its first short segment.
+        r = t.ns(ns_b, "socat", "-u", "-b", "1048576", "FILE:%s" % src,
+                 "TCP:%s:%d" % (ip_a, port), check=False, timeout=timeout)
+        took = time.monotonic() - t0
+        assert r.returncode == 0, r.stderr.decode(errors="replace")[-800:]
+        return r, size, sha256_of(src), took
+    r = t.ns(ns_b, prog("ipkit-nc"), *t.ipk_args("b"), "--send-size", str(size), "--sha256",
+             "--stats", "--no-output", "--timeout", "60", ip_a, str(port), check=False,
+             timeout=timeout)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-800:]
+    sent, sha = nc_digest(r.stderr, "sent")
+    return r, sent, sha, took
+
+
+def transfer(t, size, tmpdir, port=5001, timeout=120):
+    """Send `size` bytes from B to A through the relay, SHA-256 checked end to end.
+    Returns {"seconds", "mbit", "sender": counters, "receiver": counters}: an ipkit end's
+    tcp_stats, a Linux end's MIB counters (deltas over the transfer)."""
+    ns_a, ns_b = t.side("a")[0], t.side("b")[0]
+    src = random_file(tmpdir, size) if t.kind["b"] == "linux" else None
+    before = {s: linux_counters(t, ns) for s, ns in (("a", ns_a), ("b", ns_b))
+              if t.kind[s] == "linux"}
+    rx = _start_receiver(t, port)
+    _wait_ready(t, port)
+    r, sent, sent_sha, took = _run_sender(t, port, size, src, timeout)
+    _, err = rx.communicate(timeout=timeout)
+    assert rx.returncode == 0, err.decode(errors="replace")[-800:]
+    got, got_sha = nc_digest(err, "received")
+    assert sent == size and got == size and got_sha == sent_sha, (sent, got, sent_sha, got_sha)
+    res = {"seconds": took, "mbit": size * 8 / took / 1e6}
+    for s, proc_err in (("b", r.stderr), ("a", err)):
+        role = "sender" if s == "b" else "receiver"
+        if t.kind[s] == "ipkit":
+            res[role] = ipkit_stats(proc_err)
+        else:
+            after = linux_counters(t, t.side(s)[0])
+            res[role] = {k: after[k] - before[s][k] for k in LINUX_KEYS}
+    return res
+
+
+def sender_row(kind, st):
+    """The sender's figures in one vocabulary: retransmissions, RTO episodes (Linux:
+    TCPTimeouts, every timeout), TLPs, D-SACKed spurious retransmissions (Linux:
+    TCPDSACKRecvSegs)."""
+    if kind == "ipkit":
+        return {"retrans": st["retransmits"], "rto": st["rto_episodes"],
+                "tlp": st["tlp_probes"], "spurious": st["spurious_rtx"]}
+    return {"retrans": st["RetransSegs"], "rto": st["TCPTimeouts"],
+            "tlp": st["TCPLossProbes"], "spurious": st["TCPDSACKRecvSegs"]}
+
+
+def read_log(path):
+    """An ipk-relay --log as {(dir, kind, rel, len|nsack, occurrence, id): fate} for the
+    TCP frames (data "D" and pure ACKs "A")."""
+    fates = {}
+    with open(path) as f:
+        for ln in f:
+            w = ln.split()
+            if len(w) == 7 and w[1] in ("D", "A"):
+                fates[tuple(w[:6])] = w[6]
+    return fates

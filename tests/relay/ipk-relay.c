@@ -5,14 +5,37 @@
  *   ipk-relay --a DEV --b DEV --seed N [--loss P] [--burst PGB,PBG[,H]]
  *             [--reorder P [--reorder-gap K] [--reorder-us D]] [--dup P]
  *             [--delay-us D] [--rate-mbit R] [--queue N] [--dir a2b|b2a|both]
- *             [--stats-every S]
+ *             [--key segment|index] [--log FILE] [--pcap FILE] [--stats-every S]
  *
  * Each direction (a2b: frames received on A and sent on B; b2a the reverse) is
- * impaired independently. Every decision about frame i of a direction comes from a
- * counter-based generator, hash(seed, direction, i, decision), so for the same seed and
- * the same frames the same frames are lost, held back and duplicated, however the run
- * is timed. Only the time-based parts (release of held frames after D us, delay, rate)
- * depend on the clock.
+ * impaired independently. Every decision comes from a counter-based generator,
+ * hash(seed, direction, key, decision). With --key segment (the default) the key of a
+ * TCP/IPv4 frame is the segment's identity and how many times that identity passed
+ * before (relay_key.h: relative sequence number and length for data, relative ACK
+ * number and SACK blocks for pure ACKs), so the same segment meets the same fate in
+ * every run however the frames interleave, and each retransmission an independent one;
+ * other frames are keyed by their index i in the direction. With --key index every
+ * frame is keyed by i (the relay's first mode: which segment is hit depends on the
+ * order frames arrive in). Gilbert-Elliott bursts: in index mode the state steps once
+ * per frame. In keyed mode only the first sightings of data segments step it, so
+ * bursts hit the same new data every run (a sender sends new data in sequence order);
+ * every other frame (retransmissions, ACKs, ARP) is lost independently, keyed, with the
+ * chain's average loss rate H * G / (G + B). Stepping the chain with those frames too
+ * made it follow their timing, and in a sparse direction (ACKs, retransmissions during
+ * a timeout) one burst lasted for seconds: 14 frames in a row on the ACK path, the RTO
+ * retransmissions' ACKs lost one after another, a 64 MiB transfer taking 30 s or never
+ * ending. Only the time-based parts (release
+ * of held frames after D us, delay, rate) depend on the clock.
+ *
+ * --log FILE writes one line per frame received on an impaired direction:
+ *   DIR D REL LEN OCC ID FATE    TCP data: relative seq, payload length, occurrence
+ *   DIR A REL NSACK OCC ID FATE  pure ACK: relative ACK number, SACK blocks, occurrence
+ *   DIR - I - - - FATE           any other frame (or --key index): its index
+ * ID is the identity's 64-bit hash in hex (it tells ACKs with other SACK blocks apart).
+ * FATE is pass, drop (random loss) or bdrop (burst loss), with +dup / +reord appended.
+ * --pcap FILE writes every frame the relay receives, both directions, as it arrived
+ * (before any impairment; the first RELAY_PCAP_SNAP bytes: the headers), so a trace
+ * shows what each sender did and when, and the log says what became of it.
  *
  * Per frame, in this order: Gilbert-Elliott burst loss (state change with PGB/PBG,
  * loss with H in the bad state), independent loss P, duplication (the frame is sent
@@ -29,6 +52,8 @@
  * Counters go to stdout as one line on exit (SIGTERM, SIGINT) and every S seconds:
  *   ipk-relay final a2b.seen=N a2b.sent=N ... b2a.seen=N ...
  * Per direction: seen + dup = sent + drop + bdrop + qdrop + big + txerr + left.
+ * span_us is the time from the first to the last TCP/IPv4 frame received in the
+ * direction (a transfer's duration on the wire, without the programs' start-up).
  * Exit status: 0 after a signal, 1 when the sockets cannot be set up, 2 on bad usage.
  */
 #define _GNU_SOURCE
@@ -49,6 +74,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "relay_key.h"
+
 #define RELAY_BATCH 32     /* frames per recvmmsg/sendmmsg */
 #define RELAY_READS 4      /* batches read per socket per wake-up (fairness) */
 #define RELAY_HOLD 64      /* frames held back for reordering, per direction */
@@ -56,6 +83,7 @@
 #define RELAY_RETRY_NS 100000ull /* back-off after ENOBUFS (no POLLOUT for that) */
 #define NS_PER_US 1000ull
 #define NS_PER_S 1000000000ull
+#define RELAY_PCAP_SNAP 128u     /* bytes of each frame in --pcap: every header, no payload */
 
 enum draw { DRAW_LOSS, DRAW_GE_STEP, DRAW_GE_LOSS, DRAW_DUP, DRAW_REORDER, DRAW__COUNT };
 
@@ -90,10 +118,12 @@ struct dir {
 	int impaired;
 	uint64_t salt;
 	uint64_t idx;             /* frames seen: the generator's counter */
-	int ge_bad;
+	int ge_bad;               /* Gilbert-Elliott state: in the bad state */
+	struct rk_occ occ;        /* --key segment: sightings per identity */
 	int blocked;              /* out socket full: wait for POLLOUT */
 	uint64_t retry_ns;        /* device queue full (ENOBUFS): try again then */
 	uint64_t link_free_ns;    /* rate limit: when the last queued frame has left */
+	uint64_t tcp_first_ns, tcp_last_ns; /* first and last TCP frame received (span_us) */
 	struct fifo line;
 	struct frame hold[RELAY_HOLD];
 	uint32_t nhold;
@@ -107,6 +137,11 @@ struct relay {
 	uint32_t queue, slot;
 	uint64_t stats_ns;
 	struct dir d[2];          /* [0] a2b, [1] b2a */
+	int keyed;                /* --key segment (1) or index (0) */
+	FILE *log;                /* --log: one line per impaired frame */
+	FILE *pcap;               /* --pcap: every received frame, as it arrived */
+	uint64_t wall_off_ns;     /* CLOCK_REALTIME - CLOCK_MONOTONIC, for pcap times */
+	struct rk_flows flows;    /* ISNs, shared: an ACK refers to the other direction's */
 	uint8_t *rx_buf;          /* RELAY_BATCH slots for recvmmsg */
 };
 
@@ -136,10 +171,11 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-/* Uniform in [0, 1) for decision `what` about frame `i` of direction `d`. */
-static double draw(const struct relay *r, const struct dir *d, uint64_t i, enum draw what)
+/* Uniform in [0, 1) for decision `what` about the frame with draw key `key` (its index,
+ * or rk_key() of its identity) in direction `d`. */
+static double draw(const struct relay *r, const struct dir *d, uint64_t key, enum draw what)
 {
-	uint64_t x = mix64(mix64(r->seed ^ d->salt) + i * DRAW__COUNT + (uint64_t)what);
+	uint64_t x = mix64(mix64(r->seed ^ d->salt) + key * DRAW__COUNT + (uint64_t)what);
 	return (double)(x >> 11) * (1.0 / 9007199254740992.0); /* 2^53 */
 }
 
@@ -234,41 +270,127 @@ static int hold_push(struct relay *r, struct dir *d, const uint8_t *p, uint32_t 
 
 /* ---------------------------------------------------------- impairments */
 
-/* Gilbert-Elliott: one state step per frame, then loss with ge_loss in the bad state. */
-static int ge_lost(const struct relay *r, struct dir *d, uint64_t i)
+/* Gilbert-Elliott: a frame that steps the chain (`step`) moves the state once, then is
+ * lost with ge_loss in the bad state; any other frame is lost with the chain's
+ * stationary loss rate, independently (see the top of the file). */
+static int ge_lost(const struct relay *r, struct dir *d, uint64_t i, int step)
 {
-	if (r->im.ge_enter <= 0)
+	const struct impair *im = &r->im;
+	if (im->ge_enter <= 0)
 		return 0;
-	if (!d->ge_bad && draw(r, d, i, DRAW_GE_STEP) < r->im.ge_enter)
+	if (!step)
+		return draw(r, d, i, DRAW_GE_LOSS) <
+		       im->ge_loss * im->ge_enter / (im->ge_enter + im->ge_leave);
+	if (!d->ge_bad && draw(r, d, i, DRAW_GE_STEP) < im->ge_enter)
 		d->ge_bad = 1;
-	else if (d->ge_bad && draw(r, d, i, DRAW_GE_STEP) < r->im.ge_leave)
+	else if (d->ge_bad && draw(r, d, i, DRAW_GE_STEP) < im->ge_leave)
 		d->ge_bad = 0;
-	return d->ge_bad && draw(r, d, i, DRAW_GE_LOSS) < r->im.ge_loss;
+	return d->ge_bad && draw(r, d, i, DRAW_GE_LOSS) < im->ge_loss;
+}
+
+/* The draw key of a frame: its identity and occurrence in keyed mode (a TCP frame),
+ * else its index. Writes the frame's --log prefix into `tag`, and into *step whether
+ * it steps the burst chain: every frame in index mode, in keyed mode the first
+ * sighting of a data segment only (new data goes out in sequence order, so the chain
+ * meets the same segments in the same order every run). */
+static uint64_t frame_key(struct relay *r, struct dir *d, const uint8_t *p, uint32_t len,
+                          char *tag, size_t tagsz, int *step)
+{
+	uint64_t i = d->idx++, h;
+	struct rk_id id;
+	uint32_t occ;
+	*step = !r->keyed;
+	if (!r->keyed || !d->occ.key || rk_identity(&r->flows, p, len, &id) < 0) {
+		snprintf(tag, tagsz, "%s - %llu - - -", d->name, (unsigned long long)i);
+		return i;
+	}
+	h = rk_hash(&id);
+	occ = rk_occ_next(&d->occ, h);
+	*step = id.kind == RK_DATA && occ == 0;
+	snprintf(tag, tagsz, "%s %c %u %u %u %016llx", d->name, id.kind == RK_DATA ? 'D' : 'A',
+	         id.rel, id.kind == RK_DATA ? id.len : id.nsack, occ, (unsigned long long)h);
+	return rk_key(h, occ);
+}
+
+static void log_fate(struct relay *r, const char *tag, const char *fate, int dup, int reord)
+{
+	if (r->log)
+		fprintf(r->log, "%s %s%s%s\n", tag, fate, dup ? "+dup" : "", reord ? "+reord" : "");
+}
+
+/* A pcap record (libpcap format, host byte order, microseconds) of frame p. */
+static void pcap_frame(struct relay *r, const uint8_t *p, uint32_t len, uint64_t now)
+{
+	uint64_t t = now + r->wall_off_ns;
+	uint32_t rec[4];
+	rec[0] = (uint32_t)(t / NS_PER_S);
+	rec[1] = (uint32_t)(t % NS_PER_S / NS_PER_US);
+	rec[2] = len < RELAY_PCAP_SNAP ? len : RELAY_PCAP_SNAP;
+	rec[3] = len;
+	if (fwrite(rec, sizeof(rec), 1, r->pcap) != 1 || fwrite(p, rec[2], 1, r->pcap) != 1) {
+		fprintf(stderr, "ipk-relay: --pcap: write failed, trace stopped\n");
+		fclose(r->pcap);
+		r->pcap = NULL;
+	}
+}
+
+static int pcap_open(struct relay *r, const char *path)
+{
+	/* magic, version 2.4, zone, sigfigs, snaplen, LINKTYPE_ETHERNET */
+	uint32_t hdr[6] = {0xa1b2c3d4u, 2u | 4u << 16, 0, 0, RELAY_PCAP_SNAP, 1};
+	struct timespec rt, mono;
+	if (r->pcap)
+		fclose(r->pcap);
+	r->pcap = fopen(path, "wb");
+	if (!r->pcap || fwrite(hdr, sizeof(hdr), 1, r->pcap) != 1)
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	r->wall_off_ns = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * NS_PER_S +
+	                 (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
+	return 0;
 }
 
 /* Everything that happens to one received frame of direction d. */
 static void relay_frame(struct relay *r, struct dir *d, const uint8_t *p, uint32_t len,
                         uint64_t now)
 {
-	uint64_t i = d->idx++;
-	int copies, k;
+	char tag[80];
+	uint64_t key;
+	int copies, k, reord, step;
+	struct rk_seg seg;
 	d->c.seen++;
+	if (r->pcap)
+		pcap_frame(r, p, len, now);
+	if (rk_parse(p, len, &seg) == 0) {
+		if (!d->tcp_first_ns)
+			d->tcp_first_ns = now;
+		d->tcp_last_ns = now;
+	}
 	if (!d->impaired) {
+		struct rk_id id;
+		if (r->keyed) /* learn the ISNs an impaired direction's ACKs refer to */
+			(void)rk_identity(&r->flows, p, len, &id);
 		line_push(r, d, p, len, now);
 		return;
 	}
-	if (ge_lost(r, d, i)) {
+	key = frame_key(r, d, p, len, tag, sizeof(tag), &step);
+	if (ge_lost(r, d, key, step)) {
 		d->c.bdrop++;
+		log_fate(r, tag, "bdrop", 0, 0);
 		return;
 	}
-	if (draw(r, d, i, DRAW_LOSS) < r->im.loss) {
+	if (draw(r, d, key, DRAW_LOSS) < r->im.loss) {
 		d->c.drop++;
+		log_fate(r, tag, "drop", 0, 0);
 		return;
 	}
-	copies = draw(r, d, i, DRAW_DUP) < r->im.dup ? 2 : 1;
+	copies = draw(r, d, key, DRAW_DUP) < r->im.dup ? 2 : 1;
 	d->c.dup += (uint64_t)(copies - 1);
+	reord = draw(r, d, key, DRAW_REORDER) < r->im.reorder;
+	log_fate(r, tag, "pass", copies > 1, reord);
 	for (k = 0; k < copies; k++) {
-		if (draw(r, d, i, DRAW_REORDER) < r->im.reorder && hold_push(r, d, p, len, now) == 0)
+		if (reord && hold_push(r, d, p, len, now) == 0)
 			continue;
 		if (line_push(r, d, p, len, now) == 0)
 			hold_tick(r, d, 1, now);
@@ -444,14 +566,15 @@ static void print_counts(struct relay *r, const char *what)
 		d->c.kdrop += kernel_drops(d->in);
 		printf(" %s.seen=%llu %s.sent=%llu %s.drop=%llu %s.bdrop=%llu %s.reord=%llu"
 		       " %s.dup=%llu %s.qdrop=%llu %s.big=%llu %s.partial=%llu %s.txerr=%llu"
-		       " %s.kdrop=%llu %s.left=%llu",
+		       " %s.kdrop=%llu %s.left=%llu %s.span_us=%llu",
 		       d->name, (unsigned long long)c->seen, d->name, (unsigned long long)c->sent,
 		       d->name, (unsigned long long)c->drop, d->name, (unsigned long long)c->bdrop,
 		       d->name, (unsigned long long)c->reord, d->name, (unsigned long long)c->dup,
 		       d->name, (unsigned long long)c->qdrop, d->name, (unsigned long long)c->big,
 		       d->name, (unsigned long long)c->partial, d->name, (unsigned long long)c->txerr,
 		       d->name, (unsigned long long)c->kdrop, d->name,
-		       (unsigned long long)(d->line.n + d->nhold));
+		       (unsigned long long)(d->line.n + d->nhold), d->name,
+		       (unsigned long long)((d->tcp_last_ns - d->tcp_first_ns) / NS_PER_US));
 	}
 	printf("\n");
 	fflush(stdout);
@@ -548,6 +671,23 @@ static void usage(FILE *f)
 	        "  --queue N           frames queued per direction, tail drop beyond (default 4096)\n"
 	        "  --dir a2b|b2a|both  which directions are impaired (default both)\n"
 	        "  --seed N            the seed (default 1)\n"
+	        "  --key segment|index what a decision is drawn from (default segment):\n"
+	        "                      segment: a TCP/IPv4 frame's identity, i.e. its sequence\n"
+	        "                      number relative to the ISN and payload length (data) or\n"
+	        "                      relative ACK number and SACK blocks (pure ACK), the\n"
+	        "                      service port, and how many times that identity passed\n"
+	        "                      before; the same segment meets the same fate in every run,\n"
+	        "                      a retransmission an independent one; other frames by index.\n"
+	        "                      index: frame i of the direction, as arrived (timing-dependent\n"
+	        "                      for TCP). Bursts: index, the state steps per frame; keyed,\n"
+	        "                      only new data steps it (the same new data is hit every\n"
+	        "                      run), other frames are lost independently at the burst\n"
+	        "                      model's average rate H*G/(G+B).\n"
+	        "  --pcap FILE         every received frame (both directions, before impairment,\n"
+	        "                      first 128 bytes) as a pcap, for tshark\n"
+	        "  --log FILE          one line per impaired frame: DIR D|A|- REL LEN|NSACK OCC ID FATE\n"
+	        "                      (D data, A pure ACK, - other; ID the identity's hash;\n"
+	        "                      FATE pass|drop|bdrop, +dup, +reord)\n"
 	        "  --stats-every S     print the counter line every S seconds too\n"
 	        "  -h, --help          this text\n\n"
 	        "On SIGTERM/SIGINT prints one line and exits 0:\n"
@@ -589,7 +729,8 @@ static int parse_burst(const char *s, struct impair *im)
 }
 
 enum opt { OPT_A = 256, OPT_B, OPT_SEED, OPT_LOSS, OPT_BURST, OPT_REORDER, OPT_GAP, OPT_RUS,
-           OPT_DUP, OPT_DELAY, OPT_RATE, OPT_QUEUE, OPT_DIR, OPT_STATS };
+           OPT_DUP, OPT_DELAY, OPT_RATE, OPT_QUEUE, OPT_DIR, OPT_STATS, OPT_KEY, OPT_LOG,
+           OPT_PCAP };
 
 static const struct option relay_opts[] = {
 	{"a", required_argument, NULL, OPT_A}, {"b", required_argument, NULL, OPT_B},
@@ -602,6 +743,8 @@ static const struct option relay_opts[] = {
 	{"rate-mbit", required_argument, NULL, OPT_RATE},
 	{"queue", required_argument, NULL, OPT_QUEUE}, {"dir", required_argument, NULL, OPT_DIR},
 	{"stats-every", required_argument, NULL, OPT_STATS}, {"help", no_argument, NULL, 'h'},
+	{"key", required_argument, NULL, OPT_KEY}, {"log", required_argument, NULL, OPT_LOG},
+	{"pcap", required_argument, NULL, OPT_PCAP},
 	{NULL, 0, NULL, 0}};
 
 /* One option into r; returns 0, or -1 for a bad value. `dirs` gets the --dir mask. */
@@ -619,6 +762,16 @@ static int parse_one(struct relay *r, int opt, const char *v, int *dirs)
 	case OPT_DIR:
 		*dirs = !strcmp(v, "a2b") ? 1 : !strcmp(v, "b2a") ? 2 : !strcmp(v, "both") ? 3 : 0;
 		return *dirs ? 0 : -1;
+	case OPT_KEY:
+		r->keyed = !strcmp(v, "segment") ? 1 : !strcmp(v, "index") ? 0 : -1;
+		return r->keyed < 0 ? -1 : 0;
+	case OPT_LOG:
+		if (r->log)
+			fclose(r->log);
+		r->log = fopen(v, "w");
+		return r->log ? 0 : -1;
+	case OPT_PCAP:
+		return pcap_open(r, v);
 	default: break;
 	}
 	if (parse_u64(v, &u) < 0)
@@ -639,6 +792,7 @@ static int parse_args(struct relay *r, int argc, char **argv)
 {
 	int opt, dirs = 3;
 	r->seed = 1;
+	r->keyed = 1;
 	r->queue = 4096;
 	r->im.reorder_gap = 3;
 	r->im.reorder_ns = 1000 * NS_PER_US;
@@ -671,7 +825,7 @@ static int dir_init(struct relay *r, struct dir *d, const char *name, int in, in
 	d->in = in;
 	d->out = out;
 	d->salt = mix64((uint64_t)name[0] << 8 | (uint64_t)name[2]); /* a2b and b2a differ */
-	if (fifo_init(&d->line, r->queue, r->slot) < 0)
+	if (fifo_init(&d->line, r->queue, r->slot) < 0 || rk_occ_init(&d->occ, RK_OCC_INIT) < 0)
 		return -1;
 	d->hold[0].data = malloc((size_t)RELAY_HOLD * r->slot);
 	if (!d->hold[0].data)
@@ -724,5 +878,9 @@ int main(int argc, char **argv)
 	        (unsigned long long)r.seed);
 	rc = relay_loop(&r, &unblocked);
 	print_counts(&r, "final");
+	if (r.log)
+		fclose(r.log);
+	if (r.pcap)
+		fclose(r.pcap);
 	return rc < 0 ? 1 : 0;
 }

@@ -1,5 +1,6 @@
 #include "harness.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,22 @@ static void nic_finish(struct sim_pkt *k)
 	}
 }
 
+/* IPK_TCPF_FAST may only be set while its conditions hold (tcp.h ipk_tcp_fast_ok):
+ * every connection object of the context is looked at, live or not. */
+static void fast_check(struct th *t)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->nconns; i++) {
+		const struct ipk_conn *c =
+		        (const struct ipk_conn *)(const void *)((const uint8_t *)t->conns +
+		                                                i * ipk_conn_size());
+
+		if ((c->fl & IPK_TCPF_FAST) && !ipk_tcp_fast_ok(c))
+			t->fast_bad++;
+	}
+}
+
 static void op_tx(void *pkt, void *opaque)
 {
 	struct th *t = (struct th *)opaque;
@@ -76,6 +93,8 @@ static void op_tx(void *pkt, void *opaque)
 	uint8_t *tmp = (uint8_t *)malloc(total + 1);
 	uint32_t at = 0;
 	struct sim_pkt *i;
+
+	fast_check(t);
 
 	/* Linearize outside the pool (frames may exceed a buffer with TSO). */
 	for (i = k; i; i = i->next) {
@@ -143,6 +162,7 @@ static void op_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void
 	struct sim_pkt *k = (struct sim_pkt *)pkt;
 
 	(void)user;
+	fast_check(t);
 	if (!pkt) {
 		t->fins++;
 		t->state_at_fin = ipk_tcp_state(c);
@@ -169,6 +189,7 @@ static void op_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32
 	(void)ctx;
 	(void)c;
 	(void)user;
+	fast_check((struct th *)opaque);
 	((struct th *)opaque)->acked += bytes;
 }
 
@@ -179,6 +200,7 @@ static void op_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 
 	(void)ctx;
 	(void)user;
+	fast_check(t);
 	t->closed++;
 	t->why = why;
 	t->closed_conn = c;
@@ -267,6 +289,11 @@ void th_free(struct th *t)
 {
 	int i;
 
+	if (t->fast_bad) { /* every test ends here: the fast mark's invariant broke */
+		fprintf(stderr, "harness: %u connection(s) seen marked IPK_TCPF_FAST without "
+		                "ipk_tcp_fast_ok\n", t->fast_bad);
+		abort();
+	}
 	th_clear(t);
 	for (i = 0; i < t->qn; i++)
 		sim_pkt_free(t->q[i]);
@@ -501,7 +528,8 @@ uint32_t th_accept(struct th *t, uint32_t irs, const struct ipk_tcp_opts *o, uin
 
 int th_no_leaks(struct th *t)
 {
-	return t->pool->descs_out == (uint32_t)t->qn && t->pool->bufs_out == (uint32_t)t->qn &&
+	return t->fast_bad == 0 && t->pool->descs_out == (uint32_t)t->qn &&
+	       t->pool->bufs_out == (uint32_t)t->qn &&
 	       ipk_pbs_free(t->ctx) == t->npbs && ipk_conns_free(t->ctx) == t->nconns;
 }
 

@@ -82,6 +82,9 @@ struct th {
 	int echo;               /* write each delivery back from the payload event */
 	enum ipk_tcp_state state_at_fin; /* connection state seen by that event */
 	void *user_tag;
+	/* connections seen marked IPK_TCPF_FAST while ipk_tcp_fast_ok did not hold,
+	 * checked on every frame sent and every event (th_no_leaks fails on any) */
+	uint32_t fast_bad;
 };
 
 /* A context with caps/tweaks applied by `tweak` (may be NULL) before init. */
@@ -128,7 +131,8 @@ struct ipk_tcp_opts th_mss_opt(uint16_t mss);
 struct ipk_tcp_opts th_ts_opt(uint32_t tsval, uint32_t tsecr);
 
 /* Nothing leaked: packets back in the pool (apart from captured copies, which the
- * harness keeps outside it), pbs and conns back in the context. */
+ * harness keeps outside it), pbs and conns back in the context; and no connection
+ * was ever seen marked IPK_TCPF_FAST without its conditions (fast_bad). */
 int th_no_leaks(struct th *t);
 
 #endif

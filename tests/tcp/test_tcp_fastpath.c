@@ -226,11 +226,47 @@ static void test_established_pingpong_predicted_both_sides(void)
 	free(want);
 }
 
+/* IPK_TCPF_FAST (tcp.h) marks a connection whose own fast-path conditions hold: set
+ * at the end of the handshake's last event, cleared while an out-of-order queue holds
+ * the extension record, set again by the event that drains it, cleared by close. The
+ * harness checks on every frame and event that the mark never outlives its
+ * conditions (ipk_tcp_fast_ok); here, that it comes back, so the one-bit test keeps
+ * the fast paths in use. */
+static void test_established_fast_mark_follows_conditions(void)
+{
+	struct th *t = th_new(no_delack);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint8_t buf[10];
+	uint32_t iss = th_accept(t, IRS, NULL, W, &c);
+	uint64_t h;
+
+	memset(buf, 'm', sizeof(buf));
+	CHECK(c->fl & IPK_TCPF_FAST);
+	th_seg(t, A, IRS + 11, iss + 1, W, buf, 10); /* out of order: queued */
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 1));
+	CHECK(c->x != NULL);
+	CHECK(!(c->fl & IPK_TCPF_FAST));
+	th_seg(t, A, IRS + 1, iss + 1, W, buf, 10); /* fills the gap, drains the queue */
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 21));
+	CHECK(c->x == NULL);
+	CHECK(c->fl & IPK_TCPF_FAST);
+	h = hits(t);
+	th_seg(t, A, IRS + 21, iss + 1, W, buf, 10); /* predicted through the mark */
+	CHECK_EQ(hits(t), h + 1);
+	CHECK(th_expect(t, &s, A, iss + 1, IRS + 31));
+	CHECK_EQ(t->rxlen, 30);
+	ipk_tcp_close(t->ctx, c, t->now);
+	CHECK(!(c->fl & IPK_TCPF_FAST));
+	finish(t, c);
+}
+
 int main(void)
 {
 	RUN(test_established_fastpath_taken_only_when_predicted);
 	RUN(test_established_fastpath_options);
 	RUN(test_established_echo_from_event_one_segment);
 	RUN(test_established_pingpong_predicted_both_sides);
+	RUN(test_established_fast_mark_follows_conditions);
 	return check_summary();
 }

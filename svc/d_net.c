@@ -1,0 +1,566 @@
+/*
+ * ipkitd: operations on sockets and the core's events. The SQE here is always the
+ * daemon's private copy (d_sock.c); buffer ranges are checked before any copy.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct d_daemon *D(void *opaque) { return (struct d_daemon *)ipk_node_app(opaque); }
+
+/* An op that counted in flight completes. */
+void d_op_done(struct d_sock *s, uint64_t user_data, int32_t res)
+{
+	if (s->inflight + s->ovf_n >= s->cq_entries)
+		s->app->rescan = 1; /* the SQ was held back by the in-flight limit */
+	if (s->inflight)
+		s->inflight--;
+	d_post_res(s, user_data, res);
+}
+
+static void d_bad(struct d_sock *s, const struct ipk_svc_sqe *e, int32_t res)
+{
+	s->app->hdr->bad_sqe++;
+	d_post_res(s, e->user_data, res);
+}
+
+static int d_addr4(const struct ipk_svc_addr *a, uint32_t *ip4_be)
+{
+	if (a->family != IPK_SVC_AF_INET)
+		return a->family == IPK_SVC_AF_INET6 ? -EAFNOSUPPORT : -EINVAL;
+	memcpy(ip4_be, a->addr, 4);
+	return 0;
+}
+
+static uint16_t d_port_host(uint16_t be) { return ipk_ntohs(be); }
+
+/* ------------------------------------------------------------ bind / listen */
+
+static int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be)
+{
+	struct d_sock **tab = s->type == IPK_SVC_TCP ? d->tcp_port : d->udp_port;
+	if (port_be == 0)
+		return -EINVAL;
+	/* ports below 1024 need a configured permission (--low-ports-uid) */
+	if (d_port_host(port_be) < 1024 && !s->app->low_ports)
+		return -EACCES;
+	if (tab[port_be])
+		return -EADDRINUSE;
+	if (s->type == IPK_SVC_UDP) {
+		int rc = ipk_udp_bind(d->ctx, port_be);
+		if (rc < 0)
+			return rc;
+	}
+	tab[port_be] = s;
+	s->lport_be = port_be;
+	return 0;
+}
+
+static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
+{
+	uint32_t ip;
+	int rc = d_addr4(&e->addr, &ip);
+	if (rc < 0)
+		return rc;
+	if (ip != 0 && ip != d->cfg.ip4_be)
+		return -EADDRNOTAVAIL;
+	if (s->state != D_NEW)
+		return -EINVAL;
+	rc = d_port_claim(d, s, e->addr.port_be);
+	if (rc == 0)
+		s->state = D_BOUND;
+	return rc;
+}
+
+/* UDP send without bind: take a free port of the ephemeral range (bounded scan). */
+static int d_udp_autobind(struct d_daemon *d, struct d_sock *s)
+{
+	unsigned i;
+	for (i = 0; i < 16384; i++) {
+		uint16_t p = (uint16_t)(49152u + (d->udp_next_eph++ % 16384u));
+		if (d_port_claim(d, s, ipk_htons(p)) == 0) {
+			s->state = D_BOUND;
+			return 0;
+		}
+	}
+	return -EADDRINUSE;
+}
+
+static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
+{
+	uint32_t bl = e->arg ? e->arg : 128;
+	int rc;
+	if (s->type != IPK_SVC_TCP || s->state != D_BOUND)
+		return -EINVAL;
+	if (bl > D_BACKLOG_MAX)
+		bl = D_BACKLOG_MAX;
+	rc = ipk_tcp_listen(d->ctx, s->lport_be, (uint16_t)bl);
+	if (rc == 0) {
+		s->state = D_LISTEN;
+		s->backlog = bl;
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------ accept */
+
+static void d_acc_push(struct d_sock *l, struct d_sock *w)
+{
+	w->acc_next = NULL;
+	if (l->acc_t)
+		l->acc_t->acc_next = w;
+	else
+		l->acc_h = w;
+	l->acc_t = w;
+	l->acc_n++;
+}
+
+/* Hand waiting connections to an armed multishot accept, while the listener's CQ
+ * has room; each gets its rings sized by the accept's SQE. */
+void d_accept_deliver(struct d_daemon *d, struct d_sock *l)
+{
+	while (l->acc_armed && l->acc_h && l->ovf_n == 0) {
+		struct d_sock *w = l->acc_h;
+		struct ipk_svc_cqe c;
+		int rc;
+		l->acc_h = w->acc_next;
+		if (!l->acc_h)
+			l->acc_t = NULL;
+		l->acc_n--;
+		rc = d_sock_rings(w, l->acc_op.e.len, l->acc_op.e.arg2);
+		if (rc == 0)
+			rc = d_sock_attach(w);
+		if (rc < 0) {
+			/* no ring room or sizes refused: the connection is reset and the
+			 * multishot ends with the reason; the app re-arms */
+			d_sock_destroy(d, w, 0);
+			l->acc_armed = 0;
+			d_op_done(l, l->acc_op.e.user_data, rc);
+			return;
+		}
+		memset(&c, 0, sizeof c);
+		c.user_data = l->acc_op.e.user_data;
+		c.flags = IPK_SVC_CQE_F_MORE;
+		c.sock = w->id;
+		c.ring_off = w->ring_off;
+		if (w->conn) {
+			struct ipk_tuple t;
+			if (ipk_tcp_tuple(w->conn, &t) == 0) {
+				c.addr.family = IPK_SVC_AF_INET;
+				c.addr.port_be = t.peer_port_be;
+				memcpy(c.addr.addr, &t.peer_ip4_be, 4);
+			}
+		}
+		d_post(l, &c);
+		d_rx_deliver(d, w);
+	}
+}
+
+static void d_accept_op(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
+{
+	if (s->state != D_LISTEN) {
+		d_bad(s, &op->e, -EINVAL);
+		return;
+	}
+	if (s->acc_armed) {
+		d_post_res(s, op->e.user_data, -EBUSY);
+		return;
+	}
+	s->acc_op = *op;
+	s->acc_armed = 1;
+	s->inflight++;
+	d_accept_deliver(d, s);
+}
+
+/* ------------------------------------------------------------ connect */
+
+static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
+{
+	struct ipk_conn *c = NULL;
+	uint32_t ip;
+	int rc = d_addr4(&op->e.addr, &ip);
+	if (rc == 0 && (s->type != IPK_SVC_TCP || (s->state != D_NEW && s->state != D_BOUND)))
+		rc = -EINVAL;
+	if (rc == 0 && (ip == 0 || op->e.addr.port_be == 0))
+		rc = -EINVAL;
+	if (rc < 0) {
+		d_post_res(s, op->e.user_data, rc);
+		return;
+	}
+	/* in flight before the call: an outcome reported from inside it (tcp_closed)
+	 * must find the op to complete */
+	s->state = D_CONNECTING;
+	s->conn_op = *op;
+	s->inflight++;
+	rc = ipk_tcp_connect(d->ctx, ip, op->e.addr.port_be, s->lport_be, s, &c,
+	                     ipk_node_now(d->node));
+	if (rc < 0) {
+		s->state = s->lport_be ? D_BOUND : D_NEW;
+		d_op_done(s, op->e.user_data, rc);
+		return;
+	}
+	if (s->state == D_CONNECTING || s->state == D_CONNECTED)
+		s->conn = c; /* not when it already closed inside the call */
+}
+
+/* ------------------------------------------------------------ send / recv */
+
+/* Move queued SENDs into the stack's send buffer (copying from the region), in
+ * order; SHUTDOWN when it reaches the front. */
+void d_tx_pump(struct d_daemon *d, struct d_sock *s)
+{
+	struct d_op *op;
+	uint64_t now = ipk_node_now(d->node);
+	while ((op = d_opq_front(&s->txq)) != NULL) {
+		int rc;
+		if (!s->conn) {
+			d_op_done(s, op->e.user_data, s->err ? s->err : -EPIPE);
+			d_opq_pop(&s->txq);
+			continue;
+		}
+		if (op->e.opcode == IPK_SVC_OP_SHUTDOWN) {
+			rc = ipk_tcp_close(d->ctx, s->conn, now);
+			d_op_done(s, op->e.user_data, rc);
+			d_opq_pop(&s->txq);
+			continue;
+		}
+		rc = ipk_tcp_write(d->ctx, s->conn, s->app->base + op->e.buf_off + op->done,
+		                   op->e.len - op->done, now);
+		if (rc < 0) {
+			d_op_done(s, op->e.user_data, rc);
+			d_opq_pop(&s->txq);
+			continue;
+		}
+		op->done += (uint32_t)rc;
+		s->app->hdr->tx_copied += (uint64_t)rc;
+		if (op->done < op->e.len)
+			return; /* send buffer full: tcp_acked brings us back */
+		d_op_done(s, op->e.user_data, (int32_t)op->e.len);
+		d_opq_pop(&s->txq);
+	}
+}
+
+/* Copy held payload into one RECV's buffer; returns bytes. */
+static uint32_t d_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e)
+{
+	uint8_t *dst = s->app->base + e->buf_off;
+	uint32_t got = 0;
+	while (s->rxh && got < e->len) {
+		struct ipk_pkt *k = s->rxh;
+		uint32_t n = k->len < e->len - got ? k->len : e->len - got;
+		memcpy(dst + got, ipk_pkt_mtod(k), n);
+		got += n;
+		k->off += n;
+		k->len -= n;
+		if (k->len == 0) {
+			s->rxh = (struct ipk_pkt *)k->user;
+			if (!s->rxh)
+				s->rxt = NULL;
+			ipk_pkt_free(k);
+		}
+	}
+	return got;
+}
+
+static void d_rx_tcp(struct d_daemon *d, struct d_sock *s)
+{
+	struct d_op *op;
+	while ((op = d_opq_front(&s->rxq)) != NULL) {
+		if (s->rxh) {
+			uint32_t n = d_rx_copy(s, &op->e);
+			s->app->hdr->rx_copied += n;
+			if (s->conn) /* the window reopens as the app takes the bytes */
+				ipk_tcp_recved(d->ctx, s->conn, n, ipk_node_now(d->node));
+			d_op_done(s, op->e.user_data, (int32_t)n);
+		} else if (s->rx_eof) {
+			d_op_done(s, op->e.user_data, s->err);
+		} else {
+			return;
+		}
+		d_opq_pop(&s->rxq);
+	}
+}
+
+static void d_rx_udp(struct d_sock *s)
+{
+	struct d_op *op;
+	while ((op = d_opq_front(&s->rxq)) != NULL && s->dq_h) {
+		struct d_dgram *g = s->dq_h;
+		struct ipk_svc_cqe c;
+		uint32_t n = g->len < op->e.len ? g->len : op->e.len;
+		memcpy(s->app->base + op->e.buf_off, g->data, n);
+		s->app->hdr->rx_copied += n;
+		memset(&c, 0, sizeof c);
+		c.user_data = op->e.user_data;
+		c.res = (int32_t)n; /* truncated to the buffer, as recvfrom does */
+		c.addr = g->from;
+		if (s->inflight)
+			s->inflight--;
+		d_post(s, &c);
+		d_opq_pop(&s->rxq);
+		s->dq_h = g->next;
+		if (!s->dq_h)
+			s->dq_t = NULL;
+		s->dq_n--;
+		s->dq_bytes -= g->len;
+		free(g);
+	}
+}
+
+void d_rx_deliver(struct d_daemon *d, struct d_sock *s)
+{
+	if (!s->ring)
+		return; /* accepted, not handed over yet: data waits */
+	if (s->type == IPK_SVC_TCP)
+		d_rx_tcp(d, s);
+	else
+		d_rx_udp(s);
+}
+
+static void d_sendto_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
+{
+	uint32_t ip;
+	int rc = d_addr4(&e->addr, &ip);
+	if (rc < 0 || s->type != IPK_SVC_UDP || e->len == 0 || !d_buf_ok(s->app, e)) {
+		d_bad(s, e, rc < 0 ? rc : !d_buf_ok(s->app, e) ? -EFAULT : -EINVAL);
+		return;
+	}
+	if (s->state == D_NEW && (rc = d_udp_autobind(d, s)) < 0) {
+		d_post_res(s, e->user_data, rc);
+		return;
+	}
+	rc = ipk_udp_sendto(d->ctx, s->lport_be, ip, e->addr.port_be, s->app->base + e->buf_off,
+	                    e->len, ipk_node_now(d->node));
+	if (rc > 0)
+		s->app->hdr->tx_copied += (uint64_t)rc;
+	d_post_res(s, e->user_data, rc);
+}
+
+/* SEND, SHUTDOWN, RECV, RECVFROM: checked, then queued in order. */
+static void d_queue_op(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
+{
+	const struct ipk_svc_sqe *e = &op->e;
+	int data = e->opcode != IPK_SVC_OP_SHUTDOWN;
+	int tx = e->opcode == IPK_SVC_OP_SEND || e->opcode == IPK_SVC_OP_SHUTDOWN;
+	int want = e->opcode == IPK_SVC_OP_RECVFROM ? IPK_SVC_UDP : IPK_SVC_TCP;
+	if (s->type != want) {
+		d_bad(s, e, -EOPNOTSUPP);
+		return;
+	}
+	if (data && (e->len == 0 || !d_buf_ok(s->app, e))) {
+		d_bad(s, e, e->len == 0 ? -EINVAL : -EFAULT);
+		return;
+	}
+	if (want == IPK_SVC_TCP && s->state != D_CONNECTED && !(s->state == D_CLOSED && !tx)) {
+		d_post_res(s, e->user_data, -ENOTCONN);
+		return;
+	}
+	if (d_opq_push(tx ? &s->txq : &s->rxq, op) < 0) {
+		d_post_res(s, e->user_data, -ENOBUFS); /* not reached: bounded by inflight */
+		return;
+	}
+	s->inflight++;
+	if (tx)
+		d_tx_pump(d, s);
+	else
+		d_rx_deliver(d, s);
+}
+
+void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
+{
+	const struct ipk_svc_sqe *e = &op->e;
+	int rc;
+	switch (e->opcode) {
+	case IPK_SVC_OP_NOP:
+		d_post_res(s, e->user_data, 0);
+		return;
+	case IPK_SVC_OP_BIND:
+		rc = d_bind(d, s, e);
+		if (rc == -EINVAL || rc == -EAFNOSUPPORT)
+			s->app->hdr->bad_sqe++;
+		d_post_res(s, e->user_data, rc);
+		return;
+	case IPK_SVC_OP_LISTEN:
+		d_post_res(s, e->user_data, d_listen_op(d, s, e));
+		return;
+	case IPK_SVC_OP_ACCEPT:
+		d_accept_op(d, s, op);
+		return;
+	case IPK_SVC_OP_CONNECT:
+		d_connect_op(d, s, op);
+		return;
+	case IPK_SVC_OP_SENDTO:
+		d_sendto_op(d, s, e);
+		return;
+	case IPK_SVC_OP_SEND:
+	case IPK_SVC_OP_SHUTDOWN:
+	case IPK_SVC_OP_RECV:
+	case IPK_SVC_OP_RECVFROM:
+		d_queue_op(d, s, op);
+		return;
+	default: /* SOCKET and CLOSE belong on the control ring; the rest is garbage */
+		d_bad(s, e, -EINVAL);
+	}
+}
+
+/* ------------------------------------------------------------ core events */
+
+static int ev_accept(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opq)
+{
+	struct d_sock *l = D(opq)->tcp_port[t->local_port_be];
+	(void)ctx;
+	return l && l->state == D_LISTEN && l->acc_n < l->backlog;
+}
+
+static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
+{
+	struct d_daemon *d = D(opq);
+	struct ipk_tuple t;
+	struct d_sock *l, *w;
+	if (ipk_tcp_tuple(c, &t) < 0)
+		return NULL;
+	l = d->tcp_port[t.local_port_be];
+	w = l && l->state == D_LISTEN ? d_sock_alloc(l->app, IPK_SVC_TCP) : NULL;
+	if (!w) {
+		ipk_tcp_abort(ctx, c, ipk_node_now(d->node));
+		return NULL;
+	}
+	w->conn = c;
+	w->state = D_CONNECTED;
+	w->prio = l->prio; /* an accepted socket serves at its listener's level */
+	d_acc_push(l, w);
+	d_accept_deliver(d, l);
+	return w;
+}
+
+static void ev_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *opq)
+{
+	struct d_sock *s = (struct d_sock *)user;
+	if (!s) {
+		ipk_tcp_abort(ctx, c, ipk_node_now(D(opq)->node));
+		return;
+	}
+	s->state = D_CONNECTED;
+	d_op_done(s, s->conn_op.e.user_data, 0);
+}
+
+static void ev_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+                       uint32_t off, uint32_t len, void *opq)
+{
+	struct d_sock *s = (struct d_sock *)user;
+	struct d_daemon *d = D(opq);
+	struct ipk_pkt *k;
+	if (!s) {
+		/* closed by the app: data after close gets a reset, as in Linux; with
+		 * --graceful-close it is read and dropped, so the FIN ends the stream */
+		if (pkt && d->cfg.graceful)
+			ipk_tcp_recved(ctx, c, len, ipk_node_now(d->node));
+		else if (pkt)
+			ipk_tcp_abort(ctx, c, ipk_node_now(d->node));
+		return;
+	}
+	if (!pkt) {
+		s->rx_eof = 1;
+		d_rx_deliver(d, s);
+		return;
+	}
+	k = ipk_pkt_clone((struct ipk_pkt *)pkt);
+	if (!k) { /* cannot hold it: losing bytes of a stream is not an option */
+		s->err = -ENOMEM;
+		ipk_tcp_abort(ctx, c, ipk_node_now(d->node));
+		return;
+	}
+	k->off += off;
+	k->len = len;
+	k->next = NULL;
+	k->user = NULL;
+	if (s->rxt)
+		s->rxt->user = k;
+	else
+		s->rxh = k;
+	s->rxt = k;
+	d_rx_deliver(d, s);
+}
+
+static void ev_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
+                     void *opq)
+{
+	(void)ctx;
+	(void)c;
+	(void)bytes;
+	if (user)
+		d_tx_pump(D(opq), (struct d_sock *)user);
+}
+
+static int d_close_err(enum ipk_close_reason why)
+{
+	switch (why) {
+	case IPK_CLOSE_NORMAL: return 0;
+	case IPK_CLOSE_RESET: return -ECONNRESET;
+	case IPK_CLOSE_REFUSED: return -ECONNREFUSED;
+	case IPK_CLOSE_TIMEOUT: return -ETIMEDOUT;
+	case IPK_CLOSE_UNREACH: return -EHOSTUNREACH;
+	default: return -ECONNABORTED;
+	}
+}
+
+static void ev_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
+                      enum ipk_close_reason why, void *opq)
+{
+	struct d_sock *s = (struct d_sock *)user;
+	struct d_daemon *d = D(opq);
+	(void)ctx;
+	(void)c;
+	if (!s)
+		return;
+	s->conn = NULL;
+	if (!s->err)
+		s->err = d_close_err(why);
+	s->rx_eof = 1;
+	if (s->state == D_CONNECTING)
+		d_op_done(s, s->conn_op.e.user_data, s->err ? s->err : -ECONNABORTED);
+	s->state = D_CLOSED;
+	d_tx_pump(d, s);
+	d_rx_deliver(d, s);
+}
+
+static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
+                   uint32_t len, void *opq)
+{
+	struct d_sock *s = D(opq)->udp_port[t->local_port_be];
+	struct d_dgram *g;
+	if (!s || s->dq_n >= D_UDP_QMAX || s->dq_bytes + len > D_UDP_QBYTES) {
+		if (s)
+			s->udp_drops++;
+		return;
+	}
+	g = (struct d_dgram *)malloc(sizeof *g + len);
+	if (!g)
+		return;
+	g->next = NULL;
+	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
+	memset(&g->from, 0, sizeof g->from);
+	g->from.family = IPK_SVC_AF_INET;
+	g->from.port_be = t->peer_port_be;
+	memcpy(g->from.addr, &t->peer_ip4_be, 4);
+	if (s->dq_t)
+		s->dq_t->next = g;
+	else
+		s->dq_h = g;
+	s->dq_t = g;
+	s->dq_n++;
+	s->dq_bytes += g->len;
+	d_rx_deliver(D(opq), s);
+}
+
+const struct ipk_ops d_events = {
+	.tcp_accept = ev_accept,
+	.tcp_accepted = ev_accepted,
+	.tcp_connected = ev_connected,
+	.tcp_payload = ev_payload,
+	.tcp_acked = ev_acked,
+	.tcp_closed = ev_closed,
+	.udp_recv = ev_udp,
+};

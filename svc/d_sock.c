@@ -1,0 +1,506 @@
+/*
+ * ipkitd: sockets and their rings. Everything read from the region is read here,
+ * once, into private memory, and checked (svc/README.md, "Untrusted application").
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ op queues */
+
+static int d_opq_init(struct d_opq *q, uint32_t cap)
+{
+	q->v = (struct d_op *)calloc(cap, sizeof *q->v);
+	q->head = q->n = 0;
+	q->cap = cap;
+	return q->v ? 0 : -ENOMEM;
+}
+
+int d_opq_push(struct d_opq *q, const struct d_op *op)
+{
+	if (q->n == q->cap)
+		return -ENOBUFS;
+	q->v[(q->head + q->n) % q->cap] = *op;
+	q->n++;
+	return 0;
+}
+
+struct d_op *d_opq_front(struct d_opq *q) { return q->n ? &q->v[q->head] : NULL; }
+
+void d_opq_pop(struct d_opq *q)
+{
+	if (!q->n)
+		return;
+	q->head = (q->head + 1) % q->cap;
+	q->n--;
+}
+
+/* ------------------------------------------------------------ rings */
+
+static int d_pow2(uint32_t v) { return v && !(v & (v - 1)); }
+
+/* Place and initialise a ring pair (sizes 0: defaults), plus the private queues
+ * sized by the CQ: at most cq_entries ops in flight, so completions always fit in
+ * the CQ plus the overflow. */
+int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq)
+{
+	struct d_app *a = s->app;
+	const struct d_cfg *c = &a->d->cfg;
+	struct ipk_svc_ring *r;
+	int rc;
+	sq = sq ? sq : 64;
+	cq = cq ? cq : 2 * sq;
+	if (!d_pow2(sq) || !d_pow2(cq) || sq > c->max_sq || cq > c->max_cq)
+		return -EINVAL;
+	rc = d_ring_get(a, ipk_svc_ring_bytes(sq, cq), &s->ring_off, &s->ring_cls);
+	if (rc < 0)
+		return rc;
+	if (d_opq_init(&s->txq, cq) < 0 || d_opq_init(&s->rxq, cq) < 0 ||
+	    !(s->ovf = (struct ipk_svc_cqe *)calloc(cq, sizeof *s->ovf))) {
+		free(s->txq.v);
+		free(s->rxq.v);
+		s->txq.v = s->rxq.v = NULL;
+		d_ring_put(a, s->ring_off, s->ring_cls);
+		return -ENOMEM;
+	}
+	r = (struct ipk_svc_ring *)(a->base + s->ring_off);
+	memset(r, 0, sizeof *r);
+	r->sq_entries = sq;
+	r->cq_entries = cq;
+	r->sock = s->id;
+	r->sqes_off = sizeof *r;
+	r->cqes_off = (uint32_t)(sizeof *r + (uint64_t)sq * sizeof(struct ipk_svc_sqe));
+	s->ring = r;
+	s->sqes = (struct ipk_svc_sqe *)((uint8_t *)r + r->sqes_off);
+	s->cqes = (struct ipk_svc_cqe *)((uint8_t *)r + r->cqes_off);
+	s->sq_entries = sq;
+	s->cq_entries = cq;
+	s->sq_head = s->cq_tail = 0;
+	return 0;
+}
+
+/* ------------------------------------------------------------ socket table */
+
+static int d_table_grow(struct d_app *a)
+{
+	uint32_t cap = a->cap ? 2 * a->cap : 64;
+	struct d_sock **v;
+	uint8_t *g;
+	uint32_t *f;
+	if (cap > (1u << D_SOCK_IDX_BITS) || cap > a->d->cfg.max_socks + 1)
+		return -ENOMEM;
+	v = (struct d_sock **)realloc(a->socks, cap * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	a->socks = v;
+	g = (uint8_t *)realloc(a->gen, cap);
+	if (!g)
+		return -ENOMEM;
+	a->gen = g;
+	f = (uint32_t *)realloc(a->free_idx, cap * sizeof *f);
+	if (!f)
+		return -ENOMEM;
+	a->free_idx = f;
+	memset(a->socks + a->cap, 0, (cap - a->cap) * sizeof *v);
+	memset(a->gen + a->cap, 0, cap - a->cap);
+	a->cap = cap;
+	if (a->nsocks == 0)
+		a->nsocks = 1; /* index 0 is the control ring */
+	return 0;
+}
+
+static int d_table_take(struct d_app *a, uint32_t *idx)
+{
+	if (a->nfree) {
+		*idx = a->free_idx[--a->nfree];
+		return 0;
+	}
+	if (a->nlive >= a->d->cfg.max_socks)
+		return -ENOMEM;
+	if (a->nsocks == a->cap || a->cap == 0) {
+		int rc = d_table_grow(a);
+		if (rc < 0)
+			return rc;
+	}
+	*idx = a->nsocks++;
+	return 0;
+}
+
+struct d_sock *d_sock_alloc(struct d_app *a, int type)
+{
+	struct d_sock *s = (struct d_sock *)calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->app = a;
+	s->type = type;
+	s->state = D_NEW;
+	return s;
+}
+
+/* Give s an id and a place in the table, and its rings (sizes already chosen by
+ * d_sock_rings). Returns 0 or -ENOMEM. */
+int d_sock_attach(struct d_sock *s)
+{
+	struct d_app *a = s->app;
+	uint32_t idx;
+	int rc = d_table_take(a, &idx);
+	if (rc < 0)
+		return rc;
+	a->socks[idx] = s;
+	a->nlive++;
+	s->id = ((uint32_t)a->gen[idx] << D_SOCK_IDX_BITS) | idx;
+	s->ring->sock = s->id;
+	return 0;
+}
+
+/* The socket of id in app a, or NULL: a stale generation or a free index is as
+ * foreign as a wrong number. */
+static struct d_sock *d_sock_find(struct d_app *a, uint32_t id)
+{
+	uint32_t idx = id & ((1u << D_SOCK_IDX_BITS) - 1);
+	if (idx == 0 || idx >= a->nsocks || !a->socks[idx])
+		return NULL;
+	if ((id >> D_SOCK_IDX_BITS) != a->gen[idx])
+		return NULL;
+	return a->socks[idx];
+}
+
+static void d_sock_free_rx(struct d_sock *s)
+{
+	while (s->rxh) {
+		struct ipk_pkt *k = s->rxh;
+		s->rxh = (struct ipk_pkt *)k->user;
+		ipk_pkt_free(k);
+	}
+	s->rxt = NULL;
+	while (s->dq_h) {
+		struct d_dgram *g = s->dq_h;
+		s->dq_h = g->next;
+		free(g);
+	}
+	s->dq_n = 0;
+	s->dq_bytes = 0;
+}
+
+static void d_sock_ports(struct d_daemon *d, struct d_sock *s)
+{
+	uint16_t p = s->lport_be;
+	if (s->type == IPK_SVC_TCP && d->tcp_port[p] == s) {
+		if (s->state == D_LISTEN)
+			ipk_tcp_unlisten(d->ctx, p);
+		d->tcp_port[p] = NULL;
+	}
+	if (s->type == IPK_SVC_UDP && d->udp_port[p] == s) {
+		ipk_udp_unbind(d->ctx, p);
+		d->udp_port[p] = NULL;
+	}
+}
+
+/* Tear a socket down: connection reset (or FIN when graceful), waiting accepted
+ * connections reset, ports freed, held data freed, rings back to the allocator.
+ * No completion is posted. */
+void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
+{
+	struct d_app *a = s->app;
+	uint64_t now = ipk_node_now(d->node);
+	if (s->conn) {
+		struct ipk_conn *c = s->conn;
+		s->conn = NULL;
+		ipk_tcp_set_user(c, NULL); /* later events of c find no socket */
+		if (graceful)
+			ipk_tcp_close(d->ctx, c, now);
+		else
+			ipk_tcp_abort(d->ctx, c, now);
+	}
+	while (s->acc_h) {
+		struct d_sock *w = s->acc_h;
+		s->acc_h = w->acc_next;
+		d_sock_destroy(d, w, 0);
+	}
+	d_sock_ports(d, s);
+	d_sock_free_rx(s);
+	free(s->txq.v);
+	free(s->rxq.v);
+	free(s->ovf);
+	s->txq.v = s->rxq.v = NULL;
+	s->ovf = NULL;
+	if (s->ring)
+		d_ring_put(a, s->ring_off, s->ring_cls);
+	s->ring = NULL;
+	if (s == &a->ctl)
+		return;
+	if (s->id) {
+		uint32_t idx = s->id & ((1u << D_SOCK_IDX_BITS) - 1);
+		a->socks[idx] = NULL;
+		a->gen[idx]++;
+		a->free_idx[a->nfree++] = idx;
+		a->nlive--;
+	}
+	free(s);
+}
+
+/* ------------------------------------------------------------ completions */
+
+/* CQ room: cq_head is the app's; read once; a value claiming more room than the
+ * ring has is a corrupted index: count it and treat the CQ as full. */
+static int d_cq_room(struct d_sock *s)
+{
+	uint32_t head = IPK_SVC_LOAD_ACQ(&s->ring->cq_head.v);
+	uint32_t used = s->cq_tail - head;
+	if (used > s->cq_entries) {
+		s->app->hdr->bad_index++;
+		return 0;
+	}
+	return used < s->cq_entries;
+}
+
+static void d_cq_write(struct d_sock *s, const struct ipk_svc_cqe *c)
+{
+	s->cqes[s->cq_tail & (s->cq_entries - 1)] = *c;
+	s->cq_tail++;
+	/* release: the entry's contents are visible before the tail that covers it */
+	IPK_SVC_STORE_REL(&s->ring->cq_tail.v, s->cq_tail);
+	s->app->posted = 1;
+}
+
+static void d_ovf_flush(struct d_sock *s)
+{
+	while (s->ovf_n && d_cq_room(s)) {
+		d_cq_write(s, &s->ovf[s->ovf_head]);
+		s->ovf_head = (s->ovf_head + 1) % s->cq_entries;
+		s->ovf_n--;
+	}
+}
+
+void d_post(struct d_sock *s, const struct ipk_svc_cqe *c0)
+{
+	struct ipk_svc_cqe cc = *c0, *c = &cc;
+	if (!s->ring)
+		return;
+	cc.seq = s->app->cq_seq++;
+	cc.pass = s->app->d->passes;
+	d_ovf_flush(s);
+	if (s->ovf_n == 0 && d_cq_room(s)) {
+		d_cq_write(s, c);
+		return;
+	}
+	if (s->ovf_n == s->cq_entries) {
+		s->app->hdr->bad_index++; /* only a CQ the app never reads gets here */
+		return;
+	}
+	s->ovf[(s->ovf_head + s->ovf_n) % s->cq_entries] = *c;
+	s->ovf_n++;
+	s->app->ovf_wait = 1;
+}
+
+void d_post_res(struct d_sock *s, uint64_t user_data, int32_t res)
+{
+	struct ipk_svc_cqe c;
+	memset(&c, 0, sizeof c);
+	c.user_data = user_data;
+	c.res = res;
+	d_post(s, &c);
+}
+
+/* ------------------------------------------------------------ control ops */
+
+/* The level a SOCKET asks for (0: the app's default, L: level L - 1), or -EINVAL
+ * (no such level) / -EPERM (higher than the configuration allows this app). */
+static int d_prio_pick(const struct d_app *a, uint16_t want)
+{
+	const struct d_cfg *c = &a->d->cfg;
+	unsigned lvl;
+	if (want == 0)
+		return (int)(c->prio_default > a->prio_max ? c->prio_default : a->prio_max);
+	lvl = (unsigned)want - 1;
+	if (lvl >= c->prio_levels)
+		return -EINVAL;
+	return lvl < a->prio_max ? -EPERM : (int)lvl;
+}
+
+/* SOCKET: type in arg, SQ size in len, CQ size in arg2, level in prio. */
+static void d_ctl_socket(struct d_sock *ctl, const struct ipk_svc_sqe *e)
+{
+	struct ipk_svc_cqe c;
+	struct d_sock *s;
+	int rc;
+	memset(&c, 0, sizeof c);
+	c.user_data = e->user_data;
+	if (e->arg != IPK_SVC_TCP && e->arg != IPK_SVC_UDP) {
+		c.res = -EINVAL;
+		d_post(ctl, &c);
+		return;
+	}
+	rc = d_prio_pick(ctl->app, e->prio);
+	if (rc < 0) {
+		c.res = rc;
+		d_post(ctl, &c);
+		return;
+	}
+	s = d_sock_alloc(ctl->app, (int)e->arg);
+	if (s)
+		s->prio = (unsigned)rc;
+	rc = s ? d_sock_rings(s, e->len, e->arg2) : -ENOMEM;
+	if (rc == 0)
+		rc = d_sock_attach(s);
+	if (rc < 0) {
+		if (s)
+			d_sock_destroy(ctl->app->d, s, 0);
+		c.res = rc;
+		d_post(ctl, &c);
+		return;
+	}
+	c.res = 0;
+	c.sock = s->id;
+	c.ring_off = s->ring_off;
+	d_post(ctl, &c);
+}
+
+static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_svc_sqe *e)
+{
+	struct d_sock *s;
+	switch (e->opcode) {
+	case IPK_SVC_OP_NOP:
+		d_post_res(ctl, e->user_data, 0);
+		return;
+	case IPK_SVC_OP_SOCKET:
+		d_ctl_socket(ctl, e);
+		return;
+	case IPK_SVC_OP_CLOSE:
+		s = d_sock_find(ctl->app, e->arg);
+		if (!s) {
+			ctl->app->hdr->bad_sqe++;
+			d_post_res(ctl, e->user_data, -EBADF);
+			return;
+		}
+		d_sock_destroy(d, s, 1);
+		d_post_res(ctl, e->user_data, 0);
+		return;
+	default:
+		ctl->app->hdr->bad_sqe++;
+		d_post_res(ctl, e->user_data, -EINVAL);
+	}
+}
+
+/* ------------------------------------------------------------ submissions */
+
+/* Buffer range check: [buf_off, buf_off + len) inside the buffer area, written so
+ * that no sum can overflow. */
+int d_buf_ok(const struct d_app *a, const struct ipk_svc_sqe *e)
+{
+	uint64_t lo = a->buf_area_off, hi = a->buf_area_off + a->buf_area_size;
+	return e->buf_off >= lo && e->buf_off <= hi && e->len <= hi - e->buf_off;
+}
+
+static void d_ring_error(struct d_sock *s)
+{
+	struct ipk_svc_cqe c;
+	if (s->broken)
+		return;
+	s->broken = 1;
+	s->app->hdr->bad_index++;
+	s->ring->flags |= IPK_SVC_RING_F_BROKEN;
+	memset(&c, 0, sizeof c);
+	c.res = -EBADMSG;
+	c.flags = IPK_SVC_CQE_F_RINGERR;
+	d_post(s, &c);
+}
+
+/* Take up to max entries from s's SQ. Returns entries taken. */
+static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s, uint32_t max)
+{
+	/* acquire: the entries up to tail are read only after the tail that
+	 * published them */
+	uint32_t tail = IPK_SVC_LOAD_ACQ(&s->ring->sq_tail.v), n = tail - s->sq_head, k = 0;
+	if (n > s->sq_entries) {
+		d_ring_error(s);
+		return 0;
+	}
+	if (s->broken) {
+		s->broken = 0;
+		s->ring->flags &= ~IPK_SVC_RING_F_BROKEN;
+	}
+	while (k < n && k < max && s->inflight + s->ovf_n < s->cq_entries) {
+		struct d_op op;
+		/* one copy: the app may rewrite the slot at any time; only op is used */
+		memcpy(&op.e, &s->sqes[s->sq_head & (s->sq_entries - 1)], sizeof op.e);
+		op.done = 0;
+		s->sq_head++;
+		k++;
+		if (s == &s->app->ctl)
+			d_ctl_op(d, s, &op.e);
+		else
+			d_op_start(d, s, &op);
+	}
+	if (k)
+		/* release: our copies of the entries are complete before the app may
+		 * reuse their slots */
+		IPK_SVC_STORE_REL(&s->ring->sq_head.v, s->sq_head);
+	if (k == max && k < n)
+		s->app->rescan = 1; /* budget spent: come back next pass (the in-flight
+		                     * limit is lifted by d_op_done, which asks again) */
+	return k;
+}
+
+/* One socket's turn: waiting completions first, then up to max new entries. */
+static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s, uint32_t max)
+{
+	uint32_t k;
+	d_ovf_flush(s);
+	k = d_sock_consume(d, s, max);
+	if (s->ovf_n)
+		s->app->ovf_wait = 1; /* the app frees CQ room without a doorbell: look
+		                       * again soon (the loop sleeps at most 1 ms) */
+	return k;
+}
+
+/* Start of a service pass: is the application worth looking at (it submitted, or
+ * asked to be looked at again)? */
+void d_pass_begin(struct d_app *a)
+{
+	uint32_t seq;
+	a->dirty = 0;
+	if (!a->ready || a->dying)
+		return;
+	seq = IPK_SVC_LOAD_ACQ(&a->hdr->submit_seq.v);
+	if (seq == a->last_seq && !a->rescan && !a->ovf_wait)
+		return;
+	a->last_seq = seq;
+	a->rescan = 0;
+	a->ovf_wait = 0;
+	a->dirty = 1;
+}
+
+/* Serve the sockets of one priority level (the control ring with level 0), taking
+ * at most *budget entries in all (UINT32_MAX: no limit), each socket at most
+ * D_PASS_BUDGET. A spent budget leaves the rest for the next pass: the app is
+ * marked for a rescan and the level's cursor remembers where to resume, so the
+ * sockets of a level take turns. Returns entries taken. */
+int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned level, uint32_t *budget)
+{
+	uint32_t i, k, work = 0, n = a->nsocks;
+	if (!a->dirty)
+		return 0;
+	if (level == 0)
+		work += d_sock_pass(d, &a->ctl, D_PASS_BUDGET);
+	for (k = 1; k < n; k++) {
+		struct d_sock *s;
+		uint32_t got;
+		i = 1 + (a->cur[level] + k - 1) % (n - 1);
+		s = a->socks[i];
+		if (!s || s->prio != level)
+			continue;
+		if (*budget == 0) {
+			a->cur[level] = i - 1;
+			a->rescan = 1;
+			break;
+		}
+		got = d_sock_pass(d, s, *budget < D_PASS_BUDGET ? *budget : D_PASS_BUDGET);
+		if (*budget != UINT32_MAX)
+			*budget -= got;
+		work += got;
+	}
+	return (int)work;
+}

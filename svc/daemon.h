@@ -1,0 +1,194 @@
+/*
+ * ipkitd internals: the daemon's private state. Nothing here is shared with an
+ * application; the region (svc/proto.h) is only ever read through the checks in
+ * d_sock.c.
+ */
+#ifndef IPKIT_SVC_DAEMON_H
+#define IPKIT_SVC_DAEMON_H
+
+#include "proto.h"
+
+#include <ipkit/runtime.h>
+#include <sys/types.h>
+
+#define D_MAX_IDS 16
+#define D_PRIO_MAX 16
+#define D_RING_CLASSES 40
+#define D_RING_MIN 512u        /* smallest ring pair block */
+#define D_PASS_BUDGET 64u      /* SQEs taken from one socket per pass (fairness) */
+#define D_UDP_QMAX 256u        /* datagrams held per UDP socket before dropping */
+#define D_UDP_QBYTES (1u << 20) /* ... and bytes: a peer flooding a port nobody reads
+                                 * costs at most this much memory per socket */
+#define D_SOCK_IDX_BITS 24
+#define D_BACKLOG_MAX 4096u
+
+struct d_cfg {
+	const char *io_spec, *sock_path;
+	char *owned[2];              /* strdup'd io_spec / sock_path */
+	uint32_t ip4_be, gw_be;
+	uint8_t prefix_len;
+	uid_t allow_uid[D_MAX_IDS], low_uid[D_MAX_IDS];
+	gid_t allow_gid[D_MAX_IDS];
+	unsigned n_allow_uid, n_low_uid, n_allow_gid;
+	uint64_t max_buf, max_ring;
+	uint32_t max_sq, max_cq, max_socks;
+	unsigned prio_levels, prio_default, prio_share; /* levels, default level, entries a
+	                                                 * lower level gets per pass */
+	uid_t prio_uid[D_MAX_IDS];
+	unsigned prio_uid_level[D_MAX_IDS], n_prio_uid;
+	int busy_poll, graceful, verbose;
+	uint32_t spin_us;
+};
+
+/* An operation in flight: the SQE copied out of the ring, never re-read. */
+struct d_op {
+	struct ipk_svc_sqe e;
+	uint32_t done;
+};
+
+/* FIFO of ops, capacity fixed at creation (the socket's cq_entries). */
+struct d_opq {
+	struct d_op *v;
+	uint32_t head, n, cap;
+};
+
+struct d_dgram {
+	struct d_dgram *next;
+	struct ipk_svc_addr from;
+	uint32_t len;
+	uint8_t data[];
+};
+
+enum d_state { D_NEW, D_BOUND, D_LISTEN, D_CONNECTING, D_CONNECTED, D_CLOSED };
+
+struct d_app;
+
+struct d_sock {
+	struct d_app *app;
+	uint32_t id;                 /* 0: not attached yet (accepted, waiting) */
+	int type;                    /* IPK_SVC_TCP / UDP */
+	unsigned prio;               /* level, 0 served first */
+	enum d_state state;
+	/* rings: daemon-private copies of where they are and how big */
+	uint64_t ring_off;
+	unsigned ring_cls;
+	struct ipk_svc_ring *ring;
+	struct ipk_svc_sqe *sqes;
+	struct ipk_svc_cqe *cqes;
+	uint32_t sq_entries, cq_entries;
+	uint32_t sq_head, cq_tail;   /* the daemon's own indices (authoritative) */
+	int broken;                  /* SQ tail found out of range */
+	uint32_t inflight;           /* consumed, not yet completed */
+	struct d_opq txq, rxq;       /* SEND/SHUTDOWN in order; RECV/RECVFROM */
+	struct ipk_svc_cqe *ovf;     /* completions waiting for CQ room */
+	uint32_t ovf_head, ovf_n;
+	/* TCP */
+	struct ipk_conn *conn;
+	int err;                     /* -errno the connection ended with (0: normal) */
+	int rx_eof;
+	uint16_t lport_be;
+	struct ipk_pkt *rxh, *rxt;   /* held payload (clones), linked by ->user */
+	struct d_op conn_op;         /* CONNECT in flight */
+	/* listener */
+	struct d_sock *acc_h, *acc_t, *acc_next;
+	uint32_t acc_n, backlog;
+	struct d_op acc_op;
+	int acc_armed;
+	/* UDP */
+	struct d_dgram *dq_h, *dq_t;
+	uint32_t dq_n, dq_bytes;
+	uint64_t udp_drops;
+};
+
+/* epoll tags */
+enum { D_EV_LISTEN = 1, D_EV_NODE, D_EV_CTL, D_EV_BELL, D_EV_PID };
+struct d_ev {
+	int kind;
+	struct d_app *app;
+};
+
+struct d_ring_alloc {
+	uint64_t *free[D_RING_CLASSES];
+	uint32_t n[D_RING_CLASSES], cap[D_RING_CLASSES];
+	uint64_t bump, end;          /* region offsets */
+};
+
+struct d_app {
+	struct d_daemon *d;
+	struct d_app *prev, *next;
+	uint32_t id;
+	pid_t pid;
+	uid_t uid;
+	int low_ports;
+	unsigned prio_max;           /* the highest level (smallest number) it may ask */
+	int dirty;                   /* this pass: its sockets are looked at */
+	uint32_t cur[D_PRIO_MAX];    /* per level: where the last spent budget stopped */
+	int ctl_fd, bell_fd, pid_fd;
+	struct d_ev ev_ctl, ev_bell, ev_pid;
+	int ready;                   /* hello done, region mapped */
+	int refused;                 /* not allowed: answered, waiting to close */
+	uint8_t *base;
+	uint64_t size;
+	struct ipk_svc_region *hdr;
+	uint64_t ring_area_off, ring_area_size, buf_area_off, buf_area_size;
+	struct d_ring_alloc ra;
+	struct d_sock ctl;           /* the control rings */
+	struct d_sock **socks;       /* index 1..: live sockets (NULL = free) */
+	uint8_t *gen;
+	uint32_t nsocks, cap, nlive;
+	uint32_t *free_idx, nfree;
+	uint32_t last_seq;
+	uint32_t cq_seq;             /* completions posted, any socket (cqe->seq) */
+	int rescan, posted, ovf_wait;
+	uint64_t gone_ns;            /* when its death was noticed */
+	const char *dying;           /* set: reclaim after this epoll batch */
+};
+
+struct d_daemon {
+	struct d_cfg cfg;
+	struct ipk_node *node;
+	struct ipk_ctx *ctx;
+	int ep, lfd, bound;
+	struct d_ev ev_listen, ev_node;
+	struct d_app *apps;
+	uint32_t next_app_id, napps;
+	struct d_sock *tcp_port[65536], *udp_port[65536];
+	uint16_t udp_next_eph;
+	uint64_t reclaims;
+	uint32_t passes;             /* service passes (cqe->pass) */
+};
+
+/* d_app.c */
+int d_listen(struct d_daemon *d);
+void d_accept_apps(struct d_daemon *d);
+void d_app_event(struct d_daemon *d, struct d_ev *ev, uint32_t events);
+void d_reap(struct d_daemon *d);
+void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why);
+void d_wake_apps(struct d_daemon *d);
+int d_ring_get(struct d_app *a, uint64_t bytes, uint64_t *off, unsigned *cls);
+void d_ring_put(struct d_app *a, uint64_t off, unsigned cls);
+uint64_t d_now(void);
+
+/* d_sock.c */
+int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned level, uint32_t *budget);
+void d_pass_begin(struct d_app *a);
+void d_post(struct d_sock *s, const struct ipk_svc_cqe *c);
+void d_post_res(struct d_sock *s, uint64_t user_data, int32_t res);
+int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq);
+int d_sock_attach(struct d_sock *s);
+struct d_sock *d_sock_alloc(struct d_app *a, int type);
+void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
+int d_opq_push(struct d_opq *q, const struct d_op *op);
+struct d_op *d_opq_front(struct d_opq *q);
+void d_opq_pop(struct d_opq *q);
+int d_buf_ok(const struct d_app *a, const struct ipk_svc_sqe *e);
+
+/* d_net.c */
+extern const struct ipk_ops d_events;
+void d_tx_pump(struct d_daemon *d, struct d_sock *s);
+void d_rx_deliver(struct d_daemon *d, struct d_sock *s);
+void d_accept_deliver(struct d_daemon *d, struct d_sock *l);
+void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op);
+void d_op_done(struct d_sock *s, uint64_t user_data, int32_t res);
+
+#endif

@@ -1,0 +1,473 @@
+/*
+ * ipkitd: the ipkit daemon. Owns one backend, runs the stack (one ipk_node), and
+ * serves applications over shared-memory rings (svc/README.md, include/ipkit/svc.h).
+ *
+ *   ipkitd --io tap:ipk0 --ip 10.7.0.2/24 [--socket /run/ipkitd.sock] [--allow-uid U]
+ *
+ * Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 2 bad command line, 3 could not
+ * start (one-line reason on stderr).
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t d_stop;
+
+static const char d_help[] =
+	"usage: ipkitd --io SPEC --ip A.B.C.D/N [options]\n"
+	"  --io SPEC            backend (tap:NAME, afpacket:DEV, afxdp:DEV, memlink:..., dpdk:...)\n"
+	"  --ip A.B.C.D/N       the stack's address and prefix\n"
+	"  --gw A.B.C.D         default gateway\n"
+	"  --socket PATH        control socket (default /run/ipkitd.sock)\n"
+	"  --allow-uid UID      let this uid connect (repeatable; default: our own uid)\n"
+	"  --allow-gid GID      let this gid connect (repeatable)\n"
+	"  --low-ports-uid UID  let this uid bind ports below 1024 (repeatable; default none)\n"
+	"  --max-buf-mb N       largest buffer area per application (default 256)\n"
+	"  --max-ring-mb N      largest ring area per application (default 64)\n"
+	"  --max-sockets N      sockets per application (default 65536)\n"
+	"  --graceful-close     a dead application's connections get FIN, not RST\n"
+	"  --prio-levels N      priority levels, 0 served first (default 3, at most 16)\n"
+	"  --prio-default L     level of sockets that ask for none, and the highest an\n"
+	"                       application may ask for without --prio-uid (default 1)\n"
+	"  --prio-uid UID:L     let uid ask for level L and below (repeatable)\n"
+	"  --prio-share N       entries each lower level is guaranteed per service pass,\n"
+	"                       doubled per level upwards (default 16)\n"
+	"  --busy-poll          never sleep\n"
+	"  --spin-us N          after work, keep polling N microseconds before sleeping\n"
+	"                       (default 50, 0 = sleep at once, at most 100000)\n"
+	"  --config FILE        read options from FILE, one 'option value' a line ('#' comments)\n"
+	"  --verbose            log each application\n"
+	"  --help               this text\n"
+	"Stops cleanly on SIGTERM or SIGINT: sockets reset, regions unmapped, socket file removed.\n";
+
+static void d_on_signal(int sig)
+{
+	(void)sig;
+	d_stop = 1;
+}
+
+static int d_parse_ip4(const char *s, uint32_t *ip_be, uint8_t *prefix)
+{
+	unsigned a, b, c, e, p = 32;
+	char tail;
+	int n = sscanf(s, "%u.%u.%u.%u/%u%c", &a, &b, &c, &e, &p, &tail);
+	if ((n != 4 && n != 5) || a > 255 || b > 255 || c > 255 || e > 255 || p > 32)
+		return -1;
+	if (n == 4 && strchr(s, '/'))
+		return -1;
+	*ip_be = IPK_IP4(a, b, c, e);
+	if (prefix)
+		*prefix = (uint8_t)(n == 5 ? p : 24);
+	return 0;
+}
+
+static int d_parse_u(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int d_add_id(uid_t *v, unsigned *n, const char *s)
+{
+	unsigned long x;
+	if (*n == D_MAX_IDS || d_parse_u(s, 0xfffffffful, &x) < 0)
+		return -1;
+	v[(*n)++] = (uid_t)x;
+	return 0;
+}
+
+static int d_config_file(struct d_cfg *c, const char *path);
+
+/* "UID:LEVEL" */
+static int d_prio_uid(struct d_cfg *c, const char *val)
+{
+	unsigned long uid, lvl;
+	char buf[64], *colon;
+	if (strlen(val) >= sizeof buf || c->n_prio_uid == D_MAX_IDS)
+		return -1;
+	memcpy(buf, val, strlen(val) + 1);
+	colon = strchr(buf, ':');
+	if (!colon)
+		return -1;
+	*colon = 0;
+	if (d_parse_u(buf, 0xfffffffful, &uid) < 0 || d_parse_u(colon + 1, D_PRIO_MAX - 1, &lvl) < 0)
+		return -1;
+	c->prio_uid[c->n_prio_uid] = (uid_t)uid;
+	c->prio_uid_level[c->n_prio_uid++] = (unsigned)lvl;
+	return 0;
+}
+
+/* One option with its value (NULL for flags). 0 ok, -1 bad (message printed). */
+static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
+{
+	unsigned long x;
+	*took = 1;
+	if (!strcmp(name, "--busy-poll") || !strcmp(name, "--graceful-close") ||
+	    !strcmp(name, "--verbose")) {
+		*took = 0;
+		if (name[2] == 'b')
+			c->busy_poll = 1;
+		else if (name[2] == 'g')
+			c->graceful = 1;
+		else
+			c->verbose = 1;
+		return 0;
+	}
+	if (!val) {
+		fprintf(stderr, "ipkitd: %s needs a value (see --help)\n", name);
+		return -1;
+	}
+	if (!strcmp(name, "--io") || !strcmp(name, "--socket")) {
+		/* copied: a value from a config file lives in a line buffer */
+		int k = name[2] == 'i' ? 0 : 1;
+		free(c->owned[k]);
+		c->owned[k] = strdup(val);
+		if (!c->owned[k])
+			return -1;
+		if (k == 0)
+			c->io_spec = c->owned[0];
+		else
+			c->sock_path = c->owned[1];
+	}
+	else if (!strcmp(name, "--ip") && d_parse_ip4(val, &c->ip4_be, &c->prefix_len) == 0)
+		;
+	else if (!strcmp(name, "--gw") && d_parse_ip4(val, &c->gw_be, NULL) == 0)
+		;
+	else if (!strcmp(name, "--allow-uid") && d_add_id(c->allow_uid, &c->n_allow_uid, val) == 0)
+		;
+	else if (!strcmp(name, "--allow-gid") &&
+	         d_add_id((uid_t *)c->allow_gid, &c->n_allow_gid, val) == 0)
+		;
+	else if (!strcmp(name, "--low-ports-uid") && d_add_id(c->low_uid, &c->n_low_uid, val) == 0)
+		;
+	else if (!strcmp(name, "--max-buf-mb") && d_parse_u(val, 65536, &x) == 0 && x)
+		c->max_buf = (uint64_t)x << 20;
+	else if (!strcmp(name, "--max-ring-mb") && d_parse_u(val, 4096, &x) == 0 && x)
+		c->max_ring = (uint64_t)x << 20;
+	else if (!strcmp(name, "--max-sockets") && d_parse_u(val, (1ul << D_SOCK_IDX_BITS) - 2, &x) == 0 && x)
+		c->max_socks = (uint32_t)x;
+	else if (!strcmp(name, "--config") && d_config_file(c, val) == 0)
+		;
+	else if (!strcmp(name, "--spin-us") && d_parse_u(val, 100000, &x) == 0)
+		c->spin_us = (uint32_t)x;
+	else if (!strcmp(name, "--prio-levels") && d_parse_u(val, D_PRIO_MAX, &x) == 0 && x)
+		c->prio_levels = (unsigned)x;
+	else if (!strcmp(name, "--prio-default") && d_parse_u(val, D_PRIO_MAX - 1, &x) == 0)
+		c->prio_default = (unsigned)x;
+	else if (!strcmp(name, "--prio-share") && d_parse_u(val, 1u << 20, &x) == 0 && x)
+		c->prio_share = (unsigned)x;
+	else if (!strcmp(name, "--prio-uid") && d_prio_uid(c, val) == 0)
+		;
+	else {
+		fprintf(stderr, "ipkitd: bad option or value: %s %s (see --help)\n", name, val);
+		return -1;
+	}
+	return 0;
+}
+
+static int d_config_file(struct d_cfg *c, const char *path)
+{
+	char line[512];
+	int lineno = 0, rc = 0;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "ipkitd: cannot read config %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (rc == 0 && fgets(line, sizeof line, f)) {
+		char opt[128], key[64], val[384];
+		int n, took;
+		lineno++;
+		n = sscanf(line, " %63s %383s", key, val);
+		if (n < 1 || key[0] == '#')
+			continue;
+		snprintf(opt, sizeof opt, "--%s", key);
+		rc = d_opt(c, opt, n == 2 ? val : NULL, &took);
+		if (rc < 0)
+			fprintf(stderr, "ipkitd: %s:%d: bad line\n", path, lineno);
+	}
+	fclose(f);
+	return rc;
+}
+
+static void d_cfg_default(struct d_cfg *c)
+{
+	memset(c, 0, sizeof *c);
+	c->sock_path = "/run/ipkitd.sock";
+	c->prefix_len = 24;
+	c->max_buf = 256ull << 20;
+	c->max_ring = 64ull << 20;
+	c->max_sq = 4096;
+	c->max_cq = 8192;
+	c->max_socks = 65536;
+	c->spin_us = 50;
+	c->prio_levels = 3;
+	c->prio_default = 1;
+	c->prio_share = 16;
+}
+
+/* 0 run, 1 help printed, -1 bad usage. */
+static int d_args(struct d_cfg *c, int argc, char **argv)
+{
+	int i;
+	for (i = 1; i < argc; i++) {
+		int took = 0;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(d_help, stdout);
+			return 1;
+		}
+		if (strncmp(argv[i], "--", 2) != 0) {
+			fprintf(stderr, "ipkitd: unexpected argument %s (see --help)\n", argv[i]);
+			return -1;
+		}
+		if (d_opt(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &took) < 0)
+			return -1;
+		i += took;
+	}
+	if (!c->io_spec || !c->ip4_be) {
+		fprintf(stderr, "ipkitd: --io and --ip are required (see --help)\n");
+		return -1;
+	}
+	if (c->prio_default >= c->prio_levels) {
+		fprintf(stderr, "ipkitd: --prio-default %u needs --prio-levels above it\n",
+		        c->prio_default);
+		return -1;
+	}
+	if (c->n_allow_uid == 0 && c->n_allow_gid == 0)
+		c->allow_uid[c->n_allow_uid++] = geteuid();
+	return 0;
+}
+
+/* ------------------------------------------------------------ set-up */
+
+static int d_start(struct d_daemon *d, char *err, size_t errlen)
+{
+	struct ipk_node_cfg nc;
+	struct epoll_event e;
+	int rc;
+	ipk_node_cfg_default(&nc);
+	nc.io_spec = d->cfg.io_spec;
+	nc.ip4_be = d->cfg.ip4_be;
+	nc.prefix_len = d->cfg.prefix_len;
+	nc.gateway_be = d->cfg.gw_be;
+	nc.events = &d_events;
+	nc.app = d;
+	d->node = ipk_node_create(&nc, err, errlen);
+	if (!d->node)
+		return -1;
+	d->ctx = ipk_node_ctx(d->node);
+	d->ep = epoll_create1(EPOLL_CLOEXEC);
+	rc = d_listen(d);
+	if (d->ep < 0 || rc < 0) {
+		snprintf(err, errlen, "control socket %s: %s", d->cfg.sock_path,
+		         strerror(rc < 0 ? -rc : errno));
+		return -1;
+	}
+	memset(&e, 0, sizeof e);
+	d->ev_listen.kind = D_EV_LISTEN;
+	e.events = EPOLLIN;
+	e.data.ptr = &d->ev_listen;
+	epoll_ctl(d->ep, EPOLL_CTL_ADD, d->lfd, &e);
+	if (ipk_io_fd(ipk_node_io(d->node)) >= 0) {
+		d->ev_node.kind = D_EV_NODE;
+		e.data.ptr = &d->ev_node;
+		epoll_ctl(d->ep, EPOLL_CTL_ADD, ipk_io_fd(ipk_node_io(d->node)), &e);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ loop */
+
+static void d_events_wait(struct d_daemon *d, int timeout_ms)
+{
+	struct epoll_event ev[64];
+	int i, n = epoll_wait(d->ep, ev, 64, timeout_ms);
+	for (i = 0; i < n; i++) {
+		struct d_ev *t = (struct d_ev *)ev[i].data.ptr;
+		if (t->kind == D_EV_LISTEN)
+			d_accept_apps(d);
+		else if (t->kind != D_EV_NODE)
+			d_app_event(d, t, ev[i].events);
+	}
+	d_reap(d);
+}
+
+/* Raise daemon_sleeping everywhere, then look once more: an app that published
+ * before seeing the flag is caught here, one that published after rings. */
+static int d_may_sleep(struct d_daemon *d, int *ovf)
+{
+	struct d_app *a;
+	*ovf = 0;
+	for (a = d->apps; a; a = a->next)
+		if (a->ready)
+			IPK_SVC_STORE_RLX(&a->hdr->daemon_sleeping.v, 1);
+	/* seq_cst: forbids re-reading submit_seq before the flag stores are visible
+	 * (the app's side: publish, fence, read the flag) */
+	IPK_SVC_FENCE();
+	for (a = d->apps; a; a = a->next) {
+		if (!a->ready)
+			continue;
+		*ovf |= a->ovf_wait;
+		if (a->rescan || IPK_SVC_LOAD_ACQ(&a->hdr->submit_seq.v) != a->last_seq)
+			return 0;
+	}
+	return 1;
+}
+
+static void d_awake(struct d_daemon *d)
+{
+	struct d_app *a;
+	for (a = d->apps; a; a = a->next)
+		if (a->ready)
+			IPK_SVC_STORE_RLX(&a->hdr->daemon_sleeping.v, 0);
+}
+
+static int d_timeout_ms(struct d_daemon *d, int ovf)
+{
+	uint64_t dl = ipk_node_deadline(d->node), now = d_now();
+	uint64_t ms = dl == UINT64_MAX ? 1000 : dl > now ? (dl - now + 999999) / 1000000 : 0;
+	if (ms > 1000)
+		ms = 1000;
+	if (ovf && ms > 1)
+		ms = 1; /* a CQ was full: the app frees room without a doorbell */
+	return (int)ms;
+}
+
+/* A level's budget is spent in list order: the first application of each pass goes
+ * to the back, so one that floods a level cannot take its whole share pass after
+ * pass from the others on it. O(applications), as the pass itself. */
+static void d_apps_rotate(struct d_daemon *d)
+{
+	struct d_app *first = d->apps, *last = d->apps;
+	if (!first || !first->next)
+		return;
+	while (last->next)
+		last = last->next;
+	d->apps = first->next;
+	d->apps->prev = NULL;
+	first->prev = last;
+	first->next = NULL;
+	last->next = first;
+}
+
+/* One service pass: level 0 without a limit (each socket at most D_PASS_BUDGET
+ * entries), then each lower level with its guaranteed share, prio_share doubled per
+ * level above the lowest: a flood at a low level costs the high levels at most that
+ * share per pass, and no level ever gets nothing. */
+static int d_serve(struct d_daemon *d)
+{
+	struct d_app *a;
+	unsigned lvl;
+	int work = 0;
+	d->passes++;
+	for (a = d->apps; a; a = a->next)
+		d_pass_begin(a);
+	for (lvl = 0; lvl < d->cfg.prio_levels; lvl++) {
+		uint32_t budget = UINT32_MAX;
+		if (lvl > 0)
+			budget = d->cfg.prio_share << (d->cfg.prio_levels - 1 - lvl);
+		for (a = d->apps; a; a = a->next)
+			work += d_serve_level(d, a, lvl, &budget);
+	}
+	d_apps_rotate(d);
+	return work;
+}
+
+static void d_loop(struct d_daemon *d)
+{
+	unsigned idle_checks = 0;
+	uint64_t last_work = 0, spin = (uint64_t)d->cfg.spin_us * 1000u;
+	while (!d_stop) {
+		int work = 0, ovf;
+		work += d_serve(d);
+		work += ipk_node_poll(d->node, 0) > 0;
+		d_wake_apps(d);
+		if (work && spin)
+			last_work = d_now();
+		/* the spin window: an application answering within spin_us finds us
+		 * awake (no doorbell, no wake-up on our side) */
+		if (work || d->cfg.busy_poll || (spin && d_now() - last_work < spin)) {
+			if (++idle_checks % 64 == 0)
+				d_events_wait(d, 0);
+			continue;
+		}
+		if (!d_may_sleep(d, &ovf)) {
+			d_awake(d);
+			d_events_wait(d, 0);
+			continue;
+		}
+		if (ipk_io_arm(ipk_node_io(d->node)) <= 0)
+			d_events_wait(d, d_timeout_ms(d, ovf));
+		d_awake(d);
+	}
+}
+
+static void d_shutdown(struct d_daemon *d)
+{
+	while (d->apps)
+		d_app_reclaim(d, d->apps, "disconnected at shutdown");
+	ipk_node_poll(d->node, 0); /* the resets go out */
+	if (d->lfd >= 0)
+		close(d->lfd);
+	if (d->bound) /* only the path we created: never a live daemon's */
+		unlink(d->cfg.sock_path);
+	if (d->ep >= 0)
+		close(d->ep);
+	ipk_node_destroy(d->node);
+}
+
+int main(int argc, char **argv)
+{
+	struct d_daemon *d = (struct d_daemon *)calloc(1, sizeof *d);
+	struct sigaction sa;
+	char err[256] = "";
+	int rc;
+	if (!d) {
+		fprintf(stderr, "ipkitd: out of memory\n");
+		return 3;
+	}
+	d->lfd = d->ep = -1;
+	d_cfg_default(&d->cfg);
+	rc = d_args(&d->cfg, argc, argv);
+	if (rc) {
+		free(d->cfg.owned[0]);
+		free(d->cfg.owned[1]);
+		free(d);
+		return rc > 0 ? 0 : 2;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = d_on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (d_start(d, err, sizeof err) < 0) {
+		fprintf(stderr, "ipkitd: %s\n", err);
+		if (d->node)
+			d_shutdown(d);
+		free(d->cfg.owned[0]);
+		free(d->cfg.owned[1]);
+		free(d);
+		return 3;
+	}
+	fprintf(stderr, "ipkitd: serving on %s (io %s)\n", d->cfg.sock_path, d->cfg.io_spec);
+	d_loop(d);
+	d_shutdown(d);
+	fprintf(stderr, "ipkitd: stopped (%llu applications reclaimed)\n",
+	        (unsigned long long)d->reclaims);
+	free(d->cfg.owned[0]);
+	free(d->cfg.owned[1]);
+	free(d);
+	return 0;
+}

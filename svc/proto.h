@@ -1,0 +1,105 @@
+/*
+ * ipkitd shared-memory protocol: the region and ring headers and the control-socket
+ * messages, used by both the daemon (svc/ipkitd.c) and libipkit-client (svc/client.c).
+ * See svc/README.md for the design; include/ipkit/svc.h for the entries.
+ *
+ * Trust: the daemon trusts nothing the application can write. Every field below
+ * marked (app) is read once into daemon-private memory and checked before use; the
+ * daemon keeps its own copies of everything it wrote (sizes, offsets, its own
+ * indices) and never reads them back from the region.
+ */
+#ifndef IPKIT_SVC_PROTO_H
+#define IPKIT_SVC_PROTO_H
+
+#include <ipkit/svc.h>
+#include <stdint.h>
+
+#define IPK_SVC_MAGIC 0x31434b5653504b49ull  /* "IPKSVCK1" little-endian */
+#define IPK_SVC_VERSION 1u
+#define IPK_SVC_CL 64u /* cache line: every index sits alone in one */
+
+/* A u32 alone on a cache line (no false sharing between producer and consumer). */
+struct ipk_svc_line {
+	uint32_t v;
+	uint8_t pad[IPK_SVC_CL - 4];
+};
+
+/* Start of the region. Line 0 is written by the daemon before the fd is passed and
+ * never changes; the app reads it to find everything else. */
+struct ipk_svc_region {
+	/* line 0 (daemon, constant) */
+	uint64_t magic;
+	uint32_t version;
+	uint32_t hdr_size;         /* sizeof(struct ipk_svc_region) */
+	uint64_t region_size;
+	uint64_t ring_area_off, ring_area_size;
+	uint64_t buf_area_off, buf_area_size;
+	uint32_t ctl_ring_off;     /* control rings (socket 0), inside the ring area */
+	uint32_t app_id;
+	/* line 1 (daemon): bumped after every service pass that posted completions
+	 * (FUTEX_WAKE only while app_waiting is set). The app's futex word: one per
+	 * application. */
+	struct ipk_svc_line app_futex;
+	/* line 2 (app): number of app threads about to sleep on app_futex */
+	struct ipk_svc_line app_waiting;
+	/* line 3 (daemon): 1 while the daemon may sleep: the app must ring the
+	 * eventfd doorbell after publishing submissions */
+	struct ipk_svc_line daemon_sleeping;
+	/* line 4 (app): incremented after every publish; the daemon scans an app's
+	 * sockets only when it changed */
+	struct ipk_svc_line submit_seq;
+	/* line 5 (daemon): statistics */
+	uint64_t tx_copied, rx_copied, bad_sqe, bad_index;
+	uint8_t pad5[IPK_SVC_CL - 32];
+};
+
+/* Per-socket ring pair, at ring_off in the region (placed by the daemon, inside the
+ * ring area, aligned to 64). SQ entries follow the header, CQ entries follow them. */
+struct ipk_svc_ring {
+	/* line 0 (daemon, constant for the socket's life) */
+	uint32_t sq_entries, cq_entries; /* powers of two */
+	uint32_t sock;                   /* socket id */
+	uint32_t sqes_off, cqes_off;     /* from the ring's start */
+	uint32_t flags;                  /* IPK_SVC_RING_F_* (daemon) */
+	uint8_t pad0[IPK_SVC_CL - 24];
+	struct ipk_svc_line sq_head; /* daemon: entries consumed */
+	struct ipk_svc_line sq_tail; /* app: entries published */
+	struct ipk_svc_line cq_head; /* app: entries seen */
+	struct ipk_svc_line cq_tail; /* daemon: entries posted */
+};
+#define IPK_SVC_RING_F_BROKEN 1u /* the daemon stopped reading this SQ (bad indices) */
+
+/* Bytes a ring pair of these sizes takes (header + entries). */
+static inline uint64_t ipk_svc_ring_bytes(uint32_t sq, uint32_t cq)
+{
+	return (uint64_t)sizeof(struct ipk_svc_ring) + (uint64_t)sq * sizeof(struct ipk_svc_sqe) +
+	       (uint64_t)cq * sizeof(struct ipk_svc_cqe);
+}
+
+/* Control socket (SOCK_SEQPACKET): the app sends one hello; the daemon answers with
+ * one welcome carrying, on success, two fds by SCM_RIGHTS: the region's memfd
+ * (sealed: F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL) and the daemon's doorbell eventfd.
+ * Afterwards the socket carries nothing; its hang-up tells the daemon the app died. */
+struct ipk_svc_hello {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t ctl_entries;
+	uint64_t buf_bytes, ring_bytes;
+};
+struct ipk_svc_welcome {
+	uint64_t magic;
+	uint32_t version;
+	int32_t status;       /* 0 or -errno (-EACCES, -EPROTO, -ENOMEM) */
+	uint64_t region_size;
+	char msg[104];        /* one-line reason when status < 0 */
+};
+
+/* Memory order. Both sides run on the same machine; these are the C11/GCC atomics
+ * the comments at each use refer to. */
+#define IPK_SVC_LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define IPK_SVC_LOAD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define IPK_SVC_STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define IPK_SVC_STORE_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define IPK_SVC_FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+
+#endif

@@ -1,0 +1,600 @@
+/*
+ * svc_tool: a libipkit-client program for the svc tests (tests/svc/test_svc.py,
+ * tests/interop/test_ipkitd.py). One mode per run; exit 0 when the mode's checks
+ * pass, 1 when they fail, 2 on bad usage, 3 when ipkitd cannot be reached.
+ *
+ *   svc_tool [--socket PATH] nop N                 N NOP round trips; prints mean ns
+ *   svc_tool [--socket PATH] connect IP PORT SIZE  send SIZE pattern bytes, half-close,
+ *                                                  receive to the end; digests on stdout
+ *   svc_tool [--socket PATH] listen PORT SIZE      accept one connection, same transfer
+ *   svc_tool [--socket PATH] udp IP PORT N         N datagrams to an echo server, each
+ *                                                  answer checked
+ *   svc_tool [--socket PATH] hostile [ID]          bad requests: each must get its
+ *                                                  error completion, then a NOP must work
+ *                                                  (ID: another app's socket to try closing)
+ *   svc_tool [--socket PATH] hold SECONDS          one socket, prints "id N", sleeps
+ *   svc_tool [--socket PATH] nopbench N spin|sleep NOP round trips, one at a time:
+ *                                                  spinning on the CQ or sleeping in
+ *                                                  ipk_svc_wait_cqe; mean and percentiles
+ *   svc_tool [--socket PATH] prio NFLOOD N         N NOPs on a level-0 socket idle and
+ *                                                  under a flood of NFLOOD level-2 sockets,
+ *                                                  then a level-2 probe under the flood
+ *   svc_tool [--socket PATH] prio-order DAEMON_PID the order levels are served in,
+ *                                                  counted in entries (ipkitd stopped
+ *                                                  while the rings fill)
+ *   svc_tool [--socket PATH] many N                N sockets, a NOP on each at once,
+ *                                                  every completion checked, all closed
+ *   svc_tool [--socket PATH] callback N K          callback mode: N sockets, K NOPs each,
+ *                                                  each answered from the callback
+ *   svc_tool [--socket PATH] scale N K             N sockets, one NOP in flight each, K
+ *                                                  round trips each: latency vs sockets
+ *   svc_tool [--socket PATH] rr IP PORT CONNS SECS [sleep]  1-byte request/response
+ *                                                  against an echo server: requests/s
+ *                                                  and latency (spinning, or sleeping)
+ *   svc_tool [--socket PATH] wake                  whole-application wait: no lost wake-up
+ *   svc_tool [--socket PATH] flood NSOCK SECS      level-2 NOP flood; prints NOPs done
+ *   svc_tool --socket PATH fair DAEMON_PID         a level's share taken in turns by two
+ *                                                  applications (counted)
+ *   svc_tool [--socket PATH] victim N SECS         N level-2 NOPs one at a time within SECS
+ *   svc_tool futex-floor N                         two processes ping-pong through one
+ *                                                  shared futex: the sleeping floor
+ * Transfers print "sent BYTES sha256 HEX" and "received BYTES sha256 HEX".
+ */
+#include <ipkit/svc.h>
+#include "proto.h"
+#include "sha256.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK 65536u
+#define DEPTH 8u
+#define T_SEND 1ull
+#define T_RECV 2ull
+#define T_SHUT 3ull
+#define WAIT_NS 30000000000ll
+
+static int fails;
+#define CHECK(cond, ...)                                   \
+	do {                                                   \
+		if (!(cond)) {                                     \
+			fprintf(stderr, "svc_tool: FAIL: " __VA_ARGS__); \
+			fputc('\n', stderr);                           \
+			fails++;                                       \
+		}                                                  \
+	} while (0)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void pattern(uint64_t pos, uint8_t *p, uint32_t n)
+{
+	uint32_t i;
+	for (i = 0; i < n; i++) {
+		uint64_t x = pos + i;
+		p[i] = (uint8_t)(x ^ (x >> 8) ^ (x >> 16) ^ 0x5a);
+	}
+}
+
+/* Take one completion (bounded wait); 0 or -errno. */
+static int take(struct ipk_svc_sock *so, struct ipk_svc_cqe *out)
+{
+	struct ipk_svc_cqe *c;
+	int rc = ipk_svc_wait_cqe(so, &c, WAIT_NS);
+	if (rc < 0)
+		return rc;
+	*out = *c;
+	ipk_svc_cqe_seen(so, c);
+	return 0;
+}
+
+/* One op, submitted and awaited. Returns cqe.res or a wait error. */
+static int one(struct ipk_svc_sock *so, struct ipk_svc_sqe *sqe_init, struct ipk_svc_cqe *out)
+{
+	struct ipk_svc_sqe *e = ipk_svc_get_sqe(so);
+	struct ipk_svc_cqe c;
+	int rc;
+	if (!e)
+		return -EBUSY;
+	*e = *sqe_init;
+	ipk_svc_submit(so);
+	rc = take(so, &c);
+	if (out)
+		*out = c;
+	return rc < 0 ? rc : c.res;
+}
+
+/* ------------------------------------------------------------ transfer */
+
+struct xfer {
+	struct ipk_svc *svc;
+	struct ipk_svc_sock *so;
+	uint64_t size, queued, sent, received;
+	uint8_t *tx[DEPTH], *rx[DEPTH];
+	uint32_t tx_busy, rx_busy, rx_next;
+	int shut, eof, err;
+	struct sha256 sha_tx, sha_rx;
+};
+
+static void x_send_more(struct xfer *x)
+{
+	uint32_t i;
+	for (i = 0; i < DEPTH && x->queued < x->size; i++) {
+		struct ipk_svc_sqe *e;
+		uint32_t n;
+		if (x->tx_busy & (1u << i))
+			continue;
+		e = ipk_svc_get_sqe(x->so);
+		if (!e)
+			return;
+		n = x->size - x->queued < CHUNK ? (uint32_t)(x->size - x->queued) : CHUNK;
+		pattern(x->queued, x->tx[i], n);
+		sha256_update(&x->sha_tx, x->tx[i], n);
+		ipk_svc_prep_send(x->so, e, x->tx[i], n);
+		ipk_svc_sqe_set_data(e, T_SEND << 32 | i);
+		x->queued += n;
+		x->tx_busy |= 1u << i;
+	}
+	if (x->queued == x->size && x->tx_busy == 0 && !x->shut) {
+		struct ipk_svc_sqe *e = ipk_svc_get_sqe(x->so);
+		if (e) {
+			ipk_svc_prep_shutdown(e);
+			ipk_svc_sqe_set_data(e, T_SHUT << 32);
+			x->shut = 1;
+		}
+	}
+}
+
+/* Receives complete in submission order (the daemon keeps them FIFO), so the
+ * buffers are reused round-robin and the digest stays in stream order. */
+static void x_recv_more(struct xfer *x)
+{
+	while (!x->eof && x->rx_busy < DEPTH) {
+		struct ipk_svc_sqe *e = ipk_svc_get_sqe(x->so);
+		uint32_t i = (x->rx_next + x->rx_busy) % DEPTH;
+		if (!e)
+			return;
+		ipk_svc_prep_recv(x->so, e, x->rx[i], CHUNK);
+		ipk_svc_sqe_set_data(e, T_RECV << 32 | i);
+		x->rx_busy++;
+	}
+}
+
+static void x_complete(struct xfer *x, const struct ipk_svc_cqe *c)
+{
+	uint64_t kind = c->user_data >> 32;
+	uint32_t i = (uint32_t)c->user_data;
+	if (c->res < 0 && !x->err) {
+		x->err = c->res;
+		fprintf(stderr, "svc_tool: op %llu failed: %s\n", (unsigned long long)kind,
+		        strerror(-c->res));
+	}
+	if (kind == T_SEND) {
+		x->tx_busy &= ~(1u << i);
+		if (c->res > 0)
+			x->sent += (uint64_t)c->res;
+	} else if (kind == T_RECV) {
+		x->rx_busy--;
+		x->rx_next = (x->rx_next + 1) % DEPTH;
+		if (c->res > 0) {
+			sha256_update(&x->sha_rx, x->rx[i], (size_t)c->res);
+			x->received += (uint64_t)c->res;
+		} else {
+			x->eof = 1;
+		}
+	}
+}
+
+static int x_run(struct xfer *x)
+{
+	char h1[65], h2[65];
+	uint32_t i;
+	for (i = 0; i < DEPTH; i++) {
+		x->tx[i] = (uint8_t *)ipk_svc_buf_alloc(x->svc, CHUNK);
+		x->rx[i] = (uint8_t *)ipk_svc_buf_alloc(x->svc, CHUNK);
+		if (!x->tx[i] || !x->rx[i])
+			return -ENOMEM;
+	}
+	sha256_init(&x->sha_tx);
+	sha256_init(&x->sha_rx);
+	while (!x->err && !(x->eof && x->shut && x->tx_busy == 0)) {
+		struct ipk_svc_cqe c;
+		int rc;
+		x_send_more(x);
+		x_recv_more(x);
+		ipk_svc_submit(x->so);
+		rc = take(x->so, &c);
+		if (rc < 0) {
+			fprintf(stderr, "svc_tool: waiting: %s\n", strerror(-rc));
+			return rc;
+		}
+		x_complete(x, &c);
+	}
+	sha256_hex(&x->sha_tx, h1);
+	sha256_hex(&x->sha_rx, h2);
+	printf("sent %llu sha256 %s\nreceived %llu sha256 %s\n", (unsigned long long)x->sent, h1,
+	       (unsigned long long)x->received, h2);
+	fflush(stdout);
+	return x->err;
+}
+
+static int parse_addr(const char *ip, const char *port, struct ipk_svc_addr *a)
+{
+	struct in_addr in;
+	int p = atoi(port);
+	if (inet_pton(AF_INET, ip, &in) != 1 || p <= 0 || p > 65535)
+		return -1;
+	ipk_svc_addr_ip4(a, in.s_addr, (uint16_t)p);
+	return 0;
+}
+
+static int mode_connect(struct ipk_svc *svc, char **av)
+{
+	struct xfer x;
+	struct ipk_svc_sqe e;
+	struct ipk_svc_addr peer;
+	int rc;
+	memset(&x, 0, sizeof x);
+	if (parse_addr(av[0], av[1], &peer) < 0)
+		return 2;
+	x.svc = svc;
+	x.size = strtoull(av[2], NULL, 0);
+	if (ipk_svc_socket(svc, IPK_SVC_TCP, 64, 128, &x.so) < 0)
+		return 1;
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_connect(&e, &peer);
+	rc = one(x.so, &e, NULL);
+	if (rc < 0) {
+		fprintf(stderr, "svc_tool: connect: %s\n", strerror(-rc));
+		return 1;
+	}
+	rc = x_run(&x);
+	ipk_svc_close(x.so);
+	return rc < 0 ? 1 : 0;
+}
+
+static int mode_listen(struct ipk_svc *svc, char **av)
+{
+	struct xfer x;
+	struct ipk_svc_sqe e;
+	struct ipk_svc_cqe c;
+	struct ipk_svc_sock *l;
+	int rc;
+	memset(&x, 0, sizeof x);
+	x.svc = svc;
+	x.size = strtoull(av[1], NULL, 0);
+	if (ipk_svc_socket(svc, IPK_SVC_TCP, 16, 32, &l) < 0)
+		return 1;
+	memset(&e, 0, sizeof e);
+	{
+		struct ipk_svc_addr a;
+		ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
+		ipk_svc_prep_bind(&e, &a);
+	}
+	rc = one(l, &e, NULL);
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_listen(&e, 16);
+	if (rc == 0)
+		rc = one(l, &e, NULL);
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_accept(&e, 64, 128);
+	if (rc == 0)
+		rc = one(l, &e, &c);
+	if (rc == 0)
+		rc = ipk_svc_accepted(svc, &c, &x.so);
+	if (rc < 0) {
+		fprintf(stderr, "svc_tool: listen/accept: %s\n", strerror(-rc));
+		return 1;
+	}
+	fprintf(stderr, "svc_tool: accepted\n");
+	rc = x_run(&x);
+	ipk_svc_close(x.so);
+	ipk_svc_close(l);
+	return rc < 0 ? 1 : 0;
+}
+
+/* ------------------------------------------------------------ udp */
+
+static int take_t(struct ipk_svc_sock *so, struct ipk_svc_cqe *out, int64_t ns)
+{
+	struct ipk_svc_cqe *c;
+	int rc = ipk_svc_wait_cqe(so, &c, ns);
+	if (rc < 0)
+		return rc;
+	*out = *c;
+	ipk_svc_cqe_seen(so, c);
+	return 0;
+}
+
+/* One datagram, retried (the first may wait for ARP, any may be lost): 1 echoed. */
+static int udp_one(struct ipk_svc_sock *so, const struct ipk_svc_addr *peer, uint8_t *out,
+                   uint8_t *in, uint32_t len, int *pending)
+{
+	int tries;
+	for (tries = 0; tries < 20; tries++) {
+		struct ipk_svc_sqe *e;
+		struct ipk_svc_cqe c;
+		if (!*pending) {
+			e = ipk_svc_get_sqe(so);
+			ipk_svc_prep_recvfrom(so, e, in, 2048);
+			ipk_svc_sqe_set_data(e, 2);
+			*pending = 1;
+		}
+		e = ipk_svc_get_sqe(so);
+		ipk_svc_prep_sendto(so, e, out, len, peer);
+		ipk_svc_sqe_set_data(e, 1);
+		ipk_svc_submit(so);
+		while (take_t(so, &c, 300000000) == 0) {
+			if (c.user_data != 2)
+				continue; /* the sendto's own completion */
+			*pending = 0;
+			if (c.res == (int)len && !memcmp(in, out, len) &&
+			    c.addr.port_be == peer->port_be)
+				return 1;
+			break; /* an echo of an earlier try: ask again */
+		}
+	}
+	return 0;
+}
+
+static int mode_udp(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_addr peer;
+	struct ipk_svc_sock *so;
+	uint8_t *out, *in;
+	int n = atoi(av[2]), i, ok = 0, pending = 0;
+	if (parse_addr(av[0], av[1], &peer) < 0 || n <= 0)
+		return 2;
+	if (ipk_svc_socket(svc, IPK_SVC_UDP, 16, 32, &so) < 0)
+		return 1;
+	out = (uint8_t *)ipk_svc_buf_alloc(svc, 1400);
+	in = (uint8_t *)ipk_svc_buf_alloc(svc, 2048);
+	for (i = 0; i < n; i++) {
+		uint32_t len = 100 + (uint32_t)(i * 37 % 1200);
+		pattern((uint64_t)i * 7919, out, len);
+		ok += udp_one(so, &peer, out, in, len, &pending);
+	}
+	printf("udp %d/%d echoed\n", ok, n);
+	ipk_svc_close(so);
+	return ok == n ? 0 : 1;
+}
+
+/* ------------------------------------------------------------ nop */
+
+static int mode_nop(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_sock *so;
+	long n = atol(av[0]), i;
+	uint64_t t0;
+	if (n <= 0 || ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &so) < 0)
+		return n <= 0 ? 2 : 1;
+	t0 = now_ns();
+	for (i = 0; i < n; i++) {
+		struct ipk_svc_sqe e;
+		memset(&e, 0, sizeof e);
+		ipk_svc_prep_nop(&e);
+		e.user_data = (uint64_t)i;
+		if (one(so, &e, NULL) != 0)
+			return 1;
+	}
+	printf("nop %ld mean_ns %llu\n", n, (unsigned long long)((now_ns() - t0) / (uint64_t)n));
+	ipk_svc_close(so);
+	return 0;
+}
+
+/* Many sockets in one application: nothing caps them but configured memory. */
+static int mode_many(struct ipk_svc *svc, char **av)
+{
+	long n = atol(av[0]), i, ok = 0;
+	struct ipk_svc_sock **v = (struct ipk_svc_sock **)calloc((size_t)(n > 0 ? n : 1), sizeof *v);
+	if (!v || n <= 0)
+		return 2;
+	for (i = 0; i < n; i++) {
+		int rc = ipk_svc_socket(svc, i % 2 ? IPK_SVC_UDP : IPK_SVC_TCP, 8, 16, &v[i]);
+		if (rc < 0) {
+			fprintf(stderr, "svc_tool: socket %ld: %s\n", i, strerror(-rc));
+			return 1;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct ipk_svc_sqe *e = ipk_svc_get_sqe(v[i]);
+		ipk_svc_prep_nop(e);
+		ipk_svc_sqe_set_data(e, (uint64_t)i);
+		ipk_svc_submit(v[i]);
+	}
+	for (i = 0; i < n; i++) {
+		struct ipk_svc_cqe c;
+		if (take(v[i], &c) == 0 && c.res == 0 && c.user_data == (uint64_t)i)
+			ok++;
+	}
+	for (i = 0; i < n; i++)
+		ipk_svc_close(v[i]);
+	free(v);
+	printf("many %ld/%ld\n", ok, n);
+	return ok == n ? 0 : 1;
+}
+
+/* Callback mode: N sockets, each NOP answered by the library thread's callback with
+ * the next NOP, K per socket; every socket must reach K, in its own order. */
+struct cbstate {
+	long k;
+	long *count;
+	struct ipk_svc_sock **v;
+	long n;
+	long total, bad;
+};
+static struct cbstate cbs;
+
+static void on_cqe(struct ipk_svc_sock *so, const struct ipk_svc_cqe *c, void *arg)
+{
+	struct cbstate *st = (struct cbstate *)arg;
+	long i = (long)(c->user_data >> 32), seq = (long)(uint32_t)c->user_data;
+	if (i < 0 || i >= st->n || st->v[i] != so || seq != st->count[i] || c->res != 0) {
+		__atomic_add_fetch(&st->bad, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	st->count[i]++;
+	__atomic_add_fetch(&st->total, 1, __ATOMIC_RELEASE);
+	if (st->count[i] < st->k) {
+		struct ipk_svc_sqe *e = ipk_svc_get_sqe(so);
+		ipk_svc_prep_nop(e);
+		ipk_svc_sqe_set_data(e, (uint64_t)i << 32 | (uint64_t)st->count[i]);
+		ipk_svc_submit(so);
+	}
+}
+
+static int mode_callback(struct ipk_svc *svc, char **av)
+{
+	long i, spins = 0;
+	cbs.n = atol(av[0]);
+	cbs.k = atol(av[1]);
+	if (cbs.n <= 0 || cbs.k <= 0)
+		return 2;
+	cbs.v = (struct ipk_svc_sock **)calloc((size_t)cbs.n, sizeof *cbs.v);
+	cbs.count = (long *)calloc((size_t)cbs.n, sizeof *cbs.count);
+	if (!cbs.v || !cbs.count)
+		return 1;
+	for (i = 0; i < cbs.n; i++)
+		if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &cbs.v[i]) < 0)
+			return 1;
+	/* the first NOPs go in before the thread starts: afterwards the callback is
+	 * each socket's only submitter (svc.h's one-submitter rule; the order between
+	 * a submit here and a callback there runs through the daemon, which a race
+	 * detector cannot see) */
+	for (i = 0; i < cbs.n; i++) {
+		struct ipk_svc_sqe *e = ipk_svc_get_sqe(cbs.v[i]);
+		ipk_svc_prep_nop(e);
+		ipk_svc_sqe_set_data(e, (uint64_t)i << 32);
+		ipk_svc_submit(cbs.v[i]);
+	}
+	if (ipk_svc_callback_start(svc, on_cqe, &cbs) != 0)
+		return 1;
+	CHECK(ipk_svc_callback_start(svc, on_cqe, &cbs) == -EBUSY, "second start");
+	while (__atomic_load_n(&cbs.total, __ATOMIC_ACQUIRE) < cbs.n * cbs.k && spins++ < 30000)
+		usleep(1000);
+	ipk_svc_callback_stop(svc);
+	printf("callback %ld/%ld bad %ld\n", cbs.total, cbs.n * cbs.k, cbs.bad);
+	return cbs.total == cbs.n * cbs.k && cbs.bad == 0 ? 0 : 1;
+}
+
+/* The whole-application wait does not sleep through a completion posted while the
+ * app was not waiting yet (scan first, then wait from the count read before). */
+static int mode_wake(struct ipk_svc *svc)
+{
+	struct ipk_svc_sock *so;
+	struct ipk_svc_cqe *c;
+	uint32_t v;
+	uint64_t t0;
+	int rc, spins = 0;
+	if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &so) < 0)
+		return 1;
+	v = ipk_svc_wake_count(svc);
+	ipk_svc_prep_nop(ipk_svc_get_sqe(so));
+	ipk_svc_submit(so);
+	while (ipk_svc_peek_cqe(so, &c) != 0 && spins++ < 10000000)
+		; /* posted while nobody waited */
+	t0 = now_ns();
+	rc = ipk_svc_wait_from(svc, v, 2000000000ll);
+	printf("wake rc %d after %llu us\n", rc, (unsigned long long)((now_ns() - t0) / 1000));
+	CHECK(rc == 0, "wait_from slept through a completion posted before it (%d)", rc);
+	CHECK(ipk_svc_wait(svc, 1000000) == -ETIME, "nothing new: a short wait times out");
+	ipk_svc_close(so);
+	return fails ? 1 : 0;
+}
+
+/* A socket for others to aim at (hostile's ID), kept SECONDS. */
+static int mode_hold(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_sock *so;
+	if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &so) < 0)
+		return 1;
+	struct ipk_svc_sqe e;
+	int rc;
+	printf("id %u\n", ipk_svc_sock_id(so));
+	fflush(stdout);
+	sleep((unsigned)atoi(av[0]));
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_nop(&e);
+	rc = one(so, &e, NULL);
+	CHECK(rc == 0, "held socket still works: %d", rc);
+	rc = ipk_svc_close(so);
+	CHECK(rc == 0, "held socket closes: %d", rc);
+	printf("hold ok\n");
+	return fails ? 1 : 0;
+}
+
+#include "svc_hostile.h"
+#include "svc_bench.h"
+
+int main(int argc, char **argv)
+{
+	const char *path = NULL;
+	struct ipk_svc *svc;
+	int err = 0, rc = 2, i = 1;
+	if (argc > 2 && !strcmp(argv[1], "--socket")) {
+		path = argv[2];
+		i = 3;
+	}
+	if (i >= argc) {
+		fprintf(stderr, "usage: svc_tool [--socket PATH] nop|connect|listen|udp|hostile ...\n");
+		return 2;
+	}
+	if (!strcmp(argv[i], "futex-floor") && argc - i >= 2)
+		return mode_futex_floor(argv + i + 1); /* needs no daemon */
+	{
+		struct ipk_svc_opts o;
+		ipk_svc_opts_default(&o);
+		o.ring_bytes = 16u << 20; /* room for svc_tool many's thousands of rings */
+		svc = ipk_svc_open(path, &o, &err);
+	}
+	if (!svc) {
+		fprintf(stderr, "svc_tool: cannot reach ipkitd: %s\n", strerror(-err));
+		return 3;
+	}
+	if (!strcmp(argv[i], "nop") && argc - i >= 2)
+		rc = mode_nop(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "connect") && argc - i >= 4)
+		rc = mode_connect(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "listen") && argc - i >= 3)
+		rc = mode_listen(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "udp") && argc - i >= 4)
+		rc = mode_udp(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "hostile"))
+		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
+	else if (!strcmp(argv[i], "fair") && argc - i >= 2 && path)
+		rc = mode_fair(svc, (char *[]){argv[i + 1], (char *)path});
+	else if (!strcmp(argv[i], "victim") && argc - i >= 3)
+		rc = mode_victim(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "flood") && argc - i >= 3)
+		rc = mode_flood(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "wake"))
+		rc = mode_wake(svc);
+	else if (!strcmp(argv[i], "rr") && argc - i >= 5)
+		rc = mode_rr(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "scale") && argc - i >= 3)
+		rc = mode_scale(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "callback") && argc - i >= 3)
+		rc = mode_callback(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "many") && argc - i >= 2)
+		rc = mode_many(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "prio-order") && argc - i >= 2)
+		rc = mode_prio_order(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "prio") && argc - i >= 3)
+		rc = mode_prio(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "nopbench") && argc - i >= 3)
+		rc = mode_nopbench(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "hold") && argc - i >= 2)
+		rc = mode_hold(svc, argv + i + 1);
+	ipk_svc_close_all(svc);
+	return rc ? rc : fails ? 1 : 0;
+}

@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""Two-process tests of ipkitd and libipkit-client, no root needed.
+
+ipkitd runs on one end of a memlink (ipkit's shared-memory link); ipkit-echo (TCP and
+UDP echo, port 7) on the other. Applications are build/tests/svc/svc_tool runs.
+Usage: test_svc.py CASE   (meson runs each case as svc_CASE, suite "svc").
+Every process is ended by PID at the end, also on failure; every wait is bounded.
+"""
+import os
+import re
+import secrets
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.environ.get("IPKIT_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+TOOL = os.path.join(BUILD, "tests", "svc", "svc_tool")
+DAEMON = os.path.join(BUILD, "svc", "ipkitd")
+ECHO = os.path.join(BUILD, "examples", "ipkit-echo")
+PEER_IP, OUR_IP = "10.9.0.1", "10.9.0.2"
+
+
+class Rig:
+    """ipkit-echo <-memlink-> ipkitd, a control socket in a private directory."""
+
+    def __init__(self, *daemon_args):
+        self.dir = tempfile.mkdtemp(prefix="ipksvc")
+        self.sock = os.path.join(self.dir, "ipkitd.sock")
+        self.name = "ipksvc" + secrets.token_hex(3)
+        self.procs = []
+        self.log = open(os.path.join(self.dir, "ipkitd.log"), "w+b")
+        self.echo = self._start([ECHO, "--io", "memlink:%s,role=b" % self.name,
+                                 "--ip", PEER_IP + "/24"], stderr=subprocess.DEVNULL)
+        time.sleep(0.2)
+        self.daemon = self._start([DAEMON, "--io", "memlink:%s,role=a" % self.name,
+                                   "--ip", OUR_IP + "/24", "--socket", self.sock,
+                                   *daemon_args], stderr=self.log)
+        self.wait_log("serving on", 10)
+
+    def _start(self, argv, **kw):
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, **kw)
+        self.procs.append(p)
+        return p
+
+    def daemon_log(self):
+        self.log.flush()
+        with open(self.log.name, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def wait_log(self, pattern, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            m = re.search(pattern, self.daemon_log())
+            if m:
+                return m
+            assert self.daemon.poll() is None, "ipkitd died: " + self.daemon_log()
+            time.sleep(0.002)
+        raise AssertionError("no %r in ipkitd's log: %s" % (pattern, self.daemon_log()))
+
+    def tool(self, *args):
+        return self._start([TOOL, "--socket", self.sock, *args], stderr=subprocess.PIPE)
+
+    def run_tool(self, *args, timeout=60):
+        p = self.tool(*args)
+        out, err = p.communicate(timeout=timeout)
+        return p.returncode, out.decode(), err.decode()
+
+    def close(self):
+        """End everything by PID; ipkitd must stop cleanly (exit 0: under the
+        sanitizers a leak or an error makes it non-zero) and remove its socket."""
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=5)
+        rc, log = self.daemon.returncode, self.daemon_log()
+        gone = not os.path.exists(self.sock)
+        for f in os.listdir(self.dir):
+            os.unlink(os.path.join(self.dir, f))
+        os.rmdir(self.dir)
+        assert rc == 0 and "Sanitizer" not in log and "runtime error" not in log, log
+        assert gone, "ipkitd left its socket file behind"
+
+
+def digests(out):
+    s = re.search(r"^sent (\d+) sha256 (\w+)$", out, re.M)
+    r = re.search(r"^received (\d+) sha256 (\w+)$", out, re.M)
+    assert s and r, out
+    return int(s.group(1)), s.group(2), int(r.group(1)), r.group(2)
+
+
+def check_echo(p, size):
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err.decode()
+    sn, sh, rn, rh = digests(out.decode())
+    assert sn == size and rn == size and sh == rh, out.decode()
+
+
+# ------------------------------------------------------------------ cases
+
+def case_echo_tcp(rig):
+    """Two applications at once, 32 MiB each through the echo, SHA-256 equal."""
+    size = 32 << 20
+    a = rig.tool("connect", PEER_IP, "7", str(size))
+    b = rig.tool("connect", PEER_IP, "7", str(size))
+    check_echo(a, size)
+    check_echo(b, size)
+
+
+def case_conn_refused(rig):
+    """connect to a port nobody listens on: the completion says -ECONNREFUSED."""
+    rc, out, err = rig.run_tool("connect", PEER_IP, "9", "1000")
+    assert rc == 1 and "connect: Connection refused" in err, (rc, err)
+
+
+def case_udp(rig):
+    rc, out, err = rig.run_tool("udp", PEER_IP, "7", "50")
+    assert rc == 0 and "udp 50/50" in out, out + err
+
+
+def case_many_apps(rig):
+    """20 applications started at the same moment: all connect, none collide."""
+    ps = [rig.tool("nop", "200") for _ in range(20)]
+    for p in ps:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0 and "nop 200" in out.decode(), err.decode()
+    # each got its own region: 20 distinct app ids were reclaimed at their exit
+    rig.wait_log(r"(?s)(app \d+ pid \d+ hung up.*){20}", 5)
+
+
+def case_callback(rig):
+    """Callback mode: one library thread delivers every completion of 500 sockets,
+    100 NOPs each, in each socket's order."""
+    rc, out, err = rig.run_tool("callback", "500", "100")
+    assert rc == 0 and "callback 50000/50000 bad 0" in out, out + err
+
+
+def case_flood_fair(rig):
+    """An application flooding a level cannot take the level's whole share from
+    another one on it (svc_tool fair: counted in entries, ipkitd stopped while the
+    rings fill); then a flooder and a victim running side by side both progress."""
+    rc, out, err = rig.run_tool("fair", str(rig.daemon.pid))
+    assert rc == 0, out + err
+    victim = rig.tool("victim", "2000", "20")
+    assert victim.stdout.readline().strip() == b"ready"
+    flood = rig.tool("flood", "4", "3")
+    vout, verr = victim.communicate(timeout=60)
+    fout, ferr = flood.communicate(timeout=60)
+    print(out, vout.decode(), fout.decode())
+    assert victim.returncode == 0 and b"victim 2000/2000" in vout, vout + verr
+    assert flood.returncode == 0 and int(re.search(rb"flood (\d+)", fout).group(1)) > 0
+
+
+def case_wake(rig):
+    """ipk_svc_wait_from: a completion posted while the app did not wait yet still
+    ends the wait at once (the scan-then-wait pattern loses no wake-up)."""
+    rc, out, err = rig.run_tool("wake")
+    assert rc == 0 and "wake rc 0" in out, out + err
+
+
+def case_many_sockets(rig):
+    """10,000 sockets across 4 applications at once, a NOP on each: all complete."""
+    ps = [rig.tool("many", "2500") for _ in range(4)]
+    for p in ps:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and "many 2500/2500" in out.decode(), err.decode()
+
+
+def case_hostile(rig):
+    """Bad offsets, lengths, opcodes, ids, corrupted indices, a flood, ports taken:
+    the hostile app gets errors; the daemon and a bystander app are unaffected."""
+    hold = rig.tool("hold", "2")
+    hold.stdout.readline()
+    rc, out, err = rig.run_tool("hostile")
+    assert rc == 0, out + err
+    m = re.search(r"hostile bad_sqe (\d+) bad_index (\d+)", out)
+    assert m and int(m.group(1)) >= 100 and int(m.group(2)) >= 2, out
+    out, err = hold.communicate(timeout=30)
+    assert hold.returncode == 0 and b"hold ok" in out, err
+    check_echo(rig.tool("connect", PEER_IP, "7", str(1 << 20)), 1 << 20)
+    assert hello(rig.sock, 99) == -71  # -EPROTO: another protocol version
+
+
+def case_kill(rig):
+    """An application SIGKILLed mid-transfer: reclaimed (time measured), the other
+    application's transfer finishes with correct data."""
+    size = 16 << 20
+    victim = rig.tool("connect", PEER_IP, "7", str(1 << 40))
+    other = rig.tool("connect", PEER_IP, "7", str(size))
+    time.sleep(0.3)
+    assert victim.poll() is None, "victim ended early"
+    t0 = time.monotonic()
+    victim.send_signal(signal.SIGKILL)
+    m = rig.wait_log(r"app \d+ pid %d (hung up|exited): (\d+) sockets reset" % victim.pid, 5)
+    dt = (time.monotonic() - t0) * 1000
+    print("reclaimed %s socket(s) %.1f ms after SIGKILL (as seen by the test)" % (m.group(2), dt))
+    assert int(m.group(2)) == 1
+    assert dt < 100, "reclaim took %.1f ms (issue 17: within 100 ms)" % dt
+    victim.wait(timeout=5)
+    check_echo(other, size)
+
+
+def shm_names():
+    try:
+        return set(os.listdir("/dev/shm"))
+    except OSError:
+        return set()
+
+
+def case_shutdown(rig):
+    """SIGTERM: exit 0, the socket file gone, nothing of ipkitd's in /dev/shm (the
+    regions are memfds, never named), a connected app told (not hung)."""
+    app = rig.tool("nop", "100000000")
+    time.sleep(0.3)
+    rig.daemon.send_signal(signal.SIGTERM)
+    assert rig.daemon.wait(timeout=10) == 0, rig.daemon_log()
+    assert not os.path.exists(rig.sock)
+    app.communicate(timeout=10)
+    assert app.returncode == 1
+    assert "stopped" in rig.daemon_log()
+    # ipkitd's own names, and its (role a) end of the memlink; ipkit-echo's end
+    # (role b) is still running
+    left = [n for n in shm_names() if "ipkitd" in n or (rig.name + ".a") in n]
+    assert not left, left
+
+
+def case_refuse(rig):
+    """The allow-list and the version check refuse clearly."""
+    rc, out, err = rig.run_tool("nop", "1")
+    assert rc == 3 and "Permission denied" in err, (rc, err)
+    assert "not in the allow-list" in rig.daemon_log()
+    assert hello(rig.sock, 1) == -13  # -EACCES
+
+
+def hello(path, version):
+    """Speak the control protocol by hand: the welcome's status."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(path)
+    magic = 0x31434b5653504b49
+    try:
+        s.send(struct.pack("=QIIQQ", magic, version, 64, 1 << 20, 1 << 20))
+    except OSError:
+        pass  # refused before our hello arrived: the answer is queued anyway
+    w = s.recv(256)
+    s.close()
+    return struct.unpack_from("=QIi", w)[2]
+
+
+def lat(out, name):
+    m = re.search(r"^%s n \d+ mean_ns (\d+) p50_ns (\d+) p99_ns (\d+)" % name, out, re.M)
+    assert m, out
+    return [int(x) for x in m.groups()]
+
+
+def case_prio(rig):
+    """Priorities, counted in entries (not time): the level-0 NOP is served first,
+    each lower level gets its guaranteed share of a pass while a higher level still
+    has work (no starvation), every NOP completes (svc_tool prio-order). Then the
+    latency figure: a level-0 probe idle and under a level-2 flood, next to a
+    level-2 probe under the same flood (printed; the flood must progress)."""
+    rc, out, err = rig.run_tool("prio-order", str(rig.daemon.pid), timeout=60)
+    assert rc == 0, out + err
+    rc, out2, err = rig.run_tool("prio", "8", "3000", timeout=120)
+    assert rc == 0, out2 + err
+    print(out + out2)
+    # The share guarantee itself is counted in entries by prio-order above; here the
+    # flood only has to have run at all. Whether it got a turn during the 3,000
+    # level-0 NOPs (well under a millisecond when they are served at once) is up to the
+    # scheduler on a loaded machine, so the two windows are summed.
+    fl = sum(int(x) for x in re.findall(r"flood_during_(?:hi|lo) (\d+)", out2))
+    assert fl > 0, "the low level starved: " + out2
+
+
+def case_cli(_rig):
+    """--help, a bad option (exit 2) and a backend that cannot open (exit 3), each
+    with one line on stderr."""
+    r = subprocess.run([DAEMON, "--help"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0 and "--io SPEC" in r.stdout
+    r = subprocess.run([DAEMON, "--bogus", "1"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    r = subprocess.run([DAEMON, "--io", "bogus:x", "--ip", "10.9.0.2/24", "--socket",
+                        "/nonexistent/dir/s"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
+
+
+def main():
+    case = sys.argv[1]
+    args = []
+    if case == "refuse":
+        args = ["--allow-uid", str(os.getuid() + 4242)]
+    if case == "prio":
+        args = ["--prio-uid", "%d:0" % os.getuid()]
+    rig = Rig(*args)
+    try:
+        globals()["case_" + case](rig)
+    finally:
+        rig.close()
+    print("ok", case)
+
+
+if __name__ == "__main__":
+    main()
