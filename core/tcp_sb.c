@@ -258,7 +258,8 @@ static int dsack_take(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_
 	 * 1%-duplication cells up to 7 RTOs and twice the retransmissions: the
 	 * duplicates' D-SACKs take SACK slots, and ranges a receiver stopped
 	 * reporting looked lost to a narrow window. */
-	ipk_tcp_rack_dsack(c);
+	if (ipk_tcp_sb(c))
+		ipk_tcp_rack_dsack(c); /* RACK.dsack_round lives on the scoreboard */
 	return 1;
 }
 

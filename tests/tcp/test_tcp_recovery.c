@@ -1128,6 +1128,40 @@ static void test_established_rack_reo_wnd_mult_cap_follows_reordering_seen(void)
 	finish(t);
 }
 
+/* RFC 8985 §6.2 step 2 on a path that reorders: the cumulative ACK that fills a
+ * resent hole may be the late original's, and without a timestamp to say otherwise
+ * its time is no sample of the retransmission (tcp_rack.c cum_rtx_unproven). Taken as
+ * one it moved RACK.xmit_ts past the queued flight, which RACK marked lost. */
+static void test_established_rack_cum_ack_of_resent_hole_no_sample_when_reordering(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, blk[1][2];
+	uint64_t t_rtx;
+
+	d = open_conn(t, 1, 0, &c, &s) + 1;
+	c->cwnd = 10 * MSS;
+	send_segs(t, c, 7);
+	blk[0][0] = d + 2 * MSS;
+	blk[0][1] = d + 5 * MSS;
+	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, blk, 1, NULL, 0);
+	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	while (th_next(t, &s))
+		;
+	CHECK(c->sq_head && c->sq_head->seq == d + MSS && c->sq_head->xmit == 2);
+	t_rtx = c->sq_head->t;
+	c->fl |= IPK_TCPF_REORDER; /* as tcp_rack.c reorder_seen sets it */
+	th_advance(t, 20 * MS);    /* long after the retransmission: no timing test objects */
+	blk[0][0] = d + 6 * MSS;
+	blk[0][1] = d + 7 * MSS;
+	peer(t, A, IRS + 1, d + 5 * MSS, 0, 0, 0, blk, 1, NULL, 0);
+	CHECK(ipk_tcp_sb(c) != NULL);
+	CHECK(IPK_SB_RACK_TS(ipk_tcp_sb(c)) < t_rtx);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 /* min_RTT is a windowed minimum of RACK's samples: after the path's RTT rises
  * from 8 ms to 50 ms, the old minimum holds for at most two periods (5-10 s), then
  * 50 ms is the minimum (and RACK's reordering window a quarter of it). */
@@ -1220,6 +1254,7 @@ int main(void)
 	RUN(test_established_rescue_not_while_new_data_waits);
 	RUN(test_established_rack_reo_wnd_persists_16_recoveries);
 	RUN(test_established_rack_reo_wnd_mult_cap_follows_reordering_seen);
+	RUN(test_established_rack_cum_ack_of_resent_hole_no_sample_when_reordering);
 	RUN(test_established_rack_min_rtt_ages_when_rtt_rises);
 	RUN(test_established_rack_marks_lost_after_reorder_window);
 	RUN(test_established_tlp_probes_last_segment_after_pto);
