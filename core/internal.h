@@ -232,6 +232,15 @@ struct ipk_ctx {
 	 * broadcast address; our address is set and is not one (so a datagram to it is
 	 * unicast to us without testing the destination again) */
 	uint8_t ip4_has_bcast, ip4_self_ok;
+	/* The source address the receive shortcuts last saw pass ipk_ip4_src_check
+	 * (ipk_ip4_fast_accept). Never 0 (0.0.0.0 fails the rule): ipk_ctx_init starts
+	 * it at an address that passes (stack.c src_ok_start), and where it finds none
+	 * it clears ip4_self_ok, so the shortcuts, which test that first, take
+	 * nothing and the memo is never read. The rule is a pure
+	 * function of the address and of the configuration, which ipk_ctx_init fixes,
+	 * so an address that passed once passes again: the peer of a running
+	 * connection is tested once, not on every segment. */
+	uint32_t src_ok_be;
 	/* Tests only (tests/tcp/test_tcp_rxdiff.c), 0 otherwise: 1 turns every receive
 	 * shortcut off (IPv4 fast path, header prediction, timers_update's tick test,
 	 * the RTO kept when the estimate did not move), so the general paths' result
@@ -273,6 +282,10 @@ struct ipk_ctx {
 	 * cleared when that pb leaves the queue. One per context keeps ipk_conn small. */
 	struct ipk_conn *sq_hint_c;
 	struct ipk_pb *sq_hint_pb;
+	/* IPK_PKT_RECYCLE: an acknowledged copy-write packet kept for the next
+	 * copy-write of this ipk_run call (tcp.h ipk_tcp_sq_pkt_done, tcp.c write_copy);
+	 * ipk_run frees it before returning. */
+	void *pkt_spare;
 	/* The connection whose arriving segment is being processed (tcp_in.c): API calls
 	 * on it from a callback only queue; the one output pass at the end of the event
 	 * sends, so a reply carries the ACK and is built once (tcp.c after_queue). */
@@ -367,7 +380,17 @@ IPK_INLINE uint32_t ipk_pkt_len(struct ipk_ctx *c, void *p)
 	ipk_memcpy(&n, (const uint8_t *)p + c->cfg.pkt_len_off, sizeof(n));
 	return n;
 }
-IPK_INLINE void ipk_pkt_set_len(struct ipk_ctx *c, void *p, uint32_t n) { IPK_OPS(c)->pkt_set_len(p, n, IPK_OPQ(c)); }
+/* IPK_PKT_FIELD_LEN_SET: the integrator declared that pkt_set_len only stores the
+ * length in its len member, so the store is made here (the config check requires
+ * IPK_PKT_FIELD_LEN with it, so pkt_len_off is declared). */
+IPK_INLINE void ipk_pkt_set_len(struct ipk_ctx *c, void *p, uint32_t n)
+{
+	if (!IPK_PKT_FIELD(c, IPK_PKT_FIELD_LEN_SET)) {
+		IPK_OPS(c)->pkt_set_len(p, n, IPK_OPQ(c));
+		return;
+	}
+	ipk_memcpy((uint8_t *)p + c->cfg.pkt_len_off, &n, sizeof(n));
+}
 IPK_INLINE void ipk_pkt_adj_head(struct ipk_ctx *c, void *p, uint32_t n) { IPK_OPS(c)->pkt_adj_head(p, n, IPK_OPQ(c)); }
 IPK_INLINE void ipk_pkt_trim_tail(struct ipk_ctx *c, void *p, uint32_t n) { IPK_OPS(c)->pkt_trim_tail(p, n, IPK_OPQ(c)); }
 IPK_INLINE void *ipk_pkt_clone(struct ipk_ctx *c, void *p) { return IPK_OPS(c)->pkt_clone(p, IPK_OPQ(c)); }
@@ -601,22 +624,29 @@ IPK_INLINE int ipk_ip4_src_check(const struct ipk_ctx *c, uint32_t src_be, int u
  * rules, read the short way: version 4 with a 20-byte header (no options to walk),
  * not a fragment (RFC 791 §3.2), total length within the frame, to our unicast
  * address (ip4_self_ok: ours is set and is no broadcast), from a source
- * ipk_ip4_src_check accepts. 0 for anything else, with nothing counted: the full
+ * ipk_ip4_src_check accepts (remembered for the last source that passed:
+ * ctx->src_ok_be). 0 for anything else, with nothing counted: the full
  * path (ip4_check) then judges it with the same predicates and counts the reason.
  * The header checksum is the caller's (each has its own NIC-verdict path).
  * tests/tcp/test_tcp_rxdiff.c proves the equivalence frame by frame.
  */
-IPK_INLINE uint32_t ipk_ip4_fast_accept(const struct ipk_ctx *c, const uint8_t *p, uint32_t len)
+IPK_INLINE uint32_t ipk_ip4_fast_accept(struct ipk_ctx *c, const uint8_t *p, uint32_t len)
 {
-	uint32_t tot;
+	uint32_t tot, src;
 
 	if (len < IPK_IP4_HLEN || p[0] != 0x45 ||
 	    (ipk_rd16(p + 6) & (IPK_IP4_MF | IPK_IP4_OFFMASK)) != 0)
 		return 0;
 	tot = ipk_rd16(p + 2);
 	if (tot < IPK_IP4_HLEN || tot > len || !c->ip4_self_ok ||
-	    ipk_rdbe32(p + 16) != c->cfg.ip4_be || ipk_ip4_src_check(c, ipk_rdbe32(p + 12), 0) >= 0)
+	    ipk_rdbe32(p + 16) != c->cfg.ip4_be)
 		return 0;
+	src = ipk_rdbe32(p + 12);
+	if (src != c->src_ok_be) {
+		if (ipk_ip4_src_check(c, src, 0) >= 0)
+			return 0;
+		c->src_ok_be = src;
+	}
 	return tot;
 }
 /* On-link next hop for dst (dst itself, or the gateway); 0 when there is no route.

@@ -190,10 +190,13 @@ static const char *config_why_pkt_fields(const struct ipk_config *cfg)
 {
 	uint32_t f = cfg->pkt_fields, p = (uint32_t)sizeof(void *);
 	uint32_t d = cfg->pkt_data_off, l = cfg->pkt_len_off, n = cfg->pkt_next_off;
-	const uint32_t all = IPK_PKT_FIELD_DATA | IPK_PKT_FIELD_LEN | IPK_PKT_FIELD_NEXT;
+	const uint32_t all = IPK_PKT_FIELD_DATA | IPK_PKT_FIELD_LEN | IPK_PKT_FIELD_NEXT |
+	                     IPK_PKT_FIELD_LEN_SET | IPK_PKT_RECYCLE;
 
 	if (f & ~all)
-		return "pkt_fields has bits other than IPK_PKT_FIELD_*";
+		return "pkt_fields has bits other than IPK_PKT_FIELD_* and IPK_PKT_RECYCLE";
+	if ((f & IPK_PKT_FIELD_LEN_SET) && !(f & IPK_PKT_FIELD_LEN))
+		return "pkt_fields has IPK_PKT_FIELD_LEN_SET without IPK_PKT_FIELD_LEN";
 	if ((f & IPK_PKT_FIELD_DATA) && (f & IPK_PKT_FIELD_LEN) && spans_overlap(d, p, l, 4))
 		return "pkt_data_off and pkt_len_off overlap";
 	if ((f & IPK_PKT_FIELD_DATA) && (f & IPK_PKT_FIELD_NEXT) && spans_overlap(d, p, n, p))
@@ -320,6 +323,22 @@ size_t ipk_ctx_size(const struct ipk_config *cfg)
 size_t ipk_conn_size(void) { return align8(sizeof(struct ipk_conn)); }
 size_t ipk_pb_size(void) { return align8(sizeof(struct ipk_pb)); }
 
+/* A start value for ctx->src_ok_be (internal.h): an address the source rule
+ * passes under this configuration (the gateway, or the subnet's first or second
+ * host), so the memo matches no source that would fail, 0.0.0.0 included; 0 when
+ * none of them passes (a /32 without a gateway, a martian subnet). */
+static uint32_t src_ok_start(const struct ipk_ctx *c)
+{
+	uint32_t net = c->cfg.ip4_be & c->cfg.netmask_be;
+	const uint32_t cand[3] = {c->cfg.gateway_be, net | ipk_htonl(1), net | ipk_htonl(2)};
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (ipk_ip4_src_check(c, cand[i], 0) < 0)
+			return cand[i];
+	return 0;
+}
+
 static void ctx_start_values(struct ipk_ctx *c)
 {
 	uint32_t span = (uint32_t)c->cfg.eph_port_hi - c->cfg.eph_port_lo + 1u;
@@ -338,6 +357,9 @@ static void ctx_start_values(struct ipk_ctx *c)
 	c->ts_rtt_max_ms = c->cfg.tcp_rto_max_ns / 1000000u;
 	c->ip4_has_bcast = (uint8_t)ipk_ip4_subnet_has_bcast(&c->cfg);
 	c->ip4_self_ok = c->cfg.ip4_be != 0 && !ipk_ip4_is_bcast(c, c->cfg.ip4_be);
+	c->src_ok_be = src_ok_start(c);
+	if (c->src_ok_be == 0)
+		c->ip4_self_ok = 0; /* no start value: the receive shortcuts stay off */
 }
 
 void ipk_fast_off(struct ipk_ctx *ctx)
@@ -488,6 +510,10 @@ IPK_HOT uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t 
 	if (ctx->ack_c) /* an ACK held for the end of the batch (tcp_ack.c) */
 		ipk_tcp_ack_batch_end(ctx);
 	run_timers(ctx, now);
+	if (ctx->pkt_spare) { /* IPK_PKT_RECYCLE: nothing kept past the call */
+		ipk_pkt_free(ctx, ctx->pkt_spare);
+		ctx->pkt_spare = NULL;
+	}
 	ipk_link_flush(ctx);
 	next = IPK_MIN(ctx->arp_deadline, ctx->frag_deadline);
 	return IPK_MIN(next, ctx->tcp_deadline);

@@ -601,7 +601,7 @@ static uint32_t write_copy(struct ipk_ctx *ctx, struct ipk_conn *c, const uint8_
 
 	while (done < len) {
 		uint32_t n = IPK_MIN(len - done, cap);
-		void *p = ipk_pkt_alloc(ctx);
+		void *p = ipk_tcp_pkt_take(ctx);
 		struct ipk_pb *pb;
 
 		if (!p) {

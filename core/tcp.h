@@ -101,6 +101,7 @@
 #define IPK_TCP_PB_COPY 0x1u /* send queue: packet filled by ipk_tcp_write (may grow) */
 #define IPK_TCP_PB_FIN 0x2u  /* out-of-order queue: segment carried FIN */
 #define IPK_TCP_PB_RECENT 0x4u /* out-of-order queue: the segment that arrived last */
+#define IPK_TCP_PB_CLONED 0x8u /* send queue: a clone of the packet was sent (sq_attach) */
 
 /* pb->xmit of a send-queue pb: 0 not sent, 1 sent once, 2 sent twice, or: */
 #define IPK_TCP_XMIT_LOST 3u /* RFC 8985 §6.2: its retransmission was lost, send again */
@@ -550,6 +551,30 @@ uint32_t ipk_tcp_rcv_window(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack);
 /* ipk_tcp_sq_release's common case inline: the ACK covers exactly the one pb queued
  * (a request or a reply acknowledged whole). Anything else takes the loop. */
+/* An acknowledged send-queue packet leaves the queue. With IPK_PKT_RECYCLE one
+ * that ipk_tcp_write allocated (COPY) and no clone of which was ever sent (a clone
+ * may outlive the ACK at a NIC or a receiver, sharing the buffer) is kept for the
+ * next copy-write instead (ipk_tcp_pkt_take); the only caller is ACK input, inside
+ * ipk_run, which frees what is still kept before it returns. */
+IPK_INLINE void ipk_tcp_sq_pkt_done(struct ipk_ctx *ctx, struct ipk_pb *pb)
+{
+	if ((pb->aux & (IPK_TCP_PB_COPY | IPK_TCP_PB_CLONED)) == IPK_TCP_PB_COPY &&
+	    (ctx->cfg.pkt_fields & IPK_PKT_RECYCLE) && !ctx->pkt_spare) {
+		ctx->pkt_spare = pb->pkt;
+		return;
+	}
+	ipk_pkt_release(ctx, pb->pkt);
+}
+/* A packet for a copy-write: the kept one (ipk_tcp_sq_pkt_done) or pkt_alloc's. */
+IPK_INLINE void *ipk_tcp_pkt_take(struct ipk_ctx *ctx)
+{
+	void *p = ctx->pkt_spare;
+
+	if (!p)
+		return ipk_pkt_alloc(ctx);
+	ctx->pkt_spare = NULL;
+	return p;
+}
 IPK_INLINE uint32_t ipk_tcp_sq_release_ack(struct ipk_ctx *ctx, struct ipk_conn *c,
                                            uint32_t ack)
 {
@@ -563,7 +588,7 @@ IPK_INLINE uint32_t ipk_tcp_sq_release_ack(struct ipk_ctx *ctx, struct ipk_conn 
 		ctx->sq_hint_c = NULL;
 	c->sndbuf += IPK_TCP_PB_OV(pb); /* tcp.c sq_overhead */
 	ctx->wmem -= done + IPK_TCP_PB_OV(pb);
-	ipk_pkt_release(ctx, pb->pkt);
+	ipk_tcp_sq_pkt_done(ctx, pb);
 	ipk_pb_put(ctx, pb);
 	c->sq_seq = ack;
 	c->sq_bytes = 0;

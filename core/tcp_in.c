@@ -1064,7 +1064,7 @@ void ipk_tcp_icmp_error(struct ipk_ctx *ctx, uint8_t type, uint8_t code, uint16_
 /* The IPv4 header at ip (len bytes of frame from it): the datagram's length, or 0.
  * Acceptance is ipk_ip4_fast_accept, the predicate ip4.c's fast path shares
  * (internal.h); this adds only what makes it a TCP segment with a whole header. */
-static inline uint32_t rx_one_ip4(const struct ipk_ctx *ctx, const uint8_t *ip, uint32_t len)
+static inline uint32_t rx_one_ip4(struct ipk_ctx *ctx, const uint8_t *ip, uint32_t len)
 {
 	uint32_t tot = ipk_ip4_fast_accept(ctx, ip, len);
 

@@ -98,7 +98,7 @@ IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 				ctx->sq_hint_c = NULL;
 			c->sndbuf += IPK_TCP_PB_OV(pb); /* tcp.c sq_overhead */
 			ctx->wmem -= IPK_TCP_PB_OV(pb);
-			ipk_pkt_release(ctx, pb->pkt); /* no chain walk for one packet */
+			ipk_tcp_sq_pkt_done(ctx, pb); /* no chain walk for one packet */
 			ipk_pb_put(ctx, pb);
 		} else {
 			pb->off += n;
@@ -172,8 +172,10 @@ static int sq_attach(struct ipk_ctx *ctx, struct ipk_conn *c, void *hdr, uint32_
 
 	while (pb && len > 0) {
 		uint32_t n = IPK_MIN(len, pb->len - at);
-		int rc = ipk_pkt_slice(ctx, &tail, pb->pkt, pb->off + at, n);
+		int rc;
 
+		pb->aux |= IPK_TCP_PB_CLONED; /* not IPK_PKT_RECYCLE'd: clones share it */
+		rc = ipk_pkt_slice(ctx, &tail, pb->pkt, pb->off + at, n);
 		if (rc != IPK_OK)
 			return rc;
 		len -= n;

@@ -135,6 +135,18 @@ const char *ipk_strerror(int err);
 #define IPK_PKT_FIELD_DATA (1u << 0) /* pkt_data_off: uint8_t *data */
 #define IPK_PKT_FIELD_LEN (1u << 1)  /* pkt_len_off: uint32_t len */
 #define IPK_PKT_FIELD_NEXT (1u << 2) /* pkt_next_off: the chain link (a pointer) */
+/* With IPK_PKT_FIELD_LEN: pkt_set_len does nothing but store its argument in the
+ * pkt_len_off member, so the core stores it there itself (no pkt_set_len call). */
+#define IPK_PKT_FIELD_LEN_SET (1u << 3)
+/* Not a member: pkt_alloc has no refusal policy (no reserve kept from data
+ * allocations) and a packet the core got from pkt_alloc and would pkt_free is, for
+ * its next pkt_alloc, as good as a fresh one once the core sets its length. The
+ * core may then, inside one ipk_run call, hand such a packet (a copy-write's
+ * packet, flat, never cloned, data pointer untouched) to its next copy-write
+ * instead of freeing one and allocating another: one alloc/free pair fewer per
+ * request-response each way. Whatever it kept is freed before ipk_run returns.
+ * Honoured in unity builds too. */
+#define IPK_PKT_RECYCLE (1u << 4)
 
 /* Bytes of a Toeplitz RSS key (the size NICs use for IPv4/IPv6 hashing). */
 #define IPK_RSS_KEY_LEN 40
@@ -625,8 +637,13 @@ struct ipk_config {
 	 * calling pkt_data, pkt_len or pkt_chain_next: in a library build those are
 	 * indirect calls, a dozen per request of a one-segment ping-pong. The member must
 	 * hold at every moment what its op would return; the ops stay required, and every
-	 * change (set_len, adj_head, chain_append, ...) still goes through them. Ignored
-	 * when IPK_OPS_STATIC binds the ops at compile time (they inline there). Declared
+	 * change (set_len, adj_head, chain_append, ...) still goes through them, except
+	 * that with IPK_PKT_FIELD_LEN_SET (only together with IPK_PKT_FIELD_LEN) the core
+	 * writes a new length into the len member itself instead of calling pkt_set_len
+	 * (declare it only when pkt_set_len has no other effect: no accounting, no
+	 * capacity check the core's own bounds do not already make). Ignored
+	 * when IPK_OPS_STATIC binds the ops at compile time (they inline there), except
+	 * IPK_PKT_RECYCLE, which is about the pool, not the calls. Declared
 	 * members must not overlap (else ipk_ctx_size says invalid). */
 	uint8_t pkt_fields;
 	uint16_t pkt_data_off, pkt_len_off, pkt_next_off;

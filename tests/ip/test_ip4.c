@@ -152,6 +152,30 @@ static void test_ip4_source_without_route_back_dropped(void)
 	hnet_free(net);
 }
 
+static void mask32(int i, struct ipk_config *c)
+{
+	(void)i;
+	c->netmask_be = IPK_IP4(255, 255, 255, 255);
+}
+
+/* The receive shortcuts remember the last source the rule passed (ctx->src_ok_be,
+ * started at an address that passes). Under a /32 without a gateway no address
+ * passes, so there is no start value: the shortcuts must stay off rather than
+ * remember 0, which would let 0.0.0.0 through them. */
+static void test_ip4_zero_source_dropped_where_no_source_passes(void)
+{
+	struct hnet *net = one_node(mask32);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200], u[64];
+	uint32_t ul = hb_udp(u, 0, US, 1, 7, NULL, 0, 1);
+
+	hnode_inject(a, b, frame(b, 0, US, 17, 1, 0, u, ul)); /* 0.0.0.0 unicast */
+	CHECK_EQ(drops(net, IPK_DROP_IP4_BAD_SRC), 1);
+	CHECK_EQ(a->udp_n, 0);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 /* Issue 14 item 6: a connection to an address with no route retried its SYN every
  * millisecond (~1000 no_route drops a second). It must back off like a segment
  * lost on the way: RFC 6298 exponential retransmission, a handful of tries in 10 s. */
@@ -753,6 +777,7 @@ int main(void)
 	RUN(test_ip4_bad_addresses_dropped);
 	RUN(test_ip4_martian_and_land_sources_dropped);
 	RUN(test_ip4_source_without_route_back_dropped);
+	RUN(test_ip4_zero_source_dropped_where_no_source_passes);
 	RUN(test_ip4_no_route_connect_fails_at_once);
 	RUN(test_ip4_options_skipped_source_route_dropped);
 	RUN(test_ip4_unknown_protocol_gets_protocol_unreachable);

@@ -102,7 +102,7 @@ static void fix_tcp(uint8_t *f)
 /* A damaged copy of frame b (len bytes) in out (room for len + 8); its length. */
 static uint32_t mutate_frame(uint32_t *r, const uint8_t *b, uint32_t len, uint8_t *out)
 {
-	uint32_t k = lcg(r) % 11u, at = lcg(r) % len;
+	uint32_t k = lcg(r) % 12u, at = lcg(r) % len;
 
 	memcpy(out, b, len);
 	switch (k) {
@@ -120,7 +120,13 @@ static uint32_t mutate_frame(uint32_t *r, const uint8_t *b, uint32_t len, uint8_
 		 * address (land), our subnet's broadcast, off-link with no route back */
 		switch (lcg(r) % 7u) {
 		case 0: out[26] = 127; break;
-		case 1: out[26] = 0; break;
+		case 1: /* 0/8, or 0.0.0.0 itself (by at: no draw, the
+			 * sequence stays) */
+			if (at & 1u)
+				memset(out + 26, 0, 4);
+			else
+				out[26] = 0;
+			break;
 		case 2: out[26] = (uint8_t)(240u + lcg(r) % 15u); break;
 		case 3: memset(out + 26, 0xff, 4); break;
 		case 4: memcpy(out + 26, out + 30, 4); break;
@@ -164,6 +170,15 @@ static uint32_t mutate_frame(uint32_t *r, const uint8_t *b, uint32_t len, uint8_
 		default: memset(out + 30, 0xff, 4); break;
 		}
 		fix_ip4(out);
+		break;
+	case 10: /* a source that can be a host but is no peer (10.0.0.77), RST set (no
+		  * answer for no connection): passes the source rule and replaces the
+		  * remembered one (ctx->src_ok_be), so the next frame from the peer is
+		  * tested in full again */
+		out[29] = 77;
+		out[47] |= IPK_TCP_RST;
+		fix_ip4(out);
+		fix_tcp(out);
 		break;
 	case 8: /* an older ACK (ignored, or beyond the window's age: a challenge) */
 		ipk_wr32(out + 42, ipk_rd32(out + 42) - (1u + lcg(r) % (1u << 20)));
@@ -427,6 +442,7 @@ static void test_damaged_frames_judged_as_general_path(void)
 		CHECK(on->cnt[i].drop[IPK_DROP_IP4_MALFORMED] > 5);
 		CHECK(on->cnt[i].drop[IPK_DROP_NOT_FOR_US] > 2);
 		CHECK(on->cnt[i].drop[IPK_DROP_IP4_SRC_NO_ROUTE] > 2);
+		CHECK(on->cnt[i].drop[IPK_DROP_TCP_NO_CONN] > 2); /* case 10 */
 		CHECK(on->cnt[i].tcp_dup_segs > 10);
 	}
 	free(on);
