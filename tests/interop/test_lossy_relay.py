@@ -15,7 +15,14 @@ Must pass now:
   test_relay_pcap_has_every_frame          the relay's --pcap trace reads in tshark and
       holds every frame it received.
   test_relay_figures_quick                 tests/relay/relay_figures.py --quick runs and
-      prints a row per pairing and case.
+      prints a row per pairing (the extra linux_bbr-linux too) and case.
+  test_linux_sender_runs_pinned_cc         a Linux sender's socket runs the congestion
+      control asked for (CUBIC by default, BBR when asked), read back from the socket.
+
+A Linux sender runs CUBIC (relay_topo.default_linux_cc(); $IPKIT_LINUX_CC overrides it),
+not the host's default (BBR here, which every new namespace inherits); transfer() reads
+the algorithm back from the sender's socket and asserts it. ipkit-nc itself runs the
+core's default, NewReno (struct ipk_config.tcp_cc).
 
 Issue 16's targets for ipkit's sender (marker lossy_targets, deselected by default;
 IPKIT_LOSSY_TARGETS=1 or -m lossy_targets runs them):
@@ -23,6 +30,7 @@ IPKIT_LOSSY_TARGETS=1 or -m lossy_targets runs them):
   (b) 5% reordering: ipkit's D-SACKed spurious retransmissions <= Linux's, same seed and
       path (Linux -> Linux, the same receiver) in the same test;
   (c) 5% loss: ipkit's RTO episodes <= Linux's TcpTimeouts (its namespace) + 1.
+  Linux is the CUBIC sender in (b) and (c) (asserted).
 """
 import os
 import shutil
@@ -32,8 +40,8 @@ import sys
 import pytest
 
 from conftest import ROOT, prog
-from relay_topo import (IMPAIRMENTS, PAIRINGS, RELAY, pairing_topo, read_log, sender_row,
-                        transfer)
+from relay_topo import (EXTRA_PAIRINGS, IMPAIRMENTS, PAIRINGS, RELAY, default_linux_cc,
+                        pairing_topo, read_log, sender_row, transfer)
 from test_impair_relay import MiB, check_relay, in_band
 
 SEED = 4242
@@ -187,15 +195,30 @@ def test_relay_figures_quick():
     if not os.path.exists(RELAY) or not os.path.exists(prog("ipkit-nc")):
         pytest.skip("ipk-relay or ipkit-nc not built")
     tool = os.path.join(ROOT, "tests", "relay", "relay_figures.py")
-    r = subprocess.run([sys.executable, tool, "--quick"], capture_output=True, timeout=120,
+    r = subprocess.run([sys.executable, tool, "--quick"], capture_output=True, timeout=240,
                        env=dict(os.environ, IPKIT_RELAY_PREFIX="ipkQ"))
     assert r.returncode == 0, r.stderr.decode(errors="replace")[-1500:]
     rows = [ln for ln in r.stdout.decode().splitlines() if ln.startswith("| ") and
             not ln.startswith("| case") and not ln.startswith("| ---")]
-    assert len(rows) == len(IMPAIRMENTS) * len(PAIRINGS), r.stdout.decode()
-    for name in PAIRINGS:
+    names = list(PAIRINGS) + list(EXTRA_PAIRINGS)
+    assert len(rows) == len(IMPAIRMENTS) * len(names), r.stdout.decode()
+    for name in names:
         assert sum((" %s " % name) in ln for ln in rows) == len(IMPAIRMENTS), (name, rows)
     assert not any("FAIL" in ln for ln in rows), rows
+
+
+@pytest.mark.parametrize("cc", ["cubic", "bbr"])
+def test_linux_sender_runs_pinned_cc(topos, files, cc):
+    """A Linux sender's socket runs the congestion control it was given, whatever the
+    namespace's default (BBR on this host): transfer() reads TCP_CONGESTION back after
+    connect and after the last write and asserts it; checked here once more. Fails if the
+    sender stops setting TCP_CONGESTION (a "cubic" run would read back the default)."""
+    t = topos("linux-linux")
+    t.linux_cc = cc
+    t.start_relay("--loss", "0.01", seed=SEED)
+    res = transfer(t, 2 * MiB, files)
+    t.stop_relay()
+    assert res["linux_cc"] == cc, res
 
 
 # ------------------------------------------------- issue 16's targets (lossy_targets)
@@ -224,6 +247,7 @@ def test_reorder5_ipkit_spurious_at_most_linux(topos, files):
     ipk, ci = run(topos, files, "ipkit-linux", opts, 16)
     lin, cl = run(topos, files, "linux-linux", opts, 16)
     fi, fl = sender_figures(ipk, "ipkit-linux"), sender_figures(lin, "linux-linux")
+    assert lin["linux_cc"] == default_linux_cc(), lin
     assert ci["b2a.reord"] > 0 and cl["b2a.reord"] > 0, (ci, cl)
     assert fi["spurious"] <= fl["spurious"], ("ipkit", fi, "linux", fl)
 
@@ -237,5 +261,6 @@ def test_loss5_ipkit_rto_episodes_at_most_linux_plus_one(topos, files):
     ipk, ci = run(topos, files, "ipkit-linux", opts, 16)
     lin, cl = run(topos, files, "linux-linux", opts, 16)
     fi, fl = sender_figures(ipk, "ipkit-linux"), sender_figures(lin, "linux-linux")
+    assert lin["linux_cc"] == default_linux_cc(), lin
     assert in_band(ci["b2a.drop"], ci["b2a.seen"], 0.05), ci
-    assert fi["rto"] <= fl["rto"] + 1, ("ipkit", fi, "linux", fl)
+    assert fi["rto"] <= fl["rto"] + 1, ("ipkit", fi, "linux", lin["linux_cc"], fl)
