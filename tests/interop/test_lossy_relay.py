@@ -24,13 +24,19 @@ not the host's default (BBR here, which every new namespace inherits); transfer(
 the algorithm back from the sender's socket and asserts it. ipkit-nc itself runs the
 core's default, NewReno (struct ipk_config.tcp_cc).
 
-Issue 16's targets for ipkit's sender (marker lossy_targets, deselected by default;
-IPKIT_LOSSY_TARGETS=1 or -m lossy_targets runs them):
-  (a) 1% loss, 32 MiB ipkit -> Linux: zero RTO episodes (seed 4242);
-  (b) 5% reordering: ipkit's D-SACKed spurious retransmissions <= Linux's, same seed and
-      path (Linux -> Linux, the same receiver) in the same test;
-  (c) 5% loss: ipkit's RTO episodes <= Linux's TcpTimeouts (its namespace) + 1.
-  Linux is the CUBIC sender in (b) and (c) (asserted).
+Issue 16's targets for ipkit's sender:
+  (c) 5% loss, 32 MiB: ipkit's RTO episodes <= Linux's TcpTimeouts (its namespace) + 1,
+      Linux pinned to CUBIC (asserted). In the default run: it passed 20 of 20 runs at
+      32 MiB on main aa050e1 (ipkit 6-13 episodes, Linux CUBIC 17-37 TcpTimeouts; 19 of
+      20 at 16 MiB).
+Still behind the marker lossy_targets (deselected by default; IPKIT_LOSSY_TARGETS=1 or
+-m lossy_targets runs them):
+  (a) 1% loss, 32 MiB ipkit -> Linux: zero RTO episodes (seed 4242): 17 of 20 runs on
+      main aa050e1, each failure one episode (the TLP or its ACK lost, see
+      docs/loss-rto-traces.md);
+  (b) 5% reordering: ipkit's D-SACKed spurious retransmissions <= Linux's (CUBIC), same
+      seed and path (Linux -> Linux, the same receiver) in the same test: 0 of 5 (ipkit
+      355-535, Linux 19-30), the reorder helper's work.
 """
 import os
 import shutil
@@ -234,6 +240,7 @@ def test_loss1_32mib_ipkit_to_linux_zero_rto_episodes(topos, files):
     res, c = run(topos, files, "ipkit-linux", IMPAIRMENTS["loss1"][0], 32)
     assert in_band(c["b2a.drop"], c["b2a.seen"], 0.01), c
     st = res["sender"]
+    print("target-a ipkit", sender_row("ipkit", st), "dropped", c["b2a.drop"])
     assert st["retransmits"] >= c["b2a.drop"] // 2, (st, c)
     assert st["rto_episodes"] == 0, (st, c)
 
@@ -247,20 +254,26 @@ def test_reorder5_ipkit_spurious_at_most_linux(topos, files):
     ipk, ci = run(topos, files, "ipkit-linux", opts, 16)
     lin, cl = run(topos, files, "linux-linux", opts, 16)
     fi, fl = sender_figures(ipk, "ipkit-linux"), sender_figures(lin, "linux-linux")
+    print("target-b ipkit", fi, "linux", lin["linux_cc"], fl)
     assert lin["linux_cc"] == default_linux_cc(), lin
     assert ci["b2a.reord"] > 0 and cl["b2a.reord"] > 0, (ci, cl)
     assert fi["spurious"] <= fl["spurious"], ("ipkit", fi, "linux", fl)
 
 
-@pytest.mark.lossy_targets
 def test_loss5_ipkit_rto_episodes_at_most_linux_plus_one(topos, files):
-    """(c) 5% random loss each way, 16 MiB, seed 4242: ipkit's RTO episodes are at most
+    """(c) 5% random loss each way, 32 MiB, seed 4242: ipkit's RTO episodes are at most
     Linux's TcpTimeouts (read in the Linux sender's namespace) plus one, same seed and
-    path, both sending to a Linux receiver in this test."""
+    path, both sending to a Linux receiver in this test, Linux's sender pinned to CUBIC
+    (asserted). One run of each, no retry. 32 MiB, not 16: both counts vary from run to
+    run (the relay keys data fates, but which ACKs exist and are lost differs), and over
+    20 runs at 16 MiB ipkit had 2-6 episodes and Linux CUBIC 4-20, so one run in 20 met
+    a low Linux draw (6 > 4 + 1); the counts grow with the size and their spread only
+    with its square root. Against a BBR sender (0 timeouts here) it would not pass."""
     opts = IMPAIRMENTS["loss5"][0]
-    ipk, ci = run(topos, files, "ipkit-linux", opts, 16)
-    lin, cl = run(topos, files, "linux-linux", opts, 16)
+    ipk, ci = run(topos, files, "ipkit-linux", opts, 32)
+    lin, cl = run(topos, files, "linux-linux", opts, 32)
     fi, fl = sender_figures(ipk, "ipkit-linux"), sender_figures(lin, "linux-linux")
+    print("target-c ipkit", fi, "linux", lin["linux_cc"], fl)
     assert lin["linux_cc"] == default_linux_cc(), lin
     assert in_band(ci["b2a.drop"], ci["b2a.seen"], 0.05), ci
     assert fi["rto"] <= fl["rto"] + 1, ("ipkit", fi, "linux", lin["linux_cc"], fl)
