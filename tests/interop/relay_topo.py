@@ -331,14 +331,23 @@ print("received %d sha256 %s" % (n, h.hexdigest()), file=sys.stderr, flush=True)
 # 13; root may choose any available algorithm, the host's sysctls stay as they are),
 # connects, writes the file in 1 MiB writes and prints "cc CONNECTED LAST": the
 # algorithm read back from the socket after connect and after the last write. Bounded:
-# connect and every 1 MiB write time out after 60 s.
+# a refused connect (the listener not up yet) is retried 20 times 0.1 s apart, connect
+# and every 1 MiB write time out after 60 s.
 LINUX_SENDER = r"""
-import socket, sys
+import socket, sys, time
 ip, port, path, cc = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-s = socket.socket()
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
-s.settimeout(60)
-s.connect((ip, port))
+for attempt in range(20):
+    s = socket.socket()
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    s.settimeout(60)
+    try:
+        s.connect((ip, port))
+        break
+    except ConnectionRefusedError:
+        s.close()
+        if attempt == 19:
+            raise
+        time.sleep(0.1)
 used = lambda: s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0")[0]
 first = used()
 buf = bytearray(1 << 20)
