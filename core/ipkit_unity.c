@@ -49,3 +49,4 @@
 #include "tcp_ecn.c"
 #include "rss.c"
 #include "tcp_prr.c"
+#include "tcp_undo.c"

@@ -102,8 +102,9 @@
 #define IPK_TCP_PB_FIN 0x2u  /* out-of-order queue: segment carried FIN */
 #define IPK_TCP_PB_RECENT 0x4u /* out-of-order queue: the segment that arrived last */
 
-/* pb->xmit of a send-queue pb: 0 not sent, 1 sent once, 2 sent again, or: */
+/* pb->xmit of a send-queue pb: 0 not sent, 1 sent once, 2 sent twice, or: */
 #define IPK_TCP_XMIT_LOST 3u /* RFC 8985 §6.2: its retransmission was lost, send again */
+#define IPK_TCP_XMIT_AGAIN 4u /* sent three times or more (tcp_rack.c rtx_too_soon) */
 
 /* c->rtx_kind: what the one loss timer (rtx_at) does when it fires */
 #define IPK_TCP_RTX_RTO 0u /* RFC 6298 retransmission timeout */
@@ -262,6 +263,8 @@ IPK_INLINE struct ipk_pb *ipk_tcp_sb(const struct ipk_conn *c)
 /* The extension record, drawn when the connection has none; NULL when the pool is
  * empty (counted by the pool). */
 struct ipk_pb *ipk_tcp_x_get(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* The scoreboard record, drawn when there is none; NULL when the pool is empty. */
+struct ipk_pb *ipk_tcp_sb_get(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Return the extension record when it holds nothing. */
 void ipk_tcp_x_trim(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Packets the out-of-order queue holds (tcp_mem.c), kept in the extension record;
@@ -289,6 +292,7 @@ void ipk_tcp_rmem_clear(struct ipk_ctx *ctx, struct ipk_conn *c);
 #define IPK_SB_RACK_TS(r) ((r)->t)    /* RACK.xmit_ts, ns */
 #define IPK_SB_DSACK_RND(r) ((r)->xmit) /* RACK.dsack_round, with IPK_TCPF_DSACK_RND */
 #define IPK_SB_NRANGES(r) ((r)->pad_) /* ranges on the chain */
+/* (r)->pkt: the undo record (tcp_undo.c), or NULL */
 
 /* The recovery-episode counters, in the extension record (ipk_tcp_rcvy): RFC 6937's
  * counters, in bytes. */
@@ -833,6 +837,27 @@ uint32_t ipk_tcp_prr_sndcnt(uint32_t prr_delivered, uint32_t prr_out, uint32_t r
                             uint32_t ssthresh, uint32_t pipe, uint32_t delivered, uint32_t mss,
                             int crb);
 
+/* ---- tcp_undo.c: undo of spurious recoveries (RFC 3708), the retransmission log */
+/* Logged retransmitted ranges per connection: a recovery's holes, merged when
+ * adjacent; beyond it the oldest is forgotten (its D-SACK then counts nothing). With
+ * the undo record, at most this + 1 descriptors per connection. */
+#define IPK_TCP_UNDO_LOG_MAX 16u
+/* [seq, seq + len) went out again (SACK connections): logged, and counted in a
+ * running recovery's retransmissions. */
+void ipk_tcp_undo_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len);
+/* A SACK recovery begins (before cwnd and ssthresh are reduced): keep them. */
+void ipk_tcp_undo_arm(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* An RTO: the running recovery can no longer be undone. */
+void ipk_tcp_undo_cancel(struct ipk_conn *c);
+/* The SACK recovery ended (cwnd set): apply an undo that waited for it. */
+void ipk_tcp_undo_rcvy_exit(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* A D-SACK of [l, r): 1 when it covers data we retransmitted (a needless
+ * retransmission), 0 when not (a network duplicate of an original, or the log no
+ * longer holds it). May undo the recovery. */
+int ipk_tcp_undo_dsack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r);
+/* The scoreboard record sb goes back to the pool: free the undo state hung off it. */
+void ipk_tcp_undo_free(struct ipk_ctx *ctx, struct ipk_pb *sb);
+
 /* ---- tcp_rack.c: RFC 8985 RACK-TLP */
 /* Payload [seq, seq+len) went out now: stamp the send-queue pbs. */
 void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len);
@@ -840,6 +865,9 @@ void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
  * trimmed) or by SACK: §6.2 steps 1-3. */
 void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r,
                             int cum);
+/* The cumulative ACK s covers [snd_una, ack) (called before snd_una moves and the
+ * scoreboard is trimmed): §6.2 steps 1-3, with its TSecr for step 2. */
+void ipk_tcp_rack_acked(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
 /* §6.2 step 5: mark lost what the reordering window has expired on; returns the
  * ns until the next segment would expire (0 = none pending). */
 uint64_t ipk_tcp_rack_detect(struct ipk_ctx *ctx, struct ipk_conn *c);

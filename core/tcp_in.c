@@ -429,7 +429,7 @@ static IPK_ALWAYS_INLINE void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c,
 	 * nothing to update (ipk_tcp_rack_delivered's own first test, without the call
 	 * on every ACK of a flight that never saw a SACK block) */
 	if ((c->fl & IPK_TCPF_SACK_OK) && c->x)
-		ipk_tcp_rack_delivered(ctx, c, c->snd_una, ack, 1);
+		ipk_tcp_rack_acked(ctx, c, s);
 	/* RFC 6675 §5: in SACK recovery cwnd stays at ssthresh; pipe does the pacing. */
 	partial = acked && !(c->fl & IPK_TCPF_SACK_RCVY) ? ipk_tcp_cc_ack_new(ctx, c, ack, acked) : 0;
 	bytes = ipk_tcp_sq_release_ack(ctx, c, ack);

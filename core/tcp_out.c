@@ -425,6 +425,8 @@ static void after_xmit(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 		c->fl &= ~IPK_TCPF_RTT_ON;
 		c->retransmits++;
 		ctx->cnt.tcp_retransmits++;
+		if (c->fl & IPK_TCPF_SACK_OK)
+			ipk_tcp_undo_sent(ctx, c, seq, used); /* RFC 3708: logged for D-SACKs */
 	} else if (!(how & IPK_TCP_X_PROBE)) {
 		timed = rtt_start(ctx, c, end);
 	}

@@ -1,7 +1,8 @@
 /*
  * RACK-TLP (RFC 8985): time-based loss detection from per-segment transmit times
- * (kept on the send-queue pbs: pb->t last sent, pb->xmit 1 = once, 2 = again,
- * IPK_TCP_XMIT_LOST = the retransmission was lost too), the
+ * (kept on the send-queue pbs: pb->t last sent, pb->xmit 1 = once, 2 = twice,
+ * IPK_TCP_XMIT_AGAIN = three times or more, IPK_TCP_XMIT_LOST = the retransmission
+ * was lost too), the
  * reordering window and its timer, and the tail loss probe. Works beside the SACK
  * scoreboard (tcp_sb.c), which holds RACK's per-flight state.
  */
@@ -23,9 +24,16 @@
 /* Floor for the PTO so a sub-ms RTT does not probe on every scheduling hiccup. */
 #define PTO_MIN_NS (10ull * RACK_NS_PER_MS)
 /* RFC 8985 §6.2 step 4: RACK.reo_wnd_persist after a widening, and the ceiling of
- * reo_wnd_mult (reo_wnd is bounded by SRTT anyway). */
+ * reo_wnd_mult (reo_wnd is bounded by SRTT anyway): Linux's 255 once the path showed
+ * reordering, 16 before. Linux widens on a D-SACK only once reordering was seen
+ * (tcp_dsack_seen); ipkit widens on every D-SACK (the duplicates' D-SACKs crowd the
+ * SACK blocks, tcp_sb.c dsack_take), but on a path that only loses, where D-SACKs
+ * answer tail probes and retransmissions that were merely slow, a window grown past
+ * 16 steps toward SRTT delayed loss detection into RTOs (through ipk-relay at 5%
+ * loss, 5 RTO episodes per 8 MiB on average against 2.5). */
 #define REO_PERSIST 16u
-#define REO_MULT_MAX 16u
+#define REO_MULT_MAX 255u
+#define REO_MULT_MAX_UNSEEN 16u
 /* min_RTT is the least sample of this period and the one before: a window of 5 to
  * 10 s. Long against any RTT, short enough that a path whose RTT rose (a new route,
  * a standing queue) stops being judged by the old minimum within seconds; RFC 8985
@@ -73,7 +81,7 @@ void ipk_tcp_rack_dsack(struct ipk_conn *c)
 		return; /* at most one widening per round trip */
 	c->fl |= IPK_TCPF_DSACK_RND;
 	IPK_SB_DSACK_RND(ipk_tcp_sb(c)) = c->snd_nxt;
-	if (c->reo_mult < REO_MULT_MAX)
+	if (c->reo_mult < ((c->fl & IPK_TCPF_REORDER) ? REO_MULT_MAX : REO_MULT_MAX_UNSEEN))
 		c->reo_mult++;
 	c->reo_persist = REO_PERSIST;
 }
@@ -102,10 +110,34 @@ IPK_HOT void ipk_tcp_rack_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t
 			continue;
 		pb->t = t;
 		if (again)
-			pb->xmit = 2;
+			pb->xmit = pb->xmit > 1 ? IPK_TCP_XMIT_AGAIN : 2u;
 		else if (pb->xmit == 0)
 			pb->xmit = 1;
 	}
+}
+
+/*
+ * RFC 8985 §6.2 step 2: may the delivery of a retransmitted segment, rtt ns after
+ * its retransmission, be the original's? Then its time says nothing about the
+ * retransmission and must not move RACK.xmit_ts. The RFC's test, sooner than
+ * min_RTT, assumes no queue. On a path that reorders (RACK.reordering_seen) the
+ * original of a segment resent too early arrives soon after its retransmission,
+ * while a queue can hold the retransmission many times min_RTT: sooner than half
+ * SRTT (which counts the queue) is then taken as the original's too. Through
+ * ipk-relay at 5% reordering (min_RTT 35 us, SRTT ~700 us) such ACKs came 150 us
+ * after the retransmission; taken as its samples they moved RACK.xmit_ts past the
+ * whole queued flight, which RACK then marked lost at once, ~10 segments a time,
+ * and each of those spurious retransmissions did the same again.
+ */
+static int rtx_ambiguous(const struct ipk_conn *c, uint64_t rtt, uint32_t min)
+{
+	uint64_t ref = (uint64_t)IPK_SB_RACK_RTT(ipk_tcp_sb(c)) * RACK_NS_PER_US;
+
+	if (min && rtt < (uint64_t)min * RACK_NS_PER_US)
+		return 1;
+	if (ref < ipk_tcp_srtt_ns(c))
+		ref = ipk_tcp_srtt_ns(c);
+	return (c->fl & IPK_TCPF_REORDER) && rtt < ref / 2u;
 }
 
 /* RFC 8985 §6.2 step 1-2 for one delivered segment. */
@@ -116,9 +148,7 @@ static void rack_update(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 	uint64_t rtt = (ctx->now > pb->t ? ctx->now - pb->t : 0u) + RACK_NS_PER_US / 2u;
 	uint32_t end = pb->seq + pb->len, us, min = ipk_tcp_min_rtt_us(c);
 
-	/* Step 2: an ACK for a retransmitted segment sooner than min_RTT is for the
-	 * original; its time says nothing about the retransmission. */
-	if (pb->xmit > 1 && min && rtt < (uint64_t)min * RACK_NS_PER_US)
+	if (pb->xmit > 1 && rtx_ambiguous(c, rtt, min))
 		return;
 	us = (uint32_t)IPK_MIN(rtt / RACK_NS_PER_US, 0xffffffffull);
 	if (us == 0)
@@ -151,22 +181,145 @@ static int pb_head_delivered(const struct ipk_conn *c, const struct ipk_pb *pb, 
 }
 
 /*
- * §6.2 step 3, RACK.reordering_seen: the cumulative ACK covered data sent once that
- * lay below RACK.fack (the highest SACKed byte), so it arrived after later data.
- * Only the cumulative ACK is checked: SACK blocks ride on ACKs that can be lost and
- * a receiver repeats only its three or four latest blocks, so a range first heard
- * of below RACK.fack is often old news, not late data (on a path that only loses,
- * 10 Mbit/s and 1%, the SACK check fired and turned the DupThresh rule off).
+ * When pb's original was sent, at the latest: its own time when sent once, else
+ * that of the next segment sent once (data goes out in sequence order the first
+ * time), 0 when there is none.
  */
-IPK_HOT void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r,
-                            int cum)
+static uint64_t orig_sent_by(const struct ipk_pb *pb)
+{
+	unsigned n;
+
+	for (n = 0; pb && n < 8u; pb = pb->next, n++) {
+		if (pb->xmit == 1)
+			return pb->t;
+	}
+	return 0;
+}
+
+/*
+ * §6.2 step 3 (counted), and how far (in send time) the path reordered: pb arrived
+ * after the latest-sent delivered segment (RACK.xmit_ts), sent that much later. RACK
+ * keeps a segment from being marked lost only while that gap is within reo_wnd, so the
+ * window is widened to cover it at once (reo_wnd still caps it at SRTT) and held
+ * for REO_PERSIST recoveries, as a D-SACK widening is (step 4). Linux measures the
+ * same degree in segments (tcp_check_sack_reordering: tp->reordering). RFC 8985's
+ * D-SACK steps alone grow by min_RTT / 4 per round trip, and a path that holds
+ * segments back many times that long (a queue in front of the reordering: min_RTT
+ * 35 us, segments held up to 400 us through ipk-relay) paid ~40 spurious
+ * retransmissions in 16 MiB before the window caught up.
+ */
+static void reorder_seen(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_pb *pb,
+                         int measure)
+{
+	uint64_t ts = IPK_SB_RACK_TS(ipk_tcp_sb(c)), sent = orig_sent_by(pb), step;
+	uint32_t min = ipk_tcp_min_rtt_us(c), need;
+
+	c->fl |= IPK_TCPF_REORDER;
+	ctx->cnt.tcp_reordering_seen++;
+	if (!measure || sent == 0 || ts <= sent || min < 4u)
+		return;
+	step = (uint64_t)(min / 4u) * RACK_NS_PER_US;
+	need = (uint32_t)IPK_MIN((ts - sent) / step + 1u, (uint64_t)REO_MULT_MAX);
+	if (need > c->reo_mult) {
+		c->reo_mult = (uint8_t)need;
+		c->reo_persist = REO_PERSIST;
+	}
+}
+
+/*
+ * RFC 3522 §3.2 (Eifel) on the cumulative ACK s that covers the resent pb: 1 when its
+ * TSecr proves the retransmission was delivered, 0 when it proves the original was
+ * (older than the retransmission's TSval), -1 when the 1 ms TSval tick cannot tell
+ * (both sends in one tick, or no timestamps). The receiver echoes the TSval of the
+ * segment that filled its hole (RFC 7323 §4.3).
+ */
+static int eifel(const struct ipk_conn *c, const struct ipk_tcp_seg *s, const struct ipk_pb *pb)
+{
+	uint32_t rtx, orig;
+	uint64_t t0 = orig_sent_by(pb->next);
+
+	if (!s || !s->o.has_ts || !(c->fl & IPK_TCPF_TS_OK))
+		return -1;
+	rtx = (uint32_t)(pb->t / RACK_NS_PER_MS) + c->iss;
+	if (ipk_seq_lt(s->o.tsecr, rtx))
+		return 0;
+	orig = (uint32_t)(t0 / RACK_NS_PER_MS) + c->iss;
+	return t0 && orig != rtx ? 1 : -1;
+}
+
+/*
+ * Step 2's proof that the original of a resent segment arrived: the cumulative ACK
+ * s echoes the original's TSval (eifel) or, where the tick cannot tell, came sooner
+ * than half min_RTT after the retransmission (not merely sooner: on a 10 ms path at
+ * 1% loss a retransmission's own ACK came 0.5% under min_RTT). Below RACK.fack (so
+ * not a tail probe, whose original's ACK a delayed-ACK receiver may have held) the
+ * segment had been deemed lost while later data got through: the path reorders
+ * (step 3). Without this a path that holds segments back longer than three later
+ * ones take to be SACKed never showed reordering: the DupThresh rule resent each
+ * held-back segment before it arrived, so no cumulative ACK covered one sent once.
+ * Only in a SACK recovery: a segment resent after an RTO was not deemed lost by
+ * later data, and its original may have arrived long before (ACKs lost, or a
+ * receiver that reneged: tests/sim/test_sim_rmem.c). Only a pb of one segment sent
+ * twice: a larger pb takes the time of a retransmission of a part of it, and after a
+ * third send the ACK of the second echoes an older TSval than the third's (at 0.1%
+ * loss, 1% duplication, 10 Mbit/s, 50 ms: 64 false signals, 7 RTOs). The tick
+ * is asked first: min_RTT, sampled only while a scoreboard is kept, can lie above a
+ * path whose queue drained since (after a slow-start overshoot, 20 ms against
+ * retransmissions ACKed in 10 to 17 ms: tests/sim/test_sim_overshoot.c).
+ */
+static int rtx_too_soon(const struct ipk_ctx *ctx, const struct ipk_conn *c,
+                        const struct ipk_tcp_seg *s, const struct ipk_pb *pb)
+{
+	uint32_t min = ipk_tcp_min_rtt_us(c);
+	int e;
+
+	if (pb->xmit != 2 || pb->len > c->mss || !(c->fl & IPK_TCPF_SACK_RCVY))
+		return 0;
+	e = eifel(c, s, pb);
+	if (e >= 0)
+		return !e;
+	/* a stamp may run a few ns ahead of now (ipk_tcp_tx_stamp) */
+	return min && (ctx->now > pb->t ? ctx->now - pb->t : 0u) < (uint64_t)min * RACK_NS_PER_US / 2u;
+}
+
+/*
+ * Step 2 on a path that reorders, for the cumulative ACK s of a resent pb: its time is
+ * a sample of the retransmission only when the timestamp says the retransmission
+ * filled the hole (eifel). The hole at snd_una is where a late original lands, and
+ * taken as the retransmission's, its ACK moved RACK.xmit_ts past the queued flight,
+ * which RACK then marked lost: through ipk-relay at 5% reordering, 1 to 16 such
+ * samples per 16 MiB passed the timing tests of rtx_ambiguous, and the runs with
+ * most made most spurious retransmissions (up to 150 in one run). Lost
+ * retransmissions are still found from SACKed data sent after them.
+ */
+static int cum_rtx_unproven(const struct ipk_conn *c, const struct ipk_tcp_seg *s,
+                            const struct ipk_pb *pb)
+{
+	return pb->xmit > 1 && (c->fl & IPK_TCPF_REORDER) && eifel(c, s, pb) != 1;
+}
+
+/*
+ * §6.2 steps 1-3 for the segments in [l, r) not delivered before. Step 3,
+ * RACK.reordering_seen: a segment below fack (the highest byte SACKed before this
+ * ACK) arrived after later data: sent once, or resent but delivered by its original
+ * (rtx_too_soon). s: the cumulative ACK, whose [snd_una, ack) is checked before this
+ * ACK's SACK blocks, so RACK.xmit_ts is still the one before this ACK and measures
+ * how far the path reordered (reorder_seen); NULL for a SACK block.
+ *
+ * For a SACK block fack is l: step 3 is not checked. SACK blocks ride on ACKs that
+ * can be lost and a receiver repeats only its three or four latest blocks, so a
+ * range first heard of below RACK.fack is often old news, not late data: with the
+ * check (against the highest byte SACKed before the ACK, as Linux's
+ * tcp_check_sack_reordering) a slow-start overshoot that drops every other segment
+ * turned the DupThresh rule off and lost its throughput and an RTO
+ * (tests/sim/test_sim_overshoot.c), and a receiver that reneged stalled
+ * (tests/sim/test_sim_rmem.c).
+ */
+static void delivered(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s,
+                      uint32_t l, uint32_t r, uint32_t fack, int cum)
 {
 	const struct ipk_pb *pb, *cur = ipk_tcp_sb_ranges(c);
-	uint32_t fack;
 
-	if (!ipk_tcp_sb(c) || !ctx->cfg.tcp_rack)
-		return;
-	fack = cum ? ipk_tcp_sb_fack(c) : l;
 	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, r); pb = pb->next) {
 		uint32_t end = pb->seq + pb->len;
 
@@ -175,10 +328,27 @@ IPK_HOT void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 			continue;
 		if (ipk_tcp_sb_sacked_at(&cur, pb->seq, end))
 			continue; /* delivered before */
-		if (pb->xmit == 1 && ipk_seq_lt(end, fack))
-			c->fl |= IPK_TCPF_REORDER;
+		if (ipk_seq_lt(end, fack) && (pb->xmit == 1 || (s && rtx_too_soon(ctx, c, s, pb))))
+			reorder_seen(ctx, c, pb, s != NULL);
+		if (s && cum_rtx_unproven(c, s, pb))
+			continue;
 		rack_update(ctx, c, pb);
 	}
+}
+
+IPK_HOT void ipk_tcp_rack_delivered(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r,
+                            int cum)
+{
+	if (!ipk_tcp_sb(c) || !ctx->cfg.tcp_rack)
+		return;
+	delivered(ctx, c, NULL, l, r, cum ? ipk_tcp_sb_fack(c) : l, cum);
+}
+
+void ipk_tcp_rack_acked(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	if (!ipk_tcp_sb(c) || !ctx->cfg.tcp_rack)
+		return;
+	delivered(ctx, c, s, c->snd_una, s->h.ack, ipk_tcp_sb_fack(c), 1);
 }
 
 /* RFC 8985 §6.2 step 4: min_RTT / 4 per unit of reo_wnd_mult, at most SRTT. The
@@ -209,7 +379,8 @@ static int sent_before(const struct ipk_pb *rec, const struct ipk_pb *pb)
  * hundred after a large loss. */
 static void mark_pb_lost(struct ipk_conn *c, struct ipk_pb *pb)
 {
-	if (pb->xmit == 2 && ipk_seq_lt(pb->seq, IPK_SB_HIGH_RXT(ipk_tcp_sb(c)))) {
+	if ((pb->xmit == 2 || pb->xmit == IPK_TCP_XMIT_AGAIN) &&
+	    ipk_seq_lt(pb->seq, IPK_SB_HIGH_RXT(ipk_tcp_sb(c)))) {
 		pb->xmit = IPK_TCP_XMIT_LOST;
 		c->fl |= IPK_TCPF_RTX_LOST;
 	}

@@ -74,9 +74,15 @@ static struct ipk_pb *rec_get(struct ipk_ctx *ctx, struct ipk_conn *c)
 	IPK_SB_LOST_END(r) = c->snd_una;
 	IPK_SB_NRANGES(r) = 0;
 	r->next = NULL;
+	r->pkt = NULL;
 	x->pkt = r;
 	c->fl &= ~IPK_TCPF_DSACK_RND;
 	return r;
+}
+
+struct ipk_pb *ipk_tcp_sb_get(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	return rec_get(ctx, c);
 }
 
 static void ranges_free(struct ipk_ctx *ctx, struct ipk_pb *r)
@@ -97,6 +103,7 @@ void ipk_tcp_sb_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 	if (!r)
 		return;
 	ranges_free(ctx, r);
+	ipk_tcp_undo_free(ctx, r);
 	ipk_pb_put(ctx, r);
 	c->x->pkt = NULL;
 	ipk_tcp_x_trim(ctx, c);
@@ -241,13 +248,18 @@ static int dsack_take(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_
 	if (!ipk_seq_lt(l, r) || !(below || inside))
 		return 0;
 	ctx->cnt.tcp_dsack_rx++;
-	/* Below the ACK the duplicate was data we sent twice; inside the window it may
-	 * be a network duplicate, so only count what we retransmitted. */
-	if (below || ipk_seq_lt(l, c->snd_max))
+	/* Only a D-SACK of data we retransmitted shows a needless retransmission (and
+	 * may undo the recovery); one of an original is a network duplicate (RFC 2883
+	 * §4.2), below the ACK or not. */
+	if (ipk_tcp_undo_dsack(ctx, c, l, r))
 		ctx->cnt.tcp_spurious_rtx++;
-	/* RFC 8985 §6.2 step 4: a D-SACK means the reordering window was too small. */
+	/* RFC 8985 §6.2 step 4: any D-SACK widens the reordering window, as the RFC
+	 * says. Widening on retransmitted data only cost the simulator matrix's
+	 * 1%-duplication cells up to 7 RTOs and twice the retransmissions: the
+	 * duplicates' D-SACKs take SACK slots, and ranges a receiver stopped
+	 * reporting looked lost to a narrow window. */
 	if (ipk_tcp_sb(c))
-		ipk_tcp_rack_dsack(c);
+		ipk_tcp_rack_dsack(c); /* RACK.dsack_round lives on the scoreboard */
 	return 1;
 }
 
@@ -380,6 +392,7 @@ void ipk_tcp_sb_recover(struct ipk_ctx *ctx, struct ipk_conn *c)
 			ipk_tcp_prr_end(ctx, c);
 			ipk_tcp_rack_recovery_done(c);
 			ipk_tcp_cc_recovery_exit(ctx, c);
+			ipk_tcp_undo_rcvy_exit(ctx, c);
 		}
 		return;
 	}
@@ -387,6 +400,7 @@ void ipk_tcp_sb_recover(struct ipk_ctx *ctx, struct ipk_conn *c)
 		return;
 	c->fl |= IPK_TCPF_SACK_RCVY;
 	ctx->cnt.tcp_sack_recovery_episodes++;
+	ipk_tcp_undo_arm(ctx, c);
 	ipk_tcp_cc_sack_enter(ctx, c);
 	ipk_tcp_prr_start(ctx, c);
 }
@@ -570,6 +584,7 @@ int ipk_tcp_sb_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 	if (c->nrtx > 1)
 		ranges_free(ctx, rec);
 	c->fl &= ~(IPK_TCPF_SACK_RCVY | IPK_TCPF_TLP_OUT | IPK_TCPF_RTX_LOST);
+	ipk_tcp_undo_cancel(c);
 	ipk_tcp_prr_end(ctx, c);
 	IPK_SB_HIGH_RXT(rec) = c->snd_una;
 	IPK_SB_LOST_END(rec) = c->snd_max;

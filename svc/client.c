@@ -37,6 +37,7 @@ struct ipk_svc_sock {
 	uint32_t sq_tail;   /* private: entries taken by get_sqe */
 	uint32_t sq_pub;    /* published */
 	uint32_t id;
+	uint64_t ready_mask, sum_mask, *ready_word, *ready_sum; /* this socket's ready bit */
 	pthread_mutex_t lock;
 };
 
@@ -145,6 +146,19 @@ static int svc_sock_init(struct ipk_svc *svc, struct ipk_svc_sock *so, uint64_t 
 	so->cq_mask = r->cq_entries - 1;
 	so->sq_tail = so->sq_pub = IPK_SVC_LOAD_RLX(&r->sq_tail.v);
 	so->id = r->sock;
+	{
+		/* the socket's bit in the ready bitmap (svc/proto.h, line 6); the
+		 * control ring (index 0) needs none: the daemon looks at it always */
+		uint32_t idx = so->id & 0xffffffu, w = idx / 64;
+		uint64_t *sum = (uint64_t *)(svc->base + h->ready_off);
+		so->ready_word = NULL;
+		if (idx && w < h->ready_words) {
+			so->ready_sum = sum + w / 64;
+			so->ready_word = sum + h->ready_sum_words + w;
+			so->ready_mask = 1ull << (idx % 64);
+			so->sum_mask = 1ull << (w % 64);
+		}
+	}
 	pthread_mutex_init(&so->lock, NULL);
 	return 0;
 }
@@ -161,7 +175,9 @@ static int svc_map(struct ipk_svc *svc, int memfd, uint64_t size)
 	h = svc->hdr;
 	if (h->magic != IPK_SVC_MAGIC || h->version != IPK_SVC_VERSION ||
 	    h->hdr_size != sizeof *h || h->region_size != size ||
-	    h->buf_area_off + h->buf_area_size > size)
+	    h->buf_area_off + h->buf_area_size > size || h->ready_off < sizeof *h ||
+	    h->ready_off + ((uint64_t)h->ready_words + h->ready_sum_words) * 8 > h->ring_area_off ||
+	    (uint64_t)h->ready_sum_words * 64 < h->ready_words)
 		return -EPROTO;
 	return svc_sock_init(svc, &svc->ctl, h->ctl_ring_off);
 }
@@ -285,6 +301,11 @@ int ipk_svc_submit(struct ipk_svc_sock *so)
 	/* release: the entries' contents are visible before the new tail */
 	IPK_SVC_STORE_REL(&so->ring->sq_tail.v, so->sq_tail);
 	so->sq_pub = so->sq_tail;
+	/* the socket's ready bit, then the summary bit if the word was empty
+	 * (svc/proto.h): seq_cst read-modify-writes, ordered after the tail store
+	 * (release) so the daemon that takes the bit sees the tail */
+	if (so->ready_word && __atomic_fetch_or(so->ready_word, so->ready_mask, __ATOMIC_SEQ_CST) == 0)
+		__atomic_fetch_or(so->ready_sum, so->sum_mask, __ATOMIC_SEQ_CST);
 	svc_doorbell(so->svc);
 	return n;
 }
@@ -700,6 +721,12 @@ void ipk_svc_prep_bind(struct ipk_svc_sqe *sqe, const struct ipk_svc_addr *local
 	sqe->addr = *local;
 }
 
+void ipk_svc_prep_bind_reuse(struct ipk_svc_sqe *sqe, const struct ipk_svc_addr *local)
+{
+	ipk_svc_prep_bind(sqe, local);
+	sqe->flags = IPK_SVC_SQE_F_REUSEPORT;
+}
+
 void ipk_svc_prep_listen(struct ipk_svc_sqe *sqe, uint32_t backlog)
 {
 	sqe->opcode = IPK_SVC_OP_LISTEN;
@@ -775,6 +802,7 @@ void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st)
 	st->rx_copied = IPK_SVC_LOAD_RLX(&svc->hdr->rx_copied);
 	st->bad_sqe = IPK_SVC_LOAD_RLX(&svc->hdr->bad_sqe);
 	st->bad_index = IPK_SVC_LOAD_RLX(&svc->hdr->bad_index);
+	st->sock_visits = IPK_SVC_LOAD_RLX(&svc->hdr->sock_visits);
 }
 
 void *ipk_svc_region(const struct ipk_svc *svc, uint64_t *size)
@@ -792,5 +820,5 @@ uint64_t ipk_svc_sock_ring_off(const struct ipk_svc_sock *so)
 /* The ABI's sizes, checked at compile time (C99: a negative array size fails). */
 typedef char svc_sqe_is_64[sizeof(struct ipk_svc_sqe) == 64 ? 1 : -1];
 typedef char svc_cqe_is_64[sizeof(struct ipk_svc_cqe) == 64 ? 1 : -1];
-typedef char svc_region_lines[sizeof(struct ipk_svc_region) == 6 * IPK_SVC_CL ? 1 : -1];
+typedef char svc_region_lines[sizeof(struct ipk_svc_region) == 7 * IPK_SVC_CL ? 1 : -1];
 typedef char svc_ring_lines[sizeof(struct ipk_svc_ring) == 5 * IPK_SVC_CL ? 1 : -1];

@@ -10,11 +10,22 @@
 
 static struct d_daemon *D(void *opaque) { return (struct d_daemon *)ipk_node_app(opaque); }
 
+/* A completion lifts the in-flight limit: if the SQ holds entries the daemon has
+ * not taken (the limit held them back, whatever the CQ overflow did meanwhile),
+ * the socket is looked at again. The tail is the app's and only a hint here: a
+ * wrong one costs a visit, d_sock_consume checks it. */
+static void d_sq_recheck(struct d_sock *s)
+{
+	if (s->ring && IPK_SVC_LOAD_RLX(&s->ring->sq_tail.v) != s->sq_head) {
+		s->app->rescan = 1;
+		d_act_push(s);
+	}
+}
+
 /* An op that counted in flight completes. */
 void d_op_done(struct d_sock *s, uint64_t user_data, int32_t res)
 {
-	if (s->inflight + s->ovf_n >= s->cq_entries)
-		s->app->rescan = 1; /* the SQ was held back by the in-flight limit */
+	d_sq_recheck(s);
 	if (s->inflight)
 		s->inflight--;
 	d_post_res(s, user_data, res);
@@ -34,29 +45,7 @@ static int d_addr4(const struct ipk_svc_addr *a, uint32_t *ip4_be)
 	return 0;
 }
 
-static uint16_t d_port_host(uint16_t be) { return ipk_ntohs(be); }
-
 /* ------------------------------------------------------------ bind / listen */
-
-static int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be)
-{
-	struct d_sock **tab = s->type == IPK_SVC_TCP ? d->tcp_port : d->udp_port;
-	if (port_be == 0)
-		return -EINVAL;
-	/* ports below 1024 need a configured permission (--low-ports-uid) */
-	if (d_port_host(port_be) < 1024 && !s->app->low_ports)
-		return -EACCES;
-	if (tab[port_be])
-		return -EADDRINUSE;
-	if (s->type == IPK_SVC_UDP) {
-		int rc = ipk_udp_bind(d->ctx, port_be);
-		if (rc < 0)
-			return rc;
-	}
-	tab[port_be] = s;
-	s->lport_be = port_be;
-	return 0;
-}
 
 static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
 {
@@ -68,6 +57,7 @@ static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe
 		return -EADDRNOTAVAIL;
 	if (s->state != D_NEW)
 		return -EINVAL;
+	s->reuse = (e->flags & IPK_SVC_SQE_F_REUSEPORT) != 0;
 	rc = d_port_claim(d, s, e->addr.port_be);
 	if (rc == 0)
 		s->state = D_BOUND;
@@ -96,7 +86,8 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 		return -EINVAL;
 	if (bl > D_BACKLOG_MAX)
 		bl = D_BACKLOG_MAX;
-	rc = ipk_tcp_listen(d->ctx, s->lport_be, (uint16_t)bl);
+	/* a shared port: the core listens once, for all its listeners */
+	rc = d_port_listened(s) ? 0 : ipk_tcp_listen(d->ctx, s->lport_be, (uint16_t)bl);
 	if (rc == 0) {
 		s->state = D_LISTEN;
 		s->backlog = bl;
@@ -106,7 +97,7 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 
 /* ------------------------------------------------------------ accept */
 
-static void d_acc_push(struct d_sock *l, struct d_sock *w)
+void d_acc_push(struct d_sock *l, struct d_sock *w)
 {
 	w->acc_next = NULL;
 	if (l->acc_t)
@@ -152,6 +143,10 @@ void d_accept_deliver(struct d_daemon *d, struct d_sock *l)
 				c.addr.port_be = t.peer_port_be;
 				memcpy(c.addr.addr, &t.peer_ip4_be, 4);
 			}
+		} else if (w->peer) { /* another application of this daemon */
+			c.addr.family = IPK_SVC_AF_INET;
+			c.addr.port_be = w->peer_port_be;
+			memcpy(c.addr.addr, &d->cfg.ip4_be, 4);
 		}
 		d_post(l, &c);
 		d_rx_deliver(d, w);
@@ -189,6 +184,10 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 		d_post_res(s, op->e.user_data, rc);
 		return;
 	}
+	if (d_loop_addr(d, ip)) {
+		d_loop_connect(d, s, op);
+		return;
+	}
 	/* in flight before the call: an outcome reported from inside it (tcp_closed)
 	 * must find the op to complete */
 	s->state = D_CONNECTING;
@@ -213,6 +212,10 @@ void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 {
 	struct d_op *op;
 	uint64_t now = ipk_node_now(d->node);
+	if (s->peer) {
+		d_loop_tx(d, s);
+		return;
+	}
 	while ((op = d_opq_front(&s->txq)) != NULL) {
 		int rc;
 		if (!s->conn) {
@@ -267,8 +270,12 @@ static uint32_t d_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e)
 static void d_rx_tcp(struct d_daemon *d, struct d_sock *s)
 {
 	struct d_op *op;
+	int took = 0;
 	while ((op = d_opq_front(&s->rxq)) != NULL) {
-		if (s->rxh) {
+		if (s->rxp.n) {
+			d_op_done(s, op->e.user_data, (int32_t)d_loop_rx_copy(s, &op->e));
+			took = 1;
+		} else if (s->rxh) {
 			uint32_t n = d_rx_copy(s, &op->e);
 			s->app->hdr->rx_copied += n;
 			if (s->conn) /* the window reopens as the app takes the bytes */
@@ -277,10 +284,14 @@ static void d_rx_tcp(struct d_daemon *d, struct d_sock *s)
 		} else if (s->rx_eof) {
 			d_op_done(s, op->e.user_data, s->err);
 		} else {
-			return;
+			break;
 		}
 		d_opq_pop(&s->rxq);
 	}
+	/* a paired sender may go on into the room we made; only now, with no op of
+	 * ours half-done, since its pump delivers to us again (d_loop.c) */
+	if (took && s->peer)
+		d_tx_pump(d, s->peer);
 }
 
 static void d_rx_udp(struct d_sock *s)
@@ -296,6 +307,7 @@ static void d_rx_udp(struct d_sock *s)
 		c.user_data = op->e.user_data;
 		c.res = (int32_t)n; /* truncated to the buffer, as recvfrom does */
 		c.addr = g->from;
+		d_sq_recheck(s);
 		if (s->inflight)
 			s->inflight--;
 		d_post(s, &c);
@@ -331,6 +343,10 @@ static void d_sendto_op(struct d_daemon *d, struct d_sock *s, const struct ipk_s
 		d_post_res(s, e->user_data, rc);
 		return;
 	}
+	if (d_loop_addr(d, ip)) {
+		d_loop_sendto(d, s, e);
+		return;
+	}
 	rc = ipk_udp_sendto(d->ctx, s->lport_be, ip, e->addr.port_be, s->app->base + e->buf_off,
 	                    e->len, ipk_node_now(d->node));
 	if (rc > 0)
@@ -353,7 +369,12 @@ static void d_queue_op(struct d_daemon *d, struct d_sock *s, const struct d_op *
 		d_bad(s, e, e->len == 0 ? -EINVAL : -EFAULT);
 		return;
 	}
-	if (want == IPK_SVC_TCP && s->state != D_CONNECTED && !(s->state == D_CLOSED && !tx)) {
+	if (want == IPK_SVC_TCP && s->state == D_CLOSED && tx) {
+		/* as svc.h says: the connection ended first (reset or closed) */
+		d_post_res(s, e->user_data, s->err ? s->err : -EPIPE);
+		return;
+	}
+	if (want == IPK_SVC_TCP && s->state != D_CONNECTED && s->state != D_CLOSED) {
 		d_post_res(s, e->user_data, -ENOTCONN);
 		return;
 	}
@@ -409,9 +430,8 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 
 static int ev_accept(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opq)
 {
-	struct d_sock *l = D(opq)->tcp_port[t->local_port_be];
 	(void)ctx;
-	return l && l->state == D_LISTEN && l->acc_n < l->backlog;
+	return d_port_listener(D(opq), t->local_port_be, 0) != NULL;
 }
 
 static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
@@ -421,8 +441,8 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 	struct d_sock *l, *w;
 	if (ipk_tcp_tuple(c, &t) < 0)
 		return NULL;
-	l = d->tcp_port[t.local_port_be];
-	w = l && l->state == D_LISTEN ? d_sock_alloc(l->app, IPK_SVC_TCP) : NULL;
+	l = d_port_listener(d, t.local_port_be, 1); /* the listeners take turns */
+	w = l ? d_sock_alloc(l->app, IPK_SVC_TCP) : NULL;
 	if (!w) {
 		ipk_tcp_abort(ctx, c, ipk_node_now(d->node));
 		return NULL;
@@ -529,30 +549,15 @@ static void ev_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
                    uint32_t len, void *opq)
 {
-	struct d_sock *s = D(opq)->udp_port[t->local_port_be];
-	struct d_dgram *g;
-	if (!s || s->dq_n >= D_UDP_QMAX || s->dq_bytes + len > D_UDP_QBYTES) {
-		if (s)
-			s->udp_drops++;
-		return;
-	}
-	g = (struct d_dgram *)malloc(sizeof *g + len);
+	struct d_sock *s = d_port_udp(D(opq), t->local_port_be, t->peer_ip4_be, t->peer_port_be);
+	struct d_dgram *g = s ? d_dgram_new(s, len) : NULL;
 	if (!g)
 		return;
-	g->next = NULL;
 	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
-	memset(&g->from, 0, sizeof g->from);
 	g->from.family = IPK_SVC_AF_INET;
 	g->from.port_be = t->peer_port_be;
 	memcpy(g->from.addr, &t->peer_ip4_be, 4);
-	if (s->dq_t)
-		s->dq_t->next = g;
-	else
-		s->dq_h = g;
-	s->dq_t = g;
-	s->dq_n++;
-	s->dq_bytes += g->len;
-	d_rx_deliver(D(opq), s);
+	d_dgram_push(D(opq), s, g);
 }
 
 const struct ipk_ops d_events = {

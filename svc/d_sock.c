@@ -184,20 +184,6 @@ static void d_sock_free_rx(struct d_sock *s)
 	s->dq_bytes = 0;
 }
 
-static void d_sock_ports(struct d_daemon *d, struct d_sock *s)
-{
-	uint16_t p = s->lport_be;
-	if (s->type == IPK_SVC_TCP && d->tcp_port[p] == s) {
-		if (s->state == D_LISTEN)
-			ipk_tcp_unlisten(d->ctx, p);
-		d->tcp_port[p] = NULL;
-	}
-	if (s->type == IPK_SVC_UDP && d->udp_port[p] == s) {
-		ipk_udp_unbind(d->ctx, p);
-		d->udp_port[p] = NULL;
-	}
-}
-
 /* Tear a socket down: connection reset (or FIN when graceful), waiting accepted
  * connections reset, ports freed, held data freed, rings back to the allocator.
  * No completion is posted. */
@@ -205,6 +191,7 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 {
 	struct d_app *a = s->app;
 	uint64_t now = ipk_node_now(d->node);
+	d_loop_unpair(d, s, graceful);
 	if (s->conn) {
 		struct ipk_conn *c = s->conn;
 		s->conn = NULL;
@@ -219,7 +206,8 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 		s->acc_h = w->acc_next;
 		d_sock_destroy(d, w, 0);
 	}
-	d_sock_ports(d, s);
+	d_port_release(d, s);
+	d_act_remove(s);
 	d_sock_free_rx(s);
 	free(s->txq.v);
 	free(s->rxq.v);
@@ -293,6 +281,7 @@ void d_post(struct d_sock *s, const struct ipk_svc_cqe *c0)
 	s->ovf[(s->ovf_head + s->ovf_n) % s->cq_entries] = *c;
 	s->ovf_n++;
 	s->app->ovf_wait = 1;
+	d_act_push(s); /* looked at again until the app made room */
 }
 
 void d_post_res(struct d_sock *s, uint64_t user_data, int32_t res)
@@ -414,6 +403,7 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s, uint32_t ma
 	/* acquire: the entries up to tail are read only after the tail that
 	 * published them */
 	uint32_t tail = IPK_SVC_LOAD_ACQ(&s->ring->sq_tail.v), n = tail - s->sq_head, k = 0;
+	s->more = 0;
 	if (n > s->sq_entries) {
 		d_ring_error(s);
 		return 0;
@@ -438,7 +428,8 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s, uint32_t ma
 		/* release: our copies of the entries are complete before the app may
 		 * reuse their slots */
 		IPK_SVC_STORE_REL(&s->ring->sq_head.v, s->sq_head);
-	if (k == max && k < n)
+	s->more = k == max && k < n;
+	if (s->more)
 		s->app->rescan = 1; /* budget spent: come back next pass (the in-flight
 		                     * limit is lifted by d_op_done, which asks again) */
 	return k;
@@ -448,6 +439,8 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s, uint32_t ma
 static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s, uint32_t max)
 {
 	uint32_t k;
+	if (s != &s->app->ctl)
+		s->app->hdr->sock_visits++;
 	d_ovf_flush(s);
 	k = d_sock_consume(d, s, max);
 	if (s->ovf_n)
@@ -456,8 +449,74 @@ static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s, uint32_t max)
 	return k;
 }
 
+/* ------------------------------------------------------------ active sockets */
+
+/* Onto the tail of its level's active list (nothing if it is on it already). */
+void d_act_push(struct d_sock *s)
+{
+	struct d_app *a = s->app;
+	unsigned l = s->prio;
+	if (s->on_act || s == &a->ctl || !s->ring)
+		return;
+	s->on_act = 1;
+	s->act_next = NULL;
+	s->act_prev = a->act_t[l];
+	if (a->act_t[l])
+		a->act_t[l]->act_next = s;
+	else
+		a->act_h[l] = s;
+	a->act_t[l] = s;
+	a->act_n[l]++;
+}
+
+void d_act_remove(struct d_sock *s)
+{
+	struct d_app *a = s->app;
+	unsigned l = s->prio;
+	if (!s->on_act)
+		return;
+	if (s->act_prev)
+		s->act_prev->act_next = s->act_next;
+	else
+		a->act_h[l] = s->act_next;
+	if (s->act_next)
+		s->act_next->act_prev = s->act_prev;
+	else
+		a->act_t[l] = s->act_prev;
+	s->on_act = 0;
+	s->act_prev = s->act_next = NULL;
+	a->act_n[l]--;
+}
+
+/* Take the ready bitmap: every socket a set bit names becomes active. O(summary
+ * words + set bits); a bit for an index the table does not hold is ignored (the
+ * app can only name its own sockets, and costs only itself). */
+static void d_act_harvest(struct d_app *a)
+{
+	uint32_t w, nw = a->ready_words;
+	for (w = 0; w < a->ready_sum_words; w++) {
+		uint64_t sum = __atomic_exchange_n(&a->ready_sum[w], 0, __ATOMIC_ACQ_REL);
+		while (sum) {
+			uint32_t bw = w * 64 + (uint32_t)__builtin_ctzll(sum);
+			uint64_t bits;
+			sum &= sum - 1;
+			if (bw >= nw)
+				continue;
+			/* acq_rel: the SQ tails published before the bits are visible to
+			 * the consume that follows */
+			bits = __atomic_exchange_n(&a->ready_bm[bw], 0, __ATOMIC_ACQ_REL);
+			while (bits) {
+				uint32_t idx = bw * 64 + (uint32_t)__builtin_ctzll(bits);
+				bits &= bits - 1;
+				if (idx > 0 && idx < a->nsocks && a->socks[idx])
+					d_act_push(a->socks[idx]);
+			}
+		}
+	}
+}
+
 /* Start of a service pass: is the application worth looking at (it submitted, or
- * asked to be looked at again)? */
+ * asked to be looked at again)? A submission makes its sockets active (bitmap). */
 void d_pass_begin(struct d_app *a)
 {
 	uint32_t seq;
@@ -467,40 +526,43 @@ void d_pass_begin(struct d_app *a)
 	seq = IPK_SVC_LOAD_ACQ(&a->hdr->submit_seq.v);
 	if (seq == a->last_seq && !a->rescan && !a->ovf_wait)
 		return;
+	if (seq != a->last_seq)
+		d_act_harvest(a);
 	a->last_seq = seq;
 	a->rescan = 0;
 	a->ovf_wait = 0;
 	a->dirty = 1;
 }
 
-/* Serve the sockets of one priority level (the control ring with level 0), taking
- * at most *budget entries in all (UINT32_MAX: no limit), each socket at most
- * D_PASS_BUDGET. A spent budget leaves the rest for the next pass: the app is
- * marked for a rescan and the level's cursor remembers where to resume, so the
- * sockets of a level take turns. Returns entries taken. */
+/* Serve the active sockets of one priority level (the control ring with level 0),
+ * taking at most *budget entries in all (UINT32_MAX: no limit), each socket at
+ * most D_PASS_BUDGET. Each active socket is taken from the head of the list once;
+ * one with entries left (budget) or completions waiting for CQ room goes to the
+ * tail; one held by its in-flight limit comes back through d_op_done. A spent
+ * budget leaves the rest at the head for the next pass, so the sockets of a level
+ * take turns. O(active sockets). Returns entries taken. */
 int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned level, uint32_t *budget)
 {
-	uint32_t i, k, work = 0, n = a->nsocks;
+	uint32_t work = 0, n = a->act_n[level];
 	if (!a->dirty)
 		return 0;
 	if (level == 0)
 		work += d_sock_pass(d, &a->ctl, D_PASS_BUDGET);
-	for (k = 1; k < n; k++) {
-		struct d_sock *s;
+	/* the ones pushed back in this pass wait for the next one */
+	for (; n && a->act_h[level]; n--) {
+		struct d_sock *s = a->act_h[level];
 		uint32_t got;
-		i = 1 + (a->cur[level] + k - 1) % (n - 1);
-		s = a->socks[i];
-		if (!s || s->prio != level)
-			continue;
 		if (*budget == 0) {
-			a->cur[level] = i - 1;
 			a->rescan = 1;
 			break;
 		}
+		d_act_remove(s);
 		got = d_sock_pass(d, s, *budget < D_PASS_BUDGET ? *budget : D_PASS_BUDGET);
 		if (*budget != UINT32_MAX)
 			*budget -= got;
 		work += got;
+		if (s->more || s->ovf_n)
+			d_act_push(s);
 	}
 	return (int)work;
 }

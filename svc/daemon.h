@@ -21,6 +21,8 @@
                                  * costs at most this much memory per socket */
 #define D_SOCK_IDX_BITS 24
 #define D_BACKLOG_MAX 4096u
+#define D_PIPE_BYTES (64u << 10) /* bytes in flight one way between two applications
+                                  * of this daemon; allocated while it holds any */
 
 struct d_cfg {
 	const char *io_spec, *sock_path;
@@ -61,6 +63,12 @@ struct d_dgram {
 
 enum d_state { D_NEW, D_BOUND, D_LISTEN, D_CONNECTING, D_CONNECTED, D_CLOSED };
 
+/* Bytes one paired socket sent and the other has not received yet (d_loop.c). */
+struct d_pipe {
+	uint8_t *buf;
+	uint32_t head, n;            /* capacity D_PIPE_BYTES */
+};
+
 struct d_app;
 
 struct d_sock {
@@ -87,6 +95,9 @@ struct d_sock {
 	int err;                     /* -errno the connection ended with (0: normal) */
 	int rx_eof;
 	uint16_t lport_be;
+	int reuse;                   /* asked to share its port (IPK_SVC_SQE_F_REUSEPORT) */
+	int port_member;             /* holds lport_be in the port table (d_port.c) */
+	struct d_sock *port_next;    /* the other sockets on the port, a circle */
 	struct ipk_pkt *rxh, *rxt;   /* held payload (clones), linked by ->user */
 	struct d_op conn_op;         /* CONNECT in flight */
 	/* listener */
@@ -94,6 +105,16 @@ struct d_sock {
 	uint32_t acc_n, backlog;
 	struct d_op acc_op;
 	int acc_armed;
+	/* TCP between two applications of this daemon (d_loop.c): no connection in
+	 * the core, the two sockets name each other and bytes move through pipes */
+	struct d_sock *peer;
+	struct d_pipe rxp;           /* bytes for this socket's RECVs */
+	uint16_t peer_port_be;       /* the other end's port (accept's address) */
+	/* the app's active list at this socket's level (d_sock.c): sockets with
+	 * submissions or work left, so a pass costs O(active sockets) */
+	struct d_sock *act_prev, *act_next;
+	int on_act, more;
+	int pumping, pump_again;     /* d_tx_pump re-entry guard */
 	/* UDP */
 	struct d_dgram *dq_h, *dq_t;
 	uint32_t dq_n, dq_bytes;
@@ -122,8 +143,12 @@ struct d_app {
 	int low_ports;
 	unsigned prio_max;           /* the highest level (smallest number) it may ask */
 	int dirty;                   /* this pass: its sockets are looked at */
-	uint32_t cur[D_PRIO_MAX];    /* per level: where the last spent budget stopped */
+	struct d_sock *act_h[D_PRIO_MAX], *act_t[D_PRIO_MAX]; /* active sockets per level */
+	uint32_t act_n[D_PRIO_MAX];
+	uint64_t *ready_sum, *ready_bm; /* the region's ready bitmap (untrusted) */
+	uint32_t ready_words, ready_sum_words;
 	int ctl_fd, bell_fd, pid_fd;
+	uint32_t bells;              /* doorbell events seen (drained every 4096th) */
 	struct d_ev ev_ctl, ev_bell, ev_pid;
 	int ready;                   /* hello done, region mapped */
 	int refused;                 /* not allowed: answered, waiting to close */
@@ -153,7 +178,8 @@ struct d_daemon {
 	struct d_app *apps;
 	uint32_t next_app_id, napps;
 	struct d_sock *tcp_port[65536], *udp_port[65536];
-	uint16_t udp_next_eph;
+	uint16_t udp_next_eph, loop_next_eph;
+	uint64_t loop_conns, loop_dgrams, loop_dgram_drops;
 	uint64_t reclaims;
 	uint32_t passes;             /* service passes (cqe->pass) */
 };
@@ -172,6 +198,8 @@ uint64_t d_now(void);
 /* d_sock.c */
 int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned level, uint32_t *budget);
 void d_pass_begin(struct d_app *a);
+void d_act_push(struct d_sock *s);
+void d_act_remove(struct d_sock *s);
 void d_post(struct d_sock *s, const struct ipk_svc_cqe *c);
 void d_post_res(struct d_sock *s, uint64_t user_data, int32_t res);
 int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq);
@@ -183,7 +211,26 @@ struct d_op *d_opq_front(struct d_opq *q);
 void d_opq_pop(struct d_opq *q);
 int d_buf_ok(const struct d_app *a, const struct ipk_svc_sqe *e);
 
+/* d_port.c */
+int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
+int d_port_listened(const struct d_sock *s);
+void d_port_release(struct d_daemon *d, struct d_sock *s);
+struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take);
+struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,
+                          uint16_t from_port_be);
+
+/* d_loop.c */
+int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);
+void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op);
+void d_loop_tx(struct d_daemon *d, struct d_sock *s);
+uint32_t d_loop_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
+void d_loop_unpair(struct d_daemon *d, struct d_sock *s, int graceful);
+void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e);
+struct d_dgram *d_dgram_new(struct d_sock *s, uint32_t len);
+void d_dgram_push(struct d_daemon *d, struct d_sock *s, struct d_dgram *g);
+
 /* d_net.c */
+void d_acc_push(struct d_sock *l, struct d_sock *w);
 extern const struct ipk_ops d_events;
 void d_tx_pump(struct d_daemon *d, struct d_sock *s);
 void d_rx_deliver(struct d_daemon *d, struct d_sock *s);

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define IPK_SVC_MAGIC 0x31434b5653504b49ull  /* "IPKSVCK1" little-endian */
-#define IPK_SVC_VERSION 1u
+#define IPK_SVC_VERSION 2u /* 2: the ready bitmap, sock_visits */
 #define IPK_SVC_CL 64u /* cache line: every index sits alone in one */
 
 /* A u32 alone on a cache line (no false sharing between producer and consumer). */
@@ -49,8 +49,19 @@ struct ipk_svc_region {
 	 * sockets only when it changed */
 	struct ipk_svc_line submit_seq;
 	/* line 5 (daemon): statistics */
-	uint64_t tx_copied, rx_copied, bad_sqe, bad_index;
-	uint8_t pad5[IPK_SVC_CL - 32];
+	uint64_t tx_copied, rx_copied, bad_sqe, bad_index, sock_visits;
+	uint8_t pad5[IPK_SVC_CL - 40];
+	/* line 6 (daemon, constant): the ready bitmap (app writes, daemon takes), at
+	 * ready_off: ready_sum_words summary words (bit w: bitmap word w may have
+	 * bits), then ready_words bitmap words (bit i: socket index i submitted).
+	 * The app sets the socket's bit, then the summary bit when the word was
+	 * empty; the daemon exchanges a summary word with 0, then each word it names
+	 * (both atomic), so a submission is always either in a word the daemon is
+	 * about to take or announced by a summary bit. The daemon only ever looks at
+	 * the sockets a bit names, and only at its own table's entries. */
+	uint64_t ready_off;
+	uint32_t ready_words, ready_sum_words;
+	uint8_t pad6[IPK_SVC_CL - 16];
 };
 
 /* Per-socket ring pair, at ring_off in the region (placed by the daemon, inside the

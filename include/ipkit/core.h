@@ -288,6 +288,11 @@ struct ipk_counters {
 	                               * send buffer (bytes, or the packets' truesize) */
 	uint64_t tcp_wmem_limited;    /* ipk_tcp_write / ipk_tcp_send calls cut short or
 	                               * refused by the context's wmem_max */
+	uint64_t tcp_reordering_seen; /* segments that showed the path reorders (RFC 8985
+	                               * §6.2 step 3: delivered after later data; Linux's
+	                               * TCPSACKReorder) */
+	uint64_t tcp_dsack_undo;      /* SACK recoveries undone: every retransmission was
+	                               * D-SACKed (RFC 3708 §3; Linux's TCPDSACKUndo) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the

@@ -84,7 +84,7 @@ enum ipk_svc_op {
 /* Submission entry: 64 bytes. */
 struct ipk_svc_sqe {
 	uint8_t opcode;      /* enum ipk_svc_op */
-	uint8_t flags;       /* 0 (reserved) */
+	uint8_t flags;       /* IPK_SVC_SQE_F_* (0 for most operations) */
 	uint16_t prio;       /* SOCKET: 0 = the application's default level, L >= 1 =
 	                      * level L - 1 (level 0 is served first) */
 	uint32_t arg;        /* op-specific (backlog, socket id, type) */
@@ -95,6 +95,10 @@ struct ipk_svc_sqe {
 	struct ipk_svc_addr addr;
 	uint8_t pad[8];
 };
+
+/* BIND: share the port with other sockets that ask the same (svc/README.md, "Port
+ * sharing"; ipk_svc_prep_bind_reuse). */
+#define IPK_SVC_SQE_F_REUSEPORT 1u
 
 #define IPK_SVC_CQE_F_MORE 1u    /* multishot: more completions follow for this sqe */
 #define IPK_SVC_CQE_F_RINGERR 2u /* the daemon found this socket's ring indices bad */
@@ -192,6 +196,14 @@ void ipk_svc_prep_nop(struct ipk_svc_sqe *sqe);
  * -EADDRINUSE (another socket holds it), -EACCES (below 1024 without permission),
  * -EADDRNOTAVAIL (not our address), -EINVAL (bound already, port 0). */
 void ipk_svc_prep_bind(struct ipk_svc_sqe *sqe, const struct ipk_svc_addr *local);
+/* ipk_svc_prep_bind_reuse: bind, sharing the port (SO_REUSEPORT-like): it succeeds
+ * on a held port when every socket there asked the same and belongs to an
+ * application of the same uid (else -EADDRINUSE). A TCP port's connections go to
+ * its listening sockets in turn (round robin, skipping one whose backlog is full);
+ * a UDP port's datagrams go to one socket per sender (a hash of the sender's
+ * address and port), so one sender's datagrams stay in order. A socket leaving
+ * resets the connections waiting in its own backlog only. */
+void ipk_svc_prep_bind_reuse(struct ipk_svc_sqe *sqe, const struct ipk_svc_addr *local);
 /* ipk_svc_prep_listen: TCP, after bind; backlog 0 = 128 (capped at 4096) bounds the
  * connections waiting for an accept. res: 0, -EINVAL (not a bound TCP socket). */
 void ipk_svc_prep_listen(struct ipk_svc_sqe *sqe, uint32_t backlog);
@@ -293,6 +305,9 @@ uint64_t ipk_svc_sock_ring_off(const struct ipk_svc_sock *so);
 struct ipk_svc_stats {
 	uint64_t tx_copied, rx_copied;
 	uint64_t bad_sqe, bad_index;
+	uint64_t sock_visits; /* times the daemon looked at one of the app's sockets (not
+	                       * the control ring): the work of its passes, which
+	                       * follows the sockets that submitted, not all of them */
 };
 /* ipk_svc_stats: copy them into *st (zeros for a NULL svc; NULL st: nothing). */
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);

@@ -523,7 +523,9 @@ static int ml_q_rx(struct ipk_io *io, struct ml_q *q, struct ipk_pkt **pkts, int
 	uint32_t avail = ml_ring_cons_avail(&q->rx), i;
 	int got = 0;
 
-	if (q->armed) {
+	/* Stay armed while nothing came: woken by something else (ipkitd's
+	 * applications), the next arm then finds no wake-up to drain (ml_q_arm). */
+	if (q->armed && avail) {
 		ml_ring_cons_disarm(&q->rx);
 		q->armed = 0;
 	}
@@ -690,6 +692,11 @@ static int ml_q_arm(struct ipk_io *io, struct ml_q *q)
 	char buf[16];
 	int i;
 
+	/* Still armed with the flag still up: the peer has not taken it, so it sent
+	 * no wake-up since our last drain and there is nothing to drain (a system call
+	 * saved per sleep; at worst a stale wake-up costs one spurious poll). */
+	if (q->armed && __atomic_load_n(&q->rx.ctl->need_wakeup, __ATOMIC_RELAXED))
+		return ml_ring_cons_arm(&q->rx);
 	/* Drain old wake-ups so poll() sleeps until the next one (bounded: the socket
 	 * holds few datagrams, the peer sends one per arm). */
 	for (i = 0; i < 64 && recv(q->sock, buf, sizeof buf, MSG_DONTWAIT) > 0; i++)

@@ -14,6 +14,10 @@
 #             LD_LIBRARY_PATH, and again built with -Wl,-rpath instead
 #   symbols   every function the installed headers declare is exported by one of the
 #             installed shared libraries (static inline helpers aside)
+#   client    `pkg-config --cflags --libs ipkit-client` builds a libipkit-client
+#             program that links nothing else of ipkit; it talks to the installed
+#             ipkitd (on a memlink with nobody at the other end, no root): one NOP
+#             round trip through a socket's rings
 # One "ok install ..." or "FAIL install ..." line per check; exit status non-zero when
 # any failed. Needs no root and touches no network.
 set -uo pipefail
@@ -51,7 +55,7 @@ if [ -z "$pcfile" ]; then
 fi
 pcdir=$(dirname "$pcfile")
 libdir=$(dirname "$pcdir")
-for f in ipkit.pc ipkit-io.pc ipkit-runtime.pc; do
+for f in ipkit.pc ipkit-io.pc ipkit-runtime.pc ipkit-client.pc; do
 	[ -f "$pcdir/$f" ] || fail "$f installed in $pcdir"
 done
 ok "pkg-config files in ${pcdir#"$tmp/dest"}"
@@ -66,7 +70,7 @@ pc() { PKG_CONFIG_PATH=$pcdir pkg-config "$@"; }
 
 check_headers() {
 	local h bad=0
-	for h in core io runtime; do
+	for h in core io runtime svc; do
 		printf '#include <ipkit/%s.h>\nint main(void) { return 0; }\n' "$h" >"$tmp/h_$h.c"
 		if ! cc -std=c99 -Wall -Wextra -Werror -pedantic -I"$inst/include" \
 			-c "$tmp/h_$h.c" -o "$tmp/h_$h.o" >"$tmp/h_$h.log" 2>&1; then
@@ -148,7 +152,7 @@ check_link() {
 # Every ipk_ function a header declares (not static inline) is defined in a library.
 check_symbols() {
 	local missing
-	for h in core io runtime; do
+	for h in core io runtime svc; do
 		grep -v 'static inline' "$inst/include/ipkit/$h.h" | grep -oE '\bipk_[a-z0-9_]+ *\(' |
 			tr -d ' (' 
 	done | sort -u >"$tmp/decl"
@@ -166,7 +170,70 @@ check_symbols() {
 	fi
 }
 
+# A libipkit-client program built from ipkit-client.pc alone, run against the
+# installed ipkitd: open, socket, one NOP, close.
+check_client() {
+	local flags d i rc
+	cat >"$tmp/client.c" <<'EOF'
+#include <ipkit/svc.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+	struct ipk_svc_sock *so;
+	struct ipk_svc_sqe *e;
+	struct ipk_svc_cqe *c;
+	int err = 0, rc;
+	struct ipk_svc *svc = ipk_svc_open(argc > 1 ? argv[1] : NULL, NULL, &err);
+	if (!svc) {
+		fprintf(stderr, "ipk_svc_open: %s\n", strerror(-err));
+		return 1;
+	}
+	if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &so) < 0 || !(e = ipk_svc_get_sqe(so)))
+		return 1;
+	ipk_svc_prep_nop(e);
+	ipk_svc_sqe_set_data(e, 42);
+	ipk_svc_submit(so);
+	rc = ipk_svc_wait_cqe(so, &c, 5000000000LL);
+	if (rc < 0 || c->user_data != 42 || c->res != 0)
+		return 1;
+	ipk_svc_cqe_seen(so, c);
+	ipk_svc_close(so);
+	ipk_svc_close_all(svc);
+	printf("nop ok\n");
+	return 0;
+}
+EOF
+	if ! flags=$(pc --cflags --libs ipkit-client 2>"$tmp/pc.log"); then
+		fail "pkg-config --cflags --libs ipkit-client"; show "$tmp/pc.log"; return
+	fi
+	# shellcheck disable=SC2086
+	if ! cc -std=c99 -Wall -Wextra -Werror "$tmp/client.c" -o "$tmp/client" $flags \
+		-Wl,-rpath,"$libdir" >"$tmp/cc.log" 2>&1; then
+		fail "client program links with: pkg-config ipkit-client ($flags)"
+		show "$tmp/cc.log"; return
+	fi
+	if ldd "$tmp/client" | grep -E 'libipkit(-io|-runtime)?\.so' >"$tmp/ldd.log"; then
+		fail "the client links only libipkit-client"; show "$tmp/ldd.log"; return
+	fi
+	LD_LIBRARY_PATH=$libdir "$inst/bin/ipkitd" --io "memlink:ipkinst$$,role=a" \
+		--ip 10.9.8.2/24 --socket "$tmp/ipkitd.sock" 2>"$tmp/ipkitd.log" &
+	d=$!
+	for i in $(seq 100); do [ -S "$tmp/ipkitd.sock" ] && break; sleep 0.05; done
+	timeout 20 "$tmp/client" "$tmp/ipkitd.sock" >"$tmp/client.log" 2>&1
+	rc=$?
+	kill "$d" 2>/dev/null
+	wait "$d" 2>/dev/null
+	if [ "$rc" = 0 ] && grep -q "nop ok" "$tmp/client.log"; then
+		ok "client built from ipkit-client.pc alone runs a NOP through the installed ipkitd"
+	else
+		fail "client against the installed ipkitd"; show "$tmp/client.log"; show "$tmp/ipkitd.log"
+	fi
+}
+
 check_headers
 check_link
 check_symbols
+check_client
 [ "$fails" = 0 ]

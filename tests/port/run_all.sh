@@ -6,6 +6,8 @@
 #      (suites unit, sim and matrix: the simulation matrix runs here only)
 #   2. build-san/ the same C tests under ASan + UBSan (halt on error, leaks
 #      detected), except the matrix suite, which would take too long there
+#   2b. build-tsan/ suite svc (ipkitd, libipkit-client's callback thread) under
+#      ThreadSanitizer: only the three programs it needs are built (~25 s)
 #   3. portability gate (tests/port/gate.sh): freestanding, C++17, i686, s390x, unity
 #   4. interop: pytest in tests/interop with Linux as the peer (namespaces, bounded)
 #   5. a bounded libFuzzer run of every fuzz target (clang), the time spread over them
@@ -93,6 +95,30 @@ san_stage() {
 			{ stage_end sanitize "$(date +%s)" 0 1; return; }
 	fi
 	TIMEOUT_MULT=3 MESON_NO_SUITES=matrix meson_stage sanitize "$san"
+}
+
+# ThreadSanitizer over suite svc (issue 17): ipkitd, svc_tool (the client library,
+# with its callback thread) and ipkit-echo only, not the whole tree.
+tsan_stage() {
+	local t0 dir="${san%-san}-tsan" counts
+	[ "$dir" = "$san" ] && dir="$san-tsan"
+	t0=$(date +%s)
+	note "tsan: $dir (suite svc)"
+	if [ ! -f "$dir/build.ninja" ]; then
+		# shellcheck disable=SC2046
+		env $(san_compilers) meson setup "$dir" --buildtype=debug -Db_sanitize=thread \
+			-Db_lundef=false >/dev/null || { stage_end tsan "$t0" 0 1; return; }
+	fi
+	if ! ninja -C "$dir" svc/ipkitd tests/svc/svc_tool examples/ipkit-echo; then
+		echo "FAIL tsan: build"
+		stage_end tsan "$t0" 0 1
+		return
+	fi
+	rm -f "$dir/meson-logs/testlog.json"
+	TSAN_OPTIONS=halt_on_error=1:exitcode=66 IPKIT_TIME_MULT=4 meson test -C "$dir" --no-rebuild --suite svc \
+		--print-errorlogs --num-processes "$(nproc)" --timeout-multiplier 3 || true
+	counts=$(python3 tests/port/testlog_count.py "$dir/meson-logs/testlog.json")
+	stage_end tsan "$t0" "${counts% *}" "${counts#* }"
 }
 
 gate_stage() {
@@ -206,6 +232,7 @@ if [ "$only_fuzz" = 1 ]; then
 else
 	meson_stage unit+sim+matrix "$build" --buildtype=debugoptimized
 	san_stage
+	tsan_stage
 	gate_stage
 	interop_stage
 	if [ "$fuzz_seconds" -gt 0 ]; then fuzz_stage "$fuzz_seconds"; fi

@@ -33,3 +33,7 @@ run "--busy-poll" nopbench "$N" spin
 for s in 1 8 16 32 64 120; do
 	run "" scale "$s" $((N / 10 / s))
 done
+# the thesis's priority experiment: one level-0 socket probing with NOPs, idle and
+# while 8 level-2 sockets keep their SQs full of NOPs, then a level-2 probe under
+# the same flood; the flood's progress during each probe (needs level 0: --prio-uid)
+run "--prio-uid $(id -u):0" prio 8 $((N / 10))

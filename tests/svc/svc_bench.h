@@ -358,7 +358,7 @@ static int rr_issue(struct rr_conn *c)
 static int rr_open(struct ipk_svc *svc, struct rr_conn *c, const struct ipk_svc_addr *peer)
 {
 	struct ipk_svc_sqe e;
-	if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &c->so) < 0)
+	if (tool_socket(svc, 8, 16, &c->so) < 0)
 		return -1;
 	memset(&e, 0, sizeof e);
 	ipk_svc_prep_connect(&e, peer);

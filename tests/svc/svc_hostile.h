@@ -70,6 +70,18 @@ static void h_foreign(struct ipk_svc *svc, struct ipk_svc_sock *t1, uint32_t oth
 	CHECK(one(t1, &e, NULL) == -EAFNOSUPPORT, "IPv6 address");
 }
 
+/* Announce a socket in the ready bitmap by hand (svc/proto.h, line 6), as a
+ * client that lies about its tail still does: the daemon only looks at sockets a
+ * bit names. */
+static void h_ready(struct ipk_svc *svc, struct ipk_svc_sock *so)
+{
+	struct ipk_svc_region *h = (struct ipk_svc_region *)ipk_svc_region(svc, NULL);
+	uint64_t *sum = (uint64_t *)((uint8_t *)h + h->ready_off);
+	uint32_t idx = h_ring(svc, so)->sock & 0xffffffu;
+	__atomic_fetch_or(&sum[h->ready_sum_words + idx / 64], 1ull << (idx % 64), __ATOMIC_SEQ_CST);
+	__atomic_fetch_or(&sum[idx / 64 / 64], 1ull << (idx / 64 % 64), __ATOMIC_SEQ_CST);
+}
+
 /* Corrupted ring indices: an SQ tail far ahead, then a sane one again. */
 static void h_indices(struct ipk_svc *svc, struct ipk_svc_sock *so)
 {
@@ -80,6 +92,7 @@ static void h_indices(struct ipk_svc *svc, struct ipk_svc_sock *so)
 	uint32_t tail = r->sq_tail.v, cqh = r->cq_head.v;
 	ipk_svc_stats(svc, &st0);
 	IPK_SVC_STORE_REL(&r->sq_tail.v, tail + 100000);
+	h_ready(svc, so);
 	/* bump submit_seq by hand (no bell: the daemon looks at least once a second) */
 	__atomic_add_fetch(&((struct ipk_svc_region *)ipk_svc_region(svc, NULL))->submit_seq.v, 1,
 	                   __ATOMIC_RELEASE);
@@ -105,6 +118,19 @@ static void h_indices(struct ipk_svc *svc, struct ipk_svc_sock *so)
 	ipk_svc_stats(svc, &st1);
 	CHECK(st1.bad_index >= st0.bad_index + 2, "bad indices counted (%llu -> %llu)",
 	      (unsigned long long)st0.bad_index, (unsigned long long)st1.bad_index);
+}
+
+/* Every bit of the ready bitmap set (sockets that do not exist, indices beyond the
+ * table): the daemon looks at its own table's sockets only and goes on. */
+static void h_bits(struct ipk_svc *svc)
+{
+	struct ipk_svc_region *h = (struct ipk_svc_region *)ipk_svc_region(svc, NULL);
+	uint64_t *w = (uint64_t *)((uint8_t *)h + h->ready_off);
+	uint32_t i;
+	for (i = 0; i < h->ready_sum_words + h->ready_words; i++)
+		__atomic_store_n(&w[i], ~0ull, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&h->submit_seq.v, 1, __ATOMIC_SEQ_CST);
+	usleep(20000);
 }
 
 /* Reap every completion there is now (after a first bounded wait). */
@@ -174,6 +200,7 @@ static int mode_hostile(struct ipk_svc *svc, uint32_t other_id)
 	h_bad_sqes(svc, u);
 	h_foreign(svc, t, other_id);
 	h_indices(svc, u);
+	h_bits(svc);
 	h_flood(svc);
 	memset(&e, 0, sizeof e);
 	ipk_svc_prep_nop(&e);

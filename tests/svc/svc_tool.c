@@ -61,6 +61,16 @@
 #define WAIT_NS 30000000000ll
 
 static int fails;
+/* SVC_TOOL_PRIO=L: connect and rr sockets ask for level L - 1 (unset or 0: the
+ * application's default level) */
+static unsigned g_prio;
+
+static int tool_socket(struct ipk_svc *svc, uint32_t sq, uint32_t cq, struct ipk_svc_sock **so)
+{
+	if (g_prio == 0)
+		return ipk_svc_socket(svc, IPK_SVC_TCP, sq, cq, so);
+	return ipk_svc_socket_prio(svc, IPK_SVC_TCP, sq, cq, g_prio - 1, so);
+}
 #define CHECK(cond, ...)                                   \
 	do {                                                   \
 		if (!(cond)) {                                     \
@@ -249,7 +259,7 @@ static int mode_connect(struct ipk_svc *svc, char **av)
 		return 2;
 	x.svc = svc;
 	x.size = strtoull(av[2], NULL, 0);
-	if (ipk_svc_socket(svc, IPK_SVC_TCP, 64, 128, &x.so) < 0)
+	if (tool_socket(svc, 64, 128, &x.so) < 0)
 		return 1;
 	memset(&e, 0, sizeof e);
 	ipk_svc_prep_connect(&e, &peer);
@@ -286,6 +296,10 @@ static int mode_listen(struct ipk_svc *svc, char **av)
 	ipk_svc_prep_listen(&e, 16);
 	if (rc == 0)
 		rc = one(l, &e, NULL);
+	if (rc == 0) { /* a client of the same daemon may connect from now on */
+		printf("listening\n");
+		fflush(stdout);
+	}
 	memset(&e, 0, sizeof e);
 	ipk_svc_prep_accept(&e, 64, 128);
 	if (rc == 0)
@@ -369,6 +383,115 @@ static int mode_udp(struct ipk_svc *svc, char **av)
 	return ok == n ? 0 : 1;
 }
 
+/* UDP echo of n datagrams on port (another application is the client): each
+ * datagram goes back to where it came from. Bounded: IDLE (default 200) waits of
+ * 100 ms at most without a datagram. SVC_TOOL_REUSE=1 binds asking for reuse. */
+static int mode_udpecho(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_sock *so;
+	struct ipk_svc_sqe e;
+	struct ipk_svc_addr a;
+	uint8_t *buf;
+	int n = atoi(av[1]), done = 0, idle = 0, idle_max = av[2] ? atoi(av[2]) : 200;
+	if (n <= 0 || ipk_svc_socket(svc, IPK_SVC_UDP, 16, 32, &so) < 0)
+		return n <= 0 ? 2 : 1;
+	buf = (uint8_t *)ipk_svc_buf_alloc(svc, 2048);
+	memset(&e, 0, sizeof e);
+	ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
+	if (getenv("SVC_TOOL_REUSE"))
+		ipk_svc_prep_bind_reuse(&e, &a);
+	else
+		ipk_svc_prep_bind(&e, &a);
+	if (!buf || one(so, &e, NULL) != 0)
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	while (done < n && idle < idle_max) {
+		struct ipk_svc_sqe *q = ipk_svc_get_sqe(so);
+		struct ipk_svc_cqe c;
+		ipk_svc_prep_recvfrom(so, q, buf, 2048);
+		ipk_svc_sqe_set_data(q, 2);
+		ipk_svc_submit(so);
+		while (take_t(so, &c, 100000000) < 0 && ++idle < idle_max)
+			;
+		if (idle >= idle_max || c.res < 0)
+			break;
+		q = ipk_svc_get_sqe(so);
+		ipk_svc_prep_sendto(so, q, buf, (uint32_t)c.res, &c.addr);
+		ipk_svc_sqe_set_data(q, 1);
+		ipk_svc_submit(so);
+		if (take_t(so, &c, 1000000000) < 0 || c.res < 0)
+			break;
+		done++;
+		idle = 0;
+	}
+	printf("udpecho %d/%d\n", done, n);
+	ipk_svc_close(so);
+	return done == n ? 0 : 1;
+}
+
+/* Port sharing: bind PORT asking for reuse, listen, take connections until n came
+ * or 3 s passed without one; print how many this listener got. */
+static int mode_rlisten(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_sock *l;
+	struct ipk_svc_sqe e;
+	struct ipk_svc_cqe c;
+	struct ipk_svc_addr a;
+	int n = atoi(av[1]), got = 0, rc;
+	if (n <= 0 || ipk_svc_socket(svc, IPK_SVC_TCP, 16, 64, &l) < 0)
+		return n <= 0 ? 2 : 1;
+	memset(&e, 0, sizeof e);
+	ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
+	ipk_svc_prep_bind_reuse(&e, &a);
+	rc = one(l, &e, NULL);
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_listen(&e, 64);
+	if (rc == 0)
+		rc = one(l, &e, NULL);
+	if (rc < 0) {
+		printf("rlisten bind/listen %d\n", rc);
+		return 1;
+	}
+	printf("listening\n");
+	fflush(stdout);
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_accept(&e, 8, 16);
+	*ipk_svc_get_sqe(l) = e;
+	ipk_svc_submit(l);
+	while (got < n && take_t(l, &c, 3000000000) == 0 && c.res == 0) {
+		struct ipk_svc_sock *w;
+		if (ipk_svc_accepted(svc, &c, &w) == 0) {
+			got++;
+			ipk_svc_close(w);
+		}
+	}
+	printf("rlisten got %d\n", got);
+	ipk_svc_close(l);
+	return 0;
+}
+
+/* n connections to ip:port one after the other, each closed once established. */
+static int mode_connmany(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_addr peer;
+	int n = atoi(av[2]), i, ok = 0;
+	if (parse_addr(av[0], av[1], &peer) < 0 || n <= 0)
+		return 2;
+	for (i = 0; i < n; i++) {
+		struct ipk_svc_sock *so;
+		struct ipk_svc_sqe e;
+		if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &so) < 0)
+			return 1;
+		memset(&e, 0, sizeof e);
+		ipk_svc_prep_connect(&e, &peer);
+		ok += one(so, &e, NULL) == 0;
+		ipk_svc_close(so);
+	}
+	printf("connmany %d/%d\n", ok, n);
+	return ok == n ? 0 : 1;
+}
+
 /* ------------------------------------------------------------ nop */
 
 static int mode_nop(struct ipk_svc *svc, char **av)
@@ -416,6 +539,23 @@ static int mode_many(struct ipk_svc *svc, char **av)
 		struct ipk_svc_cqe c;
 		if (take(v[i], &c) == 0 && c.res == 0 && c.user_data == (uint64_t)i)
 			ok++;
+	}
+	{
+		/* with all n sockets open, 1,000 NOPs one at a time on one of them: the
+		 * daemon's work (sockets looked at) follows the one that submits */
+		struct ipk_svc_stats s0, s1;
+		struct ipk_svc_sqe e;
+		long k;
+		ipk_svc_stats(svc, &s0);
+		for (k = 0; k < 1000; k++) {
+			memset(&e, 0, sizeof e);
+			ipk_svc_prep_nop(&e);
+			if (one(v[n / 2], &e, NULL) != 0)
+				break;
+		}
+		ipk_svc_stats(svc, &s1);
+		printf("many_visits %llu for %ld nops\n",
+		       (unsigned long long)(s1.sock_visits - s0.sock_visits), k);
 	}
 	for (i = 0; i < n; i++)
 		ipk_svc_close(v[i]);
@@ -541,6 +681,8 @@ int main(int argc, char **argv)
 	const char *path = NULL;
 	struct ipk_svc *svc;
 	int err = 0, rc = 2, i = 1;
+	if (getenv("SVC_TOOL_PRIO"))
+		g_prio = (unsigned)atoi(getenv("SVC_TOOL_PRIO"));
 	if (argc > 2 && !strcmp(argv[1], "--socket")) {
 		path = argv[2];
 		i = 3;
@@ -569,6 +711,12 @@ int main(int argc, char **argv)
 		rc = mode_listen(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "udp") && argc - i >= 4)
 		rc = mode_udp(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "udpecho") && argc - i >= 3)
+		rc = mode_udpecho(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "rlisten") && argc - i >= 3)
+		rc = mode_rlisten(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "connmany") && argc - i >= 4)
+		rc = mode_connmany(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hostile"))
 		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
 	else if (!strcmp(argv[i], "fair") && argc - i >= 2 && path)

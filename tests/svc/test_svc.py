@@ -115,6 +115,104 @@ def case_echo_tcp(rig):
     check_echo(b, size)
 
 
+def case_apps_tcp(rig):
+    """Two applications of one ipkitd: A listens, B connects to the daemon's own
+    address; 64 MiB each way, each side's received digest is the other's sent one.
+    The bytes never reach the wire (the memlink's far end is only an echo server)."""
+    size = 64 << 20
+    a = rig.tool("listen", "7100", str(size))
+    assert a.stdout.readline().strip() == b"listening"
+    b = rig.tool("connect", OUR_IP, "7100", str(size))
+    bout, berr = b.communicate(timeout=120)
+    aout, aerr = a.communicate(timeout=120)
+    assert a.returncode == 0 and b.returncode == 0, (aerr + berr).decode() + rig.daemon_log()
+    a_sn, a_sh, a_rn, a_rh = digests(aout.decode())
+    b_sn, b_sh, b_rn, b_rh = digests(bout.decode())
+    assert a_sn == b_rn == size and a_sh == b_rh, (aout, bout)
+    assert b_sn == a_rn == size and b_sh == a_rh, (aout, bout)
+    # again over 127.0.0.1, which the daemon also takes as its own
+    a = rig.tool("listen", "7101", str(1 << 20))
+    assert a.stdout.readline().strip() == b"listening"
+    check_echo_pair(a, rig.tool("connect", "127.0.0.1", "7101", str(1 << 20)), 1 << 20)
+
+
+def check_echo_pair(a, b, size):
+    bout, berr = b.communicate(timeout=60)
+    aout, aerr = a.communicate(timeout=60)
+    assert a.returncode == 0 and b.returncode == 0, (aerr + berr).decode()
+    a_sn, a_sh, a_rn, a_rh = digests(aout.decode())
+    b_sn, b_sh, b_rn, b_rh = digests(bout.decode())
+    assert a_sn == b_rn == b_sn == a_rn == size and a_sh == b_rh and b_sh == a_rh
+
+
+def case_apps_udp(rig):
+    """UDP between two applications of one ipkitd: 50 datagrams echoed by the other
+    application, each checked byte for byte and by its source port."""
+    e = rig.tool("udpecho", "7102", "50")
+    assert e.stdout.readline().strip() == b"ready"
+    rc, out, err = rig.run_tool("udp", OUR_IP, "7102", "50")
+    eout, eerr = e.communicate(timeout=30)
+    assert rc == 0 and "udp 50/50" in out, out + err
+    assert e.returncode == 0 and b"udpecho 50/50" in eout, eout + eerr
+
+
+def case_apps_close(rig):
+    """A connected application dies mid-transfer: its peer application of the same
+    daemon sees the reset (-ECONNRESET), not a hang; a new pair works right after."""
+    a = rig.tool("listen", "7103", str(1 << 40))
+    assert a.stdout.readline().strip() == b"listening"
+    b = rig.tool("connect", OUR_IP, "7103", str(1 << 40))
+    time.sleep(0.3)
+    assert a.poll() is None and b.poll() is None
+    b.kill()
+    aout, aerr = a.communicate(timeout=30)
+    assert a.returncode == 1 and b"Connection reset by peer" in aerr, aerr
+    a = rig.tool("listen", "7103", str(1 << 20))
+    assert a.stdout.readline().strip() == b"listening"
+    check_echo_pair(a, rig.tool("connect", OUR_IP, "7103", str(1 << 20)), 1 << 20)
+
+
+def case_reuseport(rig):
+    """Port sharing: two applications bind one port asking for reuse and listen;
+    12 connections alternate between them (6 each, round robin). A socket that did
+    not ask for reuse cannot bind it (-EADDRINUSE), nor can one asking for reuse
+    bind a port held without it."""
+    ls = [rig.tool("rlisten", "7200", "6") for _ in range(2)]
+    for p in ls:
+        assert p.stdout.readline().strip() == b"listening"
+    hold = rig.tool("listen", "7200", "1")  # no reuse: refused
+    hout, herr = hold.communicate(timeout=30)
+    assert hold.returncode == 1 and b"Address already in use" in herr, herr
+    rc, out, err = rig.run_tool("connmany", OUR_IP, "7200", "12")
+    assert rc == 0 and "connmany 12/12" in out, out + err
+    got = []
+    for p in ls:
+        out, err = p.communicate(timeout=30)
+        m = re.search(rb"rlisten got (\d+)", out)
+        assert p.returncode == 0 and m, out + err
+        got.append(int(m.group(1)))
+    assert got == [6, 6], got
+    # a port held without reuse does not take a socket asking for it
+    a = rig.tool("listen", "7201", str(1 << 10))
+    assert a.stdout.readline().strip() == b"listening"
+    rc, out, err = rig.run_tool("rlisten", "7201", "1")
+    assert rc == 1 and "rlisten bind/listen -98" in out, out + err
+    check_echo_pair(a, rig.tool("connect", OUR_IP, "7201", str(1 << 10)), 1 << 10)
+    # UDP: two applications share a port; one sender's 20 datagrams all reach one
+    # of them (a hash of the sender's address and port), in order, echoed
+    env = dict(os.environ, SVC_TOOL_REUSE="1")
+    es = [subprocess.Popen([TOOL, "--socket", rig.sock, "udpecho", "7202", "20", "15"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+          for _ in range(2)]
+    rig.procs.extend(es)
+    for e in es:
+        assert e.stdout.readline().strip() == b"ready"
+    rc, out, err = rig.run_tool("udp", OUR_IP, "7202", "20")
+    assert rc == 0 and "udp 20/20" in out, out + err
+    res = sorted(e.communicate(timeout=30)[0].decode().strip() for e in es)
+    assert res == ["udpecho 0/20", "udpecho 20/20"], res
+
+
 def case_conn_refused(rig):
     """connect to a port nobody listens on: the completion says -ECONNREFUSED."""
     rc, out, err = rig.run_tool("connect", PEER_IP, "9", "1000")
@@ -167,11 +265,18 @@ def case_wake(rig):
 
 
 def case_many_sockets(rig):
-    """10,000 sockets across 4 applications at once, a NOP on each: all complete."""
+    """10,000 sockets across 4 applications at once, a NOP on each: all complete.
+    Then each application, its 2,500 sockets open, sends 1,000 NOPs on one of them:
+    that costs the daemon about 1,000 socket visits (counted by the daemon in the
+    region), not 2,500 per pass: the ready bitmap makes a pass O(active sockets)."""
     ps = [rig.tool("many", "2500") for _ in range(4)]
     for p in ps:
         out, err = p.communicate(timeout=120)
-        assert p.returncode == 0 and "many 2500/2500" in out.decode(), err.decode()
+        out = out.decode()
+        assert p.returncode == 0 and "many 2500/2500" in out, err.decode()
+        m = re.search(r"many_visits (\d+) for 1000 nops", out)
+        print(out)
+        assert m and int(m.group(1)) <= 3000, out
 
 
 def case_hostile(rig):
@@ -203,7 +308,10 @@ def case_kill(rig):
     dt = (time.monotonic() - t0) * 1000
     print("reclaimed %s socket(s) %.1f ms after SIGKILL (as seen by the test)" % (m.group(2), dt))
     assert int(m.group(2)) == 1
-    assert dt < 100, "reclaim took %.1f ms (issue 17: within 100 ms)" % dt
+    # IPKIT_TIME_MULT: the ThreadSanitizer stage (tests/port/run_all.sh) runs the
+    # daemon several times slower; the 100 ms bound is the plain build's
+    limit = 100 * float(os.environ.get("IPKIT_TIME_MULT", "1"))
+    assert dt < limit, "reclaim took %.1f ms (issue 17: within 100 ms)" % dt
     victim.wait(timeout=5)
     check_echo(other, size)
 

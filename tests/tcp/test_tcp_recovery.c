@@ -312,6 +312,21 @@ static void test_established_sack_recovery_retransmits_only_holes(void)
 	finish(t);
 }
 
+/* Let the RTO resend the first outstanding segment (a tail probe may go first);
+ * bounded: 2 s of 50 ms steps. */
+static void resend_by_rto(struct th *t)
+{
+	struct tseg s;
+	uint64_t rto = ipk_counters(t->ctx)->tcp_rto;
+	int i;
+
+	for (i = 0; i < 40 && ipk_counters(t->ctx)->tcp_rto == rto; i++)
+		th_advance(t, 50 * MS);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, rto + 1);
+	while (th_next(t, &s))
+		;
+}
+
 static void test_established_dsack_received_counts_spurious_retransmission(void)
 {
 	struct th *t = th_new(base_cfg);
@@ -321,6 +336,7 @@ static void test_established_dsack_received_counts_spurious_retransmission(void)
 
 	d = open_conn(t, 1, 0, &c, &s) + 1;
 	send_segs(t, c, 2);
+	resend_by_rto(t); /* the first segment went twice */
 	/* RFC 2883 §4: a block below the cumulative ACK reports a duplicate */
 	blk[0][0] = d;
 	blk[0][1] = d + MSS;
@@ -329,6 +345,32 @@ static void test_established_dsack_received_counts_spurious_retransmission(void)
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_spurious_rtx, 1);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_sack_invalid, 0);
 	CHECK_EQ(c->reo_mult, 2u); /* RFC 8985 §6.2: wider window */
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* RFC 2883 §4.2: a network duplicate of a segment sent once is D-SACKed too. It is
+ * no needless retransmission (through ipk-relay at 1% duplication ipkit counted 109
+ * "spurious" retransmissions of 0 made). RFC 8985 §6.2 step 4 still widens the
+ * reordering window on it. */
+static void test_established_dsack_of_original_is_not_spurious(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, blk[1][2];
+
+	d = open_conn(t, 1, 0, &c, &s) + 1;
+	send_segs(t, c, 3);
+	blk[0][0] = d;
+	blk[0][1] = d + MSS;
+	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, blk, 1, NULL, 0); /* below the ACK */
+	blk[0][0] = d + 2 * MSS;
+	blk[0][1] = d + 3 * MSS;
+	peer(t, A, IRS + 1, d + 3 * MSS, 0, 0, 0, blk, 1, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_dsack_rx, 2);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_spurious_rtx, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_retransmits, 0);
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
 }
@@ -436,9 +478,10 @@ static void test_established_sack_scoreboard_memory_is_bounded(void)
 	d = open_80_small_segments(t, &c);
 	sq = t->npbs - ipk_pbs_free(t->ctx); /* the send queue's descriptors */
 	sack_pattern(t, d, 75, 25, 10, 10); /* a hostile peer: 300 disjoint 10-byte blocks */
-	/* the record, the recovery episode and at most sndbuf / MSS / 2 ranges */
+	/* the record, the recovery episode, at most sndbuf / MSS / 2 ranges, and the
+	 * undo record with its log of retransmitted ranges (tcp_undo.c) */
 	CHECK_EQ(ipk_tcp_sb_cap(c), 100u);
-	CHECK(t->npbs - ipk_pbs_free(t->ctx) <= sq + 2 + 100);
+	CHECK(t->npbs - ipk_pbs_free(t->ctx) <= sq + 2 + 100 + 1 + IPK_TCP_UNDO_LOG_MAX);
 	CHECK(ipk_tcp_info(c, &in) == IPK_OK && in.sacked_bytes > 0);
 	ack_all(t, c);
 	ipk_tcp_abort(t->ctx, c, t->now);
@@ -908,6 +951,81 @@ static void test_established_rescue_not_while_new_data_waits(void)
 	finish(t);
 }
 
+/* ------------------------------------------- undo of a needless recovery */
+
+/* A loss episode on 5 segments of a flight of 10 cwnd: the first acknowledged, 2-4
+ * SACKed, so segment 1 is resent in a SACK recovery (cwnd and ssthresh reduced);
+ * then all acknowledged with a D-SACK of [dl, dr) relative to the first. Returns
+ * the cwnd before the episode. */
+static uint32_t recovery_then_dsack(struct th *t, struct ipk_conn *c, uint32_t dl, uint32_t dr)
+{
+	struct tseg s;
+	uint32_t d = c->snd_max, blk[1][2], cw;
+	int resent = 0;
+
+	c->cwnd = 10 * MSS;
+	cw = c->cwnd;
+	send_segs(t, c, 5);
+	blk[0][0] = d + 2 * MSS;
+	blk[0][1] = d + 5 * MSS;
+	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, blk, 1, NULL, 0);
+	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	CHECK(c->cwnd < cw);
+	while (th_next(t, &s))
+		resent += s.h.seq == d + MSS && s.len == MSS;
+	CHECK_EQ(resent, 1);
+	th_advance(t, 1000); /* the retransmission's round trip (as one_recovery) */
+	blk[0][0] = d + dl;
+	blk[0][1] = d + dr;
+	peer(t, A, IRS + 1, d + 5 * MSS, 0, 0, 0, blk, 1, NULL, 0);
+	CHECK(!(c->fl & IPK_TCPF_SACK_RCVY));
+	while (th_next(t, &s))
+		;
+	return cw;
+}
+
+/* RFC 3708 §3 (Linux's TCPDSACKUndo): the recovery's one retransmission came back
+ * D-SACKed, so the original had arrived: reordering, not congestion. cwnd and
+ * ssthresh come back to where they were. */
+static void test_established_recovery_undone_when_its_retransmission_is_dsacked(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t cw, ss;
+
+	open_conn(t, 1, 0, &c, &s);
+	ss = c->ssthresh;
+	cw = recovery_then_dsack(t, c, MSS, 2 * MSS);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_spurious_rtx, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_dsack_undo, 1);
+	CHECK(c->cwnd >= cw);
+	CHECK_EQ(c->ssthresh, ss);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* A D-SACK of a segment sent once (here a SACKed one the network duplicated, RFC
+ * 2883 §4.2) says nothing of the retransmission: the reduction stays. Regression:
+ * an undo that counted every D-SACK undid recoveries on a path that duplicates. */
+static void test_established_recovery_not_undone_by_dsack_of_duplicated_original(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t cw;
+
+	open_conn(t, 1, 0, &c, &s);
+	cw = recovery_then_dsack(t, c, 3 * MSS, 4 * MSS);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_dsack_rx, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_spurious_rtx, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_dsack_undo, 0);
+	CHECK(c->cwnd < cw);
+	CHECK_EQ(c->cwnd, c->ssthresh);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 /* ------------------------------------- RACK reordering window, min_RTT aging */
 
 /* One SACK loss episode: 5 segments, the first acknowledged (snd_una passes the
@@ -924,6 +1042,10 @@ static void one_recovery(struct th *t, struct ipk_conn *c)
 	blk[0][1] = d + 5 * MSS;
 	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, blk, 1, NULL, 0);
 	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	/* the retransmission's round trip (min_RTT here is 1 us): an ACK of it with no
+	 * time passed could only be the original's, a late one (tcp_rack.c
+	 * rtx_too_soon), and the path would reorder */
+	th_advance(t, 1000);
 	peer(t, A, IRS + 1, d + 5 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
 	CHECK(!(c->fl & IPK_TCPF_SACK_RCVY));
 	while (th_next(t, &s))
@@ -963,6 +1085,79 @@ static void test_established_rack_reo_wnd_persists_16_recoveries(void)
 	one_recovery(t, c);
 	CHECK_EQ(c->reo_mult, 1u);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_sack_recovery_episodes, 16);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* One round trip with a D-SACK: a segment sent and acknowledged with a D-SACK of
+ * itself (a network duplicate). */
+static void dsack_round(struct th *t, struct ipk_conn *c)
+{
+	struct tseg s;
+	uint32_t d = c->snd_max, blk[1][2];
+
+	send_segs(t, c, 1);
+	blk[0][0] = d;
+	blk[0][1] = d + MSS;
+	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, blk, 1, NULL, 0);
+	while (th_next(t, &s))
+		;
+}
+
+/* RFC 8985 §6.2 step 4: reo_wnd_mult grows by one per round trip with a D-SACK, to
+ * 16 while the path has shown no reordering (on a path that only loses, a window
+ * grown toward SRTT delayed loss detection into RTOs), to 255 (Linux's steps) once
+ * it has (tcp_rack.c: behind a queue 16 x min_RTT / 4 was far too narrow). */
+static void test_established_rack_reo_wnd_mult_cap_follows_reordering_seen(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	int i;
+
+	open_conn(t, 1, 0, &c, &s);
+	for (i = 0; i < 20; i++)
+		dsack_round(t, c);
+	CHECK_EQ(c->reo_mult, 16u);
+	CHECK(!(c->fl & IPK_TCPF_REORDER));
+	c->fl |= IPK_TCPF_REORDER; /* as tcp_rack.c reorder_seen sets it */
+	for (i = 0; i < 5; i++)
+		dsack_round(t, c);
+	CHECK_EQ(c->reo_mult, 21u);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* RFC 8985 §6.2 step 2 on a path that reorders: the cumulative ACK that fills a
+ * resent hole may be the late original's, and without a timestamp to say otherwise
+ * its time is no sample of the retransmission (tcp_rack.c cum_rtx_unproven). Taken as
+ * one it moved RACK.xmit_ts past the queued flight, which RACK marked lost. */
+static void test_established_rack_cum_ack_of_resent_hole_no_sample_when_reordering(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, blk[1][2];
+	uint64_t t_rtx;
+
+	d = open_conn(t, 1, 0, &c, &s) + 1;
+	c->cwnd = 10 * MSS;
+	send_segs(t, c, 7);
+	blk[0][0] = d + 2 * MSS;
+	blk[0][1] = d + 5 * MSS;
+	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, blk, 1, NULL, 0);
+	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	while (th_next(t, &s))
+		;
+	CHECK(c->sq_head && c->sq_head->seq == d + MSS && c->sq_head->xmit == 2);
+	t_rtx = c->sq_head->t;
+	c->fl |= IPK_TCPF_REORDER; /* as tcp_rack.c reorder_seen sets it */
+	th_advance(t, 20 * MS);    /* long after the retransmission: no timing test objects */
+	blk[0][0] = d + 6 * MSS;
+	blk[0][1] = d + 7 * MSS;
+	peer(t, A, IRS + 1, d + 5 * MSS, 0, 0, 0, blk, 1, NULL, 0);
+	CHECK(ipk_tcp_sb(c) != NULL);
+	CHECK(IPK_SB_RACK_TS(ipk_tcp_sb(c)) < t_rtx);
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
 }
@@ -1042,6 +1237,9 @@ int main(void)
 	RUN(test_established_sack_scoreboard_merges_and_ignores_outside);
 	RUN(test_established_sack_recovery_retransmits_only_holes);
 	RUN(test_established_dsack_received_counts_spurious_retransmission);
+	RUN(test_established_dsack_of_original_is_not_spurious);
+	RUN(test_established_recovery_undone_when_its_retransmission_is_dsacked);
+	RUN(test_established_recovery_not_undone_by_dsack_of_duplicated_original);
 	RUN(test_established_sack_scoreboard_keeps_every_alternate_segment);
 	RUN(test_established_sack_scoreboard_memory_is_bounded);
 	RUN(test_prr_rfc6937_single_loss_sends_one_per_two_acks);
@@ -1055,6 +1253,8 @@ int main(void)
 	RUN(test_established_rescue_retransmits_tail_once_per_recovery);
 	RUN(test_established_rescue_not_while_new_data_waits);
 	RUN(test_established_rack_reo_wnd_persists_16_recoveries);
+	RUN(test_established_rack_reo_wnd_mult_cap_follows_reordering_seen);
+	RUN(test_established_rack_cum_ack_of_resent_hole_no_sample_when_reordering);
 	RUN(test_established_rack_min_rtt_ages_when_rtt_rises);
 	RUN(test_established_rack_marks_lost_after_reorder_window);
 	RUN(test_established_tlp_probes_last_segment_after_pto);

@@ -1,0 +1,250 @@
+/*
+ * Undo of a spurious SACK recovery (RFC 3708 §3 with RFC 2883 D-SACKs, as Linux's
+ * undo_retrans / tcp_try_undo_dsack / tcp_undo_cwnd_reduction), and the log of
+ * what was retransmitted that it needs.
+ *
+ * A D-SACK says a segment arrived twice. That proves a retransmission needless only
+ * when the range was retransmitted: a network duplicate of an original is D-SACKed
+ * too (RFC 2883 §4.2). So every retransmission is logged as a sequence range, and a
+ * D-SACK counts (tcp_spurious_rtx, the reordering window's widening, the undo) only
+ * when it covers a logged range, which it then consumes.
+ *
+ * Entering a SACK recovery keeps cwnd, ssthresh and CUBIC's W_max and counts the
+ * episode's retransmitted segments from snd_una at entry (the undo marker). Each
+ * D-SACK of one takes one off; at zero every retransmission of the episode was
+ * needless (reordering or delay, not congestion) and the reduction is undone: at
+ * once when the episode has ended, else when it ends (PRR owns cwnd while it runs).
+ * An RTO cancels the undo (no F-RTO).
+ *
+ * The state lives in one pool descriptor hung off the scoreboard record (its pkt
+ * field), with the logged ranges on its next chain, at most IPK_TCP_UNDO_LOG_MAX (the oldest
+ * is dropped first). It goes back to the pool with the scoreboard, when nothing is
+ * outstanding: a D-SACK arriving after that finds no log and counts nothing.
+ */
+#include <ipkit/core.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "tcp.h"
+#include "wire/wire.h"
+
+
+/* The undo record's fields */
+#define UNDO_MARKER(u) ((u)->seq)   /* snd_una when the recovery began */
+#define UNDO_RETRANS(u) ((u)->len)  /* segments resent since, not yet D-SACKed */
+#define UNDO_CWND(u) ((u)->off)     /* cwnd before the reduction */
+#define UNDO_SSTHRESH(u) ((u)->aux) /* ssthresh before it */
+#define UNDO_WMAX(u) ((u)->t)       /* CUBIC W_max before it */
+#define UNDO_FLAGS(u) ((u)->xmit)
+#define UNDO_NLOG(u) ((u)->pad_)    /* ranges on the next chain */
+#define UNDO_F_ARMED 0x1u   /* a recovery's prior state is kept */
+#define UNDO_F_PENDING 0x2u /* all its retransmissions were D-SACKed: undo at its end */
+
+static struct ipk_pb *undo_rec(const struct ipk_conn *c)
+{
+	struct ipk_pb *sb = ipk_tcp_sb(c);
+
+	return sb ? (struct ipk_pb *)sb->pkt : NULL;
+}
+
+static struct ipk_pb *undo_get(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_pb *sb = ipk_tcp_sb_get(ctx, c), *u;
+
+	if (!sb)
+		return NULL;
+	if (sb->pkt)
+		return (struct ipk_pb *)sb->pkt;
+	u = ipk_pb_get(ctx);
+	if (!u)
+		return NULL;
+	u->next = NULL;
+	u->pkt = NULL;
+	UNDO_FLAGS(u) = 0;
+	UNDO_NLOG(u) = 0;
+	UNDO_RETRANS(u) = 0;
+	sb->pkt = u;
+	return u;
+}
+
+void ipk_tcp_undo_free(struct ipk_ctx *ctx, struct ipk_pb *sb)
+{
+	struct ipk_pb *u = (struct ipk_pb *)sb->pkt;
+
+	if (!u)
+		return;
+	while (u->next) {
+		struct ipk_pb *p = u->next;
+
+		u->next = p->next;
+		ipk_pb_put(ctx, p);
+	}
+	ipk_pb_put(ctx, u);
+	sb->pkt = NULL;
+}
+
+static uint32_t segs(const struct ipk_conn *c, uint32_t len)
+{
+	return c->mss ? (len + c->mss - 1u) / c->mss : 1u;
+}
+
+static struct ipk_pb *log_tail(struct ipk_pb *u)
+{
+	struct ipk_pb *p = u->next;
+
+	while (p && p->next)
+		p = p->next;
+	return p;
+}
+
+/* Append [seq, seq + len) to the log, merged with the newest range when they touch. */
+static void log_add(struct ipk_ctx *ctx, struct ipk_pb *u, uint32_t seq, uint32_t len)
+{
+	struct ipk_pb *t = log_tail(u), *p;
+
+	if (t && ipk_seq_le(t->seq, seq) && ipk_seq_le(seq, t->seq + t->len)) {
+		if (ipk_seq_gt(seq + len, t->seq + t->len))
+			t->len = seq + len - t->seq;
+		return;
+	}
+	if (UNDO_NLOG(u) >= IPK_TCP_UNDO_LOG_MAX) {
+		p = u->next; /* the oldest is reused */
+		u->next = p->next;
+		UNDO_NLOG(u)--;
+		t = log_tail(u);
+	} else if ((p = ipk_pb_get(ctx)) == NULL) {
+		return;
+	}
+	p->seq = seq;
+	p->len = len;
+	p->next = NULL;
+	if (t)
+		t->next = p;
+	else
+		u->next = p;
+	UNDO_NLOG(u)++;
+}
+
+void ipk_tcp_undo_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len)
+{
+	struct ipk_pb *u;
+
+	/* No scoreboard is drawn for this alone: a probe or an RTO before any SACK
+	 * goes unlogged (its D-SACK then counts nothing) rather than put the flight on
+	 * the scoreboard's paths. */
+	if (!ipk_tcp_sb(c) || (u = undo_get(ctx, c)) == NULL)
+		return;
+	log_add(ctx, u, seq, len);
+	if ((UNDO_FLAGS(u) & UNDO_F_ARMED) && ipk_seq_ge(seq, UNDO_MARKER(u)))
+		UNDO_RETRANS(u) += segs(c, len);
+}
+
+void ipk_tcp_undo_arm(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_pb *u = undo_get(ctx, c);
+
+	if (!u)
+		return;
+	UNDO_FLAGS(u) = UNDO_F_ARMED;
+	UNDO_MARKER(u) = c->snd_una;
+	UNDO_RETRANS(u) = 0;
+	UNDO_CWND(u) = c->cwnd;
+	UNDO_SSTHRESH(u) = c->ssthresh;
+	UNDO_WMAX(u) = c->cc.cubic.w_max;
+}
+
+void ipk_tcp_undo_cancel(struct ipk_conn *c)
+{
+	struct ipk_pb *u = undo_rec(c);
+
+	if (u)
+		UNDO_FLAGS(u) = 0;
+}
+
+/* RFC 3708 §3 / Linux tcp_undo_cwnd_reduction: the reduction was needless. CUBIC's
+ * W_max comes back too, and a new epoch starts from the restored window (RFC 9438
+ * §4.9). */
+static void undo_apply(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *u)
+{
+	c->cwnd = IPK_MAX(c->cwnd, UNDO_CWND(u));
+	c->ssthresh = IPK_MAX(c->ssthresh, UNDO_SSTHRESH(u));
+	if (c->cc_algo == IPK_CC_CUBIC && UNDO_WMAX(u) > c->cc.cubic.w_max)
+		c->cc.cubic.w_max = (uint32_t)UNDO_WMAX(u);
+	c->fl &= ~IPK_TCPF_CC_EPOCH;
+	UNDO_FLAGS(u) = 0;
+	ctx->cnt.tcp_dsack_undo++;
+}
+
+void ipk_tcp_undo_rcvy_exit(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_pb *u = undo_rec(c);
+
+	if (u && (UNDO_FLAGS(u) & UNDO_F_PENDING))
+		undo_apply(ctx, c, u);
+}
+
+/* Take [l, r) out of the logged range p; returns the bytes it covered. A D-SACK in
+ * the middle of a range keeps the larger side only (no descriptor is drawn here):
+ * the other side's D-SACK will then count nothing, never twice. */
+static uint32_t log_take(struct ipk_pb *p, uint32_t l, uint32_t r)
+{
+	uint32_t e = p->seq + p->len;
+	uint32_t a = ipk_seq_gt(l, p->seq) ? l : p->seq, b = ipk_seq_lt(r, e) ? r : e;
+
+	if (!ipk_seq_lt(a, b))
+		return 0;
+	if (a - p->seq >= e - b) {
+		p->len = a - p->seq; /* keep the part below */
+	} else {
+		p->seq = b;
+		p->len = e - b;
+	}
+	return b - a;
+}
+
+/* The D-SACKed range covered this much retransmitted data, consumed from the log. */
+static uint32_t log_match(struct ipk_ctx *ctx, struct ipk_pb *u, uint32_t l, uint32_t r)
+{
+	struct ipk_pb **pp = &u->next, *p;
+	uint32_t got = 0;
+
+	while ((p = *pp) != NULL) {
+		got += log_take(p, l, r);
+		if (p->len == 0) {
+			*pp = p->next;
+			ipk_pb_put(ctx, p);
+			UNDO_NLOG(u)--;
+			continue;
+		}
+		pp = &p->next;
+	}
+	return got;
+}
+
+/* RFC 3708 §3: one D-SACKed retransmission of the episode fewer; none left: undo. */
+static void count_down(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *u, uint32_t l,
+                       uint32_t got)
+{
+	if (!(UNDO_FLAGS(u) & UNDO_F_ARMED) || (UNDO_FLAGS(u) & UNDO_F_PENDING) ||
+	    ipk_seq_lt(l, UNDO_MARKER(u)) || UNDO_RETRANS(u) == 0)
+		return;
+	UNDO_RETRANS(u) -= IPK_MIN(segs(c, got), UNDO_RETRANS(u));
+	if (UNDO_RETRANS(u) != 0)
+		return;
+	if (c->fl & IPK_TCPF_SACK_RCVY)
+		UNDO_FLAGS(u) |= UNDO_F_PENDING;
+	else
+		undo_apply(ctx, c, u);
+}
+
+int ipk_tcp_undo_dsack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint32_t r)
+{
+	struct ipk_pb *u = undo_rec(c);
+	uint32_t got;
+
+	if (!u || (got = log_match(ctx, u, l, r)) == 0)
+		return 0;
+	count_down(ctx, c, u, l, got);
+	return 1;
+}

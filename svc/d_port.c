@@ -1,0 +1,139 @@
+/*
+ * ipkitd: ports. One table per protocol (65,536 entries, O(1)); an entry is a
+ * group of sockets on the port, linked in a circle (d_sock.port_next), usually
+ * of one. Sharing (svc/README.md, "Port sharing"): a port takes another socket
+ * only when every socket on it, the new one included, asked for it at bind
+ * (IPK_SVC_SQE_F_REUSEPORT) and belongs to an application of the same uid, as
+ * SO_REUSEPORT in Linux (one user cannot take another's traffic). A TCP port's
+ * connections go to its listening sockets in turn; a UDP port's datagrams to
+ * one socket per sender, chosen by a hash of the sender's address and port.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+
+static struct d_sock **d_port_tab(struct d_daemon *d, int type)
+{
+	return type == IPK_SVC_TCP ? d->tcp_port : d->udp_port;
+}
+
+/* May s join the sockets on the port (head of the circle)? */
+static int d_port_share_ok(const struct d_sock *head, const struct d_sock *s)
+{
+	const struct d_sock *m = head;
+	if (!s->reuse)
+		return 0;
+	do {
+		if (!m->reuse || m->app->uid != s->app->uid)
+			return 0;
+		m = m->port_next;
+	} while (m != head);
+	return 1;
+}
+
+int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be)
+{
+	struct d_sock **tab = d_port_tab(d, s->type), *h;
+	if (port_be == 0)
+		return -EINVAL;
+	/* ports below 1024 need a configured permission (--low-ports-uid) */
+	if (ipk_ntohs(port_be) < 1024 && !s->app->low_ports)
+		return -EACCES;
+	h = tab[port_be];
+	if (h && !d_port_share_ok(h, s))
+		return -EADDRINUSE;
+	if (!h && s->type == IPK_SVC_UDP) {
+		int rc = ipk_udp_bind(d->ctx, port_be);
+		if (rc < 0)
+			return rc;
+	}
+	if (h) { /* into the circle, after the head */
+		s->port_next = h->port_next;
+		h->port_next = s;
+	} else {
+		s->port_next = s;
+		tab[port_be] = s;
+	}
+	s->port_member = 1;
+	s->lport_be = port_be;
+	return 0;
+}
+
+/* Another socket on s's port listening already (the core has one listener per
+ * port: only the first LISTEN asks it, only the last one leaving unlistens)? */
+int d_port_listened(const struct d_sock *s)
+{
+	const struct d_sock *m;
+	if (!s->port_member)
+		return 0;
+	for (m = s->port_next; m != s; m = m->port_next)
+		if (m->state == D_LISTEN)
+			return 1;
+	return 0;
+}
+
+/* s leaves its port: out of the circle, and the core's listener or UDP binding
+ * goes when nobody on the port needs it any more. */
+void d_port_release(struct d_daemon *d, struct d_sock *s)
+{
+	struct d_sock **tab = d_port_tab(d, s->type), *prev;
+	uint16_t p = s->lport_be;
+	int alone = s->port_next == s;
+	if (!s->port_member)
+		return;
+	if (s->type == IPK_SVC_TCP && s->state == D_LISTEN && !d_port_listened(s))
+		ipk_tcp_unlisten(d->ctx, p);
+	if (s->type == IPK_SVC_UDP && alone)
+		ipk_udp_unbind(d->ctx, p);
+	for (prev = s; prev->port_next != s; prev = prev->port_next)
+		;
+	prev->port_next = s->port_next;
+	if (tab[p] == s)
+		tab[p] = alone ? NULL : s->port_next;
+	s->port_next = NULL;
+	s->port_member = 0;
+}
+
+/* The listening socket on the port to take the next connection (one with room in
+ * its backlog), or NULL. take: this one takes it, the turn moves on (the circle's
+ * head advances past it), so connections go round the listeners. */
+struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take)
+{
+	struct d_sock *h = d->tcp_port[port_be], *m;
+	if (!h)
+		return NULL;
+	m = h;
+	do {
+		if (m->state == D_LISTEN && m->acc_n < m->backlog) {
+			if (take)
+				d->tcp_port[port_be] = m->port_next;
+			return m;
+		}
+		m = m->port_next;
+	} while (m != h);
+	return NULL;
+}
+
+/* The UDP socket on the port for a datagram from ip:port, or NULL: one sender
+ * always reaches the same socket while the group does not change. */
+struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,
+                          uint16_t from_port_be)
+{
+	struct d_sock *h = d->udp_port[port_be], *m;
+	uint32_t n = 0, k, x;
+	if (!h || h->port_next == h)
+		return h;
+	/* the head does not move for UDP, so walking from it is stable */
+	m = h;
+	do {
+		n++;
+		m = m->port_next;
+	} while (m != h);
+	x = from_ip_be ^ ((uint32_t)from_port_be << 16 | from_port_be);
+	x ^= x >> 16;
+	x *= 0x45d9f3bu; /* a multiplicative mix: consecutive ports spread */
+	x ^= x >> 16;
+	for (k = x % n; k; k--)
+		m = m->port_next;
+	return m;
+}
