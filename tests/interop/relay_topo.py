@@ -22,6 +22,14 @@ default is Linux on A, ipkit on B as above): an ipkit side runs on AF_PACKET wit
 side's address, a Linux side has the address on its veth. transfer() moves a file from
 B to A (data b2a, so every pairing's data meets the same keyed fates for a seed) and
 returns both ends' counters; PAIRINGS names the four sender -> receiver pairings.
+
+A Linux sender's congestion control is pinned per socket (TCP_CONGESTION, which root may
+set to any available algorithm): CUBIC by default, like ipkit's, because this host's
+default is BBR and a new namespace inherits it, so an unpinned Linux sender compared
+BBR against ipkit's CUBIC. $IPKIT_LINUX_CC overrides the default; the extra pairing
+linux_bbr-linux (EXTRA_PAIRINGS) keeps BBR's figure visible. The sender reads the
+algorithm back from its connected socket and transfer() asserts it is the one asked for.
+The host's sysctls are never changed.
 """
 import hashlib
 import os
@@ -41,10 +49,18 @@ def parse_counts(line):
     return {k: int(v) for k, v in re.findall(r"(\w+\.\w+)=(\d+)", line)}
 
 
+def default_linux_cc():
+    """A Linux sender's congestion control: $IPKIT_LINUX_CC, else cubic (ipkit's)."""
+    return os.environ.get("IPKIT_LINUX_CC") or "cubic"
+
+
 class RelayTopo:
-    def __init__(self, a="linux", b="ipkit"):
+    def __init__(self, a="linux", b="ipkit", linux_cc=None):
         assert a in ("linux", "ipkit") and b in ("linux", "ipkit"), (a, b)
         self.kind = {"a": a, "b": b}
+        # a Linux sender's TCP_CONGESTION (see the module's docstring)
+        self.linux_cc = linux_cc or default_linux_cc()
+        assert re.fullmatch(r"[a-z0-9_]{1,15}", self.linux_cc), self.linux_cc
         prefix = os.environ.get("IPKIT_RELAY_PREFIX", "ipkR")
         assert len(prefix) == 4 and prefix.isalnum(), "IPKIT_RELAY_PREFIX: 4 letters or digits"
         self.tag = prefix + secrets.token_hex(2)
@@ -168,12 +184,20 @@ class RelayTopo:
 
 # ------------------------------------------------------------------ the four pairings
 
-# name -> (sender, receiver); the sender sits on side B, the receiver on side A
+# name -> (sender, receiver); the sender sits on side B, the receiver on side A. A Linux
+# sender runs the RelayTopo's linux_cc (CUBIC unless $IPKIT_LINUX_CC says otherwise).
 PAIRINGS = {
     "ipkit-linux": ("ipkit", "linux"),
     "linux-ipkit": ("linux", "ipkit"),
     "ipkit-ipkit": ("ipkit", "ipkit"),
     "linux-linux": ("linux", "linux"),
+}
+
+# Extra pairings, for the figures only: Linux -> Linux with the sender pinned to BBR,
+# this host's (and every namespace's) default, which all "Linux as sender" figures
+# before CUBIC was pinned measured. name -> (sender, receiver, the sender's CC).
+EXTRA_PAIRINGS = {
+    "linux_bbr-linux": ("linux", "linux", "bbr"),
 }
 
 # Linux's TCP counters a sender reports (TcpExt in /proc/net/netstat, Tcp in snmp)
@@ -195,10 +219,18 @@ IMPAIRMENTS = {
 }
 
 
-def pairing_topo(name):
-    """A RelayTopo for pairing `name` (sender on B, receiver on A)."""
-    sender, receiver = PAIRINGS[name]
-    return RelayTopo(a=receiver, b=sender)
+def pairing_kinds(name):
+    """(sender, receiver) of a pairing of PAIRINGS or EXTRA_PAIRINGS."""
+    return PAIRINGS[name] if name in PAIRINGS else EXTRA_PAIRINGS[name][:2]
+
+
+def pairing_topo(name, linux_cc=None):
+    """A RelayTopo for pairing `name` (sender on B, receiver on A); a Linux sender runs
+    linux_cc (default: default_linux_cc()), an extra pairing's its own."""
+    sender, receiver = pairing_kinds(name)
+    if name in EXTRA_PAIRINGS:
+        linux_cc = EXTRA_PAIRINGS[name][2]
+    return RelayTopo(a=receiver, b=sender, linux_cc=linux_cc)
 
 
 def linux_counters(t, ns):
@@ -295,6 +327,49 @@ print("received %d sha256 %s" % (n, h.hexdigest()), file=sys.stderr, flush=True)
 """
 
 
+# A Linux sender: pins its congestion control on the socket (TCP_CONGESTION, IPPROTO_TCP
+# 13; root may choose any available algorithm, the host's sysctls stay as they are),
+# connects, writes the file in 1 MiB writes and prints "cc CONNECTED LAST": the
+# algorithm read back from the socket after connect and after the last write. Bounded:
+# a refused connect (the listener not up yet) is retried 20 times 0.1 s apart, connect
+# and every 1 MiB write time out after 60 s.
+LINUX_SENDER = r"""
+import socket, sys, time
+ip, port, path, cc = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+for attempt in range(20):
+    s = socket.socket()
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    s.settimeout(60)
+    try:
+        s.connect((ip, port))
+        break
+    except ConnectionRefusedError:
+        s.close()
+        if attempt == 19:
+            raise
+        time.sleep(0.1)
+used = lambda: s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0")[0]
+first = used()
+buf = bytearray(1 << 20)
+with open(path, "rb") as f:
+    while True:
+        k = f.readinto(buf)
+        if not k:
+            break
+        s.sendall(memoryview(buf)[:k])
+last = used()
+s.close()
+print("cc %s %s" % (first.decode(), last.decode()), file=sys.stderr, flush=True)
+"""
+
+
+def linux_sender_cc(stderr):
+    """The congestion control LINUX_SENDER's socket ran: (after connect, at the end)."""
+    m = re.search(r"^cc (\S+) (\S+)$", stderr.decode(errors="replace"), re.M)
+    assert m, "Linux sender printed no cc line: %r" % stderr.decode(errors="replace")[-500:]
+    return m.group(1), m.group(2)
+
+
 def _start_receiver(t, port):
     ns_a, _, _ = t.side("a")
     if t.kind["a"] == "linux":
@@ -313,10 +388,13 @@ def _run_sender(t, port, size, src, timeout):
         # waits for send buffer pushes its partial tail), after which its segments no
         # longer line up with another run's: the keyed relay's fates follow segments,
         # so a Linux sender meets the same fates only up to its first short segment.
-        r = t.ns(ns_b, "socat", "-u", "-b", "1048576", "FILE:%s" % src,
-                 "TCP:%s:%d" % (ip_a, port), check=False, timeout=timeout)
+        r = t.ns(ns_b, "/usr/bin/python3", "-c", LINUX_SENDER, ip_a, str(port), src,
+                 t.linux_cc, check=False, timeout=timeout)
         took = time.monotonic() - t0
         assert r.returncode == 0, r.stderr.decode(errors="replace")[-800:]
+        # the pin took: the socket ran the asked-for algorithm from connect to the end
+        ran = linux_sender_cc(r.stderr)
+        assert ran == (t.linux_cc, t.linux_cc), ("asked", t.linux_cc, "ran", ran)
         return r, size, sha256_of(src), took
     r = t.ns(ns_b, prog("ipkit-nc"), *t.ipk_args("b"), "--send-size", str(size), "--sha256",
              "--stats", "--no-output", "--timeout", "60", ip_a, str(port), check=False,
@@ -329,8 +407,10 @@ def _run_sender(t, port, size, src, timeout):
 
 def transfer(t, size, tmpdir, port=5001, timeout=120):
     """Send `size` bytes from B to A through the relay, SHA-256 checked end to end.
-    Returns {"seconds", "mbit", "sender": counters, "receiver": counters}: an ipkit end's
-    tcp_stats, a Linux end's MIB counters (deltas over the transfer)."""
+    Returns {"seconds", "mbit", "sender": counters, "receiver": counters, "linux_cc"}: an
+    ipkit end's tcp_stats, a Linux end's MIB counters (deltas over the transfer);
+    linux_cc is the congestion control a Linux sender's socket ran (read back from it
+    and checked against t.linux_cc), None for an ipkit sender."""
     ns_a, ns_b = t.side("a")[0], t.side("b")[0]
     src = random_file(tmpdir, size) if t.kind["b"] == "linux" else None
     before = {s: linux_counters(t, ns) for s, ns in (("a", ns_a), ("b", ns_b))
@@ -342,7 +422,8 @@ def transfer(t, size, tmpdir, port=5001, timeout=120):
     assert rx.returncode == 0, err.decode(errors="replace")[-800:]
     got, got_sha = nc_digest(err, "received")
     assert sent == size and got == size and got_sha == sent_sha, (sent, got, sent_sha, got_sha)
-    res = {"seconds": took, "mbit": size * 8 / took / 1e6}
+    res = {"seconds": took, "mbit": size * 8 / took / 1e6,
+           "linux_cc": linux_sender_cc(r.stderr)[1] if t.kind["b"] == "linux" else None}
     for s, proc_err in (("b", r.stderr), ("a", err)):
         role = "sender" if s == "b" else "receiver"
         if t.kind[s] == "ipkit":

@@ -1,6 +1,8 @@
 """Transfers between Linux and ipkit through ipk-relay, the seeded user-space impairment
 relay (tests/relay/ipk-relay.c): loss, reordering, duplication and a mix of them, both
 directions, SHA-256 verified end to end. Topology and the choice of backend: relay_topo.py.
+Linux sends with relay_topo.LINUX_SENDER, its congestion control pinned to CUBIC (not the
+host's default BBR) and read back from the socket.
 
 Each test also checks that the impairment really happened (relay counters within a
 binomial band that excludes zero) and that TCP had to work for it (retransmissions,
@@ -17,7 +19,7 @@ import time
 import pytest
 
 from conftest import prog
-from relay_topo import RELAY, RelayTopo
+from relay_topo import LINUX_SENDER, RELAY, RelayTopo, linux_sender_cc
 from test_linux_peer import nc_digests, sha256_file
 
 MiB = 1 << 20
@@ -102,13 +104,16 @@ def to_linux(t, size, tmp_path):
 
 
 def from_linux(t, path):
-    """socat in L sends the file to ipkit-nc -l; returns ipkit's tcp_stats."""
+    """Linux in L sends the file to ipkit-nc -l (relay_topo.LINUX_SENDER: its congestion
+    control pinned to t.linux_cc, CUBIC by default, and checked); returns ipkit's
+    tcp_stats."""
     p = t.start(t.ns_i, prog("ipkit-nc"), *t.ipk_args(), "-l", "5002", "--sha256", "--stats",
                 "--no-output")
     wait_reachable(t)
-    r = t.ns(t.ns_l, "socat", "-u", "FILE:%s" % path,
-             "TCP:%s:5002,retry=20,interval=0.1" % t.ipk_ip, check=False, timeout=90)
+    r = t.ns(t.ns_l, "/usr/bin/python3", "-c", LINUX_SENDER, t.ipk_ip, "5002", str(path),
+             t.linux_cc, check=False, timeout=90)
     assert r.returncode == 0, r.stderr.decode(errors="replace")
+    assert linux_sender_cc(r.stderr) == (t.linux_cc, t.linux_cc), r.stderr
     _, err = p.communicate(timeout=90)
     assert p.returncode == 0, err.decode(errors="replace")[-800:]
     _, _, got, got_sha = nc_digests(err)

@@ -5,9 +5,15 @@ measurement run, not a test: nothing here is compared with a bound.
 
     sudo IPKIT_BUILD=build /usr/bin/python3 tests/relay/relay_figures.py [--quick]
         [--pairings P,..] [--cases C,..] [--mib N] [--seeds S,..] [--repeat N]
-        [--key segment|index] [--trace DIR [--pcap]] [--out docs/tcp-figures.md]
+        [--key segment|index] [--linux-cc NAME] [--trace DIR [--pcap]]
+        [--out docs/tcp-figures.md]
 
-Profiles: the default (full) is every pairing and case (clean, then relay_topo.IMPAIRMENTS:
+Pairings: the four of relay_topo.PAIRINGS, a Linux sender pinned per socket to
+--linux-cc NAME (TCP_CONGESTION; default cubic, ipkit-nc itself runs NewReno, the core's
+default), and the extra linux_bbr-linux: Linux -> Linux with the sender pinned to BBR,
+this host's default, which every Linux-sender figure before the pin measured.
+
+Profiles: the default (full) is every pairing (the extra one too) and case (clean, then relay_topo.IMPAIRMENTS:
 loss1, loss5, burst, reorder5, dup1), 64 MiB, seeds 4242,4243,4244, once each; --quick (what
 make test runs, through test_lossy_relay.py) is every pairing and case, 4 MiB, seed 4242. The other options override the profile's choice.
 
@@ -42,16 +48,18 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "interop"))
 
-from relay_topo import IMPAIRMENTS, PAIRINGS, pairing_topo, sender_row, transfer  # noqa: E402
+from relay_topo import (EXTRA_PAIRINGS, IMPAIRMENTS, PAIRINGS, pairing_kinds,  # noqa: E402
+                        pairing_topo, sender_row, transfer)
 
 MiB = 1 << 20
 # the impairments, and a clean path first: the pairings' speed with nothing to repair,
 # so a ratio below 1 can be told apart from the path's own limit (AF_PACKET, one core)
 CASES = dict([("clean", ([], None, None))] + list(IMPAIRMENTS.items()))
+ALL_PAIRINGS = list(PAIRINGS) + list(EXTRA_PAIRINGS)
 PROFILES = {
-    "full": {"pairings": list(PAIRINGS), "cases": list(CASES), "mib": 64,
+    "full": {"pairings": ALL_PAIRINGS, "cases": list(CASES), "mib": 64,
              "seeds": [4242, 4243, 4244], "repeat": 1},
-    "quick": {"pairings": list(PAIRINGS), "cases": list(IMPAIRMENTS), "mib": 4,
+    "quick": {"pairings": ALL_PAIRINGS, "cases": list(IMPAIRMENTS), "mib": 4,
               "seeds": [4242], "repeat": 1},
 }
 
@@ -71,9 +79,10 @@ def options():
     prof["trace"] = arg("--trace", None)
     prof["out"] = arg("--out", None)
     prof["pcap"] = "--pcap" in sys.argv
+    prof["linux_cc"] = arg("--linux-cc", "cubic")
     assert prof["trace"] or not prof["pcap"], "--pcap needs --trace DIR"
     for p in prof["pairings"]:
-        assert p in PAIRINGS, "unknown pairing %r (%s)" % (p, ", ".join(PAIRINGS))
+        assert p in ALL_PAIRINGS, "unknown pairing %r (%s)" % (p, ", ".join(ALL_PAIRINGS))
     for c in prof["cases"]:
         assert c in CASES, "unknown case %r (%s)" % (c, ", ".join(CASES))
     assert prof["key"] in ("segment", "index"), "--key segment|index"
@@ -88,7 +97,7 @@ def one_run(o, case, pairing, seed, k, tmp):
         base = os.path.join(o["trace"], "%s-%s-%d-%d" % (case, pairing, seed, k))
         log = base + ".log"
         pcap = base + ".pcap" if o["pcap"] else None
-    t = pairing_topo(pairing)
+    t = pairing_topo(pairing, o["linux_cc"])
     try:
         t.start_relay(*opts, seed=seed, log=log, pcap=pcap)
         res = transfer(t, o["mib"] * MiB, tmp, timeout=600)
@@ -97,10 +106,10 @@ def one_run(o, case, pairing, seed, k, tmp):
         return {"fail": str(e).splitlines()[0][:120] if str(e) else type(e).__name__}
     finally:
         t.close()
-    row = sender_row(PAIRINGS[pairing][0], res["sender"])
+    row = sender_row(pairing_kinds(pairing)[0], res["sender"])
     # the transfer on the wire: first to last TCP frame of the data direction (SYN to
     # the last ACK of the close), so the programs' start-up (~0.1 s for ipkit-nc in a
-    # namespace, ~0.02 s for socat) is not counted; the wall time when the relay saw
+    # namespace, ~0.05 s for the Python sender) is not counted; the wall time when the relay saw
     # fewer than two TCP frames
     span = c["b2a.span_us"] / 1e6
     row["mbit"] = o["mib"] * MiB * 8 / span / 1e6 if span > 0 else res["mbit"]
@@ -141,10 +150,14 @@ def section(o, lines):
         ["tests/relay/relay_figures.py"] + sys.argv[1:])
     return "\n".join([
         MARK,
-        "## 4. Real stacks through ipk-relay: the four pairings (issue 16)",
+        "## 4. Real stacks through ipk-relay: the four pairings and Linux BBR (issue 16)",
         "",
         "Run %s UTC on %s%s, Linux %s, with `%s`. Not the simulator: ipkit (AF_PACKET, "
-        "`ipkit-nc`) and Linux (`socat` sending, a Python socket receiving) in network namespaces on veths, "
+        "`ipkit-nc`, NewReno: the core's default) and Linux (Python sockets sending and "
+        "receiving; the sender's congestion control pinned per socket with TCP_CONGESTION "
+        "to **%s**, read back from the socket and checked, except the extra pairing "
+        "linux_bbr-linux, pinned to BBR, this host's default, which every Linux-sender "
+        "figure before the pin measured) in network namespaces on veths, "
         "[ipk-relay](../tests/relay/ipk-relay.c) between them impairing both directions "
         "(ACKs too), keyed by segment identity (`--key %s`): for a seed the same segments "
         "meet the same fates in every run and pairing that cuts the stream the same way "
@@ -154,12 +167,13 @@ def section(o, lines):
         "way through the relay for every pairing." % (
             o["started"], commit,
             " (with uncommitted changes)" if dirty else "", platform.release(), cmd,
-            o["key"], o["mib"], ",".join(map(str, o["seeds"]))),
+            o["linux_cc"], o["key"], o["mib"], ",".join(map(str, o["seeds"]))),
         "",
         "Mbit/s: the transfer's time on the wire (the relay's span from the first to the "
         "last TCP frame of the data direction: SYN to the close, not the programs' "
         "start-up); x Linux->"
-        "Linux: the median's ratio to Linux -> Linux in the same case. Then per seed "
+        "Linux: the median's ratio to Linux -> Linux (the " + o["linux_cc"] + " sender) in the "
+        "same case. Then per seed "
         "(in order, /-separated): data frames the relay dropped, and the sender's "
         "retransmissions, RTO episodes (Linux: TCPTimeouts, every timeout), tail loss "
         "probes (Linux: TCPLossProbes) and D-SACKed spurious retransmissions (Linux: "
