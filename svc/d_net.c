@@ -206,11 +206,39 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 
 /* ------------------------------------------------------------ send / recv */
 
+/* Priority past submission (issue 17, the on-the-wire figure): what the daemon
+ * writes into the stack leaves in order, so every byte a level-2 flood has in the
+ * stack is a byte a level-0 request may wait behind, in the core's send queue and
+ * then in the backend's. Like Linux's byte queue limits, a socket below level 0
+ * may have at most --low-inflight bytes written and not yet acknowledged; level 0
+ * has no limit. The rest stays in the application's region (its SEND not yet
+ * complete) until tcp_acked frees room: throughput of a low level is then one
+ * budget per round trip, which is the point. */
+static uint32_t d_tx_room(const struct d_daemon *d, const struct d_sock *s, uint32_t want)
+{
+	uint32_t lim = d->cfg.low_inflight;
+	if (s->prio == 0 || lim == 0)
+		return want;
+	if (s->tx_held >= lim)
+		return 0;
+	return want < lim - s->tx_held ? want : lim - s->tx_held;
+}
+
+/* Account bytes written into the stack; the high-water mark is the app's to read
+ * (ipk_svc_stats: low_held_max), what the test counts. */
+static void d_tx_held(struct d_sock *s, uint32_t n)
+{
+	s->tx_held += n;
+	if (s->prio && s->tx_held > s->app->hdr->low_held_max)
+		s->app->hdr->low_held_max = s->tx_held;
+}
+
 /* Move queued SENDs into the stack's send buffer (copying from the region), in
  * order; SHUTDOWN when it reaches the front. */
 void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 {
 	struct d_op *op;
+	uint32_t n;
 	uint64_t now = ipk_node_now(d->node);
 	if (s->peer) {
 		d_loop_tx(d, s);
@@ -229,17 +257,20 @@ void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 			d_opq_pop(&s->txq);
 			continue;
 		}
-		rc = ipk_tcp_write(d->ctx, s->conn, s->app->base + op->e.buf_off + op->done,
-		                   op->e.len - op->done, now);
+		n = d_tx_room(d, s, op->e.len - op->done);
+		if (n == 0)
+			return; /* its share is in the stack: tcp_acked brings us back */
+		rc = ipk_tcp_write(d->ctx, s->conn, s->app->base + op->e.buf_off + op->done, n, now);
 		if (rc < 0) {
 			d_op_done(s, op->e.user_data, rc);
 			d_opq_pop(&s->txq);
 			continue;
 		}
 		op->done += (uint32_t)rc;
+		d_tx_held(s, (uint32_t)rc);
 		s->app->hdr->tx_copied += (uint64_t)rc;
 		if (op->done < op->e.len)
-			return; /* send buffer full: tcp_acked brings us back */
+			return; /* send buffer full or share used: tcp_acked brings us back */
 		d_op_done(s, op->e.user_data, (int32_t)op->e.len);
 		d_opq_pop(&s->txq);
 	}
@@ -509,9 +540,11 @@ static void ev_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32
 {
 	(void)ctx;
 	(void)c;
-	(void)bytes;
-	if (user)
-		d_tx_pump(D(opq), (struct d_sock *)user);
+	if (user) {
+		struct d_sock *s = (struct d_sock *)user;
+		s->tx_held -= bytes < s->tx_held ? bytes : s->tx_held; /* FIN: clamp */
+		d_tx_pump(D(opq), s);
+	}
 }
 
 static int d_close_err(enum ipk_close_reason why)

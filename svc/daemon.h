@@ -40,6 +40,8 @@ struct d_cfg {
 	unsigned prio_uid_level[D_MAX_IDS], n_prio_uid;
 	int busy_poll, graceful, verbose;
 	uint32_t spin_us;
+	uint32_t low_inflight;       /* bytes a socket below level 0 may hold in the
+	                              * stack unacknowledged (0: no limit), d_net.c */
 };
 
 /* An operation in flight: the SQE copied out of the ring, never re-read. */
@@ -87,6 +89,7 @@ struct d_sock {
 	uint32_t sq_head, cq_tail;   /* the daemon's own indices (authoritative) */
 	int broken;                  /* SQ tail found out of range */
 	uint32_t inflight;           /* consumed, not yet completed */
+	uint32_t tx_held;            /* bytes written into the stack, not yet acked */
 	struct d_opq txq, rxq;       /* SEND/SHUTDOWN in order; RECV/RECVFROM */
 	struct ipk_svc_cqe *ovf;     /* completions waiting for CQ room */
 	uint32_t ovf_head, ovf_n;

@@ -38,6 +38,8 @@ static const char d_help[] =
 	"  --prio-uid UID:L     let uid ask for level L and below (repeatable)\n"
 	"  --prio-share N       entries each lower level is guaranteed per service pass,\n"
 	"                       doubled per level upwards (default 16)\n"
+	"  --low-inflight B     bytes a socket below level 0 may have in the stack\n"
+	"                       unacknowledged (default 65536; 0: no limit)\n"
 	"  --busy-poll          never sleep\n"
 	"  --spin-us N          after work, keep polling N microseconds before sleeping\n"
 	"                       (default 50, 0 = sleep at once, at most 100000)\n"
@@ -170,6 +172,8 @@ static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
 		c->prio_share = (unsigned)x;
 	else if (!strcmp(name, "--prio-uid") && d_prio_uid(c, val) == 0)
 		;
+	else if (!strcmp(name, "--low-inflight") && d_parse_u(val, 1u << 30, &x) == 0)
+		c->low_inflight = (uint32_t)x;
 	else {
 		fprintf(stderr, "ipkitd: bad option or value: %s %s (see --help)\n", name, val);
 		return -1;
@@ -216,6 +220,7 @@ static void d_cfg_default(struct d_cfg *c)
 	c->prio_levels = 3;
 	c->prio_default = 1;
 	c->prio_share = 16;
+	c->low_inflight = 64u << 10;
 }
 
 /* 0 run, 1 help printed, -1 bad usage. */

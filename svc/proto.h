@@ -50,7 +50,9 @@ struct ipk_svc_region {
 	struct ipk_svc_line submit_seq;
 	/* line 5 (daemon): statistics */
 	uint64_t tx_copied, rx_copied, bad_sqe, bad_index, sock_visits;
-	uint8_t pad5[IPK_SVC_CL - 40];
+	uint64_t low_held_max; /* most bytes one socket below level 0 held in the
+	                        * stack unacknowledged (was padding: versions agree) */
+	uint8_t pad5[IPK_SVC_CL - 48];
 	/* line 6 (daemon, constant): the ready bitmap (app writes, daemon takes), at
 	 * ready_off: ready_sum_words summary words (bit w: bitmap word w may have
 	 * bits), then ready_words bitmap words (bit i: socket index i submitted).

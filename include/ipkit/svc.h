@@ -308,6 +308,9 @@ struct ipk_svc_stats {
 	uint64_t sock_visits; /* times the daemon looked at one of the app's sockets (not
 	                       * the control ring): the work of its passes, which
 	                       * follows the sockets that submitted, not all of them */
+	uint64_t low_held_max; /* the most bytes one of the app's sockets below level 0
+	                        * had in the daemon's stack, unacknowledged: bounded by
+	                        * ipkitd's --low-inflight (what queues ahead of level 0) */
 };
 /* ipk_svc_stats: copy them into *st (zeros for a NULL svc; NULL st: nothing). */
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);

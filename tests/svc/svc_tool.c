@@ -270,6 +270,11 @@ static int mode_connect(struct ipk_svc *svc, char **av)
 	}
 	rc = x_run(&x);
 	ipk_svc_close(x.so);
+	{ /* what the daemon let this app's low levels hold in its stack */
+		struct ipk_svc_stats st;
+		ipk_svc_stats(svc, &st);
+		printf("low_held_max %llu\n", (unsigned long long)st.low_held_max);
+	}
 	return rc < 0 ? 1 : 0;
 }
 
