@@ -276,6 +276,44 @@ void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 	}
 }
 
+/* The receive side of the same limit: bytes in flight towards a low level wait
+ * in the backend's receive queue ahead of a level-0 reply, and the peer may send
+ * a whole window (tcp_rcvbuf, 256 KiB) of them. The window is tcp_rcvbuf minus the
+ * bytes delivered and not released (RFC 9293 §3.8.6.2.2), so a socket below level
+ * 0 keeps tcp_rcvbuf - low_inflight bytes unreleased after the app took them: its
+ * window never opens beyond low_inflight. The right edge never moves back (we
+ * only release later, never take back), and each byte the app takes beyond that
+ * reserve is released at once, so the window cannot close for good. */
+static void d_rx_release(struct d_daemon *d, struct d_sock *s, uint32_t n)
+{
+	uint32_t lim = d->cfg.low_inflight, keep = 0, r;
+	s->rx_owed += n;
+	if (s->prio && lim && d->rcvbuf > lim)
+		keep = d->rcvbuf - lim;
+	r = s->rx_unread > keep ? s->rx_unread - keep : 0;
+	if (r > s->rx_owed)
+		r = s->rx_owed;
+	if (r == 0)
+		return;
+	s->rx_owed -= r;
+	s->rx_unread -= r;
+	ipk_tcp_recved(d->ctx, s->conn, r, ipk_node_now(d->node));
+}
+
+/* The counter the test reads: the window the core has open to a low level's peer
+ * (RFC 9293: rcv_adv - rcv_nxt), once the first windows (opened before any byte
+ * could be kept back) are behind it. */
+static void d_rx_window_seen(struct d_daemon *d, struct ipk_conn *c, struct d_sock *s,
+                             uint32_t len)
+{
+	struct ipk_tcp_info ti;
+	s->rx_total += len;
+	if (s->prio == 0 || s->rx_total <= 2ull * d->rcvbuf || ipk_tcp_info(c, &ti) != 0)
+		return;
+	if (ti.rcv_wnd > s->app->hdr->low_rwnd_max)
+		s->app->hdr->low_rwnd_max = ti.rcv_wnd;
+}
+
 /* Copy held payload into one RECV's buffer; returns bytes. */
 static uint32_t d_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e)
 {
@@ -310,7 +348,7 @@ static void d_rx_tcp(struct d_daemon *d, struct d_sock *s)
 			uint32_t n = d_rx_copy(s, &op->e);
 			s->app->hdr->rx_copied += n;
 			if (s->conn) /* the window reopens as the app takes the bytes */
-				ipk_tcp_recved(d->ctx, s->conn, n, ipk_node_now(d->node));
+				d_rx_release(d, s, n);
 			d_op_done(s, op->e.user_data, (int32_t)n);
 		} else if (s->rx_eof) {
 			d_op_done(s, op->e.user_data, s->err);
@@ -523,6 +561,8 @@ static void ev_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void
 		ipk_tcp_abort(ctx, c, ipk_node_now(d->node));
 		return;
 	}
+	s->rx_unread += len;
+	d_rx_window_seen(d, c, s, len);
 	k->off += off;
 	k->len = len;
 	k->next = NULL;

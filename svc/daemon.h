@@ -90,6 +90,10 @@ struct d_sock {
 	int broken;                  /* SQ tail found out of range */
 	uint32_t inflight;           /* consumed, not yet completed */
 	uint32_t tx_held;            /* bytes written into the stack, not yet acked */
+	uint32_t rx_unread, rx_owed; /* bytes the core delivered and we have not
+	                              * released (ipk_tcp_recved); of those, the ones
+	                              * the app already took */
+	uint64_t rx_total;           /* bytes the core delivered (low_rwnd_max) */
 	struct d_opq txq, rxq;       /* SEND/SHUTDOWN in order; RECV/RECVFROM */
 	struct ipk_svc_cqe *ovf;     /* completions waiting for CQ room */
 	uint32_t ovf_head, ovf_n;
@@ -185,6 +189,7 @@ struct d_daemon {
 	uint64_t loop_conns, loop_dgrams, loop_dgram_drops;
 	uint64_t reclaims;
 	uint32_t passes;             /* service passes (cqe->pass) */
+	uint32_t rcvbuf;             /* the core's tcp_rcvbuf (d_core_tweak) */
 };
 
 /* d_app.c */

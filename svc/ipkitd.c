@@ -257,6 +257,13 @@ static int d_args(struct d_cfg *c, int argc, char **argv)
 
 /* ------------------------------------------------------------ set-up */
 
+/* The receive window is tcp_rcvbuf minus what the core delivered and we did not
+ * release: d_rx_release needs the first to clamp a low level's window. */
+static void d_core_tweak(struct ipk_config *cfg, void *app)
+{
+	((struct d_daemon *)app)->rcvbuf = cfg->tcp_rcvbuf;
+}
+
 static int d_start(struct d_daemon *d, char *err, size_t errlen)
 {
 	struct ipk_node_cfg nc;
@@ -269,6 +276,7 @@ static int d_start(struct d_daemon *d, char *err, size_t errlen)
 	nc.gateway_be = d->cfg.gw_be;
 	nc.events = &d_events;
 	nc.app = d;
+	nc.core_tweak = d_core_tweak;
 	d->node = ipk_node_create(&nc, err, errlen);
 	if (!d->node)
 		return -1;

@@ -52,7 +52,9 @@ struct ipk_svc_region {
 	uint64_t tx_copied, rx_copied, bad_sqe, bad_index, sock_visits;
 	uint64_t low_held_max; /* most bytes one socket below level 0 held in the
 	                        * stack unacknowledged (was padding: versions agree) */
-	uint8_t pad5[IPK_SVC_CL - 48];
+	uint64_t low_rwnd_max; /* the widest receive window one such socket had open
+	                        * once past 2 x tcp_rcvbuf bytes (the same) */
+	uint8_t pad5[IPK_SVC_CL - 56];
 	/* line 6 (daemon, constant): the ready bitmap (app writes, daemon takes), at
 	 * ready_off: ready_sum_words summary words (bit w: bitmap word w may have
 	 * bits), then ready_words bitmap words (bit i: socket index i submitted).

@@ -311,6 +311,9 @@ struct ipk_svc_stats {
 	uint64_t low_held_max; /* the most bytes one of the app's sockets below level 0
 	                        * had in the daemon's stack, unacknowledged: bounded by
 	                        * ipkitd's --low-inflight (what queues ahead of level 0) */
+	uint64_t low_rwnd_max; /* the widest receive window (bytes the peer may still
+	                        * send) one such socket had, past its first 2 x 256 KiB:
+	                        * bounded by --low-inflight the same way */
 };
 /* ipk_svc_stats: copy them into *st (zeros for a NULL svc; NULL st: nothing). */
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);

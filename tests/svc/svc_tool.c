@@ -274,6 +274,7 @@ static int mode_connect(struct ipk_svc *svc, char **av)
 		struct ipk_svc_stats st;
 		ipk_svc_stats(svc, &st);
 		printf("low_held_max %llu\n", (unsigned long long)st.low_held_max);
+		printf("low_rwnd_max %llu\n", (unsigned long long)st.low_rwnd_max);
 	}
 	return rc < 0 ? 1 : 0;
 }

@@ -118,8 +118,10 @@ def case_echo_tcp(rig):
 def case_low_inflight(rig):
     """Priority past submission: a socket below level 0 never has more than
     --low-inflight bytes in the daemon's stack unacknowledged (what a level-0 frame
-    can queue behind), counted by the daemon (low_held_max); the bytes still all
-    arrive. Level 1 is the default level. Not timed."""
+    can queue behind on the way out), nor a wider receive window open to its peer
+    (what a level-0 reply can queue behind on the way in), counted by the daemon
+    (low_held_max, low_rwnd_max); the bytes still all arrive. Level 1 is the
+    default level. Not timed."""
     size = 8 << 20
     p = rig.tool("connect", PEER_IP, "7", str(size))
     out, err = p.communicate(timeout=120)
@@ -130,6 +132,10 @@ def case_low_inflight(rig):
     assert m, out.decode()
     held = int(m.group(1))
     assert 0 < held <= 65536, "level 1 held %d bytes in the stack" % held
+    m = re.search(r"^low_rwnd_max (\d+)$", out.decode(), re.M)
+    assert m, out.decode()
+    wnd = int(m.group(1))
+    assert 0 < wnd <= 65536, "level 1 had a %d-byte receive window open" % wnd
 
 
 def case_apps_tcp(rig):
