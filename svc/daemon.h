@@ -122,6 +122,8 @@ struct d_sock {
 	struct d_sock *act_prev, *act_next;
 	int on_act, more;
 	int pumping, pump_again;     /* d_tx_pump re-entry guard */
+	struct d_sock *wake_next;    /* on the app's wake list: posted this pass */
+	int wake_on;
 	/* UDP */
 	struct d_dgram *dq_h, *dq_t;
 	uint32_t dq_n, dq_bytes;
@@ -172,6 +174,7 @@ struct d_app {
 	uint32_t last_seq;
 	uint32_t cq_seq;             /* completions posted, any socket (cqe->seq) */
 	int rescan, posted, ovf_wait;
+	struct d_sock *wake_h;       /* sockets posted to this pass (d_wake_apps) */
 	uint64_t gone_ns;            /* when its death was noticed */
 	const char *dying;           /* set: reclaim after this epoll batch */
 };

@@ -325,6 +325,73 @@ static int mode_scale(struct ipk_svc *svc, char **av)
 	return got == total ? 0 : 1;
 }
 
+/* threads N MS: the thesis's Table 6.4 shape (its section 6.1.3): N threads, each
+ * with its own socket, each with one operation in flight, for MS milliseconds;
+ * every thread sleeps in ipk_svc_wait_cqe between operations (as pifus's threads
+ * blocked). NOPs, so the figure is the service's own cost per socket (the thesis
+ * wrote to a peer over TAP; the wire's cost does not depend on N). Prints the
+ * mean and tail of submit-to-completion over all threads. */
+struct thr_arg {
+	struct ipk_svc_sock *so;
+	uint64_t end, *lat, n, cap;
+};
+
+static void *thr_main(void *p)
+{
+	struct thr_arg *t = (struct thr_arg *)p;
+	while (t->n < t->cap && now_ns() < t->end) {
+		struct ipk_svc_cqe *c;
+		uint64_t t0;
+		ipk_svc_prep_nop(ipk_svc_get_sqe(t->so));
+		t0 = now_ns();
+		ipk_svc_submit(t->so);
+		if (ipk_svc_wait_cqe(t->so, &c, 5000000000ll) < 0)
+			break;
+		t->lat[t->n++] = now_ns() - t0;
+		ipk_svc_cqe_seen(t->so, c);
+	}
+	return NULL;
+}
+
+static int mode_threads(struct ipk_svc *svc, char **av)
+{
+	long n = atol(av[0]), ms = atol(av[1]), i, got = 0;
+	struct thr_arg *t;
+	pthread_t *th;
+	uint64_t *all, cap = 400000;
+	char name[32];
+	if (n <= 0 || ms <= 0)
+		return 2;
+	t = (struct thr_arg *)calloc((size_t)n, sizeof *t);
+	th = (pthread_t *)calloc((size_t)n, sizeof *th);
+	all = (uint64_t *)calloc(cap * (size_t)n / (n > 8 ? (size_t)n / 8 : 1), sizeof *all);
+	if (!t || !th || !all)
+		return 1;
+	if (n > 8)
+		cap = cap * 8 / (uint64_t)n; /* memory bounded: 3.2 M samples in all */
+	for (i = 0; i < n; i++) {
+		if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &t[i].so) < 0)
+			return 1;
+		t[i].lat = all + (uint64_t)i * cap;
+		t[i].cap = cap;
+	}
+	for (i = 0; i < n; i++) {
+		t[i].end = now_ns() + (uint64_t)ms * 1000000ull;
+		if (pthread_create(&th[i], NULL, thr_main, &t[i]) != 0)
+			return 1;
+	}
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < n; i++) { /* compact the samples */
+		memmove(all + got, t[i].lat, t[i].n * sizeof *all);
+		got += (long)t[i].n;
+	}
+	snprintf(name, sizeof name, "threads_%ld", n);
+	print_lat(name, all, got ? got : 1);
+	printf("threads_%ld ops %ld\n", n, got);
+	return got > 0 ? 0 : 1;
+}
+
 /* rr IP PORT CONNS SECONDS [sleep]: CONNS TCP connections to an echo server, each
  * with one 1-byte request in flight (ipkit-bench's -g 1 -l 1), for SECONDS; the
  * client spins on the CQs, or with "sleep" sleeps on the application futex when a
