@@ -834,6 +834,7 @@ void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st)
 	st->sock_visits = IPK_SVC_LOAD_RLX(&svc->hdr->sock_visits);
 	st->low_held_max = IPK_SVC_LOAD_RLX(&svc->hdr->low_held_max);
 	st->low_rwnd_max = IPK_SVC_LOAD_RLX(&svc->hdr->low_rwnd_max);
+	st->futex_wakes = IPK_SVC_LOAD_RLX(&svc->hdr->futex_wakes);
 }
 
 void *ipk_svc_region(const struct ipk_svc *svc, uint64_t *size)

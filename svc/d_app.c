@@ -472,9 +472,11 @@ static void d_wake_socks(struct d_app *a)
 	IPK_SVC_FENCE();
 	for (; s; s = s->wake_next) {
 		s->wake_on = 0;
-		if (s->ring && IPK_SVC_LOAD_RLX(&s->ring->cq_head.waiting) != 0)
+		if (s->ring && IPK_SVC_LOAD_RLX(&s->ring->cq_head.waiting) != 0) {
+			a->hdr->futex_wakes++;
 			syscall(SYS_futex, &s->ring->cq_tail.v, FUTEX_WAKE, 0x7fffffff, NULL, NULL,
 			        0);
+		}
 	}
 }
 
@@ -495,6 +497,7 @@ void d_wake_apps(struct d_daemon *d)
 		IPK_SVC_FENCE();
 		if (IPK_SVC_LOAD_RLX(&a->hdr->app_waiting.v) == 0)
 			continue;
+		a->hdr->futex_wakes++;
 		syscall(SYS_futex, &a->hdr->app_futex.v, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 	}
 }

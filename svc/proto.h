@@ -55,7 +55,7 @@ struct ipk_svc_region {
 	                        * stack unacknowledged (was padding: versions agree) */
 	uint64_t low_rwnd_max; /* the widest receive window one such socket had open
 	                        * once past 2 x tcp_rcvbuf bytes (the same) */
-	uint8_t pad5[IPK_SVC_CL - 56];
+	uint64_t futex_wakes;  /* FUTEX_WAKE calls the daemon made for this app */
 	/* line 6 (daemon, constant): the ready bitmap (app writes, daemon takes), at
 	 * ready_off: ready_sum_words summary words (bit w: bitmap word w may have
 	 * bits), then ready_words bitmap words (bit i: socket index i submitted).

@@ -314,6 +314,8 @@ struct ipk_svc_stats {
 	uint64_t low_rwnd_max; /* the widest receive window (bytes the peer may still
 	                        * send) one such socket had, past its first 2 x 256 KiB:
 	                        * bounded by --low-inflight the same way */
+	uint64_t futex_wakes;  /* wake-up system calls the daemon made for the app:
+	                        * only for sockets (or the whole app) a thread sleeps on */
 };
 /* ipk_svc_stats: copy them into *st (zeros for a NULL svc; NULL st: nothing). */
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);

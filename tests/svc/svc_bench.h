@@ -392,6 +392,59 @@ static int mode_threads(struct ipk_svc *svc, char **av)
 	return got > 0 ? 0 : 1;
 }
 
+/* herd K: one thread sleeps in ipk_svc_wait_cqe on socket A while this one runs K
+ * NOPs on socket B, spinning; then A gets its NOP. Prints the daemon's wake-up
+ * system calls for the app during the K NOPs (ipk_svc_stats futex_wakes): B's
+ * completions must not wake A's thread. Counted, not timed. */
+struct herd_arg {
+	struct ipk_svc_sock *so;
+	int rc;
+};
+
+static void *herd_waiter(void *p)
+{
+	struct herd_arg *h = (struct herd_arg *)p;
+	struct ipk_svc_cqe *c;
+	h->rc = ipk_svc_wait_cqe(h->so, &c, 30000000000ll);
+	if (h->rc == 0)
+		ipk_svc_cqe_seen(h->so, c);
+	return NULL;
+}
+
+static int mode_herd(struct ipk_svc *svc, char **av)
+{
+	long k = atol(av[0]), i;
+	struct herd_arg h;
+	struct ipk_svc_sock *b;
+	struct ipk_svc_stats s0, s1;
+	pthread_t th;
+	memset(&h, 0, sizeof h);
+	if (k <= 0 || ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &h.so) < 0 ||
+	    ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &b) < 0)
+		return 1;
+	if (pthread_create(&th, NULL, herd_waiter, &h) != 0)
+		return 1;
+	usleep(200000); /* the waiter is asleep by now (if not, it only costs wakes) */
+	ipk_svc_stats(svc, &s0);
+	for (i = 0; i < k; i++) {
+		struct ipk_svc_cqe *c;
+		uint64_t end = now_ns() + 10000000000ull;
+		ipk_svc_prep_nop(ipk_svc_get_sqe(b));
+		ipk_svc_submit(b);
+		while (ipk_svc_peek_cqe(b, &c) != 0)
+			if (now_ns() > end)
+				return 1;
+		ipk_svc_cqe_seen(b, c);
+	}
+	ipk_svc_stats(svc, &s1);
+	ipk_svc_prep_nop(ipk_svc_get_sqe(h.so));
+	ipk_svc_submit(h.so);
+	pthread_join(th, NULL);
+	printf("herd_wakes %llu nops %ld waiter %d\n",
+	       (unsigned long long)(s1.futex_wakes - s0.futex_wakes), k, h.rc);
+	return h.rc == 0 ? 0 : 1;
+}
+
 /* rr IP PORT CONNS SECONDS [sleep]: CONNS TCP connections to an echo server, each
  * with one 1-byte request in flight (ipkit-bench's -g 1 -l 1), for SECONDS; the
  * client spins on the CQs, or with "sleep" sleeps on the application futex when a

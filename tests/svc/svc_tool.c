@@ -28,6 +28,8 @@
  *                                                  each answered from the callback
  *   svc_tool [--socket PATH] scale N K             N sockets, one NOP in flight each, K
  *                                                  round trips each: latency vs sockets
+ *   svc_tool [--socket PATH] herd K                a thread asleep on one socket, K NOPs
+ *                                                  on another: the daemon's wake-ups
  *   svc_tool [--socket PATH] threads N MS          N threads, a socket each, one NOP in
  *                                                  flight each, sleeping: the thesis's
  *                                                  Table 6.4 shape
@@ -738,6 +740,8 @@ int main(int argc, char **argv)
 		rc = mode_wake(svc);
 	else if (!strcmp(argv[i], "rr") && argc - i >= 5)
 		rc = mode_rr(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "herd") && argc - i >= 2)
+		rc = mode_herd(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "threads") && argc - i >= 3)
 		rc = mode_threads(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "scale") && argc - i >= 3)

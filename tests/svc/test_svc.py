@@ -138,6 +138,18 @@ def case_low_inflight(rig):
     assert 0 < wnd <= 65536, "level 1 had a %d-byte receive window open" % wnd
 
 
+def case_herd(rig):
+    """Per-socket wake-ups: a thread asleep in ipk_svc_wait_cqe on one socket is
+    not woken by another socket's completions. 1,000 NOPs on socket B while a
+    thread sleeps on socket A: the daemon's FUTEX_WAKE calls for the app stay near 0
+    (with one futex per application they were one per pass, ~1,000). Counted."""
+    rc, out, err = rig.run_tool("herd", "1000", timeout=60)
+    assert rc == 0, out + err
+    m = re.search(r"^herd_wakes (\d+) nops 1000 waiter 0$", out, re.M)
+    assert m, out + err
+    assert int(m.group(1)) <= 10, "socket B's completions woke A's thread: " + out
+
+
 def case_apps_tcp(rig):
     """Two applications of one ipkitd: A listens, B connects to the daemon's own
     address; 64 MiB each way, each side's received digest is the other's sent one.
