@@ -214,10 +214,24 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
  * has no limit. The rest stays in the application's region (its SEND not yet
  * complete) until tcp_acked frees room: throughput of a low level is then one
  * budget per round trip, which is the point. */
+/* Limited: s is below level 0, the limit is on, and some socket of a higher level
+ * is open (alone or among equals a level has nothing to yield to, and a long path
+ * would only lose throughput). */
+static int d_low_limited(const struct d_daemon *d, const struct d_sock *s)
+{
+	unsigned l;
+	if (s->prio == 0 || d->cfg.low_inflight == 0)
+		return 0;
+	for (l = 0; l < s->prio && l < D_PRIO_MAX; l++)
+		if (d->lvl_socks[l])
+			return 1;
+	return 0;
+}
+
 static uint32_t d_tx_room(const struct d_daemon *d, const struct d_sock *s, uint32_t want)
 {
 	uint32_t lim = d->cfg.low_inflight;
-	if (s->prio == 0 || lim == 0)
+	if (!d_low_limited(d, s))
 		return want;
 	if (s->tx_held >= lim)
 		return 0;
@@ -288,7 +302,7 @@ static void d_rx_release(struct d_daemon *d, struct d_sock *s, uint32_t n)
 {
 	uint32_t lim = d->cfg.low_inflight, keep = 0, r;
 	s->rx_owed += n;
-	if (s->prio && lim && d->rcvbuf > lim)
+	if (d_low_limited(d, s) && d->rcvbuf > lim)
 		keep = d->rcvbuf - lim;
 	r = s->rx_unread > keep ? s->rx_unread - keep : 0;
 	if (r > s->rx_owed)
@@ -308,7 +322,7 @@ static void d_rx_window_seen(struct d_daemon *d, struct ipk_conn *c, struct d_so
 {
 	struct ipk_tcp_info ti;
 	s->rx_total += len;
-	if (s->prio == 0 || s->rx_total <= 2ull * d->rcvbuf || ipk_tcp_info(c, &ti) != 0)
+	if (!d_low_limited(d, s) || s->rx_total <= 2ull * d->rcvbuf || ipk_tcp_info(c, &ti) != 0)
 		return;
 	if (ti.rcv_wnd > s->app->hdr->low_rwnd_max)
 		s->app->hdr->low_rwnd_max = ti.rcv_wnd;
@@ -518,7 +532,7 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 	}
 	w->conn = c;
 	w->state = D_CONNECTED;
-	w->prio = l->prio; /* an accepted socket serves at its listener's level */
+	d_sock_level(w, l->prio); /* an accepted socket serves at its listener's level */
 	d_acc_push(l, w);
 	d_accept_deliver(d, l);
 	return w;

@@ -128,6 +128,17 @@ static int d_table_take(struct d_app *a, uint32_t *idx)
 	return 0;
 }
 
+/* A socket's level, counted per level for d_net.c's --low-inflight. */
+void d_sock_level(struct d_sock *s, unsigned lvl)
+{
+	struct d_daemon *d = s->app->d;
+	if (s->lvl_counted)
+		d->lvl_socks[s->prio]--;
+	s->prio = lvl;
+	d->lvl_socks[lvl]++;
+	s->lvl_counted = 1;
+}
+
 struct d_sock *d_sock_alloc(struct d_app *a, int type)
 {
 	struct d_sock *s = (struct d_sock *)calloc(1, sizeof *s);
@@ -194,6 +205,9 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 	struct d_app *a = s->app;
 	uint64_t now = ipk_node_now(d->node);
 	d_wake_forget(s);
+	if (s->lvl_counted)
+		d->lvl_socks[s->prio]--;
+	s->lvl_counted = 0;
 	d_loop_unpair(d, s, graceful);
 	if (s->conn) {
 		struct ipk_conn *c = s->conn;
@@ -351,7 +365,7 @@ static void d_ctl_socket(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 	}
 	s = d_sock_alloc(ctl->app, (int)e->arg);
 	if (s)
-		s->prio = (unsigned)rc;
+		d_sock_level(s, (unsigned)rc);
 	rc = s ? d_sock_rings(s, e->len, e->arg2) : -ENOMEM;
 	if (rc == 0)
 		rc = d_sock_attach(s);

@@ -77,7 +77,8 @@ struct d_sock {
 	struct d_app *app;
 	uint32_t id;                 /* 0: not attached yet (accepted, waiting) */
 	int type;                    /* IPK_SVC_TCP / UDP */
-	unsigned prio;               /* level, 0 served first */
+	unsigned prio;               /* level, 0 served first (set by d_sock_level) */
+	int lvl_counted;             /* counted in d->lvl_socks[prio] */
 	enum d_state state;
 	/* rings: daemon-private copies of where they are and how big */
 	uint64_t ring_off;
@@ -193,6 +194,8 @@ struct d_daemon {
 	uint64_t reclaims;
 	uint32_t passes;             /* service passes (cqe->pass) */
 	uint32_t rcvbuf;             /* the core's tcp_rcvbuf (d_core_tweak) */
+	uint32_t lvl_socks[D_PRIO_MAX]; /* live sockets per level (--low-inflight
+	                                 * limits a level only while a higher one has any) */
 };
 
 /* d_app.c */
@@ -217,6 +220,7 @@ int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq);
 int d_sock_attach(struct d_sock *s);
 struct d_sock *d_sock_alloc(struct d_app *a, int type);
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
+void d_sock_level(struct d_sock *s, unsigned lvl);
 int d_opq_push(struct d_opq *q, const struct d_op *op);
 struct d_op *d_opq_front(struct d_opq *q);
 void d_opq_pop(struct d_opq *q);

@@ -195,6 +195,7 @@ static int mode_prio(struct ipk_svc *svc, char **av)
 	       (unsigned long long)(__atomic_load_n(&f.done, __ATOMIC_RELAXED) - d0));
 	__atomic_store_n(&f.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
+	printf("flood_total %llu\n", (unsigned long long)__atomic_load_n(&f.done, __ATOMIC_RELAXED));
 	free(lat);
 	return rc ? 1 : 0;
 }

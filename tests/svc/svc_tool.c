@@ -66,7 +66,7 @@
 #define WAIT_NS 30000000000ll
 
 static int fails;
-/* SVC_TOOL_PRIO=L: connect and rr sockets ask for level L - 1 (unset or 0: the
+/* SVC_TOOL_PRIO=L: connect, listen and rr sockets ask for level L - 1 (unset or 0: the
  * application's default level) */
 static unsigned g_prio;
 
@@ -294,7 +294,7 @@ static int mode_listen(struct ipk_svc *svc, char **av)
 	memset(&x, 0, sizeof x);
 	x.svc = svc;
 	x.size = strtoull(av[1], NULL, 0);
-	if (ipk_svc_socket(svc, IPK_SVC_TCP, 16, 32, &l) < 0)
+	if (tool_socket(svc, 16, 32, &l) < 0) /* SVC_TOOL_PRIO applies */
 		return 1;
 	memset(&e, 0, sizeof e);
 	{
