@@ -310,10 +310,11 @@ struct ipk_svc_stats {
 	                       * follows the sockets that submitted, not all of them */
 	uint64_t low_held_max; /* the most bytes one of the app's sockets below level 0
 	                        * had in the daemon's stack, unacknowledged: bounded by
-	                        * ipkitd's --low-inflight (what queues ahead of level 0) */
+	                        * ipkitd's --low-inflight while a socket of a higher
+	                        * level is open (what queues ahead of it) */
 	uint64_t low_rwnd_max; /* the widest receive window (bytes the peer may still
-	                        * send) one such socket had, past its first 2 x 256 KiB:
-	                        * bounded by --low-inflight the same way */
+	                        * send) one such socket had while limited, past its
+	                        * first 2 x 256 KiB: bounded by --low-inflight too */
 	uint64_t futex_wakes;  /* wake-up system calls the daemon made for the app:
 	                        * only for sockets (or the whole app) a thread sleeps on */
 };
