@@ -399,12 +399,41 @@ static int svc_sock_ready(void *arg)
 	return IPK_SVC_LOAD_ACQ(&so->ring->cq_tail.v) != IPK_SVC_LOAD_RLX(&so->ring->cq_head.v);
 }
 
+/* Sleep on this socket's own futex word (its CQ tail) until it has a completion:
+ * only this socket's completions wake us (svc/proto.h, struct ipk_svc_cqh). */
+static int svc_sock_block(struct ipk_svc_sock *so, int64_t timeout_ns)
+{
+	struct ipk_svc_ring *r = so->ring;
+	uint64_t end = timeout_ns < 0 ? UINT64_MAX : svc_now() + (uint64_t)timeout_ns;
+	for (;;) {
+		uint32_t v = IPK_SVC_LOAD_ACQ(&r->cq_tail.v);
+		uint64_t now;
+		int64_t slice = 100000000;
+		if (v != IPK_SVC_LOAD_RLX(&r->cq_head.v))
+			return 0;
+		if (svc_dead(so->svc))
+			return -EPIPE;
+		now = svc_now();
+		if (now >= end)
+			return -ETIME;
+		if (end - now < (uint64_t)slice)
+			slice = (int64_t)(end - now);
+		__atomic_add_fetch(&r->cq_head.waiting, 1, __ATOMIC_RELAXED);
+		/* seq_cst: forbids checking the CQ before `waiting` is visible; the
+		 * daemon fences between posting and reading it */
+		IPK_SVC_FENCE();
+		if (!svc_sock_ready(so)) /* a tail past v makes the wait return at once */
+			svc_futex_wait(&r->cq_tail.v, v, slice);
+		__atomic_sub_fetch(&r->cq_head.waiting, 1, __ATOMIC_RELAXED);
+	}
+}
+
 int ipk_svc_wait_cqe(struct ipk_svc_sock *so, struct ipk_svc_cqe **cqe, int64_t timeout_ns)
 {
 	int rc = ipk_svc_peek_cqe(so, cqe);
 	if (rc == 0)
 		return 0;
-	rc = svc_block(so->svc, svc_sock_ready, so, timeout_ns);
+	rc = svc_sock_block(so, timeout_ns);
 	if (rc < 0)
 		return rc;
 	return ipk_svc_peek_cqe(so, cqe);
@@ -803,6 +832,9 @@ void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st)
 	st->bad_sqe = IPK_SVC_LOAD_RLX(&svc->hdr->bad_sqe);
 	st->bad_index = IPK_SVC_LOAD_RLX(&svc->hdr->bad_index);
 	st->sock_visits = IPK_SVC_LOAD_RLX(&svc->hdr->sock_visits);
+	st->low_held_max = IPK_SVC_LOAD_RLX(&svc->hdr->low_held_max);
+	st->low_rwnd_max = IPK_SVC_LOAD_RLX(&svc->hdr->low_rwnd_max);
+	st->futex_wakes = IPK_SVC_LOAD_RLX(&svc->hdr->futex_wakes);
 }
 
 void *ipk_svc_region(const struct ipk_svc *svc, uint64_t *size)

@@ -460,6 +460,26 @@ void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why)
 
 /* ------------------------------------------------------------ wake-ups */
 
+/* Threads asleep on one socket (ipk_svc_wait_cqe): woken only by their own
+ * socket's completions. `waiting` is the app's (untrusted): a wrong value costs
+ * one FUTEX_WAKE per socket and pass that posted, no more. */
+static void d_wake_socks(struct d_app *a)
+{
+	struct d_sock *s = a->wake_h;
+	a->wake_h = NULL;
+	/* seq_cst: forbids reading `waiting` before our cq_tail stores are visible;
+	 * the app fences between raising it and re-checking its CQ */
+	IPK_SVC_FENCE();
+	for (; s; s = s->wake_next) {
+		s->wake_on = 0;
+		if (s->ring && IPK_SVC_LOAD_RLX(&s->ring->cq_head.waiting) != 0) {
+			a->hdr->futex_wakes++;
+			syscall(SYS_futex, &s->ring->cq_tail.v, FUTEX_WAKE, 0x7fffffff, NULL, NULL,
+			        0);
+		}
+	}
+}
+
 void d_wake_apps(struct d_daemon *d)
 {
 	struct d_app *a;
@@ -467,6 +487,7 @@ void d_wake_apps(struct d_daemon *d)
 		if (!a->posted)
 			continue;
 		a->posted = 0;
+		d_wake_socks(a);
 		/* the futex word counts passes that posted (no system call): a waiter
 		 * that read it before scanning its CQs sees it move (ipk_svc_wait_from) */
 		__atomic_add_fetch(&a->hdr->app_futex.v, 1, __ATOMIC_RELEASE);
@@ -476,6 +497,7 @@ void d_wake_apps(struct d_daemon *d)
 		IPK_SVC_FENCE();
 		if (IPK_SVC_LOAD_RLX(&a->hdr->app_waiting.v) == 0)
 			continue;
+		a->hdr->futex_wakes++;
 		syscall(SYS_futex, &a->hdr->app_futex.v, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 	}
 }

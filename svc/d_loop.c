@@ -102,7 +102,7 @@ void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 	w->peer = s;
 	s->state = w->state = D_CONNECTED;
 	s->rx_eof = w->rx_eof = 0;
-	w->prio = l->prio; /* an accepted socket serves at its listener's level */
+	d_sock_level(w, l->prio); /* an accepted socket serves at its listener's level */
 	w->lport_be = l->lport_be;
 	w->peer_port_be = d_loop_port(d, s);
 	s->peer_port_be = l->lport_be;

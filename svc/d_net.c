@@ -206,11 +206,53 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 
 /* ------------------------------------------------------------ send / recv */
 
+/* Priority past submission (issue 17, the on-the-wire figure): what the daemon
+ * writes into the stack leaves in order, so every byte a level-2 flood has in the
+ * stack is a byte a level-0 request may wait behind, in the core's send queue and
+ * then in the backend's. Like Linux's byte queue limits, a socket below level 0
+ * may have at most --low-inflight bytes written and not yet acknowledged; level 0
+ * has no limit. The rest stays in the application's region (its SEND not yet
+ * complete) until tcp_acked frees room: throughput of a low level is then one
+ * budget per round trip, which is the point. */
+/* Limited: s is below level 0, the limit is on, and some socket of a higher level
+ * is open (alone or among equals a level has nothing to yield to, and a long path
+ * would only lose throughput). */
+static int d_low_limited(const struct d_daemon *d, const struct d_sock *s)
+{
+	unsigned l;
+	if (s->prio == 0 || d->cfg.low_inflight == 0)
+		return 0;
+	for (l = 0; l < s->prio && l < D_PRIO_MAX; l++)
+		if (d->lvl_socks[l])
+			return 1;
+	return 0;
+}
+
+static uint32_t d_tx_room(const struct d_daemon *d, const struct d_sock *s, uint32_t want)
+{
+	uint32_t lim = d->cfg.low_inflight;
+	if (!d_low_limited(d, s))
+		return want;
+	if (s->tx_held >= lim)
+		return 0;
+	return want < lim - s->tx_held ? want : lim - s->tx_held;
+}
+
+/* Account bytes written into the stack; the high-water mark is the app's to read
+ * (ipk_svc_stats: low_held_max), what the test counts. */
+static void d_tx_held(struct d_sock *s, uint32_t n)
+{
+	s->tx_held += n;
+	if (s->prio && s->tx_held > s->app->hdr->low_held_max)
+		s->app->hdr->low_held_max = s->tx_held;
+}
+
 /* Move queued SENDs into the stack's send buffer (copying from the region), in
  * order; SHUTDOWN when it reaches the front. */
 void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 {
 	struct d_op *op;
+	uint32_t n;
 	uint64_t now = ipk_node_now(d->node);
 	if (s->peer) {
 		d_loop_tx(d, s);
@@ -229,20 +271,61 @@ void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 			d_opq_pop(&s->txq);
 			continue;
 		}
-		rc = ipk_tcp_write(d->ctx, s->conn, s->app->base + op->e.buf_off + op->done,
-		                   op->e.len - op->done, now);
+		n = d_tx_room(d, s, op->e.len - op->done);
+		if (n == 0)
+			return; /* its share is in the stack: tcp_acked brings us back */
+		rc = ipk_tcp_write(d->ctx, s->conn, s->app->base + op->e.buf_off + op->done, n, now);
 		if (rc < 0) {
 			d_op_done(s, op->e.user_data, rc);
 			d_opq_pop(&s->txq);
 			continue;
 		}
 		op->done += (uint32_t)rc;
+		d_tx_held(s, (uint32_t)rc);
 		s->app->hdr->tx_copied += (uint64_t)rc;
 		if (op->done < op->e.len)
-			return; /* send buffer full: tcp_acked brings us back */
+			return; /* send buffer full or share used: tcp_acked brings us back */
 		d_op_done(s, op->e.user_data, (int32_t)op->e.len);
 		d_opq_pop(&s->txq);
 	}
+}
+
+/* The receive side of the same limit: bytes in flight towards a low level wait
+ * in the backend's receive queue ahead of a level-0 reply, and the peer may send
+ * a whole window (tcp_rcvbuf, 256 KiB) of them. The window is tcp_rcvbuf minus the
+ * bytes delivered and not released (RFC 9293 §3.8.6.2.2), so a socket below level
+ * 0 keeps tcp_rcvbuf - low_inflight bytes unreleased after the app took them: its
+ * window never opens beyond low_inflight. The right edge never moves back (we
+ * only release later, never take back), and each byte the app takes beyond that
+ * reserve is released at once, so the window cannot close for good. */
+static void d_rx_release(struct d_daemon *d, struct d_sock *s, uint32_t n)
+{
+	uint32_t lim = d->cfg.low_inflight, keep = 0, r;
+	s->rx_owed += n;
+	if (d_low_limited(d, s) && d->rcvbuf > lim)
+		keep = d->rcvbuf - lim;
+	r = s->rx_unread > keep ? s->rx_unread - keep : 0;
+	if (r > s->rx_owed)
+		r = s->rx_owed;
+	if (r == 0)
+		return;
+	s->rx_owed -= r;
+	s->rx_unread -= r;
+	ipk_tcp_recved(d->ctx, s->conn, r, ipk_node_now(d->node));
+}
+
+/* The counter the test reads: the window the core has open to a low level's peer
+ * (RFC 9293: rcv_adv - rcv_nxt), once the first windows (opened before any byte
+ * could be kept back) are behind it. */
+static void d_rx_window_seen(struct d_daemon *d, struct ipk_conn *c, struct d_sock *s,
+                             uint32_t len)
+{
+	struct ipk_tcp_info ti;
+	s->rx_total += len;
+	if (!d_low_limited(d, s) || s->rx_total <= 2ull * d->rcvbuf || ipk_tcp_info(c, &ti) != 0)
+		return;
+	if (ti.rcv_wnd > s->app->hdr->low_rwnd_max)
+		s->app->hdr->low_rwnd_max = ti.rcv_wnd;
 }
 
 /* Copy held payload into one RECV's buffer; returns bytes. */
@@ -279,7 +362,7 @@ static void d_rx_tcp(struct d_daemon *d, struct d_sock *s)
 			uint32_t n = d_rx_copy(s, &op->e);
 			s->app->hdr->rx_copied += n;
 			if (s->conn) /* the window reopens as the app takes the bytes */
-				ipk_tcp_recved(d->ctx, s->conn, n, ipk_node_now(d->node));
+				d_rx_release(d, s, n);
 			d_op_done(s, op->e.user_data, (int32_t)n);
 		} else if (s->rx_eof) {
 			d_op_done(s, op->e.user_data, s->err);
@@ -449,7 +532,7 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 	}
 	w->conn = c;
 	w->state = D_CONNECTED;
-	w->prio = l->prio; /* an accepted socket serves at its listener's level */
+	d_sock_level(w, l->prio); /* an accepted socket serves at its listener's level */
 	d_acc_push(l, w);
 	d_accept_deliver(d, l);
 	return w;
@@ -492,6 +575,8 @@ static void ev_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void
 		ipk_tcp_abort(ctx, c, ipk_node_now(d->node));
 		return;
 	}
+	s->rx_unread += len;
+	d_rx_window_seen(d, c, s, len);
 	k->off += off;
 	k->len = len;
 	k->next = NULL;
@@ -509,9 +594,11 @@ static void ev_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32
 {
 	(void)ctx;
 	(void)c;
-	(void)bytes;
-	if (user)
-		d_tx_pump(D(opq), (struct d_sock *)user);
+	if (user) {
+		struct d_sock *s = (struct d_sock *)user;
+		s->tx_held -= bytes < s->tx_held ? bytes : s->tx_held; /* FIN: clamp */
+		d_tx_pump(D(opq), s);
+	}
 }
 
 static int d_close_err(enum ipk_close_reason why)

@@ -128,6 +128,17 @@ static int d_table_take(struct d_app *a, uint32_t *idx)
 	return 0;
 }
 
+/* A socket's level, counted per level for d_net.c's --low-inflight. */
+void d_sock_level(struct d_sock *s, unsigned lvl)
+{
+	struct d_daemon *d = s->app->d;
+	if (s->lvl_counted)
+		d->lvl_socks[s->prio]--;
+	s->prio = lvl;
+	d->lvl_socks[lvl]++;
+	s->lvl_counted = 1;
+}
+
 struct d_sock *d_sock_alloc(struct d_app *a, int type)
 {
 	struct d_sock *s = (struct d_sock *)calloc(1, sizeof *s);
@@ -187,10 +198,16 @@ static void d_sock_free_rx(struct d_sock *s)
 /* Tear a socket down: connection reset (or FIN when graceful), waiting accepted
  * connections reset, ports freed, held data freed, rings back to the allocator.
  * No completion is posted. */
+static void d_wake_forget(struct d_sock *s);
+
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 {
 	struct d_app *a = s->app;
 	uint64_t now = ipk_node_now(d->node);
+	d_wake_forget(s);
+	if (s->lvl_counted)
+		d->lvl_socks[s->prio]--;
+	s->lvl_counted = 0;
 	d_loop_unpair(d, s, graceful);
 	if (s->conn) {
 		struct ipk_conn *c = s->conn;
@@ -251,6 +268,24 @@ static void d_cq_write(struct d_sock *s, const struct ipk_svc_cqe *c)
 	/* release: the entry's contents are visible before the tail that covers it */
 	IPK_SVC_STORE_REL(&s->ring->cq_tail.v, s->cq_tail);
 	s->app->posted = 1;
+	if (!s->wake_on) { /* d_wake_apps looks at it once after the pass */
+		s->wake_on = 1;
+		s->wake_next = s->app->wake_h;
+		s->app->wake_h = s;
+	}
+}
+
+/* Off the app's wake list (a socket destroyed between its post and the wake). */
+static void d_wake_forget(struct d_sock *s)
+{
+	struct d_sock **pp = &s->app->wake_h;
+	if (!s->wake_on)
+		return;
+	while (*pp && *pp != s)
+		pp = &(*pp)->wake_next;
+	if (*pp)
+		*pp = s->wake_next;
+	s->wake_on = 0;
 }
 
 static void d_ovf_flush(struct d_sock *s)
@@ -330,7 +365,7 @@ static void d_ctl_socket(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 	}
 	s = d_sock_alloc(ctl->app, (int)e->arg);
 	if (s)
-		s->prio = (unsigned)rc;
+		d_sock_level(s, (unsigned)rc);
 	rc = s ? d_sock_rings(s, e->len, e->arg2) : -ENOMEM;
 	if (rc == 0)
 		rc = d_sock_attach(s);

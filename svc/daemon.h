@@ -40,6 +40,8 @@ struct d_cfg {
 	unsigned prio_uid_level[D_MAX_IDS], n_prio_uid;
 	int busy_poll, graceful, verbose;
 	uint32_t spin_us;
+	uint32_t low_inflight;       /* bytes a socket below level 0 may hold in the
+	                              * stack unacknowledged (0: no limit), d_net.c */
 };
 
 /* An operation in flight: the SQE copied out of the ring, never re-read. */
@@ -75,7 +77,8 @@ struct d_sock {
 	struct d_app *app;
 	uint32_t id;                 /* 0: not attached yet (accepted, waiting) */
 	int type;                    /* IPK_SVC_TCP / UDP */
-	unsigned prio;               /* level, 0 served first */
+	unsigned prio;               /* level, 0 served first (set by d_sock_level) */
+	int lvl_counted;             /* counted in d->lvl_socks[prio] */
 	enum d_state state;
 	/* rings: daemon-private copies of where they are and how big */
 	uint64_t ring_off;
@@ -87,6 +90,11 @@ struct d_sock {
 	uint32_t sq_head, cq_tail;   /* the daemon's own indices (authoritative) */
 	int broken;                  /* SQ tail found out of range */
 	uint32_t inflight;           /* consumed, not yet completed */
+	uint32_t tx_held;            /* bytes written into the stack, not yet acked */
+	uint32_t rx_unread, rx_owed; /* bytes the core delivered and we have not
+	                              * released (ipk_tcp_recved); of those, the ones
+	                              * the app already took */
+	uint64_t rx_total;           /* bytes the core delivered (low_rwnd_max) */
 	struct d_opq txq, rxq;       /* SEND/SHUTDOWN in order; RECV/RECVFROM */
 	struct ipk_svc_cqe *ovf;     /* completions waiting for CQ room */
 	uint32_t ovf_head, ovf_n;
@@ -115,6 +123,8 @@ struct d_sock {
 	struct d_sock *act_prev, *act_next;
 	int on_act, more;
 	int pumping, pump_again;     /* d_tx_pump re-entry guard */
+	struct d_sock *wake_next;    /* on the app's wake list: posted this pass */
+	int wake_on;
 	/* UDP */
 	struct d_dgram *dq_h, *dq_t;
 	uint32_t dq_n, dq_bytes;
@@ -165,6 +175,7 @@ struct d_app {
 	uint32_t last_seq;
 	uint32_t cq_seq;             /* completions posted, any socket (cqe->seq) */
 	int rescan, posted, ovf_wait;
+	struct d_sock *wake_h;       /* sockets posted to this pass (d_wake_apps) */
 	uint64_t gone_ns;            /* when its death was noticed */
 	const char *dying;           /* set: reclaim after this epoll batch */
 };
@@ -182,6 +193,9 @@ struct d_daemon {
 	uint64_t loop_conns, loop_dgrams, loop_dgram_drops;
 	uint64_t reclaims;
 	uint32_t passes;             /* service passes (cqe->pass) */
+	uint32_t rcvbuf;             /* the core's tcp_rcvbuf (d_core_tweak) */
+	uint32_t lvl_socks[D_PRIO_MAX]; /* live sockets per level (--low-inflight
+	                                 * limits a level only while a higher one has any) */
 };
 
 /* d_app.c */
@@ -206,6 +220,7 @@ int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq);
 int d_sock_attach(struct d_sock *s);
 struct d_sock *d_sock_alloc(struct d_app *a, int type);
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
+void d_sock_level(struct d_sock *s, unsigned lvl);
 int d_opq_push(struct d_opq *q, const struct d_op *op);
 struct d_op *d_opq_front(struct d_opq *q);
 void d_opq_pop(struct d_opq *q);

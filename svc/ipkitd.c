@@ -38,6 +38,9 @@ static const char d_help[] =
 	"  --prio-uid UID:L     let uid ask for level L and below (repeatable)\n"
 	"  --prio-share N       entries each lower level is guaranteed per service pass,\n"
 	"                       doubled per level upwards (default 16)\n"
+	"  --low-inflight B     while a higher level has a socket open, bytes a socket\n"
+	"                       may have in the stack unacknowledged and receive window\n"
+	"                       it may have open (default 65536; 0: no limit)\n"
 	"  --busy-poll          never sleep\n"
 	"  --spin-us N          after work, keep polling N microseconds before sleeping\n"
 	"                       (default 50, 0 = sleep at once, at most 100000)\n"
@@ -170,6 +173,8 @@ static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
 		c->prio_share = (unsigned)x;
 	else if (!strcmp(name, "--prio-uid") && d_prio_uid(c, val) == 0)
 		;
+	else if (!strcmp(name, "--low-inflight") && d_parse_u(val, 1u << 30, &x) == 0)
+		c->low_inflight = (uint32_t)x;
 	else {
 		fprintf(stderr, "ipkitd: bad option or value: %s %s (see --help)\n", name, val);
 		return -1;
@@ -216,6 +221,7 @@ static void d_cfg_default(struct d_cfg *c)
 	c->prio_levels = 3;
 	c->prio_default = 1;
 	c->prio_share = 16;
+	c->low_inflight = 64u << 10;
 }
 
 /* 0 run, 1 help printed, -1 bad usage. */
@@ -252,6 +258,13 @@ static int d_args(struct d_cfg *c, int argc, char **argv)
 
 /* ------------------------------------------------------------ set-up */
 
+/* The receive window is tcp_rcvbuf minus what the core delivered and we did not
+ * release: d_rx_release needs the first to clamp a low level's window. */
+static void d_core_tweak(struct ipk_config *cfg, void *app)
+{
+	((struct d_daemon *)app)->rcvbuf = cfg->tcp_rcvbuf;
+}
+
 static int d_start(struct d_daemon *d, char *err, size_t errlen)
 {
 	struct ipk_node_cfg nc;
@@ -264,6 +277,7 @@ static int d_start(struct d_daemon *d, char *err, size_t errlen)
 	nc.gateway_be = d->cfg.gw_be;
 	nc.events = &d_events;
 	nc.app = d;
+	nc.core_tweak = d_core_tweak;
 	d->node = ipk_node_create(&nc, err, errlen);
 	if (!d->node)
 		return -1;

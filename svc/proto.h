@@ -15,7 +15,8 @@
 #include <stdint.h>
 
 #define IPK_SVC_MAGIC 0x31434b5653504b49ull  /* "IPKSVCK1" little-endian */
-#define IPK_SVC_VERSION 2u /* 2: the ready bitmap, sock_visits */
+#define IPK_SVC_VERSION 3u /* 2: the ready bitmap, sock_visits; 3: per-socket wake-ups
+                            * (cq_head.waiting, futex on cq_tail) */
 #define IPK_SVC_CL 64u /* cache line: every index sits alone in one */
 
 /* A u32 alone on a cache line (no false sharing between producer and consumer). */
@@ -50,7 +51,11 @@ struct ipk_svc_region {
 	struct ipk_svc_line submit_seq;
 	/* line 5 (daemon): statistics */
 	uint64_t tx_copied, rx_copied, bad_sqe, bad_index, sock_visits;
-	uint8_t pad5[IPK_SVC_CL - 40];
+	uint64_t low_held_max; /* most bytes one socket below level 0 held in the
+	                        * stack unacknowledged (was padding: versions agree) */
+	uint64_t low_rwnd_max; /* the widest receive window one such socket had open
+	                        * once past 2 x tcp_rcvbuf bytes (the same) */
+	uint64_t futex_wakes;  /* FUTEX_WAKE calls the daemon made for this app */
 	/* line 6 (daemon, constant): the ready bitmap (app writes, daemon takes), at
 	 * ready_off: ready_sum_words summary words (bit w: bitmap word w may have
 	 * bits), then ready_words bitmap words (bit i: socket index i submitted).
@@ -64,6 +69,20 @@ struct ipk_svc_region {
 	uint8_t pad6[IPK_SVC_CL - 16];
 };
 
+/* The app's CQ index and, in the same (app-written) line, how many of its threads
+ * sleep on this socket alone: a FUTEX_WAIT on the ring's cq_tail word with the
+ * tail they saw. The daemon, after a pass that posted to the socket, fences and
+ * reads `waiting`; only when it is non-zero does it FUTEX_WAKE cq_tail. A thread
+ * raises `waiting`, fences, re-checks the CQ, then waits (Dekker, as for the
+ * app futex): a completion is either seen by the check or moves the word. One
+ * socket's completions wake only the threads waiting on it (no herd of every
+ * waiting thread of the application, protocol version 2's cost per socket). */
+struct ipk_svc_cqh {
+	uint32_t v;
+	uint32_t waiting;
+	uint8_t pad[IPK_SVC_CL - 8];
+};
+
 /* Per-socket ring pair, at ring_off in the region (placed by the daemon, inside the
  * ring area, aligned to 64). SQ entries follow the header, CQ entries follow them. */
 struct ipk_svc_ring {
@@ -75,7 +94,7 @@ struct ipk_svc_ring {
 	uint8_t pad0[IPK_SVC_CL - 24];
 	struct ipk_svc_line sq_head; /* daemon: entries consumed */
 	struct ipk_svc_line sq_tail; /* app: entries published */
-	struct ipk_svc_line cq_head; /* app: entries seen */
+	struct ipk_svc_cqh cq_head;  /* app: entries seen; threads asleep on cq_tail */
 	struct ipk_svc_line cq_tail; /* daemon: entries posted */
 };
 #define IPK_SVC_RING_F_BROKEN 1u /* the daemon stopped reading this SQ (bad indices) */

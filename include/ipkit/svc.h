@@ -308,6 +308,15 @@ struct ipk_svc_stats {
 	uint64_t sock_visits; /* times the daemon looked at one of the app's sockets (not
 	                       * the control ring): the work of its passes, which
 	                       * follows the sockets that submitted, not all of them */
+	uint64_t low_held_max; /* the most bytes one of the app's sockets below level 0
+	                        * had in the daemon's stack, unacknowledged: bounded by
+	                        * ipkitd's --low-inflight while a socket of a higher
+	                        * level is open (what queues ahead of it) */
+	uint64_t low_rwnd_max; /* the widest receive window (bytes the peer may still
+	                        * send) one such socket had while limited, past its
+	                        * first 2 x 256 KiB: bounded by --low-inflight too */
+	uint64_t futex_wakes;  /* wake-up system calls the daemon made for the app:
+	                        * only for sockets (or the whole app) a thread sleeps on */
 };
 /* ipk_svc_stats: copy them into *st (zeros for a NULL svc; NULL st: nothing). */
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);

@@ -195,6 +195,7 @@ static int mode_prio(struct ipk_svc *svc, char **av)
 	       (unsigned long long)(__atomic_load_n(&f.done, __ATOMIC_RELAXED) - d0));
 	__atomic_store_n(&f.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
+	printf("flood_total %llu\n", (unsigned long long)__atomic_load_n(&f.done, __ATOMIC_RELAXED));
 	free(lat);
 	return rc ? 1 : 0;
 }
@@ -323,6 +324,126 @@ static int mode_scale(struct ipk_svc *svc, char **av)
 		print_lat(name, lat, got ? got : 1);
 	}
 	return got == total ? 0 : 1;
+}
+
+/* threads N MS: the thesis's Table 6.4 shape (its section 6.1.3): N threads, each
+ * with its own socket, each with one operation in flight, for MS milliseconds;
+ * every thread sleeps in ipk_svc_wait_cqe between operations (as pifus's threads
+ * blocked). NOPs, so the figure is the service's own cost per socket (the thesis
+ * wrote to a peer over TAP; the wire's cost does not depend on N). Prints the
+ * mean and tail of submit-to-completion over all threads. */
+struct thr_arg {
+	struct ipk_svc_sock *so;
+	uint64_t end, *lat, n, cap;
+};
+
+static void *thr_main(void *p)
+{
+	struct thr_arg *t = (struct thr_arg *)p;
+	while (t->n < t->cap && now_ns() < t->end) {
+		struct ipk_svc_cqe *c;
+		uint64_t t0;
+		ipk_svc_prep_nop(ipk_svc_get_sqe(t->so));
+		t0 = now_ns();
+		ipk_svc_submit(t->so);
+		if (ipk_svc_wait_cqe(t->so, &c, 5000000000ll) < 0)
+			break;
+		t->lat[t->n++] = now_ns() - t0;
+		ipk_svc_cqe_seen(t->so, c);
+	}
+	return NULL;
+}
+
+static int mode_threads(struct ipk_svc *svc, char **av)
+{
+	long n = atol(av[0]), ms = atol(av[1]), i, got = 0;
+	struct thr_arg *t;
+	pthread_t *th;
+	uint64_t *all, cap = 400000;
+	char name[32];
+	if (n <= 0 || ms <= 0)
+		return 2;
+	t = (struct thr_arg *)calloc((size_t)n, sizeof *t);
+	th = (pthread_t *)calloc((size_t)n, sizeof *th);
+	all = (uint64_t *)calloc(cap * (size_t)n / (n > 8 ? (size_t)n / 8 : 1), sizeof *all);
+	if (!t || !th || !all)
+		return 1;
+	if (n > 8)
+		cap = cap * 8 / (uint64_t)n; /* memory bounded: 3.2 M samples in all */
+	for (i = 0; i < n; i++) {
+		if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &t[i].so) < 0)
+			return 1;
+		t[i].lat = all + (uint64_t)i * cap;
+		t[i].cap = cap;
+	}
+	for (i = 0; i < n; i++) {
+		t[i].end = now_ns() + (uint64_t)ms * 1000000ull;
+		if (pthread_create(&th[i], NULL, thr_main, &t[i]) != 0)
+			return 1;
+	}
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < n; i++) { /* compact the samples */
+		memmove(all + got, t[i].lat, t[i].n * sizeof *all);
+		got += (long)t[i].n;
+	}
+	snprintf(name, sizeof name, "threads_%ld", n);
+	print_lat(name, all, got ? got : 1);
+	printf("threads_%ld ops %ld\n", n, got);
+	return got > 0 ? 0 : 1;
+}
+
+/* herd K: one thread sleeps in ipk_svc_wait_cqe on socket A while this one runs K
+ * NOPs on socket B, spinning; then A gets its NOP. Prints the daemon's wake-up
+ * system calls for the app during the K NOPs (ipk_svc_stats futex_wakes): B's
+ * completions must not wake A's thread. Counted, not timed. */
+struct herd_arg {
+	struct ipk_svc_sock *so;
+	int rc;
+};
+
+static void *herd_waiter(void *p)
+{
+	struct herd_arg *h = (struct herd_arg *)p;
+	struct ipk_svc_cqe *c;
+	h->rc = ipk_svc_wait_cqe(h->so, &c, 30000000000ll);
+	if (h->rc == 0)
+		ipk_svc_cqe_seen(h->so, c);
+	return NULL;
+}
+
+static int mode_herd(struct ipk_svc *svc, char **av)
+{
+	long k = atol(av[0]), i;
+	struct herd_arg h;
+	struct ipk_svc_sock *b;
+	struct ipk_svc_stats s0, s1;
+	pthread_t th;
+	memset(&h, 0, sizeof h);
+	if (k <= 0 || ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &h.so) < 0 ||
+	    ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &b) < 0)
+		return 1;
+	if (pthread_create(&th, NULL, herd_waiter, &h) != 0)
+		return 1;
+	usleep(200000); /* the waiter is asleep by now (if not, it only costs wakes) */
+	ipk_svc_stats(svc, &s0);
+	for (i = 0; i < k; i++) {
+		struct ipk_svc_cqe *c;
+		uint64_t end = now_ns() + 10000000000ull;
+		ipk_svc_prep_nop(ipk_svc_get_sqe(b));
+		ipk_svc_submit(b);
+		while (ipk_svc_peek_cqe(b, &c) != 0)
+			if (now_ns() > end)
+				return 1;
+		ipk_svc_cqe_seen(b, c);
+	}
+	ipk_svc_stats(svc, &s1);
+	ipk_svc_prep_nop(ipk_svc_get_sqe(h.so));
+	ipk_svc_submit(h.so);
+	pthread_join(th, NULL);
+	printf("herd_wakes %llu nops %ld waiter %d\n",
+	       (unsigned long long)(s1.futex_wakes - s0.futex_wakes), k, h.rc);
+	return h.rc == 0 ? 0 : 1;
 }
 
 /* rr IP PORT CONNS SECONDS [sleep]: CONNS TCP connections to an echo server, each

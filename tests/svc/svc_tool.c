@@ -28,6 +28,11 @@
  *                                                  each answered from the callback
  *   svc_tool [--socket PATH] scale N K             N sockets, one NOP in flight each, K
  *                                                  round trips each: latency vs sockets
+ *   svc_tool [--socket PATH] herd K                a thread asleep on one socket, K NOPs
+ *                                                  on another: the daemon's wake-ups
+ *   svc_tool [--socket PATH] threads N MS          N threads, a socket each, one NOP in
+ *                                                  flight each, sleeping: the thesis's
+ *                                                  Table 6.4 shape
  *   svc_tool [--socket PATH] rr IP PORT CONNS SECS [sleep]  1-byte request/response
  *                                                  against an echo server: requests/s
  *                                                  and latency (spinning, or sleeping)
@@ -61,7 +66,7 @@
 #define WAIT_NS 30000000000ll
 
 static int fails;
-/* SVC_TOOL_PRIO=L: connect and rr sockets ask for level L - 1 (unset or 0: the
+/* SVC_TOOL_PRIO=L: connect, listen and rr sockets ask for level L - 1 (unset or 0: the
  * application's default level) */
 static unsigned g_prio;
 
@@ -270,6 +275,12 @@ static int mode_connect(struct ipk_svc *svc, char **av)
 	}
 	rc = x_run(&x);
 	ipk_svc_close(x.so);
+	{ /* what the daemon let this app's low levels hold in its stack */
+		struct ipk_svc_stats st;
+		ipk_svc_stats(svc, &st);
+		printf("low_held_max %llu\n", (unsigned long long)st.low_held_max);
+		printf("low_rwnd_max %llu\n", (unsigned long long)st.low_rwnd_max);
+	}
 	return rc < 0 ? 1 : 0;
 }
 
@@ -283,7 +294,7 @@ static int mode_listen(struct ipk_svc *svc, char **av)
 	memset(&x, 0, sizeof x);
 	x.svc = svc;
 	x.size = strtoull(av[1], NULL, 0);
-	if (ipk_svc_socket(svc, IPK_SVC_TCP, 16, 32, &l) < 0)
+	if (tool_socket(svc, 16, 32, &l) < 0) /* SVC_TOOL_PRIO applies */
 		return 1;
 	memset(&e, 0, sizeof e);
 	{
@@ -729,6 +740,10 @@ int main(int argc, char **argv)
 		rc = mode_wake(svc);
 	else if (!strcmp(argv[i], "rr") && argc - i >= 5)
 		rc = mode_rr(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "herd") && argc - i >= 2)
+		rc = mode_herd(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "threads") && argc - i >= 3)
+		rc = mode_threads(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "scale") && argc - i >= 3)
 		rc = mode_scale(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "callback") && argc - i >= 3)
