@@ -364,14 +364,16 @@ static uint64_t svc_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Sleep on the application futex until `ready` says there is work, or timeout.
- * Sleeps in slices of at most 100 ms to notice the daemon's death. */
-static int svc_block(struct ipk_svc *svc, int (*ready)(void *), void *arg, int64_t timeout_ns)
+/* Sleep on the futex `word` until `ready` says there is work, or timeout; `waiting`
+ * counts the threads about to sleep on it, which the daemon reads after posting to
+ * decide whether to FUTEX_WAKE (svc/proto.h: the app-wide word, or one socket's CQ
+ * tail). Sleeps in slices of at most 100 ms to notice the daemon's death. */
+static int svc_sleep_on(struct ipk_svc *svc, uint32_t *word, uint32_t *waiting,
+                        int (*ready)(void *), void *arg, int64_t timeout_ns)
 {
-	struct ipk_svc_region *h = svc->hdr;
 	uint64_t end = timeout_ns < 0 ? UINT64_MAX : svc_now() + (uint64_t)timeout_ns;
 	for (;;) {
-		uint32_t v = IPK_SVC_LOAD_ACQ(&h->app_futex.v);
+		uint32_t v = IPK_SVC_LOAD_ACQ(word);
 		uint64_t now;
 		int64_t slice = 100000000;
 		if (ready(arg))
@@ -383,14 +385,21 @@ static int svc_block(struct ipk_svc *svc, int (*ready)(void *), void *arg, int64
 			return -ETIME;
 		if (end - now < (uint64_t)slice)
 			slice = (int64_t)(end - now);
-		__atomic_add_fetch(&h->app_waiting.v, 1, __ATOMIC_RELAXED);
-		/* seq_cst: forbids checking the CQ before app_waiting is visible; the
-		 * daemon fences between posting and reading app_waiting */
+		__atomic_add_fetch(waiting, 1, __ATOMIC_RELAXED);
+		/* seq_cst: forbids checking the CQ before `waiting` is visible; the
+		 * daemon fences between posting and reading it (Dekker) */
 		IPK_SVC_FENCE();
-		if (!ready(arg))
-			svc_futex_wait(&h->app_futex.v, v, slice);
-		__atomic_sub_fetch(&h->app_waiting.v, 1, __ATOMIC_RELAXED);
+		if (!ready(arg)) /* a word past v makes the wait return at once */
+			svc_futex_wait(word, v, slice);
+		__atomic_sub_fetch(waiting, 1, __ATOMIC_RELAXED);
 	}
+}
+
+/* The whole application: the app-wide futex word. */
+static int svc_block(struct ipk_svc *svc, int (*ready)(void *), void *arg, int64_t timeout_ns)
+{
+	struct ipk_svc_region *h = svc->hdr;
+	return svc_sleep_on(svc, &h->app_futex.v, &h->app_waiting.v, ready, arg, timeout_ns);
 }
 
 static int svc_sock_ready(void *arg)
@@ -404,28 +413,8 @@ static int svc_sock_ready(void *arg)
 static int svc_sock_block(struct ipk_svc_sock *so, int64_t timeout_ns)
 {
 	struct ipk_svc_ring *r = so->ring;
-	uint64_t end = timeout_ns < 0 ? UINT64_MAX : svc_now() + (uint64_t)timeout_ns;
-	for (;;) {
-		uint32_t v = IPK_SVC_LOAD_ACQ(&r->cq_tail.v);
-		uint64_t now;
-		int64_t slice = 100000000;
-		if (v != IPK_SVC_LOAD_RLX(&r->cq_head.v))
-			return 0;
-		if (svc_dead(so->svc))
-			return -EPIPE;
-		now = svc_now();
-		if (now >= end)
-			return -ETIME;
-		if (end - now < (uint64_t)slice)
-			slice = (int64_t)(end - now);
-		__atomic_add_fetch(&r->cq_head.waiting, 1, __ATOMIC_RELAXED);
-		/* seq_cst: forbids checking the CQ before `waiting` is visible; the
-		 * daemon fences between posting and reading it */
-		IPK_SVC_FENCE();
-		if (!svc_sock_ready(so)) /* a tail past v makes the wait return at once */
-			svc_futex_wait(&r->cq_tail.v, v, slice);
-		__atomic_sub_fetch(&r->cq_head.waiting, 1, __ATOMIC_RELAXED);
-	}
+	return svc_sleep_on(so->svc, &r->cq_tail.v, &r->cq_head.waiting, svc_sock_ready, so,
+	                    timeout_ns);
 }
 
 int ipk_svc_wait_cqe(struct ipk_svc_sock *so, struct ipk_svc_cqe **cqe, int64_t timeout_ns)
