@@ -32,16 +32,18 @@ Issue 16's targets for ipkit's sender, against Linux pinned to CUBIC (one run of
 try, no retries; counts on main aa050e1, then on main 902af25 with the reorder fixes):
   (c) 5% loss, 32 MiB: ipkit's RTO episodes <= Linux's TcpTimeouts (its namespace) + 1.
       In the default run: 20/20 on aa050e1 (ipkit 6-13, Linux 17-37; 19/20 at 16 MiB),
-      10/10 on 902af25 (ipkit 6-16, Linux 18-38).
+      10/10 on 902af25 (ipkit 6-16, Linux 18-38); with ipkit CUBIC, 10/10 on a993bfb
+      (ipkit 7-14, Linux 19-35).
 Still behind the marker lossy_targets (deselected by default; IPKIT_LOSSY_TARGETS=1 or
 -m lossy_targets runs them):
   (a) 1% loss, 32 MiB ipkit -> Linux: zero RTO episodes (seed 4242): 17/20 on aa050e1,
       7/10 on 902af25, each failure one episode (the TLP or its ACK lost, see
-      docs/loss-rto-traces.md);
+      docs/loss-rto-traces.md); with ipkit CUBIC, 10/10 on a993bfb (4-11 TLPs);
   (b) 5% reordering: ipkit's D-SACKed spurious retransmissions <= Linux's, same seed and
       path (Linux -> Linux, the same receiver) in the same test: 0/5 on aa050e1 (ipkit
       355-535, Linux 19-30), 10/10 on 902af25 (ipkit 7-24, Linux 12-36, closest 11 <= 12
-      and 21 <= 23); the reorder helper's to turn on.
+      and 21 <= 23); with ipkit CUBIC, 10/10 on a993bfb (ipkit 4-17, Linux 13-49,
+      closest 10 <= 13); the reorder helper's to turn on.
 """
 import os
 import shutil
