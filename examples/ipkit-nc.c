@@ -11,6 +11,11 @@
  *   received BYTES sha256 HEX
  * --stats prints the TCP loss-recovery counters as one line on stderr (key=value):
  *   tcp_stats retransmits=N rto=N fast_retransmits=N ... ooo_segs=N dup_segs=N
+ * and the congestion control the connection ran, read back from it (ipk_tcp_info) once
+ * established and again when the stream ends, like the relay tests' Linux sender:
+ *   cc ESTABLISHED END              (cubic or newreno each)
+ * --cc cubic|newreno picks it (ipk_config.tcp_cc; without it the core's default, newreno),
+ * --sndbuf / --rcvbuf BYTES size the connection's buffers (ipk_config.tcp_sndbuf/rcvbuf).
  * Exit 0 when the stream ended normally (both FINs), 1 on reset, timeout or refusal.
  */
 #include "app.h"
@@ -31,6 +36,7 @@ struct nc_app {
 	int established, closed, fin_sent, in_eof, in_idle;
 	enum ipk_close_reason why;
 	int listen, sha, no_out, stats;
+	int cc_first, cc_last;       /* IPK_CC_* read back from the connection; -1 not yet */
 	uint16_t listen_port_be;
 	uint64_t send_size;          /* 0: stdin */
 	uint64_t sent, received, last_progress;
@@ -44,6 +50,62 @@ static uint64_t nc_clock(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Options that go into the core's configuration (app_node's tweak). */
+struct nc_core_opts {
+	int cc;                      /* IPK_CC_*; -1: the core's default (NewReno) */
+	uint64_t sndbuf, rcvbuf;     /* 0: the core's default */
+};
+static struct nc_core_opts nc_core = {-1, 0, 0};
+
+static void nc_tweak(struct ipk_config *cfg, void *app)
+{
+	(void)app;
+	if (nc_core.cc >= 0)
+		cfg->tcp_cc = (uint8_t)nc_core.cc;
+	if (nc_core.sndbuf)
+		cfg->tcp_sndbuf = (uint32_t)nc_core.sndbuf;
+	if (nc_core.rcvbuf)
+		cfg->tcp_rcvbuf = (uint32_t)nc_core.rcvbuf;
+}
+
+static const char *nc_cc_name(int algo)
+{
+	return algo == (int)IPK_CC_CUBIC ? "cubic" : algo == (int)IPK_CC_NEWRENO ? "newreno" : "?";
+}
+
+/* "cubic" or "newreno" to IPK_CC_*; -1 otherwise. */
+static int nc_cc_parse(const char *s)
+{
+	if (strcmp(s, "cubic") == 0)
+		return (int)IPK_CC_CUBIC;
+	if (strcmp(s, "newreno") == 0)
+		return (int)IPK_CC_NEWRENO;
+	return -1;
+}
+
+/* A buffer size: 1 KiB to 1 GiB (RFC 7323 §2.3: a window scale of 14 at most, so a
+ * larger receive window could not be advertised; the core takes at most INT32_MAX for
+ * the send buffer). 0 ok, -1 malformed or out of range. */
+static int nc_buf_parse(const char *s, uint64_t *out)
+{
+	uint64_t v;
+	if (app_parse_size(s, &v) < 0 || v < 1024 || v > (1ull << 30))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* The algorithm the connection runs now, kept as the first and the latest seen. */
+static void nc_cc_sample(struct nc_app *a)
+{
+	struct ipk_tcp_info ti;
+	if (!a->c || ipk_tcp_info(a->c, &ti) != 0)
+		return;
+	if (a->cc_first < 0)
+		a->cc_first = ti.cc_algo;
+	a->cc_last = ti.cc_algo;
 }
 
 /* The --send-size pattern: a byte stream that differs from position to position. */
@@ -115,6 +177,7 @@ static void nc_pump(struct ipk_node *n, struct nc_app *a)
 		a->last_progress = nc_clock();
 	}
 	if (a->in_eof && a->pend_off == a->pend_len) {
+		nc_cc_sample(a);
 		a->fin_sent = 1;
 		ipk_tcp_close(ctx, a->c, now);
 	}
@@ -137,6 +200,7 @@ static void *nc_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque)
 	}
 	a->c = c;
 	a->established = 1;
+	nc_cc_sample(a);
 	ipk_tcp_unlisten(ctx, a->listen_port_be); /* one stream: nobody else gets in */
 	return a;
 }
@@ -148,6 +212,7 @@ static void nc_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, vo
 	(void)c;
 	(void)user;
 	a->established = 1;
+	nc_cc_sample(a);
 }
 
 static int nc_write_all(const uint8_t *p, uint32_t len)
@@ -172,8 +237,10 @@ static void nc_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void
 	(void)user;
 	if (c != a->c)
 		return;
-	if (!pkt)
+	if (!pkt) {
+		nc_cc_sample(a);
 		return; /* peer finished; tcp_closed follows once we finish too */
+	}
 	p = ipk_pkt_mtod((struct ipk_pkt *)pkt) + off;
 	if (!a->no_out && nc_write_all(p, len) < 0)
 		a->no_out = 1; /* stdout gone: keep the stream and the digest going */
@@ -214,7 +281,10 @@ static void usage(FILE *f)
 	           "  --no-output      do not write received bytes to stdout\n"
 	           "  --sha256         print SHA-256 of sent and received bytes on stderr\n"
 	           "  --stats          print TCP loss-recovery counters on stderr at the end\n"
-	           "  --timeout S      give up after S seconds without progress (default 30)\n%s",
+	           "  --timeout S      give up after S seconds without progress (default 30)\n"
+	           "  --cc ALGO        congestion control: cubic or newreno (the core's default)\n"
+	           "  --sndbuf BYTES   send buffer per connection (k/M suffix; core default 256k)\n"
+	           "  --rcvbuf BYTES   receive window ceiling (k/M suffix; core default 256k)\n%s",
 	        app_common_help);
 }
 
@@ -276,6 +346,7 @@ int main(int argc, char **argv)
 	int i, rc;
 
 	app_opts_default(&o);
+	a.cc_first = a.cc_last = -1;
 	for (i = 1; i < argc; i++) {
 		const char *v;
 		int r;
@@ -301,6 +372,28 @@ int main(int argc, char **argv)
 		} else if ((r = app_arg("--timeout", argc, argv, &i, &v)) != 0) {
 			if (r < 0 || app_parse_size(v, &timeout_s) < 0 || timeout_s == 0) {
 				fprintf(stderr, "ipkit-nc: bad --timeout\n");
+				return APP_EXIT_USAGE;
+			}
+		} else if ((r = app_arg("--cc", argc, argv, &i, &v)) != 0) {
+			if (r < 0)
+				return APP_EXIT_USAGE; /* app_arg said why */
+			nc_core.cc = nc_cc_parse(v);
+			if (nc_core.cc < 0) {
+				fprintf(stderr, "ipkit-nc: bad --cc '%s' (cubic or newreno)\n", v);
+				return APP_EXIT_USAGE;
+			}
+		} else if ((r = app_arg("--sndbuf", argc, argv, &i, &v)) != 0) {
+			if (r < 0)
+				return APP_EXIT_USAGE;
+			if (nc_buf_parse(v, &nc_core.sndbuf) < 0) {
+				fprintf(stderr, "ipkit-nc: bad --sndbuf (1k to 1G bytes)\n");
+				return APP_EXIT_USAGE;
+			}
+		} else if ((r = app_arg("--rcvbuf", argc, argv, &i, &v)) != 0) {
+			if (r < 0)
+				return APP_EXIT_USAGE;
+			if (nc_buf_parse(v, &nc_core.rcvbuf) < 0) {
+				fprintf(stderr, "ipkit-nc: bad --rcvbuf (1k to 1G bytes)\n");
 				return APP_EXIT_USAGE;
 			}
 		} else if (strcmp(argv[i], "--sha256") == 0) {
@@ -336,7 +429,7 @@ int main(int argc, char **argv)
 		fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
 	{
 		volatile int *stop = app_stop_flag();
-		n = app_node(&o, &nc_events, &a, NULL);
+		n = app_node(&o, &nc_events, &a, nc_tweak);
 		a.listen_port_be = ipk_htons((uint16_t)portnum);
 		if (a.listen)
 			rc = ipk_tcp_listen(ipk_node_ctx(n), a.listen_port_be, 1);
@@ -358,8 +451,10 @@ int main(int argc, char **argv)
 		sha256_hex(&a.sha_rx, hex);
 		fprintf(stderr, "received %llu sha256 %s\n", (unsigned long long)a.received, hex);
 	}
-	if (a.stats)
+	if (a.stats) {
 		nc_stats(ipk_counters(ipk_node_ctx(n)));
+		fprintf(stderr, "cc %s %s\n", nc_cc_name(a.cc_first), nc_cc_name(a.cc_last));
+	}
 	if (o.verbose)
 		app_report(n, "ipkit-nc");
 	ipk_node_destroy(n);

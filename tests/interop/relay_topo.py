@@ -30,6 +30,11 @@ BBR against ipkit's CUBIC. $IPKIT_LINUX_CC overrides the default; the extra pair
 linux_bbr-linux (EXTRA_PAIRINGS) keeps BBR's figure visible. The sender reads the
 algorithm back from its connected socket and transfer() asserts it is the one asked for.
 The host's sysctls are never changed.
+
+ipkit runs the same algorithm as the pinned Linux sender (CC_PAIRS: cubic <-> cubic,
+reno <-> newreno), given to ipkit-nc with --cc on both ipkit ends; ipkit-nc reads it
+back from its connection ("cc ESTABLISHED END" with --stats) and transfer() asserts it
+too. Before that ipkit-nc ran the core's default, NewReno, against Linux's CUBIC.
 """
 import hashlib
 import os
@@ -50,8 +55,21 @@ def parse_counts(line):
 
 
 def default_linux_cc():
-    """A Linux sender's congestion control: $IPKIT_LINUX_CC, else cubic (ipkit's)."""
+    """A Linux sender's congestion control: $IPKIT_LINUX_CC, else cubic."""
     return os.environ.get("IPKIT_LINUX_CC") or "cubic"
+
+
+# Linux's name -> ipkit-nc --cc's for the same algorithm: what ipkit runs in a RelayTopo
+# whose Linux sender runs the first (RFC 9438 CUBIC; RFC 5681/6582 Reno with NewReno's
+# recovery, which Linux's "reno" implements alongside SACK).
+CC_PAIRS = {"cubic": "cubic", "reno": "newreno"}
+
+
+def ipkit_cc_for(linux_cc):
+    """ipkit's counterpart of a Linux algorithm; AssertionError when it has none."""
+    assert linux_cc in CC_PAIRS, ("ipkit has no counterpart of Linux %r (%s)" %
+                                  (linux_cc, ", ".join(CC_PAIRS)))
+    return CC_PAIRS[linux_cc]
 
 
 class RelayTopo:
@@ -163,6 +181,16 @@ class RelayTopo:
         """--io and --ip for an ipkit program on side s (default B, ipkit's usual side)."""
         _, dev, ip = self.side(s)
         return ["--io", "afpacket:%s,vnet=0" % dev, "--ip", ip + "/24"]
+
+    @property
+    def ipkit_cc(self):
+        """ipkit's algorithm, the Linux sender's counterpart; None when it has none
+        (BBR), which only nc_args, an ipkit-nc end of this topology, refuses."""
+        return CC_PAIRS.get(self.linux_cc)
+
+    def nc_args(self, s="b"):
+        """ipk_args plus ipkit-nc's --cc: the topology's ipkit algorithm."""
+        return self.ipk_args(s) + ["--cc", ipkit_cc_for(self.linux_cc)]
 
     def close(self):
         # SIGTERM everything we started, then one 3-second grace period for all of them
@@ -364,9 +392,10 @@ print("cc %s %s" % (first.decode(), last.decode()), file=sys.stderr, flush=True)
 
 
 def linux_sender_cc(stderr):
-    """The congestion control LINUX_SENDER's socket ran: (after connect, at the end)."""
+    """The congestion control LINUX_SENDER's socket ran (after connect, at the end), or
+    ipkit-nc's connection with --stats (once established, at the end): same line."""
     m = re.search(r"^cc (\S+) (\S+)$", stderr.decode(errors="replace"), re.M)
-    assert m, "Linux sender printed no cc line: %r" % stderr.decode(errors="replace")[-500:]
+    assert m, "sender printed no cc line: %r" % stderr.decode(errors="replace")[-500:]
     return m.group(1), m.group(2)
 
 
@@ -374,7 +403,7 @@ def _start_receiver(t, port):
     ns_a, _, _ = t.side("a")
     if t.kind["a"] == "linux":
         return t.start(ns_a, "/usr/bin/python3", "-c", LINUX_RECEIVER, str(port))
-    return t.start(ns_a, prog("ipkit-nc"), *t.ipk_args("a"), "-l", str(port), "--sha256",
+    return t.start(ns_a, prog("ipkit-nc"), *t.nc_args("a"), "-l", str(port), "--sha256",
                    "--stats", "--no-output", "--timeout", "60")
 
 
@@ -396,21 +425,25 @@ def _run_sender(t, port, size, src, timeout):
         ran = linux_sender_cc(r.stderr)
         assert ran == (t.linux_cc, t.linux_cc), ("asked", t.linux_cc, "ran", ran)
         return r, size, sha256_of(src), took
-    r = t.ns(ns_b, prog("ipkit-nc"), *t.ipk_args("b"), "--send-size", str(size), "--sha256",
+    r = t.ns(ns_b, prog("ipkit-nc"), *t.nc_args("b"), "--send-size", str(size), "--sha256",
              "--stats", "--no-output", "--timeout", "60", ip_a, str(port), check=False,
              timeout=timeout)
     took = time.monotonic() - t0
     assert r.returncode == 0, r.stderr.decode(errors="replace")[-800:]
+    ran = linux_sender_cc(r.stderr)
+    assert ran == (t.ipkit_cc, t.ipkit_cc), ("ipkit asked", t.ipkit_cc, "ran", ran)
     sent, sha = nc_digest(r.stderr, "sent")
     return r, sent, sha, took
 
 
 def transfer(t, size, tmpdir, port=5001, timeout=120):
     """Send `size` bytes from B to A through the relay, SHA-256 checked end to end.
-    Returns {"seconds", "mbit", "sender": counters, "receiver": counters, "linux_cc"}: an
-    ipkit end's tcp_stats, a Linux end's MIB counters (deltas over the transfer);
-    linux_cc is the congestion control a Linux sender's socket ran (read back from it
-    and checked against t.linux_cc), None for an ipkit sender."""
+    Returns {"seconds", "mbit", "sender": counters, "receiver": counters, "linux_cc",
+    "sender_cc"}: an ipkit end's tcp_stats, a Linux end's MIB counters (deltas over the
+    transfer); linux_cc is the congestion control a Linux sender's socket ran (read back
+    from it and checked against t.linux_cc), None for an ipkit sender; sender_cc is the
+    algorithm the sender ran, either stack (an ipkit sender's checked against
+    t.ipkit_cc)."""
     ns_a, ns_b = t.side("a")[0], t.side("b")[0]
     src = random_file(tmpdir, size) if t.kind["b"] == "linux" else None
     before = {s: linux_counters(t, ns) for s, ns in (("a", ns_a), ("b", ns_b))
@@ -423,7 +456,8 @@ def transfer(t, size, tmpdir, port=5001, timeout=120):
     got, got_sha = nc_digest(err, "received")
     assert sent == size and got == size and got_sha == sent_sha, (sent, got, sent_sha, got_sha)
     res = {"seconds": took, "mbit": size * 8 / took / 1e6,
-           "linux_cc": linux_sender_cc(r.stderr)[1] if t.kind["b"] == "linux" else None}
+           "linux_cc": linux_sender_cc(r.stderr)[1] if t.kind["b"] == "linux" else None,
+           "sender_cc": linux_sender_cc(r.stderr)[1]}
     for s, proc_err in (("b", r.stderr), ("a", err)):
         role = "sender" if s == "b" else "receiver"
         if t.kind[s] == "ipkit":

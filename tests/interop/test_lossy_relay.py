@@ -18,26 +18,32 @@ Must pass now:
       prints a row per pairing (the extra linux_bbr-linux too) and case.
   test_linux_sender_runs_pinned_cc         a Linux sender's socket runs the congestion
       control asked for (CUBIC by default, BBR when asked), read back from the socket.
+  test_ipkit_sender_runs_paired_cc         an ipkit sender runs the Linux sender's
+      counterpart (cubic <-> cubic, reno <-> newreno), read back from its connection.
 
 A Linux sender runs CUBIC (relay_topo.default_linux_cc(); $IPKIT_LINUX_CC overrides it),
 not the host's default (BBR here, which every new namespace inherits); transfer() reads
-the algorithm back from the sender's socket and asserts it. ipkit-nc itself runs the
-core's default, NewReno (struct ipk_config.tcp_cc).
+the algorithm back from the sender's socket and asserts it. ipkit runs the same algorithm
+(relay_topo.CC_PAIRS: cubic <-> cubic, reno <-> newreno; ipkit-nc --cc), read back and
+asserted the same way. Before this, ipkit-nc ran the core's default, NewReno, so the
+counts below up to 902af25 are ipkit NewReno against Linux CUBIC.
 
 Issue 16's targets for ipkit's sender, against Linux pinned to CUBIC (one run of each per
 try, no retries; counts on main aa050e1, then on main 902af25 with the reorder fixes):
   (c) 5% loss, 32 MiB: ipkit's RTO episodes <= Linux's TcpTimeouts (its namespace) + 1.
       In the default run: 20/20 on aa050e1 (ipkit 6-13, Linux 17-37; 19/20 at 16 MiB),
-      10/10 on 902af25 (ipkit 6-16, Linux 18-38).
+      10/10 on 902af25 (ipkit 6-16, Linux 18-38); with ipkit CUBIC, 10/10 on a993bfb
+      (ipkit 7-14, Linux 19-35).
 Still behind the marker lossy_targets (deselected by default; IPKIT_LOSSY_TARGETS=1 or
 -m lossy_targets runs them):
   (a) 1% loss, 32 MiB ipkit -> Linux: zero RTO episodes (seed 4242): 17/20 on aa050e1,
       7/10 on 902af25, each failure one episode (the TLP or its ACK lost, see
-      docs/loss-rto-traces.md);
+      docs/loss-rto-traces.md); with ipkit CUBIC, 10/10 on a993bfb (4-11 TLPs);
   (b) 5% reordering: ipkit's D-SACKed spurious retransmissions <= Linux's, same seed and
       path (Linux -> Linux, the same receiver) in the same test: 0/5 on aa050e1 (ipkit
       355-535, Linux 19-30), 10/10 on 902af25 (ipkit 7-24, Linux 12-36, closest 11 <= 12
-      and 21 <= 23); the reorder helper's to turn on.
+      and 21 <= 23); with ipkit CUBIC, 10/10 on a993bfb (ipkit 4-17, Linux 13-49,
+      closest 10 <= 13); the reorder helper's to turn on.
 """
 import os
 import shutil
@@ -47,8 +53,8 @@ import sys
 import pytest
 
 from conftest import ROOT, prog
-from relay_topo import (EXTRA_PAIRINGS, IMPAIRMENTS, PAIRINGS, RELAY, default_linux_cc,
-                        pairing_topo, read_log, sender_row, transfer)
+from relay_topo import (CC_PAIRS, EXTRA_PAIRINGS, IMPAIRMENTS, PAIRINGS, RELAY,
+                        default_linux_cc, pairing_topo, read_log, sender_row, transfer)
 from test_impair_relay import MiB, check_relay, in_band
 
 SEED = 4242
@@ -228,6 +234,21 @@ def test_linux_sender_runs_pinned_cc(topos, files, cc):
     assert res["linux_cc"] == cc, res
 
 
+@pytest.mark.parametrize("cc", list(CC_PAIRS))
+def test_ipkit_sender_runs_paired_cc(topos, files, cc):
+    """With the Linux algorithm `cc` an ipkit sender (and its ipkit receiver) runs the
+    counterpart, read back from the connection once established and at the end
+    (ipkit-nc --stats's cc line; transfer() asserts it too). Fails if the topology stops
+    passing --cc (ipkit-nc would run the core's default, NewReno, in the cubic case) or
+    ipkit-nc stops applying it."""
+    t = topos("ipkit-ipkit")
+    t.linux_cc = cc
+    t.start_relay("--loss", "0.01", seed=SEED)
+    res = transfer(t, 2 * MiB, files)
+    t.stop_relay()
+    assert res["sender_cc"] == CC_PAIRS[cc] and res["linux_cc"] is None, res
+
+
 # ------------------------------------------------- issue 16's targets (lossy_targets)
 
 def sender_figures(res, pairing):
@@ -241,7 +262,8 @@ def test_loss1_32mib_ipkit_to_linux_zero_rto_episodes(topos, files):
     res, c = run(topos, files, "ipkit-linux", IMPAIRMENTS["loss1"][0], 32)
     assert in_band(c["b2a.drop"], c["b2a.seen"], 0.01), c
     st = res["sender"]
-    print("target-a ipkit", sender_row("ipkit", st), "dropped", c["b2a.drop"])
+    print("target-a ipkit", res["sender_cc"], sender_row("ipkit", st), "dropped",
+          c["b2a.drop"])
     assert st["retransmits"] >= c["b2a.drop"] // 2, (st, c)
     assert st["rto_episodes"] == 0, (st, c)
 
@@ -255,8 +277,9 @@ def test_reorder5_ipkit_spurious_at_most_linux(topos, files):
     ipk, ci = run(topos, files, "ipkit-linux", opts, 16)
     lin, cl = run(topos, files, "linux-linux", opts, 16)
     fi, fl = sender_figures(ipk, "ipkit-linux"), sender_figures(lin, "linux-linux")
-    print("target-b ipkit", fi, "linux", lin["linux_cc"], fl)
+    print("target-b ipkit", ipk["sender_cc"], fi, "linux", lin["linux_cc"], fl)
     assert lin["linux_cc"] == default_linux_cc(), lin
+    assert ipk["sender_cc"] == CC_PAIRS[lin["linux_cc"]], ipk
     assert ci["b2a.reord"] > 0 and cl["b2a.reord"] > 0, (ci, cl)
     assert fi["spurious"] <= fl["spurious"], ("ipkit", fi, "linux", fl)
 
@@ -274,7 +297,8 @@ def test_loss5_ipkit_rto_episodes_at_most_linux_plus_one(topos, files):
     ipk, ci = run(topos, files, "ipkit-linux", opts, 32)
     lin, cl = run(topos, files, "linux-linux", opts, 32)
     fi, fl = sender_figures(ipk, "ipkit-linux"), sender_figures(lin, "linux-linux")
-    print("target-c ipkit", fi, "linux", lin["linux_cc"], fl)
+    print("target-c ipkit", ipk["sender_cc"], fi, "linux", lin["linux_cc"], fl)
     assert lin["linux_cc"] == default_linux_cc(), lin
+    assert ipk["sender_cc"] == CC_PAIRS[lin["linux_cc"]], ipk
     assert in_band(ci["b2a.drop"], ci["b2a.seen"], 0.05), ci
     assert fi["rto"] <= fl["rto"] + 1, ("ipkit", fi, "linux", lin["linux_cc"], fl)

@@ -5,13 +5,16 @@ measurement run, not a test: nothing here is compared with a bound.
 
     sudo IPKIT_BUILD=build /usr/bin/python3 tests/relay/relay_figures.py [--quick]
         [--pairings P,..] [--cases C,..] [--mib N] [--seeds S,..] [--repeat N]
-        [--key segment|index] [--linux-cc NAME] [--trace DIR [--pcap]]
+        [--key segment|index] [--cc cubic|reno] [--trace DIR [--pcap]]
         [--out docs/tcp-figures.md]
 
-Pairings: the four of relay_topo.PAIRINGS, a Linux sender pinned per socket to
---linux-cc NAME (TCP_CONGESTION; default cubic, ipkit-nc itself runs NewReno, the core's
-default), and the extra linux_bbr-linux: Linux -> Linux with the sender pinned to BBR,
-this host's default, which every Linux-sender figure before the pin measured.
+Pairings: the four of relay_topo.PAIRINGS, both stacks running one algorithm: --cc
+NAME (default $IPKIT_LINUX_CC, else cubic; --linux-cc is the same option) pins a Linux
+sender per socket (TCP_CONGESTION) to NAME and gives ipkit-nc its counterpart
+(relay_topo.CC_PAIRS: cubic <-> cubic, reno <-> newreno), each read back from the
+connection and checked; and the extra linux_bbr-linux: Linux -> Linux with the sender
+pinned to BBR, this host's default, which every Linux-sender figure before the pin
+measured.
 
 Profiles: the default (full) is every pairing (the extra one too) and case (clean, then relay_topo.IMPAIRMENTS:
 loss1, loss5, burst, reorder5, dup1), 64 MiB, seeds 4242,4243,4244, once each; --quick (what
@@ -48,8 +51,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "interop"))
 
-from relay_topo import (EXTRA_PAIRINGS, IMPAIRMENTS, PAIRINGS, pairing_kinds,  # noqa: E402
-                        pairing_topo, sender_row, transfer)
+from relay_topo import (CC_PAIRS, EXTRA_PAIRINGS, IMPAIRMENTS, PAIRINGS,  # noqa: E402
+                        default_linux_cc, pairing_kinds, pairing_topo, sender_row,
+                        transfer)
 
 MiB = 1 << 20
 # the impairments, and a clean path first: the pairings' speed with nothing to repair,
@@ -79,7 +83,12 @@ def options():
     prof["trace"] = arg("--trace", None)
     prof["out"] = arg("--out", None)
     prof["pcap"] = "--pcap" in sys.argv
-    prof["linux_cc"] = arg("--linux-cc", "cubic")
+    cc = arg("--cc", arg("--linux-cc", default_linux_cc()))
+    # either stack's name for the pair: newreno is ipkit's name for Linux's reno
+    prof["linux_cc"] = {v: k for k, v in CC_PAIRS.items()}.get(cc, cc)
+    assert prof["linux_cc"] in CC_PAIRS, "--cc %s (%s; ipkit has no counterpart of %r)" % (
+        "|".join(CC_PAIRS), "newreno is reno", cc)
+    prof["ipkit_cc"] = CC_PAIRS[prof["linux_cc"]]
     assert prof["trace"] or not prof["pcap"], "--pcap needs --trace DIR"
     for p in prof["pairings"]:
         assert p in ALL_PAIRINGS, "unknown pairing %r (%s)" % (p, ", ".join(ALL_PAIRINGS))
@@ -143,6 +152,10 @@ def source_state():
     return commit, bool(dirty)
 
 
+def load(avg):
+    return "/".join("%.1f" % x for x in avg)
+
+
 def section(o, lines):
     """The --out section: how the table was made, what it shows, the table."""
     commit, dirty = o["source"]
@@ -153,9 +166,10 @@ def section(o, lines):
         "## 4. Real stacks through ipk-relay: the four pairings and Linux BBR (issue 16)",
         "",
         "Run %s UTC on %s%s, Linux %s, with `%s`. Not the simulator: ipkit (AF_PACKET, "
-        "`ipkit-nc`, NewReno: the core's default) and Linux (Python sockets sending and "
-        "receiving; the sender's congestion control pinned per socket with TCP_CONGESTION "
-        "to **%s**, read back from the socket and checked, except the extra pairing "
+        "`ipkit-nc --cc %s`, read back from the connection and checked) and Linux "
+        "(Python sockets sending and receiving; the sender's congestion control pinned "
+        "per socket with TCP_CONGESTION to **%s**, read back from the socket and "
+        "checked, except the extra pairing "
         "linux_bbr-linux, pinned to BBR, this host's default, which every Linux-sender "
         "figure before the pin measured) in network namespaces on veths, "
         "[ipk-relay](../tests/relay/ipk-relay.c) between them impairing both directions "
@@ -164,10 +178,12 @@ def section(o, lines):
         "(ipkit always does; Linux does until its first short segment). No delay or rate "
         "limit: a sub-millisecond RTT. %d MiB per run, seeds %s; every transfer SHA-256 "
         "checked end to end. Sender on one side, receiver on the other, the data the same "
-        "way through the relay for every pairing." % (
+        "way through the relay for every pairing. Load average (1, 5, 15 min) at the "
+        "start %s, at the end %s: other work shared the machine's %d CPUs." % (
             o["started"], commit,
             " (with uncommitted changes)" if dirty else "", platform.release(), cmd,
-            o["linux_cc"], o["key"], o["mib"], ",".join(map(str, o["seeds"]))),
+            o["ipkit_cc"], o["linux_cc"], o["key"], o["mib"], ",".join(map(str, o["seeds"])),
+            load(o["load_start"]), load(os.getloadavg()), os.cpu_count() or 1),
         "",
         "Mbit/s: the transfer's time on the wire (the relay's span from the first to the "
         "last TCP frame of the data direction: SYN to the close, not the programs' "
@@ -199,6 +215,7 @@ def main():
     o = options()
     o["source"] = source_state()
     o["started"] = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")
+    o["load_start"] = os.getloadavg()
     if o["trace"]:
         os.makedirs(o["trace"], exist_ok=True)
     lines = ["| case | sender -> receiver | MiB | Mbit/s median (min-max) | x Linux->Linux"
