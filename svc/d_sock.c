@@ -205,6 +205,7 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 	struct d_app *a = s->app;
 	uint64_t now = ipk_node_now(d->node);
 	d_wake_forget(s);
+	d_zc_orphan(s); /* before the abort frees the queues: nobody to complete */
 	if (s->lvl_counted)
 		d->lvl_socks[s->prio]--;
 	s->lvl_counted = 0;

@@ -317,6 +317,11 @@ struct ipk_svc_stats {
 	                        * first 2 x 256 KiB: bounded by --low-inflight too */
 	uint64_t futex_wakes;  /* wake-up system calls the daemon made for the app:
 	                        * only for sockets (or the whole app) a thread sleeps on */
+	uint64_t tx_zc;        /* bytes sent zero-copy: transmitted from the region in
+	                        * place (ipkitd on a backend that gains: tap, tun) */
+	uint64_t sends_zc;     /* SENDs completed zero-copy (res = len once the peer
+	                        * acknowledged every byte) */
+	uint64_t sends_copied; /* SENDs completed after a copy into the stack */
 };
 /* ipk_svc_stats: copy them into *st (zeros for a NULL svc; NULL st: nothing). */
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);
