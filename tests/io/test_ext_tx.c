@@ -2,9 +2,9 @@
  * 17) from its bytes, never by a buffer index: a frame = a pool header + external
  * payload goes out intact and the record is released exactly once. memlink in this
  * process; tap and afpacket (over a veth pair) in a network namespace of our own (unshare;
- * skipped with a note when that is not permitted). AF_XDP and DPDK pick copy for
- * such a piece by its index (afxdp.c xdp_piece_addr, dpdk.c dp_no_ext); test_dpdk
- * covers DPDK when it is built. */
+ * skipped with a note when that is not permitted). AF_XDP and DPDK copy such a
+ * piece (afxdp.c xdp_piece_addr, dpdk.c dp_no_ext): tests/afxdp/test_afxdp_veth.c
+ * and tests/io/test_dpdk.c send one each. */
 #include <ipkit/io.h>
 
 #include <arpa/inet.h>
