@@ -451,8 +451,16 @@ void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why)
 		        (unsigned long long)((d_now() - t0) / 1000));
 	(void)k;
 	a->zc_dead = 1;
-	if (a->zc_out == 0)
+	if (a->zc_out == 0) {
 		d_app_final(d, a);
+		return;
+	}
+	a->zombie = 1; /* kept on the zombie list until its last release */
+	a->prev = NULL;
+	a->next = d->zombies;
+	if (a->next)
+		a->next->prev = a;
+	d->zombies = a;
 }
 
 /* The region is unmapped only once no descriptor of the stack points into it: a
@@ -461,7 +469,16 @@ void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why)
 void d_app_final(struct d_daemon *d, struct d_app *a)
 {
 	int k;
-	(void)d;
+	if (a->zc_dead && a->zc_out) /* shutdown: the stack is gone, nothing points in */
+		d_zc_drop_all(a);
+	if (a->zombie) { /* off the zombie list */
+		if (a->prev)
+			a->prev->next = a->next;
+		else
+			d->zombies = a->next;
+		if (a->next)
+			a->next->prev = a->prev;
+	}
 	if (a->base)
 		munmap(a->base, a->size);
 	for (k = 0; k < D_RING_CLASSES; k++)

@@ -52,6 +52,12 @@ static void d_zc_free(struct d_zc *z)
 {
 	struct d_app *a = z->app;
 	d_zc_unlink(z);
+	if (z->aprev)
+		z->aprev->anext = z->anext;
+	else
+		a->zc_all = z->anext;
+	if (z->anext)
+		z->anext->aprev = z->aprev;
 	free(z);
 	if (--a->zc_out == 0 && a->zc_dead) {
 		fprintf(stderr, "ipkitd: app %u region unmapped: its last zero-copy send was "
@@ -117,6 +123,10 @@ static struct d_zc *d_zc_open(struct d_daemon *d, struct d_sock *s, struct d_op 
 		z->next->prev = z;
 	s->zc_h = z;
 	s->app->zc_out++;
+	z->anext = s->app->zc_all;
+	if (z->anext)
+		z->anext->aprev = z;
+	s->app->zc_all = z;
 	op->zc = z;
 	return z;
 }
@@ -196,4 +206,16 @@ int d_zc_write(struct d_daemon *d, struct d_sock *s, struct d_op *op, uint32_t n
 	}
 	s->app->hdr->tx_zc += (uint64_t)rc;
 	return rc;
+}
+
+/* Shutdown: the stack is gone (ipk_node_destroy unmaps its pool without freeing
+ * packet by packet), so no release will come for what it still held. */
+void d_zc_drop_all(struct d_app *a)
+{
+	while (a->zc_all) {
+		struct d_zc *z = a->zc_all;
+		a->zc_all = z->anext;
+		free(z);
+	}
+	a->zc_out = 0;
 }

@@ -64,6 +64,7 @@ struct d_zc {
 	struct d_sock *s;            /* NULL: the socket is gone (an orphan) */
 	struct d_zc *prev, *next;    /* s's records */
 	struct d_zc *done_next;      /* s's released records, waiting to complete */
+	struct d_zc *aprev, *anext;  /* all of the app's records (freed at shutdown) */
 	struct ipk_pkt *hold;        /* the daemon's own reference while queuing */
 	uint64_t user_data;
 	uint32_t len;
@@ -201,7 +202,9 @@ struct d_app {
 	uint64_t gone_ns;            /* when its death was noticed */
 	const char *dying;           /* set: reclaim after this epoll batch */
 	uint32_t zc_out;             /* zero-copy records not released (d_zc.c) */
+	struct d_zc *zc_all;         /* those records */
 	int zc_dead;                 /* reclaimed: unmap and free at zc_out 0 */
+	int zombie;                  /* ... meanwhile on d->zombies */
 };
 
 struct d_daemon {
@@ -219,6 +222,8 @@ struct d_daemon {
 	uint32_t passes;             /* service passes (cqe->pass) */
 	uint32_t rcvbuf;             /* the core's tcp_rcvbuf (d_core_tweak) */
 	int zc;                      /* SENDs go zero-copy (the backend gains) */
+	struct d_app *zombies;       /* reclaimed apps whose region the stack still
+	                              * points into (zero-copy sends), via next/prev */
 	uint32_t lvl_socks[D_PRIO_MAX]; /* live sockets per level (--low-inflight
 	                                 * limits a level only while a higher one has any) */
 };
@@ -284,5 +289,6 @@ int d_zc_write(struct d_daemon *d, struct d_sock *s, struct d_op *op, uint32_t n
 void d_zc_close(struct d_op *op, int failed);
 void d_zc_complete(struct d_sock *s);
 void d_zc_orphan(struct d_sock *s);
+void d_zc_drop_all(struct d_app *a);
 
 #endif

@@ -454,6 +454,8 @@ static void d_shutdown(struct d_daemon *d)
 	if (d->ep >= 0)
 		close(d->ep);
 	ipk_node_destroy(d->node);
+	while (d->zombies) /* graceful closes still sending: the stack is gone now */
+		d_app_final(d, d->zombies);
 }
 
 int main(int argc, char **argv)
