@@ -72,7 +72,9 @@ struct ipk_pkt {
  */
 #define IPK_PKT_IDX_EXT 0xffffffffu
 struct ipk_pkt_ext {
-	uint32_t refs;
+	uint32_t refs;           /* descriptors over the buffer (0 before the first attach) */
+	/* Called once, when the last descriptor is freed: the buffer is the owner's
+	 * again (x may be freed or reused from here). */
 	void (*release)(struct ipk_pkt_ext *x);
 	void *arg;               /* free for the owner */
 };
