@@ -317,6 +317,43 @@ struct ipk_pkt *ipk_pkt_attach(struct ipk_pool *p, uint32_t idx, uint32_t off, u
 	return k;
 }
 
+struct ipk_pkt *ipk_pkt_attach_ext(struct ipk_pool *p, uint8_t *base, uint32_t off,
+                                   uint32_t len, struct ipk_pkt_ext *x)
+{
+	struct ipk_pkt *k;
+
+	if (!p)
+		return NULL;
+	if (!base || !x || !x->release || len == 0) {
+		p->st.bad_puts++;
+		return NULL;
+	}
+	k = desc_get(p);
+	if (!k) {
+		p->st.alloc_fails++;
+		return NULL;
+	}
+	x->refs++;
+	p->st.ext_attaches++;
+	k->idx = IPK_PKT_IDX_EXT;
+	k->ext = x;
+	k->buf = base + off;
+	k->off = 0;
+	k->len = len;
+	return k;
+}
+
+/* The last descriptor over an external buffer gone: its owner may reuse or unmap it
+ * (the core frees a sent packet once every byte is acknowledged, RFC 9293 3.10.7.4,
+ * or when the connection ends). */
+static void ext_unref(struct ipk_pool *p, struct ipk_pkt_ext *x)
+{
+	if (--x->refs == 0) {
+		p->st.ext_releases++;
+		x->release(x);
+	}
+}
+
 void ipk_pkt_free(struct ipk_pkt *k)
 {
 	struct ipk_pool *p;
@@ -324,7 +361,11 @@ void ipk_pkt_free(struct ipk_pkt *k)
 	if (!k)
 		return;
 	p = k->pool;
-	buf_unref(p, k->idx);
+	/* An external buffer has no index: refcnt[] would be read out of range. */
+	if (k->idx == IPK_PKT_IDX_EXT)
+		ext_unref(p, k->ext);
+	else
+		buf_unref(p, k->idx);
 	desc_put(p, k);
 }
 
@@ -352,7 +393,12 @@ struct ipk_pkt *ipk_pkt_clone(struct ipk_pkt *k)
 		p->st.alloc_fails++;
 		return NULL;
 	}
-	p->refcnt[k->idx]++;
+	if (k->idx == IPK_PKT_IDX_EXT) {
+		k->ext->refs++;
+		c->ext = k->ext;
+	} else {
+		p->refcnt[k->idx]++;
+	}
 	c->idx = k->idx;
 	c->buf = k->buf;
 	c->off = k->off;
@@ -395,7 +441,9 @@ uint32_t ipk_pkt_linearize(const struct ipk_pkt *k, uint8_t *dst, uint32_t cap)
 
 uint32_t ipk_pkt_buf_refcnt(const struct ipk_pkt *k)
 {
-	return k ? k->pool->refcnt[k->idx] : 0;
+	if (!k)
+		return 0;
+	return k->idx == IPK_PKT_IDX_EXT ? k->ext->refs : k->pool->refcnt[k->idx];
 }
 
 /* ------------------------------------------------------ core packet ops */
@@ -478,7 +526,9 @@ static void op_set_len(void *pkt, uint32_t len, void *opaque)
 	struct ipk_pkt *k = (struct ipk_pkt *)pkt;
 
 	(void)opaque;
-	if (len <= k->pool->cfg.buf_size - k->off)
+	/* An external buffer's size is its attached length: it never grows (and its off,
+	 * 0, is not a pool buffer offset). */
+	if (k->idx == IPK_PKT_IDX_EXT ? len <= k->len : len <= k->pool->cfg.buf_size - k->off)
 		k->len = len;
 }
 

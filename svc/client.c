@@ -824,6 +824,9 @@ void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st)
 	st->low_held_max = IPK_SVC_LOAD_RLX(&svc->hdr->low_held_max);
 	st->low_rwnd_max = IPK_SVC_LOAD_RLX(&svc->hdr->low_rwnd_max);
 	st->futex_wakes = IPK_SVC_LOAD_RLX(&svc->hdr->futex_wakes);
+	st->tx_zc = IPK_SVC_LOAD_RLX(&svc->hdr->tx_zc);
+	st->sends_zc = IPK_SVC_LOAD_RLX(&svc->hdr->sends_zc);
+	st->sends_copied = IPK_SVC_LOAD_RLX(&svc->hdr->sends_copied);
 }
 
 void *ipk_svc_region(const struct ipk_svc *svc, uint64_t *size)

@@ -441,6 +441,44 @@ void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why)
 		close(a->bell_fd);
 	if (a->pid_fd >= 0)
 		close(a->pid_fd);
+	d_app_unlink(d, a);
+	d->reclaims++;
+	if (a->ready)
+		fprintf(stderr, "ipkitd: app %u pid %d %s: %u sockets %s, ports freed, region "
+		        "%s %llu us after its death was seen\n", a->id, (int)a->pid, why, n,
+		        d->cfg.graceful ? "closed" : "reset",
+		        a->zc_out ? "kept for zero-copy sends in flight" : "unmapped",
+		        (unsigned long long)((d_now() - t0) / 1000));
+	(void)k;
+	a->zc_dead = 1;
+	if (a->zc_out == 0) {
+		d_app_final(d, a);
+		return;
+	}
+	a->zombie = 1; /* kept on the zombie list until its last release */
+	a->prev = NULL;
+	a->next = d->zombies;
+	if (a->next)
+		a->next->prev = a;
+	d->zombies = a;
+}
+
+/* The region is unmapped only once no descriptor of the stack points into it: a
+ * reset frees the queues at once (so this runs from d_app_reclaim), a graceful
+ * close or a backend freeing late leaves it to the last release (d_zc.c). */
+void d_app_final(struct d_daemon *d, struct d_app *a)
+{
+	int k;
+	if (a->zc_dead && a->zc_out) /* shutdown: the stack is gone, nothing points in */
+		d_zc_drop_all(a);
+	if (a->zombie) { /* off the zombie list */
+		if (a->prev)
+			a->prev->next = a->next;
+		else
+			d->zombies = a->next;
+		if (a->next)
+			a->next->prev = a->prev;
+	}
 	if (a->base)
 		munmap(a->base, a->size);
 	for (k = 0; k < D_RING_CLASSES; k++)
@@ -448,13 +486,6 @@ void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why)
 	free(a->socks);
 	free(a->gen);
 	free(a->free_idx);
-	d_app_unlink(d, a);
-	d->reclaims++;
-	if (a->ready)
-		fprintf(stderr, "ipkitd: app %u pid %d %s: %u sockets %s, ports freed, region "
-		        "unmapped %llu us after its death was seen\n", a->id, (int)a->pid, why, n,
-		        d->cfg.graceful ? "closed" : "reset",
-		        (unsigned long long)((d_now() - t0) / 1000));
 	free(a);
 }
 

@@ -247,8 +247,22 @@ static void d_tx_held(struct d_sock *s, uint32_t n)
 		s->app->hdr->low_held_max = s->tx_held;
 }
 
-/* Move queued SENDs into the stack's send buffer (copying from the region), in
- * order; SHUTDOWN when it reaches the front. */
+/* op is all in the stack. A copied SEND completes now; a zero-copy one when its
+ * last descriptor is released (d_zc.c), so a SHUTDOWN behind it waits for that
+ * (sends complete in order, and before the FIN's completion). */
+static void d_tx_sent(struct d_sock *s, struct d_op *op)
+{
+	if (op->zc) {
+		d_zc_close(op, 0);
+	} else {
+		s->app->hdr->sends_copied++;
+		d_op_done(s, op->e.user_data, (int32_t)op->e.len);
+	}
+	d_opq_pop(&s->txq);
+}
+
+/* Move queued SENDs into the stack's send buffer (copying from the region, or
+ * zero-copy: d_zc.c), in order; SHUTDOWN when it reaches the front. */
 void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 {
 	struct d_op *op;
@@ -262,10 +276,16 @@ void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 		int rc;
 		if (!s->conn) {
 			d_op_done(s, op->e.user_data, s->err ? s->err : -EPIPE);
+			d_zc_close(op, 1);
 			d_opq_pop(&s->txq);
 			continue;
 		}
 		if (op->e.opcode == IPK_SVC_OP_SHUTDOWN) {
+			if (s->zc_h) {
+				d_zc_complete(s);
+				if (s->zc_h)
+					return; /* earlier sends not yet acknowledged: tcp_acked */
+			}
 			rc = ipk_tcp_close(d->ctx, s->conn, now);
 			d_op_done(s, op->e.user_data, rc);
 			d_opq_pop(&s->txq);
@@ -274,20 +294,29 @@ void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 		n = d_tx_room(d, s, op->e.len - op->done);
 		if (n == 0)
 			return; /* its share is in the stack: tcp_acked brings us back */
-		rc = ipk_tcp_write(d->ctx, s->conn, s->app->base + op->e.buf_off + op->done, n, now);
+		if (d->zc)
+			rc = d_zc_write(d, s, op, n, now);
+		else
+			rc = ipk_tcp_write(d->ctx, s->conn, s->app->base + op->e.buf_off + op->done,
+			                   n, now);
 		if (rc < 0) {
 			d_op_done(s, op->e.user_data, rc);
+			d_zc_close(op, 1);
 			d_opq_pop(&s->txq);
 			continue;
 		}
 		op->done += (uint32_t)rc;
 		d_tx_held(s, (uint32_t)rc);
-		s->app->hdr->tx_copied += (uint64_t)rc;
-		if (op->done < op->e.len)
+		if (!d->zc)
+			s->app->hdr->tx_copied += (uint64_t)rc;
+		if (op->done < op->e.len) {
+			if (rc > 0 && d->zc)
+				continue; /* a zero-copy piece: room for the next? */
 			return; /* send buffer full or share used: tcp_acked brings us back */
-		d_op_done(s, op->e.user_data, (int32_t)op->e.len);
-		d_opq_pop(&s->txq);
+		}
+		d_tx_sent(s, op);
 	}
+	d_zc_complete(s); /* a hold dropped last: outside the core's events too */
 }
 
 /* The receive side of the same limit: bytes in flight towards a low level wait
@@ -597,6 +626,7 @@ static void ev_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32
 	if (user) {
 		struct d_sock *s = (struct d_sock *)user;
 		s->tx_held -= bytes < s->tx_held ? bytes : s->tx_held; /* FIN: clamp */
+		d_zc_complete(s); /* released by this acknowledgement: sent */
 		d_tx_pump(D(opq), s);
 	}
 }
@@ -629,6 +659,7 @@ static void ev_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 	if (s->state == D_CONNECTING)
 		d_op_done(s, s->conn_op.e.user_data, s->err ? s->err : -ECONNABORTED);
 	s->state = D_CLOSED;
+	d_zc_complete(s); /* released with the queues: failed, s->err */
 	d_tx_pump(d, s);
 	d_rx_deliver(d, s);
 }

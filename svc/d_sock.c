@@ -205,6 +205,7 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 	struct d_app *a = s->app;
 	uint64_t now = ipk_node_now(d->node);
 	d_wake_forget(s);
+	d_zc_orphan(s); /* before the abort frees the queues: nobody to complete */
 	if (s->lvl_counted)
 		d->lvl_socks[s->prio]--;
 	s->lvl_counted = 0;
@@ -452,6 +453,7 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s, uint32_t ma
 		/* one copy: the app may rewrite the slot at any time; only op is used */
 		memcpy(&op.e, &s->sqes[s->sq_head & (s->sq_entries - 1)], sizeof op.e);
 		op.done = 0;
+		op.zc = NULL; /* no zero-copy record yet (d_zc.c) */
 		s->sq_head++;
 		k++;
 		if (s == &s->app->ctl)

@@ -39,15 +39,35 @@ struct d_cfg {
 	uid_t prio_uid[D_MAX_IDS];
 	unsigned prio_uid_level[D_MAX_IDS], n_prio_uid;
 	int busy_poll, graceful, verbose;
+	int tx_zc;                   /* zero-copy SEND: 1 on, 0 off, -1 auto (tap/tun) */
 	uint32_t spin_us;
 	uint32_t low_inflight;       /* bytes a socket below level 0 may hold in the
 	                              * stack unacknowledged (0: no limit), d_net.c */
 };
 
+struct d_zc;
+
 /* An operation in flight: the SQE copied out of the ring, never re-read. */
 struct d_op {
 	struct ipk_svc_sqe e;
 	uint32_t done;
+	struct d_zc *zc;             /* SEND being queued zero-copy (d_zc.c) */
+};
+
+struct d_sock;
+struct d_app;
+
+/* A zero-copy SEND (d_zc.c): the ext record of its descriptors. */
+struct d_zc {
+	struct ipk_pkt_ext x;        /* x.arg = this */
+	struct d_app *app;
+	struct d_sock *s;            /* NULL: the socket is gone (an orphan) */
+	struct d_zc *prev, *next;    /* s's records */
+	struct d_zc *done_next;      /* s's released records, waiting to complete */
+	struct d_zc *aprev, *anext;  /* all of the app's records (freed at shutdown) */
+	struct ipk_pkt *hold;        /* the daemon's own reference while queuing */
+	uint64_t user_data;
+	uint32_t len;
 };
 
 /* FIFO of ops, capacity fixed at creation (the socket's cq_entries). */
@@ -129,6 +149,9 @@ struct d_sock {
 	struct d_dgram *dq_h, *dq_t;
 	uint32_t dq_n, dq_bytes;
 	uint64_t udp_drops;
+	/* zero-copy SENDs (d_zc.c) */
+	struct d_zc *zc_h;           /* records not released */
+	struct d_zc *zc_done_h, *zc_done_t; /* released, to complete */
 };
 
 /* epoll tags */
@@ -178,6 +201,10 @@ struct d_app {
 	struct d_sock *wake_h;       /* sockets posted to this pass (d_wake_apps) */
 	uint64_t gone_ns;            /* when its death was noticed */
 	const char *dying;           /* set: reclaim after this epoll batch */
+	uint32_t zc_out;             /* zero-copy records not released (d_zc.c) */
+	struct d_zc *zc_all;         /* those records */
+	int zc_dead;                 /* reclaimed: unmap and free at zc_out 0 */
+	int zombie;                  /* ... meanwhile on d->zombies */
 };
 
 struct d_daemon {
@@ -194,6 +221,9 @@ struct d_daemon {
 	uint64_t reclaims;
 	uint32_t passes;             /* service passes (cqe->pass) */
 	uint32_t rcvbuf;             /* the core's tcp_rcvbuf (d_core_tweak) */
+	int zc;                      /* SENDs go zero-copy (the backend gains) */
+	struct d_app *zombies;       /* reclaimed apps whose region the stack still
+	                              * points into (zero-copy sends), via next/prev */
 	uint32_t lvl_socks[D_PRIO_MAX]; /* live sockets per level (--low-inflight
 	                                 * limits a level only while a higher one has any) */
 };
@@ -204,6 +234,7 @@ void d_accept_apps(struct d_daemon *d);
 void d_app_event(struct d_daemon *d, struct d_ev *ev, uint32_t events);
 void d_reap(struct d_daemon *d);
 void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why);
+void d_app_final(struct d_daemon *d, struct d_app *a);
 void d_wake_apps(struct d_daemon *d);
 int d_ring_get(struct d_app *a, uint64_t bytes, uint64_t *off, unsigned *cls);
 void d_ring_put(struct d_app *a, uint64_t off, unsigned cls);
@@ -252,5 +283,12 @@ void d_rx_deliver(struct d_daemon *d, struct d_sock *s);
 void d_accept_deliver(struct d_daemon *d, struct d_sock *l);
 void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op);
 void d_op_done(struct d_sock *s, uint64_t user_data, int32_t res);
+
+/* d_zc.c */
+int d_zc_write(struct d_daemon *d, struct d_sock *s, struct d_op *op, uint32_t n, uint64_t now);
+void d_zc_close(struct d_op *op, int failed);
+void d_zc_complete(struct d_sock *s);
+void d_zc_orphan(struct d_sock *s);
+void d_zc_drop_all(struct d_app *a);
 
 #endif

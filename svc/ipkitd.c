@@ -41,6 +41,10 @@ static const char d_help[] =
 	"  --low-inflight B     while a higher level has a socket open, bytes a socket\n"
 	"                       may have in the stack unacknowledged and receive window\n"
 	"                       it may have open (default 65536; 0: no limit)\n"
+	"  --tx-zc auto|0|1     zero-copy SEND: the stack transmits from the application's\n"
+	"                       region and completes a SEND when the peer acknowledged it\n"
+	"                       (auto, the default: on for tap and tun, which write from any\n"
+	"                       address; the other backends copy into their rings anyway)\n"
 	"  --busy-poll          never sleep\n"
 	"  --spin-us N          after work, keep polling N microseconds before sleeping\n"
 	"                       (default 50, 0 = sleep at once, at most 100000)\n"
@@ -175,6 +179,10 @@ static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
 		;
 	else if (!strcmp(name, "--low-inflight") && d_parse_u(val, 1u << 30, &x) == 0)
 		c->low_inflight = (uint32_t)x;
+	else if (!strcmp(name, "--tx-zc") && !strcmp(val, "auto"))
+		c->tx_zc = -1;
+	else if (!strcmp(name, "--tx-zc") && d_parse_u(val, 1, &x) == 0)
+		c->tx_zc = (int)x;
 	else {
 		fprintf(stderr, "ipkitd: bad option or value: %s %s (see --help)\n", name, val);
 		return -1;
@@ -222,6 +230,7 @@ static void d_cfg_default(struct d_cfg *c)
 	c->prio_default = 1;
 	c->prio_share = 16;
 	c->low_inflight = 64u << 10;
+	c->tx_zc = -1;
 }
 
 /* 0 run, 1 help printed, -1 bad usage. */
@@ -282,6 +291,11 @@ static int d_start(struct d_daemon *d, char *err, size_t errlen)
 	if (!d->node)
 		return -1;
 	d->ctx = ipk_node_ctx(d->node);
+	/* tap and tun writev a chain from any address (io/tap/tap.c): the first
+	 * backends where transmitting from the region saves the copy (issue 17) */
+	d->zc = d->cfg.tx_zc >= 0 ? d->cfg.tx_zc
+	                          : !strncmp(d->cfg.io_spec, "tap:", 4) ||
+	                                    !strncmp(d->cfg.io_spec, "tun:", 4);
 	d->ep = epoll_create1(EPOLL_CLOEXEC);
 	rc = d_listen(d);
 	if (d->ep < 0 || rc < 0) {
@@ -440,6 +454,8 @@ static void d_shutdown(struct d_daemon *d)
 	if (d->ep >= 0)
 		close(d->ep);
 	ipk_node_destroy(d->node);
+	while (d->zombies) /* graceful closes still sending: the stack is gone now */
+		d_app_final(d, d->zombies);
 }
 
 int main(int argc, char **argv)

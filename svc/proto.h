@@ -66,7 +66,12 @@ struct ipk_svc_region {
 	 * the sockets a bit names, and only at its own table's entries. */
 	uint64_t ready_off;
 	uint32_t ready_words, ready_sum_words;
-	uint8_t pad6[IPK_SVC_CL - 16];
+	/* (daemon) statistics of zero-copy SEND, issue 17 (was padding: versions
+	 * agree, an older daemon leaves zeros): bytes the stack sent from the region
+	 * in place; SENDs completed that way (from the peer's acknowledgement) and
+	 * SENDs completed by copying (tx_copied) */
+	uint64_t tx_zc, sends_zc, sends_copied;
+	uint8_t pad6[IPK_SVC_CL - 40];
 };
 
 /* The app's CQ index and, in the same (app-written) line, how many of its threads

@@ -56,7 +56,34 @@ struct ipk_pkt {
 	uint32_t rx_csum;        /* IPK_RXCSUM_* set by a backend that knows (vnet hdr, XDP hints) */
 	struct ipk_tx_meta meta; /* transmit offloads requested by the core (flags 0 = none) */
 	void *user;              /* free for the current holder */
+	struct ipk_pkt_ext *ext; /* idx == IPK_PKT_IDX_EXT only: the external buffer's record */
 };
+
+/*
+ * External buffers: a descriptor over memory the pool does not own (an application's
+ * shared region in ipkitd), for zero-copy transmit. Its idx is IPK_PKT_IDX_EXT, never
+ * a buffer index: backends that address buffers by index (AF_XDP's UMEM, DPDK's
+ * registered area) must copy such a packet, which they do (checked per piece).
+ * The record belongs to whoever attaches it; it counts the descriptors over it
+ * (attach and clone add one, ipk_pkt_free removes one) and `release` runs exactly
+ * once, from the ipk_pkt_free that drops refs to 0, on the pool's thread. Until then
+ * the memory must stay mapped and the record alive. Set refs = 0 before the first
+ * attach. The bytes are never interpreted by the pool.
+ */
+#define IPK_PKT_IDX_EXT 0xffffffffu
+struct ipk_pkt_ext {
+	uint32_t refs;           /* descriptors over the buffer (0 before the first attach) */
+	/* Called once, when the last descriptor is freed: the buffer is the owner's
+	 * again (x may be freed or reused from here). */
+	void (*release)(struct ipk_pkt_ext *x);
+	void *arg;               /* free for the owner */
+};
+/* A descriptor over [base + off, base + off + len) recorded in x (x->refs + 1): buf
+ * = base + off, off 0, idx IPK_PKT_IDX_EXT. Its data cannot grow (set_len only
+ * shrinks). NULL when no descriptor is free (counted in alloc_fails; x unchanged),
+ * or for a NULL p, base or x, a NULL release or len 0 (counted in bad_puts). */
+struct ipk_pkt *ipk_pkt_attach_ext(struct ipk_pool *p, uint8_t *base, uint32_t off,
+                                   uint32_t len, struct ipk_pkt_ext *x);
 
 struct ipk_pool_cfg {
 	uint32_t nbufs;      /* buffers, default 8192 */
@@ -98,7 +125,8 @@ void ipk_pool_buf_put(struct ipk_pool *p, uint32_t idx);
  * Both ignore NULL. The caller must own what it frees (see each API's ownership). */
 void ipk_pkt_free(struct ipk_pkt *k);
 void ipk_pkt_free_chain(struct ipk_pkt *k);
-/* A new descriptor over k's buffer (reference count + 1): same off and len, no next;
+/* A new descriptor over k's buffer (reference count + 1, the ext record's for an
+ * external buffer): same off and len, no next;
  * NULL when out of descriptors (counted) or k is NULL. */
 struct ipk_pkt *ipk_pkt_clone(struct ipk_pkt *k);
 /* Data bytes of the whole chain starting at k (0 for NULL). */
@@ -152,8 +180,8 @@ uint32_t ipk_pkt_linearize(const struct ipk_pkt *k, uint8_t *dst, uint32_t cap);
  * buffers, e.g. AF_XDP multi-buffer); returns the bytes copied (0 for a NULL chain or
  * dst). */
 uint32_t ipk_pkt_copy_out(const struct ipk_pkt *k, uint32_t off, uint8_t *dst, uint32_t len);
-/* References to k's buffer (1 + clones sharing it), 0 for NULL; for tests and
- * debugging. */
+/* References to k's buffer (1 + clones sharing it; an external buffer's record
+ * refs), 0 for NULL; for tests and debugging. */
 uint32_t ipk_pkt_buf_refcnt(const struct ipk_pkt *k);
 
 /*
@@ -184,6 +212,9 @@ struct ipk_pool_stats {
 	                               * reserve (ipk_pool_set_reserve) */
 	uint64_t reserve_ctl;         /* control packets (ops->pkt_alloc_ctl) taken from the
 	                               * upper half of the reserve */
+	uint64_t ext_attaches;        /* ipk_pkt_attach_ext descriptors handed out */
+	uint64_t ext_releases;        /* external records whose last reference went (release
+	                               * called) */
 };
 /* Copy p's counters into *st (zeros for a NULL p; nothing for a NULL st). */
 void ipk_pool_stats(const struct ipk_pool *p, struct ipk_pool_stats *st);

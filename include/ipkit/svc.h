@@ -27,7 +27,11 @@
  * Buffers: a buffer handed to a send, recv, sendto or recvfrom belongs to the daemon
  * from ipk_svc_submit until that operation's completion has been seen; do not
  * change (send) or read (recv) it meanwhile. Sends are copied into the stack's send
- * buffer before they complete (one copy, counted in the region's statistics).
+ * buffer before they complete (one copy, counted in the region's statistics), or,
+ * where ipkitd sends zero-copy (tap/tun, ipkitd --tx-zc), transmitted from the
+ * buffer itself and completed once the peer acknowledged every byte (counted in
+ * tx_zc / sends_zc). Rewriting such a buffer before completion corrupts only this
+ * socket's stream.
  *
  * Threads: a struct ipk_svc may be used from any thread: ipk_svc_socket,
  * ipk_svc_accepted, ipk_svc_close, ipk_svc_buf_alloc/free and ipk_svc_wait take an
@@ -70,7 +74,8 @@ enum ipk_svc_op {
 	IPK_SVC_OP_LISTEN,       /* arg = backlog */
 	IPK_SVC_OP_ACCEPT,       /* multishot: one completion per connection, flag MORE */
 	IPK_SVC_OP_CONNECT,      /* addr */
-	IPK_SVC_OP_SEND,         /* buf_off, len: res = len once all is in the stack */
+	IPK_SVC_OP_SEND,         /* buf_off, len: res = len once all is in the stack
+	                          * (zero-copy: once all is acknowledged) */
 	IPK_SVC_OP_RECV,         /* buf_off, len: res = bytes (0 = end of stream) */
 	IPK_SVC_OP_SHUTDOWN,     /* FIN after every earlier send */
 	IPK_SVC_OP_SENDTO,       /* UDP: buf_off, len, addr */
@@ -217,7 +222,8 @@ void ipk_svc_prep_accept(struct ipk_svc_sqe *sqe, uint32_t sq_entries, uint32_t 
  * -ETIMEDOUT, -EHOSTUNREACH, -EAFNOSUPPORT (IPv6 for now), -EINVAL. */
 void ipk_svc_prep_connect(struct ipk_svc_sqe *sqe, const struct ipk_svc_addr *peer);
 /* ipk_svc_prep_send: TCP, len bytes at buf (in the region, see "Buffers"). res: len
- * once every byte is in the stack's send buffer; -EPIPE / -ECONNRESET when the
+ * once every byte is in the stack's send buffer (zero-copy: once the peer
+ * acknowledged every byte); -EPIPE / -ECONNRESET when the
  * connection ended first, -ENOTCONN before connect completed. Sends complete in
  * order. */
 void ipk_svc_prep_send(struct ipk_svc_sock *so, struct ipk_svc_sqe *sqe, const void *buf,
@@ -317,6 +323,11 @@ struct ipk_svc_stats {
 	                        * first 2 x 256 KiB: bounded by --low-inflight too */
 	uint64_t futex_wakes;  /* wake-up system calls the daemon made for the app:
 	                        * only for sockets (or the whole app) a thread sleeps on */
+	uint64_t tx_zc;        /* bytes sent zero-copy: transmitted from the region in
+	                        * place (ipkitd on a backend that gains: tap, tun) */
+	uint64_t sends_zc;     /* SENDs completed zero-copy (res = len once the peer
+	                        * acknowledged every byte) */
+	uint64_t sends_copied; /* SENDs completed after a copy into the stack */
 };
 /* ipk_svc_stats: copy them into *st (zeros for a NULL svc; NULL st: nothing). */
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);

@@ -310,7 +310,8 @@ static int xdp_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 }
 
 /* Address of a piece the kernel may read in place (it lies in one UMEM frame of
- * this pool), or UINT64_MAX. */
+ * this pool), or UINT64_MAX. An external buffer (idx IPK_PKT_IDX_EXT, never below
+ * nframes) is outside the UMEM: it is copied. */
 static uint64_t xdp_piece_addr(const struct xdp_priv *p, const struct ipk_io *io,
                                const struct ipk_pkt *k)
 {

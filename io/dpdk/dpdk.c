@@ -358,6 +358,17 @@ static int dp_tso_phdr(struct rte_mbuf *m)
 	return 0;
 }
 
+/* 1 when no piece of chain k is an external buffer (ipk_pkt_attach_ext): such
+ * memory is not in the area registered with EAL (rte_extmem_register), so it has no
+ * IOVA a device may use: that chain is copied. */
+static int dp_no_ext(const struct ipk_pkt *k)
+{
+	for (; k; k = k->next)
+		if (k->idx == IPK_PKT_IDX_EXT)
+			return 0;
+	return 1;
+}
+
 /* Build the mbuf for k. NULL: no mbufs now (k stays the caller's). */
 static struct rte_mbuf *dp_tx_build(struct ipk_io *io, struct ipk_pkt *k, int *drop)
 {
@@ -369,7 +380,7 @@ static struct rte_mbuf *dp_tx_build(struct ipk_io *io, struct ipk_pkt *k, int *d
 
 	*drop = 0;
 	if (p->txzc && nseg <= DP_MAX_SEGS && nseg <= p->port->nb_seg_max &&
-	    (nseg == 1 || multi) && k->pool == io->pool &&
+	    (nseg == 1 || multi) && k->pool == io->pool && dp_no_ext(k) &&
 	    !(p->port->tso_sw && (meta.flags & IPK_TXOFF_TSO))) {
 		m = dp_tx_zc(p, k, nseg);
 	} else {

@@ -351,6 +351,61 @@ static void burst_one_flush(const char *mode)
 	ipk_pool_destroy(pool);
 }
 
+struct ext_rec {
+	struct ipk_pkt_ext x;
+	int released;
+};
+
+static void ext_release(struct ipk_pkt_ext *x)
+{
+	((struct ext_rec *)x->arg)->released++;
+}
+
+/* Issue 17: a frame whose payload is external memory (ipk_pkt_attach_ext, idx
+ * IPK_PKT_IDX_EXT) is not in the UMEM: it is copied into a frame (never addressed
+ * by its index), leaves, and the record is released once. */
+static void ext_payload_leaves(const char *mode)
+{
+	static uint8_t region[1000];
+	struct ipk_pool *pool = pool_new(2048);
+	struct ipk_pkt *h;
+	struct ext_rec rec;
+	char spec[128], err[256] = "";
+	struct ipk_io *io;
+	uint64_t before;
+
+	snprintf(spec, sizeof spec, "afxdp:vk,mode=%s,ip=10.77.0.2", mode);
+	io = ipk_io_open(spec, pool, err, sizeof err);
+	if (!io)
+		fprintf(stderr, "%s: %s\n", spec, err);
+	CHECK(io != NULL);
+	if (!io) {
+		ipk_pool_destroy(pool);
+		return;
+	}
+	memset(&rec, 0, sizeof(rec));
+	rec.x.release = ext_release;
+	rec.x.arg = &rec;
+	h = ipk_pkt_alloc(pool);
+	memset(ipk_pkt_mtod(h), 0, 14);
+	ipk_pkt_mtod(h)[0] = 0x02; /* to a MAC nobody has: the peer drops it */
+	ipk_pkt_mtod(h)[5] = 0x99;
+	memcpy(ipk_pkt_mtod(h) + 6, ipk_io_caps(io)->mac, 6);
+	ipk_pkt_mtod(h)[12] = 0x88;
+	ipk_pkt_mtod(h)[13] = 0xb5;
+	h->len = 14;
+	h->next = ipk_pkt_attach_ext(pool, region, 0, sizeof(region), &rec.x);
+	before = vk_tx_packets();
+	CHECK_EQ(ipk_io_tx_burst(io, &h, 1), 1);
+	CHECK_EQ(ipk_io_flush(io), 0);
+	CHECK_EQ(vk_tx_packets() - before, 1);
+	ipk_io_close(io);
+	CHECK_EQ(rec.released, 1);
+	ipk_pool_destroy(pool);
+}
+
+static void test_skb_mode_external_payload_copied(void) { ext_payload_leaves("skb"); }
+
 static void test_skb_mode_burst_of_200_leaves_with_one_flush(void) { burst_one_flush("skb"); }
 static void test_drv_mode_burst_of_200_leaves_with_one_flush(void) { burst_one_flush("drv"); }
 
@@ -586,6 +641,7 @@ int main(void)
 	RUN(test_set_addr_after_open_steers);
 	RUN(test_skb_mode_burst_of_200_leaves_with_one_flush);
 	RUN(test_drv_mode_burst_of_200_leaves_with_one_flush);
+	RUN(test_skb_mode_external_payload_copied);
 	RUN(test_skb_mode_sg_chains_both_ways);
 	RUN(test_drv_mode_sg_chains_both_ways);
 	RUN(test_bad_configuration_messages);

@@ -99,6 +99,7 @@ static void test_io_null_handles(void)
 	CHECK_EQ(ipk_pool_headroom(NULL), 0);
 	CHECK(ipk_pkt_alloc(NULL) == NULL);
 	CHECK(ipk_pkt_attach(NULL, 0, 0, 0) == NULL);
+	CHECK(ipk_pkt_attach_ext(NULL, NULL, 0, 0, NULL) == NULL);
 	CHECK_EQ(ipk_pool_buf_get(NULL), -EINVAL);
 	ipk_pool_buf_put(NULL, 0);
 	ipk_pkt_free(NULL);

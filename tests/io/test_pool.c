@@ -302,6 +302,183 @@ static void test_pool_control_allocs_dip_into_half_the_reserve(void)
 	ipk_pool_destroy(h.pool);
 }
 
+/* ------------------------------------------------- external buffers (issue 17) */
+
+struct ext_rec {
+	struct ipk_pkt_ext x;
+	int released;
+};
+
+static void ext_release(struct ipk_pkt_ext *x)
+{
+	((struct ext_rec *)x->arg)->released++;
+}
+
+static void ext_init(struct ext_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->x.release = ext_release;
+	r->x.arg = r;
+}
+
+static void test_pool_ext_attach_describes_foreign_memory(void)
+{
+	struct ipk_pool *p = small_pool(4, 8);
+	static uint8_t region[10000];
+	struct ext_rec r;
+	struct ipk_pool_stats st;
+	struct ipk_pkt *k;
+	uint8_t out[8];
+
+	ext_init(&r);
+	memcpy(region + 9000, "external", 8);
+	k = ipk_pkt_attach_ext(p, region, 9000, 8, &r.x);
+	CHECK(k != NULL);
+	CHECK_EQ(k->idx, IPK_PKT_IDX_EXT);
+	CHECK(ipk_pkt_mtod(k) == region + 9000);
+	CHECK_EQ(k->len, 8);
+	CHECK_EQ(r.x.refs, 1);
+	CHECK_EQ(ipk_pkt_buf_refcnt(k), 1);
+	CHECK_EQ(ipk_pkt_linearize(k, out, sizeof(out)), 8);
+	CHECK(memcmp(out, "external", 8) == 0);
+	usage_is(p, 0, 1); /* a descriptor, no pool buffer */
+	ipk_pkt_free(k);
+	CHECK_EQ(r.released, 1);
+	CHECK_EQ(r.x.refs, 0);
+	usage_is(p, 0, 0);
+	ipk_pool_stats(p, &st);
+	CHECK_EQ(st.ext_attaches, 1);
+	CHECK_EQ(st.ext_releases, 1);
+	CHECK_EQ(st.bad_puts, 0);
+	ipk_pool_destroy(p);
+}
+
+/* The core clones payload per segment and per retransmission and frees in any order:
+ * release fires once, at the last free, whichever that is. */
+static void test_pool_ext_clone_release_once_any_order(void)
+{
+	struct ipk_pool *p = small_pool(4, 8);
+	static uint8_t region[4096];
+	struct ext_rec r;
+	struct ipk_pkt *k, *c1, *c2;
+
+	ext_init(&r);
+	k = ipk_pkt_attach_ext(p, region, 0, 4000, &r.x);
+	c1 = ipk_pkt_clone(k);
+	c2 = ipk_pkt_clone(c1);
+	CHECK(c1 && c2);
+	CHECK_EQ(c2->idx, IPK_PKT_IDX_EXT);
+	CHECK(c2->ext == &r.x && ipk_pkt_mtod(c2) == region);
+	CHECK_EQ(r.x.refs, 3);
+	CHECK_EQ(ipk_pkt_buf_refcnt(c1), 3);
+	ipk_pkt_free(k);
+	CHECK_EQ(r.released, 0);
+	ipk_pkt_free(c2);
+	CHECK_EQ(r.released, 0);
+	ipk_pkt_free(c1);
+	CHECK_EQ(r.released, 1);
+	usage_is(p, 0, 0);
+	/* reused after release: a second cycle releases once more */
+	k = ipk_pkt_attach_ext(p, region, 100, 1, &r.x);
+	ipk_pkt_free(k);
+	CHECK_EQ(r.released, 2);
+	ipk_pool_destroy(p);
+}
+
+/* A header packet chained before external payload (what the core transmits): the
+ * chain frees both kinds correctly; pool buffers are not confused with the record. */
+static void test_pool_ext_in_chain_with_pool_header(void)
+{
+	struct ipk_pool *p = small_pool(4, 8);
+	static uint8_t region[256];
+	struct ext_rec r;
+	struct ipk_pkt *h, *k;
+	uint8_t out[16];
+
+	ext_init(&r);
+	memcpy(region + 10, "PAYLOAD", 7);
+	h = ipk_pkt_alloc(p);
+	memcpy(ipk_pkt_mtod(h), "HDR", 3);
+	h->len = 3;
+	k = ipk_pkt_attach_ext(p, region, 10, 7, &r.x);
+	h->next = ipk_pkt_clone(k);
+	CHECK_EQ(ipk_pkt_chain_len(h), 10);
+	CHECK_EQ(ipk_pkt_linearize(h, out, sizeof(out)), 10);
+	CHECK(memcmp(out, "HDRPAYLOAD", 10) == 0);
+	ipk_pkt_free_chain(h);
+	CHECK_EQ(r.released, 0);
+	usage_is(p, 0, 1);
+	ipk_pkt_free(k);
+	CHECK_EQ(r.released, 1);
+	usage_is(p, 0, 0);
+	ipk_pool_destroy(p);
+}
+
+/* No descriptor: NULL, counted, the record untouched (no release owed). Bad
+ * arguments: NULL, counted in bad_puts. */
+static void test_pool_ext_exhaustion_and_bad_args(void)
+{
+	struct ipk_pool *p = small_pool(2, 2);
+	static uint8_t region[64];
+	struct ext_rec r;
+	struct ipk_pool_stats st;
+	struct ipk_pkt *a, *b;
+
+	ext_init(&r);
+	a = ipk_pkt_attach_ext(p, region, 0, 8, &r.x);
+	b = ipk_pkt_attach_ext(p, region, 8, 8, &r.x);
+	CHECK(a && b);
+	CHECK(ipk_pkt_attach_ext(p, region, 16, 8, &r.x) == NULL);
+	CHECK(ipk_pkt_clone(a) == NULL);
+	CHECK_EQ(r.x.refs, 2);
+	ipk_pool_stats(p, &st);
+	CHECK_EQ(st.alloc_fails, 2);
+	ipk_pkt_free(a);
+	ipk_pkt_free(b);
+	CHECK_EQ(r.released, 1);
+	CHECK(ipk_pkt_attach_ext(NULL, region, 0, 8, &r.x) == NULL);
+	CHECK(ipk_pkt_attach_ext(p, NULL, 0, 8, &r.x) == NULL);
+	CHECK(ipk_pkt_attach_ext(p, region, 0, 8, NULL) == NULL);
+	CHECK(ipk_pkt_attach_ext(p, region, 0, 0, &r.x) == NULL);
+	r.x.release = NULL;
+	CHECK(ipk_pkt_attach_ext(p, region, 0, 8, &r.x) == NULL);
+	ipk_pool_stats(p, &st);
+	CHECK_EQ(st.bad_puts, 4);
+	CHECK_EQ(r.x.refs, 0);
+	usage_is(p, 0, 0);
+	ipk_pool_destroy(p);
+}
+
+/* The core's packet ops on an external packet: adjust and trim work, set_len never
+ * grows it past what was attached (the pool's buf_size means nothing there). */
+static void test_pool_ext_ops_never_grow(void)
+{
+	struct holder h;
+	struct ipk_ops ops;
+	static uint8_t region[8192];
+	struct ext_rec r;
+	struct ipk_pkt *k;
+
+	ext_init(&r);
+	h.pool = small_pool(2, 4);
+	memset(&ops, 0, sizeof(ops));
+	ipk_pool_fill_ops(&ops);
+	k = ipk_pkt_attach_ext(h.pool, region, 5000, 100, &r.x);
+	ops.pkt_set_len(k, 2000, &h);
+	CHECK_EQ(k->len, 100);
+	ops.pkt_adj_head(k, 10, &h);
+	CHECK_EQ(k->len, 90);
+	CHECK(ops.pkt_data(k, &h) == region + 5010);
+	ops.pkt_trim_tail(k, 40, &h);
+	ops.pkt_set_len(k, 60, &h);
+	CHECK_EQ(k->len, 50);
+	ops.pkt_set_len(k, 20, &h);
+	CHECK_EQ(k->len, 20);
+	ops.pkt_free(k, &h);
+	CHECK_EQ(r.released, 1);
+	ipk_pool_destroy(h.pool);
+}
+
 int main(void)
 {
 	RUN(test_pool_alloc_gives_headroom_and_aligned_area);
@@ -314,5 +491,10 @@ int main(void)
 	RUN(test_pool_ops_drive_packets);
 	RUN(test_pool_reserve_kept_for_receive);
 	RUN(test_pool_control_allocs_dip_into_half_the_reserve);
+	RUN(test_pool_ext_attach_describes_foreign_memory);
+	RUN(test_pool_ext_clone_release_once_any_order);
+	RUN(test_pool_ext_in_chain_with_pool_header);
+	RUN(test_pool_ext_exhaustion_and_bad_args);
+	RUN(test_pool_ext_ops_never_grow);
 	return check_summary();
 }

@@ -131,6 +131,10 @@ static int one(struct ipk_svc_sock *so, struct ipk_svc_sqe *sqe_init, struct ipk
 
 /* ------------------------------------------------------------ transfer */
 
+/* SVC_TOOL_SCRIBBLE=1: connect / listen transfers overwrite every send buffer
+ * right after submitting it (a hostile app under zero-copy SEND). */
+static int g_scribble;
+
 struct xfer {
 	struct ipk_svc *svc;
 	struct ipk_svc_sock *so;
@@ -228,6 +232,10 @@ static int x_run(struct xfer *x)
 		x_send_more(x);
 		x_recv_more(x);
 		ipk_svc_submit(x->so);
+		if (g_scribble) /* hostile: rewrite what was handed over (issue 17, zero-copy) */
+			for (i = 0; i < DEPTH; i++)
+				if (x->tx_busy & (1u << i))
+					memset(x->tx[i], 0xa5, CHUNK);
 		rc = take(x->so, &c);
 		if (rc < 0) {
 			fprintf(stderr, "svc_tool: waiting: %s\n", strerror(-rc));
@@ -280,6 +288,9 @@ static int mode_connect(struct ipk_svc *svc, char **av)
 		ipk_svc_stats(svc, &st);
 		printf("low_held_max %llu\n", (unsigned long long)st.low_held_max);
 		printf("low_rwnd_max %llu\n", (unsigned long long)st.low_rwnd_max);
+		printf("tx_zc %llu tx_copied %llu sends_zc %llu sends_copied %llu\n",
+		       (unsigned long long)st.tx_zc, (unsigned long long)st.tx_copied,
+		       (unsigned long long)st.sends_zc, (unsigned long long)st.sends_copied);
 	}
 	return rc < 0 ? 1 : 0;
 }
@@ -692,6 +703,7 @@ int main(int argc, char **argv)
 	const char *path = NULL;
 	struct ipk_svc *svc;
 	int err = 0, rc = 2, i = 1;
+	g_scribble = getenv("SVC_TOOL_SCRIBBLE") != NULL;
 	if (getenv("SVC_TOOL_PRIO"))
 		g_prio = (unsigned)atoi(getenv("SVC_TOOL_PRIO"));
 	if (argc > 2 && !strcmp(argv[1], "--socket")) {
