@@ -229,24 +229,3 @@ def payload_dir(tmp_path_factory):
                 left -= n
     yield d
     shutil.rmtree(d, ignore_errors=True)
-
-
-# ------------------------------------------------------------ issue 16's lossy targets
-
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "lossy_targets: issue 16's targets for ipkit's sender through ipk-relay "
-        "(tests/interop/test_lossy_relay.py); deselected unless IPKIT_LOSSY_TARGETS=1 or "
-        "-m names the marker")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Deselect the lossy_targets tests by default: they state where ipkit's sender must
-    get to (issue 16) and fail until it does; the lead turns them on."""
-    if os.environ.get("IPKIT_LOSSY_TARGETS") == "1" or "lossy_targets" in (
-            config.getoption("markexpr", "") or ""):
-        return
-    keep = [it for it in items if not it.get_closest_marker("lossy_targets")]
-    if len(keep) != len(items):
-        config.hook.pytest_deselected(items=[it for it in items if it not in keep])
-        items[:] = keep

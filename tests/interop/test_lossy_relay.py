@@ -28,22 +28,22 @@ the algorithm back from the sender's socket and asserts it. ipkit runs the same 
 asserted the same way. Before this, ipkit-nc ran the core's default, NewReno, so the
 counts below up to 902af25 are ipkit NewReno against Linux CUBIC.
 
-Issue 16's targets for ipkit's sender, against Linux pinned to CUBIC (one run of each per
-try, no retries; counts on main aa050e1, then on main 902af25 with the reorder fixes):
-  (c) 5% loss, 32 MiB: ipkit's RTO episodes <= Linux's TcpTimeouts (its namespace) + 1.
-      In the default run: 20/20 on aa050e1 (ipkit 6-13, Linux 17-37; 19/20 at 16 MiB),
-      10/10 on 902af25 (ipkit 6-16, Linux 18-38); with ipkit CUBIC, 10/10 on a993bfb
-      (ipkit 7-14, Linux 19-35).
-Still behind the marker lossy_targets (deselected by default; IPKIT_LOSSY_TARGETS=1 or
--m lossy_targets runs them):
-  (a) 1% loss, 32 MiB ipkit -> Linux: zero RTO episodes (seed 4242): 17/20 on aa050e1,
-      7/10 on 902af25, each failure one episode (the TLP or its ACK lost, see
-      docs/loss-rto-traces.md); with ipkit CUBIC, 10/10 on a993bfb (4-11 TLPs);
+Issue 16's targets for ipkit's sender, against Linux pinned to CUBIC and ipkit on CUBIC,
+all three in the default run (one run of each per try, no retries):
+  (a) 1% loss, 32 MiB ipkit -> Linux: zero RTO episodes (seed 4242). 17/20 on aa050e1 and
+      7/10 on 902af25 with ipkit on NewReno (each failure one episode: a flight's one ACK
+      and the probe's ACK lost, docs/loss-rto-traces.md); with ipkit CUBIC 10/10 on
+      a993bfb and 6/6 on 1318ed0 (3-11 TLPs). Linux CUBIC -> Linux on the same path had
+      23 TcpTimeouts in 14 runs (lossy3b's measurement, docs/loss-rto-traces.md).
   (b) 5% reordering: ipkit's D-SACKed spurious retransmissions <= Linux's, same seed and
       path (Linux -> Linux, the same receiver) in the same test: 0/5 on aa050e1 (ipkit
-      355-535, Linux 19-30), 10/10 on 902af25 (ipkit 7-24, Linux 12-36, closest 11 <= 12
-      and 21 <= 23); with ipkit CUBIC, 10/10 on a993bfb (ipkit 4-17, Linux 13-49,
-      closest 10 <= 13); the reorder helper's to turn on.
+      355-535, Linux 19-30), 10/10 on 902af25 (ipkit 7-24, Linux 12-36), with ipkit CUBIC
+      10/10 on a993bfb (ipkit 4-17, Linux 13-49, closest 10 <= 13) and 6/6 on 1318ed0
+      (ipkit 4-23, Linux 14-61, closest 23 <= 31).
+  (c) 5% loss, 32 MiB: ipkit's RTO episodes <= Linux's TcpTimeouts (its namespace) + 1.
+      20/20 on aa050e1 (ipkit 6-13, Linux 17-37; 19/20 at 16 MiB), 10/10 on 902af25
+      (ipkit 6-16, Linux 18-38); with ipkit CUBIC 10/10 on a993bfb (ipkit 7-14, Linux
+      19-35) and 6/6 on 1318ed0 (ipkit 7-13, Linux 20-44).
 """
 import os
 import shutil
@@ -257,13 +257,12 @@ def test_ipkit_sender_runs_paired_cc(topos, files, cc):
     assert res["sender_cc"] == CC_PAIRS[cc] and res["linux_cc"] is None, res
 
 
-# ------------------------------------------------- issue 16's targets (lossy_targets)
+# ------------------------------------------------------------ issue 16's targets
 
 def sender_figures(res, pairing):
     return sender_row(PAIRINGS[pairing][0], res["sender"])
 
 
-@pytest.mark.lossy_targets
 def test_loss1_32mib_ipkit_to_linux_zero_rto_episodes(topos, files):
     """(a) 1% random loss each way (ACKs too), 32 MiB ipkit -> Linux, seed 4242: SACK
     recovery, RACK and the tail loss probe repair every loss without an RTO."""
@@ -276,7 +275,6 @@ def test_loss1_32mib_ipkit_to_linux_zero_rto_episodes(topos, files):
     assert st["rto_episodes"] == 0, (st, c)
 
 
-@pytest.mark.lossy_targets
 def test_reorder5_ipkit_spurious_at_most_linux(topos, files):
     """(b) 5% reordering, 16 MiB, seed 4242: ipkit's D-SACKed spurious retransmissions
     are at most Linux's (TCPDSACKRecvSegs) on the same seed and path, both sending to a
