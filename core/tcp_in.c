@@ -425,6 +425,10 @@ static IPK_ALWAYS_INLINE void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c,
 	}
 	if (c->snd_una == c->iss)
 		acked--; /* our SYN is not data for congestion control */
+	/* Backed off by an RTO: this first ACK of new data may show it spurious (RFC
+	 * 3522), before cwnd grows from the reduced value. */
+	if (c->nrtx != 0)
+		ipk_tcp_undo_rto_ack(ctx, c, s);
 	/* RACK's delivery times live on the scoreboard, in the extension record: none,
 	 * nothing to update (ipk_tcp_rack_delivered's own first test, without the call
 	 * on every ACK of a flight that never saw a SACK block) */
