@@ -1134,6 +1134,25 @@ static void test_established_spurious_rto_undone_by_timestamps(void)
 	finish(t);
 }
 
+/* One late cumulative ACK of the whole flight is the first after the RTO: undone
+ * too, before the scoreboard (and the undo record on it) is given back. */
+static void test_established_spurious_rto_undone_by_one_full_ack(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, ts0, ts1, cw, ss;
+
+	open_conn(t, 1, 1, &c, &s);
+	d = flight_then_rto(t, c, &ts0, &ts1, &cw, &ss);
+	peer(t, A, IRS + 1, d + 5 * MSS, 1, 200, ts0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 1);
+	CHECK(c->cwnd >= cw);
+	CHECK_EQ(c->ssthresh, ss);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 /* A real loss: the first ACK after the RTO echoes the retransmission's TSval. The
  * reduction stays, nothing is counted. */
 static void test_established_rto_of_real_loss_not_undone(void)
@@ -1388,6 +1407,7 @@ int main(void)
 	RUN(test_established_recovery_undone_when_its_retransmission_is_dsacked);
 	RUN(test_established_recovery_not_undone_by_dsack_of_duplicated_original);
 	RUN(test_established_spurious_rto_undone_by_timestamps);
+	RUN(test_established_spurious_rto_undone_by_one_full_ack);
 	RUN(test_established_rto_of_real_loss_not_undone);
 	RUN(test_established_rto_without_timestamps_not_undone);
 	RUN(test_established_sack_scoreboard_keeps_every_alternate_segment);
