@@ -16,8 +16,9 @@
  * once when the episode has ended, else when it ends (PRR owns cwnd while it runs).
  * An RTO cancels that undo, but arms its own (Eifel, RFC 3522, as Linux's
  * tcp_try_undo_loss with tcp_packet_delayed): with timestamps the first RTO of an
- * episode keeps cwnd, ssthresh and W_max (those before a SACK recovery it cut
- * short, as Linux keeps its undo marker) and the TSval its retransmission carries.
+ * episode keeps cwnd, ssthresh and W_max as they are then (a recovery's reduction
+ * before it stays: the recovery's own undo is cancelled) and the TSval its
+ * retransmission carries.
  * The first ACK that then advances snd_una decides (RFC 3522 §3): a TSecr older
  * than that TSval acknowledges an original, so the timeout was spurious (a delayed
  * ACK, not a loss); the reduction is undone, the rest of the flight is no longer
@@ -191,20 +192,20 @@ static void undo_apply(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *u
 	ctx->cnt.tcp_dsack_undo++;
 }
 
-/* RFC 3522 §2: called on the first RTO of an episode, before the reduction. A
- * running SACK recovery's saved state is older, so it is the one kept. */
+/* RFC 3522 §2: called on the first RTO of an episode, before the reduction. The
+ * state kept is this moment's, never an earlier recovery's (ARMED outlives its
+ * recovery for late D-SACKs, and the ACK that proves the RTO spurious may echo that
+ * recovery's own, needed, retransmission). */
 void ipk_tcp_undo_rto_arm(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	struct ipk_pb *u = undo_get(ctx, c);
 
 	if (!u)
 		return;
-	if (!(UNDO_FLAGS(u) & UNDO_F_ARMED)) {
-		UNDO_CWND(u) = c->cwnd;
-		UNDO_SSTHRESH(u) = c->ssthresh;
-		UNDO_WMAX(u) = c->cc.cubic.w_max;
-	}
-	UNDO_FLAGS(u) = (UNDO_FLAGS(u) & UNDO_F_ARMED) | UNDO_F_RTO;
+	UNDO_CWND(u) = c->cwnd;
+	UNDO_SSTHRESH(u) = c->ssthresh;
+	UNDO_WMAX(u) = c->cc.cubic.w_max;
+	UNDO_FLAGS(u) = UNDO_F_RTO;
 	UNDO_MARKER(u) = c->snd_una;
 	/* the retransmission leaves in this pass, at this ms tick (tcp_timer.c fire) */
 	UNDO_RTO_TS(u) = ipk_tcp_ts_now(ctx, c);

@@ -1153,6 +1153,57 @@ static void test_established_spurious_rto_undone_by_one_full_ack(void)
 	finish(t);
 }
 
+/* A real SACK recovery (no D-SACK, not undone) ends with new data outstanding, so
+ * its undo record stays; then a spurious RTO on that data. The undo goes back to the
+ * state at the RTO, not to the one before that recovery. Regression: the record
+ * still armed by the old recovery gave back its pre-recovery (unbounded) ssthresh. */
+static void test_established_spurious_rto_after_recovery_keeps_its_reduction(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, e, ts0 = 0, ss0, ss, blk[1][2];
+	uint64_t rto;
+	int i;
+
+	open_conn(t, 1, 1, &c, &s);
+	ss0 = c->ssthresh;
+	/* segment 1 of 5 lost (2-4 SACKed), resent in a SACK recovery */
+	c->cwnd = 10 * MSS;
+	d = c->snd_max;
+	send_segs(t, c, 5);
+	blk[0][0] = d + 2 * MSS;
+	blk[0][1] = d + 5 * MSS;
+	peer(t, A, IRS + 1, d + MSS, 1, 200, 0, blk, 1, NULL, 0);
+	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	send_segs(t, c, 0);
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 2 * MSS, t->now), (int)(2 * MSS));
+	th_advance(t, 1000);
+	peer(t, A, IRS + 1, d + 5 * MSS, 1, 201, 0, NULL, 0, NULL, 0);
+	CHECK(!(c->fl & IPK_TCPF_SACK_RCVY));
+	CHECK(c->ssthresh < ss0);
+	e = d + 5 * MSS;
+	while (th_next(t, &s))
+		if (s.h.seq == e)
+			ts0 = s.o.tsval;
+	CHECK(ts0 != 0);
+	CHECK(c->snd_max == e + 2 * MSS);
+	ss = c->ssthresh;
+	rto = ipk_counters(t->ctx)->tcp_rto;
+	for (i = 0; i < 40 && ipk_counters(t->ctx)->tcp_rto == rto; i++) {
+		th_advance(t, 50 * MS);
+		while (th_next(t, &s))
+			;
+	}
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, rto + 1);
+	peer(t, A, IRS + 1, e + MSS, 1, 300, ts0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 1);
+	CHECK(c->ssthresh >= ss); /* the larger of the two, as Linux's undo */
+	CHECK(c->ssthresh < ss0);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 /* A real loss: the first ACK after the RTO echoes the retransmission's TSval. The
  * reduction stays, nothing is counted. */
 static void test_established_rto_of_real_loss_not_undone(void)
@@ -1408,6 +1459,7 @@ int main(void)
 	RUN(test_established_recovery_not_undone_by_dsack_of_duplicated_original);
 	RUN(test_established_spurious_rto_undone_by_timestamps);
 	RUN(test_established_spurious_rto_undone_by_one_full_ack);
+	RUN(test_established_spurious_rto_after_recovery_keeps_its_reduction);
 	RUN(test_established_rto_of_real_loss_not_undone);
 	RUN(test_established_rto_without_timestamps_not_undone);
 	RUN(test_established_sack_scoreboard_keeps_every_alternate_segment);
