@@ -18,7 +18,8 @@
  * tcp_try_undo_loss with tcp_packet_delayed): with timestamps the first RTO of an
  * episode keeps cwnd, ssthresh and W_max as they are then (a recovery's reduction
  * before it stays: the recovery's own undo is cancelled) and the TSval its
- * retransmission carries.
+ * retransmission carries (or an earlier retransmission's still outstanding, as
+ * Linux's retrans_stamp).
  * The first ACK that then advances snd_una decides (RFC 3522 §3): a TSecr older
  * than that TSval acknowledges an original, so the timeout was spurious (a delayed
  * ACK, not a loss); the reduction is undone, the rest of the flight is no longer
@@ -192,6 +193,26 @@ static void undo_apply(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *u
 	ctx->cnt.tcp_dsack_undo++;
 }
 
+/* Linux's retrans_stamp: the TSval of the earliest retransmission still outstanding
+ * (a tail probe's, a SACK recovery's: pb->t, the last send, as RACK's eifel reads
+ * it), else the RTO's own, which leaves in this pass at this ms tick (tcp_timer.c
+ * fire). An ACK echoing an earlier retransmission proves a loss, not a spurious
+ * timeout. The walk is over the send queue, on an RTO only. */
+static uint32_t first_rtx_ts(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint32_t ts = ipk_tcp_ts_now(ctx, c), v;
+	const struct ipk_pb *pb;
+
+	for (pb = c->sq_head; pb; pb = pb->next) {
+		if (pb->xmit < 2 || !ipk_seq_gt(pb->seq + pb->len, c->snd_una))
+			continue;
+		v = (uint32_t)(pb->t / 1000000u) + c->iss;
+		if (ipk_seq_lt(v, ts))
+			ts = v;
+	}
+	return ts;
+}
+
 /* RFC 3522 §2: called on the first RTO of an episode, before the reduction. The
  * state kept is this moment's, never an earlier recovery's (ARMED outlives its
  * recovery for late D-SACKs, and the ACK that proves the RTO spurious may echo that
@@ -207,8 +228,7 @@ void ipk_tcp_undo_rto_arm(struct ipk_ctx *ctx, struct ipk_conn *c)
 	UNDO_WMAX(u) = c->cc.cubic.w_max;
 	UNDO_FLAGS(u) = UNDO_F_RTO;
 	UNDO_MARKER(u) = c->snd_una;
-	/* the retransmission leaves in this pass, at this ms tick (tcp_timer.c fire) */
-	UNDO_RTO_TS(u) = ipk_tcp_ts_now(ctx, c);
+	UNDO_RTO_TS(u) = first_rtx_ts(ctx, c);
 }
 
 /* RFC 3522 §3: the first ACK of new data after the RTO decides. Its TSecr echoes the

@@ -1225,6 +1225,48 @@ static void test_established_rto_of_real_loss_not_undone(void)
 	finish(t);
 }
 
+/* A SACK recovery resends segment 2 (lost); that retransmission is late too, and the
+ * RTO resends it again. The ACK then echoes the recovery's retransmission, older
+ * than the RTO's: the loss was real, nothing is undone (Linux's retrans_stamp is the
+ * first retransmission's). Regression: compared with the RTO's TSval only, this
+ * undid a real loss's reduction. */
+static void test_established_rto_after_recovery_retransmission_not_undone(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, tsr = 0, blk[1][2], ss0;
+	uint64_t rto;
+	int i;
+
+	open_conn(t, 1, 1, &c, &s);
+	ss0 = c->ssthresh;
+	c->cwnd = 10 * MSS;
+	d = c->snd_max;
+	send_segs(t, c, 5);
+	th_advance(t, 5 * MS);
+	blk[0][0] = d + 2 * MSS;
+	blk[0][1] = d + 5 * MSS;
+	peer(t, A, IRS + 1, d + MSS, 1, 200, 0, blk, 1, NULL, 0);
+	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	while (th_next(t, &s))
+		if (s.h.seq == d + MSS)
+			tsr = s.o.tsval;
+	CHECK(tsr != 0);
+	rto = ipk_counters(t->ctx)->tcp_rto;
+	for (i = 0; i < 40 && ipk_counters(t->ctx)->tcp_rto == rto; i++) {
+		th_advance(t, 50 * MS);
+		while (th_next(t, &s))
+			;
+	}
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, rto + 1);
+	peer(t, A, IRS + 1, d + 5 * MSS, 1, 201, tsr, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 0);
+	CHECK(c->ssthresh < ss0);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 /* Without timestamps there is no Eifel evidence: the same late ACK undoes nothing. */
 static void test_established_rto_without_timestamps_not_undone(void)
 {
@@ -1461,6 +1503,7 @@ int main(void)
 	RUN(test_established_spurious_rto_undone_by_one_full_ack);
 	RUN(test_established_spurious_rto_after_recovery_keeps_its_reduction);
 	RUN(test_established_rto_of_real_loss_not_undone);
+	RUN(test_established_rto_after_recovery_retransmission_not_undone);
 	RUN(test_established_rto_without_timestamps_not_undone);
 	RUN(test_established_sack_scoreboard_keeps_every_alternate_segment);
 	RUN(test_established_sack_scoreboard_memory_is_bounded);
