@@ -43,7 +43,7 @@
 /* The undo record's fields */
 #define UNDO_MARKER(u) ((u)->seq)   /* snd_una when the recovery began */
 #define UNDO_RETRANS(u) ((u)->len)  /* segments resent since, not yet D-SACKed */
-#define UNDO_RTO_TS(u) ((u)->len)   /* with UNDO_F_RTO: TSval of the RTO's retransmission */
+#define UNDO_RTO_TS(u) ((u)->len)   /* with UNDO_F_RTO: TSval of the first retransmission */
 #define UNDO_CWND(u) ((u)->off)     /* cwnd before the reduction */
 #define UNDO_SSTHRESH(u) ((u)->aux) /* ssthresh before it */
 #define UNDO_WMAX(u) ((u)->t)       /* CUBIC W_max before it */
@@ -197,13 +197,13 @@ static void undo_apply(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *u
  * (a tail probe's, a SACK recovery's: pb->t, the last send, as RACK's eifel reads
  * it), else the RTO's own, which leaves in this pass at this ms tick (tcp_timer.c
  * fire). An ACK echoing an earlier retransmission proves a loss, not a spurious
- * timeout. The walk is over the send queue, on an RTO only. */
+ * timeout. The walk is over the sent part of the send queue, on an RTO only. */
 static uint32_t first_rtx_ts(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	uint32_t ts = ipk_tcp_ts_now(ctx, c), v;
 	const struct ipk_pb *pb;
 
-	for (pb = c->sq_head; pb; pb = pb->next) {
+	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, c->snd_max); pb = pb->next) {
 		if (pb->xmit < 2 || !ipk_seq_gt(pb->seq + pb->len, c->snd_una))
 			continue;
 		v = (uint32_t)(pb->t / 1000000u) + c->iss;
