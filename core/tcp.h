@@ -874,6 +874,11 @@ void ipk_tcp_undo_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 void ipk_tcp_undo_arm(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* An RTO: the running recovery can no longer be undone. */
 void ipk_tcp_undo_cancel(struct ipk_conn *c);
+/* The first RTO of an episode, before cwnd is cut: keep what an Eifel undo restores
+ * (RFC 3522). Needs SACK and timestamps (the caller checks). */
+void ipk_tcp_undo_rto_arm(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* A new ACK while backed off (nrtx != 0): undo the RTO when it was spurious. */
+void ipk_tcp_undo_rto_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
 /* The SACK recovery ended (cwnd set): apply an undo that waited for it. */
 void ipk_tcp_undo_rcvy_exit(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* A D-SACK of [l, r): 1 when it covers data we retransmitted (a needless

@@ -436,11 +436,19 @@ static IPK_ALWAYS_INLINE void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c,
 	c->snd_una = ack;
 	if (ipk_seq_lt(c->snd_nxt, ack))
 		c->snd_nxt = ack;
-	/* The back-off ends; a sample just computed the RTO from the new estimate. */
-	if (sampled)
-		c->nrtx = 0;
-	else
+	/* The back-off ends; a sample just computed the RTO from the new estimate
+	 * (ipk_tcp_rto_reset does nothing with no back-off and no fast_off). The first
+	 * ACK of new data after an RTO may show it spurious (RFC 3522); an undo takes
+	 * cwnd back to at least its value before the RTO. */
+	if (c->nrtx != 0) {
+		ipk_tcp_undo_rto_ack(ctx, c, s);
+		if (sampled)
+			c->nrtx = 0;
+		else
+			ipk_tcp_rto_reset(ctx, c);
+	} else if (!sampled && ctx->fast_off) {
 		ipk_tcp_rto_reset(ctx, c);
+	}
 	/* The persist back-off ends when the window opens (ack_process), not when a probe
 	 * byte is accepted: a receiver may take probe bytes into the last sliver of a
 	 * window it advertised as 0 after scaling, and resetting here probed it every

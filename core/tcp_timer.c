@@ -205,6 +205,9 @@ static int on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 	}
 	if (c->nrtx == 0 && !syn) {
 		ctx->cnt.tcp_rto_episodes++;
+		if ((c->fl & (IPK_TCPF_SACK_OK | IPK_TCPF_TS_OK)) ==
+		    (IPK_TCPF_SACK_OK | IPK_TCPF_TS_OK))
+			ipk_tcp_undo_rto_arm(ctx, c); /* RFC 3522: may prove spurious */
 		/* RFC 8985 §6.2 step 4 counts RTO recoveries too; the engine keeps no end of
 		 * one, so it is counted when it starts */
 		ipk_tcp_rack_recovery_done(c);

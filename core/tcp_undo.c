@@ -14,7 +14,17 @@
  * D-SACK of one takes one off; at zero every retransmission of the episode was
  * needless (reordering or delay, not congestion) and the reduction is undone: at
  * once when the episode has ended, else when it ends (PRR owns cwnd while it runs).
- * An RTO cancels the undo (no F-RTO).
+ * An RTO cancels that undo, but arms its own (Eifel, RFC 3522, as Linux's
+ * tcp_try_undo_loss with tcp_packet_delayed): with timestamps the first RTO of an
+ * episode keeps cwnd, ssthresh and W_max as they are then (a recovery's reduction
+ * before it stays: the recovery's own undo is cancelled) and the TSval its
+ * retransmission carries (or an earlier retransmission's still outstanding, as
+ * Linux's retrans_stamp).
+ * The first ACK that then advances snd_una decides (RFC 3522 §3): a TSecr older
+ * than that TSval acknowledges an original, so the timeout was spurious (a delayed
+ * ACK, not a loss); the reduction is undone, the rest of the flight is no longer
+ * taken as lost, and tcp_rto_undo counts it. Without SACK there is no scoreboard
+ * to hang the record on, and no undo (no F-RTO either, RFC 5682).
  *
  * The state lives in one pool descriptor hung off the scoreboard record (its pkt
  * field), with the logged ranges on its next chain, at most IPK_TCP_UNDO_LOG_MAX (the oldest
@@ -33,6 +43,7 @@
 /* The undo record's fields */
 #define UNDO_MARKER(u) ((u)->seq)   /* snd_una when the recovery began */
 #define UNDO_RETRANS(u) ((u)->len)  /* segments resent since, not yet D-SACKed */
+#define UNDO_RTO_TS(u) ((u)->len)   /* with UNDO_F_RTO: TSval of the first retransmission */
 #define UNDO_CWND(u) ((u)->off)     /* cwnd before the reduction */
 #define UNDO_SSTHRESH(u) ((u)->aux) /* ssthresh before it */
 #define UNDO_WMAX(u) ((u)->t)       /* CUBIC W_max before it */
@@ -40,6 +51,7 @@
 #define UNDO_NLOG(u) ((u)->pad_)    /* ranges on the next chain */
 #define UNDO_F_ARMED 0x1u   /* a recovery's prior state is kept */
 #define UNDO_F_PENDING 0x2u /* all its retransmissions were D-SACKed: undo at its end */
+#define UNDO_F_RTO 0x4u     /* an RTO's prior state is kept (Eifel, RFC 3522) */
 
 static struct ipk_pb *undo_rec(const struct ipk_conn *c)
 {
@@ -159,13 +171,13 @@ void ipk_tcp_undo_cancel(struct ipk_conn *c)
 	struct ipk_pb *u = undo_rec(c);
 
 	if (u)
-		UNDO_FLAGS(u) = 0;
+		UNDO_FLAGS(u) &= ~(UNDO_F_ARMED | UNDO_F_PENDING);
 }
 
 /* RFC 3708 §3 / Linux tcp_undo_cwnd_reduction: the reduction was needless. CUBIC's
  * W_max comes back too, and a new epoch starts from the restored window (RFC 9438
  * §4.9). */
-static void undo_apply(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *u)
+static void undo_restore(struct ipk_conn *c, struct ipk_pb *u)
 {
 	c->cwnd = IPK_MAX(c->cwnd, UNDO_CWND(u));
 	c->ssthresh = IPK_MAX(c->ssthresh, UNDO_SSTHRESH(u));
@@ -173,7 +185,71 @@ static void undo_apply(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *u
 		c->cc.cubic.w_max = (uint32_t)UNDO_WMAX(u);
 	c->fl &= ~IPK_TCPF_CC_EPOCH;
 	UNDO_FLAGS(u) = 0;
+}
+
+static void undo_apply(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *u)
+{
+	undo_restore(c, u);
 	ctx->cnt.tcp_dsack_undo++;
+}
+
+/* Linux's retrans_stamp: the TSval of the earliest retransmission still outstanding
+ * (a tail probe's, a SACK recovery's: pb->t, the last send, as RACK's eifel reads
+ * it), else the RTO's own, which leaves in this pass at this ms tick (tcp_timer.c
+ * fire). An ACK echoing an earlier retransmission proves a loss, not a spurious
+ * timeout. The walk is over the sent part of the send queue, on an RTO only. */
+static uint32_t first_rtx_ts(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint32_t ts = ipk_tcp_ts_now(ctx, c), v;
+	const struct ipk_pb *pb;
+
+	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, c->snd_max); pb = pb->next) {
+		if (pb->xmit < 2 || !ipk_seq_gt(pb->seq + pb->len, c->snd_una))
+			continue;
+		v = (uint32_t)(pb->t / 1000000u) + c->iss;
+		if (ipk_seq_lt(v, ts))
+			ts = v;
+	}
+	return ts;
+}
+
+/* RFC 3522 §2: called on the first RTO of an episode, before the reduction. The
+ * state kept is this moment's, never an earlier recovery's (ARMED outlives its
+ * recovery for late D-SACKs, and the ACK that proves the RTO spurious may echo that
+ * recovery's own, needed, retransmission). */
+void ipk_tcp_undo_rto_arm(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_pb *u = undo_get(ctx, c);
+
+	if (!u)
+		return;
+	UNDO_CWND(u) = c->cwnd;
+	UNDO_SSTHRESH(u) = c->ssthresh;
+	UNDO_WMAX(u) = c->cc.cubic.w_max;
+	UNDO_FLAGS(u) = UNDO_F_RTO;
+	UNDO_MARKER(u) = c->snd_una;
+	UNDO_RTO_TS(u) = first_rtx_ts(ctx, c);
+}
+
+/* RFC 3522 §3: the first ACK of new data after the RTO decides. Its TSecr echoes the
+ * segment that advanced the peer's left edge (RFC 7323 §4.3); older than the
+ * retransmission's TSval, it is the original's: the timeout was spurious. */
+void ipk_tcp_undo_rto_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s)
+{
+	struct ipk_pb *u = undo_rec(c), *sb = ipk_tcp_sb(c);
+
+	if (!u || !(UNDO_FLAGS(u) & UNDO_F_RTO))
+		return;
+	UNDO_FLAGS(u) &= ~UNDO_F_RTO;
+	if (!(c->fl & IPK_TCPF_TS_OK) || !s->o.has_ts || s->o.tsecr == 0 ||
+	    !ipk_seq_lt(s->o.tsecr, UNDO_RTO_TS(u)))
+		return;
+	undo_restore(c, u);
+	/* RFC 3522 §1 / Linux: the flight is not lost; only what the RTO already resent
+	 * stays resent (RACK may still find real losses). */
+	if (ipk_seq_lt(IPK_SB_HIGH_RXT(sb), IPK_SB_LOST_END(sb)))
+		IPK_SB_LOST_END(sb) = IPK_SB_HIGH_RXT(sb);
+	ctx->cnt.tcp_rto_undo++;
 }
 
 void ipk_tcp_undo_rcvy_exit(struct ipk_ctx *ctx, struct ipk_conn *c)

@@ -305,6 +305,9 @@ struct ipk_counters {
 	                               * TCPSACKReorder) */
 	uint64_t tcp_dsack_undo;      /* SACK recoveries undone: every retransmission was
 	                               * D-SACKed (RFC 3708 §3; Linux's TCPDSACKUndo) */
+	uint64_t tcp_rto_undo;        /* RTOs undone: the first ACK after one echoed a TSval
+	                               * older than its retransmission's (Eifel, RFC 3522;
+	                               * Linux's TCPLossUndo) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the

@@ -1063,6 +1063,228 @@ static void test_established_recovery_not_undone_by_dsack_of_duplicated_original
 	finish(t);
 }
 
+/* ---------------------------------------- undo of a spurious RTO (Eifel) */
+
+/* 5 segments on a cwnd of 10, unanswered (and their TLP) until the RTO resends the first. Returns
+ * the first segment's sequence; *ts0 / *ts1 are the TSvals of the original and of
+ * the retransmission, *cw / *ss cwnd and ssthresh before the RTO. */
+static uint32_t flight_then_rto(struct th *t, struct ipk_conn *c, uint32_t *ts0, uint32_t *ts1,
+                                uint32_t *cw, uint32_t *ss)
+{
+	struct tseg s;
+	uint32_t d = c->snd_max;
+	uint64_t rto = ipk_counters(t->ctx)->tcp_rto;
+	int i, got = 0;
+
+	c->cwnd = 10 * MSS;
+	*cw = c->cwnd;
+	*ss = c->ssthresh;
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 5 * MSS, t->now), (int)(5 * MSS));
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.seq, d);
+	*ts0 = s.o.tsval;
+	while (th_next(t, &s))
+		;
+	/* a tail loss probe goes first (RFC 8985 §7), unanswered too */
+	for (i = 0; i < 40 && ipk_counters(t->ctx)->tcp_rto == rto; i++) {
+		th_advance(t, 50 * MS);
+		while (ipk_counters(t->ctx)->tcp_rto == rto && th_next(t, &s))
+			;
+	}
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, rto + 1);
+	*ts1 = 0;
+	while (th_next(t, &s)) {
+		CHECK_EQ(s.h.seq, d); /* cwnd is one segment now */
+		*ts1 = s.o.tsval;
+		got++;
+	}
+	CHECK_EQ(got, 1);
+	CHECK(c->cwnd < *cw);
+	return d;
+}
+
+/* RFC 3522 §3 (Linux's TCPLossUndo): the ACKs were only late. The first after the
+ * RTO echoes the original's TSval, so the timeout was spurious: cwnd and ssthresh
+ * come back, the rest of the flight is not resent, and it is counted. Regression:
+ * an RTO was never undone, and it went back over the whole flight. */
+static void test_established_spurious_rto_undone_by_timestamps(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, ts0, ts1, cw, ss;
+	uint64_t rtx;
+
+	open_conn(t, 1, 1, &c, &s);
+	d = flight_then_rto(t, c, &ts0, &ts1, &cw, &ss);
+	rtx = ipk_counters(t->ctx)->tcp_retransmits;
+	CHECK(ipk_seq_lt(ts0, ts1));
+	/* the delayed burst: first 2 segments acknowledged, then the rest */
+	peer(t, A, IRS + 1, d + 2 * MSS, 1, 200, ts0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 1);
+	CHECK(c->cwnd >= cw);
+	CHECK_EQ(c->ssthresh, ss);
+	while (th_next(t, &s))
+		CHECK(!ipk_seq_lt(s.h.seq, d + 5 * MSS)); /* segments 3-5 not resent */
+	peer(t, A, IRS + 1, d + 5 * MSS, 1, 201, ts0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 1);
+	CHECK(c->cwnd >= cw);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_retransmits, rtx);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* One late cumulative ACK of the whole flight is the first after the RTO: undone
+ * too, before the scoreboard (and the undo record on it) is given back. */
+static void test_established_spurious_rto_undone_by_one_full_ack(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, ts0, ts1, cw, ss;
+
+	open_conn(t, 1, 1, &c, &s);
+	d = flight_then_rto(t, c, &ts0, &ts1, &cw, &ss);
+	peer(t, A, IRS + 1, d + 5 * MSS, 1, 200, ts0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 1);
+	CHECK(c->cwnd >= cw);
+	CHECK_EQ(c->ssthresh, ss);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* A real SACK recovery (no D-SACK, not undone) ends with new data outstanding, so
+ * its undo record stays; then a spurious RTO on that data. The undo goes back to the
+ * state at the RTO, not to the one before that recovery. Regression: the record
+ * still armed by the old recovery gave back its pre-recovery (unbounded) ssthresh. */
+static void test_established_spurious_rto_after_recovery_keeps_its_reduction(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, e, ts0 = 0, ss0, ss, blk[1][2];
+	uint64_t rto;
+	int i;
+
+	open_conn(t, 1, 1, &c, &s);
+	ss0 = c->ssthresh;
+	/* segment 1 of 5 lost (2-4 SACKed), resent in a SACK recovery */
+	c->cwnd = 10 * MSS;
+	d = c->snd_max;
+	send_segs(t, c, 5);
+	blk[0][0] = d + 2 * MSS;
+	blk[0][1] = d + 5 * MSS;
+	peer(t, A, IRS + 1, d + MSS, 1, 200, 0, blk, 1, NULL, 0);
+	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	send_segs(t, c, 0);
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 2 * MSS, t->now), (int)(2 * MSS));
+	th_advance(t, 1000);
+	peer(t, A, IRS + 1, d + 5 * MSS, 1, 201, 0, NULL, 0, NULL, 0);
+	CHECK(!(c->fl & IPK_TCPF_SACK_RCVY));
+	CHECK(c->ssthresh < ss0);
+	e = d + 5 * MSS;
+	while (th_next(t, &s))
+		if (s.h.seq == e)
+			ts0 = s.o.tsval;
+	CHECK(ts0 != 0);
+	CHECK(c->snd_max == e + 2 * MSS);
+	ss = c->ssthresh;
+	rto = ipk_counters(t->ctx)->tcp_rto;
+	for (i = 0; i < 40 && ipk_counters(t->ctx)->tcp_rto == rto; i++) {
+		th_advance(t, 50 * MS);
+		while (th_next(t, &s))
+			;
+	}
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, rto + 1);
+	peer(t, A, IRS + 1, e + MSS, 1, 300, ts0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 1);
+	CHECK(c->ssthresh >= ss); /* the larger of the two, as Linux's undo */
+	CHECK(c->ssthresh < ss0);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* A real loss: the first ACK after the RTO echoes the retransmission's TSval. The
+ * reduction stays, nothing is counted. */
+static void test_established_rto_of_real_loss_not_undone(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, ts0, ts1, cw, ss;
+
+	open_conn(t, 1, 1, &c, &s);
+	d = flight_then_rto(t, c, &ts0, &ts1, &cw, &ss);
+	peer(t, A, IRS + 1, d + MSS, 1, 200, ts1, NULL, 0, NULL, 0);
+	/* a later ACK echoing an older TSval decides nothing: the first one did */
+	peer(t, A, IRS + 1, d + 2 * MSS, 1, 201, ts0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 0);
+	CHECK(c->cwnd < cw);
+	CHECK(c->ssthresh < ss);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* A SACK recovery resends segment 2 (lost); that retransmission is late too, and the
+ * RTO resends it again. The ACK then echoes the recovery's retransmission, older
+ * than the RTO's: the loss was real, nothing is undone (Linux's retrans_stamp is the
+ * first retransmission's). Regression: compared with the RTO's TSval only, this
+ * undid a real loss's reduction. */
+static void test_established_rto_after_recovery_retransmission_not_undone(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, tsr = 0, blk[1][2], ss0;
+	uint64_t rto;
+	int i;
+
+	open_conn(t, 1, 1, &c, &s);
+	ss0 = c->ssthresh;
+	c->cwnd = 10 * MSS;
+	d = c->snd_max;
+	send_segs(t, c, 5);
+	th_advance(t, 5 * MS);
+	blk[0][0] = d + 2 * MSS;
+	blk[0][1] = d + 5 * MSS;
+	peer(t, A, IRS + 1, d + MSS, 1, 200, 0, blk, 1, NULL, 0);
+	CHECK(c->fl & IPK_TCPF_SACK_RCVY);
+	while (th_next(t, &s))
+		if (s.h.seq == d + MSS)
+			tsr = s.o.tsval;
+	CHECK(tsr != 0);
+	rto = ipk_counters(t->ctx)->tcp_rto;
+	for (i = 0; i < 40 && ipk_counters(t->ctx)->tcp_rto == rto; i++) {
+		th_advance(t, 50 * MS);
+		while (th_next(t, &s))
+			;
+	}
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, rto + 1);
+	peer(t, A, IRS + 1, d + 5 * MSS, 1, 201, tsr, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 0);
+	CHECK(c->ssthresh < ss0);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* Without timestamps there is no Eifel evidence: the same late ACK undoes nothing. */
+static void test_established_rto_without_timestamps_not_undone(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, ts0, ts1, cw, ss;
+
+	open_conn(t, 1, 0, &c, &s);
+	d = flight_then_rto(t, c, &ts0, &ts1, &cw, &ss);
+	CHECK_EQ(ts0, 0);
+	peer(t, A, IRS + 1, d + 2 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 0);
+	CHECK(c->cwnd < cw);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 /* ------------------------------------- RACK reordering window, min_RTT aging */
 
 /* One SACK loss episode: 5 segments, the first acknowledged (snd_una passes the
@@ -1277,6 +1499,12 @@ int main(void)
 	RUN(test_established_dsack_of_original_is_not_spurious);
 	RUN(test_established_recovery_undone_when_its_retransmission_is_dsacked);
 	RUN(test_established_recovery_not_undone_by_dsack_of_duplicated_original);
+	RUN(test_established_spurious_rto_undone_by_timestamps);
+	RUN(test_established_spurious_rto_undone_by_one_full_ack);
+	RUN(test_established_spurious_rto_after_recovery_keeps_its_reduction);
+	RUN(test_established_rto_of_real_loss_not_undone);
+	RUN(test_established_rto_after_recovery_retransmission_not_undone);
+	RUN(test_established_rto_without_timestamps_not_undone);
 	RUN(test_established_sack_scoreboard_keeps_every_alternate_segment);
 	RUN(test_established_sack_scoreboard_memory_is_bounded);
 	RUN(test_prr_rfc6937_single_loss_sends_one_per_two_acks);
