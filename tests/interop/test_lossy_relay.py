@@ -132,6 +132,20 @@ def test_pairing_sha256_through_impairment(topos, files, pairing, case):
 MIX = ["--loss", "0.03", "--reorder", "0.03", "--dup", "0.01"]
 
 
+def shared_first_transmissions(logs):
+    """Each run's first transmissions of data (b2a) by identity, and the identities the
+    first two runs both sent. How many they share depends on where the sender cut its
+    segments, which timing can move (one short segment shifts the identities behind
+    it): 2,546 of 2,898 in one CI run of ipkit-ipkit. That is the sender's doing, not
+    the relay's; half is plenty for the fate comparisons the callers make."""
+    first = [{k: v for k, v in lg.items() if k[0] == "b2a" and k[1] == "D" and k[4] == "0"}
+             for lg in logs]
+    common = first[0].keys() & first[1].keys()
+    assert len(common) >= 0.5 * max(len(first[0]), len(first[1])) > 1250, (
+        len(common), len(first[0]), len(first[1]))
+    return first, common
+
+
 @pytest.mark.parametrize("pairing", ["ipkit-linux", "ipkit-ipkit"])
 def test_relay_keyed_same_segment_same_fate(topos, files, tmp_path, pairing):
     """The keyed relay decides by segment identity: over two runs with one seed every
@@ -145,15 +159,7 @@ def test_relay_keyed_same_segment_same_fate(topos, files, tmp_path, pairing):
     for k, seed in enumerate((SEED, SEED, SEED + 1)):
         run(topos, files, pairing, MIX, 4, seed=seed, log=tmp_path / ("run%d.log" % k))
         logs.append(read_log(tmp_path / ("run%d.log" % k)))
-    first = [{k: v for k, v in lg.items() if k[0] == "b2a" and k[1] == "D" and k[4] == "0"}
-             for lg in logs]
-    common = first[0].keys() & first[1].keys()
-    # How many first transmissions both runs share depends on where the sender cut
-    # its segments, which timing can move (one short segment shifts the identities
-    # behind it): 2,546 of 2,898 in one CI run of ipkit-ipkit. That is the sender's
-    # doing, not the relay's; half is plenty for the fate comparisons below.
-    assert len(common) >= 0.5 * max(len(first[0]), len(first[1])) > 1250, (
-        len(common), len(first[0]), len(first[1]))
+    first, common = shared_first_transmissions(logs)
     dropped = [k for k in common if first[0][k] == "drop"]
     assert in_band(len(dropped), len(common), 0.03), (len(dropped), len(common))
     assert sorted(dropped) == sorted(k for k in common if first[1][k] == "drop")
@@ -175,15 +181,7 @@ def test_relay_keyed_bursts_hit_same_new_data(topos, files, tmp_path):
         run(topos, files, "ipkit-linux", ["--burst", "0.003,0.25", "--dir", "b2a"], 4,
             log=tmp_path / ("run%d.log" % k))
         logs.append(read_log(tmp_path / ("run%d.log" % k)))
-    first = [{k: v for k, v in lg.items() if k[0] == "b2a" and k[1] == "D" and k[4] == "0"}
-             for lg in logs]
-    common = first[0].keys() & first[1].keys()
-    # How many first transmissions both runs share depends on where the sender cut
-    # its segments, which timing can move (one short segment shifts the identities
-    # behind it): 2,546 of 2,898 in one CI run of ipkit-ipkit. That is the sender's
-    # doing, not the relay's; half is plenty for the fate comparisons below.
-    assert len(common) >= 0.5 * max(len(first[0]), len(first[1])) > 1250, (
-        len(common), len(first[0]), len(first[1]))
+    first, common = shared_first_transmissions(logs)
     lost = [sorted(k for k in common if f[k] == "bdrop") for f in first]
     assert len(lost[0]) > 10, len(lost[0])
     assert lost[0] == lost[1], (len(lost[0]), len(lost[1]))
