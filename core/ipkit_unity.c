@@ -23,6 +23,9 @@
 #include "wire/icmp4.c"
 #include "wire/udp.c"
 #include "wire/tcp.c"
+#include "wire/ip6.c"
+#include "wire/icmp6.c"
+#include "wire/nd.c"
 
 #include "stack.c"
 #include "link.c"

@@ -203,3 +203,51 @@ uint16_t ipk_csum_l4(uint32_t src_be, uint32_t dst_be, uint8_t proto, const uint
 		s = csum_add64(s, csum_host16((uint32_t)p[len - 1] << 8));
 	return (uint16_t)~csum_fold_host(s);
 }
+
+/* The two 16-byte addresses of the IPv6 pseudo-header as host-order words. */
+static uint64_t csum_addr6(const uint8_t src[16], const uint8_t dst[16])
+{
+	uint64_t s = csum_add64(csum_load64(src), csum_load64(src + 8));
+
+	s = csum_add64(s, csum_load64(dst));
+	return csum_add64(s, csum_load64(dst + 8));
+}
+
+uint32_t ipk_csum_pseudo6(const uint8_t src[16], const uint8_t dst[16], uint8_t proto,
+                          uint32_t l4_len)
+{
+	/* RFC 8200 §8.1: source, destination, 32-bit upper-layer length, three zero
+	 * bytes, next header. Addresses summed in host order, folded as big-endian
+	 * words (RFC 1071 §2(B)); the numbers join as host-order values. */
+	uint64_t s = csum_fold_host(csum_addr6(src, dst));
+
+	s += proto;
+	s += (l4_len >> 16) + (l4_len & 0xffffu);
+	return csum_reduce(s);
+}
+
+uint16_t ipk_csum_l4_6(const uint8_t src[16], const uint8_t dst[16], uint8_t proto,
+                       const uint8_t *p, uint32_t len)
+{
+	int odd = 0;
+
+	return ipk_csum_fold(ipk_csum_add(ipk_csum_pseudo6(src, dst, proto, len), p, len, &odd));
+}
+
+int ipk_udp6_csum_ok(const uint8_t src[16], const uint8_t dst[16], const uint8_t *p,
+                     uint32_t len)
+{
+	/* RFC 8200 §8.1: unlike IPv4, a zero UDP checksum is not "none": drop it. */
+	if (len < IPK_UDP_HLEN || ipk_rd16(p + 6) == 0)
+		return 0;
+	return ipk_csum_l4_6(src, dst, IPK_IPPROTO_UDP, p, len) == 0;
+}
+
+uint16_t ipk_udp6_csum(const uint8_t src[16], const uint8_t dst[16], const uint8_t *p,
+                       uint32_t len)
+{
+	uint16_t c = ipk_csum_l4_6(src, dst, IPK_IPPROTO_UDP, p, len);
+
+	/* RFC 768 / RFC 8200 §8.1: a computed 0 is sent as all ones. */
+	return c ? c : 0xffff;
+}

@@ -465,6 +465,360 @@ static inline uint32_t ipk_tcp_opts_put(uint8_t *p, const struct ipk_tcp_opts *o
 /* Bytes ipk_tcp_opts_emit writes for o (given room), without writing them. */
 uint32_t ipk_tcp_opts_len(const struct ipk_tcp_opts *o);
 
+/* -------------------------------------------------------------- IPv6 */
+/*
+ * IPv6 addresses are uint8_t[16] in network order: they compare and copy with
+ * memcmp/memcpy as they lie on the wire. The upper-layer length of the pseudo-header
+ * and every other number are host order.
+ */
+
+#define IPK_ETHERTYPE_IP6 0x86dd
+#define IPK_IP6_HLEN 40
+#define IPK_IP6_MIN_MTU 1280 /* RFC 8200 §5 */
+#define IPK_IPPROTO_HOPOPTS 0
+#define IPK_IPPROTO_ROUTING 43
+#define IPK_IPPROTO_FRAGMENT 44
+#define IPK_IPPROTO_ICMP6 58
+#define IPK_IPPROTO_NONE 59 /* RFC 8200 §4.7: no next header */
+#define IPK_IPPROTO_DSTOPTS 60
+#define IPK_IP6_FRAG_HLEN 8
+
+struct ipk_ip6_hdr {
+	uint8_t tclass;    /* traffic class (DSCP << 2 | ECN) */
+	uint32_t flow;     /* flow label, 20 bits */
+	uint16_t plen;     /* payload length: bytes after the 40-byte header */
+	uint8_t next;      /* next header */
+	uint8_t hlim;      /* hop limit */
+	uint8_t src[16], dst[16];
+};
+/* RFC 8200 §3: checks len >= 40, version 6, 40 + payload length <= len (trailing
+ * bytes, e.g. Ethernet padding, are allowed and are not the datagram's). A payload
+ * length of 0 is returned as it is: ipkit does not accept jumbograms (RFC 2675), so
+ * the extension-header walk finds no room for a hop-by-hop header and drops such a
+ * datagram as truncated. Returns 40. */
+int ipk_ip6_parse(const uint8_t *p, uint32_t len, struct ipk_ip6_hdr *h);
+/* Writes the 40-byte header (flow label cut to 20 bits); returns 40 or 0. */
+uint32_t ipk_ip6_emit(uint8_t *p, uint32_t cap, const struct ipk_ip6_hdr *h);
+
+/* Address predicates (RFC 4291 §2.4, §2.7) and helpers. */
+static inline int ipk_ip6_is_multicast(const uint8_t a[16]) { return a[0] == 0xff; }
+static inline int ipk_ip6_is_linklocal(const uint8_t a[16])
+{
+	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
+int ipk_ip6_is_unspecified(const uint8_t a[16]);
+/* RFC 4291 §2.7.1: the solicited-node group ff02::1:ffXX:XXXX of addr's low 24 bits. */
+void ipk_ip6_solicited_node(uint8_t out[16], const uint8_t addr[16]);
+/* 1 when a is a solicited-node group address (ff02::1:ff00:0/104). */
+int ipk_ip6_is_solicited_node(const uint8_t a[16]);
+/* RFC 2464 §7: the Ethernet MAC of an IPv6 multicast group, 33:33 and its low 32 bits. */
+void ipk_ip6_mcast_mac(uint8_t mac[6], const uint8_t group[16]);
+
+/* ------------------------------------------- IPv6 extension headers */
+
+/*
+ * Bound on the extension headers one datagram may carry before its upper-layer
+ * header. RFC 8200 §4.1 orders at most hop-by-hop, destination options, routing,
+ * fragment, AH, ESP, destination options: five that a host walks (AH/ESP end the
+ * walk as upper layers), one more when an atomic fragment (RFC 6946) precedes a
+ * real one. 8 leaves room for every legitimate chain and stops a chain that never
+ * ends (every header is at least 8 bytes, so a 64 KiB datagram could hold 8,000).
+ */
+#define IPK_IP6_EXT_MAX_COUNT 8
+/* Bound on their total length in bytes: RFC 8504 §5.3 lets a host limit extension
+ * header sizes. Options headers of a host carry a few padding and alert bytes; the
+ * largest routing header in use (SRH, RFC 8754) with 16 segments is 264 bytes.
+ * 1024 admits those together and keeps a crafted chain from costing a walk over
+ * a whole datagram. */
+#define IPK_IP6_EXT_MAX_LEN 1024
+/* RFC 8504 §5.3: a host may drop more than 7 bytes of consecutive padding (Linux
+ * does): real senders pad to 8-byte alignment, longer runs only hide data. */
+#define IPK_IP6_MAX_PAD 7
+
+/* What to do with an options header (RFC 8200 §4.2), the first that applies. */
+enum ipk_ip6_optact {
+	IPK_IP6_OPT_SKIP = 0,      /* every option known or skippable: go on */
+	IPK_IP6_OPT_DISCARD,       /* unknown option, action 01: drop silently */
+	IPK_IP6_OPT_ICMP,          /* action 10: drop, Parameter Problem code 2 */
+	IPK_IP6_OPT_ICMP_UCAST,    /* action 11: the same unless the destination is multicast */
+	IPK_IP6_OPT_MALFORMED,     /* option runs past the header, or padding over 7 bytes */
+};
+#define IPK_IP6OPT_PAD1 0x00
+#define IPK_IP6OPT_PADN 0x01
+#define IPK_IP6OPT_ROUTER_ALERT 0x05 /* RFC 2711, hop-by-hop; MLD uses it */
+
+/* Walks the option TLVs of one hop-by-hop or destination-options header (p at the
+ * header's first byte, len its length from the header length field). Returns the
+ * action; *bad_off is the offset in p of the option that decided it (the Parameter
+ * Problem pointer, relative to the header). *ra gets the router alert value + 1 (0
+ * when there is none), so that the caller can tell which MLD/RSVP it is. */
+enum ipk_ip6_optact ipk_ip6_opts_walk(const uint8_t *p, uint32_t len, uint32_t *bad_off,
+                                      uint32_t *ra);
+
+/* Why the walk says drop. Parameter Problem fields say whether and what to send. */
+enum ipk_ip6x {
+	IPK_IP6X_OK = 0,       /* deliver x->proto at x->off (59: nothing to deliver) */
+	IPK_IP6X_TRUNC,        /* an extension header runs past the payload */
+	IPK_IP6X_HBH_NOT_FIRST,/* RFC 8200 §4.1: hop-by-hop only right after the header */
+	IPK_IP6X_TOO_MANY,     /* more than IPK_IP6_EXT_MAX_COUNT headers */
+	IPK_IP6X_TOO_LONG,     /* more than IPK_IP6_EXT_MAX_LEN bytes of headers */
+	IPK_IP6X_OPT_BAD,      /* an option runs past its header, or padding over 7 bytes */
+	IPK_IP6X_OPT_UNKNOWN,  /* an unknown option whose action bits say discard */
+	IPK_IP6X_RH0,          /* routing header type 0 (RFC 5095) */
+	IPK_IP6X_RH_UNKNOWN,   /* unsupported routing type with segments left (§4.4) */
+	IPK_IP6X_FRAG_LEN,     /* §4.5: M set and fragment length not a multiple of 8 */
+	IPK_IP6X_FRAG_SIZE,    /* §4.5: offset + length past 65535 */
+};
+
+struct ipk_ip6_ext {
+	uint8_t proto;       /* the Next Header value that ended the walk: upper layer */
+	uint8_t nhdrs;       /* extension headers walked */
+	uint16_t off;        /* upper-layer header's offset from the IPv6 header */
+	uint16_t nh_off;     /* offset of the Next Header field that named proto: the
+	                      * pointer of a Parameter Problem code 1 when the stack does
+	                      * not know proto (RFC 8200 §4, RFC 4443 §3.4) */
+	uint32_t ra;         /* router alert value + 1 from hop-by-hop, 0 if none */
+	uint8_t has_rh, rh_type, rh_segleft; /* the routing header seen (first one) */
+	uint8_t has_frag;    /* a non-atomic fragment: proto/off describe its data */
+	uint8_t frag_atomic; /* an atomic fragment was seen and skipped (RFC 6946) */
+	uint8_t frag_more;   /* M flag */
+	uint16_t frag_off;   /* fragment offset in bytes */
+	uint16_t frag_hoff;  /* offset of the fragment header (end of the unfragmentable part) */
+	uint32_t frag_id;    /* identification */
+	/* Set when the verdict calls for an ICMPv6 Parameter Problem (RFC 4443 §3.4). */
+	uint8_t icmp;        /* 1: send one */
+	uint8_t icmp_code;   /* 0 erroneous field, 1 unknown next header, 2 unknown option */
+	uint32_t icmp_ptr;   /* offset from the IPv6 header's first byte */
+};
+
+/*
+ * RFC 8200 §4: walks the extension headers of the datagram at pkt (the IPv6 header,
+ * len = 40 + its payload length, so a reassembled datagram is walked the same way)
+ * from offset 40, where header `next` (the IPv6 header's) begins. dst_mcast: the
+ * destination is multicast (decides action 11 and RFC 4443 §2.4(e)).
+ *
+ * Hop-by-hop is accepted only at offset 40 as the first header; routing headers of
+ * a type ipkit does not implement (all of them; a host is never a waypoint) are
+ * ignored with segments left 0 and refused otherwise; type 0 is always refused
+ * (issue 19; RFC 5095 §3 deprecates it, and a host has no use for an RH0 datagram);
+ * an atomic fragment (offset 0, M 0) is skipped and the walk goes on (RFC 6946
+ * §4); any other fragment ends the walk with has_frag set and proto/off giving the
+ * fragment's next header and data. Every other value of next ends the walk as the
+ * upper layer, 59 (no next header) included.
+ *
+ * Returns IPK_IP6X_OK with x->proto/x->off, or the reason to drop (x->icmp and its
+ * code and pointer say whether to answer with a Parameter Problem).
+ */
+enum ipk_ip6x ipk_ip6_ext_walk(const uint8_t *pkt, uint32_t len, uint8_t next, int dst_mcast,
+                               struct ipk_ip6_ext *x);
+/* 1 for the Next Header values the walk steps over (0, 43, 44, 60). */
+int ipk_ip6_is_ext(uint8_t next);
+/* An 8-byte hop-by-hop header with a router alert option (RFC 2711, value 0: MLD)
+ * and PadN, as MLD messages carry it (RFC 3810 §5). Returns 8 or 0. */
+uint32_t ipk_ip6_hbh_ra_emit(uint8_t *p, uint32_t cap, uint8_t next);
+/* A fragment header (RFC 8200 §4.5): offset in bytes (a multiple of 8), M, id. */
+uint32_t ipk_ip6_frag_emit(uint8_t *p, uint32_t cap, uint8_t next, uint32_t off_bytes,
+                           int more, uint32_t id);
+
+/* ------------------------------------------------- IPv6 checksums */
+
+/* Sum of the IPv6 pseudo-header (RFC 8200 §8.1): source, destination (the final
+ * one when a routing header is present: the caller's choice), the upper-layer
+ * length as 32 bits, three zero bytes and the next header. Folds like
+ * ipk_csum_pseudo; continue with ipk_csum_add over the upper-layer bytes. */
+uint32_t ipk_csum_pseudo6(const uint8_t src[16], const uint8_t dst[16], uint8_t proto,
+                          uint32_t l4_len);
+/* The checksum of a contiguous upper-layer packet of len bytes with its IPv6
+ * pseudo-header: with the checksum field zero, the value to store (host order);
+ * over a received packet, 0 when the checksum is right. TCP, UDP, ICMPv6 alike. */
+uint16_t ipk_csum_l4_6(const uint8_t src[16], const uint8_t dst[16], uint8_t proto,
+                       const uint8_t *p, uint32_t len);
+/* RFC 8200 §8.1: a UDP datagram over IPv6 with checksum field 0 is invalid and must
+ * be dropped. 1 when the datagram at p (len bytes, the UDP length) carries a
+ * non-zero checksum that verifies, else 0. */
+int ipk_udp6_csum_ok(const uint8_t src[16], const uint8_t dst[16], const uint8_t *p,
+                     uint32_t len);
+/* The checksum field's value for a UDP datagram over IPv6 whose field is zero while
+ * summed: a computed 0 is sent as 0xffff (RFC 768, RFC 8200 §8.1). */
+uint16_t ipk_udp6_csum(const uint8_t src[16], const uint8_t dst[16], const uint8_t *p,
+                       uint32_t len);
+
+/* ------------------------------------------------------------ ICMPv6 */
+
+#define IPK_ICMP6_HLEN 8
+#define IPK_ICMP6_DST_UNREACH 1
+#define IPK_ICMP6_PKT_TOO_BIG 2
+#define IPK_ICMP6_TIME_EXCEEDED 3
+#define IPK_ICMP6_PARAM_PROB 4
+#define IPK_ICMP6_ECHO_REQUEST 128
+#define IPK_ICMP6_ECHO_REPLY 129
+#define IPK_ICMP6_MLD_QUERY 130
+#define IPK_ICMP6_ND_RS 133
+#define IPK_ICMP6_ND_RA 134
+#define IPK_ICMP6_ND_NS 135
+#define IPK_ICMP6_ND_NA 136
+#define IPK_ICMP6_ND_REDIRECT 137
+#define IPK_ICMP6_MLD2_REPORT 143
+/* RFC 4443 §2.4(c): an error carries as much of the invoking packet as fits in the
+ * minimum MTU: 1280 - 40 (IPv6) - 8 (ICMPv6). */
+#define IPK_ICMP6_ERR_QUOTE_MAX (IPK_IP6_MIN_MTU - IPK_IP6_HLEN - IPK_ICMP6_HLEN)
+
+struct ipk_icmp6_hdr {
+	uint8_t type, code;
+	uint16_t csum;
+	uint16_t id, seq;  /* echo request/reply (RFC 4443 §4) */
+	uint32_t param;    /* the second word: PTB MTU (§3.2), Parameter Problem
+	                    * pointer (§3.4), 0 (unused) for unreachable/time exceeded */
+};
+/* Reads the 8-byte header (type-specific word both as id/seq and as param).
+ * Types 0..127 are errors (RFC 4443 §2.1). Checksum not verified: ipk_csum_l4_6. */
+int ipk_icmp6_parse(const uint8_t *p, uint32_t len, struct ipk_icmp6_hdr *h);
+static inline int ipk_icmp6_is_error(uint8_t type) { return type < 128; }
+/* Writes the 8-byte header: id/seq for echo, param for every other type. The
+ * checksum is written as given (see ipk_icmp6_csum_fill). */
+uint32_t ipk_icmp6_emit(uint8_t *p, uint32_t cap, const struct ipk_icmp6_hdr *h);
+/* Computes and stores the checksum of the len-byte ICMPv6 message at p (bytes 2..3
+ * are overwritten; the caller guarantees len >= 4). */
+void ipk_icmp6_csum_fill(uint8_t *p, uint32_t len, const uint8_t src[16], const uint8_t dst[16]);
+/* An error message: h's 8 bytes, then as much of the invoking packet (inv, inv_len,
+ * its IPv6 header first) as fits in cap and IPK_ICMP6_ERR_QUOTE_MAX, checksummed
+ * for src -> dst. Returns the message length or 0 when cap < 8 or h is not an error. */
+uint32_t ipk_icmp6_error_emit(uint8_t *p, uint32_t cap, const struct ipk_icmp6_hdr *h,
+                              const uint8_t *inv, uint32_t inv_len, const uint8_t src[16],
+                              const uint8_t dst[16]);
+
+/* The flow an error is about, from its quote of the invoking packet (RFC 4443 §2.4(c)).
+ * The quote may be cut anywhere: fields past the cut are reported absent. */
+struct ipk_icmp6_quote {
+	uint8_t src[16], dst[16]; /* the invoking packet's addresses (ours first) */
+	uint8_t proto;            /* upper layer reached, or the last next header seen */
+	uint16_t off;             /* its offset in the quote */
+	uint8_t has_ports;        /* TCP/UDP ports present (first fragment or none) */
+	uint8_t has_seq;          /* TCP sequence number present */
+	uint8_t has_echo;         /* ICMPv6 echo id/seq present */
+	uint16_t sport_be, dport_be;
+	uint32_t seq;
+	uint16_t echo_id, echo_seq;
+};
+/* p: the bytes after an error's 8-byte header. Needs the whole 40-byte IPv6 header
+ * (else IPK_WIRE_ESHORT; IPK_WIRE_EVERSION for a version other than 6); walks at most
+ * IPK_IP6_EXT_MAX_COUNT extension headers that fit, stops at a non-first fragment.
+ * Returns 40. */
+int ipk_icmp6_quote_parse(const uint8_t *p, uint32_t len, struct ipk_icmp6_quote *q);
+
+/* ------------------------------------------- Neighbor Discovery, MLD */
+
+#define IPK_ND_RA_MANAGED 0x80  /* RA M flag (RFC 4861 §4.2) */
+#define IPK_ND_RA_OTHER 0x40    /* RA O flag */
+#define IPK_ND_NA_ROUTER 0x80   /* NA R flag (§4.4) */
+#define IPK_ND_NA_SOLICITED 0x40
+#define IPK_ND_NA_OVERRIDE 0x20
+#define IPK_ND_HOP_LIMIT 255    /* §6.1, §7.1: every ND message arrives with 255 */
+#define IPK_NDOPT_SLLA 1
+#define IPK_NDOPT_TLLA 2
+#define IPK_NDOPT_PREFIX 3
+#define IPK_NDOPT_REDIRECTED 4
+#define IPK_NDOPT_MTU 5
+#define IPK_NDOPT_RDNSS 25      /* RFC 8106 */
+#define IPK_ND_PFX_ONLINK 0x80  /* prefix option L flag (§4.6.2) */
+#define IPK_ND_PFX_AUTO 0x40    /* A flag */
+#define IPK_ND_MAX_PREFIX 4     /* prefix options kept per message; more are counted */
+#define IPK_ND_MAX_RDNSS 3      /* RDNSS addresses kept (RFC 8106 §5.3.1 suggests 3) */
+
+struct ipk_nd_prefix {
+	uint8_t plen, flags;     /* prefix length, L/A flags */
+	uint32_t valid, preferred; /* lifetimes in seconds, 0xffffffff = infinity */
+	uint8_t prefix[16];
+};
+
+struct ipk_nd_opts {
+	uint8_t has_slla, has_tlla, has_mtu, has_redir;
+	uint8_t slla[6], tlla[6];  /* Ethernet link-layer addresses (RFC 2464 §6) */
+	uint32_t mtu;
+	uint8_t nprefix;           /* prefix options kept (<= IPK_ND_MAX_PREFIX) */
+	uint8_t nprefix_seen;      /* prefix options present (saturates at 255) */
+	struct ipk_nd_prefix prefix[IPK_ND_MAX_PREFIX];
+	uint16_t redir_off, redir_len; /* redirected header's IP bytes, offset from the
+	                                * options' first byte */
+	uint8_t nrdnss;
+	uint32_t rdnss_lifetime;
+	uint8_t rdnss[IPK_ND_MAX_RDNSS][16];
+};
+/* RFC 4861 §4.6: parses the options at p (len bytes) into o (cleared first). An
+ * option of length 0, one running past len, or a known option of the wrong length
+ * (SLLA/TLLA 1 for Ethernet, prefix 4, MTU 1, redirected >= 1, RDNSS odd >= 3)
+ * returns IPK_WIRE_EOPT: the caller discards the message. Unknown options are
+ * skipped (§4.6: receivers silently ignore them). Returns 0. */
+int ipk_nd_opts_parse(const uint8_t *p, uint32_t len, struct ipk_nd_opts *o);
+
+/* An ND message's fixed fields (RS, RA, NS, NA, Redirect). */
+struct ipk_nd_msg {
+	uint8_t type, code;
+	uint16_t csum;
+	uint8_t flags;          /* RA M/O, NA R/S/O */
+	uint8_t cur_hlim;       /* RA */
+	uint16_t router_lifetime; /* RA, seconds */
+	uint32_t reachable, retrans; /* RA, milliseconds */
+	uint8_t target[16];     /* NS, NA, Redirect */
+	uint8_t dest[16];       /* Redirect */
+	uint32_t len;           /* the ICMPv6 message length parsed */
+	uint16_t opt_off;       /* first option byte: 8 (RS), 16 (RA), 24 (NS/NA), 40 */
+	struct ipk_nd_opts opts;
+};
+/* Parses the whole ICMPv6 ND message at p (len bytes: the ICMPv6 length), fixed part
+ * and options. IPK_WIRE_EVERSION when the type is not RS/RA/NS/NA/Redirect,
+ * IPK_WIRE_ESHORT when len is below the type's fixed part (§6.1.1/§6.1.2/§7.1.1/
+ * §7.1.2/§8.1: "ICMP length is 8/16/24/24/40 or more"), IPK_WIRE_EOPT from the
+ * options. Returns the fixed part's length (m->opt_off). */
+int ipk_nd_parse(const uint8_t *p, uint32_t len, struct ipk_nd_msg *m);
+
+/* Why an ND message is not acceptable (RFC 4861 §6.1.1, §6.1.2, §7.1.1, §7.1.2, §8.1). */
+enum ipk_nd_bad {
+	IPK_ND_OK = 0,
+	IPK_ND_BAD_HLIM,      /* IP hop limit not 255: it crossed a router */
+	IPK_ND_BAD_CODE,      /* ICMP code not 0 */
+	IPK_ND_BAD_TARGET,    /* NS/NA target or Redirect destination multicast */
+	IPK_ND_BAD_SRC,       /* RA/Redirect from a non-link-local source; an unspecified
+	                       * source with a source link-layer option, or (NS) to a
+	                       * group that is not solicited-node */
+	IPK_ND_BAD_SOLICITED, /* NA to a multicast group with the S flag */
+};
+/* The validity checks that need the IPv6 header; the caller has checked the ICMPv6
+ * checksum and parsed m with ipk_nd_parse (which checked the lengths and options). */
+enum ipk_nd_bad ipk_nd_check(const struct ipk_ip6_hdr *ip, const struct ipk_nd_msg *m);
+/* Writes m's ICMPv6 header and fixed part (8/16/24/24/40 bytes by type, checksum
+ * field from m->csum, reserved bits zero); options follow, written by the emitters
+ * below; then ipk_icmp6_csum_fill over the whole message. Returns bytes or 0. */
+uint32_t ipk_nd_emit(uint8_t *p, uint32_t cap, const struct ipk_nd_msg *m);
+/* Link-layer address option (type IPK_NDOPT_SLLA or TLLA), 8 bytes. */
+uint32_t ipk_nd_opt_lla_emit(uint8_t *p, uint32_t cap, uint8_t type, const uint8_t mac[6]);
+/* Prefix information option (§4.6.2), 32 bytes. */
+uint32_t ipk_nd_opt_prefix_emit(uint8_t *p, uint32_t cap, const struct ipk_nd_prefix *pf);
+/* MTU option (§4.6.4), 8 bytes. */
+uint32_t ipk_nd_opt_mtu_emit(uint8_t *p, uint32_t cap, uint32_t mtu);
+
+/* MLDv2 (RFC 3810 §5.2). Record types of a report (§5.2.12). */
+#define IPK_MLD2_MODE_IS_INCLUDE 1
+#define IPK_MLD2_MODE_IS_EXCLUDE 2
+#define IPK_MLD2_CHANGE_TO_INCLUDE 3 /* leave, with no sources */
+#define IPK_MLD2_CHANGE_TO_EXCLUDE 4 /* join, with no sources */
+/* An MLDv2 report (type 143) of n records of rec_type with no sources, one per group,
+ * checksummed for src -> ff02::16 (RFC 3810 §5.2.14). The IPv6 header around it has
+ * hop limit 1 and a hop-by-hop router alert (ipk_ip6_hbh_ra_emit). Returns the
+ * message length (8 + 20 n) or 0 when cap is short. */
+uint32_t ipk_mld2_report_emit(uint8_t *p, uint32_t cap, uint8_t rec_type,
+                              const uint8_t (*groups)[16], uint32_t n, const uint8_t src[16]);
+/* One record of a report: its type, source count and group; the record's length is
+ * returned (20 + 16 sources + aux data), so records are walked from offset 8. */
+struct ipk_mld2_rec {
+	uint8_t type;
+	uint16_t nsrc;
+	uint8_t group[16];
+};
+int ipk_mld2_rec_parse(const uint8_t *p, uint32_t len, struct ipk_mld2_rec *r);
+/* ff02::16, all MLDv2-capable routers (RFC 3810 §5.2.14). */
+extern const uint8_t ipk_ip6_all_mldv2_routers[16];
+
 #ifdef __cplusplus
 }
 #endif

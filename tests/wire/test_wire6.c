@@ -1,0 +1,519 @@
+/*
+ * Byte-vector tests of the IPv6 wire layer (issue 19): the IPv6 header, the
+ * extension-header walk and its options, the IPv6 pseudo-header checksum, ICMPv6,
+ * Neighbor Discovery and MLDv2; every parser against frames Linux sent
+ * (linux_frames6.h, checked against tshark's decoding), emit -> parse round trips,
+ * and the malformed shapes each parser must refuse.
+ */
+#include <string.h>
+
+#include "check.h"
+#include "linux_frames6.h"
+#include "wire/wire.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static const uint8_t A1[16] = {0xfd, 0, 0, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+static const uint8_t A2[16] = {0xfd, 0, 0, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+static const uint8_t LL1[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0x5e, 0xff, 0xfe, 0, 0x77, 1};
+static const uint8_t ALLNODES[16] = {0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+static const uint8_t UNSPEC[16] = {0};
+
+/* Reference one's-complement checksum over the IPv6 pseudo-header and the bytes,
+ * written independently of csum.c: the definition, 16-bit big-endian words. */
+static uint16_t ref_csum6(const uint8_t *s, const uint8_t *d, uint8_t proto, const uint8_t *p,
+                          uint32_t len)
+{
+	uint64_t sum = 0;
+	uint32_t i;
+
+	for (i = 0; i < 16; i += 2)
+		sum += (uint32_t)(s[i] << 8 | s[i + 1]) + (uint32_t)(d[i] << 8 | d[i + 1]);
+	sum += (len >> 16) + (len & 0xffff) + proto;
+	for (i = 0; i < len; i++)
+		sum += (i & 1) ? p[i] : (uint64_t)p[i] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* A datagram in b: IPv6 header (next header nh) then plen payload bytes from pl. */
+static uint32_t mk6(uint8_t *b, uint8_t nh, const uint8_t *pl, uint32_t plen)
+{
+	struct ipk_ip6_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.plen = (uint16_t)plen;
+	h.next = nh;
+	h.hlim = 64;
+	memcpy(h.src, A1, 16);
+	memcpy(h.dst, A2, 16);
+	ipk_ip6_emit(b, IPK_IP6_HLEN, &h);
+	memcpy(b + IPK_IP6_HLEN, pl, plen);
+	return IPK_IP6_HLEN + plen;
+}
+
+/* ================================================================ header */
+
+static const uint8_t ip6_bytes[40] = {
+	0x6b, 0x8f, 0x12, 0x34, 0x00, 0x10, 0x11, 0x40,
+	0xfd, 0, 0, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+	0xfd, 0, 0, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+
+static void test_ip6_parse_known_bytes(void)
+{
+	uint8_t b[64];
+	struct ipk_ip6_hdr h;
+
+	memcpy(b, ip6_bytes, 40);
+	memset(b + 40, 0, 16);
+	CHECK_EQ(ipk_ip6_parse(b, 56, &h), IPK_IP6_HLEN);
+	CHECK_EQ(h.tclass, 0xb8); /* DSCP 46 (EF), ECN 0 */
+	CHECK_EQ(h.flow, 0xf1234);
+	CHECK_EQ(h.plen, 16);
+	CHECK_EQ(h.next, IPK_IPPROTO_UDP);
+	CHECK_EQ(h.hlim, 64);
+	CHECK(memcmp(h.src, A1, 16) == 0);
+	CHECK(memcmp(h.dst, A2, 16) == 0);
+	/* trailing bytes (Ethernet padding) accepted */
+	CHECK_EQ(ipk_ip6_parse(b, 60, &h), IPK_IP6_HLEN);
+}
+
+static void test_ip6_emit_known_bytes_and_round_trip(void)
+{
+	struct ipk_ip6_hdr h;
+	uint8_t b[40], c[40];
+
+	memset(&h, 0, sizeof(h));
+	h.tclass = 0xb8;
+	h.flow = 0xff1234; /* cut to 20 bits */
+	h.plen = 16;
+	h.next = IPK_IPPROTO_UDP;
+	h.hlim = 64;
+	memcpy(h.src, A1, 16);
+	memcpy(h.dst, A2, 16);
+	CHECK_EQ(ipk_ip6_emit(b, sizeof(b), &h), IPK_IP6_HLEN);
+	CHECK(memcmp(b, ip6_bytes, 40) == 0);
+	CHECK_EQ(ipk_ip6_emit(c, 39, &h), 0);
+}
+
+static void test_ip6_short_and_bad_version_rejected(void)
+{
+	uint8_t b[56];
+	struct ipk_ip6_hdr h;
+	uint32_t n;
+	int bad = 0;
+
+	memcpy(b, ip6_bytes, 40);
+	memset(b + 40, 0, 16);
+	for (n = 0; n < 56; n++) /* every cut before the payload's end */
+		bad += ipk_ip6_parse(b, n, &h) != IPK_WIRE_ESHORT;
+	CHECK_EQ(bad, 0);
+	b[0] = 0x4b;
+	CHECK_EQ(ipk_ip6_parse(b, 56, &h), IPK_WIRE_EVERSION);
+	b[0] = 0x7b;
+	CHECK_EQ(ipk_ip6_parse(b, 56, &h), IPK_WIRE_EVERSION);
+}
+
+static void test_ip6_payload_length_past_buffer_rejected(void)
+{
+	uint8_t b[56];
+	struct ipk_ip6_hdr h;
+
+	memcpy(b, ip6_bytes, 40);
+	memset(b + 40, 0, 16);
+	ipk_wr16(b + 4, 17);
+	CHECK_EQ(ipk_ip6_parse(b, 56, &h), IPK_WIRE_ESHORT);
+	ipk_wr16(b + 4, 0xffff);
+	CHECK_EQ(ipk_ip6_parse(b, 56, &h), IPK_WIRE_ESHORT);
+	ipk_wr16(b + 4, 0); /* plen 0 parses: the walk refuses what needs a payload */
+	CHECK_EQ(ipk_ip6_parse(b, 56, &h), IPK_IP6_HLEN);
+}
+
+static void test_ip6_address_helpers(void)
+{
+	static const uint8_t sn[16] = {0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0x77, 1};
+	uint8_t o[16], mac[6];
+
+	ipk_ip6_solicited_node(o, LL1);
+	CHECK(memcmp(o, sn, 16) == 0); /* RFC 4291 §2.7.1 */
+	CHECK(ipk_ip6_is_solicited_node(o));
+	CHECK(!ipk_ip6_is_solicited_node(ALLNODES));
+	ipk_ip6_mcast_mac(mac, o);
+	CHECK(memcmp(mac, "\x33\x33\xff\x00\x77\x01", 6) == 0); /* RFC 2464 §7 */
+	CHECK(ipk_ip6_is_multicast(o) && !ipk_ip6_is_multicast(A1));
+	CHECK(ipk_ip6_is_linklocal(LL1) && !ipk_ip6_is_linklocal(A1));
+	CHECK(ipk_ip6_is_unspecified(UNSPEC) && !ipk_ip6_is_unspecified(A1));
+}
+
+/* ====================================================== extension headers */
+
+static void test_ext_no_headers_gives_upper_layer(void)
+{
+	uint8_t b[128], pl[8] = {0};
+	struct ipk_ip6_ext x;
+	uint32_t n = mk6(b, IPK_IPPROTO_UDP, pl, 8);
+
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_UDP, 0, &x), IPK_IP6X_OK);
+	CHECK_EQ(x.proto, IPK_IPPROTO_UDP);
+	CHECK_EQ(x.off, 40);
+	CHECK_EQ(x.nh_off, 6);
+	CHECK_EQ(x.nhdrs, 0);
+}
+
+static void test_ext_hbh_dst_rh_then_tcp(void)
+{
+	/* HBH (router alert 0, PadN), DstOpts (PadN 4), RH type 4 segleft 0, TCP */
+	static const uint8_t pl[] = {60, 0, 5, 2, 0, 0, 1, 0,
+	                             43, 0, 1, 4, 0, 0, 0, 0,
+	                             6, 0, 4, 0, 0, 0, 0, 0,
+	                             0, 0, 0, 0};
+	uint8_t b[128];
+	struct ipk_ip6_ext x;
+	uint32_t n = mk6(b, 0, pl, sizeof(pl));
+
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, 0, 0, &x), IPK_IP6X_OK);
+	CHECK_EQ(x.proto, IPK_IPPROTO_TCP);
+	CHECK_EQ(x.off, 64);
+	CHECK_EQ(x.nh_off, 56); /* the routing header's next header field */
+	CHECK_EQ(x.nhdrs, 3);
+	CHECK_EQ(x.ra, 1); /* router alert value 0 (MLD) + 1 */
+	CHECK(x.has_rh && x.rh_type == 4 && x.rh_segleft == 0);
+	CHECK(!x.has_frag && !x.icmp);
+}
+
+static void test_ext_no_next_header(void)
+{
+	static const uint8_t pl[] = {59, 0, 1, 4, 0, 0, 0, 0, 0xde, 0xad};
+	uint8_t b[64];
+	struct ipk_ip6_ext x;
+	uint32_t n = mk6(b, IPK_IPPROTO_DSTOPTS, pl, sizeof(pl));
+
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_DSTOPTS, 0, &x), IPK_IP6X_OK);
+	CHECK_EQ(x.proto, IPK_IPPROTO_NONE);
+	CHECK_EQ(x.off, 48);
+	n = mk6(b, IPK_IPPROTO_NONE, pl, 0);
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_NONE, 0, &x), IPK_IP6X_OK);
+	CHECK_EQ(x.proto, IPK_IPPROTO_NONE);
+}
+
+static void test_ext_hbh_not_first_is_param_problem_code1(void)
+{
+	static const uint8_t pl[] = {0, 0, 1, 4, 0, 0, 0, 0, 17, 0, 1, 4, 0, 0, 0, 0};
+	uint8_t b[64];
+	struct ipk_ip6_ext x;
+	uint32_t n = mk6(b, IPK_IPPROTO_DSTOPTS, pl, sizeof(pl));
+
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_DSTOPTS, 0, &x), IPK_IP6X_HBH_NOT_FIRST);
+	CHECK(x.icmp && x.icmp_code == 1 && x.icmp_ptr == 40);
+	/* no error to a multicast destination (RFC 4443 §2.4(e)) */
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_DSTOPTS, 1, &x), IPK_IP6X_HBH_NOT_FIRST);
+	CHECK(!x.icmp);
+}
+
+/* A chain of k destination-options headers of 8 bytes, then UDP. */
+static uint32_t mk_chain(uint8_t *b, uint32_t k)
+{
+	uint8_t pl[1200];
+	uint32_t i;
+
+	memset(pl, 0, sizeof(pl));
+	for (i = 0; i < k; i++) {
+		pl[i * 8] = i + 1 < k ? IPK_IPPROTO_DSTOPTS : IPK_IPPROTO_UDP;
+		pl[i * 8 + 2] = IPK_IP6OPT_PADN;
+		pl[i * 8 + 3] = 4;
+	}
+	return mk6(b, IPK_IPPROTO_DSTOPTS, pl, k * 8 + 8);
+}
+
+static void test_ext_chain_over_count_bound_dropped(void)
+{
+	uint8_t b[1300];
+	struct ipk_ip6_ext x;
+	uint32_t n;
+
+	n = mk_chain(b, IPK_IP6_EXT_MAX_COUNT);
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_DSTOPTS, 0, &x), IPK_IP6X_OK);
+	CHECK_EQ(x.nhdrs, IPK_IP6_EXT_MAX_COUNT);
+	CHECK_EQ(x.proto, IPK_IPPROTO_UDP);
+	n = mk_chain(b, IPK_IP6_EXT_MAX_COUNT + 1);
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_DSTOPTS, 0, &x), IPK_IP6X_TOO_MANY);
+	n = mk_chain(b, 140); /* a chain that never ends: as many as fit */
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_DSTOPTS, 0, &x), IPK_IP6X_TOO_MANY);
+	CHECK(!x.icmp);
+}
+
+static void test_ext_chain_over_length_bound_dropped(void)
+{
+	/* one routing header (segleft 0) of 1032 bytes: over IPK_IP6_EXT_MAX_LEN */
+	uint8_t pl[1100], b[1200];
+	struct ipk_ip6_ext x;
+	uint32_t n;
+
+	memset(pl, 0, sizeof(pl));
+	pl[0] = IPK_IPPROTO_UDP;
+	pl[1] = (IPK_IP6_EXT_MAX_LEN + 8) / 8 - 1;
+	pl[2] = 4;
+	n = mk6(b, IPK_IPPROTO_ROUTING, pl, IPK_IP6_EXT_MAX_LEN + 8 + 8);
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_ROUTING, 0, &x), IPK_IP6X_TOO_LONG);
+	pl[1] = IPK_IP6_EXT_MAX_LEN / 8 - 1; /* exactly at the bound: accepted */
+	n = mk6(b, IPK_IPPROTO_ROUTING, pl, IPK_IP6_EXT_MAX_LEN + 8);
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_ROUTING, 0, &x), IPK_IP6X_OK);
+	CHECK_EQ(x.off, 40 + IPK_IP6_EXT_MAX_LEN);
+}
+
+static void test_ext_every_truncation_dropped(void)
+{
+	static const uint8_t pl[] = {60, 0, 5, 2, 0, 0, 1, 0, 44, 0, 1, 4, 0, 0, 0, 0,
+	                             17, 0, 0, 0, 0, 0, 0, 1};
+	uint8_t b[128];
+	struct ipk_ip6_ext x;
+	uint32_t n = mk6(b, 0, pl, sizeof(pl)), cut;
+	int bad = 0;
+
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, 0, 0, &x), IPK_IP6X_OK);
+	CHECK_EQ(x.off, 64);
+	CHECK(x.frag_atomic);
+	for (cut = 0; cut < n; cut++)
+		bad += ipk_ip6_ext_walk(b, cut, 0, 0, &x) != IPK_IP6X_TRUNC;
+	CHECK_EQ(bad, 0);
+}
+
+static void test_ext_rh0_dropped(void)
+{
+	static const uint8_t pl[] = {17, 2, 0, 1, 0, 0, 0, 0,
+	                             0xfd, 0, 0, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9};
+	uint8_t b[128], q[sizeof(pl)];
+	struct ipk_ip6_ext x;
+	uint32_t n = mk6(b, IPK_IPPROTO_ROUTING, pl, sizeof(pl));
+
+	/* RFC 5095 §3: segments left 1: Parameter Problem code 0 at the type field */
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_ROUTING, 0, &x), IPK_IP6X_RH0);
+	CHECK(x.has_rh && x.rh_type == 0 && x.rh_segleft == 1);
+	CHECK(x.icmp && x.icmp_code == 0 && x.icmp_ptr == 42);
+	/* segments left 0: still dropped (issue 19), silently */
+	memcpy(q, pl, sizeof(q));
+	q[3] = 0;
+	n = mk6(b, IPK_IPPROTO_ROUTING, q, sizeof(q));
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_ROUTING, 0, &x), IPK_IP6X_RH0);
+	CHECK(!x.icmp);
+}
+
+static void test_ext_unknown_routing_type_by_segments_left(void)
+{
+	uint8_t pl[24] = {17, 2, 4, 0};
+	uint8_t b[128];
+	struct ipk_ip6_ext x;
+	uint32_t n = mk6(b, IPK_IPPROTO_ROUTING, pl, sizeof(pl));
+
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_ROUTING, 0, &x), IPK_IP6X_OK);
+	CHECK_EQ(x.proto, IPK_IPPROTO_UDP);
+	b[43] = 3; /* segments left 3: RFC 8200 §4.4 */
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_ROUTING, 0, &x), IPK_IP6X_RH_UNKNOWN);
+	CHECK(x.icmp && x.icmp_code == 0 && x.icmp_ptr == 42 && x.rh_segleft == 3);
+}
+
+static void test_ext_fragment_fields_and_atomic(void)
+{
+	uint8_t pl[8 + 16], b[128];
+	struct ipk_ip6_ext x;
+	uint32_t n;
+
+	memset(pl, 0, sizeof(pl));
+	CHECK_EQ(ipk_ip6_frag_emit(pl, 8, IPK_IPPROTO_UDP, 1448, 1, 0x12345678), 8);
+	n = mk6(b, IPK_IPPROTO_FRAGMENT, pl, sizeof(pl));
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_FRAGMENT, 0, &x), IPK_IP6X_OK);
+	CHECK(x.has_frag && x.frag_more && !x.frag_atomic);
+	CHECK_EQ(x.frag_off, 1448);
+	CHECK_EQ(x.frag_id, 0x12345678);
+	CHECK_EQ(x.frag_hoff, 40);
+	CHECK_EQ(x.proto, IPK_IPPROTO_UDP);
+	CHECK_EQ(x.off, 48);
+	/* RFC 6946: offset 0, M 0 is an atomic fragment, walked past */
+	ipk_ip6_frag_emit(pl, 8, IPK_IPPROTO_UDP, 0, 0, 7);
+	n = mk6(b, IPK_IPPROTO_FRAGMENT, pl, sizeof(pl));
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_FRAGMENT, 0, &x), IPK_IP6X_OK);
+	CHECK(x.frag_atomic && !x.has_frag);
+	CHECK_EQ(x.proto, IPK_IPPROTO_UDP);
+	CHECK_EQ(ipk_ip6_frag_emit(pl, 8, 17, 12, 0, 1), 0); /* not a multiple of 8 */
+	CHECK_EQ(ipk_ip6_frag_emit(pl, 7, 17, 8, 0, 1), 0);
+}
+
+static void test_ext_fragment_bad_length_and_size(void)
+{
+	uint8_t pl[8 + 20], b[128];
+	struct ipk_ip6_ext x;
+	uint32_t n;
+
+	memset(pl, 0, sizeof(pl));
+	/* RFC 8200 §4.5: M set, 20 bytes of data: pointer at the payload length */
+	ipk_ip6_frag_emit(pl, 8, IPK_IPPROTO_UDP, 0, 1, 1);
+	n = mk6(b, IPK_IPPROTO_FRAGMENT, pl, sizeof(pl));
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_FRAGMENT, 0, &x), IPK_IP6X_FRAG_LEN);
+	CHECK(x.icmp && x.icmp_code == 0 && x.icmp_ptr == 4);
+	/* offset + length past 65535: pointer at the fragment offset field */
+	ipk_ip6_frag_emit(pl, 8, IPK_IPPROTO_UDP, 65528, 0, 1);
+	n = mk6(b, IPK_IPPROTO_FRAGMENT, pl, sizeof(pl));
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_FRAGMENT, 0, &x), IPK_IP6X_FRAG_SIZE);
+	CHECK(x.icmp && x.icmp_code == 0 && x.icmp_ptr == 42);
+}
+
+/* A destination-options header holding option bytes o (padded with Pad1), then UDP. */
+static enum ipk_ip6x walk_dstopt(const uint8_t *o, uint32_t olen, int mcast,
+                                 struct ipk_ip6_ext *x)
+{
+	uint8_t pl[16], b[64];
+	uint32_t n;
+
+	memset(pl, 0, sizeof(pl));
+	pl[0] = IPK_IPPROTO_UDP;
+	pl[1] = 0;
+	memcpy(pl + 2, o, olen);
+	n = mk6(b, IPK_IPPROTO_DSTOPTS, pl, 16);
+	return ipk_ip6_ext_walk(b, n, IPK_IPPROTO_DSTOPTS, mcast, x);
+}
+
+static void test_ext_unknown_option_action_bits(void)
+{
+	static const uint8_t skip[] = {0x1e, 1, 0, 1, 0, 0}; /* 00: skip (then PadN) */
+	static const uint8_t disc[] = {0x5e, 1, 0, 1, 0, 0}; /* 01 */
+	static const uint8_t icmp[] = {1, 0, 0x9e, 1, 0, 0}; /* 10, after a PadN */
+	static const uint8_t ucast[] = {0xde, 1, 0, 1, 0, 0}; /* 11 */
+	struct ipk_ip6_ext x;
+
+	CHECK_EQ(walk_dstopt(skip, 6, 0, &x), IPK_IP6X_OK);
+	CHECK_EQ(walk_dstopt(disc, 6, 0, &x), IPK_IP6X_OPT_UNKNOWN);
+	CHECK(!x.icmp);
+	CHECK_EQ(walk_dstopt(icmp, 6, 0, &x), IPK_IP6X_OPT_UNKNOWN);
+	CHECK(x.icmp && x.icmp_code == 2 && x.icmp_ptr == 44);
+	CHECK_EQ(walk_dstopt(icmp, 6, 1, &x), IPK_IP6X_OPT_UNKNOWN);
+	CHECK(x.icmp); /* 10: even to multicast (RFC 4443 §2.4(e.3)) */
+	CHECK_EQ(walk_dstopt(ucast, 6, 0, &x), IPK_IP6X_OPT_UNKNOWN);
+	CHECK(x.icmp && x.icmp_code == 2 && x.icmp_ptr == 42);
+	CHECK_EQ(walk_dstopt(ucast, 6, 1, &x), IPK_IP6X_OPT_UNKNOWN);
+	CHECK(!x.icmp);
+}
+
+static void test_ext_option_past_header_and_long_padding_dropped(void)
+{
+	static const uint8_t past[] = {0x1e, 5, 0, 0, 0, 0}; /* 7 bytes in a 6-byte area */
+	static const uint8_t hanging[] = {1, 2, 0, 0, 0, 0x1e}; /* last type without length */
+	static const uint8_t pad8[] = {1, 4, 0, 0, 0, 0}; /* 6 + Pad1 x0: fine */
+	uint8_t opts[14];
+	uint8_t pl[16], b[64];
+	struct ipk_ip6_ext x;
+	uint32_t n, bad, ra;
+
+	CHECK_EQ(walk_dstopt(past, 6, 0, &x), IPK_IP6X_OPT_BAD);
+	CHECK_EQ(walk_dstopt(hanging, 6, 0, &x), IPK_IP6X_OPT_BAD);
+	CHECK_EQ(walk_dstopt(pad8, 6, 0, &x), IPK_IP6X_OK);
+	/* 14 bytes of padding in a 16-byte header: RFC 8504 §5.3 allows 7 at most */
+	memset(opts, 0, sizeof(opts));
+	opts[0] = IPK_IP6OPT_PADN;
+	opts[1] = 12;
+	memset(pl, 0, sizeof(pl));
+	pl[0] = IPK_IPPROTO_UDP;
+	pl[1] = 1;
+	memcpy(pl + 2, opts, 14);
+	n = mk6(b, IPK_IPPROTO_DSTOPTS, pl, 16);
+	CHECK_EQ(ipk_ip6_ext_walk(b, n, IPK_IPPROTO_DSTOPTS, 0, &x), IPK_IP6X_OPT_BAD);
+	memset(pl + 2, 0, 14); /* 14 Pad1 */
+	CHECK_EQ(ipk_ip6_opts_walk(pl, 16, &bad, &ra), IPK_IP6_OPT_MALFORMED);
+	CHECK_EQ(bad, 9); /* the eighth Pad1 */
+}
+
+/* ============================================================= checksums */
+
+static void test_csum6_pseudo_header_equals_reference(void)
+{
+	uint8_t p[301], s[16], d[16];
+	uint32_t len, i, x = 7;
+	int bad = 0, odd;
+
+	for (len = 0; len <= sizeof(p); len += 13) {
+		for (i = 0; i < sizeof(p); i++) {
+			x = x * 1103515245u + 12345u;
+			p[i] = (uint8_t)(x >> 16);
+		}
+		for (i = 0; i < 16; i++) {
+			s[i] = (uint8_t)(0xff - i * len);
+			d[i] = (uint8_t)(i * 31 + len);
+		}
+		bad += ipk_csum_l4_6(s, d, IPK_IPPROTO_TCP, p, len) !=
+		       ref_csum6(s, d, IPK_IPPROTO_TCP, p, len);
+		odd = 0;
+		bad += ipk_csum_fold(ipk_csum_add(ipk_csum_pseudo6(s, d, 58, len), p, len, &odd)) !=
+		       ref_csum6(s, d, 58, p, len);
+	}
+	CHECK_EQ(bad, 0);
+	/* all-ones addresses: every carry path */
+	memset(s, 0xff, 16);
+	memset(d, 0xff, 16);
+	memset(p, 0xff, sizeof(p));
+	CHECK_EQ(ipk_csum_l4_6(s, d, 17, p, 301), ref_csum6(s, d, 17, p, 301));
+}
+
+static void test_udp6_zero_checksum_invalid(void)
+{
+	uint8_t u[12] = {0x30, 0x39, 0x27, 0x0f, 0, 12, 0, 0, 'a', 'b', 'c', 'd'};
+	uint16_t c;
+
+	c = ipk_udp6_csum(A1, A2, u, 12);
+	CHECK(c != 0);
+	ipk_wr16(u + 6, c);
+	CHECK(ipk_udp6_csum_ok(A1, A2, u, 12));
+	CHECK_EQ(ipk_csum_l4_6(A1, A2, 17, u, 12), 0);
+	u[11] ^= 1;
+	CHECK(!ipk_udp6_csum_ok(A1, A2, u, 12));
+	u[11] ^= 1;
+	/* RFC 8200 §8.1: a zero checksum field is refused even where IPv4 takes it */
+	ipk_wr16(u + 6, 0);
+	CHECK(!ipk_udp6_csum_ok(A1, A2, u, 12));
+	CHECK(!ipk_udp6_csum_ok(A1, A2, u, 7));
+}
+
+static void test_udp6_computed_zero_sent_as_ffff(void)
+{
+	uint8_t u[10] = {0, 1, 0, 2, 0, 10, 0, 0, 0, 0};
+	uint16_t want;
+
+	/* choose the last two bytes so the sum comes out all ones: checksum 0 */
+	want = ref_csum6(A1, A2, 17, u, 10);
+	ipk_wr16(u + 8, want);
+	CHECK_EQ(ref_csum6(A1, A2, 17, u, 10), 0);
+	CHECK_EQ(ipk_udp6_csum(A1, A2, u, 10), 0xffff);
+	ipk_wr16(u + 6, 0xffff);
+	CHECK(ipk_udp6_csum_ok(A1, A2, u, 10));
+}
+
+/* ============================================================ ICMPv6 */
+/* ==================================================== ND and MLDv2 */
+/* ===================================================== Linux frames */
+
+int main(void)
+{
+	RUN(test_ip6_parse_known_bytes);
+	RUN(test_ip6_emit_known_bytes_and_round_trip);
+	RUN(test_ip6_short_and_bad_version_rejected);
+	RUN(test_ip6_payload_length_past_buffer_rejected);
+	RUN(test_ip6_address_helpers);
+
+	RUN(test_ext_no_headers_gives_upper_layer);
+	RUN(test_ext_hbh_dst_rh_then_tcp);
+	RUN(test_ext_no_next_header);
+	RUN(test_ext_hbh_not_first_is_param_problem_code1);
+	RUN(test_ext_chain_over_count_bound_dropped);
+	RUN(test_ext_chain_over_length_bound_dropped);
+	RUN(test_ext_every_truncation_dropped);
+	RUN(test_ext_rh0_dropped);
+	RUN(test_ext_unknown_routing_type_by_segments_left);
+	RUN(test_ext_fragment_fields_and_atomic);
+	RUN(test_ext_fragment_bad_length_and_size);
+	RUN(test_ext_unknown_option_action_bits);
+	RUN(test_ext_option_past_header_and_long_padding_dropped);
+
+	RUN(test_csum6_pseudo_header_equals_reference);
+	RUN(test_udp6_zero_checksum_invalid);
+	RUN(test_udp6_computed_zero_sent_as_ffff);
+	return check_summary();
+}
