@@ -487,7 +487,403 @@ static void test_udp6_computed_zero_sent_as_ffff(void)
 }
 
 /* ============================================================ ICMPv6 */
+
+static void test_icmp6_echo_parse_emit_and_checksum(void)
+{
+	uint8_t m[16] = {128, 0, 0, 0, 0x12, 0x34, 0x00, 0x07, 'p', 'i', 'n', 'g', 0, 1, 2, 3};
+	struct ipk_icmp6_hdr h, h2;
+	uint8_t b[8];
+
+	uint16_t want = ref_csum6(A1, A2, IPK_IPPROTO_ICMP6, m, sizeof(m));
+
+	m[2] = 0x55; /* csum_fill ignores what the field held */
+	ipk_icmp6_csum_fill(m, sizeof(m), A1, A2);
+	CHECK_EQ(ipk_rd16(m + 2), want);
+	CHECK_EQ(ipk_csum_l4_6(A1, A2, IPK_IPPROTO_ICMP6, m, sizeof(m)), 0);
+	CHECK_EQ(ipk_icmp6_parse(m, sizeof(m), &h), IPK_ICMP6_HLEN);
+	CHECK(h.type == IPK_ICMP6_ECHO_REQUEST && h.code == 0);
+	CHECK_EQ(h.id, 0x1234);
+	CHECK_EQ(h.seq, 7);
+	CHECK(!ipk_icmp6_is_error(h.type));
+	h.type = IPK_ICMP6_ECHO_REPLY;
+	CHECK_EQ(ipk_icmp6_emit(b, sizeof(b), &h), IPK_ICMP6_HLEN);
+	CHECK_EQ(ipk_icmp6_parse(b, sizeof(b), &h2), IPK_ICMP6_HLEN);
+	CHECK(h2.type == IPK_ICMP6_ECHO_REPLY && h2.id == 0x1234 && h2.seq == 7);
+	CHECK_EQ(ipk_icmp6_emit(b, 7, &h), 0);
+	CHECK_EQ(ipk_icmp6_parse(m, 7, &h), IPK_WIRE_ESHORT);
+}
+
+/* The invoking packet of the error tests: IPv6, destination options, TCP. */
+static uint32_t invoking_tcp(uint8_t *b, uint32_t payload)
+{
+	uint8_t pl[1600];
+
+	memset(pl, 0xa5, sizeof(pl));
+	memcpy(pl, "\x06\x00\x01\x04\x00\x00\x00\x00", 8);
+	memcpy(pl + 8, "\xc3\x50\x00\x50\x11\x22\x33\x44", 8);
+	return mk6(b, IPK_IPPROTO_DSTOPTS, pl, 8 + 20 + payload);
+}
+
+static void test_icmp6_errors_carry_param_and_quote(void)
+{
+	static const uint8_t types[4] = {IPK_ICMP6_DST_UNREACH, IPK_ICMP6_PKT_TOO_BIG,
+	                                 IPK_ICMP6_TIME_EXCEEDED, IPK_ICMP6_PARAM_PROB};
+	static const uint32_t params[4] = {0, 1280, 0, 42};
+	uint8_t inv[1700], m[1400];
+	struct ipk_icmp6_hdr h, r;
+	struct ipk_icmp6_quote q;
+	uint32_t n = invoking_tcp(inv, 100), len, i;
+
+	for (i = 0; i < 4; i++) {
+		memset(&h, 0, sizeof(h));
+		h.type = types[i];
+		h.code = (uint8_t)(i == 0 ? 4 : 0);
+		h.param = params[i];
+		len = ipk_icmp6_error_emit(m, sizeof(m), &h, inv, n, A2, A1);
+		CHECK_EQ(len, 8 + n);
+		CHECK_EQ(ipk_csum_l4_6(A2, A1, 58, m, len), 0);
+		CHECK_EQ(ipk_icmp6_parse(m, len, &r), 8);
+		CHECK(r.type == types[i] && r.code == h.code && r.param == params[i]);
+		CHECK(memcmp(m + 8, inv, n) == 0);
+		CHECK_EQ(ipk_icmp6_quote_parse(m + 8, len - 8, &q), IPK_IP6_HLEN);
+		CHECK(memcmp(q.src, A1, 16) == 0 && memcmp(q.dst, A2, 16) == 0);
+		CHECK(q.proto == IPK_IPPROTO_TCP && q.off == 48);
+		CHECK(q.has_ports && q.has_seq);
+		CHECK(q.sport_be == ipk_rdbe16((const uint8_t *)"\xc3\x50"));
+		CHECK_EQ(q.seq, 0x11223344);
+	}
+	memset(&h, 0, sizeof(h));
+	h.type = IPK_ICMP6_ECHO_REQUEST; /* not an error */
+	CHECK_EQ(ipk_icmp6_error_emit(m, sizeof(m), &h, inv, n, A2, A1), 0);
+}
+
+static void test_icmp6_error_quote_cut_to_minimum_mtu(void)
+{
+	uint8_t inv[1700], m[1600];
+	struct ipk_icmp6_hdr h;
+	uint32_t n = invoking_tcp(inv, 1400), len;
+
+	memset(&h, 0, sizeof(h));
+	h.type = IPK_ICMP6_PKT_TOO_BIG;
+	h.param = 1280;
+	/* RFC 4443 §2.4(c): the whole error fits in 1280 bytes with its IPv6 header */
+	len = ipk_icmp6_error_emit(m, sizeof(m), &h, inv, n, A2, A1);
+	CHECK_EQ(len, IPK_IP6_MIN_MTU - IPK_IP6_HLEN);
+	CHECK_EQ(ipk_csum_l4_6(A2, A1, 58, m, len), 0);
+	/* and to the caller's room */
+	len = ipk_icmp6_error_emit(m, 100, &h, inv, n, A2, A1);
+	CHECK_EQ(len, 100);
+	CHECK_EQ(ipk_csum_l4_6(A2, A1, 58, m, len), 0);
+	CHECK_EQ(ipk_icmp6_error_emit(m, 7, &h, inv, n, A2, A1), 0);
+}
+
+static void test_icmp6_quote_every_cut(void)
+{
+	uint8_t inv[200];
+	struct ipk_icmp6_quote q;
+	uint32_t n = invoking_tcp(inv, 0), cut;
+	int bad = 0;
+
+	for (cut = 0; cut < 40; cut++)
+		bad += ipk_icmp6_quote_parse(inv, cut, &q) != IPK_WIRE_ESHORT;
+	for (cut = 40; cut <= n; cut++) {
+		bad += ipk_icmp6_quote_parse(inv, cut, &q) != IPK_IP6_HLEN;
+		bad += q.has_ports != (cut >= 52);
+		bad += q.has_seq != (cut >= 56);
+		bad += (q.proto == IPK_IPPROTO_TCP) != (cut >= 48);
+	}
+	CHECK_EQ(bad, 0);
+	inv[0] = 0x45;
+	CHECK_EQ(ipk_icmp6_quote_parse(inv, n, &q), IPK_WIRE_EVERSION);
+}
+
+static void test_icmp6_quote_fragment_and_echo(void)
+{
+	uint8_t pl[32], b[100];
+	struct ipk_icmp6_quote q;
+	uint32_t n;
+
+	memset(pl, 0, sizeof(pl));
+	/* first fragment of an echo request: the echo id is there */
+	ipk_ip6_frag_emit(pl, 8, IPK_IPPROTO_ICMP6, 0, 1, 9);
+	memcpy(pl + 8, "\x80\x00\x00\x00\xbe\xef\x00\x05", 8);
+	n = mk6(b, IPK_IPPROTO_FRAGMENT, pl, 16);
+	CHECK_EQ(ipk_icmp6_quote_parse(b, n, &q), 40);
+	CHECK(q.proto == IPK_IPPROTO_ICMP6 && q.has_echo && q.echo_id == 0xbeef && q.echo_seq == 5);
+	/* a later fragment hides the upper layer */
+	ipk_ip6_frag_emit(pl, 8, IPK_IPPROTO_UDP, 1448, 0, 9);
+	n = mk6(b, IPK_IPPROTO_FRAGMENT, pl, 16);
+	CHECK_EQ(ipk_icmp6_quote_parse(b, n, &q), 40);
+	CHECK(!q.has_ports && !q.has_echo && q.proto == IPK_IPPROTO_FRAGMENT);
+}
+
 /* ==================================================== ND and MLDv2 */
+
+static const uint8_t MAC1[6] = {0x02, 0x00, 0x5e, 0x00, 0x77, 0x01};
+
+/* A whole ND message: fixed part from m, then the options bytes given. */
+static uint32_t mk_nd(uint8_t *b, uint32_t cap, const struct ipk_nd_msg *m, const uint8_t *o,
+                      uint32_t olen, const uint8_t *src, const uint8_t *dst)
+{
+	uint32_t n = ipk_nd_emit(b, cap, m);
+
+	memcpy(b + n, o, olen);
+	ipk_icmp6_csum_fill(b, n + olen, src, dst);
+	return n + olen;
+}
+
+static void test_nd_ra_round_trip_with_options(void)
+{
+	struct ipk_nd_msg m, r;
+	struct ipk_nd_prefix pf;
+	uint8_t o[200], b[256];
+	static const uint8_t rdnss[40] = {25, 5, 0, 0, 0, 0, 0x0e, 0x10,
+	                                  0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x53,
+	                                  0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x54};
+	uint32_t olen = 0, n;
+
+	memset(&m, 0, sizeof(m));
+	m.type = IPK_ICMP6_ND_RA;
+	m.cur_hlim = 64;
+	m.flags = IPK_ND_RA_MANAGED | IPK_ND_RA_OTHER;
+	m.router_lifetime = 1800;
+	m.reachable = 30000;
+	m.retrans = 1000;
+	memset(&pf, 0, sizeof(pf));
+	pf.plen = 64;
+	pf.flags = IPK_ND_PFX_ONLINK | IPK_ND_PFX_AUTO;
+	pf.valid = 86400;
+	pf.preferred = 14400;
+	memcpy(pf.prefix, A1, 8);
+	olen += ipk_nd_opt_lla_emit(o + olen, 8, IPK_NDOPT_SLLA, MAC1);
+	olen += ipk_nd_opt_mtu_emit(o + olen, 8, 1500);
+	olen += ipk_nd_opt_prefix_emit(o + olen, 32, &pf);
+	memcpy(o + olen, rdnss, 40);
+	olen += 40;
+	memcpy(o + olen, "\xfe\x01\x00\x00\x00\x00\x00\x00", 8); /* unknown type: skipped */
+	olen += 8;
+	n = mk_nd(b, sizeof(b), &m, o, olen, LL1, ALLNODES);
+	CHECK_EQ(n, 16 + 8 + 8 + 32 + 40 + 8);
+	CHECK_EQ(ipk_csum_l4_6(LL1, ALLNODES, 58, b, n), 0);
+	CHECK_EQ(ipk_nd_parse(b, n, &r), 16);
+	CHECK(r.type == IPK_ICMP6_ND_RA && r.code == 0 && r.cur_hlim == 64);
+	CHECK_EQ(r.flags, IPK_ND_RA_MANAGED | IPK_ND_RA_OTHER);
+	CHECK_EQ(r.router_lifetime, 1800);
+	CHECK_EQ(r.reachable, 30000);
+	CHECK_EQ(r.retrans, 1000);
+	CHECK(r.opts.has_slla && memcmp(r.opts.slla, MAC1, 6) == 0 && !r.opts.has_tlla);
+	CHECK(r.opts.has_mtu && r.opts.mtu == 1500);
+	CHECK_EQ(r.opts.nprefix, 1);
+	CHECK(r.opts.prefix[0].plen == 64 && r.opts.prefix[0].flags == 0xc0);
+	CHECK(r.opts.prefix[0].valid == 86400 && r.opts.prefix[0].preferred == 14400);
+	CHECK(memcmp(r.opts.prefix[0].prefix, pf.prefix, 16) == 0);
+	CHECK_EQ(r.opts.nrdnss, 2);
+	CHECK_EQ(r.opts.rdnss_lifetime, 3600);
+	CHECK(r.opts.rdnss[1][15] == 0x54);
+}
+
+static void test_nd_ns_na_redirect_rs_round_trip(void)
+{
+	static const uint8_t types[4] = {IPK_ICMP6_ND_NS, IPK_ICMP6_ND_NA, IPK_ICMP6_ND_REDIRECT,
+	                                 IPK_ICMP6_ND_RS};
+	static const uint32_t fixed[4] = {24, 24, 40, 8};
+	struct ipk_nd_msg m, r;
+	uint8_t b[128], o[8];
+	uint32_t i, n;
+
+	for (i = 0; i < 4; i++) {
+		memset(&m, 0, sizeof(m));
+		m.type = types[i];
+		m.flags = types[i] == IPK_ICMP6_ND_NA ? 0xe0 : 0;
+		memcpy(m.target, A2, 16);
+		memcpy(m.dest, A1, 16);
+		ipk_nd_opt_lla_emit(o, 8, IPK_NDOPT_TLLA, MAC1);
+		n = mk_nd(b, sizeof(b), &m, o, 8, A1, A2);
+		CHECK_EQ(n, fixed[i] + 8);
+		CHECK_EQ(ipk_nd_parse(b, n, &r), (int)fixed[i]);
+		CHECK_EQ(r.type, types[i]);
+		CHECK(r.opts.has_tlla && memcmp(r.opts.tlla, MAC1, 6) == 0);
+		if (types[i] != IPK_ICMP6_ND_RS)
+			CHECK(memcmp(r.target, A2, 16) == 0);
+		if (types[i] == IPK_ICMP6_ND_NA)
+			CHECK_EQ(r.flags, 0xe0);
+		if (types[i] == IPK_ICMP6_ND_REDIRECT)
+			CHECK(memcmp(r.dest, A1, 16) == 0);
+		CHECK_EQ(ipk_nd_parse(b, fixed[i] - 1, &r), IPK_WIRE_ESHORT);
+		CHECK_EQ(ipk_nd_emit(b, fixed[i] - 1, &m), 0);
+	}
+	CHECK_EQ(ipk_nd_parse((const uint8_t *)"\x80\0\0\0\0\0\0\0", 8, &r), IPK_WIRE_EVERSION);
+}
+
+static void test_nd_redirected_header_option(void)
+{
+	uint8_t o[64];
+	struct ipk_nd_opts op;
+
+	memset(o, 0x11, sizeof(o));
+	o[0] = IPK_NDOPT_REDIRECTED;
+	o[1] = 6; /* 8 + 40 bytes of the redirected packet */
+	CHECK_EQ(ipk_nd_opts_parse(o, 48, &op), 0);
+	CHECK(op.has_redir && op.redir_off == 8 && op.redir_len == 40);
+}
+
+static void test_nd_option_length_zero_rejected(void)
+{
+	uint8_t o[16] = {IPK_NDOPT_SLLA, 1, 2, 0, 0x5e, 0, 0x77, 1, 0xfe, 0, 0, 0, 0, 0, 0, 0};
+	struct ipk_nd_opts op;
+
+	CHECK_EQ(ipk_nd_opts_parse(o, 16, &op), IPK_WIRE_EOPT); /* the unknown one, length 0 */
+	o[9] = 1;
+	CHECK_EQ(ipk_nd_opts_parse(o, 16, &op), 0);
+	o[1] = 0;
+	CHECK_EQ(ipk_nd_opts_parse(o, 16, &op), IPK_WIRE_EOPT);
+}
+
+static void test_nd_option_lengths_checked(void)
+{
+	uint8_t o[64];
+	struct ipk_nd_opts op;
+	uint32_t cut;
+	int bad = 0;
+
+	memset(o, 0, sizeof(o));
+	o[0] = IPK_NDOPT_PREFIX;
+	o[1] = 4;
+	CHECK_EQ(ipk_nd_opts_parse(o, 32, &op), 0);
+	for (cut = 1; cut < 32; cut++) /* an option past the end, or a lone type byte */
+		bad += ipk_nd_opts_parse(o, cut, &op) != IPK_WIRE_EOPT;
+	CHECK_EQ(bad, 0);
+	o[1] = 3; /* prefix of 24 bytes */
+	CHECK_EQ(ipk_nd_opts_parse(o, 24, &op), IPK_WIRE_EOPT);
+	o[0] = IPK_NDOPT_SLLA;
+	o[1] = 2;
+	CHECK_EQ(ipk_nd_opts_parse(o, 16, &op), IPK_WIRE_EOPT);
+	o[0] = IPK_NDOPT_MTU;
+	CHECK_EQ(ipk_nd_opts_parse(o, 16, &op), IPK_WIRE_EOPT);
+	o[0] = IPK_NDOPT_RDNSS; /* RFC 8106 §5.1: odd, at least 3 */
+	CHECK_EQ(ipk_nd_opts_parse(o, 16, &op), IPK_WIRE_EOPT);
+	o[1] = 4;
+	CHECK_EQ(ipk_nd_opts_parse(o, 32, &op), IPK_WIRE_EOPT);
+	o[1] = 3;
+	CHECK_EQ(ipk_nd_opts_parse(o, 24, &op), 0);
+	CHECK_EQ(op.nrdnss, 1);
+	o[1] = 255; /* 2040 bytes claimed in 64 */
+	CHECK_EQ(ipk_nd_opts_parse(o, 64, &op), IPK_WIRE_EOPT);
+}
+
+static void test_nd_many_prefixes_kept_and_counted(void)
+{
+	uint8_t o[32 * 6];
+	struct ipk_nd_opts op;
+	uint32_t i;
+
+	memset(o, 0, sizeof(o));
+	for (i = 0; i < 6; i++) {
+		o[32 * i] = IPK_NDOPT_PREFIX;
+		o[32 * i + 1] = 4;
+		o[32 * i + 2] = (uint8_t)(48 + i);
+	}
+	CHECK_EQ(ipk_nd_opts_parse(o, sizeof(o), &op), 0);
+	CHECK_EQ(op.nprefix, IPK_ND_MAX_PREFIX);
+	CHECK_EQ(op.nprefix_seen, 6);
+	CHECK_EQ(op.prefix[3].plen, 51);
+}
+
+/* ND message of type t from src to dst with hop limit hl, parsed and checked. */
+static enum ipk_nd_bad nd_verdict(uint8_t t, uint8_t code, uint8_t flags, const uint8_t *target,
+                                  const uint8_t *src, const uint8_t *dst, uint8_t hl, int slla)
+{
+	struct ipk_ip6_hdr ip;
+	struct ipk_nd_msg m, r;
+	uint8_t b[128], o[8];
+	uint32_t n;
+
+	memset(&m, 0, sizeof(m));
+	m.type = t;
+	m.code = code;
+	m.flags = flags;
+	memcpy(m.target, target, 16);
+	memcpy(m.dest, target, 16);
+	ipk_nd_opt_lla_emit(o, 8, IPK_NDOPT_SLLA, MAC1);
+	n = mk_nd(b, sizeof(b), &m, o, slla ? 8 : 0, src, dst);
+	memset(&ip, 0, sizeof(ip));
+	ip.hlim = hl;
+	memcpy(ip.src, src, 16);
+	memcpy(ip.dst, dst, 16);
+	if (ipk_nd_parse(b, n, &r) < 0)
+		return (enum ipk_nd_bad)99;
+	return ipk_nd_check(&ip, &r);
+}
+
+static void test_nd_check_hop_limit_255_and_code_0(void)
+{
+	uint8_t sn[16];
+
+	ipk_ip6_solicited_node(sn, A2);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_NS, 0, 0, A2, A1, sn, 255, 1), IPK_ND_OK);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_NS, 0, 0, A2, A1, sn, 254, 1), IPK_ND_BAD_HLIM);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_NA, 0, 0x60, A1, A2, A1, 64, 0), IPK_ND_BAD_HLIM);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_RA, 0, 0, A1, LL1, ALLNODES, 1, 1), IPK_ND_BAD_HLIM);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_RS, 0, 0, A1, LL1, ALLNODES, 0, 1), IPK_ND_BAD_HLIM);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_REDIRECT, 0, 0, A1, LL1, A1, 128, 0), IPK_ND_BAD_HLIM);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_NS, 1, 0, A2, A1, sn, 255, 1), IPK_ND_BAD_CODE);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_RA, 3, 0, A1, LL1, ALLNODES, 255, 1), IPK_ND_BAD_CODE);
+}
+
+static void test_nd_check_per_type_rules(void)
+{
+	uint8_t sn[16];
+
+	ipk_ip6_solicited_node(sn, A2);
+	/* §7.1.1: target not multicast; DAD (unspecified source) to solicited-node, no SLLA */
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_NS, 0, 0, ALLNODES, A1, sn, 255, 1), IPK_ND_BAD_TARGET);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_NS, 0, 0, A2, UNSPEC, sn, 255, 0), IPK_ND_OK);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_NS, 0, 0, A2, UNSPEC, sn, 255, 1), IPK_ND_BAD_SRC);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_NS, 0, 0, A2, UNSPEC, A2, 255, 0), IPK_ND_BAD_SRC);
+	/* §7.1.2: solicited NA not to multicast; target not multicast */
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_NA, 0, 0x60, A2, A2, A1, 255, 0), IPK_ND_OK);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_NA, 0, 0x60, A2, A2, ALLNODES, 255, 0), IPK_ND_BAD_SOLICITED);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_NA, 0, 0x20, A2, A2, ALLNODES, 255, 0), IPK_ND_OK);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_NA, 0, 0x20, sn, A2, ALLNODES, 255, 0), IPK_ND_BAD_TARGET);
+	/* §6.1.2, §8.1: RA and Redirect from link-local only */
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_RA, 0, 0, A1, LL1, ALLNODES, 255, 1), IPK_ND_OK);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_RA, 0, 0, A1, A1, ALLNODES, 255, 1), IPK_ND_BAD_SRC);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_REDIRECT, 0, 0, A1, A2, A1, 255, 0), IPK_ND_BAD_SRC);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_REDIRECT, 0, 0, A1, LL1, A1, 255, 0), IPK_ND_OK);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_REDIRECT, 0, 0, sn, LL1, A1, 255, 0), IPK_ND_BAD_TARGET);
+	/* §6.1.1: RS from the unspecified address without SLLA */
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_RS, 0, 0, A1, UNSPEC, ALLNODES, 255, 0), IPK_ND_OK);
+	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_RS, 0, 0, A1, UNSPEC, ALLNODES, 255, 1), IPK_ND_BAD_SRC);
+}
+
+static void test_mld2_report_emit_and_records(void)
+{
+	uint8_t groups[2][16], m[64], b[8];
+	struct ipk_mld2_rec r;
+	uint32_t n;
+
+	ipk_ip6_solicited_node(groups[0], A1);
+	ipk_ip6_solicited_node(groups[1], LL1);
+	n = ipk_mld2_report_emit(m, sizeof(m), IPK_MLD2_CHANGE_TO_EXCLUDE,
+	                         (const uint8_t(*)[16])groups, 2, LL1);
+	CHECK_EQ(n, 48);
+	CHECK(m[0] == IPK_ICMP6_MLD2_REPORT && ipk_rd16(m + 6) == 2);
+	CHECK_EQ(ipk_csum_l4_6(LL1, ipk_ip6_all_mldv2_routers, 58, m, n), 0);
+	CHECK_EQ(ipk_mld2_rec_parse(m + 8, n - 8, &r), 20);
+	CHECK(r.type == IPK_MLD2_CHANGE_TO_EXCLUDE && r.nsrc == 0);
+	CHECK(memcmp(r.group, groups[0], 16) == 0);
+	CHECK_EQ(ipk_mld2_rec_parse(m + 28, 20, &r), 20);
+	CHECK(memcmp(r.group, groups[1], 16) == 0);
+	CHECK_EQ(ipk_mld2_rec_parse(m + 28, 19, &r), IPK_WIRE_ESHORT);
+	m[30] = 0;
+	m[31] = 1; /* one source claimed, not there */
+	CHECK_EQ(ipk_mld2_rec_parse(m + 28, 20, &r), IPK_WIRE_ESHORT);
+	CHECK_EQ(ipk_mld2_report_emit(m, 47, 4, (const uint8_t(*)[16])groups, 2, LL1), 0);
+	CHECK_EQ(ipk_ip6_hbh_ra_emit(b, 8, 58), 8);
+	CHECK(memcmp(b, "\x3a\x00\x05\x02\x00\x00\x01\x00", 8) == 0);
+	CHECK_EQ(ipk_ip6_hbh_ra_emit(b, 7, 58), 0);
+}
+
 /* ===================================================== Linux frames */
 
 int main(void)
@@ -515,5 +911,21 @@ int main(void)
 	RUN(test_csum6_pseudo_header_equals_reference);
 	RUN(test_udp6_zero_checksum_invalid);
 	RUN(test_udp6_computed_zero_sent_as_ffff);
+
+	RUN(test_icmp6_echo_parse_emit_and_checksum);
+	RUN(test_icmp6_errors_carry_param_and_quote);
+	RUN(test_icmp6_error_quote_cut_to_minimum_mtu);
+	RUN(test_icmp6_quote_every_cut);
+	RUN(test_icmp6_quote_fragment_and_echo);
+
+	RUN(test_nd_ra_round_trip_with_options);
+	RUN(test_nd_ns_na_redirect_rs_round_trip);
+	RUN(test_nd_redirected_header_option);
+	RUN(test_nd_option_length_zero_rejected);
+	RUN(test_nd_option_lengths_checked);
+	RUN(test_nd_many_prefixes_kept_and_counted);
+	RUN(test_nd_check_hop_limit_255_and_code_0);
+	RUN(test_nd_check_per_type_rules);
+	RUN(test_mld2_report_emit_and_records);
 	return check_summary();
 }
