@@ -886,6 +886,346 @@ static void test_mld2_report_emit_and_records(void)
 
 /* ===================================================== Linux frames */
 
+static int lf6_is(const struct linux_frame6 *f, const char *name)
+{
+	return strcmp(f->name, name) == 0;
+}
+
+static const struct linux_frame6 *lf6_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(linux_frames6); i++)
+		if (lf6_is(&linux_frames6[i], name))
+			return &linux_frames6[i];
+	return NULL;
+}
+
+/* NS, NA, RS: fields as tshark decoded them, the §7.1/§6.1 checks pass, and the
+ * message re-emitted from the parsed fields (plus its one link-layer option) is
+ * Linux's, checksum included. */
+static void check_lf6_nd(const struct linux_frame6 *f, const struct ipk_ip6_hdr *ip,
+                         const uint8_t *p, uint32_t len)
+{
+	struct ipk_nd_msg m;
+	uint8_t b[128];
+	uint32_t n;
+
+	CHECK(ipk_nd_parse(p, len, &m) > 0);
+	CHECK_EQ(ipk_nd_check(ip, &m), IPK_ND_OK);
+	if (m.type == IPK_ICMP6_ND_NS)
+		CHECK(memcmp(m.target, f->ns_target, 16) == 0);
+	if (m.type == IPK_ICMP6_ND_NA) {
+		CHECK(memcmp(m.target, f->na_target, 16) == 0);
+		CHECK_EQ(m.flags, f->na_flags >> 24);
+		CHECK(m.opts.has_tlla && memcmp(m.opts.tlla, f->lla, 6) == 0);
+	} else if (!ipk_ip6_is_unspecified(ip->src)) {
+		CHECK(m.opts.has_slla && memcmp(m.opts.slla, f->lla, 6) == 0);
+	} else {
+		CHECK(!m.opts.has_slla); /* DAD: §7.1.1 */
+	}
+	n = ipk_nd_emit(b, sizeof(b), &m);
+	if (m.opts.has_slla)
+		n += ipk_nd_opt_lla_emit(b + n, 8, IPK_NDOPT_SLLA, m.opts.slla);
+	if (m.opts.has_tlla)
+		n += ipk_nd_opt_lla_emit(b + n, 8, IPK_NDOPT_TLLA, m.opts.tlla);
+	/* Linux's DAD NS carries a nonce (RFC 7527, type 14): an option unknown to the
+	 * parser, skipped; copied as it is */
+	if (ipk_ip6_is_unspecified(ip->src) && n + 8 == len && p[n] == 14 && p[n + 1] == 1) {
+		memcpy(b + n, p + n, 8);
+		n += 8;
+	}
+	ipk_icmp6_csum_fill(b, n, ip->src, ip->dst);
+	CHECK_EQ(n, len);
+	CHECK(memcmp(b, p, len) == 0);
+}
+
+/* The MLDv2 report Linux sends from :: for its solicited-node groups is what
+ * ipk_mld2_report_emit writes for the same groups. */
+static void check_lf6_mld(const struct linux_frame6 *f, const struct ipk_ip6_hdr *ip,
+                          const uint8_t *p, uint32_t len)
+{
+	uint8_t groups[4][16], b[128];
+	struct ipk_mld2_rec r;
+	uint32_t n = ipk_rd16(p + 6), i, off = 8;
+	int rl;
+
+	CHECK_EQ(n, f->mld_nrec);
+	CHECK(n <= 4);
+	for (i = 0; i < n && i < 4; i++) {
+		rl = ipk_mld2_rec_parse(p + off, len - off, &r);
+		CHECK_EQ(rl, 20);
+		if (rl != 20)
+			return;
+		if (i == 0)
+			CHECK(r.type == f->mld_rtype && memcmp(r.group, f->mld_group, 16) == 0);
+		CHECK(ipk_ip6_is_solicited_node(r.group));
+		memcpy(groups[i], r.group, 16);
+		off += 20;
+	}
+	CHECK(memcmp(ip->dst, ipk_ip6_all_mldv2_routers, 16) == 0);
+	CHECK_EQ(ipk_mld2_report_emit(b, sizeof(b), r.type, (const uint8_t(*)[16])groups, n,
+	                              ip->src), len);
+	CHECK(memcmp(b, p, len) == 0);
+}
+
+static void check_lf6_icmp(const struct linux_frame6 *f, const struct ipk_ip6_hdr *ip,
+                           const uint8_t *p, uint32_t len)
+{
+	struct ipk_icmp6_hdr h;
+	struct ipk_icmp6_quote q;
+	const struct linux_frame6 *u;
+	uint8_t b[256];
+
+	CHECK_EQ(ipk_icmp6_parse(p, len, &h), IPK_ICMP6_HLEN);
+	CHECK(h.type == f->icmp_type && h.code == f->icmp_code && h.csum == f->icmp_csum);
+	CHECK_EQ(ipk_csum_l4_6(ip->src, ip->dst, IPK_IPPROTO_ICMP6, p, len), 0);
+	if (h.type == IPK_ICMP6_ECHO_REQUEST || h.type == IPK_ICMP6_ECHO_REPLY) {
+		CHECK(h.id == f->echo_id && h.seq == f->echo_seq);
+		CHECK_EQ(ipk_icmp6_emit(b, sizeof(b), &h), 8);
+		CHECK(memcmp(b, p, 8) == 0);
+	} else if (h.type == IPK_ICMP6_ND_NS || h.type == IPK_ICMP6_ND_NA ||
+	           h.type == IPK_ICMP6_ND_RS) {
+		check_lf6_nd(f, ip, p, len);
+	} else if (h.type == IPK_ICMP6_MLD2_REPORT) {
+		check_lf6_mld(f, ip, p, len);
+	} else if (h.type == IPK_ICMP6_DST_UNREACH) {
+		/* the quote names the UDP datagram it answers */
+		u = lf6_find("udp");
+		CHECK_EQ(ipk_icmp6_quote_parse(p + 8, len - 8, &q), IPK_IP6_HLEN);
+		CHECK(q.proto == IPK_IPPROTO_UDP && q.has_ports);
+		CHECK(u && memcmp(q.src, u->src, 16) == 0 && memcmp(q.dst, u->dst, 16) == 0);
+		CHECK(u && ipk_rd16((const uint8_t *)&q.sport_be) == u->udp_sport);
+		CHECK_EQ(ipk_rd16((const uint8_t *)&q.dport_be), f->udp_dport);
+		CHECK(u && len - 8 == u->len - IPK_ETH_HLEN); /* Linux quoted it whole */
+		CHECK_EQ(ipk_icmp6_error_emit(b, sizeof(b), &h, p + 8, len - 8, ip->src, ip->dst), len);
+		CHECK(memcmp(b, p, len) == 0);
+	} else {
+		CHECK(!"unexpected ICMPv6 type in linux_frames6.h");
+	}
+}
+
+static void check_lf6_tcp(const struct linux_frame6 *f, const struct ipk_ip6_hdr *ip,
+                          const uint8_t *p, uint32_t len)
+{
+	struct ipk_tcp_hdr h;
+	struct ipk_tcp_opts o;
+	uint8_t b[128];
+
+	CHECK_EQ(ipk_tcp_parse(p, len, &h), (int)f->tcp_hlen);
+	if (h.doff != f->tcp_hlen || len > sizeof(b))
+		return;
+	CHECK(ipk_rd16((const uint8_t *)&h.sport_be) == f->tcp_sport);
+	CHECK(ipk_rd16((const uint8_t *)&h.dport_be) == f->tcp_dport);
+	CHECK(h.seq == f->tcp_seq && h.ack == f->tcp_ack && h.flags == f->tcp_flags);
+	CHECK_EQ(h.wnd, f->tcp_wnd);
+	CHECK_EQ(ipk_tcp_opts_parse(p + 20, h.doff - 20u, &o), 0);
+	CHECK(o.has_mss && o.mss == f->mss && o.mss == 1440); /* 1500 - 40 - 20 */
+	CHECK(o.has_ws && o.ws == f->ws && o.has_sack_perm);
+	CHECK(o.has_ts && o.tsval == f->tsval && o.tsecr == f->tsecr);
+	CHECK_EQ(ipk_csum_l4_6(ip->src, ip->dst, IPK_IPPROTO_TCP, p, len), 0);
+	/* re-emitted with a fresh checksum: Linux's bytes */
+	h.csum = 0;
+	ipk_tcp_emit(b, sizeof(b), &h);
+	CHECK_EQ(ipk_tcp_opts_emit(b + 20, sizeof(b) - 20, &o), h.doff - 20u);
+	memcpy(b + h.doff, p + h.doff, len - h.doff);
+	ipk_wr16(b + 16, ipk_csum_l4_6(ip->src, ip->dst, IPK_IPPROTO_TCP, b, len));
+	CHECK(memcmp(b, p, len) == 0);
+}
+
+static void check_lf6_udp(const struct linux_frame6 *f, const struct ipk_ip6_hdr *ip,
+                          const uint8_t *p, uint32_t len)
+{
+	struct ipk_udp_hdr h;
+	uint8_t b[128];
+
+	CHECK_EQ(ipk_udp_parse(p, len, &h), IPK_UDP_HLEN);
+	CHECK(ipk_rd16((const uint8_t *)&h.sport_be) == f->udp_sport);
+	CHECK(ipk_rd16((const uint8_t *)&h.dport_be) == f->udp_dport);
+	CHECK(h.len == f->udp_len && h.len == len);
+	CHECK(ipk_udp6_csum_ok(ip->src, ip->dst, p, len));
+	CHECK(len <= sizeof(b));
+	if (len > sizeof(b))
+		return;
+	memcpy(b, p, len);
+	ipk_wr16(b + 6, 0);
+	CHECK_EQ(ipk_udp6_csum(ip->src, ip->dst, b, len), h.csum);
+}
+
+/* A fragment: the walk's fields against tshark's (offset in 8-byte units there). */
+static void check_lf6_frag(const struct linux_frame6 *f, const struct ipk_ip6_ext *x,
+                           const uint8_t *l3)
+{
+	struct ipk_icmp6_hdr h;
+
+	CHECK(x->has_frag);
+	CHECK_EQ(x->proto, f->frag_nxt);
+	CHECK_EQ(x->frag_off, f->frag_off * 8);
+	CHECK_EQ(x->frag_more, f->frag_more);
+	CHECK_EQ(x->frag_id, f->frag_id);
+	CHECK_EQ(x->frag_hoff, 40);
+	CHECK_EQ(x->off, 48);
+	if (x->frag_off == 0) { /* the first carries the echo header */
+		CHECK_EQ(ipk_icmp6_parse(l3 + x->off, 8, &h), 8);
+		CHECK(h.type == f->icmp_type && h.id == f->echo_id && h.seq == f->echo_seq);
+	} else {
+		CHECK_EQ(f->frag_off * 8 % 1448, 0); /* 1500 - 40 - 8, rounded to 8 */
+	}
+}
+
+static void check_lf6_ip6(const struct linux_frame6 *f, const uint8_t *l3, uint32_t len)
+{
+	struct ipk_ip6_hdr h;
+	struct ipk_ip6_ext x;
+	uint8_t b[IPK_IP6_HLEN];
+	uint32_t n;
+
+	CHECK_EQ(ipk_ip6_parse(l3, len, &h), IPK_IP6_HLEN);
+	CHECK(memcmp(h.src, f->src, 16) == 0 && memcmp(h.dst, f->dst, 16) == 0);
+	CHECK(h.plen == f->plen && h.next == f->nxt && h.hlim == f->hlim);
+	CHECK(h.flow == f->flow && h.tclass == f->tclass);
+	CHECK_EQ(ipk_ip6_emit(b, sizeof(b), &h), IPK_IP6_HLEN);
+	CHECK(memcmp(b, l3, IPK_IP6_HLEN) == 0);
+	n = IPK_IP6_HLEN + h.plen;
+	CHECK_EQ(ipk_ip6_ext_walk(l3, n, h.next, ipk_ip6_is_multicast(h.dst), &x), IPK_IP6X_OK);
+	if (f->frag_nxt) {
+		check_lf6_frag(f, &x, l3);
+		return;
+	}
+	CHECK(!x.has_frag && !x.frag_atomic && !x.has_rh);
+	if (f->hbh_nxt) { /* MLD: hop-by-hop with router alert 0 */
+		CHECK(x.nhdrs == 1 && x.proto == f->hbh_nxt && x.ra == 1 && x.off == 48);
+		CHECK_EQ(ipk_ip6_hbh_ra_emit(b, 8, x.proto), 8);
+		CHECK(memcmp(b, l3 + 40, 8) == 0);
+	}
+	if (x.proto == IPK_IPPROTO_ICMP6)
+		check_lf6_icmp(f, &h, l3 + x.off, n - x.off);
+	else if (x.proto == IPK_IPPROTO_TCP)
+		check_lf6_tcp(f, &h, l3 + x.off, n - x.off);
+	else if (x.proto == IPK_IPPROTO_UDP)
+		check_lf6_udp(f, &h, l3 + x.off, n - x.off);
+	else
+		CHECK(!"unexpected protocol in linux_frames6.h");
+}
+
+static void test_linux6_frames_parse_verify_and_reemit(void)
+{
+	struct ipk_eth_hdr e;
+	uint8_t mac[6];
+	size_t i;
+
+	for (i = 0; i < NELEM(linux_frames6); i++) {
+		const struct linux_frame6 *f = &linux_frames6[i];
+		int before = check_failed_now_;
+		check_failed_now_ = 0;
+		CHECK_EQ(ipk_eth_parse(f->bytes, f->len, &e), IPK_ETH_HLEN);
+		CHECK_EQ(e.type, IPK_ETHERTYPE_IP6);
+		if (ipk_ip6_is_multicast(f->dst)) { /* RFC 2464 §7 */
+			ipk_ip6_mcast_mac(mac, f->dst);
+			CHECK(memcmp(mac, e.dst, 6) == 0);
+		}
+		check_lf6_ip6(f, f->bytes + IPK_ETH_HLEN, f->len - IPK_ETH_HLEN);
+		if (check_failed_now_)
+			fprintf(stderr, "  (in linux frame %s)\n", f->name);
+		check_failed_now_ |= before;
+	}
+}
+
+static void test_linux6_frames_cover_every_kind(void)
+{
+	static const char *const names[] = {"dad_ns", "mld2_report", "rs", "ns", "na",
+	                                    "echo_request", "echo_reply", "frag_first",
+	                                    "frag_last", "tcp_syn", "tcp_synack", "udp",
+	                                    "port_unreach"};
+	const struct linux_frame6 *f;
+	size_t i;
+
+	for (i = 0; i < NELEM(names); i++)
+		CHECK(lf6_find(names[i]) != NULL);
+	f = lf6_find("dad_ns"); /* DAD: from ::, to the target's solicited-node group */
+	CHECK(f && ipk_ip6_is_unspecified(f->src) && ipk_ip6_is_solicited_node(f->dst));
+	f = lf6_find("frag_first");
+	CHECK(f && f->frag_more && f->len == 14 + 40 + 8 + 1448);
+}
+
+/* Every cut of every datagram: the header parse refuses it, and the walk plus the
+ * upper-layer parsers never accept a cut that hides a header they need. */
+static void test_linux6_frames_every_truncation_rejected(void)
+{
+	struct ipk_ip6_hdr h;
+	struct ipk_ip6_ext x;
+	size_t i;
+	uint32_t n, full;
+	int bad = 0;
+
+	for (i = 0; i < NELEM(linux_frames6); i++) {
+		const struct linux_frame6 *f = &linux_frames6[i];
+		const uint8_t *l3 = f->bytes + IPK_ETH_HLEN;
+		full = IPK_IP6_HLEN + f->plen;
+		for (n = 0; n < full; n++)
+			bad += ipk_ip6_parse(l3, n, &h) >= 0;
+		/* the walk over a datagram cut inside its extension headers */
+		for (n = IPK_IP6_HLEN; n < full; n++)
+			if (ipk_ip6_ext_walk(l3, n, f->nxt, 0, &x) == IPK_IP6X_OK)
+				bad += x.off > n;
+	}
+	CHECK_EQ(bad, 0);
+}
+
+/* Malformed variants of Linux's own frames: each must be refused. */
+static void test_linux6_frames_malformed_variants_rejected(void)
+{
+	const struct linux_frame6 *f;
+	struct ipk_ip6_hdr ip;
+	struct ipk_nd_msg m;
+	struct ipk_ip6_ext x;
+	uint8_t b[256];
+	uint32_t n;
+
+	/* NS with its SLLA option length set to 0 (§4.6) */
+	f = lf6_find("ns");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	memcpy(b, f->bytes, f->len);
+	n = f->len - IPK_ETH_HLEN;
+	CHECK_EQ(ipk_nd_parse(b + 54, n - 40, &m), 24);
+	b[54 + 24 + 1] = 0;
+	CHECK_EQ(ipk_nd_parse(b + 54, n - 40, &m), IPK_WIRE_EOPT);
+	/* the same NS with hop limit 254: parsed, refused by the check */
+	memcpy(b, f->bytes, f->len);
+	b[14 + 7] = 254;
+	CHECK_EQ(ipk_ip6_parse(b + 14, n, &ip), 40);
+	CHECK_EQ(ipk_nd_parse(b + 54, n - 40, &m), 24);
+	CHECK_EQ(ipk_nd_check(&ip, &m), IPK_ND_BAD_HLIM);
+	/* payload length one past the frame */
+	ipk_wr16(b + 14 + 4, (uint16_t)(n - 40 + 1));
+	CHECK_EQ(ipk_ip6_parse(b + 14, n, &ip), IPK_WIRE_ESHORT);
+	/* the MLD report's hop-by-hop header claiming 16 bytes where 8 are left of it
+	 * and the ICMPv6 message is parsed as options */
+	f = lf6_find("mld2_report");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	memcpy(b, f->bytes, f->len);
+	b[14 + 41] = 7; /* 64 bytes: past the 56-byte payload */
+	CHECK_EQ(ipk_ip6_ext_walk(b + 14, f->len - 14, 0, 1, &x), IPK_IP6X_TRUNC);
+	/* the echo request sent with a routing header type 0 in front of it */
+	f = lf6_find("echo_request");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	memcpy(b, f->bytes + 14, 40);
+	memcpy(b + 40, "\x3a\x02\x00\x01", 4);
+	memset(b + 44, 0, 20);
+	memcpy(b + 64, f->bytes + 54, f->len - 54);
+	ipk_wr16(b + 4, (uint16_t)(f->plen + 24));
+	b[6] = IPK_IPPROTO_ROUTING;
+	CHECK_EQ(ipk_ip6_ext_walk(b, 40 + f->plen + 24, b[6], 0, &x), IPK_IP6X_RH0);
+	CHECK(x.icmp && x.icmp_ptr == 42);
+}
+
+
 int main(void)
 {
 	RUN(test_ip6_parse_known_bytes);
@@ -927,5 +1267,10 @@ int main(void)
 	RUN(test_nd_check_hop_limit_255_and_code_0);
 	RUN(test_nd_check_per_type_rules);
 	RUN(test_mld2_report_emit_and_records);
+
+	RUN(test_linux6_frames_cover_every_kind);
+	RUN(test_linux6_frames_parse_verify_and_reemit);
+	RUN(test_linux6_frames_every_truncation_rejected);
+	RUN(test_linux6_frames_malformed_variants_rejected);
 	return check_summary();
 }

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Turns a capture made by gen_linux_frames6.sh into tests/wire/linux_frames6.h.
+
+Picks one frame of each kind (DAD NS, MLDv2 report, RS, NS/NA of address resolution,
+echo request/reply, the first and last fragment of the large echo request, TCP SYN
+and SYN-ACK, a UDP datagram, the ICMPv6 port unreachable) and writes its bytes with
+the field values tshark's dissectors decode from it (fragment reassembly off), so the
+unit test checks ipkit's parsers against an independent decoder.
+
+usage: linux_frames6_to_c.py capture.pcap output.h
+"""
+import ipaddress
+import subprocess
+import sys
+
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+from linux_frames_to_c import c_bytes, read_pcap  # noqa: E402
+
+# tshark field -> (C member, kind): kind "n" number, "a" IPv6 address, "m" MAC
+FIELDS = [
+    ("ipv6.src", "src", "a"), ("ipv6.dst", "dst", "a"), ("ipv6.plen", "plen", "n"),
+    ("ipv6.nxt", "nxt", "n"), ("ipv6.hlim", "hlim", "n"), ("ipv6.flow", "flow", "n"),
+    ("ipv6.tclass", "tclass", "n"), ("ipv6.hopopts.nxt", "hbh_nxt", "n"),
+    ("ipv6.opt.router_alert", "router_alert", "n"),
+    ("ipv6.fraghdr.nxt", "frag_nxt", "n"), ("ipv6.fraghdr.offset", "frag_off", "n"),
+    ("ipv6.fraghdr.more", "frag_more", "n"), ("ipv6.fraghdr.ident", "frag_id", "n"),
+    ("icmpv6.type", "icmp_type", "n"), ("icmpv6.code", "icmp_code", "n"),
+    ("icmpv6.checksum", "icmp_csum", "n"),
+    ("icmpv6.echo.identifier", "echo_id", "n"), ("icmpv6.echo.sequence_number", "echo_seq", "n"),
+    ("icmpv6.nd.ns.target_address", "ns_target", "a"),
+    ("icmpv6.nd.na.target_address", "na_target", "a"), ("icmpv6.nd.na.flag", "na_flags", "n"),
+    ("icmpv6.opt.linkaddr", "lla", "m"),
+    ("icmpv6.mldr.nb_mcast_records", "mld_nrec", "n"),
+    ("icmpv6.mldr.mar.record_type", "mld_rtype", "n"),
+    ("icmpv6.mldr.mar.multicast_address", "mld_group", "a"),
+    ("tcp.srcport", "tcp_sport", "n"), ("tcp.dstport", "tcp_dport", "n"),
+    ("tcp.seq_raw", "tcp_seq", "n"), ("tcp.ack_raw", "tcp_ack", "n"),
+    ("tcp.flags", "tcp_flags", "n"), ("tcp.window_size_value", "tcp_wnd", "n"),
+    ("tcp.hdr_len", "tcp_hlen", "n"), ("tcp.options.mss_val", "mss", "n"),
+    ("tcp.options.wscale.shift", "ws", "n"), ("tcp.options.timestamp.tsval", "tsval", "n"),
+    ("tcp.options.timestamp.tsecr", "tsecr", "n"),
+    ("udp.srcport", "udp_sport", "n"), ("udp.dstport", "udp_dport", "n"),
+    ("udp.length", "udp_len", "n"),
+]
+
+
+def dissect(path):
+    cmd = ["tshark", "-r", path, "-o", "ipv6.defragment:FALSE", "-T", "fields",
+           "-E", "separator=/t", "-E", "occurrence=f", "-e", "frame.number"]
+    for fld, _, _ in FIELDS:
+        cmd += ["-e", fld]
+    rows = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    names = ["frame.number"] + [f for f, _, _ in FIELDS]
+    return [dict(zip(names, line.split("\t"))) for line in rows.splitlines()]
+
+
+def num(v):
+    if v in ("", "False"):
+        return 0
+    if v == "True":
+        return 1
+    return int(v, 0)
+
+
+def pick(rows):
+    def first(what, pred):
+        for r in rows:
+            if pred(r):
+                return r
+        raise SystemExit("capture lacks a frame the test needs: " + what)
+    t = lambda r: num(r["icmpv6.type"]) if r["icmpv6.type"] else -1
+    flags = lambda r: num(r["tcp.flags"]) if r["tcp.flags"] else -1
+    unspec = lambda r: r["ipv6.src"] == "::"
+    return [
+        ("dad_ns", first("DAD NS", lambda r: t(r) == 135 and unspec(r))),
+        ("mld2_report", first("MLDv2 report", lambda r: t(r) == 143)),
+        ("rs", first("RS", lambda r: t(r) == 133 and not unspec(r))),
+        ("ns", first("NS", lambda r: t(r) == 135 and not unspec(r))),
+        ("na", first("NA", lambda r: t(r) == 136)),
+        ("echo_request", first("echo request", lambda r: t(r) == 128 and not r["ipv6.fraghdr.nxt"])),
+        ("echo_reply", first("echo reply", lambda r: t(r) == 129 and not r["ipv6.fraghdr.nxt"])),
+        ("frag_first", first("first fragment", lambda r: r["ipv6.fraghdr.nxt"] and
+                             num(r["ipv6.fraghdr.offset"]) == 0)),
+        ("frag_last", first("last fragment", lambda r: r["ipv6.fraghdr.nxt"] and
+                            num(r["ipv6.fraghdr.more"]) == 0)),
+        ("tcp_syn", first("SYN", lambda r: flags(r) == 0x002)),
+        ("tcp_synack", first("SYN-ACK", lambda r: flags(r) == 0x012)),
+        ("udp", first("UDP", lambda r: r["udp.dstport"] == "9999" and t(r) < 0)),
+        ("port_unreach", first("unreachable", lambda r: t(r) == 1)),
+    ]
+
+
+def c_val(v, kind):
+    if kind == "n":
+        return "0x%xu" % num(v)
+    if kind == "a":
+        b = ipaddress.IPv6Address(v or "::").packed
+    else:
+        b = bytes(int(x, 16) for x in v.split(":")) if v else bytes(6)
+    return "{" + ", ".join("0x%02x" % x for x in b) + "}"
+
+
+def main():
+    pcap, out = sys.argv[1], sys.argv[2]
+    frames = read_pcap(pcap)
+    chosen = pick(dissect(pcap))
+    w = ["/* Generated by tests/wire/gen_linux_frames6.sh -- do not edit.", " *",
+         " * IPv6 frames Linux sent over a veth pair between two network namespaces,",
+         " * captured with dumpcap (transmit checksum offload off, so checksums are final).",
+         " * Next to each frame are the values tshark's dissectors decoded from it",
+         " * (fragment reassembly off; 0 where a field is absent; frag_off as tshark shows",
+         " * it; in an error message, the first value of a field is the outer one). */",
+         "#ifndef IPKIT_TESTS_LINUX_FRAMES6_H", "#define IPKIT_TESTS_LINUX_FRAMES6_H", "",
+         "#include <stdint.h>", "", "struct linux_frame6 {", "\tconst char *name;",
+         "\tconst uint8_t *bytes;", "\tuint32_t len;"]
+    for _, m, kind in FIELDS:
+        w.append({"n": "\tuint32_t %s;", "a": "\tuint8_t %s[16];", "m": "\tuint8_t %s[6];"}[kind] % m)
+    w += ["};", ""]
+    for name, r in chosen:
+        b = frames[int(r["frame.number"]) - 1]
+        w += ["/* frame %s of the capture */" % r["frame.number"],
+              "static const uint8_t lf6_%s[%d] = {" % (name, len(b)), c_bytes(b), "};", ""]
+    w.append("static const struct linux_frame6 linux_frames6[] = {")
+    for name, r in chosen:
+        vals = ["\"%s\"" % name, "lf6_%s" % name, "sizeof(lf6_%s)" % name]
+        vals += [c_val(r[f], kind) for f, _, kind in FIELDS]
+        w.append("\t{" + ", ".join(vals) + "},")
+    w += ["};", "", "#endif"]
+    with open(out, "w") as f:
+        f.write("\n".join(w) + "\n")
+
+
+if __name__ == "__main__":
+    main()
