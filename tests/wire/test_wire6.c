@@ -481,6 +481,8 @@ static void test_udp6_computed_zero_sent_as_ffff(void)
 	want = ref_csum6(A1, A2, 17, u, 10);
 	ipk_wr16(u + 8, want);
 	CHECK_EQ(ref_csum6(A1, A2, 17, u, 10), 0);
+	/* the sum is right with the field 0, and still the datagram is refused */
+	CHECK(!ipk_udp6_csum_ok(A1, A2, u, 10));
 	CHECK_EQ(ipk_udp6_csum(A1, A2, u, 10), 0xffff);
 	ipk_wr16(u + 6, 0xffff);
 	CHECK(ipk_udp6_csum_ok(A1, A2, u, 10));
