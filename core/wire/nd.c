@@ -136,7 +136,7 @@ static void nd_fields(const uint8_t *p, struct ipk_nd_msg *m)
 	__builtin_memset(m->dest, 0, 16);
 	if (m->type == IPK_ICMP6_ND_RA) {
 		m->cur_hlim = p[4];
-		m->flags = p[5] & (IPK_ND_RA_MANAGED | IPK_ND_RA_OTHER);
+		m->flags = p[5]; /* M, O, and bits later RFCs define (RFC 4191 §2.2) */
 		m->router_lifetime = ipk_rd16(p + 6);
 		m->reachable = ipk_rd32(p + 8);
 		m->retrans = ipk_rd32(p + 12);
@@ -226,7 +226,7 @@ uint32_t ipk_nd_emit(uint8_t *p, uint32_t cap, const struct ipk_nd_msg *m)
 	ipk_wr16(p + 2, m->csum);
 	if (m->type == IPK_ICMP6_ND_RA) {
 		p[4] = m->cur_hlim;
-		p[5] = m->flags & (IPK_ND_RA_MANAGED | IPK_ND_RA_OTHER);
+		p[5] = m->flags;
 		ipk_wr16(p + 6, m->router_lifetime);
 		ipk_wr32(p + 8, m->reachable);
 		ipk_wr32(p + 12, m->retrans);

@@ -755,7 +755,8 @@ int ipk_nd_opts_parse(const uint8_t *p, uint32_t len, struct ipk_nd_opts *o);
 struct ipk_nd_msg {
 	uint8_t type, code;
 	uint16_t csum;
-	uint8_t flags;          /* RA M/O, NA R/S/O */
+	uint8_t flags;          /* RA: the flags byte as sent (M, O, and e.g. RFC 4191's
+	                         * router preference); NA: R/S/O, reserved bits zero */
 	uint8_t cur_hlim;       /* RA */
 	uint16_t router_lifetime; /* RA, seconds */
 	uint32_t reachable, retrans; /* RA, milliseconds */

@@ -647,7 +647,7 @@ static void test_nd_ra_round_trip_with_options(void)
 	memset(&m, 0, sizeof(m));
 	m.type = IPK_ICMP6_ND_RA;
 	m.cur_hlim = 64;
-	m.flags = IPK_ND_RA_MANAGED | IPK_ND_RA_OTHER;
+	m.flags = IPK_ND_RA_MANAGED | IPK_ND_RA_OTHER | 0x08; /* + preference high (RFC 4191) */
 	m.router_lifetime = 1800;
 	m.reachable = 30000;
 	m.retrans = 1000;
@@ -669,7 +669,7 @@ static void test_nd_ra_round_trip_with_options(void)
 	CHECK_EQ(ipk_csum_l4_6(LL1, ALLNODES, 58, b, n), 0);
 	CHECK_EQ(ipk_nd_parse(b, n, &r), 16);
 	CHECK(r.type == IPK_ICMP6_ND_RA && r.code == 0 && r.cur_hlim == 64);
-	CHECK_EQ(r.flags, IPK_ND_RA_MANAGED | IPK_ND_RA_OTHER);
+	CHECK_EQ(r.flags, IPK_ND_RA_MANAGED | IPK_ND_RA_OTHER | 0x08);
 	CHECK_EQ(r.router_lifetime, 1800);
 	CHECK_EQ(r.reachable, 30000);
 	CHECK_EQ(r.retrans, 1000);
