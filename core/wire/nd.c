@@ -184,6 +184,17 @@ static enum ipk_nd_bad nd_check_unspec(const struct ipk_ip6_hdr *ip, const struc
 	return IPK_ND_OK;
 }
 
+/* §8.1: the destination is not multicast, and the target is a router's link-local
+ * address or the destination itself (which is then on-link). */
+static enum ipk_nd_bad nd_check_redirect(const struct ipk_nd_msg *m)
+{
+	if (ipk_ip6_is_multicast(m->dest))
+		return IPK_ND_BAD_TARGET;
+	if (!ipk_ip6_is_linklocal(m->target) && __builtin_memcmp(m->target, m->dest, 16) != 0)
+		return IPK_ND_BAD_TARGET;
+	return IPK_ND_OK;
+}
+
 enum ipk_nd_bad ipk_nd_check(const struct ipk_ip6_hdr *ip, const struct ipk_nd_msg *m)
 {
 	/* §6.1, §7.1, §8.1: hop limit 255 proves the sender is on the link. */
@@ -196,8 +207,8 @@ enum ipk_nd_bad ipk_nd_check(const struct ipk_ip6_hdr *ip, const struct ipk_nd_m
 	case IPK_ICMP6_ND_REDIRECT: /* §8.1 */
 		if (!ipk_ip6_is_linklocal(ip->src))
 			return IPK_ND_BAD_SRC;
-		if (m->type == IPK_ICMP6_ND_REDIRECT && ipk_ip6_is_multicast(m->dest))
-			return IPK_ND_BAD_TARGET;
+		if (m->type == IPK_ICMP6_ND_REDIRECT)
+			return nd_check_redirect(m);
 		return IPK_ND_OK;
 	case IPK_ICMP6_ND_NS: /* §7.1.1 */
 		if (ipk_ip6_is_multicast(m->target))

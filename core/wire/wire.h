@@ -778,7 +778,8 @@ enum ipk_nd_bad {
 	IPK_ND_OK = 0,
 	IPK_ND_BAD_HLIM,      /* IP hop limit not 255: it crossed a router */
 	IPK_ND_BAD_CODE,      /* ICMP code not 0 */
-	IPK_ND_BAD_TARGET,    /* NS/NA target or Redirect destination multicast */
+	IPK_ND_BAD_TARGET,    /* NS/NA target or Redirect destination multicast; a
+	                       * Redirect target neither link-local nor the destination */
 	IPK_ND_BAD_SRC,       /* RA/Redirect from a non-link-local source; an unspecified
 	                       * source with a source link-layer option, or (NS) to a
 	                       * group that is not solicited-node */

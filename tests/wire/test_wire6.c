@@ -817,6 +817,28 @@ static enum ipk_nd_bad nd_verdict(uint8_t t, uint8_t code, uint8_t flags, const 
 	return ipk_nd_check(&ip, &r);
 }
 
+/* A Redirect from LL1 with the given target and destination, checked. */
+static enum ipk_nd_bad nd_verdict2(const uint8_t *target, const uint8_t *dest)
+{
+	struct ipk_ip6_hdr ip;
+	struct ipk_nd_msg m, r;
+	uint8_t b[64];
+	uint32_t n;
+
+	memset(&m, 0, sizeof(m));
+	m.type = IPK_ICMP6_ND_REDIRECT;
+	memcpy(m.target, target, 16);
+	memcpy(m.dest, dest, 16);
+	n = mk_nd(b, sizeof(b), &m, (const uint8_t *)"", 0, LL1, A1);
+	memset(&ip, 0, sizeof(ip));
+	ip.hlim = 255;
+	memcpy(ip.src, LL1, 16);
+	memcpy(ip.dst, A1, 16);
+	if (ipk_nd_parse(b, n, &r) < 0)
+		return (enum ipk_nd_bad)99;
+	return ipk_nd_check(&ip, &r);
+}
+
 static void test_nd_check_hop_limit_255_and_code_0(void)
 {
 	uint8_t sn[16];
@@ -853,6 +875,10 @@ static void test_nd_check_per_type_rules(void)
 	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_REDIRECT, 0, 0, A1, A2, A1, 255, 0), IPK_ND_BAD_SRC);
 	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_REDIRECT, 0, 0, A1, LL1, A1, 255, 0), IPK_ND_OK);
 	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_REDIRECT, 0, 0, sn, LL1, A1, 255, 0), IPK_ND_BAD_TARGET);
+	/* §8.1: target a link-local router or the destination itself */
+	CHECK_EQ(nd_verdict2(LL1, A2), IPK_ND_OK);
+	CHECK_EQ(nd_verdict2(A2, A2), IPK_ND_OK);
+	CHECK_EQ(nd_verdict2(A1, A2), IPK_ND_BAD_TARGET);
 	/* §6.1.1: RS from the unspecified address without SLLA */
 	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_RS, 0, 0, A1, UNSPEC, ALLNODES, 255, 0), IPK_ND_OK);
 	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_RS, 0, 0, A1, UNSPEC, ALLNODES, 255, 1), IPK_ND_BAD_SRC);
