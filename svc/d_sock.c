@@ -510,6 +510,7 @@ void d_act_push(struct d_sock *s)
 		a->act_h[l] = s;
 	a->act_t[l] = s;
 	a->act_n[l]++;
+	d_sw(s)->act_lvl[l]++;
 	if (s->app->d->mt) { /* pushed by any thread: its worker looks next pass */
 		a->rescan = 1;
 		d_kick(d_sw(s));
@@ -533,6 +534,7 @@ void d_act_remove(struct d_sock *s)
 	s->on_act = 0;
 	s->act_prev = s->act_next = NULL;
 	a->act_n[l]--;
+	d_sw(s)->act_lvl[l]--;
 }
 
 /* Active, on its own worker's list; another worker's is told to look (the

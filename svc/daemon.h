@@ -233,7 +233,11 @@ struct d_wk {
 	int kick_fd;                 /* eventfd: another thread gave this worker work */
 	int sleeping;                /* in epoll_wait (under d->mu) */
 	struct d_ev ev_node, ev_kick;
-	uint32_t passes;
+	uint32_t passes, rot;
+	uint32_t act_lvl[D_PRIO_MAX];  /* its active sockets per level, all apps */
+	uint32_t defer_mark[IPK_WORKERS_MAX]; /* d_defer: worker j's passes when we
+	                                        * first yielded to it */
+	uint8_t defer_on[IPK_WORKERS_MAX];
 	/* counters (under d->mu), logged at shutdown: who served what */
 	uint64_t sqes, socks, accepted, connected, udp_rx;
 };

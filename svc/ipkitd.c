@@ -326,16 +326,18 @@ void d_unlock(struct d_daemon *d)
 }
 
 /* Between two turns of a worker that keeps going: if another thread waits for the
- * lock, let it in (bounded: at most ~2,000 checks, then go on). */
+ * lock, let it in. A mutex lets the thread that unlocks take it straight back
+ * (the waiter is still waking up), so wait until the waiter has it, bounded by
+ * 2 ms (then go on: the waiter gets it at the next turn). */
 static void d_relax(struct d_daemon *d)
 {
-	unsigned i;
+	uint64_t t0;
 	if (!__atomic_load_n(&d->waiters, __ATOMIC_RELAXED))
 		return;
 	d_unlock(d);
-	sched_yield();
-	for (i = 0; i < 2000 && __atomic_load_n(&d->waiters, __ATOMIC_RELAXED); i++)
-		__asm__ __volatile__("" ::: "memory");
+	t0 = d_now();
+	while (__atomic_load_n(&d->waiters, __ATOMIC_RELAXED) && d_now() - t0 < 2000000)
+		sched_yield();
 	d_lock(d);
 }
 
@@ -616,14 +618,60 @@ static void d_apps_rotate(struct d_daemon *d)
 	last->next = first;
 }
 
+/* Priorities per daemon, not per worker: before worker wk serves level lvl, does
+ * another worker have active sockets of a higher level? Then wk yields (kicks it
+ * and leaves its own lower levels for its next pass), but only until that worker
+ * has had one pass: so a higher level anywhere goes first, and a lower level still
+ * gets its share at least once per pass of the worker it yields to (no level
+ * starves, as within one worker). Under d->mu. */
+static int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl)
+{
+	struct d_wk *w = &d->wk[wk];
+	unsigned j, l;
+	int defer = 0;
+	for (j = 0; j < d->nw; j++) {
+		struct d_wk *o = &d->wk[j];
+		if (j == wk)
+			continue;
+		for (l = 0; l < lvl && !o->act_lvl[l]; l++)
+			;
+		if (l == lvl || (w->defer_on[j] && o->passes != w->defer_mark[j])) {
+			w->defer_on[j] = 0; /* nothing higher there, or it had its pass */
+			continue;
+		}
+		if (!w->defer_on[j]) {
+			w->defer_on[j] = 1;
+			w->defer_mark[j] = o->passes;
+		}
+		d_kick(o);
+		defer = 1;
+	}
+	return defer;
+}
+
 /* One service pass of worker wk over the sockets it owns: level 0 without a limit
  * (each socket at most D_PASS_BUDGET entries), then each lower level with its
  * guaranteed share, prio_share doubled per level above the lowest: a flood at a
  * low level costs the high levels at most that share per pass, and no level ever
- * gets nothing. */
+ * gets nothing. With several workers a lower level waits for a higher one on
+ * another worker (d_defer); a deferral counts as work (the loop comes back). */
+/* Where worker wk's pass starts in the application list: one worker rotates the
+ * list itself (d_apps_rotate); several each start one application further every
+ * pass, so the applications take turns on every worker. O(applications). */
+static struct d_app *d_first(struct d_daemon *d, unsigned wk)
+{
+	struct d_app *a = d->apps;
+	uint32_t k;
+	if (d->nw == 1 || !d->napps)
+		return a;
+	for (k = d->wk[wk].rot++ % d->napps; a && k; k--)
+		a = a->next;
+	return a ? a : d->apps;
+}
+
 static int d_serve(struct d_daemon *d, unsigned wk)
 {
-	struct d_app *a;
+	struct d_app *a, *first = d_first(d, wk);
 	unsigned lvl;
 	int work = 0;
 	d->passes++;
@@ -632,12 +680,19 @@ static int d_serve(struct d_daemon *d, unsigned wk)
 		d_pass_begin(a, wk);
 	for (lvl = 0; lvl < d->cfg.prio_levels; lvl++) {
 		uint32_t budget = UINT32_MAX;
+		if (lvl > 0 && d->nw > 1 && d->wk[wk].act_lvl[lvl] && d_defer(d, wk, lvl)) {
+			for (a = d->apps; a; a = a->next)
+				a->pw[wk].rescan |= a->pw[wk].dirty; /* look again next pass */
+			return work + 1;
+		}
 		if (lvl > 0)
 			budget = d->cfg.prio_share << (d->cfg.prio_levels - 1 - lvl);
-		for (a = d->apps; a; a = a->next)
+		for (a = first; a; a = a->next)
+			work += d_serve_level(d, a, wk, lvl, &budget);
+		for (a = d->apps; a != first; a = a->next)
 			work += d_serve_level(d, a, wk, lvl, &budget);
 	}
-	if (wk == 0)
+	if (d->nw == 1)
 		d_apps_rotate(d);
 	return work;
 }

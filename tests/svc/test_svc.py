@@ -24,6 +24,10 @@ DAEMON = os.path.join(BUILD, "svc", "ipkitd")
 # SEND forced on: memlink copies the region's bytes into its ring, so the records,
 # completions and reclaim of d_zc.c run without root)
 EXTRA = os.environ.get("SVC_TEST_DAEMON_ARGS", "").split()
+# ipkitd --workers N on a memlink with N queue pairs (queue steering, no root): the
+# echo's end opens every queue and places each frame as an RSS NIC would
+# (io/memlink/memlink.c), worker i of ipkitd serves queue i. meson's svc_w2_* cases.
+WORKERS = int(os.environ.get("SVC_TEST_WORKERS", "1"))
 ECHO = os.path.join(BUILD, "examples", "ipkit-echo")
 PEER_IP, OUR_IP = "10.9.0.1", "10.9.0.2"
 
@@ -37,12 +41,14 @@ class Rig:
         self.name = "ipksvc" + secrets.token_hex(3)
         self.procs = []
         self.log = open(os.path.join(self.dir, "ipkitd.log"), "w+b")
-        self.echo = self._start([ECHO, "--io", "memlink:%s,role=b" % self.name,
+        q = ",queues=%d" % WORKERS if WORKERS > 1 else ""
+        wk = ["--workers", str(WORKERS)] if WORKERS > 1 else []
+        self.echo = self._start([ECHO, "--io", "memlink:%s,role=b%s" % (self.name, q),
                                  "--ip", PEER_IP + "/24"], stderr=subprocess.DEVNULL)
         time.sleep(0.2)
-        self.daemon = self._start([DAEMON, "--io", "memlink:%s,role=a" % self.name,
+        self.daemon = self._start([DAEMON, "--io", "memlink:%s,role=a%s" % (self.name, q),
                                    "--ip", OUR_IP + "/24", "--socket", self.sock,
-                                   *daemon_args, *EXTRA], stderr=self.log)
+                                   *wk, *daemon_args, *EXTRA], stderr=self.log)
         self.wait_log("serving on", 10)
 
     def _start(self, argv, **kw):
@@ -69,8 +75,8 @@ class Rig:
         return self._start([TOOL, "--socket", self.sock, *args], stderr=subprocess.PIPE,
                            env=None if env is None else dict(os.environ, **env))
 
-    def run_tool(self, *args, timeout=60):
-        p = self.tool(*args)
+    def run_tool(self, *args, timeout=60, env=None):
+        p = self.tool(*args, env=env)
         out, err = p.communicate(timeout=timeout)
         return p.returncode, out.decode(), err.decode()
 
@@ -300,7 +306,8 @@ def case_flood_fair(rig):
     """An application flooding a level cannot take the level's whole share from
     another one on it (svc_tool fair: counted in entries, ipkitd stopped while the
     rings fill); then a flooder and a victim running side by side both progress."""
-    rc, out, err = rig.run_tool("fair", str(rig.daemon.pid))
+    rc, out, err = rig.run_tool("fair", str(rig.daemon.pid),
+                                env={"SVC_FAIR_WORKERS": str(WORKERS)})
     assert rc == 0, out + err
     victim = rig.tool("victim", "2000", "20")
     assert victim.stdout.readline().strip() == b"ready"
