@@ -332,7 +332,11 @@ static int d_app_hello(struct d_daemon *d, struct d_app *a, const struct ipk_svc
 	}
 	/* edge-triggered: every write to an eventfd wakes its waiters and so queues a
 	 * new edge, so the doorbell needs no read(2) per wake-up (d_app_event) */
-	d_ep_add_to(d_bell_ep(d), a->bell_fd, &a->ev_bell, EPOLLIN | EPOLLET);
+	/* with several workers the doorbell wakes worker 0, whose epoll batch may
+	 * outlive the app (the control thread reclaims it meanwhile): its tag is
+	 * the daemon's, never the app's (the pass after it takes the bitmap) */
+	d_ep_add_to(d_bell_ep(d), a->bell_fd, d->nw > 1 ? &d->ev_bell : &a->ev_bell,
+	            EPOLLIN | EPOLLET);
 	fds[0] = memfd;
 	fds[1] = a->bell_fd;
 	d_send_welcome(a->ctl_fd, 0, a->size, fds, NULL);

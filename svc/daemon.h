@@ -256,6 +256,7 @@ struct d_daemon {
 	uint16_t reta[128];
 	int ep, lfd, bound;
 	struct d_ev ev_listen, ev_node;
+	struct d_ev ev_bell;         /* every doorbell's tag with several workers */
 	struct d_app *apps;
 	uint32_t next_app_id, napps;
 	struct d_sock *tcp_port[65536], *udp_port[65536];

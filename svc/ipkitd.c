@@ -734,21 +734,16 @@ static void d_wk_sleep(struct d_wk *w, int timeout_ms)
 {
 	struct epoll_event ev[64];
 	uint64_t v;
-	int i, n = epoll_wait(w->ep, ev, 64, timeout_ms), bell = 0;
-	for (i = 0; i < n; i++) {
-		struct d_ev *t = (struct d_ev *)ev[i].data.ptr;
-		if (t->kind == D_EV_KICK && read(w->kick_fd, &v, sizeof v) < 0) {
+	int i, n = epoll_wait(w->ep, ev, 64, timeout_ms);
+	/* every tag here is the worker's or the daemon's (d->ev_bell), never an
+	 * application's: the control thread may have freed one meanwhile. A doorbell
+	 * is edge-triggered and never read (d_app_event's reason); submit_seq tells
+	 * the pass which application rang. */
+	for (i = 0; i < n; i++)
+		if (ev[i].data.ptr == &w->ev_kick && read(w->kick_fd, &v, sizeof v) < 0) {
 			/* EAGAIN: drained already */
 		}
-		bell |= t->kind == D_EV_BELL;
-	}
 	d_lock(w->d);
-	for (i = 0; i < n; i++) {
-		struct d_ev *t = (struct d_ev *)ev[i].data.ptr;
-		if (t->kind == D_EV_BELL)
-			d_app_event(w->d, t, ev[i].events);
-	}
-	(void)bell;
 }
 
 /* Worker idx's loop (runtime/workers.c calls it on the worker's thread): the same
