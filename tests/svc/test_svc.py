@@ -521,6 +521,23 @@ def case_workers_kill(rig):
         assert c["connected"] >= 16, (w, c)  # the victim's connections were on both
 
 
+def case_workers_bound_connect(rig):
+    """A CONNECT from a bound port with --workers 2: the 4-tuple is fixed before
+    the stack sees it, so the daemon moves the socket to the worker the flow
+    hashes to (d_flow_worker, the steering's own hash) before connecting. 8
+    connections from local ports 41000..41007 (both workers' flows), 1 MiB each
+    through the echo, SHA-256 equal; wrong_queue stays 0. Without the move about
+    half of them would be opened on the wrong worker and never complete."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_bound_connect)"
+    size = 1 << 20
+    for port in range(41000, 41008):
+        p = rig.tool("connect", PEER_IP, "7", str(size), env={"SVC_TOOL_LPORT": str(port)})
+        check_echo(p, size)
+    st = worker_stats(rig)
+    for w, c in st.items():
+        assert c["connected"] >= 1, (w, c)
+
+
 def case_cli(_rig):
     """--help, a bad option (exit 2) and a backend that cannot open (exit 3), each
     with one line on stderr."""
