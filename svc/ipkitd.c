@@ -10,6 +10,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,7 @@ static const char d_help[] =
 	"                       (queues: memlink queues=N, afxdp, dpdk); auto: queues when\n"
 	"                       the spec has queues=, else soft\n"
 	"  --cpus A,B,...       pin the threads (the runtime's order: soft's reader first,\n"
-	"                       then one per worker)\n"
+	"                       then one per worker; with one worker the main thread)\n"
 	"  --busy-poll          never sleep\n"
 	"  --spin-us N          after work, keep polling N microseconds before sleeping\n"
 	"                       (default 50, 0 = sleep at once, at most 100000)\n"
@@ -496,6 +497,14 @@ static int d_start(struct d_daemon *d, char *err, size_t errlen)
 		if (!d->wk[0].node)
 			return -1;
 		d->wk[0].ctx = ipk_node_ctx(d->wk[0].node);
+		if (d->cfg.ncpus) { /* one worker: the main thread is it */
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET(d->cfg.cpus[0], &set);
+			if (sched_setaffinity(0, sizeof set, &set) < 0)
+				fprintf(stderr, "ipkitd: cannot pin to CPU %d: %s\n", d->cfg.cpus[0],
+				        strerror(errno));
+		}
 	}
 	/* tap and tun writev a chain from any address (io/tap/tap.c): the first
 	 * backends where transmitting from the region saves the copy (issue 17) */
