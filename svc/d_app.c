@@ -379,7 +379,9 @@ static void d_app_doom(struct d_app *a, const char *why)
 {
 	if (!a->dying) {
 		a->dying = why;
-		a->gone_ns = d_now();
+		/* when epoll told us, before the lock (--workers N): the reclaim's
+		 * logged time includes any wait for it */
+		a->gone_ns = a->d->ev_ns ? a->d->ev_ns : d_now();
 	}
 }
 

@@ -250,6 +250,7 @@ struct d_daemon {
 	pthread_mutex_t mu;          /* nw > 1: all daemon state below (the big lock) */
 	int mt;                      /* nw > 1: threads, take mu */
 	unsigned waiters;            /* threads waiting for mu (d_relax) */
+	uint64_t ev_ns;              /* when the control thread's epoll batch returned */
 	unsigned awake;              /* workers not in epoll_wait (under mu) */
 	unsigned next_wk;            /* round robin of new sockets */
 	uint8_t rss_key[IPK_RSS_KEY_LEN];
@@ -277,16 +278,28 @@ static inline struct ipk_ctx *d_sctx(const struct d_sock *s) { return d_sw(s)->c
 static inline uint64_t d_snow(const struct d_sock *s) { return ipk_node_now(d_sw(s)->node); }
 static inline struct d_appw *d_spw(const struct d_sock *s) { return &s->app->pw[s->wk]; }
 
-/* ipkitd.c */
+/* ipkitd.c: the service pass and the sleep decision, shared with the workers */
+void d_node_template(struct d_daemon *d, struct ipk_node_cfg *nc);
+void d_ep_node(struct d_wk *w, int ep);
+int d_serve(struct d_daemon *d, unsigned wk);
+int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf);
+void d_awake(struct d_daemon *d);
+int d_timeout_ms(struct d_wk *w, int ovf);
+int d_bell_ep(const struct d_daemon *d);
+
+/* d_wk.c: --workers N */
 void d_lock(struct d_daemon *d);
 void d_unlock(struct d_daemon *d);
 void d_kick(struct d_wk *w);
 void d_kick_all(struct d_daemon *d);
 unsigned d_flow_worker(const struct d_daemon *d, uint32_t peer_be, uint16_t pport_be,
                        uint16_t lport_be);
+int d_start_workers(struct d_daemon *d, char *err, size_t errlen);
+int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl);
+struct d_app *d_first(struct d_daemon *d, unsigned wk);
+void d_wk_report(struct d_daemon *d);
 
 /* d_app.c */
-int d_bell_ep(const struct d_daemon *d);
 int d_listen(struct d_daemon *d);
 void d_accept_apps(struct d_daemon *d);
 void d_app_event(struct d_daemon *d, struct d_ev *ev, uint32_t events);
