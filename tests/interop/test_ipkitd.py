@@ -116,8 +116,12 @@ class Svc:
         self.logf = tmp_path / "ipkitd.log"
         self.peer_py = tmp_path / "peer.py"
         self.peer_py.write_text(PEER)
+        # IPKITD_TEST_ARGS: more ipkitd options for every test (e.g. "--workers 2"
+        # runs the whole file on two workers)
+        extra = os.environ.get("IPKITD_TEST_ARGS", "").split()
         self.daemon = link.start(DAEMON, "--io", link.spec, "--ip", link.ipk_ip + "/24",
-                                 "--socket", self.sock, *args, stdout=open(os.devnull, "wb"),
+                                 "--socket", self.sock, *args, *extra,
+                                 stdout=open(os.devnull, "wb"),
                                  stderr=open(self.logf, "wb"))
         self.wait_log("serving on")
 
