@@ -536,6 +536,8 @@ static int mode_rr(struct ipk_svc *svc, char **av)
 	printf("rr conns %ld requests %ld rps %.0f bad %ld\n", conns, got,
 	       (double)got / ((double)(t_end - t_start) / 1e9), bad);
 	print_lat("rr", lat, got ? got : 1);
+	free(lat); /* the sockets go with the app (under LeakSanitizer: svc_w2_*) */
+	free(cs);
 	return bad || !got ? 1 : 0;
 }
 
@@ -605,7 +607,7 @@ static int mode_fair(struct ipk_svc *v, char **av)
 	struct ipk_svc_sock *vs, *fs[16];
 	struct ipk_svc_cqe cv;
 	pid_t d = (pid_t)atol(av[0]);
-	uint64_t done = 0;
+	uint64_t done = 0, least = UINT64_MAX;
 	int i, k, err;
 	ipk_svc_opts_default(&o);
 	o.ring_bytes = 16u << 20;
@@ -630,17 +632,29 @@ static int mode_fair(struct ipk_svc *v, char **av)
 		return 1;
 	/* F's completions from passes up to V's (cqe->pass orders them in time,
 	 * whenever this process gets round to reading them) */
-	for (i = 0; i < 16; i++)
+	for (i = 0; i < 16; i++) {
+		uint64_t mine = 0;
 		for (k = 0; k < 2048; k++) {
 			struct ipk_svc_cqe cf;
 			if (take(fs[i], &cf) < 0)
 				return 1;
-			done += (int32_t)(cf.pass - cv.pass) <= 0;
+			mine += (int32_t)(cf.pass - cv.pass) <= 0;
 		}
+		done += mine;
+		least = mine < least ? mine : least;
+	}
 	printf("fair: by V's NOP (pass %u) F had %llu of 32768 served\n", cv.pass,
 	       (unsigned long long)done);
 	CHECK(done < 32768, "V waited for all of F's flood");
-	CHECK(done <= 64, "V served within a few passes of its level's share");
+	/* ipkitd --workers N (SVC_FAIR_WORKERS=N): F's sockets on other workers than
+	 * V's are served in their own passes, which V does not compete with (passes
+	 * are numbered daemon-wide); V's worker shares its level between V and the F
+	 * sockets it owns, so the least-served F socket, one of those, had at most a
+	 * few passes' share */
+	if (getenv("SVC_FAIR_WORKERS") && atoi(getenv("SVC_FAIR_WORKERS")) > 1)
+		CHECK(least <= 64, "V served within a few passes of its worker's level share");
+	else
+		CHECK(done <= 64, "V served within a few passes of its level's share");
 	ipk_svc_close_all(f);
 	return fails ? 1 : 0;
 }
