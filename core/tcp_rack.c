@@ -511,10 +511,12 @@ IPK_HOT void ipk_tcp_tlp_rearm(struct ipk_ctx *ctx, struct ipk_conn *c)
 		arm_rto_or_pto(ctx, c, pto);
 }
 
-static void probe_sent(struct ipk_ctx *ctx, struct ipk_conn *c)
+static void probe_sent(struct ipk_ctx *ctx, struct ipk_conn *c, int new_data)
 {
 	c->fl |= IPK_TCPF_TLP_OUT;
 	ctx->cnt.tcp_tlp_probes++;
+	ctx->cnt.tcp_tlp_new_data += new_data != 0;
+	ctx->cnt.tcp_tlp_recovery += (c->fl & IPK_TCPF_SACK_RCVY) != 0;
 }
 
 /*
@@ -572,13 +574,13 @@ static void tlp_send(struct ipk_ctx *ctx, struct ipk_conn *c)
 
 	if (rc != 0) {
 		if (rc > 0)
-			probe_sent(ctx, c);
+			probe_sent(ctx, c, 0);
 		return;
 	}
 	rc = tlp_send_new(ctx, c, end);
 	if (rc != 0) {
 		if (rc > 0)
-			probe_sent(ctx, c);
+			probe_sent(ctx, c, 1);
 		return;
 	}
 	if (ipk_seq_lt(c->snd_una, top)) {
@@ -588,7 +590,7 @@ static void tlp_send(struct ipk_ctx *ctx, struct ipk_conn *c)
 		rc = ipk_tcp_xmit(ctx, c, end, 0, IPK_TCP_X_FIN);
 	}
 	if (rc >= 0)
-		probe_sent(ctx, c);
+		probe_sent(ctx, c, 0);
 }
 
 void ipk_tcp_rack_timer(struct ipk_ctx *ctx, struct ipk_conn *c)

@@ -567,6 +567,8 @@ static void test_established_tlp_probes_new_data_when_queued(void)
 	CHECK_EQ(s.len, MSS);
 	CHECK(!th_next(t, &s)); /* one probe only (RFC 8985 §7.3) */
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_new_data, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_recovery, 0);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_retransmits, 0);
 	/* no ACK for the probe: the RTO, from the probe's send time, resends snd_una */
 	th_advance(t, 199 * MS);
@@ -607,6 +609,7 @@ static void test_established_tlp_new_data_probe_stays_in_window(void)
 	CHECK_EQ(s.len, MSS);
 	CHECK(!th_next(t, &s));
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_new_data, 0);
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
 }
