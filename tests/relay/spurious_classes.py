@@ -17,8 +17,9 @@ sender's input at that moment (the last ACK that got through before it):
   ack      sent within 2 ms of an ACK: a loss mark (RACK or DupThresh) on an ACK
 and by what the receiver had said about the segment before it was resent:
   acklost  an ACK covering it (cumulatively or by SACK) was sent, every one lost
-  known    an ACK covering it had got through (the sender knew, or the ACK was
-           still on its way: within 0.5 ms)
+  known    an ACK covering it had got through the relay 1 ms or more before
+  crossing one had got through the relay less than 1 ms before: the resend was
+           decided before it arrived, or just after (a path of ~0.1-1 ms)
   unacked  no ACK covering it yet (the original, or its ACK, still pending)
 """
 import struct
@@ -114,6 +115,9 @@ def load(pcap, log):
     return data, acks
 
 
+CROSS_S = 0.001
+
+
 def rel(v, base):
     return (v - base) & 0xffffffff
 
@@ -171,8 +175,10 @@ def classify(data, acks, verbose=False):
             for at, cum, sk, aok in racks[:ai]:
                 if cum >= hi or any(l <= lo and hi <= r for l, r in sk):
                     if aok:
-                        said = "known"
-                        break
+                        said = "known" if at < t - CROSS_S else "crossing"
+                        if said == "known":
+                            break
+                        continue
                     said = "acklost"
             k = trig + "/" + said
             counts[k] = counts.get(k, 0) + 1
