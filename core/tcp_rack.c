@@ -539,8 +539,8 @@ static void probe_sent(struct ipk_ctx *ctx, struct ipk_conn *c, int new_data)
  * for the last segment. Two segments, not the RFC's one: a receiver ACKs every
  * second full-sized segment at once (RFC 5681 §4.2) but may hold the ACK of a single
  * in-order one (Linux 40 ms), which is the probe's lot when the flight's ACK was
- * lost: one new segment cut the spurious retransmissions as much but halved
- * goodput (38/32 Mbit/s against 46-60/42-55, RTO episodes 6/6 against 3-7), and
+ * lost: one new segment cut the spurious retransmissions as much but cost a third of
+ * the goodput (38/32 Mbit/s against 46-60/42-55, RTO episodes 6/6 against 3-7), and
  * Linux, probing with one, waits the same 44 ms (linux-linux trace, seed 4242).
  * Not after an RTO (snd_nxt below snd_max: go-back-N resends first). Returns the
  * bytes sent, 0 when none went (nothing new, or no window), < 0 on a send error.
