@@ -308,6 +308,8 @@ struct ipk_counters {
 	uint64_t tcp_rto_undo;        /* RTOs undone: the first ACK after one echoed a TSval
 	                               * older than its retransmission's (Eifel, RFC 3522;
 	                               * Linux's TCPLossUndo) */
+	uint64_t tcp_tlp_new_data;    /* tail loss probes that sent new data (RFC 8985 §7.3) */
+	uint64_t tcp_tlp_recovery;    /* tail loss probes sent during a SACK recovery */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the

@@ -537,12 +537,13 @@ static void test_established_tlp_probes_last_segment_after_pto(void)
 	finish(t);
 }
 
-/* RFC 8985 §7.3 prefers a new segment as the probe; ipkit sends the last one again
- * even with new data queued, which cwnd held back and the peer's window takes (see
- * tlp_send). Guards that choice: with new-data probes (f651ed2), through ipk-relay at
- * 5% loss each way to Linux, 27 of 66 probes waited 40 ms for Linux's delayed ACK
- * and goodput fell from 53-77 to 36-49 Mbit/s. */
-static void test_established_tlp_probes_last_segment_with_data_queued(void)
+/* RFC 8985 §7.3: with new data queued (cwnd held it back) and room in the peer's
+ * window, the probe is new data, two segments so that a delayed-ACK receiver ACKs at
+ * once (RFC 5681 §4.2), never a retransmission. Regression: the probe was the last
+ * segment again, D-SACKed whenever the flight had arrived and only its ACK was lost
+ * or late: through ipk-relay at 5% loss each way to Linux, 62 of 65 spurious
+ * retransmissions in 16 MiB (docs/loss-rto-traces.md). */
+static void test_established_tlp_probes_new_data_when_queued(void)
 {
 	struct th *t = th_new(base_cfg);
 	struct ipk_conn *c;
@@ -559,10 +560,16 @@ static void test_established_tlp_probes_last_segment_with_data_queued(void)
 	CHECK(!th_next(t, &s));
 	th_advance(t, 2 * MS); /* PTO = 2 * SRTT */
 	CHECK(th_next(t, &s));
-	CHECK_EQ(s.h.seq, d + 9 * MSS); /* the last segment again, not d + 10 * MSS */
+	CHECK_EQ(s.h.seq, d + 10 * MSS); /* new data, not the last segment (d + 9 MSS) */
+	CHECK_EQ(s.len, MSS);
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.seq, d + 11 * MSS);
 	CHECK_EQ(s.len, MSS);
 	CHECK(!th_next(t, &s)); /* one probe only (RFC 8985 §7.3) */
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_new_data, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_recovery, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_retransmits, 0);
 	/* no ACK for the probe: the RTO, from the probe's send time, resends snd_una */
 	th_advance(t, 199 * MS);
 	CHECK(!th_next(t, &s));
@@ -570,6 +577,39 @@ static void test_established_tlp_probes_last_segment_with_data_queued(void)
 	CHECK(th_next(t, &s));
 	CHECK_EQ(s.h.seq, d);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, 1);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* RFC 8985 §7.3: new data only where the receive window allows it. The peer's
+ * window ends one segment past the flight: the probe is that one segment; with the
+ * window full it is the last segment again. */
+static void test_established_tlp_new_data_probe_stays_in_window(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, n = 0, i;
+
+	d = open_conn(t, 1, 0, &c, &s) + 1; /* SRTT = 8 ms */
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 14 * MSS, t->now), (int)(14 * MSS));
+	while (th_next(t, &s))
+		n++;
+	CHECK_EQ(n, 10);
+	/* the first segment ACKed, the window cut to 10 segments from there: room for
+	 * one more past the 9 outstanding, none after the probe */
+	th_advance(t, 1 * MS);
+	th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, A, IRS + 1, d + MSS, 10 * MSS, NULL, NULL, 0);
+	for (i = 0; th_next(t, &s); i++)
+		;
+	CHECK_EQ(i, 1); /* slow start sent the one the window has room for */
+	th_advance(t, 25 * MS);
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.seq, d + 10 * MSS); /* the window is full: the last segment again */
+	CHECK_EQ(s.len, MSS);
+	CHECK(!th_next(t, &s));
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_new_data, 0);
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
 }
@@ -1524,7 +1564,8 @@ int main(void)
 	RUN(test_established_rack_marks_lost_after_reorder_window);
 	RUN(test_established_tlp_probes_last_segment_after_pto);
 	RUN(test_fin_wait_1_tlp_probes_last_segment_after_pto);
-	RUN(test_established_tlp_probes_last_segment_with_data_queued);
+	RUN(test_established_tlp_probes_new_data_when_queued);
+	RUN(test_established_tlp_new_data_probe_stays_in_window);
 	RUN(test_established_paws_drops_old_tsval_and_acks);
 	RUN(test_established_paws_rst_exempt);
 	RUN(test_established_paws_idle_24_days_accepts_old_tsval);
