@@ -1,0 +1,639 @@
+/*
+ * libipkit-preload: data (read .. recvmsg), completions, close/shutdown/dup,
+ * fcntl/ioctl, names and options.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+#define PL_ERR(e) (errno = (e), -1)
+#define PL_CHUNK_TX (64u << 10) /* one SEND at most */
+
+static uint8_t *pl_base(void)
+{
+	uint64_t size;
+	return (uint8_t *)ipk_svc_region(pl_svc(), &size);
+}
+
+static int64_t pl_now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int pl_wait_tv(struct pl_sock *s, int out, const struct timeval *tv, int64_t *dl)
+{
+	int64_t ms = (int64_t)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000, left;
+	if (ms <= 0)
+		return pl_wait(s, out, -1);
+	if (!*dl)
+		*dl = pl_now_ms() + ms;
+	left = *dl - pl_now_ms();
+	if (left <= 0)
+		return -EAGAIN;
+	return pl_wait(s, out, left > 0x7fffffff ? 0x7fffffff : (int)left);
+}
+
+/* ------------------------------------------------------------ completions */
+
+int pl_post_recv(struct pl_sock *s)
+{
+	struct ipk_svc_sqe *e;
+	if (s->rx_posted || s->eof || !s->so || s->rx_len > s->rx_pos)
+		return 0;
+	if (!s->rxbuf)
+		s->rxbuf = (uint8_t *)ipk_svc_buf_alloc(pl_svc(), PL_RXBUF);
+	e = s->rxbuf ? ipk_svc_get_sqe(s->so) : NULL;
+	if (!e)
+		return -ENOBUFS;
+	ipk_svc_prep_recv(s->so, e, s->rxbuf, PL_RXBUF);
+	ipk_svc_sqe_set_data(e, (uint64_t)PL_OP_RECV << 60);
+	s->rx_posted = 1;
+	s->rx_len = s->rx_pos = 0;
+	return ipk_svc_submit(s->so) < 0 ? -ENETDOWN : 0;
+}
+
+static void pl_cqe_accept(struct pl_sock *s, const struct ipk_svc_cqe *c)
+{
+	struct ipk_svc_sock *so;
+	struct pl_acc *a;
+	if (!(c->flags & IPK_SVC_CQE_F_MORE))
+		s->acc_armed = 0; /* re-armed by the next accept() */
+	if (c->res < 0 || ipk_svc_accepted(pl_svc(), c, &so) < 0)
+		return;
+	a = (struct pl_acc *)calloc(1, sizeof *a);
+	if (!a) {
+		ipk_svc_close(so);
+		return;
+	}
+	a->so = so;
+	a->peer.sin_family = AF_INET;
+	a->peer.sin_port = c->addr.port_be;
+	memcpy(&a->peer.sin_addr.s_addr, c->addr.addr, 4);
+	if (s->acc_t)
+		s->acc_t->next = a;
+	else
+		s->acc_h = a;
+	s->acc_t = a;
+	s->acc_n++;
+}
+
+static void pl_cqe_send(struct pl_sock *s, const struct ipk_svc_cqe *c)
+{
+	uint32_t len = (uint32_t)(c->user_data >> 36) & 0xffffffu;
+	uint64_t off = c->user_data & 0xfffffffffull;
+	ipk_svc_buf_free(pl_svc(), pl_base() + off, len);
+	s->tx_bytes -= len;
+	s->tx_ops--;
+	if (c->res > 0)
+		PL_COUNT(tx_ipk, (uint64_t)c->res);
+	else if (c->res < 0 && !s->so_error && !s->eof)
+		s->so_error = -c->res;
+}
+
+void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
+{
+	int edge = 0;
+	switch ((unsigned)(c->user_data >> 60)) {
+	case PL_OP_RECV:
+		s->rx_posted = 0;
+		if (c->res > 0) {
+			s->rx_len = (uint32_t)c->res;
+			s->rx_pos = 0;
+			PL_COUNT(rx_ipk, (uint64_t)c->res);
+		} else {
+			s->eof = 1;
+			if (c->res < 0)
+				s->so_error = -c->res;
+		}
+		edge = 1;
+		break;
+	case PL_OP_SEND: pl_cqe_send(s, c); break;
+	case PL_OP_ACCEPT: pl_cqe_accept(s, c); edge = 1; break;
+	case PL_OP_CONNECT:
+		if (c->res == 0) {
+			s->state = PL_CONNECTED;
+			pl_post_recv(s);
+		} else {
+			s->state = PL_FAILED;
+			s->so_error = -c->res;
+		}
+		break;
+	case PL_OP_BIND:
+		s->sync_res = c->res;
+		s->sync_done = 1;
+		pthread_cond_broadcast(&s->cv);
+		break;
+	default: break;
+	}
+	pl_levels(s, edge);
+}
+
+/* ------------------------------------------------------------ receive */
+
+/* One receive into [buf, len): bytes, 0 at the end, or -errno. */
+static ssize_t pl_recv1(struct pl_sock *s, uint8_t *buf, size_t len, int flags)
+{
+	ssize_t n;
+	if (!s->so)
+		return -EBADF;
+	if (s->state != PL_CONNECTED && s->state != PL_FAILED)
+		return -ENOTCONN;
+	if (s->rx_len > s->rx_pos) {
+		n = (ssize_t)(s->rx_len - s->rx_pos);
+		if ((size_t)n > len)
+			n = (ssize_t)len;
+		memcpy(buf, s->rxbuf + s->rx_pos, (size_t)n);
+		if (!(flags & MSG_PEEK)) {
+			s->rx_pos += (uint32_t)n;
+			pl_post_recv(s);
+			pl_levels(s, 0);
+		}
+		return n;
+	}
+	if (s->so_error) {
+		int e = s->so_error;
+		s->so_error = 0;
+		pl_levels(s, 0);
+		return -e;
+	}
+	if (s->eof || s->rd_shut)
+		return 0;
+	return -EAGAIN;
+}
+
+static ssize_t pl_recv(struct pl_sock *s, void *buf, size_t len, int flags)
+{
+	size_t got = 0;
+	int64_t dl = 0;
+	if (len == 0)
+		return 0;
+	for (;;) {
+		ssize_t n;
+		int w;
+		pthread_mutex_lock(&s->mu);
+		n = pl_recv1(s, (uint8_t *)buf + got, len - got, flags);
+		pthread_mutex_unlock(&s->mu);
+		if (n > 0) {
+			got += (size_t)n;
+			if (!(flags & MSG_WAITALL) || got == len || (flags & MSG_PEEK))
+				return (ssize_t)got;
+			continue;
+		}
+		if (n != -EAGAIN || s->nonblock || (flags & MSG_DONTWAIT))
+			return got ? (ssize_t)got : n;
+		w = pl_wait_tv(s, 0, &s->rcvtimeo, &dl);
+		if (w < 0)
+			return got ? (ssize_t)got : w;
+	}
+}
+
+/* ------------------------------------------------------------ send */
+
+/* Queue up to len bytes as SENDs while the socket is writable: bytes queued, or
+ * -EAGAIN (nothing fits now), or -errno. Under s->mu. */
+static ssize_t pl_send1(struct pl_sock *s, const uint8_t *buf, size_t len)
+{
+	size_t done = 0;
+	if (!s->so)
+		return -EBADF;
+	if (s->wr_shut)
+		return -EPIPE;
+	if (s->so_error) {
+		int e = s->so_error;
+		s->so_error = 0;
+		return -e;
+	}
+	if (s->state != PL_CONNECTED)
+		return s->state == PL_FAILED ? -EPIPE : -ENOTCONN;
+	while (done < len && s->tx_bytes < PL_TXMAX && s->tx_ops < PL_TXOPS) {
+		uint32_t n = (uint32_t)(len - done < PL_CHUNK_TX ? len - done : PL_CHUNK_TX);
+		uint8_t *b;
+		struct ipk_svc_sqe *e;
+		if (n > PL_TXMAX - s->tx_bytes)
+			n = PL_TXMAX - s->tx_bytes;
+		b = (uint8_t *)ipk_svc_buf_alloc(pl_svc(), n);
+		e = b ? ipk_svc_get_sqe(s->so) : NULL;
+		if (!e) {
+			if (b)
+				ipk_svc_buf_free(pl_svc(), b, n);
+			break;
+		}
+		memcpy(b, buf + done, n);
+		ipk_svc_prep_send(s->so, e, b, n);
+		ipk_svc_sqe_set_data(e, ((uint64_t)PL_OP_SEND << 60) | ((uint64_t)n << 36) |
+		                            (uint64_t)(b - pl_base()));
+		s->tx_bytes += n;
+		s->tx_ops++;
+		done += n;
+	}
+	if (done && ipk_svc_submit(s->so) < 0)
+		return -ENETDOWN;
+	pl_levels(s, 0);
+	return done ? (ssize_t)done : -EAGAIN;
+}
+
+static ssize_t pl_send(struct pl_sock *s, const void *buf, size_t len, int flags)
+{
+	size_t done = 0;
+	int64_t dl = 0;
+	for (;;) {
+		ssize_t n;
+		int w;
+		pthread_mutex_lock(&s->mu);
+		n = len ? pl_send1(s, (const uint8_t *)buf + done, len - done) : 0;
+		pthread_mutex_unlock(&s->mu);
+		if (n > 0)
+			done += (size_t)n;
+		if (n == -EPIPE && !(flags & MSG_NOSIGNAL))
+			raise(SIGPIPE); /* Linux: EPIPE on a stream raises SIGPIPE */
+		if (done == len || (n < 0 && n != -EAGAIN))
+			return done ? (ssize_t)done : n;
+		if (s->nonblock || (flags & MSG_DONTWAIT))
+			return done ? (ssize_t)done : -EAGAIN;
+		w = pl_wait_tv(s, 1, &s->sndtimeo, &dl);
+		if (w < 0)
+			return done ? (ssize_t)done : w;
+	}
+}
+
+/* ------------------------------------------------------------ the calls */
+
+#define PL_RET(x) do { ssize_t r_ = (x); pl_put(s); \
+	return r_ < 0 ? PL_ERR((int)-r_) : r_; } while (0)
+
+ssize_t read(int fd, void *buf, size_t len)
+{
+	struct pl_sock *s = pl_get(fd);
+	if (!s)
+		return pl_r.read(fd, buf, len);
+	PL_RET(pl_recv(s, buf, len, 0));
+}
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+	struct pl_sock *s = pl_get(fd);
+	if (!s)
+		return pl_r.write(fd, buf, len);
+	PL_RET(pl_send(s, buf, len, 0));
+}
+
+ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	struct pl_sock *s = pl_get(fd);
+	if (!s)
+		return pl_r.recv(fd, buf, len, flags);
+	PL_RET(pl_recv(s, buf, len, flags));
+}
+
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	struct pl_sock *s = pl_get(fd);
+	if (!s)
+		return pl_r.send(fd, buf, len, flags);
+	PL_RET(pl_send(s, buf, len, flags));
+}
+
+ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, socklen_t *alen)
+{
+	struct pl_sock *s = pl_get(fd);
+	if (!s)
+		return pl_r.recvfrom(fd, buf, len, flags, a, alen);
+	if (a && alen)
+		*alen = 0; /* a stream names no sender (Linux leaves the address empty) */
+	PL_RET(pl_recv(s, buf, len, flags));
+}
+
+ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a,
+               socklen_t alen)
+{
+	struct pl_sock *s = pl_get(fd);
+	if (!s)
+		return pl_r.sendto(fd, buf, len, flags, a, alen);
+	PL_RET(pl_send(s, buf, len, flags)); /* TCP ignores the address (Linux) */
+}
+
+/* Vectors: the first element with the call's blocking rule, the rest only while
+ * they complete at once (a stream returns what it has). */
+static ssize_t pl_recvv(struct pl_sock *s, const struct iovec *iov, int n, int flags)
+{
+	ssize_t got = 0;
+	int i;
+	for (i = 0; i < n; i++) {
+		ssize_t r;
+		if (iov[i].iov_len == 0)
+			continue;
+		r = pl_recv(s, iov[i].iov_base, iov[i].iov_len, got ? flags | MSG_DONTWAIT : flags);
+		if (r <= 0)
+			return got ? got : r;
+		got += r;
+		if ((size_t)r < iov[i].iov_len)
+			break;
+	}
+	return got;
+}
+
+static ssize_t pl_sendv(struct pl_sock *s, const struct iovec *iov, int n, int flags)
+{
+	ssize_t done = 0;
+	int i;
+	for (i = 0; i < n; i++) {
+		ssize_t r;
+		if (iov[i].iov_len == 0)
+			continue;
+		r = pl_send(s, iov[i].iov_base, iov[i].iov_len, done ? flags | MSG_NOSIGNAL : flags);
+		if (r < 0)
+			return done ? done : r;
+		done += r;
+		if ((size_t)r < iov[i].iov_len)
+			break;
+	}
+	return done;
+}
+
+ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+	struct pl_sock *s = pl_get(fd);
+	if (!s)
+		return pl_r.readv(fd, iov, n);
+	PL_RET(n < 0 ? -EINVAL : pl_recvv(s, iov, n, 0));
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	struct pl_sock *s = pl_get(fd);
+	if (!s)
+		return pl_r.writev(fd, iov, n);
+	PL_RET(n < 0 ? -EINVAL : pl_sendv(s, iov, n, 0));
+}
+
+ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+	struct pl_sock *s = pl_get(fd);
+	if (!s)
+		return pl_r.recvmsg(fd, m, flags);
+	m->msg_namelen = 0;
+	m->msg_controllen = 0;
+	m->msg_flags = 0;
+	PL_RET(pl_recvv(s, m->msg_iov, (int)m->msg_iovlen, flags));
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	struct pl_sock *s = pl_get(fd);
+	if (!s)
+		return pl_r.sendmsg(fd, m, flags);
+	PL_RET(pl_sendv(s, m->msg_iov, (int)m->msg_iovlen, flags));
+}
+
+/* _FORTIFY_SOURCE entry points Debian's binaries call instead of read/recv. */
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	(void)buflen;
+	pl_resolve();
+	return read(fd, buf, len);
+}
+
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	(void)buflen;
+	pl_resolve();
+	return recv(fd, buf, len, flags);
+}
+
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+                       struct sockaddr *a, socklen_t *alen);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+                       struct sockaddr *a, socklen_t *alen)
+{
+	(void)buflen;
+	pl_resolve();
+	return recvfrom(fd, buf, len, flags, a, alen);
+}
+
+/* ------------------------------------------------------------ shutdown, close */
+
+int shutdown(int fd, int how)
+{
+	struct pl_sock *s = pl_get(fd);
+	int rc = 0;
+	if (!s)
+		return pl_r.shutdown(fd, how);
+	pthread_mutex_lock(&s->mu);
+	if (how < SHUT_RD || how > SHUT_RDWR)
+		rc = -EINVAL;
+	else if (s->state != PL_CONNECTED && s->state != PL_LISTEN)
+		rc = -ENOTCONN;
+	if (rc == 0 && how != SHUT_WR)
+		s->rd_shut = 1;
+	if (rc == 0 && how != SHUT_RD && !s->wr_shut && s->state == PL_CONNECTED) {
+		struct ipk_svc_sqe *e = s->so ? ipk_svc_get_sqe(s->so) : NULL;
+		if (e) {
+			ipk_svc_prep_shutdown(e);
+			ipk_svc_sqe_set_data(e, (uint64_t)PL_OP_SHUT << 60);
+			ipk_svc_submit(s->so);
+		}
+		s->wr_shut = 1;
+	}
+	pl_levels(s, 0);
+	pthread_mutex_unlock(&s->mu);
+	PL_RET(rc);
+}
+
+/* Drop one name of an ipkit socket; the last name closes it. */
+static void pl_drop_name(int fd, int close_fd)
+{
+	int last;
+	struct pl_sock *s = pl_tbl_take(fd, &last);
+	if (!s)
+		return;
+	if (close_fd)
+		pl_r.close(fd);
+	if (last)
+		pl_sock_release(s);
+	pl_put(s);
+}
+
+int close(int fd)
+{
+	pl_resolve();
+	if (!pl_is_ipk(fd)) {
+		pl_ep_forget(fd);
+		return pl_r.close(fd);
+	}
+	pl_drop_name(fd, 1);
+	return 0;
+}
+
+/* ------------------------------------------------------------ dup */
+
+static int pl_dup_done(int nfd, struct pl_sock *s)
+{
+	if (nfd >= 0)
+		pl_tbl_set(nfd, s);
+	pl_put(s);
+	return nfd;
+}
+
+int dup(int fd)
+{
+	struct pl_sock *s = pl_get(fd);
+	if (!s)
+		return pl_r.dup(fd);
+	return pl_dup_done(pl_r.dup(fd), s);
+}
+
+int dup3(int old, int nfd, int flags)
+{
+	struct pl_sock *s = pl_get(old);
+	int r;
+	pl_resolve();
+	if (old == nfd) {
+		if (s)
+			pl_put(s);
+		return pl_r.dup3(old, nfd, flags); /* EINVAL, as Linux */
+	}
+	r = pl_r.dup3(old, nfd, flags);
+	if (r >= 0)
+		pl_drop_name(nfd, 0); /* the kernel closed what nfd was */
+	if (!s)
+		return r;
+	return pl_dup_done(r, s);
+}
+
+int dup2(int old, int nfd)
+{
+	pl_resolve();
+	if (old == nfd)
+		return pl_r.dup2(old, nfd);
+	return dup3(old, nfd, 0);
+}
+
+/* ------------------------------------------------------------ fcntl, ioctl */
+
+static int pl_fcntl(struct pl_sock *s, int fd, int cmd, void *arg)
+{
+	switch (cmd) {
+	case F_GETFL:
+		return O_RDWR | (s->nonblock ? O_NONBLOCK : 0);
+	case F_SETFL:
+		s->nonblock = !!((long)arg & O_NONBLOCK);
+		return 0;
+	case F_DUPFD:
+	case F_DUPFD_CLOEXEC: {
+		int r = pl_r.fcntl(fd, cmd, (long)arg);
+		if (r >= 0)
+			pl_tbl_set(r, s);
+		return r;
+	}
+	default: /* F_GETFD/F_SETFD and the rest: the descriptor's own */
+		return pl_r.fcntl(fd, cmd, arg);
+	}
+}
+
+int fcntl(int fd, int cmd, ...)
+{
+	struct pl_sock *s;
+	va_list ap;
+	void *arg;
+	int r;
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	pl_resolve();
+	s = pl_get(fd);
+	if (!s)
+		return pl_r.fcntl(fd, cmd, arg);
+	r = pl_fcntl(s, fd, cmd, arg);
+	pl_put(s);
+	return r;
+}
+
+/* With _FILE_OFFSET_BITS=64 (this build, and most of Debian) <fcntl.h> names the
+ * function above fcntl64; programs built without it call plain fcntl. */
+int pl_fcntl_plain(int fd, int cmd, ...) __asm__("fcntl");
+int pl_fcntl_plain(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl(fd, cmd, arg);
+}
+
+int ioctl(int fd, unsigned long req, ...)
+{
+	struct pl_sock *s;
+	va_list ap;
+	void *arg;
+	int rc = 0;
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	pl_resolve();
+	s = pl_get(fd);
+	if (!s)
+		return pl_r.ioctl(fd, req, arg);
+	pthread_mutex_lock(&s->mu);
+	if (req == FIONBIO && arg)
+		s->nonblock = *(int *)arg != 0;
+	else if (req == FIONREAD && arg && s->state != PL_LISTEN)
+		*(int *)arg = (int)(s->rx_len - s->rx_pos);
+	else if (req == TIOCOUTQ && arg && s->state != PL_LISTEN)
+		*(int *)arg = (int)s->tx_bytes;
+	else
+		rc = req == FIONREAD || req == TIOCOUTQ ? -EINVAL : -ENOTTY;
+	pthread_mutex_unlock(&s->mu);
+	pl_put(s);
+	return rc < 0 ? PL_ERR(-rc) : 0;
+}
+
+/* ------------------------------------------------------------ names */
+
+int getsockname(int fd, struct sockaddr *a, socklen_t *len)
+{
+	struct pl_sock *s = pl_get(fd);
+	struct sockaddr_in in;
+	if (!s)
+		return pl_r.getsockname(fd, a, len);
+	in = s->local;
+	in.sin_family = AF_INET;
+	pl_put(s);
+	if (!a || !len)
+		return PL_ERR(EFAULT);
+	memcpy(a, &in, *len < sizeof in ? *len : sizeof in);
+	*len = sizeof in;
+	return 0;
+}
+
+int getpeername(int fd, struct sockaddr *a, socklen_t *len)
+{
+	struct pl_sock *s = pl_get(fd);
+	struct sockaddr_in in;
+	int ok;
+	if (!s)
+		return pl_r.getpeername(fd, a, len);
+	in = s->peer;
+	ok = s->state == PL_CONNECTED;
+	pl_put(s);
+	if (!ok)
+		return PL_ERR(ENOTCONN);
+	if (!a || !len)
+		return PL_ERR(EFAULT);
+	memcpy(a, &in, *len < sizeof in ? *len : sizeof in);
+	*len = sizeof in;
+	return 0;
+}
