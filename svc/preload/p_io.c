@@ -46,21 +46,37 @@ static int pl_wait_tv(struct pl_sock *s, int out, const struct timeval *tv, int6
 
 /* ------------------------------------------------------------ completions */
 
+uint32_t pl_rx_avail(const struct pl_sock *s)
+{
+	return s->rx[0].len - s->rx[0].pos + s->rx[1].len - s->rx[1].pos;
+}
+
+/* Keep a RECV posted into every empty buffer, in reading order (head first):
+ * RECVs complete in submission order, so the data stays in order. */
 int pl_post_recv(struct pl_sock *s)
 {
-	struct ipk_svc_sqe *e;
-	if (s->rx_posted || s->eof || !s->so || s->rx_len > s->rx_pos)
-		return 0;
-	if (!s->rxbuf)
-		s->rxbuf = (uint8_t *)ipk_svc_buf_alloc(pl_svc(), PL_RXBUF);
-	e = s->rxbuf ? ipk_svc_get_sqe(s->so) : NULL;
-	if (!e)
-		return -ENOBUFS;
-	ipk_svc_prep_recv(s->so, e, s->rxbuf, PL_RXBUF);
-	ipk_svc_sqe_set_data(e, (uint64_t)PL_OP_RECV << 60);
-	s->rx_posted = 1;
-	s->rx_len = s->rx_pos = 0;
-	return ipk_svc_submit(s->so) < 0 ? -ENETDOWN : 0;
+	int k;
+	for (k = 0; k < 2; k++) {
+		int i = s->rx_head ^ k;
+		struct pl_rx *r = &s->rx[i];
+		struct ipk_svc_sqe *e;
+		if (r->posted || r->len > r->pos)
+			continue;
+		if (s->eof || !s->so)
+			return 0;
+		if (!r->b)
+			r->b = (uint8_t *)ipk_svc_buf_alloc(pl_svc(), PL_RXBUF);
+		e = r->b ? ipk_svc_get_sqe(s->so) : NULL;
+		if (!e)
+			return -ENOBUFS;
+		ipk_svc_prep_recv(s->so, e, r->b, PL_RXBUF);
+		ipk_svc_sqe_set_data(e, (uint64_t)PL_OP_RECV << 60 | (uint64_t)i);
+		r->posted = 1;
+		r->len = r->pos = 0;
+		if (ipk_svc_submit(s->so) < 0)
+			return -ENETDOWN;
+	}
+	return 0;
 }
 
 static void pl_cqe_accept(struct pl_sock *s, const struct ipk_svc_cqe *c)
@@ -106,10 +122,10 @@ void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
 	int edge = 0;
 	switch ((unsigned)(c->user_data >> 60)) {
 	case PL_OP_RECV:
-		s->rx_posted = 0;
+		s->rx[c->user_data & 1].posted = 0;
 		if (c->res > 0) {
-			s->rx_len = (uint32_t)c->res;
-			s->rx_pos = 0;
+			s->rx[c->user_data & 1].len = (uint32_t)c->res;
+			s->rx[c->user_data & 1].pos = 0;
 			PL_COUNT(rx_ipk, (uint64_t)c->res);
 		} else {
 			s->eof = 1;
@@ -123,6 +139,7 @@ void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
 	case PL_OP_CONNECT:
 		if (c->res == 0) {
 			s->state = PL_CONNECTED;
+			s->conn_unseen = 1;
 			pl_post_recv(s);
 		} else {
 			s->state = PL_FAILED;
@@ -149,13 +166,26 @@ static ssize_t pl_recv1(struct pl_sock *s, uint8_t *buf, size_t len, int flags)
 		return -EBADF;
 	if (s->state != PL_CONNECTED && s->state != PL_FAILED)
 		return -ENOTCONN;
-	if (s->rx_len > s->rx_pos) {
-		n = (ssize_t)(s->rx_len - s->rx_pos);
-		if ((size_t)n > len)
-			n = (ssize_t)len;
-		memcpy(buf, s->rxbuf + s->rx_pos, (size_t)n);
+	n = 0;
+	while ((size_t)n < len && pl_rx_avail(s) > 0) {
+		struct pl_rx *r = &s->rx[s->rx_head];
+		size_t k = r->len - r->pos;
+		if (k == 0)
+			break; /* cannot happen: the head completes first (see pl_post_recv) */
+		if (k > len - (size_t)n)
+			k = len - (size_t)n;
+		memcpy(buf + n, r->b + r->pos, k);
+		n += (ssize_t)k;
+		if (flags & MSG_PEEK)
+			break; /* a peek sees the head buffer only */
+		r->pos += (uint32_t)k;
+		if (r->pos == r->len && !r->posted) {
+			r->pos = r->len = 0;
+			s->rx_head ^= 1; /* the other buffer is next in order */
+		}
+	}
+	if (n > 0) {
 		if (!(flags & MSG_PEEK)) {
-			s->rx_pos += (uint32_t)n;
 			pl_post_recv(s);
 			pl_levels(s, 0);
 		}
@@ -591,7 +621,7 @@ int ioctl(int fd, unsigned long req, ...)
 	if (req == FIONBIO && arg)
 		s->nonblock = *(int *)arg != 0;
 	else if (req == FIONREAD && arg && s->state != PL_LISTEN)
-		*(int *)arg = (int)(s->rx_len - s->rx_pos);
+		*(int *)arg = (int)pl_rx_avail(s);
 	else if (req == TIOCOUTQ && arg && s->state != PL_LISTEN)
 		*(int *)arg = (int)s->tx_bytes;
 	else

@@ -92,7 +92,7 @@ static int pl_make(struct ipk_svc_sock *so, int flags, struct pl_sock **out)
 	if (!s)
 		return -ENOMEM;
 	s->fd = eventfd(0, EFD_NONBLOCK | ((flags & SOCK_CLOEXEC) ? EFD_CLOEXEC : 0));
-	s->ofd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->ofd = pl_hide_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 	s->nonblock = !!(flags & SOCK_NONBLOCK);
 	rc = s->fd < 0 || s->ofd < 0 ? -EMFILE : 0;
 	if (rc == 0 && !so)
@@ -399,7 +399,14 @@ static int pl_connect_start(struct pl_sock *s, const struct sockaddr_in *in)
 	struct ipk_svc_sqe *e;
 	switch (s->state) {
 	case PL_CONNECTING: return -EALREADY;
-	case PL_CONNECTED: return -EISCONN;
+	case PL_CONNECTED:
+		/* Linux: the first connect() after a non-blocking connect completed
+		 * reports success, later ones EISCONN */
+		if (s->conn_unseen) {
+			s->conn_unseen = 0;
+			return 0;
+		}
+		return -EISCONN;
 	case PL_LISTEN: return -EINVAL;
 	case PL_FAILED: {
 		/* a failed non-blocking connect reports its error once (Linux) */
@@ -443,8 +450,10 @@ int connect(int fd, const struct sockaddr *a, socklen_t len)
 	while (rc == -EINPROGRESS && !s->nonblock) {
 		int w = pl_wait_until(s, 1, dl);
 		pthread_mutex_lock(&s->mu);
-		if (s->state == PL_CONNECTED)
+		if (s->state == PL_CONNECTED) {
 			rc = 0;
+			s->conn_unseen = 0;
+		}
 		else if (s->state == PL_FAILED)
 			rc = pl_connect_start(s, &in); /* takes the error */
 		else if (w < 0)

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -94,6 +96,7 @@ static struct pl_sock *g_live;
 static pthread_t g_pump;
 
 static void *pl_pump(void *arg);
+static long pl_hide_base(void);
 
 static void pl_open_locked(void)
 {
@@ -103,6 +106,8 @@ static void pl_open_locked(void)
 	ipk_svc_opts_default(&o);
 	o.buf_bytes = 64u << 20;
 	g_svc = ipk_svc_open(NULL, &o, &err);
+	if (g_svc)
+		ipk_svc_move_fds(g_svc, pl_hide_base());
 	if (g_svc && pthread_create(&g_pump, NULL, pl_pump, NULL) == 0) {
 		pthread_detach(g_pump);
 		__atomic_store_n(&g_svc_state, 1, __ATOMIC_RELEASE);
@@ -299,9 +304,11 @@ static void pl_finish_locked(struct pl_sock *s)
 	if (s->so)
 		ipk_svc_close(s->so);
 	s->so = NULL;
-	if (s->rxbuf)
-		ipk_svc_buf_free(svc, s->rxbuf, PL_RXBUF);
-	s->rxbuf = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (s->rx[i].b)
+			ipk_svc_buf_free(svc, s->rx[i].b, PL_RXBUF);
+		s->rx[i].b = NULL;
+	}
 	pthread_mutex_unlock(&s->mu);
 	if (s->ofd >= 0)
 		pl_r.close(s->ofd);
@@ -396,7 +403,7 @@ static int pl_readable(const struct pl_sock *s)
 		return 1;
 	if (s->state == PL_LISTEN)
 		return s->acc_n > 0;
-	return s->state == PL_CONNECTED && (s->rx_len > s->rx_pos || s->eof);
+	return s->state == PL_CONNECTED && (pl_rx_avail(s) > 0 || s->eof);
 }
 
 static int pl_writable(const struct pl_sock *s)
@@ -453,19 +460,50 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms)
 	return r == 0 ? -EAGAIN : 0;
 }
 
+static long pl_hide_base(void)
+{
+	static long base = -1;
+	if (base < 0) {
+		struct rlimit rl;
+		/* the top quarter of the soft limit, when there is room for one */
+		base = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 256 &&
+		       rl.rlim_cur != RLIM_INFINITY ? (long)(rl.rlim_cur - rl.rlim_cur / 4) : 0;
+	}
+	return base;
+}
+
+int pl_hide_fd(int fd)
+{
+	long base = pl_hide_base();
+	int h;
+	if (base <= 0 || fd < 0)
+		return fd;
+	h = pl_r.fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
+	if (h < 0)
+		return fd;
+	pl_r.close(fd);
+	return h;
+}
+
 /* ------------------------------------------------------------ stats */
 
 /* IPKIT_PRELOAD_STATS=1: one line on stderr at exit saying what went where, so a
  * test can prove its traffic went through ipkitd. */
 static void pl_stats_print(void)
 {
+	struct ipk_svc_stats d;
+	memset(&d, 0, sizeof d);
+	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) == 1)
+		ipk_svc_stats(g_svc, &d); /* ipkitd's own count, from the region */
 	fprintf(stderr, "ipkit-preload: pid %d ipkit_sockets %llu kernel_inet_sockets %llu "
-	        "other_sockets %llu ipkit_tx %llu ipkit_rx %llu accepts %llu connects %llu\n",
+	        "other_sockets %llu ipkit_tx %llu ipkit_rx %llu accepts %llu connects %llu "
+	        "ipkitd_tx %llu ipkitd_rx %llu\n",
 	        (int)getpid(), (unsigned long long)pl_st.sock_ipk,
 	        (unsigned long long)pl_st.sock_kernel,
 	        (unsigned long long)pl_st.sock_passthrough, (unsigned long long)pl_st.tx_ipk,
 	        (unsigned long long)pl_st.rx_ipk, (unsigned long long)pl_st.accepts,
-	        (unsigned long long)pl_st.connects);
+	        (unsigned long long)pl_st.connects,
+	        (unsigned long long)(d.tx_copied + d.tx_zc), (unsigned long long)d.rx_copied);
 }
 
 __attribute__((constructor)) static void pl_init(void)

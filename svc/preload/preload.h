@@ -74,7 +74,7 @@ struct pl_acc {
 	struct sockaddr_in peer;
 };
 
-#define PL_RXBUF (64u << 10)  /* one RECV in flight per TCP socket, into this */
+#define PL_RXBUF (64u << 10)  /* each of a TCP socket's two receive buffers */
 #define PL_TXMAX (256u << 10) /* bytes of SENDs in flight before "not writable" */
 #define PL_TXOPS 64u          /* SENDs in flight at most (the SQ holds 128) */
 
@@ -95,9 +95,15 @@ struct pl_sock {
 	int nonblock, so_error, rd_shut, wr_shut, eof, closing;
 	int in_lvl, out_lvl;
 	struct sockaddr_in local, peer;
-	uint8_t *rxbuf;
-	uint32_t rx_pos, rx_len;
-	int rx_posted;
+	/* two receive buffers in the region, read in turn from rx_head: one RECV may
+	 * fill the second while the application reads the first */
+	struct pl_rx {
+		uint8_t *b;
+		uint32_t pos, len;
+		int posted;
+	} rx[2];
+	int rx_head;
+	int conn_unseen; /* a non-blocking connect completed that no connect() reported */
 	uint32_t tx_bytes, tx_ops;
 	struct pl_acc *acc_h, *acc_t;
 	int acc_n, acc_armed;
@@ -143,6 +149,10 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms);
 int pl_post_recv(struct pl_sock *s); /* under s->mu */
 int pl_arm_accept(struct pl_sock *s); /* under s->mu */
 void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c); /* pump, under s->mu */
+uint32_t pl_rx_avail(const struct pl_sock *s); /* bytes received, not yet read */
+/* A hidden descriptor (the writable level) moved high, out of the numbers the
+ * application sees allocated (Linux gives the lowest free number). */
+int pl_hide_fd(int fd);
 
 /* user_data of the shim's operations: kind in the top 4 bits, then for SEND the
  * length (24 bits) and the buffer's offset in the region (36 bits). */
