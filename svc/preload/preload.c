@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -506,11 +507,54 @@ static void pl_stats_print(void)
 	        (unsigned long long)(d.tx_copied + d.tx_zc), (unsigned long long)d.rx_copied);
 }
 
+/* At exit Linux keeps sending what the process wrote and then ends each
+ * connection with FIN; ipkitd resets the connections of an application that died.
+ * So exit() waits for the SENDs in flight (bounded: IPKIT_PRELOAD_LINGER seconds,
+ * default 30) and closes every socket itself. _exit and SIGKILL skip this. */
+static uint32_t pl_tx_ops_all(void)
+{
+	struct pl_sock *s;
+	uint32_t n = 0;
+	pthread_mutex_lock(&g_mu);
+	for (s = g_live; s; s = s->lnext) {
+		pthread_mutex_lock(&s->mu);
+		n += s->so ? s->tx_ops : 0;
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_mutex_unlock(&g_mu);
+	return n;
+}
+
+static void pl_exit_flush(void)
+{
+	const char *e = getenv("IPKIT_PRELOAD_LINGER");
+	long ms = (e ? atol(e) : 30) * 1000, i;
+	struct timespec t = {0, 1000000};
+	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) != 1)
+		return;
+	for (i = 0; i < ms && pl_tx_ops_all() > 0; i++)
+		nanosleep(&t, NULL); /* the pump completes them meanwhile */
+	pthread_mutex_lock(&g_mu);
+	while (g_live) {
+		struct pl_sock *s = g_live;
+		pl_finish_locked(s); /* FIN after what the stack holds */
+	}
+	pthread_mutex_unlock(&g_mu);
+}
+
+static int pl_stats_on;
+
 __attribute__((constructor)) static void pl_init(void)
 {
 	const char *e = getenv("IPKIT_PRELOAD_STATS");
 	pl_resolve();
 	pl_cfg();
-	if (e && *e && strcmp(e, "0") != 0)
-		atexit(pl_stats_print);
+	pl_stats_on = e && *e && strcmp(e, "0") != 0;
+}
+
+__attribute__((destructor)) static void pl_fini(void)
+{
+	pl_exit_flush();
+	if (pl_stats_on)
+		pl_stats_print();
 }
