@@ -455,7 +455,10 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms)
 	p.fd = out ? s->ofd : s->fd;
 	p.events = POLLIN;
 	p.revents = 0;
+	pl_sig_clear();
 	r = pl_r.poll(&p, 1, timeout_ms);
+	if (r < 0 && errno == EINTR && pl_sig_restart(timeout_ms >= 0))
+		return 0; /* SA_RESTART: the caller looks again and sleeps again */
 	if (r < 0)
 		return -errno;
 	return r == 0 ? -EAGAIN : 0;

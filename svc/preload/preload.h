@@ -167,6 +167,10 @@ struct pl_stats {
 extern struct pl_stats pl_st;
 #define PL_COUNT(f, n) __atomic_add_fetch(&pl_st.f, (n), __ATOMIC_RELAXED)
 
+/* SA_RESTART (p_sig.c): clear before a sleep; after EINTR, whether to restart. */
+void pl_sig_clear(void);
+int pl_sig_restart(int has_timeout);
+
 /* epoll: forget the registrations of a closed epoll descriptor. */
 void pl_ep_forget(int epfd);
 

@@ -9,7 +9,8 @@
  *   LOOP_IP:PORT       where this program listens and connects to itself
  *   CLOSED_PORT        a port of ECHO_IP nobody listens on
  * FAMILY: blocking nonblocking refused accept timeouts dup poll select
- *         epoll_lt epoll_et epoll_oneshot epoll_rdhup epoll_mixed all
+ *         epoll_lt epoll_et epoll_oneshot epoll_rdhup epoll_mixed opts signals
+ *         threads all
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -20,6 +21,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -485,6 +489,140 @@ static void t_opts(void)
 	R(close(s));
 }
 
+static volatile sig_atomic_t handled;
+static void on_alarm(int sig) { (void)sig; handled++; }
+
+static void alarm_in(int ms, int restart)
+{
+	struct sigaction a;
+	struct itimerval it = {{0, 0}, {0, ms * 1000}};
+	memset(&a, 0, sizeof a);
+	a.sa_handler = on_alarm;
+	a.sa_flags = restart ? SA_RESTART : 0;
+	sigemptyset(&a.sa_mask);
+	sigaction(SIGALRM, &a, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+struct late { int fd, ms; };
+static void *connect_late(void *arg)
+{
+	int *c = arg;
+	poll(NULL, 0, 400);
+	*c = connected(&loop_a);
+	return NULL;
+}
+static void *send_late(void *arg)
+{
+	struct late *l = arg;
+	poll(NULL, 0, l->ms);
+	send(l->fd, "late", 4, 0);
+	return NULL;
+}
+
+/* EINTR without SA_RESTART; with it a blocking recv/accept restarts, unless the
+ * socket has a timeout; poll never restarts (signal(7)). */
+static void t_signals(void)
+{
+	int l = listener(), c, s;
+	struct timeval tv = {5, 0};
+	struct sigaction q;
+	pthread_t th;
+	struct late lt;
+	char b[8];
+	SAY("signals\n");
+	s = pair(l, &c);
+	alarm_in(100, 0);
+	R(recv(s, b, sizeof b, 0));
+	alarm_in(100, 1);
+	lt.fd = c;
+	lt.ms = 400;
+	pthread_create(&th, NULL, send_late, &lt);
+	R(recv(s, b, sizeof b, 0));
+	pthread_join(th, NULL);
+	alarm_in(100, 1);
+	R(poll(&(struct pollfd){.fd = s, .events = POLLIN}, 1, 3000));
+	R(setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
+	alarm_in(100, 1);
+	R(recv(s, b, sizeof b, 0));
+	alarm_in(100, 1);
+	{
+		int c2 = -1, s2;
+		alarm_in(100, 1);
+		/* a restarted accept sees the connection made after the signal */
+		pthread_create(&th, NULL, connect_late, &c2);
+		s2 = (int)R(accept(l, NULL, NULL) >= 0);
+		pthread_join(th, NULL);
+		close(c2);
+		(void)s2;
+	}
+	SAY("  handler ran %d\n", (int)handled);
+	R(sigaction(SIGALRM, NULL, &q));
+	SAY("  handler is ours %d, SA_RESTART %d\n", q.sa_handler == on_alarm,
+	    !!(q.sa_flags & SA_RESTART));
+	R(close(c));
+	R(close(s));
+	R(close(l));
+}
+
+#define THREADS 4
+#define RECS 500
+#define RECLEN 64
+static int thr_fd;
+static void mkrec(char *rec, long id, int seq)
+{
+	int n = snprintf(rec, RECLEN, "%ld:%d:", id, seq);
+	memset(rec + n, (int)('a' + id), (size_t)(RECLEN - n));
+}
+
+static void *writer(void *arg)
+{
+	long id = (long)arg;
+	char rec[RECLEN];
+	int i;
+	for (i = 0; i < RECS; i++) {
+		mkrec(rec, id, i);
+		if (send(thr_fd, rec, sizeof rec, 0) != RECLEN)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+/* Many threads on one socket: every send of a record arrives whole (no torn
+ * writes), each thread's records in its order. */
+static void t_threads(void)
+{
+	static char all[THREADS * RECS * RECLEN];
+	int l = listener(), c, s, i, intact = 0, next[THREADS] = {0}, order = 1;
+	pthread_t th[THREADS];
+	SAY("threads\n");
+	s = pair(l, &c);
+	thr_fd = c;
+	for (i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, writer, (void *)(long)i);
+	R(read_n(s, all, sizeof all));
+	for (i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < THREADS * RECS; i++) {
+		const char *r = all + (size_t)i * RECLEN;
+		char want[RECLEN];
+		long id = r[0] - '0';
+		if (id < 0 || id >= THREADS)
+			continue;
+		mkrec(want, id, next[id]);
+		if (memcmp(r, want, RECLEN) == 0) {
+			intact++;
+			next[id]++;
+		} else {
+			order = 0;
+		}
+	}
+	SAY("  records intact %d in order %d\n", intact, order);
+	R(close(c));
+	R(close(s));
+	R(close(l));
+}
+
 struct fam {
 	const char *name;
 	void (*fn)(void);
@@ -499,6 +637,7 @@ static const struct fam fams[] = {
 	{"accept", t_accept}, {"timeouts", t_timeouts}, {"dup", t_dup}, {"poll", t_poll},
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
+	{"signals", t_signals}, {"threads", t_threads},
 };
 
 int main(int argc, char **argv)
