@@ -18,12 +18,6 @@
 #define PL_ERR(e) (errno = (e), -1)
 #define PL_CHUNK_TX (64u << 10) /* one SEND at most */
 
-static uint8_t *pl_base(void)
-{
-	uint64_t size;
-	return (uint8_t *)ipk_svc_region(pl_svc(), &size);
-}
-
 static int64_t pl_now_ms(void)
 {
 	struct timespec t;
@@ -106,15 +100,45 @@ static void pl_cqe_accept(struct pl_sock *s, const struct ipk_svc_cqe *c)
 
 static void pl_cqe_send(struct pl_sock *s, const struct ipk_svc_cqe *c)
 {
-	uint32_t len = (uint32_t)(c->user_data >> 36) & 0xffffffu;
-	uint64_t off = c->user_data & 0xfffffffffull;
-	ipk_svc_buf_free(pl_svc(), pl_base() + off, len);
-	s->tx_bytes -= len;
+	struct pl_txq *q;
+	if (s->tx_ops == 0) { /* a completion for nothing we sent */
+		PL_COUNT(bad_cqe, 1);
+		return;
+	}
+	q = &s->txq[s->txq_head];
+	s->txq_head = (s->txq_head + 1) % PL_TXOPS;
+	ipk_svc_buf_free(pl_svc(), q->b, q->len);
+	s->tx_bytes -= q->len;
 	s->tx_ops--;
 	if (c->res > 0)
-		PL_COUNT(tx_ipk, (uint64_t)c->res);
+		PL_COUNT(tx_ipk, (uint64_t)(c->res > (int32_t)q->len ? q->len : (uint32_t)c->res));
 	else if (c->res < 0 && !s->so_error && !s->eof)
 		s->so_error = -c->res;
+}
+
+/* A RECV's result: bytes within the buffer, 0, or an error. */
+static void pl_cqe_recv(struct pl_sock *s, const struct ipk_svc_cqe *c)
+{
+	struct pl_rx *r = &s->rx[c->user_data & 1];
+	if (!r->posted || c->res > (int32_t)PL_RXBUF) {
+		PL_COUNT(bad_cqe, 1);
+		if (!r->posted)
+			return;
+		r->posted = 0;
+		s->eof = 1;
+		s->so_error = EIO; /* the stream cannot be trusted past this */
+		return;
+	}
+	r->posted = 0;
+	if (c->res > 0) {
+		r->len = (uint32_t)c->res;
+		r->pos = 0;
+		PL_COUNT(rx_ipk, (uint64_t)c->res);
+	} else {
+		s->eof = 1;
+		if (c->res < 0)
+			s->so_error = -c->res;
+	}
 }
 
 void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
@@ -122,16 +146,7 @@ void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
 	int edge = 0;
 	switch ((unsigned)(c->user_data >> 60)) {
 	case PL_OP_RECV:
-		s->rx[c->user_data & 1].posted = 0;
-		if (c->res > 0) {
-			s->rx[c->user_data & 1].len = (uint32_t)c->res;
-			s->rx[c->user_data & 1].pos = 0;
-			PL_COUNT(rx_ipk, (uint64_t)c->res);
-		} else {
-			s->eof = 1;
-			if (c->res < 0)
-				s->so_error = -c->res;
-		}
+		pl_cqe_recv(s, c);
 		edge = 1;
 		break;
 	case PL_OP_SEND: pl_cqe_send(s, c); break;
@@ -261,8 +276,9 @@ static ssize_t pl_send1(struct pl_sock *s, const uint8_t *buf, size_t len)
 		}
 		memcpy(b, buf + done, n);
 		ipk_svc_prep_send(s->so, e, b, n);
-		ipk_svc_sqe_set_data(e, ((uint64_t)PL_OP_SEND << 60) | ((uint64_t)n << 36) |
-		                            (uint64_t)(b - pl_base()));
+		ipk_svc_sqe_set_data(e, (uint64_t)PL_OP_SEND << 60);
+		s->txq[(s->txq_head + s->tx_ops) % PL_TXOPS].b = b;
+		s->txq[(s->txq_head + s->tx_ops) % PL_TXOPS].len = n;
 		s->tx_bytes += n;
 		s->tx_ops++;
 		done += n;

@@ -105,6 +105,10 @@ struct pl_sock {
 	int rx_head;
 	int conn_unseen; /* a non-blocking connect completed that no connect() reported */
 	uint32_t tx_bytes, tx_ops;
+	/* the SENDs in flight, oldest first (they complete in order): the buffers are
+	 * found here, never from what the daemon writes back */
+	struct pl_txq { uint8_t *b; uint32_t len; } txq[PL_TXOPS];
+	uint32_t txq_head;
 	struct pl_acc *acc_h, *acc_t;
 	int acc_n, acc_armed;
 	/* options (get/setsockopt) */
@@ -154,8 +158,9 @@ uint32_t pl_rx_avail(const struct pl_sock *s); /* bytes received, not yet read *
  * application sees allocated (Linux gives the lowest free number). */
 int pl_hide_fd(int fd);
 
-/* user_data of the shim's operations: kind in the top 4 bits, then for SEND the
- * length (24 bits) and the buffer's offset in the region (36 bits). */
+/* user_data of the shim's operations: the kind in the top 4 bits (RECV: the
+ * buffer's index in bit 0). Nothing else is taken from a completion but res, which
+ * is checked against what was asked. */
 enum { PL_OP_RECV = 1, PL_OP_SEND, PL_OP_ACCEPT, PL_OP_CONNECT, PL_OP_SHUT, PL_OP_BIND };
 
 /* ------------------------------------------------------------ stats */
@@ -163,6 +168,7 @@ struct pl_stats {
 	uint64_t sock_ipk, sock_kernel, sock_passthrough;
 	uint64_t tx_ipk, rx_ipk;
 	uint64_t accepts, connects, fallbacks;
+	uint64_t bad_cqe; /* completions that did not fit what the shim asked: dropped */
 };
 extern struct pl_stats pl_st;
 #define PL_COUNT(f, n) __atomic_add_fetch(&pl_st.f, (n), __ATOMIC_RELAXED)
