@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -682,4 +683,61 @@ int getpeername(int fd, struct sockaddr *a, socklen_t *len)
 	memcpy(a, &in, *len < sizeof in ? *len : sizeof in);
 	*len = sizeof in;
 	return 0;
+}
+
+/* ------------------------------------------------------------ sendfile */
+
+/* sendfile from a file to an ipkit socket: the file's bytes are read with pread
+ * (so the file offset moves by what was sent, not by what was read) and sent as by
+ * send; a non-blocking socket takes what fits. Returns bytes sent or -errno. */
+static ssize_t pl_sendfile(struct pl_sock *s, int in, off_t *offp, size_t count)
+{
+	static __thread uint8_t chunk[64 << 10];
+	off_t off = offp ? *offp : lseek(in, 0, SEEK_CUR);
+	size_t done = 0;
+	if (off < 0)
+		return -errno == -ESPIPE ? -EINVAL : -errno; /* pipes: splice, next landing */
+	while (done < count) {
+		size_t want = count - done < sizeof chunk ? count - done : sizeof chunk;
+		ssize_t r = pread(in, chunk, want, off + (off_t)done), w;
+		if (r < 0 && !done)
+			return -errno;
+		if (r <= 0)
+			break;
+		w = pl_send(s, chunk, (size_t)r, done ? MSG_NOSIGNAL : 0);
+		if (w < 0 && !done)
+			return w;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+		if (w < r)
+			break;
+	}
+	if (offp)
+		*offp = off + (off_t)done;
+	else
+		lseek(in, off + (off_t)done, SEEK_SET);
+	return (ssize_t)done;
+}
+
+ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	struct pl_sock *s = pl_get(out);
+	if (!s) {
+		static ssize_t (*r_sendfile)(int, int, off_t *, size_t);
+		if (!r_sendfile) {
+			void *p = dlsym(RTLD_NEXT, "sendfile64");
+			memcpy(&r_sendfile, &p, sizeof p);
+		}
+		return r_sendfile(out, in, off, count);
+	}
+	PL_RET(pl_sendfile(s, in, off, count));
+}
+
+/* sendfile is sendfile64 under _FILE_OFFSET_BITS=64 (this build): plain
+ * sendfile for programs built without it (off_t is 64 bits on 64-bit Linux). */
+ssize_t pl_sendfile_plain(int out, int in, off_t *off, size_t count) __asm__("sendfile");
+ssize_t pl_sendfile_plain(int out, int in, off_t *off, size_t count)
+{
+	return sendfile(out, in, off, count);
 }

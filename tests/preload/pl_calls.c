@@ -30,6 +30,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -623,6 +624,29 @@ static void t_threads(void)
 	R(close(l));
 }
 
+/* sendfile from a file with and without an offset pointer; the echo returns it. */
+static void t_sendfile(void)
+{
+	static char data[200000], back[200000];
+	char path[] = "/tmp/pl_callsXXXXXX";
+	int f = mkstemp(path), s = connected(&echo_a), i;
+	off_t off = 0;
+	SAY("sendfile\n");
+	unlink(path);
+	for (i = 0; i < (int)sizeof data; i++)
+		data[i] = (char)(i * 13 + 1);
+	R(write(f, data, sizeof data));
+	R(sendfile(s, f, &off, 150000));
+	SAY("  offset %ld, file position %ld\n", (long)off, (long)lseek(f, 0, SEEK_CUR));
+	R(lseek(f, 150000, SEEK_SET));
+	R(sendfile(s, f, NULL, 100000));
+	SAY("  file position %ld\n", (long)lseek(f, 0, SEEK_CUR));
+	R(read_n(s, back, sizeof back));
+	SAY("  echo intact %d\n", memcmp(back, data, sizeof data) == 0);
+	R(close(f));
+	R(close(s));
+}
+
 struct fam {
 	const char *name;
 	void (*fn)(void);
@@ -637,7 +661,7 @@ static const struct fam fams[] = {
 	{"accept", t_accept}, {"timeouts", t_timeouts}, {"dup", t_dup}, {"poll", t_poll},
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
-	{"signals", t_signals}, {"threads", t_threads},
+	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
 };
 
 int main(int argc, char **argv)
