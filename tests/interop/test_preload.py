@@ -166,3 +166,51 @@ def test_preload_nc_both_ways(rig, tmp_path):
     assert rc == 0, err
     through_ipkitd(stats(err), rx=SIZE)
     assert sha(got1) == sha(got2) == sha(src)
+
+
+def iperf_bytes(out, key):
+    m = re.search(r'"%s":\s*\{[^{}]*"bytes":\s*(\d+)' % key, out)
+    assert m, out[-3000:]
+    return int(m.group(1))
+
+
+def test_preload_iperf3_both_ways(rig):
+    """iperf3 client under the shim against a Linux iperf3 server, then the reverse
+    (-R: the server under the shim sends); 2 s each, bytes counted by both sides."""
+    link = rig.link
+    srv = link.start("iperf3", "-s", "-1", "-p", "5201")
+    time.sleep(0.5)
+    rc, out, err = finish(shimmed(rig, "iperf3", "-c", link.linux_ip, "-p", "5201", "-t", "2",
+                                  "-J"))
+    assert rc == 0, out[-2000:] + err
+    sent = iperf_bytes(out, "sum_sent")
+    assert sent > 0
+    through_ipkitd(stats(err), tx=sent)
+    finish(srv)
+    srv = shimmed(rig, "iperf3", "-s", "-1", "-4", "-p", "5202")  # -4: IPv6 stays on the kernel
+    time.sleep(0.5)
+    r = link.run("iperf3", "-c", link.ipk_ip, "-p", "5202", "-t", "2", "-R", "-J",
+                 check=False, timeout=60)
+    assert r.returncode == 0, r.stdout.decode()[-2000:]
+    got = iperf_bytes(r.stdout.decode(), "sum_received")
+    rc, out, err = finish(srv)
+    through_ipkitd(stats(err), tx=got)
+
+
+def test_preload_wrk_epoll_client_against_linux_http_server(rig):
+    """wrk (an epoll event loop, non-blocking connects) under the shim, 4
+    connections against Linux's http.server for 2 s: requests complete, no socket
+    errors, all of it through ipkitd."""
+    link = rig.link
+    link.start("/usr/bin/python3", "-m", "http.server", "--bind", link.linux_ip, "8001",
+               "--directory", str(rig.data))
+    url = "http://%s:8001/" % link.linux_ip
+    wait_http(link, url)
+    rc, out, err = finish(shimmed(rig, "wrk", "-t", "1", "-c", "4", "-d", "2", url))
+    assert rc == 0, out + err
+    m = re.search(r"(\d+) requests in", out)
+    assert m and int(m.group(1)) > 10, out
+    assert "Socket errors" not in out, out
+    st = stats(err)
+    through_ipkitd(st)
+    assert st["connects"] >= 4, st
