@@ -51,6 +51,8 @@ uint32_t pl_rx_avail(const struct pl_sock *s)
 int pl_post_recv(struct pl_sock *s)
 {
 	int k;
+	if (s->type == SOCK_DGRAM)
+		return pl_udp_post(s);
 	for (k = 0; k < 2; k++) {
 		int i = s->rx_head ^ k;
 		struct pl_rx *r = &s->rx[i];
@@ -111,9 +113,7 @@ static void pl_cqe_send(struct pl_sock *s, const struct ipk_svc_cqe *c)
 	ipk_svc_buf_free(pl_svc(), q->b, q->len);
 	s->tx_bytes -= q->len;
 	s->tx_ops--;
-	if (c->res > 0)
-		PL_COUNT(tx_ipk, (uint64_t)(c->res > (int32_t)q->len ? q->len : (uint32_t)c->res));
-	else if (c->res < 0 && !s->so_error && !s->eof)
+	if (c->res < 0 && !s->so_error && !s->eof)
 		s->so_error = -c->res;
 }
 
@@ -147,7 +147,10 @@ void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
 	int edge = 0;
 	switch ((unsigned)(c->user_data >> 60)) {
 	case PL_OP_RECV:
-		pl_cqe_recv(s, c);
+		if (s->type == SOCK_DGRAM)
+			pl_udp_on_recv(s, c);
+		else
+			pl_cqe_recv(s, c);
 		edge = 1;
 		break;
 	case PL_OP_SEND: pl_cqe_send(s, c); break;
@@ -283,6 +286,7 @@ static ssize_t pl_send1(struct pl_sock *s, const uint8_t *buf, size_t len)
 		s->tx_bytes += n;
 		s->tx_ops++;
 		done += n;
+		PL_COUNT(tx_ipk, n); /* what the program wrote, as send() said */
 	}
 	if (done && ipk_svc_submit(s->so) < 0)
 		return -ENETDOWN;
@@ -319,12 +323,47 @@ static ssize_t pl_send(struct pl_sock *s, const void *buf, size_t len, int flags
 #define PL_RET(x) do { ssize_t r_ = (x); pl_put(s); \
 	return r_ < 0 ? PL_ERR((int)-r_) : r_; } while (0)
 
+/* A datagram: its sender into (a, alen) when asked, MSG_TRUNC in *mflags when cut. */
+static ssize_t pl_dgram_in(struct pl_sock *s, void *buf, size_t len, int flags,
+                           struct sockaddr *a, socklen_t *alen, int *mflags)
+{
+	struct sockaddr_in from;
+	int trunc = 0;
+	ssize_t n = pl_udp_recv(s, buf, len, flags, &from, &trunc);
+	if (n >= 0 && a && alen) {
+		memcpy(a, &from, *alen < sizeof from ? *alen : sizeof from);
+		*alen = sizeof from;
+	}
+	if (n >= 0 && mflags && trunc)
+		*mflags |= MSG_TRUNC;
+	return n;
+}
+
+static ssize_t pl_dgram_out(struct pl_sock *s, const void *buf, size_t len,
+                            const struct sockaddr *a, socklen_t alen)
+{
+	struct sockaddr_in to;
+	if (!a)
+		return pl_udp_send(s, buf, len, NULL);
+	if (alen < (socklen_t)sizeof to)
+		return -EINVAL;
+	if (a->sa_family != AF_INET)
+		return -EAFNOSUPPORT;
+	memcpy(&to, a, sizeof to);
+	return pl_udp_send(s, buf, len, &to);
+}
+
+#define PL_IN(s, buf, len, flags, a, alen) ((s)->type == SOCK_DGRAM ? \
+	pl_dgram_in(s, buf, len, flags, a, alen, NULL) : pl_recv(s, buf, len, flags))
+#define PL_OUT(s, buf, len, flags, a, alen) ((s)->type == SOCK_DGRAM ? \
+	pl_dgram_out(s, buf, len, a, alen) : pl_send(s, buf, len, flags))
+
 ssize_t read(int fd, void *buf, size_t len)
 {
 	struct pl_sock *s = pl_get(fd);
 	if (!s)
 		return pl_r.read(fd, buf, len);
-	PL_RET(pl_recv(s, buf, len, 0));
+	PL_RET(PL_IN(s, buf, len, 0, NULL, NULL));
 }
 
 ssize_t write(int fd, const void *buf, size_t len)
@@ -332,7 +371,7 @@ ssize_t write(int fd, const void *buf, size_t len)
 	struct pl_sock *s = pl_get(fd);
 	if (!s)
 		return pl_r.write(fd, buf, len);
-	PL_RET(pl_send(s, buf, len, 0));
+	PL_RET(PL_OUT(s, buf, len, 0, NULL, 0));
 }
 
 ssize_t recv(int fd, void *buf, size_t len, int flags)
@@ -340,7 +379,7 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 	struct pl_sock *s = pl_get(fd);
 	if (!s)
 		return pl_r.recv(fd, buf, len, flags);
-	PL_RET(pl_recv(s, buf, len, flags));
+	PL_RET(PL_IN(s, buf, len, flags, NULL, NULL));
 }
 
 ssize_t send(int fd, const void *buf, size_t len, int flags)
@@ -348,7 +387,7 @@ ssize_t send(int fd, const void *buf, size_t len, int flags)
 	struct pl_sock *s = pl_get(fd);
 	if (!s)
 		return pl_r.send(fd, buf, len, flags);
-	PL_RET(pl_send(s, buf, len, flags));
+	PL_RET(PL_OUT(s, buf, len, flags, NULL, 0));
 }
 
 ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, socklen_t *alen)
@@ -356,6 +395,8 @@ ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, s
 	struct pl_sock *s = pl_get(fd);
 	if (!s)
 		return pl_r.recvfrom(fd, buf, len, flags, a, alen);
+	if (s->type == SOCK_DGRAM)
+		PL_RET(pl_dgram_in(s, buf, len, flags, a, alen, NULL));
 	if (a && alen)
 		*alen = 0; /* a stream names no sender (Linux leaves the address empty) */
 	PL_RET(pl_recv(s, buf, len, flags));
@@ -367,7 +408,7 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sock
 	struct pl_sock *s = pl_get(fd);
 	if (!s)
 		return pl_r.sendto(fd, buf, len, flags, a, alen);
-	PL_RET(pl_send(s, buf, len, flags)); /* TCP ignores the address (Linux) */
+	PL_RET(PL_OUT(s, buf, len, flags, a, alen)); /* TCP ignores the address (Linux) */
 }
 
 /* Vectors: the first element with the call's blocking rule, the rest only while
@@ -408,11 +449,51 @@ static ssize_t pl_sendv(struct pl_sock *s, const struct iovec *iov, int n, int f
 	return done;
 }
 
+/* A datagram through iovecs: gathered into / scattered from one buffer. */
+static ssize_t pl_dgram_msg(struct pl_sock *s, struct msghdr *m, int flags, int out)
+{
+	static __thread uint8_t d[65536];
+	size_t len = 0, i, off = 0;
+	ssize_t n;
+	for (i = 0; i < m->msg_iovlen; i++)
+		len += m->msg_iov[i].iov_len;
+	if (len > sizeof d)
+		len = sizeof d;
+	if (out) {
+		for (i = 0; i < m->msg_iovlen && off < len; i++) {
+			size_t k = m->msg_iov[i].iov_len < len - off ? m->msg_iov[i].iov_len : len - off;
+			memcpy(d + off, m->msg_iov[i].iov_base, k);
+			off += k;
+		}
+		return pl_dgram_out(s, d, len, (struct sockaddr *)m->msg_name, m->msg_namelen);
+	}
+	n = pl_dgram_in(s, d, len, flags, (struct sockaddr *)m->msg_name,
+	                m->msg_name ? &m->msg_namelen : NULL, &m->msg_flags);
+	for (i = 0; n > 0 && i < m->msg_iovlen && off < (size_t)n && off < len; i++) {
+		size_t lim = (size_t)n < len ? (size_t)n : len;
+		size_t k = m->msg_iov[i].iov_len < lim - off ? m->msg_iov[i].iov_len : lim - off;
+		memcpy(m->msg_iov[i].iov_base, d + off, k);
+		off += k;
+	}
+	return n;
+}
+
+static ssize_t pl_dgram_v(struct pl_sock *s, const struct iovec *iov, int n, int out)
+{
+	struct msghdr m;
+	memset(&m, 0, sizeof m);
+	m.msg_iov = (struct iovec *)iov;
+	m.msg_iovlen = (size_t)n;
+	return pl_dgram_msg(s, &m, 0, out);
+}
+
 ssize_t readv(int fd, const struct iovec *iov, int n)
 {
 	struct pl_sock *s = pl_get(fd);
 	if (!s)
 		return pl_r.readv(fd, iov, n);
+	if (n >= 0 && s->type == SOCK_DGRAM)
+		PL_RET(pl_dgram_v(s, iov, n, 0));
 	PL_RET(n < 0 ? -EINVAL : pl_recvv(s, iov, n, 0));
 }
 
@@ -421,6 +502,8 @@ ssize_t writev(int fd, const struct iovec *iov, int n)
 	struct pl_sock *s = pl_get(fd);
 	if (!s)
 		return pl_r.writev(fd, iov, n);
+	if (n >= 0 && s->type == SOCK_DGRAM)
+		PL_RET(pl_dgram_v(s, iov, n, 1));
 	PL_RET(n < 0 ? -EINVAL : pl_sendv(s, iov, n, 0));
 }
 
@@ -429,6 +512,11 @@ ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 	struct pl_sock *s = pl_get(fd);
 	if (!s)
 		return pl_r.recvmsg(fd, m, flags);
+	if (s->type == SOCK_DGRAM) {
+		m->msg_controllen = 0;
+		m->msg_flags = 0;
+		PL_RET(pl_dgram_msg(s, m, flags, 0));
+	}
 	m->msg_namelen = 0;
 	m->msg_controllen = 0;
 	m->msg_flags = 0;
@@ -440,6 +528,8 @@ ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 	struct pl_sock *s = pl_get(fd);
 	if (!s)
 		return pl_r.sendmsg(fd, m, flags);
+	if (s->type == SOCK_DGRAM)
+		PL_RET(pl_dgram_msg(s, (struct msghdr *)m, flags, 1));
 	PL_RET(pl_sendv(s, m->msg_iov, (int)m->msg_iovlen, flags));
 }
 
@@ -485,7 +575,8 @@ int shutdown(int fd, int how)
 		rc = -ENOTCONN;
 	if (rc == 0 && how != SHUT_WR)
 		s->rd_shut = 1;
-	if (rc == 0 && how != SHUT_RD && !s->wr_shut && s->state == PL_CONNECTED) {
+	if (rc == 0 && how != SHUT_RD && !s->wr_shut && s->state == PL_CONNECTED &&
+	    s->type == SOCK_STREAM) {
 		struct ipk_svc_sqe *e = s->so ? ipk_svc_get_sqe(s->so) : NULL;
 		if (e) {
 			ipk_svc_prep_shutdown(e);
@@ -637,6 +728,8 @@ int ioctl(int fd, unsigned long req, ...)
 	pthread_mutex_lock(&s->mu);
 	if (req == FIONBIO && arg)
 		s->nonblock = *(int *)arg != 0;
+	else if (req == FIONREAD && arg && s->type == SOCK_DGRAM)
+		*(int *)arg = s->rx[s->rx_head].full ? (int)s->rx[s->rx_head].len : 0;
 	else if (req == FIONREAD && arg && s->state != PL_LISTEN)
 		*(int *)arg = (int)pl_rx_avail(s);
 	else if (req == TIOCOUTQ && arg && s->state != PL_LISTEN)

@@ -79,9 +79,10 @@ static int pl_getopt(struct pl_sock *s, int level, int name, void *v, socklen_t 
 			pl_levels(s, 0);
 			return pl_put_int(v, len, e);
 		}
-		case SO_TYPE: return pl_put_int(v, len, SOCK_STREAM);
+		case SO_TYPE: return pl_put_int(v, len, s->type);
 		case SO_DOMAIN: return pl_put_int(v, len, AF_INET);
-		case SO_PROTOCOL: return pl_put_int(v, len, IPPROTO_TCP);
+		case SO_PROTOCOL:
+			return pl_put_int(v, len, s->type == SOCK_DGRAM ? IPPROTO_UDP : IPPROTO_TCP);
 		case SO_ACCEPTCONN: return pl_put_int(v, len, s->state == PL_LISTEN);
 		case SO_LINGER: return pl_put_any(v, len, &s->linger, sizeof s->linger);
 		case SO_RCVTIMEO: return pl_put_any(v, len, &s->rcvtimeo, sizeof s->rcvtimeo);

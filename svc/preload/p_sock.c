@@ -81,14 +81,14 @@ static int pl_wait_until(struct pl_sock *s, int out, int64_t deadline)
 
 /* A new ipkit socket around `so` (NULL: ask the daemon for one), named by a fresh
  * eventfd. Returns the descriptor or -errno. */
-static int pl_make(struct ipk_svc_sock *so, int flags, struct pl_sock **out)
+static int pl_make(struct ipk_svc_sock *so, int flags, int kind, struct pl_sock **out)
 {
 	struct ipk_svc *svc = pl_svc();
 	struct pl_sock *s;
 	int rc;
 	if (!svc)
 		return -EAGAIN;
-	s = pl_sock_new(SOCK_STREAM);
+	s = pl_sock_new(kind);
 	if (!s)
 		return -ENOMEM;
 	s->fd = eventfd(0, EFD_NONBLOCK | ((flags & SOCK_CLOEXEC) ? EFD_CLOEXEC : 0));
@@ -96,7 +96,8 @@ static int pl_make(struct ipk_svc_sock *so, int flags, struct pl_sock **out)
 	s->nonblock = !!(flags & SOCK_NONBLOCK);
 	rc = s->fd < 0 || s->ofd < 0 ? -EMFILE : 0;
 	if (rc == 0 && !so)
-		rc = ipk_svc_socket(svc, IPK_SVC_TCP, 128, 256, &so);
+		rc = ipk_svc_socket(svc, kind == SOCK_DGRAM ? IPK_SVC_UDP : IPK_SVC_TCP, 128, 256,
+		                    &so);
 	if (rc < 0) {
 		if (s->fd >= 0)
 			pl_r.close(s->fd);
@@ -106,6 +107,11 @@ static int pl_make(struct ipk_svc_sock *so, int flags, struct pl_sock **out)
 		return rc == -EPIPE ? -ENETDOWN : rc;
 	}
 	s->so = so;
+	if (kind == SOCK_DGRAM) {
+		pthread_mutex_lock(&s->mu);
+		pl_udp_post(s);
+		pthread_mutex_unlock(&s->mu);
+	}
 	pl_levels(s, 0);
 	pl_sock_link(s);
 	pl_tbl_set(s->fd, s);
@@ -123,9 +129,10 @@ int socket(int domain, int type, int protocol)
 		PL_COUNT(sock_passthrough, 1);
 		return pl_r.socket(domain, type, protocol);
 	}
-	/* UDP is served by the kernel in this landing; TCP goes to ipkitd when the
-	 * switch says all (ports:LIST moves the socket at bind/connect) */
-	if (base != SOCK_STREAM || (protocol && protocol != IPPROTO_TCP) || !pl_route_all()) {
+	/* TCP and UDP go to ipkitd when the switch says all (ports:LIST moves the
+	 * socket at bind/connect); another protocol number stays on the kernel */
+	if ((protocol && protocol != (base == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP)) ||
+	    !pl_route_all()) {
 		PL_COUNT(sock_kernel, 1);
 		return pl_r.socket(domain, type, protocol);
 	}
@@ -136,7 +143,7 @@ int socket(int domain, int type, int protocol)
 		PL_COUNT(fallbacks, 1);
 		return pl_r.socket(domain, type, protocol);
 	}
-	fd = pl_make(NULL, type, &s);
+	fd = pl_make(NULL, type, base, &s);
 	if (fd < 0)
 		return PL_ERR(-fd);
 	pl_put(s);
@@ -154,7 +161,7 @@ static struct pl_sock *pl_migrate(int fd, const struct sockaddr *a, socklen_t le
 	socklen_t l = sizeof type;
 	if (pl_route_all() || pl_in_addr(a, len, &in) < 0 || !pl_route_port(ntohs(in.sin_port)))
 		return NULL;
-	if (pl_r.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 || type != SOCK_STREAM)
+	if (pl_r.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 || (type != SOCK_STREAM && type != SOCK_DGRAM))
 		return NULL;
 	l = sizeof dom;
 	if (pl_r.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) < 0 || dom != AF_INET ||
@@ -162,7 +169,7 @@ static struct pl_sock *pl_migrate(int fd, const struct sockaddr *a, socklen_t le
 		return NULL;
 	fl = pl_r.fcntl(fd, F_GETFL);
 	fdfl = pl_r.fcntl(fd, F_GETFD);
-	tmp = pl_make(NULL, ((fl & O_NONBLOCK) ? SOCK_NONBLOCK : 0), &s);
+	tmp = pl_make(NULL, ((fl & O_NONBLOCK) ? SOCK_NONBLOCK : 0), type, &s);
 	if (tmp < 0)
 		return NULL;
 	if (pl_r.dup3(tmp, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
@@ -191,11 +198,13 @@ static struct pl_sock *pl_migrate(int fd, const struct sockaddr *a, socklen_t le
 /* ------------------------------------------------------------ bind, listen */
 
 /* One synchronous operation: submitted here, completed by the pump (s->cv). */
-static int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl)
+int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl)
 {
 	struct ipk_svc_sqe *e;
 	int rc;
 	pthread_mutex_lock(&s->mu);
+	while (s->sync_busy && s->so)
+		pthread_cond_wait(&s->cv, &s->mu);
 	e = s->so ? ipk_svc_get_sqe(s->so) : NULL;
 	if (!e) {
 		pthread_mutex_unlock(&s->mu);
@@ -204,10 +213,13 @@ static int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl)
 	*e = *tmpl;
 	e->user_data = pl_ud(PL_OP_BIND, 0, 0);
 	s->sync_done = 0;
+	s->sync_busy = 1;
 	rc = ipk_svc_submit(s->so);
 	while (rc >= 0 && !s->sync_done && s->so)
 		pthread_cond_wait(&s->cv, &s->mu);
 	rc = rc < 0 ? -ENETDOWN : s->sync_done ? s->sync_res : -EBADF;
+	s->sync_busy = 0;
+	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }
@@ -257,6 +269,15 @@ int bind(int fd, const struct sockaddr *a, socklen_t len)
 	return rc < 0 ? PL_ERR(-rc) : 0;
 }
 
+static int pl_not_stream(struct pl_sock *s)
+{
+	if (s->type == SOCK_STREAM)
+		return 0;
+	pl_put(s);
+	errno = EOPNOTSUPP;
+	return 1;
+}
+
 int pl_arm_accept(struct pl_sock *s)
 {
 	struct ipk_svc_sqe *e = s->so ? ipk_svc_get_sqe(s->so) : NULL;
@@ -275,6 +296,8 @@ int listen(int fd, int backlog)
 	int rc = 0;
 	if (!s)
 		return pl_r.listen(fd, backlog);
+	if (pl_not_stream(s))
+		return -1;
 	if (s->state == PL_LISTEN)
 		goto out; /* Linux: a second listen only changes the backlog */
 	if (s->state == PL_NEW) {
@@ -334,7 +357,7 @@ static int pl_accept_new(struct pl_sock *l, struct pl_acc *a, int flags, struct 
                          socklen_t *len)
 {
 	struct pl_sock *s;
-	int fd = pl_make(a->so, flags, &s);
+	int fd = pl_make(a->so, flags, SOCK_STREAM, &s);
 	if (fd < 0) {
 		ipk_svc_close(a->so);
 		free(a);
@@ -363,6 +386,8 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	int rc;
 	if (!s)
 		return pl_r.accept4(fd, addr, len, flags);
+	if (pl_not_stream(s))
+		return -1;
 	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
 		pl_put(s);
 		return PL_ERR(EINVAL);
@@ -441,6 +466,11 @@ int connect(int fd, const struct sockaddr *a, socklen_t len)
 	pl_resolve();
 	if (!s && !(s = pl_migrate(fd, a, len)))
 		return pl_r.connect(fd, a, len);
+	if (s->type == SOCK_DGRAM) {
+		rc = pl_udp_connect(s, a, len);
+		pl_put(s);
+		return rc < 0 ? PL_ERR(-rc) : 0;
+	}
 	rc = pl_in_addr(a, len, &in);
 	pthread_mutex_lock(&s->mu);
 	if (rc == 0)

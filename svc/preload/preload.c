@@ -305,6 +305,7 @@ static void pl_finish_locked(struct pl_sock *s)
 	if (s->so)
 		ipk_svc_close(s->so);
 	s->so = NULL;
+	pthread_cond_broadcast(&s->cv); /* a synchronous operation waiting ends */
 	for (int i = 0; i < 2; i++) {
 		if (s->rx[i].b)
 			ipk_svc_buf_free(svc, s->rx[i].b, PL_RXBUF);
@@ -400,6 +401,8 @@ static void pl_lvl(int fd, int *cur, int want, int edge)
 
 static int pl_readable(const struct pl_sock *s)
 {
+	if (s->type == SOCK_DGRAM)
+		return s->rx[s->rx_head].full || s->so_error;
 	if (s->state == PL_FAILED || s->so_error || s->rd_shut)
 		return 1;
 	if (s->state == PL_LISTEN)
@@ -412,7 +415,7 @@ static int pl_writable(const struct pl_sock *s)
 	if (s->state == PL_FAILED || s->so_error || s->wr_shut)
 		return 1;
 	if (s->type == SOCK_DGRAM)
-		return 1;
+		return 1; /* a send waits only for ipkitd's answer */
 	return s->state == PL_CONNECTED && s->tx_bytes < PL_TXMAX && s->tx_ops < PL_TXOPS;
 }
 

@@ -101,6 +101,8 @@ struct pl_sock {
 		uint8_t *b;
 		uint32_t pos, len;
 		int posted;
+		int full;                /* UDP: a datagram waits here */
+		struct sockaddr_in from; /* UDP: its sender */
 	} rx[2];
 	int rx_head;
 	int conn_unseen; /* a non-blocking connect completed that no connect() reported */
@@ -117,7 +119,7 @@ struct pl_sock {
 	struct linger linger;
 	struct timeval rcvtimeo, sndtimeo;
 	pthread_cond_t cv; /* synchronous operations (bind, listen): the pump signals */
-	int sync_done, sync_res;
+	int sync_done, sync_res, sync_busy;
 	struct pl_sock *lnext, *lprev; /* the pump's list */
 	struct pl_sock *fnext;         /* free list */
 };
@@ -172,6 +174,19 @@ struct pl_stats {
 };
 extern struct pl_stats pl_st;
 #define PL_COUNT(f, n) __atomic_add_fetch(&pl_st.f, (n), __ATOMIC_RELAXED)
+
+/* One operation the pump completes and the caller waits for (bind, listen, UDP
+ * sends); one at a time per socket. Returns its result. */
+int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl);
+
+/* UDP (p_udp.c) */
+void pl_udp_on_recv(struct pl_sock *s, const struct ipk_svc_cqe *c); /* under s->mu */
+int pl_udp_post(struct pl_sock *s);                                  /* under s->mu */
+ssize_t pl_udp_recv(struct pl_sock *s, void *buf, size_t len, int flags,
+                    struct sockaddr_in *from, int *trunc);
+ssize_t pl_udp_send(struct pl_sock *s, const void *buf, size_t len,
+                    const struct sockaddr_in *to);
+int pl_udp_connect(struct pl_sock *s, const struct sockaddr *a, socklen_t alen);
 
 /* SA_RESTART (p_sig.c): clear before a sleep; after EINTR, whether to restart. */
 void pl_sig_clear(void);

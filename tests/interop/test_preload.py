@@ -44,10 +44,17 @@ def stats(err):
     return max(found, key=lambda d: d["ipk"])
 
 
-def through_ipkitd(st, tx=0, rx=0):
+def through_ipkitd(st, tx=0, rx=0, reset_at_end=False):
+    """Every socket was ipkitd's, the bytes are there, ipkitd counted the same
+    (reset_at_end: the peer resets the connection when it has had enough, as
+    iperf3's server does, so what was queued behind that was never copied)."""
     assert st["ipk"] >= 1 and st["kern"] == 0, st
     assert st["tx"] >= tx and st["rx"] >= rx, st
-    assert st["dtx"] == st["tx"] and st["drx"] == st["rx"], st
+    assert st["drx"] == st["rx"], st
+    if reset_at_end:
+        assert st["tx"] - (4 << 20) <= st["dtx"] <= st["tx"], st
+    else:
+        assert st["dtx"] == st["tx"], st
 
 
 @pytest.fixture
@@ -185,7 +192,7 @@ def test_preload_iperf3_both_ways(rig):
     assert rc == 0, out[-2000:] + err
     sent = iperf_bytes(out, "sum_sent")
     assert sent > 0
-    through_ipkitd(stats(err), tx=sent)
+    through_ipkitd(stats(err), tx=sent, reset_at_end=True)
     finish(srv)
     srv = shimmed(rig, "iperf3", "-s", "-1", "-4", "-p", "5202")  # -4: IPv6 stays on the kernel
     time.sleep(0.5)
@@ -194,7 +201,7 @@ def test_preload_iperf3_both_ways(rig):
     assert r.returncode == 0, r.stdout.decode()[-2000:]
     got = iperf_bytes(r.stdout.decode(), "sum_received")
     rc, out, err = finish(srv)
-    through_ipkitd(stats(err), tx=got)
+    through_ipkitd(stats(err), tx=got, reset_at_end=True)
 
 
 def test_preload_wrk_epoll_client_against_linux_http_server(rig):

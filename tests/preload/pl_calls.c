@@ -647,6 +647,51 @@ static void t_sendfile(void)
 	R(close(s));
 }
 
+/* UDP against the echo's UDP port (the same number as its TCP one). */
+static void t_udp(void)
+{
+	int u = socket(AF_INET, SOCK_DGRAM, 0), v = 0;
+	struct sockaddr_in from, me;
+	socklen_t fl = sizeof from;
+	char b[200], small[10];
+	struct iovec io = {small, sizeof small};
+	struct msghdr m;
+	struct pollfd p = {.fd = u, .events = POLLIN};
+	SAY("udp\n");
+	R(getsockopt(u, SOL_SOCKET, SO_TYPE, &v, &(socklen_t){sizeof v}));
+	SAY("  SO_TYPE %d\n", v);
+	me = loop_a;
+	me.sin_addr.s_addr = htonl(INADDR_ANY);
+	R(bind(u, (struct sockaddr *)&me, sizeof me));
+	R(getsockname(u, (struct sockaddr *)&me, &fl));
+	SAY("  bound to our port %d\n", me.sin_port == loop_a.sin_port);
+	R(listen(u, 1));
+	R(recv(u, b, sizeof b, MSG_DONTWAIT));
+	R(sendto(u, "ping1", 5, 0, (struct sockaddr *)&echo_a, sizeof echo_a));
+	R(poll(&p, 1, 5000));
+	SAY("  revents %#x\n", p.revents);
+	R(ioctl(u, FIONREAD, &v));
+	SAY("  FIONREAD %d\n", v);
+	fl = sizeof from;
+	R(recvfrom(u, b, sizeof b, 0, (struct sockaddr *)&from, &fl));
+	SAY("  from the echo %d len %d\n", from.sin_port == echo_a.sin_port, (int)fl);
+	R(send(u, "x", 1, 0));
+	R(connect(u, (struct sockaddr *)&echo_a, sizeof echo_a));
+	R(getpeername(u, (struct sockaddr *)&from, &fl));
+	R(send(u, "ping2", 5, 0));
+	R(recv(u, b, sizeof b, 0));
+	memset(b, 'u', 100);
+	R(send(u, b, 100, 0));
+	R(recv(u, small, sizeof small, MSG_TRUNC));
+	R(write(u, b, 100));
+	memset(&m, 0, sizeof m);
+	m.msg_iov = &io;
+	m.msg_iovlen = 1;
+	R(recvmsg(u, &m, 0));
+	SAY("  MSG_TRUNC %d\n", !!(m.msg_flags & MSG_TRUNC));
+	R(close(u));
+}
+
 struct fam {
 	const char *name;
 	void (*fn)(void);
@@ -662,6 +707,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
+	{"udp", t_udp},
 };
 
 int main(int argc, char **argv)

@@ -45,7 +45,19 @@ class Echo:
         self.s.bind(("127.0.0.1", 0))
         self.s.listen(16)
         self.port = self.s.getsockname()[1]
+        # UDP echo on the same port number (ipkit-echo does both on port 7)
+        self.u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.u.bind(("127.0.0.1", self.port))
         threading.Thread(target=self._run, daemon=True).start()
+        threading.Thread(target=self._udp, daemon=True).start()
+
+    def _udp(self):
+        while True:
+            try:
+                b, a = self.u.recvfrom(65536)
+                self.u.sendto(b, a)
+            except OSError:
+                return
 
     def _run(self):
         while True:
@@ -69,6 +81,7 @@ class Echo:
 
     def close(self):
         self.s.close()
+        self.u.close()
 
 
 def run(argv, env=None, timeout=60):
