@@ -551,12 +551,54 @@ static void pl_exit_flush(void)
 
 static int pl_stats_on;
 
+/* fork (this landing): the child is a new application of ipkitd. The region, the
+ * rings and the pump belong to the parent: the child forgets them (it must never
+ * touch the parent's rings), its inherited ipkit descriptors answer EBADF (their
+ * numbers stay taken until closed), and its first new socket opens its own
+ * connection to ipkitd. Sharing inherited sockets (nginx's workers) is next. The
+ * locks are held across fork so the child's copy of the list is consistent. */
+static void pl_fork_prepare(void)
+{
+	pthread_mutex_lock(&g_mu);
+}
+
+static void pl_fork_parent(void)
+{
+	pthread_mutex_unlock(&g_mu);
+}
+
+static void pl_fork_child(void)
+{
+	struct pl_sock *s;
+	for (s = g_live; s; s = s->lnext) {
+		pthread_mutex_init(&s->mu, NULL);
+		pthread_cond_init(&s->cv, NULL);
+		s->so = NULL;
+		s->state = PL_FAILED; /* every call on it: EBADF */
+		s->so_error = EBADF;
+		while (s->acc_h) {
+			struct pl_acc *a = s->acc_h;
+			s->acc_h = a->next;
+			free(a);
+		}
+		s->acc_n = 0;
+	}
+	g_live = NULL;
+	if (g_svc)
+		ipk_svc_close_all(g_svc); /* unmaps the parent's region in the child only */
+	g_svc = NULL;
+	g_svc_state = 0;
+	memset(&pl_st, 0, sizeof pl_st);
+	pthread_mutex_init(&g_mu, NULL);
+}
+
 __attribute__((constructor)) static void pl_init(void)
 {
 	const char *e = getenv("IPKIT_PRELOAD_STATS");
 	pl_resolve();
 	pl_cfg();
 	pl_stats_on = e && *e && strcmp(e, "0") != 0;
+	pthread_atfork(pl_fork_prepare, pl_fork_parent, pl_fork_child);
 }
 
 __attribute__((destructor)) static void pl_fini(void)

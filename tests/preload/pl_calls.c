@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -692,6 +693,33 @@ static void t_udp(void)
 	R(close(u));
 }
 
+/* fork: the child makes its own connection and uses it; the parent's connection
+ * keeps working after the child is gone. (The child using an inherited socket is
+ * the next landing's.) */
+static void t_fork(void)
+{
+	int s = connected(&echo_a), st = -1;
+	char b[16];
+	pid_t pid;
+	SAY("fork\n");
+	R(send(s, "before", 6, 0));
+	R(read_n(s, b, 6));
+	pid = fork();
+	if (pid == 0) {
+		int c = connected(&echo_a);
+		SAY(" child\n");
+		R(send(c, "child", 5, 0));
+		R(read_n(c, b, 5));
+		R(close(c));
+		exit(0);
+	}
+	R(waitpid(pid, &st, 0) == pid);
+	SAY("  child exit %d\n", st);
+	R(send(s, "after", 5, 0));
+	R(read_n(s, b, 5));
+	R(close(s));
+}
+
 struct fam {
 	const char *name;
 	void (*fn)(void);
@@ -707,7 +735,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp},
+	{"udp", t_udp}, {"fork", t_fork},
 };
 
 int main(int argc, char **argv)
