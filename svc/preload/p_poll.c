@@ -5,6 +5,7 @@
  * writable-level eventfd; after every wake-up the shim answers an ipkit socket
  * from its own state, so a stale level is never reported.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,12 +329,16 @@ static struct pl_ereg *pl_ereg(struct pl_eset *e, int fd)
 static int pl_ep_kernel(int epfd, int op, struct pl_sock *s, uint32_t ev)
 {
 	struct epoll_event k[2];
-	uint32_t fl = ev & (EPOLLET | EPOLLONESHOT);
+	/* EPOLLEXCLUSIVE too: the kernel wakes one of the sets waiting on the eventfd,
+	 * as it would on the socket (and refuses it on MOD, as Linux) */
+	uint32_t fl = ev & (EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE);
 	int in = (ev & PL_IN_BITS) || !(ev & EPOLLOUT), r;
 	k[0].events = in ? EPOLLIN | fl : 0;
 	k[0].data.u64 = PL_EP_TAG << 40 | (uint32_t)s->fd;
 	k[1].events = (ev & EPOLLOUT) ? EPOLLIN | fl : 0;
 	k[1].data.u64 = PL_EP_TAG << 40 | 1ull << 32 | (uint32_t)s->fd;
+	if (op == EPOLL_CTL_MOD && (ev & EPOLLEXCLUSIVE))
+		return -EINVAL;
 	r = pl_r.epoll_ctl(epfd, op, s->fd, op == EPOLL_CTL_DEL ? NULL : &k[0]);
 	if (r < 0)
 		return -errno;
@@ -449,25 +454,66 @@ static int pl_ep_fix(struct pl_eset *e, struct epoll_event *ev, int n)
 	return k;
 }
 
-static int pl_ep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
-                      const sigset_t *mask)
+static int (*r_pwait2)(int, struct epoll_event *, int, const struct timespec *,
+                       const sigset_t *);
+
+/* The kernel's wait with a timeout in ns (-1: none): epoll_pwait2 when the program
+ * used it (ns resolution), else epoll_pwait (ms, rounded up). */
+static int pl_ep_kwait(int epfd, struct epoll_event *ev, int max, int64_t left_ns,
+                       const sigset_t *mask, int ns)
+{
+	struct timespec ts;
+	if (ns && r_pwait2) {
+		ts.tv_sec = left_ns / 1000000000;
+		ts.tv_nsec = left_ns % 1000000000;
+		return r_pwait2(epfd, ev, max, left_ns < 0 ? NULL : &ts, mask);
+	}
+	return pl_r.epoll_pwait(epfd, ev, max,
+	                        left_ns < 0 ? -1 : (int)((left_ns + 999999) / 1000000), mask);
+}
+
+static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t timeout_ns,
+                         const sigset_t *mask, int ns)
 {
 	struct pl_eset *e = pl_eset(epfd, 0);
-	int64_t end = timeout >= 0 ? pl_now_ns() + (int64_t)timeout * 1000000 : -1;
+	int64_t end = timeout_ns >= 0 ? pl_now_ns() + timeout_ns : -1;
 	if (!e)
-		return pl_r.epoll_pwait(epfd, ev, max, timeout, mask);
+		return pl_ep_kwait(epfd, ev, max, timeout_ns, mask, ns);
 	for (;;) {
-		int64_t left = end < 0 ? -1 : (end - pl_now_ns() + 999999) / 1000000;
+		int64_t left = end < 0 ? -1 : end - pl_now_ns();
 		int r, k;
 		if (end >= 0 && left < 0)
 			left = 0;
-		r = pl_r.epoll_pwait(epfd, ev, max, (int)left, mask);
+		r = pl_ep_kwait(epfd, ev, max, left, mask, ns);
 		if (r <= 0)
 			return r;
 		k = pl_ep_fix(e, ev, r);
 		if (k > 0 || (end >= 0 && pl_now_ns() >= end))
 			return k;
 	}
+}
+
+static int pl_ep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
+                      const sigset_t *mask)
+{
+	return pl_ep_wait_ns(epfd, ev, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, mask,
+	                     0);
+}
+
+int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *ts,
+                 const sigset_t *mask)
+{
+	pl_resolve();
+	if (!r_pwait2) {
+		void *p = dlsym(RTLD_NEXT, "epoll_pwait2");
+		memcpy(&r_pwait2, &p, sizeof p);
+	}
+	if (!r_pwait2) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return pl_ep_wait_ns(epfd, ev, max, ts ? (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec : -1,
+	                     mask, 1);
 }
 
 int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)

@@ -720,6 +720,34 @@ static void t_fork(void)
 	R(close(s));
 }
 
+/* EPOLLEXCLUSIVE (ADD only), nested epoll, epoll_pwait2. */
+static void t_epoll_more(void)
+{
+	int l = listener(), c, s, ep1 = epoll_create1(0), ep2 = epoll_create1(0);
+	struct epoll_event e, out[4];
+	char b[4];
+	SAY("epoll_more\n");
+	s = pair(l, &c);
+	R(ep_add(ep1, s, EPOLLIN | EPOLLEXCLUSIVE, 1));
+	e.events = EPOLLIN | EPOLLEXCLUSIVE;
+	e.data.u64 = 1;
+	R(epoll_ctl(ep1, EPOLL_CTL_MOD, s, &e));
+	R(ep_add(ep2, ep1, EPOLLIN, 2));
+	ep_show(ep2, 50);
+	R(send(c, "n", 1, 0));
+	ep_show(ep2, 5000);
+	ep_show(ep1, 50);
+	R(epoll_pwait2(ep1, out, 4, &(struct timespec){1, 0}, NULL));
+	SAY("  [%llu %#x]\n", (unsigned long long)out[0].data.u64, out[0].events);
+	R(recv(s, b, sizeof b, 0));
+	R(epoll_pwait2(ep1, out, 4, &(struct timespec){0, 50000000}, NULL));
+	R(close(ep2));
+	R(close(ep1));
+	R(close(c));
+	R(close(s));
+	R(close(l));
+}
+
 struct fam {
 	const char *name;
 	void (*fn)(void);
@@ -735,7 +763,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork},
+	{"udp", t_udp}, {"fork", t_fork}, {"epoll_more", t_epoll_more},
 };
 
 int main(int argc, char **argv)
