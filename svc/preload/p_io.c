@@ -64,6 +64,12 @@ int pl_post_recv(struct pl_sock *s)
 		if (!r->b)
 			r->b = (uint8_t *)ipk_svc_buf_alloc(pl_svc(), PL_RXBUF);
 		e = r->b ? ipk_svc_get_sqe(s->so) : NULL;
+		if (!e && !s->rx[s->rx_head].posted && pl_rx_avail(s) == 0) {
+			/* nothing will ever arrive: say so rather than leave the reader
+			 * asleep (the region's buffer area is exhausted) */
+			s->so_error = ENOBUFS;
+			PL_COUNT(rx_starved, 1);
+		}
 		if (!e)
 			return -ENOBUFS;
 		ipk_svc_prep_recv(s->so, e, r->b, PL_RXBUF);

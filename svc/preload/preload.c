@@ -105,7 +105,10 @@ static void pl_open_locked(void)
 	const char *fb = getenv("IPKIT_PRELOAD_FALLBACK");
 	int err = 0;
 	ipk_svc_opts_default(&o);
-	o.buf_bytes = 64u << 20;
+	/* the most ipkitd gives by default (it clamps): memfd pages cost only when
+	 * touched; each TCP socket uses 2 x 64 KiB to receive and rings of ~24 KiB */
+	o.buf_bytes = 256ull << 20;
+	o.ring_bytes = 64ull << 20;
 	g_svc = ipk_svc_open(NULL, &o, &err);
 	if (g_svc)
 		ipk_svc_move_fds(g_svc, pl_hide_base());
@@ -467,15 +470,32 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms)
 	return r == 0 ? -EAGAIN : 0;
 }
 
+/* Where the shim's own descriptors go: above the soft RLIMIT_NOFILE the program
+ * started with, whose limit is raised to make room (to 4 x, at least 4,096 more,
+ * never past the hard limit). Every ipkit socket costs two descriptors (its
+ * number and its writable level); this way the program's numbers and the point
+ * where it runs out of them stay Linux's. Without room (hard = soft) they go to
+ * the limit's top quarter. */
 static long pl_hide_base(void)
 {
 	static long base = -1;
-	if (base < 0) {
-		struct rlimit rl;
-		/* the top quarter of the soft limit, when there is room for one */
-		base = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 256 &&
-		       rl.rlim_cur != RLIM_INFINITY ? (long)(rl.rlim_cur - rl.rlim_cur / 4) : 0;
+	struct rlimit rl;
+	if (base >= 0)
+		return base;
+	base = 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < rl.rlim_max) {
+		rlim_t want = rl.rlim_cur * 4 > rl.rlim_cur + 4096 ? rl.rlim_cur * 4 :
+		              rl.rlim_cur + 4096;
+		struct rlimit nl = rl;
+		nl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &nl) == 0)
+			return base = (long)rl.rlim_cur;
 	}
+	/* no room to add: the top quarter of the limit, which programs rarely reach */
+	if (base == 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 256 &&
+	    rl.rlim_cur != RLIM_INFINITY)
+		base = (long)(rl.rlim_cur - rl.rlim_cur / 4);
 	return base;
 }
 

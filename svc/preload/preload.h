@@ -157,7 +157,8 @@ int pl_arm_accept(struct pl_sock *s); /* under s->mu */
 void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c); /* pump, under s->mu */
 uint32_t pl_rx_avail(const struct pl_sock *s); /* bytes received, not yet read */
 /* A hidden descriptor (the writable level) moved high, out of the numbers the
- * application sees allocated (Linux gives the lowest free number). */
+ * application sees allocated (Linux gives the lowest free number): see
+ * pl_hide_base. */
 int pl_hide_fd(int fd);
 
 /* user_data of the shim's operations: the kind in the top 4 bits (RECV: the
@@ -171,6 +172,7 @@ struct pl_stats {
 	uint64_t tx_ipk, rx_ipk;
 	uint64_t accepts, connects, fallbacks;
 	uint64_t bad_cqe; /* completions that did not fit what the shim asked: dropped */
+	uint64_t rx_starved; /* sockets failed with ENOBUFS: no receive buffer left */
 };
 extern struct pl_stats pl_st;
 #define PL_COUNT(f, n) __atomic_add_fetch(&pl_st.f, (n), __ATOMIC_RELAXED)

@@ -748,6 +748,34 @@ static void t_epoll_more(void)
 	R(close(l));
 }
 
+/* Many sockets at once: 300 connections (600 sockets) to ourselves, a byte each
+ * way on every one. */
+#define MANY 300
+static void t_many(void)
+{
+	static int cs[MANY], ss[MANY];
+	int l = listener(), i, ok = 0, maxfd = 0;
+	char b;
+	SAY("many\n");
+	for (i = 0; i < MANY; i++) {
+		ss[i] = pair(l, &cs[i]);
+		maxfd = ss[i] > maxfd ? ss[i] : maxfd;
+	}
+	SAY("  highest descriptor %d\n", maxfd);
+	for (i = 0; i < MANY; i++)
+		send(cs[i], "m", 1, 0);
+	for (i = 0; i < MANY; i++)
+		ok += recv(ss[i], &b, 1, 0) == 1 && b == 'm' && send(ss[i], "r", 1, 0) == 1;
+	for (i = 0; i < MANY; i++)
+		ok += recv(cs[i], &b, 1, 0) == 1 && b == 'r';
+	SAY("  exchanges %d\n", ok);
+	for (i = 0; i < MANY; i++) {
+		close(cs[i]);
+		close(ss[i]);
+	}
+	R(close(l));
+}
+
 struct fam {
 	const char *name;
 	void (*fn)(void);
@@ -764,6 +792,7 @@ static const struct fam fams[] = {
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
 	{"udp", t_udp}, {"fork", t_fork}, {"epoll_more", t_epoll_more},
+	{"many", t_many},
 };
 
 int main(int argc, char **argv)
