@@ -705,10 +705,18 @@ int fcntl(int fd, int cmd, ...)
 	return r;
 }
 
-/* With _FILE_OFFSET_BITS=64 (this build, and most of Debian) <fcntl.h> names the
- * function above fcntl64; programs built without it call plain fcntl. */
-int pl_fcntl_plain(int fd, int cmd, ...) __asm__("fcntl");
-int pl_fcntl_plain(int fd, int cmd, ...)
+/* The other name of fcntl: with _FILE_OFFSET_BITS=64 (meson's default, and most
+ * of Debian) <fcntl.h> names the function above fcntl64 and programs built
+ * without it call plain fcntl; without it, the reverse. Both must be ours. */
+#if defined _FILE_OFFSET_BITS && _FILE_OFFSET_BITS == 64
+#define PL_FCNTL_OTHER "fcntl"
+#define PL_SENDFILE_OTHER "sendfile"
+#else
+#define PL_FCNTL_OTHER "fcntl64"
+#define PL_SENDFILE_OTHER "sendfile64"
+#endif
+int pl_fcntl_other(int fd, int cmd, ...) __asm__(PL_FCNTL_OTHER);
+int pl_fcntl_other(int fd, int cmd, ...)
 {
 	va_list ap;
 	void *arg;
@@ -833,10 +841,10 @@ ssize_t sendfile(int out, int in, off_t *off, size_t count)
 	PL_RET(pl_sendfile(s, in, off, count));
 }
 
-/* sendfile is sendfile64 under _FILE_OFFSET_BITS=64 (this build): plain
- * sendfile for programs built without it (off_t is 64 bits on 64-bit Linux). */
-ssize_t pl_sendfile_plain(int out, int in, off_t *off, size_t count) __asm__("sendfile");
-ssize_t pl_sendfile_plain(int out, int in, off_t *off, size_t count)
+/* The other name of sendfile (see fcntl above; off_t is 64 bits either way on
+ * 64-bit Linux, the only target of the shim). */
+ssize_t pl_sendfile_other(int out, int in, off_t *off, size_t count) __asm__(PL_SENDFILE_OTHER);
+ssize_t pl_sendfile_other(int out, int in, off_t *off, size_t count)
 {
 	return sendfile(out, in, off, count);
 }
