@@ -261,8 +261,8 @@ int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts
 struct pl_ereg {
 	uint32_t events;
 	int on, disarmed;
-	struct pl_sock *sock; /* identity only (never dereferenced): a closed socket's
-	                       * number reused by another makes a stale entry */
+	uint64_t serial;      /* the socket's: a closed socket's number reused by another
+	                       * (even in the same reused memory) makes a stale entry */
 	epoll_data_t data;
 };
 
@@ -355,8 +355,8 @@ static int pl_ep_ctl(struct pl_eset *e, int epfd, int op, int fd, struct pl_sock
 	int on, rc;
 	if (!g)
 		return -ENOMEM;
-	on = g->on && g->sock == s;
-	if (op == EPOLL_CTL_ADD && g->on && g->sock != s)
+	on = g->on && g->serial == s->serial;
+	if (op == EPOLL_CTL_ADD && g->on && g->serial != s->serial)
 		pl_r.epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL); /* stale: the number was reused */
 	if (op == EPOLL_CTL_ADD && on)
 		return -EEXIST;
@@ -368,7 +368,7 @@ static int pl_ep_ctl(struct pl_eset *e, int epfd, int op, int fd, struct pl_sock
 	if (rc < 0)
 		return rc;
 	g->on = op != EPOLL_CTL_DEL;
-	g->sock = s;
+	g->serial = s->serial;
 	g->disarmed = 0;
 	if (g->on) {
 		g->events = ev->events;
@@ -411,7 +411,7 @@ static uint32_t pl_ep_user(struct pl_eset *e, uint64_t tag, epoll_data_t *data)
 		return 0;
 	g = &e->r[fd];
 	s = pl_get(fd);
-	if (s && g->on && !g->disarmed && g->sock == s) {
+	if (s && g->on && !g->disarmed && g->serial == s->serial) {
 		m = pl_revents(s) & (g->events | EPOLLERR | EPOLLHUP);
 		*data = g->data;
 		if (m && (g->events & EPOLLONESHOT))

@@ -257,6 +257,10 @@ struct pl_sock *pl_sock_new(int type)
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	{
+		static uint64_t serials;
+		s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
+	}
 	s->type = type;
 	s->fd = s->ofd = -1;
 	s->rcvbuf = 131072;

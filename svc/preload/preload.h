@@ -87,6 +87,7 @@ struct pl_acc {
 struct pl_sock {
 	int refs;          /* atomic: table entries + calls in progress + pump list */
 	int nfds;          /* descriptor numbers naming it (dup) */
+	uint64_t serial;   /* which socket this memory is now (it is reused) */
 	int fd, ofd;
 	int type;          /* SOCK_STREAM, SOCK_DGRAM */
 	pthread_mutex_t mu;

@@ -741,6 +741,21 @@ static void t_epoll_more(void)
 	SAY("  [%llu %#x]\n", (unsigned long long)out[0].data.u64, out[0].events);
 	R(recv(s, b, sizeof b, 0));
 	R(epoll_pwait2(ep1, out, 4, &(struct timespec){0, 50000000}, NULL));
+	{
+		/* close removes a socket from every set: its number, reused at once by the
+		 * next socket, can be added again (nginx does this all the time) */
+		int c2, s2 = pair(l, &c2), c3, s3, n2 = s2;
+		R(ep_add(ep1, s2, EPOLLIN, 9));
+		R(close(s2));
+		s3 = pair(l, &c3);
+		R(c3 == n2);
+		R(ep_add(ep1, c3, EPOLLIN, 10));
+		R(send(s3, "r", 1, 0));
+		ep_show(ep1, 5000);
+		close(c2);
+		close(c3);
+		close(s3);
+	}
 	R(close(ep2));
 	R(close(ep1));
 	R(close(c));
