@@ -49,7 +49,8 @@ static int pl_pset_build(struct pl_pset *p, struct pollfd *fds, nfds_t n)
 			continue;
 		}
 		/* the readable level also carries errors: watch it unless only POLLOUT */
-		p->k[nk].fd = (fds[i].events & PL_IN_BITS) || !(fds[i].events & POLLOUT) ? s->fd : -1;
+		p->k[nk].fd = (fds[i].events & PL_IN_BITS) || !(fds[i].events & POLLOUT) ?
+		              fds[i].fd : -1; /* the program's number: an alias of the eventfd */
 		p->k[nk++].events = POLLIN;
 		p->k[nk].fd = (fds[i].events & POLLOUT) ? s->ofd : -1;
 		p->k[nk++].events = POLLIN;
@@ -326,7 +327,7 @@ static struct pl_ereg *pl_ereg(struct pl_eset *e, int fd)
 	return &e->r[fd];
 }
 
-static int pl_ep_kernel(int epfd, int op, struct pl_sock *s, uint32_t ev)
+static int pl_ep_kernel(int epfd, int op, int fd, struct pl_sock *s, uint32_t ev)
 {
 	struct epoll_event k[2];
 	/* EPOLLEXCLUSIVE too: the kernel wakes one of the sets waiting on the eventfd,
@@ -334,12 +335,12 @@ static int pl_ep_kernel(int epfd, int op, struct pl_sock *s, uint32_t ev)
 	uint32_t fl = ev & (EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE);
 	int in = (ev & PL_IN_BITS) || !(ev & EPOLLOUT), r;
 	k[0].events = in ? EPOLLIN | fl : 0;
-	k[0].data.u64 = PL_EP_TAG << 40 | (uint32_t)s->fd;
+	k[0].data.u64 = PL_EP_TAG << 40 | (uint32_t)fd;
 	k[1].events = (ev & EPOLLOUT) ? EPOLLIN | fl : 0;
-	k[1].data.u64 = PL_EP_TAG << 40 | 1ull << 32 | (uint32_t)s->fd;
+	k[1].data.u64 = PL_EP_TAG << 40 | 1ull << 32 | (uint32_t)fd;
 	if (op == EPOLL_CTL_MOD && (ev & EPOLLEXCLUSIVE))
 		return -EINVAL;
-	r = pl_r.epoll_ctl(epfd, op, s->fd, op == EPOLL_CTL_DEL ? NULL : &k[0]);
+	r = pl_r.epoll_ctl(epfd, op, fd, op == EPOLL_CTL_DEL ? NULL : &k[0]);
 	if (r < 0)
 		return -errno;
 	/* the hidden half: its errors (a dup'd socket added twice) change nothing the
@@ -364,7 +365,7 @@ static int pl_ep_ctl(struct pl_eset *e, int epfd, int op, int fd, struct pl_sock
 		return -ENOENT;
 	if (op != EPOLL_CTL_DEL && !ev)
 		return -EFAULT;
-	rc = pl_ep_kernel(epfd, op, s, op == EPOLL_CTL_DEL ? 0 : ev->events);
+	rc = pl_ep_kernel(epfd, op, fd, s, op == EPOLL_CTL_DEL ? 0 : ev->events);
 	if (rc < 0)
 		return rc;
 	g->on = op != EPOLL_CTL_DEL;

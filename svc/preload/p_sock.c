@@ -93,8 +93,9 @@ static int pl_make(struct ipk_svc_sock *so, int flags, int kind, struct pl_sock 
 		return -ENOMEM;
 	s->fd = eventfd(0, EFD_NONBLOCK | ((flags & SOCK_CLOEXEC) ? EFD_CLOEXEC : 0));
 	s->ofd = pl_hide_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+	s->lfd = s->fd < 0 ? -1 : pl_hide_fd(pl_r.fcntl(s->fd, F_DUPFD_CLOEXEC, 0));
 	s->nonblock = !!(flags & SOCK_NONBLOCK);
-	rc = s->fd < 0 || s->ofd < 0 ? -EMFILE : 0;
+	rc = s->fd < 0 || s->ofd < 0 || s->lfd < 0 ? -EMFILE : 0;
 	if (rc == 0 && !so)
 		rc = ipk_svc_socket(svc, kind == SOCK_DGRAM ? IPK_SVC_UDP : IPK_SVC_TCP, 128, 256,
 		                    &so);
@@ -103,6 +104,8 @@ static int pl_make(struct ipk_svc_sock *so, int flags, int kind, struct pl_sock 
 			pl_r.close(s->fd);
 		if (s->ofd >= 0)
 			pl_r.close(s->ofd);
+		if (s->lfd >= 0)
+			pl_r.close(s->lfd);
 		pl_put(s);
 		return rc == -EPIPE ? -ENETDOWN : rc;
 	}

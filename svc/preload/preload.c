@@ -262,7 +262,7 @@ struct pl_sock *pl_sock_new(int type)
 		s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	}
 	s->type = type;
-	s->fd = s->ofd = -1;
+	s->fd = s->lfd = s->ofd = -1;
 	s->rcvbuf = 131072;
 	s->sndbuf = 16384;
 	s->kidle = 7200;
@@ -321,7 +321,9 @@ static void pl_finish_locked(struct pl_sock *s)
 	pthread_mutex_unlock(&s->mu);
 	if (s->ofd >= 0)
 		pl_r.close(s->ofd);
-	s->ofd = -1;
+	if (s->lfd >= 0)
+		pl_r.close(s->lfd);
+	s->ofd = s->lfd = -1;
 }
 
 void pl_sock_release(struct pl_sock *s)
@@ -330,6 +332,7 @@ void pl_sock_release(struct pl_sock *s)
 	pthread_mutex_lock(&g_mu);
 	pthread_mutex_lock(&s->mu);
 	s->closing = 1;
+	pl_levels(s, 0);
 	now = s->tx_ops == 0 || !s->so;
 	pthread_mutex_unlock(&s->mu);
 	if (now && (s->lnext || s->lprev || g_live == s)) {
@@ -428,8 +431,10 @@ static int pl_writable(const struct pl_sock *s)
 
 void pl_levels(struct pl_sock *s, int edge)
 {
-	pl_lvl(s->fd, &s->in_lvl, pl_readable(s), edge);
-	pl_lvl(s->ofd, &s->out_lvl, pl_writable(s), 0);
+	/* a closed socket shows nothing: its registrations may outlive it in epoll
+	 * sets (its hidden writable eventfd stays open until its SENDs complete) */
+	pl_lvl(s->lfd, &s->in_lvl, !s->closing && pl_readable(s), edge);
+	pl_lvl(s->ofd, &s->out_lvl, !s->closing && pl_writable(s), 0);
 }
 
 /* Linux's tcp_poll(): POLLHUP when both directions are shut or the connection is
@@ -462,7 +467,7 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms)
 {
 	struct pollfd p;
 	int r;
-	p.fd = out ? s->ofd : s->fd;
+	p.fd = out ? s->ofd : s->lfd;
 	p.events = POLLIN;
 	p.revents = 0;
 	pl_sig_clear();

@@ -88,7 +88,10 @@ struct pl_sock {
 	int refs;          /* atomic: table entries + calls in progress + pump list */
 	int nfds;          /* descriptor numbers naming it (dup) */
 	uint64_t serial;   /* which socket this memory is now (it is reused) */
-	int fd, ofd;
+	int fd;  /* the number it was created under (the user's; may be closed) */
+	int lfd; /* the shim's own hidden dup of that eventfd: levels are written and
+	          * waited on here, never on a number the program may close and reuse */
+	int ofd;
 	int type;          /* SOCK_STREAM, SOCK_DGRAM */
 	pthread_mutex_t mu;
 	struct ipk_svc_sock *so;

@@ -791,6 +791,32 @@ static void t_many(void)
 	R(close(l));
 }
 
+/* A socket's first number closed while a dup keeps it open, the number reused at
+ * once by a file: data arriving for the socket changes nothing in the file. */
+static void t_reuse(void)
+{
+	int l = listener(), c, s, f, d, old;
+	char path[] = "/tmp/pl_reuseXXXXXX", b[8];
+	SAY("reuse\n");
+	s = pair(l, &c);
+	old = c;
+	d = dup(c);
+	R(close(c));
+	f = mkstemp(path);
+	unlink(path);
+	R(f == old);
+	R(write(f, "abc", 3));
+	R(send(s, "x", 1, 0));
+	R(recv(d, b, sizeof b, 0));
+	R(close(s));
+	R(recv(d, b, sizeof b, 0));
+	R(lseek(f, 0, SEEK_END));
+	R(pread(f, b, sizeof b, 0));
+	R(close(f));
+	R(close(d));
+	R(close(l));
+}
+
 struct fam {
 	const char *name;
 	void (*fn)(void);
@@ -807,7 +833,7 @@ static const struct fam fams[] = {
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
 	{"udp", t_udp}, {"fork", t_fork}, {"epoll_more", t_epoll_more},
-	{"many", t_many},
+	{"many", t_many}, {"reuse", t_reuse},
 };
 
 int main(int argc, char **argv)
