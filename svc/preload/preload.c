@@ -376,6 +376,29 @@ static int pl_pump_round(void)
 	return n;
 }
 
+/* ipkitd is gone: every socket ends as a connection does when the network
+ * resets it, so nothing waits for a completion that will never come. */
+static void pl_daemon_gone(void)
+{
+	struct pl_sock *s;
+	pthread_mutex_lock(&g_mu);
+	for (s = g_live; s; s = s->lnext) {
+		pthread_mutex_lock(&s->mu);
+		if (s->state == PL_CONNECTING)
+			s->state = PL_FAILED;
+		if (!s->eof && s->state != PL_NEW && s->state != PL_BOUND)
+			s->so_error = s->state == PL_LISTEN ? ENETDOWN : ECONNRESET;
+		s->eof = 1;
+		s->sync_res = -ENETDOWN;
+		s->sync_done = 1;
+		pthread_cond_broadcast(&s->cv);
+		pl_levels(s, 1);
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_mutex_unlock(&g_mu);
+	fprintf(stderr, "ipkit-preload: ipkitd hung up: every ipkit socket is reset\n");
+}
+
 static void *pl_pump(void *arg)
 {
 	sigset_t all;
@@ -390,6 +413,8 @@ static void *pl_pump(void *arg)
 		if (ipk_svc_wait_from(g_svc, v, 200000000) == -EPIPE)
 			break;
 	}
+	pl_pump_round(); /* what ipkitd posted before it went */
+	pl_daemon_gone();
 	return NULL;
 }
 

@@ -331,6 +331,32 @@ def foreign_ok(case):
         sys.exit(77)
 
 
+def case_daemon_dies():
+    """ipkitd stopped while the program blocks in recv: the recv ends with
+    ECONNRESET, new sockets fail, one line on stderr; nothing hangs."""
+    rig = Rig()
+    try:
+        p = subprocess.Popen([CALLS, "hold", PEER_IP, "7", "127.0.0.1", str(free_port()), "9"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=dict(os.environ, **shim_env(rig)))
+        rig.procs.append(p)
+        line = b""
+        end = time.monotonic() + 10
+        while b"ready" not in line and time.monotonic() < end:
+            line += p.stdout.readline()
+        assert b"ready" in line, line
+        time.sleep(0.2)  # in recv by now; the outcome does not depend on it
+        rig.daemon.terminate()  # ipkitd stops (cleanly: the rig checks its exit)
+        out, err = p.communicate(timeout=10)
+        out = (line + out).decode()
+        print(out, err.decode())
+        assert "recv(s, b, sizeof b, 0) < 0 && errno == ECONNRESET = 1" in out, out
+        assert "socket(AF_INET, SOCK_STREAM, 0) < 0 = 1" in out, out
+        assert err.decode().count("ipkitd hung up") == 1, err
+    finally:
+        rig.close()
+
+
 def main():
     case = sys.argv[1]
     if case in ("ports_switch", "redis", "nginx"):
@@ -343,6 +369,8 @@ def main():
         case_redis()
     elif case == "nginx":
         case_nginx()
+    elif case == "daemon_dies":
+        case_daemon_dies()
     else:
         family(case)
     print("ok", case)
