@@ -182,10 +182,17 @@ def case_ports_switch():
         echo.close()
 
 
+def debroot():
+    """build-debroot at the repo's root when tests/preload/debroot.sh (run by make
+    test) unpacked Debian's nginx and redis there, else None."""
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build-debroot")
+    return d if os.path.isdir(os.path.join(d, "usr")) else None
+
+
 def redis_bins():
     """Debian's redis-server, redis-cli, redis-benchmark: from PATH, or from
     $IPKIT_REDIS_DIR (an unpacked package: usr/bin and usr/lib/x86_64-linux-gnu)."""
-    d = os.environ.get("IPKIT_REDIS_DIR")
+    d = os.environ.get("IPKIT_REDIS_DIR") or debroot()
     if d:
         bins = [os.path.join(d, "usr", "bin", n) for n in ("redis-server", "redis-cli",
                                                           "redis-benchmark")]
@@ -270,7 +277,7 @@ def case_nginx():
     import hashlib
     import shutil
     import tempfile
-    d = os.environ.get("IPKIT_NGINX_DIR")
+    d = os.environ.get("IPKIT_NGINX_DIR") or debroot()
     nginx = os.path.join(d, "usr", "sbin", "nginx") if d else shutil.which("nginx") or \
         ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
     if not nginx or not os.path.exists(nginx) or not shutil.which("curl") or \
