@@ -51,6 +51,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -780,6 +781,10 @@ int main(int argc, char **argv)
 		rc = mode_prio(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "nopbench") && argc - i >= 3)
 		rc = mode_nopbench(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "nopspin") && argc - i >= 3)
+		rc = mode_nopspin(svc, argv + i + 1, argc - i - 1);
+	else if (!strcmp(argv[i], "bindrace") && argc - i >= 4)
+		rc = mode_bindrace(svc, argv + i + 1, argc - i - 1);
 	else if (!strcmp(argv[i], "hold") && argc - i >= 2)
 		rc = mode_hold(svc, argv + i + 1);
 	ipk_svc_close_all(svc);
