@@ -108,13 +108,34 @@ static void nc_cc_sample(struct nc_app *a)
 	a->cc_last = ti.cc_algo;
 }
 
-/* The --send-size pattern: a byte stream that differs from position to position. */
+/* The --send-size pattern: a byte stream that differs from position to position,
+ * byte x = x ^ x >> 8 ^ x >> 16 ^ 0x5a. Within 256 aligned bytes only the low byte of x
+ * changes, so each such run is the bytes 0..255 (from lo) XOR one constant, done eight
+ * bytes at a time (byte by byte it cost ~8% of a sender's CPU at 1.4 Gbit/s, and gcc
+ * -O2 does not vectorize that loop). */
 static void nc_pattern(uint64_t pos, uint8_t *p, uint32_t n)
 {
+	static uint8_t iota[256 + 8];
 	uint32_t i;
-	for (i = 0; i < n; i++) {
-		uint64_t x = pos + i;
-		p[i] = (uint8_t)(x ^ (x >> 8) ^ (x >> 16) ^ 0x5a);
+	if (iota[1] == 0)
+		for (i = 0; i < sizeof(iota); i++)
+			iota[i] = (uint8_t)i;
+	while (n > 0) {
+		uint32_t lo = (uint32_t)(pos & 255u), run = 256u - lo;
+		uint8_t c = (uint8_t)((pos >> 8) ^ (pos >> 16) ^ 0x5a);
+		uint64_t c8 = c * 0x0101010101010101ull, w;
+		if (run > n)
+			run = n;
+		for (i = 0; i + 8 <= run; i += 8) {
+			memcpy(&w, iota + lo + i, 8);
+			w ^= c8;
+			memcpy(p + i, &w, 8);
+		}
+		for (; i < run; i++)
+			p[i] = (uint8_t)((lo + i) ^ c);
+		pos += run;
+		p += run;
+		n -= run;
 	}
 }
 
