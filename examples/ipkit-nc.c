@@ -16,6 +16,7 @@
  *   cc ESTABLISHED END              (cubic or newreno each)
  * --cc cubic|newreno picks it (ipk_config.tcp_cc; without it the core's default, newreno),
  * --sndbuf / --rcvbuf BYTES size the connection's buffers (ipk_config.tcp_sndbuf/rcvbuf).
+ * --trace MS prints the window state and the loop's polls and sleeps every MS ms.
  * Exit 0 when the stream ended normally (both FINs), 1 on reset, timeout or refusal.
  */
 #include "app.h"
@@ -43,6 +44,7 @@ struct nc_app {
 	struct sha256 sha_tx, sha_rx;
 	uint8_t pend[NC_CHUNK];
 	uint32_t pend_off, pend_len;
+	uint64_t trace_ns, trace_next; /* --trace: interval, next sample; 0 off */
 };
 
 static uint64_t nc_clock(void)
@@ -305,7 +307,9 @@ static void usage(FILE *f)
 	           "  --timeout S      give up after S seconds without progress (default 30)\n"
 	           "  --cc ALGO        congestion control: cubic or newreno (the core's default)\n"
 	           "  --sndbuf BYTES   send buffer per connection (k/M suffix; core default 256k)\n"
-	           "  --rcvbuf BYTES   receive window ceiling (k/M suffix; core default 256k)\n%s",
+	           "  --rcvbuf BYTES   receive window ceiling (k/M suffix; core default 256k)\n"
+	           "  --trace MS       every MS ms print cwnd, inflight, windows, send buffer\n"
+	           "                   room and the node's polls/sleeps on stderr\n%s",
 	        app_common_help);
 }
 
@@ -316,11 +320,41 @@ static const char *nc_reason(enum ipk_close_reason why)
 	return (unsigned)why < 6 ? names[why] : "?";
 }
 
+/* --trace: one line per interval on stderr, to tell a sender limited by its window
+ * (inflight near cwnd or snd_wnd), by its send buffer (sndbuf_free 0 with inflight
+ * below cwnd) or by CPU/wake-ups (the node's sleeps and polls):
+ *   trace T_US cwnd=B inflight=B snd_wnd=B rcv_wnd=B sndbuf_free=B srtt_us=N sent=B
+ *         received=B polls=N sleeps=N rx_frames=N tx_frames=N */
+static void nc_trace(struct ipk_node *n, struct nc_app *a, uint64_t t0)
+{
+	struct ipk_tcp_info ti;
+	struct ipk_node_stats st;
+	uint64_t now = nc_clock();
+	if (now < a->trace_next)
+		return;
+	a->trace_next = now + a->trace_ns;
+	memset(&ti, 0, sizeof(ti));
+	if (a->c)
+		(void)ipk_tcp_info(a->c, &ti);
+	ipk_node_stats(n, &st);
+	fprintf(stderr, "trace %llu cwnd=%u inflight=%u snd_wnd=%u rcv_wnd=%u sndbuf_free=%u "
+	        "srtt_us=%llu sent=%llu received=%llu polls=%llu sleeps=%llu rx_frames=%llu "
+	        "tx_frames=%llu\n", (unsigned long long)((now - t0) / 1000u), ti.cwnd, ti.inflight,
+	        ti.snd_wnd, ti.rcv_wnd, a->c && a->established ? ipk_tcp_sndbuf_free(a->c) : 0,
+	        (unsigned long long)(ti.srtt_ns / 1000u), (unsigned long long)a->sent,
+	        (unsigned long long)a->received, (unsigned long long)st.polls,
+	        (unsigned long long)st.sleeps, (unsigned long long)st.rx_frames,
+	        (unsigned long long)st.tx_frames);
+}
+
 static int nc_loop(struct ipk_node *n, struct nc_app *a, volatile int *stop, uint64_t timeout_ns)
 {
-	a->last_progress = nc_clock();
+	uint64_t t0 = nc_clock();
+	a->last_progress = t0;
 	while (!*stop && !a->closed) {
 		nc_pump(n, a);
+		if (a->trace_ns)
+			nc_trace(n, a, t0);
 		/* with stdin idle we cannot sleep on it through the node: nap briefly */
 		ipk_node_poll(n, a->in_idle ? 1 : 100);
 		if (nc_clock() - a->last_progress > timeout_ns) {
@@ -417,6 +451,13 @@ int main(int argc, char **argv)
 				fprintf(stderr, "ipkit-nc: bad --rcvbuf (1k to 1G bytes)\n");
 				return APP_EXIT_USAGE;
 			}
+		} else if ((r = app_arg("--trace", argc, argv, &i, &v)) != 0) {
+			uint64_t ms;
+			if (r < 0 || app_parse_size(v, &ms) < 0 || ms == 0 || ms > 60000) {
+				fprintf(stderr, "ipkit-nc: bad --trace (1..60000 ms)\n");
+				return APP_EXIT_USAGE;
+			}
+			a.trace_ns = ms * 1000000ull;
 		} else if (strcmp(argv[i], "--sha256") == 0) {
 			a.sha = 1;
 		} else if (strcmp(argv[i], "--stats") == 0) {
