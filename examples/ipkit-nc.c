@@ -14,6 +14,8 @@
  * and the congestion control the connection ran, read back from it (ipk_tcp_info) once
  * established and again when the stream ends, like the relay tests' Linux sender:
  *   cc ESTABLISHED END              (cubic or newreno each)
+ * and where the process's time went (node polls and sleeps, getrusage):
+ *   loop polls=N sleeps=N rx_frames=N tx_frames=N user_us=N sys_us=N vcsw=N ivcsw=N
  * --cc cubic|newreno picks it (ipk_config.tcp_cc; without it the core's default, newreno),
  * --sndbuf / --rcvbuf BYTES size the connection's buffers (ipk_config.tcp_sndbuf/rcvbuf).
  * --trace MS prints the window state and the loop's polls and sleeps every MS ms.
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -408,6 +411,30 @@ static void nc_stats(const struct ipk_counters *c)
 	        (unsigned long long)c->tcp_dsack_undo);
 }
 
+/* Where the process's time went (issue 16: a sender through the relay shares 2 CPUs
+ * with the relay and the receiver, so its CPU and wake-ups are what it costs them):
+ *   loop polls=N sleeps=N rx_frames=N tx_frames=N user_us=N sys_us=N vcsw=N ivcsw=N
+ * polls/sleeps/frames from the node, the rest getrusage of the whole process (the
+ * --sha256 digest of a --send-size stream, made after the stream, included). */
+static unsigned long long nc_us(const struct timeval *tv)
+{
+	return (unsigned long long)tv->tv_sec * 1000000ull + (unsigned long long)tv->tv_usec;
+}
+
+static void nc_loop_stats(struct ipk_node *n)
+{
+	struct ipk_node_stats st;
+	struct rusage ru;
+	ipk_node_stats(n, &st);
+	memset(&ru, 0, sizeof(ru));
+	(void)getrusage(RUSAGE_SELF, &ru);
+	fprintf(stderr, "loop polls=%llu sleeps=%llu rx_frames=%llu tx_frames=%llu user_us=%llu "
+	        "sys_us=%llu vcsw=%llu ivcsw=%llu\n", (unsigned long long)st.polls,
+	        (unsigned long long)st.sleeps, (unsigned long long)st.rx_frames,
+	        (unsigned long long)st.tx_frames, nc_us(&ru.ru_utime), nc_us(&ru.ru_stime),
+	        (unsigned long long)ru.ru_nvcsw, (unsigned long long)ru.ru_nivcsw);
+}
+
 int main(int argc, char **argv)
 {
 	static struct nc_app a;
@@ -536,6 +563,7 @@ int main(int argc, char **argv)
 	}
 	if (a.stats) {
 		nc_stats(ipk_counters(ipk_node_ctx(n)));
+		nc_loop_stats(n);
 		fprintf(stderr, "cc %s %s\n", nc_cc_name(a.cc_first), nc_cc_name(a.cc_last));
 	}
 	if (o.verbose)

@@ -83,6 +83,21 @@ def test_nc_send_size_digest_is_the_pattern():
     assert nc_digest(serr, "received") == (size, want), serr[-300:]
 
 
+@pytest.mark.skipif(not backend_built("memlink"), reason="memlink not built")
+def test_nc_stats_loop_line():
+    """--stats also prints where the process's time went (issue 16): the node's polls,
+    sleeps and frames and getrusage's CPU and context switches, one parseable line.
+    The sender of 1 MiB sent at least 1 MiB / 1460 frames and slept at most once per
+    poll."""
+    _, cerr = pair([], [])
+    m = re.search(r"^loop (.*)$", cerr, re.M)
+    assert m, cerr[-500:]
+    v = {k: int(x) for k, x in re.findall(r"(\w+)=(\d+)", m.group(1))}
+    assert set(v) == {"polls", "sleeps", "rx_frames", "tx_frames", "user_us", "sys_us",
+                      "vcsw", "ivcsw"}, v
+    assert v["tx_frames"] >= (1 << 20) // 1460 and v["sleeps"] <= v["polls"], v
+
+
 @pytest.mark.parametrize("args", [["--cc", "bbr"], ["--cc", "CUBIC"], ["--cc"],
                                   ["--sndbuf", "12"], ["--sndbuf", "2G"],
                                   ["--rcvbuf", "x"], ["--rcvbuf=0"]])
