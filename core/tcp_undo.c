@@ -23,8 +23,9 @@
  * The first ACK that then advances snd_una decides (RFC 3522 §3): a TSecr older
  * than that TSval acknowledges an original, so the timeout was spurious (a delayed
  * ACK, not a loss); the reduction is undone, the rest of the flight is no longer
- * taken as lost, and tcp_rto_undo counts it. Without SACK there is no scoreboard
- * to hang the record on, and no undo (no F-RTO either, RFC 5682).
+ * taken as lost, and tcp_rto_undo counts it. Without timestamps F-RTO (RFC 5682,
+ * below) decides instead. Without SACK there is no scoreboard to hang the record
+ * on, and no undo.
  *
  * The state lives in one pool descriptor hung off the scoreboard record (its pkt
  * field), with the logged ranges on its next chain, at most IPK_TCP_UNDO_LOG_MAX (the oldest
@@ -250,6 +251,106 @@ void ipk_tcp_undo_rto_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct 
 	if (ipk_seq_lt(IPK_SB_HIGH_RXT(sb), IPK_SB_LOST_END(sb)))
 		IPK_SB_LOST_END(sb) = IPK_SB_HIGH_RXT(sb);
 	ctx->cnt.tcp_rto_undo++;
+}
+
+/* ------------------------------------------- F-RTO (RFC 5682 §3.1), no timestamps
+ *
+ * Without timestamps Eifel has no evidence; F-RTO finds it in what the ACKs after
+ * the RTO acknowledge (as Linux's tcp_frto, on by default there). Step 1: the RTO
+ * resends the first unacknowledged segment (as always) and keeps cwnd, ssthresh and
+ * W_max, with "recover" = snd_max. Step 2: the first ACK that advances snd_una lets
+ * new data go instead of the rest of the flight (retransmissions are held). Step 3:
+ * the next ACK decides. A cumulative ACK of data sent before the RTO and never
+ * resent (above HighRxt) says the flight was not lost: the timeout was spurious and
+ * is undone. A duplicate ACK or one that acknowledges only resent data says it was
+ * lost: the RTO recovery goes on as without F-RTO. A SACK of old data leaves a hole
+ * below it (at snd_una), so it proves nothing and counts as a loss (more cautious
+ * than Linux, which undoes then and may enter fast recovery at once). */
+#define UNDO_F_FRTO 0x8u      /* steps 2-3 run */
+#define UNDO_F_FRTO_NEW 0x10u /* step 2b passed: new data, no retransmission */
+#define UNDO_FRTO_HIGH(u) ((u)->len) /* with UNDO_F_FRTO: RFC 5682 "recover" */
+
+/* RFC 5682 §3.1 step 1, called on every RTO of a SACK connection without
+ * timestamps, before cwnd is cut. Not entered during a loss recovery, SACK or RTO
+ * (snd_una below the recovery point), as Linux's tcp_enter_loss; a second timeout
+ * ends it ("go to step 1", which then finds the RTO recovery running). */
+void ipk_tcp_frto_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_pb *u = undo_rec(c);
+
+	if (c->nrtx != 0) {
+		if (u)
+			UNDO_FLAGS(u) &= ~(UNDO_F_FRTO | UNDO_F_FRTO_NEW);
+		return;
+	}
+	if (!ctx->cfg.tcp_frto || (c->fl & IPK_TCPF_SACK_RCVY) || ipk_seq_lt(c->snd_una, c->recover))
+		return;
+	if ((u = undo_get(ctx, c)) == NULL)
+		return;
+	UNDO_CWND(u) = c->cwnd;
+	UNDO_SSTHRESH(u) = c->ssthresh;
+	UNDO_WMAX(u) = c->cc.cubic.w_max;
+	UNDO_FLAGS(u) = UNDO_F_FRTO;
+	UNDO_MARKER(u) = c->snd_una;
+	UNDO_FRTO_HIGH(u) = c->snd_max;
+}
+
+/* Step 2b holds the retransmissions of the rest of the flight (tcp_sb.c output). */
+int ipk_tcp_frto_holds(const struct ipk_conn *c)
+{
+	const struct ipk_pb *u = undo_rec(c);
+
+	return u && (UNDO_FLAGS(u) & UNDO_F_FRTO_NEW) && ipk_seq_lt(c->snd_una, UNDO_FRTO_HIGH(u));
+}
+
+/* Step 3 (a)/(b): spurious when the cumulative ACK moved over never-resent data
+ * below "recover"; then cwnd, ssthresh and W_max come back, the flight is no longer
+ * lost, and a loss found later starts a recovery of its own. */
+static void frto_decide(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *u, uint32_t prev_una)
+{
+	struct ipk_pb *sb = ipk_tcp_sb(c);
+	uint32_t from = prev_una, to = UNDO_FRTO_HIGH(u);
+
+	UNDO_FLAGS(u) &= ~(UNDO_F_FRTO | UNDO_F_FRTO_NEW);
+	if (ipk_seq_lt(from, IPK_SB_HIGH_RXT(sb)))
+		from = IPK_SB_HIGH_RXT(sb);
+	if (ipk_seq_lt(c->snd_una, to))
+		to = c->snd_una;
+	if (!ipk_seq_lt(from, to))
+		return; /* (a): the loss was real */
+	undo_restore(c, u);
+	if (ipk_seq_lt(IPK_SB_HIGH_RXT(sb), IPK_SB_LOST_END(sb)))
+		IPK_SB_LOST_END(sb) = IPK_SB_HIGH_RXT(sb);
+	c->recover = c->snd_una;
+	ctx->cnt.tcp_frto_undo++;
+}
+
+/* Steps 2 and 3 on an ACK, from the scoreboard's ACK processing before it is trimmed
+ * (HighRxt still marks what was resent). prev_una: snd_una before this ACK; dup: a
+ * duplicate ACK (RFC 5681 §2). Other ACKs (window updates) are ignored (step 3). */
+void ipk_tcp_frto_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t prev_una, int dup)
+{
+	struct ipk_pb *u = undo_rec(c);
+
+	if (!u || !(UNDO_FLAGS(u) & UNDO_F_FRTO))
+		return;
+	if (c->snd_una == prev_una && !dup)
+		return;
+	if ((UNDO_FLAGS(u) & UNDO_F_FRTO_NEW) && c->snd_max != UNDO_FRTO_HIGH(u)) {
+		frto_decide(ctx, c, u, prev_una);
+		return;
+	}
+	/* step 2 (again, when the window let nothing new go): duplicate ACKs wait */
+	if (c->snd_una == prev_una)
+		return;
+	if (ipk_seq_lt(c->snd_una, UNDO_FRTO_HIGH(u)) &&
+	    ipk_seq_lt(c->snd_max, ipk_tcp_data_end(c)) &&
+	    ipk_seq_lt(c->snd_max, c->snd_una + c->snd_wnd)) {
+		UNDO_FLAGS(u) |= UNDO_F_FRTO_NEW; /* (b): new data next */
+		return;
+	}
+	/* (a) all of the flight acknowledged, or (b) nothing new to send: conventional */
+	UNDO_FLAGS(u) &= ~(UNDO_F_FRTO | UNDO_F_FRTO_NEW);
 }
 
 void ipk_tcp_undo_rcvy_exit(struct ipk_ctx *ctx, struct ipk_conn *c)

@@ -308,6 +308,9 @@ struct ipk_counters {
 	uint64_t tcp_rto_undo;        /* RTOs undone: the first ACK after one echoed a TSval
 	                               * older than its retransmission's (Eifel, RFC 3522;
 	                               * Linux's TCPLossUndo) */
+	uint64_t tcp_frto_undo;       /* RTOs undone without timestamps: after new data went
+	                               * out, an ACK covered data never resent (F-RTO, RFC
+	                               * 5682 §3.1; Linux's TCPSpuriousRTOs) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -661,6 +664,13 @@ struct ipk_config {
 	 * (ipk_add_pbs) times pkt_buf_size / 4; the runtime uses a quarter of its
 	 * packet pool. UINT64_MAX = no context limit. */
 	uint64_t wmem_max;
+
+	/* RFC 5682 F-RTO (SACK-enhanced, §3.1) on SACK connections without timestamps,
+	 * where Eifel cannot tell a spurious RTO: after the RTO's retransmission is
+	 * ACKed, new data goes before the rest of the flight, and an ACK of data never
+	 * resent undoes the timeout's reduction (tcp_frto_undo). Default 1 (on, as
+	 * Linux's net.ipv4.tcp_frto); 0 = off. */
+	uint8_t tcp_frto;
 };
 
 #define IPK_PRR_SSRB 0u
