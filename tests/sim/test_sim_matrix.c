@@ -285,6 +285,18 @@ static void run_cfg(struct ipk_config *cfg, const struct cell *c)
 	cfg->tcp_ooo_max = (uint16_t)(cell_buf(c) / 1460u > 64 ? cell_buf(c) / 1460u : 64);
 }
 
+/* -v: the loss-recovery counters of one sender, to trace a cell that moved. */
+static void cell_counters(const char *who, const struct ipk_counters *k)
+{
+	printf("    %s: rto_episodes %llu sack_recoveries %llu tlp %llu spurious_rtx %llu "
+	       "dsack_undo %llu rto_undo %llu frto_undo %llu\n",
+	       who, (unsigned long long)k->tcp_rto_episodes,
+	       (unsigned long long)k->tcp_sack_recovery_episodes,
+	       (unsigned long long)k->tcp_tlp_probes, (unsigned long long)k->tcp_spurious_rtx,
+	       (unsigned long long)k->tcp_dsack_undo, (unsigned long long)k->tcp_rto_undo,
+	       (unsigned long long)k->tcp_frto_undo);
+}
+
 /* Returns the number of failed checks for the cell (0: passed). */
 static int cell_run(const struct cell *c, uint64_t seed)
 {
@@ -356,6 +368,8 @@ static int cell_run(const struct cell *c, uint64_t seed)
 		       x->ca ? (int)x->ca->why : -1, (unsigned long long)x->app_a.rx_bytes,
 		       x->cb ? x->cb->closed : -1, x->cb ? (int)x->cb->why : -1,
 		       (unsigned long long)x->app_b.rx_bytes);
+		cell_counters("B (sends A<-B)", kb);
+		cell_counters("A (sends B<-A)", ka);
 	}
 	if (fails)
 		printf("    rerun: %s --cell %s --seed %llu --pcap %s.pcap -v\n", g_argv0, c->name,
