@@ -170,15 +170,14 @@ static void rack_update(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
  * retransmission whose time the pb carries: taken as delivered, that time became
  * RACK.xmit_ts and every segment sent before it and not yet SACKed was marked lost
  * (through ipk-relay at 1% loss, bursts of spurious retransmissions after a
- * 56-byte hole was resent). A pb sent once (xmit 1) has no such time: it carries
- * that of the segment holding its end, the one the block covers, which is exact.
+ * 56-byte hole was resent).
  */
 static int pb_head_delivered(const struct ipk_conn *c, const struct ipk_pb *pb, uint32_t l,
                              int cum)
 {
 	uint32_t s = ipk_seq_lt(pb->seq, c->snd_una) ? c->snd_una : pb->seq;
 
-	return cum || pb->xmit == 1 || !ipk_seq_lt(s, l) || ipk_tcp_sb_sacked(c, s, l);
+	return cum || !ipk_seq_lt(s, l) || ipk_tcp_sb_sacked(c, s, l);
 }
 
 /*
