@@ -310,7 +310,9 @@ struct ipk_counters {
 	                               * Linux's TCPLossUndo) */
 	uint64_t tcp_frto_undo;       /* RTOs undone without timestamps: after new data went
 	                               * out, an ACK covered data never resent (F-RTO, RFC
-	                               * 5682 §3.1; Linux's TCPSpuriousRTOs) */
+	                               * 5682 §3.1; Linux's TCPSpuriousRTOs), or every
+	                               * retransmission of the episode was D-SACKed (RFC
+	                               * 3708 §3; Linux's undo_retrans) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the

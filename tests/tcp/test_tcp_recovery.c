@@ -1388,6 +1388,49 @@ static void test_established_rto_of_real_loss_without_timestamps_not_undone_by_f
 	finish(t);
 }
 
+/* RFC 3708 §3 for an RTO (Linux's undo_retrans): one late ACK covers the whole
+ * flight, so F-RTO's step 2a has nothing to test, but it D-SACKs the RTO's
+ * retransmission, the episode's only one: it was needless, the timeout is undone.
+ * Regression: without timestamps such an RTO kept its reduction. */
+static void test_established_spurious_rto_without_timestamps_undone_by_dsack(void)
+{
+	struct th *t = th_new(no_rack); /* no tail loss probe: the RTO's is the only one */
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, cw, ss, ts0, ts1, dsack[1][2];
+
+	open_conn(t, 1, 0, &c, &s);
+	d = flight_then_rto(t, c, &ts0, &ts1, &cw, &ss);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 0);
+	dsack[0][0] = d;
+	dsack[0][1] = d + MSS;
+	peer(t, A, IRS + 1, d + 5 * MSS, 0, 0, 0, dsack, 1, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_dsack_rx, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_frto_undo, 1);
+	CHECK(c->cwnd >= cw);
+	CHECK_EQ(c->ssthresh, ss);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* The same late ACK without the D-SACK (a receiver that does not send them): no
+ * evidence, nothing undone. */
+static void test_established_rto_without_timestamps_or_dsack_not_undone(void)
+{
+	struct th *t = th_new(no_rack);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, cw, ss, ts0, ts1;
+
+	open_conn(t, 1, 0, &c, &s);
+	d = flight_then_rto(t, c, &ts0, &ts1, &cw, &ss);
+	peer(t, A, IRS + 1, d + 5 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_frto_undo, 0);
+	CHECK(c->ssthresh < ss);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 /* With timestamps Eifel decides at the first ACK (RFC 3522); F-RTO is not armed, so
  * the delayed flight's later ACKs count nothing more. */
 static void test_established_spurious_rto_with_timestamps_counted_once_by_eifel(void)
@@ -1661,6 +1704,8 @@ int main(void)
 	RUN(test_established_rto_of_real_loss_without_timestamps_not_undone_by_frto);
 	RUN(test_established_spurious_rto_with_timestamps_counted_once_by_eifel);
 	RUN(test_established_spurious_rto_with_frto_off_not_undone);
+	RUN(test_established_spurious_rto_without_timestamps_undone_by_dsack);
+	RUN(test_established_rto_without_timestamps_or_dsack_not_undone);
 	RUN(test_established_sack_scoreboard_keeps_every_alternate_segment);
 	RUN(test_established_sack_scoreboard_memory_is_bounded);
 	RUN(test_prr_rfc6937_single_loss_sends_one_per_two_acks);
