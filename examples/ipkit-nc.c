@@ -400,7 +400,7 @@ static void nc_stats(const struct ipk_counters *c)
 	fprintf(stderr, "tcp_stats retransmits=%llu rto=%llu fast_retransmits=%llu "
 	        "sack_recoveries=%llu rto_episodes=%llu tlp_probes=%llu ooo_segs=%llu "
 	        "dup_segs=%llu dsack_rx=%llu dsack_tx=%llu spurious_rtx=%llu reordering_seen=%llu "
-	        "dsack_undo=%llu tlp_new_data=%llu tlp_recovery=%llu\n",
+	        "dsack_undo=%llu tlp_new_data=%llu tlp_recovery=%llu rto_undo=%llu frto_undo=%llu\n",
 	        (unsigned long long)c->tcp_retransmits, (unsigned long long)c->tcp_rto,
 	        (unsigned long long)c->tcp_fast_retransmits,
 	        (unsigned long long)c->tcp_sack_recovery_episodes,
@@ -409,7 +409,8 @@ static void nc_stats(const struct ipk_counters *c)
 	        (unsigned long long)c->tcp_dsack_rx, (unsigned long long)c->tcp_dsack_tx,
 	        (unsigned long long)c->tcp_spurious_rtx, (unsigned long long)c->tcp_reordering_seen,
 	        (unsigned long long)c->tcp_dsack_undo, (unsigned long long)c->tcp_tlp_new_data,
-	        (unsigned long long)c->tcp_tlp_recovery);
+	        (unsigned long long)c->tcp_tlp_recovery, (unsigned long long)c->tcp_rto_undo,
+	        (unsigned long long)c->tcp_frto_undo);
 }
 
 /* Where the process's time went (issue 16: a sender through the relay shares 2 CPUs

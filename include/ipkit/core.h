@@ -310,6 +310,11 @@ struct ipk_counters {
 	                               * Linux's TCPLossUndo) */
 	uint64_t tcp_tlp_new_data;    /* tail loss probes that sent new data (RFC 8985 §7.3) */
 	uint64_t tcp_tlp_recovery;    /* tail loss probes sent during a SACK recovery */
+	uint64_t tcp_frto_undo;       /* RTOs undone without timestamps: after new data went
+	                               * out, an ACK covered data never resent (F-RTO, RFC
+	                               * 5682 §3.1; Linux's TCPSpuriousRTOs), or every
+	                               * retransmission of the episode was D-SACKed (RFC
+	                               * 3708 §3; Linux's undo_retrans) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -663,6 +668,13 @@ struct ipk_config {
 	 * (ipk_add_pbs) times pkt_buf_size / 4; the runtime uses a quarter of its
 	 * packet pool. UINT64_MAX = no context limit. */
 	uint64_t wmem_max;
+
+	/* RFC 5682 F-RTO (SACK-enhanced, §3.1) on SACK connections without timestamps,
+	 * where Eifel cannot tell a spurious RTO: after the RTO's retransmission is
+	 * ACKed, new data goes before the rest of the flight, and an ACK of data never
+	 * resent undoes the timeout's reduction (tcp_frto_undo). Default 1 (on, as
+	 * Linux's net.ipv4.tcp_frto); 0 = off. */
+	uint8_t tcp_frto;
 };
 
 #define IPK_PRR_SSRB 0u
