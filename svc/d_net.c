@@ -60,6 +60,7 @@ static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe
 	if (s->state != D_NEW)
 		return -EINVAL;
 	s->reuse = (e->flags & IPK_SVC_SQE_F_REUSEPORT) != 0;
+	s->inherit = (e->flags & IPK_SVC_SQE_F_INHERIT) != 0;
 	rc = d_port_claim(d, s, e->addr.port_be);
 	if (rc == 0)
 		s->state = D_BOUND;

@@ -104,6 +104,9 @@ struct ipk_svc_sqe {
 /* BIND: share the port with other sockets that ask the same (svc/README.md, "Port
  * sharing"; ipk_svc_prep_bind_reuse). */
 #define IPK_SVC_SQE_F_REUSEPORT 1u
+/* BIND: a forked child's socket joining the listener it inherited (the port's
+ * group holds a listener of its parent process, same uid; svc/d_family.c) */
+#define IPK_SVC_SQE_F_INHERIT 2u
 
 #define IPK_SVC_CQE_F_MORE 1u    /* multishot: more completions follow for this sqe */
 #define IPK_SVC_CQE_F_RINGERR 2u /* the daemon found this socket's ring indices bad */

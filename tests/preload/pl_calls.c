@@ -720,6 +720,83 @@ static void t_fork(void)
 	R(close(s));
 }
 
+/* fork_listen child: wait for a connection (how 0: poll, then a blocking accept;
+ * 1: epoll, then accept4), say so on `ready`, take one connection, answer its 4
+ * bytes with "ok" and the last one. Exit 0 on success, 1 otherwise. */
+static void fl_child(int l, int how, int ready)
+{
+	struct pollfd p = {l, POLLIN, 0};
+	struct epoll_event e = {EPOLLIN, {.u64 = 1}}, out;
+	int ep = -1, a;
+	char b[4], r[3];
+	alarm(20); /* a child that never gets its connection ends */
+	if (how == 0) {
+		poll(&p, 1, 0);
+	} else {
+		ep = epoll_create1(0);
+		epoll_ctl(ep, EPOLL_CTL_ADD, l, &e);
+	}
+	if (write(ready, "r", 1) != 1)
+		_exit(1);
+	if (how == 1 && epoll_wait(ep, &out, 1, 15000) != 1)
+		_exit(1);
+	a = how == 0 ? accept(l, NULL, NULL) : accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	if (a < 0 || read_n(a, b, 4) != 4)
+		_exit(1);
+	r[0] = 'o', r[1] = 'k', r[2] = b[3];
+	if (send(a, r, 3, 0) != 3)
+		_exit(1);
+	close(a);
+	exit(0);
+}
+
+/* fork_listen: a listener shared across fork (nginx: the master listens and never
+ * accepts, its workers accept): two children each take one connection, the
+ * parent's own accept works after they are gone. */
+static void t_fork_listen(void)
+{
+	int l = listener(), pfd[2], i, c[2];
+	pid_t pid[2];
+	char b[3], r;
+	SAY("fork_listen\n");
+	R(pipe(pfd));
+	for (i = 0; i < 2; i++) {
+		pid[i] = fork();
+		if (pid[i] == 0)
+			fl_child(l, i, pfd[1]);
+	}
+	for (i = 0; i < 2; i++) {
+		struct pollfd p = {pfd[0], POLLIN, 0};
+		R(poll(&p, 1, 10000) == 1 && read(pfd[0], &r, 1) == 1);
+	}
+	for (i = 0; i < 2; i++) {
+		struct timeval tv = {15, 0}; /* a connection nobody takes fails the test */
+		c[i] = connected(&loop_a);
+		setsockopt(c[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		R(send(c[i], i ? "bbb1" : "aaa0", 4, 0));
+	}
+	for (i = 0; i < 2; i++) {
+		R(read_n(c[i], b, 3));
+		SAY("  reply %c%c%c\n", b[0], b[1], b[2]);
+		R(close(c[i]));
+	}
+	for (i = 0; i < 2; i++) {
+		int st = -1;
+		R(waitpid(pid[i], &st, 0) == pid[i]);
+		SAY("  child %d exit %d\n", i, st);
+	}
+	{
+		int s = pair(l, &c[0]);
+		R(send(c[0], "p", 1, 0));
+		R(read_n(s, b, 1));
+		R(close(s));
+		R(close(c[0]));
+	}
+	R(close(l));
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
 /* EPOLLEXCLUSIVE (ADD only), nested epoll, epoll_pwait2. */
 static void t_epoll_more(void)
 {
@@ -845,7 +922,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"epoll_more", t_epoll_more},
+	{"udp", t_udp}, {"fork", t_fork}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold},
 };
 
