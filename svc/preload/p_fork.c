@@ -4,8 +4,9 @@
  * On Linux a listener inherited by fork() is one socket that the parent and every
  * child may accept from (nginx: the master listens, its workers accept). Here the
  * parent's ipkitd socket belongs to the parent's connection, which the child must
- * never touch, so the child re-creates each inherited listener on first use (an
- * accept, or a poll/select/epoll asking for input): its own connection to ipkitd,
+ * never touch, so the child re-creates each inherited listener right after fork
+ * (in the atfork handler, while it still has the parent's credentials: nginx's
+ * workers change user next, and ipkitd checks the uid): its own connection to ipkitd,
  * a socket bound with IPK_SVC_SQE_F_INHERIT to the same address and port (ipkitd
  * lets a child of the listener's process join the port, svc/d_family.c), listening
  * with the same backlog, under the same descriptor number.
@@ -84,11 +85,10 @@ static int pl_fork_relisten(struct pl_sock *s)
 	return rc;
 }
 
-int pl_listen_want(struct pl_sock *s)
+/* Re-create s if it is an inherited listener still waiting for it. */
+static int pl_listen_want_now(struct pl_sock *s)
 {
 	int rc = 0;
-	if (s->type != SOCK_STREAM || s->state != PL_LISTEN)
-		return 0;
 	if (__atomic_load_n(&s->inherit, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&f_mu); /* one re-creation, whichever thread comes first */
 		if (s->inherit) {
@@ -104,10 +104,31 @@ int pl_listen_want(struct pl_sock *s)
 		}
 		pthread_mutex_unlock(&f_mu);
 	}
+	return rc;
+}
+
+int pl_listen_want(struct pl_sock *s)
+{
+	int rc;
+	if (s->type != SOCK_STREAM || s->state != PL_LISTEN)
+		return 0;
+	rc = pl_listen_want_now(s);
 	pthread_mutex_lock(&s->mu);
 	if (rc == 0 && s->so && s->state == PL_LISTEN && !s->acc_armed)
 		rc = pl_arm_accept(s);
 	pl_levels(s, 0);
 	pthread_mutex_unlock(&s->mu);
 	return rc;
+}
+
+/* In the child right after fork, while it still has the parent's credentials
+ * (nginx's workers drop to another user next; ipkitd checks the uid it sees at the
+ * connection's hello): its own connection and listeners now. A failure leaves the
+ * listener failed with the reason (every call on it says so). */
+void pl_fork_child_relisten(struct pl_sock *list)
+{
+	struct pl_sock *s;
+	pthread_mutex_init(&f_mu, NULL); /* another thread may have held it at fork */
+	for (s = list; s; s = s->lnext)
+		pl_listen_want_now(s);
 }

@@ -655,6 +655,7 @@ static void pl_fork_child(void)
 	g_svc_state = 0;
 	memset(&pl_st, 0, sizeof pl_st);
 	pthread_mutex_init(&g_mu, NULL);
+	pl_fork_child_relisten(keep);
 }
 
 __attribute__((constructor)) static void pl_init(void)

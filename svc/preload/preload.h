@@ -205,6 +205,7 @@ int pl_sig_restart(int has_timeout);
  * s: re-create an inherited listener, arm its ACCEPT (0 or -errno). */
 int pl_fork_child_keep(struct pl_sock *s);
 int pl_listen_want(struct pl_sock *s);
+void pl_fork_child_relisten(struct pl_sock *list);
 
 /* epoll: forget the registrations of a closed epoll descriptor. */
 void pl_ep_forget(int epfd);
