@@ -364,11 +364,11 @@ def nginx_bin():
 
 
 def wrk_errors(out):
-    """wrk's socket errors (connect, read, write, timeout) and non-2xx answers."""
+    """wrk's errors: (read errors, all others: connect, write, timeout, non-2xx)."""
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    n = sum(int(x) for x in m.groups()) if m else 0
+    c, r, w, t = (int(x) for x in m.groups()) if m else (0, 0, 0, 0)
     m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return n + (int(m.group(1)) if m else 0)
+    return r, c + w + t + (int(m.group(1)) if m else 0)
 
 
 def nginx_workers_run(nginx, env, procs):
@@ -458,9 +458,14 @@ def case_nginx_workers():
         sb, sa, starts, log = nginx_workers_run(nginx, shim_env(rig), rig.procs)
     finally:
         rig.close()
-    print("Linux: errors %d, %d across the reload; shim: %d, %d" % (kb, ka, sb, sa))
+    print("Linux: errors (read, other) %s, %s across the reload; shim: %s, %s" %
+          (kb, ka, sb, sa))
     assert kstarts >= 4 and starts >= 4, log  # two workers, two more after the reload
-    assert sb == 0 and sa <= ka, log
+    # before: none; across the reload only what Linux shows too: the old workers
+    # closing their idle keep-alive connections are read errors to wrk (one per
+    # connection, 8; Linux's count varies run to run), nothing else
+    assert kb == (0, 0) and sb == (0, 0), (kb, sb)
+    assert sa[1] == 0 and sa[0] <= max(ka[0], 8), (ka, sa)
     assert "[alert]" not in log and "[crit]" not in log, log
     st = [stats(ln) for ln in log.splitlines() if "ipkit-preload: pid" in ln]
     assert st and all(s[1] == 0 for s in st), log  # no socket on the kernel
