@@ -693,6 +693,48 @@ static void t_udp(void)
 	R(close(u));
 }
 
+/* sendmmsg/recvmmsg: three datagrams to the echo in one call, back in one call
+ * (blocking: it waits for all three), MSG_WAITFORONE on an empty socket; then two
+ * messages on a TCP connection. */
+static void t_mmsg(void)
+{
+	int u = socket(AF_INET, SOCK_DGRAM, 0), s, i;
+	char out[3][8] = {"one", "two!", "three"}, in[3][16], b[16];
+	struct iovec oi[3], ii[3];
+	struct mmsghdr om[3], im[3];
+	SAY("mmsg\n");
+	memset(om, 0, sizeof om);
+	memset(im, 0, sizeof im);
+	for (i = 0; i < 3; i++) {
+		oi[i].iov_base = out[i];
+		oi[i].iov_len = strlen(out[i]);
+		om[i].msg_hdr.msg_iov = &oi[i];
+		om[i].msg_hdr.msg_iovlen = 1;
+		om[i].msg_hdr.msg_name = &echo_a;
+		om[i].msg_hdr.msg_namelen = sizeof echo_a;
+		ii[i].iov_base = in[i];
+		ii[i].iov_len = sizeof in[i];
+		im[i].msg_hdr.msg_iov = &ii[i];
+		im[i].msg_hdr.msg_iovlen = 1;
+	}
+	R(sendmmsg(u, om, 3, 0));
+	SAY("  sent %u %u %u\n", om[0].msg_len, om[1].msg_len, om[2].msg_len);
+	R(recvmmsg(u, im, 3, 0, NULL));
+	for (i = 0; i < 3; i++)
+		SAY("  got %u %.*s\n", im[i].msg_len, (int)im[i].msg_len, in[i]);
+	R(recvmmsg(u, im, 3, MSG_WAITFORONE | MSG_DONTWAIT, NULL));
+	R(close(u));
+	s = connected(&echo_a);
+	for (i = 0; i < 2; i++) {
+		om[i].msg_hdr.msg_name = NULL;
+		om[i].msg_hdr.msg_namelen = 0;
+	}
+	R(sendmmsg(s, om, 2, 0));
+	R(read_n(s, b, 7));
+	SAY("  stream %.7s\n", b);
+	R(close(s));
+}
+
 /* fork: the child makes its own connection and uses it; the parent's connection
  * keeps working after the child is gone. (The child using an inherited socket is
  * the next landing's.) */
@@ -922,7 +964,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
+	{"udp", t_udp}, {"fork", t_fork}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold},
 };
 
