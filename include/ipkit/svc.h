@@ -120,7 +120,8 @@ struct ipk_svc_cqe {
 	uint32_t seq;        /* the application's completions posted before this one
 	                      * (wraps): orders completions across its sockets */
 	uint64_t ring_off;   /* ACCEPT, SOCKET: the new socket's rings in the region */
-	struct ipk_svc_addr addr; /* RECVFROM: sender; ACCEPT: peer */
+	struct ipk_svc_addr addr; /* RECVFROM: sender; ACCEPT: peer; CONNECT (success):
+	                           * the socket's local address (older ipkitd: zero) */
 	uint32_t pass;       /* ipkitd's service pass that posted it (wraps): orders
 	                      * completions in time across sockets and applications */
 	uint8_t pad[4];

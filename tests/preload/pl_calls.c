@@ -735,6 +735,30 @@ static void t_mmsg(void)
 	R(close(s));
 }
 
+/* names: getsockname after connect gives the address and port the connection
+ * really uses (not 0.0.0.0:0): nonzero to the echo, and through our own listener
+ * the client's name is the accepted socket's peer. */
+static void t_names(void)
+{
+	struct sockaddr_in a, b;
+	socklen_t la = sizeof a, lb = sizeof b;
+	int s = connected(&echo_a), l = listener(), c, v;
+	SAY("names\n");
+	R(getsockname(s, (struct sockaddr *)&a, &la));
+	SAY("  to echo: family %d ip set %d port set %d len %u\n", a.sin_family,
+	    a.sin_addr.s_addr != 0, a.sin_port != 0, (unsigned)la);
+	R(close(s));
+	v = pair(l, &c);
+	la = sizeof a;
+	R(getsockname(c, (struct sockaddr *)&a, &la));
+	R(getpeername(v, (struct sockaddr *)&b, &lb));
+	SAY("  client name = server's peer: ip %d port %d\n",
+	    a.sin_addr.s_addr == b.sin_addr.s_addr, a.sin_port == b.sin_port);
+	R(close(c));
+	R(close(v));
+	R(close(l));
+}
+
 /* fork: the child makes its own connection and uses it; the parent's connection
  * keeps working after the child is gone. (The child using an inherited socket is
  * the next landing's.) */
@@ -964,7 +988,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
+	{"udp", t_udp}, {"fork", t_fork}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold},
 };
 
