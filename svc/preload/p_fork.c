@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -57,6 +58,16 @@ int pl_fork_child_keep(struct pl_sock *s)
 	return 1;
 }
 
+static int pl_fork_bind(struct pl_sock *s, unsigned flags)
+{
+	struct ipk_svc_sqe e;
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_bind(&e, &(struct ipk_svc_addr){0});
+	e.flags = (uint8_t)flags;
+	ipk_svc_addr_ip4(&e.addr, s->local.sin_addr.s_addr, ntohs(s->local.sin_port));
+	return pl_sync_op(s, &e);
+}
+
 /* The child's own ipkitd socket on the inherited listener's port. */
 static int pl_fork_relisten(struct pl_sock *s)
 {
@@ -72,11 +83,13 @@ static int pl_fork_relisten(struct pl_sock *s)
 	pthread_mutex_lock(&s->mu);
 	s->so = so;
 	pthread_mutex_unlock(&s->mu);
-	memset(&e, 0, sizeof e);
-	ipk_svc_prep_bind(&e, &(struct ipk_svc_addr){0});
-	e.flags = IPK_SVC_SQE_F_INHERIT;
-	ipk_svc_addr_ip4(&e.addr, s->local.sin_addr.s_addr, ntohs(s->local.sin_port));
-	rc = pl_sync_op(s, &e);
+	rc = pl_fork_bind(s, IPK_SVC_SQE_F_INHERIT);
+	/* not a child of a holder: after exec in place the port is free once ipkitd
+	 * has seen the old image's connection go (bounded: 2 s) */
+	for (int i = 0; rc == -EADDRINUSE && i < 100; i++) {
+		nanosleep(&(struct timespec){0, 20000000}, NULL);
+		rc = pl_fork_bind(s, s->reuseport ? IPK_SVC_SQE_F_REUSEPORT : 0);
+	}
 	if (rc == 0) {
 		memset(&e, 0, sizeof e);
 		ipk_svc_prep_listen(&e, s->backlog > 0 ? (uint32_t)s->backlog : 128);
@@ -131,4 +144,5 @@ void pl_fork_child_relisten(struct pl_sock *list)
 	pthread_mutex_init(&f_mu, NULL); /* another thread may have held it at fork */
 	for (s = list; s; s = s->lnext)
 		pl_listen_want_now(s);
+	pl_exec_fork_child(list);
 }

@@ -329,6 +329,7 @@ int listen(int fd, int backlog)
 		 * from the children it shares the port with */
 		pl_levels(s, 0);
 		pthread_mutex_unlock(&s->mu);
+		pl_exec_note(s); /* exec keeps it unless FD_CLOEXEC (p_exec.c) */
 	}
 out:
 	pl_put(s);

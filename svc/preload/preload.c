@@ -665,6 +665,7 @@ __attribute__((constructor)) static void pl_init(void)
 	pl_cfg();
 	pl_stats_on = e && *e && strcmp(e, "0") != 0;
 	pthread_atfork(pl_fork_prepare, pl_fork_parent, pl_fork_child);
+	pl_exec_adopt_all(); /* listeners an exec kept (p_exec.c) */
 }
 
 __attribute__((destructor)) static void pl_fini(void)

@@ -206,6 +206,11 @@ int pl_sig_restart(int has_timeout);
 int pl_fork_child_keep(struct pl_sock *s);
 int pl_listen_want(struct pl_sock *s);
 void pl_fork_child_relisten(struct pl_sock *list);
+/* exec (p_exec.c): note a listener for the next image; the fork child's table;
+ * the new image adopts what it inherited (constructor). */
+void pl_exec_note(struct pl_sock *s);
+void pl_exec_fork_child(struct pl_sock *list);
+void pl_exec_adopt_all(void);
 
 /* epoll: forget the registrations of a closed epoll descriptor. */
 void pl_ep_forget(int epfd);

@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -759,6 +760,78 @@ static void t_names(void)
 	R(close(l));
 }
 
+/* exec_child LISTEN CLOEXEC_FD READY (the image exec or posix_spawn started): the
+ * CLOEXEC socket must be gone, the listener usable: accept one connection, answer
+ * its 4 bytes with "ok", the last one, and 'C' if the CLOEXEC one was closed. */
+static int exec_child(char **argv)
+{
+	int l = atoi(argv[2]), cx = atoi(argv[3]), ready = atoi(argv[4]), a;
+	char b[4], r[4];
+	alarm(20);
+	r[3] = fcntl(cx, F_GETFD) < 0 && errno == EBADF ? 'C' : 'c';
+	if (write(ready, "r", 1) != 1)
+		return 1;
+	a = accept(l, NULL, NULL);
+	if (a < 0 || read_n(a, b, 4) != 4)
+		return 1;
+	r[0] = 'o', r[1] = 'k', r[2] = b[3];
+	if (send(a, r, 4, 0) != 4)
+		return 1;
+	close(a);
+	return 0;
+}
+
+/* exec: a listener without FD_CLOEXEC stays usable in the new image (fork + exec,
+ * then posix_spawn), a SOCK_CLOEXEC socket is closed; the parent's listener works
+ * after. */
+static void t_exec(void)
+{
+	int l = listener(), cx = tcp(SOCK_CLOEXEC), pfd[2], i, c, st;
+	char a1[16], a2[16], a3[16], b[4], r;
+	char *args[] = {"pl_calls", "exec_child", a1, a2, a3, NULL};
+	extern char **environ;
+	SAY("exec\n");
+	R(pipe(pfd));
+	snprintf(a1, sizeof a1, "%d", l);
+	snprintf(a2, sizeof a2, "%d", cx);
+	snprintf(a3, sizeof a3, "%d", pfd[1]);
+	for (i = 0; i < 2; i++) {
+		struct pollfd p = {pfd[0], POLLIN, 0};
+		struct timeval tv = {15, 0};
+		pid_t pid;
+		if (i == 0) {
+			pid = fork();
+			if (pid == 0) {
+				execve("/proc/self/exe", args, environ);
+				_exit(127);
+			}
+		} else {
+			R(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, args, environ));
+		}
+		R(poll(&p, 1, 10000) == 1 && read(pfd[0], &r, 1) == 1);
+		c = connected(&loop_a);
+		setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		R(send(c, i ? "bbb1" : "aaa0", 4, 0));
+		R(read_n(c, b, 4));
+		SAY("  %s: reply %.4s\n", i ? "posix_spawn" : "fork+exec", b);
+		R(close(c));
+		st = -1;
+		R(waitpid(pid, &st, 0) == pid);
+		SAY("  exit %d\n", st);
+	}
+	{
+		int s = pair(l, &c);
+		R(send(c, "p", 1, 0));
+		R(read_n(s, b, 1));
+		R(close(s));
+		R(close(c));
+	}
+	R(close(l));
+	R(close(cx));
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
 /* fork: the child makes its own connection and uses it; the parent's connection
  * keeps working after the child is gone. (The child using an inherited socket is
  * the next landing's.) */
@@ -988,7 +1061,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
+	{"udp", t_udp}, {"fork", t_fork}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold},
 };
 
@@ -996,6 +1069,8 @@ int main(int argc, char **argv)
 {
 	size_t i;
 	int any = 0;
+	if (argc == 5 && strcmp(argv[1], "exec_child") == 0)
+		return exec_child(argv);
 	if (argc != 7) {
 		fprintf(stderr, "usage: pl_calls FAMILY ECHO_IP ECHO_PORT LOOP_IP PORT CLOSED_PORT\n");
 		return 2;
