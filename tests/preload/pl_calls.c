@@ -832,6 +832,35 @@ static void t_exec(void)
 	close(pfd[1]);
 }
 
+/* fork_conn: a connected socket used in a forked child. Linux: it works (exit
+ * 0). The shim (this landing): send and recv fail at once with EBADF (exit 3),
+ * never hang; the parent's connection still works. test_preload.py's case
+ * fork_conn checks both answers (they differ on purpose: README, "fork"). */
+static void t_fork_conn(void)
+{
+	int s = connected(&echo_a), st = -1;
+	char b[4];
+	pid_t pid;
+	SAY("fork_conn\n");
+	pid = fork();
+	if (pid == 0) {
+		ssize_t w, r;
+		alarm(10);
+		w = send(s, "x", 1, 0);
+		if (w < 0 && errno == EBADF) {
+			r = recv(s, b, 1, 0);
+			_exit(r < 0 && errno == EBADF ? 3 : 1);
+		}
+		_exit(w == 1 && read_n(s, b, 1) == 1 ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+	printf("  child exit %d\n", st);
+	fflush(stdout);
+	R(send(s, "after", 5, 0));
+	R(read_n(s, b, 4) + read_n(s, b, 1) + 0);
+	R(close(s));
+}
+
 /* fork: the child makes its own connection and uses it; the parent's connection
  * keeps working after the child is gone. (The child using an inherited socket is
  * the next landing's.) */
@@ -1061,7 +1090,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
+	{"udp", t_udp}, {"fork", t_fork}, {"fork_conn", t_fork_conn}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold},
 };
 
