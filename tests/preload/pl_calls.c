@@ -861,6 +861,56 @@ static void t_fork_conn(void)
 	R(close(s));
 }
 
+/* splice: pipe -> socket (3,000 bytes), file -> pipe -> socket (10,000 bytes),
+ * socket -> pipe (the echo's answer), each read back and compared; a socket at
+ * both ends is EINVAL, an offset on the socket ESPIPE. */
+static long splice_all(int in, loff_t *off, int out, long n)
+{
+	long done = 0;
+	double end = now_ms() + 10000;
+	while (done < n && now_ms() < end) {
+		ssize_t r = splice(in, off, out, NULL, (size_t)(n - done), 0);
+		if (r <= 0)
+			return r < 0 ? -1 : done;
+		done += r;
+	}
+	return done;
+}
+
+static void t_splice(void)
+{
+	static char pat[10000], got[10000];
+	int p[2], s = connected(&echo_a), f, i;
+	char tmpl[] = "/tmp/ipkpl_spliceXXXXXX";
+	loff_t off = 0;
+	SAY("splice\n");
+	for (i = 0; i < (int)sizeof pat; i++)
+		pat[i] = (char)('a' + (i * 7) % 26);
+	R(pipe(p));
+	R(write(p[1], pat, 3000));
+	R(splice_all(p[0], NULL, s, 3000));
+	R(read_n(s, got, 3000));
+	SAY("  pipe->socket same %d\n", memcmp(pat, got, 3000) == 0);
+	f = mkstemp(tmpl);
+	unlink(tmpl);
+	R(write(f, pat, sizeof pat));
+	R(splice(f, &off, p[1], NULL, sizeof pat, 0));
+	R(splice_all(p[0], NULL, s, sizeof pat));
+	R(read_n(s, got, sizeof pat));
+	SAY("  file->pipe->socket same %d off %ld\n", memcmp(pat, got, sizeof pat) == 0,
+	    (long)off);
+	R(send(s, "hello", 5, 0));
+	R(splice_all(s, NULL, p[1], 5));
+	R(read(p[0], got, 5));
+	SAY("  socket->pipe %.5s\n", got);
+	R(splice(s, NULL, s, NULL, 5, 0));
+	R(splice(p[0], NULL, s, &off, 5, 0));
+	R(close(f));
+	R(close(s));
+	close(p[0]);
+	close(p[1]);
+}
+
 /* fork: the child makes its own connection and uses it; the parent's connection
  * keeps working after the child is gone. (The child using an inherited socket is
  * the next landing's.) */
@@ -1090,7 +1140,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"fork_conn", t_fork_conn}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold},
 };
 
