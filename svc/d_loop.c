@@ -111,7 +111,7 @@ void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 	w->peer_port_be = d_loop_port(d, s);
 	s->peer_port_be = l->lport_be;
 	d->loop_conns++;
-	d_post_res(s, op->e.user_data, 0);
+	d_local_post(s, op->e.user_data, w->peer_port_be); /* names s's local address */
 	d_acc_push(l, w);
 	d_accept_deliver(d, l);
 }

@@ -33,6 +33,18 @@ void d_op_done(struct d_sock *s, uint64_t user_data, int32_t res)
 	d_post_res(s, user_data, res);
 }
 
+/* CONNECT succeeded: as d_op_done, the completion naming the local address
+ * (svc/d_local.c), which getsockname reports after connect. */
+void d_connect_done(struct d_sock *s, uint16_t lport_be)
+{
+	struct ipk_svc_cqe c;
+	d_sq_recheck(s);
+	if (s->inflight)
+		s->inflight--;
+	d_local_cqe(s, &c, s->conn_op.e.user_data, lport_be);
+	d_post(s, &c);
+}
+
 static void d_bad(struct d_sock *s, const struct ipk_svc_sqe *e, int32_t res)
 {
 	s->app->hdr->bad_sqe++;
@@ -60,6 +72,7 @@ static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe
 	if (s->state != D_NEW)
 		return -EINVAL;
 	s->reuse = (e->flags & IPK_SVC_SQE_F_REUSEPORT) != 0;
+	s->inherit = (e->flags & IPK_SVC_SQE_F_INHERIT) != 0;
 	rc = d_port_claim(d, s, e->addr.port_be);
 	if (rc == 0)
 		s->state = D_BOUND;
@@ -600,7 +613,7 @@ static void ev_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, vo
 	}
 	W(opq)->connected++;
 	s->state = D_CONNECTED;
-	d_op_done(s, s->conn_op.e.user_data, 0);
+	d_connect_done(s, d_local_port(c));
 }
 
 static void ev_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,

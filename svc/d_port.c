@@ -21,6 +21,8 @@ static struct d_sock **d_port_tab(struct d_daemon *d, int type)
 static int d_port_share_ok(const struct d_sock *head, const struct d_sock *s)
 {
 	const struct d_sock *m = head;
+	if (s->inherit)
+		return d_family_share_ok(head, s);
 	if (!s->reuse)
 		return 0;
 	do {
@@ -113,6 +115,8 @@ struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take)
 	struct d_sock *h = d->tcp_port[port_be], *m;
 	if (!h)
 		return NULL;
+	if (take && (m = d_family_waiting(d, port_be)) != NULL)
+		return m;
 	m = h;
 	do {
 		if (m->state == D_LISTEN && m->acc_n < m->backlog) {

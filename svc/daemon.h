@@ -131,6 +131,7 @@ struct d_sock {
 	int rx_eof;
 	uint16_t lport_be;
 	int reuse;                   /* asked to share its port (IPK_SVC_SQE_F_REUSEPORT) */
+	int inherit;                 /* joins its parent's listener (IPK_SVC_SQE_F_INHERIT, d_family.c) */
 	int port_member;             /* holds lport_be in the port table (d_port.c) */
 	struct d_sock *port_next;    /* the other sockets on the port, a circle */
 	struct ipk_pkt *rxh, *rxt;   /* held payload (clones), linked by ->user */
@@ -333,6 +334,14 @@ int d_buf_ok(const struct d_app *a, const struct ipk_svc_sqe *e);
 /* d_port.c */
 int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
 int d_port_listened(const struct d_sock *s);
+/* d_local.c: a CONNECT's completion carries the local address (cqe.addr) */
+void d_local_cqe(const struct d_sock *s, struct ipk_svc_cqe *c, uint64_t ud, uint16_t lport_be);
+void d_local_post(struct d_sock *s, uint64_t ud, uint16_t lport_be);
+uint16_t d_local_port(struct ipk_conn *c);
+void d_connect_done(struct d_sock *s, uint16_t lport_be);
+/* d_family.c: a forked child's share of an inherited listener */
+int d_family_share_ok(const struct d_sock *head, const struct d_sock *s);
+struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be);
 void d_port_release(struct d_daemon *d, struct d_sock *s);
 struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take);
 struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,

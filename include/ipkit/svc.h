@@ -104,6 +104,9 @@ struct ipk_svc_sqe {
 /* BIND: share the port with other sockets that ask the same (svc/README.md, "Port
  * sharing"; ipk_svc_prep_bind_reuse). */
 #define IPK_SVC_SQE_F_REUSEPORT 1u
+/* BIND: a forked child's socket joining the listener it inherited (the port's
+ * group holds a listener of its parent process, same uid; svc/d_family.c) */
+#define IPK_SVC_SQE_F_INHERIT 2u
 
 #define IPK_SVC_CQE_F_MORE 1u    /* multishot: more completions follow for this sqe */
 #define IPK_SVC_CQE_F_RINGERR 2u /* the daemon found this socket's ring indices bad */
@@ -117,7 +120,8 @@ struct ipk_svc_cqe {
 	uint32_t seq;        /* the application's completions posted before this one
 	                      * (wraps): orders completions across its sockets */
 	uint64_t ring_off;   /* ACCEPT, SOCKET: the new socket's rings in the region */
-	struct ipk_svc_addr addr; /* RECVFROM: sender; ACCEPT: peer */
+	struct ipk_svc_addr addr; /* RECVFROM: sender; ACCEPT: peer; CONNECT (success):
+	                           * the socket's local address (older ipkitd: zero) */
 	uint32_t pass;       /* ipkitd's service pass that posted it (wraps): orders
 	                      * completions in time across sockets and applications */
 	uint8_t pad[4];

@@ -165,6 +165,11 @@ void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
 		if (c->res == 0) {
 			s->state = PL_CONNECTED;
 			s->conn_unseen = 1;
+			if (c->addr.family == IPK_SVC_AF_INET) { /* getsockname: the real one */
+				s->local.sin_family = AF_INET;
+				memcpy(&s->local.sin_addr, c->addr.addr, 4);
+				s->local.sin_port = c->addr.port_be;
+			}
 			pl_post_recv(s);
 		} else {
 			s->state = PL_FAILED;

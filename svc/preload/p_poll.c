@@ -48,6 +48,8 @@ static int pl_pset_build(struct pl_pset *p, struct pollfd *fds, nfds_t n)
 			p->k[nk++] = fds[i];
 			continue;
 		}
+		if (fds[i].events & PL_IN_BITS)
+			pl_listen_want(s);
 		/* the readable level also carries errors: watch it unless only POLLOUT */
 		p->k[nk].fd = (fds[i].events & PL_IN_BITS) || !(fds[i].events & POLLOUT) ?
 		              fds[i].fd : -1; /* the program's number: an alias of the eventfd */
@@ -392,6 +394,8 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		pl_put(s);
 		return PL_ERR(epfd < 0 ? EBADF : ENOMEM);
 	}
+	if (op != EPOLL_CTL_DEL && ev && (ev->events & (EPOLLIN | EPOLLRDNORM)))
+		pl_listen_want(s);
 	pthread_mutex_lock(&e->mu);
 	rc = pl_ep_ctl(e, epfd, op, fd, s, ev);
 	pthread_mutex_unlock(&e->mu);

@@ -323,9 +323,13 @@ int listen(int fd, int backlog)
 	if (rc == 0) {
 		pthread_mutex_lock(&s->mu);
 		s->state = PL_LISTEN;
-		rc = pl_arm_accept(s);
+		s->backlog = backlog;
+		/* the ACCEPT is armed when the program waits (pl_listen_want): a
+		 * process that never accepts (nginx's master) takes no connection
+		 * from the children it shares the port with */
 		pl_levels(s, 0);
 		pthread_mutex_unlock(&s->mu);
+		pl_exec_note(s); /* exec keeps it unless FD_CLOEXEC (p_exec.c) */
 	}
 out:
 	pl_put(s);
@@ -396,6 +400,7 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		return PL_ERR(EINVAL);
 	}
 	dl = pl_deadline(&s->rcvtimeo);
+	pl_listen_want(s);
 	for (;;) {
 		struct pl_acc *a = pl_acc_pop(s, &rc);
 		if (a) {

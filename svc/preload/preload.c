@@ -623,27 +623,39 @@ static void pl_fork_parent(void)
 
 static void pl_fork_child(void)
 {
-	struct pl_sock *s;
-	for (s = g_live; s; s = s->lnext) {
+	struct pl_sock *s, *next, *keep = NULL;
+	for (s = g_live; s; s = next) {
+		next = s->lnext;
 		pthread_mutex_init(&s->mu, NULL);
 		pthread_cond_init(&s->cv, NULL);
 		s->so = NULL;
-		s->state = PL_FAILED; /* every call on it: EBADF */
-		s->so_error = EBADF;
+		s->sync_busy = 0;
 		while (s->acc_h) {
 			struct pl_acc *a = s->acc_h;
 			s->acc_h = a->next;
 			free(a);
 		}
+		s->acc_t = NULL;
 		s->acc_n = 0;
+		s->lnext = s->lprev = NULL;
+		if (pl_fork_child_keep(s)) { /* stays on the list (its reference) */
+			s->lnext = keep;
+			if (keep)
+				keep->lprev = s;
+			keep = s;
+			continue;
+		}
+		s->state = PL_FAILED; /* every call on it: EBADF */
+		s->so_error = EBADF;
 	}
-	g_live = NULL;
+	g_live = keep;
 	if (g_svc)
 		ipk_svc_close_all(g_svc); /* unmaps the parent's region in the child only */
 	g_svc = NULL;
 	g_svc_state = 0;
 	memset(&pl_st, 0, sizeof pl_st);
 	pthread_mutex_init(&g_mu, NULL);
+	pl_fork_child_relisten(keep);
 }
 
 __attribute__((constructor)) static void pl_init(void)
@@ -653,6 +665,7 @@ __attribute__((constructor)) static void pl_init(void)
 	pl_cfg();
 	pl_stats_on = e && *e && strcmp(e, "0") != 0;
 	pthread_atfork(pl_fork_prepare, pl_fork_parent, pl_fork_child);
+	pl_exec_adopt_all(); /* listeners an exec kept (p_exec.c) */
 }
 
 __attribute__((destructor)) static void pl_fini(void)

@@ -117,6 +117,8 @@ struct pl_sock {
 	uint32_t txq_head;
 	struct pl_acc *acc_h, *acc_t;
 	int acc_n, acc_armed;
+	int backlog; /* listen()'s, for a forked child's own listener */
+	int inherit; /* fork child: a listener re-created on first use (p_fork.c) */
 	/* options (get/setsockopt) */
 	int reuseaddr, reuseport, keepalive, nodelay, rcvbuf, sndbuf;
 	int kidle, kintvl, kcnt;
@@ -197,6 +199,18 @@ int pl_udp_connect(struct pl_sock *s, const struct sockaddr *a, socklen_t alen);
 /* SA_RESTART (p_sig.c): clear before a sleep; after EINTR, whether to restart. */
 void pl_sig_clear(void);
 int pl_sig_restart(int has_timeout);
+
+/* fork (p_fork.c): in the child's atfork handler, keep a listener for
+ * re-creation (1) or forget the socket (0); the program waits for connections on
+ * s: re-create an inherited listener, arm its ACCEPT (0 or -errno). */
+int pl_fork_child_keep(struct pl_sock *s);
+int pl_listen_want(struct pl_sock *s);
+void pl_fork_child_relisten(struct pl_sock *list);
+/* exec (p_exec.c): note a listener for the next image; the fork child's table;
+ * the new image adopts what it inherited (constructor). */
+void pl_exec_note(struct pl_sock *s);
+void pl_exec_fork_child(struct pl_sock *list);
+void pl_exec_adopt_all(void);
 
 /* epoll: forget the registrations of a closed epoll descriptor. */
 void pl_ep_forget(int epfd);

@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -693,6 +694,223 @@ static void t_udp(void)
 	R(close(u));
 }
 
+/* sendmmsg/recvmmsg: three datagrams to the echo in one call, back in one call
+ * (blocking: it waits for all three), MSG_WAITFORONE on an empty socket; then two
+ * messages on a TCP connection. */
+static void t_mmsg(void)
+{
+	int u = socket(AF_INET, SOCK_DGRAM, 0), s, i;
+	char out[3][8] = {"one", "two!", "three"}, in[3][16], b[16];
+	struct iovec oi[3], ii[3];
+	struct mmsghdr om[3], im[3];
+	SAY("mmsg\n");
+	memset(om, 0, sizeof om);
+	memset(im, 0, sizeof im);
+	for (i = 0; i < 3; i++) {
+		oi[i].iov_base = out[i];
+		oi[i].iov_len = strlen(out[i]);
+		om[i].msg_hdr.msg_iov = &oi[i];
+		om[i].msg_hdr.msg_iovlen = 1;
+		om[i].msg_hdr.msg_name = &echo_a;
+		om[i].msg_hdr.msg_namelen = sizeof echo_a;
+		ii[i].iov_base = in[i];
+		ii[i].iov_len = sizeof in[i];
+		im[i].msg_hdr.msg_iov = &ii[i];
+		im[i].msg_hdr.msg_iovlen = 1;
+	}
+	R(sendmmsg(u, om, 3, 0));
+	SAY("  sent %u %u %u\n", om[0].msg_len, om[1].msg_len, om[2].msg_len);
+	R(recvmmsg(u, im, 3, 0, NULL));
+	for (i = 0; i < 3; i++)
+		SAY("  got %u %.*s\n", im[i].msg_len, (int)im[i].msg_len, in[i]);
+	R(recvmmsg(u, im, 3, MSG_WAITFORONE | MSG_DONTWAIT, NULL));
+	R(close(u));
+	s = connected(&echo_a);
+	for (i = 0; i < 2; i++) {
+		om[i].msg_hdr.msg_name = NULL;
+		om[i].msg_hdr.msg_namelen = 0;
+	}
+	R(sendmmsg(s, om, 2, 0));
+	R(read_n(s, b, 7));
+	SAY("  stream %.7s\n", b);
+	R(close(s));
+}
+
+/* names: getsockname after connect gives the address and port the connection
+ * really uses (not 0.0.0.0:0): nonzero to the echo, and through our own listener
+ * the client's name is the accepted socket's peer. */
+static void t_names(void)
+{
+	struct sockaddr_in a, b;
+	socklen_t la = sizeof a, lb = sizeof b;
+	int s = connected(&echo_a), l = listener(), c, v;
+	SAY("names\n");
+	R(getsockname(s, (struct sockaddr *)&a, &la));
+	SAY("  to echo: family %d ip set %d port set %d len %u\n", a.sin_family,
+	    a.sin_addr.s_addr != 0, a.sin_port != 0, (unsigned)la);
+	R(close(s));
+	v = pair(l, &c);
+	la = sizeof a;
+	R(getsockname(c, (struct sockaddr *)&a, &la));
+	R(getpeername(v, (struct sockaddr *)&b, &lb));
+	SAY("  client name = server's peer: ip %d port %d\n",
+	    a.sin_addr.s_addr == b.sin_addr.s_addr, a.sin_port == b.sin_port);
+	R(close(c));
+	R(close(v));
+	R(close(l));
+}
+
+/* exec_child LISTEN CLOEXEC_FD READY (the image exec or posix_spawn started): the
+ * CLOEXEC socket must be gone, the listener usable: accept one connection, answer
+ * its 4 bytes with "ok", the last one, and 'C' if the CLOEXEC one was closed. */
+static int exec_child(char **argv)
+{
+	int l = atoi(argv[2]), cx = atoi(argv[3]), ready = atoi(argv[4]), a;
+	char b[4], r[4];
+	alarm(20);
+	r[3] = fcntl(cx, F_GETFD) < 0 && errno == EBADF ? 'C' : 'c';
+	if (write(ready, "r", 1) != 1)
+		return 1;
+	a = accept(l, NULL, NULL);
+	if (a < 0 || read_n(a, b, 4) != 4)
+		return 1;
+	r[0] = 'o', r[1] = 'k', r[2] = b[3];
+	if (send(a, r, 4, 0) != 4)
+		return 1;
+	close(a);
+	return 0;
+}
+
+/* exec: a listener without FD_CLOEXEC stays usable in the new image (fork + exec,
+ * then posix_spawn), a SOCK_CLOEXEC socket is closed; the parent's listener works
+ * after. */
+static void t_exec(void)
+{
+	int l = listener(), cx = tcp(SOCK_CLOEXEC), pfd[2], i, c, st;
+	char a1[16], a2[16], a3[16], b[4], r;
+	char *args[] = {"pl_calls", "exec_child", a1, a2, a3, NULL};
+	extern char **environ;
+	SAY("exec\n");
+	R(pipe(pfd));
+	snprintf(a1, sizeof a1, "%d", l);
+	snprintf(a2, sizeof a2, "%d", cx);
+	snprintf(a3, sizeof a3, "%d", pfd[1]);
+	for (i = 0; i < 2; i++) {
+		struct pollfd p = {pfd[0], POLLIN, 0};
+		struct timeval tv = {15, 0};
+		pid_t pid;
+		if (i == 0) {
+			pid = fork();
+			if (pid == 0) {
+				execve("/proc/self/exe", args, environ);
+				_exit(127);
+			}
+		} else {
+			R(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, args, environ));
+		}
+		R(poll(&p, 1, 10000) == 1 && read(pfd[0], &r, 1) == 1);
+		c = connected(&loop_a);
+		setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		R(send(c, i ? "bbb1" : "aaa0", 4, 0));
+		R(read_n(c, b, 4));
+		SAY("  %s: reply %.4s\n", i ? "posix_spawn" : "fork+exec", b);
+		R(close(c));
+		st = -1;
+		R(waitpid(pid, &st, 0) == pid);
+		SAY("  exit %d\n", st);
+	}
+	{
+		int s = pair(l, &c);
+		R(send(c, "p", 1, 0));
+		R(read_n(s, b, 1));
+		R(close(s));
+		R(close(c));
+	}
+	R(close(l));
+	R(close(cx));
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+/* fork_conn: a connected socket used in a forked child. Linux: it works (exit
+ * 0). The shim (this landing): send and recv fail at once with EBADF (exit 3),
+ * never hang; the parent's connection still works. test_preload.py's case
+ * fork_conn checks both answers (they differ on purpose: README, "fork"). */
+static void t_fork_conn(void)
+{
+	int s = connected(&echo_a), st = -1;
+	char b[4];
+	pid_t pid;
+	SAY("fork_conn\n");
+	pid = fork();
+	if (pid == 0) {
+		ssize_t w, r;
+		alarm(10);
+		w = send(s, "x", 1, 0);
+		if (w < 0 && errno == EBADF) {
+			r = recv(s, b, 1, 0);
+			_exit(r < 0 && errno == EBADF ? 3 : 1);
+		}
+		_exit(w == 1 && read_n(s, b, 1) == 1 ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+	printf("  child exit %d\n", st);
+	fflush(stdout);
+	R(send(s, "after", 5, 0));
+	R(read_n(s, b, 4) + read_n(s, b, 1) + 0);
+	R(close(s));
+}
+
+/* splice: pipe -> socket (3,000 bytes), file -> pipe -> socket (10,000 bytes),
+ * socket -> pipe (the echo's answer), each read back and compared; a socket at
+ * both ends is EINVAL, an offset on the socket ESPIPE. */
+static long splice_all(int in, loff_t *off, int out, long n)
+{
+	long done = 0;
+	double end = now_ms() + 10000;
+	while (done < n && now_ms() < end) {
+		ssize_t r = splice(in, off, out, NULL, (size_t)(n - done), 0);
+		if (r <= 0)
+			return r < 0 ? -1 : done;
+		done += r;
+	}
+	return done;
+}
+
+static void t_splice(void)
+{
+	static char pat[10000], got[10000];
+	int p[2], s = connected(&echo_a), f, i;
+	char tmpl[] = "/tmp/ipkpl_spliceXXXXXX";
+	loff_t off = 0;
+	SAY("splice\n");
+	for (i = 0; i < (int)sizeof pat; i++)
+		pat[i] = (char)('a' + (i * 7) % 26);
+	R(pipe(p));
+	R(write(p[1], pat, 3000));
+	R(splice_all(p[0], NULL, s, 3000));
+	R(read_n(s, got, 3000));
+	SAY("  pipe->socket same %d\n", memcmp(pat, got, 3000) == 0);
+	f = mkstemp(tmpl);
+	unlink(tmpl);
+	R(write(f, pat, sizeof pat));
+	R(splice(f, &off, p[1], NULL, sizeof pat, 0));
+	R(splice_all(p[0], NULL, s, sizeof pat));
+	R(read_n(s, got, sizeof pat));
+	SAY("  file->pipe->socket same %d off %ld\n", memcmp(pat, got, sizeof pat) == 0,
+	    (long)off);
+	R(send(s, "hello", 5, 0));
+	R(splice_all(s, NULL, p[1], 5));
+	R(read(p[0], got, 5));
+	SAY("  socket->pipe %.5s\n", got);
+	R(splice(s, NULL, s, NULL, 5, 0));
+	R(splice(p[0], NULL, s, &off, 5, 0));
+	R(close(f));
+	R(close(s));
+	close(p[0]);
+	close(p[1]);
+}
+
 /* fork: the child makes its own connection and uses it; the parent's connection
  * keeps working after the child is gone. (The child using an inherited socket is
  * the next landing's.) */
@@ -718,6 +936,83 @@ static void t_fork(void)
 	R(send(s, "after", 5, 0));
 	R(read_n(s, b, 5));
 	R(close(s));
+}
+
+/* fork_listen child: wait for a connection (how 0: poll, then a blocking accept;
+ * 1: epoll, then accept4), say so on `ready`, take one connection, answer its 4
+ * bytes with "ok" and the last one. Exit 0 on success, 1 otherwise. */
+static void fl_child(int l, int how, int ready)
+{
+	struct pollfd p = {l, POLLIN, 0};
+	struct epoll_event e = {EPOLLIN, {.u64 = 1}}, out;
+	int ep = -1, a;
+	char b[4], r[3];
+	alarm(20); /* a child that never gets its connection ends */
+	if (how == 0) {
+		poll(&p, 1, 0);
+	} else {
+		ep = epoll_create1(0);
+		epoll_ctl(ep, EPOLL_CTL_ADD, l, &e);
+	}
+	if (write(ready, "r", 1) != 1)
+		_exit(1);
+	if (how == 1 && epoll_wait(ep, &out, 1, 15000) != 1)
+		_exit(1);
+	a = how == 0 ? accept(l, NULL, NULL) : accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	if (a < 0 || read_n(a, b, 4) != 4)
+		_exit(1);
+	r[0] = 'o', r[1] = 'k', r[2] = b[3];
+	if (send(a, r, 3, 0) != 3)
+		_exit(1);
+	close(a);
+	exit(0);
+}
+
+/* fork_listen: a listener shared across fork (nginx: the master listens and never
+ * accepts, its workers accept): two children each take one connection, the
+ * parent's own accept works after they are gone. */
+static void t_fork_listen(void)
+{
+	int l = listener(), pfd[2], i, c[2];
+	pid_t pid[2];
+	char b[3], r;
+	SAY("fork_listen\n");
+	R(pipe(pfd));
+	for (i = 0; i < 2; i++) {
+		pid[i] = fork();
+		if (pid[i] == 0)
+			fl_child(l, i, pfd[1]);
+	}
+	for (i = 0; i < 2; i++) {
+		struct pollfd p = {pfd[0], POLLIN, 0};
+		R(poll(&p, 1, 10000) == 1 && read(pfd[0], &r, 1) == 1);
+	}
+	for (i = 0; i < 2; i++) {
+		struct timeval tv = {15, 0}; /* a connection nobody takes fails the test */
+		c[i] = connected(&loop_a);
+		setsockopt(c[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		R(send(c[i], i ? "bbb1" : "aaa0", 4, 0));
+	}
+	for (i = 0; i < 2; i++) {
+		R(read_n(c[i], b, 3));
+		SAY("  reply %c%c%c\n", b[0], b[1], b[2]);
+		R(close(c[i]));
+	}
+	for (i = 0; i < 2; i++) {
+		int st = -1;
+		R(waitpid(pid[i], &st, 0) == pid[i]);
+		SAY("  child %d exit %d\n", i, st);
+	}
+	{
+		int s = pair(l, &c[0]);
+		R(send(c[0], "p", 1, 0));
+		R(read_n(s, b, 1));
+		R(close(s));
+		R(close(c[0]));
+	}
+	R(close(l));
+	close(pfd[0]);
+	close(pfd[1]);
 }
 
 /* EPOLLEXCLUSIVE (ADD only), nested epoll, epoll_pwait2. */
@@ -845,7 +1140,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"epoll_more", t_epoll_more},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold},
 };
 
@@ -853,6 +1148,8 @@ int main(int argc, char **argv)
 {
 	size_t i;
 	int any = 0;
+	if (argc == 5 && strcmp(argv[1], "exec_child") == 0)
+		return exec_child(argv);
 	if (argc != 7) {
 		fprintf(stderr, "usage: pl_calls FAMILY ECHO_IP ECHO_PORT LOOP_IP PORT CLOSED_PORT\n");
 		return 2;

@@ -1,0 +1,33 @@
+/*
+ * ipkitd: a successful CONNECT's completion names the socket's local address in
+ * cqe.addr (ipkitd's IPv4 address and the port the connection uses), so a client
+ * can answer getsockname after connect as Linux does (curl prints it). Older
+ * clients ignore the field: CONNECT completions had it zeroed.
+ */
+#include "daemon.h"
+
+#include <string.h>
+
+void d_local_cqe(const struct d_sock *s, struct ipk_svc_cqe *c, uint64_t ud, uint16_t lport_be)
+{
+	memset(c, 0, sizeof *c);
+	c->user_data = ud;
+	c->addr.family = IPK_SVC_AF_INET;
+	c->addr.port_be = lport_be;
+	memcpy(c->addr.addr, &s->app->d->cfg.ip4_be, 4);
+}
+
+/* A connection through ipkitd's own loop: done at once, no operation in flight. */
+void d_local_post(struct d_sock *s, uint64_t ud, uint16_t lport_be)
+{
+	struct ipk_svc_cqe c;
+	d_local_cqe(s, &c, ud, lport_be);
+	d_post(s, &c);
+}
+
+/* The local port of a core connection (0 if the core cannot say). */
+uint16_t d_local_port(struct ipk_conn *c)
+{
+	struct ipk_tuple t;
+	return ipk_tcp_tuple(c, &t) == 0 ? t.local_port_be : 0;
+}

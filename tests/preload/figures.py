@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Figures for issue 18 (run as root by tests/preload/figures.sh): wrk against
+Debian's nginx (1 and 2 worker processes) and redis-benchmark against Debian's
+redis-server, (a) under libipkit-preload over ipkitd on a TAP device, (b) on Linux's
+own sockets over a veth pair; the client (wrk, redis-benchmark) runs on Linux's
+sockets in a namespace of its own in both cases. Same machine, same run, one after
+the other. Prints a Markdown table: requests/s and p99 latency.
+
+Load: wrk -t 2 -c 32 -d DUR (a 6-byte index.html, keep-alive); redis-benchmark
+-c 32 -n N -t set,get (--csv: p99 per test). FIG_DUR (s, default 5) and FIG_N
+(default 100000) change it. Every namespace and process is removed by PID/name at
+the end, also on failure.
+"""
+import csv
+import io
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "interop"))
+from conftest import BUILD, Link  # noqa: E402
+from test_ipkitd import Svc  # noqa: E402
+
+ROOT = os.path.join(HERE, "..", "..", "build-debroot")
+NGINX = os.path.join(ROOT, "usr", "sbin", "nginx")
+RLIB = os.path.join(ROOT, "usr", "lib", "x86_64-linux-gnu")
+RSERVER = os.path.join(ROOT, "usr", "bin", "redis-server")
+RBENCH = os.path.join(ROOT, "usr", "bin", "redis-benchmark")
+SHIM = os.path.join(BUILD, "svc", "preload", "libipkit-preload.so")
+DUR = os.environ.get("FIG_DUR", "5")
+N = os.environ.get("FIG_N", "100000")
+
+CONF = """master_process on;
+daemon off;
+user root;
+worker_processes %(w)d;
+error_log %(d)s/error.log;
+pid %(d)s/nginx.pid;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path %(d)s/tmp; proxy_temp_path %(d)s/tmp; fastcgi_temp_path %(d)s/tmp;
+  uwsgi_temp_path %(d)s/tmp; scgi_temp_path %(d)s/tmp;
+  server { listen 8080; root %(d)s/www; }
+}
+"""
+
+
+def sh(*a, check=True):
+    return subprocess.run(list(a), check=check, capture_output=True, timeout=60)
+
+
+class Veth:
+    """Two namespaces joined by a veth pair: the server's and the client's."""
+
+    def __init__(self):
+        t = "ipk" + secrets.token_hex(2)
+        self.s, self.c = t + "s", t + "c"
+        net = 100 + secrets.randbelow(150)
+        self.sip, self.cip = "10.%d.1.1" % net, "10.%d.1.2" % net
+        sh("ip", "netns", "add", self.s)
+        sh("ip", "netns", "add", self.c)
+        sh("ip", "link", "add", t + "a", "netns", self.s, "type", "veth", "peer", "name",
+           t + "b", "netns", self.c)
+        for ns, dev, ip in ((self.s, t + "a", self.sip), (self.c, t + "b", self.cip)):
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", dev, "up")
+            sh("ip", "netns", "exec", ns, "ip", "addr", "add", ip + "/24", "dev", dev)
+
+    def close(self):
+        sh("ip", "netns", "del", self.s, check=False)
+        sh("ip", "netns", "del", self.c, check=False)
+
+
+def start(procs, argv, env=None):
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         env=dict(os.environ, **(env or {})))
+    procs.append(p)
+    return p
+
+
+def stop(procs):
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    del procs[:]
+
+
+def wait_port(client, ip, port, what):
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        r = subprocess.run(client + ["bash", "-c", "exec 3<>/dev/tcp/%s/%d" % (ip, port)],
+                           capture_output=True, timeout=10)
+        if r.returncode == 0:
+            return
+        time.sleep(0.2)
+    raise SystemExit("%s not serving at %s:%d" % (what, ip, port))
+
+
+def wrk(client, ip):
+    out = subprocess.run(client + ["wrk", "-t", "2", "-c", "32", "-d", DUR, "--latency",
+                                   "--timeout", "10s", "http://%s:8080/" % ip],
+                         capture_output=True, timeout=int(DUR) + 60).stdout.decode()
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    m = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    p99 = float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+    err = "Socket errors" in out
+    return rps, p99, err
+
+
+def rbench(client, ip):
+    out = subprocess.run(client + ["env", "LD_LIBRARY_PATH=" + RLIB, RBENCH, "-h", ip, "-p",
+                                   "6379", "-c", "32", "-n", N, "-t", "set,get", "--csv"],
+                         capture_output=True, timeout=600).stdout.decode()
+    res = {}
+    for row in csv.DictReader(io.StringIO(out)):
+        res[row["test"]] = (float(row["rps"]), float(row["p99_latency_ms"]))
+    return res
+
+
+def nginx_dir():
+    d = tempfile.mkdtemp(prefix="ipkfig")
+    os.chmod(d, 0o755)
+    os.makedirs(os.path.join(d, "www"))
+    os.makedirs(os.path.join(d, "tmp"))
+    with open(os.path.join(d, "www", "index.html"), "w") as f:
+        f.write("ipkit\n")
+    return d
+
+
+def run_side(name, server, client, ip, env, rows):
+    procs = []
+    d = nginx_dir()
+    try:
+        for w in (1, 2):
+            conf = os.path.join(d, "nginx%d.conf" % w)
+            with open(conf, "w") as f:
+                f.write(CONF % {"d": d, "w": w})
+            start(procs, server + [NGINX, "-p", d, "-c", conf], env)
+            wait_port(client, ip, 8080, "nginx")
+            rps, p99, err = wrk(client, ip)
+            rows.append(("nginx, %d worker%s" % (w, "s" if w > 1 else ""), name, rps, p99,
+                         err))
+            stop(procs)
+            time.sleep(0.5)
+        start(procs, server + ["env", "LD_LIBRARY_PATH=" + RLIB, RSERVER, "--port", "6379",
+                               "--save", "", "--appendonly", "no", "--protected-mode", "no"],
+              env)
+        wait_port(client, ip, 6379, "redis")
+        for t, (rps, p99) in rbench(client, ip).items():
+            rows.append(("redis " + t, name, rps, p99, False))
+        stop(procs)
+    finally:
+        stop(procs)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def main():
+    for f in (NGINX, RSERVER, RBENCH, SHIM):
+        if not os.path.exists(f):
+            raise SystemExit("missing %s (bash tests/preload/debroot.sh; ninja -C build)" % f)
+    rows = []
+    tmp = tempfile.mkdtemp(prefix="ipkfig")
+    link = Link("tap")
+    try:
+        import pathlib
+        svc = Svc(link, pathlib.Path(tmp))
+        env = {"LD_PRELOAD": SHIM, "IPKITD_SOCKET": svc.sock}
+        client = ["ip", "netns", "exec", link.ns]
+        run_side("ipkit (shim, ipkitd, TAP)", [], client, link.ipk_ip, env, rows)
+    finally:
+        link.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    v = Veth()
+    try:
+        run_side("Linux (veth)", ["ip", "netns", "exec", v.s], ["ip", "netns", "exec", v.c],
+                 v.sip, None, rows)
+    finally:
+        v.close()
+    print("load: wrk -t 2 -c 32 -d %s (keep-alive, 6-byte file); redis-benchmark -c 32 "
+          "-n %s -t set,get; %d CPUs" % (DUR, N, os.cpu_count()))
+    print()
+    print("| benchmark | stack | requests/s | p99 (ms) |")
+    print("| --- | --- | ---: | ---: |")
+    for what, name, rps, p99, err in rows:
+        print("| %s | %s | %.0f | %.2f%s |" % (what, name, rps, p99,
+                                              " (socket errors)" if err else ""))
+
+
+if __name__ == "__main__":
+    main()
