@@ -1008,13 +1008,16 @@ int ipk_icmp_echo(struct ipk_ctx *ctx, uint32_t dst_ip4_be, uint16_t id_be, uint
  * (link-local to a link-local peer, else a global one; RFC 6724 reduced to that).
  * Same ownership and errors as ipk_udp_sendto; IPK_EMSGSIZE above the link MTU
  * (IPv6 fragmentation on output is not there yet), IPK_EHOSTUNREACH without a
- * route or a usable source address, IPK_EINVAL for IPv4-mapped, multicast or
- * unspecified peers (RFC 4291 §2.5.5.2: mapped addresses never go on the wire). */
+ * route or a usable source address, IPK_EINVAL for IPv4-mapped or unspecified
+ * peers, or IPv6 off (RFC 4291 §2.5.5.2: mapped addresses never go on the wire). */
 int ipk_udp_sendto_addr(struct ipk_ctx *ctx, uint16_t local_port_be,
                         const struct ipk_addr *peer, uint16_t peer_port_be, const void *buf,
                         uint32_t len, uint64_t now);
 /* An ICMPv6 echo request (RFC 4443 §4.1) of len payload bytes to dst; the reply
- * comes to ops->icmp6_echo_reply. Errors as ipk_icmp_echo. */
+ * comes to ops->icmp6_echo_reply. Returns 0 when the request went out or waits for
+ * ND, IPK_EINVAL (IPv6 off, dst ::, IPv4-mapped), IPK_EMSGSIZE (above the link MTU
+ * or one buffer: never fragmented yet), IPK_EHOSTUNREACH (no source address in use
+ * or no route), IPK_ENOBUFS (no packet), IPK_ENOMEM (no pb to wait for ND in). */
 int ipk_icmp6_echo(struct ipk_ctx *ctx, const uint8_t dst[16], uint16_t id_be, uint16_t seq_be,
                    uint32_t len, uint64_t now);
 /* Our IPv6 addresses in use (DAD passed): up to max copied into out; returns the
