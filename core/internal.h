@@ -765,6 +765,17 @@ int ipk_ip6_addr_find(const struct ipk_ctx *c, const uint8_t a[16]);
 void ipk_icmp6_send_error(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx,
                           uint8_t type, uint8_t code, uint32_t param, int mcast_ok);
 void ipk_icmp6_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx);
+/* The NIC's word on pkt's upper-layer checksum (IPK_CAP_RX_CSUM_L4): 1 verified,
+ * -1 bad, 0 not checked (verify in software). */
+IPK_INLINE int ipk_ip6_rx_csum(struct ipk_ctx *c, void *pkt)
+{
+	uint32_t v;
+
+	if (!(c->cfg.caps & IPK_CAP_RX_CSUM_L4))
+		return 0;
+	v = IPK_OPS(c)->rx_csum(pkt, IPK_OPQ(c));
+	return (v & IPK_RXCSUM_L4_BAD) ? -1 : (v & IPK_RXCSUM_L4_GOOD) ? 1 : 0;
+}
 void ipk_udp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx);
 /* Take address slot i for a, tentative (DAD first), lifetimes infinite. */
 void ipk_ip6_addr_add(struct ipk_ctx *c, int i, const uint8_t a[16], uint8_t plen, int slaac);

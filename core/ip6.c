@@ -437,10 +437,11 @@ void ipk_icmp6_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
 {
 	const uint8_t *m = ipk_pkt_data(c, pkt) + rx->l4_off;
 	struct ipk_icmp6_hdr h;
+	int hw = ipk_ip6_rx_csum(c, pkt);
 
 	c->cnt.icmp6_rx++;
-	if (ipk_icmp6_parse(m, rx->l4_len, &h) < 0 ||
-	    ipk_csum_l4_6(rx->ip.src, rx->ip.dst, IPK_IPPROTO_ICMP6, m, rx->l4_len) != 0) {
+	if (ipk_icmp6_parse(m, rx->l4_len, &h) < 0 || hw < 0 ||
+	    (hw == 0 && ipk_csum_l4_6(rx->ip.src, rx->ip.dst, IPK_IPPROTO_ICMP6, m, rx->l4_len) != 0)) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_ICMP6_MALFORMED);
 		return;
 	}

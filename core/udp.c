@@ -336,13 +336,15 @@ void ipk_udp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
 	const uint8_t *p = ipk_pkt_data(c, pkt) + rx->l4_off;
 	struct ipk_udp_hdr h;
 	struct ipk_atuple t;
+	int hw;
 
 	c->cnt.udp_rx++;
 	if (ipk_udp_parse(p, rx->l4_len, &h) < 0) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_UDP_MALFORMED);
 		return;
 	}
-	if (!ipk_udp6_csum_ok(rx->ip.src, rx->ip.dst, p, h.len)) {
+	hw = ipk_ip6_rx_csum(c, pkt);
+	if (hw < 0 || (hw == 0 && !ipk_udp6_csum_ok(rx->ip.src, rx->ip.dst, p, h.len))) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_UDP_CSUM);
 		return;
 	}
