@@ -223,7 +223,16 @@ struct ipk_ip6_prefix {
 	uint64_t until;     /* 0 = free slot */
 };
 
+#define IPK_PMTU6_ENTRIES 16 /* destinations with a path MTU below the link's */
+#define IPK_PMTU6_AGE_NS (600ull * 1000000000ull) /* RFC 8201 §4: retry after 10 min */
+struct ipk_pmtu6 {
+	uint8_t dst[16];
+	uint16_t mtu;
+	uint64_t until;     /* 0 = free slot */
+};
+
 struct ipk_ip6 {
+	struct ipk_pmtu6 pmtu[IPK_PMTU6_ENTRIES];
 	struct ipk_ip6_laddr addr[IPK_IP6_ADDRS];
 	struct ipk_nd_entry nd[IPK_ND_ENTRIES];
 	struct ipk_ip6_router rtr[IPK_ND_ROUTERS];
@@ -236,6 +245,19 @@ struct ipk_ip6 {
 	uint32_t icmp_tokens;       /* ICMPv6 error bucket (RFC 4443 §2.4(f)) */
 	uint64_t icmp_tokens_t;
 	uint64_t reachable_ns, retrans_ns; /* RFC 4861 §6.3.2, from RAs */
+	uint32_t frag_id;           /* next fragment identification (random start) */
+};
+
+/* An upper-layer datagram to send as fragments: hlen bytes at hdr, then blen bytes
+ * from body (bytes), else from packet chain pkt at pkt_off, else (both NULL) the
+ * echo pattern: byte i of the body is (uint8_t)i. */
+struct ipk_ip6_gather {
+	const uint8_t *hdr;
+	uint32_t hlen;
+	const uint8_t *body;
+	void *pkt;
+	uint32_t pkt_off;
+	uint32_t blen;
 };
 
 /* Ethernet + IPv4 + TCP + NOP,NOP,TS: the longest header the transmit template holds,
@@ -722,6 +744,14 @@ IPK_INLINE uint32_t ipk_ip4_fast_accept(struct ipk_ctx *c, const uint8_t *p, uin
 	}
 	return tot;
 }
+/* RFC 8200 §4.5: send the datagram g as fragments of at most the path MTU to dst.
+ * Returns 0 or a negative IPK_E* (a fragment that could not be built ends it). */
+int ipk_ip6_output_frags(struct ipk_ctx *c, const uint8_t src[16], const uint8_t dst[16],
+                         uint8_t proto, const struct ipk_ip6_gather *g);
+/* Path MTU toward dst (RFC 8201): the link MTU or less, never below 1280. */
+uint32_t ipk_ip6_pmtu(const struct ipk_ctx *c, const uint8_t dst[16]);
+/* A Packet Too Big for a datagram of ours to dst said mtu. */
+void ipk_ip6_pmtu_update(struct ipk_ctx *c, const uint8_t dst[16], uint32_t mtu);
 /* On-link next hop for dst (dst itself, or the gateway); 0 when there is no route.
  * Inline: every transmitted datagram asks. */
 IPK_INLINE uint32_t ipk_ip4_next_hop(const struct ipk_ctx *c, uint32_t dst_be)

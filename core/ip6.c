@@ -138,6 +138,8 @@ void ipk_ip6_start(struct ipk_ctx *c)
 	c->ip6.retrans_ns = IP6_RETRANS_NS;
 	c->ip6.rs_left = c->cfg.ip6_rs_count;
 	c->ip6.rs_at = IPK_NO_DEADLINE; /* set when the link-local address is up */
+	/* RFC 7739 §5: identifications not predictable from outside */
+	c->ip6.frag_id = IPK_OPS(c)->random(IPK_OPQ(c));
 	ip6_linklocal(c, ll);
 	ipk_ip6_addr_add(c, 0, ll, 64, 0);
 	if (!ipk_ip6_is_unspecified(c->cfg.ip6_addr)) {
@@ -420,8 +422,11 @@ static void icmp6_error_in(struct ipk_ctx *c, const struct ipk_icmp6_hdr *h, con
 	struct ipk_atuple t;
 
 	if (ipk_icmp6_quote_parse(m + IPK_ICMP6_HLEN, len - IPK_ICMP6_HLEN, &q) < 0 ||
-	    ipk_ip6_addr_find(c, q.src) < 0 || q.proto != IPK_IPPROTO_UDP || !q.has_ports ||
-	    !IPK_OPS(c)->udp_error6)
+	    ipk_ip6_addr_find(c, q.src) < 0)
+		return;
+	if (h->type == IPK_ICMP6_PKT_TOO_BIG)
+		ipk_ip6_pmtu_update(c, q.dst, h->param);
+	if (q.proto != IPK_IPPROTO_UDP || !q.has_ports || !IPK_OPS(c)->udp_error6)
 		return;
 	ipk_memset(&t, 0, sizeof(t));
 	t.local.family = t.peer.family = IPK_AF_INET6;
@@ -464,6 +469,49 @@ void ipk_icmp6_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
 	ipk_pkt_free(c, pkt);
 }
 
+/* The echo pattern (byte i is (uint8_t)i) added to sum: it repeats every 256
+ * bytes, an even count, so one block summed over and over. */
+static uint32_t icmp6_pattern_sum(uint32_t sum, uint32_t len, int *odd)
+{
+	uint8_t blk[256];
+	uint32_t i;
+
+	for (i = 0; i < 256u; i++)
+		blk[i] = (uint8_t)i;
+	for (; len >= 256u; len -= 256u)
+		sum = ipk_csum_add(sum, blk, 256u, odd);
+	return ipk_csum_add(sum, blk, len, odd);
+}
+
+/* An echo request above the path MTU: fragments (RFC 8200 §4.5). */
+static int icmp6_echo_frags(struct ipk_ctx *c, const uint8_t src[16], const uint8_t dst[16],
+                            uint16_t id_be, uint16_t seq_be, uint32_t len)
+{
+	struct ipk_ip6_gather g;
+	struct ipk_icmp6_hdr h;
+	uint8_t hdr[IPK_ICMP6_HLEN];
+	uint32_t sum;
+	int odd = 0, rc;
+
+	ipk_memset(&h, 0, sizeof(h));
+	h.type = IPK_ICMP6_ECHO_REQUEST;
+	h.id = ipk_ntohs(id_be);
+	h.seq = ipk_ntohs(seq_be);
+	ipk_icmp6_emit(hdr, IPK_ICMP6_HLEN, &h);
+	sum = ipk_csum_pseudo6(src, dst, IPK_IPPROTO_ICMP6, IPK_ICMP6_HLEN + len);
+	sum = ipk_csum_add(sum, hdr, IPK_ICMP6_HLEN, &odd);
+	sum = icmp6_pattern_sum(sum, len, &odd);
+	ipk_wr16(hdr + 2, ipk_csum_fold(sum));
+	ipk_memset(&g, 0, sizeof(g));
+	g.hdr = hdr;
+	g.hlen = IPK_ICMP6_HLEN;
+	g.blen = len;
+	c->cnt.icmp6_tx++;
+	rc = ipk_ip6_output_frags(c, src, dst, IPK_IPPROTO_ICMP6, &g);
+	ipk_link_flush(c);
+	return rc;
+}
+
 int ipk_icmp6_echo(struct ipk_ctx *ctx, const uint8_t dst[16], uint16_t id_be, uint16_t seq_be,
                    uint32_t len, uint64_t now)
 {
@@ -477,11 +525,13 @@ int ipk_icmp6_echo(struct ipk_ctx *ctx, const uint8_t dst[16], uint16_t id_be, u
 	    ip6_is_v4mapped(dst))
 		return IPK_EINVAL;
 	now = ipk_clock(ctx, now);
-	if (IPK_IP6_HLEN + IPK_ICMP6_HLEN + len > ctx->ip6.mtu ||
-	    ipk_l4_off6(ctx) + IPK_ICMP6_HLEN + len > ctx->cfg.pkt_buf_size)
+	if (IPK_ICMP6_HLEN + len > 65535u - IPK_IP6_FRAG_HLEN)
 		return IPK_EMSGSIZE;
 	if (!ipk_ip6_src_select(ctx, dst, src))
 		return IPK_EHOSTUNREACH;
+	if (IPK_IP6_HLEN + IPK_ICMP6_HLEN + len > ipk_ip6_pmtu(ctx, dst) ||
+	    ipk_l4_off6(ctx) + IPK_ICMP6_HLEN + len > ctx->cfg.pkt_buf_size)
+		return icmp6_echo_frags(ctx, src, dst, id_be, seq_be, len);
 	out = ip6_alloc(ctx, IPK_ICMP6_HLEN + len, 0);
 	if (!out)
 		return IPK_ENOBUFS;
@@ -559,4 +609,102 @@ uint64_t ipk_ip6_timer(struct ipk_ctx *c, uint64_t now)
 	next = IPK_MIN(next, ipk_nd_timer(c, now));
 	ipk_link_flush(c);
 	return next;
+}
+
+/* --------------------------------------------------------- path MTU */
+
+uint32_t ipk_ip6_pmtu(const struct ipk_ctx *c, const uint8_t dst[16])
+{
+	int i;
+
+	for (i = 0; i < IPK_PMTU6_ENTRIES; i++)
+		if (c->ip6.pmtu[i].until > c->now && ipk_memcmp(c->ip6.pmtu[i].dst, dst, 16) == 0)
+			return IPK_MIN((uint32_t)c->ip6.pmtu[i].mtu, (uint32_t)c->ip6.mtu);
+	return c->ip6.mtu;
+}
+
+/* RFC 8201 §4: a PTB lowers the path MTU, never below 1280 (RFC 8200 §5): a
+ * smaller value is a forgery or a broken router and is ignored (RFC 8021 ends the
+ * atomic fragments it once asked for). The table is bounded: a new destination
+ * takes a free or expired slot, else the one that expires first. */
+void ipk_ip6_pmtu_update(struct ipk_ctx *c, const uint8_t dst[16], uint32_t mtu)
+{
+	struct ipk_pmtu6 *e = NULL;
+	int i;
+
+	if (mtu < IPK_IP6_MIN_MTU || mtu >= ipk_ip6_pmtu(c, dst)) {
+		c->cnt.ip6_ptb_ignored++;
+		return;
+	}
+	for (i = 0; i < IPK_PMTU6_ENTRIES; i++) {
+		struct ipk_pmtu6 *x = &c->ip6.pmtu[i];
+
+		if (x->until > c->now && ipk_memcmp(x->dst, dst, 16) == 0) {
+			e = x;
+			break;
+		}
+		if (!e || x->until < e->until)
+			e = x;
+	}
+	ipk_memcpy(e->dst, dst, 16);
+	e->mtu = (uint16_t)mtu;
+	e->until = c->now + IPK_PMTU6_AGE_NS;
+	c->cnt.ip6_pmtu_lowered++;
+}
+
+/* ---------------------------------------------------------- fragmentation */
+
+/* Bytes [off, off + n) of the gathered datagram into out. */
+static void ip6_gather_copy(struct ipk_ctx *c, const struct ipk_ip6_gather *g, uint32_t off,
+                            uint8_t *out, uint32_t n)
+{
+	uint32_t k;
+
+	if (off < g->hlen) {
+		k = IPK_MIN(n, g->hlen - off);
+		ipk_memcpy(out, g->hdr + off, k);
+		out += k;
+		n -= k;
+		off += k;
+	}
+	if (n == 0)
+		return;
+	off -= g->hlen;
+	if (g->body)
+		ipk_memcpy(out, g->body + off, n);
+	else if (g->pkt)
+		ipk_pkt_copy(c, g->pkt, g->pkt_off + off, out, n);
+	else
+		for (k = 0; k < n; k++)
+			out[k] = (uint8_t)(off + k);
+}
+
+int ipk_ip6_output_frags(struct ipk_ctx *c, const uint8_t src[16], const uint8_t dst[16],
+                         uint8_t proto, const struct ipk_ip6_gather *g)
+{
+	uint32_t total = g->hlen + g->blen, off, n, room;
+	uint32_t id = c->ip6.frag_id++;
+	int rc = 0;
+
+	/* §4.5: every fragment but the last a multiple of 8 bytes of data */
+	room = (ipk_ip6_pmtu(c, dst) - IPK_IP6_HLEN - IPK_IP6_FRAG_HLEN) & ~7u;
+	room = IPK_MIN(room, (c->cfg.pkt_buf_size - ipk_l4_off6(c) - IPK_IP6_FRAG_HLEN) & ~7u);
+	if (total > 65535u - IPK_IP6_FRAG_HLEN)
+		return IPK_EMSGSIZE;
+	c->cnt.ip6_fragmented++;
+	for (off = 0; off < total && rc == 0; off += n) {
+		uint8_t *p;
+		void *out;
+
+		n = IPK_MIN(room, total - off);
+		out = ip6_alloc(c, IPK_IP6_FRAG_HLEN + n, 0);
+		if (!out)
+			return IPK_ENOBUFS;
+		p = ipk_pkt_data(c, out) + ipk_l4_off6(c);
+		ipk_ip6_frag_emit(p, IPK_IP6_FRAG_HLEN, proto, off, off + n < total, id);
+		ip6_gather_copy(c, g, off, p + IPK_IP6_FRAG_HLEN, n);
+		c->cnt.ip6_frags_tx++;
+		rc = ipk_ip6_output(c, out, src, dst, IPK_IPPROTO_FRAGMENT, IPK_IP6_FRAG_HLEN + n, 0);
+	}
+	return rc;
 }

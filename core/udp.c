@@ -365,6 +365,39 @@ void ipk_udp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
 	ipk_pkt_free(c, pkt);
 }
 
+/* Above the path MTU: RFC 8200 §4.5 fragments; the checksum covers the whole
+ * datagram, summed before it is cut. */
+static int udp_sendto6_frags(struct ipk_ctx *c, uint16_t sport_be, const uint8_t src[16],
+                             const uint8_t dst[16], uint16_t dport_be, const void *buf,
+                             uint32_t len)
+{
+	struct ipk_ip6_gather g;
+	struct ipk_udp_hdr h;
+	uint8_t hdr[IPK_UDP_HLEN];
+	uint32_t sum;
+	int odd = 0, rc;
+
+	h.sport_be = sport_be;
+	h.dport_be = dport_be;
+	h.len = (uint16_t)(IPK_UDP_HLEN + len);
+	h.csum = 0;
+	ipk_udp_emit(hdr, IPK_UDP_HLEN, &h);
+	sum = ipk_csum_pseudo6(src, dst, IPK_IPPROTO_UDP, h.len);
+	sum = ipk_csum_add(sum, hdr, IPK_UDP_HLEN, &odd);
+	sum = ipk_csum_add(sum, (const uint8_t *)buf, len, &odd);
+	h.csum = ipk_csum_fold(sum);
+	ipk_wr16(hdr + 6, h.csum ? h.csum : 0xffffu); /* RFC 8200 §8.1: never 0 */
+	ipk_memset(&g, 0, sizeof(g));
+	g.hdr = hdr;
+	g.hlen = IPK_UDP_HLEN;
+	g.body = (const uint8_t *)buf;
+	g.blen = len;
+	c->cnt.udp_tx++;
+	rc = ipk_ip6_output_frags(c, src, dst, IPK_IPPROTO_UDP, &g);
+	ipk_link_flush(c);
+	return rc < 0 ? rc : (int)len;
+}
+
 /* One packet, checksummed in software (no IPv6 UDP offload declared yet). */
 static int udp_sendto6(struct ipk_ctx *c, uint16_t sport_be, const uint8_t dst[16],
                        uint16_t dport_be, const void *buf, uint32_t len)
@@ -376,11 +409,12 @@ static int udp_sendto6(struct ipk_ctx *c, uint16_t sport_be, const uint8_t dst[1
 	void *pkt;
 	int rc;
 
-	/* fragmentation on output is the next landing: one datagram, one frame */
-	if (IPK_IP6_HLEN + ulen > c->ip6.mtu)
+	if (ulen > 65535u)
 		return IPK_EMSGSIZE;
 	if (!ipk_ip6_src_select(c, dst, src))
 		return IPK_EHOSTUNREACH;
+	if (IPK_IP6_HLEN + ulen > ipk_ip6_pmtu(c, dst))
+		return udp_sendto6_frags(c, sport_be, src, dst, dport_be, buf, len);
 	pkt = ipk_ip6_alloc(c, ulen, 0);
 	if (!pkt)
 		return IPK_ENOBUFS;

@@ -332,6 +332,10 @@ struct ipk_counters {
 	                               * (RFC 4862 §5.4.5): not used */
 	uint64_t ip6_addrs_up;        /* addresses that passed DAD and came into use */
 	uint64_t mld_tx;              /* MLDv2 reports sent */
+	uint64_t ip6_pmtu_lowered;    /* Packet Too Big that lowered a path MTU (RFC 8201) */
+	uint64_t ip6_ptb_ignored;     /* Packet Too Big below 1280 or not lowering: ignored */
+	uint64_t ip6_fragmented, ip6_frags_tx; /* datagrams sent as fragments, fragments sent */
+	uint64_t ip6_frags_rx, ip6_reassembled;
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
