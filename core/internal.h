@@ -223,6 +223,20 @@ struct ipk_ip6_prefix {
 	uint64_t until;     /* 0 = free slot */
 };
 
+#define IPK_REASM6_SLOTS 4    /* IPv6 datagrams reassembled at once */
+#define IPK_REASM6_PIECES 48  /* fragments per datagram (a 64 KiB one at 1280: 52) */
+#define IPK_REASM6_TIMEOUT_NS (60ull * 1000000000ull) /* RFC 8200 §4.5 */
+struct ipk_reasm6 {
+	uint8_t src[16], dst[16];
+	uint32_t id;
+	uint8_t proto;      /* the fragments' next header (an upper layer) */
+	uint8_t used;
+	uint16_t npieces;
+	uint32_t total;     /* data bytes once the last fragment is seen, else 0 */
+	uint32_t have;      /* data bytes held */
+	uint64_t expires;
+	struct ipk_pb *pieces; /* sorted by offset: pb->seq offset, pb->off/len data */
+};
 #define IPK_PMTU6_ENTRIES 16 /* destinations with a path MTU below the link's */
 #define IPK_PMTU6_AGE_NS (600ull * 1000000000ull) /* RFC 8201 §4: retry after 10 min */
 struct ipk_pmtu6 {
@@ -233,6 +247,7 @@ struct ipk_pmtu6 {
 
 struct ipk_ip6 {
 	struct ipk_pmtu6 pmtu[IPK_PMTU6_ENTRIES];
+	struct ipk_reasm6 reasm[IPK_REASM6_SLOTS];
 	struct ipk_ip6_laddr addr[IPK_IP6_ADDRS];
 	struct ipk_nd_entry nd[IPK_ND_ENTRIES];
 	struct ipk_ip6_router rtr[IPK_ND_ROUTERS];
@@ -774,6 +789,7 @@ struct ipk_rx6 {
 	uint32_t l4_off;        /* upper-layer header offset in pkt */
 	uint32_t l4_len;        /* upper-layer bytes */
 	uint8_t dst_mcast;
+	uint8_t chained;        /* pkt is a chain built by reassembly (frag6.c) */
 };
 
 /* An IPv6 frame from ipk_link_input (takes ownership); off = link header length. */
@@ -807,6 +823,14 @@ IPK_INLINE int ipk_ip6_rx_csum(struct ipk_ctx *c, void *pkt)
 	return (v & IPK_RXCSUM_L4_BAD) ? -1 : (v & IPK_RXCSUM_L4_GOOD) ? 1 : 0;
 }
 void ipk_udp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx);
+/* frag6.c: a fragment (x from the walk) of the datagram in pkt; takes ownership.
+ * A completed datagram goes on to the upper layer as a chain. */
+void ipk_frag6_input(struct ipk_ctx *c, void *pkt, struct ipk_rx6 *rx,
+                     const struct ipk_ip6_ext *x);
+uint64_t ipk_frag6_timer(struct ipk_ctx *c, uint64_t now);
+/* The upper layer of a datagram that passed the checks (ip6.c). */
+void ipk_ip6_deliver(struct ipk_ctx *c, void *pkt, struct ipk_rx6 *rx, uint8_t proto,
+                     uint32_t nh_off);
 /* Take address slot i for a, tentative (DAD first), lifetimes infinite. */
 void ipk_ip6_addr_add(struct ipk_ctx *c, int i, const uint8_t a[16], uint8_t plen, int slaac);
 /* A packet of link + 40 + l4_len bytes (length set); NULL (counted) when the pool

@@ -205,10 +205,10 @@ static int ip6_addr_check(const struct ipk_ctx *c, const struct ipk_ip6_hdr *h)
 
 /* The upper layer for rx: ICMPv6, UDP; anything else draws a Parameter Problem
  * code 1 at the Next Header field that named it (RFC 8200 §4, RFC 4443 §3.4). */
-static void ip6_deliver(struct ipk_ctx *c, void *pkt, struct ipk_rx6 *rx,
-                        const struct ipk_ip6_ext *x)
+void ipk_ip6_deliver(struct ipk_ctx *c, void *pkt, struct ipk_rx6 *rx, uint8_t proto,
+                     uint32_t nh_off)
 {
-	switch (x->proto) {
+	switch (proto) {
 	case IPK_IPPROTO_ICMP6:
 		ipk_icmp6_input(c, pkt, rx);
 		return;
@@ -216,10 +216,10 @@ static void ip6_deliver(struct ipk_ctx *c, void *pkt, struct ipk_rx6 *rx,
 		ipk_udp_input6(c, pkt, rx);
 		return;
 	case IPK_IPPROTO_NONE: /* RFC 8200 §4.7: nothing follows */
-		ipk_pkt_free(c, pkt);
+		ipk_pkt_free_chain(c, pkt);
 		return;
 	default:
-		ipk_icmp6_send_error(c, pkt, rx, IPK_ICMP6_PARAM_PROB, 1, x->nh_off, 0);
+		ipk_icmp6_send_error(c, pkt, rx, IPK_ICMP6_PARAM_PROB, 1, nh_off, 0);
 		ipk_drop_pkt(c, pkt, IPK_DROP_IP6_PROTO);
 	}
 }
@@ -260,14 +260,14 @@ void ipk_ip6_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 		ipk_drop_pkt(c, pkt, IPK_DROP_IP6_EXT);
 		return;
 	}
-	if (x.has_frag) { /* reassembly is the next landing */
-		ipk_drop_pkt(c, pkt, IPK_DROP_IP6_FRAG);
+	c->cnt.ip6_rx++;
+	if (x.has_frag) {
+		ipk_frag6_input(c, pkt, &rx, &x);
 		return;
 	}
-	c->cnt.ip6_rx++;
 	rx.l4_off = off + x.off;
 	rx.l4_len = IPK_IP6_HLEN + rx.ip.plen - x.off;
-	ip6_deliver(c, pkt, &rx, &x);
+	ipk_ip6_deliver(c, pkt, &rx, x.proto, x.nh_off);
 }
 
 /* -------------------------------------------------------------- output */
@@ -401,8 +401,8 @@ static void icmp6_echo_reply(struct ipk_ctx *c, const struct ipk_rx6 *rx, const 
 		return;
 	if (!rx->dst_mcast)
 		ipk_memcpy(src, rx->ip.dst, 16);
-	if (IPK_IP6_HLEN + rx->l4_len > c->ip6.mtu)
-		return; /* a reply above the MTU would need fragments: not yet */
+	if (IPK_IP6_HLEN + rx->l4_len > ipk_ip6_pmtu(c, rx->ip.src))
+		return; /* a smaller path MTU than the request came by: not answered */
 	out = ip6_alloc(c, rx->l4_len, 1);
 	if (!out)
 		return;
@@ -437,12 +437,77 @@ static void icmp6_error_in(struct ipk_ctx *c, const struct ipk_icmp6_hdr *h, con
 	IPK_OPS(c)->udp_error6(c, &t, h->type, h->code, IPK_OPQ(c));
 }
 
-/* Takes ownership of pkt (flat: ip6.c refuses chains). */
+/* A reassembled echo request's reply (RFC 4443 §4.2): the same data, sent as
+ * fragments, its checksum summed over the chain with the new type. */
+static void icmp6_echo_reply_chain(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx,
+                                   const uint8_t *req)
+{
+	struct ipk_ip6_gather g;
+	uint8_t hdr[IPK_ICMP6_HLEN];
+	uint32_t sum;
+	int odd = 0;
+
+	if (rx->dst_mcast) /* a fragmented echo to a group: not answered */
+		return;
+	ipk_memcpy(hdr, req, IPK_ICMP6_HLEN);
+	hdr[0] = IPK_ICMP6_ECHO_REPLY;
+	hdr[2] = hdr[3] = 0;
+	sum = ipk_csum_pseudo6(rx->ip.dst, rx->ip.src, IPK_IPPROTO_ICMP6, rx->l4_len);
+	sum = ipk_csum_add(sum, hdr, IPK_ICMP6_HLEN, &odd);
+	sum = ipk_csum_chain(c, pkt, rx->l4_off + IPK_ICMP6_HLEN, rx->l4_len - IPK_ICMP6_HLEN, sum,
+	                     &odd);
+	ipk_wr16(hdr + 2, ipk_csum_fold(sum));
+	ipk_memset(&g, 0, sizeof(g));
+	g.hdr = hdr;
+	g.hlen = IPK_ICMP6_HLEN;
+	g.pkt = pkt;
+	g.pkt_off = rx->l4_off + IPK_ICMP6_HLEN;
+	g.blen = rx->l4_len - IPK_ICMP6_HLEN;
+	c->cnt.icmp6_tx++;
+	ipk_ip6_output_frags(c, rx->ip.dst, rx->ip.src, IPK_IPPROTO_ICMP6, &g);
+}
+
+/* A reassembled ICMPv6 message (a chain): echo only (ND and MLD never come in
+ * fragments, RFC 6980). */
+static void icmp6_input_chain(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
+{
+	uint8_t m[IPK_ICMP6_HLEN];
+	struct ipk_icmp6_hdr h;
+	uint32_t sum;
+	int odd = 0;
+
+	sum = ipk_csum_pseudo6(rx->ip.src, rx->ip.dst, IPK_IPPROTO_ICMP6, rx->l4_len);
+	sum = ipk_csum_chain(c, pkt, rx->l4_off, rx->l4_len, sum, &odd);
+	if (ipk_pkt_copy(c, pkt, rx->l4_off, m, sizeof(m)) != sizeof(m) ||
+	    ipk_icmp6_parse(m, rx->l4_len, &h) < 0 || ipk_csum_fold(sum) != 0) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_ICMP6_MALFORMED);
+		return;
+	}
+	if (h.type == IPK_ICMP6_ECHO_REQUEST) {
+		icmp6_echo_reply_chain(c, pkt, rx, m);
+	} else if (h.type == IPK_ICMP6_ECHO_REPLY && IPK_OPS(c)->icmp6_echo_reply) {
+		IPK_OPS(c)->icmp6_echo_reply(c, rx->ip.src, ipk_htons(h.id), ipk_htons(h.seq),
+		                             rx->l4_len - IPK_ICMP6_HLEN, IPK_OPQ(c));
+	} else if (h.type != IPK_ICMP6_ECHO_REPLY) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_ICMP6_TYPE);
+		return;
+	}
+	ipk_pkt_free_chain(c, pkt);
+}
+
+/* Takes ownership of pkt (flat, or a chain from reassembly). */
 void ipk_icmp6_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
 {
 	const uint8_t *m = ipk_pkt_data(c, pkt) + rx->l4_off;
 	struct ipk_icmp6_hdr h;
-	int hw = ipk_ip6_rx_csum(c, pkt);
+	int hw;
+
+	if (rx->chained) {
+		c->cnt.icmp6_rx++;
+		icmp6_input_chain(c, pkt, rx);
+		return;
+	}
+	hw = ipk_ip6_rx_csum(c, pkt);
 
 	c->cnt.icmp6_rx++;
 	if (ipk_icmp6_parse(m, rx->l4_len, &h) < 0 || hw < 0 ||
@@ -607,6 +672,7 @@ uint64_t ipk_ip6_timer(struct ipk_ctx *c, uint64_t now)
 	}
 	next = IPK_MIN(next, c->ip6.rs_at);
 	next = IPK_MIN(next, ipk_nd_timer(c, now));
+	next = IPK_MIN(next, ipk_frag6_timer(c, now));
 	ipk_link_flush(c);
 	return next;
 }

@@ -55,3 +55,4 @@
 #include "tcp_undo.c"
 #include "ip6.c"
 #include "nd.c"
+#include "frag6.c"

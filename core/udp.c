@@ -328,22 +328,39 @@ int ipk_udp_sendto(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip
 
 /* ---------------------------------------------------------------- IPv6 */
 
-/* Takes ownership of pkt (flat). RFC 8200 §8.1: the checksum is mandatory over
+/* A reassembled datagram's checksum over its chain; a zero field is refused. */
+static int udp6_chain_csum_ok(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx,
+                              const struct ipk_udp_hdr *h)
+{
+	uint32_t sum;
+	int odd = 0;
+
+	if (h->csum == 0)
+		return 0;
+	sum = ipk_csum_pseudo6(rx->ip.src, rx->ip.dst, IPK_IPPROTO_UDP, h->len);
+	sum = ipk_csum_chain(c, pkt, rx->l4_off, h->len, sum, &odd);
+	return ipk_csum_fold(sum) == 0;
+}
+
+/* Takes ownership of pkt (flat, or a chain from reassembly). RFC 8200 §8.1: the checksum is mandatory over
  * IPv6; a zero field is refused like a wrong one. The bind table is the IPv4 one:
  * a bound port takes both families (docs/ipv6-core.md). */
 void ipk_udp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
 {
 	const uint8_t *p = ipk_pkt_data(c, pkt) + rx->l4_off;
+	uint8_t hdr[IPK_UDP_HLEN];
 	struct ipk_udp_hdr h;
 	struct ipk_atuple t;
 	int hw;
 
 	c->cnt.udp_rx++;
+	if (rx->chained && ipk_pkt_copy(c, pkt, rx->l4_off, hdr, sizeof(hdr)) == sizeof(hdr))
+		p = hdr;
 	if (ipk_udp_parse(p, rx->l4_len, &h) < 0) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_UDP_MALFORMED);
 		return;
 	}
-	hw = ipk_ip6_rx_csum(c, pkt);
+	hw = rx->chained ? (udp6_chain_csum_ok(c, pkt, rx, &h) ? 1 : -1) : ipk_ip6_rx_csum(c, pkt);
 	if (hw < 0 || (hw == 0 && !ipk_udp6_csum_ok(rx->ip.src, rx->ip.dst, p, h.len))) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_UDP_CSUM);
 		return;
@@ -362,7 +379,7 @@ void ipk_udp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
 	t.peer_port_be = h.sport_be;
 	IPK_OPS(c)->udp_recv6(c, &t, pkt, rx->l4_off + IPK_UDP_HLEN, (uint32_t)h.len - IPK_UDP_HLEN,
 	                      IPK_OPQ(c));
-	ipk_pkt_free(c, pkt);
+	ipk_pkt_free_chain(c, pkt);
 }
 
 /* Above the path MTU: RFC 8200 §4.5 fragments; the checksum covers the whole

@@ -17,7 +17,7 @@ static const uint8_t msg[] = "ipv6 payload, checked";
 
 /* events from the IPv6 ops, per node index */
 static int echo6_n[H_MAX_NODES], udp6_n[H_MAX_NODES], udp6_echo[H_MAX_NODES];
-static uint8_t udp6_data[H_MAX_NODES][256];
+static uint8_t udp6_data[H_MAX_NODES][4096];
 static uint32_t udp6_len[H_MAX_NODES];
 static struct ipk_atuple udp6_t[H_MAX_NODES];
 static int err6_n[H_MAX_NODES];
@@ -38,7 +38,7 @@ static void op_udp6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt, 
 
 	udp6_n[i]++;
 	udp6_t[i] = *t;
-	udp6_len[i] = ipk_pkt_copy(ctx, pkt, off, udp6_data[i], len < 256 ? len : 256);
+	udp6_len[i] = ipk_pkt_copy(ctx, pkt, off, udp6_data[i], len < 4096 ? len : 4096);
 	if (udp6_echo[i])
 		ipk_udp_sendto_addr(ctx, t->local_port_be, &t->peer, t->peer_port_be, udp6_data[i],
 		                    udp6_len[i], h->net->now);
@@ -654,6 +654,185 @@ static void test_ip6_off_frames_dropped_as_ethertype(void)
 	hnet_free(net);
 }
 
+static void test_udp6_3000_bytes_fragmented_both_ways(void)
+{
+	struct hnet *net = net6(2, tweak6);
+	struct hnode *a = net->nodes[0], *b = net->nodes[1];
+	static uint8_t big[3000];
+	struct ipk_addr peer;
+	uint32_t i;
+
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 7 + 3);
+	ipk_udp_bind(a->ctx, ipk_htons(5000));
+	ipk_udp_bind(b->ctx, ipk_htons(7));
+	udp6_echo[1] = 1;
+	memset(&peer, 0, sizeof(peer));
+	peer.family = IPK_AF_INET6;
+	memcpy(peer.a, G2, 16);
+	CHECK_EQ(ipk_udp_sendto_addr(a->ctx, ipk_htons(5000), &peer, ipk_htons(7), big, sizeof(big),
+	                             net->now), (int)sizeof(big));
+	hnet_settle(net);
+	CHECK_EQ(ipk_counters(a->ctx)->ip6_frags_tx, 3);
+	CHECK_EQ(ipk_counters(b->ctx)->ip6_reassembled, 1);
+	CHECK_EQ(udp6_n[1], 1);
+	CHECK_EQ(udp6_n[0], 1);
+	CHECK_EQ(udp6_len[0], sizeof(big));
+	CHECK(memcmp(udp6_data[0], big, sizeof(big)) == 0);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+static void test_ping6_3000_fragmented_both_ways(void)
+{
+	struct hnet *net = net6(2, tweak6);
+	struct hnode *a = net->nodes[0], *b = net->nodes[1];
+
+	CHECK_EQ(ipk_icmp6_echo(a->ctx, G2, ipk_htons(9), ipk_htons(1), 3000, net->now), 0);
+	hnet_settle(net);
+	CHECK_EQ(ipk_counters(b->ctx)->ip6_reassembled, 1);
+	CHECK_EQ(ipk_counters(a->ctx)->ip6_reassembled, 1);
+	CHECK_EQ(echo6_n[0], 1);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* A fragment of datagram id: off bytes in, more flag, n data bytes of fill. */
+static uint32_t hb_frag(uint8_t *b, uint8_t next, uint32_t off, int more, uint32_t n,
+                        uint32_t id)
+{
+	ipk_ip6_frag_emit(b + 54, 8, next, off, more, id);
+	memset(b + 62, 0x5a, n);
+	return hb6(b, 0, G2, G1, IPK_IPPROTO_FRAGMENT, 64, 8 + n);
+}
+
+static void test_overlapping_fragments_drop_whole_datagram(void)
+{
+	struct hnet *net = net6(2, tweak6);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[300];
+
+	ipk_udp_bind(a->ctx, ipk_htons(0x5a5a));
+	hnode_inject(a, b, hb_frag(b, IPK_IPPROTO_UDP, 0, 1, 16, 77));
+	hnode_inject(a, b, hb_frag(b, IPK_IPPROTO_UDP, 8, 0, 16, 77)); /* overlaps 8..16 */
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_FRAG_OVERLAP], 2);
+	/* the rest of the datagram, arriving after, starts a new one that times out */
+	hnode_inject(a, b, hb_frag(b, IPK_IPPROTO_UDP, 16, 0, 8, 77));
+	CHECK_EQ(udp6_n[0], 0);
+	CHECK_EQ(ipk_counters(a->ctx)->ip6_reassembled, 0);
+	hnet_advance(net, 61 * SEC); /* RFC 8200 §4.5: 60 s */
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_FRAG_TIMEOUT], 1);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+static void test_first_fragment_without_upper_header_param_problem_3(void)
+{
+	struct hnet *net = net6(2, tweak6);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[300];
+
+	hnet_clear_cap(net);
+	/* RFC 7112: the first fragment ends inside the header chain */
+	hnode_inject(a, b, hb_frag(b, IPK_IPPROTO_DSTOPTS, 0, 1, 8, 78));
+	hnet_settle(net);
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_IP6_FRAG], 1);
+	CHECK_EQ(count_icmp6(net, 0, IPK_ICMP6_PARAM_PROB), 1);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+static void test_fragment_timeout_sends_time_exceeded(void)
+{
+	struct hnet *net = net6(2, tweak6);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[300];
+
+	hnode_inject(a, b, hb_frag(b, IPK_IPPROTO_UDP, 0, 1, 16, 79));
+	hnet_clear_cap(net);
+	hnet_advance(net, 59 * SEC);
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_FRAG_TIMEOUT], 0);
+	hnet_advance(net, 2 * SEC);
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_FRAG_TIMEOUT], 1);
+	CHECK_EQ(count_icmp6(net, 0, IPK_ICMP6_TIME_EXCEEDED), 1);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+static void test_atomic_fragment_delivered(void)
+{
+	struct hnet *net = net6(1, tweak6);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[300];
+	uint32_t n;
+
+	ipk_udp_bind(a->ctx, ipk_htons(5000));
+	ipk_ip6_frag_emit(b + 54, 8, IPK_IPPROTO_UDP, 0, 0, 80); /* RFC 6946 */
+	ipk_wr16(b + 62, 9);
+	ipk_wr16(b + 64, 5000);
+	ipk_wr16(b + 66, 12);
+	ipk_wr16(b + 68, 0);
+	memcpy(b + 70, "abcd", 4);
+	ipk_wr16(b + 68, ipk_udp6_csum(G2, G1, b + 62, 12));
+	n = hb6(b, 0, G2, G1, IPK_IPPROTO_FRAGMENT, 64, 20);
+	hnode_inject(a, b, n);
+	CHECK_EQ(udp6_n[0], 1);
+	CHECK_EQ(ipk_counters(a->ctx)->ip6_frags_rx, 0);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* A Packet Too Big to a about its datagram G1 -> G2, saying mtu. */
+static void inject_ptb(struct hnode *a, uint32_t mtu)
+{
+	uint8_t b[400], inv[100];
+	struct ipk_icmp6_hdr h;
+	struct ipk_ip6_hdr ih;
+	static const uint8_t rtr[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x99};
+	uint32_t n;
+
+	memset(&ih, 0, sizeof(ih));
+	ih.plen = 60;
+	ih.next = IPK_IPPROTO_UDP;
+	ih.hlim = 64;
+	memcpy(ih.src, G1, 16);
+	memcpy(ih.dst, G2, 16);
+	memset(inv, 0, sizeof(inv));
+	ipk_ip6_emit(inv, 40, &ih);
+	memset(&h, 0, sizeof(h));
+	h.type = IPK_ICMP6_PKT_TOO_BIG;
+	h.param = mtu;
+	n = ipk_icmp6_error_emit(b + 54, 300, &h, inv, 100, rtr, G1);
+	hnode_inject(a, b, hb6(b, 0, rtr, G1, IPK_IPPROTO_ICMP6, 64, n));
+}
+
+static void test_ptb_lowers_pmtu_never_below_1280(void)
+{
+	struct hnet *net = net6(2, tweak6);
+	struct hnode *a = net->nodes[0];
+	static uint8_t big[1300];
+	struct ipk_addr peer;
+
+	inject_ptb(a, 1000); /* forged: below the IPv6 minimum */
+	CHECK_EQ(ipk_counters(a->ctx)->ip6_ptb_ignored, 1);
+	CHECK_EQ(ipk_ip6_pmtu(a->ctx, G2), 1500);
+	inject_ptb(a, 1300);
+	CHECK_EQ(ipk_counters(a->ctx)->ip6_pmtu_lowered, 1);
+	CHECK_EQ(ipk_ip6_pmtu(a->ctx, G2), 1300);
+	/* a 1300-byte datagram now goes as fragments */
+	ipk_udp_bind(a->ctx, ipk_htons(5000));
+	memset(&peer, 0, sizeof(peer));
+	peer.family = IPK_AF_INET6;
+	memcpy(peer.a, G2, 16);
+	CHECK_EQ(ipk_udp_sendto_addr(a->ctx, ipk_htons(5000), &peer, ipk_htons(7), big, sizeof(big),
+	                             net->now), (int)sizeof(big));
+	hnet_settle(net);
+	CHECK_EQ(ipk_counters(a->ctx)->ip6_fragmented, 1);
+	/* the table is bounded: PTBs for many destinations keep at most its size */
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 int main(void)
 {
 	RUN(test_dad_then_link_local_and_static_up);
@@ -673,5 +852,12 @@ int main(void)
 	RUN(test_na_override_flag_rules);
 	RUN(test_reachable_goes_stale_then_probe);
 	RUN(test_ip6_off_frames_dropped_as_ethertype);
+	RUN(test_udp6_3000_bytes_fragmented_both_ways);
+	RUN(test_ping6_3000_fragmented_both_ways);
+	RUN(test_overlapping_fragments_drop_whole_datagram);
+	RUN(test_first_fragment_without_upper_header_param_problem_3);
+	RUN(test_fragment_timeout_sends_time_exceeded);
+	RUN(test_atomic_fragment_delivered);
+	RUN(test_ptb_lowers_pmtu_never_below_1280);
 	return check_summary();
 }
