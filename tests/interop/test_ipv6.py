@@ -160,3 +160,23 @@ def test_dad_conflict_address_not_used(v6):
         _, err = p.communicate()
     m = re.search(r"ip6_dad_conflicts=(\d+)", err.decode())
     assert m and int(m.group(1)) == 1, err.decode()[-2000:]
+
+
+def test_ping6_3000_fragmented_both_ways(v6):
+    v6.ln.start_ipk("ipkit-echo", "--ip6", v6.ipk6 + "/64")
+    assert v6.wait6(v6.ipk6)
+    # Linux -> ipkit: ipkit reassembles the request and fragments its reply
+    r = v6.ping6(v6.ipk6, count=3, extra=("-s", "3000"))
+    out = r.stdout.decode()
+    assert r.returncode == 0 and " 0% packet loss" in out, out
+    assert "3008 bytes from" in out, out
+
+
+def test_ipkit_ping6_3000_to_linux(v6):
+    r = v6.ln.run(prog("ipkit-ping"), *v6.ln.ipk_args(), "--ip6", v6.ipk6 + "/64", "-c", "3",
+                  "-i", "0.05", "-W", "2", "-s", "3000", v6.linux6, check=False, timeout=30)
+    out = r.stdout.decode()
+    assert r.returncode == 0, out + r.stderr.decode()
+    m = re.search(r"(\d+) packets transmitted, (\d+) received", out)
+    assert m and int(m.group(2)) >= 2, out
+    assert "3008 bytes from" in out, out
