@@ -52,8 +52,7 @@ static struct ipk_reasm6 *frag6_slot(struct ipk_ctx *c, const struct ipk_rx6 *rx
 	old->id = id;
 	old->used = 1;
 	old->expires = c->now + IPK_REASM6_TIMEOUT_NS;
-	if (old->expires < c->ip6.deadline)
-		c->ip6.deadline = old->expires;
+	ipk_ip6_arm(c, old->expires);
 	return old;
 }
 

@@ -836,6 +836,16 @@ void ipk_ip6_addr_add(struct ipk_ctx *c, int i, const uint8_t a[16], uint8_t ple
 /* A packet of link + 40 + l4_len bytes (length set); NULL (counted) when the pool
  * is dry or it would not fit one buffer. ctl: ops->pkt_alloc_ctl. */
 void *ipk_ip6_alloc(struct ipk_ctx *c, uint32_t l4_len, int ctl);
+/* An IPv6 event (ND, DAD, RS, lifetimes, reassembly) due at t. It rides on the
+ * ARP deadline (stack.c run_timers: neighbor timers of both families), so
+ * ipk_run pays no extra test for IPv6 on the IPv4 path. */
+IPK_INLINE void ipk_ip6_arm(struct ipk_ctx *c, uint64_t t)
+{
+	if (t < c->ip6.deadline)
+		c->ip6.deadline = t;
+	if (t < c->arp_deadline)
+		c->arp_deadline = t;
+}
 /* Run at ctx init when cfg.ip6_enable (addresses tentative, RS scheduled). */
 void ipk_ip6_start(struct ipk_ctx *c);
 uint64_t ipk_ip6_timer(struct ipk_ctx *c, uint64_t now); /* next deadline */

@@ -121,7 +121,7 @@ void ipk_ip6_addr_add(struct ipk_ctx *c, int i, const uint8_t a[16], uint8_t ple
 	l->dad_left = c->cfg.ip6_dad_transmits;
 	l->t = c->now;
 	l->valid_until = l->pref_until = UINT64_MAX;
-	c->ip6.deadline = c->now;
+	ipk_ip6_arm(c, c->now);
 }
 
 void ipk_ip6_start(struct ipk_ctx *c)
@@ -152,7 +152,7 @@ void ipk_ip6_start(struct ipk_ctx *c)
 		ipk_memcpy(c->ip6.rtr[0].ip, c->cfg.ip6_gateway, 16);
 		c->ip6.rtr[0].until = UINT64_MAX;
 	}
-	c->ip6.deadline = 0;
+	ipk_ip6_arm(c, 0);
 }
 
 /* --------------------------------------------------------------- input */

@@ -120,8 +120,7 @@ static struct ipk_nd_entry *nd_alloc(struct ipk_ctx *c, const uint8_t ip[16])
 static void nd_arm(struct ipk_ctx *c, struct ipk_nd_entry *e, uint64_t t)
 {
 	e->t = t;
-	if (t < c->ip6.deadline)
-		c->ip6.deadline = t;
+	ipk_ip6_arm(c, t);
 }
 
 /* Frame out to mac (pkt's IPv6 header filled). */
@@ -521,8 +520,8 @@ static void nd_ra_router(struct ipk_ctx *c, const struct ipk_rx6 *rx, const stru
 		return;
 	ipk_memcpy(c->ip6.rtr[i].ip, rx->ip.src, 16);
 	c->ip6.rtr[i].until = m->router_lifetime ? nd_life(c->now, m->router_lifetime) : 0;
-	if (c->ip6.rtr[i].until && c->ip6.rtr[i].until < c->ip6.deadline)
-		c->ip6.deadline = c->ip6.rtr[i].until;
+	if (c->ip6.rtr[i].until)
+		ipk_ip6_arm(c, c->ip6.rtr[i].until);
 }
 
 /* §6.3.4: on-link prefixes (L flag). Link-local prefixes are ignored. */
@@ -547,8 +546,8 @@ static void nd_ra_onlink(struct ipk_ctx *c, const struct ipk_nd_prefix *pf)
 	ipk_memcpy(c->ip6.pfx[i].p, pf->prefix, 16);
 	c->ip6.pfx[i].plen = pf->plen;
 	c->ip6.pfx[i].until = pf->valid ? nd_life(c->now, pf->valid) : 0;
-	if (c->ip6.pfx[i].until && c->ip6.pfx[i].until < c->ip6.deadline)
-		c->ip6.deadline = c->ip6.pfx[i].until;
+	if (c->ip6.pfx[i].until)
+		ipk_ip6_arm(c, c->ip6.pfx[i].until);
 }
 
 /* RFC 4862 §5.5.3 e): the "two-hour rule": a received valid lifetime shortens an
@@ -566,7 +565,7 @@ static void nd_slaac_update(struct ipk_ctx *c, struct ipk_ip6_laddr *l,
 	l->pref_until = nd_life(c->now, pf->preferred);
 	if (l->state == IPK_A6_DEPRECATED && l->pref_until > c->now)
 		l->state = IPK_A6_PREFERRED;
-	c->ip6.deadline = c->now; /* the address timer recomputes its deadline */
+	ipk_ip6_arm(c, c->now); /* the address timer recomputes its deadline */
 }
 
 /* RFC 4862 §5.5.3: an autonomous prefix forms prefix + our interface identifier

@@ -486,14 +486,17 @@ void ipk_link_flush(struct ipk_ctx *c)
 
 static void run_timers(struct ipk_ctx *c, uint64_t now)
 {
-	if (c->arp_deadline <= now)
+	if (c->arp_deadline <= now) {
+		/* neighbor timers of both families: IPv6's ride on ARP's (ipk_ip6_arm) */
 		c->arp_deadline = ipk_arp_timer(c, now);
+		if (c->ip6.deadline <= now)
+			c->ip6.deadline = ipk_ip6_timer(c, now);
+		c->arp_deadline = IPK_MIN(c->arp_deadline, c->ip6.deadline);
+	}
 	if (c->frag_deadline <= now)
 		c->frag_deadline = ipk_ip4_frag_timer(c, now);
 	if (c->tcp_deadline <= now)
 		c->tcp_deadline = ipk_tcp_timer(c, now);
-	if (c->ip6.deadline <= now) /* IPK_NO_DEADLINE while IPv6 is off */
-		c->ip6.deadline = ipk_ip6_timer(c, now);
 }
 
 IPK_HOT uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t now)
@@ -539,7 +542,6 @@ IPK_HOT uint64_t ipk_run(struct ipk_ctx *ctx, void **pkts, uint32_t n, uint64_t 
 	}
 	ipk_link_flush(ctx);
 	next = IPK_MIN(ctx->arp_deadline, ctx->frag_deadline);
-	next = IPK_MIN(next, ctx->ip6.deadline);
 	return IPK_MIN(next, ctx->tcp_deadline);
 }
 
