@@ -722,6 +722,14 @@ static void test_overlapping_fragments_drop_whole_datagram(void)
 	CHECK_EQ(ipk_counters(a->ctx)->ip6_reassembled, 0);
 	hnet_advance(net, 61 * SEC); /* RFC 8200 §4.5: 60 s */
 	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_FRAG_TIMEOUT], 1);
+	/* an overlap that leaves a hole of the same size: the byte count adds up,
+	 * only the overlap rule stops a datagram with a hole in it going up */
+	hnode_inject(a, b, hb_frag(b, IPK_IPPROTO_UDP, 0, 1, 16, 81));
+	hnode_inject(a, b, hb_frag(b, IPK_IPPROTO_UDP, 8, 1, 8, 81));
+	hnode_inject(a, b, hb_frag(b, IPK_IPPROTO_UDP, 24, 0, 8, 81));
+	CHECK_EQ(ipk_counters(a->ctx)->ip6_reassembled, 0);
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_FRAG_OVERLAP], 4);
+	hnet_advance(net, 61 * SEC);
 	CHECK(hnet_no_leaks(net));
 	hnet_free(net);
 }
