@@ -168,11 +168,34 @@ static int nd_enqueue(struct ipk_ctx *c, struct ipk_nd_entry *e, void *pkt)
 	return 0;
 }
 
+/* ops->nd_resolve: the integrator owns the table; the built-in cache then only
+ * holds INCOMPLETE entries (queue and retries), freed once the address is known. */
+static int nd_owned(const struct ipk_ctx *c) { return IPK_OPS(c)->nd_resolve != NULL; }
+
+/* A binding learned for e's address: tell the integrator; an owned table keeps
+ * no entry, so e's waiting packets go and e is freed. Returns 1 when e was freed. */
+static int nd_learned(struct ipk_ctx *c, struct ipk_nd_entry *e, const uint8_t mac[6])
+{
+	if (IPK_OPS(c)->nd_learned)
+		IPK_OPS(c)->nd_learned(e->ip, mac, IPK_OPQ(c));
+	if (!nd_owned(c))
+		return 0;
+	ipk_memcpy(e->mac, mac, 6);
+	nd_flush_queue(c, e);
+	ipk_memset(e, 0, sizeof(*e));
+	return 1;
+}
+
 int ipk_nd_output(struct ipk_ctx *c, void *pkt, const uint8_t nh[16])
 {
-	struct ipk_nd_entry *e = nd_find(c, nh);
-	uint8_t src[16];
+	struct ipk_nd_entry *e;
+	uint8_t src[16], mac[6];
 
+	if (nd_owned(c) && IPK_OPS(c)->nd_resolve(nh, mac, IPK_OPQ(c))) {
+		nd_tx(c, pkt, mac);
+		return 0;
+	}
+	e = nd_find(c, nh);
 	if (!e) { /* RFC 4861 §7.2.2: create INCOMPLETE, multicast an NS */
 		e = nd_alloc(c, nh);
 		e->state = IPK_ND_INCOMPLETE;
@@ -204,6 +227,13 @@ static void nd_learn(struct ipk_ctx *c, const uint8_t ip[16], const uint8_t mac[
 {
 	struct ipk_nd_entry *e = nd_find(c, ip);
 
+	if (nd_owned(c)) {
+		if (e)
+			nd_learned(c, e, mac);
+		else if (IPK_OPS(c)->nd_learned)
+			IPK_OPS(c)->nd_learned(ip, mac, IPK_OPQ(c));
+		return;
+	}
 	if (!e)
 		e = nd_alloc(c, ip);
 	else if (e->state != IPK_ND_INCOMPLETE && ipk_memcmp(e->mac, mac, 6) == 0)
@@ -212,6 +242,7 @@ static void nd_learn(struct ipk_ctx *c, const uint8_t ip[16], const uint8_t mac[
 	e->state = IPK_ND_STALE;
 	e->t = IPK_NO_DEADLINE;
 	nd_flush_queue(c, e);
+	nd_learned(c, e, mac);
 }
 
 /* One entry's timer (§7.3.3): retransmit or give up, age REACHABLE to STALE,
@@ -432,7 +463,7 @@ static void nd_ns_in(struct ipk_ctx *c, const struct ipk_rx6 *rx, const struct i
 /* §7.2.5 when the entry was INCOMPLETE: the address arrives. */
 static void nd_na_complete(struct ipk_ctx *c, struct ipk_nd_entry *e, const struct ipk_nd_msg *m)
 {
-	if (!m->opts.has_tlla)
+	if (!m->opts.has_tlla || nd_learned(c, e, m->opts.tlla))
 		return;
 	ipk_memcpy(e->mac, m->opts.tlla, 6);
 	e->probes = 0;
@@ -460,8 +491,10 @@ static void nd_na_update(struct ipk_ctx *c, struct ipk_nd_entry *e, const struct
 		}
 		return;
 	}
-	if (differs)
+	if (differs) {
 		ipk_memcpy(e->mac, m->opts.tlla, 6);
+		nd_learned(c, e, e->mac);
+	}
 	if (m->flags & IPK_ND_NA_SOLICITED) {
 		e->state = IPK_ND_REACHABLE;
 		e->probes = 0;

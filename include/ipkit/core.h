@@ -528,6 +528,15 @@ struct ipk_ops {
 	 * §3): t from the quote (our address and port, the peer's), type and code. */
 	void (*udp_error6)(struct ipk_ctx *ctx, const struct ipk_atuple *t, uint8_t type,
 	                   uint8_t code, void *opaque);
+	/* (optional) Neighbor Discovery owned by the integrator, as arp_resolve: when
+	 * set the core asks it for the MAC of an on-link IPv6 next hop; 1 = known (mac
+	 * filled), 0 = not known: the packet waits (at most 4 per neighbor) while the
+	 * core sends Neighbor Solicitations, and the built-in cache holds nothing
+	 * else (no REACHABLE/STALE entries). */
+	int (*nd_resolve)(const uint8_t ip6[16], uint8_t mac[6], void *opaque);
+	/* (optional) Told of every IPv6 -> MAC binding learned from ND (NA, or the
+	 * source link-layer option of an NS or RA). */
+	void (*nd_learned)(const uint8_t ip6[16], const uint8_t mac[6], void *opaque);
 };
 
 /* Engine configuration. ipk_config_default fills every field with a documented

@@ -841,6 +841,61 @@ static void test_ptb_lowers_pmtu_never_below_1280(void)
 	hnet_free(net);
 }
 
+/* integrator-owned ND: node 0's table */
+static uint8_t otab_ip[4][16], otab_mac[4][6];
+static int otab_n, olearned_n;
+
+static int op_nd_resolve(const uint8_t ip[16], uint8_t mac[6], void *opaque)
+{
+	int i;
+
+	(void)opaque;
+	for (i = 0; i < otab_n; i++)
+		if (memcmp(otab_ip[i], ip, 16) == 0) {
+			memcpy(mac, otab_mac[i], 6);
+			return 1;
+		}
+	return 0;
+}
+
+static void op_nd_learned(const uint8_t ip[16], const uint8_t mac[6], void *opaque)
+{
+	(void)opaque;
+	olearned_n++;
+	if (otab_n < 4) {
+		memcpy(otab_ip[otab_n], ip, 16);
+		memcpy(otab_mac[otab_n++], mac, 6);
+	}
+}
+
+static void test_integrator_owned_nd(void)
+{
+	struct hnet *net = net6(2, tweak6);
+	struct hnode *a = net->nodes[0];
+	int i, used = 0;
+
+	otab_n = olearned_n = 0;
+	a->ops.nd_resolve = op_nd_resolve;
+	a->ops.nd_learned = op_nd_learned;
+	hnet_clear_cap(net);
+	/* unknown: the request waits while an NS asks; the NA goes to nd_learned */
+	CHECK_EQ(ipk_icmp6_echo(a->ctx, G2, ipk_htons(5), ipk_htons(1), 8, net->now), 0);
+	hnet_settle(net);
+	CHECK_EQ(echo6_n[0], 1);
+	CHECK(olearned_n >= 1);
+	CHECK_EQ(count_icmp6(net, 0, IPK_ICMP6_ND_NS), 1);
+	for (i = 0; i < IPK_ND_ENTRIES; i++)
+		used += a->ctx->ip6.nd[i].state != IPK_ND_FREE;
+	CHECK_EQ(used, 0); /* the built-in cache keeps nothing */
+	/* known: no NS, straight out */
+	CHECK_EQ(ipk_icmp6_echo(a->ctx, G2, ipk_htons(5), ipk_htons(2), 8, net->now), 0);
+	hnet_settle(net);
+	CHECK_EQ(echo6_n[0], 2);
+	CHECK_EQ(count_icmp6(net, 0, IPK_ICMP6_ND_NS), 1);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 int main(void)
 {
 	RUN(test_dad_then_link_local_and_static_up);
@@ -867,5 +922,6 @@ int main(void)
 	RUN(test_fragment_timeout_sends_time_exceeded);
 	RUN(test_atomic_fragment_delivered);
 	RUN(test_ptb_lowers_pmtu_never_below_1280);
+	RUN(test_integrator_owned_nd);
 	return check_summary();
 }
