@@ -198,7 +198,8 @@ static int ip6_addr_check(const struct ipk_ctx *c, const struct ipk_ip6_hdr *h)
 	 * solicited-node group anyway) are taken: drop the rest. */
 	if (i < 0 || !ip6_addr_usable(&c->ip6.addr[i]))
 		return IPK_DROP_IP6_NOT_FOR_US;
-	if (ipk_ip6_addr_find(c, h->src) >= 0)
+	i = ipk_ip6_addr_find(c, h->src);
+	if (i >= 0 && ip6_addr_usable(&c->ip6.addr[i]))
 		return IPK_DROP_IP6_BAD_SRC; /* our own address: a land packet */
 	return -1;
 }

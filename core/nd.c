@@ -621,7 +621,7 @@ static void nd_ra_slaac(struct ipk_ctx *c, const struct ipk_nd_prefix *pf)
 	}
 	if (pf->valid == 0)
 		return;
-	for (i = 2; i < IPK_IP6_ADDRS; i++) {
+	for (i = 1; i < IPK_IP6_ADDRS; i++) { /* slot 1 when no static address */
 		if (c->ip6.addr[i].state == IPK_A6_FREE) {
 			ipk_ip6_addr_add(c, i, a, 64, 1);
 			c->ip6.addr[i].valid_until = nd_life(c->now, pf->valid);
