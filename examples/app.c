@@ -291,11 +291,13 @@ void app_report(struct ipk_node *n, const char *prog)
 	        (unsigned long long)c->tcp_rmem_pruned, (unsigned long long)c->tcp_rmem_reclaimed,
 	        (unsigned long long)c->tcp_rmem_reserve);
 	if (c->ip6_rx || c->ip6_tx)
-		fprintf(stderr, "%s: ip6_rx=%llu ip6_tx=%llu nd_rx=%llu nd_tx=%llu ip6_addrs_up=%llu "
-		        "ip6_dad_conflicts=%llu\n", prog, (unsigned long long)c->ip6_rx,
-		        (unsigned long long)c->ip6_tx, (unsigned long long)c->nd_rx,
-		        (unsigned long long)c->nd_tx, (unsigned long long)c->ip6_addrs_up,
-		        (unsigned long long)c->ip6_dad_conflicts);
+		fprintf(stderr, "%s: ip6_rx=%llu ip6_tx=%llu nd_rx=%llu nd_tx=%llu nd_evicted=%llu "
+		        "ip6_addrs_up=%llu ip6_dad_conflicts=%llu ip6_reassembled=%llu\n", prog,
+		        (unsigned long long)c->ip6_rx, (unsigned long long)c->ip6_tx,
+		        (unsigned long long)c->nd_rx, (unsigned long long)c->nd_tx,
+		        (unsigned long long)c->nd_evicted, (unsigned long long)c->ip6_addrs_up,
+		        (unsigned long long)c->ip6_dad_conflicts,
+		        (unsigned long long)c->ip6_reassembled);
 	for (i = 0; i < IPK_DROP__COUNT; i++)
 		if (c->drop[i])
 			fprintf(stderr, "%s:   drop %s %llu\n", prog, ipk_drop_name((enum ipk_drop)i),

@@ -180,3 +180,38 @@ def test_ipkit_ping6_3000_to_linux(v6):
     m = re.search(r"(\d+) packets transmitted, (\d+) received", out)
     assert m and int(m.group(2)) >= 2, out
     assert "3008 bytes from" in out, out
+
+
+def test_neighbor_cache_flood_node_recovers(v6):
+    """300 NS from as many forged sources (hop limit 255, SLLA): ipkit's cache stays
+    bounded (LRU) and a ping and a UDP exchange right after still work."""
+    p = v6.ln.start_ipk("ipkit-echo", "--ip6", v6.ipk6 + "/64", "-v")
+    assert v6.wait6(v6.ipk6)
+    mac = v6.ipk_mac()
+    script = (
+        "from scapy.all import *\n"
+        "import sys\n"
+        "dev, tgt, mac = sys.argv[1], sys.argv[2], sys.argv[3]\n"
+        "sn = in6_getnsma(inet_pton(socket.AF_INET6, tgt))\n"
+        "snd = inet_ntop(socket.AF_INET6, sn)\n"
+        "pk = []\n"
+        "for i in range(300):\n"
+        "    src = tgt.rsplit(':', 1)[0] + ':%x' % (0x1000 + i)\n"
+        "    sm = '02:77:00:00:%02x:%02x' % (i >> 8, i & 255)\n"
+        "    pk.append(Ether(dst=in6_getnsmac(sn), src=sm) / IPv6(src=src, dst=snd, hlim=255) /"
+        " ICMPv6ND_NS(tgt=tgt) / ICMPv6NDOptSrcLLAddr(lladdr=sm))\n"
+        "sendp(pk, iface=dev, verbose=False)\n")
+    v6.ln.run("/usr/bin/python3", "-c", script, v6.ln.linux_dev, v6.ipk6, mac, timeout=120)
+    r = v6.ping6(v6.ipk6, count=3)
+    assert r.returncode == 0, r.stdout.decode()
+    r = v6.ln.run("/usr/bin/python3", "-c", UDP_CLIENT, v6.ipk6, "5", check=False, timeout=60)
+    assert r.returncode == 0 and "ok 5" in r.stdout.decode(), r.stdout.decode() + r.stderr.decode()
+    p.terminate()
+    try:
+        _, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    m = re.search(r"nd_evicted=(\d+)", err.decode())
+    # 300 sources + Linux through a 32-entry cache
+    assert m and int(m.group(1)) >= 300 - 32, err.decode()[-2000:]
