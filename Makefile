@@ -35,7 +35,8 @@ DEB_PKGS := meson ninja-build gcc g++ clang libclang-rt-14-dev tshark \
             gcc-i686-linux-gnu libc6-dev-i386-cross gcc-s390x-linux-gnu \
             libc6-dev-s390x-cross qemu-user binutils pkg-config python3 \
             libxdp-dev libbpf-dev python3-pytest socat iperf3 curl iproute2 ethtool \
-            iputils-ping wrk xdp-tools tcpdump libdpdk-dev dpdk-dev python3-scapy
+            iputils-ping wrk xdp-tools tcpdump libdpdk-dev dpdk-dev python3-scapy \
+            netcat-openbsd
 
 # Only `make bench` needs these (plots); make test does not.
 BENCH_PKGS := python3-matplotlib
@@ -44,7 +45,7 @@ BENCH_SECONDS ?= 3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_ENV := env DEBIAN_FRONTEND=noninteractive
 
-.PHONY: build all deps test demo sim-demo fuzz install clean sim-matrix tcp-figures bench-peers bench io-figures mc-figures
+.PHONY: build all deps debroot test demo sim-demo fuzz install clean sim-matrix tcp-figures bench-peers bench io-figures mc-figures
 
 all: build
 
@@ -70,7 +71,11 @@ $(BUILD)/build.ninja: | deps
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
-test: deps
+# Debian's nginx and redis for the preload suite, unpacked, not installed (the script says why)
+debroot: deps
+	@bash tests/preload/debroot.sh
+
+test: deps debroot
 	@bash tests/port/run_all.sh --build $(BUILD) --san $(SANBUILD) \
 		--fuzz-seconds $(FUZZ_TEST_SECONDS)
 
@@ -120,4 +125,4 @@ install: build
 	meson install -C $(BUILD) $(if $(DESTDIR),--destdir $(DESTDIR))
 
 clean:
-	rm -rf $(BUILD) $(SANBUILD) build-port ipkit-demo.pcap
+	rm -rf $(BUILD) $(SANBUILD) build-port ipkit-demo.pcap build-debroot

@@ -42,6 +42,7 @@ static void config_default_tcp(struct ipk_config *cfg)
 	cfg->tcp_sack = 1;
 	cfg->tcp_timestamps = 1;
 	cfg->tcp_rack = 1;
+	cfg->tcp_frto = 1;
 	cfg->eph_port_lo = 49152;
 	cfg->eph_port_hi = 65535;
 	cfg->tcp_cc = IPK_CC_NEWRENO;

@@ -879,6 +879,12 @@ void ipk_tcp_undo_cancel(struct ipk_conn *c);
 void ipk_tcp_undo_rto_arm(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* A new ACK while backed off (nrtx != 0): undo the RTO when it was spurious. */
 void ipk_tcp_undo_rto_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_seg *s);
+/* F-RTO (RFC 5682 §3.1), SACK without timestamps: an RTO fires (before cwnd is
+ * cut, nrtx not yet raised); an ACK (from the scoreboard's ACK processing, before the
+ * trim); 1 while retransmissions wait for the ACK of new data (step 2b). */
+void ipk_tcp_frto_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c);
+void ipk_tcp_frto_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t prev_una, int dup);
+int ipk_tcp_frto_holds(const struct ipk_conn *c);
 /* The SACK recovery ended (cwnd set): apply an undo that waited for it. */
 void ipk_tcp_undo_rcvy_exit(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* A D-SACK of [l, r): 1 when it covers data we retransmitted (a needless

@@ -438,6 +438,7 @@ int ipk_tcp_sb_on_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_
 			c->dupacks--;
 		return dup;
 	}
+	ipk_tcp_frto_ack(ctx, c, prev_una, dup); /* RFC 5682 steps 2-3, before the trim */
 	sb_trim(ctx, c, ipk_tcp_sb(c));
 	if (c->snd_una == c->snd_max) {
 		ipk_tcp_sb_recover(ctx, c); /* everything acknowledged ends recovery */
@@ -522,6 +523,8 @@ void ipk_tcp_sb_output(struct ipk_ctx *ctx, struct ipk_conn *c)
 	uint32_t i, seq, len, pipe, end;
 	int rc, again;
 
+	if (ipk_tcp_frto_holds(c))
+		return; /* RFC 5682 §3.1 step 2b: new data first */
 	for (i = 0; i < IPK_TCP_OUTPUT_BURST && ipk_tcp_sb(c); i++) {
 		if (!next_seg(c, &seq, &len, &again))
 			return;

@@ -212,6 +212,8 @@ static int on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 		 * one, so it is counted when it starts */
 		ipk_tcp_rack_recovery_done(c);
 	}
+	if (!syn && (c->fl & (IPK_TCPF_SACK_OK | IPK_TCPF_TS_OK)) == IPK_TCPF_SACK_OK)
+		ipk_tcp_frto_on_rto(ctx, c); /* RFC 5682: may prove spurious */
 	c->nrtx++;
 	c->rto_us = (uint32_t)IPK_MIN(2ull * c->rto_us, ctx->rto_max_us);
 	ctx->cnt.tcp_rto++;

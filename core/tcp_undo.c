@@ -23,8 +23,9 @@
  * The first ACK that then advances snd_una decides (RFC 3522 §3): a TSecr older
  * than that TSval acknowledges an original, so the timeout was spurious (a delayed
  * ACK, not a loss); the reduction is undone, the rest of the flight is no longer
- * taken as lost, and tcp_rto_undo counts it. Without SACK there is no scoreboard
- * to hang the record on, and no undo (no F-RTO either, RFC 5682).
+ * taken as lost, and tcp_rto_undo counts it. Without timestamps F-RTO (RFC 5682,
+ * below) decides instead. Without SACK there is no scoreboard to hang the record
+ * on, and no undo.
  *
  * The state lives in one pool descriptor hung off the scoreboard record (its pkt
  * field), with the logged ranges on its next chain, at most IPK_TCP_UNDO_LOG_MAX (the oldest
@@ -52,6 +53,12 @@
 #define UNDO_F_ARMED 0x1u   /* a recovery's prior state is kept */
 #define UNDO_F_PENDING 0x2u /* all its retransmissions were D-SACKed: undo at its end */
 #define UNDO_F_RTO 0x4u     /* an RTO's prior state is kept (Eifel, RFC 3522) */
+/* F-RTO (RFC 5682, below): steps 2-3 run, c->recover being its "recover"; step 2b
+ * passed (new data, no retransmission); UNDO_RETRANS counts the RTO episode's
+ * retransmissions for a D-SACK undo */
+#define UNDO_F_FRTO 0x8u
+#define UNDO_F_FRTO_NEW 0x10u
+#define UNDO_F_FRTO_DS 0x20u
 
 static struct ipk_pb *undo_rec(const struct ipk_conn *c)
 {
@@ -148,7 +155,7 @@ void ipk_tcp_undo_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, ui
 	if (!ipk_tcp_sb(c) || (u = undo_get(ctx, c)) == NULL)
 		return;
 	log_add(ctx, u, seq, len);
-	if ((UNDO_FLAGS(u) & UNDO_F_ARMED) && ipk_seq_ge(seq, UNDO_MARKER(u)))
+	if ((UNDO_FLAGS(u) & (UNDO_F_ARMED | UNDO_F_FRTO_DS)) && ipk_seq_ge(seq, UNDO_MARKER(u)))
 		UNDO_RETRANS(u) += segs(c, len);
 }
 
@@ -252,6 +259,144 @@ void ipk_tcp_undo_rto_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct 
 	ctx->cnt.tcp_rto_undo++;
 }
 
+/* ------------------------------------------- F-RTO (RFC 5682 §3.1), no timestamps
+ *
+ * Without timestamps Eifel has no evidence; F-RTO finds it in what the ACKs after
+ * the RTO acknowledge (as Linux's tcp_frto, on by default there). Step 1: the RTO
+ * resends the first unacknowledged segment (as always) and keeps cwnd, ssthresh and
+ * W_max, with "recover" = snd_max. Step 2: the first ACK that advances snd_una lets
+ * new data go instead of the rest of the flight (retransmissions are held). Step 3:
+ * the next ACK decides. A cumulative ACK of data sent before the RTO and never
+ * resent (above HighRxt) says the flight was not lost: the timeout was spurious and
+ * is undone. A duplicate ACK or one that acknowledges only resent data says it was
+ * lost: the RTO recovery goes on as without F-RTO. A SACK of old data leaves a hole
+ * below it (at snd_una), so it proves nothing and counts as a loss (more cautious
+ * than Linux, which undoes then and may enter fast recovery at once). One ACK of the
+ * whole flight leaves F-RTO nothing to test; a D-SACK of every retransmission of the
+ * episode (and of those outstanding at the RTO) then proves it spurious (RFC 3708). */
+
+/* Retransmitted segments still outstanding (Linux's retrans_out at tcp_init_undo):
+ * a D-SACK of one of them then counts down too. Counted per pb, at least as many
+ * as the segments: the undo can only come later, never wrongly. */
+static uint32_t rtx_outstanding(const struct ipk_conn *c)
+{
+	const struct ipk_pb *pb;
+	uint32_t n = 0;
+
+	for (pb = c->sq_head; pb && ipk_seq_lt(pb->seq, c->snd_max); pb = pb->next) {
+		if ((pb->xmit == 2u || pb->xmit == IPK_TCP_XMIT_AGAIN) &&
+		    ipk_seq_gt(pb->seq + pb->len, c->snd_una))
+			n += segs(c, pb->len);
+	}
+	return n;
+}
+
+/* RFC 5682 §3.1 step 1, called on every RTO of a SACK connection without
+ * timestamps, before cwnd is cut. Not entered during a loss recovery, SACK or RTO
+ * (snd_una below the recovery point), as Linux's tcp_enter_loss; a second timeout
+ * ends steps 2-3 ("go to step 1", which then finds the RTO recovery running), but
+ * its retransmission joins the D-SACK count (RFC 3708), as Linux's undo_retrans. */
+void ipk_tcp_frto_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	struct ipk_pb *u = undo_rec(c);
+
+	if (u) /* a second timeout: steps 2-3 end, the D-SACK count goes on */
+		UNDO_FLAGS(u) &= ~(UNDO_F_FRTO | UNDO_F_FRTO_NEW | (c->nrtx ? 0u : UNDO_F_FRTO_DS));
+	if (c->nrtx != 0 || !ctx->cfg.tcp_frto || (c->fl & IPK_TCPF_SACK_RCVY) ||
+	    ipk_seq_lt(c->snd_una, c->recover))
+		return;
+	if ((u = undo_get(ctx, c)) == NULL)
+		return;
+	UNDO_CWND(u) = c->cwnd;
+	UNDO_SSTHRESH(u) = c->ssthresh;
+	UNDO_WMAX(u) = c->cc.cubic.w_max;
+	UNDO_FLAGS(u) = UNDO_F_FRTO | UNDO_F_FRTO_DS;
+	UNDO_MARKER(u) = c->snd_una;
+	UNDO_RETRANS(u) = rtx_outstanding(c);
+}
+
+/* Step 2b holds the retransmissions of the rest of the flight (tcp_sb.c output). */
+int ipk_tcp_frto_holds(const struct ipk_conn *c)
+{
+	const struct ipk_pb *u = undo_rec(c);
+
+	return u && (UNDO_FLAGS(u) & UNDO_F_FRTO_NEW) && ipk_seq_lt(c->snd_una, c->recover);
+}
+
+/* The RTO was spurious: cwnd, ssthresh and W_max come back, the flight is no longer
+ * lost, and a loss found later starts a recovery of its own. */
+static void frto_undo(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *u)
+{
+	struct ipk_pb *sb = ipk_tcp_sb(c);
+
+	undo_restore(c, u);
+	if (ipk_seq_lt(IPK_SB_HIGH_RXT(sb), IPK_SB_LOST_END(sb)))
+		IPK_SB_LOST_END(sb) = IPK_SB_HIGH_RXT(sb);
+	c->recover = c->snd_una;
+	ctx->cnt.tcp_frto_undo++;
+}
+
+/* RFC 3708 §3 for the RTO episode (Linux's undo_retrans in tcp_try_undo_loss): every
+ * retransmission since it, and every one outstanding then, was D-SACKed, so none
+ * was needed. This catches what step 2a cannot: one ACK for the whole flight, when
+ * the RTO's retransmission was a duplicate. Returns 1 when it took the D-SACK. */
+static int frto_count_down(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *u, uint32_t l,
+                           uint32_t got)
+{
+	if (!(UNDO_FLAGS(u) & UNDO_F_FRTO_DS))
+		return 0;
+	if (ipk_seq_lt(l, UNDO_MARKER(u)) || UNDO_RETRANS(u) == 0)
+		return 1;
+	UNDO_RETRANS(u) -= IPK_MIN(segs(c, got), UNDO_RETRANS(u));
+	if (UNDO_RETRANS(u) == 0)
+		frto_undo(ctx, c, u);
+	return 1;
+}
+
+/* Step 3 (a)/(b): spurious when the cumulative ACK moved over never-resent data
+ * below "recover". */
+static void frto_decide(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *u, uint32_t prev_una)
+{
+	struct ipk_pb *sb = ipk_tcp_sb(c);
+	uint32_t from = prev_una, to = c->recover;
+
+	UNDO_FLAGS(u) &= ~(UNDO_F_FRTO | UNDO_F_FRTO_NEW);
+	if (ipk_seq_lt(from, IPK_SB_HIGH_RXT(sb)))
+		from = IPK_SB_HIGH_RXT(sb);
+	if (ipk_seq_lt(c->snd_una, to))
+		to = c->snd_una;
+	if (ipk_seq_lt(from, to))
+		frto_undo(ctx, c, u); /* (b); else (a): the loss was real */
+}
+
+/* Steps 2 and 3 on an ACK, from the scoreboard's ACK processing before it is trimmed
+ * (HighRxt still marks what was resent). prev_una: snd_una before this ACK; dup: a
+ * duplicate ACK (RFC 5681 §2). Other ACKs (window updates) are ignored (step 3). */
+void ipk_tcp_frto_ack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t prev_una, int dup)
+{
+	struct ipk_pb *u = undo_rec(c);
+
+	if (!u || !(UNDO_FLAGS(u) & UNDO_F_FRTO))
+		return;
+	if (c->snd_una == prev_una && !dup)
+		return;
+	if ((UNDO_FLAGS(u) & UNDO_F_FRTO_NEW) && c->snd_max != c->recover) {
+		frto_decide(ctx, c, u, prev_una);
+		return;
+	}
+	/* step 2 (again, when the window let nothing new go): duplicate ACKs wait */
+	if (c->snd_una == prev_una)
+		return;
+	if (ipk_seq_lt(c->snd_una, c->recover) &&
+	    ipk_seq_lt(c->snd_max, ipk_tcp_data_end(c)) &&
+	    ipk_seq_lt(c->snd_max, c->snd_una + c->snd_wnd)) {
+		UNDO_FLAGS(u) |= UNDO_F_FRTO_NEW; /* (b): new data next */
+		return;
+	}
+	/* (a) all of the flight acknowledged, or (b) nothing new to send: conventional */
+	UNDO_FLAGS(u) &= ~(UNDO_F_FRTO | UNDO_F_FRTO_NEW);
+}
+
 void ipk_tcp_undo_rcvy_exit(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	struct ipk_pb *u = undo_rec(c);
@@ -321,6 +466,7 @@ int ipk_tcp_undo_dsack(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t l, uint
 
 	if (!u || (got = log_match(ctx, u, l, r)) == 0)
 		return 0;
-	count_down(ctx, c, u, l, got);
+	if (!frto_count_down(ctx, c, u, l, got))
+		count_down(ctx, c, u, l, got);
 	return 1;
 }

@@ -14,8 +14,11 @@
  * and the congestion control the connection ran, read back from it (ipk_tcp_info) once
  * established and again when the stream ends, like the relay tests' Linux sender:
  *   cc ESTABLISHED END              (cubic or newreno each)
+ * and where the process's time went (node polls and sleeps, getrusage):
+ *   loop polls=N sleeps=N rx_frames=N tx_frames=N user_us=N sys_us=N vcsw=N ivcsw=N
  * --cc cubic|newreno picks it (ipk_config.tcp_cc; without it the core's default, newreno),
  * --sndbuf / --rcvbuf BYTES size the connection's buffers (ipk_config.tcp_sndbuf/rcvbuf).
+ * --trace MS prints the window state and the loop's polls and sleeps every MS ms.
  * Exit 0 when the stream ended normally (both FINs), 1 on reset, timeout or refusal.
  */
 #include "app.h"
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +47,7 @@ struct nc_app {
 	struct sha256 sha_tx, sha_rx;
 	uint8_t pend[NC_CHUNK];
 	uint32_t pend_off, pend_len;
+	uint64_t trace_ns, trace_next; /* --trace: interval, next sample; 0 off */
 };
 
 static uint64_t nc_clock(void)
@@ -108,13 +113,34 @@ static void nc_cc_sample(struct nc_app *a)
 	a->cc_last = ti.cc_algo;
 }
 
-/* The --send-size pattern: a byte stream that differs from position to position. */
+/* The --send-size pattern: a byte stream that differs from position to position,
+ * byte x = x ^ x >> 8 ^ x >> 16 ^ 0x5a. Within 256 aligned bytes only the low byte of x
+ * changes, so each such run is the bytes 0..255 (from lo) XOR one constant, done eight
+ * bytes at a time (byte by byte it cost ~8% of a sender's CPU at 1.4 Gbit/s, and gcc
+ * -O2 does not vectorize that loop). */
 static void nc_pattern(uint64_t pos, uint8_t *p, uint32_t n)
 {
+	static uint8_t iota[256 + 8];
 	uint32_t i;
-	for (i = 0; i < n; i++) {
-		uint64_t x = pos + i;
-		p[i] = (uint8_t)(x ^ (x >> 8) ^ (x >> 16) ^ 0x5a);
+	if (iota[1] == 0)
+		for (i = 0; i < sizeof(iota); i++)
+			iota[i] = (uint8_t)i;
+	while (n > 0) {
+		uint32_t lo = (uint32_t)(pos & 255u), run = 256u - lo;
+		uint8_t c = (uint8_t)((pos >> 8) ^ (pos >> 16) ^ 0x5a);
+		uint64_t c8 = c * 0x0101010101010101ull, w;
+		if (run > n)
+			run = n;
+		for (i = 0; i + 8 <= run; i += 8) {
+			memcpy(&w, iota + lo + i, 8);
+			w ^= c8;
+			memcpy(p + i, &w, 8);
+		}
+		for (; i < run; i++)
+			p[i] = (uint8_t)((lo + i) ^ c);
+		pos += run;
+		p += run;
+		n -= run;
 	}
 }
 
@@ -170,7 +196,9 @@ static void nc_pump(struct ipk_node *n, struct nc_app *a)
 		w = ipk_tcp_write(ctx, a->c, a->pend + a->pend_off, a->pend_len - a->pend_off, now);
 		if (w <= 0)
 			break;
-		if (a->sha) /* hashing costs more than the stack: only when asked */
+		/* hashing costs more than the stack: only when asked, and for --send-size
+		 * after the stream (nc_sent_digest) */
+		if (a->sha && !a->send_size)
 			sha256_update(&a->sha_tx, a->pend + a->pend_off, (size_t)w);
 		a->pend_off += (uint32_t)w;
 		a->sent += (uint64_t)w;
@@ -284,7 +312,9 @@ static void usage(FILE *f)
 	           "  --timeout S      give up after S seconds without progress (default 30)\n"
 	           "  --cc ALGO        congestion control: cubic or newreno (the core's default)\n"
 	           "  --sndbuf BYTES   send buffer per connection (k/M suffix; core default 256k)\n"
-	           "  --rcvbuf BYTES   receive window ceiling (k/M suffix; core default 256k)\n%s",
+	           "  --rcvbuf BYTES   receive window ceiling (k/M suffix; core default 256k)\n"
+	           "  --trace MS       every MS ms print cwnd, inflight, windows, send buffer\n"
+	           "                   room and the node's polls/sleeps on stderr\n%s",
 	        app_common_help);
 }
 
@@ -295,11 +325,41 @@ static const char *nc_reason(enum ipk_close_reason why)
 	return (unsigned)why < 6 ? names[why] : "?";
 }
 
+/* --trace: one line per interval on stderr, to tell a sender limited by its window
+ * (inflight near cwnd or snd_wnd), by its send buffer (sndbuf_free 0 with inflight
+ * below cwnd) or by CPU/wake-ups (the node's sleeps and polls):
+ *   trace T_US cwnd=B inflight=B snd_wnd=B rcv_wnd=B sndbuf_free=B srtt_us=N sent=B
+ *         received=B polls=N sleeps=N rx_frames=N tx_frames=N */
+static void nc_trace(struct ipk_node *n, struct nc_app *a, uint64_t t0)
+{
+	struct ipk_tcp_info ti;
+	struct ipk_node_stats st;
+	uint64_t now = nc_clock();
+	if (now < a->trace_next)
+		return;
+	a->trace_next = now + a->trace_ns;
+	memset(&ti, 0, sizeof(ti));
+	if (a->c)
+		(void)ipk_tcp_info(a->c, &ti);
+	ipk_node_stats(n, &st);
+	fprintf(stderr, "trace %llu cwnd=%u inflight=%u snd_wnd=%u rcv_wnd=%u sndbuf_free=%u "
+	        "srtt_us=%llu sent=%llu received=%llu polls=%llu sleeps=%llu rx_frames=%llu "
+	        "tx_frames=%llu\n", (unsigned long long)((now - t0) / 1000u), ti.cwnd, ti.inflight,
+	        ti.snd_wnd, ti.rcv_wnd, a->c && a->established ? ipk_tcp_sndbuf_free(a->c) : 0,
+	        (unsigned long long)(ti.srtt_ns / 1000u), (unsigned long long)a->sent,
+	        (unsigned long long)a->received, (unsigned long long)st.polls,
+	        (unsigned long long)st.sleeps, (unsigned long long)st.rx_frames,
+	        (unsigned long long)st.tx_frames);
+}
+
 static int nc_loop(struct ipk_node *n, struct nc_app *a, volatile int *stop, uint64_t timeout_ns)
 {
-	a->last_progress = nc_clock();
+	uint64_t t0 = nc_clock();
+	a->last_progress = t0;
 	while (!*stop && !a->closed) {
 		nc_pump(n, a);
+		if (a->trace_ns)
+			nc_trace(n, a, t0);
 		/* with stdin idle we cannot sleep on it through the node: nap briefly */
 		ipk_node_poll(n, a->in_idle ? 1 : 100);
 		if (nc_clock() - a->last_progress > timeout_ns) {
@@ -317,13 +377,30 @@ static int nc_loop(struct ipk_node *n, struct nc_app *a, volatile int *stop, uin
 	return APP_EXIT_OK;
 }
 
+/* The --send-size stream's digest, computed once the stream is over from the same
+ * generator that fed it: nc_fill makes every chunk at position `sent` and nc_pump
+ * writes chunks whole and in order, so bytes 0..sent of the pattern are what was
+ * written. Hashing them inside the loop cost a quarter of a sender's CPU (SHA-NI; over
+ * half with plain C) and competed with the transfer it measures; the relay tests'
+ * Linux sender likewise hashes its file outside the transfer. The receiver's digest of
+ * what arrived is still compared with this one end to end. */
+static void nc_sent_digest(struct nc_app *a)
+{
+	uint64_t pos;
+	for (pos = 0; pos < a->sent; pos += NC_CHUNK) {
+		uint32_t n = a->sent - pos < NC_CHUNK ? (uint32_t)(a->sent - pos) : NC_CHUNK;
+		nc_pattern(pos, a->pend, n);
+		sha256_update(&a->sha_tx, a->pend, n);
+	}
+}
+
 /* One parseable line, so tests can check that loss really made TCP recover. */
 static void nc_stats(const struct ipk_counters *c)
 {
 	fprintf(stderr, "tcp_stats retransmits=%llu rto=%llu fast_retransmits=%llu "
 	        "sack_recoveries=%llu rto_episodes=%llu tlp_probes=%llu ooo_segs=%llu "
 	        "dup_segs=%llu dsack_rx=%llu dsack_tx=%llu spurious_rtx=%llu reordering_seen=%llu "
-	        "dsack_undo=%llu\n",
+	        "dsack_undo=%llu tlp_new_data=%llu tlp_recovery=%llu rto_undo=%llu frto_undo=%llu\n",
 	        (unsigned long long)c->tcp_retransmits, (unsigned long long)c->tcp_rto,
 	        (unsigned long long)c->tcp_fast_retransmits,
 	        (unsigned long long)c->tcp_sack_recovery_episodes,
@@ -331,7 +408,33 @@ static void nc_stats(const struct ipk_counters *c)
 	        (unsigned long long)c->tcp_ooo_segs, (unsigned long long)c->tcp_dup_segs,
 	        (unsigned long long)c->tcp_dsack_rx, (unsigned long long)c->tcp_dsack_tx,
 	        (unsigned long long)c->tcp_spurious_rtx, (unsigned long long)c->tcp_reordering_seen,
-	        (unsigned long long)c->tcp_dsack_undo);
+	        (unsigned long long)c->tcp_dsack_undo, (unsigned long long)c->tcp_tlp_new_data,
+	        (unsigned long long)c->tcp_tlp_recovery, (unsigned long long)c->tcp_rto_undo,
+	        (unsigned long long)c->tcp_frto_undo);
+}
+
+/* Where the process's time went (issue 16: a sender through the relay shares 2 CPUs
+ * with the relay and the receiver, so its CPU and wake-ups are what it costs them):
+ *   loop polls=N sleeps=N rx_frames=N tx_frames=N user_us=N sys_us=N vcsw=N ivcsw=N
+ * polls/sleeps/frames from the node, the rest getrusage of the whole process (the
+ * --sha256 digest of a --send-size stream, made after the stream, included). */
+static unsigned long long nc_us(const struct timeval *tv)
+{
+	return (unsigned long long)tv->tv_sec * 1000000ull + (unsigned long long)tv->tv_usec;
+}
+
+static void nc_loop_stats(struct ipk_node *n)
+{
+	struct ipk_node_stats st;
+	struct rusage ru;
+	ipk_node_stats(n, &st);
+	memset(&ru, 0, sizeof(ru));
+	(void)getrusage(RUSAGE_SELF, &ru);
+	fprintf(stderr, "loop polls=%llu sleeps=%llu rx_frames=%llu tx_frames=%llu user_us=%llu "
+	        "sys_us=%llu vcsw=%llu ivcsw=%llu\n", (unsigned long long)st.polls,
+	        (unsigned long long)st.sleeps, (unsigned long long)st.rx_frames,
+	        (unsigned long long)st.tx_frames, nc_us(&ru.ru_utime), nc_us(&ru.ru_stime),
+	        (unsigned long long)ru.ru_nvcsw, (unsigned long long)ru.ru_nivcsw);
 }
 
 int main(int argc, char **argv)
@@ -396,6 +499,13 @@ int main(int argc, char **argv)
 				fprintf(stderr, "ipkit-nc: bad --rcvbuf (1k to 1G bytes)\n");
 				return APP_EXIT_USAGE;
 			}
+		} else if ((r = app_arg("--trace", argc, argv, &i, &v)) != 0) {
+			uint64_t ms;
+			if (r < 0 || app_parse_size(v, &ms) < 0 || ms == 0 || ms > 60000) {
+				fprintf(stderr, "ipkit-nc: bad --trace (1..60000 ms)\n");
+				return APP_EXIT_USAGE;
+			}
+			a.trace_ns = ms * 1000000ull;
 		} else if (strcmp(argv[i], "--sha256") == 0) {
 			a.sha = 1;
 		} else if (strcmp(argv[i], "--stats") == 0) {
@@ -446,6 +556,8 @@ int main(int argc, char **argv)
 	}
 	if (a.sha) {
 		char hex[65];
+		if (a.send_size)
+			nc_sent_digest(&a);
 		sha256_hex(&a.sha_tx, hex);
 		fprintf(stderr, "sent %llu sha256 %s\n", (unsigned long long)a.sent, hex);
 		sha256_hex(&a.sha_rx, hex);
@@ -453,6 +565,7 @@ int main(int argc, char **argv)
 	}
 	if (a.stats) {
 		nc_stats(ipk_counters(ipk_node_ctx(n)));
+		nc_loop_stats(n);
 		fprintf(stderr, "cc %s %s\n", nc_cc_name(a.cc_first), nc_cc_name(a.cc_last));
 	}
 	if (o.verbose)

@@ -1,4 +1,8 @@
-/* SHA-256 per FIPS 180-4 §6.2; words are read big-endian byte by byte. */
+/* SHA-256 per FIPS 180-4 §6.2; words are read big-endian byte by byte. On x86-64 with
+ * the SHA extensions (SHA-NI) the same compression runs on sha256rnds2/msg1/msg2, about
+ * 4x faster: ipkit-nc --sha256 hashes every byte it sends and receives, and the plain C
+ * rounds (~200 MB/s here) cost more than the whole TCP stack at 1.5 Gbit/s; the Linux
+ * peers of the relay tests hash with OpenSSL, which uses these instructions too. */
 #include "sha256.h"
 
 #include <stdio.h>
@@ -17,7 +21,7 @@ static const uint32_t sha_k[64] = {
 
 #define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
 
-static void sha_block(uint32_t h[8], const uint8_t *p)
+static void sha_block_c(uint32_t h[8], const uint8_t *p)
 {
 	uint32_t w[64], a, b, c, d, e, f, g, hh;
 	int i;
@@ -37,6 +41,91 @@ static void sha_block(uint32_t h[8], const uint8_t *p)
 		hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
 	}
 	h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#define SHA_HAVE_NI 1
+
+/* CPUID.7.0:EBX bit 29 (SHA), CPUID.1:ECX bits 9 (SSSE3) and 19 (SSE4.1). */
+static int sha_ni_present(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 9)) || !(c & (1u << 19)))
+		return 0;
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+		return 0;
+	return (b >> 29) & 1u;
+}
+
+/* Four rounds (two sha256rnds2) with W[4i..4i+3] + K[4i..4i+3]. */
+#define SHA_NI_ROUNDS4(s0, s1, m, i)                                                   \
+	do {                                                                           \
+		__m128i k_ = _mm_add_epi32((m), _mm_loadu_si128((const __m128i *)&sha_k[4 * (i)])); \
+		(s1) = _mm_sha256rnds2_epu32((s1), (s0), k_);                          \
+		(s0) = _mm_sha256rnds2_epu32((s0), (s1), _mm_shuffle_epi32(k_, 0x0E)); \
+	} while (0)
+
+/* One 64-byte block. State layout of the instructions: s0 = ABEF, s1 = CDGH (Intel,
+ * "New Instructions Supporting the SHA-256", 2013). m[i & 3] holds W[4i..4i+3]; after
+ * its rounds it is replaced by W[4i+16..4i+19] (FIPS 180-4 §6.2.2 step 1). */
+__attribute__((target("sha,sse4.1,ssse3")))
+static void sha_block_ni(uint32_t h[8], const uint8_t *p)
+{
+	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bll, 0x0405060700010203ll);
+	__m128i t = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xB1);
+	__m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[4]), 0x1B);
+	__m128i s0 = _mm_alignr_epi8(t, s1, 8), abef, cdgh, m[4];
+	int i;
+
+	s1 = _mm_blend_epi16(s1, t, 0xF0);
+	abef = s0;
+	cdgh = s1;
+	for (i = 0; i < 4; i++)
+		m[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), bswap);
+	for (i = 0; i < 16; i++) {
+		SHA_NI_ROUNDS4(s0, s1, m[i & 3], i);
+		if (i < 12) {
+			__m128i w = _mm_sha256msg1_epu32(m[i & 3], m[(i + 1) & 3]);
+			w = _mm_add_epi32(w, _mm_alignr_epi8(m[(i + 3) & 3], m[(i + 2) & 3], 4));
+			m[i & 3] = _mm_sha256msg2_epu32(w, m[(i + 3) & 3]);
+		}
+	}
+	s0 = _mm_add_epi32(s0, abef);
+	s1 = _mm_add_epi32(s1, cdgh);
+	t = _mm_shuffle_epi32(s0, 0x1B);
+	s1 = _mm_shuffle_epi32(s1, 0xB1);
+	_mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(t, s1, 0xF0));
+	_mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(s1, t, 8));
+}
+#endif
+
+/* -1: not decided yet; 0: plain C; 1: SHA-NI. */
+static int sha_accel = -1;
+
+int sha256_accel(int want)
+{
+#ifdef SHA_HAVE_NI
+	sha_accel = want && sha_ni_present();
+#else
+	(void)want;
+	sha_accel = 0;
+#endif
+	return sha_accel;
+}
+
+static void sha_block(uint32_t h[8], const uint8_t *p)
+{
+	if (sha_accel < 0)
+		sha256_accel(1);
+#ifdef SHA_HAVE_NI
+	if (sha_accel) {
+		sha_block_ni(h, p);
+		return;
+	}
+#endif
+	sha_block_c(h, p);
 }
 
 void sha256_init(struct sha256 *s)

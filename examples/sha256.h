@@ -14,6 +14,9 @@ struct sha256 {
 
 void sha256_init(struct sha256 *s);
 void sha256_update(struct sha256 *s, const void *data, size_t len);
+/* Use the CPU's SHA instructions when want != 0 and the CPU has them (the default),
+ * plain C otherwise; returns 1 when the instructions are now in use. Process-wide. */
+int sha256_accel(int want);
 /* Finish and write the digest as 64 lowercase hex characters plus NUL. */
 void sha256_hex(struct sha256 *s, char out[65]);
 

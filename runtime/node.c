@@ -259,7 +259,7 @@ static int node_core_config(struct ipk_node *n, struct ipk_config *c, char *err,
 		}
 	}
 	if (cfg->core_tweak)
-		cfg->core_tweak(c, cfg->app);
+		cfg->core_tweak(c, cfg->tweak_arg ? cfg->tweak_arg : cfg->app);
 	if (ipk_ctx_size(c) == 0) {
 		snprintf(err, errlen, "core rejected the configuration for %s (MTU %u, buffer room %u)",
 		         ipk_io_name(n->io), (unsigned)c->mtu, (unsigned)c->pkt_buf_size);

@@ -109,7 +109,7 @@ static int wk_check_cfg(const struct ipk_workers_cfg *c, char *err, size_t errle
 		why = "unknown thread model";
 	else if (c->steer != IPK_STEER_SOFT && c->steer != IPK_STEER_QUEUES)
 		why = "unknown steering";
-	else if (!c->app)
+	else if (!c->app && !c->run)
 		why = "no application (ipk_workers_cfg.app)";
 	else if (c->reta_size == 0 || c->reta_size > 65536)
 		why = "reta_size must be 1..65536";
@@ -175,6 +175,12 @@ int wk_rss_install(struct ipk_workers *ws, const uint8_t *key, uint8_t fields,
 	return 0;
 }
 
+/* cfg.run: the app pointer worker i's node carries. */
+static void *wk_node_app(const struct ipk_workers *ws, unsigned i)
+{
+	return ws->cfg.node_apps ? ws->cfg.node_apps[i] : ws->cfg.node.app;
+}
+
 /* The node's core config: the application's tweak first, RSS last. */
 static void wk_core_tweak(struct ipk_config *c, void *app)
 {
@@ -182,7 +188,7 @@ static void wk_core_tweak(struct ipk_config *c, void *app)
 	struct ipk_workers *ws = w->ws;
 
 	if (ws->cfg.node.core_tweak)
-		ws->cfg.node.core_tweak(c, ws->cfg.node.app);
+		ws->cfg.node.core_tweak(c, ws->cfg.run ? wk_node_app(ws, w->idx) : ws->cfg.node.app);
 	memcpy(c->rss_key, ws->key, IPK_RSS_KEY_LEN);
 	c->rss_fields = ws->fields;
 	c->rss_reta = ws->reta;
@@ -204,6 +210,10 @@ static void *wk_net_thread(void *arg)
 		if (sched_setaffinity(0, sizeof(set), &set) < 0)
 			fprintf(stderr, "ipkit worker %u: cannot pin to CPU %d: %s\n", w->idx,
 			        w->net_cpu, strerror(errno));
+	}
+	if (w->ws->cfg.run) { /* the caller's loop (ipkitd), no model */
+		w->ws->cfg.run(w->ws, w->idx, w->ws->cfg.run_arg);
+		return NULL;
 	}
 	if (w->ws->cfg.model == IPK_MODEL_UNIFIED)
 		model_app_start_unified(w);
@@ -327,8 +337,9 @@ static int wk_nodes(struct ipk_workers *ws, char *err, size_t errlen)
 			return rc;
 		if (m)
 			nc.mac = m;
-		nc.events = &model_events;
-		nc.app = w;
+		nc.events = ws->cfg.run ? ws->cfg.node.events : &model_events;
+		nc.app = ws->cfg.run ? wk_node_app(ws, i) : w;
+		nc.tweak_arg = w;
 		nc.core_tweak = wk_core_tweak;
 		nc.queue = (int)i;
 		nc.cpu = -1; /* the thread pins itself */
@@ -433,6 +444,8 @@ static struct ipk_workers *wk_start(const struct ipk_workers_cfg *cfg, char *err
 		return NULL;
 	}
 	ws->cfg = *cfg;
+	if (cfg->run)
+		ws->cfg.model = IPK_MODEL_UNIFIED; /* no application thread, no message rings */
 	ws->n = cfg->nworkers;
 	ws->soft = ws->n > 1 && cfg->steer == IPK_STEER_SOFT;
 	for (i = 0; i < ws->n; i++) {
@@ -449,6 +462,11 @@ static struct ipk_workers *wk_start(const struct ipk_workers_cfg *cfg, char *err
 		return NULL;
 	}
 	return ws;
+}
+
+int ipk_workers_stopping(const struct ipk_workers *ws)
+{
+	return ws ? wk_stopping(ws) : 1;
 }
 
 void ipk_workers_request_stop(struct ipk_workers *ws)

@@ -5,6 +5,7 @@
 #include "proto.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -846,3 +847,24 @@ typedef char svc_sqe_is_64[sizeof(struct ipk_svc_sqe) == 64 ? 1 : -1];
 typedef char svc_cqe_is_64[sizeof(struct ipk_svc_cqe) == 64 ? 1 : -1];
 typedef char svc_region_lines[sizeof(struct ipk_svc_region) == 7 * IPK_SVC_CL ? 1 : -1];
 typedef char svc_ring_lines[sizeof(struct ipk_svc_ring) == 5 * IPK_SVC_CL ? 1 : -1];
+
+/* ------------------------------------------------------------ for the POSIX shim */
+
+static int svc_move_fd(int *fd, int min_fd)
+{
+	int n = fcntl(*fd, F_DUPFD_CLOEXEC, min_fd);
+	if (n < 0)
+		return -errno;
+	close(*fd);
+	*fd = n;
+	return 0;
+}
+
+int ipk_svc_move_fds(struct ipk_svc *svc, int min_fd)
+{
+	int rc;
+	if (!svc || min_fd < 0)
+		return -EINVAL;
+	rc = svc_move_fd(&svc->ctl_fd, min_fd);
+	return rc < 0 ? rc : svc_move_fd(&svc->bell_fd, min_fd);
+}

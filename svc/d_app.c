@@ -140,13 +140,18 @@ static void d_send_welcome(int fd, int status, uint64_t size, const int *fds, co
 		return;
 }
 
-static void d_ep_add(struct d_daemon *d, int fd, struct d_ev *ev, uint32_t events)
+static void d_ep_add_to(int ep, int fd, struct d_ev *ev, uint32_t events)
 {
 	struct epoll_event e;
 	memset(&e, 0, sizeof e);
 	e.events = events;
 	e.data.ptr = ev;
-	epoll_ctl(d->ep, EPOLL_CTL_ADD, fd, &e);
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
+}
+
+static void d_ep_add(struct d_daemon *d, int fd, struct d_ev *ev, uint32_t events)
+{
+	d_ep_add_to(d->ep, fd, ev, events);
 }
 
 static void d_app_link(struct d_daemon *d, struct d_app *a)
@@ -169,6 +174,10 @@ static void d_accept_one(struct d_daemon *d, int fd)
 		return;
 	}
 	a = (struct d_app *)calloc(1, sizeof *a);
+	if (a && !(a->pw = (struct d_appw *)calloc(d->nw, sizeof *a->pw))) {
+		free(a);
+		a = NULL;
+	}
 	if (!a) {
 		close(fd);
 		return;
@@ -323,7 +332,11 @@ static int d_app_hello(struct d_daemon *d, struct d_app *a, const struct ipk_svc
 	}
 	/* edge-triggered: every write to an eventfd wakes its waiters and so queues a
 	 * new edge, so the doorbell needs no read(2) per wake-up (d_app_event) */
-	d_ep_add(d, a->bell_fd, &a->ev_bell, EPOLLIN | EPOLLET);
+	/* with several workers the doorbell wakes worker 0, whose epoll batch may
+	 * outlive the app (the control thread reclaims it meanwhile): its tag is
+	 * the daemon's, never the app's (the pass after it takes the bitmap) */
+	d_ep_add_to(d_bell_ep(d), a->bell_fd, d->nw > 1 ? &d->ev_bell : &a->ev_bell,
+	            EPOLLIN | EPOLLET);
 	fds[0] = memfd;
 	fds[1] = a->bell_fd;
 	d_send_welcome(a->ctl_fd, 0, a->size, fds, NULL);
@@ -366,7 +379,9 @@ static void d_app_doom(struct d_app *a, const char *why)
 {
 	if (!a->dying) {
 		a->dying = why;
-		a->gone_ns = d_now();
+		/* when epoll told us, before the lock (--workers N): the reclaim's
+		 * logged time includes any wait for it */
+		a->gone_ns = a->d->ev_ns ? a->d->ev_ns : d_now();
 	}
 }
 
@@ -403,7 +418,7 @@ void d_app_event(struct d_daemon *d, struct d_ev *ev, uint32_t events)
 		if ((++a->bells & 4095u) == 0 && read(a->bell_fd, &v, sizeof v) < 0 &&
 		    errno != EAGAIN)
 			return;
-		a->rescan = 1;
+		a->pw[0].rescan = 1; /* worker 0 takes the bitmap and kicks the owners */
 		return;
 	default:
 		return;
@@ -483,6 +498,7 @@ void d_app_final(struct d_daemon *d, struct d_app *a)
 		munmap(a->base, a->size);
 	for (k = 0; k < D_RING_CLASSES; k++)
 		free(a->ra.free[k]);
+	free(a->pw);
 	free(a->socks);
 	free(a->gen);
 	free(a->free_idx);

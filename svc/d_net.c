@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct d_daemon *D(void *opaque) { return (struct d_daemon *)ipk_node_app(opaque); }
+/* The node's app is its worker (ipkitd.c). */
+static struct d_wk *W(void *opaque) { return (struct d_wk *)ipk_node_app(opaque); }
+static struct d_daemon *D(void *opaque) { return W(opaque)->d; }
 
 /* A completion lifts the in-flight limit: if the SQ holds entries the daemon has
  * not taken (the limit held them back, whatever the CQ overflow did meanwhile),
@@ -17,7 +19,7 @@ static struct d_daemon *D(void *opaque) { return (struct d_daemon *)ipk_node_app
 static void d_sq_recheck(struct d_sock *s)
 {
 	if (s->ring && IPK_SVC_LOAD_RLX(&s->ring->sq_tail.v) != s->sq_head) {
-		s->app->rescan = 1;
+		d_spw(s)->rescan = 1;
 		d_act_push(s);
 	}
 }
@@ -78,6 +80,20 @@ static int d_udp_autobind(struct d_daemon *d, struct d_sock *s)
 	return -EADDRINUSE;
 }
 
+/* Every worker's context listens: a SYN lands on the worker its flow hashes to,
+ * and the connection is accepted there. All or none. */
+static int d_listen_all(struct d_daemon *d, uint16_t port_be, uint16_t bl)
+{
+	unsigned i;
+	int rc = 0;
+	for (i = 0; i < d->nw && rc == 0; i++)
+		rc = ipk_tcp_listen(d->wk[i].ctx, port_be, bl);
+	if (rc < 0)
+		while (i-- > 1)
+			ipk_tcp_unlisten(d->wk[i - 1].ctx, port_be);
+	return rc;
+}
+
 static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
 {
 	uint32_t bl = e->arg ? e->arg : 128;
@@ -87,7 +103,7 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 	if (bl > D_BACKLOG_MAX)
 		bl = D_BACKLOG_MAX;
 	/* a shared port: the core listens once, for all its listeners */
-	rc = d_port_listened(s) ? 0 : ipk_tcp_listen(d->ctx, s->lport_be, (uint16_t)bl);
+	rc = d_port_listened(s) ? 0 : d_listen_all(d, s->lport_be, (uint16_t)bl);
 	if (rc == 0) {
 		s->state = D_LISTEN;
 		s->backlog = bl;
@@ -190,11 +206,15 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 	}
 	/* in flight before the call: an outcome reported from inside it (tcp_closed)
 	 * must find the op to complete */
+	/* a bound port fixes the 4-tuple, so the worker its replies reach; an
+	 * unbound one stays on its worker, whose core picks a port that hashes back
+	 * to it (core/rss.c) */
+	if (d->nw > 1 && s->lport_be)
+		d_sock_move(s, d_flow_worker(d, ip, op->e.addr.port_be, s->lport_be));
 	s->state = D_CONNECTING;
 	s->conn_op = *op;
 	s->inflight++;
-	rc = ipk_tcp_connect(d->ctx, ip, op->e.addr.port_be, s->lport_be, s, &c,
-	                     ipk_node_now(d->node));
+	rc = ipk_tcp_connect(d_sctx(s), ip, op->e.addr.port_be, s->lport_be, s, &c, d_snow(s));
 	if (rc < 0) {
 		s->state = s->lport_be ? D_BOUND : D_NEW;
 		d_op_done(s, op->e.user_data, rc);
@@ -267,7 +287,7 @@ void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 {
 	struct d_op *op;
 	uint32_t n;
-	uint64_t now = ipk_node_now(d->node);
+	uint64_t now = d_snow(s);
 	if (s->peer) {
 		d_loop_tx(d, s);
 		return;
@@ -286,7 +306,7 @@ void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 				if (s->zc_h)
 					return; /* earlier sends not yet acknowledged: tcp_acked */
 			}
-			rc = ipk_tcp_close(d->ctx, s->conn, now);
+			rc = ipk_tcp_close(d_sctx(s), s->conn, now);
 			d_op_done(s, op->e.user_data, rc);
 			d_opq_pop(&s->txq);
 			continue;
@@ -297,7 +317,7 @@ void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 		if (d->zc)
 			rc = d_zc_write(d, s, op, n, now);
 		else
-			rc = ipk_tcp_write(d->ctx, s->conn, s->app->base + op->e.buf_off + op->done,
+			rc = ipk_tcp_write(d_sctx(s), s->conn, s->app->base + op->e.buf_off + op->done,
 			                   n, now);
 		if (rc < 0) {
 			d_op_done(s, op->e.user_data, rc);
@@ -340,7 +360,7 @@ static void d_rx_release(struct d_daemon *d, struct d_sock *s, uint32_t n)
 		return;
 	s->rx_owed -= r;
 	s->rx_unread -= r;
-	ipk_tcp_recved(d->ctx, s->conn, r, ipk_node_now(d->node));
+	ipk_tcp_recved(d_sctx(s), s->conn, r, d_snow(s));
 }
 
 /* The counter the test reads: the window the core has open to a low level's peer
@@ -459,8 +479,8 @@ static void d_sendto_op(struct d_daemon *d, struct d_sock *s, const struct ipk_s
 		d_loop_sendto(d, s, e);
 		return;
 	}
-	rc = ipk_udp_sendto(d->ctx, s->lport_be, ip, e->addr.port_be, s->app->base + e->buf_off,
-	                    e->len, ipk_node_now(d->node));
+	rc = ipk_udp_sendto(d_sctx(s), s->lport_be, ip, e->addr.port_be, s->app->base + e->buf_off,
+	                    e->len, d_snow(s));
 	if (rc > 0)
 		s->app->hdr->tx_copied += (uint64_t)rc;
 	d_post_res(s, e->user_data, rc);
@@ -551,14 +571,18 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 	struct d_daemon *d = D(opq);
 	struct ipk_tuple t;
 	struct d_sock *l, *w;
+	uint64_t now = ipk_node_now(ipk_node_from(opq));
 	if (ipk_tcp_tuple(c, &t) < 0)
 		return NULL;
 	l = d_port_listener(d, t.local_port_be, 1); /* the listeners take turns */
 	w = l ? d_sock_alloc(l->app, IPK_SVC_TCP) : NULL;
 	if (!w) {
-		ipk_tcp_abort(ctx, c, ipk_node_now(d->node));
+		ipk_tcp_abort(ctx, c, now);
 		return NULL;
 	}
+	w->wk = W(opq)->idx; /* the worker that got the SYN holds the connection */
+	W(opq)->socks++;
+	W(opq)->accepted++;
 	w->conn = c;
 	w->state = D_CONNECTED;
 	d_sock_level(w, l->prio); /* an accepted socket serves at its listener's level */
@@ -571,9 +595,10 @@ static void ev_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, vo
 {
 	struct d_sock *s = (struct d_sock *)user;
 	if (!s) {
-		ipk_tcp_abort(ctx, c, ipk_node_now(D(opq)->node));
+		ipk_tcp_abort(ctx, c, ipk_node_now(ipk_node_from(opq)));
 		return;
 	}
+	W(opq)->connected++;
 	s->state = D_CONNECTED;
 	d_op_done(s, s->conn_op.e.user_data, 0);
 }
@@ -588,9 +613,9 @@ static void ev_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void
 		/* closed by the app: data after close gets a reset, as in Linux; with
 		 * --graceful-close it is read and dropped, so the FIN ends the stream */
 		if (pkt && d->cfg.graceful)
-			ipk_tcp_recved(ctx, c, len, ipk_node_now(d->node));
+			ipk_tcp_recved(ctx, c, len, ipk_node_now(ipk_node_from(opq)));
 		else if (pkt)
-			ipk_tcp_abort(ctx, c, ipk_node_now(d->node));
+			ipk_tcp_abort(ctx, c, ipk_node_now(ipk_node_from(opq)));
 		return;
 	}
 	if (!pkt) {
@@ -601,7 +626,7 @@ static void ev_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void
 	k = ipk_pkt_clone((struct ipk_pkt *)pkt);
 	if (!k) { /* cannot hold it: losing bytes of a stream is not an option */
 		s->err = -ENOMEM;
-		ipk_tcp_abort(ctx, c, ipk_node_now(d->node));
+		ipk_tcp_abort(ctx, c, ipk_node_now(ipk_node_from(opq)));
 		return;
 	}
 	s->rx_unread += len;
@@ -671,6 +696,7 @@ static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, ui
 	struct d_dgram *g = s ? d_dgram_new(s, len) : NULL;
 	if (!g)
 		return;
+	W(opq)->udp_rx++;
 	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
 	g->from.family = IPK_SVC_AF_INET;
 	g->from.port_be = t->peer_port_be;

@@ -43,9 +43,17 @@ int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be)
 	if (h && !d_port_share_ok(h, s))
 		return -EADDRINUSE;
 	if (!h && s->type == IPK_SVC_UDP) {
-		int rc = ipk_udp_bind(d->ctx, port_be);
-		if (rc < 0)
+		/* every worker's context: a datagram lands on the worker its 4-tuple
+		 * hashes to */
+		unsigned i;
+		int rc = 0;
+		for (i = 0; i < d->nw && rc == 0; i++)
+			rc = ipk_udp_bind(d->wk[i].ctx, port_be);
+		if (rc < 0) {
+			while (i-- > 1)
+				ipk_udp_unbind(d->wk[i - 1].ctx, port_be);
 			return rc;
+		}
 	}
 	if (h) { /* into the circle, after the head */
 		s->port_next = h->port_next;
@@ -79,12 +87,15 @@ void d_port_release(struct d_daemon *d, struct d_sock *s)
 	struct d_sock **tab = d_port_tab(d, s->type), *prev;
 	uint16_t p = s->lport_be;
 	int alone = s->port_next == s;
+	unsigned i;
 	if (!s->port_member)
 		return;
-	if (s->type == IPK_SVC_TCP && s->state == D_LISTEN && !d_port_listened(s))
-		ipk_tcp_unlisten(d->ctx, p);
-	if (s->type == IPK_SVC_UDP && alone)
-		ipk_udp_unbind(d->ctx, p);
+	for (i = 0; i < d->nw; i++) { /* bound and listened on every worker */
+		if (s->type == IPK_SVC_TCP && s->state == D_LISTEN && !d_port_listened(s))
+			ipk_tcp_unlisten(d->wk[i].ctx, p);
+		if (s->type == IPK_SVC_UDP && alone)
+			ipk_udp_unbind(d->wk[i].ctx, p);
+	}
 	for (prev = s; prev->port_next != s; prev = prev->port_next)
 		;
 	prev->port_next = s->port_next;

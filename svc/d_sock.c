@@ -203,7 +203,7 @@ static void d_wake_forget(struct d_sock *s);
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 {
 	struct d_app *a = s->app;
-	uint64_t now = ipk_node_now(d->node);
+	uint64_t now = d_snow(s);
 	d_wake_forget(s);
 	d_zc_orphan(s); /* before the abort frees the queues: nobody to complete */
 	if (s->lvl_counted)
@@ -215,9 +215,9 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 		s->conn = NULL;
 		ipk_tcp_set_user(c, NULL); /* later events of c find no socket */
 		if (graceful)
-			ipk_tcp_close(d->ctx, c, now);
+			ipk_tcp_close(d_sctx(s), c, now);
 		else
-			ipk_tcp_abort(d->ctx, c, now);
+			ipk_tcp_abort(d_sctx(s), c, now);
 	}
 	while (s->acc_h) {
 		struct d_sock *w = s->acc_h;
@@ -316,7 +316,7 @@ void d_post(struct d_sock *s, const struct ipk_svc_cqe *c0)
 	}
 	s->ovf[(s->ovf_head + s->ovf_n) % s->cq_entries] = *c;
 	s->ovf_n++;
-	s->app->ovf_wait = 1;
+	d_spw(s)->ovf_wait = 1;
 	d_act_push(s); /* looked at again until the app made room */
 }
 
@@ -365,8 +365,14 @@ static void d_ctl_socket(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 		return;
 	}
 	s = d_sock_alloc(ctl->app, (int)e->arg);
-	if (s)
+	if (s) {
+		struct d_daemon *d = ctl->app->d;
+		/* a new socket's worker: round robin (a CONNECT from a bound port moves
+		 * it to the worker its flow hashes to, d_net.c) */
+		s->wk = d->next_wk++ % d->nw;
+		d->wk[s->wk].socks++;
 		d_sock_level(s, (unsigned)rc);
+	}
 	rc = s ? d_sock_rings(s, e->len, e->arg2) : -ENOMEM;
 	if (rc == 0)
 		rc = d_sock_attach(s);
@@ -467,7 +473,7 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s, uint32_t ma
 		IPK_SVC_STORE_REL(&s->ring->sq_head.v, s->sq_head);
 	s->more = k == max && k < n;
 	if (s->more)
-		s->app->rescan = 1; /* budget spent: come back next pass (the in-flight
+		d_spw(s)->rescan = 1; /* budget spent: come back next pass (the in-flight
 		                     * limit is lifted by d_op_done, which asks again) */
 	return k;
 }
@@ -481,7 +487,7 @@ static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s, uint32_t max)
 	d_ovf_flush(s);
 	k = d_sock_consume(d, s, max);
 	if (s->ovf_n)
-		s->app->ovf_wait = 1; /* the app frees CQ room without a doorbell: look
+		d_spw(s)->ovf_wait = 1; /* the app frees CQ room without a doorbell: look
 		                       * again soon (the loop sleeps at most 1 ms) */
 	return k;
 }
@@ -491,9 +497,9 @@ static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s, uint32_t max)
 /* Onto the tail of its level's active list (nothing if it is on it already). */
 void d_act_push(struct d_sock *s)
 {
-	struct d_app *a = s->app;
+	struct d_appw *a = d_spw(s);
 	unsigned l = s->prio;
-	if (s->on_act || s == &a->ctl || !s->ring)
+	if (s->on_act || s == &s->app->ctl || !s->ring)
 		return;
 	s->on_act = 1;
 	s->act_next = NULL;
@@ -504,11 +510,16 @@ void d_act_push(struct d_sock *s)
 		a->act_h[l] = s;
 	a->act_t[l] = s;
 	a->act_n[l]++;
+	d_sw(s)->act_lvl[l]++;
+	if (s->app->d->mt) { /* pushed by any thread: its worker looks next pass */
+		a->rescan = 1;
+		d_kick(d_sw(s));
+	}
 }
 
 void d_act_remove(struct d_sock *s)
 {
-	struct d_app *a = s->app;
+	struct d_appw *a = d_spw(s);
 	unsigned l = s->prio;
 	if (!s->on_act)
 		return;
@@ -523,12 +534,43 @@ void d_act_remove(struct d_sock *s)
 	s->on_act = 0;
 	s->act_prev = s->act_next = NULL;
 	a->act_n[l]--;
+	d_sw(s)->act_lvl[l]--;
+}
+
+/* Active, on its own worker's list; another worker's is told to look (the
+ * harvest takes every socket of the app, whichever worker runs it). */
+static void d_act_mine(struct d_sock *s, unsigned wk)
+{
+	d_act_push(s);
+	if (s->wk != wk) {
+		d_spw(s)->rescan = 1;
+		d_kick(d_sw(s));
+	}
+}
+
+/* A socket changes worker (before it has a connection: d_net.c's CONNECT from a
+ * bound port): off the old worker's active list, onto the new one's. */
+void d_sock_move(struct d_sock *s, unsigned wk)
+{
+	struct d_daemon *d = s->app->d;
+	int act = s->on_act;
+	if (s->wk == wk)
+		return;
+	d_act_remove(s);
+	d->wk[s->wk].socks--;
+	s->wk = wk;
+	d->wk[wk].socks++;
+	if (act) {
+		d_act_push(s);
+		d_spw(s)->rescan = 1;
+		d_kick(d_sw(s));
+	}
 }
 
 /* Take the ready bitmap: every socket a set bit names becomes active. O(summary
  * words + set bits); a bit for an index the table does not hold is ignored (the
  * app can only name its own sockets, and costs only itself). */
-static void d_act_harvest(struct d_app *a)
+static void d_act_harvest(struct d_app *a, unsigned wk)
 {
 	uint32_t w, nw = a->ready_words;
 	for (w = 0; w < a->ready_sum_words; w++) {
@@ -546,7 +588,7 @@ static void d_act_harvest(struct d_app *a)
 				uint32_t idx = bw * 64 + (uint32_t)__builtin_ctzll(bits);
 				bits &= bits - 1;
 				if (idx > 0 && idx < a->nsocks && a->socks[idx])
-					d_act_push(a->socks[idx]);
+					d_act_mine(a->socks[idx], wk);
 			}
 		}
 	}
@@ -554,21 +596,28 @@ static void d_act_harvest(struct d_app *a)
 
 /* Start of a service pass: is the application worth looking at (it submitted, or
  * asked to be looked at again)? A submission makes its sockets active (bitmap). */
-void d_pass_begin(struct d_app *a)
+void d_pass_begin(struct d_app *a, unsigned wk)
 {
+	struct d_appw *p = &a->pw[wk];
 	uint32_t seq;
-	a->dirty = 0;
+	p->dirty = 0;
 	if (!a->ready || a->dying)
 		return;
 	seq = IPK_SVC_LOAD_ACQ(&a->hdr->submit_seq.v);
-	if (seq == a->last_seq && !a->rescan && !a->ovf_wait)
+	if (seq == a->last_seq && !p->rescan && !p->ovf_wait)
 		return;
-	if (seq != a->last_seq)
-		d_act_harvest(a);
+	if (seq != a->last_seq) {
+		d_act_harvest(a, wk);
+		/* the control ring has no ready bit: worker 0 serves it when told */
+		if (wk != 0 && IPK_SVC_LOAD_RLX(&a->ctl.ring->sq_tail.v) != a->ctl.sq_head) {
+			a->pw[0].rescan = 1;
+			d_kick(&a->d->wk[0]);
+		}
+	}
 	a->last_seq = seq;
-	a->rescan = 0;
-	a->ovf_wait = 0;
-	a->dirty = 1;
+	p->rescan = 0;
+	p->ovf_wait = 0;
+	p->dirty = 1;
 }
 
 /* Serve the active sockets of one priority level (the control ring with level 0),
@@ -578,25 +627,28 @@ void d_pass_begin(struct d_app *a)
  * tail; one held by its in-flight limit comes back through d_op_done. A spent
  * budget leaves the rest at the head for the next pass, so the sockets of a level
  * take turns. O(active sockets). Returns entries taken. */
-int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned level, uint32_t *budget)
+int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned wk, unsigned level,
+                  uint32_t *budget)
 {
-	uint32_t work = 0, n = a->act_n[level];
-	if (!a->dirty)
+	struct d_appw *p = &a->pw[wk];
+	uint32_t work = 0, n = p->act_n[level];
+	if (!p->dirty)
 		return 0;
-	if (level == 0)
+	if (level == 0 && wk == 0) /* the control ring is worker 0's */
 		work += d_sock_pass(d, &a->ctl, D_PASS_BUDGET);
 	/* the ones pushed back in this pass wait for the next one */
-	for (; n && a->act_h[level]; n--) {
-		struct d_sock *s = a->act_h[level];
+	for (; n && p->act_h[level]; n--) {
+		struct d_sock *s = p->act_h[level];
 		uint32_t got;
 		if (*budget == 0) {
-			a->rescan = 1;
+			p->rescan = 1;
 			break;
 		}
 		d_act_remove(s);
 		got = d_sock_pass(d, s, *budget < D_PASS_BUDGET ? *budget : D_PASS_BUDGET);
 		if (*budget != UINT32_MAX)
 			*budget -= got;
+		d->wk[wk].sqes += got;
 		work += got;
 		if (s->more || s->ovf_n)
 			d_act_push(s);

@@ -104,6 +104,7 @@ void d_zc_complete(struct d_sock *s)
 static struct d_zc *d_zc_open(struct d_daemon *d, struct d_sock *s, struct d_op *op)
 {
 	struct d_zc *z = (struct d_zc *)calloc(1, sizeof(*z));
+	(void)d; /* the socket's worker holds the pool */
 	if (!z)
 		return NULL;
 	z->x.release = d_zc_release;
@@ -111,7 +112,7 @@ static struct d_zc *d_zc_open(struct d_daemon *d, struct d_sock *s, struct d_op 
 	z->app = s->app;
 	z->user_data = op->e.user_data;
 	z->len = op->e.len;
-	z->hold = ipk_pkt_attach_ext(ipk_node_pool(d->node), s->app->base, op->e.buf_off, 1,
+	z->hold = ipk_pkt_attach_ext(ipk_node_pool(d_sw(s)->node), s->app->base, op->e.buf_off, 1,
 	                             &z->x);
 	if (!z->hold) {
 		free(z);
@@ -171,7 +172,8 @@ void d_zc_orphan(struct d_sock *s)
 static int d_copy_write(struct d_daemon *d, struct d_sock *s, struct d_op *op, uint32_t n,
                         uint64_t now)
 {
-	int rc = ipk_tcp_write(d->ctx, s->conn, s->app->base + op->e.buf_off + op->done, n, now);
+	int rc = ipk_tcp_write(d_sctx(s), s->conn, s->app->base + op->e.buf_off + op->done, n, now);
+	(void)d;
 	if (rc > 0)
 		s->app->hdr->tx_copied += (uint64_t)rc;
 	return rc;
@@ -193,11 +195,11 @@ int d_zc_write(struct d_daemon *d, struct d_sock *s, struct d_op *op, uint32_t n
 		return s->tx_held ? 0 : d_copy_write(d, s, op, op->e.len - op->done, now);
 	if (!op->zc && !d_zc_open(d, s, op))
 		return d_copy_write(d, s, op, n, now);
-	k = ipk_pkt_attach_ext(ipk_node_pool(d->node), s->app->base, op->e.buf_off + op->done, n,
+	k = ipk_pkt_attach_ext(ipk_node_pool(d_sw(s)->node), s->app->base, op->e.buf_off + op->done, n,
 	                       &op->zc->x);
 	if (!k)
 		return d_copy_write(d, s, op, n, now);
-	rc = ipk_tcp_send(d->ctx, s->conn, k, now);
+	rc = ipk_tcp_send(d_sctx(s), s->conn, k, now);
 	if (rc < 0) {
 		ipk_pkt_free(k); /* still ours on error */
 		if (rc == IPK_EAGAIN)

@@ -9,6 +9,7 @@
 #include "proto.h"
 
 #include <ipkit/runtime.h>
+#include <pthread.h>
 #include <sys/types.h>
 
 #define D_MAX_IDS 16
@@ -43,6 +44,10 @@ struct d_cfg {
 	uint32_t spin_us;
 	uint32_t low_inflight;       /* bytes a socket below level 0 may hold in the
 	                              * stack unacknowledged (0: no limit), d_net.c */
+	unsigned workers;            /* --workers: one node (queue) and thread each */
+	int steer;                   /* IPK_STEER_*, -1: auto (queues= in the spec) */
+	int cpus[IPK_WORKERS_MAX];   /* --cpus: pin the workers (runtime's order) */
+	unsigned ncpus;
 };
 
 struct d_zc;
@@ -96,6 +101,8 @@ struct d_app;
 struct d_sock {
 	struct d_app *app;
 	uint32_t id;                 /* 0: not attached yet (accepted, waiting) */
+	unsigned wk;                 /* the worker that owns it: its node holds the
+	                              * connection, its thread consumes the SQ */
 	int type;                    /* IPK_SVC_TCP / UDP */
 	unsigned prio;               /* level, 0 served first (set by d_sock_level) */
 	int lvl_counted;             /* counted in d->lvl_socks[prio] */
@@ -155,7 +162,7 @@ struct d_sock {
 };
 
 /* epoll tags */
-enum { D_EV_LISTEN = 1, D_EV_NODE, D_EV_CTL, D_EV_BELL, D_EV_PID };
+enum { D_EV_LISTEN = 1, D_EV_NODE, D_EV_CTL, D_EV_BELL, D_EV_PID, D_EV_KICK };
 struct d_ev {
 	int kind;
 	struct d_app *app;
@@ -167,6 +174,15 @@ struct d_ring_alloc {
 	uint64_t bump, end;          /* region offsets */
 };
 
+/* An application's service state on one worker: the sockets of it that worker
+ * owns which have submissions or work left, per level, and the pass flags. */
+struct d_appw {
+	struct d_sock *act_h[D_PRIO_MAX], *act_t[D_PRIO_MAX]; /* active sockets per level */
+	uint32_t act_n[D_PRIO_MAX];
+	int dirty;                   /* this pass: its sockets are looked at */
+	int rescan, ovf_wait;
+};
+
 struct d_app {
 	struct d_daemon *d;
 	struct d_app *prev, *next;
@@ -175,9 +191,7 @@ struct d_app {
 	uid_t uid;
 	int low_ports;
 	unsigned prio_max;           /* the highest level (smallest number) it may ask */
-	int dirty;                   /* this pass: its sockets are looked at */
-	struct d_sock *act_h[D_PRIO_MAX], *act_t[D_PRIO_MAX]; /* active sockets per level */
-	uint32_t act_n[D_PRIO_MAX];
+	struct d_appw *pw;           /* per worker (d->nw entries) */
 	uint64_t *ready_sum, *ready_bm; /* the region's ready bitmap (untrusted) */
 	uint32_t ready_words, ready_sum_words;
 	int ctl_fd, bell_fd, pid_fd;
@@ -197,7 +211,7 @@ struct d_app {
 	uint32_t *free_idx, nfree;
 	uint32_t last_seq;
 	uint32_t cq_seq;             /* completions posted, any socket (cqe->seq) */
-	int rescan, posted, ovf_wait;
+	int posted;
 	struct d_sock *wake_h;       /* sockets posted to this pass (d_wake_apps) */
 	uint64_t gone_ns;            /* when its death was noticed */
 	const char *dying;           /* set: reclaim after this epoll batch */
@@ -207,12 +221,43 @@ struct d_app {
 	int zombie;                  /* ... meanwhile on d->zombies */
 };
 
-struct d_daemon {
-	struct d_cfg cfg;
+/* One worker: a node (context, backend queue) and, with --workers above 1, a
+ * thread (runtime/workers.c runs d_wk_run on it). With one worker the main
+ * thread is the worker, as before. */
+struct d_wk {
+	struct d_daemon *d;
+	unsigned idx;
 	struct ipk_node *node;
 	struct ipk_ctx *ctx;
+	int ep;                      /* --workers > 1: node fd, kick fd, (worker 0) bells */
+	int kick_fd;                 /* eventfd: another thread gave this worker work */
+	int sleeping;                /* in epoll_wait (under d->mu) */
+	struct d_ev ev_node, ev_kick;
+	uint32_t passes, rot;
+	uint32_t act_lvl[D_PRIO_MAX];  /* its active sockets per level, all apps */
+	uint32_t defer_mark[IPK_WORKERS_MAX]; /* d_defer: worker j's passes when we
+	                                        * first yielded to it */
+	uint8_t defer_on[IPK_WORKERS_MAX];
+	/* counters (under d->mu), logged at shutdown: who served what */
+	uint64_t sqes, socks, accepted, connected, udp_rx;
+};
+
+struct d_daemon {
+	struct d_cfg cfg;
+	struct d_wk *wk;             /* nw entries; wk[0].node is the node of one worker */
+	unsigned nw;
+	struct ipk_workers *ws;      /* nw > 1 */
+	pthread_mutex_t mu;          /* nw > 1: all daemon state below (the big lock) */
+	int mt;                      /* nw > 1: threads, take mu */
+	unsigned waiters;            /* threads waiting for mu (d_relax) */
+	uint64_t ev_ns;              /* when the control thread's epoll batch returned */
+	unsigned awake;              /* workers not in epoll_wait (under mu) */
+	unsigned next_wk;            /* round robin of new sockets */
+	uint8_t rss_key[IPK_RSS_KEY_LEN];
+	uint16_t reta[128];
 	int ep, lfd, bound;
 	struct d_ev ev_listen, ev_node;
+	struct d_ev ev_bell;         /* every doorbell's tag with several workers */
 	struct d_app *apps;
 	uint32_t next_app_id, napps;
 	struct d_sock *tcp_port[65536], *udp_port[65536];
@@ -228,6 +273,32 @@ struct d_daemon {
 	                                 * limits a level only while a higher one has any) */
 };
 
+static inline struct d_wk *d_sw(const struct d_sock *s) { return &s->app->d->wk[s->wk]; }
+static inline struct ipk_ctx *d_sctx(const struct d_sock *s) { return d_sw(s)->ctx; }
+static inline uint64_t d_snow(const struct d_sock *s) { return ipk_node_now(d_sw(s)->node); }
+static inline struct d_appw *d_spw(const struct d_sock *s) { return &s->app->pw[s->wk]; }
+
+/* ipkitd.c: the service pass and the sleep decision, shared with the workers */
+void d_node_template(struct d_daemon *d, struct ipk_node_cfg *nc);
+void d_ep_node(struct d_wk *w, int ep);
+int d_serve(struct d_daemon *d, unsigned wk);
+int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf);
+void d_awake(struct d_daemon *d);
+int d_timeout_ms(struct d_wk *w, int ovf);
+int d_bell_ep(const struct d_daemon *d);
+
+/* d_wk.c: --workers N */
+void d_lock(struct d_daemon *d);
+void d_unlock(struct d_daemon *d);
+void d_kick(struct d_wk *w);
+void d_kick_all(struct d_daemon *d);
+unsigned d_flow_worker(const struct d_daemon *d, uint32_t peer_be, uint16_t pport_be,
+                       uint16_t lport_be);
+int d_start_workers(struct d_daemon *d, char *err, size_t errlen);
+int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl);
+struct d_app *d_first(struct d_daemon *d, unsigned wk);
+void d_wk_report(struct d_daemon *d);
+
 /* d_app.c */
 int d_listen(struct d_daemon *d);
 void d_accept_apps(struct d_daemon *d);
@@ -241,8 +312,10 @@ void d_ring_put(struct d_app *a, uint64_t off, unsigned cls);
 uint64_t d_now(void);
 
 /* d_sock.c */
-int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned level, uint32_t *budget);
-void d_pass_begin(struct d_app *a);
+int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned wk, unsigned level,
+                  uint32_t *budget);
+void d_pass_begin(struct d_app *a, unsigned wk);
+void d_sock_move(struct d_sock *s, unsigned wk);
 void d_act_push(struct d_sock *s);
 void d_act_remove(struct d_sock *s);
 void d_post(struct d_sock *s, const struct ipk_svc_cqe *c);

@@ -10,6 +10,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,15 @@ static const char d_help[] =
 	"                       region and completes a SEND when the peer acknowledged it\n"
 	"                       (auto, the default: on for tap and tun, which write from any\n"
 	"                       address; the other backends copy into their rings anyway)\n"
+	"  --workers N          worker threads, one node (backend queue) each (default 1:\n"
+	"                       the main thread runs the stack, as before); a socket is\n"
+	"                       served by the worker that holds its flow\n"
+	"  --steer auto|soft|queues  how frames reach the workers: one reader thread\n"
+	"                       hashing for all (soft), or one backend queue per worker\n"
+	"                       (queues: memlink queues=N, afxdp, dpdk); auto: queues when\n"
+	"                       the spec has queues=, else soft\n"
+	"  --cpus A,B,...       pin the threads (the runtime's order: soft's reader first,\n"
+	"                       then one per worker; with one worker the main thread)\n"
 	"  --busy-poll          never sleep\n"
 	"  --spin-us N          after work, keep polling N microseconds before sleeping\n"
 	"                       (default 50, 0 = sleep at once, at most 100000)\n"
@@ -116,6 +126,23 @@ static int d_prio_uid(struct d_cfg *c, const char *val)
 	return 0;
 }
 
+/* "0,1,3": at most IPK_WORKERS_MAX CPUs. */
+static int d_parse_cpus(struct d_cfg *c, const char *val)
+{
+	char buf[512], *tok, *save = NULL;
+	unsigned long x;
+	if (strlen(val) >= sizeof buf)
+		return -1;
+	memcpy(buf, val, strlen(val) + 1);
+	c->ncpus = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (c->ncpus == IPK_WORKERS_MAX || d_parse_u(tok, 4095, &x) < 0)
+			return -1;
+		c->cpus[c->ncpus++] = (int)x;
+	}
+	return c->ncpus ? 0 : -1;
+}
+
 /* One option with its value (NULL for flags). 0 ok, -1 bad (message printed). */
 static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
 {
@@ -179,6 +206,16 @@ static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
 		;
 	else if (!strcmp(name, "--low-inflight") && d_parse_u(val, 1u << 30, &x) == 0)
 		c->low_inflight = (uint32_t)x;
+	else if (!strcmp(name, "--workers") && d_parse_u(val, IPK_WORKERS_MAX, &x) == 0 && x)
+		c->workers = (unsigned)x;
+	else if (!strcmp(name, "--steer") && !strcmp(val, "auto"))
+		c->steer = -1;
+	else if (!strcmp(name, "--steer") && !strcmp(val, "soft"))
+		c->steer = IPK_STEER_SOFT;
+	else if (!strcmp(name, "--steer") && !strcmp(val, "queues"))
+		c->steer = IPK_STEER_QUEUES;
+	else if (!strcmp(name, "--cpus") && d_parse_cpus(c, val) == 0)
+		;
 	else if (!strcmp(name, "--tx-zc") && !strcmp(val, "auto"))
 		c->tx_zc = -1;
 	else if (!strcmp(name, "--tx-zc") && d_parse_u(val, 1, &x) == 0)
@@ -231,6 +268,8 @@ static void d_cfg_default(struct d_cfg *c)
 	c->prio_share = 16;
 	c->low_inflight = 64u << 10;
 	c->tx_zc = -1;
+	c->workers = 1;
+	c->steer = -1;
 }
 
 /* 0 run, 1 help printed, -1 bad usage. */
@@ -268,29 +307,72 @@ static int d_args(struct d_cfg *c, int argc, char **argv)
 /* ------------------------------------------------------------ set-up */
 
 /* The receive window is tcp_rcvbuf minus what the core delivered and we did not
- * release: d_rx_release needs the first to clamp a low level's window. */
+ * release: d_rx_release needs the first to clamp a low level's window. The node's
+ * app is its worker. */
 static void d_core_tweak(struct ipk_config *cfg, void *app)
 {
-	((struct d_daemon *)app)->rcvbuf = cfg->tcp_rcvbuf;
+	((struct d_wk *)app)->d->rcvbuf = cfg->tcp_rcvbuf;
+}
+
+void d_node_template(struct d_daemon *d, struct ipk_node_cfg *nc)
+{
+	ipk_node_cfg_default(nc);
+	nc->io_spec = d->cfg.io_spec;
+	nc->ip4_be = d->cfg.ip4_be;
+	nc->prefix_len = d->cfg.prefix_len;
+	nc->gateway_be = d->cfg.gw_be;
+	nc->events = &d_events;
+	nc->core_tweak = d_core_tweak;
+}
+
+void d_ep_node(struct d_wk *w, int ep)
+{
+	struct epoll_event e;
+	memset(&e, 0, sizeof e);
+	e.events = EPOLLIN;
+	if (ipk_io_fd(ipk_node_io(w->node)) >= 0) {
+		w->ev_node.kind = D_EV_NODE;
+		e.data.ptr = &w->ev_node;
+		epoll_ctl(ep, EPOLL_CTL_ADD, ipk_io_fd(ipk_node_io(w->node)), &e);
+	}
 }
 
 static int d_start(struct d_daemon *d, char *err, size_t errlen)
 {
 	struct ipk_node_cfg nc;
 	struct epoll_event e;
+	unsigned i;
 	int rc;
-	ipk_node_cfg_default(&nc);
-	nc.io_spec = d->cfg.io_spec;
-	nc.ip4_be = d->cfg.ip4_be;
-	nc.prefix_len = d->cfg.prefix_len;
-	nc.gateway_be = d->cfg.gw_be;
-	nc.events = &d_events;
-	nc.app = d;
-	nc.core_tweak = d_core_tweak;
-	d->node = ipk_node_create(&nc, err, errlen);
-	if (!d->node)
+	d->nw = d->cfg.workers;
+	d->wk = (struct d_wk *)calloc(d->nw, sizeof *d->wk);
+	if (!d->wk) {
+		snprintf(err, errlen, "out of memory");
 		return -1;
-	d->ctx = ipk_node_ctx(d->node);
+	}
+	for (i = 0; i < d->nw; i++) {
+		d->wk[i].d = d;
+		d->wk[i].idx = i;
+		d->wk[i].ep = d->wk[i].kick_fd = -1;
+	}
+	if (d->nw > 1) {
+		if (d_start_workers(d, err, errlen) < 0)
+			return -1;
+	} else {
+		d_node_template(d, &nc);
+		nc.app = &d->wk[0];
+		d->wk[0].node = ipk_node_create(&nc, err, errlen);
+		if (!d->wk[0].node)
+			return -1;
+		d->wk[0].ctx = ipk_node_ctx(d->wk[0].node);
+		if (d->cfg.ncpus) { /* one worker: the main thread is it */
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET(d->cfg.cpus[0], &set);
+			if (sched_setaffinity(0, sizeof set, &set) < 0)
+				fprintf(stderr, "ipkitd: cannot pin to CPU %d: %s\n", d->cfg.cpus[0],
+				        strerror(errno));
+		}
+	}
 	/* tap and tun writev a chain from any address (io/tap/tap.c): the first
 	 * backends where transmitting from the region saves the copy (issue 17) */
 	d->zc = d->cfg.tx_zc >= 0 ? d->cfg.tx_zc
@@ -308,12 +390,17 @@ static int d_start(struct d_daemon *d, char *err, size_t errlen)
 	e.events = EPOLLIN;
 	e.data.ptr = &d->ev_listen;
 	epoll_ctl(d->ep, EPOLL_CTL_ADD, d->lfd, &e);
-	if (ipk_io_fd(ipk_node_io(d->node)) >= 0) {
-		d->ev_node.kind = D_EV_NODE;
-		e.data.ptr = &d->ev_node;
-		epoll_ctl(d->ep, EPOLL_CTL_ADD, ipk_io_fd(ipk_node_io(d->node)), &e);
-	}
+	if (d->nw == 1) /* one worker: the main thread sleeps on everything */
+		d_ep_node(&d->wk[0], d->ep);
 	return 0;
+}
+
+/* The epoll set an application's doorbell goes into: the one loop's with one
+ * worker, else worker 0's (a doorbell means every worker slept: worker 0 takes
+ * the bitmap and kicks the owners). */
+int d_bell_ep(const struct d_daemon *d)
+{
+	return d->nw > 1 ? d->wk[0].ep : d->ep;
 }
 
 /* ------------------------------------------------------------ loop */
@@ -322,6 +409,9 @@ static void d_events_wait(struct d_daemon *d, int timeout_ms)
 {
 	struct epoll_event ev[64];
 	int i, n = epoll_wait(d->ep, ev, 64, timeout_ms);
+	uint64_t seen = n > 0 ? d_now() : 0;
+	d_lock(d);
+	d->ev_ns = seen;
 	for (i = 0; i < n; i++) {
 		struct d_ev *t = (struct d_ev *)ev[i].data.ptr;
 		if (t->kind == D_EV_LISTEN)
@@ -330,14 +420,31 @@ static void d_events_wait(struct d_daemon *d, int timeout_ms)
 			d_app_event(d, t, ev[i].events);
 	}
 	d_reap(d);
+	if (d->mt) {
+		/* a new application's region, a reclaim's resets: every worker looks
+		 * (the last to sleep raises daemon_sleeping in the new region) */
+		if (n > 0)
+			d_kick_all(d);
+	}
+	d->ev_ns = 0;
+	d_unlock(d);
 }
 
 /* Raise daemon_sleeping everywhere, then look once more: an app that published
- * before seeing the flag is caught here, one that published after rings. */
-static int d_may_sleep(struct d_daemon *d, int *ovf)
+ * before seeing the flag is caught here, one that published after rings. With
+ * several workers only the last one awake does it (under d->mu): while any worker
+ * is awake, its passes take the bitmap and kick the owners. */
+int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf)
 {
 	struct d_app *a;
 	*ovf = 0;
+	for (a = d->apps; a; a = a->next) {
+		*ovf |= a->ready && a->pw[wk].ovf_wait;
+		if (a->ready && a->pw[wk].rescan)
+			return 0;
+	}
+	if (d->mt && d->awake > 1)
+		return 1;
 	for (a = d->apps; a; a = a->next)
 		if (a->ready)
 			IPK_SVC_STORE_RLX(&a->hdr->daemon_sleeping.v, 1);
@@ -347,14 +454,13 @@ static int d_may_sleep(struct d_daemon *d, int *ovf)
 	for (a = d->apps; a; a = a->next) {
 		if (!a->ready)
 			continue;
-		*ovf |= a->ovf_wait;
-		if (a->rescan || IPK_SVC_LOAD_ACQ(&a->hdr->submit_seq.v) != a->last_seq)
+		if (IPK_SVC_LOAD_ACQ(&a->hdr->submit_seq.v) != a->last_seq)
 			return 0;
 	}
 	return 1;
 }
 
-static void d_awake(struct d_daemon *d)
+void d_awake(struct d_daemon *d)
 {
 	struct d_app *a;
 	for (a = d->apps; a; a = a->next)
@@ -362,9 +468,9 @@ static void d_awake(struct d_daemon *d)
 			IPK_SVC_STORE_RLX(&a->hdr->daemon_sleeping.v, 0);
 }
 
-static int d_timeout_ms(struct d_daemon *d, int ovf)
+int d_timeout_ms(struct d_wk *w, int ovf)
 {
-	uint64_t dl = ipk_node_deadline(d->node), now = d_now();
+	uint64_t dl = ipk_node_deadline(w->node), now = d_now();
 	uint64_t ms = dl == UINT64_MAX ? 1000 : dl > now ? (dl - now + 999999) / 1000000 : 0;
 	if (ms > 1000)
 		ms = 1000;
@@ -390,26 +496,31 @@ static void d_apps_rotate(struct d_daemon *d)
 	last->next = first;
 }
 
-/* One service pass: level 0 without a limit (each socket at most D_PASS_BUDGET
- * entries), then each lower level with its guaranteed share, prio_share doubled per
- * level above the lowest: a flood at a low level costs the high levels at most that
- * share per pass, and no level ever gets nothing. */
-static int d_serve(struct d_daemon *d)
+int d_serve(struct d_daemon *d, unsigned wk)
 {
-	struct d_app *a;
+	struct d_app *a, *first = d_first(d, wk);
 	unsigned lvl;
 	int work = 0;
 	d->passes++;
+	d->wk[wk].passes++;
 	for (a = d->apps; a; a = a->next)
-		d_pass_begin(a);
+		d_pass_begin(a, wk);
 	for (lvl = 0; lvl < d->cfg.prio_levels; lvl++) {
 		uint32_t budget = UINT32_MAX;
+		if (lvl > 0 && d->nw > 1 && d->wk[wk].act_lvl[lvl] && d_defer(d, wk, lvl)) {
+			for (a = d->apps; a; a = a->next)
+				a->pw[wk].rescan |= a->pw[wk].dirty; /* look again next pass */
+			return work + 1;
+		}
 		if (lvl > 0)
 			budget = d->cfg.prio_share << (d->cfg.prio_levels - 1 - lvl);
-		for (a = d->apps; a; a = a->next)
-			work += d_serve_level(d, a, lvl, &budget);
+		for (a = first; a; a = a->next)
+			work += d_serve_level(d, a, wk, lvl, &budget);
+		for (a = d->apps; a != first; a = a->next)
+			work += d_serve_level(d, a, wk, lvl, &budget);
 	}
-	d_apps_rotate(d);
+	if (d->nw == 1)
+		d_apps_rotate(d);
 	return work;
 }
 
@@ -417,10 +528,11 @@ static void d_loop(struct d_daemon *d)
 {
 	unsigned idle_checks = 0;
 	uint64_t last_work = 0, spin = (uint64_t)d->cfg.spin_us * 1000u;
+	struct ipk_node *node = d->wk[0].node;
 	while (!d_stop) {
 		int work = 0, ovf;
-		work += d_serve(d);
-		work += ipk_node_poll(d->node, 0) > 0;
+		work += d_serve(d, 0);
+		work += ipk_node_poll(node, 0) > 0;
 		d_wake_apps(d);
 		if (work && spin)
 			last_work = d_now();
@@ -431,31 +543,57 @@ static void d_loop(struct d_daemon *d)
 				d_events_wait(d, 0);
 			continue;
 		}
-		if (!d_may_sleep(d, &ovf)) {
+		if (!d_may_sleep(d, 0, &ovf)) {
 			d_awake(d);
 			d_events_wait(d, 0);
 			continue;
 		}
-		if (ipk_io_arm(ipk_node_io(d->node)) <= 0)
-			d_events_wait(d, d_timeout_ms(d, ovf));
+		if (ipk_io_arm(ipk_node_io(node)) <= 0)
+			d_events_wait(d, d_timeout_ms(&d->wk[0], ovf));
 		d_awake(d);
 	}
 }
 
+static void d_ctl_loop(struct d_daemon *d)
+{
+	while (!d_stop)
+		d_events_wait(d, 100);
+}
+
 static void d_shutdown(struct d_daemon *d)
 {
+	unsigned i;
+	if (d->ws) {
+		ipk_workers_stop(d->ws); /* the threads are gone: one thread from here */
+		d->mt = 0;
+		d_wk_report(d);
+	}
 	while (d->apps)
 		d_app_reclaim(d, d->apps, "disconnected at shutdown");
-	ipk_node_poll(d->node, 0); /* the resets go out */
+	for (i = 0; i < d->nw; i++)
+		if (d->wk[i].node)
+			ipk_node_poll(d->wk[i].node, 0); /* the resets go out */
 	if (d->lfd >= 0)
 		close(d->lfd);
 	if (d->bound) /* only the path we created: never a live daemon's */
 		unlink(d->cfg.sock_path);
 	if (d->ep >= 0)
 		close(d->ep);
-	ipk_node_destroy(d->node);
+	if (d->ws) {
+		ipk_workers_destroy(d->ws);
+		pthread_mutex_destroy(&d->mu);
+	} else if (d->wk) {
+		ipk_node_destroy(d->wk[0].node);
+	}
+	for (i = 0; d->wk && i < d->nw; i++) {
+		if (d->wk[i].ep >= 0)
+			close(d->wk[i].ep);
+		if (d->wk[i].kick_fd >= 0)
+			close(d->wk[i].kick_fd);
+	}
 	while (d->zombies) /* graceful closes still sending: the stack is gone now */
 		d_app_final(d, d->zombies);
+	free(d->wk);
 }
 
 int main(int argc, char **argv)
@@ -482,17 +620,34 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (d_start(d, err, sizeof err) < 0) {
+	if (d->cfg.workers > 1) { /* the workers' threads leave the signals to us */
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGTERM);
+		sigaddset(&set, SIGINT);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+	}
+	rc = d_start(d, err, sizeof err);
+	if (d->cfg.workers > 1) {
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGTERM);
+		sigaddset(&set, SIGINT);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	}
+	if (rc < 0) {
 		fprintf(stderr, "ipkitd: %s\n", err);
-		if (d->node)
-			d_shutdown(d);
+		d_shutdown(d);
 		free(d->cfg.owned[0]);
 		free(d->cfg.owned[1]);
 		free(d);
 		return 3;
 	}
 	fprintf(stderr, "ipkitd: serving on %s (io %s)\n", d->cfg.sock_path, d->cfg.io_spec);
-	d_loop(d);
+	if (d->nw > 1)
+		d_ctl_loop(d);
+	else
+		d_loop(d);
 	d_shutdown(d);
 	fprintf(stderr, "ipkitd: stopped (%llu applications reclaimed)\n",
 	        (unsigned long long)d->reclaims);

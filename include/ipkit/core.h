@@ -322,6 +322,13 @@ struct ipk_counters {
 	uint64_t tcp_rto_undo;        /* RTOs undone: the first ACK after one echoed a TSval
 	                               * older than its retransmission's (Eifel, RFC 3522;
 	                               * Linux's TCPLossUndo) */
+	uint64_t tcp_tlp_new_data;    /* tail loss probes that sent new data (RFC 8985 §7.3) */
+	uint64_t tcp_tlp_recovery;    /* tail loss probes sent during a SACK recovery */
+	uint64_t tcp_frto_undo;       /* RTOs undone without timestamps: after new data went
+	                               * out, an ACK covered data never resent (F-RTO, RFC
+	                               * 5682 §3.1; Linux's TCPSpuriousRTOs), or every
+	                               * retransmission of the episode was D-SACKed (RFC
+	                               * 3708 §3; Linux's undo_retrans) */
 	/* IPv6 (issue 19) */
 	uint64_t ip6_rx, ip6_tx;      /* datagrams accepted / sent */
 	uint64_t icmp6_rx, icmp6_tx;
@@ -733,6 +740,13 @@ struct ipk_config {
 	 * (ipk_add_pbs) times pkt_buf_size / 4; the runtime uses a quarter of its
 	 * packet pool. UINT64_MAX = no context limit. */
 	uint64_t wmem_max;
+
+	/* RFC 5682 F-RTO (SACK-enhanced, §3.1) on SACK connections without timestamps,
+	 * where Eifel cannot tell a spurious RTO: after the RTO's retransmission is
+	 * ACKed, new data goes before the rest of the flight, and an ACK of data never
+	 * resent undoes the timeout's reduction (tcp_frto_undo). Default 1 (on, as
+	 * Linux's net.ipv4.tcp_frto); 0 = off. */
+	uint8_t tcp_frto;
 
 	/* IPv6 (issue 19, docs/ipv6-core.md). Off by default: IPv6 frames are then
 	 * dropped as IPK_DROP_ETHERTYPE, as before. Ethernet only. */

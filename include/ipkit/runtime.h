@@ -63,6 +63,10 @@ struct ipk_node_cfg {
 	 * closes it with ipk_io_close. NULL with a message in err on failure. */
 	struct ipk_io *(*io_open)(struct ipk_pool *pool, void *arg, char *err, size_t errlen);
 	void *io_open_arg;
+	/* (optional) The argument core_tweak receives instead of cfg.app when non-NULL
+	 * (the workers give their own tweak the worker while cfg.app stays the
+	 * caller's). */
+	void *tweak_arg;
 };
 /* Fill *cfg with the defaults above (cpu -1, no backend spec, no events); NULL:
  * nothing. */
@@ -338,6 +342,17 @@ struct ipk_workers_cfg {
 	const struct ipk_app_ops *app;
 	void *app_arg;
 	uint32_t ring_slots;        /* per SPSC ring, power of two, default 4096 */
+	/* (optional) Run each worker's networking thread yourself (ipkitd does: it
+	 * serves its applications' rings between polls). With run set, app may be
+	 * NULL and no model runs: every worker's node gets node.events with
+	 * node_apps[i] as its app (ipk_node_app in the callbacks), and worker i's
+	 * thread (pinned first, as without run) calls run(ws, i, run_arg) once, which
+	 * loops ipk_node_poll on ipk_workers_node(ws, i) and sleeps on that node's
+	 * backend fd after ipk_io_arm, until ipk_workers_stopping(ws) (the stop
+	 * request kicks that fd). node.core_tweak gets node_apps[i]. */
+	void (*run)(struct ipk_workers *ws, unsigned worker, void *run_arg);
+	void *run_arg;
+	void *const *node_apps;     /* nworkers entries; NULL: node.app for every worker */
 };
 /* Fill *cfg with the defaults (one worker, UNIFIED, SOFT steering, a 128-entry
  * table, 4096-slot rings) and cfg->node with ipk_node_cfg_default's; NULL: nothing. */
@@ -380,6 +395,9 @@ struct ipk_node *ipk_workers_node(struct ipk_workers *ws, unsigned i);
 int ipk_workers_steering(const struct ipk_workers *ws);
 /* SOFT steering reader: frames received / dropped for lack of ring room or buffers. */
 void ipk_workers_steer_stats(const struct ipk_workers *ws, uint64_t *rx, uint64_t *drops);
+/* 1 once ipk_workers_request_stop (or _stop) was called: a cfg.run loop returns
+ * (acquire: what the stopping thread wrote before is visible). 1 for NULL. */
+int ipk_workers_stopping(const struct ipk_workers *ws);
 /* "unified", "merge", "split" -> IPK_MODEL_*, or -EINVAL for anything else (NULL
  * included). */
 int ipk_model_parse(const char *name);

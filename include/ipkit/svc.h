@@ -332,6 +332,16 @@ struct ipk_svc_stats {
 /* ipk_svc_stats: copy them into *st (zeros for a NULL svc; NULL st: nothing). */
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);
 
+/* ------------------------------------------------------------ for the POSIX shim
+ * (svc/preload): helpers an LD_PRELOAD library needs and an application does not. */
+
+/* ipk_svc_move_fds: move the handle's own descriptors (the control socket and the
+ * doorbell eventfd) to numbers >= min_fd (close-on-exec kept), so that a program
+ * running under the shim sees the same descriptor numbers it would see on Linux
+ * (the lowest free one). Returns 0, -EINVAL (NULL svc, min_fd < 0) or -errno of
+ * fcntl(F_DUPFD_CLOEXEC); on an error the descriptors stay where they were. */
+int ipk_svc_move_fds(struct ipk_svc *svc, int min_fd);
+
 #ifdef __cplusplus
 }
 #endif

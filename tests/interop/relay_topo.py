@@ -35,11 +35,17 @@ ipkit runs the same algorithm as the pinned Linux sender (CC_PAIRS: cubic <-> cu
 reno <-> newreno), given to ipkit-nc with --cc on both ipkit ends; ipkit-nc reads it
 back from its connection ("cc ESTABLISHED END" with --stats) and transfer() asserts it
 too. Before that ipkit-nc ran the core's default, NewReno, against Linux's CUBIC.
+
+Two knobs for measurements (issue 16; empty by default, so no test changes what it
+measures): $IPKIT_RELAY_IO_OPTS is appended to every ipkit end's afpacket spec (e.g.
+"rx=v3,tov=1"), $IPKIT_RELAY_NC_ARGS (shell words) to every ipkit-nc's arguments (e.g.
+"--sndbuf 2M"); relay_figures.py sets them with --io-opts and --nc-args.
 """
 import hashlib
 import os
 import re
 import secrets
+import shlex
 import signal
 import subprocess
 import time
@@ -88,6 +94,10 @@ class RelayTopo:
         self.ipk_ip = "10.%d.0.2" % net
         self.dev_l, self.dev_a = self.tag + "l", self.tag + "a"
         self.dev_b, self.dev_k = self.tag + "b", self.tag + "k"
+        # measurement knobs (module docstring): afpacket options, ipkit-nc arguments
+        self.io_opts = os.environ.get("IPKIT_RELAY_IO_OPTS", "")
+        assert re.fullmatch(r"[a-z0-9_=,]*", self.io_opts), self.io_opts
+        self.nc_extra = shlex.split(os.environ.get("IPKIT_RELAY_NC_ARGS", ""))
         self.procs = []
         self.relay = None
         self.helper_ip = None
@@ -180,7 +190,8 @@ class RelayTopo:
     def ipk_args(self, s="b"):
         """--io and --ip for an ipkit program on side s (default B, ipkit's usual side)."""
         _, dev, ip = self.side(s)
-        return ["--io", "afpacket:%s,vnet=0" % dev, "--ip", ip + "/24"]
+        spec = "afpacket:%s,vnet=0" % dev + ("," + self.io_opts if self.io_opts else "")
+        return ["--io", spec, "--ip", ip + "/24"]
 
     @property
     def ipkit_cc(self):
@@ -190,7 +201,7 @@ class RelayTopo:
 
     def nc_args(self, s="b"):
         """ipk_args plus ipkit-nc's --cc: the topology's ipkit algorithm."""
-        return self.ipk_args(s) + ["--cc", ipkit_cc_for(self.linux_cc)]
+        return self.ipk_args(s) + ["--cc", ipkit_cc_for(self.linux_cc)] + self.nc_extra
 
     def close(self):
         # SIGTERM everything we started, then one 3-second grace period for all of them

@@ -43,6 +43,10 @@ IPKIT_LOSSY_TARGETS=1 until it holds reliably:
       (ipkit 4-23, Linux 14-61, closest 23 <= 31), then 4/4 on the Eifel undo's merge
       (ipkit 3-24, Linux 15-58, once 15 <= 15). At 32 MiB one run in five failed (ipkit
       37 against Linux 28): ipkit's count has a tail, so (b) stays opt-in for now.
+      h/tlp16 (new-data probes) ran it 10/10 at 32 MiB (ipkit 3-44, Linux 37-141), but
+      on a loaded machine (load 7-9), where Linux's counts were 2-5x its quiet ones;
+      quiet, at 64 MiB, main had ipkit 37/33/18 against Linux 20/22/21 (seeds
+      4242-4244), and the probe change does not touch this case (0-1 TLPs per run).
   (c) 5% loss, 32 MiB: ipkit's RTO episodes <= Linux's TcpTimeouts (its namespace) + 1.
       20/20 on aa050e1 (ipkit 6-13, Linux 17-37; 19/20 at 16 MiB), 10/10 on 902af25
       (ipkit 6-16, Linux 18-38); with ipkit CUBIC 10/10 on a993bfb (ipkit 7-14, Linux

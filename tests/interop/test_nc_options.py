@@ -61,6 +61,43 @@ def test_nc_cc_option_takes():
     assert nc_cc(serr) == ("cubic", "cubic"), serr
 
 
+def nc_digest(stderr, what):
+    m = re.search(r"^%s (\d+) sha256 ([0-9a-f]{64})$" % what, stderr, re.M)
+    assert m, stderr[-500:]
+    return int(m.group(1)), m.group(2)
+
+
+@pytest.mark.skipif(not backend_built("memlink"), reason="memlink not built")
+def test_nc_send_size_digest_is_the_pattern():
+    """With --send-size, ipkit-nc --sha256 hashes the pattern once the stream is over
+    (off the transfer's path, issue 16), not inside the loop: its "sent" digest must
+    still be the SHA-256 of exactly the pattern bytes 0..N-1 (x ^ x>>8 ^ x>>16 ^ 0x5a),
+    and the receiver's digest of what arrived must equal it. N is no multiple of the
+    64 KiB chunk nor of 256, so partial chunks and pattern runs are covered."""
+    import hashlib
+    size = (1 << 20) + 70001
+    serr, cerr = pair(["--sha256"], ["--sha256"], size=str(size))
+    pat = bytes((x ^ (x >> 8) ^ (x >> 16) ^ 0x5a) & 0xff for x in range(size))
+    want = hashlib.sha256(pat).hexdigest()
+    assert nc_digest(cerr, "sent") == (size, want), cerr[-300:]
+    assert nc_digest(serr, "received") == (size, want), serr[-300:]
+
+
+@pytest.mark.skipif(not backend_built("memlink"), reason="memlink not built")
+def test_nc_stats_loop_line():
+    """--stats also prints where the process's time went (issue 16): the node's polls,
+    sleeps and frames and getrusage's CPU and context switches, one parseable line.
+    The sender of 1 MiB sent at least 1 MiB / 1460 frames and slept at most once per
+    poll."""
+    _, cerr = pair([], [])
+    m = re.search(r"^loop (.*)$", cerr, re.M)
+    assert m, cerr[-500:]
+    v = {k: int(x) for k, x in re.findall(r"(\w+)=(\d+)", m.group(1))}
+    assert set(v) == {"polls", "sleeps", "rx_frames", "tx_frames", "user_us", "sys_us",
+                      "vcsw", "ivcsw"}, v
+    assert v["tx_frames"] >= (1 << 20) // 1460 and v["sleeps"] <= v["polls"], v
+
+
 @pytest.mark.parametrize("args", [["--cc", "bbr"], ["--cc", "CUBIC"], ["--cc"],
                                   ["--sndbuf", "12"], ["--sndbuf", "2G"],
                                   ["--rcvbuf", "x"], ["--rcvbuf=0"]])

@@ -6,7 +6,7 @@ measurement run, not a test: nothing here is compared with a bound.
     sudo IPKIT_BUILD=build /usr/bin/python3 tests/relay/relay_figures.py [--quick]
         [--pairings P,..] [--cases C,..] [--mib N] [--seeds S,..] [--repeat N]
         [--key segment|index] [--cc cubic|reno] [--trace DIR [--pcap]]
-        [--out docs/tcp-figures.md]
+        [--io-opts OPTS] [--nc-args ARGS] [--out docs/tcp-figures.md]
 
 Pairings: the four of relay_topo.PAIRINGS, both stacks running one algorithm: --cc
 NAME (default $IPKIT_LINUX_CC, else cubic; --linux-cc is the same option) pins a Linux
@@ -39,6 +39,11 @@ timeout), tail loss probes (Linux: TCPLossProbes) and D-SACKed spurious retransm
 --out FILE writes the table, with the command, commit, kernel and date, as the section
 of FILE that starts at the line "<!-- relay-figures -->" (replacing it, or appended);
 make tcp-figures keeps that section when it rewrites docs/tcp-figures.md.
+
+--io-opts OPTS (appended to every ipkit end's afpacket spec, e.g. rx=v3,tov=1) and
+--nc-args ARGS (added to every ipkit-nc, e.g. "--sndbuf 2M") try a setting on all ipkit
+ends at once (relay_topo's $IPKIT_RELAY_IO_OPTS / $IPKIT_RELAY_NC_ARGS); the command
+line in the --out section records them.
 """
 import datetime
 import os
@@ -83,6 +88,11 @@ def options():
     prof["trace"] = arg("--trace", None)
     prof["out"] = arg("--out", None)
     prof["pcap"] = "--pcap" in sys.argv
+    # measurement knobs for the ipkit ends, through relay_topo's environment variables
+    if "--io-opts" in sys.argv:
+        os.environ["IPKIT_RELAY_IO_OPTS"] = arg("--io-opts", "")
+    if "--nc-args" in sys.argv:
+        os.environ["IPKIT_RELAY_NC_ARGS"] = arg("--nc-args", "")
     cc = arg("--cc", arg("--linux-cc", default_linux_cc()))
     # either stack's name for the pair: newreno is ipkit's name for Linux's reno
     prof["linux_cc"] = {v: k for k, v in CC_PAIRS.items()}.get(cc, cc)

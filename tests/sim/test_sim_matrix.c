@@ -11,6 +11,8 @@
  *   test_sim_matrix --list          cell names
  *   ... --shard K/N                 only cells whose index is K mod N (parallel runs)
  *   test_sim_matrix --cell 100M-10ms-1pct [--seed N] [--pcap f.pcap] [-v]
+ *   ... --no-timestamps [--no-frto]  both engines without RFC 7323 timestamps (F-RTO
+ *                                    then decides on RTOs), with F-RTO off
  *
  * A cell's seed is fixed by its name (cell_seed), so a failure printed with its seed
  * reproduces exactly by rerunning that one cell.
@@ -54,6 +56,8 @@ static int g_verbose;
 static const char *g_pcap;
 static uint64_t g_bytes = MATRIX_BYTES;
 static const char *g_argv0 = "test_sim_matrix";
+static int g_no_ts;   /* --no-timestamps: Eifel cannot run, F-RTO decides */
+static int g_no_frto; /* --no-frto: tcp_frto = 0 */
 
 /* The quick run: every loss rate on the middle link, the corners of the
  * rate x RTT plane at the loss rates that stress them, and each impairment once. */
@@ -283,6 +287,22 @@ static void run_cfg(struct ipk_config *cfg, const struct cell *c)
 	cfg->tcp_rcvbuf = cell_buf(c);
 	/* hold a full window of out-of-order segments */
 	cfg->tcp_ooo_max = (uint16_t)(cell_buf(c) / 1460u > 64 ? cell_buf(c) / 1460u : 64);
+	if (g_no_ts)
+		cfg->tcp_timestamps = 0;
+	if (g_no_frto)
+		cfg->tcp_frto = 0;
+}
+
+/* -v: the loss-recovery counters of one sender, to trace a cell that moved. */
+static void cell_counters(const char *who, const struct ipk_counters *k)
+{
+	printf("    %s: rto_episodes %llu sack_recoveries %llu tlp %llu spurious_rtx %llu "
+	       "dsack_undo %llu rto_undo %llu frto_undo %llu\n",
+	       who, (unsigned long long)k->tcp_rto_episodes,
+	       (unsigned long long)k->tcp_sack_recovery_episodes,
+	       (unsigned long long)k->tcp_tlp_probes, (unsigned long long)k->tcp_spurious_rtx,
+	       (unsigned long long)k->tcp_dsack_undo, (unsigned long long)k->tcp_rto_undo,
+	       (unsigned long long)k->tcp_frto_undo);
 }
 
 /* Returns the number of failed checks for the cell (0: passed). */
@@ -356,6 +376,8 @@ static int cell_run(const struct cell *c, uint64_t seed)
 		       x->ca ? (int)x->ca->why : -1, (unsigned long long)x->app_a.rx_bytes,
 		       x->cb ? x->cb->closed : -1, x->cb ? (int)x->cb->why : -1,
 		       (unsigned long long)x->app_b.rx_bytes);
+		cell_counters("B (sends A<-B)", kb);
+		cell_counters("A (sends B<-A)", ka);
 	}
 	if (fails)
 		printf("    rerun: %s --cell %s --seed %llu --pcap %s.pcap -v\n", g_argv0, c->name,
@@ -370,7 +392,7 @@ static int cell_run(const struct cell *c, uint64_t seed)
 static int usage(void)
 {
 	fprintf(stderr, "usage: %s [--subset | --list | --cell NAME [--seed N]] [--shard K/N] "
-	                "[--bytes N] [--pcap FILE] [-v]\n",
+	                "[--bytes N] [--pcap FILE] [--no-timestamps] [--no-frto] [-v]\n",
 	        g_argv0);
 	return 2;
 }
@@ -390,6 +412,10 @@ int main(int argc, char **argv)
 			subset = 1;
 		else if (strcmp(argv[i], "--list") == 0)
 			list = 1;
+		else if (strcmp(argv[i], "--no-timestamps") == 0)
+			g_no_ts = 1;
+		else if (strcmp(argv[i], "--no-frto") == 0)
+			g_no_frto = 1;
 		else if (strcmp(argv[i], "-v") == 0)
 			g_verbose = 1;
 		else if (strcmp(argv[i], "--cell") == 0 && i + 1 < argc)

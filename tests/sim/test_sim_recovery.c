@@ -130,26 +130,28 @@ static void test_sim_sack_vs_newreno_16mib_loss_5pct(void)
 
 /*
  * A path like ipk-relay's (1 Gbit/s, 50 us one way, 5% loss each way, the ACKs too):
- * SACK recovery repairs every loss without an RTO. Seed 3 needed two RTO episodes:
- * RACK's reordering timer marked a hole lost and entered recovery with no ACK to run
+ * SACK recovery repairs nearly every loss without an RTO. Counted over seeds 1-16 (8
+ * MiB each), not one seed: a change anywhere moves each seed's fates. Seed 3 needed
+ * two RTO episodes when RACK's reordering timer entered recovery with no ACK to run
  * PRR's first step, so cwnd stayed at ssthresh = pipe and the fast retransmission
- * never went out (tcp_rack.c ipk_tcp_rack_timer).
- * Other seeds still end with an RTO now and then from other causes (over seeds 1-12
- * 8 episodes before, 8 after: see the report of h/lossy); through ipk-relay to Linux
- * at 5% loss ipkit still has 2 to 4 RTO episodes in 8 MiB.
+ * never went out (tcp_rack.c ipk_tcp_rack_timer). With the tail loss probe resending
+ * the last segment the 16 seeds had 8 episodes (seeds 7, 16: 2; 8, 9, 10, 12: 1),
+ * now that it sends new data when some is queued (tcp_rack.c tlp_send_new) 2 (seeds
+ * 3, 7): a new segment moves the transfer on where the old probe drew a duplicate
+ * ACK, and its ACK is another ACK than the lost one.
  */
-static void test_sim_relay_like_loss_5pct_no_rto(void)
+static void test_sim_relay_like_loss_5pct_rto_episodes_over_16_seeds(void)
 {
-	static const uint64_t seeds[] = {3};
-	unsigned i;
+	uint64_t seed, episodes = 0;
 
 	g_delay_ns = 50000u;
-	for (i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
-		run_xfer(&R_sack, seeds[i], 0.05, 1, 8u << 20);
+	for (seed = 1; seed <= 16; seed++) {
+		run_xfer(&R_sack, seed, 0.05, 1, 8u << 20);
 		report("sack", &R_sack);
 		CHECK(R_sack.lost > 200);
-		CHECK_EQ(R_sack.b.tcp_rto_episodes, 0);
+		episodes += R_sack.b.tcp_rto_episodes;
 	}
+	CHECK(episodes <= 3);
 	g_delay_ns = SIM_MS(1);
 }
 
@@ -159,6 +161,6 @@ int main(int argc, char **argv)
 	g_verbose = argc > 1;
 	RUN(test_sim_sack_vs_newreno_16mib_loss_1pct);
 	RUN(test_sim_sack_vs_newreno_16mib_loss_5pct);
-	RUN(test_sim_relay_like_loss_5pct_no_rto);
+	RUN(test_sim_relay_like_loss_5pct_rto_episodes_over_16_seeds);
 	return check_summary();
 }

@@ -51,6 +51,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,6 +275,18 @@ static int mode_connect(struct ipk_svc *svc, char **av)
 	x.size = strtoull(av[2], NULL, 0);
 	if (tool_socket(svc, 64, 128, &x.so) < 0)
 		return 1;
+	if (getenv("SVC_TOOL_LPORT")) { /* connect from this local port (bind first) */
+		struct ipk_svc_addr me;
+		if (parse_addr("0.0.0.0", getenv("SVC_TOOL_LPORT"), &me) < 0)
+			return 2;
+		memset(&e, 0, sizeof e);
+		ipk_svc_prep_bind(&e, &me);
+		rc = one(x.so, &e, NULL);
+		if (rc < 0) {
+			fprintf(stderr, "svc_tool: bind: %s\n", strerror(-rc));
+			return 1;
+		}
+	}
 	memset(&e, 0, sizeof e);
 	ipk_svc_prep_connect(&e, &peer);
 	rc = one(x.so, &e, NULL);
@@ -768,6 +781,10 @@ int main(int argc, char **argv)
 		rc = mode_prio(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "nopbench") && argc - i >= 3)
 		rc = mode_nopbench(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "nopspin") && argc - i >= 3)
+		rc = mode_nopspin(svc, argv + i + 1, argc - i - 1);
+	else if (!strcmp(argv[i], "bindrace") && argc - i >= 4)
+		rc = mode_bindrace(svc, argv + i + 1, argc - i - 1);
 	else if (!strcmp(argv[i], "hold") && argc - i >= 2)
 		rc = mode_hold(svc, argv + i + 1);
 	ipk_svc_close_all(svc);

@@ -186,6 +186,8 @@ static void test_established_stalled_recovery_probes_first_lost_segment(void)
 	CHECK_EQ(drain(t, max, &rtx), 1);
 	CHECK_EQ(rtx, d + MSS);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_recovery, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_new_data, 0);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, 0);
 	finish(t, c);
 }

@@ -537,12 +537,13 @@ static void test_established_tlp_probes_last_segment_after_pto(void)
 	finish(t);
 }
 
-/* RFC 8985 §7.3 prefers a new segment as the probe; ipkit sends the last one again
- * even with new data queued, which cwnd held back and the peer's window takes (see
- * tlp_send). Guards that choice: with new-data probes (f651ed2), through ipk-relay at
- * 5% loss each way to Linux, 27 of 66 probes waited 40 ms for Linux's delayed ACK
- * and goodput fell from 53-77 to 36-49 Mbit/s. */
-static void test_established_tlp_probes_last_segment_with_data_queued(void)
+/* RFC 8985 §7.3: with new data queued (cwnd held it back) and room in the peer's
+ * window, the probe is new data, two segments so that a delayed-ACK receiver ACKs at
+ * once (RFC 5681 §4.2), never a retransmission. Regression: the probe was the last
+ * segment again, D-SACKed whenever the flight had arrived and only its ACK was lost
+ * or late: through ipk-relay at 5% loss each way to Linux, 62 of 65 spurious
+ * retransmissions in 16 MiB (docs/loss-rto-traces.md). */
+static void test_established_tlp_probes_new_data_when_queued(void)
 {
 	struct th *t = th_new(base_cfg);
 	struct ipk_conn *c;
@@ -559,10 +560,16 @@ static void test_established_tlp_probes_last_segment_with_data_queued(void)
 	CHECK(!th_next(t, &s));
 	th_advance(t, 2 * MS); /* PTO = 2 * SRTT */
 	CHECK(th_next(t, &s));
-	CHECK_EQ(s.h.seq, d + 9 * MSS); /* the last segment again, not d + 10 * MSS */
+	CHECK_EQ(s.h.seq, d + 10 * MSS); /* new data, not the last segment (d + 9 MSS) */
+	CHECK_EQ(s.len, MSS);
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.seq, d + 11 * MSS);
 	CHECK_EQ(s.len, MSS);
 	CHECK(!th_next(t, &s)); /* one probe only (RFC 8985 §7.3) */
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_new_data, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_recovery, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_retransmits, 0);
 	/* no ACK for the probe: the RTO, from the probe's send time, resends snd_una */
 	th_advance(t, 199 * MS);
 	CHECK(!th_next(t, &s));
@@ -570,6 +577,39 @@ static void test_established_tlp_probes_last_segment_with_data_queued(void)
 	CHECK(th_next(t, &s));
 	CHECK_EQ(s.h.seq, d);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, 1);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* RFC 8985 §7.3: new data only where the receive window allows it. The peer's
+ * window ends one segment past the flight: the probe is that one segment; with the
+ * window full it is the last segment again. */
+static void test_established_tlp_new_data_probe_stays_in_window(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, n = 0, i;
+
+	d = open_conn(t, 1, 0, &c, &s) + 1; /* SRTT = 8 ms */
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 14 * MSS, t->now), (int)(14 * MSS));
+	while (th_next(t, &s))
+		n++;
+	CHECK_EQ(n, 10);
+	/* the first segment ACKed, the window cut to 10 segments from there: room for
+	 * one more past the 9 outstanding, none after the probe */
+	th_advance(t, 1 * MS);
+	th_send(t, TH_PEER_PORT, TH_LOCAL_PORT, A, IRS + 1, d + MSS, 10 * MSS, NULL, NULL, 0);
+	for (i = 0; th_next(t, &s); i++)
+		;
+	CHECK_EQ(i, 1); /* slow start sent the one the window has room for */
+	th_advance(t, 25 * MS);
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.seq, d + 10 * MSS); /* the window is full: the last segment again */
+	CHECK_EQ(s.len, MSS);
+	CHECK(!th_next(t, &s));
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_new_data, 0);
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
 }
@@ -1285,6 +1325,201 @@ static void test_established_rto_without_timestamps_not_undone(void)
 	finish(t);
 }
 
+/* ---------------------------------------- undo of a spurious RTO (F-RTO) */
+
+static void no_frto(struct ipk_config *c)
+{
+	base_cfg(c);
+	c->tcp_frto = 0;
+}
+
+/* flight_then_rto on a connection without timestamps, then `more` segments queued
+ * behind the flight: none may go yet (the RTO's retransmission fills cwnd). */
+static uint32_t frto_setup(struct th *t, struct ipk_conn *c, uint32_t more, uint32_t *cw,
+                           uint32_t *ss)
+{
+	struct tseg s;
+	uint32_t d, ts0, ts1;
+
+	d = flight_then_rto(t, c, &ts0, &ts1, cw, ss);
+	CHECK_EQ(ts0, 0);
+	CHECK_EQ(c->mss, MSS);
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, more * MSS, t->now), (int)(more * MSS));
+	CHECK(!th_next(t, &s));
+	return d;
+}
+
+/* Every segment that goes out now starts at or above `from`; returns how many. */
+static int sent_from(struct th *t, uint32_t from)
+{
+	struct tseg s;
+	int n = 0;
+
+	while (th_next(t, &s)) {
+		if (s.len == 0)
+			continue;
+		CHECK(!ipk_seq_lt(s.h.seq, from));
+		n++;
+	}
+	return n;
+}
+
+/* RFC 5682 §3.1 (Linux's tcp_frto, TCPSpuriousRTOs): without timestamps the ACKs of
+ * a delayed flight arrive after the RTO. The first (segments 1-2) lets new data go
+ * instead of segment 3 again (step 2b); the next acknowledges segments 3-4, sent once
+ * (step 3b): the timeout was spurious, cwnd and ssthresh come back, nothing of the old
+ * flight is resent, and it is counted. Regression: without F-RTO the first ACK resent
+ * the rest of the flight and the reduction stayed. */
+static void test_established_spurious_rto_without_timestamps_undone_by_frto(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, cw, ss;
+	uint64_t rtx;
+
+	open_conn(t, 1, 0, &c, &s);
+	d = frto_setup(t, c, 4, &cw, &ss);
+	rtx = ipk_counters(t->ctx)->tcp_retransmits;
+	peer(t, A, IRS + 1, d + 2 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK(sent_from(t, d + 5 * MSS) >= 1); /* new data, not segment 3 */
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_retransmits, rtx);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_frto_undo, 0);
+	peer(t, A, IRS + 1, d + 4 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_frto_undo, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 0);
+	CHECK(c->cwnd >= cw);
+	CHECK_EQ(c->ssthresh, ss);
+	sent_from(t, d + 5 * MSS); /* segment 5 is not resent */
+	peer(t, A, IRS + 1, c->snd_max, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_retransmits, rtx);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_frto_undo, 1);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* A real loss: the flight after segment 1 was lost. The ACK of the RTO's
+ * retransmission lets new data go (step 2b); the peer's next ACK is a duplicate
+ * SACKing only that new data (step 3a): the reduction stays, nothing is counted, and
+ * the RTO recovery resends segment 2 as without F-RTO. Regression (of the new-data
+ * step): without F-RTO segment 2 went at once. */
+static void test_established_rto_of_real_loss_without_timestamps_not_undone_by_frto(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, cw, ss, blk[1][2];
+	int seg2 = 0;
+
+	open_conn(t, 1, 0, &c, &s);
+	d = frto_setup(t, c, 4, &cw, &ss);
+	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK(sent_from(t, d + 5 * MSS) >= 1);
+	blk[0][0] = d + 5 * MSS;
+	blk[0][1] = d + 6 * MSS;
+	peer(t, A, IRS + 1, d + MSS, 0, 0, 0, blk, 1, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_frto_undo, 0);
+	CHECK(c->cwnd < cw);
+	CHECK(c->ssthresh < ss);
+	while (th_next(t, &s))
+		seg2 += s.h.seq == d + MSS && s.len > 0;
+	CHECK_EQ(seg2, 1);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* RFC 3708 §3 for an RTO (Linux's undo_retrans): one late ACK covers the whole
+ * flight, so F-RTO's step 2a has nothing to test, but it D-SACKs the RTO's
+ * retransmission, the episode's only one: it was needless, the timeout is undone.
+ * Regression: without timestamps such an RTO kept its reduction. */
+static void test_established_spurious_rto_without_timestamps_undone_by_dsack(void)
+{
+	struct th *t = th_new(no_rack); /* no tail loss probe: the RTO's is the only one */
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, cw, ss, ts0, ts1, dsack[1][2];
+
+	open_conn(t, 1, 0, &c, &s);
+	d = flight_then_rto(t, c, &ts0, &ts1, &cw, &ss);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 0);
+	dsack[0][0] = d;
+	dsack[0][1] = d + MSS;
+	peer(t, A, IRS + 1, d + 5 * MSS, 0, 0, 0, dsack, 1, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_dsack_rx, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_frto_undo, 1);
+	CHECK(c->cwnd >= cw);
+	CHECK_EQ(c->ssthresh, ss);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* The same late ACK without the D-SACK (a receiver that does not send them): no
+ * evidence, nothing undone. */
+static void test_established_rto_without_timestamps_or_dsack_not_undone(void)
+{
+	struct th *t = th_new(no_rack);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, cw, ss, ts0, ts1;
+
+	open_conn(t, 1, 0, &c, &s);
+	d = flight_then_rto(t, c, &ts0, &ts1, &cw, &ss);
+	peer(t, A, IRS + 1, d + 5 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_frto_undo, 0);
+	CHECK(c->ssthresh < ss);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* With timestamps Eifel decides at the first ACK (RFC 3522); F-RTO is not armed, so
+ * the delayed flight's later ACKs count nothing more. */
+static void test_established_spurious_rto_with_timestamps_counted_once_by_eifel(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, ts0, ts1, cw, ss, m;
+
+	open_conn(t, 1, 1, &c, &s);
+	d = flight_then_rto(t, c, &ts0, &ts1, &cw, &ss);
+	m = c->mss;
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 4 * m, t->now), (int)(4 * m));
+	peer(t, A, IRS + 1, d + 2 * m, 1, 200, ts0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 1);
+	while (th_next(t, &s))
+		;
+	peer(t, A, IRS + 1, d + 4 * m, 1, 201, ts0, NULL, 0, NULL, 0);
+	peer(t, A, IRS + 1, d + 5 * m, 1, 202, ts0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_undo, 1);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_frto_undo, 0);
+	CHECK(c->cwnd >= cw);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* tcp_frto = 0: the first ACK after the RTO resends the rest of the flight (RFC 6298
+ * §5 go-back recovery with SACK holes), and nothing is undone. */
+static void test_established_spurious_rto_with_frto_off_not_undone(void)
+{
+	struct th *t = th_new(no_frto);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, cw, ss;
+	int seg3 = 0;
+
+	open_conn(t, 1, 0, &c, &s);
+	d = frto_setup(t, c, 4, &cw, &ss);
+	peer(t, A, IRS + 1, d + 2 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	while (th_next(t, &s))
+		seg3 += s.h.seq == d + 2 * MSS && s.len > 0;
+	CHECK_EQ(seg3, 1);
+	peer(t, A, IRS + 1, d + 4 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_frto_undo, 0);
+	CHECK(c->cwnd < cw);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 /* ------------------------------------- RACK reordering window, min_RTT aging */
 
 /* One SACK loss episode: 5 segments, the first acknowledged (snd_una passes the
@@ -1505,6 +1740,12 @@ int main(void)
 	RUN(test_established_rto_of_real_loss_not_undone);
 	RUN(test_established_rto_after_recovery_retransmission_not_undone);
 	RUN(test_established_rto_without_timestamps_not_undone);
+	RUN(test_established_spurious_rto_without_timestamps_undone_by_frto);
+	RUN(test_established_rto_of_real_loss_without_timestamps_not_undone_by_frto);
+	RUN(test_established_spurious_rto_with_timestamps_counted_once_by_eifel);
+	RUN(test_established_spurious_rto_with_frto_off_not_undone);
+	RUN(test_established_spurious_rto_without_timestamps_undone_by_dsack);
+	RUN(test_established_rto_without_timestamps_or_dsack_not_undone);
 	RUN(test_established_sack_scoreboard_keeps_every_alternate_segment);
 	RUN(test_established_sack_scoreboard_memory_is_bounded);
 	RUN(test_prr_rfc6937_single_loss_sends_one_per_two_acks);
@@ -1524,7 +1765,8 @@ int main(void)
 	RUN(test_established_rack_marks_lost_after_reorder_window);
 	RUN(test_established_tlp_probes_last_segment_after_pto);
 	RUN(test_fin_wait_1_tlp_probes_last_segment_after_pto);
-	RUN(test_established_tlp_probes_last_segment_with_data_queued);
+	RUN(test_established_tlp_probes_new_data_when_queued);
+	RUN(test_established_tlp_new_data_probe_stays_in_window);
 	RUN(test_established_paws_drops_old_tsval_and_acks);
 	RUN(test_established_paws_rst_exempt);
 	RUN(test_established_paws_idle_24_days_accepts_old_tsval);

@@ -1,0 +1,268 @@
+/*
+ * ipkitd --workers N (svc/README.md, "Workers"): the runtime's worker threads run
+ * d_wk_run, one node each; the daemon's shared state is behind one lock (d->mu).
+ * With one worker none of this runs except the no-op lock calls: the main thread
+ * is the worker (ipkitd.c d_loop).
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+static void d_wk_run(struct ipk_workers *ws, unsigned idx, void *arg);
+
+/* The big lock (--workers > 1): every worker's pass and poll, and the control
+ * thread's set-up and reclaim, run under d->mu, so the daemon's tables (ports,
+ * levels, sockets, regions) have one writer at a time. `waiters` lets a thread
+ * that holds it in a loop step aside (d_relax): a mutex is not fair. */
+void d_lock(struct d_daemon *d)
+{
+	if (!d->mt)
+		return;
+	__atomic_add_fetch(&d->waiters, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&d->mu);
+	__atomic_sub_fetch(&d->waiters, 1, __ATOMIC_RELAXED);
+}
+
+void d_unlock(struct d_daemon *d)
+{
+	if (d->mt)
+		pthread_mutex_unlock(&d->mu);
+}
+
+/* Between two turns of a worker that keeps going: if another thread waits for the
+ * lock, let it in. A mutex lets the thread that unlocks take it straight back
+ * (the waiter is still waking up), so wait until the waiter has it, bounded by
+ * 2 ms (then go on: the waiter gets it at the next turn). */
+static void d_relax(struct d_daemon *d)
+{
+	uint64_t t0;
+	if (!__atomic_load_n(&d->waiters, __ATOMIC_RELAXED))
+		return;
+	d_unlock(d);
+	t0 = d_now();
+	while (__atomic_load_n(&d->waiters, __ATOMIC_RELAXED) && d_now() - t0 < 2000000)
+		sched_yield();
+	d_lock(d);
+}
+
+/* Wake worker w if it sleeps (under d->mu, as `sleeping` is written): it has
+ * work another thread gave it. A no-op for an awake worker or one thread. */
+void d_kick(struct d_wk *w)
+{
+	uint64_t one = 1;
+	if (!w->d->mt || !w->sleeping)
+		return;
+	if (write(w->kick_fd, &one, sizeof one) < 0) {
+		/* EAGAIN: the counter is already non-zero, it wakes anyway */
+	}
+}
+
+void d_kick_all(struct d_daemon *d)
+{
+	unsigned i;
+	for (i = 0; i < d->nw; i++)
+		d_kick(&d->wk[i]);
+}
+
+/* The worker a TCP flow from our address and lport to peer:pport reaches: the
+ * hash the steering computes for its frames (runtime/wio.c wk_frame_worker: the
+ * same key, fields and table), so a CONNECT from a bound port runs on the worker
+ * that will receive the replies. */
+unsigned d_flow_worker(const struct d_daemon *d, uint32_t peer_be, uint16_t pport_be,
+                       uint16_t lport_be)
+{
+	uint32_t h = ipk_rss_hash_frame4(d->rss_key, 0, 6, 0, peer_be, d->cfg.ip4_be, pport_be,
+	                                 lport_be);
+	int q = ipk_rss_queue(d->reta, 128, h);
+	return q < 0 || (unsigned)q >= d->nw ? 0 : (unsigned)q;
+}
+
+/* --workers N > 1: the runtime's workers run d_wk_run, one node each. The lock is
+ * held until every worker's node is known, so no worker starts its loop early. */
+int d_start_workers(struct d_daemon *d, char *err, size_t errlen)
+{
+	struct ipk_workers_cfg wc;
+	void *apps[IPK_WORKERS_MAX];
+	unsigned i;
+	ipk_workers_cfg_default(&wc);
+	d_node_template(d, &wc.node);
+	wc.nworkers = d->nw;
+	wc.steer = d->cfg.steer >= 0 ? d->cfg.steer
+	                             : strstr(d->cfg.io_spec, "queues=") ? IPK_STEER_QUEUES
+	                                                                 : IPK_STEER_SOFT;
+	wc.cpus = d->cfg.ncpus ? d->cfg.cpus : NULL;
+	wc.ncpus = d->cfg.ncpus;
+	ipk_rss_key_symmetric(d->rss_key);
+	for (i = 0; i < 128; i++)
+		d->reta[i] = (uint16_t)(i % d->nw);
+	wc.rss_key = d->rss_key;
+	wc.reta = d->reta;
+	wc.reta_size = 128;
+	for (i = 0; i < d->nw; i++) {
+		struct d_wk *w = &d->wk[i];
+		struct epoll_event e;
+		apps[i] = w;
+		w->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		w->ep = epoll_create1(EPOLL_CLOEXEC);
+		if (w->kick_fd < 0 || w->ep < 0) {
+			snprintf(err, errlen, "worker %u: %s", i, strerror(errno));
+			return -1;
+		}
+		memset(&e, 0, sizeof e);
+		w->ev_kick.kind = D_EV_KICK;
+		e.events = EPOLLIN;
+		e.data.ptr = &w->ev_kick;
+		epoll_ctl(w->ep, EPOLL_CTL_ADD, w->kick_fd, &e);
+	}
+	wc.node_apps = apps;
+	wc.run = d_wk_run;
+	wc.run_arg = d;
+	pthread_mutex_init(&d->mu, NULL);
+	d->mt = 1;
+	d->awake = d->nw;
+	d_lock(d);
+	d->ws = ipk_workers_start(&wc, err, errlen);
+	for (i = 0; d->ws && i < d->nw; i++) {
+		d->wk[i].node = ipk_workers_node(d->ws, i);
+		d->wk[i].ctx = ipk_node_ctx(d->wk[i].node);
+		d_ep_node(&d->wk[i], d->wk[i].ep);
+	}
+	d_unlock(d);
+	if (!d->ws) {
+		d->mt = 0;
+		pthread_mutex_destroy(&d->mu);
+		return -1;
+	}
+	fprintf(stderr, "ipkitd: %u workers, %s steering\n", d->nw,
+	        ipk_workers_steering(d->ws) == IPK_STEER_SOFT ? "soft" : "queue");
+	return 0;
+}
+
+/* Priorities per daemon, not per worker: before worker wk serves level lvl, does
+ * another worker have active sockets of a higher level? Then wk yields (kicks it
+ * and leaves its own lower levels for its next pass), but only until that worker
+ * has had one pass: so a higher level anywhere goes first, and a lower level still
+ * gets its share at least once per pass of the worker it yields to (no level
+ * starves, as within one worker). Under d->mu. */
+int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl)
+{
+	struct d_wk *w = &d->wk[wk];
+	unsigned j, l;
+	int defer = 0;
+	for (j = 0; j < d->nw; j++) {
+		struct d_wk *o = &d->wk[j];
+		if (j == wk)
+			continue;
+		for (l = 0; l < lvl && !o->act_lvl[l]; l++)
+			;
+		if (l == lvl || (w->defer_on[j] && o->passes != w->defer_mark[j])) {
+			w->defer_on[j] = 0; /* nothing higher there, or it had its pass */
+			continue;
+		}
+		if (!w->defer_on[j]) {
+			w->defer_on[j] = 1;
+			w->defer_mark[j] = o->passes;
+		}
+		d_kick(o);
+		defer = 1;
+	}
+	return defer;
+}
+
+/* One service pass of worker wk over the sockets it owns: level 0 without a limit
+ * (each socket at most D_PASS_BUDGET entries), then each lower level with its
+ * guaranteed share, prio_share doubled per level above the lowest: a flood at a
+ * low level costs the high levels at most that share per pass, and no level ever
+ * gets nothing. With several workers a lower level waits for a higher one on
+ * another worker (d_defer); a deferral counts as work (the loop comes back). */
+/* Where worker wk's pass starts in the application list: one worker rotates the
+ * list itself (d_apps_rotate); several each start one application further every
+ * pass, so the applications take turns on every worker. O(applications). */
+struct d_app *d_first(struct d_daemon *d, unsigned wk)
+{
+	struct d_app *a = d->apps;
+	uint32_t k;
+	if (d->nw == 1 || !d->napps)
+		return a;
+	for (k = d->wk[wk].rot++ % d->napps; a && k; k--)
+		a = a->next;
+	return a ? a : d->apps;
+}
+
+/* A worker's sleep (--workers > 1), without the lock: its node, its kick and
+ * (worker 0) the doorbells. Doorbells only say "look": the pass that follows takes
+ * the bitmap. */
+static void d_wk_sleep(struct d_wk *w, int timeout_ms)
+{
+	struct epoll_event ev[64];
+	uint64_t v;
+	int i, n = epoll_wait(w->ep, ev, 64, timeout_ms);
+	/* every tag here is the worker's or the daemon's (d->ev_bell), never an
+	 * application's: the control thread may have freed one meanwhile. A doorbell
+	 * is edge-triggered and never read (d_app_event's reason); submit_seq tells
+	 * the pass which application rang. */
+	for (i = 0; i < n; i++)
+		if (ev[i].data.ptr == &w->ev_kick && read(w->kick_fd, &v, sizeof v) < 0) {
+			/* EAGAIN: drained already */
+		}
+	d_lock(w->d);
+}
+
+/* Worker idx's loop (runtime/workers.c calls it on the worker's thread): the same
+ * turn as d_loop over the sockets this worker owns, under d->mu. */
+static void d_wk_run(struct ipk_workers *ws, unsigned idx, void *arg)
+{
+	struct d_daemon *d = (struct d_daemon *)arg;
+	struct d_wk *w = &d->wk[idx];
+	uint64_t last_work = 0, spin = (uint64_t)d->cfg.spin_us * 1000u;
+	d_lock(d);
+	while (!ipk_workers_stopping(ws)) {
+		int work = 0, ovf;
+		work += d_serve(d, idx);
+		work += ipk_node_poll(w->node, 0) > 0;
+		d_wake_apps(d);
+		if (work && spin)
+			last_work = d_now();
+		if (work || d->cfg.busy_poll || (spin && d_now() - last_work < spin)) {
+			d_relax(d);
+			continue;
+		}
+		if (!d_may_sleep(d, idx, &ovf) || ipk_io_arm(ipk_node_io(w->node)) > 0) {
+			if (d->awake == 1)
+				d_awake(d);
+			d_relax(d);
+			continue;
+		}
+		w->sleeping = 1;
+		d->awake--;
+		d_unlock(d);
+		d_wk_sleep(w, d_timeout_ms(w, ovf)); /* returns with the lock */
+		w->sleeping = 0;
+		if (d->awake++ == 0)
+			d_awake(d);
+	}
+	d_unlock(d);
+}
+
+void d_wk_report(struct d_daemon *d)
+{
+	unsigned i;
+	for (i = 0; i < d->nw; i++) {
+		struct ipk_worker_stats st;
+		struct d_wk *w = &d->wk[i];
+		memset(&st, 0, sizeof st);
+		ipk_workers_stats(d->ws, i, &st);
+		fprintf(stderr, "ipkitd: worker %u: sockets %llu entries %llu accepted %llu "
+		        "connected %llu datagrams %llu rx_frames %llu wrong_queue %llu\n", i,
+		        (unsigned long long)w->socks, (unsigned long long)w->sqes,
+		        (unsigned long long)w->accepted, (unsigned long long)w->connected,
+		        (unsigned long long)w->udp_rx, (unsigned long long)st.rx_frames,
+		        (unsigned long long)st.wrong_queue);
+	}
+}

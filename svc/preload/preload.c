@@ -1,0 +1,663 @@
+/*
+ * libipkit-preload: start-up switch, real symbols, descriptor table, the completion
+ * pump and the statistics (svc/preload/README.md).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+struct pl_real pl_r;
+struct pl_stats pl_st;
+
+/* ------------------------------------------------------------ real symbols */
+
+/* dlsym returns an object pointer; POSIX guarantees it converts to a function
+ * pointer of the right type, which C writes as a copy of the pointer's bytes. */
+#define PL_SYM(name) do { void *p_ = dlsym(RTLD_NEXT, #name); \
+	memcpy(&pl_r.name, &p_, sizeof p_); } while (0)
+
+void pl_resolve(void)
+{
+	static int done;
+	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
+		return;
+	PL_SYM(socket); PL_SYM(bind); PL_SYM(listen); PL_SYM(accept); PL_SYM(accept4);
+	PL_SYM(connect); PL_SYM(read); PL_SYM(write); PL_SYM(readv); PL_SYM(writev);
+	PL_SYM(send); PL_SYM(recv); PL_SYM(sendto); PL_SYM(recvfrom); PL_SYM(sendmsg);
+	PL_SYM(recvmsg); PL_SYM(shutdown); PL_SYM(close); PL_SYM(dup); PL_SYM(dup2);
+	PL_SYM(dup3); PL_SYM(fcntl); PL_SYM(ioctl); PL_SYM(getsockname); PL_SYM(getpeername);
+	PL_SYM(getsockopt); PL_SYM(setsockopt); PL_SYM(poll); PL_SYM(ppoll); PL_SYM(select);
+	PL_SYM(pselect); PL_SYM(epoll_create); PL_SYM(epoll_create1); PL_SYM(epoll_ctl);
+	PL_SYM(epoll_wait); PL_SYM(epoll_pwait);
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------ the switch */
+
+/* IPKIT_PRELOAD: all (default) | none | ports:P1,P2,...  — which AF_INET sockets go
+ * to ipkitd. IPKIT_PRELOAD_FALLBACK: kernel (default) | fail — what happens when
+ * ipkitd is unreachable. */
+static int cfg_mode = -1; /* 0 none, 1 all, 2 ports */
+static uint8_t cfg_ports[65536 / 8];
+
+static void pl_cfg(void)
+{
+	const char *e = getenv("IPKIT_PRELOAD");
+	if (cfg_mode >= 0)
+		return;
+	if (e && strcmp(e, "none") == 0) {
+		cfg_mode = 0;
+	} else if (e && strncmp(e, "ports:", 6) == 0) {
+		const char *p = e + 6;
+		while (*p) {
+			char *end;
+			unsigned long v = strtoul(p, &end, 10);
+			if (end == p)
+				break;
+			if (v < 65536)
+				cfg_ports[v / 8] |= (uint8_t)(1u << (v % 8));
+			p = *end == ',' ? end + 1 : end;
+		}
+		cfg_mode = 2;
+	} else {
+		cfg_mode = 1;
+	}
+}
+
+int pl_route_all(void)
+{
+	pl_cfg();
+	return cfg_mode == 1;
+}
+
+int pl_route_port(unsigned port)
+{
+	pl_cfg();
+	if (cfg_mode == 1)
+		return 1;
+	return cfg_mode == 2 && port < 65536 && (cfg_ports[port / 8] >> (port % 8)) & 1;
+}
+
+/* ------------------------------------------------------------ the daemon */
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* svc open, pump list */
+static struct ipk_svc *g_svc;
+static int g_svc_state; /* 0 not tried, 1 open, 2 unreachable: kernel, 3 unreachable: fail */
+static int g_svc_err;
+static struct pl_sock *g_live;
+static pthread_t g_pump;
+
+static void *pl_pump(void *arg);
+static long pl_hide_base(void);
+
+static void pl_open_locked(void)
+{
+	struct ipk_svc_opts o;
+	const char *fb = getenv("IPKIT_PRELOAD_FALLBACK");
+	int err = 0;
+	ipk_svc_opts_default(&o);
+	/* the most ipkitd gives by default (it clamps): memfd pages cost only when
+	 * touched; each TCP socket uses 2 x 64 KiB to receive and rings of ~24 KiB */
+	o.buf_bytes = 256ull << 20;
+	o.ring_bytes = 64ull << 20;
+	g_svc = ipk_svc_open(NULL, &o, &err);
+	if (g_svc)
+		ipk_svc_move_fds(g_svc, pl_hide_base());
+	if (g_svc && pthread_create(&g_pump, NULL, pl_pump, NULL) == 0) {
+		pthread_detach(g_pump);
+		__atomic_store_n(&g_svc_state, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	if (g_svc)
+		ipk_svc_close_all(g_svc);
+	g_svc = NULL;
+	g_svc_err = err ? -err : EAGAIN;
+	g_svc_state = fb && strcmp(fb, "fail") == 0 ? 3 : 2;
+	/* one line, once per process: the switch says what happens next */
+	fprintf(stderr, "ipkit-preload: ipkitd not reachable at %s (%s): %s\n",
+	        getenv("IPKITD_SOCKET") ? getenv("IPKITD_SOCKET") : "/run/ipkitd.sock",
+	        strerror(g_svc_err),
+	        g_svc_state == 3 ? "AF_INET sockets fail" : "using kernel sockets");
+}
+
+struct ipk_svc *pl_svc(void)
+{
+	struct ipk_svc *s;
+	/* once open it stays open: no lock (the pump calls this under g_mu) */
+	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) == 1)
+		return g_svc;
+	pthread_mutex_lock(&g_mu);
+	if (g_svc_state == 0)
+		pl_open_locked();
+	s = g_svc;
+	if (!s && g_svc_state == 3)
+		errno = g_svc_err;
+	else if (!s)
+		errno = 0;
+	pthread_mutex_unlock(&g_mu);
+	return s;
+}
+
+/* ------------------------------------------------------------ descriptor table */
+
+/* Two levels of 1024 entries: reads are one acquire load each, no lock; writes take
+ * t_mu. Chunks are never freed. */
+#define PL_CHUNK 1024
+#define PL_CHUNKS 4096 /* 4 M descriptors */
+static struct pl_sock **t_chunk[PL_CHUNKS];
+static pthread_mutex_t t_mu = PTHREAD_MUTEX_INITIALIZER;
+static int t_any; /* any ipkit socket ever: a process without one pays one load */
+
+static struct pl_sock *pl_tbl_load(int fd)
+{
+	struct pl_sock **c;
+	if (fd < 0 || fd >= PL_CHUNK * PL_CHUNKS || !__atomic_load_n(&t_any, __ATOMIC_RELAXED))
+		return NULL;
+	c = __atomic_load_n(&t_chunk[fd / PL_CHUNK], __ATOMIC_ACQUIRE);
+	return c ? __atomic_load_n(&c[fd % PL_CHUNK], __ATOMIC_ACQUIRE) : NULL;
+}
+
+int pl_is_ipk(int fd) { return pl_tbl_load(fd) != NULL; }
+
+struct pl_sock *pl_get(int fd)
+{
+	struct pl_sock *s;
+	while ((s = pl_tbl_load(fd)) != NULL) {
+		int r = __atomic_load_n(&s->refs, __ATOMIC_RELAXED);
+		/* take a reference only while it is live (refs > 0): a freed socket stays
+		 * memory of a socket (never returned to malloc), so the load is safe */
+		while (r > 0 && !__atomic_compare_exchange_n(&s->refs, &r, r + 1, 0,
+		                                              __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			;
+		if (r > 0 && pl_tbl_load(fd) == s)
+			return s;
+		if (r > 0)
+			pl_put(s);
+	}
+	return NULL;
+}
+
+static struct pl_sock *g_free;
+static pthread_mutex_t f_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void pl_put(struct pl_sock *s)
+{
+	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	pthread_mutex_lock(&f_mu);
+	s->fnext = g_free;
+	g_free = s;
+	pthread_mutex_unlock(&f_mu);
+}
+
+void pl_tbl_set(int fd, struct pl_sock *s)
+{
+	struct pl_sock **c;
+	pthread_mutex_lock(&t_mu);
+	c = t_chunk[fd / PL_CHUNK];
+	if (!c) {
+		c = (struct pl_sock **)calloc(PL_CHUNK, sizeof *c);
+		__atomic_store_n(&t_chunk[fd / PL_CHUNK], c, __ATOMIC_RELEASE);
+	}
+	if (c) {
+		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+		s->nfds++;
+		__atomic_store_n(&c[fd % PL_CHUNK], s, __ATOMIC_RELEASE);
+		__atomic_store_n(&t_any, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&t_mu);
+}
+
+/* Remove fd's name; returns the socket with the table's reference (the caller puts
+ * it), or NULL. s->nfds says whether other names remain. */
+struct pl_sock *pl_tbl_take(int fd, int *last)
+{
+	struct pl_sock *s;
+	*last = 0;
+	if (!pl_tbl_load(fd))
+		return NULL;
+	pthread_mutex_lock(&t_mu);
+	s = t_chunk[fd / PL_CHUNK][fd % PL_CHUNK];
+	if (s) {
+		__atomic_store_n(&t_chunk[fd / PL_CHUNK][fd % PL_CHUNK], NULL, __ATOMIC_RELEASE);
+		*last = --s->nfds == 0;
+	}
+	pthread_mutex_unlock(&t_mu);
+	return s;
+}
+
+/* ------------------------------------------------------------ socket objects */
+
+struct pl_sock *pl_sock_new(int type)
+{
+	struct pl_sock *s;
+	pthread_mutex_lock(&f_mu);
+	s = g_free;
+	if (s)
+		g_free = s->fnext;
+	pthread_mutex_unlock(&f_mu);
+	if (!s) {
+		s = (struct pl_sock *)calloc(1, sizeof *s);
+		if (!s)
+			return NULL;
+	} else {
+		pthread_mutex_destroy(&s->mu);
+		pthread_cond_destroy(&s->cv);
+		/* refs stays 0 until the add below: a stale lookup cannot take it */
+		memset((char *)s + sizeof s->refs, 0, sizeof *s - sizeof s->refs);
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	{
+		static uint64_t serials;
+		s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
+	}
+	s->type = type;
+	s->fd = s->lfd = s->ofd = -1;
+	s->rcvbuf = 131072;
+	s->sndbuf = 16384;
+	s->kidle = 7200;
+	s->kintvl = 75;
+	s->kcnt = 9;
+	__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELEASE); /* the caller's */
+	return s;
+}
+
+/* The pump's list holds a reference. */
+void pl_sock_link(struct pl_sock *s)
+{
+	__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&g_mu);
+	s->lnext = g_live;
+	s->lprev = NULL;
+	if (g_live)
+		g_live->lprev = s;
+	g_live = s;
+	pthread_mutex_unlock(&g_mu);
+}
+
+static void pl_unlink_locked(struct pl_sock *s)
+{
+	if (s->lprev)
+		s->lprev->lnext = s->lnext;
+	else
+		g_live = s->lnext;
+	if (s->lnext)
+		s->lnext->lprev = s->lprev;
+	s->lnext = s->lprev = NULL;
+}
+
+/* Under g_mu (the pump is not looking at s): close the daemon's socket, free the
+ * region buffers, the queued accepted connections and the hidden eventfd. */
+static void pl_finish_locked(struct pl_sock *s)
+{
+	struct ipk_svc *svc = g_svc;
+	pl_unlink_locked(s);
+	pthread_mutex_lock(&s->mu); /* a thread still in a call on it sees so == NULL */
+	while (s->acc_h) {
+		struct pl_acc *a = s->acc_h;
+		s->acc_h = a->next;
+		ipk_svc_close(a->so);
+		free(a);
+	}
+	if (s->so)
+		ipk_svc_close(s->so);
+	s->so = NULL;
+	pthread_cond_broadcast(&s->cv); /* a synchronous operation waiting ends */
+	for (int i = 0; i < 2; i++) {
+		if (s->rx[i].b)
+			ipk_svc_buf_free(svc, s->rx[i].b, PL_RXBUF);
+		s->rx[i].b = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (s->ofd >= 0)
+		pl_r.close(s->ofd);
+	if (s->lfd >= 0)
+		pl_r.close(s->lfd);
+	s->ofd = s->lfd = -1;
+}
+
+void pl_sock_release(struct pl_sock *s)
+{
+	int now;
+	pthread_mutex_lock(&g_mu);
+	pthread_mutex_lock(&s->mu);
+	s->closing = 1;
+	pl_levels(s, 0);
+	now = s->tx_ops == 0 || !s->so;
+	pthread_mutex_unlock(&s->mu);
+	if (now && (s->lnext || s->lprev || g_live == s)) {
+		pl_finish_locked(s);
+		pthread_mutex_unlock(&g_mu);
+		pl_put(s); /* the list's reference */
+		return;
+	}
+	pthread_mutex_unlock(&g_mu);
+}
+
+/* ------------------------------------------------------------ the pump */
+
+/* One pass over the live sockets: every completion is handled under the socket's
+ * lock. Returns the number handled. Sockets whose close waited for their SENDs are
+ * finished here. */
+static int pl_pump_round(void)
+{
+	struct pl_sock *s, *next;
+	int n = 0;
+	pthread_mutex_lock(&g_mu);
+	for (s = g_live; s; s = next) {
+		struct ipk_svc_cqe *c;
+		int fin;
+		next = s->lnext;
+		pthread_mutex_lock(&s->mu);
+		while (s->so && ipk_svc_peek_cqe(s->so, &c) == 0) {
+			struct ipk_svc_cqe copy = *c;
+			ipk_svc_cqe_seen(s->so, c);
+			pl_on_cqe(s, &copy);
+			n++;
+		}
+		fin = s->closing && s->tx_ops == 0;
+		pthread_mutex_unlock(&s->mu);
+		if (fin) {
+			pl_finish_locked(s);
+			pl_put(s);
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	return n;
+}
+
+/* ipkitd is gone: every socket ends as a connection does when the network
+ * resets it, so nothing waits for a completion that will never come. */
+static void pl_daemon_gone(void)
+{
+	struct pl_sock *s;
+	pthread_mutex_lock(&g_mu);
+	for (s = g_live; s; s = s->lnext) {
+		pthread_mutex_lock(&s->mu);
+		if (s->state == PL_CONNECTING)
+			s->state = PL_FAILED;
+		if (!s->eof && s->state != PL_NEW && s->state != PL_BOUND)
+			s->so_error = s->state == PL_LISTEN ? ENETDOWN : ECONNRESET;
+		s->eof = 1;
+		s->sync_res = -ENETDOWN;
+		s->sync_done = 1;
+		pthread_cond_broadcast(&s->cv);
+		pl_levels(s, 1);
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_mutex_unlock(&g_mu);
+	fprintf(stderr, "ipkit-preload: ipkitd hung up: every ipkit socket is reset\n");
+}
+
+static void *pl_pump(void *arg)
+{
+	sigset_t all;
+	(void)arg;
+	/* the application's signals go to its own threads (EINTR where it waits) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		uint32_t v = ipk_svc_wake_count(g_svc);
+		if (pl_pump_round() > 0)
+			continue;
+		if (ipk_svc_wait_from(g_svc, v, 200000000) == -EPIPE)
+			break;
+	}
+	pl_pump_round(); /* what ipkitd posted before it went */
+	pl_daemon_gone();
+	return NULL;
+}
+
+/* ------------------------------------------------------------ levels and waits */
+
+static void pl_lvl(int fd, int *cur, int want, int edge)
+{
+	uint64_t v = 1;
+	ssize_t r = 0;
+	if (fd < 0)
+		return;
+	if (want && (!*cur || edge))
+		r = pl_r.write(fd, &v, sizeof v);
+	else if (!want && *cur)
+		r = pl_r.read(fd, &v, sizeof v);
+	(void)r; /* both are non-blocking eventfds: EAGAIN means already so */
+	*cur = want;
+}
+
+static int pl_readable(const struct pl_sock *s)
+{
+	if (s->type == SOCK_DGRAM)
+		return s->rx[s->rx_head].full || s->so_error;
+	if (s->state == PL_FAILED || s->so_error || s->rd_shut)
+		return 1;
+	if (s->state == PL_LISTEN)
+		return s->acc_n > 0;
+	return s->state == PL_CONNECTED && (pl_rx_avail(s) > 0 || s->eof);
+}
+
+static int pl_writable(const struct pl_sock *s)
+{
+	if (s->state == PL_FAILED || s->so_error || s->wr_shut)
+		return 1;
+	if (s->type == SOCK_DGRAM)
+		return 1; /* a send waits only for ipkitd's answer */
+	return s->state == PL_CONNECTED && s->tx_bytes < PL_TXMAX && s->tx_ops < PL_TXOPS;
+}
+
+void pl_levels(struct pl_sock *s, int edge)
+{
+	/* a closed socket shows nothing: its registrations may outlive it in epoll
+	 * sets (its hidden writable eventfd stays open until its SENDs complete) */
+	pl_lvl(s->lfd, &s->in_lvl, !s->closing && pl_readable(s), edge);
+	pl_lvl(s->ofd, &s->out_lvl, !s->closing && pl_writable(s), 0);
+}
+
+/* Linux's tcp_poll(): POLLHUP when both directions are shut or the connection is
+ * gone, POLLRDHUP when the peer's FIN arrived, POLLOUT on a new socket only as part
+ * of the closed state's POLLOUT|POLLHUP. */
+unsigned pl_revents(struct pl_sock *s)
+{
+	unsigned m = 0;
+	pthread_mutex_lock(&s->mu);
+	if (pl_readable(s))
+		m |= POLLIN | POLLRDNORM;
+	if (pl_writable(s))
+		m |= POLLOUT | POLLWRNORM;
+	if (s->so_error)
+		m |= POLLERR;
+	if (s->type == SOCK_STREAM && s->state != PL_LISTEN) {
+		if (s->eof || s->rd_shut)
+			m |= POLLRDHUP;
+		if ((s->eof && s->wr_shut) || s->state == PL_FAILED ||
+		    s->state == PL_NEW || s->state == PL_BOUND)
+			m |= POLLHUP;
+		if (s->state == PL_NEW || s->state == PL_BOUND)
+			m |= POLLOUT | POLLWRNORM;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return m;
+}
+
+int pl_wait(struct pl_sock *s, int out, int timeout_ms)
+{
+	struct pollfd p;
+	int r;
+	p.fd = out ? s->ofd : s->lfd;
+	p.events = POLLIN;
+	p.revents = 0;
+	pl_sig_clear();
+	r = pl_r.poll(&p, 1, timeout_ms);
+	if (r < 0 && errno == EINTR && pl_sig_restart(timeout_ms >= 0))
+		return 0; /* SA_RESTART: the caller looks again and sleeps again */
+	if (r < 0)
+		return -errno;
+	return r == 0 ? -EAGAIN : 0;
+}
+
+/* Where the shim's own descriptors go: above the soft RLIMIT_NOFILE the program
+ * started with, whose limit is raised to make room (to 4 x, at least 4,096 more,
+ * never past the hard limit). Every ipkit socket costs two descriptors (its
+ * number and its writable level); this way the program's numbers and the point
+ * where it runs out of them stay Linux's. Without room (hard = soft) they go to
+ * the limit's top quarter. */
+static long pl_hide_base(void)
+{
+	static long base = -1;
+	struct rlimit rl;
+	if (base >= 0)
+		return base;
+	base = 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < rl.rlim_max) {
+		rlim_t want = rl.rlim_cur * 4 > rl.rlim_cur + 4096 ? rl.rlim_cur * 4 :
+		              rl.rlim_cur + 4096;
+		struct rlimit nl = rl;
+		nl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &nl) == 0)
+			return base = (long)rl.rlim_cur;
+	}
+	/* no room to add: the top quarter of the limit, which programs rarely reach */
+	if (base == 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 256 &&
+	    rl.rlim_cur != RLIM_INFINITY)
+		base = (long)(rl.rlim_cur - rl.rlim_cur / 4);
+	return base;
+}
+
+int pl_hide_fd(int fd)
+{
+	long base = pl_hide_base();
+	int h;
+	if (base <= 0 || fd < 0)
+		return fd;
+	h = pl_r.fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
+	if (h < 0)
+		return fd;
+	pl_r.close(fd);
+	return h;
+}
+
+/* ------------------------------------------------------------ stats */
+
+/* IPKIT_PRELOAD_STATS=1: one line on stderr at exit saying what went where, so a
+ * test can prove its traffic went through ipkitd. */
+static void pl_stats_print(void)
+{
+	struct ipk_svc_stats d;
+	memset(&d, 0, sizeof d);
+	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) == 1)
+		ipk_svc_stats(g_svc, &d); /* ipkitd's own count, from the region */
+	fprintf(stderr, "ipkit-preload: pid %d ipkit_sockets %llu kernel_inet_sockets %llu "
+	        "other_sockets %llu ipkit_tx %llu ipkit_rx %llu accepts %llu connects %llu "
+	        "ipkitd_tx %llu ipkitd_rx %llu bad_completions %llu\n",
+	        (int)getpid(), (unsigned long long)pl_st.sock_ipk,
+	        (unsigned long long)pl_st.sock_kernel,
+	        (unsigned long long)pl_st.sock_passthrough, (unsigned long long)pl_st.tx_ipk,
+	        (unsigned long long)pl_st.rx_ipk, (unsigned long long)pl_st.accepts,
+	        (unsigned long long)pl_st.connects,
+	        (unsigned long long)(d.tx_copied + d.tx_zc), (unsigned long long)d.rx_copied,
+	        (unsigned long long)pl_st.bad_cqe);
+}
+
+/* At exit Linux keeps sending what the process wrote and then ends each
+ * connection with FIN; ipkitd resets the connections of an application that died.
+ * So exit() waits for the SENDs in flight (bounded: IPKIT_PRELOAD_LINGER seconds,
+ * default 30) and closes every socket itself. _exit and SIGKILL skip this. */
+static uint32_t pl_tx_ops_all(void)
+{
+	struct pl_sock *s;
+	uint32_t n = 0;
+	pthread_mutex_lock(&g_mu);
+	for (s = g_live; s; s = s->lnext) {
+		pthread_mutex_lock(&s->mu);
+		n += s->so ? s->tx_ops : 0;
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_mutex_unlock(&g_mu);
+	return n;
+}
+
+static void pl_exit_flush(void)
+{
+	const char *e = getenv("IPKIT_PRELOAD_LINGER");
+	long ms = (e ? atol(e) : 30) * 1000, i;
+	struct timespec t = {0, 1000000};
+	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) != 1)
+		return;
+	for (i = 0; i < ms && pl_tx_ops_all() > 0; i++)
+		nanosleep(&t, NULL); /* the pump completes them meanwhile */
+	pthread_mutex_lock(&g_mu);
+	while (g_live) {
+		struct pl_sock *s = g_live;
+		pl_finish_locked(s); /* FIN after what the stack holds */
+	}
+	pthread_mutex_unlock(&g_mu);
+}
+
+static int pl_stats_on;
+
+/* fork (this landing): the child is a new application of ipkitd. The region, the
+ * rings and the pump belong to the parent: the child forgets them (it must never
+ * touch the parent's rings), its inherited ipkit descriptors answer EBADF (their
+ * numbers stay taken until closed), and its first new socket opens its own
+ * connection to ipkitd. Sharing inherited sockets (nginx's workers) is next. The
+ * locks are held across fork so the child's copy of the list is consistent. */
+static void pl_fork_prepare(void)
+{
+	pthread_mutex_lock(&g_mu);
+}
+
+static void pl_fork_parent(void)
+{
+	pthread_mutex_unlock(&g_mu);
+}
+
+static void pl_fork_child(void)
+{
+	struct pl_sock *s;
+	for (s = g_live; s; s = s->lnext) {
+		pthread_mutex_init(&s->mu, NULL);
+		pthread_cond_init(&s->cv, NULL);
+		s->so = NULL;
+		s->state = PL_FAILED; /* every call on it: EBADF */
+		s->so_error = EBADF;
+		while (s->acc_h) {
+			struct pl_acc *a = s->acc_h;
+			s->acc_h = a->next;
+			free(a);
+		}
+		s->acc_n = 0;
+	}
+	g_live = NULL;
+	if (g_svc)
+		ipk_svc_close_all(g_svc); /* unmaps the parent's region in the child only */
+	g_svc = NULL;
+	g_svc_state = 0;
+	memset(&pl_st, 0, sizeof pl_st);
+	pthread_mutex_init(&g_mu, NULL);
+}
+
+__attribute__((constructor)) static void pl_init(void)
+{
+	const char *e = getenv("IPKIT_PRELOAD_STATS");
+	pl_resolve();
+	pl_cfg();
+	pl_stats_on = e && *e && strcmp(e, "0") != 0;
+	pthread_atfork(pl_fork_prepare, pl_fork_parent, pl_fork_child);
+}
+
+__attribute__((destructor)) static void pl_fini(void)
+{
+	pl_exit_flush();
+	if (pl_stats_on)
+		pl_stats_print();
+}

@@ -1,0 +1,204 @@
+/*
+ * libipkit-preload: internal interfaces shared by the shim's files
+ * (svc/preload/README.md is the design).
+ *
+ *   preload.c  start-up switch, real symbols, descriptor table, completion pump, stats
+ *   p_sock.c   socket calls (socket .. close, options, data)
+ *   p_poll.c   poll, select, epoll
+ */
+#ifndef IPKIT_PRELOAD_H
+#define IPKIT_PRELOAD_H
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "ipkit/svc.h"
+
+/* ------------------------------------------------------------ real symbols */
+struct pl_real {
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	int (*shutdown)(int, int);
+	int (*close)(int);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*fcntl)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+	               const sigset_t *);
+	int (*epoll_create)(int);
+	int (*epoll_create1)(int);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+};
+extern struct pl_real pl_r;
+void pl_resolve(void);
+
+/* ------------------------------------------------------------ sockets */
+enum pl_state { PL_NEW, PL_BOUND, PL_LISTEN, PL_CONNECTING, PL_CONNECTED, PL_FAILED };
+
+/* An accepted connection waiting for accept(): the daemon's socket and its peer. */
+struct pl_acc {
+	struct pl_acc *next;
+	struct ipk_svc_sock *so;
+	struct sockaddr_in peer;
+};
+
+#define PL_RXBUF (64u << 10)  /* each of a TCP socket's two receive buffers */
+#define PL_TXMAX (256u << 10) /* bytes of SENDs in flight before "not writable" */
+#define PL_TXOPS 64u          /* SENDs in flight at most (the SQ holds 128) */
+
+/* One ipkit socket. Its descriptor number is an eventfd (`fd`) whose counter is
+ * non-zero while the socket is readable (or failed); a hidden second eventfd
+ * (`ofd`) is non-zero while it is writable. The kernel sleeps on them in
+ * poll/select/epoll; the shim computes the true state under `mu`. Memory is never
+ * returned to malloc (the table's lock-free lookups may touch a socket being
+ * closed: `refs` 0 means free). */
+struct pl_sock {
+	int refs;          /* atomic: table entries + calls in progress + pump list */
+	int nfds;          /* descriptor numbers naming it (dup) */
+	uint64_t serial;   /* which socket this memory is now (it is reused) */
+	int fd;  /* the number it was created under (the user's; may be closed) */
+	int lfd; /* the shim's own hidden dup of that eventfd: levels are written and
+	          * waited on here, never on a number the program may close and reuse */
+	int ofd;
+	int type;          /* SOCK_STREAM, SOCK_DGRAM */
+	pthread_mutex_t mu;
+	struct ipk_svc_sock *so;
+	enum pl_state state;
+	int nonblock, so_error, rd_shut, wr_shut, eof, closing;
+	int in_lvl, out_lvl;
+	struct sockaddr_in local, peer;
+	/* two receive buffers in the region, read in turn from rx_head: one RECV may
+	 * fill the second while the application reads the first */
+	struct pl_rx {
+		uint8_t *b;
+		uint32_t pos, len;
+		int posted;
+		int full;                /* UDP: a datagram waits here */
+		struct sockaddr_in from; /* UDP: its sender */
+	} rx[2];
+	int rx_head;
+	int conn_unseen; /* a non-blocking connect completed that no connect() reported */
+	uint32_t tx_bytes, tx_ops;
+	/* the SENDs in flight, oldest first (they complete in order): the buffers are
+	 * found here, never from what the daemon writes back */
+	struct pl_txq { uint8_t *b; uint32_t len; } txq[PL_TXOPS];
+	uint32_t txq_head;
+	struct pl_acc *acc_h, *acc_t;
+	int acc_n, acc_armed;
+	/* options (get/setsockopt) */
+	int reuseaddr, reuseport, keepalive, nodelay, rcvbuf, sndbuf;
+	int kidle, kintvl, kcnt;
+	struct linger linger;
+	struct timeval rcvtimeo, sndtimeo;
+	pthread_cond_t cv; /* synchronous operations (bind, listen): the pump signals */
+	int sync_done, sync_res, sync_busy;
+	struct pl_sock *lnext, *lprev; /* the pump's list */
+	struct pl_sock *fnext;         /* free list */
+};
+
+/* Lookup of a descriptor: the socket with a reference taken, or NULL for a kernel
+ * descriptor (lock-free). Release with pl_put. */
+struct pl_sock *pl_get(int fd);
+void pl_put(struct pl_sock *s);
+int pl_is_ipk(int fd);
+/* Table edits (under the table lock): name `s` by fd (a reference), drop a name. */
+void pl_tbl_set(int fd, struct pl_sock *s);
+struct pl_sock *pl_tbl_take(int fd, int *last);
+
+/* The daemon connection, opened at the first AF_INET socket (NULL: pass through). */
+struct ipk_svc *pl_svc(void);
+/* Whether a socket of this port goes to ipkit (the IPKIT_PRELOAD switch). */
+int pl_route_all(void);
+int pl_route_port(unsigned port);
+
+struct pl_sock *pl_sock_new(int type);
+void pl_sock_link(struct pl_sock *s);
+/* Release the daemon socket now if nothing is in flight, else when the pump sees
+ * the last SEND complete (close must not drop queued data, Linux does not). */
+void pl_sock_release(struct pl_sock *s);
+
+/* Levels of the two eventfds from the state (under s->mu); `edge`: new data even
+ * when already readable (epoll EPOLLET reports every arrival, as Linux). */
+void pl_levels(struct pl_sock *s, int edge);
+unsigned pl_revents(struct pl_sock *s); /* POLL* mask now (takes s->mu) */
+/* Sleep until ofd (out) or fd (in) is signalled, or timeout_ms (-1: none). Returns 0,
+ * -EAGAIN (timed out), -EINTR. */
+int pl_wait(struct pl_sock *s, int out, int timeout_ms);
+int pl_post_recv(struct pl_sock *s); /* under s->mu */
+int pl_arm_accept(struct pl_sock *s); /* under s->mu */
+void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c); /* pump, under s->mu */
+uint32_t pl_rx_avail(const struct pl_sock *s); /* bytes received, not yet read */
+/* A hidden descriptor (the writable level) moved high, out of the numbers the
+ * application sees allocated (Linux gives the lowest free number): see
+ * pl_hide_base. */
+int pl_hide_fd(int fd);
+
+/* user_data of the shim's operations: the kind in the top 4 bits (RECV: the
+ * buffer's index in bit 0). Nothing else is taken from a completion but res, which
+ * is checked against what was asked. */
+enum { PL_OP_RECV = 1, PL_OP_SEND, PL_OP_ACCEPT, PL_OP_CONNECT, PL_OP_SHUT, PL_OP_BIND };
+
+/* ------------------------------------------------------------ stats */
+struct pl_stats {
+	uint64_t sock_ipk, sock_kernel, sock_passthrough;
+	uint64_t tx_ipk, rx_ipk;
+	uint64_t accepts, connects, fallbacks;
+	uint64_t bad_cqe; /* completions that did not fit what the shim asked: dropped */
+	uint64_t rx_starved; /* sockets failed with ENOBUFS: no receive buffer left */
+};
+extern struct pl_stats pl_st;
+#define PL_COUNT(f, n) __atomic_add_fetch(&pl_st.f, (n), __ATOMIC_RELAXED)
+
+/* One operation the pump completes and the caller waits for (bind, listen, UDP
+ * sends); one at a time per socket. Returns its result. */
+int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl);
+
+/* UDP (p_udp.c) */
+void pl_udp_on_recv(struct pl_sock *s, const struct ipk_svc_cqe *c); /* under s->mu */
+int pl_udp_post(struct pl_sock *s);                                  /* under s->mu */
+ssize_t pl_udp_recv(struct pl_sock *s, void *buf, size_t len, int flags,
+                    struct sockaddr_in *from, int *trunc);
+ssize_t pl_udp_send(struct pl_sock *s, const void *buf, size_t len,
+                    const struct sockaddr_in *to);
+int pl_udp_connect(struct pl_sock *s, const struct sockaddr *a, socklen_t alen);
+
+/* SA_RESTART (p_sig.c): clear before a sleep; after EINTR, whether to restart. */
+void pl_sig_clear(void);
+int pl_sig_restart(int has_timeout);
+
+/* epoll: forget the registrations of a closed epoll descriptor. */
+void pl_ep_forget(int epfd);
+
+#endif

@@ -1,0 +1,223 @@
+"""Debian's own programs, unmodified, on ipkitd through libipkit-preload (issue 18).
+
+ipkitd runs on a TAP device in the test's namespace (test_ipkitd.Svc); the programs
+run with LD_PRELOAD=libipkit-preload.so, their peers are the same programs on
+Linux's sockets in the namespace. Transfers are checked by SHA-256; the shim's
+statistics line (IPKIT_PRELOAD_STATS=1, at exit) must show the traffic went
+through ipkitd (no kernel AF_INET socket, ipkitd's own counters equal to the
+shim's) — the same transfer on the kernel alone would fail those checks.
+Everything is ended by PID at teardown (conftest's Link).
+"""
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD
+from test_ipkitd import Svc
+
+SHIM = os.path.join(BUILD, "svc", "preload", "libipkit-preload.so")
+STATS = re.compile(r"ipkit-preload: pid \d+ ipkit_sockets (\d+) kernel_inet_sockets (\d+) "
+                   r"other_sockets \d+ ipkit_tx (\d+) ipkit_rx (\d+) accepts (\d+) connects (\d+) "
+                   r"ipkitd_tx (\d+) ipkitd_rx (\d+)")
+SIZE = 32 << 20
+
+
+def sha(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+def stats(err):
+    """The shim's counters as a dict; asserts the line is there."""
+    keys = ("ipk", "kern", "tx", "rx", "accepts", "connects", "dtx", "drx")
+    found = [dict(zip(keys, (int(x) for x in m.groups()))) for m in STATS.finditer(err)]
+    assert found, "no statistics line from the shim: " + err[-2000:]
+    # a shell in front prints its own (empty) line: the program's has the sockets
+    return max(found, key=lambda d: d["ipk"])
+
+
+def through_ipkitd(st, tx=0, rx=0, reset_at_end=False):
+    """Every socket was ipkitd's, the bytes are there, ipkitd counted the same
+    (reset_at_end: the peer resets the connection when it has had enough, as
+    iperf3's server does, so what was queued behind that was never copied)."""
+    assert st["ipk"] >= 1 and st["kern"] == 0, st
+    assert st["tx"] >= tx and st["rx"] >= rx, st
+    assert st["drx"] == st["rx"], st
+    if reset_at_end:
+        assert st["tx"] - (4 << 20) <= st["dtx"] <= st["tx"], st
+    else:
+        assert st["dtx"] == st["tx"], st
+
+
+@pytest.fixture
+def rig(make_link, tmp_path):
+    if not os.path.exists(SHIM):
+        pytest.skip("libipkit-preload not built in %s" % BUILD)
+    svc = Svc(make_link("tap"), tmp_path)
+    data = tmp_path / "www"
+    data.mkdir()
+    with open(data / "big", "wb") as f:
+        f.write(os.urandom(SIZE))
+    svc.data = data
+    return svc
+
+
+def shimmed(svc, *argv):
+    """argv under the shim, in the namespace (the shim needs only ipkitd's socket)."""
+    return svc.link.start("env", "LD_PRELOAD=" + SHIM, "IPKITD_SOCKET=" + svc.sock,
+                          "IPKIT_PRELOAD_STATS=1", *argv)
+
+
+def wait_http(link, url, timeout=15):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = link.run("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "2", url,
+                     check=False, timeout=10)
+        if r.stdout.decode().strip() == "200":
+            return
+        time.sleep(0.2)
+    raise AssertionError("no HTTP server at " + url)
+
+
+def finish(p, timeout=120):
+    out, err = p.communicate(timeout=timeout)
+    return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def test_preload_curl_get_32mib_from_linux_http_server(rig, tmp_path):
+    """Debian's curl under the shim fetches 32 MiB from Linux's python3 -m http.server."""
+    link = rig.link
+    link.start("/usr/bin/python3", "-m", "http.server", "--bind", link.linux_ip, "8000",
+               "--directory", str(rig.data))
+    url = "http://%s:8000/big" % link.linux_ip
+    wait_http(link, url)
+    out = tmp_path / "got"
+    rc, _, err = finish(shimmed(rig, "curl", "-sS", "-o", str(out), url))
+    assert rc == 0, err
+    assert sha(out) == sha(rig.data / "big")
+    st = stats(err)
+    through_ipkitd(st, rx=SIZE)
+    assert st["connects"] == 1, st
+
+
+def test_preload_python_http_server_fetched_by_linux_curl(rig, tmp_path):
+    """python3 -m http.server (threads) under the shim; Linux's curl fetches 32 MiB
+    three times in parallel; then SIGINT ends the server, which prints its stats."""
+    link = rig.link
+    srv = shimmed(rig, "/usr/bin/python3", "-m", "http.server", "--bind", "0.0.0.0", "8080",
+                  "--directory", str(rig.data))
+    url = "http://%s:8080/big" % link.ipk_ip
+    wait_http(link, url)
+    outs = [tmp_path / ("got%d" % i) for i in range(3)]
+    curls = [link.start("curl", "-sS", "-o", str(o), url) for o in outs]
+    for c in curls:
+        rc, _, err = finish(c)
+        assert rc == 0, err
+    want = sha(rig.data / "big")
+    assert all(sha(o) == want for o in outs)
+    srv.send_signal(signal.SIGINT)
+    rc, _, err = finish(srv, 30)
+    st = stats(err)
+    through_ipkitd(st, tx=3 * SIZE)
+    assert st["accepts"] >= 4, st  # the readiness probe and the three transfers
+
+
+def test_preload_socat_both_ways(rig, tmp_path):
+    """socat under the shim sends 32 MiB to a Linux socat, then receives 32 MiB from one."""
+    link = rig.link
+    src = str(rig.data / "big")
+    got1, got2 = tmp_path / "got1", tmp_path / "got2"
+    sink = link.start("socat", "-u", "TCP-LISTEN:9000,reuseaddr", "CREATE:%s" % got1)
+    time.sleep(0.3)
+    rc, _, err = finish(shimmed(rig, "socat", "-u", "OPEN:%s" % src,
+                                "TCP:%s:9000" % link.linux_ip))
+    assert rc == 0, err
+    through_ipkitd(stats(err), tx=SIZE)
+    assert finish(sink)[0] == 0
+    recv = shimmed(rig, "socat", "-u", "TCP-LISTEN:9001,reuseaddr", "CREATE:%s" % got2)
+    time.sleep(0.5)
+    r = link.run("socat", "-u", "OPEN:%s" % src, "TCP:%s:9001" % link.ipk_ip, timeout=120)
+    assert r.returncode == 0
+    rc, _, err = finish(recv)
+    assert rc == 0, err
+    through_ipkitd(stats(err), rx=SIZE)
+    assert sha(got1) == sha(got2) == sha(src)
+
+
+def test_preload_nc_both_ways(rig, tmp_path):
+    """Debian's nc (OpenBSD) under the shim, both directions, 32 MiB each."""
+    if subprocess.run(["sh", "-c", "command -v nc"], capture_output=True).returncode:
+        pytest.skip("nc (netcat-openbsd) not installed")
+    link = rig.link
+    src = str(rig.data / "big")
+    got1, got2 = tmp_path / "got1", tmp_path / "got2"
+    sink = link.start("sh", "-c", "nc -l -p 9100 > %s" % got1)
+    time.sleep(0.3)
+    rc, _, err = finish(shimmed(rig, "sh", "-c", "nc -N %s 9100 < %s" % (link.linux_ip, src)))
+    assert rc == 0, err
+    through_ipkitd(stats(err), tx=SIZE)
+    finish(sink)
+    recv = shimmed(rig, "sh", "-c", "nc -l -p 9101 > %s" % got2)
+    time.sleep(0.5)
+    r = link.run("sh", "-c", "nc -N %s 9101 < %s" % (link.ipk_ip, src), timeout=120)
+    assert r.returncode == 0
+    rc, _, err = finish(recv)
+    assert rc == 0, err
+    through_ipkitd(stats(err), rx=SIZE)
+    assert sha(got1) == sha(got2) == sha(src)
+
+
+def iperf_bytes(out, key):
+    m = re.search(r'"%s":\s*\{[^{}]*"bytes":\s*(\d+)' % key, out)
+    assert m, out[-3000:]
+    return int(m.group(1))
+
+
+def test_preload_iperf3_both_ways(rig):
+    """iperf3 client under the shim against a Linux iperf3 server, then the reverse
+    (-R: the server under the shim sends); 2 s each, bytes counted by both sides."""
+    link = rig.link
+    srv = link.start("iperf3", "-s", "-1", "-p", "5201")
+    time.sleep(0.5)
+    rc, out, err = finish(shimmed(rig, "iperf3", "-c", link.linux_ip, "-p", "5201", "-t", "2",
+                                  "-J"))
+    assert rc == 0, out[-2000:] + err
+    sent = iperf_bytes(out, "sum_sent")
+    assert sent > 0
+    through_ipkitd(stats(err), tx=sent, reset_at_end=True)
+    finish(srv)
+    srv = shimmed(rig, "iperf3", "-s", "-1", "-4", "-p", "5202")  # -4: IPv6 stays on the kernel
+    time.sleep(0.5)
+    r = link.run("iperf3", "-c", link.ipk_ip, "-p", "5202", "-t", "2", "-R", "-J",
+                 check=False, timeout=60)
+    assert r.returncode == 0, r.stdout.decode()[-2000:]
+    got = iperf_bytes(r.stdout.decode(), "sum_received")
+    rc, out, err = finish(srv)
+    through_ipkitd(stats(err), tx=got, reset_at_end=True)
+
+
+def test_preload_wrk_epoll_client_against_linux_http_server(rig):
+    """wrk (an epoll event loop, non-blocking connects) under the shim, 4
+    connections against Linux's http.server for 2 s: requests complete, no socket
+    errors, all of it through ipkitd."""
+    link = rig.link
+    link.start("/usr/bin/python3", "-m", "http.server", "--bind", link.linux_ip, "8001",
+               "--directory", str(rig.data))
+    url = "http://%s:8001/" % link.linux_ip
+    wait_http(link, url)
+    rc, out, err = finish(shimmed(rig, "wrk", "-t", "1", "-c", "4", "-d", "2", url))
+    assert rc == 0, out + err
+    m = re.search(r"(\d+) requests in", out)
+    assert m and int(m.group(1)) > 10, out
+    assert "Socket errors" not in out, out
+    st = stats(err)
+    through_ipkitd(st)
+    assert st["connects"] >= 4, st
