@@ -167,6 +167,114 @@ struct ipk_frag {
 
 struct ipk_conn; /* tcp.h */
 
+/* ---- IPv6 state (ip6.c, nd.c; docs/ipv6-core.md). Fixed sizes inside the context:
+ * every table is bounded, and a full one evicts or refuses (counted). */
+#define IPK_IP6_ADDRS 4     /* link-local, the static one, two from SLAAC */
+#define IPK_ND_ENTRIES 32   /* neighbor cache (RFC 4861 §5.1) */
+#define IPK_ND_QLEN 4       /* packets waiting for one neighbor's resolution */
+#define IPK_ND_ROUTERS 2    /* default router list */
+#define IPK_ND_PREFIXES 4   /* on-link prefix list */
+
+/* Address states (RFC 4862 §5.4, §5.5.4) */
+#define IPK_A6_FREE 0
+#define IPK_A6_TENTATIVE 1  /* DAD running: not used, NS/NA for it watched */
+#define IPK_A6_PREFERRED 2
+#define IPK_A6_DEPRECATED 3 /* preferred lifetime over: kept for running flows */
+#define IPK_A6_DUPLICATE 4  /* DAD found another holder: never used */
+
+struct ipk_ip6_laddr {
+	uint8_t a[16];
+	uint8_t state;      /* IPK_A6_* */
+	uint8_t plen;       /* on-link prefix length (static: cfg; SLAAC: 64) */
+	uint8_t dad_left;   /* DAD probes still to send */
+	uint8_t slaac;      /* formed from an RA prefix: lifetimes apply */
+	uint64_t t;         /* TENTATIVE: next DAD step */
+	uint64_t valid_until, pref_until; /* UINT64_MAX = infinite */
+};
+
+/* Neighbor cache states (RFC 4861 §7.3.2) */
+#define IPK_ND_FREE 0
+#define IPK_ND_INCOMPLETE 1
+#define IPK_ND_REACHABLE 2
+#define IPK_ND_STALE 3
+#define IPK_ND_DELAY 4
+#define IPK_ND_PROBE 5
+
+struct ipk_nd_entry {
+	uint8_t ip[16];
+	uint8_t mac[6];
+	uint8_t state;      /* IPK_ND_* */
+	uint8_t probes;     /* NS sent in INCOMPLETE / PROBE */
+	uint8_t is_router;
+	uint8_t qlen;
+	uint64_t t;         /* next event: retransmit, REACHABLE -> STALE, DELAY -> PROBE */
+	uint64_t used;      /* last use: the eviction order (least recently used first) */
+	struct ipk_pb *q;   /* packets waiting (INCOMPLETE), pb->pkt a whole frame */
+};
+
+struct ipk_ip6_router {
+	uint8_t ip[16];     /* link-local address of the router */
+	uint64_t until;     /* 0 = free slot; UINT64_MAX: configured */
+};
+
+struct ipk_ip6_prefix {
+	uint8_t p[16];
+	uint8_t plen;
+	uint64_t until;     /* 0 = free slot */
+};
+
+#define IPK_REASM6_SLOTS 4    /* IPv6 datagrams reassembled at once */
+#define IPK_REASM6_PIECES 48  /* fragments per datagram (a 64 KiB one at 1280: 52) */
+#define IPK_REASM6_TIMEOUT_NS (60ull * 1000000000ull) /* RFC 8200 §4.5 */
+struct ipk_reasm6 {
+	uint8_t src[16], dst[16];
+	uint32_t id;
+	uint8_t proto;      /* the fragments' next header (an upper layer) */
+	uint8_t used;
+	uint16_t npieces;
+	uint32_t total;     /* data bytes once the last fragment is seen, else 0 */
+	uint32_t have;      /* data bytes held */
+	uint64_t expires;
+	struct ipk_pb *pieces; /* sorted by offset: pb->seq offset, pb->off/len data */
+};
+#define IPK_PMTU6_ENTRIES 16 /* destinations with a path MTU below the link's */
+#define IPK_PMTU6_AGE_NS (600ull * 1000000000ull) /* RFC 8201 §4: retry after 10 min */
+struct ipk_pmtu6 {
+	uint8_t dst[16];
+	uint16_t mtu;
+	uint64_t until;     /* 0 = free slot */
+};
+
+struct ipk_ip6 {
+	struct ipk_pmtu6 pmtu[IPK_PMTU6_ENTRIES];
+	struct ipk_reasm6 reasm[IPK_REASM6_SLOTS];
+	struct ipk_ip6_laddr addr[IPK_IP6_ADDRS];
+	struct ipk_nd_entry nd[IPK_ND_ENTRIES];
+	struct ipk_ip6_router rtr[IPK_ND_ROUTERS];
+	struct ipk_ip6_prefix pfx[IPK_ND_PREFIXES];
+	uint64_t deadline;          /* earliest ND/DAD/RS event (ipk_ip6_timer) */
+	uint64_t rs_at;             /* next Router Solicitation */
+	uint8_t rs_left;
+	uint8_t hlim;               /* current hop limit (cfg, or an RA's) */
+	uint16_t mtu;               /* link MTU (cfg.mtu, or an RA's MTU option) */
+	uint32_t icmp_tokens;       /* ICMPv6 error bucket (RFC 4443 §2.4(f)) */
+	uint64_t icmp_tokens_t;
+	uint64_t reachable_ns, retrans_ns; /* RFC 4861 §6.3.2, from RAs */
+	uint32_t frag_id;           /* next fragment identification (random start) */
+};
+
+/* An upper-layer datagram to send as fragments: hlen bytes at hdr, then blen bytes
+ * from body (bytes), else from packet chain pkt at pkt_off, else (both NULL) the
+ * echo pattern: byte i of the body is (uint8_t)i. */
+struct ipk_ip6_gather {
+	const uint8_t *hdr;
+	uint32_t hlen;
+	const uint8_t *body;
+	void *pkt;
+	uint32_t pkt_off;
+	uint32_t blen;
+};
+
 /* Ethernet + IPv4 + TCP + NOP,NOP,TS: the longest header the transmit template holds,
  * and the bytes a fast segment copies from it whatever its length. */
 #define IPK_TT_MAX 66u
@@ -320,6 +428,8 @@ struct ipk_ctx {
 	uint32_t tt_gen;
 	struct ipk_tt *tt_cur;
 	struct ipk_tt tt_slot[IPK_TT_SLOTS + 1u];
+
+	struct ipk_ip6 ip6;           /* IPv6 (ip6.c, nd.c); unused with cfg.ip6_enable 0 */
 };
 #define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */
@@ -649,6 +759,14 @@ IPK_INLINE uint32_t ipk_ip4_fast_accept(struct ipk_ctx *c, const uint8_t *p, uin
 	}
 	return tot;
 }
+/* RFC 8200 §4.5: send the datagram g as fragments of at most the path MTU to dst.
+ * Returns 0 or a negative IPK_E* (a fragment that could not be built ends it). */
+int ipk_ip6_output_frags(struct ipk_ctx *c, const uint8_t src[16], const uint8_t dst[16],
+                         uint8_t proto, const struct ipk_ip6_gather *g);
+/* Path MTU toward dst (RFC 8201): the link MTU or less, never below 1280. */
+uint32_t ipk_ip6_pmtu(const struct ipk_ctx *c, const uint8_t dst[16]);
+/* A Packet Too Big for a datagram of ours to dst said mtu. */
+void ipk_ip6_pmtu_update(struct ipk_ctx *c, const uint8_t dst[16], uint32_t mtu);
 /* On-link next hop for dst (dst itself, or the gateway); 0 when there is no route.
  * Inline: every transmitted datagram asks. */
 IPK_INLINE uint32_t ipk_ip4_next_hop(const struct ipk_ctx *c, uint32_t dst_be)
@@ -661,6 +779,90 @@ IPK_INLINE uint32_t ipk_ip4_next_hop(const struct ipk_ctx *c, uint32_t dst_be)
 		return dst_be;
 	return c->cfg.gateway_be;
 }
+
+/* --------------------------------------------------------------- IPv6 */
+
+/* Received-datagram facts passed from ip6.c to ICMPv6 and UDP. */
+struct ipk_rx6 {
+	struct ipk_ip6_hdr ip;  /* the parsed IPv6 header */
+	uint32_t l3_off;        /* IPv6 header offset in pkt */
+	uint32_t l4_off;        /* upper-layer header offset in pkt */
+	uint32_t l4_len;        /* upper-layer bytes */
+	uint8_t dst_mcast;
+	uint8_t chained;        /* pkt is a chain built by reassembly (frag6.c) */
+};
+
+/* An IPv6 frame from ipk_link_input (takes ownership); off = link header length. */
+void ipk_ip6_input(struct ipk_ctx *c, void *pkt, uint32_t off);
+/* Frame room before the upper layer: link header + 40. */
+IPK_INLINE uint32_t ipk_l4_off6(const struct ipk_ctx *c) { return c->l2_len + IPK_IP6_HLEN; }
+/* Fill the IPv6 header of pkt (l2 room + 40 + l4_len bytes) and send it to dst
+ * (next hop by ipk_ip6_route, resolved by ND). hlim 0: the context's hop limit.
+ * Ownership passes. Returns 0 or a negative IPK_E*. */
+int ipk_ip6_output(struct ipk_ctx *c, void *pkt, const uint8_t src[16], const uint8_t dst[16],
+                   uint8_t proto, uint32_t l4_len, uint8_t hlim);
+/* Our source address for dst (a usable one; link-local for link-local/multicast
+ * destinations); 0 when there is none. */
+int ipk_ip6_src_select(const struct ipk_ctx *c, const uint8_t dst[16], uint8_t out[16]);
+/* Is a an address of ours in state >= the given state? Returns the slot or -1. */
+int ipk_ip6_addr_find(const struct ipk_ctx *c, const uint8_t a[16]);
+/* ICMPv6 error about the datagram at l3_off of pkt (which stays the caller's),
+ * rate-limited, never about an error or to a multicast source (RFC 4443 §2.4(e)). */
+void ipk_icmp6_send_error(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx,
+                          uint8_t type, uint8_t code, uint32_t param, int mcast_ok);
+void ipk_icmp6_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx);
+/* The NIC's word on pkt's upper-layer checksum (IPK_CAP_RX_CSUM_L4): 1 verified,
+ * -1 bad, 0 not checked (verify in software). */
+IPK_INLINE int ipk_ip6_rx_csum(struct ipk_ctx *c, void *pkt)
+{
+	uint32_t v;
+
+	if (!(c->cfg.caps & IPK_CAP_RX_CSUM_L4))
+		return 0;
+	v = IPK_OPS(c)->rx_csum(pkt, IPK_OPQ(c));
+	return (v & IPK_RXCSUM_L4_BAD) ? -1 : (v & IPK_RXCSUM_L4_GOOD) ? 1 : 0;
+}
+void ipk_udp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx);
+/* frag6.c: a fragment (x from the walk) of the datagram in pkt; takes ownership.
+ * A completed datagram goes on to the upper layer as a chain. */
+void ipk_frag6_input(struct ipk_ctx *c, void *pkt, struct ipk_rx6 *rx,
+                     const struct ipk_ip6_ext *x);
+uint64_t ipk_frag6_timer(struct ipk_ctx *c, uint64_t now);
+/* The upper layer of a datagram that passed the checks (ip6.c). */
+void ipk_ip6_deliver(struct ipk_ctx *c, void *pkt, struct ipk_rx6 *rx, uint8_t proto,
+                     uint32_t nh_off);
+/* Take address slot i for a, tentative (DAD first), lifetimes infinite. */
+void ipk_ip6_addr_add(struct ipk_ctx *c, int i, const uint8_t a[16], uint8_t plen, int slaac);
+/* A packet of link + 40 + l4_len bytes (length set); NULL (counted) when the pool
+ * is dry or it would not fit one buffer. ctl: ops->pkt_alloc_ctl. */
+void *ipk_ip6_alloc(struct ipk_ctx *c, uint32_t l4_len, int ctl);
+/* An IPv6 event (ND, DAD, RS, lifetimes, reassembly) due at t. It rides on the
+ * ARP deadline (stack.c run_timers: neighbor timers of both families), so
+ * ipk_run pays no extra test for IPv6 on the IPv4 path. */
+IPK_INLINE void ipk_ip6_arm(struct ipk_ctx *c, uint64_t t)
+{
+	if (t < c->ip6.deadline)
+		c->ip6.deadline = t;
+	if (t < c->arp_deadline)
+		c->arp_deadline = t;
+}
+/* Run at ctx init when cfg.ip6_enable (addresses tentative, RS scheduled). */
+void ipk_ip6_start(struct ipk_ctx *c);
+uint64_t ipk_ip6_timer(struct ipk_ctx *c, uint64_t now); /* next deadline */
+/* nd.c */
+void ipk_nd_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx, const uint8_t *msg);
+/* Send pkt (a whole frame, IPv6 header filled) to on-link next hop nh: now when
+ * the neighbor is known, else queued while an NS asks. Ownership passes. */
+int ipk_nd_output(struct ipk_ctx *c, void *pkt, const uint8_t nh[16]);
+/* On-link next hop for dst (dst itself or a default router); 0 when none. */
+int ipk_ip6_route(const struct ipk_ctx *c, const uint8_t dst[16], uint8_t nh[16]);
+uint64_t ipk_nd_timer(struct ipk_ctx *c, uint64_t now);
+/* Send a Neighbor Solicitation for target: src NULL = from :: (DAD) to the
+ * solicited-node group; dst_mac non-NULL = unicast probe to it (RFC 4861 §7.2.2). */
+void ipk_nd_send_ns(struct ipk_ctx *c, const uint8_t target[16], const uint8_t *src,
+                    const uint8_t *dst_mac);
+void ipk_nd_send_rs(struct ipk_ctx *c);
+void ipk_nd_send_mld(struct ipk_ctx *c, const uint8_t addr[16]);
 
 /* --------------------------------------------------------------- ICMP */
 

@@ -53,3 +53,6 @@
 #include "rss.c"
 #include "tcp_prr.c"
 #include "tcp_undo.c"
+#include "ip6.c"
+#include "nd.c"
+#include "frag6.c"

@@ -17,6 +17,14 @@ static int eth_for_us(const struct ipk_ctx *c, const uint8_t *dst)
 	return ipk_memcmp(dst, c->cfg.mac, 6) == 0 || ipk_memcmp(dst, eth_bcast, 6) == 0;
 }
 
+/* An IPv6 multicast frame (33:33:xx, RFC 2464 §7) while IPv6 is on: ip6.c then
+ * keeps only the groups we are in (all-nodes, our solicited-node groups). Asked
+ * only for frames not to our MAC or broadcast, off the IPv4 path. */
+static int eth_ip6_mcast(const struct ipk_ctx *c, const uint8_t *dst)
+{
+	return c->cfg.ip6_enable && dst[0] == 0x33 && dst[1] == 0x33;
+}
+
 /* Takes ownership of pkt: passes it on or frees it. The Ethernet II header (RFC 894)
  * is read in place: destination, then type; the source is not needed here. */
 IPK_HOT void ipk_link_input(struct ipk_ctx *c, void *pkt)
@@ -33,7 +41,7 @@ IPK_HOT void ipk_link_input(struct ipk_ctx *c, void *pkt)
 		return;
 	}
 	p = ipk_pkt_data(c, pkt);
-	if (!eth_for_us(c, p)) {
+	if (!eth_for_us(c, p) && !eth_ip6_mcast(c, p)) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_NOT_FOR_US);
 		return;
 	}
@@ -45,6 +53,8 @@ IPK_HOT void ipk_link_input(struct ipk_ctx *c, void *pkt)
 		ipk_arp_input(c, pkt, IPK_ETH_HLEN);
 	else if (type == IPK_ETHERTYPE_ARP)
 		ipk_drop_pkt(c, pkt, IPK_DROP_CHAIN); /* chains (IPK_CAP_LRO) are TCP only */
+	else if (type == IPK_ETHERTYPE_IP6 && c->cfg.ip6_enable)
+		ipk_ip6_input(c, pkt, IPK_ETH_HLEN);
 	else
 		ipk_drop_pkt(c, pkt, IPK_DROP_ETHERTYPE);
 }

@@ -53,6 +53,11 @@ static void config_default_tcp(struct ipk_config *cfg)
 	cfg->tcp_keepalive_cnt = 9;
 	cfg->tcp_keepalive_idle_ns = 7200 * IPK_NS_PER_S;
 	cfg->tcp_keepalive_intvl_ns = 75 * IPK_NS_PER_S;
+	cfg->ip6_prefix_len = 64;
+	cfg->ip6_hop_limit = 64;
+	cfg->ip6_slaac = 1;
+	cfg->ip6_dad_transmits = 1;
+	cfg->ip6_rs_count = 3;
 }
 
 void ipk_config_default(struct ipk_config *cfg)
@@ -86,6 +91,21 @@ void ipk_config_default(struct ipk_config *cfg)
  * Configuration rules, one reason each (ipk_config_check). Each returns NULL when its
  * part is sound, else a static string naming the first field at fault.
  */
+/* IPv6 (docs/ipv6-core.md): Ethernet only (ND needs a link layer), RFC 8200 §5's
+ * minimum link MTU of 1280. */
+static const char *config_why_ip6(const struct ipk_config *cfg)
+{
+	if (!cfg->ip6_enable)
+		return NULL;
+	if (cfg->link != IPK_LINK_ETH)
+		return "ip6_enable needs link IPK_LINK_ETH";
+	if (cfg->mtu < IPK_IP6_MIN_MTU)
+		return "ip6_enable needs mtu >= 1280 (RFC 8200 §5)";
+	if (cfg->ip6_prefix_len > 128 || cfg->ip6_hop_limit == 0)
+		return "ip6_prefix_len above 128 or ip6_hop_limit 0";
+	return NULL;
+}
+
 static const char *config_why_link(const struct ipk_config *cfg)
 {
 	uint32_t l2;
@@ -105,7 +125,7 @@ static const char *config_why_link(const struct ipk_config *cfg)
 	if (cfg->mtu > cfg->pkt_buf_size - l2 &&
 	    (cfg->caps & (IPK_CAP_SG | IPK_CAP_LRO)) != (IPK_CAP_SG | IPK_CAP_LRO))
 		return "mtu exceeds one packet buffer without both IPK_CAP_SG and IPK_CAP_LRO";
-	return NULL;
+	return config_why_ip6(cfg);
 }
 
 static const char *config_why_tables(const struct ipk_config *cfg)
@@ -397,6 +417,7 @@ struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cf
 	c->arp = (struct ipk_arp_entry *)(void *)(base + l.arp);
 	c->frags = (struct ipk_frag *)(void *)(base + l.frags);
 	ctx_start_values(c);
+	ipk_ip6_start(c);
 	ipk_wmem_limit_set(c);
 	return c;
 }
@@ -466,8 +487,13 @@ void ipk_link_flush(struct ipk_ctx *c)
 
 static void run_timers(struct ipk_ctx *c, uint64_t now)
 {
-	if (c->arp_deadline <= now)
+	if (c->arp_deadline <= now) {
+		/* neighbor timers of both families: IPv6's ride on ARP's (ipk_ip6_arm) */
 		c->arp_deadline = ipk_arp_timer(c, now);
+		if (c->ip6.deadline <= now)
+			c->ip6.deadline = ipk_ip6_timer(c, now);
+		c->arp_deadline = IPK_MIN(c->arp_deadline, c->ip6.deadline);
+	}
 	if (c->frag_deadline <= now)
 		c->frag_deadline = ipk_ip4_frag_timer(c, now);
 	if (c->tcp_deadline <= now)
@@ -539,6 +565,9 @@ const char *ipk_drop_name(enum ipk_drop reason)
 		"arp_queue_full", "arp_timeout", "no_pkt", "chain", "no_route",
 		"tcp_paws", "tcp_rmem", "tcp_no_ts", "ip4_land", "ip4_src_no_route", "arp_bad_sender",
 		"frag_evicted", "arp_evicted",
+		"ip6_malformed", "ip6_not_for_us", "ip6_bad_src", "ip6_ext", "ip6_proto",
+		"ip6_frag", "icmp6_malformed", "icmp6_type", "nd_invalid", "nd_queue_full",
+		"nd_timeout",
 	};
 	unsigned r = (unsigned)reason;
 

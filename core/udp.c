@@ -325,3 +325,148 @@ int ipk_udp_sendto(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip
 		ipk_pkt_free_chain(ctx, pkt);
 	return rc;
 }
+
+/* ---------------------------------------------------------------- IPv6 */
+
+/* A reassembled datagram's checksum over its chain; a zero field is refused. */
+static int udp6_chain_csum_ok(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx,
+                              const struct ipk_udp_hdr *h)
+{
+	uint32_t sum;
+	int odd = 0;
+
+	if (h->csum == 0)
+		return 0;
+	sum = ipk_csum_pseudo6(rx->ip.src, rx->ip.dst, IPK_IPPROTO_UDP, h->len);
+	sum = ipk_csum_chain(c, pkt, rx->l4_off, h->len, sum, &odd);
+	return ipk_csum_fold(sum) == 0;
+}
+
+/* Takes ownership of pkt (flat, or a chain from reassembly). RFC 8200 §8.1: the checksum is mandatory over
+ * IPv6; a zero field is refused like a wrong one. The bind table is the IPv4 one:
+ * a bound port takes both families (docs/ipv6-core.md). */
+void ipk_udp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
+{
+	const uint8_t *p = ipk_pkt_data(c, pkt) + rx->l4_off;
+	uint8_t hdr[IPK_UDP_HLEN];
+	struct ipk_udp_hdr h;
+	struct ipk_atuple t;
+	int hw;
+
+	c->cnt.udp_rx++;
+	if (rx->chained && ipk_pkt_copy(c, pkt, rx->l4_off, hdr, sizeof(hdr)) == sizeof(hdr))
+		p = hdr;
+	if (ipk_udp_parse(p, rx->l4_len, &h) < 0) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_UDP_MALFORMED);
+		return;
+	}
+	hw = rx->chained ? (udp6_chain_csum_ok(c, pkt, rx, &h) ? 1 : -1) : ipk_ip6_rx_csum(c, pkt);
+	if (hw < 0 || (hw == 0 && !ipk_udp6_csum_ok(rx->ip.src, rx->ip.dst, p, h.len))) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_UDP_CSUM);
+		return;
+	}
+	if (bind_find(c, h.dport_be) < 0 || !IPK_OPS(c)->udp_recv6) {
+		/* RFC 4443 §3.1: port unreachable (code 4), never to a multicast group */
+		ipk_icmp6_send_error(c, pkt, rx, IPK_ICMP6_DST_UNREACH, 4, 0, 0);
+		ipk_drop_pkt(c, pkt, IPK_DROP_UDP_NO_PORT);
+		return;
+	}
+	ipk_memset(&t, 0, sizeof(t));
+	t.local.family = t.peer.family = IPK_AF_INET6;
+	ipk_memcpy(t.local.a, rx->ip.dst, 16);
+	ipk_memcpy(t.peer.a, rx->ip.src, 16);
+	t.local_port_be = h.dport_be;
+	t.peer_port_be = h.sport_be;
+	IPK_OPS(c)->udp_recv6(c, &t, pkt, rx->l4_off + IPK_UDP_HLEN, (uint32_t)h.len - IPK_UDP_HLEN,
+	                      IPK_OPQ(c));
+	ipk_pkt_free_chain(c, pkt);
+}
+
+/* Above the path MTU: RFC 8200 §4.5 fragments; the checksum covers the whole
+ * datagram, summed before it is cut. */
+static int udp_sendto6_frags(struct ipk_ctx *c, uint16_t sport_be, const uint8_t src[16],
+                             const uint8_t dst[16], uint16_t dport_be, const void *buf,
+                             uint32_t len)
+{
+	struct ipk_ip6_gather g;
+	struct ipk_udp_hdr h;
+	uint8_t hdr[IPK_UDP_HLEN];
+	uint32_t sum;
+	int odd = 0, rc;
+
+	h.sport_be = sport_be;
+	h.dport_be = dport_be;
+	h.len = (uint16_t)(IPK_UDP_HLEN + len);
+	h.csum = 0;
+	ipk_udp_emit(hdr, IPK_UDP_HLEN, &h);
+	sum = ipk_csum_pseudo6(src, dst, IPK_IPPROTO_UDP, h.len);
+	sum = ipk_csum_add(sum, hdr, IPK_UDP_HLEN, &odd);
+	sum = ipk_csum_add(sum, (const uint8_t *)buf, len, &odd);
+	h.csum = ipk_csum_fold(sum);
+	ipk_wr16(hdr + 6, h.csum ? h.csum : 0xffffu); /* RFC 8200 §8.1: never 0 */
+	ipk_memset(&g, 0, sizeof(g));
+	g.hdr = hdr;
+	g.hlen = IPK_UDP_HLEN;
+	g.body = (const uint8_t *)buf;
+	g.blen = len;
+	c->cnt.udp_tx++;
+	rc = ipk_ip6_output_frags(c, src, dst, IPK_IPPROTO_UDP, &g);
+	ipk_link_flush(c);
+	return rc < 0 ? rc : (int)len;
+}
+
+/* One packet, checksummed in software (no IPv6 UDP offload declared yet). */
+static int udp_sendto6(struct ipk_ctx *c, uint16_t sport_be, const uint8_t dst[16],
+                       uint16_t dport_be, const void *buf, uint32_t len)
+{
+	struct ipk_udp_hdr h;
+	uint8_t src[16];
+	uint32_t ulen = IPK_UDP_HLEN + len;
+	uint8_t *p;
+	void *pkt;
+	int rc;
+
+	if (ulen > 65535u)
+		return IPK_EMSGSIZE;
+	if (!ipk_ip6_src_select(c, dst, src))
+		return IPK_EHOSTUNREACH;
+	if (IPK_IP6_HLEN + ulen > ipk_ip6_pmtu(c, dst))
+		return udp_sendto6_frags(c, sport_be, src, dst, dport_be, buf, len);
+	pkt = ipk_ip6_alloc(c, ulen, 0);
+	if (!pkt)
+		return IPK_ENOBUFS;
+	p = ipk_pkt_data(c, pkt) + ipk_l4_off6(c);
+	h.sport_be = sport_be;
+	h.dport_be = dport_be;
+	h.len = (uint16_t)ulen;
+	h.csum = 0;
+	ipk_udp_emit(p, IPK_UDP_HLEN, &h);
+	if (len > 0)
+		ipk_memcpy(p + IPK_UDP_HLEN, buf, len);
+	ipk_wr16(p + 6, ipk_udp6_csum(src, dst, p, ulen));
+	c->cnt.udp_tx++;
+	rc = ipk_ip6_output(c, pkt, src, dst, IPK_IPPROTO_UDP, ulen, 0);
+	ipk_link_flush(c);
+	return rc < 0 ? rc : (int)len;
+}
+
+int ipk_udp_sendto_addr(struct ipk_ctx *ctx, uint16_t local_port_be,
+                        const struct ipk_addr *peer, uint16_t peer_port_be, const void *buf,
+                        uint32_t len, uint64_t now)
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	uint32_t ip4;
+
+	if (!ctx || !peer || (!buf && len > 0))
+		return IPK_EINVAL;
+	if (peer->family == IPK_AF_INET) {
+		ipk_memcpy(&ip4, peer->a, 4);
+		return ipk_udp_sendto(ctx, local_port_be, ip4, peer_port_be, buf, len, now);
+	}
+	if (peer->family != IPK_AF_INET6 || !ctx->cfg.ip6_enable || local_port_be == 0 ||
+	    peer_port_be == 0 || ipk_ip6_is_unspecified(peer->a) ||
+	    ipk_memcmp(peer->a, mapped, 12) == 0)
+		return IPK_EINVAL;
+	now = ipk_clock(ctx, now);
+	return udp_sendto6(ctx, local_port_be, peer->a, peer_port_be, buf, len);
+}

@@ -1,6 +1,8 @@
 /* Shared option parsing and node start-up for the example programs. */
 #include "app.h"
 
+#include <arpa/inet.h>
+
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +17,8 @@ const char app_common_help[] =
 	"                   several UMEM frames, e.g. MTU 9000)\n"
 	"  --ip A.B.C.D/N   this node's address and prefix length [required]\n"
 	"  --gw A.B.C.D     default gateway (none by default)\n"
+	"  --ip6 ADDR/N     IPv6 on: link-local + this static address; --ip6 auto: link-\n"
+	"                   local + what SLAAC gives (Router Advertisements)\n"
 	"  --busy-poll      never sleep (lowest latency, one core at 100%)\n"
 	"  --cpu N          pin the stack thread to CPU N\n"
 	"  --pcap FILE      also write every frame to FILE\n"
@@ -114,6 +118,49 @@ static int app_eal(int argc, char **argv, int *i)
 	return 1;
 }
 
+/* "auto" or an IPv6 address with an optional /N (default 64). */
+static int app_parse_ip6(const char *v, struct app_opts *o)
+{
+	char buf[64];
+	const char *slash = strchr(v, '/');
+	size_t n = slash ? (size_t)(slash - v) : strlen(v);
+
+	o->ip6 = 1;
+	o->ip6_plen = 64;
+	if (strcmp(v, "auto") == 0)
+		return 0;
+	if (n >= sizeof(buf))
+		return -1;
+	memcpy(buf, v, n);
+	buf[n] = 0;
+	if (inet_pton(AF_INET6, buf, o->ip6_addr) != 1)
+		return -1;
+	if (slash) {
+		int plen = atoi(slash + 1);
+		if (plen < 1 || plen > 128)
+			return -1;
+		o->ip6_plen = (uint8_t)plen;
+	}
+	return 0;
+}
+
+/* app_node's core tweak: the IPv6 options, then the program's own tweak. */
+static struct app_tweak {
+	const struct app_opts *o;
+	void (*tweak)(struct ipk_config *, void *);
+} app_tw;
+
+static void app_core_tweak(struct ipk_config *c, void *app)
+{
+	if (app_tw.o->ip6) {
+		c->ip6_enable = 1;
+		memcpy(c->ip6_addr, app_tw.o->ip6_addr, 16);
+		c->ip6_prefix_len = app_tw.o->ip6_plen;
+	}
+	if (app_tw.tweak)
+		app_tw.tweak(c, app);
+}
+
 int app_opt(struct app_opts *o, int argc, char **argv, int *i)
 {
 	const char *v;
@@ -131,6 +178,13 @@ int app_opt(struct app_opts *o, int argc, char **argv, int *i)
 	if ((r = app_arg("--ip", argc, argv, i, &v)) != 0) {
 		if (r > 0 && app_parse_ip4(v, &o->ip4_be, &o->prefix_len) < 0) {
 			fprintf(stderr, "--ip: '%s' is not A.B.C.D/N\n", v);
+			return -1;
+		}
+		return r;
+	}
+	if ((r = app_arg("--ip6", argc, argv, i, &v)) != 0) {
+		if (r > 0 && app_parse_ip6(v, o) < 0) {
+			fprintf(stderr, "--ip6: '%s' is neither ADDR/N nor auto\n", v);
 			return -1;
 		}
 		return r;
@@ -182,7 +236,9 @@ struct ipk_node *app_node(const struct app_opts *o, const struct ipk_ops *events
 	cfg.cpu = o->cpu;
 	cfg.events = events;
 	cfg.app = app;
-	cfg.core_tweak = tweak;
+	app_tw.o = o;
+	app_tw.tweak = tweak;
+	cfg.core_tweak = app_core_tweak;
 	n = ipk_node_create(&cfg, err, sizeof(err));
 	if (!n) {
 		fprintf(stderr, "%s\n", err[0] ? err : "node creation failed");
@@ -234,6 +290,14 @@ void app_report(struct ipk_node *n, const char *prog)
 	        (unsigned long long)c->tcp_rmem_collapse_pkts,
 	        (unsigned long long)c->tcp_rmem_pruned, (unsigned long long)c->tcp_rmem_reclaimed,
 	        (unsigned long long)c->tcp_rmem_reserve);
+	if (c->ip6_rx || c->ip6_tx)
+		fprintf(stderr, "%s: ip6_rx=%llu ip6_tx=%llu nd_rx=%llu nd_tx=%llu nd_evicted=%llu "
+		        "ip6_addrs_up=%llu ip6_dad_conflicts=%llu ip6_reassembled=%llu\n", prog,
+		        (unsigned long long)c->ip6_rx, (unsigned long long)c->ip6_tx,
+		        (unsigned long long)c->nd_rx, (unsigned long long)c->nd_tx,
+		        (unsigned long long)c->nd_evicted, (unsigned long long)c->ip6_addrs_up,
+		        (unsigned long long)c->ip6_dad_conflicts,
+		        (unsigned long long)c->ip6_reassembled);
 	for (i = 0; i < IPK_DROP__COUNT; i++)
 		if (c->drop[i])
 			fprintf(stderr, "%s:   drop %s %llu\n", prog, ipk_drop_name((enum ipk_drop)i),

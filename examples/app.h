@@ -23,6 +23,11 @@ struct app_opts {
 	int busy_poll;
 	int cpu;
 	int verbose;
+	/* --ip6 ADDR/N or --ip6 auto: IPv6 on (link-local always; a static address,
+	 * or only what SLAAC gives) */
+	int ip6;
+	uint8_t ip6_addr[16];
+	uint8_t ip6_plen;
 };
 
 /* Help text for the options above, for each program's --help. */

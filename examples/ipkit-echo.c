@@ -306,12 +306,25 @@ static void echo_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, 
 	               ipk_node_now(ipk_node_from(opaque)));
 }
 
+/* The same over IPv6 (--ip6): the bind is shared between the families. */
+static void echo_udp6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt, uint32_t off,
+                      uint32_t len, void *opaque)
+{
+	struct echo_app *a = (struct echo_app *)ipk_node_app(opaque);
+	static uint8_t buf[65536];
+	uint32_t got = ipk_pkt_copy(ctx, pkt, off, buf, len < sizeof(buf) ? len : sizeof(buf));
+	a->datagrams++;
+	ipk_udp_sendto_addr(ctx, t->local_port_be, &t->peer, t->peer_port_be, buf, got,
+	                    ipk_node_now(ipk_node_from(opaque)));
+}
+
 static const struct ipk_ops echo_events = {
 	.tcp_accepted = echo_accepted,
 	.tcp_payload = echo_payload,
 	.tcp_acked = echo_acked,
 	.tcp_closed = echo_closed,
 	.udp_recv = echo_udp,
+	.udp_recv6 = echo_udp6,
 };
 
 static void usage(FILE *f)

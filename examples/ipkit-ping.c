@@ -12,10 +12,14 @@
 #include <string.h>
 #include <time.h>
 
+#include <arpa/inet.h>
+
 #define PING_MAX 65536
 
 struct ping_app {
 	uint32_t dst_be;
+	int v6;             /* DEST had a colon: ICMPv6 */
+	uint8_t dst6[16];
 	uint16_t id_be;
 	uint32_t count, size;
 	uint32_t sent, received;
@@ -55,11 +59,65 @@ static void ping_reply(struct ipk_ctx *ctx, uint32_t from_be, uint16_t id_be, ui
 	fflush(stdout);
 }
 
-static const struct ipk_ops ping_events = {.icmp_echo_reply = ping_reply};
+/* One reply: counted once, its round-trip time kept; 0 when not ours or seen. */
+static int ping_take(struct ping_app *a, uint16_t id_be, uint16_t seq, uint64_t *rtt)
+{
+	if (id_be != a->id_be || seq >= a->sent || a->seen[seq])
+		return 0;
+	a->seen[seq] = 1;
+	*rtt = ping_clock() - a->sent_at[seq];
+	a->received++;
+	a->rtt_sum += *rtt;
+	if (a->received == 1 || *rtt < a->rtt_min)
+		a->rtt_min = *rtt;
+	if (*rtt > a->rtt_max)
+		a->rtt_max = *rtt;
+	return 1;
+}
+
+static void ping6_reply(struct ipk_ctx *ctx, const uint8_t from[16], uint16_t id_be,
+                        uint16_t seq_be, uint32_t payload_len, void *opaque)
+{
+	struct ping_app *a = (struct ping_app *)ipk_node_app(opaque);
+	uint16_t seq = ipk_ntohs(seq_be);
+	char txt[INET6_ADDRSTRLEN];
+	uint64_t rtt;
+	(void)ctx;
+	if (memcmp(from, a->dst6, 16) != 0 || !ping_take(a, id_be, seq, &rtt))
+		return;
+	inet_ntop(AF_INET6, from, txt, sizeof(txt));
+	printf("%u bytes from %s: icmp_seq=%u time=%.3f ms\n", payload_len + 8, txt, seq,
+	       (double)rtt / 1e6);
+	fflush(stdout);
+}
+
+static const struct ipk_ops ping_events = {.icmp_echo_reply = ping_reply,
+                                           .icmp6_echo_reply = ping6_reply};
+
+/* IPv6: wait (bounded) until DAD gave us an address to send from. */
+static void ping6_wait_addr(struct ipk_node *n)
+{
+	uint8_t addrs[4][16];
+	uint64_t end = ping_clock() + 5000000000ull;
+
+	while (ipk_ip6_addrs(ipk_node_ctx(n), addrs, 4) < 2 && ping_clock() < end)
+		ipk_node_poll(n, 1);
+}
+
+static int ping_send(struct ping_app *a, struct ipk_node *n)
+{
+	uint16_t seq_be = ipk_htons((uint16_t)a->sent);
+
+	if (a->v6)
+		return ipk_icmp6_echo(ipk_node_ctx(n), a->dst6, a->id_be, seq_be, a->size,
+		                      ipk_node_now(n));
+	return ipk_icmp_echo(ipk_node_ctx(n), a->dst_be, a->id_be, seq_be, a->size,
+	                     ipk_node_now(n));
+}
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ipkit-ping --io SPEC --ip A.B.C.D/N [options] DEST\n"
+	fprintf(f, "usage: ipkit-ping --io SPEC --ip A.B.C.D/N [--ip6 ADDR/N] [options] DEST\n"
 	           "Send ICMP echo requests to DEST and print the round-trip times.\n\n"
 	           "  -c N             stop after N requests (default 4, at most 65536)\n"
 	           "  -i SECONDS       interval between requests (default 1, may be 0.01)\n"
@@ -137,21 +195,27 @@ int main(int argc, char **argv)
 			return APP_EXIT_USAGE;
 		}
 	}
-	if (!dst || app_parse_ip4(dst, &a.dst_be, NULL) < 0) {
-		fprintf(stderr, "ipkit-ping: give the destination as A.B.C.D (see --help)\n");
+	a.v6 = dst && strchr(dst, ':') != NULL;
+	if (a.v6 && (inet_pton(AF_INET6, dst, a.dst6) != 1 || !o.ip6)) {
+		fprintf(stderr, "ipkit-ping: an IPv6 DEST needs --ip6 (see --help)\n");
+		return APP_EXIT_USAGE;
+	}
+	if (!dst || (!a.v6 && app_parse_ip4(dst, &a.dst_be, NULL) < 0)) {
+		fprintf(stderr, "ipkit-ping: give the destination as A.B.C.D or an IPv6 address\n");
 		return APP_EXIT_USAGE;
 	}
 	stop = app_stop_flag();
 	n = app_node(&o, &ping_events, &a, NULL);
 	a.id_be = ipk_htons((uint16_t)(ping_clock() & 0xffff));
+	if (a.v6)
+		ping6_wait_addr(n);
 	printf("PING %s: %u data bytes\n", dst, a.size);
 	next = ping_clock();
 	while (!*stop) {
 		uint64_t now = ping_clock();
 		if (a.sent < a.count && now >= next) {
 			a.sent_at[a.sent] = now;
-			if (ipk_icmp_echo(ipk_node_ctx(n), a.dst_be, a.id_be, ipk_htons((uint16_t)a.sent),
-			                  a.size, ipk_node_now(n)) < 0)
+			if (ping_send(&a, n) < 0)
 				fprintf(stderr, "ipkit-ping: send failed for icmp_seq=%u\n", a.sent);
 			a.sent++;
 			next = now + (uint64_t)(interval * 1e9);

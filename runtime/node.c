@@ -209,6 +209,9 @@ static void node_ops_init(struct ipk_node *n)
 	n->ops.tcp_closed = ev->tcp_closed;
 	n->ops.udp_recv = ev->udp_recv;
 	n->ops.icmp_echo_reply = ev->icmp_echo_reply;
+	n->ops.udp_recv6 = ev->udp_recv6;
+	n->ops.icmp6_echo_reply = ev->icmp6_echo_reply;
+	n->ops.udp_error6 = ev->udp_error6;
 }
 
 /* --------------------------------------------------------------- create */

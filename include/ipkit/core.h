@@ -233,6 +233,20 @@ enum ipk_drop {
 	IPK_DROP_ARP_BAD_SENDER,    /* ARP sender MAC not unicast, or sender IP no host */
 	IPK_DROP_FRAG_EVICTED,      /* held fragment freed to make room (oldest first) */
 	IPK_DROP_ARP_EVICTED,       /* tx packet waiting for ARP: its entry evicted */
+	/* IPv6 (issue 19; core/ip6.c, core/nd.c) */
+	IPK_DROP_IP6_MALFORMED,     /* bad version, payload length past the frame */
+	IPK_DROP_IP6_NOT_FOR_US,    /* destination not ours, not a group we are in */
+	IPK_DROP_IP6_BAD_SRC,       /* multicast source, our own address, IPv4-mapped */
+	IPK_DROP_IP6_EXT,           /* extension-header walk refused it (chain too long,
+	                             * RH0, unknown option, ...): ipk_ip6_ext_walk */
+	IPK_DROP_IP6_PROTO,         /* unknown upper layer (Parameter Problem code 1) */
+	IPK_DROP_IP6_FRAG,          /* a fragment: reassembly is not there yet */
+	IPK_DROP_ICMP6_MALFORMED,   /* short, bad checksum */
+	IPK_DROP_ICMP6_TYPE,        /* type we do not handle */
+	IPK_DROP_ND_INVALID,        /* ND message failing RFC 4861 validity (hop limit
+	                             * not 255, bad code, target, source, options) */
+	IPK_DROP_ND_QUEUE_FULL,     /* tx packet waiting for ND: queue full / evicted */
+	IPK_DROP_ND_TIMEOUT,        /* tx packet waiting for ND: no answer (RFC 4861 §7.2.2) */
 	IPK_DROP__COUNT
 };
 
@@ -315,6 +329,20 @@ struct ipk_counters {
 	                               * 5682 §3.1; Linux's TCPSpuriousRTOs), or every
 	                               * retransmission of the episode was D-SACKed (RFC
 	                               * 3708 §3; Linux's undo_retrans) */
+	/* IPv6 (issue 19) */
+	uint64_t ip6_rx, ip6_tx;      /* datagrams accepted / sent */
+	uint64_t icmp6_rx, icmp6_tx;
+	uint64_t icmp6_err_limited;   /* errors suppressed by the rate limit (RFC 4443 §2.4(f)) */
+	uint64_t nd_rx, nd_tx;        /* RS/RA/NS/NA received (valid) / sent */
+	uint64_t nd_evicted;          /* neighbor cache entries reused for a new address */
+	uint64_t ip6_dad_conflicts;   /* our tentative addresses another node holds
+	                               * (RFC 4862 §5.4.5): not used */
+	uint64_t ip6_addrs_up;        /* addresses that passed DAD and came into use */
+	uint64_t mld_tx;              /* MLDv2 reports sent */
+	uint64_t ip6_pmtu_lowered;    /* Packet Too Big that lowered a path MTU (RFC 8201) */
+	uint64_t ip6_ptb_ignored;     /* Packet Too Big below 1280 or not lowering: ignored */
+	uint64_t ip6_fragmented, ip6_frags_tx; /* datagrams sent as fragments, fragments sent */
+	uint64_t ip6_frags_rx, ip6_reassembled;
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -329,6 +357,25 @@ struct ipk_conn; /* opaque TCP connection handle */
 /* A TCP connection's addresses, all in network order. */
 struct ipk_tuple {
 	uint32_t local_ip4_be, peer_ip4_be;
+	uint16_t local_port_be, peer_port_be;
+};
+
+/*
+ * An address of either family (issue 19). family IPK_AF_INET: a[0..3] hold the IPv4
+ * address in network order (the rest zero); IPK_AF_INET6: a[0..15] the IPv6 address
+ * in network order. Today's IPv4 calls keep their uint32_t addresses and stay the
+ * fast path; the calls taking an ipk_addr serve both families.
+ */
+#define IPK_AF_INET 4u
+#define IPK_AF_INET6 6u
+struct ipk_addr {
+	uint8_t family;  /* IPK_AF_INET or IPK_AF_INET6 */
+	uint8_t pad_[3];
+	uint8_t a[16];
+};
+/* A flow's addresses and ports in either family (local and peer have one family). */
+struct ipk_atuple {
+	struct ipk_addr local, peer;
 	uint16_t local_port_be, peer_port_be;
 };
 
@@ -472,6 +519,31 @@ struct ipk_ops {
 	 * ipk_pool_pkt_alloc_ctl: down to half the reserve). Data, its headers and
 	 * the core's copies always use pkt_alloc. NULL: pkt_alloc. */
 	void *(*pkt_alloc_ctl)(void *opaque);
+
+	/* -- IPv6 (issue 19; IPK_CONFIG_VERSION 3) ---------------------------- */
+
+	/* (optional) A UDP datagram over IPv6 for a bound port (the bind table is
+	 * shared with IPv4: one ipk_udp_bind takes the port in both families, as a
+	 * Linux dual-stack socket). Same contract as udp_recv; t's family is
+	 * IPK_AF_INET6. NULL: IPv6 datagrams are dropped as IPK_DROP_UDP_NO_PORT. */
+	void (*udp_recv6)(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt,
+	                  uint32_t off, uint32_t len, void *opaque);
+	/* (optional) An ICMPv6 echo reply arrived (for ipk_icmp6_echo). */
+	void (*icmp6_echo_reply)(struct ipk_ctx *ctx, const uint8_t from[16], uint16_t id_be,
+	                         uint16_t seq_be, uint32_t payload_len, void *opaque);
+	/* (optional) A UDP socket's datagram drew an ICMPv6 error (RFC 4443 §2.4(f)...
+	 * §3): t from the quote (our address and port, the peer's), type and code. */
+	void (*udp_error6)(struct ipk_ctx *ctx, const struct ipk_atuple *t, uint8_t type,
+	                   uint8_t code, void *opaque);
+	/* (optional) Neighbor Discovery owned by the integrator, as arp_resolve: when
+	 * set the core asks it for the MAC of an on-link IPv6 next hop; 1 = known (mac
+	 * filled), 0 = not known: the packet waits (at most 4 per neighbor) while the
+	 * core sends Neighbor Solicitations, and the built-in cache holds nothing
+	 * else (no REACHABLE/STALE entries). */
+	int (*nd_resolve)(const uint8_t ip6[16], uint8_t mac[6], void *opaque);
+	/* (optional) Told of every IPv6 -> MAC binding learned from ND (NA, or the
+	 * source link-layer option of an NS or RA). */
+	void (*nd_learned)(const uint8_t ip6[16], const uint8_t mac[6], void *opaque);
 };
 
 /* Engine configuration. ipk_config_default fills every field with a documented
@@ -675,6 +747,24 @@ struct ipk_config {
 	 * resent undoes the timeout's reduction (tcp_frto_undo). Default 1 (on, as
 	 * Linux's net.ipv4.tcp_frto); 0 = off. */
 	uint8_t tcp_frto;
+
+	/* IPv6 (issue 19, docs/ipv6-core.md). Off by default: IPv6 frames are then
+	 * dropped as IPK_DROP_ETHERTYPE, as before. Ethernet only. */
+	uint8_t ip6_enable;
+	/* Link-local address fe80::/64 + the modified EUI-64 of mac (RFC 4291 App. A,
+	 * RFC 4862 §5.3), always. A static global address: ip6_addr with its on-link
+	 * prefix length ip6_prefix_len (default 64); all zero = none. */
+	uint8_t ip6_addr[16];
+	uint8_t ip6_prefix_len;
+	/* A static default router (link-local or on-link), all zero = none: routers
+	 * come from Router Advertisements. */
+	uint8_t ip6_gateway[16];
+	uint8_t ip6_hop_limit;      /* default 64 (RFC 8200 §3; an RA may change it) */
+	uint8_t ip6_slaac;          /* RFC 4862 §5.5 addresses from RA prefixes, default 1 */
+	uint8_t ip6_dad_transmits;  /* RFC 4862 DupAddrDetectTransmits, default 1; 0 =
+	                             * addresses are used at once (no DAD) */
+	uint8_t ip6_rs_count;       /* Router Solicitations at start (RFC 4861 §6.3.7
+	                             * MAX_RTR_SOLICITATIONS), default 3; 0 = none */
 };
 
 #define IPK_PRR_SSRB 0u
@@ -685,8 +775,9 @@ struct ipk_config {
  * receive/send memory limits, tcp_rst_limit, pkt_fields and the ops pkt_low and
  * pkt_alloc_ctl were appended (issues 14 and 15), so a program built against an older
  * header, whose structs are shorter, is refused (ipk_config_check: "version ...")
- * instead of having the library read past them. */
-#define IPK_CONFIG_VERSION 2u
+ * instead of having the library read past them. 3: the IPv6 fields and ops
+ * (issue 19) appended. */
+#define IPK_CONFIG_VERSION 3u
 
 /* Fill every field of *cfg with its documented default (version included); then set
  * the addresses, caps and sizes. A NULL cfg is ignored. */
@@ -936,6 +1027,29 @@ int ipk_udp_sendto(struct ipk_ctx *ctx, uint16_t local_port_be, uint32_t peer_ip
  * wait for ARP in). */
 int ipk_icmp_echo(struct ipk_ctx *ctx, uint32_t dst_ip4_be, uint16_t id_be, uint16_t seq_be,
                   uint32_t len, uint64_t now);
+
+/* ------------------------------------------------------------------ IPv6 */
+
+/* ipk_udp_sendto for either family: peer->family IPK_AF_INET takes the IPv4 path
+ * (ipk_udp_sendto), IPK_AF_INET6 sends over IPv6 from our best source address
+ * (link-local to a link-local peer, else a global one; RFC 6724 reduced to that).
+ * Same ownership and errors as ipk_udp_sendto; IPK_EMSGSIZE above the link MTU
+ * (IPv6 fragmentation on output is not there yet), IPK_EHOSTUNREACH without a
+ * route or a usable source address, IPK_EINVAL for IPv4-mapped or unspecified
+ * peers, or IPv6 off (RFC 4291 §2.5.5.2: mapped addresses never go on the wire). */
+int ipk_udp_sendto_addr(struct ipk_ctx *ctx, uint16_t local_port_be,
+                        const struct ipk_addr *peer, uint16_t peer_port_be, const void *buf,
+                        uint32_t len, uint64_t now);
+/* An ICMPv6 echo request (RFC 4443 §4.1) of len payload bytes to dst; the reply
+ * comes to ops->icmp6_echo_reply. Returns 0 when the request went out or waits for
+ * ND, IPK_EINVAL (IPv6 off, dst ::, IPv4-mapped), IPK_EMSGSIZE (above the link MTU
+ * or one buffer: never fragmented yet), IPK_EHOSTUNREACH (no source address in use
+ * or no route), IPK_ENOBUFS (no packet), IPK_ENOMEM (no pb to wait for ND in). */
+int ipk_icmp6_echo(struct ipk_ctx *ctx, const uint8_t dst[16], uint16_t id_be, uint16_t seq_be,
+                   uint32_t len, uint64_t now);
+/* Our IPv6 addresses in use (DAD passed): up to max copied into out; returns the
+ * count copied. Link-local first. */
+int ipk_ip6_addrs(const struct ipk_ctx *ctx, uint8_t (*out)[16], int max);
 
 /* ------------------------------------------------------------------- RSS */
 

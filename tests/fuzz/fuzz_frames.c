@@ -62,8 +62,16 @@ static void fz_cfg(struct ipk_config *c, uint32_t idx)
 	c->tcp_syn_retries = 2;
 	c->tcp_max_retries = 3;
 	c->frag_timeout_ns = SIM_SEC(2);
-	if (idx == 1)
+	if (idx == 1) {
 		c->caps |= IPK_CAP_LRO; /* chains in (flags bit 4) */
+		/* IPv6 on A (issue 19): fd00::1/64, no DAD or RS so the world is ready
+		 * at once and the same for every input */
+		c->ip6_enable = 1;
+		c->ip6_addr[0] = 0xfd;
+		c->ip6_addr[15] = 1;
+		c->ip6_dad_transmits = 0;
+		c->ip6_rs_count = 0;
+	}
 }
 
 static int fz_build(struct fz *f)
@@ -122,11 +130,38 @@ static uint32_t ip_at(const uint8_t *f, uint32_t len, uint32_t *ihl, uint32_t *t
 	return 14;
 }
 
+/* IPv6 with ICMPv6 or UDP right after the 40-byte header: its checksum (RFC 8200
+ * §8.1 pseudo-header). */
+static void fix_csum6(uint8_t *f, uint32_t len)
+{
+	uint8_t *ip = f + 14, *l4 = f + 54;
+	uint32_t plen, sum, at;
+
+	if (len < 54 || (ip[0] >> 4) != 6)
+		return;
+	plen = rd16(ip + 4);
+	if (plen > len - 54)
+		return;
+	if (ip[6] == 58 && plen >= 4)
+		at = 2;
+	else if (ip[6] == 17 && plen >= 8)
+		at = 6;
+	else
+		return;
+	wr16(l4 + at, 0);
+	sum = sim_csum_add(0, ip + 8, 32) + ip[6] + plen;
+	wr16(l4 + at, sim_csum_fold(sim_csum_add(sum, l4, plen)));
+}
+
 static void fix_csums(uint8_t *f, uint32_t len)
 {
 	uint32_t ihl, tot, l4len, at, sum;
 	uint8_t *ip, *l4;
 
+	if (len >= 14 && rd16(f + 12) == 0x86dd) {
+		fix_csum6(f, len);
+		return;
+	}
 	if (!ip_at(f, len, &ihl, &tot))
 		return;
 	ip = f + 14;
@@ -484,7 +519,80 @@ static int corpus_crafted(const char *dir)
 	return n;
 }
 
+/* Ethernet + IPv6 fd00::2 -> fd00::1 (or dst, a group) with next header nh. */
+static uint32_t eth_ip6(uint8_t *fr, uint8_t nh, uint32_t plen, uint8_t hlim, int to_group)
+{
+	static const uint8_t a[6] = {2, 0, 0, 0, 0, 1}, b[6] = {2, 0, 0, 0, 0, 2};
+	static const uint8_t sn[6] = {0x33, 0x33, 0xff, 0, 0, 1};
+	uint8_t *ip = fr + 14;
+
+	memcpy(fr, to_group ? sn : a, 6);
+	memcpy(fr + 6, b, 6);
+	wr16(fr + 12, 0x86dd);
+	memset(ip, 0, 40);
+	ip[0] = 0x60;
+	wr16(ip + 4, (uint16_t)plen);
+	ip[6] = nh;
+	ip[7] = hlim;
+	ip[8] = 0xfd; ip[23] = 2;
+	if (to_group) { /* ff02::1:ff00:1, fd00::1's solicited-node group */
+		ip[24] = 0xff; ip[25] = 2; ip[35] = 1; ip[36] = 0xff; ip[39] = 1;
+	} else {
+		ip[24] = 0xfd; ip[39] = 1;
+	}
+	return 54;
+}
+
+/* IPv6 seeds: echo, NS, UDP, a fragment pair, RH0, a long options chain, an RA. */
+static int corpus_ip6(const char *dir)
+{
+	uint8_t fr[1600];
+	uint32_t h, i;
+	int n = 0;
+
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip6(fr, 58, 16, 64, 0);
+	fr[h] = 128;
+	n += put_file(dir, "ip6-echo", 1, fr, h + 16);
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip6(fr, 58, 32, 255, 1);
+	fr[h] = 135; fr[h + 8] = 0xfd; fr[h + 23] = 1;     /* NS for fd00::1 */
+	fr[h + 24] = 1; fr[h + 25] = 1; fr[h + 26] = 2; fr[h + 31] = 2; /* SLLA */
+	n += put_file(dir, "ip6-ns", 1, fr, h + 32);
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip6(fr, 17, 13, 64, 0);
+	wr16(fr + h, 5353); wr16(fr + h + 2, 53); wr16(fr + h + 4, 13);
+	memcpy(fr + h + 8, "query", 5);
+	n += put_file(dir, "ip6-udp", 1, fr, h + 13);
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip6(fr, 44, 8 + 800, 64, 0);
+	fr[h] = 17; wr16(fr + h + 2, 1); fr[h + 7] = 9;   /* offset 0, M, id 9 */
+	wr16(fr + h + 8, 5353); wr16(fr + h + 10, 53); wr16(fr + h + 12, 1600);
+	n += put_file(dir, "ip6-frag-head", 0, fr, h + 808);
+	wr16(fr + h + 2, 800);                            /* offset 800, last */
+	n += put_file(dir, "ip6-frag-tail", 0, fr, h + 808);
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip6(fr, 43, 24, 64, 0);
+	fr[h] = 59; fr[h + 1] = 2; fr[h + 3] = 1;         /* RH0, 1 segment left */
+	n += put_file(dir, "ip6-rh0", 0, fr, h + 24);
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip6(fr, 60, 8 * 20, 64, 0);
+	for (i = 0; i < 20; i++) {
+		fr[h + 8 * i] = i + 1 < 20 ? 60 : 59;
+		fr[h + 8 * i + 2] = 1; fr[h + 8 * i + 3] = 4;   /* PadN */
+	}
+	n += put_file(dir, "ip6-ext-chain", 0, fr, h + 160);
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip6(fr, 58, 48, 255, 0);
+	fr[14 + 8] = 0xfe; fr[14 + 9] = 0x80;             /* from fe80::2 */
+	fr[h] = 134; fr[h + 4] = 64; wr16(fr + h + 6, 1800);
+	fr[h + 16] = 3; fr[h + 17] = 4; fr[h + 18] = 64; fr[h + 19] = 0xc0;
+	fr[h + 23] = 0xff; fr[h + 27] = 0xff; fr[h + 32] = 0xfd; /* prefix fd00::/64 */
+	n += put_file(dir, "ip6-ra", 1, fr, h + 48);
+	return n;
+}
+
 int fuzz_make_corpus(const char *dir)
 {
-	return corpus_live(dir) + corpus_crafted(dir);
+	return corpus_live(dir) + corpus_crafted(dir) + corpus_ip6(dir);
 }

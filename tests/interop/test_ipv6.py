@@ -1,0 +1,217 @@
+"""IPv6 in the core (issue 19) against Linux over TAP: ND, echo both ways, UDP echo,
+SLAAC from a Router Advertisement the test sends (scapy), DAD conflict."""
+import re
+import secrets
+import subprocess
+import time
+
+import pytest
+
+from conftest import available_kinds, prog
+
+pytestmark = pytest.mark.skipif("tap" not in available_kinds(), reason="tap backend not built")
+
+
+def eui64_addr(prefix, mac):
+    """prefix (an 'xxxx:xxxx:xxxx:xxxx' /64 string) + the modified EUI-64 of mac."""
+    b = [int(x, 16) for x in mac.split(":")]
+    b[0] ^= 2
+    iid = "%02x%02x:%02xff:fe%02x:%02x%02x" % (b[0], b[1], b[2], b[3], b[4], b[5])
+    return prefix + ":" + iid
+
+
+class V6:
+    """A TAP link with IPv6 on at Linux's end: fdXX::1/64 (no DAD wait)."""
+
+    def __init__(self, ln):
+        self.ln = ln
+        self.pfx = "fd%02x:%x:%x:1" % (secrets.randbelow(256), secrets.randbelow(65536),
+                                       secrets.randbelow(65536))
+        self.linux6 = self.pfx + "::1"
+        self.ipk6 = self.pfx + "::2"
+        ln.run("sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=0" % ln.linux_dev)
+        ln.run("ip", "-6", "addr", "add", self.linux6 + "/64", "dev", ln.linux_dev, "nodad")
+
+    def ping6(self, dst, count=1, extra=(), check=False, timeout=20):
+        return self.ln.run("ping", "-6", "-c", str(count), "-i", "0.05", "-W", "1", *extra, dst,
+                           check=check, timeout=timeout)
+
+    def wait6(self, dst, timeout=8.0):
+        """Ping dst until it answers (ipkit runs DAD first, ~1 s); bounded."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.ping6(dst, timeout=5).returncode == 0:
+                return True
+            time.sleep(0.1)
+        return False
+
+    def ipk_mac(self):
+        self.ln.wait_reachable()
+        neigh = self.ln.run("ip", "neigh", "show", self.ln.ipk_ip).stdout.decode()
+        m = re.search(r"lladdr ((?:[0-9a-f]{2}:){5}[0-9a-f]{2})", neigh)
+        assert m, neigh
+        return m.group(1)
+
+
+@pytest.fixture
+def v6(make_link):
+    return V6(make_link("tap"))
+
+
+def test_ping6_linux_to_ipkit_with_nd(v6):
+    v6.ln.start_ipk("ipkit-echo", "--ip6", v6.ipk6 + "/64")
+    assert v6.wait6(v6.ipk6), "ipkit never answered ping -6"
+    r = v6.ping6(v6.ipk6, count=5)
+    out = r.stdout.decode()
+    assert r.returncode == 0 and " 0% packet loss" in out, out
+    neigh = v6.ln.run("ip", "-6", "neigh", "show", v6.ipk6).stdout.decode()
+    assert "lladdr" in neigh, neigh
+    # and ipkit's link-local address, which is fe80:: + the EUI-64 of its MAC
+    ll = eui64_addr("fe80::", v6.ipk_mac()).replace("fe80:::", "fe80::")
+    r = v6.ping6(ll + "%" + v6.ln.linux_dev, count=3)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+
+
+def test_ipkit_ping6_to_linux(v6):
+    r = v6.ln.run(prog("ipkit-ping"), *v6.ln.ipk_args(), "--ip6", v6.ipk6 + "/64", "-c", "3",
+                  "-i", "0.05", "-W", "2", v6.linux6, check=False, timeout=30)
+    out = r.stdout.decode()
+    assert r.returncode == 0, out + r.stderr.decode()
+    m = re.search(r"(\d+) packets transmitted, (\d+) received", out)
+    assert m and int(m.group(1)) == 3 and int(m.group(2)) >= 2, out
+
+
+UDP_CLIENT = r"""
+import socket, sys, os
+dst, n = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.settimeout(1.0)
+ok = 0
+for i in range(n):
+    data = os.urandom(1 + (i * 97) % 1200)
+    for attempt in range(3):
+        s.sendto(data, (dst, 7))
+        try:
+            got, peer = s.recvfrom(4096)
+        except socket.timeout:
+            continue
+        if got == data:
+            ok += 1
+            break
+        sys.exit("data differs at %d" % i)
+print("ok %d" % ok)
+"""
+
+
+def test_udp6_echo_both_ways_data_checked(v6):
+    v6.ln.start_ipk("ipkit-echo", "--ip6", v6.ipk6 + "/64")
+    assert v6.wait6(v6.ipk6)
+    r = v6.ln.run("/usr/bin/python3", "-c", UDP_CLIENT, v6.ipk6, "20", check=False, timeout=60)
+    out = r.stdout.decode()
+    assert r.returncode == 0 and "ok 20" in out, out + r.stderr.decode()
+
+
+def send_ra(v6, prefix, valid=3600, preferred=1800):
+    """An RA from a link-local address of the test with prefix/64 (A and L)."""
+    script = (
+        "from scapy.all import *\n"
+        "import sys\n"
+        "p = (Ether(dst='33:33:00:00:00:01', src='02:aa:bb:cc:dd:01') /"
+        " IPv6(src='fe80::aa:1', dst='ff02::1', hlim=255) /"
+        " ICMPv6ND_RA(routerlifetime=0) /"
+        " ICMPv6NDOptSrcLLAddr(lladdr='02:aa:bb:cc:dd:01') /"
+        " ICMPv6NDOptPrefixInfo(prefix=sys.argv[2], prefixlen=64, L=1, A=1,"
+        " validlifetime=%d, preferredlifetime=%d))\n"
+        "sendp(p, iface=sys.argv[1], verbose=False)\n" % (valid, preferred))
+    v6.ln.run("/usr/bin/python3", "-c", script, v6.ln.linux_dev, prefix + "::", timeout=60)
+
+
+def test_slaac_from_ra_gives_address_linux_pings(v6):
+    v6.ln.start_ipk("ipkit-echo", "--ip6", "auto")
+    mac = v6.ipk_mac()
+    pfx2 = v6.pfx[:-1] + "2"
+    v6.ln.run("ip", "-6", "addr", "add", pfx2 + "::1/64", "dev", v6.ln.linux_dev, "nodad")
+    send_ra(v6, pfx2)
+    addr = eui64_addr(pfx2, mac)
+    assert v6.wait6(addr), "ipkit's SLAAC address %s never answered" % addr
+    r = v6.ping6(addr, count=3)
+    assert r.returncode == 0, r.stdout.decode()
+
+
+def test_dad_conflict_address_not_used(v6):
+    # Linux already holds the address: it answers ipkit's DAD NS with an NA
+    taken = v6.pfx + "::77"
+    v6.ln.run("ip", "-6", "addr", "add", taken + "/64", "dev", v6.ln.linux_dev, "nodad")
+    p = v6.ln.start_ipk("ipkit-echo", "--ip6", taken + "/64", "-v")
+    mac = v6.ipk_mac()
+    time.sleep(2.0)  # DAD: one NS, RetransTimer 1 s
+    v6.ln.run("ip", "-6", "addr", "del", taken + "/64", "dev", v6.ln.linux_dev)
+    # ipkit must not use the address: no NA, no echo reply for it
+    r = v6.ping6(taken, count=3)
+    assert r.returncode != 0, "ipkit answered for a duplicate address: " + r.stdout.decode()
+    # while its link-local address, which passed DAD, still works
+    ll = eui64_addr("fe80::", mac).replace("fe80:::", "fe80::")
+    assert v6.ping6(ll + "%" + v6.ln.linux_dev, count=2).returncode == 0
+    p.terminate()
+    try:
+        _, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    m = re.search(r"ip6_dad_conflicts=(\d+)", err.decode())
+    assert m and int(m.group(1)) == 1, err.decode()[-2000:]
+
+
+def test_ping6_3000_fragmented_both_ways(v6):
+    v6.ln.start_ipk("ipkit-echo", "--ip6", v6.ipk6 + "/64")
+    assert v6.wait6(v6.ipk6)
+    # Linux -> ipkit: ipkit reassembles the request and fragments its reply
+    r = v6.ping6(v6.ipk6, count=3, extra=("-s", "3000"))
+    out = r.stdout.decode()
+    assert r.returncode == 0 and " 0% packet loss" in out, out
+    assert "3008 bytes from" in out, out
+
+
+def test_ipkit_ping6_3000_to_linux(v6):
+    r = v6.ln.run(prog("ipkit-ping"), *v6.ln.ipk_args(), "--ip6", v6.ipk6 + "/64", "-c", "3",
+                  "-i", "0.05", "-W", "2", "-s", "3000", v6.linux6, check=False, timeout=30)
+    out = r.stdout.decode()
+    assert r.returncode == 0, out + r.stderr.decode()
+    m = re.search(r"(\d+) packets transmitted, (\d+) received", out)
+    assert m and int(m.group(2)) >= 2, out
+    assert "3008 bytes from" in out, out
+
+
+def test_neighbor_cache_flood_node_recovers(v6):
+    """300 NS from as many forged sources (hop limit 255, SLLA): ipkit's cache stays
+    bounded (LRU) and a ping and a UDP exchange right after still work."""
+    p = v6.ln.start_ipk("ipkit-echo", "--ip6", v6.ipk6 + "/64", "-v")
+    assert v6.wait6(v6.ipk6)
+    mac = v6.ipk_mac()
+    script = (
+        "from scapy.all import *\n"
+        "import sys\n"
+        "dev, tgt, mac = sys.argv[1], sys.argv[2], sys.argv[3]\n"
+        "sn = in6_getnsma(inet_pton(socket.AF_INET6, tgt))\n"
+        "snd = inet_ntop(socket.AF_INET6, sn)\n"
+        "pk = []\n"
+        "for i in range(300):\n"
+        "    src = tgt.rsplit(':', 1)[0] + ':%x' % (0x1000 + i)\n"
+        "    sm = '02:77:00:00:%02x:%02x' % (i >> 8, i & 255)\n"
+        "    pk.append(Ether(dst=in6_getnsmac(sn), src=sm) / IPv6(src=src, dst=snd, hlim=255) /"
+        " ICMPv6ND_NS(tgt=tgt) / ICMPv6NDOptSrcLLAddr(lladdr=sm))\n"
+        "sendp(pk, iface=dev, verbose=False)\n")
+    v6.ln.run("/usr/bin/python3", "-c", script, v6.ln.linux_dev, v6.ipk6, mac, timeout=120)
+    r = v6.ping6(v6.ipk6, count=3)
+    assert r.returncode == 0, r.stdout.decode()
+    r = v6.ln.run("/usr/bin/python3", "-c", UDP_CLIENT, v6.ipk6, "5", check=False, timeout=60)
+    assert r.returncode == 0 and "ok 5" in r.stdout.decode(), r.stdout.decode() + r.stderr.decode()
+    p.terminate()
+    try:
+        _, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    m = re.search(r"nd_evicted=(\d+)", err.decode())
+    # 300 sources + Linux through a 32-entry cache
+    assert m and int(m.group(1)) >= 300 - 32, err.decode()[-2000:]
