@@ -337,6 +337,26 @@ def test_ipkitd_workers2_tap_linux_peers(make_link, tmp_path):
         assert c["accepted"] >= 4 and c["connected"] >= 1 and c["entries"] > 0, (w, c)
 
 
+def wait_line(p, prefix, timeout):
+    """The first stdout line of process p that starts with prefix, read within
+    timeout seconds (bounded: a process that never prints it fails the test)."""
+    import select
+    end = time.monotonic() + timeout
+    buf = b""
+    while time.monotonic() < end:
+        r, _, _ = select.select([p.stdout], [], [], max(0.0, end - time.monotonic()))
+        if not r:
+            break
+        chunk = os.read(p.stdout.fileno(), 4096)
+        if not chunk:
+            break
+        buf += chunk
+        for line in buf.split(b"\n")[:-1]:
+            if line.startswith(prefix.encode()):
+                return line.decode()
+    raise AssertionError("no %r line from pid %d within %ds: %r" % (prefix, p.pid, timeout, buf))
+
+
 def test_ipkitd_workers2_tap_sigkill_reclaim(make_link, tmp_path):
     """An application with 32 connections to a Linux echo server, spread over both
     workers, SIGKILLed mid-traffic: all 32 reset within 100 ms (measured here); the
@@ -346,7 +366,8 @@ def test_ipkitd_workers2_tap_sigkill_reclaim(make_link, tmp_path):
     size = 16 << 20
     victim = svc.tool("rr", svc.link.linux_ip, "5403", "32", "60")
     other = svc.tool("connect", svc.link.linux_ip, "5403", str(size))
-    time.sleep(0.7)
+    wait_line(victim, "rr open 32", 60)  # all 32 connected, not a guess of how long
+    time.sleep(0.2)  # mid-traffic
     assert victim.poll() is None
     t0 = time.monotonic()
     os.kill(victim.pid, signal.SIGKILL)

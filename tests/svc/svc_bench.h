@@ -506,6 +506,10 @@ static int mode_rr(struct ipk_svc *svc, char **av)
 	for (i = 0; i < conns; i++)
 		if (rr_open(svc, &cs[i], &peer) < 0 || rr_issue(&cs[i]) < 0)
 			return 1;
+	/* every connection is open: a test that kills this process mid-traffic waits
+	 * for this line, not for a time that a loaded machine may not meet */
+	printf("rr open %ld\n", conns);
+	fflush(stdout);
 	t_start = now_ns();
 	t_end = t_start + (uint64_t)(secs * 1e9);
 	while (now_ns() < t_end && got < cap && !bad) {

@@ -493,6 +493,26 @@ def case_workers_spread(rig):
     assert sum(c["connected"] for c in st.values()) >= 36, st
 
 
+def wait_line(p, prefix, timeout):
+    """The first stdout line of process p that starts with prefix, read within
+    timeout seconds (bounded: a process that never prints it fails the test)."""
+    import select
+    end = time.monotonic() + timeout
+    buf = b""
+    while time.monotonic() < end:
+        r, _, _ = select.select([p.stdout], [], [], max(0.0, end - time.monotonic()))
+        if not r:
+            break
+        chunk = os.read(p.stdout.fileno(), 4096)
+        if not chunk:
+            break
+        buf += chunk
+        for line in buf.split(b"\n")[:-1]:
+            if line.startswith(prefix.encode()):
+                return line.decode()
+    raise AssertionError("no %r line from pid %d within %ds: %r" % (prefix, p.pid, timeout, buf))
+
+
 def case_workers_kill(rig):
     """An application with 32 connections on both workers SIGKILLed mid-traffic:
     all 32 reset and its region unmapped within 100 ms of the kill (measured here);
@@ -502,7 +522,8 @@ def case_workers_kill(rig):
     size = 16 << 20
     victim = rig.tool("rr", PEER_IP, "7", "32", "60")
     other = rig.tool("connect", PEER_IP, "7", str(size))
-    time.sleep(0.5)
+    wait_line(victim, "rr open 32", 60)  # all 32 connected, on both workers
+    time.sleep(0.2)  # mid-traffic
     assert victim.poll() is None, "victim ended early"
     t0 = time.monotonic()
     victim.send_signal(signal.SIGKILL)
