@@ -157,9 +157,11 @@ int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl)
 	int defer = 0;
 	for (j = 0; j < d->nw; j++) {
 		struct d_wk *o = &d->wk[j];
+		/* active there, or handed to it and not taken yet (d_ho_give) */
+		uint32_t ho = __atomic_load_n(&o->ho_lvls, __ATOMIC_RELAXED);
 		if (j == wk)
 			continue;
-		for (l = 0; l < lvl && !o->act_lvl[l]; l++)
+		for (l = 0; l < lvl && !o->act_lvl[l] && !(ho >> l & 1); l++)
 			;
 		if (l == lvl || (w->defer_on[j] && o->passes != w->defer_mark[j])) {
 			w->defer_on[j] = 0; /* nothing higher there, or it had its pass */
@@ -259,10 +261,12 @@ void d_wk_report(struct d_daemon *d)
 		memset(&st, 0, sizeof st);
 		ipk_workers_stats(d->ws, i, &st);
 		fprintf(stderr, "ipkitd: worker %u: sockets %llu entries %llu accepted %llu "
-		        "connected %llu datagrams %llu rx_frames %llu wrong_queue %llu\n", i,
+		        "connected %llu datagrams %llu rx_frames %llu wrong_queue %llu "
+		        "handed_in %llu handed_out %llu\n", i,
 		        (unsigned long long)w->socks, (unsigned long long)w->sqes,
 		        (unsigned long long)w->accepted, (unsigned long long)w->connected,
 		        (unsigned long long)w->udp_rx, (unsigned long long)st.rx_frames,
-		        (unsigned long long)st.wrong_queue);
+		        (unsigned long long)st.wrong_queue, (unsigned long long)w->handed_in,
+		        (unsigned long long)w->handed_out);
 	}
 }

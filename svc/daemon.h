@@ -181,6 +181,12 @@ struct d_appw {
 	uint32_t act_n[D_PRIO_MAX];
 	int dirty;                   /* this pass: its sockets are looked at */
 	int rescan, ovf_wait;
+	/* the hand-off (--workers > 1, d_sock.c d_ho_give): sockets of this worker
+	 * that another worker's harvest found ready. Any worker sets bits (atomic
+	 * OR, word then summary then flag); only this worker takes them, at the
+	 * start of its own pass. NULL with one worker. */
+	uint64_t *ho_bm, *ho_sum;    /* ready_words / ready_sum_words words */
+	int ho_flag;                 /* bits may be set: look at ho_sum */
 };
 
 struct d_app {
@@ -194,6 +200,11 @@ struct d_app {
 	struct d_appw *pw;           /* per worker (d->nw entries) */
 	uint64_t *ready_sum, *ready_bm; /* the region's ready bitmap (untrusted) */
 	uint32_t ready_words, ready_sum_words;
+	uint16_t *own;               /* --workers > 1: per socket index (ready_words
+	                              * * 64) its worker | level << 8, read by a
+	                              * harvest without the owner's socket; NULL
+	                              * with one worker */
+	uint64_t *ho_mem;            /* the pw[].ho_bm/ho_sum words, one block */
 	int ctl_fd, bell_fd, pid_fd;
 	uint32_t bells;              /* doorbell events seen (drained every 4096th) */
 	struct d_ev ev_ctl, ev_bell, ev_pid;
@@ -238,8 +249,13 @@ struct d_wk {
 	uint32_t defer_mark[IPK_WORKERS_MAX]; /* d_defer: worker j's passes when we
 	                                        * first yielded to it */
 	uint8_t defer_on[IPK_WORKERS_MAX];
+	uint32_t ho_lvls;            /* levels of the sockets other workers handed it
+	                              * since its last pass began (atomic bit mask;
+	                              * d_defer counts them as active) */
 	/* counters (under d->mu), logged at shutdown: who served what */
 	uint64_t sqes, socks, accepted, connected, udp_rx;
+	uint64_t handed_in, handed_out; /* sockets it took from its hand-off mask;
+	                                 * bits its harvests set in other workers' */
 };
 
 struct d_daemon {
@@ -316,6 +332,8 @@ int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned wk, unsigned lev
                   uint32_t *budget);
 void d_pass_begin(struct d_app *a, unsigned wk);
 void d_sock_move(struct d_sock *s, unsigned wk);
+int d_ho_alloc(struct d_app *a);
+int d_ho_pending(const struct d_appw *p);
 void d_act_push(struct d_sock *s);
 void d_act_remove(struct d_sock *s);
 void d_post(struct d_sock *s, const struct ipk_svc_cqe *c);

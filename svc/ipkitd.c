@@ -440,7 +440,7 @@ int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf)
 	*ovf = 0;
 	for (a = d->apps; a; a = a->next) {
 		*ovf |= a->ready && a->pw[wk].ovf_wait;
-		if (a->ready && a->pw[wk].rescan)
+		if (a->ready && (a->pw[wk].rescan || d_ho_pending(&a->pw[wk])))
 			return 0;
 	}
 	if (d->mt && d->awake > 1)
@@ -503,6 +503,8 @@ int d_serve(struct d_daemon *d, unsigned wk)
 	int work = 0;
 	d->passes++;
 	d->wk[wk].passes++;
+	if (d->nw > 1) /* before its pass takes the hand-offs (d_defer) */
+		__atomic_store_n(&d->wk[wk].ho_lvls, 0, __ATOMIC_RELAXED);
 	for (a = d->apps; a; a = a->next)
 		d_pass_begin(a, wk);
 	for (lvl = 0; lvl < d->cfg.prio_levels; lvl++) {

@@ -453,14 +453,16 @@ def case_prio(rig):
 
 
 WORKER_LINE = re.compile(r"worker (\d+): sockets (\d+) entries (\d+) accepted (\d+) "
-                         r"connected (\d+) datagrams (\d+) rx_frames (\d+) wrong_queue (\d+)")
+                         r"connected (\d+) datagrams (\d+) rx_frames (\d+) wrong_queue (\d+) "
+                         r"handed_in (\d+) handed_out (\d+)")
 
 
 def worker_stats(rig):
     """ipkitd --workers N logs each worker's counters when it stops: stop it (the
     rig's close checks the clean exit) and return {worker: counters}."""
     rig.close()
-    keys = ("sockets", "entries", "accepted", "connected", "datagrams", "rx_frames", "wrong_queue")
+    keys = ("sockets", "entries", "accepted", "connected", "datagrams", "rx_frames", "wrong_queue",
+            "handed_in", "handed_out")
     st = {int(m.group(1)): dict(zip(keys, (int(x) for x in m.groups()[1:])))
           for m in WORKER_LINE.finditer(rig.final_log)}
     assert sorted(st) == list(range(WORKERS)), rig.final_log
@@ -491,6 +493,13 @@ def case_workers_spread(rig):
     for w, c in st.items():
         assert c["connected"] >= 16 and c["entries"] > 0 and c["rx_frames"] > 0, (w, c)
     assert sum(c["connected"] for c in st.values()) >= 36, st
+    # The harvest is per owner: a worker that finds another worker's sockets in
+    # the ready bitmap hands them over (its hand-off mask) instead of putting them
+    # on that worker's active lists itself; the one application's bitmap names
+    # sockets of both workers, so hand-offs happen, and every one taken was given.
+    ins = sum(c["handed_in"] for c in st.values())
+    outs = sum(c["handed_out"] for c in st.values())
+    assert 0 < ins <= outs, st
 
 
 def case_workers_kill(rig):
