@@ -689,18 +689,36 @@ static void ev_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 	d_rx_deliver(d, s);
 }
 
+/* A datagram for a socket of another worker (the steering sends a frame to the
+ * worker of its flow, the port's socket may be elsewhere): copied here, queued
+ * there as a message (d_msg.c); a full ring loses it, like a full queue. */
+static void d_udp_other(struct ipk_ctx *ctx, struct d_wk *w, struct d_sock *s,
+                        struct d_dgram *g, void *pkt, uint32_t off, uint32_t len)
+{
+	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
+	if (d_msg_send(w->d, w->idx, s, D_MSG_UDP, g) < 0) {
+		w->msg_full++;
+		free(g);
+	}
+}
+
 static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
                    uint32_t len, void *opq)
 {
 	struct d_sock *s = d_port_udp(D(opq), t->local_port_be, t->peer_ip4_be, t->peer_port_be);
-	struct d_dgram *g = s ? d_dgram_new(s, len) : NULL;
+	int other = s && s->wk != W(opq)->idx;
+	struct d_dgram *g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
 	if (!g)
 		return;
 	W(opq)->udp_rx++;
-	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
 	g->from.family = IPK_SVC_AF_INET;
 	g->from.port_be = t->peer_port_be;
 	memcpy(g->from.addr, &t->peer_ip4_be, 4);
+	if (other) {
+		d_udp_other(ctx, W(opq), s, g, pkt, off, len);
+		return;
+	}
+	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
 	d_dgram_push(D(opq), s, g);
 }
 

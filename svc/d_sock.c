@@ -181,7 +181,7 @@ int d_sock_attach(struct d_sock *s)
 
 /* The socket of id in app a, or NULL: a stale generation or a free index is as
  * foreign as a wrong number. */
-static struct d_sock *d_sock_find(struct d_app *a, uint32_t id)
+struct d_sock *d_sock_find(struct d_app *a, uint32_t id)
 {
 	uint32_t idx = id & ((1u << D_SOCK_IDX_BITS) - 1);
 	if (idx == 0 || idx >= a->nsocks || !a->socks[idx])
@@ -607,8 +607,9 @@ static void d_ho_give(struct d_app *a, unsigned from, unsigned owner, unsigned l
 	 * d->mu today, a Dekker pair once the lock is per worker) */
 	__atomic_store_n(&p->ho_flag, 1, __ATOMIC_SEQ_CST);
 	/* relaxed: d_defer reads it as a hint (a stale read costs one deferral too
-	 * many or too few, as act_lvl's) */
-	__atomic_fetch_or(&a->d->wk[owner].ho_lvls, 1u << lvl, __ATOMIC_RELAXED);
+	 * many or too few, as act_lvl's); the control ring has no level there */
+	if (lvl < D_PRIO_MAX)
+		__atomic_fetch_or(&a->d->wk[owner].ho_lvls, 1u << lvl, __ATOMIC_RELAXED);
 	a->d->wk[from].handed_out++;
 	d_kick(&a->d->wk[owner]);
 }
@@ -715,7 +716,7 @@ void d_pass_begin(struct d_app *a, unsigned wk)
 		/* the control ring has no ready bit: worker 0 serves it when told
 		 * (index 0 of its hand-off) */
 		if (wk != 0 && IPK_SVC_LOAD_RLX(&a->ctl.ring->sq_tail.v) != a->ctl.sq_head)
-			d_ho_give(a, wk, 0, 0, 0);
+			d_ho_give(a, wk, 0, D_PRIO_MAX, 0);
 	}
 	d_ho_take(a, wk);
 	a->last_seq = seq;

@@ -120,6 +120,10 @@ int d_start_workers(struct d_daemon *d, char *err, size_t errlen)
 		e.data.ptr = &w->ev_kick;
 		epoll_ctl(w->ep, EPOLL_CTL_ADD, w->kick_fd, &e);
 	}
+	if (d_msg_init(d) < 0) {
+		snprintf(err, errlen, "workers: out of memory");
+		return -1;
+	}
 	wc.node_apps = apps;
 	wc.run = d_wk_run;
 	wc.run_arg = d;
@@ -262,11 +266,14 @@ void d_wk_report(struct d_daemon *d)
 		ipk_workers_stats(d->ws, i, &st);
 		fprintf(stderr, "ipkitd: worker %u: sockets %llu entries %llu accepted %llu "
 		        "connected %llu datagrams %llu rx_frames %llu wrong_queue %llu "
-		        "handed_in %llu handed_out %llu\n", i,
+		        "handed_in %llu handed_out %llu msgs_in %llu msgs_out %llu msg_gone %llu "
+		        "msg_full %llu\n", i,
 		        (unsigned long long)w->socks, (unsigned long long)w->sqes,
 		        (unsigned long long)w->accepted, (unsigned long long)w->connected,
 		        (unsigned long long)w->udp_rx, (unsigned long long)st.rx_frames,
 		        (unsigned long long)st.wrong_queue, (unsigned long long)w->handed_in,
-		        (unsigned long long)w->handed_out);
+		        (unsigned long long)w->handed_out, (unsigned long long)w->msgs_in,
+		        (unsigned long long)w->msgs_out, (unsigned long long)w->msg_gone,
+		        (unsigned long long)w->msg_full);
 	}
 }

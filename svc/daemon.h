@@ -51,6 +51,10 @@ struct d_cfg {
 };
 
 struct d_zc;
+struct spsc;
+
+/* cross-worker messages (d_msg.c) */
+enum { D_MSG_UDP = 1 };
 
 /* An operation in flight: the SQE copied out of the ring, never re-read. */
 struct d_op {
@@ -256,6 +260,10 @@ struct d_wk {
 	uint64_t sqes, socks, accepted, connected, udp_rx;
 	uint64_t handed_in, handed_out; /* sockets it took from its hand-off mask;
 	                                 * bits its harvests set in other workers' */
+	uint64_t msgs_in, msgs_out, msg_gone; /* d_msg.c: received, sent, and of
+	                                       * those received, dropped (socket
+	                                       * gone, queue full) */
+	uint64_t msg_full;           /* not sent: the ring to the owner was full */
 };
 
 struct d_daemon {
@@ -263,6 +271,7 @@ struct d_daemon {
 	struct d_wk *wk;             /* nw entries; wk[0].node is the node of one worker */
 	unsigned nw;
 	struct ipk_workers *ws;      /* nw > 1 */
+	struct spsc *mq;             /* nw > 1: nw * nw message rings (d_msg.c) */
 	pthread_mutex_t mu;          /* nw > 1: all daemon state below (the big lock) */
 	int mt;                      /* nw > 1: threads, take mu */
 	unsigned waiters;            /* threads waiting for mu (d_relax) */
@@ -341,12 +350,21 @@ void d_post_res(struct d_sock *s, uint64_t user_data, int32_t res);
 int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq);
 int d_sock_attach(struct d_sock *s);
 struct d_sock *d_sock_alloc(struct d_app *a, int type);
+struct d_sock *d_sock_find(struct d_app *a, uint32_t id);
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
 void d_sock_level(struct d_sock *s, unsigned lvl);
 int d_opq_push(struct d_opq *q, const struct d_op *op);
 struct d_op *d_opq_front(struct d_opq *q);
 void d_opq_pop(struct d_opq *q);
 int d_buf_ok(const struct d_app *a, const struct ipk_svc_sqe *e);
+
+/* d_msg.c */
+int d_msg_init(struct d_daemon *d);
+void d_msg_fini(struct d_daemon *d);
+int d_msg_send(struct d_daemon *d, unsigned from, const struct d_sock *s, uint32_t kind,
+               void *p);
+int d_msg_pending(struct d_daemon *d, unsigned wk);
+void d_msg_drain(struct d_daemon *d, unsigned wk);
 
 /* d_port.c */
 int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
@@ -364,6 +382,8 @@ uint32_t d_loop_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
 void d_loop_unpair(struct d_daemon *d, struct d_sock *s, int graceful);
 void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e);
 struct d_dgram *d_dgram_new(struct d_sock *s, uint32_t len);
+struct d_dgram *d_dgram_alloc(uint32_t len);
+int d_dgram_room(struct d_sock *s, uint32_t len);
 void d_dgram_push(struct d_daemon *d, struct d_sock *s, struct d_dgram *g);
 
 /* d_net.c */

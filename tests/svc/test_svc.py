@@ -454,7 +454,8 @@ def case_prio(rig):
 
 WORKER_LINE = re.compile(r"worker (\d+): sockets (\d+) entries (\d+) accepted (\d+) "
                          r"connected (\d+) datagrams (\d+) rx_frames (\d+) wrong_queue (\d+) "
-                         r"handed_in (\d+) handed_out (\d+)")
+                         r"handed_in (\d+) handed_out (\d+) msgs_in (\d+) msgs_out (\d+) "
+                         r"msg_gone (\d+) msg_full (\d+)")
 
 
 def worker_stats(rig):
@@ -462,7 +463,7 @@ def worker_stats(rig):
     rig's close checks the clean exit) and return {worker: counters}."""
     rig.close()
     keys = ("sockets", "entries", "accepted", "connected", "datagrams", "rx_frames", "wrong_queue",
-            "handed_in", "handed_out")
+            "handed_in", "handed_out", "msgs_in", "msgs_out", "msg_gone", "msg_full")
     st = {int(m.group(1)): dict(zip(keys, (int(x) for x in m.groups()[1:])))
           for m in WORKER_LINE.finditer(rig.final_log)}
     assert sorted(st) == list(range(WORKERS)), rig.final_log
@@ -500,6 +501,25 @@ def case_workers_spread(rig):
     ins = sum(c["handed_in"] for c in st.values())
     outs = sum(c["handed_out"] for c in st.values())
     assert 0 < ins <= outs, st
+
+
+def case_workers_udp_cross(rig):
+    """--workers 2: datagrams for a socket of the other worker travel as messages
+    (svc/d_msg.c), never by the receiving worker touching the socket. Two
+    applications' UDP echo (their sockets are placed round robin, so on different
+    workers) and 8 rounds of UDP with the peer (the reply's flow lands on either
+    worker) all arrive intact; both workers log messages, and every message sent
+    was received, none found its socket gone or its ring full."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_udp_cross)"
+    case_apps_udp(rig)
+    for _ in range(8):
+        case_udp(rig)
+    st = worker_stats(rig)
+    print(st)
+    ins = sum(c["msgs_in"] for c in st.values())
+    assert ins > 0 and ins == sum(c["msgs_out"] for c in st.values()), st
+    for w, c in st.items():
+        assert c["msgs_in"] > 0 and c["msg_gone"] == 0 and c["msg_full"] == 0, (w, c)
 
 
 def case_workers_kill(rig):
