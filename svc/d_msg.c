@@ -11,8 +11,9 @@
  *
  * Kinds so far: a UDP datagram for a socket of another worker (from the wire, the
  * steering gave the frame to the worker of its flow, or from another application
- * of this daemon). The receiver applies the socket's queue limits, as for its own
- * datagrams.
+ * of this daemon; the receiver applies the socket's queue limits, as for its own
+ * datagrams), and a socket handed over with its CONNECT from a bound port (the
+ * worker its flow hashes to connects it, d_sock_handover).
  */
 #include "daemon.h"
 
@@ -124,6 +125,22 @@ static int d_msg_udp(struct d_daemon *d, unsigned wk, struct d_msg *m)
 	return 0;
 }
 
+/* A socket handed over with its CONNECT (d_sock_handover): now wk's, connected
+ * on wk's node, then served here like any other (the entries behind the CONNECT
+ * wait in its SQ). */
+static int d_msg_connect(struct d_daemon *d, unsigned wk, struct d_msg *m)
+{
+	struct d_app *a = d_app_of(d, m->app_id);
+	struct d_sock *s = a ? d_sock_find(a, m->sock_id) : NULL;
+	if (!s || s->wk != wk || s->move != 2)
+		return -1;
+	s->move = 0;
+	d->wk[wk].socks++;
+	d_connect_start(d, s, &s->conn_op);
+	d_act_push(s);
+	return 0;
+}
+
 /* Start of worker wk's pass: every message other workers sent it. O(messages). */
 void d_msg_drain(struct d_daemon *d, unsigned wk)
 {
@@ -138,7 +155,9 @@ void d_msg_drain(struct d_daemon *d, unsigned wk)
 		n = spsc_cons_avail(r);
 		for (k = 0; k < n; k++) {
 			struct d_msg *m = (struct d_msg *)spsc_cons_slot(r, k);
-			int rc = m->kind == D_MSG_UDP ? d_msg_udp(d, wk, m) : -1;
+			int rc = m->kind == D_MSG_UDP       ? d_msg_udp(d, wk, m)
+			         : m->kind == D_MSG_CONNECT ? d_msg_connect(d, wk, m)
+			                                    : -1;
 			w->msgs_in++;
 			if (rc < 0) {
 				w->msg_gone++; /* its socket is gone, or its queue full */

@@ -189,7 +189,6 @@ static void d_accept_op(struct d_daemon *d, struct d_sock *s, const struct d_op 
 
 static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 {
-	struct ipk_conn *c = NULL;
 	uint32_t ip;
 	int rc = d_addr4(&op->e.addr, &ip);
 	if (rc == 0 && (s->type != IPK_SVC_TCP || (s->state != D_NEW && s->state != D_BOUND)))
@@ -204,17 +203,38 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 		d_loop_connect(d, s, op);
 		return;
 	}
+	/* a bound port fixes the 4-tuple, so the worker its replies reach: another
+	 * worker's socket from here on, connected by it (this worker hands it over
+	 * after this turn, d_sock_handover, and touches it no more). An unbound one
+	 * stays on its worker, whose core picks a port that hashes back to it
+	 * (core/rss.c) */
+	if (d->nw > 1 && s->lport_be) {
+		unsigned to = d_flow_worker(d, ip, op->e.addr.port_be, s->lport_be);
+		if (to != s->wk) {
+			s->conn_op = *op;
+			s->move_to = to;
+			s->move = 1;
+			return;
+		}
+	}
+	d_connect_start(d, s, op);
+}
+
+/* The CONNECT of s, on its (final) worker, to an address d_connect_op checked. */
+void d_connect_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
+{
+	struct ipk_conn *c = NULL;
+	uint32_t ip;
+	int rc;
+	(void)d;
+	memcpy(&ip, op->e.addr.addr, 4);
 	/* in flight before the call: an outcome reported from inside it (tcp_closed)
 	 * must find the op to complete */
-	/* a bound port fixes the 4-tuple, so the worker its replies reach; an
-	 * unbound one stays on its worker, whose core picks a port that hashes back
-	 * to it (core/rss.c) */
-	if (d->nw > 1 && s->lport_be)
-		d_sock_move(s, d_flow_worker(d, ip, op->e.addr.port_be, s->lport_be));
 	s->state = D_CONNECTING;
 	s->conn_op = *op;
 	s->inflight++;
-	rc = ipk_tcp_connect(d_sctx(s), ip, op->e.addr.port_be, s->lport_be, s, &c, d_snow(s));
+	rc = ipk_tcp_connect(d_sctx(s), ip, op->e.addr.port_be, s->lport_be, s, &c,
+	                     d_snow(s));
 	if (rc < 0) {
 		s->state = s->lport_be ? D_BOUND : D_NEW;
 		d_op_done(s, op->e.user_data, rc);

@@ -467,7 +467,8 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s, uint32_t ma
 		s->broken = 0;
 		s->ring->flags &= ~IPK_SVC_RING_F_BROKEN;
 	}
-	while (k < n && k < max && s->inflight + s->ovf_n < s->cq_entries) {
+	/* a CONNECT that moves s ends its turn here: the rest is its new worker's */
+	while (k < n && k < max && s->inflight + s->ovf_n < s->cq_entries && !s->move) {
 		struct d_op op;
 		/* one copy: the app may rewrite the slot at any time; only op is used */
 		memcpy(&op.e, &s->sqes[s->sq_head & (s->sq_entries - 1)], sizeof op.e);
@@ -491,6 +492,8 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s, uint32_t ma
 	return k;
 }
 
+static int d_sock_handover(struct d_daemon *d, struct d_sock *s);
+
 /* One socket's turn: waiting completions first, then up to max new entries. */
 static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s, uint32_t max)
 {
@@ -499,6 +502,8 @@ static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s, uint32_t max)
 		s->app->hdr->sock_visits++;
 	d_ovf_flush(s);
 	k = d_sock_consume(d, s, max);
+	if (s->move == 1 && d_sock_handover(d, s) == 0)
+		return k; /* another worker's now */
 	if (s->ovf_n)
 		d_spw(s)->ovf_wait = 1; /* the app frees CQ room without a doorbell: look
 		                       * again soon (the loop sleeps at most 1 ms) */
@@ -550,24 +555,29 @@ void d_act_remove(struct d_sock *s)
 	d_sw(s)->act_lvl[l]--;
 }
 
-/* A socket changes worker (before it has a connection: d_net.c's CONNECT from a
- * bound port): off the old worker's active list, onto the new one's. */
-void d_sock_move(struct d_sock *s, unsigned wk)
+/* End of worker `from`'s turn on s whose CONNECT belongs to another worker
+ * (d_connect_op, a bound port): s becomes move_to's socket and the CONNECT goes
+ * there as a message (d_msg.c d_msg_connect), which connects on its own node.
+ * Everything of s is written before the message is published; after it, this
+ * worker never touches s again. 0, or -1 with the ring full: s stays here,
+ * active, and the next pass tries again. */
+static int d_sock_handover(struct d_daemon *d, struct d_sock *s)
 {
-	struct d_daemon *d = s->app->d;
-	int act = s->on_act;
-	if (s->wk == wk)
-		return;
+	unsigned from = s->wk;
 	d_act_remove(s);
-	d->wk[s->wk].socks--;
-	s->wk = wk;
-	d->wk[wk].socks++;
+	s->more = 0;
+	s->move = 2;
+	s->wk = s->move_to;
 	d_own_set(s);
-	if (act) {
-		d_act_push(s);
-		d_spw(s)->rescan = 1;
-		d_kick(d_sw(s));
-	}
+	d->wk[from].socks--;
+	if (d_msg_send(d, from, s, D_MSG_CONNECT, NULL) == 0)
+		return 0;
+	d->wk[from].socks++;
+	d->wk[from].msg_full++;
+	s->wk = from;
+	d_own_set(s);
+	s->move = 1;
+	return -1;
 }
 
 /* The hand-off and the owner table (--workers > 1): allocated at hello, sized by
@@ -755,8 +765,8 @@ int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned wk, unsigned lev
 			*budget -= got;
 		d->wk[wk].sqes += got;
 		work += got;
-		if (s->more || s->ovf_n)
-			d_act_push(s);
+		if (s->wk == wk && (s->more || s->ovf_n || s->move))
+			d_act_push(s); /* (move: its hand-over waits for ring room) */
 	}
 	return (int)work;
 }

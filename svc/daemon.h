@@ -54,7 +54,7 @@ struct d_zc;
 struct spsc;
 
 /* cross-worker messages (d_msg.c) */
-enum { D_MSG_UDP = 1 };
+enum { D_MSG_UDP = 1, D_MSG_CONNECT };
 
 /* An operation in flight: the SQE copied out of the ring, never re-read. */
 struct d_op {
@@ -139,6 +139,10 @@ struct d_sock {
 	struct d_sock *port_next;    /* the other sockets on the port, a circle */
 	struct ipk_pkt *rxh, *rxt;   /* held payload (clones), linked by ->user */
 	struct d_op conn_op;         /* CONNECT in flight */
+	unsigned move_to;            /* with move: the worker its CONNECT's flow reaches */
+	int move;                    /* 1: CONNECT taken, hand over after this turn;
+	                              * 2: handed over, the message in flight
+	                              * (d_sock_handover, d_msg.c) */
 	/* listener */
 	struct d_sock *acc_h, *acc_t, *acc_next;
 	uint32_t acc_n, backlog;
@@ -340,7 +344,6 @@ uint64_t d_now(void);
 int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned wk, unsigned level,
                   uint32_t *budget);
 void d_pass_begin(struct d_app *a, unsigned wk);
-void d_sock_move(struct d_sock *s, unsigned wk);
 int d_ho_alloc(struct d_app *a);
 int d_ho_pending(const struct d_appw *p);
 void d_act_push(struct d_sock *s);
@@ -394,6 +397,7 @@ void d_rx_deliver(struct d_daemon *d, struct d_sock *s);
 void d_accept_deliver(struct d_daemon *d, struct d_sock *l);
 void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op);
 void d_op_done(struct d_sock *s, uint64_t user_data, int32_t res);
+void d_connect_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op);
 
 /* d_zc.c */
 int d_zc_write(struct d_daemon *d, struct d_sock *s, struct d_op *op, uint32_t n, uint64_t now);

@@ -558,7 +558,10 @@ def case_workers_bound_connect(rig):
     hashes to (d_flow_worker, the steering's own hash) before connecting. 8
     connections from local ports 41000..41007 (both workers' flows), 1 MiB each
     through the echo, SHA-256 equal; wrong_queue stays 0. Without the move about
-    half of them would be opened on the wrong worker and never complete."""
+    half of them would be opened on the wrong worker and never complete. The move
+    is a hand-over: the socket's worker ends its turn, and the CONNECT travels as
+    a message to the flow's worker, which connects it (svc/d_msg.c): messages
+    flow, every one sent is received, none finds its socket gone."""
     assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_bound_connect)"
     size = 1 << 20
     for port in range(41000, 41008):
@@ -567,6 +570,9 @@ def case_workers_bound_connect(rig):
     st = worker_stats(rig)
     for w, c in st.items():
         assert c["connected"] >= 1, (w, c)
+        assert c["msg_gone"] == 0 and c["msg_full"] == 0, (w, c)
+    ins = sum(c["msgs_in"] for c in st.values())
+    assert ins > 0 and ins == sum(c["msgs_out"] for c in st.values()), st
 
 
 def bind_race_round(rig, port0, n, ngo):
