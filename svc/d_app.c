@@ -301,6 +301,10 @@ static int d_app_hello(struct d_daemon *d, struct d_app *a, const struct ipk_svc
 	 * can reach (max_socks + the control ring), a summary bit per bitmap word */
 	a->ready_words = (d->cfg.max_socks + 1 + 63) / 64;
 	a->ready_sum_words = (a->ready_words + 63) / 64;
+	if (d_ho_alloc(a) < 0) {
+		d_send_welcome(a->ctl_fd, -ENOMEM, 0, NULL, "out of memory");
+		return -ENOMEM;
+	}
 	a->ring_area_off = 4096 + (((uint64_t)a->ready_words + a->ready_sum_words) * 8 + 4095) /
 	                          4096 * 4096;
 	a->ring_area_size = ring;
@@ -499,6 +503,8 @@ void d_app_final(struct d_daemon *d, struct d_app *a)
 	for (k = 0; k < D_RING_CLASSES; k++)
 		free(a->ra.free[k]);
 	free(a->pw);
+	free(a->own);
+	free(a->ho_mem);
 	free(a->socks);
 	free(a->gen);
 	free(a->free_idx);

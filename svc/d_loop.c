@@ -204,22 +204,34 @@ void d_loop_unpair(struct d_daemon *d, struct d_sock *s, int graceful)
 
 /* ------------------------------------------------------------ UDP */
 
-/* A datagram for s of len bytes, or NULL (queue limits reached, counted, or no
- * memory): the same limits for the wire and for other applications. */
-struct d_dgram *d_dgram_new(struct d_sock *s, uint32_t len)
+/* Room in s's datagram queue for len more bytes: 0, or -1 (queue limits
+ * reached, counted): the same limits for the wire and for other applications. */
+int d_dgram_room(struct d_sock *s, uint32_t len)
 {
-	struct d_dgram *g;
 	if (s->dq_n >= D_UDP_QMAX || s->dq_bytes + len > D_UDP_QBYTES) {
 		s->udp_drops++;
-		return NULL;
+		return -1;
 	}
-	g = (struct d_dgram *)malloc(sizeof *g + len);
+	return 0;
+}
+
+/* A datagram of len bytes, not yet any socket's (or NULL: no memory). */
+struct d_dgram *d_dgram_alloc(uint32_t len)
+{
+	struct d_dgram *g = (struct d_dgram *)malloc(sizeof *g + len);
 	if (!g)
 		return NULL;
 	g->next = NULL;
 	g->len = len;
 	memset(&g->from, 0, sizeof g->from);
 	return g;
+}
+
+/* A datagram for s of len bytes, or NULL (queue limits reached, counted, or no
+ * memory). */
+struct d_dgram *d_dgram_new(struct d_sock *s, uint32_t len)
+{
+	return d_dgram_room(s, len) < 0 ? NULL : d_dgram_alloc(len);
 }
 
 void d_dgram_push(struct d_daemon *d, struct d_sock *s, struct d_dgram *g)
@@ -236,11 +248,15 @@ void d_dgram_push(struct d_daemon *d, struct d_sock *s, struct d_dgram *g)
 
 /* SENDTO our own address: into the bound socket's queue, from our address and
  * the sender's port. Like UDP on a wire, nobody bound or a full queue loses the
- * datagram (counted in loop_dgram_drops) and the send still succeeds. */
+ * datagram (counted in loop_dgram_drops) and the send still succeeds. A socket of
+ * another worker gets it as a message (d_msg.c), whose queue limits its owner
+ * applies. */
 void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
 {
 	struct d_sock *t = d_port_udp(d, e->addr.port_be, d->cfg.ip4_be, s->lport_be);
-	struct d_dgram *g = t && t->ring ? d_dgram_new(t, e->len) : NULL;
+	int other = t && t->wk != s->wk;
+	struct d_dgram *g = !t || !t->ring ? NULL : other ? d_dgram_alloc(e->len)
+	                                                  : d_dgram_new(t, e->len);
 	s->app->hdr->tx_copied += e->len;
 	if (!g) {
 		d->loop_dgram_drops++;
@@ -253,5 +269,10 @@ void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sq
 	memcpy(g->from.addr, &d->cfg.ip4_be, 4);
 	d->loop_dgrams++;
 	d_post_res(s, e->user_data, (int32_t)e->len);
-	d_dgram_push(d, t, g);
+	if (!other)
+		d_dgram_push(d, t, g);
+	else if (d_msg_send(d, s->wk, t, D_MSG_UDP, g) < 0) {
+		d->wk[s->wk].msg_full++;
+		free(g);
+	}
 }

@@ -202,7 +202,6 @@ static void d_accept_op(struct d_daemon *d, struct d_sock *s, const struct d_op 
 
 static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 {
-	struct ipk_conn *c = NULL;
 	uint32_t ip;
 	int rc = d_addr4(&op->e.addr, &ip);
 	if (rc == 0 && (s->type != IPK_SVC_TCP || (s->state != D_NEW && s->state != D_BOUND)))
@@ -217,17 +216,38 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 		d_loop_connect(d, s, op);
 		return;
 	}
+	/* a bound port fixes the 4-tuple, so the worker its replies reach: another
+	 * worker's socket from here on, connected by it (this worker hands it over
+	 * after this turn, d_sock_handover, and touches it no more). An unbound one
+	 * stays on its worker, whose core picks a port that hashes back to it
+	 * (core/rss.c) */
+	if (d->nw > 1 && s->lport_be) {
+		unsigned to = d_flow_worker(d, ip, op->e.addr.port_be, s->lport_be);
+		if (to != s->wk) {
+			s->conn_op = *op;
+			s->move_to = to;
+			s->move = 1;
+			return;
+		}
+	}
+	d_connect_start(d, s, op);
+}
+
+/* The CONNECT of s, on its (final) worker, to an address d_connect_op checked. */
+void d_connect_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
+{
+	struct ipk_conn *c = NULL;
+	uint32_t ip;
+	int rc;
+	(void)d;
+	memcpy(&ip, op->e.addr.addr, 4);
 	/* in flight before the call: an outcome reported from inside it (tcp_closed)
 	 * must find the op to complete */
-	/* a bound port fixes the 4-tuple, so the worker its replies reach; an
-	 * unbound one stays on its worker, whose core picks a port that hashes back
-	 * to it (core/rss.c) */
-	if (d->nw > 1 && s->lport_be)
-		d_sock_move(s, d_flow_worker(d, ip, op->e.addr.port_be, s->lport_be));
 	s->state = D_CONNECTING;
 	s->conn_op = *op;
 	s->inflight++;
-	rc = ipk_tcp_connect(d_sctx(s), ip, op->e.addr.port_be, s->lport_be, s, &c, d_snow(s));
+	rc = ipk_tcp_connect(d_sctx(s), ip, op->e.addr.port_be, s->lport_be, s, &c,
+	                     d_snow(s));
 	if (rc < 0) {
 		s->state = s->lport_be ? D_BOUND : D_NEW;
 		d_op_done(s, op->e.user_data, rc);
@@ -702,18 +722,36 @@ static void ev_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 	d_rx_deliver(d, s);
 }
 
+/* A datagram for a socket of another worker (the steering sends a frame to the
+ * worker of its flow, the port's socket may be elsewhere): copied here, queued
+ * there as a message (d_msg.c); a full ring loses it, like a full queue. */
+static void d_udp_other(struct ipk_ctx *ctx, struct d_wk *w, struct d_sock *s,
+                        struct d_dgram *g, void *pkt, uint32_t off, uint32_t len)
+{
+	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
+	if (d_msg_send(w->d, w->idx, s, D_MSG_UDP, g) < 0) {
+		w->msg_full++;
+		free(g);
+	}
+}
+
 static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
                    uint32_t len, void *opq)
 {
 	struct d_sock *s = d_port_udp(D(opq), t->local_port_be, t->peer_ip4_be, t->peer_port_be);
-	struct d_dgram *g = s ? d_dgram_new(s, len) : NULL;
+	int other = s && s->wk != W(opq)->idx;
+	struct d_dgram *g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
 	if (!g)
 		return;
 	W(opq)->udp_rx++;
-	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
 	g->from.family = IPK_SVC_AF_INET;
 	g->from.port_be = t->peer_port_be;
 	memcpy(g->from.addr, &t->peer_ip4_be, 4);
+	if (other) {
+		d_udp_other(ctx, W(opq), s, g, pkt, off, len);
+		return;
+	}
+	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
 	d_dgram_push(D(opq), s, g);
 }
 

@@ -128,6 +128,17 @@ static int d_table_take(struct d_app *a, uint32_t *idx)
 	return 0;
 }
 
+/* Record s's worker where a harvest on another worker reads it (d_act_found).
+ * Relaxed: a stale read hands the socket to its old worker, which passes it on
+ * (d_ho_take); no pass ever touches a socket it does not own. */
+static void d_own_set(const struct d_sock *s)
+{
+	uint32_t idx = s->id & ((1u << D_SOCK_IDX_BITS) - 1);
+	if (s->app->own && s->id)
+		__atomic_store_n(&s->app->own[idx], (uint16_t)(s->wk | s->prio << 8),
+		                 __ATOMIC_RELAXED);
+}
+
 /* A socket's level, counted per level for d_net.c's --low-inflight. */
 void d_sock_level(struct d_sock *s, unsigned lvl)
 {
@@ -137,6 +148,7 @@ void d_sock_level(struct d_sock *s, unsigned lvl)
 	s->prio = lvl;
 	d->lvl_socks[lvl]++;
 	s->lvl_counted = 1;
+	d_own_set(s);
 }
 
 struct d_sock *d_sock_alloc(struct d_app *a, int type)
@@ -163,12 +175,13 @@ int d_sock_attach(struct d_sock *s)
 	a->nlive++;
 	s->id = ((uint32_t)a->gen[idx] << D_SOCK_IDX_BITS) | idx;
 	s->ring->sock = s->id;
+	d_own_set(s);
 	return 0;
 }
 
 /* The socket of id in app a, or NULL: a stale generation or a free index is as
  * foreign as a wrong number. */
-static struct d_sock *d_sock_find(struct d_app *a, uint32_t id)
+struct d_sock *d_sock_find(struct d_app *a, uint32_t id)
 {
 	uint32_t idx = id & ((1u << D_SOCK_IDX_BITS) - 1);
 	if (idx == 0 || idx >= a->nsocks || !a->socks[idx])
@@ -454,7 +467,8 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s, uint32_t ma
 		s->broken = 0;
 		s->ring->flags &= ~IPK_SVC_RING_F_BROKEN;
 	}
-	while (k < n && k < max && s->inflight + s->ovf_n < s->cq_entries) {
+	/* a CONNECT that moves s ends its turn here: the rest is its new worker's */
+	while (k < n && k < max && s->inflight + s->ovf_n < s->cq_entries && !s->move) {
 		struct d_op op;
 		/* one copy: the app may rewrite the slot at any time; only op is used */
 		memcpy(&op.e, &s->sqes[s->sq_head & (s->sq_entries - 1)], sizeof op.e);
@@ -478,6 +492,8 @@ static uint32_t d_sock_consume(struct d_daemon *d, struct d_sock *s, uint32_t ma
 	return k;
 }
 
+static int d_sock_handover(struct d_daemon *d, struct d_sock *s);
+
 /* One socket's turn: waiting completions first, then up to max new entries. */
 static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s, uint32_t max)
 {
@@ -486,6 +502,8 @@ static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s, uint32_t max)
 		s->app->hdr->sock_visits++;
 	d_ovf_flush(s);
 	k = d_sock_consume(d, s, max);
+	if (s->move == 1 && d_sock_handover(d, s) == 0)
+		return k; /* another worker's now */
 	if (s->ovf_n)
 		d_spw(s)->ovf_wait = 1; /* the app frees CQ room without a doorbell: look
 		                       * again soon (the loop sleeps at most 1 ms) */
@@ -537,39 +555,137 @@ void d_act_remove(struct d_sock *s)
 	d_sw(s)->act_lvl[l]--;
 }
 
-/* Active, on its own worker's list; another worker's is told to look (the
- * harvest takes every socket of the app, whichever worker runs it). */
-static void d_act_mine(struct d_sock *s, unsigned wk)
+/* End of worker `from`'s turn on s whose CONNECT belongs to another worker
+ * (d_connect_op, a bound port): s becomes move_to's socket and the CONNECT goes
+ * there as a message (d_msg.c d_msg_connect), which connects on its own node.
+ * Everything of s is written before the message is published; after it, this
+ * worker never touches s again. 0, or -1 with the ring full: s stays here,
+ * active, and the next pass tries again. */
+static int d_sock_handover(struct d_daemon *d, struct d_sock *s)
 {
-	d_act_push(s);
-	if (s->wk != wk) {
-		d_spw(s)->rescan = 1;
-		d_kick(d_sw(s));
-	}
-}
-
-/* A socket changes worker (before it has a connection: d_net.c's CONNECT from a
- * bound port): off the old worker's active list, onto the new one's. */
-void d_sock_move(struct d_sock *s, unsigned wk)
-{
-	struct d_daemon *d = s->app->d;
-	int act = s->on_act;
-	if (s->wk == wk)
-		return;
+	unsigned from = s->wk;
 	d_act_remove(s);
-	d->wk[s->wk].socks--;
-	s->wk = wk;
-	d->wk[wk].socks++;
-	if (act) {
+	s->more = 0;
+	s->move = 2;
+	s->wk = s->move_to;
+	d_own_set(s);
+	d->wk[from].socks--;
+	if (d_msg_send(d, from, s, D_MSG_CONNECT, NULL) == 0)
+		return 0;
+	d->wk[from].socks++;
+	d->wk[from].msg_full++;
+	s->wk = from;
+	d_own_set(s);
+	s->move = 1;
+	return -1;
+}
+
+/* The hand-off and the owner table (--workers > 1): allocated at hello, sized by
+ * the ready bitmap, freed with the application (d_app_final). 0 or -ENOMEM. */
+int d_ho_alloc(struct d_app *a)
+{
+	unsigned i, nw = a->d->nw;
+	uint32_t per = a->ready_words + a->ready_sum_words;
+	if (nw == 1)
+		return 0;
+	a->own = (uint16_t *)calloc((size_t)a->ready_words * 64, sizeof *a->own);
+	a->ho_mem = (uint64_t *)calloc((size_t)nw * per, sizeof *a->ho_mem);
+	if (!a->own || !a->ho_mem)
+		return -ENOMEM;
+	for (i = 0; i < nw; i++) {
+		a->pw[i].ho_bm = a->ho_mem + (size_t)i * per;
+		a->pw[i].ho_sum = a->pw[i].ho_bm + a->ready_words;
+	}
+	return 0;
+}
+
+/* Socket index idx of a, found ready by worker `from`'s pass, not its owner's: a bit in
+ * the owner's hand-off mask, then a kick. The owner takes the mask at the start
+ * of its own pass (d_ho_take), so only the owner ever puts its sockets on its
+ * active lists. */
+static void d_ho_give(struct d_app *a, unsigned from, unsigned owner, unsigned lvl,
+                      uint32_t idx)
+{
+	struct d_appw *p = &a->pw[owner];
+	uint32_t bw = idx / 64;
+	__atomic_fetch_or(&p->ho_bm[bw], 1ull << (idx % 64), __ATOMIC_RELAXED);
+	/* release: the word's bit is visible before the summary bit that sends the
+	 * owner to it (the owner exchanges the summary with acquire) */
+	__atomic_fetch_or(&p->ho_sum[bw / 64], 1ull << (bw % 64), __ATOMIC_RELEASE);
+	/* seq_cst: the flag is stored before d_kick reads the owner's `sleeping`;
+	 * the owner's side is d_may_sleep's check after it decided to sleep (under
+	 * d->mu today, a Dekker pair once the lock is per worker) */
+	__atomic_store_n(&p->ho_flag, 1, __ATOMIC_SEQ_CST);
+	/* relaxed: d_defer reads it as a hint (a stale read costs one deferral too
+	 * many or too few, as act_lvl's); the control ring has no level there */
+	if (lvl < D_PRIO_MAX)
+		__atomic_fetch_or(&a->d->wk[owner].ho_lvls, 1u << lvl, __ATOMIC_RELAXED);
+	a->d->wk[from].handed_out++;
+	d_kick(&a->d->wk[owner]);
+}
+
+int d_ho_pending(const struct d_appw *p)
+{
+	return p->ho_bm && __atomic_load_n(&p->ho_flag, __ATOMIC_ACQUIRE);
+}
+
+/* A ready socket index, found by worker wk's harvest: its owner's active list if
+ * that is wk, else the owner's hand-off mask. The table is looked at only for
+ * wk's own sockets; a bit for an index the table does not hold is ignored (the
+ * app can only name its own sockets, and costs only itself). */
+static void d_act_found(struct d_app *a, uint32_t idx, unsigned wk)
+{
+	struct d_sock *s;
+	unsigned ow = a->own ? __atomic_load_n(&a->own[idx], __ATOMIC_RELAXED) : wk;
+	unsigned o = ow & 0xff, lvl = ow >> 8;
+	if (o != wk && o < a->d->nw && lvl < D_PRIO_MAX) {
+		d_ho_give(a, wk, o, lvl, idx);
+		return;
+	}
+	if (idx == 0 || idx >= a->nsocks || !(s = a->socks[idx]))
+		return;
+	if (s->wk == wk)
 		d_act_push(s);
-		d_spw(s)->rescan = 1;
-		d_kick(d_sw(s));
+	else /* moved since: its new worker's */
+		d_ho_give(a, wk, s->wk, s->prio, idx);
+}
+
+/* Take worker wk's hand-off mask of a (d_ho_give): its sockets there become
+ * active. Index 0 is the control ring (worker 0's): the caller's pass serves it
+ * (the app is dirty). O(summary words + set bits). */
+static void d_ho_take(struct d_app *a, unsigned wk)
+{
+	struct d_appw *p = &a->pw[wk];
+	uint32_t w;
+	if (!d_ho_pending(p))
+		return;
+	/* acq_rel: a give after this clear raises the flag again, and its bits are
+	 * then seen by this take or by the next pass's */
+	__atomic_exchange_n(&p->ho_flag, 0, __ATOMIC_ACQ_REL);
+	for (w = 0; w < a->ready_sum_words; w++) {
+		uint64_t sum = __atomic_exchange_n(&p->ho_sum[w], 0, __ATOMIC_ACQUIRE);
+		while (sum) {
+			uint32_t bw = w * 64 + (uint32_t)__builtin_ctzll(sum);
+			uint64_t bits = __atomic_exchange_n(&p->ho_bm[bw], 0, __ATOMIC_ACQUIRE);
+			sum &= sum - 1;
+			while (bits) {
+				uint32_t idx = bw * 64 + (uint32_t)__builtin_ctzll(bits);
+				struct d_sock *s;
+				bits &= bits - 1;
+				if (idx == 0 || idx >= a->nsocks || !(s = a->socks[idx]))
+					continue;
+				a->d->wk[wk].handed_in++;
+				if (s->wk == wk)
+					d_act_push(s);
+				else /* moved after the give: on to its new worker */
+					d_ho_give(a, wk, s->wk, s->prio, idx);
+			}
+		}
 	}
 }
 
-/* Take the ready bitmap: every socket a set bit names becomes active. O(summary
- * words + set bits); a bit for an index the table does not hold is ignored (the
- * app can only name its own sockets, and costs only itself). */
+/* Take the ready bitmap: every socket a set bit names becomes active on its
+ * owner (d_act_found). O(summary words + set bits). */
 static void d_act_harvest(struct d_app *a, unsigned wk)
 {
 	uint32_t w, nw = a->ready_words;
@@ -587,8 +703,7 @@ static void d_act_harvest(struct d_app *a, unsigned wk)
 			while (bits) {
 				uint32_t idx = bw * 64 + (uint32_t)__builtin_ctzll(bits);
 				bits &= bits - 1;
-				if (idx > 0 && idx < a->nsocks && a->socks[idx])
-					d_act_mine(a->socks[idx], wk);
+				d_act_found(a, idx, wk);
 			}
 		}
 	}
@@ -604,16 +719,16 @@ void d_pass_begin(struct d_app *a, unsigned wk)
 	if (!a->ready || a->dying)
 		return;
 	seq = IPK_SVC_LOAD_ACQ(&a->hdr->submit_seq.v);
-	if (seq == a->last_seq && !p->rescan && !p->ovf_wait)
+	if (seq == a->last_seq && !p->rescan && !p->ovf_wait && !d_ho_pending(p))
 		return;
 	if (seq != a->last_seq) {
 		d_act_harvest(a, wk);
-		/* the control ring has no ready bit: worker 0 serves it when told */
-		if (wk != 0 && IPK_SVC_LOAD_RLX(&a->ctl.ring->sq_tail.v) != a->ctl.sq_head) {
-			a->pw[0].rescan = 1;
-			d_kick(&a->d->wk[0]);
-		}
+		/* the control ring has no ready bit: worker 0 serves it when told
+		 * (index 0 of its hand-off) */
+		if (wk != 0 && IPK_SVC_LOAD_RLX(&a->ctl.ring->sq_tail.v) != a->ctl.sq_head)
+			d_ho_give(a, wk, 0, D_PRIO_MAX, 0);
 	}
+	d_ho_take(a, wk);
 	a->last_seq = seq;
 	p->rescan = 0;
 	p->ovf_wait = 0;
@@ -650,8 +765,8 @@ int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned wk, unsigned lev
 			*budget -= got;
 		d->wk[wk].sqes += got;
 		work += got;
-		if (s->more || s->ovf_n)
-			d_act_push(s);
+		if (s->wk == wk && (s->more || s->ovf_n || s->move))
+			d_act_push(s); /* (move: its hand-over waits for ring room) */
 	}
 	return (int)work;
 }

@@ -120,6 +120,10 @@ int d_start_workers(struct d_daemon *d, char *err, size_t errlen)
 		e.data.ptr = &w->ev_kick;
 		epoll_ctl(w->ep, EPOLL_CTL_ADD, w->kick_fd, &e);
 	}
+	if (d_msg_init(d) < 0) {
+		snprintf(err, errlen, "workers: out of memory");
+		return -1;
+	}
 	wc.node_apps = apps;
 	wc.run = d_wk_run;
 	wc.run_arg = d;
@@ -157,9 +161,11 @@ int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl)
 	int defer = 0;
 	for (j = 0; j < d->nw; j++) {
 		struct d_wk *o = &d->wk[j];
+		/* active there, or handed to it and not taken yet (d_ho_give) */
+		uint32_t ho = __atomic_load_n(&o->ho_lvls, __ATOMIC_RELAXED);
 		if (j == wk)
 			continue;
-		for (l = 0; l < lvl && !o->act_lvl[l]; l++)
+		for (l = 0; l < lvl && !o->act_lvl[l] && !(ho >> l & 1); l++)
 			;
 		if (l == lvl || (w->defer_on[j] && o->passes != w->defer_mark[j])) {
 			w->defer_on[j] = 0; /* nothing higher there, or it had its pass */
@@ -259,10 +265,15 @@ void d_wk_report(struct d_daemon *d)
 		memset(&st, 0, sizeof st);
 		ipk_workers_stats(d->ws, i, &st);
 		fprintf(stderr, "ipkitd: worker %u: sockets %llu entries %llu accepted %llu "
-		        "connected %llu datagrams %llu rx_frames %llu wrong_queue %llu\n", i,
+		        "connected %llu datagrams %llu rx_frames %llu wrong_queue %llu "
+		        "handed_in %llu handed_out %llu msgs_in %llu msgs_out %llu msg_gone %llu "
+		        "msg_full %llu\n", i,
 		        (unsigned long long)w->socks, (unsigned long long)w->sqes,
 		        (unsigned long long)w->accepted, (unsigned long long)w->connected,
 		        (unsigned long long)w->udp_rx, (unsigned long long)st.rx_frames,
-		        (unsigned long long)st.wrong_queue);
+		        (unsigned long long)st.wrong_queue, (unsigned long long)w->handed_in,
+		        (unsigned long long)w->handed_out, (unsigned long long)w->msgs_in,
+		        (unsigned long long)w->msgs_out, (unsigned long long)w->msg_gone,
+		        (unsigned long long)w->msg_full);
 	}
 }

@@ -51,6 +51,10 @@ struct d_cfg {
 };
 
 struct d_zc;
+struct spsc;
+
+/* cross-worker messages (d_msg.c) */
+enum { D_MSG_UDP = 1, D_MSG_CONNECT };
 
 /* An operation in flight: the SQE copied out of the ring, never re-read. */
 struct d_op {
@@ -136,6 +140,10 @@ struct d_sock {
 	struct d_sock *port_next;    /* the other sockets on the port, a circle */
 	struct ipk_pkt *rxh, *rxt;   /* held payload (clones), linked by ->user */
 	struct d_op conn_op;         /* CONNECT in flight */
+	unsigned move_to;            /* with move: the worker its CONNECT's flow reaches */
+	int move;                    /* 1: CONNECT taken, hand over after this turn;
+	                              * 2: handed over, the message in flight
+	                              * (d_sock_handover, d_msg.c) */
 	/* listener */
 	struct d_sock *acc_h, *acc_t, *acc_next;
 	uint32_t acc_n, backlog;
@@ -182,6 +190,12 @@ struct d_appw {
 	uint32_t act_n[D_PRIO_MAX];
 	int dirty;                   /* this pass: its sockets are looked at */
 	int rescan, ovf_wait;
+	/* the hand-off (--workers > 1, d_sock.c d_ho_give): sockets of this worker
+	 * that another worker's harvest found ready. Any worker sets bits (atomic
+	 * OR, word then summary then flag); only this worker takes them, at the
+	 * start of its own pass. NULL with one worker. */
+	uint64_t *ho_bm, *ho_sum;    /* ready_words / ready_sum_words words */
+	int ho_flag;                 /* bits may be set: look at ho_sum */
 };
 
 struct d_app {
@@ -195,6 +209,11 @@ struct d_app {
 	struct d_appw *pw;           /* per worker (d->nw entries) */
 	uint64_t *ready_sum, *ready_bm; /* the region's ready bitmap (untrusted) */
 	uint32_t ready_words, ready_sum_words;
+	uint16_t *own;               /* --workers > 1: per socket index (ready_words
+	                              * * 64) its worker | level << 8, read by a
+	                              * harvest without the owner's socket; NULL
+	                              * with one worker */
+	uint64_t *ho_mem;            /* the pw[].ho_bm/ho_sum words, one block */
 	int ctl_fd, bell_fd, pid_fd;
 	uint32_t bells;              /* doorbell events seen (drained every 4096th) */
 	struct d_ev ev_ctl, ev_bell, ev_pid;
@@ -239,8 +258,17 @@ struct d_wk {
 	uint32_t defer_mark[IPK_WORKERS_MAX]; /* d_defer: worker j's passes when we
 	                                        * first yielded to it */
 	uint8_t defer_on[IPK_WORKERS_MAX];
+	uint32_t ho_lvls;            /* levels of the sockets other workers handed it
+	                              * since its last pass began (atomic bit mask;
+	                              * d_defer counts them as active) */
 	/* counters (under d->mu), logged at shutdown: who served what */
 	uint64_t sqes, socks, accepted, connected, udp_rx;
+	uint64_t handed_in, handed_out; /* sockets it took from its hand-off mask;
+	                                 * bits its harvests set in other workers' */
+	uint64_t msgs_in, msgs_out, msg_gone; /* d_msg.c: received, sent, and of
+	                                       * those received, dropped (socket
+	                                       * gone, queue full) */
+	uint64_t msg_full;           /* not sent: the ring to the owner was full */
 };
 
 struct d_daemon {
@@ -248,6 +276,7 @@ struct d_daemon {
 	struct d_wk *wk;             /* nw entries; wk[0].node is the node of one worker */
 	unsigned nw;
 	struct ipk_workers *ws;      /* nw > 1 */
+	struct spsc *mq;             /* nw > 1: nw * nw message rings (d_msg.c) */
 	pthread_mutex_t mu;          /* nw > 1: all daemon state below (the big lock) */
 	int mt;                      /* nw > 1: threads, take mu */
 	unsigned waiters;            /* threads waiting for mu (d_relax) */
@@ -316,7 +345,8 @@ uint64_t d_now(void);
 int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned wk, unsigned level,
                   uint32_t *budget);
 void d_pass_begin(struct d_app *a, unsigned wk);
-void d_sock_move(struct d_sock *s, unsigned wk);
+int d_ho_alloc(struct d_app *a);
+int d_ho_pending(const struct d_appw *p);
 void d_act_push(struct d_sock *s);
 void d_act_remove(struct d_sock *s);
 void d_post(struct d_sock *s, const struct ipk_svc_cqe *c);
@@ -324,12 +354,21 @@ void d_post_res(struct d_sock *s, uint64_t user_data, int32_t res);
 int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq);
 int d_sock_attach(struct d_sock *s);
 struct d_sock *d_sock_alloc(struct d_app *a, int type);
+struct d_sock *d_sock_find(struct d_app *a, uint32_t id);
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
 void d_sock_level(struct d_sock *s, unsigned lvl);
 int d_opq_push(struct d_opq *q, const struct d_op *op);
 struct d_op *d_opq_front(struct d_opq *q);
 void d_opq_pop(struct d_opq *q);
 int d_buf_ok(const struct d_app *a, const struct ipk_svc_sqe *e);
+
+/* d_msg.c */
+int d_msg_init(struct d_daemon *d);
+void d_msg_fini(struct d_daemon *d);
+int d_msg_send(struct d_daemon *d, unsigned from, const struct d_sock *s, uint32_t kind,
+               void *p);
+int d_msg_pending(struct d_daemon *d, unsigned wk);
+void d_msg_drain(struct d_daemon *d, unsigned wk);
 
 /* d_port.c */
 int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
@@ -355,6 +394,8 @@ uint32_t d_loop_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
 void d_loop_unpair(struct d_daemon *d, struct d_sock *s, int graceful);
 void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e);
 struct d_dgram *d_dgram_new(struct d_sock *s, uint32_t len);
+struct d_dgram *d_dgram_alloc(uint32_t len);
+int d_dgram_room(struct d_sock *s, uint32_t len);
 void d_dgram_push(struct d_daemon *d, struct d_sock *s, struct d_dgram *g);
 
 /* d_net.c */
@@ -365,6 +406,7 @@ void d_rx_deliver(struct d_daemon *d, struct d_sock *s);
 void d_accept_deliver(struct d_daemon *d, struct d_sock *l);
 void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op);
 void d_op_done(struct d_sock *s, uint64_t user_data, int32_t res);
+void d_connect_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op);
 
 /* d_zc.c */
 int d_zc_write(struct d_daemon *d, struct d_sock *s, struct d_op *op, uint32_t n, uint64_t now);

@@ -440,9 +440,11 @@ int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf)
 	*ovf = 0;
 	for (a = d->apps; a; a = a->next) {
 		*ovf |= a->ready && a->pw[wk].ovf_wait;
-		if (a->ready && a->pw[wk].rescan)
+		if (a->ready && (a->pw[wk].rescan || d_ho_pending(&a->pw[wk])))
 			return 0;
 	}
+	if (d->mt && d_msg_pending(d, wk))
+		return 0;
 	if (d->mt && d->awake > 1)
 		return 1;
 	for (a = d->apps; a; a = a->next)
@@ -503,6 +505,10 @@ int d_serve(struct d_daemon *d, unsigned wk)
 	int work = 0;
 	d->passes++;
 	d->wk[wk].passes++;
+	if (d->nw > 1) { /* before its pass takes the hand-offs (d_defer) */
+		__atomic_store_n(&d->wk[wk].ho_lvls, 0, __ATOMIC_RELAXED);
+		d_msg_drain(d, wk);
+	}
 	for (a = d->apps; a; a = a->next)
 		d_pass_begin(a, wk);
 	for (lvl = 0; lvl < d->cfg.prio_levels; lvl++) {
@@ -579,6 +585,7 @@ static void d_shutdown(struct d_daemon *d)
 		unlink(d->cfg.sock_path);
 	if (d->ep >= 0)
 		close(d->ep);
+	d_msg_fini(d); /* after the reclaims: the stack is stopped, nothing sends */
 	if (d->ws) {
 		ipk_workers_destroy(d->ws);
 		pthread_mutex_destroy(&d->mu);

@@ -453,14 +453,17 @@ def case_prio(rig):
 
 
 WORKER_LINE = re.compile(r"worker (\d+): sockets (\d+) entries (\d+) accepted (\d+) "
-                         r"connected (\d+) datagrams (\d+) rx_frames (\d+) wrong_queue (\d+)")
+                         r"connected (\d+) datagrams (\d+) rx_frames (\d+) wrong_queue (\d+) "
+                         r"handed_in (\d+) handed_out (\d+) msgs_in (\d+) msgs_out (\d+) "
+                         r"msg_gone (\d+) msg_full (\d+)")
 
 
 def worker_stats(rig):
     """ipkitd --workers N logs each worker's counters when it stops: stop it (the
     rig's close checks the clean exit) and return {worker: counters}."""
     rig.close()
-    keys = ("sockets", "entries", "accepted", "connected", "datagrams", "rx_frames", "wrong_queue")
+    keys = ("sockets", "entries", "accepted", "connected", "datagrams", "rx_frames", "wrong_queue",
+            "handed_in", "handed_out", "msgs_in", "msgs_out", "msg_gone", "msg_full")
     st = {int(m.group(1)): dict(zip(keys, (int(x) for x in m.groups()[1:])))
           for m in WORKER_LINE.finditer(rig.final_log)}
     assert sorted(st) == list(range(WORKERS)), rig.final_log
@@ -491,6 +494,32 @@ def case_workers_spread(rig):
     for w, c in st.items():
         assert c["connected"] >= 16 and c["entries"] > 0 and c["rx_frames"] > 0, (w, c)
     assert sum(c["connected"] for c in st.values()) >= 36, st
+    # The harvest is per owner: a worker that finds another worker's sockets in
+    # the ready bitmap hands them over (its hand-off mask) instead of putting them
+    # on that worker's active lists itself; the one application's bitmap names
+    # sockets of both workers, so hand-offs happen, and every one taken was given.
+    ins = sum(c["handed_in"] for c in st.values())
+    outs = sum(c["handed_out"] for c in st.values())
+    assert 0 < ins <= outs, st
+
+
+def case_workers_udp_cross(rig):
+    """--workers 2: datagrams for a socket of the other worker travel as messages
+    (svc/d_msg.c), never by the receiving worker touching the socket. Two
+    applications' UDP echo (their sockets are placed round robin, so on different
+    workers) and 8 rounds of UDP with the peer (the reply's flow lands on either
+    worker) all arrive intact; both workers log messages, and every message sent
+    was received, none found its socket gone or its ring full."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_udp_cross)"
+    case_apps_udp(rig)
+    for _ in range(8):
+        case_udp(rig)
+    st = worker_stats(rig)
+    print(st)
+    ins = sum(c["msgs_in"] for c in st.values())
+    assert ins > 0 and ins == sum(c["msgs_out"] for c in st.values()), st
+    for w, c in st.items():
+        assert c["msgs_in"] > 0 and c["msg_gone"] == 0 and c["msg_full"] == 0, (w, c)
 
 
 def wait_line(p, prefix, timeout):
@@ -550,7 +579,10 @@ def case_workers_bound_connect(rig):
     hashes to (d_flow_worker, the steering's own hash) before connecting. 8
     connections from local ports 41000..41007 (both workers' flows), 1 MiB each
     through the echo, SHA-256 equal; wrong_queue stays 0. Without the move about
-    half of them would be opened on the wrong worker and never complete."""
+    half of them would be opened on the wrong worker and never complete. The move
+    is a hand-over: the socket's worker ends its turn, and the CONNECT travels as
+    a message to the flow's worker, which connects it (svc/d_msg.c): messages
+    flow, every one sent is received, none finds its socket gone."""
     assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_bound_connect)"
     size = 1 << 20
     for port in range(41000, 41008):
@@ -559,6 +591,9 @@ def case_workers_bound_connect(rig):
     st = worker_stats(rig)
     for w, c in st.items():
         assert c["connected"] >= 1, (w, c)
+        assert c["msg_gone"] == 0 and c["msg_full"] == 0, (w, c)
+    ins = sum(c["msgs_in"] for c in st.values())
+    assert ins > 0 and ins == sum(c["msgs_out"] for c in st.values()), st
 
 
 def bind_race_round(rig, port0, n, ngo):
