@@ -310,6 +310,7 @@ struct ipk_counters {
 	                               * Linux's TCPLossUndo) */
 	uint64_t tcp_tlp_new_data;    /* tail loss probes that sent new data (RFC 8985 §7.3) */
 	uint64_t tcp_tlp_recovery;    /* tail loss probes sent during a SACK recovery */
+	uint64_t tcp_sndbuf_grow;     /* send buffers grown by autotuning (tcp_sndbuf_max) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -663,6 +664,18 @@ struct ipk_config {
 	 * (ipk_add_pbs) times pkt_buf_size / 4; the runtime uses a quarter of its
 	 * packet pool. UINT64_MAX = no context limit. */
 	uint64_t wmem_max;
+
+	/* Send-buffer autotuning (Linux's tcp_sndbuf_expand, tcp_wmem[2]): a connection's
+	 * send buffer starts at tcp_sndbuf and, while the application keeps it full,
+	 * grows to twice the congestion window (at least 10 segments), so a cwnd cut by a
+	 * recovery (0.7x with CUBIC) still has queued data to rebound into. It never
+	 * shrinks while the connection lives. Bounded by this field, by half the
+	 * context's send memory (wmem_max) per connection, and it stops while the
+	 * context's send memory is above half its limit (core/tcp_mem.c). Bytes,
+	 * default 4 MiB, at most INT32_MAX; at or below tcp_sndbuf (e.g. 0) the buffer is
+	 * fixed at tcp_sndbuf. What ipk_tcp_sndbuf_free reports and ipk_tcp_send accepts
+	 * grows with it. */
+	uint32_t tcp_sndbuf_max;
 };
 
 #define IPK_PRR_SSRB 0u
@@ -671,10 +684,11 @@ struct ipk_config {
 
 /* The layout of struct ipk_config and struct ipk_ops this header describes. 2: the
  * receive/send memory limits, tcp_rst_limit, pkt_fields and the ops pkt_low and
- * pkt_alloc_ctl were appended (issues 14 and 15), so a program built against an older
+ * pkt_alloc_ctl were appended (issues 14 and 15); 3: tcp_sndbuf_max (issue 16), so a
+ * program built against an older
  * header, whose structs are shorter, is refused (ipk_config_check: "version ...")
  * instead of having the library read past them. */
-#define IPK_CONFIG_VERSION 2u
+#define IPK_CONFIG_VERSION 3u
 
 /* Fill every field of *cfg with its documented default (version included); then set
  * the addresses, caps and sizes. A NULL cfg is ignored. */
