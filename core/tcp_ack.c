@@ -1,10 +1,9 @@
 /*
  * When to acknowledge received data (RFC 9293 §3.8.6.3, RFC 5681 §4.2, RFC 1122
- * §4.2.3.2): at once for the first tcp_quickack segments of a connection (so slow
- * start at the sender is not slowed by our timer, as Linux does), at once for every
- * segment while out-of-order data is held and for the one that fills the hole (RFC
- * 5681 §4.2), otherwise at least every tcp_ack_every full segments, and in between
- * when the delayed-ACK timer fires.
+ * §4.2.3.2): at once for the first tcp_quickack segments of a connection and again
+ * after out-of-order data (so slow start and loss recovery at the sender are not
+ * slowed by our timer, as Linux does), otherwise at least every tcp_ack_every full
+ * segments, and in between when the delayed-ACK timer fires.
  *
  * "Every tcp_ack_every segments" is counted per receive batch: when ipk_run has
  * more frames after the one that reached the count, the ACK waits for the end of
@@ -88,12 +87,8 @@ void ipk_tcp_ack_batch_end(struct ipk_ctx *ctx)
 
 void ipk_tcp_ack_ooo(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
-	/* RFC 5681 §4.2: a duplicate ACK (with SACK) at once for out-of-order data; the
-	 * segments that fill the hole are ACKed at once too (tcp_in.c: had_ooo). After
-	 * that the normal policy again, as Linux does (tcp_data_queue_ofo only schedules
-	 * the ACK, __tcp_ack_snd_check sends it while the queue is not empty). Quick-ACK
-	 * mode re-armed here for tcp_quickack segments made a path that reorders every
-	 * ~20 segments ACK nearly every segment: twice Linux's ACKs at 5% reordering. */
-	(void)ctx;
+	/* RFC 5681 §4.2: a duplicate ACK at once for out-of-order data; stay quick
+	 * while the hole is repaired so the sender sees every advance. */
 	c->fl |= IPK_TCPF_ACK_NOW;
+	c->quickack = ctx->cfg.tcp_quickack;
 }
