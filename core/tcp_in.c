@@ -436,9 +436,11 @@ static IPK_ALWAYS_INLINE void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c,
 	c->snd_una = ack;
 	if (ipk_seq_lt(c->snd_nxt, ack))
 		c->snd_nxt = ack;
-	/* The application had filled at least 3/4 of its send buffer before this ACK:
-	 * maybe grow it with cwnd (tcp_mem.c; never for request-response traffic). */
-	if (4ull * (c->sq_bytes + bytes) >= 3ull * c->sndbuf && c->sndbuf < ctx->cfg.tcp_sndbuf_max)
+	/* Data still queued and the application had filled at least 3/4 of its send
+	 * buffer before this ACK: maybe grow it with cwnd (tcp_mem.c). The first test
+	 * alone ends it for request-response traffic, whose ACK empties the queue. */
+	if (c->sq_bytes && 4ull * (c->sq_bytes + bytes) >= 3ull * c->sndbuf &&
+	    c->sndbuf < ctx->cfg.tcp_sndbuf_max)
 		ipk_tcp_sndbuf_expand(ctx, c);
 	/* The back-off ends; a sample just computed the RTO from the new estimate
 	 * (ipk_tcp_rto_reset does nothing with no back-off and no fast_off). The first

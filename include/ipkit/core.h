@@ -517,7 +517,8 @@ struct ipk_config {
 	uint16_t frag_max_pieces;   /* fragments per datagram, default 64 */
 
 	/* TCP */
-	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB,
+	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB
+	                             * at first (autotuning may grow it: tcp_sndbuf_max),
 	                             * at most INT32_MAX (sends return counts as int); a
 	                             * zero-copy send is charged at least pkt_buf_size / 2
 	                             * per packet (it pins the buffer), so 2 * tcp_sndbuf /
