@@ -316,9 +316,9 @@ static void usage(FILE *f)
 	           "  --stats          print TCP loss-recovery counters on stderr at the end\n"
 	           "  --timeout S      give up after S seconds without progress (default 30)\n"
 	           "  --cc ALGO        congestion control: cubic or newreno (the core's default)\n"
-	           "  --sndbuf BYTES   send buffer per connection, fixed (k/M suffix; core default\n"
-	           "                   256k, grown by autotuning up to 4M)\n"
-	           "  --sndbuf-max B   autotuning's ceiling (0: fixed at --sndbuf)\n"
+	           "  --sndbuf BYTES   send buffer per connection (k/M suffix; core default 256k)\n"
+	           "  --sndbuf-max B   let autotuning grow it up to B (0: fixed, the core's\n"
+	           "                   default; Linux's ceiling is 4M)\n"
 	           "  --rcvbuf BYTES   receive window ceiling (k/M suffix; core default 256k)\n"
 	           "  --trace MS       every MS ms print cwnd, inflight, windows, send buffer\n"
 	           "                   room and the node's polls/sleeps on stderr\n%s",

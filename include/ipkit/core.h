@@ -518,7 +518,7 @@ struct ipk_config {
 
 	/* TCP */
 	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB
-	                             * at first (autotuning may grow it: tcp_sndbuf_max),
+	                             * at first (autotuning, when on, grows it: tcp_sndbuf_max),
 	                             * at most INT32_MAX (sends return counts as int); a
 	                             * zero-copy send is charged at least pkt_buf_size / 2
 	                             * per packet (it pins the buffer), so 2 * tcp_sndbuf /
@@ -672,10 +672,12 @@ struct ipk_config {
 	 * recovery (0.7x with CUBIC) still has queued data to rebound into. It never
 	 * shrinks while the connection lives. Bounded by this field, by half the
 	 * context's send memory (wmem_max) per connection, and it stops while the
-	 * context's send memory is above half its limit (core/tcp_mem.c). Bytes,
-	 * default 4 MiB, at most INT32_MAX; at or below tcp_sndbuf (e.g. 0) the buffer is
-	 * fixed at tcp_sndbuf. What ipk_tcp_sndbuf_free reports and ipk_tcp_send accepts
-	 * grows with it. */
+	 * context's send memory is above half its limit (core/tcp_mem.c). Bytes, at
+	 * most INT32_MAX; at or below tcp_sndbuf the buffer is fixed at tcp_sndbuf.
+	 * Default 0 (off): through ipk-relay the deeper queue cost a clean path ~20 %
+	 * and gained nothing measurable at 5 % reordering (docs/sender-goodput.md);
+	 * Linux's ceiling, 4 MiB, is the value to try. What ipk_tcp_sndbuf_free
+	 * reports and ipk_tcp_send accepts grows with it. */
 	uint32_t tcp_sndbuf_max;
 };
 
