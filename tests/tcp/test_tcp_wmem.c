@@ -390,6 +390,22 @@ static void test_sndbuf_growth_bounded_by_wmem_which_still_refuses(void)
 	th_free(b);
 }
 
+/* tcp_sndbuf_max bounds a buffer whose size ipk_tcp_write returns as an int. */
+static void test_sndbuf_max_above_int32_refused(void)
+{
+	struct ipk_config cfg;
+	const char *why = NULL;
+
+	ipk_config_default(&cfg);
+	CHECK_EQ(cfg.tcp_sndbuf_max, 0); /* off by default */
+	cfg.tcp_sndbuf_max = 0x80000000u;
+	CHECK(ipk_config_check(&cfg, NULL, &why) < 0);
+	CHECK(why && strstr(why, "tcp_sndbuf_max") != NULL);
+	CHECK_EQ(ipk_ctx_size(&cfg), 0);
+	cfg.tcp_sndbuf_max = 0x7fffffffu;
+	CHECK(ipk_ctx_size(&cfg) > 0);
+}
+
 int main(void)
 {
 	RUN(test_tiny_zero_copy_sends_bounded_by_buffers);
@@ -400,5 +416,6 @@ int main(void)
 	RUN(test_sndbuf_grows_with_cwnd_and_stops_at_max);
 	RUN(test_sndbuf_fixed_when_max_not_above);
 	RUN(test_sndbuf_growth_bounded_by_wmem_which_still_refuses);
+	RUN(test_sndbuf_max_above_int32_refused);
 	return check_summary();
 }
