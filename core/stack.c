@@ -23,6 +23,7 @@ static void config_default_tcp(struct ipk_config *cfg)
 	cfg->tcp_rmem_max = 0; /* 2 * tcp_rcvbuf (tcp_mem.c) */
 	cfg->rmem_max = 0;     /* from the pb pool (tcp_mem.c) */
 	cfg->wmem_max = 0;     /* from the pb pool (tcp.c wmem_room) */
+	cfg->tcp_sndbuf_max = 0; /* autotuning off: see core.h and tcp_mem.c */
 	cfg->tcp_rto_min_ns = 200 * IPK_NS_PER_MS;
 	cfg->tcp_rto_max_ns = 60 * IPK_NS_PER_S;
 	cfg->tcp_rto_init_ns = 1 * IPK_NS_PER_S;
@@ -177,6 +178,8 @@ static const char *config_why_tcp(const struct ipk_config *cfg)
 	 * buffer above INT32_MAX would let a count look like an error code. */
 	if (cfg->tcp_sndbuf > 0x7fffffffu)
 		return "tcp_sndbuf is above INT32_MAX";
+	if (cfg->tcp_sndbuf_max > 0x7fffffffu)
+		return "tcp_sndbuf_max is above INT32_MAX";
 	if (cfg->tcp_rcvbuf == 0)
 		return "tcp_rcvbuf is 0";
 	if (cfg->tcp_rto_init_ns == 0)

@@ -487,15 +487,30 @@ void ipk_wmem_limit_set(struct ipk_ctx *ctx)
 		ctx->wmem_lim = (uint64_t)ctx->pb_total * ctx->cfg.pkt_buf_size / 4u;
 }
 
+/* What c has queued in wmem's unit (bytes plus sq_overhead's charges), counted up
+ * to `min` only: every pb costs at least half a buffer (sq_overhead), so at most
+ * 2 * IPK_WMEM_MIN_BUFS pbs are looked at. The charges are not kept as a sum (the
+ * connection object has no room left; autotuning moves the buffer they come off). */
+static uint64_t wmem_mine(const struct ipk_conn *c, uint64_t min)
+{
+	const struct ipk_pb *pb;
+	uint64_t mine = c->sq_bytes;
+
+	for (pb = c->sq_head; pb && mine < min; pb = pb->next)
+		mine += IPK_TCP_PB_OV(pb);
+	return mine;
+}
+
 static uint64_t wmem_room(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	uint64_t lim = ctx->wmem_lim, mine = c->sq_bytes, min;
+	uint64_t lim = ctx->wmem_lim, left = lim > ctx->wmem ? lim - ctx->wmem : 0u, min, mine;
 
-	if (c->sndbuf < ctx->cfg.tcp_sndbuf)
-		mine += ctx->cfg.tcp_sndbuf - c->sndbuf; /* sq_overhead's charges */
 	min = (uint64_t)IPK_WMEM_MIN_BUFS * ctx->cfg.pkt_buf_size;
+	if (left >= min)
+		return left; /* the guarantee cannot add to it */
+	mine = wmem_mine(c, min);
 	min = min > mine ? min - mine : 0u;
-	return IPK_MAX(lim > ctx->wmem ? lim - ctx->wmem : 0u, min);
+	return IPK_MAX(left, min);
 }
 
 /* What ipk_tcp_write may queue of `want` bytes under the context's limit. */
@@ -528,8 +543,7 @@ int ipk_tcp_send(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint64_t no
 		return IPK_EINVAL;
 	ov = sq_overhead(ctx, pkt, len);
 	room = c->sndbuf > c->sq_bytes ? c->sndbuf - c->sq_bytes : 0u;
-	if (len > ctx->cfg.tcp_sndbuf || c->sq_bytes > ctx->cfg.tcp_sndbuf - len ||
-	    (uint64_t)len + ov > room) {
+	if ((uint64_t)len + ov > room) { /* room <= the send buffer <= INT32_MAX */
 		ctx->cnt.tcp_sndbuf_full++;
 		return IPK_EAGAIN;
 	}
@@ -639,7 +653,7 @@ IPK_HOT int ipk_tcp_write(struct ipk_ctx *ctx, struct ipk_conn *c, const void *b
 		return IPK_EINVAL;
 	if (!can_send(c))
 		return IPK_ENOTCONN;
-	/* c->sndbuf: tcp_sndbuf less the zero-copy packets' charge (sq_overhead) */
+	/* c->sndbuf: the send buffer less the zero-copy packets' charge (sq_overhead) */
 	room = c->sndbuf > c->sq_bytes ? c->sndbuf - c->sq_bytes : 0;
 	want = IPK_MIN(len, room);
 	if (ctx->wmem + want > ctx->wmem_lim) /* the context's limit: rarely reached */

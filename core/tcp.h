@@ -181,8 +181,10 @@ struct ipk_conn {
 	uint32_t max_sndwnd;        /* largest window the peer offered (SWS §3.8.6.2.1) */
 	uint32_t snd_wl1;           /* SND.WL1 (SND.WL2 is implied: ipk_tcp_wnd_newer) */
 	uint32_t mss;               /* send MSS */
-	uint32_t sndbuf;            /* cfg.tcp_sndbuf less the truesize charge of queued
-	                             * zero-copy packets (tcp.c sq_overhead) */
+	uint32_t sndbuf;            /* the send buffer (cfg.tcp_sndbuf, grown by autotuning:
+	                             * tcp_mem.c ipk_tcp_sndbuf_expand) less the truesize
+	                             * charge of queued zero-copy packets (tcp.c
+	                             * sq_overhead), each given back as its pb is freed */
 
 	/* receive sequence variables */
 	uint32_t rcv_nxt;           /* IRS + 1 until SYN-RECEIVED ends */
@@ -280,6 +282,8 @@ void ipk_tcp_rmem_charge(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb 
 void ipk_tcp_rmem_uncharge(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_pb *pb);
 /* Forget the whole queue's charge (the queue is being freed). */
 void ipk_tcp_rmem_clear(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* Send-buffer autotuning (tcp_mem.c): grow c's send buffer toward 2 * cwnd. */
+void ipk_tcp_sndbuf_expand(struct ipk_ctx *ctx, struct ipk_conn *c);
 
 /*
  * The scoreboard record ipk_tcp_sb(c) is a pb descriptor whose fields hold the flight's

@@ -436,6 +436,12 @@ static IPK_ALWAYS_INLINE void new_ack(struct ipk_ctx *ctx, struct ipk_conn *c,
 	c->snd_una = ack;
 	if (ipk_seq_lt(c->snd_nxt, ack))
 		c->snd_nxt = ack;
+	/* Data still queued and the application had filled at least 3/4 of its send
+	 * buffer before this ACK: maybe grow it with cwnd (tcp_mem.c). The first test
+	 * alone ends it for request-response traffic, whose ACK empties the queue. */
+	if (c->sq_bytes && 4ull * (c->sq_bytes + bytes) >= 3ull * c->sndbuf &&
+	    c->sndbuf < ctx->cfg.tcp_sndbuf_max)
+		ipk_tcp_sndbuf_expand(ctx, c);
 	/* The back-off ends; a sample just computed the RTO from the new estimate
 	 * (ipk_tcp_rto_reset does nothing with no back-off and no fast_off). The first
 	 * ACK of new data after an RTO may show it spurious (RFC 3522); an undo takes

@@ -295,3 +295,46 @@ int ipk_tcp_rmem_admit(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, uint3
 		rmem_reclaim(ctx, c, need);
 	return rmem_ctx_fits(ctx, need) ? 1 : rmem_refuse(ctx);
 }
+
+/*
+ * Send memory: autotuning of a connection's send buffer (issue 16), after Linux's
+ * tcp_sndbuf_expand / tcp_should_expand_sndbuf. A fixed buffer caps the flight: after
+ * each fast recovery cwnd is ~0.7x the flight, and the buffer, sized near the path,
+ * keeps the rebound from going above it. Linux sizes sk_sndbuf to twice
+ * max(cwnd, initial window, reordering + 1) segments' truesize ("Cubic needs 1.7
+ * factor, rounded to 2"); the buffer here counts payload bytes (ipk_tcp_write's
+ * packets are charged by bytes, zero-copy ones by sq_overhead on top), so the same
+ * rule is 2 * max(cwnd, 10 * MSS) bytes of room besides the zero-copy packets'
+ * charges (c->sndbuf is the buffer less them, as Linux's counts truesize).
+ *
+ * How it meets the context's send memory (cfg.wmem_max, tcp.c wmem_room, the hard
+ * limit like Linux's tcp_mem[2]): growth only raises what a connection may queue;
+ * every write is still cut and counted (tcp_wmem_limited) by wmem_room, so memory
+ * pressure refuses as before. The growth itself stops
+ *  - while the context holds at least half its limit (Linux does not expand above
+ *    tcp_mem[0], half of tcp_mem[2] by its default ratios), and
+ *  - at half the limit for one connection, so a single bulk sender never reaches
+ *    the hard limit by itself (the runtime's default, a quarter of its packet pool,
+ *    ~3.9 MB, lets one connection grow to ~1.9 MB; raise wmem_max to allow more),
+ * and at cfg.tcp_sndbuf_max (Linux's tcp_wmem[2]); at or below tcp_sndbuf it is
+ * off, like a buffer set with SO_SNDBUF (SOCK_SNDBUF_LOCK). It grows only when the
+ * application filled the buffer (Linux: SOCK_NOSPACE) and the flight is below cwnd
+ * (Linux: "if we filled the congestion window, do not expand"), never shrinks.
+ * Called from the ACK path only for a buffer that was at least 3/4 full and below
+ * tcp_sndbuf_max (tcp_in.c), so a request-response connection never calls it.
+ */
+void ipk_tcp_sndbuf_expand(struct ipk_ctx *ctx, struct ipk_conn *c)
+{
+	uint64_t half = ctx->wmem_lim / 2u, want;
+
+	if (c->mss == 0 || ctx->wmem >= half || c->snd_max - c->snd_una >= c->cwnd)
+		return;
+	want = 2ull * IPK_MAX((uint64_t)c->cwnd, 10ull * c->mss);
+	want = IPK_MIN(want, IPK_MIN((uint64_t)ctx->cfg.tcp_sndbuf_max, half));
+	/* The charges given back later come on top (at most ctx->wmem): the buffer
+	 * must stay within INT32_MAX, what ipk_tcp_write can return. */
+	if (want <= c->sndbuf || want + ctx->wmem > 0x7fffffffu)
+		return;
+	c->sndbuf = (uint32_t)want;
+	ctx->cnt.tcp_sndbuf_grow++;
+}

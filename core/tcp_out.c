@@ -22,15 +22,20 @@ struct seg_spec {
 
 /* ------------------------------------------------------------ send queue */
 
-static void pb_free_all(struct ipk_ctx *ctx, struct ipk_pb *pb)
+/* Free a queue of pbs; returns the sq_overhead charges they carried (send queue). */
+static uint32_t pb_free_all(struct ipk_ctx *ctx, struct ipk_pb *pb)
 {
+	uint32_t ov = 0;
+
 	while (pb) {
 		struct ipk_pb *n = pb->next;
 
+		ov += IPK_TCP_PB_OV(pb);
 		ipk_pkt_free_chain(ctx, pb->pkt);
 		ipk_pb_put(ctx, pb);
 		pb = n;
 	}
+	return ov;
 }
 
 /* Bytes between connection objects in the integrator's array (ipk_conn_size()). */
@@ -52,6 +57,7 @@ static struct ipk_tt *txf_tt(struct ipk_ctx *ctx, const struct ipk_conn *c)
 void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	struct ipk_tt *tt = txf_tt(ctx, c);
+	uint32_t ov;
 
 	if (ctx->sq_hint_c == c)
 		ctx->sq_hint_c = NULL;
@@ -59,16 +65,14 @@ void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 		tt->c = NULL; /* the object may carry another connection next */
 	if (tt->last == c)
 		tt->last = NULL;
-	pb_free_all(ctx, c->sq_head);
+	ov = pb_free_all(ctx, c->sq_head);
 	c->sq_head = c->sq_tail = NULL;
-	ctx->wmem -= c->sq_bytes;
-	if (c->sndbuf < ctx->cfg.tcp_sndbuf)
-		ctx->wmem -= ctx->cfg.tcp_sndbuf - c->sndbuf; /* sq_overhead's charges */
+	ctx->wmem -= c->sq_bytes + (uint64_t)ov;
 	c->sq_bytes = 0;
-	c->sndbuf = ctx->cfg.tcp_sndbuf; /* every sq_overhead charge returned */
+	c->sndbuf += ov; /* every sq_overhead charge returned, as ipk_tcp_sq_release does */
 	if (c->x) {
 		ipk_tcp_rmem_clear(ctx, c);
-		pb_free_all(ctx, c->x->next);
+		(void)pb_free_all(ctx, c->x->next);
 		c->x->next = NULL;
 	}
 	c->ooo_n = 0;

@@ -576,15 +576,17 @@ int ipk_tcp_sb_probe_lost(struct ipk_ctx *ctx, struct ipk_conn *c)
 }
 
 /* RFC 6675 §5.1: after an RTO every byte not SACKed is lost and is resent in order.
- * The second RTO in a row discards the ranges too, in case the receiver reneged
- * (RFC 2018 §8). */
+ * The ranges go too, in case the receiver reneged (RFC 2018 §8), at the second RTO in
+ * a row, or at the first when a range starts at snd_una: the peer ACKed up to a byte
+ * it had SACKed, so it dropped what it SACKed (Linux: FLAG_SACK_RENEGING); kept,
+ * they leave no hole to resend, nothing goes out and no timer runs again. */
 int ipk_tcp_sb_on_rto(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	struct ipk_pb *rec = rec_get(ctx, c);
 
 	if (!rec)
 		return 0;
-	if (c->nrtx > 1)
+	if (c->nrtx > 1 || (rec->next && ipk_seq_le(rec->next->seq, c->snd_una)))
 		ranges_free(ctx, rec);
 	c->fl &= ~(IPK_TCPF_SACK_RCVY | IPK_TCPF_TLP_OUT | IPK_TCPF_RTX_LOST);
 	ipk_tcp_undo_cancel(c);

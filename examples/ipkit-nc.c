@@ -17,7 +17,9 @@
  * and where the process's time went (node polls and sleeps, getrusage):
  *   loop polls=N sleeps=N rx_frames=N tx_frames=N user_us=N sys_us=N vcsw=N ivcsw=N
  * --cc cubic|newreno picks it (ipk_config.tcp_cc; without it the core's default, newreno),
- * --sndbuf / --rcvbuf BYTES size the connection's buffers (ipk_config.tcp_sndbuf/rcvbuf).
+ * --sndbuf / --rcvbuf BYTES size the connection's buffers (ipk_config.tcp_sndbuf/rcvbuf);
+ * --sndbuf fixes the send buffer (like SO_SNDBUF on Linux) unless --sndbuf-max BYTES
+ * lets autotuning grow it (ipk_config.tcp_sndbuf_max; 0 = fixed).
  * --trace MS prints the window state and the loop's polls and sleeps every MS ms.
  * Exit 0 when the stream ended normally (both FINs), 1 on reset, timeout or refusal.
  */
@@ -61,8 +63,9 @@ static uint64_t nc_clock(void)
 struct nc_core_opts {
 	int cc;                      /* IPK_CC_*; -1: the core's default (NewReno) */
 	uint64_t sndbuf, rcvbuf;     /* 0: the core's default */
+	int64_t sndbuf_max;          /* -1: --sndbuf's value if given, else the core's default */
 };
-static struct nc_core_opts nc_core = {-1, 0, 0};
+static struct nc_core_opts nc_core = {-1, 0, 0, -1};
 
 static void nc_tweak(struct ipk_config *cfg, void *app)
 {
@@ -70,7 +73,9 @@ static void nc_tweak(struct ipk_config *cfg, void *app)
 	if (nc_core.cc >= 0)
 		cfg->tcp_cc = (uint8_t)nc_core.cc;
 	if (nc_core.sndbuf)
-		cfg->tcp_sndbuf = (uint32_t)nc_core.sndbuf;
+		cfg->tcp_sndbuf = cfg->tcp_sndbuf_max = (uint32_t)nc_core.sndbuf;
+	if (nc_core.sndbuf_max >= 0)
+		cfg->tcp_sndbuf_max = (uint32_t)nc_core.sndbuf_max;
 	if (nc_core.rcvbuf)
 		cfg->tcp_rcvbuf = (uint32_t)nc_core.rcvbuf;
 }
@@ -312,6 +317,8 @@ static void usage(FILE *f)
 	           "  --timeout S      give up after S seconds without progress (default 30)\n"
 	           "  --cc ALGO        congestion control: cubic or newreno (the core's default)\n"
 	           "  --sndbuf BYTES   send buffer per connection (k/M suffix; core default 256k)\n"
+	           "  --sndbuf-max B   let autotuning grow it up to B (0: fixed, the core's\n"
+	           "                   default; Linux's ceiling is 4M)\n"
 	           "  --rcvbuf BYTES   receive window ceiling (k/M suffix; core default 256k)\n"
 	           "  --trace MS       every MS ms print cwnd, inflight, windows, send buffer\n"
 	           "                   room and the node's polls/sleeps on stderr\n%s",
@@ -400,7 +407,8 @@ static void nc_stats(const struct ipk_counters *c)
 	fprintf(stderr, "tcp_stats retransmits=%llu rto=%llu fast_retransmits=%llu "
 	        "sack_recoveries=%llu rto_episodes=%llu tlp_probes=%llu ooo_segs=%llu "
 	        "dup_segs=%llu dsack_rx=%llu dsack_tx=%llu spurious_rtx=%llu reordering_seen=%llu "
-	        "dsack_undo=%llu tlp_new_data=%llu tlp_recovery=%llu rto_undo=%llu frto_undo=%llu\n",
+	        "dsack_undo=%llu tlp_new_data=%llu tlp_recovery=%llu rto_undo=%llu frto_undo=%llu "
+	        "sndbuf_grow=%llu\n",
 	        (unsigned long long)c->tcp_retransmits, (unsigned long long)c->tcp_rto,
 	        (unsigned long long)c->tcp_fast_retransmits,
 	        (unsigned long long)c->tcp_sack_recovery_episodes,
@@ -410,7 +418,7 @@ static void nc_stats(const struct ipk_counters *c)
 	        (unsigned long long)c->tcp_spurious_rtx, (unsigned long long)c->tcp_reordering_seen,
 	        (unsigned long long)c->tcp_dsack_undo, (unsigned long long)c->tcp_tlp_new_data,
 	        (unsigned long long)c->tcp_tlp_recovery, (unsigned long long)c->tcp_rto_undo,
-	        (unsigned long long)c->tcp_frto_undo);
+	        (unsigned long long)c->tcp_frto_undo, (unsigned long long)c->tcp_sndbuf_grow);
 }
 
 /* Where the process's time went (issue 16: a sender through the relay shares 2 CPUs
@@ -492,6 +500,16 @@ int main(int argc, char **argv)
 				fprintf(stderr, "ipkit-nc: bad --sndbuf (1k to 1G bytes)\n");
 				return APP_EXIT_USAGE;
 			}
+		} else if ((r = app_arg("--sndbuf-max", argc, argv, &i, &v)) != 0) {
+			uint64_t m = 0;
+
+			if (r < 0)
+				return APP_EXIT_USAGE;
+			if (strcmp(v, "0") != 0 && nc_buf_parse(v, &m) < 0) {
+				fprintf(stderr, "ipkit-nc: bad --sndbuf-max (0, or 1k to 1G bytes)\n");
+				return APP_EXIT_USAGE;
+			}
+			nc_core.sndbuf_max = (int64_t)m;
 		} else if ((r = app_arg("--rcvbuf", argc, argv, &i, &v)) != 0) {
 			if (r < 0)
 				return APP_EXIT_USAGE;

@@ -343,6 +343,7 @@ struct ipk_counters {
 	uint64_t ip6_ptb_ignored;     /* Packet Too Big below 1280 or not lowering: ignored */
 	uint64_t ip6_fragmented, ip6_frags_tx; /* datagrams sent as fragments, fragments sent */
 	uint64_t ip6_frags_rx, ip6_reassembled;
+	uint64_t tcp_sndbuf_grow;     /* send buffers grown by autotuning (tcp_sndbuf_max) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -593,7 +594,8 @@ struct ipk_config {
 	uint16_t frag_max_pieces;   /* fragments per datagram, default 64 */
 
 	/* TCP */
-	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB,
+	uint32_t tcp_sndbuf;        /* bytes queued unacknowledged per connection, default 256 KiB
+	                             * at first (autotuning, when on, grows it: tcp_sndbuf_max),
 	                             * at most INT32_MAX (sends return counts as int); a
 	                             * zero-copy send is charged at least pkt_buf_size / 2
 	                             * per packet (it pins the buffer), so 2 * tcp_sndbuf /
@@ -765,6 +767,19 @@ struct ipk_config {
 	                             * addresses are used at once (no DAD) */
 	uint8_t ip6_rs_count;       /* Router Solicitations at start (RFC 4861 §6.3.7
 	                             * MAX_RTR_SOLICITATIONS), default 3; 0 = none */
+	/* Send-buffer autotuning (Linux's tcp_sndbuf_expand, tcp_wmem[2]): a connection's
+	 * send buffer starts at tcp_sndbuf and, while the application keeps it full,
+	 * grows to twice the congestion window (at least 10 segments), so a cwnd cut by a
+	 * recovery (0.7x with CUBIC) still has queued data to rebound into. It never
+	 * shrinks while the connection lives. Bounded by this field, by half the
+	 * context's send memory (wmem_max) per connection, and it stops while the
+	 * context's send memory is above half its limit (core/tcp_mem.c). Bytes, at
+	 * most INT32_MAX; at or below tcp_sndbuf the buffer is fixed at tcp_sndbuf.
+	 * Default 0 (off): through ipk-relay the deeper queue cost a clean path ~20 %
+	 * and gained nothing measurable at 5 % reordering (docs/sender-goodput.md);
+	 * Linux's ceiling, 4 MiB, is the value to try. What ipk_tcp_sndbuf_free
+	 * reports and ipk_tcp_send accepts grows with it. */
+	uint32_t tcp_sndbuf_max;
 };
 
 #define IPK_PRR_SSRB 0u
@@ -775,8 +790,8 @@ struct ipk_config {
  * receive/send memory limits, tcp_rst_limit, pkt_fields and the ops pkt_low and
  * pkt_alloc_ctl were appended (issues 14 and 15), so a program built against an older
  * header, whose structs are shorter, is refused (ipk_config_check: "version ...")
- * instead of having the library read past them. 3: the IPv6 fields and ops
- * (issue 19) appended. */
+ * instead of having the library read past them. 3: tcp_frto, the IPv6 fields and
+ * ops (issue 19) and tcp_sndbuf_max (issue 16) appended. */
 #define IPK_CONFIG_VERSION 3u
 
 /* Fill every field of *cfg with its documented default (version included); then set

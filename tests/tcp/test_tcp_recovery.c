@@ -1720,6 +1720,45 @@ static void test_established_prr_newreno_partial_ack_keeps_segments_above_hole(v
 	finish(t);
 }
 
+/* RFC 2018 §8: a receiver may discard data it SACKed (reneging; ipkit's own receiver
+ * prunes its out-of-order queue under memory pressure, tcp_mem.c). Here it SACKs
+ * segments 2-9, reneges them and ACKs only 0-1: the scoreboard's range then starts
+ * at snd_una. The RTO must resend from snd_una (Linux: FLAG_SACK_RENEGING clears the
+ * SACK marks at the timeout); keeping the range found no hole to send, armed no timer
+ * and the connection stalled for good (sim_rmem's lossy flood, seed 22, once the
+ * send buffer grew). */
+static void test_established_rto_after_reneged_sack_resends_from_una(void)
+{
+	struct th *t = th_new(no_rack);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, blk[1][2];
+	int i, got = 0;
+
+	d = open_conn(t, 1, 0, &c, &s) + 1;
+	send_segs(t, c, 10);
+	blk[0][0] = d + 2 * MSS;
+	blk[0][1] = d + 10 * MSS;
+	peer(t, A, IRS + 1, d, 0, 0, 0, blk, 1, NULL, 0);
+	peer(t, A, IRS + 1, d, 0, 0, 0, blk, 1, NULL, 0);
+	peer(t, A, IRS + 1, d, 0, 0, 0, blk, 1, NULL, 0);
+	while (th_next(t, &s))
+		;
+	peer(t, A, IRS + 1, d + 2 * MSS, 0, 0, 0, NULL, 0, NULL, 0); /* reneged 2-9 */
+	while (th_next(t, &s))
+		;
+	for (i = 0; i < 80 && !got; i++) {
+		th_advance(t, 50 * MS);
+		while (!got && th_next(t, &s))
+			got = s.len ? 1 : 0;
+	}
+	CHECK(got);
+	CHECK_EQ(s.h.seq, d + 2 * MSS);
+	CHECK(ipk_counters(t->ctx)->tcp_rto >= 1);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
 int main(void)
 {
 	RUN(test_listen_syn_sack_ts_negotiated);
@@ -1730,6 +1769,7 @@ int main(void)
 	RUN(test_established_duplicate_segment_gets_dsack);
 	RUN(test_established_sack_scoreboard_merges_and_ignores_outside);
 	RUN(test_established_sack_recovery_retransmits_only_holes);
+	RUN(test_established_rto_after_reneged_sack_resends_from_una);
 	RUN(test_established_dsack_received_counts_spurious_retransmission);
 	RUN(test_established_dsack_of_original_is_not_spurious);
 	RUN(test_established_recovery_undone_when_its_retransmission_is_dsacked);

@@ -250,6 +250,162 @@ static void test_at_reserve_still_acks_and_resets(void)
 	th_free(t);
 }
 
+/* ------------------------------------------------- send-buffer autotuning */
+
+#define AT_BUF (32u * 1024u)
+#define AT_MAX (192u * 1024u)
+#define AT_TOTAL (4u << 20)
+#define MS 1000000ull
+
+static uint32_t at_max, at_wmem;
+
+static void autotune(struct ipk_config *c)
+{
+	c->tcp_sndbuf = AT_BUF;
+	c->tcp_sndbuf_max = at_max;
+	c->wmem_max = at_wmem;
+}
+
+struct at_seen {
+	uint32_t buf_max;  /* largest c->sndbuf */
+	uint32_t free_max; /* largest ipk_tcp_sndbuf_free: what the application saw */
+};
+
+/* b connects to a and writes AT_TOTAL bytes as fast as its buffer takes them, a
+ * reading at once (a 256 KiB window, no loss); returns b's connection, still open. */
+static struct ipk_conn *at_transfer(struct th *a, struct th *b, struct at_seen *seen)
+{
+	static uint8_t src[64u * 1024u];
+	struct ipk_conn *c = NULL;
+	uint32_t sent = 0;
+	int iter;
+
+	a->auto_recved = 1;
+	CHECK_EQ(ipk_tcp_listen(a->ctx, ipk_htons(80), 8), IPK_OK);
+	CHECK_EQ(ipk_tcp_connect(b->ctx, a->ip_be, ipk_htons(80), 0, NULL, &c, 0), IPK_OK);
+	th_pump(a, b);
+	CHECK_EQ(b->connected, 1);
+	for (iter = 0; iter < 20000 && a->rxlen < AT_TOTAL; iter++) {
+		int rc = 1, k;
+
+		seen->free_max = IPK_MAX(seen->free_max, ipk_tcp_sndbuf_free(c));
+		for (k = 0; k < 64 && rc > 0 && sent < AT_TOTAL; k++) { /* until full */
+			rc = ipk_tcp_write(b->ctx, c, src,
+			                   IPK_MIN((uint32_t)sizeof(src), AT_TOTAL - sent), b->now);
+			sent += rc > 0 ? (uint32_t)rc : 0u;
+		}
+		seen->buf_max = IPK_MAX(seen->buf_max, c->sndbuf);
+		th_pump(a, b);
+		a->now += MS;
+		b->now = a->now;
+		ipk_run(a->ctx, NULL, 0, a->now);
+		ipk_run(b->ctx, NULL, 0, b->now);
+	}
+	CHECK_EQ(a->rxlen, AT_TOTAL);
+	return c;
+}
+
+/* Linux's tcp_sndbuf_expand: while the application keeps the buffer full the buffer
+ * follows 2 * cwnd, and what ipk_tcp_sndbuf_free offers grows with it, up to
+ * tcp_sndbuf_max and never past it. */
+static void test_sndbuf_grows_with_cwnd_and_stops_at_max(void)
+{
+	struct th *a, *b;
+	struct at_seen seen = {0, 0};
+	struct ipk_conn *c;
+
+	at_max = AT_MAX;
+	at_wmem = 16u << 20;
+	th_pair(&a, &b, autotune);
+	c = at_transfer(a, b, &seen);
+	CHECK_EQ(seen.buf_max, AT_MAX);
+	CHECK(seen.free_max > AT_BUF);
+	CHECK(b->ctx->cnt.tcp_sndbuf_grow > 0);
+	CHECK(b->ctx->cnt.tcp_sndbuf_grow < 100); /* grows in steps, not per segment */
+	CHECK(c->cwnd * 2u >= AT_MAX);
+	ipk_tcp_abort(b->ctx, c, b->now);
+	th_pump(a, b);
+	CHECK(th_no_leaks(a) && th_no_leaks(b));
+	th_free(a);
+	th_free(b);
+}
+
+/* tcp_sndbuf_max at or below tcp_sndbuf fixes the buffer (Linux: SO_SNDBUF locks
+ * it); a cap just above it is reached exactly. */
+static void test_sndbuf_fixed_when_max_not_above(void)
+{
+	static const uint32_t maxes[3] = {0u, AT_BUF, 48u * 1024u};
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		struct th *a, *b;
+		struct at_seen seen = {0, 0};
+		struct ipk_conn *c;
+
+		at_max = maxes[i];
+		at_wmem = 16u << 20;
+		th_pair(&a, &b, autotune);
+		c = at_transfer(a, b, &seen);
+		CHECK_EQ(seen.buf_max, i < 2 ? AT_BUF : maxes[i]);
+		CHECK_EQ(b->ctx->cnt.tcp_sndbuf_grow > 0, i == 2);
+		ipk_tcp_abort(b->ctx, c, b->now);
+		th_pump(a, b);
+		CHECK(th_no_leaks(a) && th_no_leaks(b));
+		th_free(a);
+		th_free(b);
+	}
+}
+
+/* The context's send memory bounds the growth (half of wmem_max per connection) and
+ * still refuses: a grown buffer with room left gets no more than the context allows. */
+static void test_sndbuf_growth_bounded_by_wmem_which_still_refuses(void)
+{
+	static uint8_t more[64u * 1024u];
+	struct th *a, *b;
+	struct at_seen seen = {0, 0};
+	struct ipk_conn *c;
+	uint64_t lim0, limited0;
+	int n;
+
+	at_max = 4u << 20;
+	at_wmem = 160u * 1024u;
+	th_pair(&a, &b, autotune);
+	c = at_transfer(a, b, &seen);
+	CHECK(seen.buf_max > AT_BUF);
+	CHECK(seen.buf_max <= at_wmem / 2u);
+	/* The grown buffer has room for 64 KiB; the context's limit, lowered under the
+	 * 4-buffer guarantee, lets only that guarantee in. */
+	lim0 = b->ctx->wmem_lim;
+	b->ctx->wmem_lim = 4096u;
+	limited0 = b->ctx->cnt.tcp_wmem_limited;
+	CHECK(ipk_tcp_sndbuf_free(c) >= sizeof(more));
+	n = ipk_tcp_write(b->ctx, c, more, sizeof(more), b->now);
+	CHECK_EQ(n, 4 * 2048);
+	CHECK(b->ctx->cnt.tcp_wmem_limited > limited0);
+	b->ctx->wmem_lim = lim0;
+	ipk_tcp_abort(b->ctx, c, b->now);
+	th_pump(a, b);
+	CHECK(th_no_leaks(a) && th_no_leaks(b));
+	th_free(a);
+	th_free(b);
+}
+
+/* tcp_sndbuf_max bounds a buffer whose size ipk_tcp_write returns as an int. */
+static void test_sndbuf_max_above_int32_refused(void)
+{
+	struct ipk_config cfg;
+	const char *why = NULL;
+
+	ipk_config_default(&cfg);
+	CHECK_EQ(cfg.tcp_sndbuf_max, 0); /* off by default */
+	cfg.tcp_sndbuf_max = 0x80000000u;
+	CHECK(ipk_config_check(&cfg, NULL, &why) < 0);
+	CHECK(why && strstr(why, "tcp_sndbuf_max") != NULL);
+	CHECK_EQ(ipk_ctx_size(&cfg), 0);
+	cfg.tcp_sndbuf_max = 0x7fffffffu;
+	CHECK(ipk_ctx_size(&cfg) > 0);
+}
+
 int main(void)
 {
 	RUN(test_tiny_zero_copy_sends_bounded_by_buffers);
@@ -257,5 +413,9 @@ int main(void)
 	RUN(test_unacking_peers_bounded_and_cannot_starve_others);
 	RUN(test_ooo_packet_beyond_buffer_counts_by_bytes);
 	RUN(test_at_reserve_still_acks_and_resets);
+	RUN(test_sndbuf_grows_with_cwnd_and_stops_at_max);
+	RUN(test_sndbuf_fixed_when_max_not_above);
+	RUN(test_sndbuf_growth_bounded_by_wmem_which_still_refuses);
+	RUN(test_sndbuf_max_above_int32_refused);
 	return check_summary();
 }
