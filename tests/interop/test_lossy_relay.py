@@ -29,8 +29,7 @@ asserted the same way. Before this, ipkit-nc ran the core's default, NewReno, so
 counts below up to 902af25 are ipkit NewReno against Linux CUBIC.
 
 Issue 16's targets for ipkit's sender, against Linux pinned to CUBIC and ipkit on CUBIC
-(one run of each per try, no retries); (a) and (c) in the default run, (b) only with
-IPKIT_LOSSY_TARGETS=1 until it holds reliably:
+(no retries); all three in the default run since ffbd5c5:
   (a) 1% loss, 32 MiB ipkit -> Linux: zero RTO episodes (seed 4242). 17/20 on aa050e1 and
       7/10 on 902af25 with ipkit on NewReno (each failure one episode: a flight's one ACK
       and the probe's ACK lost, docs/loss-rto-traces.md); with ipkit CUBIC 10/10 on
@@ -47,6 +46,10 @@ IPKIT_LOSSY_TARGETS=1 until it holds reliably:
       on a loaded machine (load 7-9), where Linux's counts were 2-5x its quiet ones;
       quiet, at 64 MiB, main had ipkit 37/33/18 against Linux 20/22/21 (seeds
       4242-4244), and the probe change does not touch this case (0-1 TLPs per run).
+      On ffbd5c5 (sender goodput fixed, quiet machine): 64 MiB ipkit 27/12/15 against
+      Linux 49/67/40, and 9 runs 4-23 against 21-72; single 16 MiB pairs 13/15 (ipkit
+      3-26, Linux 8-59: Linux's count alone spans 7x between runs of one seed). So (b)
+      compares totals over REORDER_PAIRS pairs of 16 MiB runs and runs by default.
   (c) 5% loss, 32 MiB: ipkit's RTO episodes <= Linux's TcpTimeouts (its namespace) + 1.
       20/20 on aa050e1 (ipkit 6-13, Linux 17-37; 19/20 at 16 MiB), 10/10 on 902af25
       (ipkit 6-16, Linux 18-38); with ipkit CUBIC 10/10 on a993bfb (ipkit 7-14, Linux
@@ -280,23 +283,34 @@ def test_loss1_32mib_ipkit_to_linux_zero_rto_episodes(topos, files):
     assert st["rto_episodes"] == 0, (st, c)
 
 
-@pytest.mark.skipif(os.environ.get("IPKIT_LOSSY_TARGETS") != "1",
-                    reason="issue 16 target (b) is not met reliably yet (20 of 20 runs at "
-                    "16 MiB, the closest 15 <= 15; at 32 MiB one of 5 runs had ipkit 37 "
-                    "against Linux 28); IPKIT_LOSSY_TARGETS=1 runs it")
+# Pairs of runs (b) compares: one pair's counts are too noisy to order two stacks
+# whose means differ ~2x. 15 single pairs at 16 MiB on main ffbd5c5 (quiet machine, 02:06 UTC):
+# ipkit 3-26 (mean 11), Linux 8-59 (mean 25), and 2 of the 15 had ipkit above Linux
+# (11 > 8, 26 > 22): Linux's count alone spans 8 to 59 between runs of one seed.
+REORDER_PAIRS = 3
+
+
 def test_reorder5_ipkit_spurious_at_most_linux(topos, files):
-    """(b) 5% reordering, 16 MiB, seed 4242: ipkit's D-SACKed spurious retransmissions
-    are at most Linux's (TCPDSACKRecvSegs) on the same seed and path, both sending to a
-    Linux receiver in this test."""
+    """(b) 5% reordering, seed 4242: ipkit's D-SACKed spurious retransmissions are at
+    most Linux's (TCPDSACKRecvSegs) on the same seed and path, both sending to a Linux
+    receiver in this test. REORDER_PAIRS transfers of 16 MiB by each, alternating, and
+    their totals compared: each pair alone is one draw of which late segments a RACK
+    timer beats (Linux's own count varies 8-59 between runs of one seed), the total
+    over the same path and seed is the stacks' behaviour."""
     opts = IMPAIRMENTS["reorder5"][0]
-    ipk, ci = run(topos, files, "ipkit-linux", opts, 16)
-    lin, cl = run(topos, files, "linux-linux", opts, 16)
-    fi, fl = sender_figures(ipk, "ipkit-linux"), sender_figures(lin, "linux-linux")
-    print("target-b ipkit", ipk["sender_cc"], fi, "linux", lin["linux_cc"], fl)
-    assert lin["linux_cc"] == default_linux_cc(), lin
-    assert ipk["sender_cc"] == CC_PAIRS[lin["linux_cc"]], ipk
-    assert ci["b2a.reord"] > 0 and cl["b2a.reord"] > 0, (ci, cl)
-    assert fi["spurious"] <= fl["spurious"], ("ipkit", fi, "linux", fl)
+    tot_i = tot_l = 0
+    for k in range(REORDER_PAIRS):
+        ipk, ci = run(topos, files, "ipkit-linux", opts, 16)
+        lin, cl = run(topos, files, "linux-linux", opts, 16)
+        fi, fl = sender_figures(ipk, "ipkit-linux"), sender_figures(lin, "linux-linux")
+        print("target-b pair", k, "ipkit", ipk["sender_cc"], fi, "linux", lin["linux_cc"], fl)
+        assert lin["linux_cc"] == default_linux_cc(), lin
+        assert ipk["sender_cc"] == CC_PAIRS[lin["linux_cc"]], ipk
+        assert ci["b2a.reord"] > 0 and cl["b2a.reord"] > 0, (ci, cl)
+        tot_i += fi["spurious"]
+        tot_l += fl["spurious"]
+    print("target-b totals ipkit", tot_i, "linux", tot_l)
+    assert tot_i <= tot_l, ("ipkit", tot_i, "linux", tot_l)
 
 
 def test_loss5_ipkit_rto_episodes_at_most_linux_plus_one(topos, files):
