@@ -119,6 +119,10 @@ static void pl_cqe_send(struct pl_sock *s, const struct ipk_svc_cqe *c)
 	ipk_svc_buf_free(pl_svc(), q->b, q->len);
 	s->tx_bytes -= q->len;
 	s->tx_ops--;
+	if (c->res < 0)
+		PL_COUNT(tx_failed, q->len);
+	else if ((uint32_t)c->res < q->len)
+		PL_COUNT(tx_failed, q->len - (uint32_t)c->res);
 	if (c->res < 0 && !s->so_error && !s->eof)
 		s->so_error = -c->res;
 }

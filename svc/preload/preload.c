@@ -558,14 +558,14 @@ static void pl_stats_print(void)
 		ipk_svc_stats(g_svc, &d); /* ipkitd's own count, from the region */
 	fprintf(stderr, "ipkit-preload: pid %d ipkit_sockets %llu kernel_inet_sockets %llu "
 	        "other_sockets %llu ipkit_tx %llu ipkit_rx %llu accepts %llu connects %llu "
-	        "ipkitd_tx %llu ipkitd_rx %llu bad_completions %llu\n",
+	        "ipkitd_tx %llu ipkitd_rx %llu bad_completions %llu ipkit_tx_failed %llu\n",
 	        (int)getpid(), (unsigned long long)pl_st.sock_ipk,
 	        (unsigned long long)pl_st.sock_kernel,
 	        (unsigned long long)pl_st.sock_passthrough, (unsigned long long)pl_st.tx_ipk,
 	        (unsigned long long)pl_st.rx_ipk, (unsigned long long)pl_st.accepts,
 	        (unsigned long long)pl_st.connects,
 	        (unsigned long long)(d.tx_copied + d.tx_zc), (unsigned long long)d.rx_copied,
-	        (unsigned long long)pl_st.bad_cqe);
+	        (unsigned long long)pl_st.bad_cqe, (unsigned long long)pl_st.tx_failed);
 }
 
 /* At exit Linux keeps sending what the process wrote and then ends each

@@ -178,6 +178,9 @@ struct pl_stats {
 	uint64_t tx_ipk, rx_ipk;
 	uint64_t accepts, connects, fallbacks;
 	uint64_t bad_cqe; /* completions that did not fit what the shim asked: dropped */
+	uint64_t tx_failed; /* bytes the program wrote that ipkitd refused or did not take,
+	                     * by their SEND's completion (e.g. the peer reset the
+	                     * connection first: lost as on Linux, but counted) */
 	uint64_t rx_starved; /* sockets failed with ENOBUFS: no receive buffer left */
 };
 extern struct pl_stats pl_st;

@@ -28,7 +28,7 @@ CALLS = os.path.join(BUILD, "tests", "preload", "pl_calls")
 SHIM = os.path.join(BUILD, "svc", "preload", "libipkit-preload.so")
 STATS = re.compile(r"ipkit-preload: pid \d+ ipkit_sockets (\d+) kernel_inet_sockets (\d+) "
                    r"other_sockets \d+ ipkit_tx (\d+) ipkit_rx (\d+) accepts (\d+) connects (\d+) "
-                   r"ipkitd_tx (\d+) ipkitd_rx (\d+)")
+                   r"ipkitd_tx (\d+) ipkitd_rx (\d+) bad_completions \d+ ipkit_tx_failed (\d+)")
 
 
 def free_port():
@@ -123,7 +123,7 @@ def family(name):
     print(sout)
     assert src == 0, "under the shim: " + sout + serr
     assert sout == kout, "the shim differs from Linux:\n--- Linux\n%s--- shim\n%s" % (kout, sout)
-    ipk, kern, tx, rx, _, _, dtx, drx = stats(serr)
+    ipk, kern, tx, rx, _, _, dtx, drx = stats(serr)[:8]
     # the run's sockets were all ipkitd's (a run on the kernel shows 0 here), and
     # ipkitd counted every byte the shim says it moved
     assert ipk > 0 and kern == 0, serr
@@ -189,7 +189,7 @@ def case_ports_switch():
         rc, out, err = run(["/usr/bin/python3", "-c", code],
                            env=shim_env(rig, IPKIT_PRELOAD="ports:7"))
         assert rc == 0, out + err
-        ipk, kern, tx, rx, _, conns, dtx, drx = stats(err)
+        ipk, kern, tx, rx, _, conns, dtx, drx = stats(err)[:8]
         assert ipk == 1 and kern == 1 and tx == 1 and rx == 1 and conns == 1, err
         assert dtx == 1 and drx == 1, err
         code = ("import socket\n"
@@ -271,7 +271,8 @@ def case_redis():
         _, serr = srv.communicate(timeout=30)
         st = stats(serr.decode())
         assert st[0] >= 12 and st[1] == 0 and st[4] >= 12, serr  # sockets, accepts
-        assert st[6] == st[2] and st[7] == st[3], serr  # ipkitd counted the same
+        # ipkitd counted the same, but for writes its completions refused (counted)
+        assert st[6] + st[8] == st[2] and st[7] == st[3], serr
     finally:
         rig.close()
 
@@ -349,7 +350,9 @@ def case_nginx():
         # nginx points its stderr at the error log once it runs: the line is in either
         st = stats(serr.decode() + log)
         assert st[0] >= 9 and st[1] == 0 and st[2] >= len(body), log
-        assert st[6] == st[2] and st[7] == st[3], log
+        # ipkitd took what nginx wrote but the responses wrk's closing connections
+        # refused (a reset before the SEND: lost as on Linux, counted by the shim)
+        assert st[6] + st[8] == st[2] and st[7] == st[3], log
         assert "[alert]" not in log and "[crit]" not in log, log
     finally:
         rig.close()
