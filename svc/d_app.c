@@ -140,7 +140,7 @@ static void d_send_welcome(int fd, int status, uint64_t size, const int *fds, co
 		return;
 }
 
-static void d_ep_add_to(int ep, int fd, struct d_ev *ev, uint32_t events)
+void d_ep_add_to(int ep, int fd, struct d_ev *ev, uint32_t events)
 {
 	struct epoll_event e;
 	memset(&e, 0, sizeof e);

@@ -106,7 +106,6 @@ int d_start_workers(struct d_daemon *d, char *err, size_t errlen)
 	wc.reta_size = 128;
 	for (i = 0; i < d->nw; i++) {
 		struct d_wk *w = &d->wk[i];
-		struct epoll_event e;
 		apps[i] = w;
 		w->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		w->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -114,11 +113,8 @@ int d_start_workers(struct d_daemon *d, char *err, size_t errlen)
 			snprintf(err, errlen, "worker %u: %s", i, strerror(errno));
 			return -1;
 		}
-		memset(&e, 0, sizeof e);
 		w->ev_kick.kind = D_EV_KICK;
-		e.events = EPOLLIN;
-		e.data.ptr = &w->ev_kick;
-		epoll_ctl(w->ep, EPOLL_CTL_ADD, w->kick_fd, &e);
+		d_ep_add_to(w->ep, w->kick_fd, &w->ev_kick, EPOLLIN);
 	}
 	if (d_msg_init(d) < 0) {
 		snprintf(err, errlen, "workers: out of memory");

@@ -311,6 +311,8 @@ static inline struct d_appw *d_spw(const struct d_sock *s) { return &s->app->pw[
 /* ipkitd.c: the service pass and the sleep decision, shared with the workers */
 void d_node_template(struct d_daemon *d, struct ipk_node_cfg *nc);
 void d_ep_node(struct d_wk *w, int ep);
+/* Add fd to epoll set ep, its events tagged with ev (svc/d_app.c). */
+void d_ep_add_to(int ep, int fd, struct d_ev *ev, uint32_t events);
 int d_serve(struct d_daemon *d, unsigned wk);
 int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf);
 void d_awake(struct d_daemon *d);

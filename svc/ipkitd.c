@@ -327,20 +327,15 @@ void d_node_template(struct d_daemon *d, struct ipk_node_cfg *nc)
 
 void d_ep_node(struct d_wk *w, int ep)
 {
-	struct epoll_event e;
-	memset(&e, 0, sizeof e);
-	e.events = EPOLLIN;
 	if (ipk_io_fd(ipk_node_io(w->node)) >= 0) {
 		w->ev_node.kind = D_EV_NODE;
-		e.data.ptr = &w->ev_node;
-		epoll_ctl(ep, EPOLL_CTL_ADD, ipk_io_fd(ipk_node_io(w->node)), &e);
+		d_ep_add_to(ep, ipk_io_fd(ipk_node_io(w->node)), &w->ev_node, EPOLLIN);
 	}
 }
 
 static int d_start(struct d_daemon *d, char *err, size_t errlen)
 {
 	struct ipk_node_cfg nc;
-	struct epoll_event e;
 	unsigned i;
 	int rc;
 	d->nw = d->cfg.workers;
@@ -385,11 +380,8 @@ static int d_start(struct d_daemon *d, char *err, size_t errlen)
 		         strerror(rc < 0 ? -rc : errno));
 		return -1;
 	}
-	memset(&e, 0, sizeof e);
 	d->ev_listen.kind = D_EV_LISTEN;
-	e.events = EPOLLIN;
-	e.data.ptr = &d->ev_listen;
-	epoll_ctl(d->ep, EPOLL_CTL_ADD, d->lfd, &e);
+	d_ep_add_to(d->ep, d->lfd, &d->ev_listen, EPOLLIN);
 	if (d->nw == 1) /* one worker: the main thread sleeps on everything */
 		d_ep_node(&d->wk[0], d->ep);
 	return 0;
