@@ -899,5 +899,10 @@ int ipk_rss_config_valid(const struct ipk_config *cfg);
  * queue (always 1 with RSS off). */
 int ipk_rss_port_ok(const struct ipk_ctx *ctx, uint32_t peer_be, uint16_t peer_port_be,
                     uint16_t local_port_be);
+/* The same for IPv6 (hash-aware port choice of an IPv6 active open): 1 when a
+ * segment from peer:peer_port to local:local_port (local = the source address the
+ * connection will use) would reach this context's queue; always 1 with RSS off. */
+int ipk_rss_port_ok6(const struct ipk_ctx *ctx, const uint8_t local[16],
+                     const uint8_t peer[16], uint16_t peer_port_be, uint16_t local_port_be);
 
 #endif

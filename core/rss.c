@@ -11,7 +11,9 @@
  * every set bit of the input, most significant bit of the first byte first, XOR into
  * the result the 32 key bits that start at that bit's position. The input for
  * IPv4/TCP and IPv4/UDP is source address, destination address, source port,
- * destination port, each as it sits in the packet (network order).
+ * destination port, each as it sits in the packet (network order); for IPv6/TCP and
+ * IPv6/UDP the same order with 16-byte addresses (36 bytes, which with the 32-bit
+ * window needs exactly the 40-byte key).
  */
 #include <ipkit/core.h>
 #include <stddef.h>
@@ -28,7 +30,9 @@ void ipk_rss_key_symmetric(uint8_t key[IPK_RSS_KEY_LEN])
 	/* A key that repeats every 16 bits has the same 32-bit window at bit k and at
 	 * bit k + 16. The source address sits at input bits 0..31 and the destination
 	 * at 32..63, the ports at 64..79 and 80..95: swapping source and destination
-	 * therefore XORs the same windows, and hash(a->b) == hash(b->a). (Woo and
+	 * therefore XORs the same windows, and hash(a->b) == hash(b->a). The same holds
+	 * for IPv6 (addresses at 0..127 and 128..255, ports at 256.. and 272..: every
+	 * offset a multiple of 16). (Woo and
 	 * Park, "Scalable TCP Session Monitoring with Symmetric Receive-side Scaling",
 	 * 2012.) */
 	for (i = 0; i < IPK_RSS_KEY_LEN; i += 2) {
@@ -96,6 +100,44 @@ uint32_t ipk_rss_hash_frame4(const uint8_t *key, uint32_t fields, uint8_t proto,
 	return ipk_rss_toeplitz(key, IPK_RSS_KEY_LEN, in, sizeof(in));
 }
 
+uint32_t ipk_rss_hash_ip6(const uint8_t *key, const uint8_t src[16], const uint8_t dst[16],
+                          uint16_t sport_be, uint16_t dport_be)
+{
+	uint8_t in[36];
+
+	if (!src || !dst)
+		return 0;
+	ipk_memcpy(in, src, 16);
+	ipk_memcpy(in + 16, dst, 16);
+	ipk_memcpy(in + 32, &sport_be, 2);
+	ipk_memcpy(in + 34, &dport_be, 2);
+	return ipk_rss_toeplitz(key, IPK_RSS_KEY_LEN, in, sizeof(in));
+}
+
+uint32_t ipk_rss_hash_frame6(const uint8_t *key, uint32_t fields, uint8_t proto, int frag,
+                             const uint8_t src[16], const uint8_t dst[16], uint16_t sport_be,
+                             uint16_t dport_be)
+{
+	uint8_t in[32];
+	uint32_t l4 = proto == 6 ? IPK_RSS_F_TCP6 : proto == 17 ? IPK_RSS_F_UDP6 : 0;
+
+	if (!src || !dst)
+		return 0;
+	if (fields == 0)
+		fields = IPK_RSS_F_DEFAULT;
+	/* As for IPv4: fragments hash on the addresses (a datagram's fragments stay on
+	 * one queue), and a TCP/UDP type the port does not hash falls back to the IPv6
+	 * type (Microsoft "RSS hashing types": NDIS_HASH_IPV6 covers what the
+	 * TCP/UDP types do not). */
+	if (!frag && (fields & l4))
+		return ipk_rss_hash_ip6(key, src, dst, sport_be, dport_be);
+	if (!(fields & IPK_RSS_F_IP6))
+		return 0;
+	ipk_memcpy(in, src, 16);
+	ipk_memcpy(in + 16, dst, 16);
+	return ipk_rss_toeplitz(key, IPK_RSS_KEY_LEN, in, sizeof(in));
+}
+
 int ipk_rss_queue(const uint16_t *reta, uint32_t reta_size, uint32_t hash)
 {
 	if (!reta || reta_size == 0)
@@ -130,5 +172,20 @@ int ipk_rss_port_ok(const struct ipk_ctx *ctx, uint32_t peer_be, uint16_t peer_p
 	/* The NIC hashes the segments the peer sends us: source = peer, dest = us. */
 	h = ipk_rss_hash_frame4(cfg->rss_key, cfg->rss_fields, 6, 0, peer_be, cfg->ip4_be,
 	                        peer_port_be, local_port_be);
+	return cfg->rss_reta[h % cfg->rss_reta_size] == cfg->rss_queue;
+}
+
+int ipk_rss_port_ok6(const struct ipk_ctx *ctx, const uint8_t local[16],
+                     const uint8_t peer[16], uint16_t peer_port_be, uint16_t local_port_be)
+{
+	const struct ipk_config *cfg = &ctx->cfg;
+	uint32_t h;
+
+	if (cfg->rss_reta_size == 0)
+		return 1;
+	/* The NIC hashes what the peer sends: source = peer, destination = our address
+	 * the connection uses (link-local or global: they hash differently). */
+	h = ipk_rss_hash_frame6(cfg->rss_key, cfg->rss_fields, 6, 0, peer, local, peer_port_be,
+	                        local_port_be);
 	return cfg->rss_reta[h % cfg->rss_reta_size] == cfg->rss_queue;
 }

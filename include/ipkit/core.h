@@ -689,8 +689,8 @@ struct ipk_config {
 	 * valid and unchanged while the context lives. */
 	const uint16_t *rss_reta;
 	/* Which frames the port hashes on what (IPK_RSS_F_*, as the NIC reports them);
-	 * 0 (default) = IPK_RSS_F_DEFAULT. Without IPK_RSS_F_TCP4 the local port cannot
-	 * steer, and an active open succeeds only when the addresses hash to rss_queue. */
+	 * 0 (default) = IPK_RSS_F_DEFAULT. Without IPK_RSS_F_TCP4 (IPK_RSS_F_TCP6 for
+	 * IPv6) the local port cannot steer, and an active open succeeds only when the addresses hash to rss_queue. */
 	uint8_t rss_fields;
 
 	/* What fast recovery (SACK or NewReno) sends per ACK: IPK_PRR_SSRB (0, default)
@@ -1070,11 +1070,20 @@ int ipk_ip6_addrs(const struct ipk_ctx *ctx, uint8_t (*out)[16], int max);
 
 /* Hash fields of a port (ipk_config.rss_fields): IPv4 addresses for IPv4 frames that
  * no other flag covers (fragments, other protocols); TCP and UDP over IPv4 (not
- * fragmented): addresses and ports. A frame no flag covers is not hashed (hash 0). */
+ * fragmented): addresses and ports. The same three for IPv6 (Microsoft's
+ * NDIS_HASH_IPV6, _TCP_IPV6, _UDP_IPV6; DPDK's RTE_ETH_RSS_IPV6, NONFRAG_IPV6_TCP,
+ * NONFRAG_IPV6_UDP): the 16-byte addresses of the fixed header, never the addresses
+ * of a routing or home-address option (the _EX types). A frame no flag covers is not
+ * hashed (hash 0). */
 #define IPK_RSS_F_IP4 0x01u
 #define IPK_RSS_F_TCP4 0x02u
 #define IPK_RSS_F_UDP4 0x04u
-#define IPK_RSS_F_DEFAULT (IPK_RSS_F_IP4 | IPK_RSS_F_TCP4 | IPK_RSS_F_UDP4)
+#define IPK_RSS_F_IP6 0x08u
+#define IPK_RSS_F_TCP6 0x10u
+#define IPK_RSS_F_UDP6 0x20u
+#define IPK_RSS_F_DEFAULT                                                                        \
+	(IPK_RSS_F_IP4 | IPK_RSS_F_TCP4 | IPK_RSS_F_UDP4 | IPK_RSS_F_IP6 | IPK_RSS_F_TCP6 |      \
+	 IPK_RSS_F_UDP6)
 
 /* Fill `key` with the symmetric Toeplitz key (0x6d, 0x5a repeated): with it the hash
  * of a flow is the same in both directions, so one queue sees both halves of every
@@ -1102,6 +1111,21 @@ int ipk_rss_queue(const uint16_t *reta, uint32_t reta_size, uint32_t hash);
  * ports in network order, ignored unless the fields say TCP/UDP hash them. */
 uint32_t ipk_rss_hash_frame4(const uint8_t *key, uint32_t fields, uint8_t proto, int frag,
                              uint32_t src_be, uint32_t dst_be, uint16_t sport_be,
+                             uint16_t dport_be);
+
+/* RSS hash of an IPv6 TCP or UDP packet as the NIC computes it: input the 16-byte
+ * source address, the 16-byte destination address, source port, destination port,
+ * as they sit in the packet (36 bytes). key is IPK_RSS_KEY_LEN bytes (36 + 4 = 40,
+ * exactly the RSS key size). For the IPv6-only hash use ipk_rss_toeplitz over the 32
+ * address bytes. NULL pointers: 0. */
+uint32_t ipk_rss_hash_ip6(const uint8_t *key, const uint8_t src[16], const uint8_t dst[16],
+                          uint16_t sport_be, uint16_t dport_be);
+/* RSS hash of an IPv6 packet under hash fields `fields` (IPK_RSS_F_*, 0 = default),
+ * as ipk_rss_hash_frame4: proto is the upper-layer protocol after any extension
+ * headers, frag nonzero for a packet with a Fragment header (no ports hashed, as
+ * NICs do for every fragment: RTE_ETH_RSS_FRAG_IPV6 hashes addresses only). */
+uint32_t ipk_rss_hash_frame6(const uint8_t *key, uint32_t fields, uint8_t proto, int frag,
+                             const uint8_t src[16], const uint8_t dst[16], uint16_t sport_be,
                              uint16_t dport_be);
 
 /* --------------------------------------------------------------- helpers */

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "harness.h"
+#include "internal.h"
 
 static const uint8_t ms_key[IPK_RSS_KEY_LEN] = {
 	0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
@@ -32,6 +33,12 @@ static const struct vec {
 	{{153, 39, 163, 191}, {202, 188, 127, 2}, 44251, 1303, 0x5d1809c5, 0x10e828a2},
 };
 
+static uint32_t lcg(uint32_t *s)
+{
+	*s = *s * 1103515245u + 12345u;
+	return *s >> 8 ^ *s << 13;
+}
+
 static uint32_t ip4_be(const uint8_t a[4]) { return IPK_IP4(a[0], a[1], a[2], a[3]); }
 
 static void test_rss_toeplitz_matches_verification_suite(void)
@@ -51,6 +58,93 @@ static void test_rss_toeplitz_matches_verification_suite(void)
 	}
 }
 
+/* The IPv6 table of the same suite (Microsoft "Verifying the RSS Hash Calculation":
+ * "IPv6 only" and "IPv6 with TCP"), source -> destination as the packet travels. */
+static const struct vec6 {
+	uint8_t src[16], dst[16];
+	uint16_t sport, dport;
+	uint32_t h_ip, h_tcp;
+} vecs6[] = {
+	/* 3ffe:2501:200:1fff::7 -> 3ffe:2501:200:3::1 */
+	{{0x3f, 0xfe, 0x25, 0x01, 0x02, 0x00, 0x1f, 0xff, 0, 0, 0, 0, 0, 0, 0, 7},
+	 {0x3f, 0xfe, 0x25, 0x01, 0x02, 0x00, 0x00, 0x03, 0, 0, 0, 0, 0, 0, 0, 1},
+	 2794, 1766, 0x2cc18cd5, 0x40207d3d},
+	/* 3ffe:501:8::260:97ff:fe40:efab -> ff02::1 */
+	{{0x3f, 0xfe, 0x05, 0x01, 0x00, 0x08, 0, 0, 0x02, 0x60, 0x97, 0xff, 0xfe, 0x40, 0xef, 0xab},
+	 {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+	 14230, 4739, 0x0f0c461c, 0xdde51bbf},
+	/* 3ffe:1900:4545:3:200:f8ff:fe21:67cf -> fe80::200:f8ff:fe21:67cf */
+	{{0x3f, 0xfe, 0x19, 0x00, 0x45, 0x45, 0x00, 0x03, 0x02, 0x00, 0xf8, 0xff, 0xfe, 0x21, 0x67,
+	  0xcf},
+	 {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x00, 0xf8, 0xff, 0xfe, 0x21, 0x67, 0xcf},
+	 44251, 38024, 0x4b61e985, 0x02d1feef},
+};
+
+static void test_rss_toeplitz_ip6_matches_verification_suite(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(vecs6) / sizeof(vecs6[0]); i++) {
+		const struct vec6 *v = &vecs6[i];
+		uint8_t in[32];
+
+		memcpy(in, v->src, 16);
+		memcpy(in + 16, v->dst, 16);
+		CHECK_EQ(ipk_rss_toeplitz(ms_key, sizeof(ms_key), in, 32), v->h_ip);
+		CHECK_EQ(ipk_rss_hash_ip6(ms_key, v->src, v->dst, ipk_htons(v->sport),
+		                          ipk_htons(v->dport)),
+		         v->h_tcp);
+	}
+	CHECK_EQ(ipk_rss_hash_ip6(ms_key, NULL, vecs6[0].dst, 1, 2), 0);
+	CHECK_EQ(ipk_rss_hash_ip6(NULL, vecs6[0].src, vecs6[0].dst, 1, 2), 0);
+}
+
+/* As for IPv4: the fields decide, fragments and other protocols hash the addresses,
+ * IPv4 flags do not cover IPv6 packets. */
+static void test_rss_hash_frame6_follows_fields(void)
+{
+	const struct vec6 *v = &vecs6[0];
+	const uint8_t *s = v->src, *d = v->dst;
+	uint16_t sp = ipk_htons(v->sport), dp = ipk_htons(v->dport);
+	const uint32_t f4 = IPK_RSS_F_IP4 | IPK_RSS_F_TCP4 | IPK_RSS_F_UDP4;
+
+	CHECK_EQ(ipk_rss_hash_frame6(ms_key, 0, 6, 0, s, d, sp, dp), v->h_tcp);
+	CHECK_EQ(ipk_rss_hash_frame6(ms_key, IPK_RSS_F_DEFAULT, 17, 0, s, d, sp, dp), v->h_tcp);
+	CHECK_EQ(ipk_rss_hash_frame6(ms_key, IPK_RSS_F_DEFAULT, 6, 1, s, d, sp, dp), v->h_ip);
+	CHECK_EQ(ipk_rss_hash_frame6(ms_key, IPK_RSS_F_DEFAULT, 58, 0, s, d, sp, dp), v->h_ip);
+	CHECK_EQ(ipk_rss_hash_frame6(ms_key, IPK_RSS_F_IP6, 6, 0, s, d, sp, dp), v->h_ip);
+	CHECK_EQ(ipk_rss_hash_frame6(ms_key, IPK_RSS_F_IP6 | IPK_RSS_F_TCP6, 17, 0, s, d, sp, dp),
+	         v->h_ip);
+	CHECK_EQ(ipk_rss_hash_frame6(ms_key, IPK_RSS_F_TCP6, 17, 0, s, d, sp, dp), 0);
+	CHECK_EQ(ipk_rss_hash_frame6(ms_key, IPK_RSS_F_TCP6, 6, 1, s, d, sp, dp), 0);
+	CHECK_EQ(ipk_rss_hash_frame6(ms_key, f4, 6, 0, s, d, sp, dp), 0);
+	CHECK_EQ(ipk_rss_hash_frame4(ms_key, IPK_RSS_F_IP6 | IPK_RSS_F_TCP6 | IPK_RSS_F_UDP6, 6, 0,
+	                             1, 2, 3, 4),
+	         0);
+	CHECK_EQ(ipk_rss_hash_frame6(ms_key, 0, 6, 0, NULL, d, sp, dp), 0);
+}
+
+static void test_rss_symmetric_key_ip6_same_hash_both_ways(void)
+{
+	uint8_t key[IPK_RSS_KEY_LEN], a[16], b[16];
+	uint32_t s = 11, i, j, asym = 0;
+
+	ipk_rss_key_symmetric(key);
+	for (i = 0; i < 5000; i++) {
+		uint16_t pa = (uint16_t)lcg(&s), pb = (uint16_t)lcg(&s);
+
+		for (j = 0; j < 16; j++) {
+			a[j] = (uint8_t)lcg(&s);
+			b[j] = (uint8_t)lcg(&s);
+		}
+		CHECK_EQ(ipk_rss_hash_ip6(key, a, b, pa, pb), ipk_rss_hash_ip6(key, b, a, pb, pa));
+		CHECK_EQ(ipk_rss_hash_frame6(key, 0, 58, 0, a, b, pa, pb),
+		         ipk_rss_hash_frame6(key, 0, 58, 0, b, a, pb, pa));
+		asym += ipk_rss_hash_ip6(ms_key, a, b, pa, pb) != ipk_rss_hash_ip6(ms_key, b, a, pb, pa);
+	}
+	CHECK(asym > 4500);
+}
+
 static void test_rss_toeplitz_refuses_short_key(void)
 {
 	uint8_t in[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
@@ -62,12 +156,6 @@ static void test_rss_toeplitz_refuses_short_key(void)
 	CHECK_EQ(ipk_rss_toeplitz(NULL, 40, in, 12), 0);
 	CHECK_EQ(ipk_rss_toeplitz(ms_key, 40, NULL, 12), 0);
 	CHECK_EQ(ipk_rss_toeplitz(ms_key, 3, in, 0), 0);
-}
-
-static uint32_t lcg(uint32_t *s)
-{
-	*s = *s * 1103515245u + 12345u;
-	return *s >> 8 ^ *s << 13;
 }
 
 static void test_rss_symmetric_key_same_hash_both_ways(void)
@@ -262,6 +350,43 @@ static void test_rss_connect_no_port_on_queue_is_eaddrinuse(void)
 	th_free(t);
 }
 
+/* The port choice helper for IPv6 active opens (ipk_rss_port_ok6, wired by TCP over
+ * IPv6): a port it accepts brings the peer's packets (peer -> local) to our queue,
+ * one it refuses to the other queue; about half the ports fit a 2-queue table; the
+ * local address takes part (link-local and global hash differently); RSS off accepts
+ * everything. */
+static void check_port_ok6_on(uint16_t q)
+{
+	static const uint8_t peer[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+	static const uint8_t local[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	static const uint8_t ll[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	uint16_t pp = ipk_htons(443);
+	uint32_t p, ok = 0, diff_ll = 0;
+	struct th *t;
+
+	queue_under_test = q;
+	t = th_new(tweak_rss);
+	for (p = 40000; p < 40400; p++) {
+		uint16_t lp = ipk_htons((uint16_t)p);
+		uint32_t h = ipk_rss_hash_ip6(t->cfg.rss_key, peer, local, pp, lp);
+		int fits = ipk_rss_port_ok6(t->ctx, local, peer, pp, lp);
+
+		CHECK_EQ(fits, ipk_rss_queue(reta2, 128, h) == q);
+		ok += (uint32_t)fits;
+		diff_ll += (uint32_t)(fits != ipk_rss_port_ok6(t->ctx, ll, peer, pp, lp));
+	}
+	CHECK(ok > 120 && ok < 280);
+	CHECK(diff_ll > 0);
+	th_free(t);
+	t = th_new(NULL);
+	for (p = 40000; p < 40010; p++)
+		CHECK_EQ(ipk_rss_port_ok6(t->ctx, local, peer, pp, ipk_htons((uint16_t)p)), 1);
+	th_free(t);
+}
+
+static void test_rss_port_ok6_queue_0(void) { check_port_ok6_on(0); }
+static void test_rss_port_ok6_queue_1(void) { check_port_ok6_on(1); }
+
 int main(void)
 {
 	uint32_t i;
@@ -269,6 +394,9 @@ int main(void)
 	for (i = 0; i < 128; i++)
 		reta2[i] = (uint16_t)(i % 2);
 	RUN(test_rss_toeplitz_matches_verification_suite);
+	RUN(test_rss_toeplitz_ip6_matches_verification_suite);
+	RUN(test_rss_hash_frame6_follows_fields);
+	RUN(test_rss_symmetric_key_ip6_same_hash_both_ways);
 	RUN(test_rss_toeplitz_refuses_short_key);
 	RUN(test_rss_symmetric_key_same_hash_both_ways);
 	RUN(test_rss_queue_is_reta_of_hash_mod_size);
@@ -278,5 +406,7 @@ int main(void)
 	RUN(test_rss_connect_ports_land_on_queue_0);
 	RUN(test_rss_connect_ports_land_on_queue_1);
 	RUN(test_rss_connect_no_port_on_queue_is_eaddrinuse);
+	RUN(test_rss_port_ok6_queue_0);
+	RUN(test_rss_port_ok6_queue_1);
 	return check_summary();
 }
