@@ -39,9 +39,14 @@
                     RTE_ETH_RX_OFFLOAD_UDP_CKSUM)
 #define DP_TX_CSUM (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM | \
                     RTE_ETH_TX_OFFLOAD_UDP_CKSUM)
+/* IPv6 too (issue 19): the fixed header's addresses and the ports, never the _EX
+ * types (addresses from a routing header or home-address option, which ipkit's
+ * software hash does not read). */
 #define DP_RSS_HF (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP | \
-                   RTE_ETH_RSS_NONFRAG_IPV4_UDP)
+                   RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_IPV6 | \
+                   RTE_ETH_RSS_NONFRAG_IPV6_TCP | RTE_ETH_RSS_NONFRAG_IPV6_UDP)
 #define DP_RSS_IP4 (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_FRAG_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_OTHER)
+#define DP_RSS_IP6 (RTE_ETH_RSS_IPV6 | RTE_ETH_RSS_FRAG_IPV6 | RTE_ETH_RSS_NONFRAG_IPV6_OTHER)
 #define DP_RSS_PARTIAL (RTE_ETH_RSS_L3_SRC_ONLY | RTE_ETH_RSS_L3_DST_ONLY | \
                         RTE_ETH_RSS_L4_SRC_ONLY | RTE_ETH_RSS_L4_DST_ONLY)
 #define DP_TSO_MAX 64000u     /* TCP payload per TSO frame: below 64 KiB with headers */
@@ -202,10 +207,13 @@ void ipk_dpdk_port_describe(const struct ipk_dpdk_port *p, char *buf, size_t len
 	              RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
 	if (at < len && p->rss)
 		snprintf(buf + at, len - at, "; queues=%u rss=port (key and %u-entry table "
-		         "read back, hashes%s%s%s)", (unsigned)p->nqueues,
+		         "read back, hashes%s%s%s%s%s%s)", (unsigned)p->nqueues,
 		         (unsigned)p->rss->reta_size, p->rss->fields & IPK_RSS_F_IP4 ? " ip4" : "",
 		         p->rss->fields & IPK_RSS_F_TCP4 ? " tcp4" : "",
-		         p->rss->fields & IPK_RSS_F_UDP4 ? " udp4" : "");
+		         p->rss->fields & IPK_RSS_F_UDP4 ? " udp4" : "",
+		         p->rss->fields & IPK_RSS_F_IP6 ? " ip6" : "",
+		         p->rss->fields & IPK_RSS_F_TCP6 ? " tcp6" : "",
+		         p->rss->fields & IPK_RSS_F_UDP6 ? " udp6" : "");
 	else if (at < len)
 		snprintf(buf + at, len - at, "; queues=%u rss=off (%s)", (unsigned)p->nqueues,
 		         p->rss_why);
@@ -223,6 +231,12 @@ static uint8_t dp_rss_fields(uint64_t hf)
 		f |= IPK_RSS_F_TCP4;
 	if (hf & RTE_ETH_RSS_NONFRAG_IPV4_UDP)
 		f |= IPK_RSS_F_UDP4;
+	if (hf & DP_RSS_IP6)
+		f |= IPK_RSS_F_IP6;
+	if (hf & RTE_ETH_RSS_NONFRAG_IPV6_TCP)
+		f |= IPK_RSS_F_TCP6;
+	if (hf & RTE_ETH_RSS_NONFRAG_IPV6_UDP)
+		f |= IPK_RSS_F_UDP6;
 	return f;
 }
 
@@ -268,6 +282,13 @@ int ipk_dpdk_rss_translate(const uint8_t *key, uint32_t key_len, uint64_t rss_hf
 		return -1;
 	}
 	out->fields = dp_rss_fields(rss_hf);
+	if (key_len < IPK_RSS_KEY_LEN &&
+	    (out->fields & (IPK_RSS_F_IP6 | IPK_RSS_F_TCP6 | IPK_RSS_F_UDP6))) {
+		/* the 36-byte IPv6 4-tuple needs a 40-byte key: ipkit cannot follow
+		 * what such a port does with IPv6, so it must not pretend to */
+		snprintf(why, wl, "key of %u bytes hashes IPv6 (IPv6 needs 40)", key_len);
+		return -1;
+	}
 	if (!(out->fields & IPK_RSS_F_TCP4)) {
 		/* without ports in the hash a worker cannot choose where its answers land */
 		snprintf(why, wl, "the port does not hash TCP ports over IPv4 (rss_hf 0x%llx)",

@@ -92,6 +92,37 @@ static void test_tcp_only_port_hashes_udp_on_nothing(void)
 	CHECK_EQ(out.fields, IPK_RSS_F_TCP4);
 }
 
+#define HF_NIC6 (HF_NIC | RTE_ETH_RSS_IPV6 | RTE_ETH_RSS_NONFRAG_IPV6_TCP | \
+                 RTE_ETH_RSS_NONFRAG_IPV6_UDP)
+
+/* A port hashing IPv6 too: the fields say so and the hash of the Microsoft IPv6
+ * vector (3ffe:2501:200:1fff::7 :2794 -> 3ffe:2501:200:3::1 :1766, IPv6 with TCP)
+ * is the published one; a fragment-only IPv6 type counts as the address hash. */
+static void test_port_hashing_ip6_reports_ip6_fields(void)
+{
+	static const uint8_t s6[16] = {0x3f, 0xfe, 0x25, 0x01, 0x02, 0x00, 0x1f, 0xff, 0, 0, 0,
+	                               0, 0, 0, 0, 7};
+	static const uint8_t d6[16] = {0x3f, 0xfe, 0x25, 0x01, 0x02, 0x00, 0x00, 0x03, 0, 0, 0,
+	                               0, 0, 0, 0, 1};
+
+	fill(128, 2, 0);
+	CHECK_EQ(ipk_dpdk_rss_translate(ms_key, 40, HF_NIC6, reta, 128, 2, &out, why, sizeof(why)),
+	         0);
+	CHECK_EQ(out.fields, IPK_RSS_F_DEFAULT);
+	CHECK_EQ(ipk_rss_hash_frame6(out.key, out.fields, 6, 0, s6, d6, ipk_htons(2794),
+	                             ipk_htons(1766)),
+	         0x40207d3du);
+	CHECK_EQ(ipk_dpdk_rss_translate(ms_key, 40, HF_NIC | RTE_ETH_RSS_FRAG_IPV6, reta, 128, 2,
+	                                &out, why, sizeof(why)), 0);
+	CHECK_EQ(out.fields, IPK_RSS_F_IP4 | IPK_RSS_F_TCP4 | IPK_RSS_F_UDP4 | IPK_RSS_F_IP6);
+	/* IPv4 needs 16 key bytes, IPv6 40: a short key that hashes IPv6 is refused */
+	CHECK_EQ(ipk_dpdk_rss_translate(ms_key, 16, HF_NIC, reta, 128, 2, &out, why, sizeof(why)),
+	         0);
+	CHECK_EQ(ipk_dpdk_rss_translate(ms_key, 16, HF_NIC6, reta, 128, 2, &out, why, sizeof(why)),
+	         -1);
+	CHECK(strstr(why, "IPv6 needs 40") != NULL);
+}
+
 static void test_refusals_say_why(void)
 {
 	fill(128, 2, 0);
@@ -125,6 +156,7 @@ int main(void)
 	RUN(test_ixgbe_default_key_128_entries);
 	RUN(test_i40e_52_byte_key_512_entries);
 	RUN(test_tcp_only_port_hashes_udp_on_nothing);
+	RUN(test_port_hashing_ip6_reports_ip6_fields);
 	RUN(test_refusals_say_why);
 	return check_summary();
 }
