@@ -4,7 +4,9 @@
  *
  *   receive:  each frame goes to worker reta[toeplitz(4-tuple) % size] over that
  *             worker's rx ring (wk_frame_worker, the same rule the workers check);
- *             frames without an IPv4 hash (ARP) go to every worker, as clones. The
+ *             frames without an IP hash (ARP) and IPv6 Neighbor Discovery (each
+ *             worker's core resolves its own neighbours, wio.c wk_is_nd) go to
+ *             every worker, as clones. The
  *             worker copies the frame into its own pool and returns ours on rxret.
  *   transmit: each worker's tx ring is copied into our pool and sent; the worker's
  *             packet goes back on txret for the worker to free.

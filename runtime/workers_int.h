@@ -68,9 +68,11 @@ struct outbox {
 	uint32_t filled;   /* slots filled since the last commit */
 };
 
-/* IPK_STEER_QUEUES: an ARP frame one worker received, copied for another (wio.c). An
- * Ethernet ARP packet for IPv4 is 42 bytes; the rest of a padded frame is padding. */
-#define WK_ARP_MAX 62
+/* IPK_STEER_QUEUES: an ARP or ND frame one worker received, copied for another
+ * (wio.c). An Ethernet ARP packet for IPv4 is 42 bytes (the rest of a padded frame is
+ * padding); NS/NA with a link-layer option are 86, an RA with a prefix, MTU and
+ * source link-layer option 118: 254 leaves room for more options. */
+#define WK_ARP_MAX 254
 #define WK_ARP_SLOTS 32
 struct wk_arp {
 	uint16_t len;
@@ -139,7 +141,7 @@ int wk_rss_install(struct ipk_workers *ws, const uint8_t *key, uint8_t fields,
 /* wio.c */
 struct ipk_io *wio_open(struct ipk_pool *pool, void *arg, char *err, size_t errlen);
 /* The worker a received frame belongs to, by its RSS hash: 0..n-1, or -1 for a frame
- * without one (not IPv4: every worker gets it). */
+ * without one (not IPv4 or IPv6, or IPv6 Neighbor Discovery: every worker gets it). */
 int wk_frame_worker(const struct ipk_workers *ws, const struct ipk_pkt *k, uint8_t link);
 /* 1 when the networking side has work waiting that is not a received frame. */
 int wk_net_pending(struct wk *w);

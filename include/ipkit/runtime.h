@@ -155,13 +155,18 @@ int ipk_node_set_spin(struct ipk_node *n, uint32_t spin_us);
  *         the copy, counted in steer_drops, and ARP retries). Each worker's core then
  *         learns the mapping through its normal ARP input and answers requests for
  *         our address as SOFT's workers do (one reply per worker, all identical).
+ *         IPv6 Neighbor Discovery (RS, RA, NS, NA, Redirect) is shared the same way
+ *         (the NIC hashes it on the addresses, yet each worker resolves its own
+ *         neighbours and follows the routers and prefixes itself).
  *       IPK_STEER_SOFT: one reader thread owns the single backend queue, hashes each
  *         received frame and passes it to its worker over an SPSC ring; frames that
- *         are not IPv4 (ARP) go to every worker. Workers hand transmitted frames back
- *         to the reader over SPSC rings (the backend is not thread-safe and its pool
- *         is the reader's; one copy each way keeps every pool single-threaded).
- *   - Checking. Every worker hashes each IPv4 frame it receives and counts those
- *     that do not map to it (ipk_worker_stats.wrong_queue, which must stay 0).
+ *         are not IPv4 or IPv6 (ARP), and IPv6 Neighbor Discovery, go to every
+ *         worker. Workers hand transmitted frames back to the reader over SPSC
+ *         rings (the backend is not thread-safe and its pool is the reader's; one
+ *         copy each way keeps every pool single-threaded).
+ *   - Checking. Every worker hashes each IPv4 and IPv6 frame it receives (ND aside)
+ *     and counts those that do not map to it (ipk_worker_stats.wrong_queue, which
+ *     must stay 0).
  *   - Thread models (the application side, struct ipk_app_ops, identical code in all):
  *       IPK_MODEL_UNIFIED: app callbacks run inside the networking thread, from the
  *         core's callbacks; commands execute at once.
@@ -380,7 +385,8 @@ struct ipk_worker_stats {
 	uint64_t app_wakeups;         /* MERGE: sleeps of either side ended by the other */
 	uint64_t steer_drops;         /* SOFT: frames dropped (ring full, too big, no buffer);
 	                               * QUEUES: ARP copies dropped (inbox full, no buffer) */
-	uint64_t arp_forwarded;       /* QUEUES: ARP frames this worker copied to the others */
+	uint64_t arp_forwarded;       /* QUEUES: ARP and ND frames this worker copied to the
+	                               * others */
 	uint64_t udp_rx, udp_tx;      /* datagrams delivered to / sent for the app */
 	uint64_t udp_drops;           /* datagrams not delivered (no descriptor) */
 };
