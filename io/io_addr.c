@@ -1,5 +1,6 @@
 /*
- * ipk_io_set_addr: hand the node's address to the backends that steer by it.
+ * ipk_io_set_addr, ipk_io_set_addr6: hand the node's addresses to the backends that
+ * steer by them.
  */
 #include "io_internal.h"
 
@@ -20,5 +21,24 @@ int ipk_io_set_addr(struct ipk_io *io, uint32_t ip4_be, const uint8_t mac[6])
 	}
 	(void)ip4_be;
 	(void)mac;
+	return 0;
+}
+
+int ipk_io_set_addr6(struct ipk_io *io, const uint8_t addr[16], const uint8_t mac[6],
+                     uint32_t flags)
+{
+	int depth;
+
+	if (!io)
+		return -EINVAL;
+	for (depth = 0; io && depth < 8; io = io->inner, depth++) {
+#ifdef IPK_IO_HAVE_AFXDP
+		if (io->be == &ipk_io_afxdp_backend)
+			return ipk_io_afxdp_set_addr6(io, addr, mac, flags);
+#endif
+	}
+	(void)addr;
+	(void)mac;
+	(void)flags;
 	return 0;
 }

@@ -76,6 +76,8 @@ extern const struct ipk_io_backend ipk_io_dpdk_backend;
 /* ipk_io_set_addr for the afxdp backend (io_addr.c dispatches by backend; a vtable
  * member would break the positional initializers of the other backends). */
 int ipk_io_afxdp_set_addr(struct ipk_io *io, uint32_t ip4_be, const uint8_t mac[6]);
+int ipk_io_afxdp_set_addr6(struct ipk_io *io, const uint8_t addr[16], const uint8_t mac[6],
+                           uint32_t flags);
 
 /* Error text helper: snprintf into err (NULL-safe); returns -errnum. */
 int ipk_io_err(char *err, size_t errlen, int errnum, const char *fmt, ...)

@@ -327,6 +327,19 @@ int ipk_io_arm(struct ipk_io *io);
  * that see all of their device's traffic ignore it. Returns 0, -EINVAL for a NULL
  * io, or a negative errno when the backend could not apply it. */
 int ipk_io_set_addr(struct ipk_io *io, uint32_t ip4_be, const uint8_t mac[6]);
+/* ipk_io_set_addr6 flag: take Router Advertisements sent to all-nodes. */
+#define IPK_IO_ADDR6_RA 0x1u
+/* The same for IPv6 (the node calls it after ipk_io_set_addr when the core has IPv6
+ * on): afxdp then also steers IPv6 to `addr` (a static address; NULL or :: = none)
+ * and to every unicast address ending in the interface identifier of `mac` (the
+ * core's link-local and SLAAC addresses: the modified EUI-64 of the MAC), and the
+ * NS/NA whose target is one of those; with flags IPK_IO_ADDR6_RA also the Router
+ * Advertisements sent to all-nodes (which the kernel on the same device then no
+ * longer gets: an XDP program cannot give one frame to both). mac NULL: the one
+ * given to ipk_io_set_addr. Other backends ignore it. Returns 0, -EINVAL for a NULL
+ * io or no MAC known, or a negative errno when the backend could not apply it. */
+int ipk_io_set_addr6(struct ipk_io *io, const uint8_t addr[16], const uint8_t mac[6],
+                     uint32_t flags);
 /* ipk_io_stats: copy the backend's counters into *st (a pcap wrapper reports the
  * backend it wraps; zeros for a NULL io, nothing for a NULL st). */
 void ipk_io_stats(const struct ipk_io *io, struct ipk_io_stats *st);

@@ -24,8 +24,9 @@
  * each held until the completion ring returns its address.
  *
  * The XDP program (ipk_xdp.bpf.c, embedded) redirects only ARP and IPv4 for ipkit's
- * address and passes the rest to the kernel; the address comes from ",ip=" or from
- * ipk_io_set_addr (the runtime calls it after open). prog=0 lets libxdp load its
+ * address (and, once ipk_io_set_addr6 turned IPv6 on, IPv6 to ipkit's addresses and
+ * the ND for them) and passes the rest to the kernel; the address comes from ",ip="
+ * or from ipk_io_set_addr (the runtime calls both after open). prog=0 lets libxdp load its
  * default program instead (every frame of the queue to ipkit).
  * mode: drv (native XDP) or skb (generic); without mode= native is tried first.
  * zc=1 asks for zero-copy and fails with a clear message when the driver lacks it.
@@ -614,6 +615,13 @@ int ipk_io_afxdp_set_addr(struct ipk_io *io, uint32_t ip4_be, const uint8_t mac[
 	return ipk_afxdp_prog_set_addr(&xdp_priv(io)->prog, ip4_be, mac);
 }
 
+int ipk_io_afxdp_set_addr6(struct ipk_io *io, const uint8_t addr[16], const uint8_t mac[6],
+                           uint32_t flags)
+{
+	return ipk_afxdp_prog_set_addr6(&xdp_priv(io)->prog, addr, mac,
+	                                flags & IPK_IO_ADDR6_RA ? IPK_XDP6_RA : 0);
+}
+
 /* Frames the kernel or a transmission still holds go back to the pool. */
 static void xdp_release_frames(struct ipk_io *io)
 {
@@ -918,6 +926,16 @@ int ipk_io_afxdp_set_addr(struct ipk_io *io, uint32_t ip4_be, const uint8_t mac[
 	(void)io;
 	(void)ip4_be;
 	(void)mac;
+	return -ENOTSUP;
+}
+
+int ipk_io_afxdp_set_addr6(struct ipk_io *io, const uint8_t addr[16], const uint8_t mac[6],
+                           uint32_t flags)
+{
+	(void)io;
+	(void)addr;
+	(void)mac;
+	(void)flags;
 	return -ENOTSUP;
 }
 

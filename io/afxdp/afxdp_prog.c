@@ -15,13 +15,6 @@
 #include <linux/if_link.h>
 #include <string.h>
 
-/* Must match struct ipk_xdp_cfg in ipk_xdp.bpf.c. */
-struct ipk_xdp_cfg_user {
-	uint32_t ip4_be;
-	uint8_t mac[6];
-	uint16_t pad;
-};
-
 static int prog_err(char *err, size_t el, int e, const char *dev, const char *what)
 {
 	if (e == EPERM || e == EACCES)
@@ -96,18 +89,59 @@ int ipk_afxdp_prog_add_socket(struct ipk_afxdp_prog *p, uint32_t queue, int xsk_
 	return bpf_map_update_elem(p->xsks_fd, &queue, &xsk_fd, BPF_ANY) < 0 ? -errno : 0;
 }
 
-int ipk_afxdp_prog_set_addr(struct ipk_afxdp_prog *p, uint32_t ip4_be, const uint8_t mac[6])
+/* The modified EUI-64 interface identifier of a MAC (RFC 4291 App. A): the
+ * universal/local bit flipped, ff:fe in the middle; the core's link-local and SLAAC
+ * addresses end in it (docs/ipv6-core.md). */
+static void prog_iid(uint8_t iid[8], const uint8_t mac[6])
 {
-	struct ipk_xdp_cfg_user c;
+	iid[0] = (uint8_t)(mac[0] ^ 2u);
+	iid[1] = mac[1];
+	iid[2] = mac[2];
+	iid[3] = 0xff;
+	iid[4] = 0xfe;
+	iid[5] = mac[3];
+	iid[6] = mac[4];
+	iid[7] = mac[5];
+}
+
+static int prog_write(struct ipk_afxdp_prog *p)
+{
 	uint32_t zero = 0;
 
+	if (p->cfg.flags6 & IPK_XDP6_ON)
+		prog_iid(p->cfg.iid, p->cfg.mac);
+	return bpf_map_update_elem(p->cfg_fd, &zero, &p->cfg, BPF_ANY) < 0 ? -errno : 0;
+}
+
+int ipk_afxdp_prog_set_addr(struct ipk_afxdp_prog *p, uint32_t ip4_be, const uint8_t mac[6])
+{
 	if (p->cfg_fd < 0)
 		return -ENOTSUP; /* prog=0: libxdp's program takes everything anyway */
-	memset(&c, 0, sizeof c);
-	c.ip4_be = ip4_be;
+	p->cfg.ip4_be = ip4_be;
 	if (mac)
-		memcpy(c.mac, mac, 6);
-	return bpf_map_update_elem(p->cfg_fd, &zero, &c, BPF_ANY) < 0 ? -errno : 0;
+		memcpy(p->cfg.mac, mac, 6);
+	return prog_write(p);
+}
+
+int ipk_afxdp_prog_set_addr6(struct ipk_afxdp_prog *p, const uint8_t ip6[16],
+                             const uint8_t mac[6], uint32_t flags)
+{
+	static const uint8_t zero_mac[6];
+
+	if (p->cfg_fd < 0)
+		return -ENOTSUP;
+	if (mac)
+		memcpy(p->cfg.mac, mac, 6);
+	/* without a MAC there is no identifier: an all-zero one would match nothing
+	 * real, but refuse rather than steer by a meaningless value */
+	if (memcmp(p->cfg.mac, zero_mac, 6) == 0)
+		return -EINVAL;
+	if (ip6)
+		memcpy(p->cfg.ip6, ip6, 16);
+	else
+		memset(p->cfg.ip6, 0, 16);
+	p->cfg.flags6 = IPK_XDP6_ON | (flags & IPK_XDP6_RA);
+	return prog_write(p);
 }
 
 void ipk_afxdp_prog_close(struct ipk_afxdp_prog *p)

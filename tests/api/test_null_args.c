@@ -132,6 +132,7 @@ static void test_io_null_handles(void)
 	CHECK_EQ(ipk_io_fd(NULL), -EINVAL);
 	CHECK_EQ(ipk_io_arm(NULL), -EINVAL);
 	CHECK_EQ(ipk_io_set_addr(NULL, 1, NULL), -EINVAL);
+	CHECK_EQ(ipk_io_set_addr6(NULL, NULL, NULL, 0), -EINVAL);
 	memset(&ios, 0xff, sizeof(ios));
 	ipk_io_stats(NULL, &ios);
 	CHECK(all_zero(&ios, sizeof(ios)));
