@@ -123,6 +123,26 @@ static void op_icmp_echo_reply(struct ipk_ctx *ctx, uint32_t from_ip4_be, uint16
 		n->h.icmp_echo_reply(n, from_ip4_be, id_be, seq_be, payload_len, n->harg);
 }
 
+static void op_udp_recv6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt,
+                         uint32_t off, uint32_t len, void *opaque)
+{
+	struct sim_node *n = N(opaque);
+
+	(void)ctx;
+	if (n->h.udp_recv6)
+		n->h.udp_recv6(n, t, pkt, off, len, n->harg);
+}
+
+static void op_icmp6_echo_reply(struct ipk_ctx *ctx, const uint8_t from[16], uint16_t id_be,
+                                uint16_t seq_be, uint32_t payload_len, void *opaque)
+{
+	struct sim_node *n = N(opaque);
+
+	(void)ctx;
+	if (n->h.icmp6_echo_reply)
+		n->h.icmp6_echo_reply(n, from, id_be, seq_be, payload_len, n->harg);
+}
+
 static void node_ops(struct ipk_ops *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -140,6 +160,8 @@ static void node_ops(struct ipk_ops *o)
 	o->tcp_closed = op_tcp_closed;
 	o->udp_recv = op_udp_recv;
 	o->icmp_echo_reply = op_icmp_echo_reply;
+	o->udp_recv6 = op_udp_recv6;
+	o->icmp6_echo_reply = op_icmp6_echo_reply;
 }
 
 /* ------------------------------------------------------- lifecycle */
@@ -155,6 +177,26 @@ void sim_node_config(struct ipk_config *cfg, uint32_t index)
 	cfg->mac[3] = (uint8_t)(index >> 16);
 	cfg->mac[4] = (uint8_t)(index >> 8);
 	cfg->mac[5] = (uint8_t)index;
+}
+
+void sim_node_ip6(uint8_t out[16], uint32_t index)
+{
+	memset(out, 0, 16);
+	out[0] = 0xfd;
+	out[2] = 0x00;
+	out[3] = 0x5e;
+	out[12] = (uint8_t)(index >> 24);
+	out[13] = (uint8_t)(index >> 16);
+	out[14] = (uint8_t)(index >> 8);
+	out[15] = (uint8_t)index;
+}
+
+void sim_node_config6(struct ipk_config *cfg, uint32_t index)
+{
+	sim_node_config(cfg, index);
+	cfg->ip6_enable = 1;
+	sim_node_ip6(cfg->ip6_addr, index);
+	cfg->ip6_prefix_len = 64;
 }
 
 static void res_defaults(struct sim_node_res *r, const struct sim_node_res *in)

@@ -139,6 +139,11 @@ struct sim_handlers {
 	void (*icmp_echo_reply)(struct sim_node *n, uint32_t from_ip4_be, uint16_t id_be,
 	                        uint16_t seq_be, uint32_t payload_len, void *arg);
 	void (*arp_learned)(struct sim_node *n, uint32_t ip4_be, const uint8_t mac[6], void *arg);
+	/* IPv6 (nodes made with sim_node_config6): a UDP datagram, an echo reply */
+	void (*udp_recv6)(struct sim_node *n, const struct ipk_atuple *t, void *pkt, uint32_t off,
+	                  uint32_t len, void *arg);
+	void (*icmp6_echo_reply)(struct sim_node *n, const uint8_t from[16], uint16_t id_be,
+	                         uint16_t seq_be, uint32_t payload_len, void *arg);
 };
 
 /* ------------------------------------------------------------ ports */
@@ -230,6 +235,12 @@ struct sim_node {
 
 /* ipk_config_default + address 10.0.0.index/24, MAC 02:00:00:00:00:index. */
 void sim_node_config(struct ipk_config *cfg, uint32_t index);
+/* sim_node_config with IPv6 on as well: the static address fd00:5e::index/64
+ * (sim_node_ip6) besides the link-local fe80::/64 + EUI-64 of the MAC; DAD with one
+ * probe, so addresses come up one virtual second after the node starts. */
+void sim_node_config6(struct ipk_config *cfg, uint32_t index);
+/* The static IPv6 address sim_node_config6 gives node `index`. */
+void sim_node_ip6(uint8_t out[16], uint32_t index);
 /*
  * Create a node: allocates the context, connections, pb descriptors and packet
  * pool, builds the ops table (packet ops from sim/pkt.c, NIC and event forwarding
