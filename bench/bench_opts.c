@@ -2,6 +2,7 @@
 #include "bench_opts.h"
 
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,9 @@ static const char bench_help_common[] =
 	"  -n 6|17     protocol: 6 TCP, 17 UDP [6]\n"
 	"  -p PORT     server port to listen on / connect to [10000]\n"
 	"  -r N        client: target requests/s per thread, 0 = as fast as possible [0]\n"
-	"  -s A.B.C.D  server address: run as a client\n"
+	"  -s A.B.C.D  server address: run as a client; an IPv6 address (with %IFNAME\n"
+	"              for a link-local one) runs over IPv6 (ipkit-bench-linux only yet)\n"
+	"  -6          IPv6: the server listens on :: (or --ip ADDR) [IPv4]\n"
 	"  -t SECS     duration, 0 = until SIGINT/SIGTERM [client 10, server 0]\n"
 	"  --timeout MS  client: a request unanswered this long counts as a timeout\n"
 	"              [TCP 5000, UDP 1000]\n"
@@ -70,7 +73,8 @@ static const char bench_help_linux[] =
 	"Blocking by default (epoll_wait sleeps); --busy-poll spins on epoll_wait with\n"
 	"timeout 0 and sets SO_BUSY_POLL where the kernel allows it.\n"
 	"\n"
-	"  --ip A.B.C.D  server: address to listen on [0.0.0.0]; client: source address\n"
+	"  --ip ADDR   server: address to listen on [0.0.0.0, with -6 ::]; client: source\n"
+	"              address (IPv4, or IPv6 with colons)\n"
 	"  -T N        threads; each has its own epoll, connections and (server) an\n"
 	"              SO_REUSEPORT listener\n"
 	"  --spin-us N blocking mode: after traffic, call epoll_wait with timeout 0 for\n"
@@ -109,6 +113,26 @@ int bench_parse_ip4(const char *s, uint32_t *ip4_be, uint8_t *prefix_len)
 		*prefix_len = (uint8_t)p;
 	}
 	*ip4_be = a.s_addr; /* inet_pton writes network byte order */
+	return 0;
+}
+
+int bench_parse_ip6(const char *s, uint8_t ip6[16], uint32_t *scope)
+{
+	char addr[INET6_ADDRSTRLEN];
+	const char *pct = strchr(s, '%');
+	size_t n = pct ? (size_t)(pct - s) : strlen(s);
+
+	if (n >= sizeof(addr) || (pct && !scope))
+		return -1;
+	memcpy(addr, s, n);
+	addr[n] = 0;
+	if (inet_pton(AF_INET6, addr, ip6) != 1)
+		return -1;
+	if (scope) {
+		*scope = pct ? if_nametoindex(pct + 1) : 0;
+		if (pct && *scope == 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -239,6 +263,11 @@ static int long_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *e
 	switch (k) {
 	case 0: o->io = v; break;
 	case 1:
+		if (!ipkit && strchr(v, ':')) {
+			o->ip6 = 1;
+			return bench_parse_ip6(v, o->ip6_bind, NULL) < 0 ?
+			       bad(o, err, "--ip is not an IPv6 address", v) : 1;
+		}
 		if (bench_parse_ip4(v, &o->ip4_be, ipkit ? &o->prefix_len : NULL) < 0)
 			return bad(o, err, ipkit ? "--ip is not A.B.C.D/N" : "--ip is not A.B.C.D", v);
 		break;
@@ -278,6 +307,8 @@ static int flag_opt(struct bench_opts *o, const char *a)
 		o->zerocopy = 1;
 	else if (strcmp(a, "--stats") == 0)
 		o->stats = 1;
+	else if (strcmp(a, "-6") == 0)
+		o->ip6 = 1;
 	else
 		return 0;
 	return 1;
@@ -304,6 +335,11 @@ static int short_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *
 		++*i;
 	if (a[1] == 's') {
 		o->client = 1;
+		if (strchr(v, ':')) {
+			o->ip6 = 1;
+			return bench_parse_ip6(v, o->server_ip6, &o->server_scope) < 0 ?
+			       bad(o, err, "-s is not an IPv6 address (ADDR or ADDR%IFNAME)", v) : 1;
+		}
 		return bench_parse_ip4(v, &o->server_ip4_be, NULL) < 0 ?
 		       bad(o, err, "-s is not A.B.C.D", v) : 1;
 	}
@@ -314,9 +350,32 @@ static int short_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *
 	return set_num(o, &bench_num_opts[k], v, err) < 0 ? BENCH_OPTS_ERROR : 1;
 }
 
+/* IPv6: one family throughout, a real server address; ipkit-bench waits for TCP
+ * over IPv6 in the core. */
+static int bench_opts_check6(struct bench_opts *o, FILE *err)
+{
+	static const uint8_t any[16];
+
+	if (!o->ip6)
+		return BENCH_OPTS_OK;
+	if (o->prog == BENCH_PROG_IPKIT)
+		return bad(o, err, "ipkit-bench does not run over IPv6 yet (ipkit-bench-linux "
+		           "does):", "-6");
+	if (o->server_ip4_be || o->ip4_be)
+		return bad(o, err, "-6 or an IPv6 address cannot go with an IPv4 -s or --ip", NULL);
+	if (o->client && memcmp(o->server_ip6, any, 16) == 0)
+		return bad(o, err, "-s :: is not a server address (give -s ADDR with -6)", NULL);
+	if (o->proto == 17 && o->len > BENCH_UDP6_MAX_LEN)
+		return bad(o, err, "UDP requests over IPv6 are at most 1452 bytes (one datagram)",
+		           NULL);
+	return BENCH_OPTS_OK;
+}
+
 /* The combination: limits that depend on several options, and role defaults. */
 static int bench_opts_check(struct bench_opts *o, FILE *err)
 {
+	int r;
+
 	if (o->msg) {
 		size_t n = strlen(o->msg);
 		if (n == 0 || n > BENCH_TCP_MAX_LEN)
@@ -331,7 +390,9 @@ static int bench_opts_check(struct bench_opts *o, FILE *err)
 		o->duration_s = o->client ? 10 : 0;
 	if (!o->timeout_ms)
 		o->timeout_ms = o->proto == 17 ? 1000 : 5000;
-	if (o->client && !o->server_ip4_be)
+	if ((r = bench_opts_check6(o, err)) != BENCH_OPTS_OK)
+		return r;
+	if (o->client && !o->ip6 && !o->server_ip4_be)
 		return bad(o, err, "-s 0.0.0.0 is not a server address", NULL);
 	if (o->client && o->corrupt_echo)
 		return bad(o, err, "--corrupt-echo is a server option", NULL);

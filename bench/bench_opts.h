@@ -24,6 +24,7 @@ enum bench_model { BENCH_MODEL_UNIFIED, BENCH_MODEL_MERGE, BENCH_MODEL_SPLIT };
 /* Largest request: a UDP request is one datagram of at most one Ethernet MTU
  * (1500 - 20 IPv4 - 8 UDP); a TCP request is a stream record of any size up to this. */
 #define BENCH_UDP_MAX_LEN 1472u
+#define BENCH_UDP6_MAX_LEN 1452u /* 1500 - 40 IPv6 - 8 UDP */
 #define BENCH_TCP_MAX_LEN (1u << 20)
 /* --tcp-buf range: at least a few segments; at most what the core's window scale
  * (shift 7, RFC 7323 §2.2) can advertise, 65535 << 7 */
@@ -60,6 +61,12 @@ struct bench_opts {
 	int stats;                /* --stats (ipkit-bench): loop and backend counters at the end */
 	uint32_t spin_us;         /* --spin-us (ipkit-bench, blocking): poll this long after
 	                           * traffic before sleeping (ipk_node_set_spin), 0 = don't */
+	/* IPv6 (issue 19; the twin only until ipkit's TCP speaks IPv6): -6, or an
+	 * address with colons in -s or --ip */
+	int ip6;
+	uint8_t server_ip6[16];   /* -s ADDR[%IFNAME] */
+	uint32_t server_scope;    /* its interface index (link-local), 0 = none */
+	uint8_t ip6_bind[16];     /* --ip ADDR (twin): listen / source address, :: = any */
 };
 
 #define BENCH_OPTS_OK 0
@@ -74,5 +81,8 @@ const char *bench_model_name(enum bench_model m);
 /* Dotted quad with an optional /N (prefix may be NULL: then no /N allowed).
  * 0 ok, -1 malformed. */
 int bench_parse_ip4(const char *s, uint32_t *ip4_be, uint8_t *prefix_len);
+/* An IPv6 address, with %IFNAME (an interface of this host, by if_nametoindex) when
+ * scope is non-NULL; *scope 0 without one. 0 ok, -1 malformed or no such interface. */
+int bench_parse_ip6(const char *s, uint8_t ip6[16], uint32_t *scope);
 
 #endif

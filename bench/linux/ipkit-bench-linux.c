@@ -4,6 +4,8 @@
  *
  *   ipkit-bench-linux -p 10000                      # server
  *   ipkit-bench-linux -s 10.0.0.2 -p 10000 -c 32    # client
+ *   ipkit-bench-linux -6 -p 10000                   # server on ::
+ *   ipkit-bench-linux -s fd00::2 -p 10000 -c 32     # client over IPv6
  *
  * Blocking by default (epoll_wait sleeps up to 1 ms; with --spin-us N it polls for N us
  * after the last traffic first); --busy-poll spins with timeout 0 and asks the kernel for
@@ -73,12 +75,36 @@ static void lx_collect(struct lx_thread *ts, uint32_t n, struct bench_counters *
 		bench_counters_add_published(sum, &ts[k].pub);
 }
 
-static void lx_sockaddr(struct sockaddr_in *sa, uint32_t ip4_be, uint16_t port)
+/* The server's address (server 1) or our bind address (server 0) in o's family;
+ * returns its length. */
+static socklen_t lx_sockaddr(struct sockaddr_storage *ss, const struct bench_opts *o,
+                             int server, uint16_t port)
 {
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_addr.s_addr = ip4_be;
-	sa->sin_port = htons(port);
+	memset(ss, 0, sizeof(*ss));
+	if (o->ip6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		s6->sin6_family = AF_INET6;
+		memcpy(&s6->sin6_addr, server ? o->server_ip6 : o->ip6_bind, 16);
+		s6->sin6_scope_id = server ? o->server_scope : 0;
+		s6->sin6_port = htons(port);
+		return sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_addr.s_addr = server ? o->server_ip4_be : o->ip4_be;
+		s4->sin_port = htons(port);
+		return sizeof(*s4);
+	}
+}
+
+/* The client binds a source address only when --ip gave one. */
+static int lx_has_src(const struct bench_opts *o)
+{
+	static const uint8_t any[16];
+
+	return o->ip6 ? memcmp(o->ip6_bind, any, 16) != 0 : o->ip4_be != 0;
 }
 
 static int lx_epoll_set(struct lx_thread *t, struct lx_conn *lc, int op, uint32_t events)
@@ -94,7 +120,8 @@ static int lx_epoll_set(struct lx_thread *t, struct lx_conn *lc, int op, uint32_
 static int lx_socket(const struct bench_opts *o)
 {
 	int one = 1, us = LX_BUSY_POLL_US;
-	int fd = socket(AF_INET, (o->proto == 17 ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK, 0);
+	int fd = socket(o->ip6 ? AF_INET6 : AF_INET,
+	                (o->proto == 17 ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
 	if (o->proto == 6)
@@ -162,18 +189,17 @@ static void lx_kick(struct bench_worker *w, struct bench_flow *f, void *arg)
 static int lx_client_open(struct lx_thread *t)
 {
 	const struct bench_opts *o = t->w.o;
-	struct sockaddr_in srv, src;
+	struct sockaddr_storage srv, src;
+	socklen_t srv_len = lx_sockaddr(&srv, o, 1, o->port), src_len = lx_sockaddr(&src, o, 0, 0);
 	uint32_t i;
-	lx_sockaddr(&srv, o->server_ip4_be, o->port);
-	lx_sockaddr(&src, o->ip4_be, 0);
 	for (i = 0; i < t->count; i++) {
 		struct lx_conn *lc = &t->conns[i];
 		lc->f = &t->w.flows[i];
 		lc->f->handle = lc;
 		lc->fd = lx_socket(o);
-		if (lc->fd < 0 || (o->ip4_be && bind(lc->fd, (struct sockaddr *)&src, sizeof(src)) < 0))
+		if (lc->fd < 0 || (lx_has_src(o) && bind(lc->fd, (struct sockaddr *)&src, src_len) < 0))
 			return -1;
-		if (connect(lc->fd, (struct sockaddr *)&srv, sizeof(srv)) < 0 && errno != EINPROGRESS) {
+		if (connect(lc->fd, (struct sockaddr *)&srv, srv_len) < 0 && errno != EINPROGRESS) {
 			t->w.c.connect_fails++;
 			close(lc->fd);
 			lc->fd = -1;
@@ -241,7 +267,8 @@ static void lx_client_event(struct lx_thread *t, struct lx_conn *lc, uint32_t ev
 static int lx_listen(struct lx_thread *t)
 {
 	const struct bench_opts *o = t->w.o;
-	struct sockaddr_in sa;
+	struct sockaddr_storage sa;
+	socklen_t sa_len = lx_sockaddr(&sa, o, 0, o->port);
 	int one = 1;
 	struct lx_conn *l = &t->listener;
 	l->fd = lx_socket(o);
@@ -249,8 +276,7 @@ static int lx_listen(struct lx_thread *t)
 		return -1;
 	setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	setsockopt(l->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	lx_sockaddr(&sa, o->ip4_be, o->port);
-	if (bind(l->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	if (bind(l->fd, (struct sockaddr *)&sa, sa_len) < 0 ||
 	    (o->proto == 6 && listen(l->fd, 1024) < 0))
 		return -1;
 	return lx_epoll_set(t, l, EPOLL_CTL_ADD, EPOLLIN);
@@ -356,7 +382,7 @@ static void lx_server_udp(struct lx_thread *t)
 {
 	int i;
 	for (i = 0; i < LX_KICK_ROUNDS; i++) {
-		struct sockaddr_in peer;
+		struct sockaddr_storage peer;
 		socklen_t plen = sizeof(peer);
 		ssize_t r = recvfrom(t->listener.fd, t->buf, LX_BUF, 0, (struct sockaddr *)&peer, &plen);
 		if (r < 0)

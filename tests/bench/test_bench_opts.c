@@ -114,6 +114,41 @@ static void test_opts_per_program(void)
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, "-h"), BENCH_OPTS_HELP);
 }
 
+/* IPv6 (the twin): -6, an address with colons in -s or --ip, a scope by interface
+ * name; one family throughout; ipkit-bench refuses IPv6 until its TCP has it. */
+static void test_opts_ip6_twin_only_one_family(void)
+{
+	static const uint8_t srv[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+	static const uint8_t bind6[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	struct bench_opts o;
+
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "-p 1"), BENCH_OPTS_OK);
+	CHECK(!o.ip6);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "-6 -p 1"), BENCH_OPTS_OK);
+	CHECK(o.ip6 && !o.client);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "-s fd00::2 -c 2"), BENCH_OPTS_OK);
+	CHECK(o.ip6 && o.client);
+	CHECK(memcmp(o.server_ip6, srv, 16) == 0);
+	CHECK_EQ(o.server_scope, 0);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "-s fe80::2%lo"), BENCH_OPTS_OK);
+	CHECK(o.server_scope != 0);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--ip fd00::1 -6"), BENCH_OPTS_OK);
+	CHECK(memcmp(o.ip6_bind, bind6, 16) == 0);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "-6 -s fd00::2 -n 17 -l 1452"), BENCH_OPTS_OK);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "-s 10.0.0.1 -n 17 -l 1472"), BENCH_OPTS_OK);
+	CHECK(!o.ip6);
+	/* refused */
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "-6 -s fd00::2 -n 17 -l 1453"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "-6 -s 10.0.0.1"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--ip 10.0.0.2 -s fd00::2"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "-s ::"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "-s fd00::2::3"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "-s fe80::2%ipknosuchif9"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--ip fd00::1%lo"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "-6"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "-s fd00::2"), BENCH_OPTS_ERROR);
+}
+
 /* A client flow with requests 0..2 sent; returns the worker ready for echoes. */
 static void flow_setup(struct bench_worker *w, struct bench_opts *o, uint8_t *sent)
 {
@@ -221,6 +256,7 @@ int main(void)
 	RUN(test_opts_every_benchmark_option);
 	RUN(test_opts_bad_values_refused);
 	RUN(test_opts_per_program);
+	RUN(test_opts_ip6_twin_only_one_family);
 	RUN(test_flow_echo_ok_then_corrupt_stale_invented);
 	RUN(test_flow_timeout_counted_once);
 	RUN(test_zc_pieces_rebuild_the_copied_stream);

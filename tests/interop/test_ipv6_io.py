@@ -12,6 +12,7 @@ would otherwise take itself, and the program gives that address to ipkit.
 Namespaces are ipk<hex>*, removed at teardown (also on failure); processes are ended by
 PID; every wait is bounded.
 """
+import json
 import os
 import re
 import secrets
@@ -345,3 +346,43 @@ def test_dpdk_afpacket_ping6_both_ways_and_udp_echo(net):
     net.start_ready(v.ns, prog("ipkit-echo"), *eal(), *args, wait=30.0)
     assert net.wait6(v.ns, v.ipk6, limit=20.0), "ipkit never answered ping -6 over DPDK"
     udp_echo_ok(net, v.ns, v.ipk6)
+
+
+# -------------------------------------------------- the Linux twin over IPv6
+
+TWIN = os.path.join(os.path.dirname(prog("x")), "..", "bench", "ipkit-bench-linux")
+
+
+def twin_run(n, ns, args):
+    """A twin client for 1 s with --json: its summary line (asserted clean)."""
+    r = n.run(ns, TWIN, *args, "--json", "-t", "1", check=False, timeout=30)
+    out = r.stdout.decode()
+    lines = [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
+    s = [d for d in lines if d["type"] == "summary"]
+    assert r.returncode == 0 and s, out + r.stderr.decode()
+    assert s[-1]["errors"] == 0 and s[-1]["requests"] > 0, out
+    return s[-1]
+
+
+@pytest.mark.skipif(not os.path.exists(TWIN), reason="ipkit-bench-linux not built")
+def test_bench_twin_over_ipv6_loopback_and_link_local(net):
+    """-6 server on ::, clients to ::1 (TCP with depth, UDP), and across a veth to the
+    server's link-local address with %IFNAME (the scope)."""
+    v = Veth(net)
+    net.run(v.ns, "sysctl", "-qw", "net.ipv6.conf.lo.disable_ipv6=0")
+    net.run(v.ns, "sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=0" % v.kdev)
+    net.start_ready(v.ns, TWIN, "-6", "-p", "10000")
+    net.start_ready(v.ns, TWIN, "-6", "-p", "10001", "-n", "17")
+    twin_run(net, v.ns, ["-s", "::1", "-p", "10000", "-c", "4", "-d", "2", "-l", "100"])
+    twin_run(net, v.ns, ["-s", "::1", "--ip", "::1", "-p", "10001", "-n", "17", "-c", "2",
+                         "-l", "1452"])
+    # the link-local address of the veth's other end, reached through the scope
+    deadline = time.monotonic() + 10
+    ll = None
+    while time.monotonic() < deadline and not ll:
+        out = net.run(v.ns, "ip", "-6", "addr", "show", "dev", v.kdev, "scope", "link").stdout
+        m = re.search(rb"inet6 (fe80::[0-9a-f:]+)/64 scope link\s*$", out, re.M)
+        ll = m.group(1).decode() if m and b"tentative" not in out else None
+        time.sleep(0.1)
+    assert ll, "no link-local address on %s" % v.kdev
+    twin_run(net, v.ns, ["-s", ll + "%" + v.ldev, "-p", "10000", "-c", "2", "-l", "64"])
