@@ -386,3 +386,4 @@ def test_bench_twin_over_ipv6_loopback_and_link_local(net):
         time.sleep(0.1)
     assert ll, "no link-local address on %s" % v.kdev
     twin_run(net, v.ns, ["-s", ll + "%" + v.ldev, "-p", "10000", "-c", "2", "-l", "64"])
+
