@@ -189,3 +189,77 @@ int ipk_rss_port_ok6(const struct ipk_ctx *ctx, const uint8_t local[16],
 	                        local_port_be);
 	return cfg->rss_reta[h % cfg->rss_reta_size] == cfg->rss_queue;
 }
+
+/* The IPv4 datagram at ip (len bytes from it). */
+static int rss_packet4(const uint8_t *key, uint32_t fields, const uint8_t *ip, uint32_t len,
+                       uint32_t *hash)
+{
+	uint32_t ihl, src, dst;
+	uint16_t ports[2] = {0, 0};
+	int frag;
+
+	if (len < 20 || (ip[0] >> 4) != 4)
+		return IPK_RSS_PKT_NONE;
+	ihl = (uint32_t)(ip[0] & 0x0f) * 4u;
+	if (ihl < 20 || len < ihl)
+		return IPK_RSS_PKT_NONE;
+	/* RFC 791: fragments (MF set or an offset) carry no ports, or only in the
+	 * first one; a TCP/UDP header cut short is hashed as a fragment. */
+	frag = ((ip[6] & 0x3f) | ip[7]) != 0 || len < ihl + 4;
+	ipk_memcpy(&src, ip + 12, 4);
+	ipk_memcpy(&dst, ip + 16, 4);
+	if (!frag)
+		ipk_memcpy(ports, ip + ihl, 4);
+	*hash = ipk_rss_hash_frame4(key, fields, ip[9], frag, src, dst, ports[0], ports[1]);
+	return IPK_RSS_PKT_HASHED;
+}
+
+/* RFC 8200 §4: hop-by-hop (0), routing (43), destination options (60) carry their
+ * length in 8-octet units after the first 8. */
+static int rss_ext6(uint8_t nh) { return nh == 0 || nh == 43 || nh == 60; }
+
+/* The IPv6 packet at ip (len bytes). */
+static int rss_packet6(const uint8_t *key, uint32_t fields, const uint8_t *ip, uint32_t len,
+                       uint32_t *hash)
+{
+	uint32_t off = 40, i;
+	uint16_t ports[2] = {0, 0};
+	uint8_t nh;
+	int frag = 0, nd = 0;
+
+	if (len < 40 || (ip[0] >> 4) != 6)
+		return IPK_RSS_PKT_NONE;
+	nh = ip[6];
+	for (i = 0; i < 8 && rss_ext6(nh) && len >= off + 8; i++) {
+		nh = ip[off];
+		off += ((uint32_t)ip[off + 1] + 1u) * 8u;
+	}
+	if (nh == 44 || rss_ext6(nh) || off > len || len < off + 4)
+		frag = 1;
+	else if (nh == 58) /* ICMPv6: type first */
+		nd = ip[off] >= 133 && ip[off] <= 137;
+	if (!frag)
+		ipk_memcpy(ports, ip + off, 4);
+	*hash = ipk_rss_hash_frame6(key, fields, nh, frag, ip + 8, ip + 24, ports[0], ports[1]);
+	return nd ? IPK_RSS_PKT_ND : IPK_RSS_PKT_HASHED;
+}
+
+int ipk_rss_hash_packet(const uint8_t *key, uint32_t fields, const uint8_t *f, uint32_t len,
+                        uint8_t link, uint32_t *hash)
+{
+	uint32_t et;
+
+	if (!f || !hash)
+		return IPK_RSS_PKT_NONE;
+	if (link != IPK_LINK_ETH) /* raw IP: the version nibble says which */
+		return len >= 1 && (f[0] >> 4) == 6 ? rss_packet6(key, fields, f, len, hash) :
+		                                      rss_packet4(key, fields, f, len, hash);
+	if (len < 14)
+		return IPK_RSS_PKT_NONE;
+	et = (uint32_t)f[12] << 8 | f[13];
+	if (et == 0x0800)
+		return rss_packet4(key, fields, f + 14, len - 14, hash);
+	if (et == 0x86dd)
+		return rss_packet6(key, fields, f + 14, len - 14, hash);
+	return IPK_RSS_PKT_NONE;
+}

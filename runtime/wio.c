@@ -31,7 +31,6 @@
 #include <unistd.h>
 
 #define ETH_HLEN 14
-#define ETHERTYPE_IP4 0x0800
 #define ETHERTYPE_ARP 0x0806
 #define ETHERTYPE_IP6 0x86dd
 #define ARP_ETH_IP4_LEN 42 /* Ethernet header + RFC 826 packet for IPv4 */
@@ -47,87 +46,22 @@ static struct wk *wio_wk(const struct ipk_io *io)
 
 /* ------------------------------------------------------- classification */
 
-/* The IPv4 datagram at ip (len bytes from it): its worker by the NIC's rule. */
-static int wk_frame4(const struct ipk_workers *ws, const uint8_t *ip, uint32_t len)
-{
-	uint32_t ihl, h, src, dst;
-	uint16_t ports[2] = {0, 0};
-	int frag;
-
-	if (len < 20)
-		return -1;
-	ihl = (uint32_t)(ip[0] & 0x0f) * 4u;
-	if ((ip[0] >> 4) != 4 || ihl < 20 || len < ihl)
-		return -1;
-	/* Fragments (MF set or an offset) carry no ports, or only in the first one; a
-	 * TCP/UDP header cut short is hashed as a fragment (addresses only). */
-	frag = ((ip[6] & 0x3f) | ip[7]) != 0 || len < ihl + 4;
-	memcpy(&src, ip + 12, 4);
-	memcpy(&dst, ip + 16, 4);
-	if (!frag)
-		memcpy(ports, ip + ihl, 4);
-	h = ipk_rss_hash_frame4(ws->key, ws->fields, ip[9], frag, src, dst, ports[0], ports[1]);
-	return ipk_rss_queue(ws->reta, ws->reta_size, h);
-}
-
 /* ICMPv6 Neighbor Discovery (RFC 4861 §4: RS 133, RA 134, NS 135, NA 136, Redirect
- * 137). Every worker's core keeps its own neighbour cache, default routers and
- * prefixes, and runs its own resolution: like ARP, these messages must reach every
- * worker, not the one the address hash picks (an NA answering worker 1's NS would
- * otherwise land on worker 0, which never asked). Echo and the ICMPv6 errors keep
- * the NIC's address hash, as ICMP over IPv4 does. */
-static int wk_is_nd(uint8_t proto, const uint8_t *l4, uint32_t left)
-{
-	return proto == 58 && left >= 1 && l4[0] >= 133 && l4[0] <= 137;
-}
-
-/* The IPv6 packet at ip (len bytes): its worker by the NIC's rule, -1 for ND or a
- * header that is not whole. Hop-by-hop, routing and destination options are walked
- * (at most 8, each within the frame) to the upper layer; a Fragment header or a
- * chain that does not end inside the frame hashes the addresses only, as the NIC's
- * IPv6 type does for every packet it cannot read ports from. */
-static int wk_frame6(const struct ipk_workers *ws, const uint8_t *ip, uint32_t len)
-{
-	uint32_t off = 40, h, i;
-	uint8_t nh;
-	uint16_t ports[2] = {0, 0};
-	int frag = 0;
-
-	if (len < 40 || (ip[0] >> 4) != 6)
-		return -1;
-	nh = ip[6];
-	for (i = 0; i < 8 && (nh == 0 || nh == 43 || nh == 60); i++) {
-		if (len < off + 8)
-			break;
-		nh = ip[off];
-		off += ((uint32_t)ip[off + 1] + 1u) * 8u;
-	}
-	if (nh == 44 || nh == 0 || nh == 43 || nh == 60 || off > len || len < off + 4)
-		frag = 1;
-	else if (wk_is_nd(nh, ip + off, len - off))
-		return -1;
-	else
-		memcpy(ports, ip + off, 4);
-	h = ipk_rss_hash_frame6(ws->key, ws->fields, nh, frag, ip + 8, ip + 24, ports[0],
-	                        ports[1]);
-	return ipk_rss_queue(ws->reta, ws->reta_size, h);
-}
-
+ * 137) goes to every worker (-1), not the one the address hash picks: every worker's
+ * core keeps its own neighbour cache, default routers and prefixes, and runs its own
+ * resolution, so like ARP these messages must reach them all (an NA answering worker
+ * 1's NS would otherwise land on worker 0, which never asked). Echo and the ICMPv6
+ * errors keep the NIC's address hash, as ICMP over IPv4 does. The parsing and the
+ * hash are the core's (ipk_rss_hash_packet), the same the memlink backend uses to
+ * play a NIC. */
 int wk_frame_worker(const struct ipk_workers *ws, const struct ipk_pkt *k, uint8_t link)
 {
-	const uint8_t *f = ipk_pkt_mtod(k);
-	uint32_t len = k->len, et;
+	uint32_t h;
 
-	if (link != IPK_LINK_ETH) /* raw IP (TUN): the version nibble says which */
-		return len >= 1 && (f[0] >> 4) == 6 ? wk_frame6(ws, f, len) : wk_frame4(ws, f, len);
-	if (len < ETH_HLEN)
+	if (ipk_rss_hash_packet(ws->key, ws->fields, ipk_pkt_mtod(k), k->len, link, &h) !=
+	    IPK_RSS_PKT_HASHED)
 		return -1;
-	et = (uint32_t)f[12] << 8 | f[13];
-	if (et == ETHERTYPE_IP4)
-		return wk_frame4(ws, f + ETH_HLEN, len - ETH_HLEN);
-	if (et == ETHERTYPE_IP6)
-		return wk_frame6(ws, f + ETH_HLEN, len - ETH_HLEN);
-	return -1;
+	return ipk_rss_queue(ws->reta, ws->reta_size, h);
 }
 
 static void wio_check(struct wk *w, struct ipk_pkt **pkts, int n, uint8_t link)
@@ -296,8 +230,7 @@ void wio_arp_fini(struct wk *w)
 }
 
 /* 1 for a frame every worker needs: ARP, or Neighbor Discovery (IPv6 is Ethernet
- * only in the core). ND goes through wk_frame_worker's own rule (-1 = ND or not
- * hashable), so one place decides what ND is. */
+ * only in the core); the core's ipk_rss_hash_packet decides what ND is. */
 static int wio_is_arp(const struct ipk_workers *ws, const struct ipk_pkt *k, uint8_t link)
 {
 	const uint8_t *f = ipk_pkt_mtod(k);
@@ -308,7 +241,8 @@ static int wio_is_arp(const struct ipk_workers *ws, const struct ipk_pkt *k, uin
 	et = (uint32_t)f[12] << 8 | f[13];
 	if (et == ETHERTYPE_ARP)
 		return k->len >= ARP_ETH_IP4_LEN;
-	return et == ETHERTYPE_IP6 && wk_frame_worker(ws, k, link) < 0;
+	return et == ETHERTYPE_IP6 && ipk_rss_hash_packet(ws->key, ws->fields, f, k->len, link,
+	                                                 &et) == IPK_RSS_PKT_ND;
 }
 
 /* A copy of the ARP (or ND) frame k for every other worker. */

@@ -1128,6 +1128,24 @@ uint32_t ipk_rss_hash_frame6(const uint8_t *key, uint32_t fields, uint8_t proto,
                              const uint8_t src[16], const uint8_t dst[16], uint16_t sport_be,
                              uint16_t dport_be);
 
+/* ipk_rss_hash_packet results. */
+#define IPK_RSS_PKT_NONE 0   /* not IPv4/IPv6, or its header is not whole: a NIC gives no
+                              * hash (software steering: every context gets it) */
+#define IPK_RSS_PKT_HASHED 1 /* *hash is what the NIC computes */
+#define IPK_RSS_PKT_ND 2     /* IPv6 Neighbor Discovery (RFC 4861 §4, ICMPv6 133..137):
+                              * *hash as the NIC computes it (on the addresses), yet
+                              * every context needs the message (own neighbour cache) */
+/* The RSS hash a NIC with hash fields `fields` (0 = default) computes for a received
+ * frame of `len` bytes at f; link IPK_LINK_ETH (Ethernet header first) or
+ * IPK_LINK_RAWIP (the IP header first, the version nibble tells the family). IPv4:
+ * the 4-tuple for TCP/UDP, the addresses for fragments and other protocols (and a
+ * TCP/UDP header cut short). IPv6: hop-by-hop, routing and destination options headers
+ * are walked (at most 8, each inside the frame) to the upper layer; a Fragment header,
+ * or a chain that does not end inside the frame, hashes the addresses. Reads nothing
+ * past f + len. Returns IPK_RSS_PKT_*; *hash is set unless NONE. */
+int ipk_rss_hash_packet(const uint8_t *key, uint32_t fields, const uint8_t *f, uint32_t len,
+                        uint8_t link, uint32_t *hash);
+
 /* --------------------------------------------------------------- helpers */
 
 /* ipk_htons / ipk_htonl (and ipk_ntohs / ipk_ntohl, the same functions): swap

@@ -24,9 +24,10 @@
  * with a NIC queue) and sends every frame on it. An open without queue= serves all N:
  * it receives from every queue and emulates a receiving RSS NIC on the peer's behalf,
  * placing each frame it sends on queue reta[hash % 128] with reta[i] = i % N and the
- * hash of ipk_rss_hash_ip4 under the symmetric key (the runtime's defaults, so a
- * peer's workers with IPK_STEER_QUEUES receive each flow on its own worker); IPv4
- * without ports hashes its addresses, everything else (ARP) goes to queue 0.
+ * hash of ipk_rss_hash_packet under the symmetric key (the runtime's defaults, so a
+ * peer's workers with IPK_STEER_QUEUES receive each flow on its own worker): IPv4 and
+ * IPv6 TCP/UDP by the 4-tuple, fragments and other protocols by the addresses,
+ * everything else (ARP) to queue 0.
  */
 #include "io_internal.h"
 #include "ml_ring.h"
@@ -45,7 +46,6 @@
 
 #define ML_MAX_QUEUES 16
 #define ML_RETA_SIZE 128
-#define ETHERTYPE_IP4 0x0800
 
 /* One queue pair: a region of its own. */
 struct ml_q {
@@ -606,30 +606,18 @@ static int ml_publish(struct ipk_io *io)
 	return 0;
 }
 
-/* The queue a receiving RSS NIC would put this frame on (see the top of the file).
- * Reads only the first `len` bytes of the first segment; headers the core builds are
- * there. Anything not IPv4 (ARP), or too short to tell, goes to queue 0. */
+/* The queue a receiving RSS NIC would put this frame on (see the top of the file):
+ * the core's rule for IPv4 and IPv6 (ipk_rss_hash_packet, which the workers' steering
+ * check shares). Reads only the first `len` bytes of the first segment; headers the
+ * core builds are there. Anything not IP (ARP), or too short to tell, goes to queue
+ * 0; Neighbor Discovery is hashed on its addresses as a NIC does (the receiving
+ * workers share it among themselves). */
 static int ml_frame_queue(const struct ml_priv *p, const uint8_t *f, uint32_t len)
 {
-	uint32_t ihl, src_be, dst_be, h;
-	uint16_t sport_be, dport_be;
-	const uint8_t *ip = f + 14;
+	uint32_t h;
 
-	if (len < 34 || ((uint32_t)f[12] << 8 | f[13]) != ETHERTYPE_IP4 || (ip[0] >> 4) != 4)
+	if (ipk_rss_hash_packet(p->key, 0, f, len, IPK_LINK_ETH, &h) == IPK_RSS_PKT_NONE)
 		return 0;
-	ihl = (uint32_t)(ip[0] & 0x0f) * 4u;
-	if (ihl < 20 || len < 14 + ihl)
-		return 0;
-	/* fragments and other protocols: the 2-tuple hash, as NICs do */
-	if (((ip[6] & 0x3f) | ip[7]) != 0 || (ip[9] != 6 && ip[9] != 17) || len < 18 + ihl) {
-		h = ipk_rss_toeplitz(p->key, IPK_RSS_KEY_LEN, ip + 12, 8);
-	} else {
-		memcpy(&src_be, ip + 12, 4);
-		memcpy(&dst_be, ip + 16, 4);
-		memcpy(&sport_be, ip + ihl, 2);
-		memcpy(&dport_be, ip + ihl + 2, 2);
-		h = ipk_rss_hash_ip4(p->key, src_be, dst_be, sport_be, dport_be);
-	}
 	return ipk_rss_queue(p->reta, ML_RETA_SIZE, h);
 }
 

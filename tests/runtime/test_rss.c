@@ -145,6 +145,39 @@ static void test_rss_symmetric_key_ip6_same_hash_both_ways(void)
 	CHECK(asym > 4500);
 }
 
+/* ipk_rss_hash_packet on whole frames: the Microsoft IPv6 vector as an Ethernet/IPv6
+ * TCP frame and as raw IP; an NS to ff02::1 is ND with the address hash; ARP none. */
+static void test_rss_hash_packet_ip6_frames(void)
+{
+	const struct vec6 *v = &vecs6[0];
+	uint8_t f[14 + 40 + 24];
+	uint32_t h = 0;
+
+	memset(f, 0, sizeof(f));
+	f[12] = 0x86, f[13] = 0xdd, f[14] = 0x60, f[14 + 6] = 6;
+	memcpy(f + 22, v->src, 16);
+	memcpy(f + 38, v->dst, 16);
+	f[54] = (uint8_t)(v->sport >> 8), f[55] = (uint8_t)v->sport;
+	f[56] = (uint8_t)(v->dport >> 8), f[57] = (uint8_t)v->dport;
+	CHECK_EQ(ipk_rss_hash_packet(ms_key, 0, f, sizeof(f), IPK_LINK_ETH, &h), IPK_RSS_PKT_HASHED);
+	CHECK_EQ(h, v->h_tcp);
+	h = 0;
+	CHECK_EQ(ipk_rss_hash_packet(ms_key, 0, f + 14, sizeof(f) - 14, IPK_LINK_RAWIP, &h),
+	         IPK_RSS_PKT_HASHED);
+	CHECK_EQ(h, v->h_tcp);
+	f[14 + 6] = 58, f[54] = 135; /* NS */
+	CHECK_EQ(ipk_rss_hash_packet(ms_key, 0, f, sizeof(f), IPK_LINK_ETH, &h), IPK_RSS_PKT_ND);
+	CHECK_EQ(h, v->h_ip);
+	f[54] = 128; /* echo request: by the addresses */
+	CHECK_EQ(ipk_rss_hash_packet(ms_key, 0, f, sizeof(f), IPK_LINK_ETH, &h), IPK_RSS_PKT_HASHED);
+	CHECK_EQ(h, v->h_ip);
+	CHECK_EQ(ipk_rss_hash_packet(ms_key, 0, f, 14 + 39, IPK_LINK_ETH, &h), IPK_RSS_PKT_NONE);
+	f[13] = 0x06; /* ARP */
+	CHECK_EQ(ipk_rss_hash_packet(ms_key, 0, f, sizeof(f), IPK_LINK_ETH, &h), IPK_RSS_PKT_NONE);
+	CHECK_EQ(ipk_rss_hash_packet(ms_key, 0, NULL, 60, IPK_LINK_ETH, &h), IPK_RSS_PKT_NONE);
+	CHECK_EQ(ipk_rss_hash_packet(ms_key, 0, f, sizeof(f), IPK_LINK_ETH, NULL), IPK_RSS_PKT_NONE);
+}
+
 static void test_rss_toeplitz_refuses_short_key(void)
 {
 	uint8_t in[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
@@ -397,6 +430,7 @@ int main(void)
 	RUN(test_rss_toeplitz_ip6_matches_verification_suite);
 	RUN(test_rss_hash_frame6_follows_fields);
 	RUN(test_rss_symmetric_key_ip6_same_hash_both_ways);
+	RUN(test_rss_hash_packet_ip6_frames);
 	RUN(test_rss_toeplitz_refuses_short_key);
 	RUN(test_rss_symmetric_key_same_hash_both_ways);
 	RUN(test_rss_queue_is_reta_of_hash_mod_size);

@@ -124,7 +124,7 @@ static void poll_until(struct ipk_node *n, const uint32_t *v, uint32_t want, uin
 	}
 }
 
-static struct ipk_workers *start_workers(const char *spec, int model)
+static struct ipk_workers *start_workers(const char *spec, int model, int steer)
 {
 	struct ipk_workers_cfg wc;
 	struct ipk_workers *ws;
@@ -136,7 +136,7 @@ static struct ipk_workers *start_workers(const char *spec, int model)
 	wc.node.core_tweak = srv_tweak;
 	wc.nworkers = 2;
 	wc.model = model;
-	wc.steer = IPK_STEER_SOFT;
+	wc.steer = steer;
 	wc.app = &no_app;
 	ws = ipk_workers_start(&wc, err, sizeof(err));
 	if (!ws)
@@ -207,7 +207,7 @@ static void port_unreachables(struct ipk_node *n, struct cli *c)
 	CHECK_EQ(c->other_errors, 0);
 }
 
-static void run_model(int model, const char *name)
+static void run_model(int model, int steer, const char *name)
 {
 	char spec[128];
 	struct ipk_workers *ws;
@@ -216,12 +216,16 @@ static void run_model(int model, const char *name)
 	unsigned i;
 
 	memset(&c, 0, sizeof(c));
-	snprintf(spec, sizeof(spec), "memlink:ipkw6%d%s,role=a", (int)getpid(), name);
-	ws = start_workers(spec, model);
+	/* queues: two queue pairs, worker i on queue i; the client's open serves both
+	 * and places each frame as an RSS NIC would (io/memlink) */
+	snprintf(spec, sizeof(spec), "memlink:ipkw6%d%s,role=a%s", (int)getpid(), name,
+	         steer == IPK_STEER_QUEUES ? ",queues=2" : "");
+	ws = start_workers(spec, model, steer);
 	CHECK(ws != NULL);
 	if (!ws)
 		return;
-	snprintf(spec, sizeof(spec), "memlink:ipkw6%d%s,role=b", (int)getpid(), name);
+	snprintf(spec, sizeof(spec), "memlink:ipkw6%d%s,role=b%s", (int)getpid(), name,
+	         steer == IPK_STEER_QUEUES ? ",queues=2" : "");
 	n = start_client(spec, &c);
 	CHECK(n != NULL);
 	if (n) {
@@ -245,12 +249,24 @@ static void run_model(int model, const char *name)
 		ipk_node_destroy(n);
 }
 
-static void test_ip6_steered_unified(void) { run_model(IPK_MODEL_UNIFIED, "u"); }
-static void test_ip6_steered_merge(void) { run_model(IPK_MODEL_MERGE, "m"); }
+static void test_ip6_soft_steering_unified(void)
+{
+	run_model(IPK_MODEL_UNIFIED, IPK_STEER_SOFT, "u");
+}
+
+static void test_ip6_soft_steering_merge(void) { run_model(IPK_MODEL_MERGE, IPK_STEER_SOFT, "m"); }
+
+/* queue steering: the NIC (memlink's emulation) hashes IPv6, ND lands on one queue
+ * and its worker copies it to the other through the ARP inbox */
+static void test_ip6_queue_steering_unified(void)
+{
+	run_model(IPK_MODEL_UNIFIED, IPK_STEER_QUEUES, "q");
+}
 
 int main(void)
 {
-	RUN(test_ip6_steered_unified);
-	RUN(test_ip6_steered_merge);
+	RUN(test_ip6_soft_steering_unified);
+	RUN(test_ip6_soft_steering_merge);
+	RUN(test_ip6_queue_steering_unified);
 	return check_summary();
 }
