@@ -9,6 +9,7 @@
  */
 #include <ipkit/runtime.h>
 
+#include "addr6.h"
 #include "siphash.h"
 
 #include <errno.h>
@@ -268,18 +269,6 @@ static int node_core_config(struct ipk_node *n, struct ipk_config *c, char *err,
 	return 0;
 }
 
-/* IPv6 through an address-filtering backend (afxdp): the static address, and the
- * addresses ending in the MAC's interface identifier (link-local, SLAAC). Router
- * Advertisements to all-nodes are taken from the kernel only when the node has no
- * static address and relies on SLAAC: with one, the host keeps its RAs. */
-static int node_set_addr6(struct ipk_node *n, const struct ipk_config *c)
-{
-	static const uint8_t none[16];
-	int slaac_only = memcmp(c->ip6_addr, none, 16) == 0 && c->ip6_slaac;
-
-	return ipk_io_set_addr6(n->io, c->ip6_addr, c->mac, slaac_only ? IPK_IO_ADDR6_RA : 0);
-}
-
 static int node_core_init(struct ipk_node *n, char *err, size_t errlen)
 {
 	struct ipk_config c;
@@ -303,8 +292,8 @@ static int node_core_init(struct ipk_node *n, char *err, size_t errlen)
 	/* Backends that steer by address (AF_XDP's program) pass the host's traffic
 	 * through until they know ours. */
 	rc = ipk_io_set_addr(n->io, c.ip4_be, c.mac);
-	if (rc >= 0 && c.ip6_enable)
-		rc = node_set_addr6(n, &c);
+	if (rc >= 0)
+		rc = rt_io_set_addr6(n->io, &c);
 	if (rc < 0) {
 		snprintf(err, errlen, "%s: cannot set the address filter: %s", ipk_io_name(n->io),
 		         strerror(-rc));

@@ -18,6 +18,8 @@
  */
 #include "workers_int.h"
 
+#include "addr6.h"
+
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -269,6 +271,11 @@ static int steer_epoll(struct steer *s, char *err, size_t errlen)
 		}
 	}
 	return 0;
+}
+
+int steer_set_addr6(struct steer *s, const struct ipk_config *c)
+{
+	return rt_io_set_addr6(s->io, c);
 }
 
 struct steer *steer_create(struct ipk_workers *ws, char *err, size_t errlen)

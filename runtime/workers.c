@@ -194,6 +194,11 @@ static void wk_core_tweak(struct ipk_config *c, void *app)
 	c->rss_reta = ws->reta;
 	c->rss_reta_size = ws->reta_size;
 	c->rss_queue = (uint16_t)w->idx;
+	/* SOFT: the nodes' backends are rings; the device is the reader's, and a device
+	 * that filters by address (afxdp) must learn the IPv6 the workers serve (all
+	 * share worker 0's addresses and MAC). */
+	if (ws->soft && ws->steer && w->idx == 0)
+		ws->addr6_rc = steer_set_addr6(ws->steer, c);
 }
 
 /* ------------------------------------------------------------- threads */
@@ -379,6 +384,16 @@ static char *wk_spec_one_queue(const char *spec)
 static struct ipk_workers *wk_start(const struct ipk_workers_cfg *cfg, char *err,
                                     size_t errlen, int *no_port_rss);
 
+/* SOFT: whether the reader's device took the workers' IPv6 (wk_core_tweak). */
+static int wk_addr6_check(const struct ipk_workers *ws, char *err, size_t errlen)
+{
+	if (ws->addr6_rc >= 0)
+		return 0;
+	snprintf(err, errlen, "steering: cannot set the IPv6 address filter: %s",
+	         strerror(-ws->addr6_rc));
+	return ws->addr6_rc;
+}
+
 /* Queue steering on a DPDK port without usable RSS (wio.c found out when worker 0
  * opened its queue): everything is undone and started again with software steering
  * over queue 0 alone, and the program is told which path runs. */
@@ -456,7 +471,8 @@ static struct ipk_workers *wk_start(const struct ipk_workers_cfg *cfg, char *err
 	}
 	if (wk_rss(ws, err, errlen) < 0 ||
 	    (ws->soft && !(ws->steer = steer_create(ws, err, errlen))) ||
-	    wk_nodes(ws, err, errlen) < 0 || wk_threads(ws, err, errlen) < 0) {
+	    wk_nodes(ws, err, errlen) < 0 || wk_addr6_check(ws, err, errlen) < 0 ||
+	    wk_threads(ws, err, errlen) < 0) {
 		*no_port_rss = ws->no_port_rss;
 		ipk_workers_destroy(ws);
 		return NULL;

@@ -128,6 +128,7 @@ struct ipk_workers {
 	uint32_t reta_size;
 	int soft;                /* software steering in use */
 	int no_port_rss;         /* QUEUES: the DPDK port has no usable RSS (wio.c) */
+	int addr6_rc;            /* SOFT: steer_set_addr6's result (negative: failed) */
 	char *spec_own;          /* the spec the software fallback uses (owned) */
 	struct steer *steer;
 	uint32_t stop;           /* set once: every thread leaves its loop */
@@ -157,6 +158,9 @@ void steer_kick(struct steer *s);
 void steer_stop(struct steer *s);    /* joins the thread (the stop flag is set) */
 void steer_destroy(struct steer *s); /* stops, then frees */
 const struct ipk_io_caps *steer_caps(const struct steer *s);
+/* The reader's device learns the workers' IPv6 (afxdp's filter): worker 0's core
+ * config, once it is final. 0 or a negative errno. */
+int steer_set_addr6(struct steer *s, const struct ipk_config *c);
 void steer_stats(const struct steer *s, uint64_t *rx, uint64_t *drops);
 
 /* model.c */
