@@ -35,8 +35,9 @@ def test_dpdk_null_queue_steering_uses_the_ports_rss(dpdk):  # noqa: F811
     os.set_blocking(p.stderr.fileno(), True)
     stats, err = stop_and_stats(p)
     text = err.decode(errors="replace")
+    # IPv6 too (issue 19): ipkit asks for the IPv6 hash types and net_null applies them
     assert re.search(r"queues=2 rss=port \(key and 128-entry table read back, hashes ip4 "
-                     r"tcp4 udp4\)", text), text[-1500:]
+                     r"tcp4 udp4 ip6 tcp6 udp6\)", text), text[-1500:]
     assert "workers: queue steering by the port's RSS (key and 128-entry table" in text, \
         text[-1500:]
     assert "software steering" not in text, text[-1500:]
