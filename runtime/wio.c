@@ -10,9 +10,9 @@
  * Every pool is touched by one thread only (pools are not thread-safe), at the price
  * of one copy per frame each way, done on the worker's core for received frames.
  *
- * Both kinds hash every received IPv4 and IPv6 frame and count the ones that belong to another
- * worker (ipk_worker_stats.wrong_queue): the proof that steering and the RSS-aware
- * port choice agree.
+ * Both kinds hash every received IPv4 and IPv6 frame and count the ones that belong
+ * to another worker (ipk_worker_stats.wrong_queue): the proof that steering and the
+ * RSS-aware port choice agree.
  *
  * The pollable fd is the worker's eventfd (SOFT), or an epoll set of the queue's fd
  * and that eventfd (QUEUES), so a sleeping networking thread wakes for frames and for
@@ -196,9 +196,9 @@ static void wio_soft_close(struct ipk_io *io)
 /* ---------------------------------------------------------- QUEUES wrap */
 
 /*
- * ARP (and IPv6 Neighbor Discovery, wk_is_nd) across queues. A NIC hashes only IP
- * frames, so ARP lands on one queue (queue 0
- * for memlink and most NICs), while every worker's core keeps its own neighbour
+ * ARP (and IPv6 Neighbor Discovery, see wk_frame_worker) across queues. A NIC hashes
+ * only IP frames, so ARP lands on one queue (queue 0 for memlink and most NICs), and
+ * ND on the queue of its addresses, while every worker's core keeps its own neighbour
  * table (RFC 826: a host learns the sender's mapping from each ARP packet it gets).
  * The worker that receives an ARP frame copies it into each other worker's inbox
  * from it (w->arp_in[sender], SPSC); those workers take it in with their next burst
@@ -230,8 +230,12 @@ void wio_arp_fini(struct wk *w)
 }
 
 /* 1 for a frame every worker needs: ARP, or Neighbor Discovery (IPv6 is Ethernet
- * only in the core); the core's ipk_rss_hash_packet decides what ND is. */
-static int wio_is_arp(const struct ipk_workers *ws, const struct ipk_pkt *k, uint8_t link)
+ * only in the core). ND is recognised here without hashing (this runs on every
+ * received frame, and a second Toeplitz hash would double the check's cost): ICMPv6
+ * right after the fixed header, types 133..137. The core's parser also finds ND
+ * behind extension headers; such a message (no sender needs one) reaches only the
+ * worker the NIC chose and is not counted against it (wk_frame_worker says -1). */
+static int wio_is_arp(const struct ipk_pkt *k, uint8_t link)
 {
 	const uint8_t *f = ipk_pkt_mtod(k);
 	uint32_t et;
@@ -241,8 +245,9 @@ static int wio_is_arp(const struct ipk_workers *ws, const struct ipk_pkt *k, uin
 	et = (uint32_t)f[12] << 8 | f[13];
 	if (et == ETHERTYPE_ARP)
 		return k->len >= ARP_ETH_IP4_LEN;
-	return et == ETHERTYPE_IP6 && ipk_rss_hash_packet(ws->key, ws->fields, f, k->len, link,
-	                                                 &et) == IPK_RSS_PKT_ND;
+	/* RFC 8200 §3: Next Header at byte 6; RFC 4861 §4: the ICMPv6 type first */
+	return et == ETHERTYPE_IP6 && k->len >= ETH_HLEN + 40 + 1 && (f[ETH_HLEN] >> 4) == 6 &&
+	       f[ETH_HLEN + 6] == 58 && f[ETH_HLEN + 40] >= 133 && f[ETH_HLEN + 40] <= 137;
 }
 
 /* A copy of the ARP (or ND) frame k for every other worker. */
@@ -326,7 +331,7 @@ static int wio_q_rx(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 	if (got < 0) /* the device failed: still hand over the forwarded frames */
 		return fwd ? fwd : got;
 	for (i = fwd; w->arp_in && i < fwd + got; i++)
-		if (wio_is_arp(w->ws, pkts[i], io->caps.link))
+		if (wio_is_arp(pkts[i], io->caps.link))
 			wio_arp_forward(w, pkts[i]);
 	got += fwd;
 	if (got > 0)
