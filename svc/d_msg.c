@@ -12,14 +12,24 @@
  * Kinds so far: a UDP datagram for a socket of another worker (from the wire, the
  * steering gave the frame to the worker of its flow, or from another application
  * of this daemon; the receiver applies the socket's queue limits, as for its own
- * datagrams), and a socket handed over with its CONNECT from a bound port (the
- * worker its flow hashes to connects it, d_sock_handover).
+ * datagrams), a socket handed over with its CONNECT from a bound port (the
+ * worker its flow hashes to connects it, d_sock_handover), and a CLOSE from the
+ * control ring (worker 0's) of another worker's socket: the owner destroys it and
+ * sends the result back (D_MSG_CLOSED), which worker 0 posts on the control ring.
+ *
+ * Two ways to send: d_msg_send may fail on a full ring (a datagram is then lost,
+ * a CONNECT retried by its caller); d_msg_post never loses a message it accepted:
+ * a full ring puts it on the sender's private outbox (FIFO per destination), which
+ * the sender moves into the ring at the start of each of its passes. Only the
+ * sender's thread touches its outbox.
  */
 #include "daemon.h"
 
 #include "../runtime/spsc.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define D_MSG_SLOTS 256u /* per (from, to): a full ring drops (counted), and
                           * bounds the datagrams in flight between two workers */
@@ -28,6 +38,15 @@ struct d_msg {
 	uint32_t kind;               /* D_MSG_* */
 	uint32_t app_id, sock_id;    /* the receiver's socket, looked up again */
 	void *p;                     /* the payload, owned by the message */
+	uint64_t arg;                /* D_MSG_CLOSE(D): the CLOSE's user_data */
+	int32_t res;                 /* D_MSG_CLOSED: its result */
+};
+
+/* A message its ring had no room for (d_msg_post), on its sender's outbox. */
+struct d_obox {
+	struct d_obox *next;
+	unsigned to;
+	struct d_msg m;
 };
 
 static struct spsc *d_mq(struct d_daemon *d, unsigned from, unsigned to)
@@ -68,27 +87,106 @@ void d_msg_fini(struct d_daemon *d)
 	}
 	free(d->mq);
 	d->mq = NULL;
+	for (i = 0; d->wk && i < d->nw; i++)
+		while (d->wk[i].ob_h) {
+			struct d_obox *o = d->wk[i].ob_h;
+			d->wk[i].ob_h = o->next;
+			d_msg_free(&o->m);
+			free(o);
+		}
 }
 
 /* From worker `from` (the calling thread) to s's worker: kind with payload p,
  * whose ownership passes to the message. 0, or -1 when the ring is full (p is
  * then still the caller's). The owner is kicked. */
-int d_msg_send(struct d_daemon *d, unsigned from, const struct d_sock *s, uint32_t kind,
-               void *p)
+/* m into the ring from -> to, the owner kicked; 0, or -1 when the ring is full. */
+static int d_msg_put(struct d_daemon *d, unsigned from, unsigned to, const struct d_msg *m)
 {
-	unsigned to = s->wk;
 	struct spsc *r = d_mq(d, from, to);
-	struct d_msg *m = (struct d_msg *)spsc_prod_slot(r);
-	if (!m)
+	struct d_msg *slot = (struct d_msg *)spsc_prod_slot(r);
+	if (!slot)
 		return -1;
-	m->kind = kind;
-	m->app_id = s->app->id;
-	m->sock_id = s->id;
-	m->p = p;
+	*slot = *m;
 	spsc_prod_commit(r); /* release: the message before the kick's wake-up */
 	d->wk[from].msgs_out++;
 	d_kick(&d->wk[to]);
 	return 0;
+}
+
+int d_msg_send(struct d_daemon *d, unsigned from, const struct d_sock *s, uint32_t kind,
+               void *p)
+{
+	struct d_msg m;
+	memset(&m, 0, sizeof m);
+	m.kind = kind;
+	m.app_id = s->app->id;
+	m.sock_id = s->id;
+	m.p = p;
+	return d_msg_put(d, from, s->wk, &m);
+}
+
+/* Anything of from's outbox waiting for worker `to`? (Then a new message to `to`
+ * goes behind it: the messages between two workers stay in order.) */
+static int d_obox_has(const struct d_wk *w, unsigned to)
+{
+	const struct d_obox *o;
+	for (o = w->ob_h; o; o = o->next)
+		if (o->to == to)
+			return 1;
+	return 0;
+}
+
+/* From worker `from` to worker `to`: kind for socket sock_id of application
+ * app_id, never lost for a full ring (the outbox). 0, or -1 when out of memory. */
+int d_msg_post(struct d_daemon *d, unsigned from, unsigned to, uint32_t kind, uint32_t app_id,
+               uint32_t sock_id, uint64_t arg, int32_t res)
+{
+	struct d_wk *w = &d->wk[from];
+	struct d_obox *o;
+	struct d_msg m;
+	memset(&m, 0, sizeof m);
+	m.kind = kind;
+	m.app_id = app_id;
+	m.sock_id = sock_id;
+	m.arg = arg;
+	m.res = res;
+	if (!d_obox_has(w, to) && d_msg_put(d, from, to, &m) == 0)
+		return 0;
+	o = (struct d_obox *)malloc(sizeof *o);
+	if (!o)
+		return -1;
+	o->next = NULL;
+	o->to = to;
+	o->m = m;
+	if (w->ob_t)
+		w->ob_t->next = o;
+	else
+		w->ob_h = o;
+	w->ob_t = o;
+	w->msg_full++; /* delayed, not lost */
+	return 0;
+}
+
+/* Start of worker wk's pass: its outbox into the rings that have room, in order
+ * per destination (a destination whose ring is full keeps the rest of its
+ * messages for the next pass). O(outbox). */
+void d_msg_flush(struct d_daemon *d, unsigned wk)
+{
+	struct d_wk *w = &d->wk[wk];
+	struct d_obox **pp = &w->ob_h, *prev = NULL;
+	uint32_t full = 0; /* destinations found full this flush */
+	while (*pp) {
+		struct d_obox *o = *pp;
+		if (!(full >> o->to & 1) && d_msg_put(d, wk, o->to, &o->m) == 0) {
+			*pp = o->next;
+			free(o);
+			continue;
+		}
+		full |= 1u << o->to;
+		prev = o;
+		pp = &o->next;
+	}
+	w->ob_t = prev;
 }
 
 /* Messages waiting for worker wk (a hint: d_may_sleep stays awake for them). */
@@ -141,6 +239,39 @@ static int d_msg_connect(struct d_daemon *d, unsigned wk, struct d_msg *m)
 	return 0;
 }
 
+/* A CLOSE from the control ring (worker 0) of a socket of this worker: the
+ * socket destroyed here, on its own worker (its connection is in this worker's
+ * context), then the result back to worker 0 for the control ring. A socket
+ * handed over meanwhile (its CONNECT moved it) is passed on to its new worker;
+ * one gone meanwhile (a second CLOSE of the same id) answers -EBADF. */
+static int d_msg_close(struct d_daemon *d, unsigned wk, struct d_msg *m)
+{
+	struct d_app *a = d_app_of(d, m->app_id);
+	struct d_sock *s = a ? d_sock_find(a, m->sock_id) : NULL;
+	int32_t res = 0;
+	if (!a)
+		return -1;
+	if (s && s->wk != wk)
+		return d_msg_post(d, wk, s->wk, D_MSG_CLOSE, m->app_id, m->sock_id, m->arg, 0);
+	if (s)
+		d_sock_destroy(d, s, 1);
+	else
+		res = -EBADF;
+	return d_msg_post(d, wk, 0, D_MSG_CLOSED, m->app_id, 0, m->arg, res);
+}
+
+/* The owner's answer to a CLOSE (d_msg_close): completed on the control ring. */
+static int d_msg_closed(struct d_daemon *d, unsigned wk, struct d_msg *m)
+{
+	struct d_app *a = d_app_of(d, m->app_id);
+	if (!a || wk != 0)
+		return -1;
+	if (m->res == -EBADF)
+		a->hdr->bad_sqe++;
+	d_post_res(&a->ctl, m->arg, m->res);
+	return 0;
+}
+
 /* Start of worker wk's pass: every message other workers sent it. O(messages). */
 void d_msg_drain(struct d_daemon *d, unsigned wk)
 {
@@ -157,6 +288,8 @@ void d_msg_drain(struct d_daemon *d, unsigned wk)
 			struct d_msg *m = (struct d_msg *)spsc_cons_slot(r, k);
 			int rc = m->kind == D_MSG_UDP       ? d_msg_udp(d, wk, m)
 			         : m->kind == D_MSG_CONNECT ? d_msg_connect(d, wk, m)
+			         : m->kind == D_MSG_CLOSE   ? d_msg_close(d, wk, m)
+			         : m->kind == D_MSG_CLOSED  ? d_msg_closed(d, wk, m)
 			                                    : -1;
 			w->msgs_in++;
 			if (rc < 0) {

@@ -419,6 +419,14 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 			d_post_res(ctl, e->user_data, -EBADF);
 			return;
 		}
+		if (s->wk != ctl->wk) {
+			/* another worker's socket: destroyed by its owner, which answers
+			 * (d_msg.c d_msg_close); the completion comes a pass later */
+			if (d_msg_post(d, ctl->wk, s->wk, D_MSG_CLOSE, ctl->app->id, s->id,
+			               e->user_data, 0) < 0)
+				d_post_res(ctl, e->user_data, -ENOMEM);
+			return;
+		}
 		d_sock_destroy(d, s, 1);
 		d_post_res(ctl, e->user_data, 0);
 		return;

@@ -54,7 +54,8 @@ struct d_zc;
 struct spsc;
 
 /* cross-worker messages (d_msg.c) */
-enum { D_MSG_UDP = 1, D_MSG_CONNECT };
+enum { D_MSG_UDP = 1, D_MSG_CONNECT, D_MSG_CLOSE, D_MSG_CLOSED };
+struct d_obox;
 
 /* An operation in flight: the SQE copied out of the ring, never re-read. */
 struct d_op {
@@ -268,7 +269,10 @@ struct d_wk {
 	uint64_t msgs_in, msgs_out, msg_gone; /* d_msg.c: received, sent, and of
 	                                       * those received, dropped (socket
 	                                       * gone, queue full) */
-	uint64_t msg_full;           /* not sent: the ring to the owner was full */
+	uint64_t msg_full;           /* the ring to the owner was full: not sent
+	                              * (d_msg_send) or delayed (d_msg_post) */
+	struct d_obox *ob_h, *ob_t;  /* d_msg_post's messages waiting for ring room
+	                              * (this worker's thread only) */
 };
 
 struct d_daemon {
@@ -369,6 +373,9 @@ int d_msg_init(struct d_daemon *d);
 void d_msg_fini(struct d_daemon *d);
 int d_msg_send(struct d_daemon *d, unsigned from, const struct d_sock *s, uint32_t kind,
                void *p);
+int d_msg_post(struct d_daemon *d, unsigned from, unsigned to, uint32_t kind, uint32_t app_id,
+               uint32_t sock_id, uint64_t arg, int32_t res);
+void d_msg_flush(struct d_daemon *d, unsigned wk);
 int d_msg_pending(struct d_daemon *d, unsigned wk);
 void d_msg_drain(struct d_daemon *d, unsigned wk);
 

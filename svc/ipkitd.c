@@ -437,6 +437,7 @@ int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf)
 	}
 	if (d->mt && d_msg_pending(d, wk))
 		return 0;
+	*ovf |= d->wk[wk].ob_h != NULL; /* its outbox: look again within 1 ms */
 	if (d->mt && d->awake > 1)
 		return 1;
 	for (a = d->apps; a; a = a->next)
@@ -499,6 +500,7 @@ int d_serve(struct d_daemon *d, unsigned wk)
 	d->wk[wk].passes++;
 	if (d->nw > 1) { /* before its pass takes the hand-offs (d_defer) */
 		__atomic_store_n(&d->wk[wk].ho_lvls, 0, __ATOMIC_RELAXED);
+		d_msg_flush(d, wk); /* what the rings had no room for last pass */
 		d_msg_drain(d, wk);
 	}
 	for (a = d->apps; a; a = a->next)

@@ -522,6 +522,30 @@ def case_workers_udp_cross(rig):
         assert c["msgs_in"] > 0 and c["msg_gone"] == 0 and c["msg_full"] == 0, (w, c)
 
 
+def case_workers_close_cross(rig):
+    """--workers 2: a CLOSE comes in on the control ring (worker 0's) but the socket
+    may be the other worker's (new sockets are placed round robin); its owner
+    destroys it and answers (svc/d_msg.c D_MSG_CLOSE / D_MSG_CLOSED), worker 0
+    completes it. 24 sockets (TCP listeners and bound UDP) closed, closed again
+    (-EBADF), twice on the same ports (the first round's closes freed them, on
+    both workers), then a NOP application: both workers received messages (worker
+    1 the CLOSEs, worker 0 the answers), every message sent was received, none
+    found its socket or application gone. Without the message kind worker 0
+    destroys the other worker's socket itself: no messages flow."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_close_cross)"
+    n = 24  # the default ring area holds a few dozen sockets
+    rc, out, err = rig.run_tool("closex", "24000", str(n), timeout=60)
+    assert rc == 0 and "closex %d ok" % n in out, out + err
+    rc, out, err = rig.run_tool("nopspin", "0.1", "8", "24000")  # binds 24000..: freed
+    assert rc == 0, out + err
+    st = worker_stats(rig)
+    print(st)
+    ins = sum(c["msgs_in"] for c in st.values())
+    assert ins >= n and ins == sum(c["msgs_out"] for c in st.values()), st
+    for w, c in st.items():
+        assert c["msgs_in"] >= n // 2 and c["msg_gone"] == 0, (w, c)
+
+
 def wait_line(p, prefix, timeout):
     """The first stdout line of process p that starts with prefix, read within
     timeout seconds (bounded: a process that never prints it fails the test)."""
