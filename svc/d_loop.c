@@ -98,9 +98,10 @@ void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 		d_post_res(s, op->e.user_data, -ENOMEM);
 		return;
 	}
-	/* round robin like a new socket: the two ends may be on two workers, the
-	 * pipes between them are under the daemon's lock */
-	w->wk = d->next_wk++ % d->nw;
+	/* on the listener's worker (which gives it rings and an id: d_accept_deliver);
+	 * the two ends may be on two workers, the pipes between them are under the
+	 * daemon's lock */
+	w->wk = l->wk;
 	d->wk[w->wk].socks++;
 	s->peer = w;
 	w->peer = s;

@@ -137,9 +137,10 @@ static int d_obox_has(const struct d_wk *w, unsigned to)
 }
 
 /* From worker `from` to worker `to`: kind for socket sock_id of application
- * app_id, never lost for a full ring (the outbox). 0, or -1 when out of memory. */
+ * app_id (payload p, owned by the message on success), never lost for a full
+ * ring (the outbox). 0, or -1 when out of memory. */
 int d_msg_post(struct d_daemon *d, unsigned from, unsigned to, uint32_t kind, uint32_t app_id,
-               uint32_t sock_id, uint64_t arg, int32_t res)
+               uint32_t sock_id, uint64_t arg, int32_t res, void *p)
 {
 	struct d_wk *w = &d->wk[from];
 	struct d_obox *o;
@@ -150,6 +151,7 @@ int d_msg_post(struct d_daemon *d, unsigned from, unsigned to, uint32_t kind, ui
 	m.sock_id = sock_id;
 	m.arg = arg;
 	m.res = res;
+	m.p = p;
 	if (!d_obox_has(w, to) && d_msg_put(d, from, to, &m) == 0)
 		return 0;
 	o = (struct d_obox *)malloc(sizeof *o);
@@ -252,12 +254,12 @@ static int d_msg_close(struct d_daemon *d, unsigned wk, struct d_msg *m)
 	if (!a)
 		return -1;
 	if (s && s->wk != wk)
-		return d_msg_post(d, wk, s->wk, D_MSG_CLOSE, m->app_id, m->sock_id, m->arg, 0);
+		return d_msg_post(d, wk, s->wk, D_MSG_CLOSE, m->app_id, m->sock_id, m->arg, 0, NULL);
 	if (s)
 		d_sock_destroy(d, s, 1);
 	else
 		res = -EBADF;
-	return d_msg_post(d, wk, 0, D_MSG_CLOSED, m->app_id, 0, m->arg, res);
+	return d_msg_post(d, wk, 0, D_MSG_CLOSED, m->app_id, 0, m->arg, res, NULL);
 }
 
 /* The owner's answer to a CLOSE (d_msg_close): completed on the control ring. */
@@ -270,6 +272,138 @@ static int d_msg_closed(struct d_daemon *d, unsigned wk, struct d_msg *m)
 		a->hdr->bad_sqe++;
 	d_post_res(&a->ctl, m->arg, m->res);
 	return 0;
+}
+
+/* ------------------------------------------------------------ accept across
+ *
+ * A SYN reaches the worker its flow hashes to (Y); the port's listener may be
+ * another worker's (X). The connection is Y's for life (its context), the
+ * listener's queue, rings and CQ are X's. So Y makes the accepted socket (w),
+ * reads what the accept completion reports (the peer's address) and sends w to
+ * X (D_MSG_ACCEPT, a pointer: w has no id yet). X queues it; its multishot
+ * accept gives w rings and an id and posts the completion, then answers Y
+ * (D_MSG_ACC_DONE, 0); a listener gone meanwhile, or rings refused, answers with
+ * the error and Y resets the connection. Until the answer Y leaves w's queues
+ * alone (w->xfer: d_tx_pump and d_rx_deliver wait; payload is held, as for any
+ * socket not handed over yet), so X is the only writer of what it sets up.
+ * Nothing is dropped: both sends go through d_msg_post (the outbox).
+ *
+ * Death: w is on Y's xfer list until the answer. d_app_reclaim (which may touch
+ * every worker's sockets) destroys the app's w's wherever they are: one in a
+ * listener's queue or the socket table as any socket, one only in a message via
+ * the list (d_xfer_reclaim); one a message still points to is marked dead
+ * instead of freed, and the message's receiver frees it. */
+
+static void d_xfer_link(struct d_daemon *d, struct d_sock *w)
+{
+	struct d_wk *y = &d->wk[w->wk];
+	w->xfer = 1;
+	w->xfer_prev = NULL;
+	w->xfer_next = y->xfer_h;
+	if (y->xfer_h)
+		y->xfer_h->xfer_prev = w;
+	y->xfer_h = w;
+}
+
+void d_xfer_unlink(struct d_daemon *d, struct d_sock *w)
+{
+	struct d_wk *y = &d->wk[w->wk];
+	if (!w->xfer)
+		return;
+	if (w->xfer_prev)
+		w->xfer_prev->xfer_next = w->xfer_next;
+	else
+		y->xfer_h = w->xfer_next;
+	if (w->xfer_next)
+		w->xfer_next->xfer_prev = w->xfer_prev;
+	w->xfer_prev = w->xfer_next = NULL;
+	w->xfer = 0;
+}
+
+/* On w's worker (the connection's), from its tcp_accepted: w to listener l's
+ * worker. 0, or -1 (out of memory: the caller resets the connection). */
+int d_acc_cross(struct d_daemon *d, struct d_sock *l, struct d_sock *w)
+{
+	d_xfer_link(d, w);
+	w->in_msg = 1;
+	if (d_msg_post(d, w->wk, l->wk, D_MSG_ACCEPT, l->app->id, l->id, 0, 0, w) < 0) {
+		w->in_msg = 0;
+		d_xfer_unlink(d, w);
+		return -1;
+	}
+	d->wk[w->wk].acc_out++;
+	return 0;
+}
+
+/* On the listener's worker `from`: w's answer to its worker (0: attached and
+ * reported; < 0: reset it). After this, `from` never touches w again. */
+void d_acc_answer(struct d_daemon *d, unsigned from, struct d_sock *w, int32_t rc)
+{
+	w->in_msg = 1;
+	if (d_msg_post(d, from, w->wk, D_MSG_ACC_DONE, 0, 0, 0, rc, w) < 0)
+		d->wk[from].msg_full++; /* out of memory: w stays until its peer gives up */
+}
+
+/* X: a connection accepted on another worker for one of X's listeners. */
+static int d_msg_accept(struct d_daemon *d, unsigned wk, struct d_msg *m)
+{
+	struct d_sock *w = (struct d_sock *)m->p, *l;
+	struct d_app *a;
+	m->p = NULL;
+	w->in_msg = 0;
+	if (w->xfer_dead) { /* its application was reclaimed meanwhile */
+		free(w);
+		return 0;
+	}
+	a = d_app_of(d, m->app_id);
+	l = a ? d_sock_find(a, m->sock_id) : NULL;
+	if (!l || l->wk != wk || l->state != D_LISTEN) {
+		d_acc_answer(d, wk, w, -ECONNRESET); /* the listener closed meanwhile */
+		return 0;
+	}
+	d->wk[wk].acc_in++;
+	d_acc_push(l, w);
+	d_accept_deliver(d, l);
+	return 0;
+}
+
+/* Y: the listener's worker answered for w. */
+static int d_msg_acc_done(struct d_daemon *d, unsigned wk, struct d_msg *m)
+{
+	struct d_sock *w = (struct d_sock *)m->p;
+	(void)wk;
+	m->p = NULL;
+	w->in_msg = 0;
+	if (w->xfer_dead) {
+		free(w);
+		return 0;
+	}
+	d_xfer_unlink(d, w);
+	if (m->res < 0) {
+		d_sock_destroy(d, w, 0);
+		return 0;
+	}
+	/* what waited for the answer: payload, and entries the app submitted as
+	 * soon as it saw the accept completion */
+	d_rx_deliver(d, w);
+	d_tx_pump(d, w);
+	d_act_push(w);
+	return 0;
+}
+
+/* d_app_reclaim: a's accepted sockets still in flight between workers (only in
+ * a message now: the ones in a listener's queue or the table went with them). */
+void d_xfer_reclaim(struct d_daemon *d, struct d_app *a)
+{
+	unsigned i;
+	for (i = 0; i < d->nw; i++) {
+		struct d_sock *w = d->wk[i].xfer_h, *next;
+		for (; w; w = next) {
+			next = w->xfer_next;
+			if (w->app == a)
+				d_sock_destroy(d, w, 0);
+		}
+	}
 }
 
 /* Start of worker wk's pass: every message other workers sent it. O(messages). */
@@ -290,6 +424,8 @@ void d_msg_drain(struct d_daemon *d, unsigned wk)
 			         : m->kind == D_MSG_CONNECT ? d_msg_connect(d, wk, m)
 			         : m->kind == D_MSG_CLOSE   ? d_msg_close(d, wk, m)
 			         : m->kind == D_MSG_CLOSED  ? d_msg_closed(d, wk, m)
+			         : m->kind == D_MSG_ACCEPT  ? d_msg_accept(d, wk, m)
+			         : m->kind == D_MSG_ACC_DONE ? d_msg_acc_done(d, wk, m)
 			                                    : -1;
 			w->msgs_in++;
 			if (rc < 0) {

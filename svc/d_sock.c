@@ -213,10 +213,41 @@ static void d_sock_free_rx(struct d_sock *s)
  * No completion is posted. */
 static void d_wake_forget(struct d_sock *s);
 
+/* Free a socket's rings and private queues (d_sock_rings' undo). */
+void d_sock_unring(struct d_sock *s)
+{
+	free(s->txq.v);
+	free(s->rxq.v);
+	free(s->ovf);
+	s->txq.v = s->rxq.v = NULL;
+	s->ovf = NULL;
+	if (s->ring)
+		d_ring_put(s->app, s->ring_off, s->ring_cls);
+	s->ring = NULL;
+}
+
+/* A listener's queue: connections accepted on another worker go back to it
+ * (d_acc_answer), which resets them on its own context; only a reclaim, which
+ * may touch every worker's sockets, destroys them here. */
+static void d_sock_unqueue(struct d_daemon *d, struct d_sock *s)
+{
+	while (s->acc_h) {
+		struct d_sock *w = s->acc_h;
+		s->acc_h = w->acc_next;
+		if (w->wk != s->wk && !d->reclaiming)
+			d_acc_answer(d, s->wk, w, -ECONNRESET);
+		else
+			d_sock_destroy(d, w, 0);
+	}
+	s->acc_t = NULL;
+	s->acc_n = 0;
+}
+
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 {
 	struct d_app *a = s->app;
 	uint64_t now = d_snow(s);
+	d_xfer_unlink(d, s); /* a reclaim of one in flight between workers */
 	d_wake_forget(s);
 	d_zc_orphan(s); /* before the abort frees the queues: nobody to complete */
 	if (s->lvl_counted)
@@ -232,22 +263,11 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 		else
 			ipk_tcp_abort(d_sctx(s), c, now);
 	}
-	while (s->acc_h) {
-		struct d_sock *w = s->acc_h;
-		s->acc_h = w->acc_next;
-		d_sock_destroy(d, w, 0);
-	}
+	d_sock_unqueue(d, s);
 	d_port_release(d, s);
 	d_act_remove(s);
 	d_sock_free_rx(s);
-	free(s->txq.v);
-	free(s->rxq.v);
-	free(s->ovf);
-	s->txq.v = s->rxq.v = NULL;
-	s->ovf = NULL;
-	if (s->ring)
-		d_ring_put(a, s->ring_off, s->ring_cls);
-	s->ring = NULL;
+	d_sock_unring(s);
 	if (s == &a->ctl)
 		return;
 	if (s->id) {
@@ -257,7 +277,10 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 		a->free_idx[a->nfree++] = idx;
 		a->nlive--;
 	}
-	free(s);
+	if (s->in_msg)
+		s->xfer_dead = 1; /* a message points to it: its receiver frees it */
+	else
+		free(s);
 }
 
 /* ------------------------------------------------------------ completions */
@@ -423,7 +446,7 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 			/* another worker's socket: destroyed by its owner, which answers
 			 * (d_msg.c d_msg_close); the completion comes a pass later */
 			if (d_msg_post(d, ctl->wk, s->wk, D_MSG_CLOSE, ctl->app->id, s->id,
-			               e->user_data, 0) < 0)
+			               e->user_data, 0, NULL) < 0)
 				d_post_res(ctl, e->user_data, -ENOMEM);
 			return;
 		}

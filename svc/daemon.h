@@ -54,7 +54,7 @@ struct d_zc;
 struct spsc;
 
 /* cross-worker messages (d_msg.c) */
-enum { D_MSG_UDP = 1, D_MSG_CONNECT, D_MSG_CLOSE, D_MSG_CLOSED };
+enum { D_MSG_UDP = 1, D_MSG_CONNECT, D_MSG_CLOSE, D_MSG_CLOSED, D_MSG_ACCEPT, D_MSG_ACC_DONE };
 struct d_obox;
 
 /* An operation in flight: the SQE copied out of the ring, never re-read. */
@@ -145,6 +145,16 @@ struct d_sock {
 	int move;                    /* 1: CONNECT taken, hand over after this turn;
 	                              * 2: handed over, the message in flight
 	                              * (d_sock_handover, d_msg.c) */
+	/* accepted on one worker for a listener of another (d_msg.c d_acc_cross):
+	 * the listener's worker queues it, gives it rings and an id and answers
+	 * (D_MSG_ACC_DONE); until then its own worker leaves its queues alone */
+	struct ipk_svc_addr acc_addr; /* the peer, read at accept by the connection's
+	                               * worker (the listener's never reads the conn) */
+	int xfer;                    /* its worker's: waiting for ACC_DONE */
+	int in_msg;                  /* a message carries a pointer to it */
+	int xfer_dead;               /* reclaimed meanwhile: the message's receiver
+	                              * frees the struct */
+	struct d_sock *xfer_prev, *xfer_next; /* its worker's xfer list */
 	/* listener */
 	struct d_sock *acc_h, *acc_t, *acc_next;
 	uint32_t acc_n, backlog;
@@ -273,6 +283,9 @@ struct d_wk {
 	                              * (d_msg_send) or delayed (d_msg_post) */
 	struct d_obox *ob_h, *ob_t;  /* d_msg_post's messages waiting for ring room
 	                              * (this worker's thread only) */
+	struct d_sock *xfer_h;       /* its connections accepted for another worker's
+	                              * listener, not yet answered (d_acc_cross) */
+	uint64_t acc_out, acc_in;    /* such accepts sent / queued on its listeners */
 };
 
 struct d_daemon {
@@ -305,6 +318,8 @@ struct d_daemon {
 	                              * points into (zero-copy sends), via next/prev */
 	uint32_t lvl_socks[D_PRIO_MAX]; /* live sockets per level (--low-inflight
 	                                 * limits a level only while a higher one has any) */
+	int reclaiming;              /* d_app_reclaim runs: it may touch every worker's
+	                              * sockets (d_sock_destroy of a listener) */
 };
 
 static inline struct d_wk *d_sw(const struct d_sock *s) { return &s->app->d->wk[s->wk]; }
@@ -363,6 +378,7 @@ struct d_sock *d_sock_alloc(struct d_app *a, int type);
 struct d_sock *d_sock_find(struct d_app *a, uint32_t id);
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
 void d_sock_level(struct d_sock *s, unsigned lvl);
+void d_sock_unring(struct d_sock *s);
 int d_opq_push(struct d_opq *q, const struct d_op *op);
 struct d_op *d_opq_front(struct d_opq *q);
 void d_opq_pop(struct d_opq *q);
@@ -374,7 +390,11 @@ void d_msg_fini(struct d_daemon *d);
 int d_msg_send(struct d_daemon *d, unsigned from, const struct d_sock *s, uint32_t kind,
                void *p);
 int d_msg_post(struct d_daemon *d, unsigned from, unsigned to, uint32_t kind, uint32_t app_id,
-               uint32_t sock_id, uint64_t arg, int32_t res);
+               uint32_t sock_id, uint64_t arg, int32_t res, void *p);
+int d_acc_cross(struct d_daemon *d, struct d_sock *l, struct d_sock *w);
+void d_acc_answer(struct d_daemon *d, unsigned from, struct d_sock *w, int32_t rc);
+void d_xfer_reclaim(struct d_daemon *d, struct d_app *a);
+void d_xfer_unlink(struct d_daemon *d, struct d_sock *w);
 void d_msg_flush(struct d_daemon *d, unsigned wk);
 int d_msg_pending(struct d_daemon *d, unsigned wk);
 void d_msg_drain(struct d_daemon *d, unsigned wk);

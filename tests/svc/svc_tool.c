@@ -15,6 +15,9 @@
  *   svc_tool [--socket PATH] closex PORT N         N sockets (TCP listeners and bound UDP
  *                                                  on PORT..PORT+N-1) closed, closed again
  *                                                  (-EBADF), their ports bound again
+ *   svc_tool [--socket PATH] lhold PORT GOFILE     listen on PORT, never accept; close
+ *                                                  the listener once GOFILE exists (30 s),
+ *                                                  then stay 5 s
  *   svc_tool [--socket PATH] hold SECONDS          one socket, prints "id N", sleeps
  *   svc_tool [--socket PATH] nopbench N spin|sleep NOP round trips, one at a time:
  *                                                  spinning on the CQ or sleeping in
@@ -743,6 +746,39 @@ static int mode_closex(struct ipk_svc *svc, char **av)
 	return fails ? 1 : 0;
 }
 
+/* A listener that never accepts: connections wait in its queue until GOFILE
+ * appears (at most 30 s), then the listener is closed (they are reset). */
+static int mode_lhold(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_sock *l;
+	struct ipk_svc_sqe e;
+	struct ipk_svc_addr a;
+	int rc, i;
+	if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &l) < 0)
+		return 1;
+	memset(&e, 0, sizeof e);
+	ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
+	ipk_svc_prep_bind(&e, &a);
+	rc = one(l, &e, NULL);
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_listen(&e, 16);
+	if (rc == 0)
+		rc = one(l, &e, NULL);
+	if (rc < 0) {
+		printf("lhold bind/listen %d\n", rc);
+		return 1;
+	}
+	printf("listening\n");
+	fflush(stdout);
+	for (i = 0; i < 3000 && access(av[1], F_OK) != 0; i++)
+		usleep(10000);
+	rc = ipk_svc_close(l);
+	printf("closed %d\n", rc);
+	fflush(stdout);
+	sleep(5); /* alive: what the close did is not the work of our exit's reclaim */
+	return rc == 0 ? 0 : 1;
+}
+
 /* A socket for others to aim at (hostile's ID), kept SECONDS. */
 static int mode_hold(struct ipk_svc *svc, char **av)
 {
@@ -843,6 +879,8 @@ int main(int argc, char **argv)
 		rc = mode_bindrace(svc, argv + i + 1, argc - i - 1);
 	else if (!strcmp(argv[i], "closex") && argc - i >= 3)
 		rc = mode_closex(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "lhold") && argc - i >= 3)
+		rc = mode_lhold(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hold") && argc - i >= 2)
 		rc = mode_hold(svc, argv + i + 1);
 	ipk_svc_close_all(svc);

@@ -29,13 +29,14 @@ EXTRA = os.environ.get("SVC_TEST_DAEMON_ARGS", "").split()
 # (io/memlink/memlink.c), worker i of ipkitd serves queue i. meson's svc_w2_* cases.
 WORKERS = int(os.environ.get("SVC_TEST_WORKERS", "1"))
 ECHO = os.path.join(BUILD, "examples", "ipkit-echo")
+NC = os.path.join(BUILD, "examples", "ipkit-nc")
 PEER_IP, OUR_IP = "10.9.0.1", "10.9.0.2"
 
 
 class Rig:
     """ipkit-echo <-memlink-> ipkitd, a control socket in a private directory."""
 
-    def __init__(self, *daemon_args):
+    def __init__(self, *daemon_args, echo=True):
         self.dir = tempfile.mkdtemp(prefix="ipksvc")
         self.sock = os.path.join(self.dir, "ipkitd.sock")
         self.name = "ipksvc" + secrets.token_hex(3)
@@ -43,9 +44,11 @@ class Rig:
         self.log = open(os.path.join(self.dir, "ipkitd.log"), "w+b")
         q = ",queues=%d" % WORKERS if WORKERS > 1 else ""
         wk = ["--workers", str(WORKERS)] if WORKERS > 1 else []
-        self.echo = self._start([ECHO, "--io", "memlink:%s,role=b%s" % (self.name, q),
-                                 "--ip", PEER_IP + "/24"], stderr=subprocess.DEVNULL)
-        time.sleep(0.2)
+        self.q = q
+        if echo:  # else the case runs its own peers on the memlink's other end
+            self.echo = self._start([ECHO, "--io", "memlink:%s,role=b%s" % (self.name, q),
+                                     "--ip", PEER_IP + "/24"], stderr=subprocess.DEVNULL)
+            time.sleep(0.2)
         self.daemon = self._start([DAEMON, "--io", "memlink:%s,role=a%s" % (self.name, q),
                                    "--ip", OUR_IP + "/24", "--socket", self.sock,
                                    *wk, *daemon_args, *EXTRA], stderr=self.log)
@@ -455,7 +458,7 @@ def case_prio(rig):
 WORKER_LINE = re.compile(r"worker (\d+): sockets (\d+) entries (\d+) accepted (\d+) "
                          r"connected (\d+) datagrams (\d+) rx_frames (\d+) wrong_queue (\d+) "
                          r"handed_in (\d+) handed_out (\d+) msgs_in (\d+) msgs_out (\d+) "
-                         r"msg_gone (\d+) msg_full (\d+)")
+                         r"msg_gone (\d+) msg_full (\d+) acc_out (\d+) acc_in (\d+)")
 
 
 def worker_stats(rig):
@@ -463,7 +466,8 @@ def worker_stats(rig):
     rig's close checks the clean exit) and return {worker: counters}."""
     rig.close()
     keys = ("sockets", "entries", "accepted", "connected", "datagrams", "rx_frames", "wrong_queue",
-            "handed_in", "handed_out", "msgs_in", "msgs_out", "msg_gone", "msg_full")
+            "handed_in", "handed_out", "msgs_in", "msgs_out", "msg_gone", "msg_full",
+            "acc_out", "acc_in")
     st = {int(m.group(1)): dict(zip(keys, (int(x) for x in m.groups()[1:])))
           for m in WORKER_LINE.finditer(rig.final_log)}
     assert sorted(st) == list(range(WORKERS)), rig.final_log
@@ -544,6 +548,68 @@ def case_workers_close_cross(rig):
     assert ins >= n and ins == sum(c["msgs_out"] for c in st.values()), st
     for w, c in st.items():
         assert c["msgs_in"] >= n // 2 and c["msg_gone"] == 0, (w, c)
+
+
+def case_workers_accept_cross(rig):
+    """--workers 2, connections from the wire: a SYN lands on the worker its flow
+    hashes to, the port's listener may be the other worker's. The connection stays
+    on the worker that got it; the accepted socket travels to the listener's worker
+    (D_MSG_ACCEPT), which gives it rings and an id, reports it on the listener's
+    multishot accept and answers (D_MSG_ACC_DONE); payload waits meanwhile. 16
+    rounds: an application listens (its socket placed round robin), ipkit-nc on
+    the memlink's other end (all queues, a random port) connects and both send
+    256 KiB: SHA-256 equal both ways. Some accepts crossed (2^-16 that none did),
+    every one was queued on its listener's worker, no message found its socket
+    gone. Without the message kind no accept crosses (acc_out 0)."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_accept_cross)"
+    size, rounds = 256 << 10, 16
+    for r in range(rounds):
+        lis = rig.tool("listen", "7400", str(size))
+        assert lis.stdout.readline().strip() == b"listening"
+        nc = rig._start([NC, "--io", "memlink:%s,role=b%s" % (rig.name, rig.q), "--ip",
+                         PEER_IP + "/24", "--send-size", str(size), "--sha256", "--no-output",
+                         "--timeout", "20", OUR_IP, "7400"], stderr=subprocess.PIPE)
+        _, nerr = nc.communicate(timeout=60)
+        assert nc.returncode == 0, (r, nerr.decode())
+        out, lerr = lis.communicate(timeout=60)
+        assert lis.returncode == 0, (r, out.decode() + lerr.decode())
+        ls, lsh, lr, lrh = digests(out.decode())
+        ns, nsh, nr, nrh = digests(nerr.decode())
+        assert ls == nr == size and ns == lr == size and lsh == nrh and nsh == lrh, (r, out, nerr)
+    # A listener that never accepts, its connection (possibly another worker's)
+    # waiting in its queue: closed, or its application SIGKILLed. Either way the
+    # connection is reset at once (the close answers the connection's worker,
+    # which resets it; the reclaim resets it itself), not left until nc's timeout.
+    for r in range(8):
+        go = os.path.join(rig.dir, "lgo%d" % r)
+        lis = rig.tool("lhold", str(7500 + r), go)
+        assert lis.stdout.readline().strip() == b"listening"
+        nc = rig._start([NC, "--io", "memlink:%s,role=b%s" % (rig.name, rig.q), "--ip",
+                         PEER_IP + "/24", "--send-size", "65536", "--no-output",
+                         "--timeout", "60", OUR_IP, str(7500 + r)], stderr=subprocess.PIPE)
+        time.sleep(0.3)  # connected, its bytes sent, waiting in the queue
+        t0 = time.monotonic()
+        if r % 2:
+            lis.send_signal(signal.SIGKILL)
+        else:
+            open(go, "w").close()
+        nc.communicate(timeout=60)
+        dt = time.monotonic() - t0
+        assert nc.returncode == 1 and dt < 4, "round %d: nc %d after %.1f s" % (
+            r, nc.returncode, dt)
+        if r % 2 == 0:  # reset by the close, not by the reclaim of lhold's exit
+            assert lis.poll() is None, "lhold ended before the reset"
+            lis.terminate()
+        lis.communicate(timeout=30)
+        if os.path.exists(go):
+            os.unlink(go)
+    st = worker_stats(rig)
+    print(st)
+    outs = sum(c["acc_out"] for c in st.values())
+    assert outs > 0 and outs == sum(c["acc_in"] for c in st.values()), st
+    assert sum(c["accepted"] for c in st.values()) == rounds + 8, st
+    for w, c in st.items():
+        assert c["msg_gone"] == 0, (w, c)
 
 
 def wait_line(p, prefix, timeout):
@@ -720,7 +786,7 @@ def main():
         args = ["--prio-uid", "%d:0" % os.getuid()]
     if case == "low_inflight" and os.environ.get("SVC_LOW_INFLIGHT"):
         args += ["--low-inflight", os.environ["SVC_LOW_INFLIGHT"]]  # 0: see it fail
-    rig = Rig(*args)
+    rig = Rig(*args, echo=case not in ("workers_accept_cross",))
     try:
         globals()["case_" + case](rig)
     finally:
