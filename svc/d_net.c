@@ -170,13 +170,8 @@ void d_accept_deliver(struct d_daemon *d, struct d_sock *l)
 		c.flags = IPK_SVC_CQE_F_MORE;
 		c.sock = w->id;
 		c.ring_off = w->ring_off;
-		c.addr = w->acc_addr; /* read at accept: the connection may be another
-		                       * worker's, and may have closed since */
-		if (w->peer) { /* another application of this daemon */
-			c.addr.family = IPK_SVC_AF_INET;
-			c.addr.port_be = w->peer_port_be;
-			memcpy(c.addr.addr, &d->cfg.ip4_be, 4);
-		}
+		c.addr = w->acc_addr; /* set at accept (or by d_loop_connect): the
+		                       * connection may be another worker's */
 		d_post(l, &c);
 		if (w->wk != l->wk)
 			d_acc_answer(d, l->wk, w, 0); /* its worker delivers what waited */

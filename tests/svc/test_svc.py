@@ -458,7 +458,8 @@ def case_prio(rig):
 WORKER_LINE = re.compile(r"worker (\d+): sockets (\d+) entries (\d+) accepted (\d+) "
                          r"connected (\d+) datagrams (\d+) rx_frames (\d+) wrong_queue (\d+) "
                          r"handed_in (\d+) handed_out (\d+) msgs_in (\d+) msgs_out (\d+) "
-                         r"msg_gone (\d+) msg_full (\d+) acc_out (\d+) acc_in (\d+)")
+                         r"msg_gone (\d+) msg_full (\d+) acc_out (\d+) acc_in (\d+) "
+                         r"loop_cross (\d+)")
 
 
 def worker_stats(rig):
@@ -467,12 +468,13 @@ def worker_stats(rig):
     rig.close()
     keys = ("sockets", "entries", "accepted", "connected", "datagrams", "rx_frames", "wrong_queue",
             "handed_in", "handed_out", "msgs_in", "msgs_out", "msg_gone", "msg_full",
-            "acc_out", "acc_in")
+            "acc_out", "acc_in", "loop_cross")
     st = {int(m.group(1)): dict(zip(keys, (int(x) for x in m.groups()[1:])))
           for m in WORKER_LINE.finditer(rig.final_log)}
     assert sorted(st) == list(range(WORKERS)), rig.final_log
     for w, c in st.items():
         assert c["wrong_queue"] == 0, (w, c)  # every frame reached its flow's worker
+        assert c["loop_cross"] == 0, (w, c)  # both ends of a pipe are one worker's
     return st
 
 
@@ -610,6 +612,37 @@ def case_workers_accept_cross(rig):
     assert sum(c["accepted"] for c in st.values()) == rounds + 8, st
     for w, c in st.items():
         assert c["msg_gone"] == 0, (w, c)
+
+
+def case_workers_apps_local(rig):
+    """--workers 2, two applications talking through the daemon: the accepted end
+    is placed on the connecting socket's worker, so both ends of each byte pipe
+    are one worker's (a send writes the peer's pipe and delivers to it, a close
+    ends it: no other worker's socket is touched), and the accept crosses to the
+    listener's worker as a message when that is the other one. 8 pairs in turn
+    (listener and connector are consecutive new sockets, so on different workers
+    under round robin), 1 MiB each way, SHA-256 equal; then a pair whose
+    connector is SIGKILLed mid-transfer (the listener side gets a reset, not a
+    hang). Accepts crossed, and no send ever wrote into another worker's pipe
+    (loop_cross 0, checked for every case's workers). Without the placement
+    (the accepted end on the listener's worker) loop_cross counts every send."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_apps_local)"
+    size = 1 << 20
+    for k in range(8):
+        a = rig.tool("listen", str(7600 + k), str(size))
+        assert a.stdout.readline().strip() == b"listening"
+        check_echo_pair(a, rig.tool("connect", OUR_IP, str(7600 + k), str(size)), size)
+    a = rig.tool("listen", "7610", str(64 << 20))
+    assert a.stdout.readline().strip() == b"listening"
+    b = rig.tool("connect", OUR_IP, "7610", str(64 << 20))
+    time.sleep(0.2)
+    b.send_signal(signal.SIGKILL)
+    b.wait(timeout=10)
+    aout, aerr = a.communicate(timeout=30)
+    assert a.returncode != 0, aout  # its transfer ended early, by an error
+    st = worker_stats(rig)
+    print(st)
+    assert sum(c["acc_out"] for c in st.values()) >= 8, st
 
 
 def wait_line(p, prefix, timeout):
