@@ -54,16 +54,29 @@ static struct spsc *d_mq(struct d_daemon *d, unsigned from, unsigned to)
 	return &d->mq[from * d->nw + to];
 }
 
+/* Slots per ring: D_MSG_SLOTS, or IPKITD_MSG_SLOTS (a power of two, 2 to
+ * 65,536) for the tests that make the rings overflow on purpose
+ * (svc_w2_workers_outbox: the outbox then carries what they cannot). */
+static uint32_t d_msg_slots(void)
+{
+	const char *e = getenv("IPKITD_MSG_SLOTS");
+	long v = e ? strtol(e, NULL, 10) : 0;
+	if (v >= 2 && v <= 65536 && (v & (v - 1)) == 0)
+		return (uint32_t)v;
+	return D_MSG_SLOTS;
+}
+
 /* nw > 1: nw * nw rings (the diagonal is never used; one index rule is simpler).
  * 0 or -1 (no memory). */
 int d_msg_init(struct d_daemon *d)
 {
 	unsigned i;
+	uint32_t slots = d_msg_slots();
 	d->mq = (struct spsc *)calloc((size_t)d->nw * d->nw, sizeof *d->mq);
 	if (!d->mq)
 		return -1;
 	for (i = 0; i < d->nw * d->nw; i++)
-		if (spsc_init(&d->mq[i], D_MSG_SLOTS, sizeof(struct d_msg)) < 0)
+		if (spsc_init(&d->mq[i], slots, sizeof(struct d_msg)) < 0)
 			return -1;
 	return 0;
 }
@@ -371,9 +384,9 @@ static int d_msg_accept(struct d_daemon *d, unsigned wk, struct d_msg *m)
 static int d_msg_acc_done(struct d_daemon *d, unsigned wk, struct d_msg *m)
 {
 	struct d_sock *w = (struct d_sock *)m->p;
-	(void)wk;
 	m->p = NULL;
 	w->in_msg = 0;
+	d->wk[wk].acc_done++;
 	if (w->xfer_dead) {
 		free(w);
 		return 0;

@@ -247,6 +247,8 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 {
 	struct d_app *a = s->app;
 	uint64_t now = d_snow(s);
+	if (s->xfer && d->reclaiming)
+		d->wk[s->wk].acc_reaped++;
 	d_xfer_unlink(d, s); /* a reclaim of one in flight between workers */
 	d_wake_forget(s);
 	d_zc_orphan(s); /* before the abort frees the queues: nobody to complete */

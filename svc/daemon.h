@@ -286,6 +286,9 @@ struct d_wk {
 	struct d_sock *xfer_h;       /* its connections accepted for another worker's
 	                              * listener, not yet answered (d_acc_cross) */
 	uint64_t acc_out, acc_in;    /* such accepts sent / queued on its listeners */
+	uint64_t acc_done;           /* answers it received for its acc_out */
+	uint64_t acc_reaped;         /* of its acc_out, destroyed by a reclaim before
+	                              * the answer (the application died) */
 	uint64_t loop_cross;         /* app-to-app sends into a pipe of another
 	                              * worker's socket (d_loop.c): must stay 0 */
 };

@@ -459,7 +459,7 @@ WORKER_LINE = re.compile(r"worker (\d+): sockets (\d+) entries (\d+) accepted (\
                          r"connected (\d+) datagrams (\d+) rx_frames (\d+) wrong_queue (\d+) "
                          r"handed_in (\d+) handed_out (\d+) msgs_in (\d+) msgs_out (\d+) "
                          r"msg_gone (\d+) msg_full (\d+) acc_out (\d+) acc_in (\d+) "
-                         r"loop_cross (\d+)")
+                         r"acc_done (\d+) acc_reaped (\d+) loop_cross (\d+)")
 
 
 def worker_stats(rig):
@@ -468,13 +468,16 @@ def worker_stats(rig):
     rig.close()
     keys = ("sockets", "entries", "accepted", "connected", "datagrams", "rx_frames", "wrong_queue",
             "handed_in", "handed_out", "msgs_in", "msgs_out", "msg_gone", "msg_full",
-            "acc_out", "acc_in", "loop_cross")
+            "acc_out", "acc_in", "acc_done", "acc_reaped", "loop_cross")
     st = {int(m.group(1)): dict(zip(keys, (int(x) for x in m.groups()[1:])))
           for m in WORKER_LINE.finditer(rig.final_log)}
     assert sorted(st) == list(range(WORKERS)), rig.final_log
     for w, c in st.items():
         assert c["wrong_queue"] == 0, (w, c)  # every frame reached its flow's worker
         assert c["loop_cross"] == 0, (w, c)  # both ends of a pipe are one worker's
+        # every accept sent to another worker's listener was answered, or its
+        # application died first
+        assert c["acc_done"] + c["acc_reaped"] >= c["acc_out"], (w, c)
     return st
 
 
@@ -643,6 +646,48 @@ def case_workers_apps_local(rig):
     st = worker_stats(rig)
     print(st)
     assert sum(c["acc_out"] for c in st.values()) >= 8, st
+
+
+def case_workers_outbox(rig):
+    """--workers 2 with 2-slot message rings (IPKITD_MSG_SLOTS=2): messages that
+    must not be lost (accepts and their answers, CLOSEs) wait in the sender's
+    outbox when the ring is full and go out in order at its next passes
+    (svc/d_msg.c d_msg_post, d_msg_flush). A listener that never accepts gets 16
+    connections from another application (its sockets alternate workers, so
+    about half the accepts cross); then it is closed: the answers for the
+    crossed ones leave in one go, more than the ring holds. Then the accept and
+    close cases run on the small rings. Every message sent was received (none
+    lost in an outbox), some waited (msg_full > 0), none found its socket
+    gone, and everything still works."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_outbox)"
+    for r in range(4):
+        go = os.path.join(rig.dir, "ogo%d" % r)
+        lis = rig.tool("lhold", str(7700 + r), go)
+        assert lis.stdout.readline().strip() == b"listening"
+        rc, out, err = rig.run_tool("connmany", OUR_IP, str(7700 + r), "16", timeout=60)
+        assert rc == 0 and "connmany 16/16" in out, out + err
+        open(go, "w").close()
+        assert lis.stdout.readline().strip() == b"closed 0"
+        lis.terminate()
+        lis.communicate(timeout=30)
+        os.unlink(go)
+    rc, out, err = rig.run_tool("closex", "24000", "24", timeout=60)
+    assert rc == 0 and "closex 24 ok" in out, out + err
+    for k in range(4):
+        a = rig.tool("listen", str(7800 + k), str(1 << 20))
+        assert a.stdout.readline().strip() == b"listening"
+        check_echo_pair(a, rig.tool("connect", OUR_IP, str(7800 + k), str(1 << 20)), 1 << 20)
+    st = worker_stats(rig)
+    print(st)
+    ins = sum(c["msgs_in"] for c in st.values())
+    assert ins > 0 and ins == sum(c["msgs_out"] for c in st.values()), st
+    assert sum(c["msg_full"] for c in st.values()) > 0, st  # the outbox was used
+    for w, c in st.items():  # every answer arrived, none lost in an outbox
+        assert c["acc_done"] == c["acc_out"], (w, c)
+    outs = sum(c["acc_out"] for c in st.values())
+    assert outs > 0 and outs == sum(c["acc_in"] for c in st.values()), st
+    for w, c in st.items():
+        assert c["msg_gone"] == 0, (w, c)
 
 
 def wait_line(p, prefix, timeout):
@@ -819,6 +864,8 @@ def main():
         args = ["--prio-uid", "%d:0" % os.getuid()]
     if case == "low_inflight" and os.environ.get("SVC_LOW_INFLIGHT"):
         args += ["--low-inflight", os.environ["SVC_LOW_INFLIGHT"]]  # 0: see it fail
+    if case == "workers_outbox":
+        os.environ["IPKITD_MSG_SLOTS"] = "2"  # the daemon inherits it (svc/d_msg.c)
     rig = Rig(*args, echo=case not in ("workers_accept_cross",))
     try:
         globals()["case_" + case](rig)
