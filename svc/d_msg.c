@@ -189,7 +189,7 @@ void d_msg_flush(struct d_daemon *d, unsigned wk)
 {
 	struct d_wk *w = &d->wk[wk];
 	struct d_obox **pp = &w->ob_h, *prev = NULL;
-	uint32_t full = 0; /* destinations found full this flush */
+	uint64_t full = 0; /* destinations found full this flush (IPK_WORKERS_MAX 64) */
 	while (*pp) {
 		struct d_obox *o = *pp;
 		if (!(full >> o->to & 1) && d_msg_put(d, wk, o->to, &o->m) == 0) {
@@ -197,7 +197,7 @@ void d_msg_flush(struct d_daemon *d, unsigned wk)
 			free(o);
 			continue;
 		}
-		full |= 1u << o->to;
+		full |= 1ull << o->to;
 		prev = o;
 		pp = &o->next;
 	}
