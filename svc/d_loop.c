@@ -103,7 +103,7 @@ void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 	 * listener may be another worker's: then the accept crosses as for a
 	 * connection from the wire (d_msg.c d_acc_cross) */
 	w->wk = s->wk;
-	d->wk[w->wk].socks++;
+	__atomic_add_fetch(&d->wk[w->wk].socks, 1, __ATOMIC_RELAXED);
 	s->peer = w;
 	w->peer = s;
 	s->state = w->state = D_CONNECTED;

@@ -248,7 +248,7 @@ static int d_msg_connect(struct d_daemon *d, unsigned wk, struct d_msg *m)
 	if (!s || s->wk != wk || s->move != 2)
 		return -1;
 	s->move = 0;
-	d->wk[wk].socks++;
+	__atomic_add_fetch(&d->wk[wk].socks, 1, __ATOMIC_RELAXED);
 	d_connect_start(d, s, &s->conn_op);
 	d_act_push(s);
 	return 0;

@@ -274,7 +274,7 @@ static int d_low_limited(const struct d_daemon *d, const struct d_sock *s)
 	if (s->prio == 0 || d->cfg.low_inflight == 0)
 		return 0;
 	for (l = 0; l < s->prio && l < D_PRIO_MAX; l++)
-		if (d->lvl_socks[l])
+		if (__atomic_load_n(&d->lvl_socks[l], __ATOMIC_RELAXED))
 			return 1;
 	return 0;
 }
@@ -615,7 +615,7 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 		return NULL;
 	}
 	w->wk = W(opq)->idx; /* the worker that got the SYN holds the connection */
-	W(opq)->socks++;
+	__atomic_add_fetch(&W(opq)->socks, 1, __ATOMIC_RELAXED);
 	W(opq)->accepted++;
 	w->state = D_CONNECTED;
 	w->acc_addr.family = IPK_SVC_AF_INET;

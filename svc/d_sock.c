@@ -143,10 +143,12 @@ static void d_own_set(const struct d_sock *s)
 void d_sock_level(struct d_sock *s, unsigned lvl)
 {
 	struct d_daemon *d = s->app->d;
+	/* relaxed: a count any worker changes and d_low_limited reads as a hint
+	 * (a SEND racing a level change is judged by the old count once) */
 	if (s->lvl_counted)
-		d->lvl_socks[s->prio]--;
+		__atomic_sub_fetch(&d->lvl_socks[s->prio], 1, __ATOMIC_RELAXED);
 	s->prio = lvl;
-	d->lvl_socks[lvl]++;
+	__atomic_add_fetch(&d->lvl_socks[lvl], 1, __ATOMIC_RELAXED);
 	s->lvl_counted = 1;
 	d_own_set(s);
 }
@@ -253,7 +255,7 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 	d_wake_forget(s);
 	d_zc_orphan(s); /* before the abort frees the queues: nobody to complete */
 	if (s->lvl_counted)
-		d->lvl_socks[s->prio]--;
+		__atomic_sub_fetch(&d->lvl_socks[s->prio], 1, __ATOMIC_RELAXED);
 	s->lvl_counted = 0;
 	d_loop_unpair(d, s, graceful);
 	if (s->conn) {
@@ -342,7 +344,7 @@ void d_post(struct d_sock *s, const struct ipk_svc_cqe *c0)
 	if (!s->ring)
 		return;
 	cc.seq = s->app->cq_seq++;
-	cc.pass = s->app->d->passes;
+	cc.pass = __atomic_load_n(&s->app->d->passes, __ATOMIC_RELAXED);
 	d_ovf_flush(s);
 	if (s->ovf_n == 0 && d_cq_room(s)) {
 		d_cq_write(s, c);
@@ -408,7 +410,7 @@ static void d_ctl_socket(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 		/* a new socket's worker: round robin (a CONNECT from a bound port moves
 		 * it to the worker its flow hashes to, d_net.c) */
 		s->wk = d->next_wk++ % d->nw;
-		d->wk[s->wk].socks++;
+		__atomic_add_fetch(&d->wk[s->wk].socks, 1, __ATOMIC_RELAXED);
 		d_sock_level(s, (unsigned)rc);
 	}
 	rc = s ? d_sock_rings(s, e->len, e->arg2) : -ENOMEM;
@@ -602,10 +604,10 @@ static int d_sock_handover(struct d_daemon *d, struct d_sock *s)
 	s->move = 2;
 	s->wk = s->move_to;
 	d_own_set(s);
-	d->wk[from].socks--;
+	__atomic_sub_fetch(&d->wk[from].socks, 1, __ATOMIC_RELAXED);
 	if (d_msg_send(d, from, s, D_MSG_CONNECT, NULL) == 0)
 		return 0;
-	d->wk[from].socks++;
+	__atomic_add_fetch(&d->wk[from].socks, 1, __ATOMIC_RELAXED);
 	d->wk[from].msg_full++;
 	s->wk = from;
 	d_own_set(s);
@@ -752,9 +754,9 @@ void d_pass_begin(struct d_app *a, unsigned wk)
 	if (!a->ready || a->dying)
 		return;
 	seq = IPK_SVC_LOAD_ACQ(&a->hdr->submit_seq.v);
-	if (seq == a->last_seq && !p->rescan && !p->ovf_wait && !d_ho_pending(p))
+	if (seq == p->last_seq && !p->rescan && !p->ovf_wait && !d_ho_pending(p))
 		return;
-	if (seq != a->last_seq) {
+	if (seq != p->last_seq) {
 		d_act_harvest(a, wk);
 		/* the control ring has no ready bit: worker 0 serves it when told
 		 * (index 0 of its hand-off) */
@@ -762,7 +764,8 @@ void d_pass_begin(struct d_app *a, unsigned wk)
 			d_ho_give(a, wk, 0, D_PRIO_MAX, 0);
 	}
 	d_ho_take(a, wk);
-	a->last_seq = seq;
+	p->last_seq = seq; /* per worker: each takes the bitmap when it moved since
+	                    * its own last look (another's take left nothing) */
 	p->rescan = 0;
 	p->ovf_wait = 0;
 	p->dirty = 1;

@@ -163,13 +163,14 @@ int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl)
 			continue;
 		for (l = 0; l < lvl && !o->act_lvl[l] && !(ho >> l & 1); l++)
 			;
-		if (l == lvl || (w->defer_on[j] && o->passes != w->defer_mark[j])) {
+		if (l == lvl || (w->defer_on[j] &&
+		                 __atomic_load_n(&o->passes, __ATOMIC_ACQUIRE) != w->defer_mark[j])) {
 			w->defer_on[j] = 0; /* nothing higher there, or it had its pass */
 			continue;
 		}
 		if (!w->defer_on[j]) {
 			w->defer_on[j] = 1;
-			w->defer_mark[j] = o->passes;
+			w->defer_mark[j] = __atomic_load_n(&o->passes, __ATOMIC_ACQUIRE);
 		}
 		d_kick(o);
 		defer = 1;

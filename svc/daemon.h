@@ -200,6 +200,7 @@ struct d_appw {
 	struct d_sock *act_h[D_PRIO_MAX], *act_t[D_PRIO_MAX]; /* active sockets per level */
 	uint32_t act_n[D_PRIO_MAX];
 	int dirty;                   /* this pass: its sockets are looked at */
+	uint32_t last_seq;           /* submit_seq at this worker's last harvest */
 	int rescan, ovf_wait;
 	/* the hand-off (--workers > 1, d_sock.c d_ho_give): sockets of this worker
 	 * that another worker's harvest found ready. Any worker sets bits (atomic
@@ -240,7 +241,6 @@ struct d_app {
 	uint8_t *gen;
 	uint32_t nsocks, cap, nlive;
 	uint32_t *free_idx, nfree;
-	uint32_t last_seq;
 	uint32_t cq_seq;             /* completions posted, any socket (cqe->seq) */
 	int posted;
 	struct d_sock *wake_h;       /* sockets posted to this pass (d_wake_apps) */
