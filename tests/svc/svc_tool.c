@@ -17,7 +17,7 @@
  *                                                  (-EBADF), their ports bound again
  *   svc_tool [--socket PATH] lhold PORT GOFILE     listen on PORT, never accept; close
  *                                                  the listener once GOFILE exists (30 s),
- *                                                  then stay 5 s
+ *                                                  then stay 10 s
  *   svc_tool [--socket PATH] hold SECONDS          one socket, prints "id N", sleeps
  *   svc_tool [--socket PATH] nopbench N spin|sleep NOP round trips, one at a time:
  *                                                  spinning on the CQ or sleeping in
@@ -775,7 +775,7 @@ static int mode_lhold(struct ipk_svc *svc, char **av)
 	rc = ipk_svc_close(l);
 	printf("closed %d\n", rc);
 	fflush(stdout);
-	sleep(5); /* alive: what the close did is not the work of our exit's reclaim */
+	sleep(10); /* alive: what the close did is not the work of our exit's reclaim */
 	return rc == 0 ? 0 : 1;
 }
 
