@@ -449,9 +449,12 @@ void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why)
 	uint64_t t0 = a->gone_ns ? a->gone_ns : d_now();
 	uint32_t i, n = a->nlive;
 	int k;
+	d->reclaiming = 1; /* every worker's sockets are ours here (under the lock) */
 	for (i = 1; i < a->nsocks; i++)
 		if (a->socks[i])
 			d_sock_destroy(d, a->socks[i], d->cfg.graceful);
+	d_xfer_reclaim(d, a);
+	d->reclaiming = 0;
 	if (a->ctl.txq.v)
 		d_sock_destroy(d, &a->ctl, 0);
 	if (a->ctl_fd >= 0)

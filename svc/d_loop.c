@@ -98,10 +98,12 @@ void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 		d_post_res(s, op->e.user_data, -ENOMEM);
 		return;
 	}
-	/* round robin like a new socket: the two ends may be on two workers, the
-	 * pipes between them are under the daemon's lock */
-	w->wk = d->next_wk++ % d->nw;
-	d->wk[w->wk].socks++;
+	/* on the connecting socket's worker: both ends of a pipe are one worker's,
+	 * so a send, a receive and a close touch only that worker's sockets. The
+	 * listener may be another worker's: then the accept crosses as for a
+	 * connection from the wire (d_msg.c d_acc_cross) */
+	w->wk = s->wk;
+	__atomic_add_fetch(&d->wk[w->wk].socks, 1, __ATOMIC_RELAXED);
 	s->peer = w;
 	w->peer = s;
 	s->state = w->state = D_CONNECTED;
@@ -110,10 +112,17 @@ void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 	w->lport_be = l->lport_be;
 	w->peer_port_be = d_loop_port(d, s);
 	s->peer_port_be = l->lport_be;
+	w->acc_addr.family = IPK_SVC_AF_INET; /* what the listener's accept reports */
+	w->acc_addr.port_be = w->peer_port_be;
+	memcpy(w->acc_addr.addr, &d->cfg.ip4_be, 4);
 	d->loop_conns++;
 	d_local_post(s, op->e.user_data, w->peer_port_be); /* names s's local address */
-	d_acc_push(l, w);
-	d_accept_deliver(d, l);
+	if (l->wk == w->wk) {
+		d_acc_push(l, w);
+		d_accept_deliver(d, l);
+	} else if (d_acc_cross(d, l, w) < 0) {
+		d_sock_destroy(d, w, 0); /* out of memory: s sees a reset */
+	}
 }
 
 /* ------------------------------------------------------------ data */
@@ -138,6 +147,8 @@ static void d_loop_tx_once(struct d_daemon *d, struct d_sock *s)
 			d_opq_pop(&s->txq);
 			continue;
 		}
+		if (p->wk != s->wk)
+			d->wk[s->wk].loop_cross++; /* never: both ends are one worker's */
 		n = d_pipe_put(&p->rxp, s->app->base + op->e.buf_off + op->done,
 		               op->e.len - op->done);
 		op->done += n;

@@ -155,7 +155,12 @@ void d_accept_deliver(struct d_daemon *d, struct d_sock *l)
 		if (rc < 0) {
 			/* no ring room or sizes refused: the connection is reset and the
 			 * multishot ends with the reason; the app re-arms */
-			d_sock_destroy(d, w, 0);
+			if (w->wk != l->wk) { /* its connection is another worker's */
+				d_sock_unring(w);
+				d_acc_answer(d, l->wk, w, rc);
+			} else {
+				d_sock_destroy(d, w, 0);
+			}
 			l->acc_armed = 0;
 			d_op_done(l, l->acc_op.e.user_data, rc);
 			return;
@@ -165,20 +170,13 @@ void d_accept_deliver(struct d_daemon *d, struct d_sock *l)
 		c.flags = IPK_SVC_CQE_F_MORE;
 		c.sock = w->id;
 		c.ring_off = w->ring_off;
-		if (w->conn) {
-			struct ipk_tuple t;
-			if (ipk_tcp_tuple(w->conn, &t) == 0) {
-				c.addr.family = IPK_SVC_AF_INET;
-				c.addr.port_be = t.peer_port_be;
-				memcpy(c.addr.addr, &t.peer_ip4_be, 4);
-			}
-		} else if (w->peer) { /* another application of this daemon */
-			c.addr.family = IPK_SVC_AF_INET;
-			c.addr.port_be = w->peer_port_be;
-			memcpy(c.addr.addr, &d->cfg.ip4_be, 4);
-		}
+		c.addr = w->acc_addr; /* set at accept (or by d_loop_connect): the
+		                       * connection may be another worker's */
 		d_post(l, &c);
-		d_rx_deliver(d, w);
+		if (w->wk != l->wk)
+			d_acc_answer(d, l->wk, w, 0); /* its worker delivers what waited */
+		else
+			d_rx_deliver(d, w);
 	}
 }
 
@@ -276,7 +274,7 @@ static int d_low_limited(const struct d_daemon *d, const struct d_sock *s)
 	if (s->prio == 0 || d->cfg.low_inflight == 0)
 		return 0;
 	for (l = 0; l < s->prio && l < D_PRIO_MAX; l++)
-		if (d->lvl_socks[l])
+		if (__atomic_load_n(&d->lvl_socks[l], __ATOMIC_RELAXED))
 			return 1;
 	return 0;
 }
@@ -320,7 +318,10 @@ void d_tx_pump(struct d_daemon *d, struct d_sock *s)
 {
 	struct d_op *op;
 	uint32_t n;
-	uint64_t now = d_snow(s);
+	uint64_t now;
+	if (s->xfer)
+		return; /* accepted for another worker's listener, not answered yet */
+	now = d_snow(s);
 	if (s->peer) {
 		d_loop_tx(d, s);
 		return;
@@ -488,7 +489,7 @@ static void d_rx_udp(struct d_sock *s)
 
 void d_rx_deliver(struct d_daemon *d, struct d_sock *s)
 {
-	if (!s->ring)
+	if (!s->ring || s->xfer)
 		return; /* accepted, not handed over yet: data waits */
 	if (s->type == IPK_SVC_TCP)
 		d_rx_tcp(d, s);
@@ -614,11 +615,23 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 		return NULL;
 	}
 	w->wk = W(opq)->idx; /* the worker that got the SYN holds the connection */
-	W(opq)->socks++;
+	__atomic_add_fetch(&W(opq)->socks, 1, __ATOMIC_RELAXED);
 	W(opq)->accepted++;
-	w->conn = c;
 	w->state = D_CONNECTED;
+	w->acc_addr.family = IPK_SVC_AF_INET;
+	w->acc_addr.port_be = t.peer_port_be;
+	memcpy(w->acc_addr.addr, &t.peer_ip4_be, 4);
 	d_sock_level(w, l->prio); /* an accepted socket serves at its listener's level */
+	w->conn = c;
+	if (l->wk != w->wk) { /* the listener's queue is another worker's (d_msg.c) */
+		if (d_acc_cross(d, l, w) < 0) {
+			w->conn = NULL;
+			d_sock_destroy(d, w, 0);
+			ipk_tcp_abort(ctx, c, now);
+			return NULL;
+		}
+		return w;
+	}
 	d_acc_push(l, w);
 	d_accept_deliver(d, l);
 	return w;

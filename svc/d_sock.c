@@ -143,10 +143,12 @@ static void d_own_set(const struct d_sock *s)
 void d_sock_level(struct d_sock *s, unsigned lvl)
 {
 	struct d_daemon *d = s->app->d;
+	/* relaxed: a count any worker changes and d_low_limited reads as a hint
+	 * (a SEND racing a level change is judged by the old count once) */
 	if (s->lvl_counted)
-		d->lvl_socks[s->prio]--;
+		__atomic_sub_fetch(&d->lvl_socks[s->prio], 1, __ATOMIC_RELAXED);
 	s->prio = lvl;
-	d->lvl_socks[lvl]++;
+	__atomic_add_fetch(&d->lvl_socks[lvl], 1, __ATOMIC_RELAXED);
 	s->lvl_counted = 1;
 	d_own_set(s);
 }
@@ -213,14 +215,47 @@ static void d_sock_free_rx(struct d_sock *s)
  * No completion is posted. */
 static void d_wake_forget(struct d_sock *s);
 
+/* Free a socket's rings and private queues (d_sock_rings' undo). */
+void d_sock_unring(struct d_sock *s)
+{
+	free(s->txq.v);
+	free(s->rxq.v);
+	free(s->ovf);
+	s->txq.v = s->rxq.v = NULL;
+	s->ovf = NULL;
+	if (s->ring)
+		d_ring_put(s->app, s->ring_off, s->ring_cls);
+	s->ring = NULL;
+}
+
+/* A listener's queue: connections accepted on another worker go back to it
+ * (d_acc_answer), which resets them on its own context; only a reclaim, which
+ * may touch every worker's sockets, destroys them here. */
+static void d_sock_unqueue(struct d_daemon *d, struct d_sock *s)
+{
+	while (s->acc_h) {
+		struct d_sock *w = s->acc_h;
+		s->acc_h = w->acc_next;
+		if (w->wk != s->wk && !d->reclaiming)
+			d_acc_answer(d, s->wk, w, -ECONNRESET);
+		else
+			d_sock_destroy(d, w, 0);
+	}
+	s->acc_t = NULL;
+	s->acc_n = 0;
+}
+
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 {
 	struct d_app *a = s->app;
 	uint64_t now = d_snow(s);
+	if (s->xfer && d->reclaiming)
+		d->wk[s->wk].acc_reaped++;
+	d_xfer_unlink(d, s); /* a reclaim of one in flight between workers */
 	d_wake_forget(s);
 	d_zc_orphan(s); /* before the abort frees the queues: nobody to complete */
 	if (s->lvl_counted)
-		d->lvl_socks[s->prio]--;
+		__atomic_sub_fetch(&d->lvl_socks[s->prio], 1, __ATOMIC_RELAXED);
 	s->lvl_counted = 0;
 	d_loop_unpair(d, s, graceful);
 	if (s->conn) {
@@ -232,22 +267,11 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 		else
 			ipk_tcp_abort(d_sctx(s), c, now);
 	}
-	while (s->acc_h) {
-		struct d_sock *w = s->acc_h;
-		s->acc_h = w->acc_next;
-		d_sock_destroy(d, w, 0);
-	}
+	d_sock_unqueue(d, s);
 	d_port_release(d, s);
 	d_act_remove(s);
 	d_sock_free_rx(s);
-	free(s->txq.v);
-	free(s->rxq.v);
-	free(s->ovf);
-	s->txq.v = s->rxq.v = NULL;
-	s->ovf = NULL;
-	if (s->ring)
-		d_ring_put(a, s->ring_off, s->ring_cls);
-	s->ring = NULL;
+	d_sock_unring(s);
 	if (s == &a->ctl)
 		return;
 	if (s->id) {
@@ -257,7 +281,10 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 		a->free_idx[a->nfree++] = idx;
 		a->nlive--;
 	}
-	free(s);
+	if (s->in_msg)
+		s->xfer_dead = 1; /* a message points to it: its receiver frees it */
+	else
+		free(s);
 }
 
 /* ------------------------------------------------------------ completions */
@@ -317,7 +344,7 @@ void d_post(struct d_sock *s, const struct ipk_svc_cqe *c0)
 	if (!s->ring)
 		return;
 	cc.seq = s->app->cq_seq++;
-	cc.pass = s->app->d->passes;
+	cc.pass = __atomic_load_n(&s->app->d->passes, __ATOMIC_RELAXED);
 	d_ovf_flush(s);
 	if (s->ovf_n == 0 && d_cq_room(s)) {
 		d_cq_write(s, c);
@@ -383,7 +410,7 @@ static void d_ctl_socket(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 		/* a new socket's worker: round robin (a CONNECT from a bound port moves
 		 * it to the worker its flow hashes to, d_net.c) */
 		s->wk = d->next_wk++ % d->nw;
-		d->wk[s->wk].socks++;
+		__atomic_add_fetch(&d->wk[s->wk].socks, 1, __ATOMIC_RELAXED);
 		d_sock_level(s, (unsigned)rc);
 	}
 	rc = s ? d_sock_rings(s, e->len, e->arg2) : -ENOMEM;
@@ -417,6 +444,14 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 		if (!s) {
 			ctl->app->hdr->bad_sqe++;
 			d_post_res(ctl, e->user_data, -EBADF);
+			return;
+		}
+		if (s->wk != ctl->wk) {
+			/* another worker's socket: destroyed by its owner, which answers
+			 * (d_msg.c d_msg_close); the completion comes a pass later */
+			if (d_msg_post(d, ctl->wk, s->wk, D_MSG_CLOSE, ctl->app->id, s->id,
+			               e->user_data, 0, NULL) < 0)
+				d_post_res(ctl, e->user_data, -ENOMEM);
 			return;
 		}
 		d_sock_destroy(d, s, 1);
@@ -569,10 +604,10 @@ static int d_sock_handover(struct d_daemon *d, struct d_sock *s)
 	s->move = 2;
 	s->wk = s->move_to;
 	d_own_set(s);
-	d->wk[from].socks--;
+	__atomic_sub_fetch(&d->wk[from].socks, 1, __ATOMIC_RELAXED);
 	if (d_msg_send(d, from, s, D_MSG_CONNECT, NULL) == 0)
 		return 0;
-	d->wk[from].socks++;
+	__atomic_add_fetch(&d->wk[from].socks, 1, __ATOMIC_RELAXED);
 	d->wk[from].msg_full++;
 	s->wk = from;
 	d_own_set(s);
@@ -719,9 +754,9 @@ void d_pass_begin(struct d_app *a, unsigned wk)
 	if (!a->ready || a->dying)
 		return;
 	seq = IPK_SVC_LOAD_ACQ(&a->hdr->submit_seq.v);
-	if (seq == a->last_seq && !p->rescan && !p->ovf_wait && !d_ho_pending(p))
+	if (seq == p->last_seq && !p->rescan && !p->ovf_wait && !d_ho_pending(p))
 		return;
-	if (seq != a->last_seq) {
+	if (seq != p->last_seq) {
 		d_act_harvest(a, wk);
 		/* the control ring has no ready bit: worker 0 serves it when told
 		 * (index 0 of its hand-off) */
@@ -729,7 +764,8 @@ void d_pass_begin(struct d_app *a, unsigned wk)
 			d_ho_give(a, wk, 0, D_PRIO_MAX, 0);
 	}
 	d_ho_take(a, wk);
-	a->last_seq = seq;
+	p->last_seq = seq; /* per worker: each takes the bitmap when it moved since
+	                    * its own last look (another's take left nothing) */
 	p->rescan = 0;
 	p->ovf_wait = 0;
 	p->dirty = 1;

@@ -163,13 +163,14 @@ int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl)
 			continue;
 		for (l = 0; l < lvl && !o->act_lvl[l] && !(ho >> l & 1); l++)
 			;
-		if (l == lvl || (w->defer_on[j] && o->passes != w->defer_mark[j])) {
+		if (l == lvl || (w->defer_on[j] &&
+		                 __atomic_load_n(&o->passes, __ATOMIC_ACQUIRE) != w->defer_mark[j])) {
 			w->defer_on[j] = 0; /* nothing higher there, or it had its pass */
 			continue;
 		}
 		if (!w->defer_on[j]) {
 			w->defer_on[j] = 1;
-			w->defer_mark[j] = o->passes;
+			w->defer_mark[j] = __atomic_load_n(&o->passes, __ATOMIC_ACQUIRE);
 		}
 		d_kick(o);
 		defer = 1;
@@ -263,13 +264,16 @@ void d_wk_report(struct d_daemon *d)
 		fprintf(stderr, "ipkitd: worker %u: sockets %llu entries %llu accepted %llu "
 		        "connected %llu datagrams %llu rx_frames %llu wrong_queue %llu "
 		        "handed_in %llu handed_out %llu msgs_in %llu msgs_out %llu msg_gone %llu "
-		        "msg_full %llu\n", i,
+		        "msg_full %llu acc_out %llu acc_in %llu acc_done %llu acc_reaped %llu loop_cross %llu\n", i,
 		        (unsigned long long)w->socks, (unsigned long long)w->sqes,
 		        (unsigned long long)w->accepted, (unsigned long long)w->connected,
 		        (unsigned long long)w->udp_rx, (unsigned long long)st.rx_frames,
 		        (unsigned long long)st.wrong_queue, (unsigned long long)w->handed_in,
 		        (unsigned long long)w->handed_out, (unsigned long long)w->msgs_in,
 		        (unsigned long long)w->msgs_out, (unsigned long long)w->msg_gone,
-		        (unsigned long long)w->msg_full);
+		        (unsigned long long)w->msg_full, (unsigned long long)w->acc_out,
+		        (unsigned long long)w->acc_in, (unsigned long long)w->acc_done,
+		        (unsigned long long)w->acc_reaped,
+		        (unsigned long long)w->loop_cross);
 	}
 }

@@ -54,7 +54,8 @@ struct d_zc;
 struct spsc;
 
 /* cross-worker messages (d_msg.c) */
-enum { D_MSG_UDP = 1, D_MSG_CONNECT };
+enum { D_MSG_UDP = 1, D_MSG_CONNECT, D_MSG_CLOSE, D_MSG_CLOSED, D_MSG_ACCEPT, D_MSG_ACC_DONE };
+struct d_obox;
 
 /* An operation in flight: the SQE copied out of the ring, never re-read. */
 struct d_op {
@@ -144,6 +145,16 @@ struct d_sock {
 	int move;                    /* 1: CONNECT taken, hand over after this turn;
 	                              * 2: handed over, the message in flight
 	                              * (d_sock_handover, d_msg.c) */
+	/* accepted on one worker for a listener of another (d_msg.c d_acc_cross):
+	 * the listener's worker queues it, gives it rings and an id and answers
+	 * (D_MSG_ACC_DONE); until then its own worker leaves its queues alone */
+	struct ipk_svc_addr acc_addr; /* the peer, read at accept by the connection's
+	                               * worker (the listener's never reads the conn) */
+	int xfer;                    /* its worker's: waiting for ACC_DONE */
+	int in_msg;                  /* a message carries a pointer to it */
+	int xfer_dead;               /* reclaimed meanwhile: the message's receiver
+	                              * frees the struct */
+	struct d_sock *xfer_prev, *xfer_next; /* its worker's xfer list */
 	/* listener */
 	struct d_sock *acc_h, *acc_t, *acc_next;
 	uint32_t acc_n, backlog;
@@ -189,6 +200,7 @@ struct d_appw {
 	struct d_sock *act_h[D_PRIO_MAX], *act_t[D_PRIO_MAX]; /* active sockets per level */
 	uint32_t act_n[D_PRIO_MAX];
 	int dirty;                   /* this pass: its sockets are looked at */
+	uint32_t last_seq;           /* submit_seq at this worker's last harvest */
 	int rescan, ovf_wait;
 	/* the hand-off (--workers > 1, d_sock.c d_ho_give): sockets of this worker
 	 * that another worker's harvest found ready. Any worker sets bits (atomic
@@ -229,7 +241,6 @@ struct d_app {
 	uint8_t *gen;
 	uint32_t nsocks, cap, nlive;
 	uint32_t *free_idx, nfree;
-	uint32_t last_seq;
 	uint32_t cq_seq;             /* completions posted, any socket (cqe->seq) */
 	int posted;
 	struct d_sock *wake_h;       /* sockets posted to this pass (d_wake_apps) */
@@ -268,7 +279,18 @@ struct d_wk {
 	uint64_t msgs_in, msgs_out, msg_gone; /* d_msg.c: received, sent, and of
 	                                       * those received, dropped (socket
 	                                       * gone, queue full) */
-	uint64_t msg_full;           /* not sent: the ring to the owner was full */
+	uint64_t msg_full;           /* the ring to the owner was full: not sent
+	                              * (d_msg_send) or delayed (d_msg_post) */
+	struct d_obox *ob_h, *ob_t;  /* d_msg_post's messages waiting for ring room
+	                              * (this worker's thread only) */
+	struct d_sock *xfer_h;       /* its connections accepted for another worker's
+	                              * listener, not yet answered (d_acc_cross) */
+	uint64_t acc_out, acc_in;    /* such accepts sent / queued on its listeners */
+	uint64_t acc_done;           /* answers it received for its acc_out */
+	uint64_t acc_reaped;         /* of its acc_out, destroyed by a reclaim before
+	                              * the answer (the application died) */
+	uint64_t loop_cross;         /* app-to-app sends into a pipe of another
+	                              * worker's socket (d_loop.c): must stay 0 */
 };
 
 struct d_daemon {
@@ -301,6 +323,8 @@ struct d_daemon {
 	                              * points into (zero-copy sends), via next/prev */
 	uint32_t lvl_socks[D_PRIO_MAX]; /* live sockets per level (--low-inflight
 	                                 * limits a level only while a higher one has any) */
+	int reclaiming;              /* d_app_reclaim runs: it may touch every worker's
+	                              * sockets (d_sock_destroy of a listener) */
 };
 
 static inline struct d_wk *d_sw(const struct d_sock *s) { return &s->app->d->wk[s->wk]; }
@@ -359,6 +383,7 @@ struct d_sock *d_sock_alloc(struct d_app *a, int type);
 struct d_sock *d_sock_find(struct d_app *a, uint32_t id);
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
 void d_sock_level(struct d_sock *s, unsigned lvl);
+void d_sock_unring(struct d_sock *s);
 int d_opq_push(struct d_opq *q, const struct d_op *op);
 struct d_op *d_opq_front(struct d_opq *q);
 void d_opq_pop(struct d_opq *q);
@@ -369,6 +394,13 @@ int d_msg_init(struct d_daemon *d);
 void d_msg_fini(struct d_daemon *d);
 int d_msg_send(struct d_daemon *d, unsigned from, const struct d_sock *s, uint32_t kind,
                void *p);
+int d_msg_post(struct d_daemon *d, unsigned from, unsigned to, uint32_t kind, uint32_t app_id,
+               uint32_t sock_id, uint64_t arg, int32_t res, void *p);
+int d_acc_cross(struct d_daemon *d, struct d_sock *l, struct d_sock *w);
+void d_acc_answer(struct d_daemon *d, unsigned from, struct d_sock *w, int32_t rc);
+void d_xfer_reclaim(struct d_daemon *d, struct d_app *a);
+void d_xfer_unlink(struct d_daemon *d, struct d_sock *w);
+void d_msg_flush(struct d_daemon *d, unsigned wk);
 int d_msg_pending(struct d_daemon *d, unsigned wk);
 void d_msg_drain(struct d_daemon *d, unsigned wk);
 

@@ -437,6 +437,7 @@ int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf)
 	}
 	if (d->mt && d_msg_pending(d, wk))
 		return 0;
+	*ovf |= d->wk[wk].ob_h != NULL; /* its outbox: look again within 1 ms */
 	if (d->mt && d->awake > 1)
 		return 1;
 	for (a = d->apps; a; a = a->next)
@@ -448,7 +449,7 @@ int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf)
 	for (a = d->apps; a; a = a->next) {
 		if (!a->ready)
 			continue;
-		if (IPK_SVC_LOAD_ACQ(&a->hdr->submit_seq.v) != a->last_seq)
+		if (IPK_SVC_LOAD_ACQ(&a->hdr->submit_seq.v) != a->pw[wk].last_seq)
 			return 0;
 	}
 	return 1;
@@ -495,10 +496,14 @@ int d_serve(struct d_daemon *d, unsigned wk)
 	struct d_app *a, *first = d_first(d, wk);
 	unsigned lvl;
 	int work = 0;
-	d->passes++;
-	d->wk[wk].passes++;
+	/* relaxed: only a label on completions (cqe->pass), any worker counts */
+	__atomic_add_fetch(&d->passes, 1, __ATOMIC_RELAXED);
+	/* release: d_defer on another worker reads it (acquire) to see this
+	 * worker's pass begin */
+	__atomic_store_n(&d->wk[wk].passes, d->wk[wk].passes + 1, __ATOMIC_RELEASE);
 	if (d->nw > 1) { /* before its pass takes the hand-offs (d_defer) */
 		__atomic_store_n(&d->wk[wk].ho_lvls, 0, __ATOMIC_RELAXED);
+		d_msg_flush(d, wk); /* what the rings had no room for last pass */
 		d_msg_drain(d, wk);
 	}
 	for (a = d->apps; a; a = a->next)

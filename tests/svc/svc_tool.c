@@ -12,6 +12,12 @@
  *   svc_tool [--socket PATH] hostile [ID]          bad requests: each must get its
  *                                                  error completion, then a NOP must work
  *                                                  (ID: another app's socket to try closing)
+ *   svc_tool [--socket PATH] closex PORT N         N sockets (TCP listeners and bound UDP
+ *                                                  on PORT..PORT+N-1) closed, closed again
+ *                                                  (-EBADF), their ports bound again
+ *   svc_tool [--socket PATH] lhold PORT GOFILE     listen on PORT, never accept; close
+ *                                                  the listener once GOFILE exists (30 s),
+ *                                                  then stay 10 s
  *   svc_tool [--socket PATH] hold SECONDS          one socket, prints "id N", sleeps
  *   svc_tool [--socket PATH] nopbench N spin|sleep NOP round trips, one at a time:
  *                                                  spinning on the CQ or sleeping in
@@ -687,6 +693,92 @@ static int mode_wake(struct ipk_svc *svc)
 	return fails ? 1 : 0;
 }
 
+/* N sockets on ports PORT..: even ones TCP listeners, odd ones bound UDP (ipkitd
+ * places new sockets round robin over its workers, so with --workers 2 half are
+ * not the control ring's worker's). Each closed (0), closed again by id (-EBADF),
+ * then every port bound again by a new socket: the CLOSE freed it, whatever worker
+ * held it. Prints "closex N ok". */
+static int closex_open(struct ipk_svc *svc, int i, uint16_t port, struct ipk_svc_sock **so)
+{
+	struct ipk_svc_sqe e;
+	struct ipk_svc_addr a;
+	int rc = ipk_svc_socket(svc, i % 2 ? IPK_SVC_UDP : IPK_SVC_TCP, 8, 16, so);
+	if (rc < 0)
+		return rc;
+	memset(&e, 0, sizeof e);
+	ipk_svc_addr_ip4(&a, 0, port);
+	ipk_svc_prep_bind(&e, &a);
+	rc = one(*so, &e, NULL);
+	if (rc == 0 && i % 2 == 0) {
+		memset(&e, 0, sizeof e);
+		ipk_svc_prep_listen(&e, 4);
+		rc = one(*so, &e, NULL);
+	}
+	return rc;
+}
+
+static int mode_closex(struct ipk_svc *svc, char **av)
+{
+	int port0 = atoi(av[0]), n = atoi(av[1]), i, round;
+	struct ipk_svc_sock **v = (struct ipk_svc_sock **)calloc((size_t)(n > 0 ? n : 1), sizeof *v);
+	uint32_t *ids = (uint32_t *)calloc((size_t)(n > 0 ? n : 1), sizeof *ids);
+	if (!v || !ids || n <= 0 || port0 <= 0 || port0 + n > 65536)
+		return 2;
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < n; i++) {
+			int rc = closex_open(svc, i, (uint16_t)(port0 + i), &v[i]);
+			CHECK(rc == 0, "round %d socket %d port %d: %d", round, i, port0 + i, rc);
+			ids[i] = ipk_svc_sock_id(v[i]);
+		}
+		for (i = 0; i < n; i++) {
+			int rc = ipk_svc_close(v[i]);
+			CHECK(rc == 0, "round %d close %d: %d", round, i, rc);
+		}
+		for (i = 0; i < n; i++) {
+			int rc = ipk_svc_close_id(svc, ids[i]);
+			CHECK(rc == -EBADF, "round %d second close %d: %d", round, i, rc);
+		}
+	}
+	free(v);
+	free(ids);
+	if (!fails)
+		printf("closex %d ok\n", n);
+	return fails ? 1 : 0;
+}
+
+/* A listener that never accepts: connections wait in its queue until GOFILE
+ * appears (at most 30 s), then the listener is closed (they are reset). */
+static int mode_lhold(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_sock *l;
+	struct ipk_svc_sqe e;
+	struct ipk_svc_addr a;
+	int rc, i;
+	if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &l) < 0)
+		return 1;
+	memset(&e, 0, sizeof e);
+	ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
+	ipk_svc_prep_bind(&e, &a);
+	rc = one(l, &e, NULL);
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_listen(&e, 16);
+	if (rc == 0)
+		rc = one(l, &e, NULL);
+	if (rc < 0) {
+		printf("lhold bind/listen %d\n", rc);
+		return 1;
+	}
+	printf("listening\n");
+	fflush(stdout);
+	for (i = 0; i < 3000 && access(av[1], F_OK) != 0; i++)
+		usleep(10000);
+	rc = ipk_svc_close(l);
+	printf("closed %d\n", rc);
+	fflush(stdout);
+	sleep(10); /* alive: what the close did is not the work of our exit's reclaim */
+	return rc == 0 ? 0 : 1;
+}
+
 /* A socket for others to aim at (hostile's ID), kept SECONDS. */
 static int mode_hold(struct ipk_svc *svc, char **av)
 {
@@ -785,6 +877,10 @@ int main(int argc, char **argv)
 		rc = mode_nopspin(svc, argv + i + 1, argc - i - 1);
 	else if (!strcmp(argv[i], "bindrace") && argc - i >= 4)
 		rc = mode_bindrace(svc, argv + i + 1, argc - i - 1);
+	else if (!strcmp(argv[i], "closex") && argc - i >= 3)
+		rc = mode_closex(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "lhold") && argc - i >= 3)
+		rc = mode_lhold(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hold") && argc - i >= 2)
 		rc = mode_hold(svc, argv + i + 1);
 	ipk_svc_close_all(svc);

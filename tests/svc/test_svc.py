@@ -29,13 +29,14 @@ EXTRA = os.environ.get("SVC_TEST_DAEMON_ARGS", "").split()
 # (io/memlink/memlink.c), worker i of ipkitd serves queue i. meson's svc_w2_* cases.
 WORKERS = int(os.environ.get("SVC_TEST_WORKERS", "1"))
 ECHO = os.path.join(BUILD, "examples", "ipkit-echo")
+NC = os.path.join(BUILD, "examples", "ipkit-nc")
 PEER_IP, OUR_IP = "10.9.0.1", "10.9.0.2"
 
 
 class Rig:
     """ipkit-echo <-memlink-> ipkitd, a control socket in a private directory."""
 
-    def __init__(self, *daemon_args):
+    def __init__(self, *daemon_args, echo=True):
         self.dir = tempfile.mkdtemp(prefix="ipksvc")
         self.sock = os.path.join(self.dir, "ipkitd.sock")
         self.name = "ipksvc" + secrets.token_hex(3)
@@ -43,9 +44,11 @@ class Rig:
         self.log = open(os.path.join(self.dir, "ipkitd.log"), "w+b")
         q = ",queues=%d" % WORKERS if WORKERS > 1 else ""
         wk = ["--workers", str(WORKERS)] if WORKERS > 1 else []
-        self.echo = self._start([ECHO, "--io", "memlink:%s,role=b%s" % (self.name, q),
-                                 "--ip", PEER_IP + "/24"], stderr=subprocess.DEVNULL)
-        time.sleep(0.2)
+        self.q = q
+        if echo:  # else the case runs its own peers on the memlink's other end
+            self.echo = self._start([ECHO, "--io", "memlink:%s,role=b%s" % (self.name, q),
+                                     "--ip", PEER_IP + "/24"], stderr=subprocess.DEVNULL)
+            time.sleep(0.2)
         self.daemon = self._start([DAEMON, "--io", "memlink:%s,role=a%s" % (self.name, q),
                                    "--ip", OUR_IP + "/24", "--socket", self.sock,
                                    *wk, *daemon_args, *EXTRA], stderr=self.log)
@@ -455,7 +458,8 @@ def case_prio(rig):
 WORKER_LINE = re.compile(r"worker (\d+): sockets (\d+) entries (\d+) accepted (\d+) "
                          r"connected (\d+) datagrams (\d+) rx_frames (\d+) wrong_queue (\d+) "
                          r"handed_in (\d+) handed_out (\d+) msgs_in (\d+) msgs_out (\d+) "
-                         r"msg_gone (\d+) msg_full (\d+)")
+                         r"msg_gone (\d+) msg_full (\d+) acc_out (\d+) acc_in (\d+) "
+                         r"acc_done (\d+) acc_reaped (\d+) loop_cross (\d+)")
 
 
 def worker_stats(rig):
@@ -463,12 +467,17 @@ def worker_stats(rig):
     rig's close checks the clean exit) and return {worker: counters}."""
     rig.close()
     keys = ("sockets", "entries", "accepted", "connected", "datagrams", "rx_frames", "wrong_queue",
-            "handed_in", "handed_out", "msgs_in", "msgs_out", "msg_gone", "msg_full")
+            "handed_in", "handed_out", "msgs_in", "msgs_out", "msg_gone", "msg_full",
+            "acc_out", "acc_in", "acc_done", "acc_reaped", "loop_cross")
     st = {int(m.group(1)): dict(zip(keys, (int(x) for x in m.groups()[1:])))
           for m in WORKER_LINE.finditer(rig.final_log)}
     assert sorted(st) == list(range(WORKERS)), rig.final_log
     for w, c in st.items():
         assert c["wrong_queue"] == 0, (w, c)  # every frame reached its flow's worker
+        assert c["loop_cross"] == 0, (w, c)  # both ends of a pipe are one worker's
+        # every accept sent to another worker's listener was answered, or its
+        # application died first
+        assert c["acc_done"] + c["acc_reaped"] >= c["acc_out"], (w, c)
     return st
 
 
@@ -520,6 +529,167 @@ def case_workers_udp_cross(rig):
     assert ins > 0 and ins == sum(c["msgs_out"] for c in st.values()), st
     for w, c in st.items():
         assert c["msgs_in"] > 0 and c["msg_gone"] == 0 and c["msg_full"] == 0, (w, c)
+
+
+def case_workers_close_cross(rig):
+    """--workers 2: a CLOSE comes in on the control ring (worker 0's) but the socket
+    may be the other worker's (new sockets are placed round robin); its owner
+    destroys it and answers (svc/d_msg.c D_MSG_CLOSE / D_MSG_CLOSED), worker 0
+    completes it. 24 sockets (TCP listeners and bound UDP) closed, closed again
+    (-EBADF), twice on the same ports (the first round's closes freed them, on
+    both workers), then a NOP application: both workers received messages (worker
+    1 the CLOSEs, worker 0 the answers), every message sent was received, none
+    found its socket or application gone. Without the message kind worker 0
+    destroys the other worker's socket itself: no messages flow."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_close_cross)"
+    n = 24  # the default ring area holds a few dozen sockets
+    rc, out, err = rig.run_tool("closex", "24000", str(n), timeout=60)
+    assert rc == 0 and "closex %d ok" % n in out, out + err
+    rc, out, err = rig.run_tool("nopspin", "0.1", "8", "24000")  # binds 24000..: freed
+    assert rc == 0, out + err
+    st = worker_stats(rig)
+    print(st)
+    ins = sum(c["msgs_in"] for c in st.values())
+    assert ins >= n and ins == sum(c["msgs_out"] for c in st.values()), st
+    for w, c in st.items():
+        assert c["msgs_in"] >= n // 2 and c["msg_gone"] == 0, (w, c)
+
+
+def case_workers_accept_cross(rig):
+    """--workers 2, connections from the wire: a SYN lands on the worker its flow
+    hashes to, the port's listener may be the other worker's. The connection stays
+    on the worker that got it; the accepted socket travels to the listener's worker
+    (D_MSG_ACCEPT), which gives it rings and an id, reports it on the listener's
+    multishot accept and answers (D_MSG_ACC_DONE); payload waits meanwhile. 16
+    rounds: an application listens (its socket placed round robin), ipkit-nc on
+    the memlink's other end (all queues, a random port) connects and both send
+    256 KiB: SHA-256 equal both ways. Some accepts crossed (2^-16 that none did),
+    every one was queued on its listener's worker, no message found its socket
+    gone. Without the message kind no accept crosses (acc_out 0)."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_accept_cross)"
+    size, rounds = 256 << 10, 16
+    for r in range(rounds):
+        lis = rig.tool("listen", "7400", str(size))
+        assert lis.stdout.readline().strip() == b"listening"
+        nc = rig._start([NC, "--io", "memlink:%s,role=b%s" % (rig.name, rig.q), "--ip",
+                         PEER_IP + "/24", "--send-size", str(size), "--sha256", "--no-output",
+                         "--timeout", "20", OUR_IP, "7400"], stderr=subprocess.PIPE)
+        _, nerr = nc.communicate(timeout=60)
+        assert nc.returncode == 0, (r, nerr.decode())
+        out, lerr = lis.communicate(timeout=60)
+        assert lis.returncode == 0, (r, out.decode() + lerr.decode())
+        ls, lsh, lr, lrh = digests(out.decode())
+        ns, nsh, nr, nrh = digests(nerr.decode())
+        assert ls == nr == size and ns == lr == size and lsh == nrh and nsh == lrh, (r, out, nerr)
+    # A listener that never accepts, its connection (possibly another worker's)
+    # waiting in its queue: closed, or its application SIGKILLed. Either way the
+    # connection is reset at once (the close answers the connection's worker,
+    # which resets it; the reclaim resets it itself), not left until nc's timeout.
+    for r in range(8):
+        go = os.path.join(rig.dir, "lgo%d" % r)
+        lis = rig.tool("lhold", str(7500 + r), go)
+        assert lis.stdout.readline().strip() == b"listening"
+        nc = rig._start([NC, "--io", "memlink:%s,role=b%s" % (rig.name, rig.q), "--ip",
+                         PEER_IP + "/24", "--send-size", "65536", "--no-output",
+                         "--timeout", "60", OUR_IP, str(7500 + r)], stderr=subprocess.PIPE)
+        time.sleep(0.5)  # connected, its bytes sent, waiting in the queue (a SYN
+        # later than that is refused by the closed port: also exit 1, counted below)
+        t0 = time.monotonic()
+        if r % 2:
+            lis.send_signal(signal.SIGKILL)
+        else:
+            open(go, "w").close()
+        nc.communicate(timeout=60)
+        dt = time.monotonic() - t0
+        assert nc.returncode == 1 and dt < 8, "round %d: nc %d after %.1f s" % (
+            r, nc.returncode, dt)
+        if r % 2 == 0:  # reset by the close, not by the reclaim of lhold's exit
+            assert lis.poll() is None, "lhold ended before the reset"
+            lis.terminate()
+        lis.communicate(timeout=30)
+        if os.path.exists(go):
+            os.unlink(go)
+    st = worker_stats(rig)
+    print(st)
+    outs = sum(c["acc_out"] for c in st.values())
+    assert outs > 0 and outs == sum(c["acc_in"] for c in st.values()), st
+    # the 16 transfers, and the held connections that were up before their close
+    assert rounds + 4 <= sum(c["accepted"] for c in st.values()) <= rounds + 8, st
+    for w, c in st.items():
+        assert c["msg_gone"] == 0, (w, c)
+
+
+def case_workers_apps_local(rig):
+    """--workers 2, two applications talking through the daemon: the accepted end
+    is placed on the connecting socket's worker, so both ends of each byte pipe
+    are one worker's (a send writes the peer's pipe and delivers to it, a close
+    ends it: no other worker's socket is touched), and the accept crosses to the
+    listener's worker as a message when that is the other one. 8 pairs in turn
+    (listener and connector are consecutive new sockets, so on different workers
+    under round robin), 1 MiB each way, SHA-256 equal; then a pair whose
+    connector is SIGKILLed mid-transfer (the listener side gets a reset, not a
+    hang). Accepts crossed, and no send ever wrote into another worker's pipe
+    (loop_cross 0, checked for every case's workers). Without the placement
+    (the accepted end on the listener's worker) loop_cross counts every send."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_apps_local)"
+    size = 1 << 20
+    for k in range(8):
+        a = rig.tool("listen", str(7600 + k), str(size))
+        assert a.stdout.readline().strip() == b"listening"
+        check_echo_pair(a, rig.tool("connect", OUR_IP, str(7600 + k), str(size)), size)
+    a = rig.tool("listen", "7610", str(64 << 20))
+    assert a.stdout.readline().strip() == b"listening"
+    b = rig.tool("connect", OUR_IP, "7610", str(64 << 20))
+    time.sleep(0.2)
+    b.send_signal(signal.SIGKILL)
+    b.wait(timeout=10)
+    aout, aerr = a.communicate(timeout=30)
+    assert a.returncode != 0, aout  # its transfer ended early, by an error
+    st = worker_stats(rig)
+    print(st)
+    assert sum(c["acc_out"] for c in st.values()) >= 8, st
+
+
+def case_workers_outbox(rig):
+    """--workers 2 with 2-slot message rings (IPKITD_MSG_SLOTS=2): messages that
+    must not be lost (accepts and their answers, CLOSEs) wait in the sender's
+    outbox when the ring is full and go out in order at its next passes
+    (svc/d_msg.c d_msg_post, d_msg_flush). A listener that never accepts gets 16
+    connections from another application (its sockets alternate workers, so
+    about half the accepts cross); then it is closed: the answers for the
+    crossed ones leave in one go, more than the ring holds. Then the accept and
+    close cases run on the small rings. Every message sent was received (none
+    lost in an outbox), some waited (msg_full > 0), none found its socket
+    gone, and everything still works."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_outbox)"
+    for r in range(4):
+        go = os.path.join(rig.dir, "ogo%d" % r)
+        lis = rig.tool("lhold", str(7700 + r), go)
+        assert lis.stdout.readline().strip() == b"listening"
+        rc, out, err = rig.run_tool("connmany", OUR_IP, str(7700 + r), "16", timeout=60)
+        assert rc == 0 and "connmany 16/16" in out, out + err
+        open(go, "w").close()
+        assert lis.stdout.readline().strip() == b"closed 0"
+        lis.terminate()
+        lis.communicate(timeout=30)
+        os.unlink(go)
+    rc, out, err = rig.run_tool("closex", "24000", "24", timeout=60)
+    assert rc == 0 and "closex 24 ok" in out, out + err
+    for k in range(4):
+        a = rig.tool("listen", str(7800 + k), str(1 << 20))
+        assert a.stdout.readline().strip() == b"listening"
+        check_echo_pair(a, rig.tool("connect", OUR_IP, str(7800 + k), str(1 << 20)), 1 << 20)
+    st = worker_stats(rig)
+    print(st)
+    ins = sum(c["msgs_in"] for c in st.values())
+    assert ins > 0 and ins == sum(c["msgs_out"] for c in st.values()), st
+    assert sum(c["msg_full"] for c in st.values()) > 0, st  # the outbox was used
+    for w, c in st.items():  # every answer arrived, none lost in an outbox
+        assert c["acc_done"] == c["acc_out"], (w, c)
+    outs = sum(c["acc_out"] for c in st.values())
+    assert outs > 0 and outs == sum(c["acc_in"] for c in st.values()), st
+    for w, c in st.items():
+        assert c["msg_gone"] == 0, (w, c)
 
 
 def wait_line(p, prefix, timeout):
@@ -696,7 +866,9 @@ def main():
         args = ["--prio-uid", "%d:0" % os.getuid()]
     if case == "low_inflight" and os.environ.get("SVC_LOW_INFLIGHT"):
         args += ["--low-inflight", os.environ["SVC_LOW_INFLIGHT"]]  # 0: see it fail
-    rig = Rig(*args)
+    if case == "workers_outbox":
+        os.environ["IPKITD_MSG_SLOTS"] = "2"  # the daemon inherits it (svc/d_msg.c)
+    rig = Rig(*args, echo=case not in ("workers_accept_cross",))
     try:
         globals()["case_" + case](rig)
     finally:
