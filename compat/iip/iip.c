@@ -746,9 +746,8 @@ static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
 
 	if (!c || !pkt)
 		return IPK_EINVAL;
-	if (ipk_tcp_state(c) == IPK_TCP_CLOSED)
-		return IPK_ECLOSED;
-	e = IIPK_EXT(c);
+	e = IIPK_EXT(c); /* the object is the application's memory: readable even when
+	                  * the connection is gone, and ipk_tcp_send then says so */
 	if (e->tx_n == IIPK_TXQ) {
 		s->st.acked_ring_full++;
 		return IPK_EAGAIN;
@@ -776,7 +775,7 @@ IIP_API uint16_t iip_tcp_send(void *context, void *handle, void *pkt, uint16_t t
 	(void)tcp_flags;
 	if (!iipk_begin(s, NULL, 0, opaque))
 		return iipk_rc(IPK_EINVAL);
-	if (pkt && iipk_chain_len(pkt, opaque) == 0)
+	if (pkt && iip_ops_pkt_get_len(pkt, opaque) == 0 && iipk_chain_len(pkt, opaque) == 0)
 		rc = IPK_EINVAL;
 	else
 		rc = iipk_send(s, (struct ipk_conn *)handle, pkt);
@@ -861,12 +860,16 @@ static enum iipk_kind iipk_classify(struct iipk_state *s, void *p, const uint8_t
 
 	if (len < IIPK_ETH_HLEN + 20u)
 		return IIPK_FAST;
+	ihl = (d[14] & 0xfu) * 4u;
+	/* The per-request case: TCP in an unfragmented IPv4 datagram, no SYN. */
+	if (d[12] == 0x08 && d[13] == 0x00 && d[23] == 6 && ihl >= 20 && !(d[20] & 0x3fu) &&
+	    !d[21] && len >= IIPK_ETH_HLEN + ihl + 20u && !(d[IIPK_ETH_HLEN + ihl + 13] & 0x02u))
+		return IIPK_FAST;
 	if (d[12] == 0x08 && d[13] == 0x06)
 		return (len >= IIPK_ETH_HLEN + 28u && d[20] == 0 && d[21] == 2) ? IIPK_ARP_REPLY
 		                                                                 : IIPK_FAST;
 	if (d[12] != 0x08 || d[13] != 0x00 || (d[14] >> 4) != 4)
 		return IIPK_FAST;
-	ihl = (d[14] & 0xfu) * 4u;
 	if (d[23] == 1)
 		return IIPK_ALONE; /* ICMP: an echo reply is shown with its frame */
 	if (ihl < 20 || len < IIPK_ETH_HLEN + ihl + 20u || (d[20] & 0x1fu) || d[21])
