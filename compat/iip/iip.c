@@ -21,7 +21,8 @@
 #define IIPK_MAGIC 0x69697063706b6974ull /* "iipcpkit": the state was set up */
 #define IIPK_BATCH 32u     /* frames handed to ipk_run at once */
 #define IIPK_RXQ 16u       /* delivered-packet records per connection (merged beyond) */
-#define IIPK_TXQ 64u       /* packets awaiting their tcp_acked per connection */
+#define IIPK_TXQ 1024u     /* packets awaiting their tcp_acked per connection: the core
+                            * pins at most 2 * tcp_sndbuf / pkt_buf_size (1 MiB, 2 KiB) */
 #define IIPK_SYNMAC 8u     /* recent SYNs' peer MACs (for passive opens' tcp_closed) */
 #define IIPK_NEXT_US_IDLE 1000000u
 #define IIPK_ETH_HLEN 14u
@@ -42,6 +43,7 @@ struct iipk_ext {
 	struct iipk_rxrec rx[IIPK_RXQ];
 	uint16_t rx_head, rx_n;
 	uint8_t peer_mac[6];
+	uint8_t fin_wait;         /* peer's FIN in, our close waits for rxbuf_consumed */
 };
 
 struct iipk_synmac {
@@ -386,9 +388,13 @@ static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user
 	uint32_t plen;
 
 	if (!pkt) {
-		/* End of stream: close our side as iip does (iip.h); ENOTCONN when the
-		 * application closed first is fine. */
-		(void)ipk_tcp_close(ctx, c, s->now);
+		/* End of stream: close our side once the application has consumed every
+		 * packet delivered (iip.h): data it still holds may yet be answered.
+		 * ENOTCONN when the application closed first is fine. */
+		if (IIPK_EXT(c)->rx_n)
+			IIPK_EXT(c)->fin_wait = 1;
+		else
+			(void)ipk_tcp_close(ctx, c, s->now);
 		return;
 	}
 	iipk_rx_push(IIPK_EXT(c), len);
@@ -811,6 +817,10 @@ IIP_API void iip_tcp_rxbuf_consumed(void *context, void *handle, uint16_t cnt, v
 		s->st.consumed_excess++;
 	if (bytes)
 		(void)ipk_tcp_recved(s->ctx, c, bytes, s->now);
+	if (e->fin_wait && !e->rx_n) {
+		e->fin_wait = 0;
+		(void)ipk_tcp_close(s->ctx, c, s->now);
+	}
 	iipk_leave(s);
 }
 
@@ -872,8 +882,10 @@ static enum iipk_kind iipk_classify(struct iipk_state *s, void *p, const uint8_t
 		return IIPK_FAST;
 	if (d[23] == 1)
 		return IIPK_ALONE; /* ICMP: an echo reply is shown with its frame */
-	if (ihl < 20 || len < IIPK_ETH_HLEN + ihl + 20u || (d[20] & 0x1fu) || d[21])
-		return IIPK_FAST;  /* short, or a fragment: no ports to read */
+	/* Short, or a fragment: no ports to read (the UDP header is 8 bytes, TCP's 20). */
+	if (ihl < 20 || (d[20] & 0x1fu) || d[21] ||
+	    len < IIPK_ETH_HLEN + ihl + (d[23] == 6 ? 20u : 8u))
+		return IIPK_FAST;
 	*l4 = d + IIPK_ETH_HLEN + ihl;
 	if (d[23] == 6 && ((*l4)[13] & 0x12u) == 0x02u)
 		return IIPK_ALONE; /* SYN without ACK: the application decides */

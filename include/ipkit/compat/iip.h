@@ -109,8 +109,11 @@
  * order. iip_tcp_rxbuf_consumed(handle, cnt) says cnt of those packets are consumed,
  * oldest first; their bytes reopen the receive window. (ipkit) Counts above what was
  * delivered are cut to it and counted; a connection closes with whatever is left.
- * End of stream: (ipkit) when the peer's FIN arrives in order, the adapter closes
- * our side too (FIN after data already sent), as iip does; tcp_closed follows.
+ * End of stream: (ipkit) iip has no event for it. When the peer's FIN has arrived
+ * in order and every packet delivered has been consumed (iip_tcp_rxbuf_consumed),
+ * the adapter closes our side (FIN after the data queued by then); tcp_closed
+ * follows. An application that answers data later holds it unconsumed until its
+ * answer is queued (an echo under back-pressure does).
  * tcp_acked(context, handle, pkt, tcp_opaque, opaque): one call per packet given to
  * iip_tcp_send, in order, once all its bytes are acknowledged; pkt is that packet
  * (the stack frees it after the callback).
@@ -200,7 +203,7 @@ struct iip_compat_stats {
 	uint32_t l2_skipped;       /* frames iip_ops_l2_skip said to drop */
 	uint32_t consumed_excess;  /* iip_tcp_rxbuf_consumed counts above what was delivered */
 	uint32_t udp_ports_full;   /* datagrams to a port beyond the 256 bound */
-	uint32_t acked_ring_full;  /* iip_tcp_send refused: 64 packets unacknowledged */
+	uint32_t acked_ring_full;  /* iip_tcp_send refused: 1024 packets unacknowledged */
 	uint32_t synth_failed;     /* tcp_accepted/connected got NULL: no packet to build */
 };
 IIP_API const struct iip_compat_stats *iip_compat_stats(void *context);
