@@ -617,14 +617,16 @@ IIP_API uint32_t iip_workspace_size(void)
 	return (uint32_t)(7u + IIPK_STATE_SIZE + iipk_ctx_bytes());
 }
 
+/* Both sizes are multiples of 8, so objects laid out in an array stay 8-byte
+ * aligned (on 32-bit targets the extension's size alone is not). */
 IIP_API uint32_t iip_tcp_conn_size(void)
 {
-	return (uint32_t)(IIPK_ALIGN8(ipk_conn_size()) + sizeof(struct iipk_ext));
+	return (uint32_t)IIPK_ALIGN8(IIPK_ALIGN8(ipk_conn_size()) + sizeof(struct iipk_ext));
 }
 
 IIP_API uint32_t iip_pb_size(void)
 {
-	return (uint32_t)(ipk_pb_size() > sizeof(void *) ? ipk_pb_size() : sizeof(void *));
+	return (uint32_t)IIPK_ALIGN8(ipk_pb_size() > sizeof(void *) ? ipk_pb_size() : sizeof(void *));
 }
 
 /* Objects wait in a list (threaded through their first bytes) until the engine

@@ -243,8 +243,8 @@ static void node_start(struct node *n)
 	uint8_t *conns, *pbs;
 
 	n->ctx = calloc(1, iip_workspace_size());
-	conns = (uint8_t *)aligned_alloc(64, 4 * 4096);
-	pbs = (uint8_t *)aligned_alloc(64, 512 * 64);
+	conns = (uint8_t *)aligned_alloc(64, (4 * iip_tcp_conn_size() + 63) / 64 * 64);
+	pbs = (uint8_t *)aligned_alloc(64, (256 * iip_pb_size() + 63) / 64 * 64);
 	for (i = 0; i < 4; i++)
 		iip_add_tcp_conn(n->ctx, conns + i * iip_tcp_conn_size());
 	for (i = 0; i < 256; i++)
