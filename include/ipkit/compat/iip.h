@@ -21,7 +21,7 @@
  * ---------------------------------------------------------------- objects
  * context  iip_workspace_size() bytes the application allocates (any alignment; the
  *          adapter aligns inside). No init call exists in iip's API: the memory must
- *          be zeroed before first use (calloc, or memset 0), and the first call that
+ *          be zeroed before first use (calloc, or memset 0); the first call that
  *          names our address (iip_run, iip_tcp_connect, iip_udp_send,
  *          iip_arp_request) initialises the engine with that MAC and IPv4 address
  *          and with the NIC features the feature callbacks report at that moment.
@@ -88,8 +88,8 @@
  * checksums are taken from iip_ops_nic_offload_*_rx_checksum (0 = bad: dropped and
  * counted; nonzero = good). The *_mark callbacks are called on every frame that
  * needs them, with the frame complete: (ipkit) a TSO frame's segment size is the
- * connection's MSS, which iip's mark has no argument for; the backend takes it from
- * iip_compat_tso_mss(pkt-context) (below) or uses 1448 (MSS 1460 with timestamps).
+ * connection's MSS, which iip's mark has no argument for; the backend reads it with
+ * iip_compat_tso_mss(context) inside the mark callback (an ipkit addition, below).
  * udp_tx_tso is never used (the engine does not send UDP segmentation offload).
  *
  * ---------------------------------------------------------------- TCP
@@ -97,6 +97,9 @@
  * iip_ops_tcp_accept; a nonzero answer opens the port (later SYNs to it are shown
  * there again, each decided alone); 0 refuses the SYN (RST, counted). tcp_accept
  * decides only: (ipkit) it must not call the iip_* functions.
+ * (ipkit) Initial sequence numbers come from a xorshift generator seeded from the
+ * clock and the workspace address (iip gives no randomness callback), not from
+ * RFC 6528's keyed hash; ipkit's own ops (isn_hash) have that.
  * tcp_accepted(context, handle, pkt, opaque) runs when the handshake completes
  * (ipkit: after the third segment, not at the SYN): pkt is a header-only frame the
  * adapter builds with the connection's addresses, ports and SYN flag (the original
@@ -139,7 +142,7 @@
  *  - iip_udp_send: 0 when sent (or waiting for ARP); the datagram must fit the MTU
  *    (1500: (ipkit) no fragmentation, EMSGSIZE). (ipkit) UDP frames to any port are
  *    shown to iip_ops_udp_payload (iip has no bind): the first datagram to a port
- *    binds it; up to 256 ports, datagrams to others are dropped and counted.
+ *    binds it; up to 64 ports (then the engine answers port unreachable, counted).
  *  - iip_arp_request and iip_tcp_rxbuf_consumed return nothing; iip_run returns 0.
  *
  * Calls from callbacks: the event callbacks (arp_reply, icmp_reply, tcp_accepted,
@@ -202,7 +205,7 @@ struct iip_compat_stats {
 	uint32_t objects_refused;  /* conn / pb objects misaligned or given after a failure */
 	uint32_t l2_skipped;       /* frames iip_ops_l2_skip said to drop */
 	uint32_t consumed_excess;  /* iip_tcp_rxbuf_consumed counts above what was delivered */
-	uint32_t udp_ports_full;   /* datagrams to a port beyond the 256 bound */
+	uint32_t udp_ports_full;   /* datagrams to a port beyond the 64 bound */
 	uint32_t acked_ring_full;  /* iip_tcp_send refused: 1024 packets unacknowledged */
 	uint32_t synth_failed;     /* tcp_accepted/connected got NULL: no packet to build */
 };
