@@ -72,6 +72,11 @@ struct iipk_state {
 	uint8_t udp_bound[8192];  /* bitmap by local port: ipk_udp_bind done */
 };
 
+#if defined(__GNUC__) || defined(__clang__)
+#define IIPK_COLD __attribute__((noinline, cold))
+#else
+#define IIPK_COLD
+#endif
 #define IIPK_ALIGN8(x) (((x) + 7u) & ~(uintptr_t)7u)
 #define IIPK_STATE_SIZE IIPK_ALIGN8(sizeof(struct iipk_state))
 
@@ -94,15 +99,19 @@ static void iipk_bit_set(uint8_t *map, uint16_t port_be)
 
 /* The state sits at the first 8-byte boundary of the workspace; the engine's
  * context follows it. A workspace never seen before (no magic) is set up here. */
-static struct iipk_state *iipk_state(void *workspace)
+IIPK_COLD static void iipk_state_init(struct iipk_state *s, void *workspace)
+{
+	iipk_zero(s, sizeof(*s));
+	s->magic = IIPK_MAGIC;
+	s->workspace = workspace;
+}
+
+static inline struct iipk_state *iipk_state(void *workspace)
 {
 	struct iipk_state *s = (struct iipk_state *)(void *)IIPK_ALIGN8((uintptr_t)workspace);
 
-	if (s->magic != IIPK_MAGIC) {
-		iipk_zero(s, sizeof(*s));
-		s->magic = IIPK_MAGIC;
-		s->workspace = workspace;
-	}
+	if (s->magic != IIPK_MAGIC)
+		iipk_state_init(s, workspace);
 	return s;
 }
 
@@ -560,14 +569,14 @@ static void iipk_flush_pending(struct iipk_state *s)
 	}
 }
 
-/* Start the engine on the first call naming our address; 0 when it cannot run. */
-static int iipk_ready(struct iipk_state *s, const uint8_t mac[], uint32_t ip4_be, void *opq)
+/* Start the engine on the first call naming our address; 0 when it cannot run.
+ * Kept out of line: every API call passes here, and only the first one starts. */
+IIPK_COLD static int iipk_start(struct iipk_state *s, const uint8_t mac[], uint32_t ip4_be,
+                                void *opq)
 {
 	struct ipk_config cfg;
 	uint8_t *mem;
 
-	if (s->ctx)
-		return 1;
 	if (s->failed || !mac)
 		return 0;
 	iipk_config(&cfg, iipk_caps(opq), mac, ip4_be, s);
@@ -583,6 +592,12 @@ static int iipk_ready(struct iipk_state *s, const uint8_t mac[], uint32_t ip4_be
 	s->rng = (iipk_clock(opq) ^ (uint64_t)(uintptr_t)s ^ 0x9e3779b97f4a7c15ull) | 1u;
 	iipk_flush_pending(s);
 	return 1;
+}
+
+static inline int iipk_ready(struct iipk_state *s, const uint8_t mac[], uint32_t ip4_be,
+                             void *opq)
+{
+	return s->ctx ? 1 : iipk_start(s, mac, ip4_be, opq);
 }
 
 /* Enter with the engine running (starting it when mac is given); 0: not running. */
@@ -803,6 +818,13 @@ IIP_API void iip_tcp_rxbuf_consumed(void *context, void *handle, uint16_t cnt, v
 	if (!c || !iipk_begin(s, NULL, 0, opaque))
 		return;
 	e = IIPK_EXT(c);
+	/* The usual call: one packet, consumed from its own tcp_payload. */
+	if (left == 1 && e->rx_n && e->rx[e->rx_head].pkts == 1) {
+		bytes = e->rx[e->rx_head].bytes;
+		e->rx_head = (uint16_t)((e->rx_head + 1u) % IIPK_RXQ);
+		e->rx_n--;
+		left = 0;
+	}
 	while (left && e->rx_n) {
 		struct iipk_rxrec *r = &e->rx[e->rx_head];
 		uint32_t take = left < r->pkts ? left : r->pkts;
