@@ -1,0 +1,1052 @@
+/*
+ * iip's documented API on ipkit's core: the adapter (issue 20).
+ *
+ * The contract is in include/ipkit/compat/iip.h; docs/iip-compat.md says how an iip
+ * application moves over. This file is one translation unit with the core: it binds
+ * the core's ops table at compile time (IPK_OPS_STATIC) to wrappers that call the
+ * application's iip_ops_* directly, so an application that includes this file gets
+ * the same direct, inlinable calls iip's single-file build gives.
+ *
+ * Layout: state and helpers, the ipk_ops wrappers (the core calling the
+ * application), the core itself, then the iip_* functions (the application calling
+ * the core). Freestanding: <stdint.h>/<stddef.h> only, like the core.
+ */
+#include "ipkit/compat/iip.h"
+#include <ipkit/core.h>
+
+#ifndef IIP_COMPAT_PKT_BUF_SIZE
+#define IIP_COMPAT_PKT_BUF_SIZE 2048u
+#endif
+
+#define IIPK_MAGIC 0x69697063706b6974ull /* "iipcpkit": the state was set up */
+#define IIPK_BATCH 32u     /* frames handed to ipk_run at once */
+#define IIPK_RXQ 16u       /* delivered-packet records per connection (merged beyond) */
+#define IIPK_TXQ 1024u     /* packets awaiting their tcp_acked per connection: the core
+                            * pins at most 2 * tcp_sndbuf / pkt_buf_size (1 MiB, 2 KiB) */
+#define IIPK_SYNMAC 8u     /* recent SYNs' peer MACs (for passive opens' tcp_closed) */
+#define IIPK_NEXT_US_IDLE 1000000u
+#define IIPK_ETH_HLEN 14u
+#define IIPK_ETH_IP4 0x0800u
+#define IIPK_ETH_ARP 0x0806u
+
+/* ------------------------------------------------------------------ state */
+
+/* What the adapter keeps per connection, after the core's own object. */
+struct iipk_rxrec {
+	uint32_t bytes, pkts; /* one delivered packet, or several merged when the ring is full */
+};
+struct iipk_ext {
+	void *tx_pkt[IIPK_TXQ];   /* clones of sent packets, shown to tcp_acked */
+	uint32_t tx_len[IIPK_TXQ];
+	uint32_t tx_acked;        /* acknowledged bytes not yet matched to a packet */
+	uint16_t tx_head, tx_n;
+	struct iipk_rxrec rx[IIPK_RXQ];
+	uint16_t rx_head, rx_n;
+	uint8_t peer_mac[6];
+	uint8_t fin_wait;         /* peer's FIN in, our close waits for rxbuf_consumed */
+};
+
+struct iipk_synmac {
+	uint32_t ip_be;
+	uint16_t port_be;
+	uint8_t mac[6];
+};
+
+struct iipk_state {
+	uint64_t magic;
+	void *workspace;          /* the application's context pointer */
+	void *opaque;             /* of the API call in progress */
+	struct ipk_ctx *ctx;      /* NULL until the first call naming our address */
+	uint64_t now;             /* of the outermost call in progress */
+	uint64_t rng;
+	void *cur;                /* frame the core is processing alone (ICMP, SYN) */
+	void *pend_conns, *pend_pbs; /* objects given before the engine started */
+	uint32_t depth;           /* API calls in progress (callbacks call in) */
+	uint32_t ip4_be, last_arp_ip;
+	uint16_t tso_mss, udp_nbound;
+	uint8_t mac[6], last_arp_mac[6];
+	uint8_t failed, verdict_given, synmac_next;
+	struct iipk_synmac synmac[IIPK_SYNMAC];
+	struct iip_compat_stats st;
+	uint8_t listening[8192];  /* bitmap by local port: ipk_tcp_listen done */
+	uint8_t udp_bound[8192];  /* bitmap by local port: ipk_udp_bind done */
+};
+
+#if defined(__GNUC__) || defined(__clang__)
+#define IIPK_COLD __attribute__((noinline, cold))
+#else
+#define IIPK_COLD
+#endif
+#define IIPK_ALIGN8(x) (((x) + 7u) & ~(uintptr_t)7u)
+#define IIPK_STATE_SIZE IIPK_ALIGN8(sizeof(struct iipk_state))
+
+static void iipk_zero(void *p, size_t n)
+{
+	uint8_t *b = (uint8_t *)p;
+	while (n--)
+		*b++ = 0;
+}
+
+static int iipk_bit(const uint8_t *map, uint16_t port_be)
+{
+	return (map[port_be >> 3] >> (port_be & 7u)) & 1u;
+}
+
+static void iipk_bit_set(uint8_t *map, uint16_t port_be)
+{
+	map[port_be >> 3] = (uint8_t)(map[port_be >> 3] | (1u << (port_be & 7u)));
+}
+
+/* The state sits at the first 8-byte boundary of the workspace; the engine's
+ * context follows it. A workspace never seen before (no magic) is set up here. */
+IIPK_COLD static void iipk_state_init(struct iipk_state *s, void *workspace)
+{
+	iipk_zero(s, sizeof(*s));
+	s->magic = IIPK_MAGIC;
+	s->workspace = workspace;
+}
+
+static inline struct iipk_state *iipk_state(void *workspace)
+{
+	struct iipk_state *s = (struct iipk_state *)(void *)IIPK_ALIGN8((uintptr_t)workspace);
+
+	if (s->magic != IIPK_MAGIC)
+		iipk_state_init(s, workspace);
+	return s;
+}
+
+#define IIPK_S(o) ((struct iipk_state *)(o))
+#define IIPK_EXT(c) ((struct iipk_ext *)(void *)((uint8_t *)(c) + IIPK_ALIGN8(ipk_conn_size())))
+
+/* iip's clock: seconds in t[0] (high) and t[1] (low), nanoseconds in t[2]. */
+static uint64_t iipk_clock(void *opaque)
+{
+	uint32_t t[3] = {0, 0, 0};
+
+	iip_ops_util_now_ns(t, opaque);
+	return ((((uint64_t)t[0] << 32) | t[1]) * 1000000000ull) + t[2];
+}
+
+/* Enter an API call: callbacks calling in reuse the outer call's time. */
+static uint64_t iipk_enter(struct iipk_state *s, void *opaque)
+{
+	if (s->depth++ == 0) {
+		s->opaque = opaque;
+		s->now = iipk_clock(opaque);
+	}
+	return s->now;
+}
+
+static void iipk_leave(struct iipk_state *s) { s->depth--; }
+
+/* Error to iip's uint16_t return: 0, or the positive errno (iip.h). */
+static uint16_t iipk_rc(int rc) { return rc < 0 ? (uint16_t)-rc : 0u; }
+
+/* --------------------------------------------------- packets for the core */
+
+static void *iipk_pkt_alloc(void *o) { return iip_ops_pkt_alloc(IIPK_S(o)->opaque); }
+static void iipk_pkt_free(void *p, void *o) { iip_ops_pkt_free(p, IIPK_S(o)->opaque); }
+static uint8_t *iipk_pkt_data(void *p, void *o)
+{
+	return (uint8_t *)iip_ops_pkt_get_data(p, IIPK_S(o)->opaque);
+}
+static uint32_t iipk_pkt_len(void *p, void *o) { return iip_ops_pkt_get_len(p, IIPK_S(o)->opaque); }
+/* Lengths fit 16 bits: no packet holds more than IIP_COMPAT_PKT_BUF_SIZE (< 64 KiB)
+ * and the core never grows one past its buffer. */
+static void iipk_pkt_set_len(void *p, uint32_t n, void *o)
+{
+	iip_ops_pkt_set_len(p, (uint16_t)n, IIPK_S(o)->opaque);
+}
+static void iipk_pkt_adj_head(void *p, uint32_t n, void *o)
+{
+	iip_ops_pkt_increment_head(p, (uint16_t)n, IIPK_S(o)->opaque);
+}
+static void iipk_pkt_trim_tail(void *p, uint32_t n, void *o)
+{
+	iip_ops_pkt_decrement_tail(p, (uint16_t)n, IIPK_S(o)->opaque);
+}
+static void *iipk_pkt_clone(void *p, void *o) { return iip_ops_pkt_clone(p, IIPK_S(o)->opaque); }
+static void *iipk_pkt_next(void *p, void *o)
+{
+	return iip_ops_pkt_scatter_gather_chain_get_next(p, IIPK_S(o)->opaque);
+}
+/* iip has no "append only if absent": the core re-joins a chain it cut (which iip
+ * cannot cut, below), so a tail already in the chain is left where it is. Chains are
+ * a few packets long (header + payload). */
+static void iipk_pkt_append(void *h, void *t, void *o)
+{
+	void *k;
+
+	for (k = h; k; k = iip_ops_pkt_scatter_gather_chain_get_next(k, IIPK_S(o)->opaque))
+		if (k == t)
+			return;
+	iip_ops_pkt_scatter_gather_chain_append(h, t, IIPK_S(o)->opaque);
+}
+/* iip's API has no way to detach a chain. The core cuts chains to free them packet
+ * by packet (iip_ops_pkt_free frees one object, iip.h) and to walk received chains,
+ * which this adapter never creates (no LRO, reassembly bounded to one buffer, UDP
+ * never fragmented): returning the rest without detaching serves both. */
+static void *iipk_pkt_cut(void *p, void *o) { return iipk_pkt_next(p, o); }
+
+static void iipk_tx(void *p, void *o) { iip_ops_l2_push(p, IIPK_S(o)->opaque); }
+static void iipk_tx_flush(void *o) { iip_ops_l2_flush(IIPK_S(o)->opaque); }
+
+/* Offload requests become iip's per-packet marks; the TSO segment size is exposed
+ * for the duration of the mark (iip_compat_tso_mss). */
+static void iipk_tx_offload(void *p, const struct ipk_tx_meta *m, void *o)
+{
+	struct iipk_state *s = IIPK_S(o);
+
+	if (m->flags & IPK_TXOFF_IP4_CSUM)
+		iip_ops_nic_offload_ip4_tx_checksum_mark(p, s->opaque);
+	if (m->flags & IPK_TXOFF_TCP_CSUM)
+		iip_ops_nic_offload_tcp_tx_checksum_mark(p, s->opaque);
+	if (m->flags & IPK_TXOFF_UDP_CSUM)
+		iip_ops_nic_offload_udp_tx_checksum_mark(p, s->opaque);
+	if (m->flags & IPK_TXOFF_TSO) {
+		s->tso_mss = m->mss;
+		iip_ops_nic_offload_tcp_tx_tso_mark(p, s->opaque);
+		s->tso_mss = 0;
+	}
+}
+
+/* Received checksum verdicts from iip's per-packet calls (0 = bad). Only the
+ * features the application declared are asked; the rest stays "unknown" and the core
+ * checks in software. The protocol byte is read only from a frame long enough. */
+static uint32_t iipk_rx_csum(void *p, void *o)
+{
+	struct iipk_state *s = IIPK_S(o);
+	uint32_t r = 0;
+	const uint8_t *d;
+
+	if (iip_ops_nic_feature_offload_ip4_rx_checksum(s->opaque))
+		r |= iip_ops_nic_offload_ip4_rx_checksum(p, s->opaque) ? IPK_RXCSUM_IP4_GOOD
+		                                                        : IPK_RXCSUM_IP4_BAD;
+	if (iip_ops_pkt_get_len(p, s->opaque) < IIPK_ETH_HLEN + 20u)
+		return r;
+	d = (const uint8_t *)iip_ops_pkt_get_data(p, s->opaque);
+	if (d[IIPK_ETH_HLEN + 9] == 6u && iip_ops_nic_feature_offload_tcp_rx_checksum(s->opaque))
+		r |= iip_ops_nic_offload_tcp_rx_checksum(p, s->opaque) ? IPK_RXCSUM_L4_GOOD
+		                                                       : IPK_RXCSUM_L4_BAD;
+	else if (d[IIPK_ETH_HLEN + 9] == 17u &&
+	         iip_ops_nic_feature_offload_udp_rx_checksum(s->opaque))
+		r |= iip_ops_nic_offload_udp_rx_checksum(p, s->opaque) ? IPK_RXCSUM_L4_GOOD
+		                                                       : IPK_RXCSUM_L4_BAD;
+	return r;
+}
+
+/* iip gives no randomness: xorshift64* seeded from the clock and the workspace
+ * address at start (ephemeral ports, IPv4 IDs, ISN offsets). */
+static uint32_t iipk_random(void *o)
+{
+	struct iipk_state *s = IIPK_S(o);
+
+	s->rng ^= s->rng >> 12;
+	s->rng ^= s->rng << 25;
+	s->rng ^= s->rng >> 27;
+	return (uint32_t)((s->rng * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+/* ------------------------------------------------------- TCP event wrappers */
+
+static void iipk_wr32(uint8_t *p, uint32_t v_be) { __builtin_memcpy(p, &v_be, 4); }
+static void iipk_wr16(uint8_t *p, uint16_t v_be) { __builtin_memcpy(p, &v_be, 2); }
+
+/* RFC 791 header checksum of the 20-byte header at h. */
+static void iipk_ip4_csum(uint8_t *h)
+{
+	uint32_t sum = 0;
+	int i;
+
+	for (i = 0; i < 20; i += 2)
+		sum += ((uint32_t)h[i] << 8) | h[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffffu) + (sum >> 16);
+	sum = ~sum & 0xffffu;
+	h[10] = (uint8_t)(sum >> 8);
+	h[11] = (uint8_t)sum;
+}
+
+/* A header-only frame from the peer to us with the connection's addresses and the
+ * given TCP flags: what tcp_accepted / tcp_connected show (iip.h). NULL (counted)
+ * when no packet is free. */
+static void *iipk_synth(struct iipk_state *s, struct ipk_conn *c, uint8_t flags)
+{
+	struct ipk_tuple t;
+	void *p = iip_ops_pkt_alloc(s->opaque);
+	uint8_t *d, ethtype[2] = {0x08, 0x00};
+	uint16_t hl, et;
+
+	if (!p || ipk_tcp_tuple(c, &t) != IPK_OK) {
+		if (p)
+			iip_ops_pkt_free(p, s->opaque);
+		s->st.synth_failed++;
+		return NULL;
+	}
+	iip_ops_pkt_set_len(p, IIPK_ETH_HLEN + 40u, s->opaque);
+	__builtin_memcpy(&et, ethtype, 2);
+	iip_ops_l2_hdr_craft(p, IIPK_EXT(c)->peer_mac, s->mac, et, s->opaque);
+	hl = iip_ops_l2_hdr_len(p, s->opaque);
+	iip_ops_pkt_set_len(p, (uint16_t)(hl + 40u), s->opaque);
+	d = (uint8_t *)iip_ops_pkt_get_data(p, s->opaque) + hl;
+	iipk_zero(d, 40);
+	d[0] = 0x45;
+	d[3] = 40;
+	d[8] = 64;
+	d[9] = 6;
+	iipk_wr32(d + 12, t.peer_ip4_be);
+	iipk_wr32(d + 16, t.local_ip4_be);
+	iipk_ip4_csum(d);
+	iipk_wr16(d + 20, t.peer_port_be);
+	iipk_wr16(d + 22, t.local_port_be);
+	d[32] = 5u << 4;
+	d[33] = flags;
+	return p;
+}
+
+static void iipk_ext_reset(struct iipk_state *s, struct iipk_ext *e)
+{
+	while (e->tx_n) {
+		iip_ops_pkt_free(e->tx_pkt[e->tx_head], s->opaque);
+		e->tx_head = (uint16_t)((e->tx_head + 1u) % IIPK_TXQ);
+		e->tx_n--;
+	}
+	iipk_zero(e, sizeof(*e));
+}
+
+/* Peer MAC of a recent SYN from ip:port (zeros when not seen). */
+static void iipk_synmac_find(struct iipk_state *s, const struct ipk_tuple *t, uint8_t mac[6])
+{
+	unsigned i;
+
+	for (i = 0; i < IIPK_SYNMAC; i++)
+		if (s->synmac[i].ip_be == t->peer_ip4_be && s->synmac[i].port_be == t->peer_port_be) {
+			__builtin_memcpy(mac, s->synmac[i].mac, 6);
+			return;
+		}
+}
+
+/* The SYN was already shown to iip_ops_tcp_accept when it opened the port; later
+ * SYNs are decided here, on the frame being processed (iip.h: "Listening"). */
+static int iipk_tcp_accept(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *o)
+{
+	struct iipk_state *s = IIPK_S(o);
+
+	(void)ctx;
+	(void)t;
+	if (s->verdict_given) {
+		s->verdict_given = 0;
+		return 1;
+	}
+	if (s->cur)
+		return iip_ops_tcp_accept(s->workspace, s->cur, s->opaque) != 0;
+	return 1; /* a SYN-cookie's returning ACK: the SYN was accepted then */
+}
+
+static void *iipk_tcp_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *o)
+{
+	struct iipk_state *s = IIPK_S(o);
+	struct ipk_tuple t;
+	void *p, *u;
+
+	(void)ctx;
+	if (ipk_tcp_tuple(c, &t) == IPK_OK)
+		iipk_synmac_find(s, &t, IIPK_EXT(c)->peer_mac);
+	p = iipk_synth(s, c, 0x02);
+	u = iip_ops_tcp_accepted(s->workspace, c, p, s->opaque);
+	if (p)
+		iip_ops_pkt_free(p, s->opaque);
+	return u;
+}
+
+static void iipk_tcp_connected(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *o)
+{
+	struct iipk_state *s = IIPK_S(o);
+	void *p = iipk_synth(s, c, 0x12);
+
+	(void)ctx;
+	(void)user;
+	ipk_tcp_set_user(c, iip_ops_tcp_connected(s->workspace, c, p, s->opaque));
+	if (p)
+		iip_ops_pkt_free(p, s->opaque);
+}
+
+/* Record one delivered packet of `len` bytes for iip_tcp_rxbuf_consumed. */
+static void iipk_rx_push(struct iipk_ext *e, uint32_t len)
+{
+	struct iipk_rxrec *r;
+
+	if (e->rx_n < IIPK_RXQ) {
+		r = &e->rx[(e->rx_head + e->rx_n) % IIPK_RXQ];
+		r->bytes = len;
+		r->pkts = 1;
+		e->rx_n++;
+		return;
+	}
+	/* Full: the newest record takes it; its bytes are released when all its packets
+	 * are consumed (never earlier than the application said). */
+	r = &e->rx[(e->rx_head + IIPK_RXQ - 1u) % IIPK_RXQ];
+	r->bytes += len;
+	r->pkts++;
+}
+
+static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+                             uint32_t off, uint32_t len, void *o)
+{
+	struct iipk_state *s = IIPK_S(o);
+	uint32_t plen;
+
+	if (!pkt) {
+		/* End of stream: close our side once the application has consumed every
+		 * packet delivered (iip.h): data it still holds may yet be answered.
+		 * ENOTCONN when the application closed first is fine. */
+		if (IIPK_EXT(c)->rx_n)
+			IIPK_EXT(c)->fin_wait = 1;
+		else
+			(void)ipk_tcp_close(ctx, c, s->now);
+		return;
+	}
+	iipk_rx_push(IIPK_EXT(c), len);
+	plen = iip_ops_pkt_get_len(pkt, s->opaque);
+	iip_ops_tcp_payload(s->workspace, c, pkt, user, (uint16_t)off,
+	                    (uint16_t)(plen - off - len), s->opaque);
+}
+
+/* One tcp_acked per sent packet whose bytes are all acknowledged, in order. */
+static void iipk_tcp_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
+                           void *o)
+{
+	struct iipk_state *s = IIPK_S(o);
+	struct iipk_ext *e = IIPK_EXT(c);
+
+	(void)ctx;
+	e->tx_acked += bytes;
+	while (e->tx_n && e->tx_len[e->tx_head] <= e->tx_acked) {
+		void *p = e->tx_pkt[e->tx_head];
+
+		e->tx_acked -= e->tx_len[e->tx_head];
+		e->tx_head = (uint16_t)((e->tx_head + 1u) % IIPK_TXQ);
+		e->tx_n--;
+		iip_ops_tcp_acked(s->workspace, c, p, user, s->opaque);
+		iip_ops_pkt_free(p, s->opaque);
+	}
+}
+
+static void iipk_tcp_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
+                            enum ipk_close_reason why, void *o)
+{
+	struct iipk_state *s = IIPK_S(o);
+	struct iipk_ext *e = IIPK_EXT(c);
+	struct ipk_tuple t;
+
+	(void)ctx;
+	(void)why;
+	if (ipk_tcp_tuple(c, &t) != IPK_OK)
+		iipk_zero(&t, sizeof(t));
+	iip_ops_tcp_closed(c, s->mac, t.local_ip4_be, t.local_port_be, e->peer_mac, t.peer_ip4_be,
+	                   t.peer_port_be, user, s->opaque);
+	iipk_ext_reset(s, e);
+}
+
+/* ------------------------------------------------- UDP, ICMP event wrappers */
+
+static void iipk_udp_recv(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt,
+                          uint32_t off, uint32_t len, void *o)
+{
+	(void)ctx;
+	(void)t;
+	(void)off;
+	(void)len;
+	iip_ops_udp_payload(IIPK_S(o)->workspace, pkt, IIPK_S(o)->opaque);
+}
+
+static void iipk_icmp_reply(struct ipk_ctx *ctx, uint32_t from_be, uint16_t id_be,
+                            uint16_t seq_be, uint32_t len, void *o)
+{
+	struct iipk_state *s = IIPK_S(o);
+
+	(void)ctx;
+	(void)from_be;
+	(void)id_be;
+	(void)seq_be;
+	(void)len;
+	if (s->cur)
+		iip_ops_icmp_reply(s->workspace, s->cur, s->opaque);
+}
+
+static const struct ipk_ops iipk_ops = {
+	iipk_pkt_alloc, iipk_pkt_free, iipk_pkt_data, iipk_pkt_len, iipk_pkt_set_len,
+	iipk_pkt_adj_head, iipk_pkt_trim_tail, iipk_pkt_clone, iipk_pkt_append, iipk_pkt_next,
+	iipk_pkt_cut, iipk_tx, iipk_tx_flush, iipk_tx_offload, iipk_rx_csum, iipk_random,
+	NULL /* isn_hash: random() */, NULL /* arp_resolve: the core's cache */,
+	NULL /* arp_learned */, iipk_tcp_accept, iipk_tcp_accepted, iipk_tcp_connected,
+	iipk_tcp_payload, iipk_tcp_acked, iipk_tcp_closed, iipk_udp_recv, iipk_icmp_reply,
+	NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+
+#define IPK_OPS_STATIC iipk_ops
+#include "ipkit_unity.c"
+
+/* ----------------------------------------------------------- the engine */
+
+/* The configuration iip's model implies: Ethernet, our address, every peer on-link
+ * (iip has no routes: the application gives peer MACs), packets of
+ * IIP_COMPAT_PKT_BUF_SIZE bytes, UDP never fragmented and reassembly kept within one
+ * buffer (no received chains: iip cannot cut them). */
+static void iipk_config(struct ipk_config *cfg, uint32_t caps, const uint8_t mac[6],
+                        uint32_t ip4_be, void *opq)
+{
+	ipk_config_default(cfg);
+	cfg->opaque = opq;
+	cfg->link = IPK_LINK_ETH;
+	if (mac)
+		__builtin_memcpy(cfg->mac, mac, 6);
+	cfg->ip4_be = ip4_be;
+	cfg->netmask_be = 0;
+	cfg->pkt_buf_size = IIP_COMPAT_PKT_BUF_SIZE;
+	cfg->caps = caps;
+	cfg->max_listeners = 64;
+	cfg->max_udp_binds = 64;
+	cfg->arp_entries = 256;
+	cfg->tcp_sndbuf = 1u << 20;
+	cfg->udp_df = 1;
+	cfg->frag_max_bytes = IIP_COMPAT_PKT_BUF_SIZE - IIPK_ETH_HLEN;
+}
+
+#define IIPK_CAPS_ALL (IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4 | IPK_CAP_TX_CSUM_IP4 | \
+                       IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP | IPK_CAP_TSO | IPK_CAP_SG)
+
+static size_t iipk_ctx_bytes(void)
+{
+	static const uint8_t mac[6] = {2, 0, 0, 0, 0, 1};
+	struct ipk_config cfg;
+	size_t a, b;
+
+	iipk_config(&cfg, 0, mac, 0x0100000au, NULL);
+	a = ipk_ctx_size(&cfg);
+	iipk_config(&cfg, IIPK_CAPS_ALL, mac, 0x0100000au, NULL);
+	b = ipk_ctx_size(&cfg);
+	return a > b ? a : b;
+}
+
+/* The NIC features iip's callbacks declare, as ipkit capabilities (iip.h). */
+static uint32_t iipk_caps(void *opq)
+{
+	uint32_t caps = 0;
+
+	if (iip_ops_nic_feature_offload_tx_scatter_gather(opq))
+		caps |= IPK_CAP_SG;
+	if (iip_ops_nic_feature_offload_ip4_rx_checksum(opq))
+		caps |= IPK_CAP_RX_CSUM_IP4;
+	if (iip_ops_nic_feature_offload_tcp_rx_checksum(opq) ||
+	    iip_ops_nic_feature_offload_udp_rx_checksum(opq))
+		caps |= IPK_CAP_RX_CSUM_L4;
+	if (iip_ops_nic_feature_offload_ip4_tx_checksum(opq))
+		caps |= IPK_CAP_TX_CSUM_IP4;
+	if (iip_ops_nic_feature_offload_tcp_tx_checksum(opq))
+		caps |= IPK_CAP_TX_CSUM_TCP;
+	if (iip_ops_nic_feature_offload_udp_tx_checksum(opq))
+		caps |= IPK_CAP_TX_CSUM_UDP;
+	if (iip_ops_nic_feature_offload_tcp_tx_tso(opq))
+		caps |= IPK_CAP_TSO;
+	return caps;
+}
+
+/* Hand the objects given before the start to the engine. */
+static void iipk_flush_pending(struct iipk_state *s)
+{
+	while (s->pend_conns) {
+		void *o = s->pend_conns;
+
+		s->pend_conns = *(void **)o;
+		iipk_zero(IIPK_EXT(o), sizeof(struct iipk_ext));
+		(void)ipk_add_conns(s->ctx, o, 1);
+	}
+	while (s->pend_pbs) {
+		void *o = s->pend_pbs;
+
+		s->pend_pbs = *(void **)o;
+		(void)ipk_add_pbs(s->ctx, o, 1);
+	}
+}
+
+/* Start the engine on the first call naming our address; 0 when it cannot run.
+ * Kept out of line: every API call passes here, and only the first one starts. */
+IIPK_COLD static int iipk_start(struct iipk_state *s, const uint8_t mac[], uint32_t ip4_be,
+                                void *opq)
+{
+	struct ipk_config cfg;
+	uint8_t *mem;
+
+	if (s->failed || !mac)
+		return 0;
+	iipk_config(&cfg, iipk_caps(opq), mac, ip4_be, s);
+	mem = (uint8_t *)s + IIPK_STATE_SIZE;
+	s->ctx = ipk_ctx_init(mem, iipk_ctx_bytes(), &cfg, &iipk_ops);
+	if (!s->ctx) {
+		s->failed = 1;
+		s->st.init_failed++;
+		return 0;
+	}
+	__builtin_memcpy(s->mac, mac, 6);
+	s->ip4_be = ip4_be;
+	s->rng = (iipk_clock(opq) ^ (uint64_t)(uintptr_t)s ^ 0x9e3779b97f4a7c15ull) | 1u;
+	iipk_flush_pending(s);
+	return 1;
+}
+
+static inline int iipk_ready(struct iipk_state *s, const uint8_t mac[], uint32_t ip4_be,
+                             void *opq)
+{
+	return s->ctx ? 1 : iipk_start(s, mac, ip4_be, opq);
+}
+
+/* Enter with the engine running (starting it when mac is given); 0: not running. */
+static int iipk_begin(struct iipk_state *s, const uint8_t mac[], uint32_t ip4_be, void *opq)
+{
+	if (!iipk_ready(s, mac, ip4_be, opq))
+		return 0;
+	(void)iipk_enter(s, opq);
+	return 1;
+}
+
+/* The application's ARP table speaks: its peer MAC goes in the engine's cache. The
+ * last pair is remembered so a stream of datagrams to one peer costs one compare. */
+static void iipk_peer_mac(struct iipk_state *s, uint32_t ip4_be, const uint8_t mac[])
+{
+	static const uint8_t zero[6] = {0, 0, 0, 0, 0, 0};
+
+	if (!mac || __builtin_memcmp(mac, zero, 6) == 0)
+		return;
+	if (s->last_arp_ip == ip4_be && __builtin_memcmp(mac, s->last_arp_mac, 6) == 0)
+		return;
+	if (ipk_arp_add_static(s->ctx, ip4_be, mac) == IPK_OK) {
+		s->last_arp_ip = ip4_be;
+		__builtin_memcpy(s->last_arp_mac, mac, 6);
+	}
+}
+
+/* ------------------------------------------------------- memory allocation */
+
+IIP_API uint32_t iip_workspace_size(void)
+{
+	return (uint32_t)(7u + IIPK_STATE_SIZE + iipk_ctx_bytes());
+}
+
+/* Both sizes are multiples of 8, so objects laid out in an array stay 8-byte
+ * aligned (on 32-bit targets the extension's size alone is not). */
+IIP_API uint32_t iip_tcp_conn_size(void)
+{
+	return (uint32_t)IIPK_ALIGN8(IIPK_ALIGN8(ipk_conn_size()) + sizeof(struct iipk_ext));
+}
+
+IIP_API uint32_t iip_pb_size(void)
+{
+	return (uint32_t)IIPK_ALIGN8(ipk_pb_size() > sizeof(void *) ? ipk_pb_size() : sizeof(void *));
+}
+
+/* Objects wait in a list (threaded through their first bytes) until the engine
+ * starts; misaligned ones are refused and counted. */
+static void iipk_add(struct iipk_state *s, void *o, void **pending, int is_conn)
+{
+	if (!o || ((uintptr_t)o & 7u) || s->failed) {
+		s->st.objects_refused++;
+		return;
+	}
+	if (!s->ctx) {
+		*(void **)o = *pending;
+		*pending = o;
+		return;
+	}
+	if (is_conn) {
+		iipk_zero(IIPK_EXT(o), sizeof(struct iipk_ext));
+		(void)ipk_add_conns(s->ctx, o, 1);
+	} else {
+		(void)ipk_add_pbs(s->ctx, o, 1);
+	}
+}
+
+IIP_API void iip_add_tcp_conn(void *context, void *conn)
+{
+	struct iipk_state *s = iipk_state(context);
+
+	iipk_add(s, conn, &s->pend_conns, 1);
+}
+
+IIP_API void iip_add_pb(void *context, void *p)
+{
+	struct iipk_state *s = iipk_state(context);
+
+	iipk_add(s, p, &s->pend_pbs, 0);
+}
+
+/* ------------------------------------------------------- active operations */
+
+/* An ARP request built through iip's L2 callbacks (RFC 826): the engine has no call
+ * to ask for an arbitrary address, and iip leaves the table to the application. */
+IIP_API void iip_arp_request(void *context, uint8_t local_mac[], uint32_t local_ip4_be,
+                             uint32_t target_ip4_be, void *opaque)
+{
+	struct iipk_state *s = iipk_state(context);
+	uint8_t bc[16], *d, ethtype[2] = {0x08, 0x06};
+	uint16_t hl, et;
+	void *p;
+
+	if (!local_mac || !iipk_begin(s, local_mac, local_ip4_be, opaque))
+		return;
+	p = iip_ops_pkt_alloc(opaque);
+	if (p) {
+		iipk_zero(bc, sizeof(bc));
+		iip_ops_l2_broadcast_addr(bc, opaque);
+		iip_ops_pkt_set_len(p, IIPK_ETH_HLEN + 28u, opaque);
+		__builtin_memcpy(&et, ethtype, 2);
+		iip_ops_l2_hdr_craft(p, local_mac, bc, et, opaque);
+		hl = iip_ops_l2_hdr_len(p, opaque);
+		iip_ops_pkt_set_len(p, (uint16_t)(hl + 28u), opaque);
+		d = (uint8_t *)iip_ops_pkt_get_data(p, opaque) + hl;
+		iipk_zero(d, 28);
+		d[1] = 1;    /* hardware type Ethernet */
+		d[2] = 0x08; /* protocol IPv4 */
+		d[4] = iip_ops_arp_lhw(opaque);
+		d[5] = iip_ops_arp_lproto(opaque);
+		d[7] = 1;    /* request */
+		__builtin_memcpy(d + 8, local_mac, 6);
+		iipk_wr32(d + 14, local_ip4_be);
+		iipk_wr32(d + 24, target_ip4_be);
+		iip_ops_l2_push(p, opaque);
+		iip_ops_l2_flush(opaque);
+	}
+	iipk_leave(s);
+}
+
+IIP_API uint16_t iip_tcp_connect(void *context, uint8_t local_mac[], uint32_t local_ip4_be,
+                                 uint16_t local_port_be, uint8_t peer_mac[],
+                                 uint32_t peer_ip4_be, uint16_t peer_port_be, void *opaque)
+{
+	struct iipk_state *s = iipk_state(context);
+	struct ipk_conn *c = NULL;
+	uint64_t now;
+	int rc;
+
+	if (!iipk_begin(s, local_mac, local_ip4_be, opaque))
+		return iipk_rc(IPK_EINVAL);
+	now = s->now;
+	iipk_peer_mac(s, peer_ip4_be, peer_mac);
+	rc = ipk_tcp_connect(s->ctx, peer_ip4_be, peer_port_be, local_port_be, NULL, &c, now);
+	if (rc == IPK_OK && peer_mac)
+		__builtin_memcpy(IIPK_EXT(c)->peer_mac, peer_mac, 6);
+	iipk_leave(s);
+	return iipk_rc(rc);
+}
+
+IIP_API uint16_t iip_tcp_close(void *context, void *handle, void *opaque)
+{
+	struct iipk_state *s = iipk_state(context);
+	int rc;
+
+	if (!iipk_begin(s, NULL, 0, opaque))
+		return iipk_rc(IPK_EINVAL);
+	rc = ipk_tcp_close(s->ctx, (struct ipk_conn *)handle, s->now);
+	iipk_leave(s);
+	return iipk_rc(rc);
+}
+
+/* Bytes of a packet chain (an application may send one). */
+static uint32_t iipk_chain_len(void *p, void *opq)
+{
+	uint32_t n = 0;
+
+	for (; p; p = iip_ops_pkt_scatter_gather_chain_get_next(p, opq))
+		n += iip_ops_pkt_get_len(p, opq);
+	return n;
+}
+
+/* Queue pkt; a clone waits in the connection's ring to be shown to tcp_acked. */
+static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
+{
+	struct iipk_ext *e;
+	void *keep;
+	int rc;
+
+	if (!c || !pkt)
+		return IPK_EINVAL;
+	e = IIPK_EXT(c); /* the object is the application's memory: readable even when
+	                  * the connection is gone, and ipk_tcp_send then says so */
+	if (e->tx_n == IIPK_TXQ) {
+		s->st.acked_ring_full++;
+		return IPK_EAGAIN;
+	}
+	keep = iip_ops_pkt_clone(pkt, s->opaque);
+	if (!keep)
+		return IPK_ENOBUFS;
+	rc = ipk_tcp_send(s->ctx, c, pkt, s->now);
+	if (rc < 0) {
+		iip_ops_pkt_free(keep, s->opaque);
+		return rc;
+	}
+	e->tx_pkt[(e->tx_head + e->tx_n) % IIPK_TXQ] = keep;
+	e->tx_len[(e->tx_head + e->tx_n) % IIPK_TXQ] = (uint32_t)rc;
+	e->tx_n++;
+	return IPK_OK;
+}
+
+IIP_API uint16_t iip_tcp_send(void *context, void *handle, void *pkt, uint16_t tcp_flags,
+                              void *opaque)
+{
+	struct iipk_state *s = iipk_state(context);
+	int rc;
+
+	(void)tcp_flags;
+	if (!iipk_begin(s, NULL, 0, opaque))
+		return iipk_rc(IPK_EINVAL);
+	if (pkt && iip_ops_pkt_get_len(pkt, opaque) == 0 && iipk_chain_len(pkt, opaque) == 0)
+		rc = IPK_EINVAL;
+	else
+		rc = iipk_send(s, (struct ipk_conn *)handle, pkt);
+	iipk_leave(s);
+	return iipk_rc(rc);
+}
+
+/* cnt delivered packets consumed, oldest first: release the bytes of every record
+ * whose packets are all consumed. */
+IIP_API void iip_tcp_rxbuf_consumed(void *context, void *handle, uint16_t cnt, void *opaque)
+{
+	struct iipk_state *s = iipk_state(context);
+	struct ipk_conn *c = (struct ipk_conn *)handle;
+	struct iipk_ext *e;
+	uint32_t left = cnt, bytes = 0;
+
+	if (!c || !iipk_begin(s, NULL, 0, opaque))
+		return;
+	e = IIPK_EXT(c);
+	/* The usual call: one packet, consumed from its own tcp_payload. */
+	if (left == 1 && e->rx_n && e->rx[e->rx_head].pkts == 1) {
+		bytes = e->rx[e->rx_head].bytes;
+		e->rx_head = (uint16_t)((e->rx_head + 1u) % IIPK_RXQ);
+		e->rx_n--;
+		left = 0;
+	}
+	while (left && e->rx_n) {
+		struct iipk_rxrec *r = &e->rx[e->rx_head];
+		uint32_t take = left < r->pkts ? left : r->pkts;
+
+		r->pkts -= take;
+		left -= take;
+		if (r->pkts == 0) {
+			bytes += r->bytes;
+			e->rx_head = (uint16_t)((e->rx_head + 1u) % IIPK_RXQ);
+			e->rx_n--;
+		}
+	}
+	if (left)
+		s->st.consumed_excess++;
+	if (bytes)
+		(void)ipk_tcp_recved(s->ctx, c, bytes, s->now);
+	if (e->fin_wait && !e->rx_n) {
+		e->fin_wait = 0;
+		(void)ipk_tcp_close(s->ctx, c, s->now);
+	}
+	iipk_leave(s);
+}
+
+IIP_API uint16_t iip_udp_send(void *context, uint8_t local_mac[], uint32_t local_ip4_be,
+                              uint16_t local_port_be, uint8_t peer_mac[], uint32_t peer_ip4_be,
+                              uint16_t peer_port_be, void *pkt, void *opaque)
+{
+	struct iipk_state *s = iipk_state(context);
+	int rc;
+
+	if (!iipk_begin(s, local_mac, local_ip4_be, opaque))
+		return iipk_rc(IPK_EINVAL);
+	iipk_peer_mac(s, peer_ip4_be, peer_mac);
+	rc = ipk_udp_send(s->ctx, local_port_be, peer_ip4_be, peer_port_be, pkt, s->now);
+	iipk_leave(s);
+	return iipk_rc(rc);
+}
+
+/* ------------------------------------------------------------------ iip_run */
+
+enum iipk_kind { IIPK_FAST, IIPK_ALONE, IIPK_ARP_REPLY };
+
+/* iip has no bind: a datagram's destination port is bound on first sight, so the
+ * engine delivers it (up to max_udp_binds ports; the rest are counted and the
+ * engine answers port unreachable, RFC 1122 §4.1.3.1). */
+static void iipk_udp_port(struct iipk_state *s, const uint8_t *uh)
+{
+	uint16_t port_be;
+
+	__builtin_memcpy(&port_be, uh + 2, 2);
+	if (iipk_bit(s->udp_bound, port_be))
+		return;
+	if (ipk_udp_bind(s->ctx, port_be) == IPK_OK) {
+		iipk_bit_set(s->udp_bound, port_be);
+		s->udp_nbound++;
+	} else {
+		s->st.udp_ports_full++;
+	}
+}
+
+/* What a received frame needs before the engine sees it. Only lengths already
+ * checked here are read; anything odd goes the fast way and the engine drops it. */
+static enum iipk_kind iipk_classify(struct iipk_state *s, void *p, const uint8_t **l4)
+{
+	uint32_t len = iip_ops_pkt_get_len(p, s->opaque), ihl;
+	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(p, s->opaque);
+
+	if (len < IIPK_ETH_HLEN + 20u)
+		return IIPK_FAST;
+	ihl = (d[14] & 0xfu) * 4u;
+	/* The per-request case: TCP in an unfragmented IPv4 datagram, no SYN. */
+	if (d[12] == 0x08 && d[13] == 0x00 && d[23] == 6 && ihl >= 20 && !(d[20] & 0x3fu) &&
+	    !d[21] && len >= IIPK_ETH_HLEN + ihl + 20u && !(d[IIPK_ETH_HLEN + ihl + 13] & 0x02u))
+		return IIPK_FAST;
+	if (d[12] == 0x08 && d[13] == 0x06)
+		return (len >= IIPK_ETH_HLEN + 28u && d[20] == 0 && d[21] == 2) ? IIPK_ARP_REPLY
+		                                                                 : IIPK_FAST;
+	if (d[12] != 0x08 || d[13] != 0x00 || (d[14] >> 4) != 4)
+		return IIPK_FAST;
+	if (d[23] == 1)
+		return IIPK_ALONE; /* ICMP: an echo reply is shown with its frame */
+	/* Short, or a fragment: no ports to read (the UDP header is 8 bytes, TCP's 20). */
+	if (ihl < 20 || (d[20] & 0x1fu) || d[21] ||
+	    len < IIPK_ETH_HLEN + ihl + (d[23] == 6 ? 20u : 8u))
+		return IIPK_FAST;
+	*l4 = d + IIPK_ETH_HLEN + ihl;
+	if (d[23] == 6 && ((*l4)[13] & 0x12u) == 0x02u)
+		return IIPK_ALONE; /* SYN without ACK: the application decides */
+	if (d[23] == 17)
+		iipk_udp_port(s, *l4);
+	return IIPK_FAST;
+}
+
+/* A SYN, processed alone so that tcp_accept can show it. The first SYN to a port
+ * asks the application here and opens the port when it says yes (iip.h). */
+static uint64_t iipk_run_syn(struct iipk_state *s, void *p, const uint8_t *th)
+{
+	uint16_t port_be, sport_be;
+	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(p, s->opaque);
+	const uint8_t *src = iip_ops_l2_hdr_src_ptr(p, s->opaque);
+	struct iipk_synmac *m = &s->synmac[s->synmac_next++ % IIPK_SYNMAC];
+	uint64_t next;
+
+	__builtin_memcpy(&sport_be, th, 2);
+	__builtin_memcpy(&port_be, th + 2, 2);
+	__builtin_memcpy(&m->ip_be, d + IIPK_ETH_HLEN + 12, 4);
+	m->port_be = sport_be;
+	__builtin_memcpy(m->mac, src ? src : d + 6, 6);
+	if (!iipk_bit(s->listening, port_be) && iip_ops_tcp_accept(s->workspace, p, s->opaque) &&
+	    ipk_tcp_listen(s->ctx, port_be, 128) == IPK_OK) {
+		iipk_bit_set(s->listening, port_be);
+		s->verdict_given = 1;
+	}
+	s->cur = p;
+	next = ipk_run(s->ctx, &p, 1, s->now);
+	s->cur = NULL;
+	s->verdict_given = 0;
+	return next;
+}
+
+/* An ICMP frame, processed alone so that an echo reply is shown with it. */
+static uint64_t iipk_run_alone(struct iipk_state *s, void *p)
+{
+	uint64_t next;
+
+	s->cur = p;
+	next = ipk_run(s->ctx, &p, 1, s->now);
+	s->cur = NULL;
+	return next;
+}
+
+/* Microseconds to the engine's next deadline, rounded up (iip.h: next_us). */
+static uint32_t iipk_next_us(uint64_t deadline, uint64_t now)
+{
+	uint64_t us;
+
+	if (deadline <= now)
+		return 0;
+	us = (deadline - now + 999u) / 1000u;
+	return us > IIPK_NEXT_US_IDLE ? IIPK_NEXT_US_IDLE : (uint32_t)us;
+}
+
+IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
+                         uint16_t cnt, uint32_t *next_us, void *opaque)
+{
+	struct iipk_state *s = iipk_state(context);
+	void *batch[IIPK_BATCH];
+	uint32_t n = 0, i, ran = 0;
+	uint64_t next = UINT64_MAX;
+
+	if (!iipk_begin(s, mac, ip4_be, opaque)) {
+		for (i = 0; pkt && i < cnt; i++)
+			if (pkt[i])
+				iip_ops_pkt_free(pkt[i], opaque);
+		if (next_us)
+			*next_us = IIPK_NEXT_US_IDLE;
+		return 0;
+	}
+	for (i = 0; pkt && i < cnt; i++) {
+		void *p = pkt[i];
+		const uint8_t *l4 = NULL;
+		enum iipk_kind k;
+
+		if (!p)
+			continue;
+		if (iip_ops_l2_skip(p, opaque)) {
+			iip_ops_pkt_free(p, opaque);
+			s->st.l2_skipped++;
+			continue;
+		}
+		k = iipk_classify(s, p, &l4);
+		if (k != IIPK_FAST && n) {
+			next = ipk_run(s->ctx, batch, n, s->now);
+			n = 0;
+		}
+		if (k == IIPK_ALONE) {
+			next = l4 ? iipk_run_syn(s, p, l4) : iipk_run_alone(s, p);
+			ran = 1;
+			continue;
+		}
+		if (k == IIPK_ARP_REPLY)
+			iip_ops_arp_reply(s->workspace, p, opaque);
+		batch[n++] = p;
+		if (n == IIPK_BATCH) {
+			next = ipk_run(s->ctx, batch, n, s->now);
+			n = 0;
+			ran = 1;
+		}
+	}
+	if (n || !ran)
+		next = ipk_run(s->ctx, batch, n, s->now);
+	if (next_us)
+		*next_us = iipk_next_us(next, s->now);
+	iipk_leave(s);
+	return 0;
+}
+
+/* ------------------------------------------------------------ ipkit additions */
+
+IIP_API const struct iip_compat_stats *iip_compat_stats(void *context)
+{
+	return &iipk_state(context)->st;
+}
+
+IIP_API const void *iip_compat_counters(void *context)
+{
+	struct iipk_state *s = iipk_state(context);
+
+	return s->ctx ? (const void *)ipk_counters(s->ctx) : NULL;
+}
+
+IIP_API uint16_t iip_compat_tso_mss(void *context)
+{
+	return iipk_state(context)->tso_mss;
+}
+
+IIP_API uint32_t iip_compat_conns_free(void *context)
+{
+	return ipk_conns_free(iipk_state(context)->ctx);
+}
+
+IIP_API uint32_t iip_compat_pbs_free(void *context)
+{
+	return ipk_pbs_free(iipk_state(context)->ctx);
+}
