@@ -607,6 +607,27 @@ int ipk_svc_socket_prio(struct ipk_svc *svc, int type, uint32_t sq_entries,
 	return svc_sock_new(svc, c.ring_off, out);
 }
 
+int ipk_svc_adopt(struct ipk_svc *svc, uint32_t parent_id, uint32_t sq_entries,
+                  uint32_t cq_entries, struct ipk_svc_sock **out)
+{
+	struct ipk_svc_sqe e;
+	struct ipk_svc_cqe c;
+	int rc;
+	if (!svc || !out)
+		return -EINVAL;
+	memset(&e, 0, sizeof e);
+	e.opcode = IPK_SVC_OP_ADOPT;
+	e.arg = parent_id;
+	e.len = sq_entries;
+	e.arg2 = cq_entries;
+	rc = svc_ctl(svc, &e, &c);
+	if (rc < 0)
+		return rc;
+	if (c.res < 0)
+		return c.res;
+	return svc_sock_new(svc, c.ring_off, out);
+}
+
 int ipk_svc_accepted(struct ipk_svc *svc, const struct ipk_svc_cqe *cqe,
                      struct ipk_svc_sock **out)
 {

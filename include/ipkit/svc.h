@@ -80,6 +80,15 @@ enum ipk_svc_op {
 	IPK_SVC_OP_SHUTDOWN,     /* FIN after every earlier send */
 	IPK_SVC_OP_SENDTO,       /* UDP: buf_off, len, addr */
 	IPK_SVC_OP_RECVFROM,     /* UDP: buf_off, len; cqe->addr = sender */
+	IPK_SVC_OP_ADOPT,        /* control ring only: a forked child's socket on the
+	                          * connection its parent's socket arg holds (len, arg2:
+	                          * ring sizes; res, sock, ring_off as SOCKET; svc/d_family.c) */
+	IPK_SVC_OP_CLAIM,        /* TCP: this process takes the connection's received
+	                          * data from the family member that had it, whose
+	                          * RECVs complete with -EXDEV (-EAGAIN: its SENDs are
+	                          * still in flight, ask again) */
+	IPK_SVC_OP_GIVEBACK,     /* TCP: buf_off, len: bytes received and not read, put
+	                          * back in front of the connection's stream */
 	IPK_SVC_OP__COUNT
 };
 
@@ -170,6 +179,14 @@ int ipk_svc_socket_prio(struct ipk_svc *svc, int type, uint32_t sq_entries,
  * (the rings it names are outside the ring area). Thread-safe. */
 int ipk_svc_accepted(struct ipk_svc *svc, const struct ipk_svc_cqe *cqe,
                      struct ipk_svc_sock **out);
+/* A forked child's own socket on the TCP connection its parent's socket
+ * `parent_id` holds (ipk_svc_sock_id in the parent): the connection stays open
+ * until every process's socket on it is closed. The new socket starts away: send
+ * IPK_SVC_OP_CLAIM before data (svc/d_family.c has the rules). Returns 0 and *out,
+ * -EBADF (not the parent's connected socket, or not the same uid), -ENOMEM.
+ * Thread-safe. */
+int ipk_svc_adopt(struct ipk_svc *svc, uint32_t parent_id, uint32_t sq_entries,
+                  uint32_t cq_entries, struct ipk_svc_sock **out);
 /* Close the socket: a TCP connection gets FIN after the data already in the stack
  * (sends not yet completed are dropped), a listener or UDP port is freed. Operations
  * still in flight get no completion; their buffers are the application's again when

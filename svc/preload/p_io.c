@@ -131,6 +131,10 @@ static void pl_cqe_send(struct pl_sock *s, const struct ipk_svc_cqe *c)
 static void pl_cqe_recv(struct pl_sock *s, const struct ipk_svc_cqe *c)
 {
 	struct pl_rx *r = &s->rx[c->user_data & 1];
+	if (r->posted && c->res == -EXDEV) { /* another process took it (p_fork.c) */
+		pl_fam_exdev(s, (int)(c->user_data & 1));
+		return;
+	}
 	if (!r->posted || c->res > (int32_t)PL_RXBUF) {
 		PL_COUNT(bad_cqe, 1);
 		if (!r->posted)
@@ -164,6 +168,7 @@ void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
 		edge = 1;
 		break;
 	case PL_OP_SEND: pl_cqe_send(s, c); break;
+	case PL_OP_GB: pl_fam_gb_done(s); break;
 	case PL_OP_ACCEPT: pl_cqe_accept(s, c); edge = 1; break;
 	case PL_OP_CONNECT:
 		if (c->res == 0) {
@@ -242,6 +247,8 @@ static ssize_t pl_recv(struct pl_sock *s, void *buf, size_t len, int flags)
 	int64_t dl = 0;
 	if (len == 0)
 		return 0;
+	if (s->away && pl_fam_claim(s) < 0)
+		return -ECONNRESET;
 	for (;;) {
 		ssize_t n;
 		int w;
@@ -313,6 +320,8 @@ static ssize_t pl_send(struct pl_sock *s, const void *buf, size_t len, int flags
 {
 	size_t done = 0;
 	int64_t dl = 0;
+	if (s->away && pl_fam_claim(s) < 0)
+		return -ECONNRESET;
 	for (;;) {
 		ssize_t n;
 		int w;
@@ -583,6 +592,8 @@ int shutdown(int fd, int how)
 	int rc = 0;
 	if (!s)
 		return pl_r.shutdown(fd, how);
+	if (s->away && how != SHUT_RD)
+		pl_fam_claim(s); /* a FIN goes after the holder's bytes */
 	pthread_mutex_lock(&s->mu);
 	if (how < SHUT_RD || how > SHUT_RDWR)
 		rc = -EINVAL;

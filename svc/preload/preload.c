@@ -329,11 +329,12 @@ static void pl_finish_locked(struct pl_sock *s)
 void pl_sock_release(struct pl_sock *s)
 {
 	int now;
+	pl_fam_release(s); /* another process's copy takes the connection first */
 	pthread_mutex_lock(&g_mu);
 	pthread_mutex_lock(&s->mu);
 	s->closing = 1;
 	pl_levels(s, 0);
-	now = s->tx_ops == 0 || !s->so;
+	now = (s->tx_ops == 0 && s->gb_ops == 0) || !s->so;
 	pthread_mutex_unlock(&s->mu);
 	if (now && (s->lnext || s->lprev || g_live == s)) {
 		pl_finish_locked(s);
@@ -365,7 +366,7 @@ static int pl_pump_round(void)
 			pl_on_cqe(s, &copy);
 			n++;
 		}
-		fin = s->closing && s->tx_ops == 0;
+		fin = s->closing && s->tx_ops == 0 && s->gb_ops == 0;
 		pthread_mutex_unlock(&s->mu);
 		if (fin) {
 			pl_finish_locked(s);
@@ -614,11 +615,13 @@ static int pl_stats_on;
 static void pl_fork_prepare(void)
 {
 	pthread_mutex_lock(&g_mu);
+	pl_fam_prepare(g_live);
 }
 
 static void pl_fork_parent(void)
 {
 	pthread_mutex_unlock(&g_mu);
+	pl_fam_parent(); /* connections: until the child adopted them (p_fork.c) */
 }
 
 static void pl_fork_child(void)
@@ -630,6 +633,7 @@ static void pl_fork_child(void)
 		pthread_cond_init(&s->cv, NULL);
 		s->so = NULL;
 		s->sync_busy = 0;
+		s->away = s->fresh = 0;
 		while (s->acc_h) {
 			struct pl_acc *a = s->acc_h;
 			s->acc_h = a->next;

@@ -119,6 +119,15 @@ struct pl_sock {
 	int acc_n, acc_armed;
 	int backlog; /* listen()'s, for a forked child's own listener */
 	int inherit; /* fork child: a listener re-created on first use (p_fork.c) */
+	/* a connection shared across fork (p_fork.c, svc/d_family.c) */
+	int fam;           /* other processes may hold it: close hands it over */
+	int away;          /* another process has its data: CLAIM before use */
+	int fresh;         /* adopted, never claimed: waiting on it claims too */
+	int adopt;         /* fork child: ADOPT fam_id at the atfork handler */
+	uint32_t fam_id;   /* the parent's ipkitd socket id */
+	int gb_ops;        /* GIVEBACKs in flight (close waits for them) */
+	uint8_t *gb_b;     /* the bytes of the one in flight */
+	uint32_t gb_n;
 	/* options (get/setsockopt) */
 	int reuseaddr, reuseport, keepalive, nodelay, rcvbuf, sndbuf;
 	int kidle, kintvl, kcnt;
@@ -170,7 +179,8 @@ int pl_hide_fd(int fd);
 /* user_data of the shim's operations: the kind in the top 4 bits (RECV: the
  * buffer's index in bit 0). Nothing else is taken from a completion but res, which
  * is checked against what was asked. */
-enum { PL_OP_RECV = 1, PL_OP_SEND, PL_OP_ACCEPT, PL_OP_CONNECT, PL_OP_SHUT, PL_OP_BIND };
+enum { PL_OP_RECV = 1, PL_OP_SEND, PL_OP_ACCEPT, PL_OP_CONNECT, PL_OP_SHUT, PL_OP_BIND,
+       PL_OP_GB };
 
 /* ------------------------------------------------------------ stats */
 struct pl_stats {
@@ -209,6 +219,15 @@ int pl_sig_restart(int has_timeout);
 int pl_fork_child_keep(struct pl_sock *s);
 int pl_listen_want(struct pl_sock *s);
 void pl_fork_child_relisten(struct pl_sock *list);
+/* connections across fork: the parent's pipe the child closes once it adopted
+ * (prepare / parent handler); the program uses s: CLAIM it if away (0 or
+ * -errno); RECV -EXDEV (pump, under s->mu); a holder's close hands it over. */
+void pl_fam_prepare(struct pl_sock *list);
+void pl_fam_parent(void);
+int pl_fam_claim(struct pl_sock *s);
+void pl_fam_exdev(struct pl_sock *s, int idx);
+void pl_fam_gb_done(struct pl_sock *s);
+void pl_fam_release(struct pl_sock *s);
 /* exec (p_exec.c): note a listener for the next image; the fork child's table;
  * the new image adopts what it inherited (constructor). */
 void pl_exec_note(struct pl_sock *s);

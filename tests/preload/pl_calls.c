@@ -832,32 +832,147 @@ static void t_exec(void)
 	close(pfd[1]);
 }
 
-/* fork_conn: a connected socket used in a forked child. Linux: it works (exit
- * 0). The shim (this landing): send and recv fail at once with EBADF (exit 3),
- * never hang; the parent's connection still works. test_preload.py's case
- * fork_conn checks both answers (they differ on purpose: README, "fork"). */
+/* fork_conn: a connected client socket used in a forked child (it sends and
+ * reads the echo), then by the parent after the child is gone: the socket stays
+ * open across the child's exit, and both processes see the same stream. */
 static void t_fork_conn(void)
 {
 	int s = connected(&echo_a), st = -1;
-	char b[4];
+	char b[8];
 	pid_t pid;
 	SAY("fork_conn\n");
+	R(send(s, "pre", 3, 0));
+	R(read_n(s, b, 3));
 	pid = fork();
 	if (pid == 0) {
-		ssize_t w, r;
 		alarm(10);
-		w = send(s, "x", 1, 0);
-		if (w < 0 && errno == EBADF) {
-			r = recv(s, b, 1, 0);
-			_exit(r < 0 && errno == EBADF ? 3 : 1);
-		}
-		_exit(w == 1 && read_n(s, b, 1) == 1 ? 0 : 1);
+		if (send(s, "child", 5, 0) != 5 || read_n(s, b, 5) != 5 || memcmp(b, "child", 5))
+			exit(1);
+		exit(0);
 	}
 	waitpid(pid, &st, 0);
 	printf("  child exit %d\n", st);
 	fflush(stdout);
 	R(send(s, "after", 5, 0));
-	R(read_n(s, b, 4) + read_n(s, b, 1) + 0);
+	R(read_n(s, b, 5));
+	SAY("  parent read %.5s\n", b);
+	R(close(s));
+}
+
+/* A pattern both ends can check: byte i of stream `seed`. */
+static char fa_byte(long i, int seed) { return (char)((i * 131 + seed * 7 + i / 251) & 0xff); }
+
+static long fa_check(int s, long n, int seed)
+{
+	static char b[16384];
+	long got = 0, bad = 0;
+	while (got < n) {
+		long k = n - got < (long)sizeof b ? n - got : (long)sizeof b;
+		ssize_t r = recv(s, b, (size_t)k, 0);
+		if (r <= 0)
+			break;
+		for (long i = 0; i < r; i++)
+			bad += b[i] != fa_byte(got + i, seed);
+		got += r;
+	}
+	return got == n && bad == 0 ? 0 : -1;
+}
+
+static long fa_send(int s, long n, int seed)
+{
+	static char b[16384];
+	long done = 0;
+	while (done < n) {
+		long k = n - done < (long)sizeof b ? n - done : (long)sizeof b;
+		for (long i = 0; i < k; i++)
+			b[i] = fa_byte(done + i, seed);
+		if (send(s, b, (size_t)k, 0) != k)
+			return -1;
+		done += k;
+	}
+	return 0;
+}
+
+/* fork_accept: the classic accept-then-fork server. The client's first 4 bytes
+ * are already received when the parent forks; the parent closes its copy at
+ * once; the child reads them and 256 KiB sent after the fork, answers 300 KiB
+ * and closes: the client gets every byte, then the end of the stream (the
+ * connection ended only with the child's close, and the parent's close did not
+ * end it). Then three such children at once. */
+static void fa_child(int l, int a, int c)
+{
+	char b[4];
+	alarm(20);
+	close(l);
+	close(c); /* its copy of the client end: the parent's stays open */
+	if (read_n(a, b, 4) != 4 || memcmp(b, "req0", 4) || fa_check(a, 256 << 10, 1) ||
+	    fa_send(a, 300 << 10, 2))
+		exit(1);
+	close(a);
+	exit(0);
+}
+
+static void t_fork_accept(void)
+{
+	int l = listener(), c[3], a, i, st;
+	char b[4];
+	pid_t pid[3];
+	SAY("fork_accept\n");
+	for (i = 0; i < 3; i++) {
+		struct pollfd p;
+		struct timeval tv = {15, 0};
+		c[i] = connected(&loop_a);
+		setsockopt(c[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		a = accept(l, NULL, NULL);
+		R(send(c[i], "req0", 4, 0));
+		p.fd = a, p.events = POLLIN, p.revents = 0;
+		R(poll(&p, 1, 10000)); /* received before the fork */
+		pid[i] = fork();
+		if (pid[i] == 0)
+			fa_child(l, a, c[i]);
+		R(close(a)); /* the parent's copy, at once */
+	}
+	for (i = 0; i < 3; i++)
+		R(fa_send(c[i], 256 << 10, 1));
+	for (i = 0; i < 3; i++) {
+		SAY("  client %d: 300 KiB ok %d", i, fa_check(c[i], 300 << 10, 2) == 0);
+		SAY(" then eof %d\n", (int)recv(c[i], b, 1, 0) == 0);
+		st = -1;
+		waitpid(pid[i], &st, 0);
+		SAY("  child exit %d\n", st);
+		R(close(c[i]));
+	}
+	R(close(l));
+}
+
+/* fork_both: parent and child write to one connection at once (50 records of
+ * 512 bytes each, 'P' or 'C'): each write arrives whole (the documented rule:
+ * each write is one piece of the stream, the two processes' writes interleave
+ * between writes), and the echo of all of them reaches the parent once the child
+ * has exited (what the child had received and not read is handed back). */
+static void t_fork_both(void)
+{
+	int s = connected(&echo_a), st = -1, p = 0, c = 0, torn = 0;
+	static char rec[512], all[100 * 512];
+	pid_t pid;
+	SAY("fork_both\n");
+	pid = fork();
+	memset(rec, pid == 0 ? 'C' : 'P', sizeof rec);
+	for (int i = 0; i < 50; i++)
+		if (send(s, rec, sizeof rec, 0) != (ssize_t)sizeof rec)
+			SAY("  send failed\n");
+	if (pid == 0)
+		exit(0);
+	waitpid(pid, &st, 0);
+	SAY("  child exit %d\n", st);
+	R(read_n(s, all, sizeof all));
+	for (int i = 0; i < 100; i++) {
+		for (int j = 1; j < 512; j++)
+			torn += all[i * 512 + j] != all[i * 512];
+		p += all[i * 512] == 'P';
+		c += all[i * 512] == 'C';
+	}
+	SAY("  records P %d C %d torn %d\n", p, c, torn);
 	R(close(s));
 }
 
@@ -1140,7 +1255,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold},
 };
 
