@@ -580,11 +580,38 @@ static uint32_t pl_tx_ops_all(void)
 	pthread_mutex_lock(&g_mu);
 	for (s = g_live; s; s = s->lnext) {
 		pthread_mutex_lock(&s->mu);
-		n += s->so ? s->tx_ops : 0;
+		n += s->so ? s->tx_ops + (uint32_t)s->gb_ops : 0;
 		pthread_mutex_unlock(&s->mu);
 	}
 	pthread_mutex_unlock(&g_mu);
 	return n;
+}
+
+/* Connections other processes also hold (fork): hand each to one of them, with
+ * what this process had received and not read (Linux keeps those bytes in the
+ * socket for them). */
+static void pl_exit_handover(void)
+{
+	struct pl_sock *s, *v[64];
+	int n;
+	for (int round = 0; round < 1024; round++) { /* 64 at a time, bounded */
+		n = 0;
+		pthread_mutex_lock(&g_mu);
+		for (s = g_live; s && n < 64; s = s->lnext) {
+			if (s->fam && !s->away && s->so && !s->closing) {
+				__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+				v[n++] = s;
+			}
+		}
+		pthread_mutex_unlock(&g_mu);
+		if (n == 0)
+			return;
+		for (int i = 0; i < n; i++) {
+			pl_fam_release(v[i]);
+			v[i]->fam = 0; /* handed over (or nobody else holds it) */
+			pl_put(v[i]);
+		}
+	}
 }
 
 static void pl_exit_flush(void)
@@ -594,6 +621,7 @@ static void pl_exit_flush(void)
 	struct timespec t = {0, 1000000};
 	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) != 1)
 		return;
+	pl_exit_handover();
 	for (i = 0; i < ms && pl_tx_ops_all() > 0; i++)
 		nanosleep(&t, NULL); /* the pump completes them meanwhile */
 	pthread_mutex_lock(&g_mu);
