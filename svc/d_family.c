@@ -214,19 +214,24 @@ void d_family_adopt(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 	d_post(ctl, &c);
 }
 
-/* The connection goes from holder h to member n; h's RECVs complete with -EXDEV
- * and n delivers nothing before h's program gave back what it had not read. */
+/* The connection goes from holder h to member n; h's RECVs complete with -EXDEV,
+ * then one MOVED completion asks h's program for what it had received and not
+ * read (its RECVs may all have completed with data), and n delivers nothing
+ * before that GIVEBACK. */
 static void d_fam_hand(struct d_daemon *d, struct d_sock *h, struct d_sock *n)
 {
+	struct ipk_svc_cqe c;
 	struct d_op *op;
-	int pending = 0;
 	d_fam_move(h, n);
 	while ((op = d_opq_front(&h->rxq)) != NULL) {
 		d_op_done(h, op->e.user_data, -EXDEV);
 		d_opq_pop(&h->rxq);
-		pending = 1;
 	}
-	n->gb_wait = pending;
+	memset(&c, 0, sizeof c);
+	c.res = -EXDEV;
+	c.flags = IPK_SVC_CQE_F_MOVED;
+	d_post(h, &c);
+	n->gb_wait = 1;
 	n->fam_want = 0;
 	d_rx_deliver(d, n);
 	d_tx_pump(d, n); /* its writes waiting for the connection */

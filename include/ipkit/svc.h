@@ -119,6 +119,10 @@ struct ipk_svc_sqe {
 
 #define IPK_SVC_CQE_F_MORE 1u    /* multishot: more completions follow for this sqe */
 #define IPK_SVC_CQE_F_RINGERR 2u /* the daemon found this socket's ring indices bad */
+#define IPK_SVC_CQE_F_MOVED 4u   /* user_data 0, res -EXDEV: another process's socket
+                                  * took the connection (CLAIM); answer with a
+                                  * GIVEBACK of what was received and not read,
+                                  * even none (svc/d_family.c) */
 
 /* Completion entry: 64 bytes. */
 struct ipk_svc_cqe {

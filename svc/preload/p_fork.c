@@ -228,7 +228,6 @@ static int pl_fam_child_keep(struct pl_sock *s)
 	s->rx_head = 0;
 	s->tx_ops = s->tx_bytes = s->txq_head = 0;
 	s->gb_ops = 0;
-	s->gb_b = NULL;
 	s->in_lvl = s->out_lvl = 0;
 	s->adopt = 1;
 	return 1;
@@ -298,51 +297,51 @@ int pl_fam_claim(struct pl_sock *s)
 	return rc;
 }
 
-/* RECV completed with -EXDEV (pump, under s->mu): another process took the
- * connection. Once no RECV of ours is posted, give back what was received and not
- * read, in reading order, and wait (RECVs posted again) while away. */
-void pl_fam_exdev(struct pl_sock *s, int idx)
+/* MOVED (pump, under s->mu): another process took the connection; our RECVs
+ * have completed (-EXDEV, before this). Give back what was received and not read,
+ * in reading order (even nothing: the new holder waits for it), and wait with
+ * RECVs posted again while away. */
+void pl_fam_moved(struct pl_sock *s)
 {
 	struct ipk_svc_sqe *e;
 	uint32_t n = pl_rx_avail(s), k = 0;
-	s->rx[idx].posted = 0;
+	uint8_t *b, *base = (uint8_t *)ipk_svc_region(pl_svc(), NULL);
 	s->away = 1;
-	if (s->rx[0].posted || s->rx[1].posted || !s->so)
-		return;
-	e = ipk_svc_get_sqe(s->so);
-	if (!e)
+	if (!s->so || !(e = ipk_svc_get_sqe(s->so)))
 		return; /* not reached: the SQ holds 128, at most 66 are ours */
-	s->gb_b = n ? (uint8_t *)ipk_svc_buf_alloc(pl_svc(), n) : NULL;
-	s->gb_n = s->gb_b ? n : 0;
-	for (int j = 0; j < 2 && s->gb_b; j++) {
+	b = n ? (uint8_t *)ipk_svc_buf_alloc(pl_svc(), n) : NULL;
+	if (n && !b)
+		PL_COUNT(rx_starved, 1); /* lost: the buffer area is exhausted */
+	for (int j = 0; j < 2 && b; j++) {
 		struct pl_rx *r = &s->rx[s->rx_head ^ j];
-		memcpy(s->gb_b + k, r->b + r->pos, r->len - r->pos);
+		memcpy(b + k, r->b + r->pos, r->len - r->pos);
 		k += r->len - r->pos;
 	}
 	for (int j = 0; j < 2; j++)
 		s->rx[j].len = s->rx[j].pos = 0;
 	s->rx_head = 0;
 	memset(e, 0, sizeof *e);
+	if (b)
+		ipk_svc_prep_send(s->so, e, b, n); /* buf_off, len */
 	e->opcode = IPK_SVC_OP_GIVEBACK;
-	if (s->gb_b) {
-		ipk_svc_prep_send(s->so, e, s->gb_b, s->gb_n); /* buf_off, len */
-		e->opcode = IPK_SVC_OP_GIVEBACK;
-	}
-	ipk_svc_sqe_set_data(e, (uint64_t)PL_OP_GB << 60);
+	/* the buffer (region offset, length) rides in user_data: several may be in
+	 * flight when two processes take turns quickly */
+	ipk_svc_sqe_set_data(e, (uint64_t)PL_OP_GB << 60 | (uint64_t)(b ? n : 0) << 36 |
+	                        (uint64_t)(b ? (uint64_t)(b - base) : 0));
 	s->gb_ops++;
 	ipk_svc_submit(s->so);
 	if (!s->closing)
 		pl_post_recv(s);
 }
 
-void pl_fam_gb_done(struct pl_sock *s)
+void pl_fam_gb_done(struct pl_sock *s, uint64_t ud)
 {
+	uint32_t n = (uint32_t)(ud >> 36) & 0xffffffu;
+	uint8_t *base = (uint8_t *)ipk_svc_region(pl_svc(), NULL);
 	if (s->gb_ops)
 		s->gb_ops--;
-	if (s->gb_b)
-		ipk_svc_buf_free(pl_svc(), s->gb_b, s->gb_n);
-	s->gb_b = NULL;
-	s->gb_n = 0;
+	if (n)
+		ipk_svc_buf_free(pl_svc(), base + (ud & 0xfffffffffull), n);
 }
 
 /* close() of a socket other processes may hold (no lock held): hand the

@@ -132,7 +132,8 @@ static void pl_cqe_recv(struct pl_sock *s, const struct ipk_svc_cqe *c)
 {
 	struct pl_rx *r = &s->rx[c->user_data & 1];
 	if (r->posted && c->res == -EXDEV) { /* another process took it (p_fork.c) */
-		pl_fam_exdev(s, (int)(c->user_data & 1));
+		r->posted = 0;
+		s->away = 1;
 		return;
 	}
 	if (!r->posted || c->res > (int32_t)PL_RXBUF) {
@@ -159,6 +160,11 @@ static void pl_cqe_recv(struct pl_sock *s, const struct ipk_svc_cqe *c)
 void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
 {
 	int edge = 0;
+	if (c->flags & IPK_SVC_CQE_F_MOVED) { /* give back what we had (p_fork.c) */
+		pl_fam_moved(s);
+		pl_levels(s, 0);
+		return;
+	}
 	switch ((unsigned)(c->user_data >> 60)) {
 	case PL_OP_RECV:
 		if (s->type == SOCK_DGRAM)
@@ -168,7 +174,7 @@ void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
 		edge = 1;
 		break;
 	case PL_OP_SEND: pl_cqe_send(s, c); break;
-	case PL_OP_GB: pl_fam_gb_done(s); break;
+	case PL_OP_GB: pl_fam_gb_done(s, c->user_data); break;
 	case PL_OP_ACCEPT: pl_cqe_accept(s, c); edge = 1; break;
 	case PL_OP_CONNECT:
 		if (c->res == 0) {

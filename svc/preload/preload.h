@@ -126,8 +126,6 @@ struct pl_sock {
 	int adopt;         /* fork child: ADOPT fam_id at the atfork handler */
 	uint32_t fam_id;   /* the parent's ipkitd socket id */
 	int gb_ops;        /* GIVEBACKs in flight (close waits for them) */
-	uint8_t *gb_b;     /* the bytes of the one in flight */
-	uint32_t gb_n;
 	/* options (get/setsockopt) */
 	int reuseaddr, reuseport, keepalive, nodelay, rcvbuf, sndbuf;
 	int kidle, kintvl, kcnt;
@@ -221,12 +219,12 @@ int pl_listen_want(struct pl_sock *s);
 void pl_fork_child_relisten(struct pl_sock *list);
 /* connections across fork: the parent's pipe the child closes once it adopted
  * (prepare / parent handler); the program uses s: CLAIM it if away (0 or
- * -errno); RECV -EXDEV (pump, under s->mu); a holder's close hands it over. */
+ * -errno); MOVED completion (pump, under s->mu); a holder's close hands it over. */
 void pl_fam_prepare(struct pl_sock *list);
 void pl_fam_parent(void);
 int pl_fam_claim(struct pl_sock *s);
-void pl_fam_exdev(struct pl_sock *s, int idx);
-void pl_fam_gb_done(struct pl_sock *s);
+void pl_fam_moved(struct pl_sock *s);
+void pl_fam_gb_done(struct pl_sock *s, uint64_t user_data);
 void pl_fam_release(struct pl_sock *s);
 /* exec (p_exec.c): note a listener for the next image; the fork child's table;
  * the new image adopts what it inherited (constructor). */

@@ -893,23 +893,32 @@ static long fa_send(int s, long n, int seed)
 	return 0;
 }
 
-/* fork_accept: the classic accept-then-fork server. The client's first 4 bytes
- * are already received when the parent forks; the parent closes its copy at
+/* fork_accept: the classic accept-then-fork server. The client's first 8 bytes
+ * (two sends) are already received when the parent forks; the parent closes its copy at
  * once; the child reads them and 256 KiB sent after the fork, answers 300 KiB
  * and closes: the client gets every byte, then the end of the stream (the
  * connection ended only with the child's close, and the parent's close did not
  * end it). Then three such children at once. */
 static void fa_child(int l, int a, int c)
 {
-	char b[4];
+	char b[8];
 	alarm(20);
 	close(l);
 	close(c); /* its copy of the client end: the parent's stays open */
-	if (read_n(a, b, 4) != 4 || memcmp(b, "req0", 4) || fa_check(a, 256 << 10, 1) ||
+	if (read_n(a, b, 8) != 8 || memcmp(b, "req0req1", 8) || fa_check(a, 256 << 10, 1) ||
 	    fa_send(a, 300 << 10, 2))
 		exit(1);
 	close(a);
 	exit(0);
+}
+
+/* Wait (bounded) until n bytes are received and unread on s (FIONREAD). */
+static int fa_unread(int s, int n)
+{
+	int v = 0;
+	for (int i = 0; i < 1000 && (ioctl(s, FIONREAD, &v) < 0 || v < n); i++)
+		usleep(1000);
+	return v == n ? 0 : -1;
 }
 
 static void t_fork_accept(void)
@@ -927,6 +936,9 @@ static void t_fork_accept(void)
 		R(send(c[i], "req0", 4, 0));
 		p.fd = a, p.events = POLLIN, p.revents = 0;
 		R(poll(&p, 1, 10000)); /* received before the fork */
+		R(send(c[i], "req1", 4, 0));
+		R(fa_unread(a, 8)); /* in a second piece: under the shim, both receive
+		                     * buffers hold data at the fork, none is posted */
 		pid[i] = fork();
 		if (pid[i] == 0)
 			fa_child(l, a, c[i]);
