@@ -834,7 +834,8 @@ static void t_exec(void)
 
 /* fork_conn: a connected client socket used in a forked child (it sends and
  * reads the echo), then by the parent after the child is gone: the socket stays
- * open across the child's exit, and both processes see the same stream. */
+ * open across the child's exit, and both processes see the same stream; a second
+ * child uses it and is killed (SIGKILL): the parent's connection is not reset. */
 static void t_fork_conn(void)
 {
 	int s = connected(&echo_a), st = -1;
@@ -854,6 +855,19 @@ static void t_fork_conn(void)
 	printf("  child exit %d\n", st);
 	fflush(stdout);
 	R(send(s, "after", 5, 0));
+	R(read_n(s, b, 5));
+	SAY("  parent read %.5s\n", b);
+	/* a child that took the connection and is killed: no reset, the parent goes on */
+	pid = fork();
+	if (pid == 0) {
+		alarm(10);
+		if (send(s, "k", 1, 0) == 1 && read_n(s, b, 1) == 1)
+			raise(SIGKILL);
+		exit(1);
+	}
+	waitpid(pid, &st, 0);
+	SAY("  killed child: signal %d\n", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	R(send(s, "again", 5, 0));
 	R(read_n(s, b, 5));
 	SAY("  parent read %.5s\n", b);
 	R(close(s));
