@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Where an nginx request's system calls go (issue 18's speed item; root).
+
+nginx with one worker process, driven by wrk (-t 2 -c 32, keep-alive, the 6-byte
+file of figures.py) from a namespace of its own, (a) under libipkit-preload over
+ipkitd on TAP, (b) on Linux's sockets over veth. While wrk runs, `perf stat`
+counts system calls (tracepoints raw_syscalls:sys_enter and syscalls:sys_enter_*)
+in the nginx worker (every thread: the shim's pump too) and, for (a), in ipkitd;
+each count is divided by the requests wrk completed in the window (its requests/s
+times the window). Printed per request, side by side, repeated SYSCALL_RUNS times
+(default 3) so the spread shows. SYSCALL_DUR: seconds of wrk (default 4).
+
+    sudo IPKIT_BUILD=build /usr/bin/python3 tests/preload/syscalls.py
+"""
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import figures as F  # noqa: E402
+
+DUR = int(os.environ.get("SYSCALL_DUR", "4"))
+RUNS = int(os.environ.get("SYSCALL_RUNS", "3"))
+CALLS = ["read", "write", "readv", "writev", "recvfrom", "sendto", "sendfile64",
+         "epoll_wait", "epoll_pwait", "poll", "ppoll", "futex", "accept4", "ioctl", "close",
+         "openat", "newfstatat", "setsockopt", "eventfd2"]
+EVENTS = ["raw_syscalls:sys_enter"] + ["syscalls:sys_enter_" + c for c in CALLS]
+
+
+def perf_start(pids):
+    return subprocess.Popen(["perf", "stat", "-x", ",", "-e", ",".join(EVENTS), "-p",
+                             ",".join(str(p) for p in pids), "--", "sleep", str(DUR - 1)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def perf_read(p):
+    _, err = p.communicate(timeout=DUR + 30)
+    out = {}
+    for line in err.decode().splitlines():
+        f = line.split(",")
+        if len(f) > 2 and f[0].strip().isdigit():
+            ev = f[2].replace("syscalls:sys_enter_", "").replace("raw_syscalls:sys_enter",
+                                                                   "all")
+            out[ev] = int(f[0])
+    return out
+
+
+def worker_pid(master):
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        r = subprocess.run(["pgrep", "-P", str(master)], capture_output=True)
+        pids = r.stdout.split()
+        if pids:
+            return int(pids[0])
+        time.sleep(0.1)
+    raise SystemExit("no nginx worker")
+
+
+def measure(server, client, ip, env, daemon_pid):
+    procs = []
+    d = F.nginx_dir()
+    try:
+        conf = os.path.join(d, "nginx1.conf")
+        with open(conf, "w") as f:
+            f.write(F.CONF % {"d": d, "w": 1})
+        m = F.start(procs, server + [F.NGINX, "-p", d, "-c", conf], env)
+        F.wait_port(client, ip, 8080, "nginx")
+        w = worker_pid(m.pid)
+        time.sleep(0.3)
+        pw = subprocess.Popen(client + ["wrk", "-t", "2", "-c", "32", "-d", str(DUR),
+                                        "http://%s:8080/" % ip],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        p1 = perf_start([w])
+        p2 = perf_start([daemon_pid]) if daemon_pid else None
+        app = perf_read(p1)
+        dmn = perf_read(p2) if p2 else {}
+        out = pw.communicate(timeout=DUR + 60)[0].decode()
+        rps = float(F.re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+        reqs = rps * (DUR - 1)
+        return rps, {k: v / reqs for k, v in app.items()}, {k: v / reqs for k, v in dmn.items()}
+    finally:
+        F.stop(procs)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def fmt(c):
+    keys = ["all"] + [k for k in CALLS if c.get(k, 0) >= 0.01]
+    return ", ".join("%s %.2f" % (k, c.get(k, 0)) for k in keys)
+
+
+def main():
+    for run in range(RUNS):
+        tmp = tempfile.mkdtemp(prefix="ipkfig")
+        link = F.Link("tap")
+        try:
+            svc = F.Svc(link, pathlib.Path(tmp))
+            env = {"LD_PRELOAD": F.SHIM, "IPKITD_SOCKET": svc.sock}
+            srps, sapp, sd = measure([], ["ip", "netns", "exec", link.ns], link.ipk_ip, env,
+                                     svc.daemon.pid)
+        finally:
+            link.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+        v = F.Veth()
+        try:
+            lrps, lapp, _ = measure(["ip", "netns", "exec", v.s], ["ip", "netns", "exec", v.c],
+                                    v.sip, None, None)
+        finally:
+            v.close()
+        print("run %d: shim %.0f req/s, Linux %.0f req/s (%.2fx)" % (run + 1, srps, lrps,
+                                                                    srps / lrps))
+        print("  shim nginx worker, syscalls/request: " + fmt(sapp))
+        print("  ipkitd, syscalls/request:            " + fmt(sd))
+        print("  Linux nginx worker, syscalls/request: " + fmt(lapp))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
