@@ -278,6 +278,12 @@ static inline void ipk_svc_sqe_set_data(struct ipk_svc_sqe *sqe, uint64_t user_d
 /* Publish every entry taken since the last submit; rings the daemon's doorbell only
  * when it sleeps. Returns the number published, or -EPIPE when the daemon is gone. */
 int ipk_svc_submit(struct ipk_svc_sock *so);
+/* As ipk_svc_submit, but never writes the doorbell (no system call): a sleeping
+ * ipkitd takes the entries at its next pass, whatever wakes it. Only for entries
+ * nothing waits on while the socket has others pending: a RECV posted while
+ * another RECV of the socket is still in flight (data arriving completes that
+ * one, and that pass takes this one too). */
+int ipk_svc_submit_quiet(struct ipk_svc_sock *so);
 
 /* The oldest unseen completion of the socket: 0 and *cqe, or -EAGAIN when none.
  * The entry stays valid until ipk_svc_cqe_seen. */

@@ -57,7 +57,7 @@ int pl_fork_child_keep(struct pl_sock *s)
 	if (pl_fork_fresh_efd(s->fd) < 0 || pl_fork_fresh_efd(s->ofd) < 0 ||
 	    pl_r.dup3(s->fd, s->lfd, O_CLOEXEC) < 0)
 		return 0;
-	s->in_lvl = s->out_lvl = 0;
+	s->in_lvl = s->out_lvl = s->in_true = 0;
 	s->inherit = 1;
 	s->acc_armed = 0;
 	return 1;
@@ -228,7 +228,7 @@ static int pl_fam_child_keep(struct pl_sock *s)
 	s->rx_head = 0;
 	s->tx_ops = s->tx_bytes = s->txq_head = 0;
 	s->gb_ops = 0;
-	s->in_lvl = s->out_lvl = 0;
+	s->in_lvl = s->out_lvl = s->in_true = 0;
 	s->adopt = 1;
 	return 1;
 }

@@ -455,11 +455,49 @@ static int pl_writable(const struct pl_sock *s)
 	return s->state == PL_CONNECTED && s->tx_bytes < PL_TXMAX && s->tx_ops < PL_TXOPS;
 }
 
+/* The readable level is cleared lazily: when the program has read everything,
+ * the eventfd stays set ("stale", in_true 0) instead of a read(2) per request;
+ * the next arrival writes it again (a new edge for EPOLLET, as now), and whoever
+ * is about to sleep on it clears it first (pl_unstale: poll/select, blocking
+ * calls, an epoll wake-up that found nothing). An edge-triggered epoll loop
+ * (nginx) so pays one write per arrival instead of a write and a read. */
+static void pl_lvl_in(struct pl_sock *s, int want, int edge)
+{
+	uint64_t v = 1;
+	ssize_t r = 0;
+	if (s->lfd < 0)
+		return;
+	if (want && (!s->in_lvl || !s->in_true || edge)) {
+		r = pl_r.write(s->lfd, &v, sizeof v);
+		s->in_lvl = 1;
+	} else if (!want && s->in_lvl && s->closing) {
+		/* a closed socket shows nothing: its registrations may outlive it in
+		 * epoll sets, where nobody would clear a stale level */
+		r = pl_r.read(s->lfd, &v, sizeof v);
+		s->in_lvl = 0;
+	}
+	(void)r; /* a non-blocking eventfd: EAGAIN means already so */
+	s->in_true = want;
+}
+
+void pl_unstale(struct pl_sock *s)
+{
+	uint64_t v;
+	ssize_t r;
+	pthread_mutex_lock(&s->mu);
+	if (s->in_lvl && !s->in_true && s->lfd >= 0) {
+		r = pl_r.read(s->lfd, &v, sizeof v);
+		(void)r;
+		s->in_lvl = 0;
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
 void pl_levels(struct pl_sock *s, int edge)
 {
-	/* a closed socket shows nothing: its registrations may outlive it in epoll
-	 * sets (its hidden writable eventfd stays open until its SENDs complete) */
-	pl_lvl(s->lfd, &s->in_lvl, !s->closing && pl_readable(s), edge);
+	/* a closed socket shows nothing (its hidden writable eventfd stays open
+	 * until its SENDs complete) */
+	pl_lvl_in(s, !s->closing && pl_readable(s), edge);
 	pl_lvl(s->ofd, &s->out_lvl, !s->closing && pl_writable(s), 0);
 }
 
@@ -493,6 +531,8 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms)
 {
 	struct pollfd p;
 	int r;
+	if (!out)
+		pl_unstale(s); /* else a stale level ends the sleep at once, every time */
 	p.fd = out ? s->ofd : s->lfd;
 	p.events = POLLIN;
 	p.revents = 0;

@@ -97,7 +97,9 @@ struct pl_sock {
 	struct ipk_svc_sock *so;
 	enum pl_state state;
 	int nonblock, so_error, rd_shut, wr_shut, eof, closing;
-	int in_lvl, out_lvl;
+	int in_lvl, out_lvl; /* the eventfds' counters are set */
+	int in_true;         /* readable when the level was last computed (in_lvl
+	                      * without it: a stale level, cleared lazily) */
 	struct sockaddr_in local, peer;
 	/* two receive buffers in the region, read in turn from rx_head: one RECV may
 	 * fill the second while the application reads the first */
@@ -162,6 +164,8 @@ void pl_sock_release(struct pl_sock *s);
  * when already readable (epoll EPOLLET reports every arrival, as Linux). */
 void pl_levels(struct pl_sock *s, int edge);
 unsigned pl_revents(struct pl_sock *s); /* POLL* mask now (takes s->mu) */
+/* Clear a stale readable level before sleeping on it (takes s->mu). */
+void pl_unstale(struct pl_sock *s);
 /* Sleep until ofd (out) or fd (in) is signalled, or timeout_ms (-1: none). Returns 0,
  * -EAGAIN (timed out), -EINTR. */
 int pl_wait(struct pl_sock *s, int out, int timeout_ms);

@@ -6,8 +6,8 @@ file of figures.py) from a namespace of its own, (a) under libipkit-preload over
 ipkitd on TAP, (b) on Linux's sockets over veth. While wrk runs, `perf stat`
 counts system calls (tracepoints raw_syscalls:sys_enter and syscalls:sys_enter_*)
 in the nginx worker (every thread: the shim's pump too) and, for (a), in ipkitd;
-each count is divided by the requests wrk completed in the window (its requests/s
-times the window). Printed per request, side by side, repeated SYSCALL_RUNS times
+each count is divided by the requests served in the window (the worker's openat
+count: nginx opens the file once per request, open_file_cache being off). Printed per request, side by side, repeated SYSCALL_RUNS times
 (default 3) so the spread shows. SYSCALL_DUR: seconds of wrk (default 4).
 
     sudo IPKIT_BUILD=build /usr/bin/python3 tests/preload/syscalls.py
@@ -82,7 +82,9 @@ def measure(server, client, ip, env, daemon_pid):
         dmn = perf_read(p2) if p2 else {}
         out = pw.communicate(timeout=DUR + 60)[0].decode()
         rps = float(F.re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-        reqs = rps * (DUR - 1)
+        # nginx opens the file once per request (no open_file_cache), on both
+        # sides: its openat count is the requests served in the window exactly
+        reqs = max(app.get("openat", 0), 1)
         return rps, {k: v / reqs for k, v in app.items()}, {k: v / reqs for k, v in dmn.items()}
     finally:
         F.stop(procs)
