@@ -9,6 +9,8 @@ in the nginx worker (every thread: the shim's pump too) and, for (a), in ipkitd;
 each count is divided by the requests served in the window (the worker's openat
 count: nginx opens the file once per request, open_file_cache being off). Printed per request, side by side, repeated SYSCALL_RUNS times
 (default 3) so the spread shows. SYSCALL_DUR: seconds of wrk (default 4).
+SYSCALL_BASE=DIR (another build, e.g. of main): its shim and ipkitd are measured
+too, in the same runs, for a before/after side by side.
 
     sudo IPKIT_BUILD=build /usr/bin/python3 tests/preload/syscalls.py
 """
@@ -96,24 +98,40 @@ def fmt(c):
     return ", ".join("%s %.2f" % (k, c.get(k, 0)) for k in keys)
 
 
+def shim_side(build):
+    """nginx under the shim of `build` over that build's ipkitd."""
+    import test_ipkitd as T
+    saved = T.DAEMON
+    T.DAEMON = os.path.join(build, "svc", "ipkitd")
+    tmp = tempfile.mkdtemp(prefix="ipkfig")
+    link = F.Link("tap")
+    try:
+        svc = F.Svc(link, pathlib.Path(tmp))
+        env = {"LD_PRELOAD": os.path.join(build, "svc", "preload", "libipkit-preload.so"),
+               "IPKITD_SOCKET": svc.sock}
+        return measure([], ["ip", "netns", "exec", link.ns], link.ipk_ip, env, svc.daemon.pid)
+    finally:
+        T.DAEMON = saved
+        link.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
+    base = os.environ.get("SYSCALL_BASE")
     for run in range(RUNS):
-        tmp = tempfile.mkdtemp(prefix="ipkfig")
-        link = F.Link("tap")
-        try:
-            svc = F.Svc(link, pathlib.Path(tmp))
-            env = {"LD_PRELOAD": F.SHIM, "IPKITD_SOCKET": svc.sock}
-            srps, sapp, sd = measure([], ["ip", "netns", "exec", link.ns], link.ipk_ip, env,
-                                     svc.daemon.pid)
-        finally:
-            link.close()
-            shutil.rmtree(tmp, ignore_errors=True)
+        if base:
+            brps, bapp, bd = shim_side(base)
+        srps, sapp, sd = shim_side(F.BUILD)
         v = F.Veth()
         try:
             lrps, lapp, _ = measure(["ip", "netns", "exec", v.s], ["ip", "netns", "exec", v.c],
                                     v.sip, None, None)
         finally:
             v.close()
+        if base:
+            print("run %d: base shim %.0f req/s (%.2fx Linux)" % (run + 1, brps, brps / lrps))
+            print("  base nginx worker, syscalls/request: " + fmt(bapp))
+            print("  base ipkitd, syscalls/request:       " + fmt(bd))
         print("run %d: shim %.0f req/s, Linux %.0f req/s (%.2fx)" % (run + 1, srps, lrps,
                                                                     srps / lrps))
         print("  shim nginx worker, syscalls/request: " + fmt(sapp))
