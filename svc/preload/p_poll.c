@@ -380,6 +380,8 @@ static int pl_ep_ctl(struct pl_eset *e, int epfd, int op, int fd, struct pl_sock
 	if (g->on) {
 		g->events = ev->events;
 		g->data = ev->data;
+		if (!(ev->events & EPOLLET)) /* the readable level is cleared at once */
+			__atomic_store_n(&s->ep_lt, 1, __ATOMIC_RELAXED);
 	}
 	return 0;
 }

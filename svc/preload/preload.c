@@ -460,7 +460,8 @@ static int pl_writable(const struct pl_sock *s)
  * the next arrival writes it again (a new edge for EPOLLET, as now), and whoever
  * is about to sleep on it clears it first (pl_unstale: poll/select, blocking
  * calls, an epoll wake-up that found nothing). An edge-triggered epoll loop
- * (nginx) so pays one write per arrival instead of a write and a read. */
+ * (nginx) so pays one write per arrival instead of a write and a read; a socket
+ * ever put in a level-triggered epoll set (redis) is cleared at once, as before. */
 static void pl_lvl_in(struct pl_sock *s, int want, int edge)
 {
 	uint64_t v = 1;
@@ -470,9 +471,11 @@ static void pl_lvl_in(struct pl_sock *s, int want, int edge)
 	if (want && (!s->in_lvl || !s->in_true || edge)) {
 		r = pl_r.write(s->lfd, &v, sizeof v);
 		s->in_lvl = 1;
-	} else if (!want && s->in_lvl && s->closing) {
+	} else if (!want && s->in_lvl && (s->closing || s->ep_lt)) {
 		/* a closed socket shows nothing: its registrations may outlive it in
-		 * epoll sets, where nobody would clear a stale level */
+		 * epoll sets, where nobody would clear a stale level; in a
+		 * level-triggered set a stale level would cost a wake-up and an
+		 * epoll_wait more than the read it saves */
 		r = pl_r.read(s->lfd, &v, sizeof v);
 		s->in_lvl = 0;
 	}

@@ -100,6 +100,7 @@ struct pl_sock {
 	int in_lvl, out_lvl; /* the eventfds' counters are set */
 	int in_true;         /* readable when the level was last computed (in_lvl
 	                      * without it: a stale level, cleared lazily) */
+	int ep_lt;           /* ever in a level-triggered epoll set: clear at once */
 	struct sockaddr_in local, peer;
 	/* two receive buffers in the region, read in turn from rx_head: one RECV may
 	 * fill the second while the application reads the first */

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -1002,6 +1003,67 @@ static void t_fork_both(void)
 	R(close(s));
 }
 
+/* CPU time this process has used, ms. */
+static double cpu_ms(void)
+{
+	struct rusage u;
+	getrusage(RUSAGE_SELF, &u);
+	return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+	       (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
+
+/* stale: every wait after the data was read sleeps (the shim leaves the readable
+ * level set after a read and clears it only before a sleep: a wait that found it
+ * set would return at once, again and again). poll, select, a level- and an
+ * edge-triggered epoll set and a blocking recv with a timeout each wait 400 ms
+ * for nothing; the process's CPU time over the 2 s must stay small (a spinning
+ * wait uses a large share of a CPU even on a loaded machine). Then new data is an
+ * edge again. */
+static void t_stale(void)
+{
+	int s = connected(&echo_a), et = epoll_create1(0), lt = epoll_create1(0);
+	struct epoll_event e = {EPOLLIN | EPOLLET, {.u64 = 7}}, out;
+	struct timeval tv = {0, 400000};
+	struct pollfd p = {s, POLLIN, 0};
+	fd_set r;
+	char b[2];
+	double c0;
+	SAY("stale\n");
+	R(epoll_ctl(et, EPOLL_CTL_ADD, s, &e));
+	R(send(s, "x", 1, 0));
+	R(epoll_wait(et, &out, 1, 5000));
+	R(read_n(s, b, 1));
+	/* CPU time of each 400 ms wait: sleeping costs next to none; spinning on a
+	 * stale level costs its share of a CPU, tens of ms even under heavy load */
+#define QUIET(call) (c0 = cpu_ms(), (void)(call), SAY("  %s quiet %d\n", #call, cpu_ms() - c0 < 40))
+	QUIET(poll(&p, 1, 400));
+	R(send(s, "x", 1, 0)); /* each wait below after an arrival that was read */
+	R(read_n(s, b, 1));
+	FD_ZERO(&r);
+	FD_SET(s, &r);
+	QUIET(select(s + 1, &r, NULL, NULL, &tv));
+	R(send(s, "x", 1, 0));
+	R(read_n(s, b, 1));
+	QUIET(epoll_wait(et, &out, 1, 400)); /* the edge of a byte already read: none */
+	R(send(s, "x", 1, 0));
+	R(read_n(s, b, 1));
+	tv.tv_usec = 400000;
+	R(setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
+	QUIET(recv(s, b, 1, 0));
+	R(send(s, "x", 1, 0));
+	R(read_n(s, b, 1));
+	e.events = EPOLLIN;
+	R(epoll_ctl(lt, EPOLL_CTL_ADD, s, &e));
+	QUIET(epoll_wait(lt, &out, 1, 400));
+#undef QUIET
+	R(send(s, "y", 1, 0));
+	R(epoll_wait(et, &out, 1, 5000));
+	R(read_n(s, b, 1));
+	R(close(lt));
+	R(close(et));
+	R(close(s));
+}
+
 /* splice: pipe -> socket (3,000 bytes), file -> pipe -> socket (10,000 bytes),
  * socket -> pipe (the echo's answer), each read back and compared; a socket at
  * both ends is EINVAL, an offset on the socket ESPIPE. */
@@ -1281,7 +1343,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"stale", t_stale}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold},
 };
 
