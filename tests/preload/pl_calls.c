@@ -874,6 +874,38 @@ static void t_fork_conn(void)
 	R(close(s));
 }
 
+/* fork_idle: a child that never touches the inherited connection (redis's
+ * BGSAVE, a helper that execs): the parent goes on using it while the child
+ * lives (poll, then read: the data stays the parent's) and after it exits. */
+static void t_fork_idle(void)
+{
+	int s = connected(&echo_a), st = -1, pfd[2], ok = 1;
+	char b[4], c;
+	pid_t pid;
+	SAY("fork_idle\n");
+	R(pipe(pfd));
+	pid = fork();
+	if (pid == 0) {
+		close(pfd[1]);
+		alarm(20);
+		_exit(read(pfd[0], &c, 1) < 0 ? 1 : 0); /* until the parent is done */
+	}
+	close(pfd[0]);
+	for (int i = 0; i < 20; i++) {
+		struct pollfd p = {s, POLLIN, 0};
+		ok &= send(s, "ping", 4, 0) == 4 && poll(&p, 1, 5000) == 1 && read_n(s, b, 4) == 4 &&
+		      memcmp(b, "ping", 4) == 0;
+	}
+	SAY("  20 echoes while the child lives ok %d\n", ok);
+	R(write(pfd[1], "x", 1));
+	R(waitpid(pid, &st, 0) == pid);
+	SAY("  child exit %d\n", st);
+	R(send(s, "pong", 4, 0));
+	R(read_n(s, b, 4));
+	R(close(pfd[1]));
+	R(close(s));
+}
+
 /* A pattern both ends can check: byte i of stream `seed`. */
 static char fa_byte(long i, int seed) { return (char)((i * 131 + seed * 7 + i / 251) & 0xff); }
 
@@ -1343,7 +1375,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"stale", t_stale}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold},
 };
 
