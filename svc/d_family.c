@@ -293,11 +293,17 @@ static int d_fam_giveback(struct d_daemon *d, struct d_sock *s, const struct ipk
 	struct d_sock *t = s->fam_away ? d_fam_holder(s) : s;
 	uint32_t rest;
 	uint8_t *nb;
-	if (e->len > (4u << 20) || (e->len && !d_buf_ok(s->app, e)))
+	if (e->len && !d_buf_ok(s->app, e))
 		return -EFAULT;
 	if (!t)
 		return -ENOTCONN;
 	rest = t->gb_len - t->gb_pos;
+	/* the daemon's memory: a program gives back at most what its two receive
+	 * buffers held; one that keeps giving more is refused (counted) */
+	if (e->len > D_GB_MAX || rest > D_GB_MAX - e->len) {
+		s->app->hdr->bad_sqe++;
+		return -ENOBUFS;
+	}
 	if (e->len) { /* the given bytes came before any still held here */
 		nb = (uint8_t *)malloc((size_t)e->len + rest);
 		if (!nb)

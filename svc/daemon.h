@@ -22,6 +22,7 @@
                                  * costs at most this much memory per socket */
 #define D_SOCK_IDX_BITS 24
 #define D_BACKLOG_MAX 4096u
+#define D_GB_MAX (1u << 20)     /* bytes given back (GIVEBACK) held per connection */
 #define D_PIPE_BYTES (64u << 10) /* bytes in flight one way between two applications
                                   * of this daemon; allocated while it holds any */
 
