@@ -302,6 +302,8 @@ static int d_fam_giveback(struct d_daemon *d, struct d_sock *s, const struct ipk
 	 * buffers held; one that keeps giving more is refused (counted) */
 	if (e->len > D_GB_MAX || rest > D_GB_MAX - e->len) {
 		s->app->hdr->bad_sqe++;
+		t->gb_wait = 0; /* nothing more comes: deliver what there is */
+		d_rx_deliver(d, t);
 		return -ENOBUFS;
 	}
 	if (e->len) { /* the given bytes came before any still held here */
