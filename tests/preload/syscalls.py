@@ -9,6 +9,8 @@ in the nginx worker (every thread: the shim's pump too) and, for (a), in ipkitd;
 each count is divided by the requests served in the window (the worker's openat
 count: nginx opens the file once per request, open_file_cache being off). Printed per request, side by side, repeated SYSCALL_RUNS times
 (default 3) so the spread shows. SYSCALL_DUR: seconds of wrk (default 4).
+SYSCALL_WHAT=redis: redis-server under redis-benchmark instead (-c 32, SET and GET,
+SYSCALL_REDIS_N each, default 50000; perf over the whole benchmark).
 SYSCALL_BASE=DIR (another build, e.g. of main): its shim and ipkitd are measured
 too, in the same runs, for a before/after side by side.
 
@@ -93,13 +95,42 @@ def measure(server, client, ip, env, daemon_pid):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def redis_measure(server, client, ip, env, daemon_pid):
+    """redis-server (its level-triggered epoll loop) under redis-benchmark -c 32 -n
+    REDIS_N -t set,get: perf counts over the whole benchmark; per request = per
+    SET or GET."""
+    procs = []
+    n = int(os.environ.get("SYSCALL_REDIS_N", "50000"))
+    try:
+        m = F.start(procs, server + ["env", "LD_LIBRARY_PATH=" + F.RLIB, F.RSERVER, "--port",
+                                     "6379", "--save", "", "--appendonly", "no",
+                                     "--protected-mode", "no"], env)
+        F.wait_port(client, ip, 6379, "redis")
+        perfs = [subprocess.Popen(["perf", "stat", "-x", ",", "-e", ",".join(EVENTS), "-p",
+                                   str(p)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                 for p in ([m.pid, daemon_pid] if daemon_pid else [m.pid])]
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        subprocess.run(client + ["env", "LD_LIBRARY_PATH=" + F.RLIB, F.RBENCH, "-h", ip, "-p",
+                                 "6379", "-c", "32", "-n", str(n), "-t", "set,get", "-q"],
+                       capture_output=True, timeout=600)
+        rps = 2 * n / (time.monotonic() - t0)
+        res = []
+        for p in perfs:
+            p.send_signal(2)
+            res.append({k: v / (2.0 * n) for k, v in perf_read(p).items()})
+        return rps, res[0], res[1] if daemon_pid else {}
+    finally:
+        F.stop(procs)
+
+
 def fmt(c):
     keys = ["all"] + [k for k in CALLS if c.get(k, 0) >= 0.01]
     return ", ".join("%s %.2f" % (k, c.get(k, 0)) for k in keys)
 
 
-def shim_side(build):
-    """nginx under the shim of `build` over that build's ipkitd."""
+def shim_side(build, what=None):
+    """nginx (or `what`) under the shim of `build` over that build's ipkitd."""
     import test_ipkitd as T
     saved = T.DAEMON
     T.DAEMON = os.path.join(build, "svc", "ipkitd")
@@ -109,15 +140,41 @@ def shim_side(build):
         svc = F.Svc(link, pathlib.Path(tmp))
         env = {"LD_PRELOAD": os.path.join(build, "svc", "preload", "libipkit-preload.so"),
                "IPKITD_SOCKET": svc.sock}
-        return measure([], ["ip", "netns", "exec", link.ns], link.ipk_ip, env, svc.daemon.pid)
+        return (what or measure)([], ["ip", "netns", "exec", link.ns], link.ipk_ip, env,
+                                 svc.daemon.pid)
     finally:
         T.DAEMON = saved
         link.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def main_redis(base):
+    for run in range(RUNS):
+        if base:
+            brps, bapp, bd = shim_side(base, redis_measure)
+        srps, sapp, sd = shim_side(F.BUILD, redis_measure)
+        v = F.Veth()
+        try:
+            lrps, lapp, _ = redis_measure(["ip", "netns", "exec", v.s],
+                                          ["ip", "netns", "exec", v.c], v.sip, None, None)
+        finally:
+            v.close()
+        if base:
+            print("run %d: base shim %.0f req/s (%.2fx Linux)" % (run + 1, brps, brps / lrps))
+            print("  base redis-server, syscalls/request: " + fmt(bapp))
+            print("  base ipkitd, syscalls/request:       " + fmt(bd))
+        print("run %d: shim %.0f req/s, Linux %.0f req/s (%.2fx)" % (run + 1, srps, lrps,
+                                                                    srps / lrps))
+        print("  shim redis-server, syscalls/request: " + fmt(sapp))
+        print("  ipkitd, syscalls/request:            " + fmt(sd))
+        print("  Linux redis-server, syscalls/request: " + fmt(lapp))
+        sys.stdout.flush()
+
+
 def main():
     base = os.environ.get("SYSCALL_BASE")
+    if os.environ.get("SYSCALL_WHAT") == "redis":
+        return main_redis(base)
     for run in range(RUNS):
         if base:
             brps, bapp, bd = shim_side(base)
