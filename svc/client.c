@@ -278,10 +278,13 @@ struct ipk_svc_sqe *ipk_svc_get_sqe(struct ipk_svc_sock *so)
 	return e;
 }
 
-static void svc_doorbell(struct ipk_svc *svc)
+static void svc_doorbell(struct ipk_svc *svc, int ring)
 {
 	uint64_t one = 1;
 	__atomic_add_fetch(&svc->hdr->submit_seq.v, 1, __ATOMIC_RELEASE);
+	if (!ring)
+		return; /* quiet: the daemon's next pass takes it (its sleep check
+		         * re-reads submit_seq, so one about to sleep does now) */
 	/* seq_cst: forbids reading daemon_sleeping before the tail and submit_seq
 	 * stores are visible; paired with the daemon's fence between setting the
 	 * flag and re-reading submit_seq, one of the two sides always sees the other */
@@ -292,7 +295,7 @@ static void svc_doorbell(struct ipk_svc *svc)
 	}
 }
 
-int ipk_svc_submit(struct ipk_svc_sock *so)
+static int svc_submit(struct ipk_svc_sock *so, int ring)
 {
 	int n = (int)(so->sq_tail - so->sq_pub);
 	if (so->svc->dead)
@@ -307,9 +310,12 @@ int ipk_svc_submit(struct ipk_svc_sock *so)
 	 * (release) so the daemon that takes the bit sees the tail */
 	if (so->ready_word && __atomic_fetch_or(so->ready_word, so->ready_mask, __ATOMIC_SEQ_CST) == 0)
 		__atomic_fetch_or(so->ready_sum, so->sum_mask, __ATOMIC_SEQ_CST);
-	svc_doorbell(so->svc);
+	svc_doorbell(so->svc, ring);
 	return n;
 }
+
+int ipk_svc_submit(struct ipk_svc_sock *so) { return svc_submit(so, 1); }
+int ipk_svc_submit_quiet(struct ipk_svc_sock *so) { return svc_submit(so, 0); }
 
 /* ------------------------------------------------------------ completion */
 
@@ -597,6 +603,27 @@ int ipk_svc_socket_prio(struct ipk_svc *svc, int type, uint32_t sq_entries,
 	e.opcode = IPK_SVC_OP_SOCKET;
 	e.prio = level >= 0xffffu ? 0 : (uint16_t)(level + 1);
 	e.arg = (uint32_t)type;
+	e.len = sq_entries;
+	e.arg2 = cq_entries;
+	rc = svc_ctl(svc, &e, &c);
+	if (rc < 0)
+		return rc;
+	if (c.res < 0)
+		return c.res;
+	return svc_sock_new(svc, c.ring_off, out);
+}
+
+int ipk_svc_adopt(struct ipk_svc *svc, uint32_t parent_id, uint32_t sq_entries,
+                  uint32_t cq_entries, struct ipk_svc_sock **out)
+{
+	struct ipk_svc_sqe e;
+	struct ipk_svc_cqe c;
+	int rc;
+	if (!svc || !out)
+		return -EINVAL;
+	memset(&e, 0, sizeof e);
+	e.opcode = IPK_SVC_OP_ADOPT;
+	e.arg = parent_id;
 	e.len = sq_entries;
 	e.arg2 = cq_entries;
 	rc = svc_ctl(svc, &e, &c);

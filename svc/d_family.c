@@ -21,8 +21,10 @@
  */
 #include "daemon.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -82,4 +84,297 @@ struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be)
 		m = m->port_next;
 	} while (m != h);
 	return NULL;
+}
+
+/* ------------------------------------------------------------ connections
+ *
+ * A connected socket shared across fork() is one socket on Linux: it stays open
+ * until the last process holding it closes it, and whoever reads takes the bytes.
+ * Here each process has its own ipkitd socket on the connection (a forked child
+ * asks with ADOPT, naming its parent's socket, the same family check as for a
+ * listener); the members form a circle. One member holds the connection (the
+ * core's user pointer, the received data); the others are "away": their RECVs
+ * wait. A process that reads or writes CLAIMs the connection first (the shim does
+ * it when the program calls): the holder's RECVs complete with -EXDEV, its
+ * program gives back what it had received and not read (GIVEBACK), and the new
+ * holder gets those bytes before anything newer. A member that closes or dies
+ * leaves the circle; the connection itself ends only with its last member, and a
+ * holder that leaves hands the connection to the next member (so a child's death
+ * never resets a connection its parent still holds). Connections to the network
+ * and between two applications of this daemon (d_loop.c) alike. */
+
+static struct d_sock *d_fam_holder(struct d_sock *s)
+{
+	struct d_sock *m = s;
+	do {
+		if (!m->fam_away)
+			return m;
+		m = m->fam_next;
+	} while (m && m != s);
+	return NULL;
+}
+
+/* Move the connection (and what it received) from h to n, both of one family and
+ * one worker. */
+static void d_fam_move(struct d_sock *h, struct d_sock *n)
+{
+	n->state = h->state;
+	n->conn = h->conn;
+	n->err = h->err;
+	n->rx_eof = h->rx_eof;
+	n->lport_be = h->lport_be;
+	n->rxh = h->rxh;
+	n->rxt = h->rxt;
+	n->rx_unread = h->rx_unread;
+	n->rx_owed = h->rx_owed;
+	n->rx_total = h->rx_total;
+	n->tx_held = h->tx_held;
+	n->gb = h->gb;
+	n->gb_len = h->gb_len;
+	n->gb_pos = h->gb_pos;
+	n->gb_wait = 0;
+	n->peer = h->peer; /* a connection between two applications (d_loop.c) */
+	if (n->peer)
+		n->peer->peer = n;
+	n->rxp = h->rxp;
+	n->peer_port_be = h->peer_port_be;
+	h->peer = NULL;
+	memset(&h->rxp, 0, sizeof h->rxp);
+	if (n->conn)
+		ipk_tcp_set_user(n->conn, n);
+	h->conn = NULL;
+	h->rxh = h->rxt = NULL;
+	h->rx_unread = h->rx_owed = h->tx_held = 0;
+	h->gb = NULL;
+	h->gb_len = h->gb_pos = 0;
+	h->gb_wait = 0;
+	h->fam_away = 1;
+	n->fam_away = 0;
+}
+
+static void d_fam_link(struct d_sock *p, struct d_sock *n)
+{
+	if (!p->fam_next)
+		p->fam_next = p;
+	n->fam_next = p->fam_next;
+	p->fam_next = n;
+}
+
+/* The socket of the child's parent named by id, if the child may share it. */
+static struct d_sock *d_fam_parent_sock(struct d_app *child, uint32_t id)
+{
+	struct d_app *a;
+	pid_t pp = d_family_ppid(child->pid);
+	if (pp <= 0)
+		return NULL;
+	for (a = child->d->apps; a; a = a->next) {
+		struct d_sock *s;
+		if (a->pid != pp || !a->ready || a->dying || a->uid != child->uid)
+			continue;
+		s = d_sock_find(a, id);
+		if (s && s->type == IPK_SVC_TCP && !s->move &&
+		    (s->state == D_CONNECTED || s->state == D_CLOSED))
+			return s;
+	}
+	return NULL;
+}
+
+void d_family_adopt(struct d_sock *ctl, const struct ipk_svc_sqe *e)
+{
+	struct d_sock *p = d_fam_parent_sock(ctl->app, e->arg), *s = NULL;
+	struct ipk_svc_cqe c;
+	int rc = p ? 0 : -EBADF;
+	memset(&c, 0, sizeof c);
+	c.user_data = e->user_data;
+	if (rc == 0) {
+		s = d_sock_alloc(ctl->app, IPK_SVC_TCP);
+		rc = s ? 0 : -ENOMEM;
+	}
+	if (s) {
+		s->wk = p->wk; /* the connection's worker serves every member */
+		ctl->app->d->wk[s->wk].socks++;
+		d_sock_level(s, p->prio);
+		rc = d_sock_rings(s, e->len, e->arg2);
+		if (rc == 0)
+			rc = d_sock_attach(s);
+	}
+	if (rc < 0) {
+		if (s)
+			d_sock_destroy(ctl->app->d, s, 0);
+		c.res = rc;
+		d_post(ctl, &c);
+		return;
+	}
+	s->state = D_CONNECTED;
+	s->fam_away = 1;
+	s->lport_be = p->lport_be;
+	d_fam_link(p, s);
+	c.sock = s->id;
+	c.ring_off = s->ring_off;
+	d_post(ctl, &c);
+}
+
+/* The connection goes from holder h to member n; h's RECVs complete with -EXDEV,
+ * then one MOVED completion asks h's program for what it had received and not
+ * read (its RECVs may all have completed with data), and n delivers nothing
+ * before that GIVEBACK. */
+static void d_fam_hand(struct d_daemon *d, struct d_sock *h, struct d_sock *n)
+{
+	struct ipk_svc_cqe c;
+	struct d_op *op;
+	d_fam_move(h, n);
+	while ((op = d_opq_front(&h->rxq)) != NULL) {
+		d_op_done(h, op->e.user_data, -EXDEV);
+		d_opq_pop(&h->rxq);
+	}
+	memset(&c, 0, sizeof c);
+	c.res = -EXDEV;
+	c.flags = IPK_SVC_CQE_F_MOVED;
+	d_post(h, &c);
+	n->gb_wait = 1;
+	n->fam_want = 0;
+	d_rx_deliver(d, n);
+	d_tx_pump(d, n); /* its writes waiting for the connection */
+}
+
+/* A SEND (or SHUTDOWN) queued on an away member takes the connection: now if
+ * the holder has nothing in flight, else when its last SEND is out (the writes
+ * of two processes follow each other whole, in the order they came). */
+void d_family_want(struct d_daemon *d, struct d_sock *s)
+{
+	struct d_sock *h = d_fam_holder(s);
+	if (h && !h->txq.n && !h->zc_h) {
+		d_fam_hand(d, h, s);
+		return;
+	}
+	s->fam_want = 1;
+}
+
+/* The holder h has no SEND in flight any more: a member waiting to write goes. */
+void d_family_tx_idle(struct d_daemon *d, struct d_sock *h)
+{
+	struct d_sock *m;
+	if (h->fam_away || h->txq.n || h->zc_h)
+		return;
+	for (m = h->fam_next; m && m != h; m = m->fam_next) {
+		if (m->fam_want) {
+			d_fam_hand(d, h, m);
+			return;
+		}
+	}
+}
+
+/* CLAIM: arg 0 take the connection; arg 1 (a holder closing) hand it to the
+ * next member, if there is one. */
+static int d_fam_claim(struct d_daemon *d, struct d_sock *s, uint32_t arg)
+{
+	struct d_sock *h;
+	if (arg == 1) {
+		if (s->fam_away || !s->fam_next || s->fam_next == s)
+			return 0;
+		if (s->txq.n || s->zc_h)
+			return -EAGAIN; /* its bytes go out first */
+		d_fam_hand(d, s, s->fam_next);
+		return 0;
+	}
+	if (!s->fam_away)
+		return 0;
+	h = d_fam_holder(s);
+	if (!h)
+		return -ENOTCONN;
+	if (h->txq.n || h->zc_h)
+		return -EAGAIN; /* its bytes go first: the shim asks again */
+	d_fam_hand(d, h, s);
+	return 0;
+}
+
+static int d_fam_giveback(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
+{
+	struct d_sock *t = s->fam_away ? d_fam_holder(s) : s;
+	uint32_t rest;
+	uint8_t *nb;
+	if (e->len && !d_buf_ok(s->app, e))
+		return -EFAULT;
+	if (!t)
+		return -ENOTCONN;
+	rest = t->gb_len - t->gb_pos;
+	/* the daemon's memory: a program gives back at most what its two receive
+	 * buffers held; one that keeps giving more is refused (counted) */
+	if (e->len > D_GB_MAX || rest > D_GB_MAX - e->len) {
+		s->app->hdr->bad_sqe++;
+		t->gb_wait = 0; /* nothing more comes: deliver what there is */
+		d_rx_deliver(d, t);
+		return -ENOBUFS;
+	}
+	if (e->len) { /* the given bytes came before any still held here */
+		nb = (uint8_t *)malloc((size_t)e->len + rest);
+		if (!nb)
+			return -ENOMEM;
+		memcpy(nb, s->app->base + e->buf_off, e->len);
+		if (rest)
+			memcpy(nb + e->len, t->gb + t->gb_pos, rest);
+		free(t->gb);
+		t->gb = nb;
+		t->gb_len = e->len + rest;
+		t->gb_pos = 0;
+	}
+	t->gb_wait = 0;
+	d_rx_deliver(d, t);
+	return 0;
+}
+
+void d_family_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
+{
+	int rc;
+	if (s->type != IPK_SVC_TCP) {
+		s->app->hdr->bad_sqe++;
+		d_post_res(s, e->user_data, -EOPNOTSUPP);
+		return;
+	}
+	rc = e->opcode == IPK_SVC_OP_CLAIM ? d_fam_claim(d, s, e->arg) : d_fam_giveback(d, s, e);
+	d_post_res(s, e->user_data, rc);
+}
+
+/* Bytes given back, into one RECV (they come before the core's held payload). */
+uint32_t d_family_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e)
+{
+	uint32_t n = s->gb_len - s->gb_pos;
+	if (n > e->len)
+		n = e->len;
+	memcpy(s->app->base + e->buf_off, s->gb + s->gb_pos, n);
+	s->app->hdr->rx_copied += n;
+	s->gb_pos += n;
+	if (s->gb_pos == s->gb_len) {
+		free(s->gb);
+		s->gb = NULL;
+		s->gb_len = s->gb_pos = 0;
+	}
+	return n;
+}
+
+/* s is being destroyed (close, or its process died): it leaves the circle; a
+ * holder hands the connection to the next member, which keeps it open. */
+void d_family_leave(struct d_daemon *d, struct d_sock *s)
+{
+	struct d_sock *p, *n = s->fam_next;
+	if (n && n != s) {
+		for (p = n; p->fam_next != s; p = p->fam_next)
+			;
+		p->fam_next = n;
+		if (n == p && n->fam_next == n)
+			n->fam_next = NULL;
+		if (!s->fam_away) {
+			d_fam_move(s, n);
+			n->fam_want = 0;
+			d_rx_deliver(d, n);
+			d_tx_pump(d, n);
+		} else if ((p = d_fam_holder(n)) != NULL && p->gb_wait) {
+			p->gb_wait = 0; /* the give-back it waited for will not come */
+			d_rx_deliver(d, p);
+		}
+	}
+	s->fam_next = NULL;
+	free(s->gb);
+	s->gb = NULL;
+	s->gb_len = s->gb_pos = 0;
 }

@@ -314,7 +314,18 @@ static void d_tx_sent(struct d_sock *s, struct d_op *op)
 
 /* Move queued SENDs into the stack's send buffer (copying from the region, or
  * zero-copy: d_zc.c), in order; SHUTDOWN when it reaches the front. */
+static void d_tx_pump1(struct d_daemon *d, struct d_sock *s);
+
 void d_tx_pump(struct d_daemon *d, struct d_sock *s)
+{
+	if (s->fam_away)
+		return; /* its SENDs wait until it holds the connection (d_family.c) */
+	d_tx_pump1(d, s);
+	if (s->fam_next)
+		d_family_tx_idle(d, s);
+}
+
+static void d_tx_pump1(struct d_daemon *d, struct d_sock *s)
 {
 	struct d_op *op;
 	uint32_t n;
@@ -437,8 +448,12 @@ static void d_rx_tcp(struct d_daemon *d, struct d_sock *s)
 {
 	struct d_op *op;
 	int took = 0;
+	if (s->gb_wait)
+		return; /* the bytes given back come first (d_family.c) */
 	while ((op = d_opq_front(&s->rxq)) != NULL) {
-		if (s->rxp.n) {
+		if (s->gb_len > s->gb_pos) {
+			d_op_done(s, op->e.user_data, (int32_t)d_family_rx_copy(s, &op->e));
+		} else if (s->rxp.n) {
 			d_op_done(s, op->e.user_data, (int32_t)d_loop_rx_copy(s, &op->e));
 			took = 1;
 		} else if (s->rxh) {
@@ -549,7 +564,9 @@ static void d_queue_op(struct d_daemon *d, struct d_sock *s, const struct d_op *
 		return;
 	}
 	s->inflight++;
-	if (tx)
+	if (tx && s->fam_away)
+		d_family_want(d, s); /* a write takes the connection (d_family.c) */
+	else if (tx)
 		d_tx_pump(d, s);
 	else
 		d_rx_deliver(d, s);
@@ -586,6 +603,10 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 	case IPK_SVC_OP_RECV:
 	case IPK_SVC_OP_RECVFROM:
 		d_queue_op(d, s, op);
+		return;
+	case IPK_SVC_OP_CLAIM:
+	case IPK_SVC_OP_GIVEBACK:
+		d_family_op(d, s, e);
 		return;
 	default: /* SOCKET and CLOSE belong on the control ring; the rest is garbage */
 		d_bad(s, e, -EINVAL);

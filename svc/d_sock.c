@@ -257,6 +257,7 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 	if (s->lvl_counted)
 		__atomic_sub_fetch(&d->lvl_socks[s->prio], 1, __ATOMIC_RELAXED);
 	s->lvl_counted = 0;
+	d_family_leave(d, s); /* the connection goes on with another member */
 	d_loop_unpair(d, s, graceful);
 	if (s->conn) {
 		struct ipk_conn *c = s->conn;
@@ -438,6 +439,9 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 		return;
 	case IPK_SVC_OP_SOCKET:
 		d_ctl_socket(ctl, e);
+		return;
+	case IPK_SVC_OP_ADOPT:
+		d_family_adopt(ctl, e);
 		return;
 	case IPK_SVC_OP_CLOSE:
 		s = d_sock_find(ctl->app, e->arg);

@@ -22,6 +22,7 @@
                                  * costs at most this much memory per socket */
 #define D_SOCK_IDX_BITS 24
 #define D_BACKLOG_MAX 4096u
+#define D_GB_MAX (1u << 20)     /* bytes given back (GIVEBACK) held per connection */
 #define D_PIPE_BYTES (64u << 10) /* bytes in flight one way between two applications
                                   * of this daemon; allocated while it holds any */
 
@@ -179,6 +180,17 @@ struct d_sock {
 	/* zero-copy SENDs (d_zc.c) */
 	struct d_zc *zc_h;           /* records not released */
 	struct d_zc *zc_done_h, *zc_done_t; /* released, to complete */
+	/* one connection held by several processes after fork (d_family.c): the
+	 * members form a circle; one holds the connection (conn, received data),
+	 * the others are away (their RECVs wait) */
+	struct d_sock *fam_next;     /* NULL or self: alone */
+	int fam_away;
+	int fam_want;                /* away with SENDs queued: takes the connection
+	                              * once the holder's SENDs are out */
+	uint8_t *gb;                 /* bytes given back (GIVEBACK), before rxh */
+	uint32_t gb_len, gb_pos;
+	int gb_wait;                 /* a GIVEBACK of the member that had the data
+	                              * is due: deliver nothing before it */
 };
 
 /* epoll tags */
@@ -415,6 +427,13 @@ void d_connect_done(struct d_sock *s, uint16_t lport_be);
 /* d_family.c: a forked child's share of an inherited listener */
 int d_family_share_ok(const struct d_sock *head, const struct d_sock *s);
 struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be);
+/* d_family.c: a connection shared across fork (ADOPT, CLAIM, GIVEBACK) */
+void d_family_adopt(struct d_sock *ctl, const struct ipk_svc_sqe *e);
+void d_family_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e);
+void d_family_leave(struct d_daemon *d, struct d_sock *s);
+void d_family_want(struct d_daemon *d, struct d_sock *s);
+void d_family_tx_idle(struct d_daemon *d, struct d_sock *s);
+uint32_t d_family_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
 void d_port_release(struct d_daemon *d, struct d_sock *s);
 struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take);
 struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,

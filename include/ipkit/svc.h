@@ -80,6 +80,15 @@ enum ipk_svc_op {
 	IPK_SVC_OP_SHUTDOWN,     /* FIN after every earlier send */
 	IPK_SVC_OP_SENDTO,       /* UDP: buf_off, len, addr */
 	IPK_SVC_OP_RECVFROM,     /* UDP: buf_off, len; cqe->addr = sender */
+	IPK_SVC_OP_ADOPT,        /* control ring only: a forked child's socket on the
+	                          * connection its parent's socket arg holds (len, arg2:
+	                          * ring sizes; res, sock, ring_off as SOCKET; svc/d_family.c) */
+	IPK_SVC_OP_CLAIM,        /* TCP: this process takes the connection's received
+	                          * data from the family member that had it, whose
+	                          * RECVs complete with -EXDEV (-EAGAIN: its SENDs are
+	                          * still in flight, ask again) */
+	IPK_SVC_OP_GIVEBACK,     /* TCP: buf_off, len: bytes received and not read, put
+	                          * back in front of the connection's stream */
 	IPK_SVC_OP__COUNT
 };
 
@@ -110,6 +119,10 @@ struct ipk_svc_sqe {
 
 #define IPK_SVC_CQE_F_MORE 1u    /* multishot: more completions follow for this sqe */
 #define IPK_SVC_CQE_F_RINGERR 2u /* the daemon found this socket's ring indices bad */
+#define IPK_SVC_CQE_F_MOVED 4u   /* user_data 0, res -EXDEV: another process's socket
+                                  * took the connection (CLAIM); answer with a
+                                  * GIVEBACK of what was received and not read,
+                                  * even none (svc/d_family.c) */
 
 /* Completion entry: 64 bytes. */
 struct ipk_svc_cqe {
@@ -170,6 +183,14 @@ int ipk_svc_socket_prio(struct ipk_svc *svc, int type, uint32_t sq_entries,
  * (the rings it names are outside the ring area). Thread-safe. */
 int ipk_svc_accepted(struct ipk_svc *svc, const struct ipk_svc_cqe *cqe,
                      struct ipk_svc_sock **out);
+/* A forked child's own socket on the TCP connection its parent's socket
+ * `parent_id` holds (ipk_svc_sock_id in the parent): the connection stays open
+ * until every process's socket on it is closed. The new socket starts away: send
+ * IPK_SVC_OP_CLAIM before data (svc/d_family.c has the rules). Returns 0 and *out,
+ * -EBADF (not the parent's connected socket, or not the same uid), -ENOMEM.
+ * Thread-safe. */
+int ipk_svc_adopt(struct ipk_svc *svc, uint32_t parent_id, uint32_t sq_entries,
+                  uint32_t cq_entries, struct ipk_svc_sock **out);
 /* Close the socket: a TCP connection gets FIN after the data already in the stack
  * (sends not yet completed are dropped), a listener or UDP port is freed. Operations
  * still in flight get no completion; their buffers are the application's again when
@@ -257,6 +278,12 @@ static inline void ipk_svc_sqe_set_data(struct ipk_svc_sqe *sqe, uint64_t user_d
 /* Publish every entry taken since the last submit; rings the daemon's doorbell only
  * when it sleeps. Returns the number published, or -EPIPE when the daemon is gone. */
 int ipk_svc_submit(struct ipk_svc_sock *so);
+/* As ipk_svc_submit, but never writes the doorbell (no system call): a sleeping
+ * ipkitd takes the entries at its next pass, whatever wakes it. Only for entries
+ * nothing waits on while the socket has others pending: a RECV posted while
+ * another RECV of the socket is still in flight (data arriving completes that
+ * one, and that pass takes this one too). */
+int ipk_svc_submit_quiet(struct ipk_svc_sock *so);
 
 /* The oldest unseen completion of the socket: 0 and *cqe, or -EAGAIN when none.
  * The entry stays valid until ipk_svc_cqe_seen. */

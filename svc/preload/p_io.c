@@ -76,7 +76,10 @@ int pl_post_recv(struct pl_sock *s)
 		ipk_svc_sqe_set_data(e, (uint64_t)PL_OP_RECV << 60 | (uint64_t)i);
 		r->posted = 1;
 		r->len = r->pos = 0;
-		if (ipk_svc_submit(s->so) < 0)
+		/* with the other buffer's RECV still in flight, data arriving completes
+		 * that one: this one needs no doorbell (one system call less per request
+		 * when ipkitd sleeps between requests; the next SEND rings for both) */
+		if ((s->rx[i ^ 1].posted ? ipk_svc_submit_quiet(s->so) : ipk_svc_submit(s->so)) < 0)
 			return -ENETDOWN;
 	}
 	return 0;
@@ -131,6 +134,11 @@ static void pl_cqe_send(struct pl_sock *s, const struct ipk_svc_cqe *c)
 static void pl_cqe_recv(struct pl_sock *s, const struct ipk_svc_cqe *c)
 {
 	struct pl_rx *r = &s->rx[c->user_data & 1];
+	if (r->posted && c->res == -EXDEV) { /* another process took it (p_fork.c) */
+		r->posted = 0;
+		s->away = 1;
+		return;
+	}
 	if (!r->posted || c->res > (int32_t)PL_RXBUF) {
 		PL_COUNT(bad_cqe, 1);
 		if (!r->posted)
@@ -155,6 +163,11 @@ static void pl_cqe_recv(struct pl_sock *s, const struct ipk_svc_cqe *c)
 void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
 {
 	int edge = 0;
+	if (c->flags & IPK_SVC_CQE_F_MOVED) { /* give back what we had (p_fork.c) */
+		pl_fam_moved(s);
+		pl_levels(s, 0);
+		return;
+	}
 	switch ((unsigned)(c->user_data >> 60)) {
 	case PL_OP_RECV:
 		if (s->type == SOCK_DGRAM)
@@ -164,6 +177,7 @@ void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
 		edge = 1;
 		break;
 	case PL_OP_SEND: pl_cqe_send(s, c); break;
+	case PL_OP_GB: pl_fam_gb_done(s, c->user_data); break;
 	case PL_OP_ACCEPT: pl_cqe_accept(s, c); edge = 1; break;
 	case PL_OP_CONNECT:
 		if (c->res == 0) {
@@ -242,6 +256,8 @@ static ssize_t pl_recv(struct pl_sock *s, void *buf, size_t len, int flags)
 	int64_t dl = 0;
 	if (len == 0)
 		return 0;
+	if (s->away && pl_fam_claim(s) < 0)
+		return -ECONNRESET;
 	for (;;) {
 		ssize_t n;
 		int w;
@@ -313,6 +329,8 @@ static ssize_t pl_send(struct pl_sock *s, const void *buf, size_t len, int flags
 {
 	size_t done = 0;
 	int64_t dl = 0;
+	if (s->away && pl_fam_claim(s) < 0)
+		return -ECONNRESET;
 	for (;;) {
 		ssize_t n;
 		int w;
@@ -446,10 +464,36 @@ static ssize_t pl_recvv(struct pl_sock *s, const struct iovec *iov, int n, int f
 	return got;
 }
 
+#define PL_GATHER 4096 /* a writev up to this size is one SEND */
+
+/* A small writev (nginx: the headers and a small body) as one SEND: one TCP
+ * segment and one frame through ipkitd instead of one per element, as Linux's
+ * writev makes one skb of it. 0: too large or stream socket not used so. */
+static ssize_t pl_sendv_small(struct pl_sock *s, const struct iovec *iov, int n, int flags)
+{
+	char b[PL_GATHER];
+	size_t len = 0;
+	int i;
+	if (s->type != SOCK_STREAM || n < 2)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (iov[i].iov_len > PL_GATHER - len)
+			return 0;
+		len += iov[i].iov_len;
+	}
+	for (i = 0, len = 0; i < n; i++) {
+		memcpy(b + len, iov[i].iov_base, iov[i].iov_len);
+		len += iov[i].iov_len;
+	}
+	return len ? pl_send(s, b, len, flags) : 0;
+}
+
 static ssize_t pl_sendv(struct pl_sock *s, const struct iovec *iov, int n, int flags)
 {
-	ssize_t done = 0;
+	ssize_t done = pl_sendv_small(s, iov, n, flags);
 	int i;
+	if (done != 0)
+		return done;
 	for (i = 0; i < n; i++) {
 		ssize_t r;
 		if (iov[i].iov_len == 0)
@@ -583,6 +627,8 @@ int shutdown(int fd, int how)
 	int rc = 0;
 	if (!s)
 		return pl_r.shutdown(fd, how);
+	if (s->away && how != SHUT_RD)
+		pl_fam_claim(s); /* a FIN goes after the holder's bytes */
 	pthread_mutex_lock(&s->mu);
 	if (how < SHUT_RD || how > SHUT_RDWR)
 		rc = -EINVAL;

@@ -113,9 +113,13 @@ static int pl_poll_core(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const 
 		nfds_t i;
 		if (end >= 0 && left < 0)
 			left = 0;
-		for (i = 0; i < n; i++)
-			if (p.s[i] && (pl_revents(p.s[i]) & ((unsigned)fds[i].events | POLLERR | POLLHUP)))
+		for (i = 0; i < n; i++) {
+			if (!p.s[i])
+				continue;
+			pl_unstale(p.s[i]); /* a stale level would end every sleep at once */
+			if (pl_revents(p.s[i]) & ((unsigned)fds[i].events | POLLERR | POLLHUP))
 				left = 0; /* an ipkit socket is ready now: only look at the rest */
+		}
 		if (left >= 0) {
 			ts.tv_sec = left / 1000000000;
 			ts.tv_nsec = left % 1000000000;
@@ -376,6 +380,8 @@ static int pl_ep_ctl(struct pl_eset *e, int epfd, int op, int fd, struct pl_sock
 	if (g->on) {
 		g->events = ev->events;
 		g->data = ev->data;
+		if (!(ev->events & EPOLLET)) /* the readable level is cleared at once */
+			__atomic_store_n(&s->ep_lt, 1, __ATOMIC_RELAXED);
 	}
 	return 0;
 }
@@ -418,6 +424,8 @@ static uint32_t pl_ep_user(struct pl_eset *e, uint64_t tag, epoll_data_t *data)
 	s = pl_get(fd);
 	if (s && g->on && !g->disarmed && g->serial == s->serial) {
 		m = pl_revents(s) & (g->events | EPOLLERR | EPOLLHUP);
+		if (!(m & (EPOLLIN | EPOLLRDNORM)))
+			pl_unstale(s); /* a level-triggered set would wake again at once */
 		*data = g->data;
 		if (m && (g->events & EPOLLONESHOT))
 			g->disarmed = 1;

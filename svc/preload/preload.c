@@ -329,11 +329,12 @@ static void pl_finish_locked(struct pl_sock *s)
 void pl_sock_release(struct pl_sock *s)
 {
 	int now;
+	pl_fam_release(s); /* another process's copy takes the connection first */
 	pthread_mutex_lock(&g_mu);
 	pthread_mutex_lock(&s->mu);
 	s->closing = 1;
 	pl_levels(s, 0);
-	now = s->tx_ops == 0 || !s->so;
+	now = (s->tx_ops == 0 && s->gb_ops == 0) || !s->so;
 	pthread_mutex_unlock(&s->mu);
 	if (now && (s->lnext || s->lprev || g_live == s)) {
 		pl_finish_locked(s);
@@ -365,7 +366,7 @@ static int pl_pump_round(void)
 			pl_on_cqe(s, &copy);
 			n++;
 		}
-		fin = s->closing && s->tx_ops == 0;
+		fin = s->closing && s->tx_ops == 0 && s->gb_ops == 0;
 		pthread_mutex_unlock(&s->mu);
 		if (fin) {
 			pl_finish_locked(s);
@@ -454,11 +455,52 @@ static int pl_writable(const struct pl_sock *s)
 	return s->state == PL_CONNECTED && s->tx_bytes < PL_TXMAX && s->tx_ops < PL_TXOPS;
 }
 
+/* The readable level is cleared lazily: when the program has read everything,
+ * the eventfd stays set ("stale", in_true 0) instead of a read(2) per request;
+ * the next arrival writes it again (a new edge for EPOLLET, as now), and whoever
+ * is about to sleep on it clears it first (pl_unstale: poll/select, blocking
+ * calls, an epoll wake-up that found nothing). An edge-triggered epoll loop
+ * (nginx) so pays one write per arrival instead of a write and a read; a socket
+ * ever put in a level-triggered epoll set (redis) is cleared at once, as before. */
+static void pl_lvl_in(struct pl_sock *s, int want, int edge)
+{
+	uint64_t v = 1;
+	ssize_t r = 0;
+	if (s->lfd < 0)
+		return;
+	if (want && (!s->in_lvl || !s->in_true || edge)) {
+		r = pl_r.write(s->lfd, &v, sizeof v);
+		s->in_lvl = 1;
+	} else if (!want && s->in_lvl && (s->closing || s->ep_lt)) {
+		/* a closed socket shows nothing: its registrations may outlive it in
+		 * epoll sets, where nobody would clear a stale level; in a
+		 * level-triggered set a stale level would cost a wake-up and an
+		 * epoll_wait more than the read it saves */
+		r = pl_r.read(s->lfd, &v, sizeof v);
+		s->in_lvl = 0;
+	}
+	(void)r; /* a non-blocking eventfd: EAGAIN means already so */
+	s->in_true = want;
+}
+
+void pl_unstale(struct pl_sock *s)
+{
+	uint64_t v;
+	ssize_t r;
+	pthread_mutex_lock(&s->mu);
+	if (s->in_lvl && !s->in_true && s->lfd >= 0) {
+		r = pl_r.read(s->lfd, &v, sizeof v);
+		(void)r;
+		s->in_lvl = 0;
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
 void pl_levels(struct pl_sock *s, int edge)
 {
-	/* a closed socket shows nothing: its registrations may outlive it in epoll
-	 * sets (its hidden writable eventfd stays open until its SENDs complete) */
-	pl_lvl(s->lfd, &s->in_lvl, !s->closing && pl_readable(s), edge);
+	/* a closed socket shows nothing (its hidden writable eventfd stays open
+	 * until its SENDs complete) */
+	pl_lvl_in(s, !s->closing && pl_readable(s), edge);
 	pl_lvl(s->ofd, &s->out_lvl, !s->closing && pl_writable(s), 0);
 }
 
@@ -492,6 +534,8 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms)
 {
 	struct pollfd p;
 	int r;
+	if (!out)
+		pl_unstale(s); /* else a stale level ends the sleep at once, every time */
 	p.fd = out ? s->ofd : s->lfd;
 	p.events = POLLIN;
 	p.revents = 0;
@@ -579,11 +623,38 @@ static uint32_t pl_tx_ops_all(void)
 	pthread_mutex_lock(&g_mu);
 	for (s = g_live; s; s = s->lnext) {
 		pthread_mutex_lock(&s->mu);
-		n += s->so ? s->tx_ops : 0;
+		n += s->so ? s->tx_ops + (uint32_t)s->gb_ops : 0;
 		pthread_mutex_unlock(&s->mu);
 	}
 	pthread_mutex_unlock(&g_mu);
 	return n;
+}
+
+/* Connections other processes also hold (fork): hand each to one of them, with
+ * what this process had received and not read (Linux keeps those bytes in the
+ * socket for them). */
+static void pl_exit_handover(void)
+{
+	struct pl_sock *s, *v[64];
+	int n;
+	for (int round = 0; round < 1024; round++) { /* 64 at a time, bounded */
+		n = 0;
+		pthread_mutex_lock(&g_mu);
+		for (s = g_live; s && n < 64; s = s->lnext) {
+			if (s->fam && !s->away && s->so && !s->closing) {
+				__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+				v[n++] = s;
+			}
+		}
+		pthread_mutex_unlock(&g_mu);
+		if (n == 0)
+			return;
+		for (int i = 0; i < n; i++) {
+			pl_fam_release(v[i]);
+			v[i]->fam = 0; /* handed over (or nobody else holds it) */
+			pl_put(v[i]);
+		}
+	}
 }
 
 static void pl_exit_flush(void)
@@ -593,6 +664,7 @@ static void pl_exit_flush(void)
 	struct timespec t = {0, 1000000};
 	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) != 1)
 		return;
+	pl_exit_handover();
 	for (i = 0; i < ms && pl_tx_ops_all() > 0; i++)
 		nanosleep(&t, NULL); /* the pump completes them meanwhile */
 	pthread_mutex_lock(&g_mu);
@@ -614,11 +686,13 @@ static int pl_stats_on;
 static void pl_fork_prepare(void)
 {
 	pthread_mutex_lock(&g_mu);
+	pl_fam_prepare(g_live);
 }
 
 static void pl_fork_parent(void)
 {
 	pthread_mutex_unlock(&g_mu);
+	pl_fam_parent(); /* connections: until the child adopted them (p_fork.c) */
 }
 
 static void pl_fork_child(void)
@@ -630,6 +704,7 @@ static void pl_fork_child(void)
 		pthread_cond_init(&s->cv, NULL);
 		s->so = NULL;
 		s->sync_busy = 0;
+		s->away = s->fresh = 0;
 		while (s->acc_h) {
 			struct pl_acc *a = s->acc_h;
 			s->acc_h = a->next;

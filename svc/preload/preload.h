@@ -97,7 +97,10 @@ struct pl_sock {
 	struct ipk_svc_sock *so;
 	enum pl_state state;
 	int nonblock, so_error, rd_shut, wr_shut, eof, closing;
-	int in_lvl, out_lvl;
+	int in_lvl, out_lvl; /* the eventfds' counters are set */
+	int in_true;         /* readable when the level was last computed (in_lvl
+	                      * without it: a stale level, cleared lazily) */
+	int ep_lt;           /* ever in a level-triggered epoll set: clear at once */
 	struct sockaddr_in local, peer;
 	/* two receive buffers in the region, read in turn from rx_head: one RECV may
 	 * fill the second while the application reads the first */
@@ -119,6 +122,13 @@ struct pl_sock {
 	int acc_n, acc_armed;
 	int backlog; /* listen()'s, for a forked child's own listener */
 	int inherit; /* fork child: a listener re-created on first use (p_fork.c) */
+	/* a connection shared across fork (p_fork.c, svc/d_family.c) */
+	int fam;           /* other processes may hold it: close hands it over */
+	int away;          /* another process has its data: CLAIM before use */
+	int fresh;         /* adopted, never claimed: waiting on it claims too */
+	int adopt;         /* fork child: ADOPT fam_id at the atfork handler */
+	uint32_t fam_id;   /* the parent's ipkitd socket id */
+	int gb_ops;        /* GIVEBACKs in flight (close waits for them) */
 	/* options (get/setsockopt) */
 	int reuseaddr, reuseport, keepalive, nodelay, rcvbuf, sndbuf;
 	int kidle, kintvl, kcnt;
@@ -155,6 +165,8 @@ void pl_sock_release(struct pl_sock *s);
  * when already readable (epoll EPOLLET reports every arrival, as Linux). */
 void pl_levels(struct pl_sock *s, int edge);
 unsigned pl_revents(struct pl_sock *s); /* POLL* mask now (takes s->mu) */
+/* Clear a stale readable level before sleeping on it (takes s->mu). */
+void pl_unstale(struct pl_sock *s);
 /* Sleep until ofd (out) or fd (in) is signalled, or timeout_ms (-1: none). Returns 0,
  * -EAGAIN (timed out), -EINTR. */
 int pl_wait(struct pl_sock *s, int out, int timeout_ms);
@@ -170,7 +182,8 @@ int pl_hide_fd(int fd);
 /* user_data of the shim's operations: the kind in the top 4 bits (RECV: the
  * buffer's index in bit 0). Nothing else is taken from a completion but res, which
  * is checked against what was asked. */
-enum { PL_OP_RECV = 1, PL_OP_SEND, PL_OP_ACCEPT, PL_OP_CONNECT, PL_OP_SHUT, PL_OP_BIND };
+enum { PL_OP_RECV = 1, PL_OP_SEND, PL_OP_ACCEPT, PL_OP_CONNECT, PL_OP_SHUT, PL_OP_BIND,
+       PL_OP_GB };
 
 /* ------------------------------------------------------------ stats */
 struct pl_stats {
@@ -209,6 +222,15 @@ int pl_sig_restart(int has_timeout);
 int pl_fork_child_keep(struct pl_sock *s);
 int pl_listen_want(struct pl_sock *s);
 void pl_fork_child_relisten(struct pl_sock *list);
+/* connections across fork: the parent's pipe the child closes once it adopted
+ * (prepare / parent handler); the program uses s: CLAIM it if away (0 or
+ * -errno); MOVED completion (pump, under s->mu); a holder's close hands it over. */
+void pl_fam_prepare(struct pl_sock *list);
+void pl_fam_parent(void);
+int pl_fam_claim(struct pl_sock *s);
+void pl_fam_moved(struct pl_sock *s);
+void pl_fam_gb_done(struct pl_sock *s, uint64_t user_data);
+void pl_fam_release(struct pl_sock *s);
 /* exec (p_exec.c): note a listener for the next image; the fork child's table;
  * the new image adopts what it inherited (constructor). */
 void pl_exec_note(struct pl_sock *s);

@@ -152,6 +152,64 @@ def test_preload_socat_both_ways(rig, tmp_path):
     assert sha(got1) == sha(got2) == sha(src)
 
 
+# A Linux client of the accept-then-fork server below: NCLI connections at once,
+# each sends UP random bytes (its own), then reads the server's SHA-256 of what it
+# got, a newline, and the DOWN-byte file, then the end of the stream; prints one
+# line per connection: "ok" or what went wrong.
+FORK_CLIENT = r"""
+import hashlib, os, socket, sys, threading
+ip, port, n, up, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+res = [None] * n
+def one(i):
+    try:
+        data = os.urandom(up)
+        s = socket.create_connection((ip, port), timeout=60)
+        s.sendall(data)
+        got = b""
+        while True:
+            b = s.recv(1 << 16)
+            if not b:
+                break
+            got += b
+        line, _, body = got.partition(b"\n")
+        ok = line.split()[0].decode() == hashlib.sha256(data).hexdigest()
+        ok2 = hashlib.sha256(body).hexdigest() == want
+        res[i] = "ok" if ok and ok2 else "bad up %s down %s (%d bytes)" % (ok, ok2, len(body))
+    except Exception as e:
+        res[i] = "error %r" % e
+t = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+[x.start() for x in t]
+[x.join(120) for x in t]
+print("\n".join(str(r) for r in res))
+"""
+
+
+def test_preload_socat_fork_server_accept_then_fork(rig, tmp_path):
+    """socat TCP-LISTEN:P,fork under the shim: the classic accept-then-fork server
+    (socat's child owns the accepted connection, the parent closes its copy at
+    once). Four Linux clients at once each upload 4 MiB and get back its SHA-256
+    (sha256sum in the child's shell) and an 8 MiB file, verified; twice, so the
+    parent keeps serving after its children are gone. Before: the child's socket
+    answered EBADF (socat: "Bad file descriptor"), the clients got nothing."""
+    link = rig.link
+    down = tmp_path / "down"
+    with open(down, "wb") as f:
+        f.write(os.urandom(8 << 20))
+    up = 4 << 20
+    srv = shimmed(rig, "socat", "TCP-LISTEN:9003,fork,reuseaddr",
+                  "SYSTEM:head -c %d | sha256sum; cat %s" % (up, down))
+    time.sleep(0.5)
+    for _ in range(2):
+        r = link.run("/usr/bin/python3", "-c", FORK_CLIENT, link.ipk_ip, "9003", "4", str(up),
+                     sha(down), timeout=150)
+        lines = r.stdout.decode().split("\n")
+        assert r.returncode == 0 and lines[:4] == ["ok"] * 4, r.stdout.decode() + r.stderr.decode()
+    srv.send_signal(signal.SIGTERM)
+    rc, _, err = finish(srv, 30)
+    st = stats(err)
+    assert st["ipk"] >= 1 and st["kern"] == 0 and st["accepts"] >= 8, st
+
+
 def test_preload_nc_both_ways(rig, tmp_path):
     """Debian's nc (OpenBSD) under the shim, both directions, 32 MiB each."""
     if subprocess.run(["sh", "-c", "command -v nc"], capture_output=True).returncode:

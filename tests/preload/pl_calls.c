@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -832,32 +833,266 @@ static void t_exec(void)
 	close(pfd[1]);
 }
 
-/* fork_conn: a connected socket used in a forked child. Linux: it works (exit
- * 0). The shim (this landing): send and recv fail at once with EBADF (exit 3),
- * never hang; the parent's connection still works. test_preload.py's case
- * fork_conn checks both answers (they differ on purpose: README, "fork"). */
+/* fork_conn: a connected client socket used in a forked child (it sends and
+ * reads the echo), then by the parent after the child is gone: the socket stays
+ * open across the child's exit, and both processes see the same stream; a second
+ * child uses it and is killed (SIGKILL): the parent's connection is not reset. */
 static void t_fork_conn(void)
 {
 	int s = connected(&echo_a), st = -1;
-	char b[4];
+	char b[8];
 	pid_t pid;
 	SAY("fork_conn\n");
+	R(send(s, "pre", 3, 0));
+	R(read_n(s, b, 3));
 	pid = fork();
 	if (pid == 0) {
-		ssize_t w, r;
 		alarm(10);
-		w = send(s, "x", 1, 0);
-		if (w < 0 && errno == EBADF) {
-			r = recv(s, b, 1, 0);
-			_exit(r < 0 && errno == EBADF ? 3 : 1);
-		}
-		_exit(w == 1 && read_n(s, b, 1) == 1 ? 0 : 1);
+		if (send(s, "child", 5, 0) != 5 || read_n(s, b, 5) != 5 || memcmp(b, "child", 5))
+			exit(1);
+		exit(0);
 	}
 	waitpid(pid, &st, 0);
 	printf("  child exit %d\n", st);
 	fflush(stdout);
 	R(send(s, "after", 5, 0));
-	R(read_n(s, b, 4) + read_n(s, b, 1) + 0);
+	R(read_n(s, b, 5));
+	SAY("  parent read %.5s\n", b);
+	/* a child that took the connection and is killed: no reset, the parent goes on */
+	pid = fork();
+	if (pid == 0) {
+		alarm(10);
+		if (send(s, "k", 1, 0) == 1 && read_n(s, b, 1) == 1)
+			raise(SIGKILL);
+		exit(1);
+	}
+	waitpid(pid, &st, 0);
+	SAY("  killed child: signal %d\n", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	R(send(s, "again", 5, 0));
+	R(read_n(s, b, 5));
+	SAY("  parent read %.5s\n", b);
+	R(close(s));
+}
+
+/* fork_idle: a child that never touches the inherited connection (redis's
+ * BGSAVE, a helper that execs): the parent goes on using it while the child
+ * lives (poll, then read: the data stays the parent's) and after it exits. */
+static void t_fork_idle(void)
+{
+	int s = connected(&echo_a), st = -1, pfd[2], ok = 1;
+	char b[4], c;
+	pid_t pid;
+	SAY("fork_idle\n");
+	R(pipe(pfd));
+	pid = fork();
+	if (pid == 0) {
+		close(pfd[1]);
+		alarm(20);
+		_exit(read(pfd[0], &c, 1) < 0 ? 1 : 0); /* until the parent is done */
+	}
+	close(pfd[0]);
+	for (int i = 0; i < 20; i++) {
+		struct pollfd p = {s, POLLIN, 0};
+		ok &= send(s, "ping", 4, 0) == 4 && poll(&p, 1, 5000) == 1 && read_n(s, b, 4) == 4 &&
+		      memcmp(b, "ping", 4) == 0;
+	}
+	SAY("  20 echoes while the child lives ok %d\n", ok);
+	R(write(pfd[1], "x", 1));
+	R(waitpid(pid, &st, 0) == pid);
+	SAY("  child exit %d\n", st);
+	R(send(s, "pong", 4, 0));
+	R(read_n(s, b, 4));
+	R(close(pfd[1]));
+	R(close(s));
+}
+
+/* A pattern both ends can check: byte i of stream `seed`. */
+static char fa_byte(long i, int seed) { return (char)((i * 131 + seed * 7 + i / 251) & 0xff); }
+
+static long fa_check(int s, long n, int seed)
+{
+	static char b[16384];
+	long got = 0, bad = 0;
+	while (got < n) {
+		long k = n - got < (long)sizeof b ? n - got : (long)sizeof b;
+		ssize_t r = recv(s, b, (size_t)k, 0);
+		if (r <= 0)
+			break;
+		for (long i = 0; i < r; i++)
+			bad += b[i] != fa_byte(got + i, seed);
+		got += r;
+	}
+	return got == n && bad == 0 ? 0 : -1;
+}
+
+static long fa_send(int s, long n, int seed)
+{
+	static char b[16384];
+	long done = 0;
+	while (done < n) {
+		long k = n - done < (long)sizeof b ? n - done : (long)sizeof b;
+		for (long i = 0; i < k; i++)
+			b[i] = fa_byte(done + i, seed);
+		if (send(s, b, (size_t)k, 0) != k)
+			return -1;
+		done += k;
+	}
+	return 0;
+}
+
+/* fork_accept: the classic accept-then-fork server. The client's first 8 bytes
+ * (two sends) are already received when the parent forks; the parent closes its copy at
+ * once; the child reads them and 256 KiB sent after the fork, answers 300 KiB
+ * and closes: the client gets every byte, then the end of the stream (the
+ * connection ended only with the child's close, and the parent's close did not
+ * end it). Then three such children at once. */
+static void fa_child(int l, int a, int c)
+{
+	char b[8];
+	alarm(20);
+	close(l);
+	close(c); /* its copy of the client end: the parent's stays open */
+	if (read_n(a, b, 8) != 8 || memcmp(b, "req0req1", 8) || fa_check(a, 256 << 10, 1) ||
+	    fa_send(a, 300 << 10, 2))
+		exit(1);
+	close(a);
+	exit(0);
+}
+
+/* Wait (bounded) until n bytes are received and unread on s (FIONREAD). */
+static int fa_unread(int s, int n)
+{
+	int v = 0;
+	for (int i = 0; i < 1000 && (ioctl(s, FIONREAD, &v) < 0 || v < n); i++)
+		usleep(1000);
+	return v == n ? 0 : -1;
+}
+
+static void t_fork_accept(void)
+{
+	int l = listener(), c[3], a, i, st;
+	char b[4];
+	pid_t pid[3];
+	SAY("fork_accept\n");
+	for (i = 0; i < 3; i++) {
+		struct pollfd p;
+		struct timeval tv = {15, 0};
+		c[i] = connected(&loop_a);
+		setsockopt(c[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		a = accept(l, NULL, NULL);
+		R(send(c[i], "req0", 4, 0));
+		p.fd = a, p.events = POLLIN, p.revents = 0;
+		R(poll(&p, 1, 10000)); /* received before the fork */
+		R(send(c[i], "req1", 4, 0));
+		R(fa_unread(a, 8)); /* in a second piece: under the shim, both receive
+		                     * buffers hold data at the fork, none is posted */
+		pid[i] = fork();
+		if (pid[i] == 0)
+			fa_child(l, a, c[i]);
+		R(close(a)); /* the parent's copy, at once */
+	}
+	for (i = 0; i < 3; i++)
+		R(fa_send(c[i], 256 << 10, 1));
+	for (i = 0; i < 3; i++) {
+		SAY("  client %d: 300 KiB ok %d", i, fa_check(c[i], 300 << 10, 2) == 0);
+		SAY(" then eof %d\n", (int)recv(c[i], b, 1, 0) == 0);
+		st = -1;
+		waitpid(pid[i], &st, 0);
+		SAY("  child exit %d\n", st);
+		R(close(c[i]));
+	}
+	R(close(l));
+}
+
+/* fork_both: parent and child write to one connection at once (50 records of
+ * 512 bytes each, 'P' or 'C'): each write arrives whole (the documented rule:
+ * each write is one piece of the stream, the two processes' writes interleave
+ * between writes), and the echo of all of them reaches the parent once the child
+ * has exited (what the child had received and not read is handed back). */
+static void t_fork_both(void)
+{
+	int s = connected(&echo_a), st = -1, p = 0, c = 0, torn = 0;
+	static char rec[512], all[100 * 512];
+	pid_t pid;
+	SAY("fork_both\n");
+	pid = fork();
+	memset(rec, pid == 0 ? 'C' : 'P', sizeof rec);
+	for (int i = 0; i < 50; i++)
+		if (send(s, rec, sizeof rec, 0) != (ssize_t)sizeof rec)
+			SAY("  send failed\n");
+	if (pid == 0)
+		exit(0);
+	waitpid(pid, &st, 0);
+	SAY("  child exit %d\n", st);
+	R(read_n(s, all, sizeof all));
+	for (int i = 0; i < 100; i++) {
+		for (int j = 1; j < 512; j++)
+			torn += all[i * 512 + j] != all[i * 512];
+		p += all[i * 512] == 'P';
+		c += all[i * 512] == 'C';
+	}
+	SAY("  records P %d C %d torn %d\n", p, c, torn);
+	R(close(s));
+}
+
+/* CPU time this process has used, ms. */
+static double cpu_ms(void)
+{
+	struct rusage u;
+	getrusage(RUSAGE_SELF, &u);
+	return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+	       (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
+
+/* stale: every wait after the data was read sleeps (the shim leaves the readable
+ * level set after a read and clears it only before a sleep: a wait that found it
+ * set would return at once, again and again). poll, select, a level- and an
+ * edge-triggered epoll set and a blocking recv with a timeout each wait 400 ms
+ * for nothing; the process's CPU time over the 2 s must stay small (a spinning
+ * wait uses a large share of a CPU even on a loaded machine). Then new data is an
+ * edge again. */
+static void t_stale(void)
+{
+	int s = connected(&echo_a), et = epoll_create1(0), lt = epoll_create1(0);
+	struct epoll_event e = {EPOLLIN | EPOLLET, {.u64 = 7}}, out;
+	struct timeval tv = {0, 400000};
+	struct pollfd p = {s, POLLIN, 0};
+	fd_set r;
+	char b[2];
+	double c0;
+	SAY("stale\n");
+	R(epoll_ctl(et, EPOLL_CTL_ADD, s, &e));
+	R(send(s, "x", 1, 0));
+	R(epoll_wait(et, &out, 1, 5000));
+	R(read_n(s, b, 1));
+	/* CPU time of each 400 ms wait: sleeping costs next to none; spinning on a
+	 * stale level costs its share of a CPU, tens of ms even under heavy load */
+#define QUIET(call) (c0 = cpu_ms(), (void)(call), SAY("  %s quiet %d\n", #call, cpu_ms() - c0 < 40))
+	QUIET(poll(&p, 1, 400));
+	R(send(s, "x", 1, 0)); /* each wait below after an arrival that was read */
+	R(read_n(s, b, 1));
+	FD_ZERO(&r);
+	FD_SET(s, &r);
+	QUIET(select(s + 1, &r, NULL, NULL, &tv));
+	R(send(s, "x", 1, 0));
+	R(read_n(s, b, 1));
+	QUIET(epoll_wait(et, &out, 1, 400)); /* the edge of a byte already read: none */
+	R(send(s, "x", 1, 0));
+	R(read_n(s, b, 1));
+	tv.tv_usec = 400000;
+	R(setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
+	QUIET(recv(s, b, 1, 0));
+	R(send(s, "x", 1, 0));
+	R(read_n(s, b, 1));
+	e.events = EPOLLIN;
+	R(epoll_ctl(lt, EPOLL_CTL_ADD, s, &e));
+	QUIET(epoll_wait(lt, &out, 1, 400));
+#undef QUIET
+	R(send(s, "y", 1, 0));
+	R(epoll_wait(et, &out, 1, 5000));
+	R(read_n(s, b, 1));
+	R(close(lt));
+	R(close(et));
 	R(close(s));
 }
 
@@ -1140,7 +1375,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold},
 };
 

@@ -181,6 +181,37 @@ static void h_flood(struct ipk_svc *svc)
 	ipk_svc_close(so);
 }
 
+/* The fork-sharing operations (svc/d_family.c) from a process with no ipkitd
+ * parent: ADOPT of any id is refused, CLAIM and GIVEBACK only touch its own
+ * sockets, and the bytes given back are capped (1 MiB per connection): past the
+ * cap -ENOBUFS, the daemon's memory does not grow. */
+static void h_family(struct ipk_svc *svc, struct ipk_svc_sock *u, struct ipk_svc_sock *t)
+{
+	struct ipk_svc_sock *x;
+	struct ipk_svc_sqe e;
+	uint8_t *b = (uint8_t *)ipk_svc_buf_alloc(svc, 512u << 10);
+	uint64_t off = b ? (uint64_t)(b - (uint8_t *)ipk_svc_region(svc, NULL)) : 0;
+	CHECK(ipk_svc_adopt(svc, ipk_svc_sock_id(t), 16, 32, &x) == -EBADF, "adopt own socket");
+	for (uint32_t id = 1; id < 64; id++)
+		CHECK(ipk_svc_adopt(svc, id, 16, 32, &x) == -EBADF, "adopt id %u, no parent", id);
+	CHECK(h_op(u, IPK_SVC_OP_CLAIM, 0, 0) == -EOPNOTSUPP, "claim on a UDP socket");
+	CHECK(h_op(t, IPK_SVC_OP_CLAIM, 0, 0) == 0, "claim of a socket it holds");
+	CHECK(h_op(t, IPK_SVC_OP_GIVEBACK, 0, 64) == -EFAULT, "giveback from the header");
+	CHECK(b != NULL, "a 512 KiB buffer");
+	if (!b)
+		return;
+	memset(b, 'g', 512u << 10);
+	CHECK(h_op(t, IPK_SVC_OP_GIVEBACK, off, 512u << 10) == 0, "giveback 512 KiB");
+	CHECK(h_op(t, IPK_SVC_OP_GIVEBACK, off, 512u << 10) == 0, "giveback 1 MiB in all");
+	for (int i = 0; i < 100; i++)
+		CHECK(h_op(t, IPK_SVC_OP_GIVEBACK, off, 512u << 10) == -ENOBUFS,
+		      "giveback past 1 MiB, %d", i);
+	ipk_svc_buf_free(svc, b, 512u << 10);
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_nop(&e);
+	CHECK(one(t, &e, NULL) == 0, "NOP after the give-backs");
+}
+
 static int mode_hostile(struct ipk_svc *svc, uint32_t other_id)
 {
 	struct ipk_svc_sock *u, *t;
@@ -202,6 +233,7 @@ static int mode_hostile(struct ipk_svc *svc, uint32_t other_id)
 	h_indices(svc, u);
 	h_bits(svc);
 	h_flood(svc);
+	h_family(svc, u, t);
 	memset(&e, 0, sizeof e);
 	ipk_svc_prep_nop(&e);
 	CHECK(one(u, &e, NULL) == 0, "NOP after all of it");
