@@ -247,22 +247,18 @@ static void *seg_alloc(struct ipk_ctx *ctx, const struct seg_spec *sp)
 }
 
 /*
- * Build and send one segment to t. Payload (sp->plen bytes at sp->seq) comes from c's
- * send queue: cloned and chained with IPK_CAP_SG (above IPK_TCP_COPY_MAX bytes),
- * copied into the header packet otherwise. The packet passes to ipk_ip4_output (which frees it on failure).
+ * Header, options and payload of sp into pkt at l4 (the transport offset of its
+ * family): returns the header length, or 0 when the payload could not be chained
+ * (pkt freed, counted). The checksum field is left 0.
  */
-static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct seg_spec *sp,
-                    struct ipk_conn *c)
+static IPK_ALWAYS_INLINE uint32_t seg_fill(struct ipk_ctx *ctx, const struct ipk_tuple *t,
+                                           const struct seg_spec *sp, struct ipk_conn *c,
+                                           void *pkt, uint32_t l4, int sg)
 {
-	uint32_t l4 = ipk_l4_off(ctx), hlen;
-	int sg = (ctx->cfg.caps & IPK_CAP_SG) && sp->plen > IPK_TCP_COPY_MAX;
 	struct ipk_tcp_hdr h;
-	struct ipk_tx_meta meta;
 	uint8_t *th;
-	void *pkt = seg_alloc(ctx, sp);
+	uint32_t hlen;
 
-	if (!pkt)
-		return IPK_ENOBUFS;
 	/* Header and options straight into the packet (its buffer holds l4 + 60 bytes,
 	 * ipk_ctx_init's pkt_buf_size check); the length is set once they are known. */
 	th = ipk_pkt_data(ctx, pkt) + l4;
@@ -284,8 +280,37 @@ static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, cons
 	if (sg && sq_attach(ctx, c, pkt, sp->seq, sp->plen) != IPK_OK) {
 		ipk_pkt_free_chain(ctx, pkt);
 		ipk_drop(ctx, IPK_DROP_NO_PKT);
-		return IPK_ENOBUFS;
+		return 0;
 	}
+	return hlen;
+}
+
+static int seg_send6(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct seg_spec *sp,
+                     struct ipk_conn *c);
+
+/*
+ * Build and send one segment to t. Payload (sp->plen bytes at sp->seq) comes from c's
+ * send queue: cloned and chained with IPK_CAP_SG (above IPK_TCP_COPY_MAX bytes),
+ * copied into the header packet otherwise. The packet passes to ipk_ip4_output (which frees it on failure).
+ */
+static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct seg_spec *sp,
+                    struct ipk_conn *c)
+{
+	uint32_t l4 = ipk_l4_off(ctx), hlen;
+	int sg = (ctx->cfg.caps & IPK_CAP_SG) && sp->plen > IPK_TCP_COPY_MAX;
+	struct ipk_tx_meta meta;
+	uint8_t *th;
+	void *pkt;
+
+	if (ipk_tcp_is6(t))
+		return seg_send6(ctx, t, sp, c);
+	pkt = seg_alloc(ctx, sp);
+	if (!pkt)
+		return IPK_ENOBUFS;
+	th = ipk_pkt_data(ctx, pkt) + l4;
+	hlen = seg_fill(ctx, t, sp, c, pkt, l4, sg);
+	if (hlen == 0)
+		return IPK_ENOBUFS;
 	ipk_memset(&meta, 0, sizeof(meta));
 	meta.l4_len = (uint16_t)hlen;
 	meta.tos = sp->tos;
@@ -299,6 +324,41 @@ static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, cons
 		ctx->cnt.tcp_rst_tx++;
 	return ipk_ip4_output(ctx, pkt, t->peer_ip4_be, IPK_IPPROTO_TCP, hlen + sp->plen, &meta);
 }
+
+/*
+ * The segment over IPv6 (tcp6.c pairs): the same header and payload at the IPv6
+ * upper-layer offset, the checksum with the IPv6 pseudo-header (RFC 8200 §8.1) in
+ * software (no IPv6 checksum offload is declared yet), no TSO (seg_max), then
+ * ipk_ip6_output (next hop, ND). The traffic class is 0: ECN-capable transport is
+ * not marked over IPv6 yet (RFC 3168 §6.1.1 lets a sender leave it unset).
+ */
+static IPK_NOINLINE int seg_send6(struct ipk_ctx *ctx, const struct ipk_tuple *t,
+                                  const struct seg_spec *sp, struct ipk_conn *c)
+{
+	const struct ipk_tcp6_pair *e = ipk_tcp6_pair(ctx, t->peer_ip4_be);
+	uint32_t l4 = ipk_l4_off6(ctx), hlen, sum;
+	int sg = (ctx->cfg.caps & IPK_CAP_SG) && sp->plen > IPK_TCP_COPY_MAX, odd = 0;
+	uint8_t *th;
+	void *pkt;
+
+	if (!e)
+		return IPK_EINVAL;
+	pkt = seg_alloc(ctx, sp);
+	if (!pkt)
+		return IPK_ENOBUFS;
+	th = ipk_pkt_data(ctx, pkt) + l4;
+	hlen = seg_fill(ctx, t, sp, c, pkt, l4, sg);
+	if (hlen == 0)
+		return IPK_ENOBUFS;
+	sum = ipk_csum_pseudo6(e->local, e->peer, IPK_IPPROTO_TCP, hlen + sp->plen);
+	sum = ipk_csum_chain(ctx, pkt, l4, hlen + sp->plen, sum, &odd);
+	ipk_wr16(th + 16, ipk_csum_fold(sum));
+	ctx->cnt.tcp_tx_segs++;
+	if (sp->flags & IPK_TCP_RST)
+		ctx->cnt.tcp_rst_tx++;
+	return ipk_ip6_output(ctx, pkt, e->local, e->peer, IPK_IPPROTO_TCP, hlen + sp->plen, 0);
+}
+
 
 /* ------------------------------------------------------------ windows */
 
@@ -341,7 +401,7 @@ static void syn_opts(const struct ipk_ctx *ctx, const struct ipk_conn *c, struct
 {
 	ipk_memset(o, 0, sizeof(*o));
 	o->has_mss = 1;
-	o->mss = (uint16_t)ipk_tcp_rcv_mss(ctx);
+	o->mss = (uint16_t)ipk_tcp_mss_ours(ctx, &c->t);
 	/* RFC 7323 §1.3: offer window scale in our SYN, and in a SYN-ACK only when the
 	 * peer's SYN offered it; the same for SACK-permitted (RFC 2018 §2) and
 	 * timestamps (RFC 7323 §3.2). */
@@ -581,7 +641,7 @@ static uint32_t seg_max(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	uint32_t m = c->mss, room;
 
-	if (ctx->cfg.caps & IPK_CAP_TSO) {
+	if ((ctx->cfg.caps & IPK_CAP_TSO) && !ipk_tcp_is6(&c->t)) { /* no IPv6 TSO yet */
 		m = ctx->cfg.tso_max - ctx->cfg.tso_max % c->mss;
 		if (!(ctx->cfg.caps & IPK_CAP_SG)) {
 			room = ctx->cfg.pkt_buf_size - ipk_l4_off(ctx) - 60u;
@@ -801,7 +861,8 @@ static int txf_route_ok(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	uint32_t nh = ipk_ip4_next_hop(ctx, c->t.peer_ip4_be);
 
-	return nh != 0 && (ctx->cfg.link == IPK_LINK_RAWIP ||
+	/* IPv6 segments go the general way (seg_send6): the template is IPv4's */
+	return nh != 0 && !ipk_tcp_is6(&c->t) && (ctx->cfg.link == IPK_LINK_RAWIP ||
 	                   (nh == ctx->nhc_ip_be && ctx->now < ctx->nhc_until));
 }
 
