@@ -54,6 +54,14 @@
 #define IPK_FLATTEN
 #endif
 
+/* A branch the common frame never takes (an IPv6 connection on a path IPv4 shares):
+ * laid out of line so the IPv4 code around it keeps its shape. */
+#if defined(__GNUC__)
+#define IPK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define IPK_UNLIKELY(x) (x)
+#endif
+
 /* Ops access: a unity build binds the table at compile time. */
 #ifdef IPK_OPS_STATIC
 /* ctx is still evaluated (and discarded) so a function that uses its context only
@@ -266,10 +274,12 @@ struct ipk_ip6 {
 /*
  * TCP over IPv6 (tcp6.c): a connection keeps its struct ipk_tuple of two 32-bit
  * addresses, so the IPv4 paths and the object's size are what they were. An IPv6
- * connection has local_ip4_be IPK_TCP6_MARK (255.255.255.255, never the local
- * address of an IPv4 connection: ours is unicast) and peer_ip4_be the index of its
- * (local, peer) address pair in ctx->tcp6_pairs, counted by the connections
- * holding it. The connection hash, the last-hit cache, TIME_WAIT and the 4-tuple
+ * connection has peer_ip4_be IPK_TCP6_MARK (255.255.255.255: no IPv4 connection
+ * has that peer, ipk_tcp_connect refuses it and the source rule drops it on
+ * receive; and no next hop is ever cached for it, so the IPv4 transmit template's
+ * route test fails for an IPv6 connection without a test of its own) and
+ * local_ip4_be the index of its (local, peer) address pair in ctx->tcp6_pairs,
+ * counted by the connections holding it. The connection hash, the last-hit cache, TIME_WAIT and the 4-tuple
  * rules then serve both families unchanged: two IPv6 4-tuples are equal exactly
  * when their pair index and ports are. Entry tcp6_n is the scratch pair: the
  * addresses of the segment being processed when no connection has them (a SYN, a

@@ -134,7 +134,7 @@ static uint16_t eph_pick(struct ipk_ctx *ctx, uint32_t lip, uint32_t pip, uint16
 		uint32_t next = p == hi ? lo : p + 1u;
 
 		/* RSS-aware choice is IPv4's only for now (an IPv6 hash is rss.c's) */
-		if ((lip == IPK_TCP6_MARK || ipk_rss_port_ok(ctx, pip, pport, be)) &&
+		if ((pip == IPK_TCP6_MARK || ipk_rss_port_ok(ctx, pip, pport, be)) &&
 		    !ipk_tcp_lookup(ctx, lip, be, pip, pport)) {
 			ctx->eph_next = (uint16_t)next;
 			return be;
@@ -196,7 +196,7 @@ void ipk_tcp_report_closed(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_clo
 static void conn_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	if (ipk_tcp_is6(&c->t))
-		ipk_tcp6_put(ctx, c->t.peer_ip4_be);
+		ipk_tcp6_put(ctx, c->t.local_ip4_be);
 	c->magic = 0;
 	c->state = IPK_TCP_CLOSED;
 	ipk_tcp_fast_clear(c);
@@ -381,7 +381,10 @@ int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_por
 
 	if (out)
 		*out = NULL;
-	if (!ctx || !out || peer_ip4_be == 0 || peer_port_be == 0 || !IPK_OPS(ctx)->tcp_payload)
+	/* RFC 1122 §4.2.3.10: no TCP to the limited broadcast (which also marks IPv6
+	 * connections, tcp6.c) */
+	if (!ctx || !out || peer_ip4_be == 0 || peer_ip4_be == IPK_TCP6_MARK || peer_port_be == 0 ||
+	    !IPK_OPS(ctx)->tcp_payload)
 		return IPK_EINVAL;
 	/* Off-link with no gateway: every SYN would be dropped (IPK_DROP_NO_ROUTE) until
 	 * the retries ran out; say so now, as Linux's connect() does (ENETUNREACH there;
@@ -482,8 +485,8 @@ int ipk_tcp_connect_addr(struct ipk_ctx *ctx, const struct ipk_addr *peer,
 	pair = ipk_tcp6_pair_take(ctx, src, peer->a);
 	if (pair == IPK_TCP6_NONE)
 		return IPK_ENOMEM;
-	t.local_ip4_be = IPK_TCP6_MARK;
-	t.peer_ip4_be = pair;
+	t.local_ip4_be = pair;
+	t.peer_ip4_be = IPK_TCP6_MARK;
 	t.local_port_be = local_port_be;
 	t.peer_port_be = peer_port_be;
 	/* held across the open: reusing a TIME_WAIT 4-tuple frees the old connection,

@@ -499,9 +499,9 @@ IPK_INLINE uint32_t ipk_tcp_rcv_mss(const struct ipk_ctx *ctx) { return (uint32_
 
 /* ---- tcp6.c: TCP over IPv6 (internal.h IPK_TCP6_MARK) */
 /* Is t (a connection's or a segment's) an IPv6 one? */
-IPK_INLINE int ipk_tcp_is6(const struct ipk_tuple *t) { return t->local_ip4_be == IPK_TCP6_MARK; }
+IPK_INLINE int ipk_tcp_is6(const struct ipk_tuple *t) { return t->peer_ip4_be == IPK_TCP6_MARK; }
 /* A new connection's tuple takes its pair: the scratch pair is made a real one
- * (t->peer_ip4_be rewritten). IPK_ENOMEM (counted) when the table is full. */
+ * (t->local_ip4_be rewritten). IPK_ENOMEM (counted) when the table is full. */
 int ipk_tcp6_hold(struct ipk_ctx *ctx, struct ipk_tuple *t);
 /* A connection gives its pair back (freed with its last holder). */
 void ipk_tcp6_put(struct ipk_ctx *ctx, uint32_t pair);
@@ -523,7 +523,7 @@ uint32_t ipk_tcp_mss6(const struct ipk_ctx *ctx, uint32_t pair);
  * less the IPv4 and TCP headers, or the IPv6 path MTU less 60. */
 IPK_INLINE uint32_t ipk_tcp_mss_ours(const struct ipk_ctx *ctx, const struct ipk_tuple *t)
 {
-	return ipk_tcp_is6(t) ? ipk_tcp_mss6(ctx, t->peer_ip4_be) : (uint32_t)ctx->cfg.mtu - 40u;
+	return ipk_tcp_is6(t) ? ipk_tcp_mss6(ctx, t->local_ip4_be) : (uint32_t)ctx->cfg.mtu - 40u;
 }
 
 /* ---- tcp.c */

@@ -128,13 +128,13 @@ static void tcp6_pair_put0(struct ipk_ctx *c, uint32_t i)
 
 int ipk_tcp6_hold(struct ipk_ctx *c, struct ipk_tuple *t)
 {
-	uint32_t i = t->peer_ip4_be;
+	uint32_t i = t->local_ip4_be;
 
 	if (i == c->tcp6_n) { /* the scratch pair: the segment's addresses */
 		i = tcp6_pair_get(c, c->tcp6_pairs[i].local, c->tcp6_pairs[i].peer);
 		if (i == IPK_TCP6_NONE)
 			return IPK_ENOMEM;
-		t->peer_ip4_be = i;
+		t->local_ip4_be = i;
 	}
 	if (i >= c->tcp6_n)
 		return IPK_EINVAL;
@@ -173,7 +173,7 @@ void ipk_tcp6_key(const struct ipk_ctx *c, const struct ipk_tuple *t, struct ipk
 	const struct ipk_tcp6_pair *e;
 
 	*k = *t;
-	if (!ipk_tcp_is6(t) || !(e = ipk_tcp6_pair(c, t->peer_ip4_be)))
+	if (!ipk_tcp_is6(t) || !(e = ipk_tcp6_pair(c, t->local_ip4_be)))
 		return;
 	k->local_ip4_be = tcp6_fold(e->local);
 	k->peer_ip4_be = tcp6_fold(e->peer);
@@ -186,13 +186,13 @@ int ipk_tcp6_atuple(const struct ipk_ctx *c, const struct ipk_tuple *t, struct i
 	ipk_memset(a, 0, sizeof(*a));
 	a->local_port_be = t->local_port_be;
 	a->peer_port_be = t->peer_port_be;
-	if (t->local_ip4_be != IPK_TCP6_MARK) {
+	if (!ipk_tcp_is6(t)) {
 		a->local.family = a->peer.family = IPK_AF_INET;
 		ipk_memcpy(a->local.a, &t->local_ip4_be, 4);
 		ipk_memcpy(a->peer.a, &t->peer_ip4_be, 4);
 		return IPK_OK;
 	}
-	e = ipk_tcp6_pair(c, t->peer_ip4_be);
+	e = ipk_tcp6_pair(c, t->local_ip4_be);
 	if (!e)
 		return IPK_EINVAL;
 	a->local.family = a->peer.family = IPK_AF_INET6;
@@ -218,12 +218,13 @@ static int tcp6_csum_ok(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
 }
 
 /*
- * The segment goes to the IPv4 input's checks and state machine with src_be the
+ * The segment goes to the IPv4 input's checks and state machine with dst_be the
  * index of its address pair (or the scratch pair's, filled with its addresses,
- * when no connection holds them) and dst_be IPK_TCP6_MARK, so the lookup, the
+ * when no connection holds them) and src_be IPK_TCP6_MARK, so the lookup, the
  * listeners and every state rule are one code for both families. The pair is held
- * while the segment is processed: a SYN that reuses a TIME_WAIT 4-tuple frees the
- * old connection, its pair with it, before the new one takes it.
+ * while the segment is processed: a connection it ends may be the pair's last
+ * holder, and a callback of that end (tcp_closed opening another connection) could
+ * otherwise take the freed slot before this segment's RST or reply names it.
  */
 void ipk_tcp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx6)
 {
@@ -250,7 +251,7 @@ void ipk_tcp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx6)
 	rx.l4_csum_ok = 1;
 	rx.chained = rx6->chained;
 	rx.reassembled = rx6->chained;
-	rx.dst_be = IPK_TCP6_MARK;
+	rx.src_be = IPK_TCP6_MARK;
 	i = tcp6_pair_find(c, rx6->ip.dst, rx6->ip.src);
 	if (i == IPK_TCP6_NONE) {
 		i = c->tcp6_n;
@@ -259,7 +260,7 @@ void ipk_tcp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx6)
 	} else {
 		c->tcp6_pairs[i].refs++;
 	}
-	rx.src_be = i;
+	rx.dst_be = i;
 	ipk_tcp_input(c, pkt, &rx);
 	if (i != c->tcp6_n)
 		ipk_tcp6_put(c, i);
@@ -286,12 +287,12 @@ void ipk_tcp_icmp6_error(struct ipk_ctx *c, uint8_t type, uint8_t code,
 	i = tcp6_pair_find(c, q->src, q->dst);
 	if (i == IPK_TCP6_NONE)
 		return;
-	conn = ipk_tcp_lookup(c, IPK_TCP6_MARK, q->sport_be, i, q->dport_be);
+	conn = ipk_tcp_lookup(c, i, q->sport_be, IPK_TCP6_MARK, q->dport_be);
 	if (!conn || ipk_seq_lt(q->seq, conn->snd_una) || !ipk_seq_lt(q->seq, conn->snd_max))
 		return;
 	ipk_tcp_hold(conn);
 	if (type == IPK_ICMP6_PKT_TOO_BIG) {
-		mss = ipk_tcp_mss6(c, conn->t.peer_ip4_be);
+		mss = ipk_tcp_mss6(c, conn->t.local_ip4_be);
 		if (conn->fl & IPK_TCPF_TS_OK)
 			mss -= IPK_TCP_TS_LEN;
 		if (mss < conn->mss) {

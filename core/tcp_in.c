@@ -223,7 +223,7 @@ void ipk_tcp_input_listen(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 
 	/* a listener of one family (ipk_tcp_listen_family) is closed to the other */
 	if (idx >= 0 && ctx->listeners[idx].family &&
-	    (ctx->listeners[idx].family == IPK_AF_INET6) != (s->dst_be == IPK_TCP6_MARK))
+	    (ctx->listeners[idx].family == IPK_AF_INET6) != (s->src_be == IPK_TCP6_MARK))
 		idx = -1;
 
 	if (idx >= 0 && (f & (IPK_TCP_SYN | IPK_TCP_RST | IPK_TCP_ACK)) == IPK_TCP_ACK) {

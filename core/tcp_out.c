@@ -302,7 +302,7 @@ static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, cons
 	uint8_t *th;
 	void *pkt;
 
-	if (ipk_tcp_is6(t))
+	if (IPK_UNLIKELY(ipk_tcp_is6(t)))
 		return seg_send6(ctx, t, sp, c);
 	pkt = seg_alloc(ctx, sp);
 	if (!pkt)
@@ -335,7 +335,7 @@ static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, cons
 static IPK_NOINLINE int seg_send6(struct ipk_ctx *ctx, const struct ipk_tuple *t,
                                   const struct seg_spec *sp, struct ipk_conn *c)
 {
-	const struct ipk_tcp6_pair *e = ipk_tcp6_pair(ctx, t->peer_ip4_be);
+	const struct ipk_tcp6_pair *e = ipk_tcp6_pair(ctx, t->local_ip4_be);
 	uint32_t l4 = ipk_l4_off6(ctx), hlen, sum;
 	int sg = (ctx->cfg.caps & IPK_CAP_SG) && sp->plen > IPK_TCP_COPY_MAX, odd = 0;
 	uint8_t *th;
@@ -861,8 +861,11 @@ static int txf_route_ok(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	uint32_t nh = ipk_ip4_next_hop(ctx, c->t.peer_ip4_be);
 
-	/* IPv6 segments go the general way (seg_send6): the template is IPv4's */
-	return nh != 0 && !ipk_tcp_is6(&c->t) && (ctx->cfg.link == IPK_LINK_RAWIP ||
+	/* An IPv6 connection fails here without a test of its own: its peer_ip4_be is
+	 * IPK_TCP6_MARK, the limited broadcast, whose next hop is never cached (link.c
+	 * sends broadcasts without ARP), and IPv6 needs an Ethernet link. So it never
+	 * gets a template and goes the general way (seg_send6). */
+	return nh != 0 && (ctx->cfg.link == IPK_LINK_RAWIP ||
 	                   (nh == ctx->nhc_ip_be && ctx->now < ctx->nhc_until));
 }
 

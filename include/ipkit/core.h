@@ -907,7 +907,8 @@ int ipk_tcp_unlisten(struct ipk_ctx *ctx, uint16_t port_be);
  * configured, one whose incoming 4-tuple hashes to rss_queue; see ipk_config). On
  * success *out is the new connection (SYN sent); tcp_connected or tcp_closed follows.
  * `user` becomes the connection's user pointer. Returns 0, IPK_EINVAL (NULL ctx or
- * out, peer address or port 0), IPK_EHOSTUNREACH (no route: the peer is off-link
+ * out, peer address or port 0, peer 255.255.255.255: RFC 1122 §4.2.3.10),
+ * IPK_EHOSTUNREACH (no route: the peer is off-link
  * and gateway_be is 0; an on-link peer not yet resolved by ARP is not refused, its
  * SYN waits for the answer), IPK_ENOMEM (connection pool empty), or
  * IPK_EADDRINUSE: the 4-tuple is taken or no ephemeral port is free (with RSS: none

@@ -301,7 +301,7 @@ static void test_tcp6_time_wait_then_reuse(void)
 	hnet_settle(net);
 	/* a closed first: it holds the 4-tuple in TIME-WAIT, and its pair with it */
 	CHECK_EQ(a->ctx->tw_n, 1);
-	CHECK_EQ(a->ctx->tcp6_pairs[a->ctx->tw_head->t.peer_ip4_be].refs, 1);
+	CHECK_EQ(a->ctx->tcp6_pairs[a->ctx->tw_head->t.local_ip4_be].refs, 1);
 	/* the same 4-tuple again (RFC 6191 reuse after the minimum age) */
 	hnet_advance(net, 2 * SEC);
 	CHECK_EQ(ipk_tcp_connect_addr(a->ctx, &peer, ipk_htons(80), lport, NULL, &c2, net->now),
@@ -310,6 +310,46 @@ static void test_tcp6_time_wait_then_reuse(void)
 	CHECK_EQ(connected_n[0], 2);
 	CHECK_EQ(ipk_counters(a->ctx)->tcp_tw_reused, 1);
 	CHECK_EQ(ipk_tcp_state(c2), IPK_TCP_ESTABLISHED);
+	ipk_tcp_abort(a->ctx, c2, net->now);
+	hnet_settle(net);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* The server closes first and holds TIME-WAIT; a new SYN on the same 4-tuple
+ * takes it over (RFC 6191), the old connection and its pair's last holder freed
+ * before the new one holds the pair again. */
+static void test_tcp6_syn_reuses_server_time_wait(void)
+{
+	struct hnet *net = net6(2, tweak6);
+	struct hnode *a = net->nodes[0], *b = net->nodes[1];
+	struct ipk_addr peer = a6(G2);
+	struct ipk_conn *c = open6(net), *c2 = NULL;
+	struct ipk_atuple t;
+
+	CHECK_EQ(ipk_tcp_atuple(a->ctx, c, &t), IPK_OK);
+	CHECK_EQ(ipk_tcp_close(b->ctx, conn_of[1], net->now), IPK_OK);
+	hnet_settle(net);
+	CHECK_EQ(ipk_tcp_close(a->ctx, c, net->now), IPK_OK);
+	hnet_settle(net);
+	CHECK_EQ(b->ctx->tw_n, 1);
+	CHECK_EQ(ipk_conns_free(a->ctx), 4);
+	hnet_advance(net, SEC);
+	CHECK_EQ(ipk_tcp_connect_addr(a->ctx, &peer, ipk_htons(80), t.local_port_be, NULL, &c2,
+	                              net->now), IPK_OK);
+	hnet_settle(net);
+	CHECK_EQ(ipk_counters(b->ctx)->tcp_tw_reused, 1);
+	CHECK_EQ(accepted_n[1], 2);
+	CHECK_EQ(connected_n[0], 2);
+	CHECK(conn_of[1] != NULL);
+	if (conn_of[1]) {
+		CHECK_EQ(ipk_tcp_atuple(b->ctx, conn_of[1], &t), IPK_OK);
+		CHECK(memcmp(t.peer.a, G1, 16) == 0);
+		CHECK_EQ(b->ctx->tcp6_pairs[conn_of[1]->t.local_ip4_be].refs, 1);
+	}
+	CHECK_EQ(ipk_tcp_write(a->ctx, c2, "again", 5, net->now), 5);
+	hnet_settle(net);
+	CHECK_EQ(rxlen[1], 5);
 	ipk_tcp_abort(a->ctx, c2, net->now);
 	hnet_settle(net);
 	CHECK(hnet_no_leaks(net));
@@ -508,6 +548,9 @@ static void test_tcp6_api_errors(void)
 	CHECK_EQ(ipk_tcp_listen_family(net4->nodes[0]->ctx, ipk_htons(80), 4, IPK_AF_INET6),
 	         IPK_EINVAL);
 	CHECK_EQ(ipk_tcp_listen_family(a->ctx, ipk_htons(80), 4, 5), IPK_EINVAL);
+	/* no TCP to the limited broadcast (RFC 1122 §4.2.3.10; the IPv6 mark) */
+	CHECK_EQ(ipk_tcp_connect(a->ctx, 0xffffffffu, ipk_htons(80), 0, NULL, &c, net->now),
+	         IPK_EINVAL);
 	/* IPK_AF_INET takes the IPv4 call: a connection to 10.0.0.2 */
 	memset(&four, 0, sizeof(four));
 	four.family = IPK_AF_INET;
@@ -599,6 +642,7 @@ int main(void)
 	RUN(test_tcp6_closed_port_gets_rst);
 	RUN(test_tcp6_syn_cookie_handshake);
 	RUN(test_tcp6_time_wait_then_reuse);
+	RUN(test_tcp6_syn_reuses_server_time_wait);
 	RUN(test_tcp6_ptb_lowers_mss_of_live_connection);
 	RUN(test_tcp6_mapped_source_dropped_and_counted);
 	RUN(test_tcp6_api_errors);
