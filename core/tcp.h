@@ -526,6 +526,22 @@ IPK_INLINE uint32_t ipk_tcp_mss_ours(const struct ipk_ctx *ctx, const struct ipk
 	return ipk_tcp_is6(t) ? ipk_tcp_mss6(ctx, t->local_ip4_be) : (uint32_t)ctx->cfg.mtu - 40u;
 }
 
+/* Segments up to this many bytes are summed inline over IPv6 (below). */
+#define IPK_TCP6_CSUM_INLINE_MAX 128u
+/* RFC 8200 §8.1: the TCP checksum with the IPv6 pseudo-header (source, destination,
+ * upper-layer length, next header) of a flat segment of len <= 128 bytes at p, in
+ * 64-bit words: the value to store with ipk_wr16 (checksum field zero), or 0 over
+ * a segment whose checksum is right. */
+IPK_INLINE uint16_t ipk_tcp6_csum_small(const uint8_t src[16], const uint8_t dst[16],
+                                        const uint8_t *p, uint32_t len)
+{
+	uint64_t s = ipk_csum_ph_word(IPK_IPPROTO_TCP, len);
+
+	s = ipk_csum64_small(s, src, 16);
+	s = ipk_csum64_small(s, dst, 16);
+	return ipk_csum64_finish(ipk_csum64_small(s, p, len));
+}
+
 /* ---- tcp.c */
 /* Slot of the listener on port_be in ctx->listeners, -1 when none. */
 int ipk_tcp_listener_find(const struct ipk_ctx *ctx, uint16_t port_be);

@@ -212,6 +212,9 @@ static int tcp6_csum_ok(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
 
 	if (hw)
 		return hw > 0;
+	if (!rx->chained && rx->l4_len <= IPK_TCP6_CSUM_INLINE_MAX) /* ip6.c: within the frame */
+		return ipk_tcp6_csum_small(rx->ip.src, rx->ip.dst,
+		                           ipk_pkt_data(c, pkt) + rx->l4_off, rx->l4_len) == 0;
 	sum = ipk_csum_pseudo6(rx->ip.src, rx->ip.dst, IPK_IPPROTO_TCP, rx->l4_len);
 	sum = ipk_csum_chain(c, pkt, rx->l4_off, rx->l4_len, sum, &odd);
 	return ipk_csum_fold(sum) == 0;

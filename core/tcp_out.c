@@ -350,9 +350,13 @@ static IPK_NOINLINE int seg_send6(struct ipk_ctx *ctx, const struct ipk_tuple *t
 	hlen = seg_fill(ctx, t, sp, c, pkt, l4, sg);
 	if (hlen == 0)
 		return IPK_ENOBUFS;
-	sum = ipk_csum_pseudo6(e->local, e->peer, IPK_IPPROTO_TCP, hlen + sp->plen);
-	sum = ipk_csum_chain(ctx, pkt, l4, hlen + sp->plen, sum, &odd);
-	ipk_wr16(th + 16, ipk_csum_fold(sum));
+	if (!sg && hlen + sp->plen <= IPK_TCP6_CSUM_INLINE_MAX) {
+		ipk_wr16(th + 16, ipk_tcp6_csum_small(e->local, e->peer, th, hlen + sp->plen));
+	} else {
+		sum = ipk_csum_pseudo6(e->local, e->peer, IPK_IPPROTO_TCP, hlen + sp->plen);
+		sum = ipk_csum_chain(ctx, pkt, l4, hlen + sp->plen, sum, &odd);
+		ipk_wr16(th + 16, ipk_csum_fold(sum));
+	}
 	ctx->cnt.tcp_tx_segs++;
 	if (sp->flags & IPK_TCP_RST)
 		ctx->cnt.tcp_rst_tx++;

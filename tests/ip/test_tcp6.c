@@ -459,8 +459,9 @@ out:
 	hnet_free(net);
 }
 
-/* A SYN over IPv6 from src to G1:80, checksum right, injected into node 0. */
-static void inject_syn6(struct hnode *a, const uint8_t src[16])
+/* A SYN over IPv6 from src to G1:80, injected into node 0; its checksum right, or
+ * one off when bad. */
+static void inject_syn6_csum(struct hnode *a, const uint8_t src[16], int bad)
 {
 	uint8_t b[200];
 	struct ipk_tcp_hdr h;
@@ -476,7 +477,8 @@ static void inject_syn6(struct hnode *a, const uint8_t src[16])
 	h.flags = IPK_TCP_SYN;
 	h.wnd = 65535;
 	ipk_tcp_hdr_put(b + 54, &h);
-	ipk_wr16(b + 54 + 16, ipk_csum_l4_6(src, G1, IPK_IPPROTO_TCP, b + 54, 20));
+	ipk_wr16(b + 54 + 16,
+	         (uint16_t)(ipk_csum_l4_6(src, G1, IPK_IPPROTO_TCP, b + 54, 20) + (bad ? 1 : 0)));
 	hb_mac(dm, 0);
 	hb_eth(b, dm, sm, IPK_ETHERTYPE_IP6);
 	memset(&ih, 0, sizeof(ih));
@@ -488,6 +490,8 @@ static void inject_syn6(struct hnode *a, const uint8_t src[16])
 	ipk_ip6_emit(b + 14, 40, &ih);
 	hnode_inject(a, b, 74);
 }
+
+static void inject_syn6(struct hnode *a, const uint8_t src[16]) { inject_syn6_csum(a, src, 0); }
 
 static void test_tcp6_mapped_source_dropped_and_counted(void)
 {
@@ -503,6 +507,11 @@ static void test_tcp6_mapped_source_dropped_and_counted(void)
 	hnet_settle(net);
 	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_IP6_V4MAPPED], 1);
 	CHECK_EQ(tcp6_frames(net, 0, NULL), 0); /* no SYN-ACK */
+	/* a wrong checksum is dropped and counted (RFC 8200 §8.1 pseudo-header) */
+	inject_syn6_csum(a, G2, 1);
+	hnet_settle(net);
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_TCP_CSUM], 1);
+	CHECK_EQ(tcp6_frames(net, 0, NULL), 0);
 	/* the same SYN from a real address is answered (the test can fail) */
 	inject_syn6(a, G2);
 	hnet_settle(net);
