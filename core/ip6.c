@@ -257,6 +257,15 @@ void ipk_ip6_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 	}
 	rx.l3_off = off;
 	rx.dst_mcast = (uint8_t)ipk_ip6_is_multicast(rx.ip.dst);
+	/* TCP straight after the IPv6 header, a TCP flow's every segment: what the walk
+	 * would find (no extension header: the upper layer at 40), without it */
+	if (rx.ip.next == IPK_IPPROTO_TCP) {
+		c->cnt.ip6_rx++;
+		rx.l4_off = off + IPK_IP6_HLEN;
+		rx.l4_len = rx.ip.plen;
+		ipk_tcp_input6(c, pkt, &rx);
+		return;
+	}
 	if (ipk_ip6_ext_walk(p, IPK_IP6_HLEN + rx.ip.plen, rx.ip.next, rx.dst_mcast, &x) !=
 	    IPK_IP6X_OK) {
 		if (x.icmp)
