@@ -381,7 +381,7 @@ uint32_t ipk_tcp_rcv_window(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 }
 
 /* Window field for a non-SYN segment; records the right edge it announces. */
-static uint16_t wnd_field(const struct ipk_ctx *ctx, struct ipk_conn *c)
+static IPK_ALWAYS_INLINE uint16_t wnd_field(const struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint32_t w = ipk_tcp_rcv_window(ctx, c);
 	uint32_t f = w >> c->rcv_wscale;
@@ -995,7 +995,8 @@ static void txf_hdr_tmpl(struct ipk_ctx *ctx, struct ipk_conn *c, const struct i
 /* The send-queue pb whose one flat packet holds all of [snd_nxt, snd_nxt + len) (the
  * common case: a pb per write, sent whole), with *at the offset of snd_nxt in it; NULL
  * when the bytes are spread (the general path gathers them). */
-static struct ipk_pb *txf_src(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len,
+static IPK_ALWAYS_INLINE struct ipk_pb *txf_src(struct ipk_ctx *ctx, struct ipk_conn *c,
+                                                uint32_t len,
                               uint32_t *at)
 {
 	struct ipk_pb *pb = c->sq_head;
@@ -1034,7 +1035,8 @@ static IPK_ALWAYS_INLINE void txf_csum(const struct ipk_ctx *ctx, const struct i
 /* What after_xmit does for new data sent by the fast path from pb alone: RACK's send
  * time goes on pb directly. No extension record: no recovery episode, so PRR has
  * nothing to count. */
-static void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,
+static IPK_ALWAYS_INLINE void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq,
+                                       uint32_t len,
                      struct ipk_pb *pb)
 {
 	int timed;
@@ -1056,6 +1058,78 @@ static void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint
 	loss_timer_sent(ctx, c, 0, timed);
 }
 
+/* What ipk_tcp_xmit does after seg_send, for an ACK and new data (a fast segment
+ * of either family went). */
+static IPK_ALWAYS_INLINE void txf_done(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq,
+                                       uint32_t len, struct ipk_pb *src)
+{
+	c->fl &= ~(IPK_TCPF_ACK_NOW | IPK_TCPF_ACK_LATER);
+	c->delack_at = 0;
+	c->segs_unacked = 0;
+	if (src) {
+		txf_sent(ctx, c, seq, len, src);
+		c->snd_nxt = seq + len;
+	}
+}
+
+/*
+ * txf_send for an IPv6 connection (txf_send hands over where its route test fails,
+ * which it does for every IPv6 connection: internal.h IPK_TCP6_MARK; 0 at once for
+ * an IPv4 one, which the general path then takes): the segment txf_len
+ * planned, built whole (no template yet: the Ethernet header comes from ND on each
+ * segment, ipk_ip6_output), checksummed with the IPv6 pseudo-header. txf_len's
+ * conditions are the same for both families (len within the MSS, which the path
+ * MTU bounds). 0 when it cannot go this way (payload spread, pool dry).
+ */
+static IPK_NOINLINE int txf_send6(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t plan)
+{
+	const struct ipk_tcp6_pair *e;
+	uint32_t len = TXF_LEN(plan), seq = c->snd_nxt, at = 0, l4 = ipk_l4_off6(ctx);
+	uint32_t hlen = IPK_TCP_HLEN + ((c->fl & IPK_TCPF_TS_OK) ? IPK_TCP_TS_LEN : 0u);
+	struct ipk_pb *src = NULL;
+	struct ipk_tcp_hdr h;
+	uint8_t *th;
+	void *pkt;
+
+	if (!ipk_tcp_is6(&c->t))
+		return 0;
+	e = ipk_tcp6_pair(ctx, c->t.local_ip4_be);
+	if (!e || IPK_IP6_HLEN + hlen + len > ctx->ip6.mtu)
+		return 0;
+	if (len && !(src = txf_src(ctx, c, len, &at)))
+		return 0;
+	pkt = ipk_pkt_alloc(ctx);
+	if (!pkt)
+		return 0; /* the general path counts it and retries later */
+	ipk_pkt_set_len(ctx, pkt, l4 + hlen + len);
+	th = ipk_pkt_data(ctx, pkt) + l4;
+	h.sport_be = c->t.local_port_be;
+	h.dport_be = c->t.peer_port_be;
+	h.seq = seq;
+	h.ack = c->rcv_nxt;
+	h.doff = (uint8_t)hlen;
+	h.flags = TXF_FLAGS(plan);
+	h.wnd = wnd_field(ctx, c);
+	h.csum = 0;
+	h.urp = 0;
+	ipk_tcp_hdr_put(th, &h);
+	/* RFC 7323 §3.2: TSecr echoes TS.Recent on every segment with ACK */
+	if (hlen > IPK_TCP_HLEN)
+		ipk_tcp_ts_put(th + IPK_TCP_HLEN, ipk_tcp_ts_now(ctx, c), c->ts_recent);
+	if (src)
+		ipk_copy_short(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
+	ipk_wr16(th + 16, hlen + len <= IPK_TCP6_CSUM_INLINE_MAX ?
+	                  ipk_tcp6_csum_small(e->local, e->peer, th, hlen + len) :
+	                  ipk_csum_l4_6(e->local, e->peer, IPK_IPPROTO_TCP, th, hlen + len));
+	ctx->cnt.tcp_tx_segs++;
+	ctx->tx_fast_n++;
+	/* no route / no ND slot: counted there; the segment counts as sent (as
+	 * ipk_tcp_xmit treats IPK_EHOSTUNREACH) and the loss timer repeats it */
+	(void)ipk_ip6_output(ctx, pkt, e->local, e->peer, IPK_IPPROTO_TCP, hlen + len, 0);
+	txf_done(ctx, c, seq, len, src);
+	return 1;
+}
+
 /* Build and send the segment txf_len planned; 0 (nothing done) when the frame cannot
  * go this way after all: above the MTU, no route, next hop not cached, payload spread
  * over packets, pool dry. */
@@ -1072,7 +1146,7 @@ static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t pl
 	void *pkt;
 
 	if (tot > ctx->cfg.mtu || (!tmpl && !txf_route_ok(ctx, c)))
-		return 0;
+		return txf_send6(ctx, c, plan);
 	if (len && !(src = txf_src(ctx, c, len, &at)))
 		return 0;
 	pkt = ipk_pkt_alloc(ctx);

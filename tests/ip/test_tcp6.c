@@ -221,6 +221,9 @@ static void test_tcp6_handshake_data_both_ways(void)
 		CHECK(memcmp(rxbuf[1], big, sizeof(big)) == 0);
 		CHECK_EQ(rxlen[0], 4);
 		CHECK(memcmp(rxbuf[0], "pong", 4) == 0);
+		/* the small reply and the ACKs went the fast way (tcp_out.c txf_send6) */
+		CHECK(b->ctx->tx_fast_n > 0);
+		CHECK(a->ctx->tx_fast_n > 0);
 	}
 	CHECK(tcp6_frames(net, 0, &th) > 10);
 	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_TCP_CSUM], 0);
