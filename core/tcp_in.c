@@ -1053,6 +1053,10 @@ void ipk_tcp_icmp_error(struct ipk_ctx *ctx, uint8_t type, uint8_t code, uint16_
 	ihl = (uint32_t)(quote[0] & 0x0fu) * 4u;
 	if (ihl < IPK_IP4_HLEN || qlen < ihl + 8u)
 		return;
+	/* We never send TCP to the limited broadcast; a quote naming it would name an
+	 * IPv6 connection's mark (internal.h IPK_TCP6_MARK), not a segment of ours. */
+	if (ipk_rdbe32(quote + 16) == IPK_TCP6_MARK)
+		return;
 	c = ipk_tcp_lookup(ctx, ipk_rdbe32(quote + 12), ipk_rdbe16(quote + ihl),
 	                   ipk_rdbe32(quote + 16), ipk_rdbe16(quote + ihl + 2));
 	seq = ipk_rd32(quote + ihl + 4);
