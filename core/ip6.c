@@ -229,8 +229,8 @@ void ipk_ip6_deliver(struct ipk_ctx *c, void *pkt, struct ipk_rx6 *rx, uint8_t p
 	}
 }
 
-/* Takes ownership of pkt. Flat frames only (a chain is TCP's, which IPv6 does not
- * carry yet). */
+/* Takes ownership of pkt. Flat frames only: a chain (IPK_CAP_LRO) is dropped as
+ * IPK_DROP_CHAIN, TCP over IPv6 included (not taken yet; docs/ipv6-core.md). */
 void ipk_ip6_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 {
 	struct ipk_rx6 rx;
