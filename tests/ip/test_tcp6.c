@@ -521,6 +521,54 @@ static void inject_syn6_csum(struct hnode *a, const uint8_t src[16], int bad)
 
 static void inject_syn6(struct hnode *a, const uint8_t src[16]) { inject_syn6_csum(a, src, 0); }
 
+/* A SYN behind a Destination Options header (PadN only) goes through the extension
+ * walk and ipk_ip6_deliver to TCP; the checksum covers the TCP segment only (RFC
+ * 8200 §8.1: the upper-layer length excludes extension headers). */
+static void test_tcp6_syn_behind_dest_options_answered(void)
+{
+	struct hnet *net = net6(2, tweak6);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200];
+	struct ipk_tcp_hdr h;
+	struct ipk_ip6_hdr ih;
+	uint8_t dm[6], sm[6] = {0x02, 0x66, 0, 0, 0, 0x99};
+	const uint8_t *th = NULL;
+
+	CHECK_EQ(ipk_tcp_listen(a->ctx, ipk_htons(80), 8), IPK_OK);
+	memset(b, 0, sizeof(b));
+	b[54] = IPK_IPPROTO_TCP; /* the options header: next header, length 0 (8 bytes) */
+	b[55] = 0;
+	b[56] = IPK_IP6OPT_PADN;
+	b[57] = 4;
+	memset(&h, 0, sizeof(h));
+	h.sport_be = ipk_htons(4001);
+	h.dport_be = ipk_htons(80);
+	h.seq = 77;
+	h.doff = 20;
+	h.flags = IPK_TCP_SYN;
+	h.wnd = 65535;
+	ipk_tcp_hdr_put(b + 62, &h);
+	ipk_wr16(b + 62 + 16, ipk_csum_l4_6(G2, G1, IPK_IPPROTO_TCP, b + 62, 20));
+	hb_mac(dm, 0);
+	hb_eth(b, dm, sm, IPK_ETHERTYPE_IP6);
+	memset(&ih, 0, sizeof(ih));
+	ih.plen = 28;
+	ih.next = IPK_IPPROTO_DSTOPTS;
+	ih.hlim = 64;
+	memcpy(ih.src, G2, 16);
+	memcpy(ih.dst, G1, 16);
+	ipk_ip6_emit(b + 14, 40, &ih);
+	hnet_clear_cap(net);
+	hnode_inject(a, b, 82);
+	hnet_settle(net);
+	CHECK_EQ(tcp6_frames(net, 0, &th), 1);
+	CHECK(th && (th[13] & (IPK_TCP_SYN | IPK_TCP_ACK)) == (IPK_TCP_SYN | IPK_TCP_ACK));
+	CHECK(th && ipk_rd32(th + 8) == 78);
+	hnet_advance(net, 100 * SEC);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 static void test_tcp6_mapped_source_dropped_and_counted(void)
 {
 	struct hnet *net = net6(2, tweak6);
@@ -681,6 +729,7 @@ int main(void)
 	RUN(test_tcp6_time_wait_then_reuse);
 	RUN(test_tcp6_syn_reuses_server_time_wait);
 	RUN(test_tcp6_ptb_lowers_mss_of_live_connection);
+	RUN(test_tcp6_syn_behind_dest_options_answered);
 	RUN(test_tcp6_mapped_source_dropped_and_counted);
 	RUN(test_tcp6_api_errors);
 	RUN(test_tcp6_listener_families);
