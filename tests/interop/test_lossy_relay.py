@@ -53,7 +53,7 @@ retransmissions per 64 MiB at 5% loss:
       this test 30/30 in a row at load 10-12 (pytest -k zero_rto, 30 times), so it
       runs by default again. Not proof against every draw: when Linux takes the
       three in one batch it ACKs them once, and that ACK lost still means the RTO
-      (2 of 32 runs at seeds 4243-4246, none at this seed in 110).
+      (2 of 32 runs at seeds 4243-4246, none at this seed in 140).
   (b) 5% reordering: ipkit's D-SACKed spurious retransmissions <= Linux's, same seed and
       path (Linux -> Linux, the same receiver) in the same test: 0/5 on aa050e1 (ipkit
       355-535, Linux 19-30), 10/10 on 902af25 (ipkit 7-24, Linux 12-36), with ipkit CUBIC
