@@ -282,7 +282,8 @@ int ipk_svc_submit(struct ipk_svc_sock *so);
  * ipkitd takes the entries at its next pass, whatever wakes it. Only for entries
  * nothing waits on while the socket has others pending: a RECV posted while
  * another RECV of the socket is still in flight (data arriving completes that
- * one, and that pass takes this one too). */
+ * one, and that pass takes this one too). Returns the number published, or -EPIPE
+ * when the daemon is gone, as ipk_svc_submit. */
 int ipk_svc_submit_quiet(struct ipk_svc_sock *so);
 
 /* The oldest unseen completion of the socket: 0 and *cqe, or -EAGAIN when none.
