@@ -117,6 +117,20 @@ uint32_t ipk_tcp_isn(struct ipk_ctx *ctx, const struct ipk_tuple *t)
 	return m + f;
 }
 
+/* With RSS, does the peer's segment to local port `be` hash to our queue? An IPv6
+ * connection's tuple holds the mark and its address pair's index (tcp6.c): the NIC
+ * hashes the pair's real addresses. */
+static int eph_rss_ok(const struct ipk_ctx *ctx, uint32_t lip, uint32_t pip,
+                      uint16_t pport, uint16_t be)
+{
+	const struct ipk_tcp6_pair *pr;
+
+	if (pip != IPK_TCP6_MARK)
+		return ipk_rss_port_ok(ctx, pip, pport, be);
+	pr = ipk_tcp6_pair(ctx, lip);
+	return pr && ipk_rss_port_ok6(ctx, pr->local, pr->peer, pport, be);
+}
+
 /* Pick a local port whose 4-tuple is free (and, with RSS, whose incoming hash lands
  * on our queue), starting at ctx->eph_next; bounded by the size of the range.
  * Returns the port in network order or 0 when none fits. */
@@ -133,8 +147,7 @@ static uint16_t eph_pick(struct ipk_ctx *ctx, uint32_t lip, uint32_t pip, uint16
 		uint16_t be = ipk_htons((uint16_t)p);
 		uint32_t next = p == hi ? lo : p + 1u;
 
-		/* RSS-aware choice is IPv4's only for now (an IPv6 hash is rss.c's) */
-		if ((pip == IPK_TCP6_MARK || ipk_rss_port_ok(ctx, pip, pport, be)) &&
+		if (eph_rss_ok(ctx, lip, pip, pport, be) &&
 		    !ipk_tcp_lookup(ctx, lip, be, pip, pport)) {
 			ctx->eph_next = (uint16_t)next;
 			return be;

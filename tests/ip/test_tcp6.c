@@ -721,6 +721,64 @@ static void test_tcp6_pair_table_bounded(void)
 	hnet_free(net);
 }
 
+/* RSS on node 0: a 128-entry table over two queues, node 0 serving queue `rss_q6`. */
+static uint16_t reta6[128];
+static uint16_t rss_q6;
+
+static void tweak6_rss(int idx, struct ipk_config *cfg)
+{
+	uint32_t i;
+
+	tweak6(idx, cfg);
+	if (idx != 0)
+		return;
+	for (i = 0; i < 128; i++)
+		reta6[i] = (uint16_t)(i % 2);
+	cfg->rss_reta = reta6;
+	cfg->rss_reta_size = 128;
+	cfg->rss_queue = rss_q6;
+}
+
+/* Hash-aware active opens over IPv6: every local port ipk_tcp_connect_addr picks makes
+ * the peer's segments hash (Toeplitz over the IPv6 tuple, as the NIC does) to the
+ * queue the context serves, for either queue. */
+static void check_ports6_land_on(uint16_t q)
+{
+	struct hnet *net;
+	struct ipk_addr p6 = a6(G2);
+	uint32_t i, ok = 0, n = 100;
+
+	rss_q6 = q;
+	net = net6(2, tweak6_rss);
+	for (i = 0; i < n; i++) {
+		struct ipk_ctx *ctx = net->nodes[0]->ctx;
+		struct ipk_conn *c = NULL;
+		struct ipk_atuple t;
+		uint16_t pport = ipk_htons((uint16_t)(5000 + i % 7));
+		uint32_t h;
+
+		if (ipk_tcp_connect_addr(ctx, &p6, pport, 0, NULL, &c, net->now) != IPK_OK)
+			break;
+		if (ipk_tcp_atuple(ctx, c, &t) == IPK_OK) {
+			h = ipk_rss_hash_ip6(ctx->cfg.rss_key, t.peer.a, t.local.a,
+			                     t.peer_port_be, t.local_port_be);
+			ok += ipk_rss_queue(reta6, 128, h) == (int)q;
+		}
+		ipk_tcp_abort(ctx, c, net->now);
+	}
+	CHECK_EQ(i, n);
+	CHECK_EQ(ok, n);
+	hnet_advance(net, 200 * SEC);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+static void test_tcp6_rss_connect_ports_land_on_queue(void)
+{
+	check_ports6_land_on(0);
+	check_ports6_land_on(1);
+}
+
 int main(void)
 {
 	RUN(test_tcp6_handshake_data_both_ways);
@@ -734,5 +792,6 @@ int main(void)
 	RUN(test_tcp6_api_errors);
 	RUN(test_tcp6_listener_families);
 	RUN(test_tcp6_pair_table_bounded);
+	RUN(test_tcp6_rss_connect_ports_land_on_queue);
 	return check_summary();
 }
