@@ -107,6 +107,8 @@ static int pl_make(struct ipk_svc_sock *so, int flags, int kind, struct pl_sock 
 		if (s->lfd >= 0)
 			pl_r.close(s->lfd);
 		pl_put(s);
+		if (rc == -EPIPE)
+			pl_daemon_gone();
 		return rc == -EPIPE ? -ENETDOWN : rc;
 	}
 	s->so = so;

@@ -63,6 +63,8 @@ struct pl_real {
 };
 extern struct pl_real pl_r;
 void pl_resolve(void);
+/* ipkitd hung up: reset every socket, say so once on stderr (idempotent). */
+void pl_daemon_gone(void);
 
 /* ------------------------------------------------------------ sockets */
 enum pl_state { PL_NEW, PL_BOUND, PL_LISTEN, PL_CONNECTING, PL_CONNECTED, PL_FAILED };
