@@ -10,6 +10,7 @@ Names start with ipkB6 / ipkX6; namespaces and processes are removed at teardown
 also on failure.
 """
 import os
+import re
 import secrets
 import subprocess
 import time
@@ -216,3 +217,47 @@ def test_bench6_afxdp_twin_client_ipkit_server_host_ipv6_kept(xnet, proto):
     r = subprocess.run(["ip", "netns", "exec", xnet.p, "ping", "-6", "-c", "1", "-W", "2",
                         xnet.host6], capture_output=True, timeout=20)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# ------------------------------------------------------------------ ipkit-echo --workers --ip6
+
+def echo_workers_server(n, model):
+    """ipkit-echo --workers 2 with --ip6 on the TAP link; waits (bounded) until its
+    IPv6 address answers (DAD passed on the workers)."""
+    p = subprocess.Popen(["ip", "netns", "exec", n.ns, os.path.join(BUILD, "examples", "ipkit-echo"),
+                          "--io", "tap:" + n.dev, "--ip", n.ipk_ip + "/24", "--ip6",
+                          n.ipk6 + "/64", "--workers", "2", "--model", model],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    n.procs.append(p)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and p.poll() is None:
+        r = subprocess.run(["ip", "netns", "exec", n.ns, "ping", "-6", "-c", "1", "-W", "1",
+                            n.ipk6], capture_output=True, timeout=10)
+        if r.returncode == 0:
+            return p
+        time.sleep(0.1)
+    raise AssertionError("ipkit-echo --workers --ip6 never answered: rc=%s" % p.poll())
+
+
+def stop_and_report(p):
+    """SIGTERM the echo server (bounded), return its per-worker udp_echoed counts."""
+    p.terminate()
+    _, err = p.communicate(timeout=15)
+    err = err.decode()
+    counts = [int(m) for m in re.findall(r"udp_echoed (\d+)", err)]
+    return counts, err
+
+
+@pytest.mark.parametrize("model", ["unified", "merge"])
+def test_echo_workers_udp6_echo_checked_on_every_worker(net6, model):
+    """UDP over IPv6 through the workers' application interface (udp6 and
+    ipk_app_udp_send_addr): the twin's 16 flows (16 source ports, spread over both
+    workers by the RSS hash) get every byte back; each worker echoed some."""
+    if not os.path.exists(os.path.join(BUILD, "examples", "ipkit-echo")):
+        pytest.skip("examples not built")
+    p = echo_workers_server(net6, model)
+    rc, s, out = net6.client([TWIN, "-s", net6.ipk6, "-p", "7", "-n", "17", "-c", "16",
+                              "-l", "300"])
+    counts, err = stop_and_report(p)
+    assert_clean(rc, s, out + err)
+    assert len(counts) == 2 and all(c > 0 for c in counts), err
