@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Benchmark run (not a test), issue 19's TAP figures: 1-byte TCP ping-pong requests/s
+# at 1 and 32 connections for
+#   ipkit4  ipkit-bench server over TAP, IPv4   (client: ipkit-bench-linux, IPv4)
+#   ipkit6  ipkit-bench server over TAP, IPv6   (client: ipkit-bench-linux -s ADDR6)
+#   linux6  ipkit-bench-linux -6 server over a veth into a second namespace (Linux's
+#           IPv6 end to end; the same client)
+#   linux4  the same over IPv4 (reference)
+# Every repeat measures all rows back to back and prints its ratios (ipkit6/ipkit4,
+# ipkit6/linux6): the machine is noisy, so compare rows of one repeat, not repeats.
+# Servers and clients are unpinned and blocking (epoll / poll sleep), as ipkit-bench
+# and its twin run by default.
+#
+#   bench/tap6_figures.sh [BUILD_DIR] [SECONDS] [REPEATS]
+# Needs root (network namespaces). Everything it creates is named ipk6F<4 hex>... and
+# removed on exit, also on failure or Ctrl-C.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${1:-build}
+secs=${2:-3}
+reps=${3:-3}
+blin=$build/bench/ipkit-bench-linux
+bipk=$build/bench/ipkit-bench
+[ -x "$blin" ] && [ -x "$bipk" ] || { echo "ipkit-bench(-linux) not built in $build" >&2; exit 2; }
+tag=ipk6F$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')
+ns=${tag}n   # the TAP device, and every client
+ns2=${tag}p  # the Linux server of the linux rows
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	ip netns del "$ns" 2>/dev/null || true
+	ip netns del "$ns2" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+X() { ip netns exec "$ns" "$@"; }
+Y() { ip netns exec "$ns2" "$@"; }
+
+# ---------------------------------------------------------------- topology
+ip netns add "$ns"; ip netns add "$ns2"
+X ip link set lo up; Y ip link set lo up
+X ip tuntap add dev "${tag}t" mode tap vnet_hdr
+X sysctl -qw "net.ipv6.conf.${tag}t.disable_ipv6=0" 2>/dev/null || true
+X ip addr add 10.78.0.1/24 dev "${tag}t"
+X ip -6 addr add fd78::1/64 dev "${tag}t" nodad
+X ip link set "${tag}t" up
+X ip link add "${tag}c" type veth peer name "${tag}d" netns "$ns2"
+X ip addr add 10.80.0.1/24 dev "${tag}c"; X ip -6 addr add fd80::1/64 dev "${tag}c" nodad
+X ip link set "${tag}c" up
+Y ip addr add 10.80.0.2/24 dev "${tag}d"; Y ip -6 addr add fd80::2/64 dev "${tag}d" nodad
+Y ip link set "${tag}d" up
+
+# ---------------------------------------------------------------- helpers
+stop_last() {
+	kill "${pids[-1]}" 2>/dev/null || true
+	wait "${pids[-1]}" 2>/dev/null || true
+	unset 'pids[-1]'
+}
+wait_ping() { # -4|-6 addr: bounded wait until the server answers (DAD, ND)
+	local i
+	for i in $(seq 100); do X ping "$1" -c 1 -W 1 "$2" >/dev/null 2>&1 && return 0; sleep 0.1; done
+	return 1
+}
+# row -> start its server, sets dst
+server_start() {
+	case $1 in
+	ipkit4) dst=10.78.0.2
+		ip netns exec "$ns" "$bipk" --io "tap:${tag}t" --ip 10.78.0.2/24 -p 7 \
+			>/dev/null 2>&1 & ;;
+	ipkit6) dst=fd78::2
+		ip netns exec "$ns" "$bipk" --io "tap:${tag}t" --ip 10.78.0.2/24 \
+			--ip6 fd78::2/64 -6 -p 7 >/dev/null 2>&1 & ;;
+	linux6) dst=fd80::2
+		ip netns exec "$ns2" "$blin" -6 --ip fd80::2 -p 7 >/dev/null 2>&1 & ;;
+	linux4) dst=10.80.0.2
+		ip netns exec "$ns2" "$blin" --ip 10.80.0.2 -p 7 >/dev/null 2>&1 & ;;
+	esac
+	pids+=($!)
+	case $dst in *:*) wait_ping -6 "$dst" ;; *) wait_ping -4 "$dst" ;; esac
+}
+pp() { # dst conns -> req/s (0 on errors or no summary)
+	X timeout $((secs + 20)) "$blin" -s "$1" -p 7 -c "$2" -t "$secs" -l 1 -g 1 --json |
+		python3 bench/bench_summary.py | cut -d' ' -f1
+}
+ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print('%.2f' % (a/b) if b else '-')" "$1" "$2"; }
+
+rows="ipkit4 ipkit6 linux6 linux4"
+echo "# TAP, 1-byte TCP ping-pong, requests/s, ${secs}s per cell, $reps repeats ($(date -u +%F\ %H:%M) UTC)"
+printf '%-6s %-6s %10s %10s %10s %10s %14s %14s\n' rep conns ipkit4 ipkit6 linux6 linux4 \
+	ipkit6/ipkit4 ipkit6/linux6
+for rep in $(seq "$reps"); do
+	declare -A v=()
+	for row in $rows; do
+		server_start "$row"
+		for c in 1 32; do v[$row.$c]=$(pp "$dst" "$c"); done
+		stop_last
+	done
+	for c in 1 32; do
+		printf '%-6s %-6s %10s %10s %10s %10s %14s %14s\n' "$rep" "$c" "${v[ipkit4.$c]}" \
+			"${v[ipkit6.$c]}" "${v[linux6.$c]}" "${v[linux4.$c]}" \
+			"$(ratio "${v[ipkit6.$c]}" "${v[ipkit4.$c]}")" \
+			"$(ratio "${v[ipkit6.$c]}" "${v[linux6.$c]}")"
+	done
+	unset v
+done
