@@ -2,24 +2,27 @@
 # Benchmark run (not a test), issue 19's TAP figures: 1-byte TCP ping-pong requests/s
 # at 1 and 32 connections for
 #   ipkit4  ipkit-bench server over TAP, IPv4   (client: ipkit-bench-linux, IPv4)
-#   ipkit6  ipkit-bench server over TAP, IPv6   (client: ipkit-bench-linux -s ADDR6)
+#   ipkit6  the same server process over IPv6 (client: ipkit-bench-linux -s ADDR6)
 #   linux6  ipkit-bench-linux -6 server over a veth into a second namespace (Linux's
 #           IPv6 end to end; the same client)
 #   linux4  the same over IPv4 (reference)
-# Every repeat measures all rows back to back and prints its ratios (ipkit6/ipkit4,
-# ipkit6/linux6): the machine is noisy, so compare rows of one repeat, not repeats.
+# Every repeat starts the servers, measures ROUNDS rounds of every cell interleaved
+# (1 conn: ipkit4 ipkit6 linux6 linux4, then 32 conns likewise) and prints each
+# cell's median and the ratios ipkit6/ipkit4, ipkit6/linux6: the machine is noisy,
+# so compare rows of one repeat, not repeats.
 # Servers and clients are unpinned and blocking (epoll / poll sleep), as ipkit-bench
 # and its twin run by default.
 #
-#   bench/tap6_figures.sh [BUILD_DIR] [SECONDS] [REPEATS]
+#   bench/tap6_figures.sh [BUILD_DIR] [SECONDS_PER_CELL] [REPEATS] [ROUNDS]  # 2 3 3
 # Needs root (network namespaces). Everything it creates is named ipk6F<4 hex>... and
 # removed on exit, also on failure or Ctrl-C.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${1:-build}
-secs=${2:-3}
+secs=${2:-2}
 reps=${3:-3}
+rounds=${4:-3}
 blin=$build/bench/ipkit-bench-linux
 bipk=$build/bench/ipkit-bench
 [ -x "$blin" ] && [ -x "$bipk" ] || { echo "ipkit-bench(-linux) not built in $build" >&2; exit 2; }
@@ -54,51 +57,55 @@ Y ip addr add 10.80.0.2/24 dev "${tag}d"; Y ip -6 addr add fd80::2/64 dev "${tag
 Y ip link set "${tag}d" up
 
 # ---------------------------------------------------------------- helpers
-stop_last() {
-	kill "${pids[-1]}" 2>/dev/null || true
-	wait "${pids[-1]}" 2>/dev/null || true
-	unset 'pids[-1]'
-}
 wait_ping() { # -4|-6 addr: bounded wait until the server answers (DAD, ND)
 	local i
 	for i in $(seq 100); do X ping "$1" -c 1 -W 1 "$2" >/dev/null 2>&1 && return 0; sleep 0.1; done
 	return 1
 }
-# row -> start its server, sets dst
-server_start() {
-	case $1 in
-	ipkit4) dst=10.78.0.2
-		ip netns exec "$ns" "$bipk" --io "tap:${tag}t" --ip 10.78.0.2/24 -p 7 \
-			>/dev/null 2>&1 & ;;
-	ipkit6) dst=fd78::2
-		ip netns exec "$ns" "$bipk" --io "tap:${tag}t" --ip 10.78.0.2/24 \
-			--ip6 fd78::2/64 -6 -p 7 >/dev/null 2>&1 & ;;
-	linux6) dst=fd80::2
-		ip netns exec "$ns2" "$blin" -6 --ip fd80::2 -p 7 >/dev/null 2>&1 & ;;
-	linux4) dst=10.80.0.2
-		ip netns exec "$ns2" "$blin" --ip 10.80.0.2 -p 7 >/dev/null 2>&1 & ;;
-	esac
+# The servers run for the whole repeat: one ipkit-bench node with both families on
+# the TAP (its listener takes both: ipkit4 and ipkit6 hit the same process), the
+# twin over IPv6 (port 7) and IPv4 (port 8) in the second namespace.
+servers_start() {
+	ip netns exec "$ns" "$bipk" --io "tap:${tag}t" --ip 10.78.0.2/24 --ip6 fd78::2/64 \
+		-p 7 >/dev/null 2>&1 &
 	pids+=($!)
-	case $dst in *:*) wait_ping -6 "$dst" ;; *) wait_ping -4 "$dst" ;; esac
+	ip netns exec "$ns2" "$blin" -6 --ip fd80::2 -p 7 >/dev/null 2>&1 &
+	pids+=($!)
+	ip netns exec "$ns2" "$blin" --ip 10.80.0.2 -p 8 >/dev/null 2>&1 &
+	pids+=($!)
+	wait_ping -4 10.78.0.2 && wait_ping -6 fd78::2 && wait_ping -6 fd80::2
 }
-pp() { # dst conns -> req/s (0 on errors or no summary)
-	X timeout $((secs + 20)) "$blin" -s "$1" -p 7 -c "$2" -t "$secs" -l 1 -g 1 --json |
-		python3 bench/bench_summary.py | cut -d' ' -f1
+servers_stop() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	pids=()
 }
+declare -A dst=([ipkit4]=10.78.0.2 [ipkit6]=fd78::2 [linux6]=fd80::2 [linux4]=10.80.0.2)
+declare -A port=([ipkit4]=7 [ipkit6]=7 [linux6]=7 [linux4]=8)
+pp() { # row conns -> req/s (0 on errors or no summary)
+	X timeout $((secs + 20)) "$blin" -s "${dst[$1]}" -p "${port[$1]}" -c "$2" -t "$secs" \
+		-l 1 -g 1 --json | python3 bench/bench_summary.py | cut -d' ' -f1
+}
+median() { python3 -c "import sys,statistics; print(int(statistics.median(map(float, sys.argv[1:]))))" "$@"; }
 ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print('%.2f' % (a/b) if b else '-')" "$1" "$2"; }
 
 rows="ipkit4 ipkit6 linux6 linux4"
-echo "# TAP, 1-byte TCP ping-pong, requests/s, ${secs}s per cell, $reps repeats ($(date -u +%F\ %H:%M) UTC)"
+echo "# TAP, 1-byte TCP ping-pong, requests/s: median of $rounds interleaved ${secs}s cells" \
+	"per repeat, $reps repeats ($(date -u +%F\ %H:%M) UTC)"
 printf '%-6s %-6s %10s %10s %10s %10s %14s %14s\n' rep conns ipkit4 ipkit6 linux6 linux4 \
 	ipkit6/ipkit4 ipkit6/linux6
 for rep in $(seq "$reps"); do
 	declare -A v=()
-	for row in $rows; do
-		server_start "$row"
-		for c in 1 32; do v[$row.$c]=$(pp "$dst" "$c"); done
-		stop_last
+	servers_start
+	for r in $(seq "$rounds"); do
+		for c in 1 32; do
+			for row in $rows; do v[$row.$c]="${v[$row.$c]:-} $(pp "$row" "$c")"; done
+		done
 	done
+	servers_stop
 	for c in 1 32; do
+		for row in $rows; do v[$row.$c]=$(median ${v[$row.$c]}); done
 		printf '%-6s %-6s %10s %10s %10s %10s %14s %14s\n' "$rep" "$c" "${v[ipkit4.$c]}" \
 			"${v[ipkit6.$c]}" "${v[linux6.$c]}" "${v[linux4.$c]}" \
 			"$(ratio "${v[ipkit6.$c]}" "${v[ipkit4.$c]}")" \
