@@ -866,6 +866,11 @@ void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st)
 	st->sends_copied = IPK_SVC_LOAD_RLX(&svc->hdr->sends_copied);
 }
 
+uint32_t ipk_svc_features(const struct ipk_svc *svc)
+{
+	return svc ? IPK_SVC_LOAD_RLX(&svc->hdr->features) : 0;
+}
+
 void *ipk_svc_region(const struct ipk_svc *svc, uint64_t *size)
 {
 	if (size)

@@ -120,7 +120,8 @@ static unsigned d_bind_fam(const struct ipk_svc_sqe *e, const struct ipk_addr *a
 /* Does s (a listener or UDP socket) take traffic of this family? */
 int d_fam_ok(const struct d_sock *s, unsigned fam)
 {
-	return s->fam == 0 || (s->fam & fam) != 0;
+	return s->fam == 0 ? fam == D_FAM4 : (s->fam & fam) != 0; /* 0: never bound,
+	                                                        * IPv4 as before */
 }
 
 /* ------------------------------------------------------------ bind / listen */
@@ -139,11 +140,12 @@ static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe
 		return -EINVAL;
 	s->reuse = (e->flags & IPK_SVC_SQE_F_REUSEPORT) != 0;
 	s->inherit = (e->flags & IPK_SVC_SQE_F_INHERIT) != 0;
+	s->fam = d_bind_fam(e, &a); /* before the claim: disjoint families share */
 	rc = d_port_claim(d, s, e->addr.port_be);
-	if (rc == 0) {
+	if (rc == 0)
 		s->state = D_BOUND;
-		s->fam = d_bind_fam(e, &a);
-	}
+	else
+		s->fam = 0;
 	return rc;
 }
 
@@ -604,12 +606,14 @@ static void d_sendto_op(struct d_daemon *d, struct d_sock *s, const struct ipk_s
 		d_post_res(s, e->user_data, -EAFNOSUPPORT); /* V6ONLY, or an IPv4 socket */
 		return;
 	}
-	if (s->state == D_NEW && (rc = d_udp_autobind(d, s)) < 0) {
-		d_post_res(s, e->user_data, rc);
-		return;
-	}
-	if (!s->fam) /* bound now: an AF_INET6 socket to ::, an AF_INET one to 0.0.0.0 */
+	if (s->state == D_NEW) { /* an AF_INET6 socket to ::, an AF_INET one to 0.0.0.0 */
 		s->fam = e->addr.family == IPK_SVC_AF_INET6 ? D_FAM4 | D_FAM6 : D_FAM4;
+		if ((rc = d_udp_autobind(d, s)) < 0) {
+			s->fam = 0;
+			d_post_res(s, e->user_data, rc);
+			return;
+		}
+	}
 	if (a.family == IPK_AF_INET && d_loop_addr(d, d_addr_ip4(&a))) {
 		d_loop_sendto(d, s, e);
 		return;
@@ -707,17 +711,15 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 
 static int ev_accept(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opq)
 {
-	const struct d_sock *l = d_port_listener(D(opq), t->local_port_be, 0);
-	(void)ctx;
-	return l && d_fam_ok(l, D_FAM4); /* an AF_INET6 V6ONLY listener: RST, as Linux */
+	(void)ctx; /* an AF_INET6 V6ONLY listener alone: RST, as Linux */
+	return d_port_listener(D(opq), t->local_port_be, 0, D_FAM4) != NULL;
 }
 
 /* A SYN over IPv6 (issue 17): only a listener bound AF_INET6 takes it. */
 static int ev_accept6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opq)
 {
-	const struct d_sock *l = d_port_listener(D(opq), t->local_port_be, 0);
 	(void)ctx;
-	return l && l->fam && d_fam_ok(l, D_FAM6);
+	return d_port_listener(D(opq), t->local_port_be, 0, D_FAM6) != NULL;
 }
 
 /* The accepted connection's peer, either family, for the ACCEPT completion. */
@@ -738,7 +740,8 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 	uint64_t now = ipk_node_now(ipk_node_from(opq));
 	if (ipk_tcp_atuple(ctx, c, &t) < 0)
 		return NULL;
-	l = d_port_listener(d, t.local_port_be, 1); /* the listeners take turns */
+	l = d_port_listener(d, t.local_port_be, 1, /* the listeners take turns */
+	                    t.peer.family == IPK_AF_INET6 ? D_FAM6 : D_FAM4);
 	w = l ? d_sock_alloc(l->app, IPK_SVC_TCP) : NULL;
 	if (!w) {
 		ipk_tcp_abort(ctx, c, now);
@@ -879,11 +882,10 @@ static void d_udp_other(struct ipk_ctx *ctx, struct d_wk *w, struct d_sock *s,
 static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
                    uint32_t len, void *opq)
 {
-	struct d_sock *s = d_port_udp(D(opq), t->local_port_be, t->peer_ip4_be, t->peer_port_be);
+	struct d_sock *s = d_port_udp(D(opq), t->local_port_be, t->peer_ip4_be, t->peer_port_be,
+	                              D_FAM4);
 	int other = s && s->wk != W(opq)->idx;
 	struct d_dgram *g;
-	if (s && !d_fam_ok(s, D_FAM4))
-		return; /* an AF_INET6 V6ONLY socket: not for it */
 	g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
 	if (!g)
 		return;
@@ -908,9 +910,8 @@ static void ev_udp6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt, 
 	struct d_dgram *g;
 	int other;
 	memcpy(h, t->peer.a, 16); /* the sender's address folded: the group's choice */
-	s = d_port_udp(D(opq), t->local_port_be, h[0] ^ h[1] ^ h[2] ^ h[3], t->peer_port_be);
-	if (s && (!s->fam || !d_fam_ok(s, D_FAM6)))
-		return;
+	s = d_port_udp(D(opq), t->local_port_be, h[0] ^ h[1] ^ h[2] ^ h[3], t->peer_port_be,
+	               D_FAM6);
 	other = s && s->wk != W(opq)->idx;
 	g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
 	if (!g)

@@ -439,7 +439,7 @@ uint16_t d_local_port(struct ipk_conn *c);
 void d_connect_done(struct d_sock *s, uint16_t lport_be);
 /* d_family.c: a forked child's share of an inherited listener */
 int d_family_share_ok(const struct d_sock *head, const struct d_sock *s);
-struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be);
+struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be, unsigned fam);
 /* d_family.c: a connection shared across fork (ADOPT, CLAIM, GIVEBACK) */
 void d_family_adopt(struct d_sock *ctl, const struct ipk_svc_sqe *e);
 void d_family_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e);
@@ -448,9 +448,9 @@ void d_family_want(struct d_daemon *d, struct d_sock *s);
 void d_family_tx_idle(struct d_daemon *d, struct d_sock *s);
 uint32_t d_family_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
 void d_port_release(struct d_daemon *d, struct d_sock *s);
-struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take);
+struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, unsigned fam);
 struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,
-                          uint16_t from_port_be);
+                          uint16_t from_port_be, unsigned fam);
 
 /* d_loop.c */
 int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);

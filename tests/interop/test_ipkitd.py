@@ -600,3 +600,28 @@ def test_ipkitd6_udp_echo_linux_peer(svc6):
     svc6.peer("udpecho", "5102", svc6.linux6)
     rc, out, err = finish(svc6.tool("udp", svc6.linux6, "5102", "50"), 60)
     assert rc == 0 and "udp 50/50" in out, out + err
+
+
+def test_ipkitd6_v4_and_v6only_listeners_share_a_port(svc6):
+    """An AF_INET listener and an AF_INET6 V6ONLY one on the same port (redis's
+    default `bind * -::*`; Linux allows it): the IPv4 client reaches the first,
+    the IPv6 client the second, each transfer intact."""
+    size = 1 << 20
+    a4 = svc6.tool("listen", "6105", str(size))
+    time.sleep(0.3)
+    a6 = svc6.tool_env(["SVC_TOOL_FAMILY=6", "SVC_TOOL_V6ONLY=1"], "listen", "6105", str(size))
+    time.sleep(0.3)
+    assert a6.poll() is None, a6.stderr.read()
+    c6 = svc6.peer("client", svc6.ipk6, "6105", str(size))
+    crc6, cout6, cerr6 = finish(c6)
+    c4 = svc6.peer("client", svc6.link.ipk_ip, "6105", str(size))
+    crc4, cout4, cerr4 = finish(c4)
+    rc4, out4, err4 = finish(a4)
+    rc6, out6, err6 = finish(a6)
+    assert crc4 == crc6 == rc4 == rc6 == 0, err4 + err6 + cerr4 + cerr6 + svc6.log()
+    assert "svc_tool: peer 2 %s " % svc6.link.linux_ip in err4, err4
+    assert "svc_tool: peer 10 %s " % svc6.linux6 in err6, err6
+    for out, cout in ((out4, cout4), (out6, cout6)):
+        a_sn, a_sh, a_rn, a_rh = digests(out)
+        c_sn, c_sh, c_rn, c_rh = digests(cout)
+        assert a_sn == c_rn == size and a_sh == c_rh and c_sh == a_rh, (out, cout)
