@@ -166,6 +166,7 @@ class Svc6(Svc):
                                   secrets.randbelow(65536))
         self.linux6, self.ipk6 = pfx + "::1", pfx + "::2"
         link.run("sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=0" % link.linux_dev)
+        link.run("sysctl", "-qw", "net.ipv6.conf.lo.disable_ipv6=0")  # local delivery
         link.run("ip", "-6", "addr", "add", self.linux6 + "/64", "dev", link.linux_dev, "nodad")
         super().__init__(link, tmp_path, "--ip6", self.ipk6 + "/64")
         end = time.monotonic() + 10  # ipkit's DAD (~1 s), bounded
