@@ -50,20 +50,20 @@ int pl_sa_mapped(const union pl_sa *a)
 	return a->sa.sa_family == AF_INET6 && !memcmp(a->in6.sin6_addr.s6_addr, pl_mapped, 12);
 }
 
-/* The user's address for a socket of `domain`: -EINVAL (short, or an AF_INET
- * address given to an AF_INET6 socket's bind: Linux's answer), -EAFNOSUPPORT
- * (another family). */
+/* The user's address for a socket of `domain`, checked in Linux's order
+ * (inet_bind, inet6_bind, tcp_v6_connect): too short -EINVAL (an AF_INET6
+ * socket takes the 24 bytes of RFC 2133's sockaddr_in6, without sin6_scope_id),
+ * then another family -EAFNOSUPPORT. */
 int pl_sa_in(const struct sockaddr *a, socklen_t len, int domain, union pl_sa *out)
 {
-	socklen_t need = domain == AF_INET6 ? (socklen_t)sizeof out->in6 : (socklen_t)sizeof out->in;
-	if (!a || len < (socklen_t)sizeof(sa_family_t))
+	socklen_t need = domain == AF_INET6 ? 24 : (socklen_t)sizeof out->in;
+	socklen_t take = domain == AF_INET6 ? (socklen_t)sizeof out->in6 : (socklen_t)sizeof out->in;
+	if (!a || len < need)
 		return -EINVAL;
 	if (a->sa_family != domain)
-		return domain == AF_INET6 && a->sa_family == AF_INET ? -EINVAL : -EAFNOSUPPORT;
-	if (len < need)
-		return -EINVAL;
+		return -EAFNOSUPPORT;
 	pl_sa_any(out, domain);
-	memcpy(out, a, need);
+	memcpy(out, a, len < take ? len : take);
 	return 0;
 }
 

@@ -375,8 +375,7 @@ static ssize_t pl_dgram_out(struct pl_sock *s, const void *buf, size_t len,
 		return pl_udp_send(s, buf, len, NULL);
 	rc = pl_sa_in(a, alen, s->domain, &to);
 	if (rc < 0)
-		return rc == -EINVAL && s->domain == AF_INET6 && alen >= (socklen_t)sizeof(sa_family_t) &&
-		       a->sa_family == AF_INET ? -EAFNOSUPPORT : rc;
+		return rc;
 	return pl_udp_send(s, buf, len, &to);
 }
 

@@ -470,8 +470,6 @@ int connect(int fd, const struct sockaddr *a, socklen_t len)
 		return rc < 0 ? PL_ERR(-rc) : 0;
 	}
 	rc = pl_sa_in(a, len, s->domain, &in);
-	if (rc == -EINVAL && s->domain == AF_INET6 && a && a->sa_family == AF_INET)
-		rc = -EAFNOSUPPORT; /* Linux's answer for connect (bind: EINVAL) */
 	pthread_mutex_lock(&s->mu);
 	if (rc == 0)
 		rc = pl_connect_start(s, &in);

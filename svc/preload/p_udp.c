@@ -170,8 +170,7 @@ int pl_udp_connect(struct pl_sock *s, const struct sockaddr *a, socklen_t alen)
 	union pl_sa in;
 	int rc = pl_sa_in(a, alen, s->domain, &in);
 	if (rc < 0)
-		return rc == -EINVAL && s->domain == AF_INET6 && a && a->sa_family == AF_INET ?
-		       -EAFNOSUPPORT : rc;
+		return rc;
 	pthread_mutex_lock(&s->mu);
 	s->peer = in;
 	s->state = PL_CONNECTED;
