@@ -342,8 +342,9 @@ void ipk_svc_addr_ip4(struct ipk_svc_addr *a, uint32_t ip4_be, uint16_t port);
 /* An IPv6 address (16 bytes, network order) and port (host order). */
 void ipk_svc_addr_ip6(struct ipk_svc_addr *a, const uint8_t ip6[16], uint16_t port);
 
-/* What this ipkitd serves: IPK_SVC_FEAT_* bits (0 for NULL; an older ipkitd: 0). */
 #define IPK_SVC_FEAT_IP6 1u /* IPv6 addresses (ipkitd --ip6) */
+/* ipk_svc_features: what this ipkitd serves, IPK_SVC_FEAT_* bits (0 for NULL; an
+ * older ipkitd: 0). Constant for the handle's life. */
 uint32_t ipk_svc_features(const struct ipk_svc *svc);
 
 /* ipk_svc_region / ipk_svc_sock_ring_off, for tools and tests (svc_tool's hostile
