@@ -281,6 +281,7 @@ static void d_region_header(struct d_app *a)
 	h->ready_off = 4096;
 	h->ready_words = a->ready_words;
 	h->ready_sum_words = a->ready_sum_words;
+	h->features = a->d->cfg.ip6 ? IPK_SVC_FEAT_IP6 : 0;
 }
 
 /* The hello arrived: build the region and answer. 0, or -errno (answered). */

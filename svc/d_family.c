@@ -70,14 +70,15 @@ int d_family_share_ok(const struct d_sock *head, const struct d_sock *s)
 /* The listener of the group to take the next connection: one with an ACCEPT armed
  * and room, the turn moving on past it; NULL: none waits (the caller falls back to
  * any listener with room). */
-struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be)
+struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be, unsigned fam)
 {
 	struct d_sock *h = d->tcp_port[port_be], *m;
 	if (!h || h->port_next == h)
 		return NULL;
 	m = h;
 	do {
-		if (m->state == D_LISTEN && m->acc_armed && m->acc_n < m->backlog) {
+		if (m->state == D_LISTEN && m->acc_armed && m->acc_n < m->backlog &&
+		    d_fam_ok(m, fam)) { /* only one serving the SYN's family (IPv4/IPv6) */
 			d->tcp_port[port_be] = m->port_next;
 			return m;
 		}

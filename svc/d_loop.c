@@ -88,7 +88,7 @@ static uint16_t d_loop_port(struct d_daemon *d, struct d_sock *s)
  * paired with s, and queued for the listener's (multishot) accept. */
 void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 {
-	struct d_sock *l = d_port_listener(d, op->e.addr.port_be, 1), *w;
+	struct d_sock *l = d_port_listener(d, op->e.addr.port_be, 1, D_FAM4), *w;
 	if (!l) {
 		d_post_res(s, op->e.user_data, -ECONNREFUSED);
 		return;
@@ -264,7 +264,7 @@ void d_dgram_push(struct d_daemon *d, struct d_sock *s, struct d_dgram *g)
  * applies. */
 void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
 {
-	struct d_sock *t = d_port_udp(d, e->addr.port_be, d->cfg.ip4_be, s->lport_be);
+	struct d_sock *t = d_port_udp(d, e->addr.port_be, d->cfg.ip4_be, s->lport_be, D_FAM4);
 	int other = t && t->wk != s->wk;
 	struct d_dgram *g = !t || !t->ring ? NULL : other ? d_dgram_alloc(e->len)
 	                                                  : d_dgram_new(t, e->len);

@@ -17,10 +17,28 @@ static struct d_sock **d_port_tab(struct d_daemon *d, int type)
 	return type == IPK_SVC_TCP ? d->tcp_port : d->udp_port;
 }
 
+/* Do s and every socket on the port serve disjoint families (an AF_INET socket
+ * and an AF_INET6 one with IPV6_V6ONLY, as redis's default `bind * -::*` opens:
+ * Linux lets them share the port)? */
+static int d_port_fam_apart(const struct d_sock *head, const struct d_sock *s)
+{
+	const struct d_sock *m = head;
+	if (!s->fam)
+		return 0;
+	do {
+		if (!m->fam || (m->fam & s->fam))
+			return 0;
+		m = m->port_next;
+	} while (m != head);
+	return 1;
+}
+
 /* May s join the sockets on the port (head of the circle)? */
 static int d_port_share_ok(const struct d_sock *head, const struct d_sock *s)
 {
 	const struct d_sock *m = head;
+	if (d_port_fam_apart(head, s))
+		return 1;
 	if (s->inherit)
 		return d_family_share_ok(head, s);
 	if (!s->reuse)
@@ -110,16 +128,16 @@ void d_port_release(struct d_daemon *d, struct d_sock *s)
 /* The listening socket on the port to take the next connection (one with room in
  * its backlog), or NULL. take: this one takes it, the turn moves on (the circle's
  * head advances past it), so connections go round the listeners. */
-struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take)
+struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, unsigned fam)
 {
 	struct d_sock *h = d->tcp_port[port_be], *m;
 	if (!h)
 		return NULL;
-	if (take && (m = d_family_waiting(d, port_be)) != NULL)
+	if (take && (m = d_family_waiting(d, port_be, fam)) != NULL)
 		return m;
 	m = h;
 	do {
-		if (m->state == D_LISTEN && m->acc_n < m->backlog) {
+		if (m->state == D_LISTEN && m->acc_n < m->backlog && d_fam_ok(m, fam)) {
 			if (take)
 				d->tcp_port[port_be] = m->port_next;
 			return m;
@@ -129,26 +147,35 @@ struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take)
 	return NULL;
 }
 
-/* The UDP socket on the port for a datagram from ip:port, or NULL: one sender
- * always reaches the same socket while the group does not change. */
+/* The UDP socket on the port for a datagram of family fam (D_FAM4/6) from
+ * ip:port, or NULL: one sender always reaches the same socket while the group
+ * does not change. Sockets that do not serve fam are passed over. */
 struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,
-                          uint16_t from_port_be)
+                          uint16_t from_port_be, unsigned fam)
 {
 	struct d_sock *h = d->udp_port[port_be], *m;
 	uint32_t n = 0, k, x;
-	if (!h || h->port_next == h)
-		return h;
+	if (!h)
+		return NULL;
+	if (h->port_next == h)
+		return d_fam_ok(h, fam) ? h : NULL;
 	/* the head does not move for UDP, so walking from it is stable */
 	m = h;
 	do {
-		n++;
+		n += (uint32_t)d_fam_ok(m, fam);
 		m = m->port_next;
 	} while (m != h);
+	if (n == 0)
+		return NULL;
 	x = from_ip_be ^ ((uint32_t)from_port_be << 16 | from_port_be);
 	x ^= x >> 16;
 	x *= 0x45d9f3bu; /* a multiplicative mix: consecutive ports spread */
 	x ^= x >> 16;
-	for (k = x % n; k; k--)
+	while (!d_fam_ok(m, fam))
 		m = m->port_next;
+	for (k = x % n; k; k--)
+		do
+			m = m->port_next;
+		while (!d_fam_ok(m, fam));
 	return m;
 }

@@ -31,6 +31,10 @@ struct d_cfg {
 	char *owned[2];              /* strdup'd io_spec / sock_path */
 	uint32_t ip4_be, gw_be;
 	uint8_t prefix_len;
+	/* --ip6 ADDR/N | auto: IPv6 on (the core's link-local address always, this
+	 * static address when given, SLAAC from router advertisements) */
+	int ip6;
+	uint8_t ip6_addr[16], ip6_plen;
 	uid_t allow_uid[D_MAX_IDS], low_uid[D_MAX_IDS];
 	gid_t allow_gid[D_MAX_IDS];
 	unsigned n_allow_uid, n_low_uid, n_allow_gid;
@@ -166,6 +170,10 @@ struct d_sock {
 	struct d_sock *peer;
 	struct d_pipe rxp;           /* bytes for this socket's RECVs */
 	uint16_t peer_port_be;       /* the other end's port (accept's address) */
+	/* families the socket serves, from its BIND (d_net.c d_fam_ok): 0 both (never
+	 * bound), D_FAM4 (AF_INET), D_FAM6 (AF_INET6 with V6ONLY), both (AF_INET6) */
+	unsigned fam;
+	int v6;                      /* its connection runs over IPv6 */
 	/* the app's active list at this socket's level (d_sock.c): sockets with
 	 * submissions or work left, so a pass costs O(active sockets) */
 	struct d_sock *act_prev, *act_next;
@@ -192,6 +200,9 @@ struct d_sock {
 	int gb_wait;                 /* a GIVEBACK of the member that had the data
 	                              * is due: deliver nothing before it */
 };
+
+#define D_FAM4 1u
+#define D_FAM6 2u
 
 /* epoll tags */
 enum { D_EV_LISTEN = 1, D_EV_NODE, D_EV_CTL, D_EV_BELL, D_EV_PID, D_EV_KICK };
@@ -419,6 +430,8 @@ void d_msg_drain(struct d_daemon *d, unsigned wk);
 /* d_port.c */
 int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
 int d_port_listened(const struct d_sock *s);
+/* d_net.c: does s (listener, UDP socket) take this family (D_FAM4/6)? */
+int d_fam_ok(const struct d_sock *s, unsigned fam);
 /* d_local.c: a CONNECT's completion carries the local address (cqe.addr) */
 void d_local_cqe(const struct d_sock *s, struct ipk_svc_cqe *c, uint64_t ud, uint16_t lport_be);
 void d_local_post(struct d_sock *s, uint64_t ud, uint16_t lport_be);
@@ -426,7 +439,7 @@ uint16_t d_local_port(struct ipk_conn *c);
 void d_connect_done(struct d_sock *s, uint16_t lport_be);
 /* d_family.c: a forked child's share of an inherited listener */
 int d_family_share_ok(const struct d_sock *head, const struct d_sock *s);
-struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be);
+struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be, unsigned fam);
 /* d_family.c: a connection shared across fork (ADOPT, CLAIM, GIVEBACK) */
 void d_family_adopt(struct d_sock *ctl, const struct ipk_svc_sqe *e);
 void d_family_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e);
@@ -435,9 +448,9 @@ void d_family_want(struct d_daemon *d, struct d_sock *s);
 void d_family_tx_idle(struct d_daemon *d, struct d_sock *s);
 uint32_t d_family_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
 void d_port_release(struct d_daemon *d, struct d_sock *s);
-struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take);
+struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, unsigned fam);
 struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,
-                          uint16_t from_port_be);
+                          uint16_t from_port_be, unsigned fam);
 
 /* d_loop.c */
 int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);

@@ -262,6 +262,7 @@ struct pl_sock *pl_sock_new(int type)
 		s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	}
 	s->type = type;
+	s->domain = AF_INET; /* pl_make sets the socket's own */
 	s->fd = s->lfd = s->ofd = -1;
 	s->rcvbuf = 131072;
 	s->sndbuf = 16384;

@@ -31,12 +31,14 @@ WORKERS = int(os.environ.get("SVC_TEST_WORKERS", "1"))
 ECHO = os.path.join(BUILD, "examples", "ipkit-echo")
 NC = os.path.join(BUILD, "examples", "ipkit-nc")
 PEER_IP, OUR_IP = "10.9.0.1", "10.9.0.2"
+# IPv6 on both ends (issue 17): cases named *6 run with these
+PEER_IP6, OUR_IP6 = "fd00:9::1", "fd00:9::2"
 
 
 class Rig:
     """ipkit-echo <-memlink-> ipkitd, a control socket in a private directory."""
 
-    def __init__(self, *daemon_args, echo=True):
+    def __init__(self, *daemon_args, echo=True, ip6=False):
         self.dir = tempfile.mkdtemp(prefix="ipksvc")
         self.sock = os.path.join(self.dir, "ipkitd.sock")
         self.name = "ipksvc" + secrets.token_hex(3)
@@ -46,12 +48,14 @@ class Rig:
         wk = ["--workers", str(WORKERS)] if WORKERS > 1 else []
         self.q = q
         if echo:  # else the case runs its own peers on the memlink's other end
+            e6 = ["--ip6", PEER_IP6 + "/64"] if ip6 else []
             self.echo = self._start([ECHO, "--io", "memlink:%s,role=b%s" % (self.name, q),
-                                     "--ip", PEER_IP + "/24"], stderr=subprocess.DEVNULL)
+                                     "--ip", PEER_IP + "/24", *e6], stderr=subprocess.DEVNULL)
             time.sleep(0.2)
         self.daemon = self._start([DAEMON, "--io", "memlink:%s,role=a%s" % (self.name, q),
                                    "--ip", OUR_IP + "/24", "--socket", self.sock,
-                                   *wk, *daemon_args, *EXTRA], stderr=self.log)
+                                   *wk, *(["--ip6", OUR_IP6 + "/64"] if ip6 else []),
+                                   *daemon_args, *EXTRA], stderr=self.log)
         self.wait_log("serving on", 10)
 
     def _start(self, argv, **kw):
@@ -282,6 +286,36 @@ def case_conn_refused(rig):
     """connect to a port nobody listens on: the completion says -ECONNREFUSED."""
     rc, out, err = rig.run_tool("connect", PEER_IP, "9", "1000")
     assert rc == 1 and "connect: Connection refused" in err, (rc, err)
+
+
+def case_echo_tcp6(rig):
+    """IPv6 (ipkitd --ip6): two applications at once, 16 MiB each through the echo
+    over TCP/IPv6, SHA-256 equal; the CONNECT completion names our IPv6 address."""
+    time.sleep(1.5)  # both ends' DAD (RetransTimer 1 s) before the first SYN
+    size = 16 << 20
+    a = rig.tool("connect", PEER_IP6, "7", str(size))
+    b = rig.tool("connect", PEER_IP6, "7", str(size))
+    check_echo(a, size)
+    check_echo(b, size)
+
+
+def case_udp6(rig):
+    """UDP over IPv6: 50 datagrams echoed, each reply's sender the echo's IPv6
+    address and port (svc_tool udp compares family, address and port)."""
+    time.sleep(1.5)
+    rc, out, err = rig.run_tool("udp", PEER_IP6, "7", "50")
+    assert rc == 0 and "udp 50/50" in out, out + err
+
+
+def case_ip6_off(rig):
+    """Without --ip6 an IPv6 CONNECT completes with -EAFNOSUPPORT, as before;
+    an IPv4-mapped address (::ffff:10.9.0.1) is the IPv4 peer."""
+    rc, out, err = rig.run_tool("connect", PEER_IP6, "7", "1000")
+    assert rc != 0 and "Address family not supported" in err, out + err
+    rc, out, err = rig.run_tool("connect", "::ffff:" + PEER_IP, "7", str(1 << 20))
+    assert rc == 0, out + err
+    sn, sh, rn, rh = digests(out)
+    assert sn == rn == 1 << 20 and sh == rh, out
 
 
 def case_udp(rig):
@@ -868,7 +902,8 @@ def main():
         args += ["--low-inflight", os.environ["SVC_LOW_INFLIGHT"]]  # 0: see it fail
     if case == "workers_outbox":
         os.environ["IPKITD_MSG_SLOTS"] = "2"  # the daemon inherits it (svc/d_msg.c)
-    rig = Rig(*args, echo=case not in ("workers_accept_cross",))
+    rig = Rig(*args, echo=case not in ("workers_accept_cross",),
+              ip6=case in ("echo_tcp6", "udp6"))
     try:
         globals()["case_" + case](rig)
     finally:
