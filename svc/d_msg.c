@@ -78,7 +78,7 @@ int d_msg_init(struct d_daemon *d)
 	for (i = 0; i < d->nw * d->nw; i++)
 		if (spsc_init(&d->mq[i], slots, sizeof(struct d_msg)) < 0)
 			return -1;
-	return 0;
+	return d_pinst_init(d);
 }
 
 static void d_msg_free(struct d_msg *m)
@@ -100,6 +100,7 @@ void d_msg_fini(struct d_daemon *d)
 	}
 	free(d->mq);
 	d->mq = NULL;
+	d_pinst_fini(d);
 	for (i = 0; d->wk && i < d->nw; i++)
 		while (d->wk[i].ob_h) {
 			struct d_obox *o = d->wk[i].ob_h;
@@ -214,7 +215,7 @@ int d_msg_pending(struct d_daemon *d, unsigned wk)
 	return 0;
 }
 
-static struct d_app *d_app_of(struct d_daemon *d, uint32_t id)
+struct d_app *d_app_of(struct d_daemon *d, uint32_t id)
 {
 	struct d_app *a;
 	for (a = d->apps; a; a = a->next)
@@ -439,6 +440,10 @@ void d_msg_drain(struct d_daemon *d, unsigned wk)
 			         : m->kind == D_MSG_CLOSED  ? d_msg_closed(d, wk, m)
 			         : m->kind == D_MSG_ACCEPT  ? d_msg_accept(d, wk, m)
 			         : m->kind == D_MSG_ACC_DONE ? d_msg_acc_done(d, wk, m)
+			         : m->kind == D_MSG_INSTALL || m->kind == D_MSG_REMOVE
+			                 ? d_pinst_msg(d, wk, j, m->kind, m->app_id, m->sock_id, m->arg, m->res)
+			         : m->kind == D_MSG_INSTALLED
+			                 ? d_pinst_answer(d, wk, m->app_id, m->sock_id, m->arg, m->res)
 			                                    : -1;
 			w->msgs_in++;
 			if (rc < 0) {

@@ -73,8 +73,8 @@ static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe
 		return -EINVAL;
 	s->reuse = (e->flags & IPK_SVC_SQE_F_REUSEPORT) != 0;
 	s->inherit = (e->flags & IPK_SVC_SQE_F_INHERIT) != 0;
-	rc = d_port_claim(d, s, e->addr.port_be);
-	if (rc == 0)
+	rc = d_port_claim(d, s, e->addr.port_be, 1);
+	if (rc >= 0) /* 1: completes when every worker has it (d_pinst.c) */
 		s->state = D_BOUND;
 	return rc;
 }
@@ -85,26 +85,12 @@ static int d_udp_autobind(struct d_daemon *d, struct d_sock *s)
 	unsigned i;
 	for (i = 0; i < 16384; i++) {
 		uint16_t p = (uint16_t)(49152u + (d->udp_next_eph++ % 16384u));
-		if (d_port_claim(d, s, ipk_htons(p)) == 0) {
+		if (d_port_claim(d, s, ipk_htons(p), 0) >= 0) {
 			s->state = D_BOUND;
 			return 0;
 		}
 	}
 	return -EADDRINUSE;
-}
-
-/* Every worker's context listens: a SYN lands on the worker its flow hashes to,
- * and the connection is accepted there. All or none. */
-static int d_listen_all(struct d_daemon *d, uint16_t port_be, uint16_t bl)
-{
-	unsigned i;
-	int rc = 0;
-	for (i = 0; i < d->nw && rc == 0; i++)
-		rc = ipk_tcp_listen(d->wk[i].ctx, port_be, bl);
-	if (rc < 0)
-		while (i-- > 1)
-			ipk_tcp_unlisten(d->wk[i - 1].ctx, port_be);
-	return rc;
 }
 
 static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
@@ -116,8 +102,11 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 	if (bl > D_BACKLOG_MAX)
 		bl = D_BACKLOG_MAX;
 	/* a shared port: the core listens once, for all its listeners */
-	rc = d_port_listened(s) ? 0 : d_listen_all(d, s->lport_be, (uint16_t)bl);
-	if (rc == 0) {
+	/* every worker's context listens: a SYN lands on the worker its flow hashes
+	 * to, and the connection is accepted there. 1: this worker's context has it,
+	 * the others were asked; the LISTEN completes with their answers (d_pinst.c) */
+	rc = d_port_listened(s) ? 0 : d_pinst_add(d, s, s->lport_be, (uint16_t)bl, 1);
+	if (rc >= 0) {
 		s->state = D_LISTEN;
 		s->backlog = bl;
 	}
@@ -584,10 +573,17 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 		rc = d_bind(d, s, e);
 		if (rc == -EINVAL || rc == -EAFNOSUPPORT)
 			s->app->hdr->bad_sqe++;
-		d_post_res(s, e->user_data, rc);
+		if (rc == 1)
+			d_pinst_wait(d, s, e->user_data);
+		else
+			d_post_res(s, e->user_data, rc);
 		return;
 	case IPK_SVC_OP_LISTEN:
-		d_post_res(s, e->user_data, d_listen_op(d, s, e));
+		rc = d_listen_op(d, s, e);
+		if (rc == 1)
+			d_pinst_wait(d, s, e->user_data);
+		else
+			d_post_res(s, e->user_data, rc);
 		return;
 	case IPK_SVC_OP_ACCEPT:
 		d_accept_op(d, s, op);

@@ -231,7 +231,7 @@ void d_sock_unring(struct d_sock *s)
 /* A listener's queue: connections accepted on another worker go back to it
  * (d_acc_answer), which resets them on its own context; only a reclaim, which
  * may touch every worker's sockets, destroys them here. */
-static void d_sock_unqueue(struct d_daemon *d, struct d_sock *s)
+void d_sock_unqueue(struct d_daemon *d, struct d_sock *s)
 {
 	while (s->acc_h) {
 		struct d_sock *w = s->acc_h;

@@ -264,7 +264,8 @@ void d_wk_report(struct d_daemon *d)
 		fprintf(stderr, "ipkitd: worker %u: sockets %llu entries %llu accepted %llu "
 		        "connected %llu datagrams %llu rx_frames %llu wrong_queue %llu "
 		        "handed_in %llu handed_out %llu msgs_in %llu msgs_out %llu msg_gone %llu "
-		        "msg_full %llu acc_out %llu acc_in %llu acc_done %llu acc_reaped %llu loop_cross %llu\n", i,
+		        "msg_full %llu acc_out %llu acc_in %llu acc_done %llu acc_reaped %llu loop_cross %llu "
+		        "port_in %llu\n", i,
 		        (unsigned long long)w->socks, (unsigned long long)w->sqes,
 		        (unsigned long long)w->accepted, (unsigned long long)w->connected,
 		        (unsigned long long)w->udp_rx, (unsigned long long)st.rx_frames,
@@ -274,6 +275,6 @@ void d_wk_report(struct d_daemon *d)
 		        (unsigned long long)w->msg_full, (unsigned long long)w->acc_out,
 		        (unsigned long long)w->acc_in, (unsigned long long)w->acc_done,
 		        (unsigned long long)w->acc_reaped,
-		        (unsigned long long)w->loop_cross);
+		        (unsigned long long)w->loop_cross, (unsigned long long)w->port_in);
 	}
 }

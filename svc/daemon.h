@@ -55,7 +55,8 @@ struct d_zc;
 struct spsc;
 
 /* cross-worker messages (d_msg.c) */
-enum { D_MSG_UDP = 1, D_MSG_CONNECT, D_MSG_CLOSE, D_MSG_CLOSED, D_MSG_ACCEPT, D_MSG_ACC_DONE };
+enum { D_MSG_UDP = 1, D_MSG_CONNECT, D_MSG_CLOSE, D_MSG_CLOSED, D_MSG_ACCEPT, D_MSG_ACC_DONE,
+       D_MSG_INSTALL, D_MSG_REMOVE, D_MSG_INSTALLED };
 struct d_obox;
 
 /* An operation in flight: the SQE copied out of the ring, never re-read. */
@@ -191,6 +192,11 @@ struct d_sock {
 	uint32_t gb_len, gb_pos;
 	int gb_wait;                 /* a GIVEBACK of the member that had the data
 	                              * is due: deliver nothing before it */
+	/* its port installed in the other workers' contexts (d_pinst.c): the
+	 * LISTEN or BIND (inst_ud) completes when inst_wait answers are in */
+	uint32_t inst_gen, inst_wait;
+	int32_t inst_rc;             /* the first error answered, or 0 */
+	uint64_t inst_ud;
 };
 
 /* epoll tags */
@@ -303,6 +309,11 @@ struct d_wk {
 	                              * the answer (the application died) */
 	uint64_t loop_cross;         /* app-to-app sends into a pipe of another
 	                              * worker's socket (d_loop.c): must stay 0 */
+	uint32_t *pst;               /* nw > 1: per (type, port) the install
+	                              * generation this worker saw << 1 | its context
+	                              * has it (d_pinst.c; this worker's thread, or
+	                              * the control thread in a reclaim) */
+	uint64_t port_in;            /* INSTALL / REMOVE messages it applied */
 };
 
 struct d_daemon {
@@ -335,6 +346,8 @@ struct d_daemon {
 	                              * points into (zero-copy sends), via next/prev */
 	uint32_t lvl_socks[D_PRIO_MAX]; /* live sockets per level (--low-inflight
 	                                 * limits a level only while a higher one has any) */
+	uint32_t *pgen;              /* nw > 1: per (type, port) the generation of
+	                              * its last install (d_pinst.c; port lock) */
 	int reclaiming;              /* d_app_reclaim runs: it may touch every worker's
 	                              * sockets (d_sock_destroy of a listener) */
 };
@@ -396,6 +409,7 @@ struct d_sock *d_sock_find(struct d_app *a, uint32_t id);
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
 void d_sock_level(struct d_sock *s, unsigned lvl);
 void d_sock_unring(struct d_sock *s);
+void d_sock_unqueue(struct d_daemon *d, struct d_sock *s);
 int d_opq_push(struct d_opq *q, const struct d_op *op);
 struct d_op *d_opq_front(struct d_opq *q);
 void d_opq_pop(struct d_opq *q);
@@ -415,9 +429,21 @@ void d_xfer_unlink(struct d_daemon *d, struct d_sock *w);
 void d_msg_flush(struct d_daemon *d, unsigned wk);
 int d_msg_pending(struct d_daemon *d, unsigned wk);
 void d_msg_drain(struct d_daemon *d, unsigned wk);
+struct d_app *d_app_of(struct d_daemon *d, uint32_t id);
+
+/* d_pinst.c: a port installed in / removed from every worker's context */
+int d_pinst_init(struct d_daemon *d);
+void d_pinst_fini(struct d_daemon *d);
+int d_pinst_add(struct d_daemon *d, struct d_sock *s, uint16_t port_be, uint16_t bl, int wait);
+void d_pinst_del(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
+void d_pinst_wait(struct d_daemon *d, struct d_sock *s, uint64_t ud);
+int d_pinst_msg(struct d_daemon *d, unsigned wk, unsigned from, uint32_t kind, uint32_t app_id,
+                uint32_t sock_id, uint64_t arg, int32_t type);
+int d_pinst_answer(struct d_daemon *d, unsigned wk, uint32_t app_id, uint32_t sock_id,
+                   uint64_t gen, int32_t res);
 
 /* d_port.c */
-int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
+int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be, int wait);
 int d_port_listened(const struct d_sock *s);
 /* d_local.c: a CONNECT's completion carries the local address (cqe.addr) */
 void d_local_cqe(const struct d_sock *s, struct ipk_svc_cqe *c, uint64_t ud, uint16_t lport_be);
