@@ -77,7 +77,7 @@ struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be)
 		return NULL;
 	m = h;
 	do {
-		if (m->state == D_LISTEN && m->acc_armed && m->acc_n < m->backlog) {
+		if (m->state == D_LISTEN && d_acc_armed(m) && d_acc_room(m)) {
 			d->tcp_port[port_be] = m->port_next;
 			return m;
 		}

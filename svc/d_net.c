@@ -123,7 +123,7 @@ void d_acc_push(struct d_sock *l, struct d_sock *w)
 	else
 		l->acc_h = w;
 	l->acc_t = w;
-	l->acc_n++;
+	d_acc_n_set(l, l->acc_n + 1);
 }
 
 /* Hand waiting connections to an armed multishot accept, while the listener's CQ
@@ -137,7 +137,7 @@ void d_accept_deliver(struct d_daemon *d, struct d_sock *l)
 		l->acc_h = w->acc_next;
 		if (!l->acc_h)
 			l->acc_t = NULL;
-		l->acc_n--;
+		d_acc_n_set(l, l->acc_n - 1);
 		rc = d_sock_rings(w, l->acc_op.e.len, l->acc_op.e.arg2);
 		if (rc == 0)
 			rc = d_sock_attach(w);
@@ -150,7 +150,7 @@ void d_accept_deliver(struct d_daemon *d, struct d_sock *l)
 			} else {
 				d_sock_destroy(d, w, 0);
 			}
-			l->acc_armed = 0;
+			d_acc_armed_set(l, 0);
 			d_op_done(l, l->acc_op.e.user_data, rc);
 			return;
 		}
@@ -180,7 +180,7 @@ static void d_accept_op(struct d_daemon *d, struct d_sock *s, const struct d_op 
 		return;
 	}
 	s->acc_op = *op;
-	s->acc_armed = 1;
+	d_acc_armed_set(s, 1);
 	s->inflight++;
 	d_accept_deliver(d, s);
 }

@@ -111,7 +111,7 @@ struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take)
 		return m;
 	m = h;
 	do {
-		if (m->state == D_LISTEN && m->acc_n < m->backlog) {
+		if (m->state == D_LISTEN && d_acc_room(m)) {
 			if (take)
 				d->tcp_port[port_be] = m->port_next;
 			return m;

@@ -242,7 +242,7 @@ void d_sock_unqueue(struct d_daemon *d, struct d_sock *s)
 			d_sock_destroy(d, w, 0);
 	}
 	s->acc_t = NULL;
-	s->acc_n = 0;
+	d_acc_n_set(s, 0);
 }
 
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)

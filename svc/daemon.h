@@ -357,6 +357,29 @@ static inline struct ipk_ctx *d_sctx(const struct d_sock *s) { return d_sw(s)->c
 static inline uint64_t d_snow(const struct d_sock *s) { return ipk_node_now(d_sw(s)->node); }
 static inline struct d_appw *d_spw(const struct d_sock *s) { return &s->app->pw[s->wk]; }
 
+/* A listener's backlog count and armed ACCEPT: written only by the listener's
+ * worker (its queue is its own: an accept from another worker arrives as a
+ * message, d_msg.c), read by any worker's SYN (ev_accept, ev_accepted,
+ * d_loop_connect through d_port_listener). Relaxed atomics: a stale count
+ * admits one connection past the backlog, or refuses one SYN too many, for one
+ * read; the count itself stays exact (one writer). */
+static inline void d_acc_n_set(struct d_sock *l, uint32_t n)
+{
+	__atomic_store_n(&l->acc_n, n, __ATOMIC_RELAXED);
+}
+static inline int d_acc_room(const struct d_sock *l)
+{
+	return __atomic_load_n(&l->acc_n, __ATOMIC_RELAXED) < l->backlog;
+}
+static inline void d_acc_armed_set(struct d_sock *l, int on)
+{
+	__atomic_store_n(&l->acc_armed, on, __ATOMIC_RELAXED);
+}
+static inline int d_acc_armed(const struct d_sock *l)
+{
+	return __atomic_load_n(&l->acc_armed, __ATOMIC_RELAXED);
+}
+
 /* ipkitd.c: the service pass and the sleep decision, shared with the workers */
 void d_node_template(struct d_daemon *d, struct ipk_node_cfg *nc);
 void d_ep_node(struct d_wk *w, int ep);
