@@ -283,7 +283,7 @@ static int d_msg_closed(struct d_daemon *d, unsigned wk, struct d_msg *m)
 	if (!a || wk != 0)
 		return -1;
 	if (m->res == -EBADF)
-		a->hdr->bad_sqe++;
+		D_STAT(a, bad_sqe, 1);
 	d_post_res(&a->ctl, m->arg, m->res);
 	return 0;
 }

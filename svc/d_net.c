@@ -47,7 +47,7 @@ void d_connect_done(struct d_sock *s, uint16_t lport_be)
 
 static void d_bad(struct d_sock *s, const struct ipk_svc_sqe *e, int32_t res)
 {
-	s->app->hdr->bad_sqe++;
+	D_STAT(s->app, bad_sqe, 1);
 	d_post_res(s, e->user_data, res);
 }
 
@@ -295,7 +295,7 @@ static void d_tx_sent(struct d_sock *s, struct d_op *op)
 	if (op->zc) {
 		d_zc_close(op, 0);
 	} else {
-		s->app->hdr->sends_copied++;
+		D_STAT(s->app, sends_copied, 1);
 		d_op_done(s, op->e.user_data, (int32_t)op->e.len);
 	}
 	d_opq_pop(&s->txq);
@@ -362,7 +362,7 @@ static void d_tx_pump1(struct d_daemon *d, struct d_sock *s)
 		op->done += (uint32_t)rc;
 		d_tx_held(s, (uint32_t)rc);
 		if (!d->zc)
-			s->app->hdr->tx_copied += (uint64_t)rc;
+			D_STAT(s->app, tx_copied, (uint64_t)rc);
 		if (op->done < op->e.len) {
 			if (rc > 0 && d->zc)
 				continue; /* a zero-copy piece: room for the next? */
@@ -447,7 +447,7 @@ static void d_rx_tcp(struct d_daemon *d, struct d_sock *s)
 			took = 1;
 		} else if (s->rxh) {
 			uint32_t n = d_rx_copy(s, &op->e);
-			s->app->hdr->rx_copied += n;
+			D_STAT(s->app, rx_copied, n);
 			if (s->conn) /* the window reopens as the app takes the bytes */
 				d_rx_release(d, s, n);
 			d_op_done(s, op->e.user_data, (int32_t)n);
@@ -472,7 +472,7 @@ static void d_rx_udp(struct d_sock *s)
 		struct ipk_svc_cqe c;
 		uint32_t n = g->len < op->e.len ? g->len : op->e.len;
 		memcpy(s->app->base + op->e.buf_off, g->data, n);
-		s->app->hdr->rx_copied += n;
+		D_STAT(s->app, rx_copied, n);
 		memset(&c, 0, sizeof c);
 		c.user_data = op->e.user_data;
 		c.res = (int32_t)n; /* truncated to the buffer, as recvfrom does */
@@ -520,7 +520,7 @@ static void d_sendto_op(struct d_daemon *d, struct d_sock *s, const struct ipk_s
 	rc = ipk_udp_sendto(d_sctx(s), s->lport_be, ip, e->addr.port_be, s->app->base + e->buf_off,
 	                    e->len, d_snow(s));
 	if (rc > 0)
-		s->app->hdr->tx_copied += (uint64_t)rc;
+		D_STAT(s->app, tx_copied, (uint64_t)rc);
 	d_post_res(s, e->user_data, rc);
 }
 
@@ -572,7 +572,7 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 	case IPK_SVC_OP_BIND:
 		rc = d_bind(d, s, e);
 		if (rc == -EINVAL || rc == -EAFNOSUPPORT)
-			s->app->hdr->bad_sqe++;
+			D_STAT(s->app, bad_sqe, 1);
 		if (rc == 1)
 			d_pinst_wait(d, s, e->user_data);
 		else

@@ -213,7 +213,7 @@ static void d_sock_free_rx(struct d_sock *s)
 /* Tear a socket down: connection reset (or FIN when graceful), waiting accepted
  * connections reset, ports freed, held data freed, rings back to the allocator.
  * No completion is posted. */
-static void d_wake_forget(struct d_sock *s);
+void d_wake_forget(struct d_sock *s);
 
 /* Free a socket's rings and private queues (d_sock_rings' undo). */
 void d_sock_unring(struct d_sock *s)
@@ -297,7 +297,7 @@ static int d_cq_room(struct d_sock *s)
 	uint32_t head = IPK_SVC_LOAD_ACQ(&s->ring->cq_head.v);
 	uint32_t used = s->cq_tail - head;
 	if (used > s->cq_entries) {
-		s->app->hdr->bad_index++;
+		D_STAT(s->app, bad_index, 1);
 		return 0;
 	}
 	return used < s->cq_entries;
@@ -309,18 +309,18 @@ static void d_cq_write(struct d_sock *s, const struct ipk_svc_cqe *c)
 	s->cq_tail++;
 	/* release: the entry's contents are visible before the tail that covers it */
 	IPK_SVC_STORE_REL(&s->ring->cq_tail.v, s->cq_tail);
-	s->app->posted = 1;
-	if (!s->wake_on) { /* d_wake_apps looks at it once after the pass */
+	d_spw(s)->posted = 1;
+	if (!s->wake_on) { /* its worker's d_wake_apps looks at it once after the pass */
 		s->wake_on = 1;
-		s->wake_next = s->app->wake_h;
-		s->app->wake_h = s;
+		s->wake_next = d_spw(s)->wake_h;
+		d_spw(s)->wake_h = s;
 	}
 }
 
 /* Off the app's wake list (a socket destroyed between its post and the wake). */
-static void d_wake_forget(struct d_sock *s)
+void d_wake_forget(struct d_sock *s)
 {
-	struct d_sock **pp = &s->app->wake_h;
+	struct d_sock **pp = &d_spw(s)->wake_h;
 	if (!s->wake_on)
 		return;
 	while (*pp && *pp != s)
@@ -344,7 +344,8 @@ void d_post(struct d_sock *s, const struct ipk_svc_cqe *c0)
 	struct ipk_svc_cqe cc = *c0, *c = &cc;
 	if (!s->ring)
 		return;
-	cc.seq = s->app->cq_seq++;
+	cc.seq = s->app->d->nw > 1 ? __atomic_fetch_add(&s->app->cq_seq, 1, __ATOMIC_RELAXED)
+	                           : s->app->cq_seq++;
 	cc.pass = __atomic_load_n(&s->app->d->passes, __ATOMIC_RELAXED);
 	d_ovf_flush(s);
 	if (s->ovf_n == 0 && d_cq_room(s)) {
@@ -352,7 +353,7 @@ void d_post(struct d_sock *s, const struct ipk_svc_cqe *c0)
 		return;
 	}
 	if (s->ovf_n == s->cq_entries) {
-		s->app->hdr->bad_index++; /* only a CQ the app never reads gets here */
+		D_STAT(s->app, bad_index, 1); /* only a CQ the app never reads gets here */
 		return;
 	}
 	s->ovf[(s->ovf_head + s->ovf_n) % s->cq_entries] = *c;
@@ -446,7 +447,7 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 	case IPK_SVC_OP_CLOSE:
 		s = d_sock_find(ctl->app, e->arg);
 		if (!s) {
-			ctl->app->hdr->bad_sqe++;
+			D_STAT(ctl->app, bad_sqe, 1);
 			d_post_res(ctl, e->user_data, -EBADF);
 			return;
 		}
@@ -462,7 +463,7 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 		d_post_res(ctl, e->user_data, 0);
 		return;
 	default:
-		ctl->app->hdr->bad_sqe++;
+		D_STAT(ctl->app, bad_sqe, 1);
 		d_post_res(ctl, e->user_data, -EINVAL);
 	}
 }
@@ -483,7 +484,7 @@ static void d_ring_error(struct d_sock *s)
 	if (s->broken)
 		return;
 	s->broken = 1;
-	s->app->hdr->bad_index++;
+	D_STAT(s->app, bad_index, 1);
 	s->ring->flags |= IPK_SVC_RING_F_BROKEN;
 	memset(&c, 0, sizeof c);
 	c.res = -EBADMSG;
@@ -538,7 +539,7 @@ static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s, uint32_t max)
 {
 	uint32_t k;
 	if (s != &s->app->ctl)
-		s->app->hdr->sock_visits++;
+		D_STAT(s->app, sock_visits, 1);
 	d_ovf_flush(s);
 	k = d_sock_consume(d, s, max);
 	if (s->move == 1 && d_sock_handover(d, s) == 0)
@@ -567,7 +568,7 @@ void d_act_push(struct d_sock *s)
 		a->act_h[l] = s;
 	a->act_t[l] = s;
 	a->act_n[l]++;
-	d_sw(s)->act_lvl[l]++;
+	d_act_lvl_add(d_sw(s), l, 1);
 	if (s->app->d->mt) { /* pushed by any thread: its worker looks next pass */
 		a->rescan = 1;
 		d_kick(d_sw(s));
@@ -591,7 +592,7 @@ void d_act_remove(struct d_sock *s)
 	s->on_act = 0;
 	s->act_prev = s->act_next = NULL;
 	a->act_n[l]--;
-	d_sw(s)->act_lvl[l]--;
+	d_act_lvl_add(d_sw(s), l, -1);
 }
 
 /* End of worker `from`'s turn on s whose CONNECT belongs to another worker
@@ -603,6 +604,9 @@ void d_act_remove(struct d_sock *s)
 static int d_sock_handover(struct d_daemon *d, struct d_sock *s)
 {
 	unsigned from = s->wk;
+	/* posted to this turn: on this worker's wake list, which its new worker
+	 * never sees; woken here, before it leaves */
+	d_wake_one(s);
 	d_act_remove(s);
 	s->more = 0;
 	s->move = 2;

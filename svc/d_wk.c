@@ -161,7 +161,9 @@ int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl)
 		uint32_t ho = __atomic_load_n(&o->ho_lvls, __ATOMIC_RELAXED);
 		if (j == wk)
 			continue;
-		for (l = 0; l < lvl && !o->act_lvl[l] && !(ho >> l & 1); l++)
+		for (l = 0; l < lvl && !__atomic_load_n(&o->act_lvl[l], __ATOMIC_RELAXED) &&
+		            !(ho >> l & 1);
+		     l++)
 			;
 		if (l == lvl || (w->defer_on[j] &&
 		                 __atomic_load_n(&o->passes, __ATOMIC_ACQUIRE) != w->defer_mark[j])) {
@@ -229,7 +231,7 @@ static void d_wk_run(struct ipk_workers *ws, unsigned idx, void *arg)
 		int work = 0, ovf;
 		work += d_serve(d, idx);
 		work += ipk_node_poll(w->node, 0) > 0;
-		d_wake_apps(d);
+		d_wake_apps(d, idx);
 		if (work && spin)
 			last_work = d_now();
 		if (work || d->cfg.busy_poll || (spin && d_now() - last_work < spin)) {

@@ -172,7 +172,8 @@ struct d_sock {
 	struct d_sock *act_prev, *act_next;
 	int on_act, more;
 	int pumping, pump_again;     /* d_tx_pump re-entry guard */
-	struct d_sock *wake_next;    /* on the app's wake list: posted this pass */
+	struct d_sock *wake_next;    /* on its worker's wake list for the app
+	                              * (d_appw.wake_h): posted this pass */
 	int wake_on;
 	/* UDP */
 	struct d_dgram *dq_h, *dq_t;
@@ -226,6 +227,10 @@ struct d_appw {
 	 * start of its own pass. NULL with one worker. */
 	uint64_t *ho_bm, *ho_sum;    /* ready_words / ready_sum_words words */
 	int ho_flag;                 /* bits may be set: look at ho_sum */
+	/* what this worker posted to since its last d_wake_apps: each worker wakes
+	 * what it posted (a socket's completions are its owner's to post) */
+	int posted;
+	struct d_sock *wake_h;
 };
 
 struct d_app {
@@ -259,9 +264,8 @@ struct d_app {
 	uint8_t *gen;
 	uint32_t nsocks, cap, nlive;
 	uint32_t *free_idx, nfree;
-	uint32_t cq_seq;             /* completions posted, any socket (cqe->seq) */
-	int posted;
-	struct d_sock *wake_h;       /* sockets posted to this pass (d_wake_apps) */
+	uint32_t cq_seq;             /* completions posted, any socket (cqe->seq);
+	                              * several workers: a relaxed fetch-add */
 	uint64_t gone_ns;            /* when its death was noticed */
 	const char *dying;           /* set: reclaim after this epoll batch */
 	uint32_t zc_out;             /* zero-copy records not released (d_zc.c) */
@@ -357,6 +361,27 @@ static inline struct ipk_ctx *d_sctx(const struct d_sock *s) { return d_sw(s)->c
 static inline uint64_t d_snow(const struct d_sock *s) { return ipk_node_now(d_sw(s)->node); }
 static inline struct d_appw *d_spw(const struct d_sock *s) { return &s->app->pw[s->wk]; }
 
+/* A statistic in the application's region (svc/proto.h): with several workers
+ * any of them may count into one application's region, so a relaxed atomic add
+ * (the application reads counters; nothing is ordered by them); with one worker
+ * a plain add. */
+#define D_STAT(app, f, n)                                                              \
+	do {                                                                           \
+		struct d_app *d_st_ = (app);                                           \
+		if (d_st_->d->nw > 1)                                                  \
+			__atomic_add_fetch(&d_st_->hdr->f, (uint64_t)(n), __ATOMIC_RELAXED); \
+		else                                                                   \
+			d_st_->hdr->f += (n);                                          \
+	} while (0)
+
+/* A worker's active sockets per level: written by the worker, read by the
+ * others' d_defer (relaxed: a stale count costs one deferral too many or too
+ * few for one pass; the deferral still ends when the other's passes moves). */
+static inline void d_act_lvl_add(struct d_wk *w, unsigned l, int32_t n)
+{
+	__atomic_store_n(&w->act_lvl[l], w->act_lvl[l] + (uint32_t)n, __ATOMIC_RELAXED);
+}
+
 /* A listener's backlog count and armed ACCEPT: written only by the listener's
  * worker (its queue is its own: an accept from another worker arrives as a
  * message, d_msg.c), read by any worker's SYN (ev_accept, ev_accepted,
@@ -410,7 +435,8 @@ void d_app_event(struct d_daemon *d, struct d_ev *ev, uint32_t events);
 void d_reap(struct d_daemon *d);
 void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why);
 void d_app_final(struct d_daemon *d, struct d_app *a);
-void d_wake_apps(struct d_daemon *d);
+void d_wake_apps(struct d_daemon *d, unsigned wk);
+void d_wake_one(struct d_sock *s);
 int d_ring_get(struct d_app *a, uint64_t bytes, uint64_t *off, unsigned *cls);
 void d_ring_put(struct d_app *a, uint64_t off, unsigned cls);
 uint64_t d_now(void);
@@ -433,6 +459,7 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
 void d_sock_level(struct d_sock *s, unsigned lvl);
 void d_sock_unring(struct d_sock *s);
 void d_sock_unqueue(struct d_daemon *d, struct d_sock *s);
+void d_wake_forget(struct d_sock *s);
 int d_opq_push(struct d_opq *q, const struct d_op *op);
 struct d_op *d_opq_front(struct d_opq *q);
 void d_opq_pop(struct d_opq *q);
