@@ -115,7 +115,7 @@ void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 	w->acc_addr.family = IPK_SVC_AF_INET; /* what the listener's accept reports */
 	w->acc_addr.port_be = w->peer_port_be;
 	memcpy(w->acc_addr.addr, &d->cfg.ip4_be, 4);
-	d->loop_conns++;
+	__atomic_add_fetch(&d->loop_conns, 1, __ATOMIC_RELAXED); /* any worker */
 	d_local_post(s, op->e.user_data, w->peer_port_be); /* names s's local address */
 	if (l->wk == w->wk) {
 		d_acc_push(l, w);
@@ -270,7 +270,7 @@ void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sq
 	                                                  : d_dgram_new(t, e->len);
 	D_STAT(s->app, tx_copied, e->len);
 	if (!g) {
-		d->loop_dgram_drops++;
+		__atomic_add_fetch(&d->loop_dgram_drops, 1, __ATOMIC_RELAXED);
 		d_post_res(s, e->user_data, (int32_t)e->len);
 		return;
 	}
@@ -278,7 +278,7 @@ void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sq
 	g->from.family = IPK_SVC_AF_INET;
 	g->from.port_be = s->lport_be;
 	memcpy(g->from.addr, &d->cfg.ip4_be, 4);
-	d->loop_dgrams++;
+	__atomic_add_fetch(&d->loop_dgrams, 1, __ATOMIC_RELAXED);
 	d_post_res(s, e->user_data, (int32_t)e->len);
 	if (!other)
 		d_dgram_push(d, t, g);
