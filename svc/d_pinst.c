@@ -30,6 +30,16 @@
 #include <stdlib.h>
 
 #define D_PGEN_MASK 0x7fffffffu /* 31 bits: the state word keeps gen << 1 | on */
+#define D_PDELAY_MAX 16u
+
+/* An INSTALL held back by the test knob IPKITD_INSTALL_DELAY_MS (a slow worker,
+ * svc_w2_workers_ports: the LISTEN must not complete before it is applied). */
+struct d_pdelay {
+	uint64_t due, arg;
+	uint32_t app_id, sock_id;
+	int32_t type;
+	unsigned from;
+};
 
 /* Index of (type, port) in d->pgen and d_wk.pst. */
 static size_t d_pidx(int type, uint16_t port_be)
@@ -41,12 +51,18 @@ static size_t d_pidx(int type, uint16_t port_be)
 int d_pinst_init(struct d_daemon *d)
 {
 	unsigned i;
+	const char *e = getenv("IPKITD_INSTALL_DELAY_MS");
+	long ms = e ? strtol(e, NULL, 10) : 0;
+	d->inst_delay_ns = ms > 0 && ms <= 1000 ? (uint64_t)ms * 1000000u : 0;
 	d->pgen = (uint32_t *)calloc(2u << 16, sizeof *d->pgen);
 	if (!d->pgen)
 		return -1;
 	for (i = 0; i < d->nw; i++) {
 		d->wk[i].pst = (uint32_t *)calloc(2u << 16, sizeof *d->wk[i].pst);
-		if (!d->wk[i].pst)
+		d->wk[i].pd = d->inst_delay_ns ? (struct d_pdelay *)calloc(D_PDELAY_MAX,
+		                                                           sizeof *d->wk[i].pd)
+		                               : NULL;
+		if (!d->wk[i].pst || (d->inst_delay_ns && !d->wk[i].pd))
 			return -1;
 	}
 	return 0;
@@ -57,7 +73,10 @@ void d_pinst_fini(struct d_daemon *d)
 	unsigned i;
 	for (i = 0; d->wk && i < d->nw; i++) {
 		free(d->wk[i].pst);
+		free(d->wk[i].pd);
 		d->wk[i].pst = NULL;
+		d->wk[i].pd = NULL;
+		d->wk[i].npd = 0;
 	}
 	free(d->pgen);
 	d->pgen = NULL;
@@ -190,25 +209,62 @@ void d_pinst_del(struct d_daemon *d, struct d_sock *s, uint16_t port_be)
 			d->wk[s->wk].msg_full++; /* out of memory: that context keeps it */
 }
 
-/* On worker wk, from worker `from`: an INSTALL or a REMOVE (res: the type; arg:
- * generation, port, backlog). An INSTALL naming a socket is answered. */
-int d_pinst_msg(struct d_daemon *d, unsigned wk, unsigned from, uint32_t kind, uint32_t app_id,
-                uint32_t sock_id, uint64_t arg, int32_t type)
+/* An INSTALL applied on wk, answered when it names a socket. */
+static int d_pinst_apply(struct d_daemon *d, unsigned wk, unsigned from, uint32_t app_id,
+                         uint32_t sock_id, uint64_t arg, int32_t type)
 {
 	uint32_t gen = (uint32_t)arg;
 	uint16_t port_be = (uint16_t)(arg >> 32), bl = (uint16_t)(arg >> 48);
-	int rc;
-	if (type != IPK_SVC_TCP && type != IPK_SVC_UDP)
-		return -1;
-	d->wk[wk].port_in++;
-	if (kind == D_MSG_REMOVE) {
-		d_pst_del(d, wk, type, port_be, gen);
-		return 0;
-	}
-	rc = d_pst_add(d, wk, type, port_be, gen, bl);
+	int rc = d_pst_add(d, wk, type, port_be, gen, bl);
 	if (sock_id == 0)
 		return 0;
 	return d_msg_post(d, wk, from, D_MSG_INSTALLED, app_id, sock_id, gen, rc, NULL);
+}
+
+/* Start of worker wk's drain: the held-back INSTALLs that are due (test knob). */
+void d_pinst_tick(struct d_daemon *d, unsigned wk)
+{
+	struct d_wk *w = &d->wk[wk];
+	uint64_t now;
+	unsigned i, k = 0;
+	if (w->npd == 0)
+		return;
+	now = d_now();
+	for (i = 0; i < w->npd; i++) {
+		struct d_pdelay *p = &w->pd[i];
+		if (p->due <= now)
+			d_pinst_apply(d, wk, p->from, p->app_id, p->sock_id, p->arg, p->type);
+		else
+			w->pd[k++] = *p;
+	}
+	w->npd = k;
+}
+
+/* On worker wk, from worker `from`: an INSTALL or a REMOVE (res: the type; arg:
+ * generation, port, backlog). An INSTALL naming a socket is answered. A REMOVE
+ * overtaking a held-back INSTALL is the reordering the generations handle. */
+int d_pinst_msg(struct d_daemon *d, unsigned wk, unsigned from, uint32_t kind, uint32_t app_id,
+                uint32_t sock_id, uint64_t arg, int32_t type)
+{
+	struct d_wk *w = &d->wk[wk];
+	if (type != IPK_SVC_TCP && type != IPK_SVC_UDP)
+		return -1;
+	w->port_in++;
+	if (kind == D_MSG_REMOVE) {
+		d_pst_del(d, wk, type, (uint16_t)(arg >> 32), (uint32_t)arg);
+		return 0;
+	}
+	if (d->inst_delay_ns && w->npd < D_PDELAY_MAX) {
+		struct d_pdelay *p = &w->pd[w->npd++];
+		p->due = d_now() + d->inst_delay_ns;
+		p->arg = arg;
+		p->app_id = app_id;
+		p->sock_id = sock_id;
+		p->type = type;
+		p->from = from;
+		return 0;
+	}
+	return d_pinst_apply(d, wk, from, app_id, sock_id, arg, type);
 }
 
 /* On s's worker: the installing is over (every answer in): the operation that

@@ -53,6 +53,7 @@ struct d_cfg {
 
 struct d_zc;
 struct spsc;
+struct d_pdelay;
 
 /* cross-worker messages (d_msg.c) */
 enum { D_MSG_UDP = 1, D_MSG_CONNECT, D_MSG_CLOSE, D_MSG_CLOSED, D_MSG_ACCEPT, D_MSG_ACC_DONE,
@@ -318,6 +319,9 @@ struct d_wk {
 	                              * has it (d_pinst.c; this worker's thread, or
 	                              * the control thread in a reclaim) */
 	uint64_t port_in;            /* INSTALL / REMOVE messages it applied */
+	struct d_pdelay *pd;         /* test knob IPKITD_INSTALL_DELAY_MS: INSTALLs
+	                              * held back (d_pinst.c); npd of D_PDELAY_MAX */
+	unsigned npd;
 };
 
 struct d_daemon {
@@ -350,6 +354,7 @@ struct d_daemon {
 	                              * points into (zero-copy sends), via next/prev */
 	uint32_t lvl_socks[D_PRIO_MAX]; /* live sockets per level (--low-inflight
 	                                 * limits a level only while a higher one has any) */
+	uint64_t inst_delay_ns;      /* test knob (d_pinst.c), 0: none */
 	uint32_t *pgen;              /* nw > 1: per (type, port) the generation of
 	                              * its last install (d_pinst.c; port lock) */
 	int reclaiming;              /* d_app_reclaim runs: it may touch every worker's
@@ -489,6 +494,7 @@ void d_pinst_del(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
 void d_pinst_wait(struct d_daemon *d, struct d_sock *s, uint64_t ud);
 int d_pinst_msg(struct d_daemon *d, unsigned wk, unsigned from, uint32_t kind, uint32_t app_id,
                 uint32_t sock_id, uint64_t arg, int32_t type);
+void d_pinst_tick(struct d_daemon *d, unsigned wk);
 int d_pinst_answer(struct d_daemon *d, unsigned wk, uint32_t app_id, uint32_t sock_id,
                    uint64_t gen, int32_t res);
 

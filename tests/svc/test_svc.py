@@ -659,8 +659,11 @@ def case_workers_ports(rig):
     on one of two ports (released and claimed again every round, so a late REMOVE
     of the previous round meets the next INSTALL: the generations order them),
     ipkit-nc on the memlink's other end connecting the moment "listening" is
-    printed (a worker that has not installed the port yet would refuse the SYN:
-    nc would fail), 64 KiB each way, SHA-256 equal; then 24 listeners and bound
+    printed, 64 KiB each way, SHA-256 equal. The daemon runs with
+    IPKITD_INSTALL_DELAY_MS=100 (a worker applies an INSTALL 100 ms after it
+    arrives): a LISTEN completing before every worker installed the port would
+    let nc's SYN reach a worker that refuses it (tried: a LISTEN that does not
+    wait fails in the first rounds); then 24 listeners and bound
     UDP sockets closed, twice on the same ports (closex). Both workers applied
     such messages (port_in), every message sent was received, none found its
     socket gone. Without the messages (the socket's worker calling into the
@@ -916,6 +919,8 @@ def main():
         args += ["--low-inflight", os.environ["SVC_LOW_INFLIGHT"]]  # 0: see it fail
     if case == "workers_outbox":
         os.environ["IPKITD_MSG_SLOTS"] = "2"  # the daemon inherits it (svc/d_msg.c)
+    if case == "workers_ports":  # a slow worker: INSTALLs applied 100 ms late
+        os.environ["IPKITD_INSTALL_DELAY_MS"] = "100"  # (svc/d_pinst.c)
     rig = Rig(*args, echo=case not in ("workers_accept_cross", "workers_ports"))
     try:
         globals()["case_" + case](rig)
