@@ -451,8 +451,8 @@ void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why)
 	int k;
 	d->reclaiming = 1; /* every worker's sockets are ours here (under the lock) */
 	for (i = 1; i < a->nsocks; i++)
-		if (a->socks[i])
-			d_sock_destroy(d, a->socks[i], d->cfg.graceful);
+		if (*d_slot(a, i))
+			d_sock_destroy(d, *d_slot(a, i), d->cfg.graceful);
 	d_xfer_reclaim(d, a);
 	d->reclaiming = 0;
 	if (a->ctl.txq.v)
@@ -508,8 +508,9 @@ void d_app_final(struct d_daemon *d, struct d_app *a)
 	free(a->pw);
 	free(a->own);
 	free(a->ho_mem);
-	free(a->socks);
-	free(a->gen);
+	for (k = 0; a->sdir && k < (int)a->ndir; k++)
+		free(a->sdir[k]);
+	free(a->sdir);
 	free(a->free_idx);
 	free(a);
 }

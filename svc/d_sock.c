@@ -83,28 +83,32 @@ int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq)
 
 /* ------------------------------------------------------------ socket table */
 
+/* One more page of the table. The directory is sized once for every index the
+ * app can reach (max_socks + the control ring); pages are never moved or freed
+ * before the app, so a slot's address stays valid (d_slot). */
 static int d_table_grow(struct d_app *a)
 {
-	uint32_t cap = a->cap ? 2 * a->cap : 64;
-	struct d_sock **v;
-	uint8_t *g;
+	uint32_t cap = a->cap + D_SPAGE, max = a->d->cfg.max_socks + 1;
+	struct d_spage *pg;
 	uint32_t *f;
-	if (cap > (1u << D_SOCK_IDX_BITS) || cap > a->d->cfg.max_socks + 1)
+	if (a->cap >= (1u << D_SOCK_IDX_BITS) || a->cap >= max)
 		return -ENOMEM;
-	v = (struct d_sock **)realloc(a->socks, cap * sizeof *v);
-	if (!v)
-		return -ENOMEM;
-	a->socks = v;
-	g = (uint8_t *)realloc(a->gen, cap);
-	if (!g)
-		return -ENOMEM;
-	a->gen = g;
+	if (!a->sdir) {
+		if (max > (1u << D_SOCK_IDX_BITS))
+			max = 1u << D_SOCK_IDX_BITS;
+		a->ndir = (max + D_SPAGE - 1) / D_SPAGE;
+		a->sdir = (struct d_spage **)calloc(a->ndir, sizeof *a->sdir);
+		if (!a->sdir)
+			return -ENOMEM;
+	}
 	f = (uint32_t *)realloc(a->free_idx, cap * sizeof *f);
 	if (!f)
 		return -ENOMEM;
 	a->free_idx = f;
-	memset(a->socks + a->cap, 0, (cap - a->cap) * sizeof *v);
-	memset(a->gen + a->cap, 0, cap - a->cap);
+	pg = (struct d_spage *)calloc(1, sizeof *pg);
+	if (!pg)
+		return -ENOMEM;
+	a->sdir[a->cap >> D_SPAGE_BITS] = pg;
 	a->cap = cap;
 	if (a->nsocks == 0)
 		a->nsocks = 1; /* index 0 is the control ring */
@@ -173,9 +177,9 @@ int d_sock_attach(struct d_sock *s)
 	int rc = d_table_take(a, &idx);
 	if (rc < 0)
 		return rc;
-	a->socks[idx] = s;
+	*d_slot(a, idx) = s;
 	a->nlive++;
-	s->id = ((uint32_t)a->gen[idx] << D_SOCK_IDX_BITS) | idx;
+	s->id = ((uint32_t)*d_slot_gen(a, idx) << D_SOCK_IDX_BITS) | idx;
 	s->ring->sock = s->id;
 	d_own_set(s);
 	return 0;
@@ -186,11 +190,11 @@ int d_sock_attach(struct d_sock *s)
 struct d_sock *d_sock_find(struct d_app *a, uint32_t id)
 {
 	uint32_t idx = id & ((1u << D_SOCK_IDX_BITS) - 1);
-	if (idx == 0 || idx >= a->nsocks || !a->socks[idx])
+	if (idx == 0 || idx >= a->nsocks || !*d_slot(a, idx))
 		return NULL;
-	if ((id >> D_SOCK_IDX_BITS) != a->gen[idx])
+	if ((id >> D_SOCK_IDX_BITS) != *d_slot_gen(a, idx))
 		return NULL;
-	return a->socks[idx];
+	return *d_slot(a, idx);
 }
 
 static void d_sock_free_rx(struct d_sock *s)
@@ -277,8 +281,8 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 		return;
 	if (s->id) {
 		uint32_t idx = s->id & ((1u << D_SOCK_IDX_BITS) - 1);
-		a->socks[idx] = NULL;
-		a->gen[idx]++;
+		*d_slot(a, idx) = NULL;
+		(*d_slot_gen(a, idx))++;
 		a->free_idx[a->nfree++] = idx;
 		a->nlive--;
 	}
@@ -692,7 +696,7 @@ static void d_act_found(struct d_app *a, uint32_t idx, unsigned wk)
 		d_ho_give(a, wk, o, lvl, idx);
 		return;
 	}
-	if (idx == 0 || idx >= a->nsocks || !(s = a->socks[idx]))
+	if (idx == 0 || idx >= a->nsocks || !(s = *d_slot(a, idx)))
 		return;
 	if (s->wk == wk)
 		d_act_push(s);
@@ -722,7 +726,7 @@ static void d_ho_take(struct d_app *a, unsigned wk)
 				uint32_t idx = bw * 64 + (uint32_t)__builtin_ctzll(bits);
 				struct d_sock *s;
 				bits &= bits - 1;
-				if (idx == 0 || idx >= a->nsocks || !(s = a->socks[idx]))
+				if (idx == 0 || idx >= a->nsocks || !(s = *d_slot(a, idx)))
 					continue;
 				a->d->wk[wk].handed_in++;
 				if (s->wk == wk)

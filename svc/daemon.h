@@ -70,6 +70,15 @@ struct d_op {
 struct d_sock;
 struct d_app;
 
+/* A page of an application's socket table (d_app.sdir): made once, freed with
+ * the application, so a pointer to a slot stays valid while the table grows. */
+#define D_SPAGE_BITS 10
+#define D_SPAGE (1u << D_SPAGE_BITS)
+struct d_spage {
+	struct d_sock *s[D_SPAGE];
+	uint8_t gen[D_SPAGE];
+};
+
 /* A zero-copy SEND (d_zc.c): the ext record of its descriptors. */
 struct d_zc {
 	struct ipk_pkt_ext x;        /* x.arg = this */
@@ -261,8 +270,11 @@ struct d_app {
 	uint64_t ring_area_off, ring_area_size, buf_area_off, buf_area_size;
 	struct d_ring_alloc ra;
 	struct d_sock ctl;           /* the control rings */
-	struct d_sock **socks;       /* index 1..: live sockets (NULL = free) */
-	uint8_t *gen;
+	struct d_spage **sdir;       /* the socket table: index 1.. live sockets
+	                              * (NULL = free) and their generations, in
+	                              * pages that never move once made (a reader
+	                              * needs no lock against growth: d_slot) */
+	uint32_t ndir;               /* sdir's entries, fixed at the first growth */
 	uint32_t nsocks, cap, nlive;
 	uint32_t *free_idx, nfree;
 	uint32_t cq_seq;             /* completions posted, any socket (cqe->seq);
@@ -360,6 +372,16 @@ struct d_daemon {
 	int reclaiming;              /* d_app_reclaim runs: it may touch every worker's
 	                              * sockets (d_sock_destroy of a listener) */
 };
+
+/* The table slot of index idx of a (idx below a->cap: its page exists). */
+static inline struct d_sock **d_slot(const struct d_app *a, uint32_t idx)
+{
+	return &a->sdir[idx >> D_SPAGE_BITS]->s[idx & (D_SPAGE - 1)];
+}
+static inline uint8_t *d_slot_gen(const struct d_app *a, uint32_t idx)
+{
+	return &a->sdir[idx >> D_SPAGE_BITS]->gen[idx & (D_SPAGE - 1)];
+}
 
 static inline struct d_wk *d_sw(const struct d_sock *s) { return &s->app->d->wk[s->wk]; }
 static inline struct ipk_ctx *d_sctx(const struct d_sock *s) { return d_sw(s)->ctx; }
