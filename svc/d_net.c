@@ -47,7 +47,7 @@ void d_connect_done(struct d_sock *s, uint16_t lport_be)
 
 static void d_bad(struct d_sock *s, const struct ipk_svc_sqe *e, int32_t res)
 {
-	s->app->hdr->bad_sqe++;
+	D_STAT(s->app, bad_sqe, 1);
 	d_post_res(s, e->user_data, res);
 }
 
@@ -141,8 +141,8 @@ static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe
 	s->reuse = (e->flags & IPK_SVC_SQE_F_REUSEPORT) != 0;
 	s->inherit = (e->flags & IPK_SVC_SQE_F_INHERIT) != 0;
 	s->fam = d_bind_fam(e, &a); /* before the claim: disjoint families share */
-	rc = d_port_claim(d, s, e->addr.port_be);
-	if (rc == 0)
+	rc = d_port_claim(d, s, e->addr.port_be, 1);
+	if (rc >= 0) /* 1: completes when every worker has it (d_pinst.c) */
 		s->state = D_BOUND;
 	else
 		s->fam = 0;
@@ -155,26 +155,12 @@ static int d_udp_autobind(struct d_daemon *d, struct d_sock *s)
 	unsigned i;
 	for (i = 0; i < 16384; i++) {
 		uint16_t p = (uint16_t)(49152u + (d->udp_next_eph++ % 16384u));
-		if (d_port_claim(d, s, ipk_htons(p)) == 0) {
+		if (d_port_claim(d, s, ipk_htons(p), 0) >= 0) {
 			s->state = D_BOUND;
 			return 0;
 		}
 	}
 	return -EADDRINUSE;
-}
-
-/* Every worker's context listens: a SYN lands on the worker its flow hashes to,
- * and the connection is accepted there. All or none. */
-static int d_listen_all(struct d_daemon *d, uint16_t port_be, uint16_t bl)
-{
-	unsigned i;
-	int rc = 0;
-	for (i = 0; i < d->nw && rc == 0; i++)
-		rc = ipk_tcp_listen(d->wk[i].ctx, port_be, bl);
-	if (rc < 0)
-		while (i-- > 1)
-			ipk_tcp_unlisten(d->wk[i - 1].ctx, port_be);
-	return rc;
 }
 
 static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
@@ -186,8 +172,11 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 	if (bl > D_BACKLOG_MAX)
 		bl = D_BACKLOG_MAX;
 	/* a shared port: the core listens once, for all its listeners */
-	rc = d_port_listened(s) ? 0 : d_listen_all(d, s->lport_be, (uint16_t)bl);
-	if (rc == 0) {
+	/* every worker's context listens: a SYN lands on the worker its flow hashes
+	 * to, and the connection is accepted there. 1: this worker's context has it,
+	 * the others were asked; the LISTEN completes with their answers (d_pinst.c) */
+	rc = d_port_listened(s) ? 0 : d_pinst_add(d, s, s->lport_be, (uint16_t)bl, 1);
+	if (rc >= 0) {
 		s->state = D_LISTEN;
 		s->backlog = bl;
 	}
@@ -204,7 +193,7 @@ void d_acc_push(struct d_sock *l, struct d_sock *w)
 	else
 		l->acc_h = w;
 	l->acc_t = w;
-	l->acc_n++;
+	d_acc_n_set(l, l->acc_n + 1);
 }
 
 /* Hand waiting connections to an armed multishot accept, while the listener's CQ
@@ -218,7 +207,7 @@ void d_accept_deliver(struct d_daemon *d, struct d_sock *l)
 		l->acc_h = w->acc_next;
 		if (!l->acc_h)
 			l->acc_t = NULL;
-		l->acc_n--;
+		d_acc_n_set(l, l->acc_n - 1);
 		rc = d_sock_rings(w, l->acc_op.e.len, l->acc_op.e.arg2);
 		if (rc == 0)
 			rc = d_sock_attach(w);
@@ -231,7 +220,7 @@ void d_accept_deliver(struct d_daemon *d, struct d_sock *l)
 			} else {
 				d_sock_destroy(d, w, 0);
 			}
-			l->acc_armed = 0;
+			d_acc_armed_set(l, 0);
 			d_op_done(l, l->acc_op.e.user_data, rc);
 			return;
 		}
@@ -261,7 +250,7 @@ static void d_accept_op(struct d_daemon *d, struct d_sock *s, const struct d_op 
 		return;
 	}
 	s->acc_op = *op;
-	s->acc_armed = 1;
+	d_acc_armed_set(s, 1);
 	s->inflight++;
 	d_accept_deliver(d, s);
 }
@@ -388,7 +377,7 @@ static void d_tx_sent(struct d_sock *s, struct d_op *op)
 	if (op->zc) {
 		d_zc_close(op, 0);
 	} else {
-		s->app->hdr->sends_copied++;
+		D_STAT(s->app, sends_copied, 1);
 		d_op_done(s, op->e.user_data, (int32_t)op->e.len);
 	}
 	d_opq_pop(&s->txq);
@@ -455,7 +444,7 @@ static void d_tx_pump1(struct d_daemon *d, struct d_sock *s)
 		op->done += (uint32_t)rc;
 		d_tx_held(s, (uint32_t)rc);
 		if (!d->zc)
-			s->app->hdr->tx_copied += (uint64_t)rc;
+			D_STAT(s->app, tx_copied, (uint64_t)rc);
 		if (op->done < op->e.len) {
 			if (rc > 0 && d->zc)
 				continue; /* a zero-copy piece: room for the next? */
@@ -540,7 +529,7 @@ static void d_rx_tcp(struct d_daemon *d, struct d_sock *s)
 			took = 1;
 		} else if (s->rxh) {
 			uint32_t n = d_rx_copy(s, &op->e);
-			s->app->hdr->rx_copied += n;
+			D_STAT(s->app, rx_copied, n);
 			if (s->conn) /* the window reopens as the app takes the bytes */
 				d_rx_release(d, s, n);
 			d_op_done(s, op->e.user_data, (int32_t)n);
@@ -565,7 +554,7 @@ static void d_rx_udp(struct d_sock *s)
 		struct ipk_svc_cqe c;
 		uint32_t n = g->len < op->e.len ? g->len : op->e.len;
 		memcpy(s->app->base + op->e.buf_off, g->data, n);
-		s->app->hdr->rx_copied += n;
+		D_STAT(s->app, rx_copied, n);
 		memset(&c, 0, sizeof c);
 		c.user_data = op->e.user_data;
 		c.res = (int32_t)n; /* truncated to the buffer, as recvfrom does */
@@ -625,7 +614,7 @@ static void d_sendto_op(struct d_daemon *d, struct d_sock *s, const struct ipk_s
 		rc = ipk_udp_sendto_addr(d_sctx(s), s->lport_be, &a, e->addr.port_be,
 		                         s->app->base + e->buf_off, e->len, d_snow(s));
 	if (rc > 0)
-		s->app->hdr->tx_copied += (uint64_t)rc;
+		D_STAT(s->app, tx_copied, (uint64_t)rc);
 	d_post_res(s, e->user_data, rc);
 }
 
@@ -677,11 +666,18 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 	case IPK_SVC_OP_BIND:
 		rc = d_bind(d, s, e);
 		if (rc == -EINVAL || rc == -EAFNOSUPPORT)
-			s->app->hdr->bad_sqe++;
-		d_post_res(s, e->user_data, rc);
+			D_STAT(s->app, bad_sqe, 1);
+		if (rc == 1)
+			d_pinst_wait(d, s, e->user_data);
+		else
+			d_post_res(s, e->user_data, rc);
 		return;
 	case IPK_SVC_OP_LISTEN:
-		d_post_res(s, e->user_data, d_listen_op(d, s, e));
+		rc = d_listen_op(d, s, e);
+		if (rc == 1)
+			d_pinst_wait(d, s, e->user_data);
+		else
+			d_post_res(s, e->user_data, rc);
 		return;
 	case IPK_SVC_OP_ACCEPT:
 		d_accept_op(d, s, op);

@@ -51,9 +51,10 @@ static int d_port_share_ok(const struct d_sock *head, const struct d_sock *s)
 	return 1;
 }
 
-int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be)
+int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be, int wait)
 {
 	struct d_sock **tab = d_port_tab(d, s->type), *h;
+	int rc = 0;
 	if (port_be == 0)
 		return -EINVAL;
 	/* ports below 1024 need a configured permission (--low-ports-uid) */
@@ -64,16 +65,10 @@ int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be)
 		return -EADDRINUSE;
 	if (!h && s->type == IPK_SVC_UDP) {
 		/* every worker's context: a datagram lands on the worker its 4-tuple
-		 * hashes to */
-		unsigned i;
-		int rc = 0;
-		for (i = 0; i < d->nw && rc == 0; i++)
-			rc = ipk_udp_bind(d->wk[i].ctx, port_be);
-		if (rc < 0) {
-			while (i-- > 1)
-				ipk_udp_unbind(d->wk[i - 1].ctx, port_be);
+		 * hashes to (the others' by message, d_pinst.c; 1: answers awaited) */
+		rc = d_pinst_add(d, s, port_be, 0, wait);
+		if (rc < 0)
 			return rc;
-		}
 	}
 	if (h) { /* into the circle, after the head */
 		s->port_next = h->port_next;
@@ -84,7 +79,7 @@ int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be)
 	}
 	s->port_member = 1;
 	s->lport_be = port_be;
-	return 0;
+	return rc;
 }
 
 /* Another socket on s's port listening already (the core has one listener per
@@ -107,15 +102,12 @@ void d_port_release(struct d_daemon *d, struct d_sock *s)
 	struct d_sock **tab = d_port_tab(d, s->type), *prev;
 	uint16_t p = s->lport_be;
 	int alone = s->port_next == s;
-	unsigned i;
 	if (!s->port_member)
 		return;
-	for (i = 0; i < d->nw; i++) { /* bound and listened on every worker */
-		if (s->type == IPK_SVC_TCP && s->state == D_LISTEN && !d_port_listened(s))
-			ipk_tcp_unlisten(d->wk[i].ctx, p);
-		if (s->type == IPK_SVC_UDP && alone)
-			ipk_udp_unbind(d->wk[i].ctx, p);
-	}
+	/* bound and listened on every worker: removed from each (d_pinst.c) */
+	if ((s->type == IPK_SVC_TCP && s->state == D_LISTEN && !d_port_listened(s)) ||
+	    (s->type == IPK_SVC_UDP && alone))
+		d_pinst_del(d, s, p);
 	for (prev = s; prev->port_next != s; prev = prev->port_next)
 		;
 	prev->port_next = s->port_next;
@@ -137,7 +129,7 @@ struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, u
 		return m;
 	m = h;
 	do {
-		if (m->state == D_LISTEN && m->acc_n < m->backlog && d_fam_ok(m, fam)) {
+		if (m->state == D_LISTEN && d_acc_room(m) && d_fam_ok(m, fam)) {
 			if (take)
 				d->tcp_port[port_be] = m->port_next;
 			return m;

@@ -572,7 +572,7 @@ static void d_loop(struct d_daemon *d)
 		int work = 0, ovf;
 		work += d_serve(d, 0);
 		work += ipk_node_poll(node, 0) > 0;
-		d_wake_apps(d);
+		d_wake_apps(d, 0);
 		if (work && spin)
 			last_work = d_now();
 		/* the spin window: an application answering within spin_us finds us

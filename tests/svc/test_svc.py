@@ -493,7 +493,7 @@ WORKER_LINE = re.compile(r"worker (\d+): sockets (\d+) entries (\d+) accepted (\
                          r"connected (\d+) datagrams (\d+) rx_frames (\d+) wrong_queue (\d+) "
                          r"handed_in (\d+) handed_out (\d+) msgs_in (\d+) msgs_out (\d+) "
                          r"msg_gone (\d+) msg_full (\d+) acc_out (\d+) acc_in (\d+) "
-                         r"acc_done (\d+) acc_reaped (\d+) loop_cross (\d+)")
+                         r"acc_done (\d+) acc_reaped (\d+) loop_cross (\d+) port_in (\d+)")
 
 
 def worker_stats(rig):
@@ -502,7 +502,7 @@ def worker_stats(rig):
     rig.close()
     keys = ("sockets", "entries", "accepted", "connected", "datagrams", "rx_frames", "wrong_queue",
             "handed_in", "handed_out", "msgs_in", "msgs_out", "msg_gone", "msg_full",
-            "acc_out", "acc_in", "acc_done", "acc_reaped", "loop_cross")
+            "acc_out", "acc_in", "acc_done", "acc_reaped", "loop_cross", "port_in")
     st = {int(m.group(1)): dict(zip(keys, (int(x) for x in m.groups()[1:])))
           for m in WORKER_LINE.finditer(rig.final_log)}
     assert sorted(st) == list(range(WORKERS)), rig.final_log
@@ -682,6 +682,57 @@ def case_workers_apps_local(rig):
     st = worker_stats(rig)
     print(st)
     assert sum(c["acc_out"] for c in st.values()) >= 8, st
+
+
+def case_workers_ports(rig):
+    """--workers 2: a LISTEN or a UDP BIND installs the port in every worker's core
+    context and a release removes it from each, as messages to the other workers
+    (svc/d_pinst.c D_MSG_INSTALL / D_MSG_REMOVE), the LISTEN or BIND completing
+    only when every worker has answered (D_MSG_INSTALLED). While two app-to-app
+    transfers of 16 MiB each way keep both workers busy: 16 rounds of a listener
+    on one of two ports (released and claimed again every round, so a late REMOVE
+    of the previous round meets the next INSTALL: the generations order them),
+    ipkit-nc on the memlink's other end connecting the moment "listening" is
+    printed, 64 KiB each way, SHA-256 equal. The daemon runs with
+    IPKITD_INSTALL_DELAY_MS=100 (a worker applies an INSTALL 100 ms after it
+    arrives): a LISTEN completing before every worker installed the port would
+    let nc's SYN reach a worker that refuses it (tried: a LISTEN that does not
+    wait fails in the first rounds); then 24 listeners and bound
+    UDP sockets closed, twice on the same ports (closex). Both workers applied
+    such messages (port_in), every message sent was received, none found its
+    socket gone. Without the messages (the socket's worker calling into the
+    other contexts) port_in stays 0."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_ports)"
+    big, size, rounds = 16 << 20, 64 << 10, 16
+    bg = []
+    for k in range(2):
+        a = rig.tool("listen", str(7800 + k), str(big))
+        assert a.stdout.readline().strip() == b"listening"
+        bg.append((a, rig.tool("connect", OUR_IP, str(7800 + k), str(big))))
+    for r in range(rounds):
+        port = str(7810 + r % 2)
+        lis = rig.tool("listen", port, str(size))
+        assert lis.stdout.readline().strip() == b"listening"
+        nc = rig._start([NC, "--io", "memlink:%s,role=b%s" % (rig.name, rig.q), "--ip",
+                         PEER_IP + "/24", "--send-size", str(size), "--sha256", "--no-output",
+                         "--timeout", "20", OUR_IP, port], stderr=subprocess.PIPE)
+        _, nerr = nc.communicate(timeout=60)
+        assert nc.returncode == 0, (r, nerr.decode())
+        out, lerr = lis.communicate(timeout=60)
+        assert lis.returncode == 0, (r, out.decode() + lerr.decode())
+        ls, lsh, lr, lrh = digests(out.decode())
+        ns, nsh, nr, nrh = digests(nerr.decode())
+        assert ls == nr == size and ns == lr == size and lsh == nrh and nsh == lrh, (r, out, nerr)
+    rc, out, err = rig.run_tool("closex", "24100", "24", timeout=60)
+    assert rc == 0 and "closex 24 ok" in out, out + err
+    for a, b in bg:
+        check_echo_pair(a, b, big)
+    st = worker_stats(rig)
+    print(st)
+    ins = sum(c["msgs_in"] for c in st.values())
+    assert ins == sum(c["msgs_out"] for c in st.values()), st
+    for w, c in st.items():
+        assert c["port_in"] >= rounds and c["msg_gone"] == 0, (w, c)
 
 
 def case_workers_outbox(rig):
@@ -902,7 +953,9 @@ def main():
         args += ["--low-inflight", os.environ["SVC_LOW_INFLIGHT"]]  # 0: see it fail
     if case == "workers_outbox":
         os.environ["IPKITD_MSG_SLOTS"] = "2"  # the daemon inherits it (svc/d_msg.c)
-    rig = Rig(*args, echo=case not in ("workers_accept_cross",),
+    if case == "workers_ports":  # a slow worker: INSTALLs applied 100 ms late
+        os.environ["IPKITD_INSTALL_DELAY_MS"] = "100"  # (svc/d_pinst.c)
+    rig = Rig(*args, echo=case not in ("workers_accept_cross", "workers_ports"),
               ip6=case in ("echo_tcp6", "udp6"))
     try:
         globals()["case_" + case](rig)
