@@ -201,10 +201,13 @@ static int icmp_is_error_type(uint8_t type)
 static int icmp_error_allowed(struct ipk_ctx *c, void *pkt, uint32_t l3_off,
                               const uint8_t *ip, uint32_t have)
 {
-	uint32_t ihl = (uint32_t)(ip[0] & 0x0fu) * 4u;
+	uint32_t ihl;
 	uint8_t l2dst0 = 0;
 
-	if (have < IPK_IP4_HLEN || (ip[0] >> 4) != 4 || ihl < IPK_IP4_HLEN || ihl > have)
+	if (have < IPK_IP4_HLEN) /* before ip[0]: only `have` bytes were copied */
+		return 0;
+	ihl = (uint32_t)(ip[0] & 0x0fu) * 4u;
+	if ((ip[0] >> 4) != 4 || ihl < IPK_IP4_HLEN || ihl > have)
 		return 0;
 	if ((ipk_rd16(ip + 6) & IPK_IP4_OFFMASK) != 0)
 		return 0;
