@@ -238,14 +238,18 @@ int ipk_nd_output(struct ipk_ctx *c, void *pkt, const uint8_t nh[16])
 int ipk_nd_hc_tx(struct ipk_ctx *c, void *pkt, const uint8_t dst[16])
 {
 	struct ipk_nd_entry *e = &c->ip6.nd[c->ip6.hc.nd];
+	uint8_t *p;
 
 	if (c->now >= c->ip6.hc.until || c->ip6.hc.gen != c->ip6.gen ||
 	    e->state != c->ip6.hc.state || ipk_memcmp(e->mac, c->ip6.hc.eth, 6) != 0 ||
 	    ipk_memcmp(dst, c->ip6.hc.dst, 16) != 0)
 		return 0;
 	e->used = c->now;
-	ipk_memcpy(ipk_pkt_data(c, pkt), c->ip6.hc.eth, IPK_ETH_HLEN);
-	ipk_link_tx(c, pkt);
+	p = ipk_pkt_data(c, pkt);
+	ipk_memcpy(p, c->ip6.hc.eth, IPK_ETH_HLEN);
+	/* the frame's length from the Payload Length ipk_ip6_output just wrote (RFC
+	 * 8200 §3), chain or not: no walk of the chain to count it */
+	ipk_link_tx_len(c, pkt, IPK_ETH_HLEN + IPK_IP6_HLEN + ipk_rd16(p + IPK_ETH_HLEN + 4));
 	return 1;
 }
 

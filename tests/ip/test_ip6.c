@@ -678,6 +678,7 @@ static void test_nd_cached_header_follows_na_override(void)
 	struct ipk_nd_msg m;
 	struct ipk_nd_entry *e;
 	uint8_t b[200], ll_a[16], ll_b[16], other[6] = {2, 0x55, 0, 0, 0, 1};
+	uint64_t tx_bytes;
 	uint32_t n;
 
 	ll_of(0, ll_a);
@@ -702,6 +703,13 @@ static void test_nd_cached_header_follows_na_override(void)
 	ipk_icmp6_echo(a->ctx, ll_b, 1, 3, 8, net->now);
 	hnet_settle(net);
 	CHECK_EQ(echo_req_to(net, other), 1);
+	/* the next one from the cache, counted as the whole frame (as the full path) */
+	hnet_clear_cap(net);
+	tx_bytes = a->ctx->cnt.tx_bytes;
+	ipk_icmp6_echo(a->ctx, ll_b, 1, 4, 8, net->now);
+	hnet_settle(net);
+	CHECK_EQ(echo_req_to(net, other), 1);
+	CHECK(net->ncap == 1 && a->ctx->cnt.tx_bytes - tx_bytes == net->cap[0].len);
 	net->cut = 0;
 	CHECK(hnet_no_leaks(net));
 	hnet_free(net);
