@@ -269,6 +269,18 @@ struct ipk_ip6 {
 	uint64_t icmp_tokens_t;
 	uint64_t reachable_ns, retrans_ns; /* RFC 4861 §6.3.2, from RAs */
 	uint32_t frag_id;           /* next fragment identification (random start) */
+	/* nd.c ipk_nd_hc_tx: the last unicast destination's Ethernet header while its
+	 * neighbour stays REACHABLE or DELAY and no route or entry changed (gen), so
+	 * a connection's segments skip the route and the neighbour scan. */
+	struct {
+		uint8_t dst[16];
+		uint8_t eth[14];    /* IPK_ETH_HLEN: neighbour's MAC, ours, 0x86dd */
+		uint8_t nd;         /* index of the neighbour entry in nd[] */
+		uint8_t state;      /* its state then: REACHABLE or DELAY */
+		uint32_t gen;
+		uint64_t until;     /* that state's deadline (e->t); 0 = empty */
+	} hc;
+	uint32_t gen;               /* bumped when a route or a neighbour entry changes */
 };
 
 /*
@@ -890,6 +902,12 @@ void ipk_nd_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx, const 
 /* Send pkt (a whole frame, IPv6 header filled) to on-link next hop nh: now when
  * the neighbor is known, else queued while an NS asks. Ownership passes. */
 int ipk_nd_output(struct ipk_ctx *c, void *pkt, const uint8_t nh[16]);
+/* ipk_nd_output for a unicast dst whose next hop is nh: also keeps dst's header in
+ * the one-entry cache ipk_nd_hc_tx reads while the neighbour is REACHABLE. */
+int ipk_nd_output_dst(struct ipk_ctx *c, void *pkt, const uint8_t nh[16], const uint8_t dst[16]);
+/* Send pkt (IPv6 header filled) to unicast dst from the cache: 1 when sent
+ * (ownership passed), 0 when the cache does not hold dst (pkt untouched). */
+int ipk_nd_hc_tx(struct ipk_ctx *c, void *pkt, const uint8_t dst[16]);
 /* On-link next hop for dst (dst itself or a default router); 0 when none. */
 int ipk_ip6_route(const struct ipk_ctx *c, const uint8_t dst[16], uint8_t nh[16]);
 uint64_t ipk_nd_timer(struct ipk_ctx *c, uint64_t now);

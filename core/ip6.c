@@ -305,11 +305,13 @@ int ipk_ip6_output(struct ipk_ctx *c, void *pkt, const uint8_t src[16], const ui
 		ipk_link_eth_tx(c, pkt, mac, IPK_ETHERTYPE_IP6);
 		return 0;
 	}
+	if (ipk_nd_hc_tx(c, pkt, dst))
+		return 0;
 	if (!ipk_ip6_route(c, dst, nh)) {
 		ipk_drop_pkt(c, pkt, IPK_DROP_NO_ROUTE);
 		return IPK_EHOSTUNREACH;
 	}
-	return ipk_nd_output(c, pkt, nh);
+	return ipk_nd_output_dst(c, pkt, nh, dst);
 }
 
 /* A packet with room for link + IPv6 headers and l4_len bytes, its length set;

@@ -86,6 +86,7 @@ static void nd_queue_drop(struct ipk_ctx *c, struct ipk_nd_entry *e, enum ipk_dr
 
 static void nd_free(struct ipk_ctx *c, struct ipk_nd_entry *e, enum ipk_drop why)
 {
+	c->ip6.gen++; /* the header cache may name e (ipk_nd_hc_tx) */
 	nd_queue_drop(c, e, why);
 	ipk_memset(e, 0, sizeof(*e));
 }
@@ -114,6 +115,7 @@ static struct ipk_nd_entry *nd_alloc(struct ipk_ctx *c, const uint8_t ip[16])
 	}
 	ipk_memcpy(e->ip, ip, 16);
 	e->used = c->now;
+	c->ip6.gen++;
 	return e;
 }
 
@@ -221,6 +223,69 @@ int ipk_nd_output(struct ipk_ctx *c, void *pkt, const uint8_t nh[16])
 	return 0;
 }
 
+/* ---------------------------------------------------- next-hop header cache */
+
+/*
+ * One destination's Ethernet header, as IPv4's next-hop cache (link.c): the
+ * segments of a connection go out without ipk_ip6_route and the neighbour scan.
+ * Kept only while the entry stays in the state it had, REACHABLE or DELAY (RFC
+ * 4861 §7.3.3: both send to the cached address with no state change; a STALE
+ * entry's first use starts DELAY, INCOMPLETE queues, PROBE goes the slow way), up
+ * to that state's deadline (REACHABLE -> STALE, DELAY -> PROBE), and while no
+ * route and no entry changed identity (gen); a MAC changed in place by an NA
+ * (§7.2.5 Override) is caught by comparing it.
+ */
+int ipk_nd_hc_tx(struct ipk_ctx *c, void *pkt, const uint8_t dst[16])
+{
+	struct ipk_nd_entry *e = &c->ip6.nd[c->ip6.hc.nd];
+	uint8_t *p;
+
+	if (c->now >= c->ip6.hc.until || c->ip6.hc.gen != c->ip6.gen ||
+	    e->state != c->ip6.hc.state || ipk_memcmp(e->mac, c->ip6.hc.eth, 6) != 0 ||
+	    ipk_memcmp(dst, c->ip6.hc.dst, 16) != 0)
+		return 0;
+	e->used = c->now;
+	p = ipk_pkt_data(c, pkt);
+	ipk_memcpy(p, c->ip6.hc.eth, IPK_ETH_HLEN);
+	/* the frame's length from the Payload Length ipk_ip6_output just wrote (RFC
+	 * 8200 §3), chain or not: no walk of the chain to count it */
+	ipk_link_tx_len(c, pkt, IPK_ETH_HLEN + IPK_IP6_HLEN + ipk_rd16(p + IPK_ETH_HLEN + 4));
+	return 1;
+}
+
+static int nd_hc_state(const struct ipk_nd_entry *e)
+{
+	return e->state == IPK_ND_REACHABLE || e->state == IPK_ND_DELAY;
+}
+
+/* After a send through e: keep dst's header while e stays REACHABLE or DELAY and
+ * ours (an integrator-owned table answers per packet, nd_resolve). */
+static void nd_hc_fill(struct ipk_ctx *c, const struct ipk_nd_entry *e, const uint8_t dst[16])
+{
+	if (!nd_hc_state(e) || nd_owned(c) || c->l2_len != IPK_ETH_HLEN)
+		return;
+	c->ip6.hc.state = e->state;
+	ipk_memcpy(c->ip6.hc.dst, dst, 16);
+	ipk_memcpy(c->ip6.hc.eth, e->mac, 6);
+	ipk_memcpy(c->ip6.hc.eth + 6, c->cfg.mac, 6);
+	ipk_wr16(c->ip6.hc.eth + 12, IPK_ETHERTYPE_IP6);
+	c->ip6.hc.nd = (uint8_t)(e - c->ip6.nd);
+	c->ip6.hc.gen = c->ip6.gen;
+	c->ip6.hc.until = e->t;
+}
+
+int ipk_nd_output_dst(struct ipk_ctx *c, void *pkt, const uint8_t nh[16], const uint8_t dst[16])
+{
+	struct ipk_nd_entry *e;
+
+	if (nd_owned(c) || !(e = nd_find(c, nh)) || !nd_hc_state(e))
+		return ipk_nd_output(c, pkt, nh);
+	nd_hc_fill(c, e, dst);
+	e->used = c->now;
+	nd_tx(c, pkt, e->mac);
+	return 0;
+}
+
 /* §7.2.3, §6.3.4: a link-layer address from an NS, RS or RA source option. New or
  * changed -> STALE (reachability not proven); the same -> left as it is. */
 static void nd_learn(struct ipk_ctx *c, const uint8_t ip[16], const uint8_t mac[6])
@@ -288,14 +353,18 @@ static uint64_t nd_lists_timer(struct ipk_ctx *c, uint64_t now)
 	int i;
 
 	for (i = 0; i < IPK_ND_ROUTERS; i++) {
-		if (c->ip6.rtr[i].until != 0 && c->ip6.rtr[i].until <= now)
+		if (c->ip6.rtr[i].until != 0 && c->ip6.rtr[i].until <= now) {
 			c->ip6.rtr[i].until = 0;
+			c->ip6.gen++;
+		}
 		if (c->ip6.rtr[i].until != 0)
 			next = IPK_MIN(next, c->ip6.rtr[i].until);
 	}
 	for (i = 0; i < IPK_ND_PREFIXES; i++) {
-		if (c->ip6.pfx[i].until != 0 && c->ip6.pfx[i].until <= now)
+		if (c->ip6.pfx[i].until != 0 && c->ip6.pfx[i].until <= now) {
 			c->ip6.pfx[i].until = 0;
+			c->ip6.gen++;
+		}
 		if (c->ip6.pfx[i].until != 0)
 			next = IPK_MIN(next, c->ip6.pfx[i].until);
 	}
@@ -551,6 +620,7 @@ static void nd_ra_router(struct ipk_ctx *c, const struct ipk_rx6 *rx, const stru
 
 	if (i < 0 || c->ip6.rtr[i].until == UINT64_MAX) /* full, or the configured one */
 		return;
+	c->ip6.gen++; /* routes change: ipk_nd_hc_tx's entry goes */
 	ipk_memcpy(c->ip6.rtr[i].ip, rx->ip.src, 16);
 	c->ip6.rtr[i].until = m->router_lifetime ? nd_life(c->now, m->router_lifetime) : 0;
 	if (c->ip6.rtr[i].until)
@@ -576,6 +646,7 @@ static void nd_ra_onlink(struct ipk_ctx *c, const struct ipk_nd_prefix *pf)
 		i = free_i;
 	if (i < 0 || c->ip6.pfx[i].until == UINT64_MAX)
 		return;
+	c->ip6.gen++; /* routes change: ipk_nd_hc_tx's entry goes */
 	ipk_memcpy(c->ip6.pfx[i].p, pf->prefix, 16);
 	c->ip6.pfx[i].plen = pf->plen;
 	c->ip6.pfx[i].until = pf->valid ? nd_life(c->now, pf->valid) : 0;

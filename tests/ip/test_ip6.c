@@ -643,6 +643,112 @@ out:
 	hnet_free(net);
 }
 
+/* Echo requests from node 0 (type 128) captured to eth destination mac. */
+static int echo_req_to(struct hnet *net, const uint8_t mac[6])
+{
+	int i, n = 0;
+
+	for (i = 0; i < net->ncap; i++) {
+		const uint8_t *f = net->cap[i].b;
+
+		if (net->cap[i].from == 0 && ipk_rd16(f + 12) == IPK_ETHERTYPE_IP6 &&
+		    f[20] == IPK_IPPROTO_ICMP6 && f[54] == IPK_ICMP6_ECHO_REQUEST && memcmp(f, mac, 6) == 0)
+			n++;
+	}
+	return n;
+}
+
+static struct ipk_nd_entry *nd_entry_of(struct ipk_ctx *c, const uint8_t ip[16])
+{
+	int i;
+
+	for (i = 0; i < IPK_ND_ENTRIES; i++)
+		if (c->ip6.nd[i].state != IPK_ND_FREE && memcmp(c->ip6.nd[i].ip, ip, 16) == 0)
+			return &c->ip6.nd[i];
+	return NULL;
+}
+
+/* nd.c's next-hop header cache (ipk_nd_hc_tx): a solicited NA with Override and a
+ * new MAC keeps the entry REACHABLE (RFC 4861 §7.2.5) but moves it; the next
+ * packet goes to the new MAC, not to the header cached from the old one. */
+static void test_nd_cached_header_follows_na_override(void)
+{
+	struct hnet *net = net6(2, tweak6);
+	struct hnode *a = net->nodes[0];
+	struct ipk_nd_msg m;
+	struct ipk_nd_entry *e;
+	uint8_t b[200], ll_a[16], ll_b[16], other[6] = {2, 0x55, 0, 0, 0, 1};
+	uint64_t tx_bytes;
+	uint32_t n;
+
+	ll_of(0, ll_a);
+	ll_of(1, ll_b);
+	ipk_icmp6_echo(a->ctx, ll_b, 1, 1, 8, net->now);
+	hnet_settle(net);
+	ipk_icmp6_echo(a->ctx, ll_b, 1, 2, 8, net->now); /* the cache holds ll_b now */
+	hnet_settle(net);
+	e = nd_entry_of(a->ctx, ll_b);
+	CHECK(e != NULL && e->state == IPK_ND_REACHABLE);
+	memset(&m, 0, sizeof(m));
+	m.type = IPK_ICMP6_ND_NA;
+	m.flags = IPK_ND_NA_SOLICITED | IPK_ND_NA_OVERRIDE;
+	memcpy(m.target, ll_b, 16);
+	n = ipk_nd_emit(b + 54, 64, &m);
+	n += ipk_nd_opt_lla_emit(b + 54 + n, 8, IPK_NDOPT_TLLA, other);
+	ipk_icmp6_csum_fill(b + 54, n, ll_b, ll_a);
+	hnode_inject(a, b, hb6(b, 0, ll_b, ll_a, IPK_IPPROTO_ICMP6, 255, n));
+	CHECK(e != NULL && e->state == IPK_ND_REACHABLE && memcmp(e->mac, other, 6) == 0);
+	net->cut = 1;
+	hnet_clear_cap(net);
+	ipk_icmp6_echo(a->ctx, ll_b, 1, 3, 8, net->now);
+	hnet_settle(net);
+	CHECK_EQ(echo_req_to(net, other), 1);
+	/* the next one from the cache, counted as the whole frame (as the full path) */
+	hnet_clear_cap(net);
+	tx_bytes = a->ctx->cnt.tx_bytes;
+	ipk_icmp6_echo(a->ctx, ll_b, 1, 4, 8, net->now);
+	hnet_settle(net);
+	CHECK_EQ(echo_req_to(net, other), 1);
+	CHECK(net->ncap == 1 && a->ctx->cnt.tx_bytes - tx_bytes == net->cap[0].len);
+	net->cut = 0;
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* A neighbour that stops answering goes REACHABLE -> STALE -> DELAY -> PROBE ->
+ * gone (RFC 4861 §7.3.3); the cached header must follow it: after the failure a
+ * new packet asks again by multicast NS, and no request goes to the old MAC
+ * once the probes have failed. */
+static void test_nd_cached_header_dropped_when_neighbour_fails(void)
+{
+	struct hnet *net = net6(2, tweak6);
+	struct hnode *a = net->nodes[0];
+	uint8_t ll_b[16], mac_b[6];
+	int k;
+
+	ll_of(1, ll_b);
+	hb_mac(mac_b, 1);
+	for (k = 1; k <= 2; k++) {
+		ipk_icmp6_echo(a->ctx, ll_b, 1, (uint16_t)k, 8, net->now);
+		hnet_settle(net);
+	}
+	CHECK_EQ(echo6_n[0], 2);
+	net->cut = 1;
+	for (k = 3; k < 3 + 60; k++) { /* one request a second for a minute */
+		/* REACHABLE ends by 30 s, DELAY 5 s, PROBE 3 x 1 s: failed by 45 s */
+		if (k == 3 + 45)
+			hnet_clear_cap(net);
+		ipk_icmp6_echo(a->ctx, ll_b, 1, (uint16_t)k, 8, net->now);
+		hnet_advance(net, SEC);
+	}
+	CHECK_EQ(echo_req_to(net, mac_b), 0);
+	CHECK(count_icmp6(net, 0, IPK_ICMP6_ND_NS) >= 1);
+	net->cut = 0;
+	hnet_advance(net, 5 * SEC);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 static void test_ip6_off_frames_dropped_as_ethertype(void)
 {
 	struct hnet *net = hnet_new(1, NULL);
@@ -916,6 +1022,8 @@ int main(void)
 	RUN(test_slaac_from_ra_and_two_hour_rule);
 	RUN(test_na_override_flag_rules);
 	RUN(test_reachable_goes_stale_then_probe);
+	RUN(test_nd_cached_header_follows_na_override);
+	RUN(test_nd_cached_header_dropped_when_neighbour_fails);
 	RUN(test_ip6_off_frames_dropped_as_ethertype);
 	RUN(test_udp6_3000_bytes_fragmented_both_ways);
 	RUN(test_ping6_3000_fragmented_both_ways);
