@@ -1119,6 +1119,20 @@ static IPK_ALWAYS_INLINE void txf_done(struct ipk_ctx *ctx, struct ipk_conn *c, 
 	}
 }
 
+/* txf_send6's hand-over with IPK_CAP_TX_CSUM_TCP6: the pseudo-header sum for the
+ * NIC and the marks (seg_csum6), as the general path sends. */
+static IPK_NOINLINE void txf_out6_offload(struct ipk_ctx *ctx, void *pkt,
+                                          const struct ipk_tcp6_pair *e, uint8_t *th,
+                                          uint32_t hlen, uint32_t len)
+{
+	struct ipk_tx_meta meta;
+
+	ipk_memset(&meta, 0, sizeof(meta));
+	meta.l4_len = (uint16_t)hlen;
+	seg_csum6(ctx, pkt, th, 0, e, hlen + len, &meta);
+	(void)ipk_ip6_output_meta(ctx, pkt, e->local, e->peer, IPK_IPPROTO_TCP, hlen + len, &meta);
+}
+
 /*
  * txf_send for an IPv6 connection (txf_send hands over where its route test fails,
  * which it does for every IPv6 connection: internal.h IPK_TCP6_MARK; 0 at once for
@@ -1165,14 +1179,18 @@ static IPK_NOINLINE int txf_send6(struct ipk_ctx *ctx, struct ipk_conn *c, uint3
 		ipk_tcp_ts_put(th + IPK_TCP_HLEN, ipk_tcp_ts_now(ctx, c), c->ts_recent);
 	if (src)
 		ipk_copy_short(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
-	ipk_wr16(th + 16, hlen + len <= IPK_TCP6_CSUM_INLINE_MAX ?
-	                  ipk_tcp6_csum_small(e->local, e->peer, th, hlen + len) :
-	                  ipk_csum_l4_6(e->local, e->peer, IPK_IPPROTO_TCP, th, hlen + len));
 	ctx->cnt.tcp_tx_segs++;
 	ctx->tx_fast_n++;
 	/* no route / no ND slot: counted there; the segment counts as sent (as
 	 * ipk_tcp_xmit treats IPK_EHOSTUNREACH) and the loss timer repeats it */
-	(void)ipk_ip6_output(ctx, pkt, e->local, e->peer, IPK_IPPROTO_TCP, hlen + len, 0);
+	if (IPK_UNLIKELY(ctx->cfg.caps & IPK_CAP_TX_CSUM_TCP6)) {
+		txf_out6_offload(ctx, pkt, e, th, hlen, len);
+	} else {
+		ipk_wr16(th + 16, hlen + len <= IPK_TCP6_CSUM_INLINE_MAX ?
+		                  ipk_tcp6_csum_small(e->local, e->peer, th, hlen + len) :
+		                  ipk_csum_l4_6(e->local, e->peer, IPK_IPPROTO_TCP, th, hlen + len));
+		(void)ipk_ip6_output(ctx, pkt, e->local, e->peer, IPK_IPPROTO_TCP, hlen + len, 0);
+	}
 	txf_done(ctx, c, seq, len, src);
 	return 1;
 }
