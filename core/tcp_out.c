@@ -669,7 +669,7 @@ void ipk_tcp_send_rst_for(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s)
  * tso_max, and never past what the 16-bit Payload Length can say with a 60-byte
  * TCP header (RFC 8200 §3; no jumbograms, RFC 2675); limited by the packet size
  * when payload must be copied. */
-static IPK_NOINLINE uint32_t seg_max6(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+static uint32_t seg_max6(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	uint32_t max = IPK_MIN(ctx->cfg.tso_max, 0xffffu - 60u), m, room;
 
@@ -681,27 +681,31 @@ static IPK_NOINLINE uint32_t seg_max6(const struct ipk_ctx *ctx, const struct ip
 	return m < c->mss ? c->mss : m;
 }
 
-/* Largest payload one frame may carry: MSS, or with TSO (IPK_CAP_TSO for IPv4,
- * IPK_CAP_TSO6 for IPv6) up to tso_max (whole MSS multiples) limited by the packet
- * size when payload must be copied. */
-static uint32_t seg_max(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+/* seg_max with a TSO capability declared: whole MSS multiples up to tso_max (IPv4,
+ * IPK_CAP_TSO; IPv6 seg_max6), limited by the packet size when payload must be
+ * copied. Out of line: the MSS-only path tests the caps once, as before IPv6. */
+static IPK_NOINLINE uint32_t seg_max_tso(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	uint32_t m = c->mss, room;
+	uint32_t m, room;
 
-	if (IPK_UNLIKELY(ctx->cfg.caps & (IPK_CAP_TSO | IPK_CAP_TSO6))) {
-		if (ipk_tcp_is6(&c->t))
-			return (ctx->cfg.caps & IPK_CAP_TSO6) ? seg_max6(ctx, c) : m;
-		if (!(ctx->cfg.caps & IPK_CAP_TSO))
-			return m;
-		m = ctx->cfg.tso_max - ctx->cfg.tso_max % c->mss;
-		if (!(ctx->cfg.caps & IPK_CAP_SG)) {
-			room = ctx->cfg.pkt_buf_size - ipk_l4_off(ctx) - 60u;
-			m = IPK_MIN(m, room - room % c->mss);
-		}
-		if (m < c->mss)
-			m = c->mss;
+	if (ipk_tcp_is6(&c->t))
+		return (ctx->cfg.caps & IPK_CAP_TSO6) ? seg_max6(ctx, c) : c->mss;
+	if (!(ctx->cfg.caps & IPK_CAP_TSO))
+		return c->mss;
+	m = ctx->cfg.tso_max - ctx->cfg.tso_max % c->mss;
+	if (!(ctx->cfg.caps & IPK_CAP_SG)) {
+		room = ctx->cfg.pkt_buf_size - ipk_l4_off(ctx) - 60u;
+		m = IPK_MIN(m, room - room % c->mss);
 	}
-	return m;
+	return m < c->mss ? c->mss : m;
+}
+
+/* Largest payload one frame may carry: the MSS, or more with TSO (seg_max_tso). */
+static IPK_ALWAYS_INLINE uint32_t seg_max(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	if (IPK_UNLIKELY(ctx->cfg.caps & (IPK_CAP_TSO | IPK_CAP_TSO6)))
+		return seg_max_tso(ctx, c);
+	return c->mss;
 }
 
 /*
