@@ -329,7 +329,7 @@ void ipk_ip6_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 
 /* The frame whose IPv6 header is written: to the link for dst (a group's MAC, or
  * the next hop through ND). Ownership passes. */
-static int ip6_send(struct ipk_ctx *c, void *pkt, const uint8_t dst[16])
+static IPK_ALWAYS_INLINE int ip6_send(struct ipk_ctx *c, void *pkt, const uint8_t dst[16])
 {
 	uint8_t nh[16], mac[6];
 
