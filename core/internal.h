@@ -837,7 +837,8 @@ struct ipk_rx6 {
 	uint32_t l4_off;        /* upper-layer header offset in pkt */
 	uint32_t l4_len;        /* upper-layer bytes */
 	uint8_t dst_mcast;
-	uint8_t chained;        /* pkt is a chain built by reassembly (frag6.c) */
+	uint8_t chained;        /* pkt is a chain: reassembly (frag6.c) or, with lro, the NIC */
+	uint8_t lro;            /* the chain is one coalesced TCP segment (IPK_CAP_LRO) */
 };
 
 /* An IPv6 frame from ipk_link_input (takes ownership); off = link header length. */
@@ -849,6 +850,12 @@ IPK_INLINE uint32_t ipk_l4_off6(const struct ipk_ctx *c) { return c->l2_len + IP
  * Ownership passes. Returns 0 or a negative IPK_E*. */
 int ipk_ip6_output(struct ipk_ctx *c, void *pkt, const uint8_t src[16], const uint8_t dst[16],
                    uint8_t proto, uint32_t l4_len, uint8_t hlim);
+/* ipk_ip6_output with the hop limit of the context, meta->tos as the Traffic Class
+ * and, when meta->flags asks for an offload, IPK_TXOFF_IP6 with the link and IPv6
+ * header lengths marked through ops->tx_offload (IPK_CAP_TX_CSUM_TCP6, TSO6). */
+int ipk_ip6_output_meta(struct ipk_ctx *c, void *pkt, const uint8_t src[16],
+                        const uint8_t dst[16], uint8_t proto, uint32_t l4_len,
+                        struct ipk_tx_meta *meta);
 /* Our source address for dst (a usable one; link-local for link-local/multicast
  * destinations); 0 when there is none. */
 int ipk_ip6_src_select(const struct ipk_ctx *c, const uint8_t dst[16], uint8_t out[16]);

@@ -229,8 +229,49 @@ void ipk_ip6_deliver(struct ipk_ctx *c, void *pkt, struct ipk_rx6 *rx, uint8_t p
 	}
 }
 
-/* Takes ownership of pkt. Flat frames only: a chain (IPK_CAP_LRO) is dropped as
- * IPK_DROP_CHAIN, TCP over IPv6 included (not taken yet; docs/ipv6-core.md). */
+/*
+ * A received chain (IPK_CAP_LRO; ipk_run lets none through without it), as IPv4
+ * takes one (ip4.c ip4_chain_ok): one whole TCP segment straight after the IPv6
+ * header, that header in the first packet, the chain exactly the datagram's
+ * length (a coalescing NIC never pads). Anything else is dropped and counted:
+ * a coalescing NIC makes nothing else, and reassembly (frag6.c) keeps fragments
+ * flat. The NIC's checksum verdict holds for the coalesced segment (tcp6.c).
+ */
+static void ip6_input_chain(struct ipk_ctx *c, void *pkt, uint32_t off)
+{
+	uint32_t first = ipk_pkt_len(c, pkt), total = ipk_pkt_chain_len(c, pkt);
+	struct ipk_rx6 rx;
+	int why;
+
+	ipk_memset(&rx, 0, sizeof(rx));
+	/* The parse reads the fixed header (from the first packet: checked here) and
+	 * sees the chain's length, which must be the datagram's exactly. */
+	if (first < IPK_IP6_HLEN || off > first - IPK_IP6_HLEN ||
+	    ipk_ip6_parse(ipk_pkt_data(c, pkt) + off, total - off, &rx.ip) < 0 ||
+	    total - off != IPK_IP6_HLEN + (uint32_t)rx.ip.plen) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_IP6_MALFORMED);
+		return;
+	}
+	if (rx.ip.next != IPK_IPPROTO_TCP) {
+		ipk_drop_pkt(c, pkt, IPK_DROP_CHAIN);
+		return;
+	}
+	why = ip6_addr_check(c, &rx.ip);
+	if (why >= 0) {
+		ipk_drop_pkt(c, pkt, (enum ipk_drop)why);
+		return;
+	}
+	c->cnt.ip6_rx++;
+	rx.l3_off = off;
+	rx.l4_off = off + IPK_IP6_HLEN;
+	rx.l4_len = rx.ip.plen;
+	rx.dst_mcast = (uint8_t)ipk_ip6_is_multicast(rx.ip.dst);
+	rx.chained = 1;
+	rx.lro = 1;
+	ipk_tcp_input6(c, pkt, &rx);
+}
+
+/* Takes ownership of pkt. A chain goes to ip6_input_chain (IPK_CAP_LRO). */
 void ipk_ip6_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 {
 	struct ipk_rx6 rx;
@@ -240,7 +281,7 @@ void ipk_ip6_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 	int why;
 
 	if (ipk_pkt_chain_next(c, pkt)) {
-		ipk_drop_pkt(c, pkt, IPK_DROP_CHAIN);
+		ip6_input_chain(c, pkt, off);
 		return;
 	}
 	p = ipk_pkt_data(c, pkt) + off;
@@ -286,19 +327,12 @@ void ipk_ip6_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 
 /* -------------------------------------------------------------- output */
 
-int ipk_ip6_output(struct ipk_ctx *c, void *pkt, const uint8_t src[16], const uint8_t dst[16],
-                   uint8_t proto, uint32_t l4_len, uint8_t hlim)
+/* The frame whose IPv6 header is written: to the link for dst (a group's MAC, or
+ * the next hop through ND). Ownership passes. */
+static IPK_ALWAYS_INLINE int ip6_send(struct ipk_ctx *c, void *pkt, const uint8_t dst[16])
 {
-	struct ipk_ip6_hdr h;
 	uint8_t nh[16], mac[6];
 
-	ipk_memset(&h, 0, sizeof(h));
-	h.plen = (uint16_t)l4_len;
-	h.next = proto;
-	h.hlim = hlim ? hlim : c->ip6.hlim;
-	ipk_memcpy(h.src, src, 16);
-	ipk_memcpy(h.dst, dst, 16);
-	ipk_ip6_emit(ipk_pkt_data(c, pkt) + c->l2_len, IPK_IP6_HLEN, &h);
 	c->cnt.ip6_tx++;
 	if (ipk_ip6_is_multicast(dst)) { /* RFC 2464 §7: 33:33 + the group's low 32 bits */
 		ipk_ip6_mcast_mac(mac, dst);
@@ -312,6 +346,50 @@ int ipk_ip6_output(struct ipk_ctx *c, void *pkt, const uint8_t src[16], const ui
 		return IPK_EHOSTUNREACH;
 	}
 	return ipk_nd_output_dst(c, pkt, nh, dst);
+}
+
+int ipk_ip6_output(struct ipk_ctx *c, void *pkt, const uint8_t src[16], const uint8_t dst[16],
+                   uint8_t proto, uint32_t l4_len, uint8_t hlim)
+{
+	struct ipk_ip6_hdr h;
+
+	ipk_memset(&h, 0, sizeof(h));
+	h.plen = (uint16_t)l4_len;
+	h.next = proto;
+	h.hlim = hlim ? hlim : c->ip6.hlim;
+	ipk_memcpy(h.src, src, 16);
+	ipk_memcpy(h.dst, dst, 16);
+	ipk_ip6_emit(ipk_pkt_data(c, pkt) + c->l2_len, IPK_IP6_HLEN, &h);
+	return ip6_send(c, pkt, dst);
+}
+
+int ipk_ip6_output_meta(struct ipk_ctx *c, void *pkt, const uint8_t src[16],
+                        const uint8_t dst[16], uint8_t proto, uint32_t l4_len,
+                        struct ipk_tx_meta *meta)
+{
+	struct ipk_ip6_hdr h;
+
+	/* RFC 8200 §3: 16 bits of Payload Length; no jumbograms (RFC 2675) */
+	if (l4_len > 0xffffu) {
+		ipk_pkt_free_chain(c, pkt);
+		return IPK_EMSGSIZE;
+	}
+	ipk_memset(&h, 0, sizeof(h));
+	h.tclass = meta->tos; /* RFC 3168 §5: the ECN field is its low two bits */
+	h.plen = (uint16_t)l4_len;
+	h.next = proto;
+	h.hlim = c->ip6.hlim;
+	ipk_memcpy(h.src, src, 16);
+	ipk_memcpy(h.dst, dst, 16);
+	ipk_ip6_emit(ipk_pkt_data(c, pkt) + c->l2_len, IPK_IP6_HLEN, &h);
+	if (meta->flags) {
+		meta->flags |= IPK_TXOFF_IP6;
+		meta->l2_len = (uint16_t)c->l2_len;
+		meta->l3_len = IPK_IP6_HLEN;
+		if (IPK_OPS(c)->tx_offload)
+			IPK_OPS(c)->tx_offload(pkt, meta, IPK_OPQ(c));
+	}
+	return ip6_send(c, pkt, dst);
 }
 
 /* A packet with room for link + IPv6 headers and l4_len bytes, its length set;

@@ -276,7 +276,8 @@ static const char *ops_why_pkt(const struct ipk_ops *o)
 static const char *ops_why(const struct ipk_ops *o, const struct ipk_config *cfg)
 {
 	const uint32_t tx_caps = IPK_CAP_TX_CSUM_IP4 | IPK_CAP_TX_CSUM_TCP |
-	                         IPK_CAP_TX_CSUM_UDP | IPK_CAP_TSO;
+	                         IPK_CAP_TX_CSUM_UDP | IPK_CAP_TSO | IPK_CAP_TX_CSUM_TCP6 |
+	                         IPK_CAP_TSO6;
 	const uint32_t rx_caps = IPK_CAP_RX_CSUM_IP4 | IPK_CAP_RX_CSUM_L4;
 	const char *why;
 

@@ -204,10 +204,12 @@ int ipk_tcp6_atuple(const struct ipk_ctx *c, const struct ipk_tuple *t, struct i
 /* ---------------------------------------------------------------- input */
 
 /* RFC 8200 §8.1: the checksum over the IPv6 pseudo-header and the segment (the
- * chain, after reassembly), unless the NIC verified it. 1 when right. */
+ * chain, after reassembly or from LRO), unless the NIC verified it: its verdict
+ * holds for a frame and for a segment it coalesced, never for a reassembled
+ * datagram (it saw fragments only). 1 when right. */
 static int tcp6_csum_ok(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
 {
-	int hw = rx->chained ? 0 : ipk_ip6_rx_csum(c, pkt), odd = 0;
+	int hw = rx->chained && !rx->lro ? 0 : ipk_ip6_rx_csum(c, pkt), odd = 0;
 	uint32_t sum;
 
 	if (hw)
@@ -253,7 +255,7 @@ void ipk_tcp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx6)
 	rx.ttl = rx6->ip.hlim;
 	rx.l4_csum_ok = 1;
 	rx.chained = rx6->chained;
-	rx.reassembled = rx6->chained;
+	rx.reassembled = (uint8_t)(rx6->chained && !rx6->lro);
 	rx.src_be = IPK_TCP6_MARK;
 	i = tcp6_pair_find(c, rx6->ip.dst, rx6->ip.src);
 	if (i == IPK_TCP6_NONE) {

@@ -326,18 +326,43 @@ static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, cons
 }
 
 /*
+ * seg_csum for IPv6 (RFC 8200 §8.1 pseudo-header): with IPK_CAP_TX_CSUM_TCP6 the
+ * folded pseudo-header sum for the NIC to finish (as IPv4's IPK_CAP_TX_CSUM_TCP),
+ * else the whole sum in software, flat or over the scatter-gather chain.
+ */
+static void seg_csum6(struct ipk_ctx *ctx, void *pkt, uint8_t *th, int sg,
+                      const struct ipk_tcp6_pair *e, uint32_t l4_len, struct ipk_tx_meta *meta)
+{
+	uint32_t sum;
+	int odd = 0;
+
+	if (ctx->cfg.caps & IPK_CAP_TX_CSUM_TCP6) {
+		sum = ipk_csum_pseudo6(e->local, e->peer, IPK_IPPROTO_TCP, l4_len);
+		ipk_wr16(th + 16, (uint16_t)~ipk_csum_fold(sum));
+		meta->flags |= IPK_TXOFF_TCP_CSUM;
+	} else if (!sg && l4_len <= IPK_TCP6_CSUM_INLINE_MAX) {
+		ipk_wr16(th + 16, ipk_tcp6_csum_small(e->local, e->peer, th, l4_len));
+	} else {
+		sum = ipk_csum_pseudo6(e->local, e->peer, IPK_IPPROTO_TCP, l4_len);
+		sum = ipk_csum_chain(ctx, pkt, ipk_l4_off6(ctx), l4_len, sum, &odd);
+		ipk_wr16(th + 16, ipk_csum_fold(sum));
+	}
+}
+
+/*
  * The segment over IPv6 (tcp6.c pairs): the same header and payload at the IPv6
- * upper-layer offset, the checksum with the IPv6 pseudo-header (RFC 8200 §8.1) in
- * software (no IPv6 checksum offload is declared yet), no TSO (seg_max), then
- * ipk_ip6_output (next hop, ND). The traffic class is 0: ECN-capable transport is
- * not marked over IPv6 yet (RFC 3168 §6.1.1 lets a sender leave it unset).
+ * upper-layer offset, the checksum by seg_csum6, TSO with IPK_CAP_TSO6 (seg_max6
+ * sized it), the ECN codepoint ipk_tcp_ecn_out chose in the Traffic Class
+ * (RFC 3168 §5: the same two bits as IPv4's TOS), then ipk_ip6_output_meta (offload
+ * marks, next hop, ND).
  */
 static IPK_NOINLINE int seg_send6(struct ipk_ctx *ctx, const struct ipk_tuple *t,
                                   const struct seg_spec *sp, struct ipk_conn *c)
 {
 	const struct ipk_tcp6_pair *e = ipk_tcp6_pair(ctx, t->local_ip4_be);
-	uint32_t l4 = ipk_l4_off6(ctx), hlen, sum;
-	int sg = (ctx->cfg.caps & IPK_CAP_SG) && sp->plen > IPK_TCP_COPY_MAX, odd = 0;
+	uint32_t l4 = ipk_l4_off6(ctx), hlen;
+	int sg = (ctx->cfg.caps & IPK_CAP_SG) && sp->plen > IPK_TCP_COPY_MAX;
+	struct ipk_tx_meta meta;
 	uint8_t *th;
 	void *pkt;
 
@@ -350,19 +375,20 @@ static IPK_NOINLINE int seg_send6(struct ipk_ctx *ctx, const struct ipk_tuple *t
 	hlen = seg_fill(ctx, t, sp, c, pkt, l4, sg);
 	if (hlen == 0)
 		return IPK_ENOBUFS;
-	if (!sg && hlen + sp->plen <= IPK_TCP6_CSUM_INLINE_MAX) {
-		ipk_wr16(th + 16, ipk_tcp6_csum_small(e->local, e->peer, th, hlen + sp->plen));
-	} else {
-		sum = ipk_csum_pseudo6(e->local, e->peer, IPK_IPPROTO_TCP, hlen + sp->plen);
-		sum = ipk_csum_chain(ctx, pkt, l4, hlen + sp->plen, sum, &odd);
-		ipk_wr16(th + 16, ipk_csum_fold(sum));
+	ipk_memset(&meta, 0, sizeof(meta));
+	meta.l4_len = (uint16_t)hlen;
+	meta.tos = sp->tos;
+	seg_csum6(ctx, pkt, th, sg, e, hlen + sp->plen, &meta);
+	if (c && sp->plen > c->mss && (ctx->cfg.caps & IPK_CAP_TSO6)) {
+		meta.flags |= IPK_TXOFF_TSO;
+		meta.mss = (uint16_t)c->mss;
 	}
 	ctx->cnt.tcp_tx_segs++;
 	if (sp->flags & IPK_TCP_RST)
 		ctx->cnt.tcp_rst_tx++;
-	return ipk_ip6_output(ctx, pkt, e->local, e->peer, IPK_IPPROTO_TCP, hlen + sp->plen, 0);
+	return ipk_ip6_output_meta(ctx, pkt, e->local, e->peer, IPK_IPPROTO_TCP, hlen + sp->plen,
+	                           &meta);
 }
-
 
 /* ------------------------------------------------------------ windows */
 
@@ -639,22 +665,47 @@ void ipk_tcp_send_rst_for(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s)
 
 /* ---------------------------------------------------------- send policy */
 
-/* Largest payload one frame may carry: MSS, or with TSO up to tso_max (whole MSS
- * multiples) limited by the packet size when payload must be copied. */
-static uint32_t seg_max(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+/* seg_max for an IPv6 connection with IPK_CAP_TSO6: whole MSS multiples up to
+ * tso_max, and never past what the 16-bit Payload Length can say with a 60-byte
+ * TCP header (RFC 8200 §3; no jumbograms, RFC 2675); limited by the packet size
+ * when payload must be copied. */
+static uint32_t seg_max6(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
-	uint32_t m = c->mss, room;
+	uint32_t max = IPK_MIN(ctx->cfg.tso_max, 0xffffu - 60u), m, room;
 
-	if ((ctx->cfg.caps & IPK_CAP_TSO) && !ipk_tcp_is6(&c->t)) { /* no IPv6 TSO yet */
-		m = ctx->cfg.tso_max - ctx->cfg.tso_max % c->mss;
-		if (!(ctx->cfg.caps & IPK_CAP_SG)) {
-			room = ctx->cfg.pkt_buf_size - ipk_l4_off(ctx) - 60u;
-			m = IPK_MIN(m, room - room % c->mss);
-		}
-		if (m < c->mss)
-			m = c->mss;
+	m = max - max % c->mss;
+	if (!(ctx->cfg.caps & IPK_CAP_SG)) {
+		room = ctx->cfg.pkt_buf_size - ipk_l4_off6(ctx) - 60u;
+		m = IPK_MIN(m, room - room % c->mss);
 	}
-	return m;
+	return m < c->mss ? c->mss : m;
+}
+
+/* seg_max with a TSO capability declared: whole MSS multiples up to tso_max (IPv4,
+ * IPK_CAP_TSO; IPv6 seg_max6), limited by the packet size when payload must be
+ * copied. Out of line: the MSS-only path tests the caps once, as before IPv6. */
+static IPK_NOINLINE uint32_t seg_max_tso(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint32_t m, room;
+
+	if (ipk_tcp_is6(&c->t))
+		return (ctx->cfg.caps & IPK_CAP_TSO6) ? seg_max6(ctx, c) : c->mss;
+	if (!(ctx->cfg.caps & IPK_CAP_TSO))
+		return c->mss;
+	m = ctx->cfg.tso_max - ctx->cfg.tso_max % c->mss;
+	if (!(ctx->cfg.caps & IPK_CAP_SG)) {
+		room = ctx->cfg.pkt_buf_size - ipk_l4_off(ctx) - 60u;
+		m = IPK_MIN(m, room - room % c->mss);
+	}
+	return m < c->mss ? c->mss : m;
+}
+
+/* Largest payload one frame may carry: the MSS, or more with TSO (seg_max_tso). */
+static IPK_ALWAYS_INLINE uint32_t seg_max(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	if (IPK_UNLIKELY(ctx->cfg.caps & (IPK_CAP_TSO | IPK_CAP_TSO6)))
+		return seg_max_tso(ctx, c);
+	return c->mss;
 }
 
 /*
@@ -1072,6 +1123,20 @@ static IPK_ALWAYS_INLINE void txf_done(struct ipk_ctx *ctx, struct ipk_conn *c, 
 	}
 }
 
+/* txf_send6's hand-over with IPK_CAP_TX_CSUM_TCP6: the pseudo-header sum for the
+ * NIC and the marks (seg_csum6), as the general path sends. */
+static IPK_NOINLINE void txf_out6_offload(struct ipk_ctx *ctx, void *pkt,
+                                          const struct ipk_tcp6_pair *e, uint8_t *th,
+                                          uint32_t hlen, uint32_t len)
+{
+	struct ipk_tx_meta meta;
+
+	ipk_memset(&meta, 0, sizeof(meta));
+	meta.l4_len = (uint16_t)hlen;
+	seg_csum6(ctx, pkt, th, 0, e, hlen + len, &meta);
+	(void)ipk_ip6_output_meta(ctx, pkt, e->local, e->peer, IPK_IPPROTO_TCP, hlen + len, &meta);
+}
+
 /*
  * txf_send for an IPv6 connection (txf_send hands over where its route test fails,
  * which it does for every IPv6 connection: internal.h IPK_TCP6_MARK; 0 at once for
@@ -1118,14 +1183,18 @@ static IPK_NOINLINE int txf_send6(struct ipk_ctx *ctx, struct ipk_conn *c, uint3
 		ipk_tcp_ts_put(th + IPK_TCP_HLEN, ipk_tcp_ts_now(ctx, c), c->ts_recent);
 	if (src)
 		ipk_copy_short(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
-	ipk_wr16(th + 16, hlen + len <= IPK_TCP6_CSUM_INLINE_MAX ?
-	                  ipk_tcp6_csum_small(e->local, e->peer, th, hlen + len) :
-	                  ipk_csum_l4_6(e->local, e->peer, IPK_IPPROTO_TCP, th, hlen + len));
 	ctx->cnt.tcp_tx_segs++;
 	ctx->tx_fast_n++;
 	/* no route / no ND slot: counted there; the segment counts as sent (as
 	 * ipk_tcp_xmit treats IPK_EHOSTUNREACH) and the loss timer repeats it */
-	(void)ipk_ip6_output(ctx, pkt, e->local, e->peer, IPK_IPPROTO_TCP, hlen + len, 0);
+	if (IPK_UNLIKELY(ctx->cfg.caps & IPK_CAP_TX_CSUM_TCP6)) {
+		txf_out6_offload(ctx, pkt, e, th, hlen, len);
+	} else {
+		ipk_wr16(th + 16, hlen + len <= IPK_TCP6_CSUM_INLINE_MAX ?
+		                  ipk_tcp6_csum_small(e->local, e->peer, th, hlen + len) :
+		                  ipk_csum_l4_6(e->local, e->peer, IPK_IPPROTO_TCP, th, hlen + len));
+		(void)ipk_ip6_output(ctx, pkt, e->local, e->peer, IPK_IPPROTO_TCP, hlen + len, 0);
+	}
 	txf_done(ctx, c, seq, len, src);
 	return 1;
 }

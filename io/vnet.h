@@ -23,7 +23,9 @@ static inline void ipk_vnet_from_meta(const struct ipk_tx_meta *m, struct virtio
 		h->csum_offset = (m->flags & IPK_TXOFF_UDP_CSUM) ? 6 : 16;
 	}
 	if ((m->flags & IPK_TXOFF_TSO) && m->mss) {
-		h->gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+		/* IPv6 frames (IPK_CAP_TSO6) are cut by the kernel's TCPv6 GSO */
+		h->gso_type = (m->flags & IPK_TXOFF_IP6) ? VIRTIO_NET_HDR_GSO_TCPV6 :
+		                                           VIRTIO_NET_HDR_GSO_TCPV4;
 		h->gso_size = m->mss;
 		h->hdr_len = (uint16_t)(m->l2_len + m->l3_len + m->l4_len);
 	}
@@ -41,16 +43,21 @@ static inline uint32_t ipk_vnet_rx_csum(const struct virtio_net_hdr *h)
 	return 0;
 }
 
-/* A received IPv4 packet (ip, iplen bytes) longer than the MTU is acceptable only as
- * a coalesced TCP segment (GSO/GRO super-frame), which the core takes whole
- * (IPK_CAP_LRO); h (NULL when the device gives no header) must agree. Anything else
- * that large (UDP GSO, a jumbo from a misconfigured peer) is dropped. */
+/* A received IPv4 or IPv6 packet (ip, iplen bytes) longer than the MTU is
+ * acceptable only as a coalesced TCP segment (GSO/GRO super-frame), which the core
+ * takes whole (IPK_CAP_LRO); h (NULL when the device gives no header) must agree.
+ * Anything else that large (UDP GSO, a jumbo from a misconfigured peer) is dropped. */
 static inline int ipk_vnet_rx_big_ok(const struct virtio_net_hdr *h, const uint8_t *ip,
                                      uint32_t iplen, uint32_t mtu)
 {
+	unsigned gso = h ? (unsigned)(h->gso_type & ~VIRTIO_NET_HDR_GSO_ECN) : 0u;
+
 	if (iplen <= mtu)
 		return 1;
-	if (h && (h->gso_type & ~VIRTIO_NET_HDR_GSO_ECN) != VIRTIO_NET_HDR_GSO_TCPV4)
+	/* RFC 8200 §3: version 6, TCP (6) straight after the fixed header */
+	if (iplen >= 60 && (ip[0] >> 4) == 6)
+		return (!h || gso == VIRTIO_NET_HDR_GSO_TCPV6) && ip[6] == 6;
+	if (h && gso != VIRTIO_NET_HDR_GSO_TCPV4)
 		return 0;
 	/* RFC 791: version 4; protocol 6 is TCP (RFC 9293). */
 	return iplen >= 40 && (ip[0] >> 4) == 4 && ip[9] == 6;

@@ -189,14 +189,103 @@ static int tx_tso(uint8_t *f, uint32_t len, const struct ipk_tx_meta *m, uint8_t
 	return (int)n;
 }
 
+/* ---- IPv6 (IPK_TXOFF_IP6, issue 19): the same jobs over a 40-byte header with
+ * no extension header, as NICs that advertise TSO6 / IPv6 checksum do. */
+
+/* RFC 8200 §8.1 pseudo-header: addresses, 32-bit upper-layer length, next header. */
+static uint32_t pseudo6(const uint8_t *ip, uint8_t proto, uint32_t l4len)
+{
+	return sim_csum_add(0, ip + 8, 32) + (l4len >> 16) + (l4len & 0xffffu) + proto;
+}
+
+/* The IPv6 TCP packet inside a frame: its payload length, or -1 if the marks or
+ * the header are inconsistent (TCP straight after the fixed header). */
+static int32_t ip6_tcp_plen(const uint8_t *f, uint32_t len, const struct ipk_tx_meta *m)
+{
+	const uint8_t *ip = f + m->l2_len;
+	uint32_t plen;
+
+	if (m->l3_len != 40 || (uint32_t)m->l2_len + 40u > len || (ip[0] >> 4) != 6 || ip[6] != 6)
+		return -1;
+	plen = rd16(ip + 4);
+	if (plen < 20 || plen > len - m->l2_len - 40u)
+		return -1;
+	return (int32_t)plen;
+}
+
+static int tx_csum6(uint8_t *f, uint32_t len, const struct ipk_tx_meta *m,
+                    struct sim_port_stats *st)
+{
+	int32_t plen = ip6_tcp_plen(f, len, m);
+
+	if (plen < 0 || (m->flags & (IPK_TXOFF_IP4_CSUM | IPK_TXOFF_UDP_CSUM)))
+		return -1;
+	if (m->flags & IPK_TXOFF_TCP_CSUM) {
+		l4_csum_offload(f + m->l2_len + 40, (uint32_t)plen, 16, 0);
+		st->tx_csum_filled++;
+	}
+	return 0;
+}
+
+/* One IPv6 TSO segment: headers copied, Payload Length and sequence fixed, FIN/PSH
+ * on the last only, CWR on the first only, the TCP checksum in full. */
+static uint32_t tso6_seg(uint8_t *out, const uint8_t *f, const struct ipk_tx_meta *m,
+                         uint32_t hdrs, uint32_t off, uint32_t plen, int first, int last)
+{
+	uint8_t *ip = out + m->l2_len, *tcp = ip + 40;
+	uint32_t l4len = m->l4_len + plen;
+
+	memcpy(out, f, hdrs);
+	memcpy(out + hdrs, f + hdrs + off, plen);
+	wr16(ip + 4, (uint16_t)l4len);
+	wr32(tcp + 4, rd32(tcp + 4) + off);
+	if (!last)
+		tcp[13] &= (uint8_t)~(TCP_FIN | TCP_PSH);
+	if (!first)
+		tcp[13] &= (uint8_t)~TCP_CWR;
+	wr16(tcp + 16, 0);
+	wr16(tcp + 16, sim_csum_fold(sim_csum_add(pseudo6(ip, 6, l4len), tcp, l4len)));
+	return hdrs + plen;
+}
+
+static int tx_tso6(uint8_t *f, uint32_t len, const struct ipk_tx_meta *m, uint8_t *scratch,
+                   uint32_t scratch_size,
+                   void (*emit)(const uint8_t *, uint32_t, void *), void *arg,
+                   struct sim_port_stats *st)
+{
+	int32_t l4 = ip6_tcp_plen(f, len, m);
+	uint32_t hdrs, payload, off, n = 0;
+
+	if (l4 < 0 || m->l4_len < 20 || m->mss == 0 || m->l4_len > (uint32_t)l4 ||
+	    (uint32_t)(f[m->l2_len + 40 + 12] >> 4) * 4 != m->l4_len)
+		return -1;
+	hdrs = m->l2_len + 40u + m->l4_len;
+	payload = (uint32_t)l4 - m->l4_len;
+	if (hdrs + m->mss > scratch_size)
+		return -1;
+	st->tx_tso_frames++;
+	for (off = 0; off < payload || (payload == 0 && n == 0); off += m->mss) {
+		uint32_t plen = payload - off < m->mss ? payload - off : m->mss;
+
+		emit(scratch, tso6_seg(scratch, f, m, hdrs, off, plen, off == 0, off + plen >= payload),
+		     arg);
+		st->tx_tso_segs++;
+		n++;
+	}
+	return (int)n;
+}
+
 int sim_nic_tx(uint8_t *frame, uint32_t len, const struct ipk_tx_meta *meta,
                uint8_t *scratch, uint32_t scratch_size,
                void (*emit)(const uint8_t *f, uint32_t len, void *arg), void *arg,
                struct sim_port_stats *st)
 {
+	if ((meta->flags & (IPK_TXOFF_TSO | IPK_TXOFF_IP6)) == (IPK_TXOFF_TSO | IPK_TXOFF_IP6))
+		return tx_tso6(frame, len, meta, scratch, scratch_size, emit, arg, st);
 	if (meta->flags & IPK_TXOFF_TSO)
 		return tx_tso(frame, len, meta, scratch, scratch_size, emit, arg, st);
-	if (tx_csum(frame, len, meta, st) < 0)
+	if ((meta->flags & IPK_TXOFF_IP6) ? tx_csum6(frame, len, meta, st) < 0 :
+	    tx_csum(frame, len, meta, st) < 0)
 		return -1;
 	emit(frame, len, arg);
 	return 1;
@@ -220,11 +309,30 @@ static uint32_t rx_l4(const uint8_t *ip, uint32_t ihl, uint32_t tot)
 	               : IPK_RXCSUM_L4_BAD;
 }
 
+/* IPv6 receive: TCP or UDP straight after the fixed header (a NIC that does not
+ * walk extension headers reports nothing for the rest). */
+static uint32_t rx_csum6(const uint8_t *ip, uint32_t avail, uint32_t caps)
+{
+	uint32_t plen;
+	uint8_t proto = ip[6];
+
+	if (!(caps & IPK_CAP_RX_CSUM_L4) || avail < 40 || (ip[0] >> 4) != 6)
+		return 0;
+	plen = rd16(ip + 4);
+	if (plen > avail - 40 || !((proto == 6 && plen >= 20) || (proto == 17 && plen >= 8)))
+		return 0;
+	return sim_csum_fold(sim_csum_add(pseudo6(ip, proto, plen), ip + 40, plen)) == 0
+	               ? IPK_RXCSUM_L4_GOOD
+	               : IPK_RXCSUM_L4_BAD;
+}
+
 uint32_t sim_nic_rx_csum(const uint8_t *f, uint32_t len, uint32_t l2_len, uint32_t caps)
 {
 	const uint8_t *ip = f + l2_len;
 	uint32_t ihl, tot, r = 0;
 
+	if (l2_len == 14 && len >= 14 && rd16(f + 12) == 0x86dd)
+		return rx_csum6(ip, len - 14, caps);
 	if (len < l2_len + 20 || (l2_len == 14 && rd16(f + 12) != 0x0800))
 		return 0;
 	ihl = (uint32_t)(ip[0] & 15) * 4;

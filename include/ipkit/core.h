@@ -130,6 +130,17 @@ const char *ipk_strerror(int err);
  * the core's queues and reaches tcp_payload one packet at a time. Chained UDP, ICMP
  * and IPv4 fragments are not taken (IPK_DROP_CHAIN). */
 #define IPK_CAP_LRO (1u << 7)
+/* IPv6 (issue 19): NICs declare these apart from IPv4's (Linux NETIF_F_IPV6_CSUM,
+ * NETIF_F_TSO6; virtio VIRTIO_NET_F_HOST_TSO6). With IPK_CAP_TX_CSUM_TCP6 the core
+ * writes the folded IPv6 pseudo-header sum (RFC 8200 §8.1) in the TCP checksum
+ * field and marks IPK_TXOFF_TCP_CSUM | IPK_TXOFF_IP6; with IPK_CAP_TSO6 it hands
+ * IPv6 TCP segments up to min(tso_max, 65535 - 60) payload bytes marked
+ * IPK_TXOFF_TSO | IPK_TXOFF_IP6 (the NIC fills each segment's checksum, as with
+ * IPK_CAP_TSO). IPv6 receive uses IPK_CAP_RX_CSUM_L4 and
+ * IPK_CAP_LRO as IPv4 does (a chain: one whole IPv6 TCP segment, no extension
+ * header, the IPv6 and TCP headers in the first packet). */
+#define IPK_CAP_TX_CSUM_TCP6 (1u << 8)
+#define IPK_CAP_TSO6 (1u << 9)
 
 /* ipk_config.pkt_fields: packet descriptor members the core may read directly. */
 #define IPK_PKT_FIELD_DATA (1u << 0) /* pkt_data_off: uint8_t *data */
@@ -162,14 +173,18 @@ const char *ipk_strerror(int err);
 #define IPK_TXOFF_TCP_CSUM (1u << 1)
 #define IPK_TXOFF_UDP_CSUM (1u << 2)
 #define IPK_TXOFF_TSO (1u << 3)
+/* The frame is IPv6: l3_len is the IPv6 header (40), the pseudo-header sum in the
+ * TCP checksum field the IPv6 one; tos is the Traffic Class. */
+#define IPK_TXOFF_IP6 (1u << 4)
 
 struct ipk_tx_meta {
 	uint32_t flags;  /* IPK_TXOFF_* */
 	uint16_t l2_len; /* bytes of link header (0 for IPK_LINK_RAWIP) */
-	uint16_t l3_len; /* bytes of IPv4 header */
+	uint16_t l3_len; /* bytes of IPv4 header (IPv6: 40, IPK_TXOFF_IP6) */
 	uint16_t l4_len; /* bytes of TCP/UDP header */
 	uint16_t mss;    /* with IPK_TXOFF_TSO: payload bytes per segment */
-	uint8_t tos;     /* IPv4 TOS byte the core wrote (RFC 3168 ECN bits in the low two) */
+	uint8_t tos;     /* IPv4 TOS byte or IPv6 Traffic Class the core wrote (RFC 3168
+	                  * ECN bits in the low two) */
 };
 
 /* Why a connection was closed (ops->tcp_closed). */

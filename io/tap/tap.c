@@ -151,7 +151,7 @@ static int tap_offloads(struct ipk_io *io, struct tap_priv *t, const char *kind,
 		if (t->room < TAP_LRO_ROOM)
 			t->large = ipk_pool_large(io->pool);
 		if (t->room >= TAP_LRO_ROOM || t->large)
-			off |= TUN_F_TSO4;
+			off |= TUN_F_TSO4 | TUN_F_TSO6;
 	}
 	if (ioctl(t->fd, TUNSETOFFLOAD, off) < 0) {
 		e = errno;
@@ -160,7 +160,8 @@ static int tap_offloads(struct ipk_io *io, struct tap_priv *t, const char *kind,
 	if (!t->offload)
 		return 0;
 	io->caps.offloads = IPK_CAP_RX_CSUM_L4 | IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP |
-	                    IPK_CAP_TSO | IPK_CAP_SG | ((off & TUN_F_TSO4) ? IPK_CAP_LRO : 0);
+	                    IPK_CAP_TSO | IPK_CAP_SG | ((off & TUN_F_TSO4) ? IPK_CAP_LRO : 0) |
+	                    IPK_CAP_TX_CSUM_TCP6 | IPK_CAP_TSO6;
 	io->caps.tso_max = TAP_TSO_MAX;
 	return 0;
 }
@@ -294,8 +295,10 @@ static struct ipk_pkt *tap_rx_frame(struct ipk_io *io, struct tap_priv *t, struc
 	if (len > t->room)
 		k = tap_rx_join(t, k, len);
 	d = ipk_pkt_mtod(k);
-	/* Ethernet II with EtherType IPv4 (0x0800) when the frame is above the MTU */
-	if (len > io->caps.mtu + l2 && ((l2 && (d[12] != 0x08 || d[13] != 0x00)) ||
+	/* Ethernet II with EtherType IPv4 (0x0800) or IPv6 (0x86dd) when the frame is
+	 * above the MTU */
+	if (len > io->caps.mtu + l2 &&
+	    ((l2 && !(d[12] == 0x08 && d[13] == 0x00) && !(d[12] == 0x86 && d[13] == 0xdd)) ||
 	     !ipk_vnet_rx_big_ok(t->vnet ? vh : NULL, d + l2, len - l2, io->caps.mtu))) {
 		ipk_pkt_free(k);
 		io->st.rx_drops++;

@@ -47,6 +47,14 @@ static void nic_finish(struct hnode *h, struct sim_pkt *k)
 		c = ipk_csum_fold(ipk_csum_add(0, u, ulen, &odd));
 		ipk_wr16(u + 6, c ? c : 0xffff);
 	}
+	if ((k->meta.flags & (IPK_TXOFF_TCP_CSUM | IPK_TXOFF_IP6)) ==
+	    (IPK_TXOFF_TCP_CSUM | IPK_TXOFF_IP6)) {
+		/* IPv6 TCP: the field holds the pseudo-header sum; sum the segment over it */
+		uint8_t *t = p + l2 + l3;
+
+		odd = 0;
+		ipk_wr16(t + 16, ipk_csum_fold(ipk_csum_add(0, t, ipk_rd16(p + l2 + 4), &odd)));
+	}
 	(void)h;
 }
 
