@@ -21,8 +21,8 @@
 #define IIPK_MAGIC 0x69697063706b6974ull /* "iipcpkit": the state was set up */
 #define IIPK_BATCH 32u     /* frames handed to ipk_run at once */
 #define IIPK_RXQ 16u       /* delivered-packet records per connection (merged beyond) */
-#define IIPK_TXQ 1024u     /* packets awaiting their tcp_acked per connection: the core
-                            * pins at most 2 * tcp_sndbuf / pkt_buf_size (1 MiB, 2 KiB) */
+#define IIPK_TXQ 1024u     /* sent packets awaiting their tcp_acked per connection: the
+                            * core pins at most 2 * tcp_sndbuf / pkt_buf_size (1 MiB, 2 KiB) */
 #define IIPK_SYNMAC 8u     /* recent SYNs' peer MACs (for passive opens' tcp_closed) */
 #define IIPK_NEXT_US_IDLE 1000000u
 #define IIPK_ETH_HLEN 14u
@@ -36,10 +36,10 @@ struct iipk_rxrec {
 	uint32_t bytes, pkts; /* one delivered packet, or several merged when the ring is full */
 };
 struct iipk_ext {
-	void *tx_pkt[IIPK_TXQ];   /* clones of sent packets, shown to tcp_acked */
-	uint32_t tx_len[IIPK_TXQ];
-	uint32_t tx_acked;        /* acknowledged bytes not yet matched to a packet */
+	void *tx_pkt[IIPK_TXQ];   /* packets given to iip_tcp_send, oldest first */
 	uint16_t tx_head, tx_n;
+	uint16_t tx_done;         /* the oldest tx_done of them: back from the core
+	                           * (ops->tcp_sent_done), ours, for tcp_acked */
 	struct iipk_rxrec rx[IIPK_RXQ];
 	uint16_t rx_head, rx_n;
 	uint8_t peer_mac[6];
@@ -76,6 +76,13 @@ struct iipk_state {
 #define IIPK_COLD __attribute__((noinline, cold))
 #else
 #define IIPK_COLD
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define IIPK_NOINLINE __attribute__((noinline))
+#define IIPK_INLINE_ALWAYS __attribute__((always_inline)) inline
+#else
+#define IIPK_NOINLINE
+#define IIPK_INLINE_ALWAYS
 #endif
 #define IIPK_ALIGN8(x) (((x) + 7u) & ~(uintptr_t)7u)
 #define IIPK_STATE_SIZE IIPK_ALIGN8(sizeof(struct iipk_state))
@@ -304,12 +311,26 @@ static void *iipk_synth(struct iipk_state *s, struct ipk_conn *c, uint8_t flags)
 	return p;
 }
 
+/* Free a packet and the chain behind it, object by object (iip.h: pkt_free frees
+ * one object). */
+static void iipk_free_chain(struct iipk_state *s, void *p)
+{
+	while (p) {
+		void *n = iip_ops_pkt_scatter_gather_chain_get_next(p, s->opaque);
+
+		iip_ops_pkt_free(p, s->opaque);
+		p = n;
+	}
+}
+
+/* The connection is gone: sent packets the core gave back but not yet shown are
+ * freed; the rest were still the core's, which freed them with its queues. */
 static void iipk_ext_reset(struct iipk_state *s, struct iipk_ext *e)
 {
-	while (e->tx_n) {
-		iip_ops_pkt_free(e->tx_pkt[e->tx_head], s->opaque);
+	while (e->tx_done) {
+		iipk_free_chain(s, e->tx_pkt[e->tx_head]);
 		e->tx_head = (uint16_t)((e->tx_head + 1u) % IIPK_TXQ);
-		e->tx_n--;
+		e->tx_done--;
 	}
 	iipk_zero(e, sizeof(*e));
 }
@@ -412,23 +433,43 @@ static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user
 	                    (uint16_t)(plen - off - len), s->opaque);
 }
 
-/* One tcp_acked per sent packet whose bytes are all acknowledged, in order. */
-static void iipk_tcp_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
+/* A sent packet is wholly acknowledged and the core hands it back (in send order,
+ * inside ACK processing, where the application must not be called: it may send).
+ * It is the oldest the core still held; anything else is not ours to show. Out
+ * of line: inlined, it made the core's ACK path too big for gcc to inline there. */
+IIPK_NOINLINE static void iipk_tcp_sent_done(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *o)
+{
+	struct iipk_ext *e = IIPK_EXT(c);
+
+	(void)ctx;
+	if (e->tx_done < e->tx_n && e->tx_pkt[(e->tx_head + e->tx_done) % IIPK_TXQ] == pkt) {
+		e->tx_done++;
+		return;
+	}
+	IIPK_S(o)->st.sent_unknown++;
+	iipk_free_chain(IIPK_S(o), pkt);
+}
+
+/* One tcp_acked per sent packet whose bytes are all acknowledged, in order: the
+ * packets the core gave back for these bytes (iipk_tcp_sent_done), each freed
+ * after its call. Each leaves the ring before the call, which may send (append)
+ * or end the connection (tcp_closed resets the ring). */
+IIPK_INLINE_ALWAYS static void iipk_tcp_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
                            void *o)
 {
 	struct iipk_state *s = IIPK_S(o);
 	struct iipk_ext *e = IIPK_EXT(c);
 
 	(void)ctx;
-	e->tx_acked += bytes;
-	while (e->tx_n && e->tx_len[e->tx_head] <= e->tx_acked) {
+	(void)bytes;
+	while (e->tx_done) {
 		void *p = e->tx_pkt[e->tx_head];
 
-		e->tx_acked -= e->tx_len[e->tx_head];
 		e->tx_head = (uint16_t)((e->tx_head + 1u) % IIPK_TXQ);
 		e->tx_n--;
+		e->tx_done--;
 		iip_ops_tcp_acked(s->workspace, c, p, user, s->opaque);
-		iip_ops_pkt_free(p, s->opaque);
+		iipk_free_chain(s, p);
 	}
 }
 
@@ -481,7 +522,7 @@ static const struct ipk_ops iipk_ops = {
 	NULL /* isn_hash: random() */, NULL /* arp_resolve: the core's cache */,
 	NULL /* arp_learned */, iipk_tcp_accept, iipk_tcp_accepted, iipk_tcp_connected,
 	iipk_tcp_payload, iipk_tcp_acked, iipk_tcp_closed, iipk_udp_recv, iipk_icmp_reply,
-	NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+	NULL, NULL, NULL, NULL, NULL, NULL, NULL, iipk_tcp_sent_done};
 
 #define IPK_OPS_STATIC iipk_ops
 #include "ipkit_unity.c"
@@ -760,11 +801,11 @@ static uint32_t iipk_chain_len(void *p, void *opq)
 	return n;
 }
 
-/* Queue pkt; a clone waits in the connection's ring to be shown to tcp_acked. */
+/* Queue pkt; it waits in the connection's ring until the core gives it back
+ * acknowledged (iipk_tcp_sent_done) and tcp_acked shows it. */
 static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
 {
 	struct iipk_ext *e;
-	void *keep;
 	int rc;
 
 	if (!c || !pkt)
@@ -775,16 +816,10 @@ static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
 		s->st.acked_ring_full++;
 		return IPK_EAGAIN;
 	}
-	keep = iip_ops_pkt_clone(pkt, s->opaque);
-	if (!keep)
-		return IPK_ENOBUFS;
 	rc = ipk_tcp_send(s->ctx, c, pkt, s->now);
-	if (rc < 0) {
-		iip_ops_pkt_free(keep, s->opaque);
+	if (rc < 0)
 		return rc;
-	}
-	e->tx_pkt[(e->tx_head + e->tx_n) % IIPK_TXQ] = keep;
-	e->tx_len[(e->tx_head + e->tx_n) % IIPK_TXQ] = (uint32_t)rc;
+	e->tx_pkt[(e->tx_head + e->tx_n) % IIPK_TXQ] = pkt;
 	e->tx_n++;
 	return IPK_OK;
 }

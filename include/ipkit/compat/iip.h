@@ -208,6 +208,7 @@ struct iip_compat_stats {
 	uint32_t udp_ports_full;   /* datagrams to a port beyond the 64 bound */
 	uint32_t acked_ring_full;  /* iip_tcp_send refused: 1024 packets unacknowledged */
 	uint32_t synth_failed;     /* tcp_accepted/connected got NULL: no packet to build */
+	uint32_t sent_unknown;     /* acknowledged packets the core gave back out of order (freed) */
 };
 IIP_API const struct iip_compat_stats *iip_compat_stats(void *context);
 /* The engine's own counters (struct ipk_counters of ipkit/core.h), NULL before init. */
