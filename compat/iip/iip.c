@@ -900,7 +900,7 @@ IIP_API uint16_t iip_udp_send(void *context, uint8_t local_mac[], uint32_t local
 
 /* ------------------------------------------------------------------ iip_run */
 
-enum iipk_kind { IIPK_FAST, IIPK_ALONE, IIPK_ARP_REPLY };
+enum iipk_kind { IIPK_FAST, IIPK_ALONE, IIPK_ARP_REPLY, IIPK_SKIP };
 
 /* iip has no bind: a datagram's destination port is bound on first sight, so the
  * engine delivers it (up to max_udp_binds ports; the rest are counted and the
@@ -927,10 +927,15 @@ static enum iipk_kind iipk_classify(struct iipk_state *s, void *p, const uint8_t
 	uint32_t len = iip_ops_pkt_get_len(p, s->opaque), ihl;
 	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(p, s->opaque);
 
+	/* The per-request case first: TCP in an unfragmented IPv4 datagram without
+	 * options (version 4, IHL 5), no SYN; the flags byte is at 14 + 20 + 13. */
+	if (len >= IIPK_ETH_HLEN + 40u && d[14] == 0x45 && d[23] == 6 && d[12] == 0x08 &&
+	    d[13] == 0x00 && !((d[20] & 0x3fu) | d[21] | (d[47] & 0x02u)))
+		return IIPK_FAST;
 	if (len < IIPK_ETH_HLEN + 20u)
 		return IIPK_FAST;
 	ihl = (d[14] & 0xfu) * 4u;
-	/* The per-request case: TCP in an unfragmented IPv4 datagram, no SYN. */
+	/* The same with IP options. */
 	if (d[12] == 0x08 && d[13] == 0x00 && d[23] == 6 && ihl >= 20 && !(d[20] & 0x3fu) &&
 	    !d[21] && len >= IIPK_ETH_HLEN + ihl + 20u && !(d[IIPK_ETH_HLEN + ihl + 13] & 0x02u))
 		return IIPK_FAST;
@@ -1002,13 +1007,69 @@ static uint32_t iipk_next_us(uint64_t deadline, uint64_t now)
 	return us > IIPK_NEXT_US_IDLE ? IIPK_NEXT_US_IDLE : (uint32_t)us;
 }
 
+/* What iip_run does with frame p before the engine sees it (l2_skip asked first);
+ * *l4 is the TCP header of a SYN (IIPK_ALONE), else NULL. */
+static enum iipk_kind iipk_kind_of(struct iipk_state *s, void *p, const uint8_t **l4)
+{
+	*l4 = NULL;
+	if (!p)
+		return IIPK_FAST; /* the engine skips NULL entries */
+	if (iip_ops_l2_skip(p, s->opaque))
+		return IIPK_SKIP;
+	return iipk_classify(s, p, l4);
+}
+
+/* Frames from pkt[i] on, the first of kind k (with l4), one at a time: runs of
+ * ordinary frames go to the engine in batches, the others alone or after their
+ * event. Returns the engine's next deadline. */
+static uint64_t iipk_run_slow(struct iipk_state *s, void *pkt[], uint32_t i, uint32_t cnt,
+                              enum iipk_kind k, const uint8_t *l4)
+{
+	void *batch[IIPK_BATCH];
+	uint32_t n = 0, ran = 0;
+	uint64_t next = UINT64_MAX;
+
+	for (;;) {
+		void *p = pkt[i];
+
+		if (k != IIPK_FAST && n) {
+			next = ipk_run(s->ctx, batch, n, s->now);
+			n = 0;
+			ran = 1;
+		}
+		if (k == IIPK_SKIP) {
+			iip_ops_pkt_free(p, s->opaque);
+			s->st.l2_skipped++;
+		} else if (k == IIPK_ALONE) {
+			next = l4 ? iipk_run_syn(s, p, l4) : iipk_run_alone(s, p);
+			ran = 1;
+		} else if (p) {
+			if (k == IIPK_ARP_REPLY)
+				iip_ops_arp_reply(s->workspace, p, s->opaque);
+			batch[n++] = p;
+			if (n == IIPK_BATCH) {
+				next = ipk_run(s->ctx, batch, n, s->now);
+				n = 0;
+				ran = 1;
+			}
+		}
+		if (++i >= cnt)
+			break;
+		k = iipk_kind_of(s, pkt[i], &l4);
+	}
+	if (n || !ran)
+		next = ipk_run(s->ctx, batch, n, s->now);
+	return next;
+}
+
 IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
                          uint16_t cnt, uint32_t *next_us, void *opaque)
 {
 	struct iipk_state *s = iipk_state(context);
-	void *batch[IIPK_BATCH];
-	uint32_t n = 0, i, ran = 0;
-	uint64_t next = UINT64_MAX;
+	uint32_t i;
+	uint64_t next;
+	const uint8_t *l4 = NULL;
+	enum iipk_kind k = IIPK_FAST;
 
 	if (!iipk_begin(s, mac, ip4_be, opaque)) {
 		for (i = 0; pkt && i < cnt; i++)
@@ -1018,39 +1079,25 @@ IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pk
 			*next_us = IIPK_NEXT_US_IDLE;
 		return 0;
 	}
-	for (i = 0; pkt && i < cnt; i++) {
-		void *p = pkt[i];
-		const uint8_t *l4 = NULL;
-		enum iipk_kind k;
+	if (!pkt)
+		cnt = 0;
+	/* The usual batch: every frame ordinary (established TCP, ...): the engine
+	 * takes the application's array as it is (it only reads it), up to
+	 * IIPK_BATCH frames at once as before; the rest frame by frame. */
+	for (i = 0; i < cnt && i < IIPK_BATCH; i++)
+		if ((k = iipk_kind_of(s, pkt[i], &l4)) != IIPK_FAST)
+			break;
+	if (i == cnt) {
+		next = ipk_run(s->ctx, pkt, cnt, s->now);
+	} else {
+		uint64_t later;
 
-		if (!p)
-			continue;
-		if (iip_ops_l2_skip(p, opaque)) {
-			iip_ops_pkt_free(p, opaque);
-			s->st.l2_skipped++;
-			continue;
-		}
-		k = iipk_classify(s, p, &l4);
-		if (k != IIPK_FAST && n) {
-			next = ipk_run(s->ctx, batch, n, s->now);
-			n = 0;
-		}
-		if (k == IIPK_ALONE) {
-			next = l4 ? iipk_run_syn(s, p, l4) : iipk_run_alone(s, p);
-			ran = 1;
-			continue;
-		}
-		if (k == IIPK_ARP_REPLY)
-			iip_ops_arp_reply(s->workspace, p, opaque);
-		batch[n++] = p;
-		if (n == IIPK_BATCH) {
-			next = ipk_run(s->ctx, batch, n, s->now);
-			n = 0;
-			ran = 1;
-		}
+		next = i ? ipk_run(s->ctx, pkt, i, s->now) : UINT64_MAX;
+		if (i == IIPK_BATCH)
+			k = iipk_kind_of(s, pkt[i], &l4);
+		later = iipk_run_slow(s, pkt, i, cnt, k, l4);
+		next = later < next ? later : next;
 	}
-	if (n || !ran)
-		next = ipk_run(s->ctx, batch, n, s->now);
 	if (next_us)
 		*next_us = iipk_next_us(next, s->now);
 	iipk_leave(s);
