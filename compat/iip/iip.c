@@ -84,6 +84,13 @@ struct iipk_state {
 #define IIPK_NOINLINE
 #define IIPK_INLINE_ALWAYS
 #endif
+/* The calls an application makes per packet from its callbacks, inlined into them
+ * in the unity build (the library keeps them as functions). */
+#if !defined(IIP_COMPAT_LIBRARY) && (defined(__GNUC__) || defined(__clang__))
+#define IIPK_API_HOT __attribute__((always_inline)) inline
+#else
+#define IIPK_API_HOT
+#endif
 #define IIPK_ALIGN8(x) (((x) + 7u) & ~(uintptr_t)7u)
 #define IIPK_STATE_SIZE IIPK_ALIGN8(sizeof(struct iipk_state))
 
@@ -824,7 +831,7 @@ static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
 	return IPK_OK;
 }
 
-IIP_API uint16_t iip_tcp_send(void *context, void *handle, void *pkt, uint16_t tcp_flags,
+IIP_API IIPK_API_HOT uint16_t iip_tcp_send(void *context, void *handle, void *pkt, uint16_t tcp_flags,
                               void *opaque)
 {
 	struct iipk_state *s = iipk_state(context);
@@ -843,7 +850,7 @@ IIP_API uint16_t iip_tcp_send(void *context, void *handle, void *pkt, uint16_t t
 
 /* cnt delivered packets consumed, oldest first: release the bytes of every record
  * whose packets are all consumed. */
-IIP_API void iip_tcp_rxbuf_consumed(void *context, void *handle, uint16_t cnt, void *opaque)
+IIP_API IIPK_API_HOT void iip_tcp_rxbuf_consumed(void *context, void *handle, uint16_t cnt, void *opaque)
 {
 	struct iipk_state *s = iipk_state(context);
 	struct ipk_conn *c = (struct ipk_conn *)handle;
