@@ -129,6 +129,14 @@ static inline struct iipk_state *iipk_state(void *workspace)
 	return s;
 }
 
+/* The state for a call naming a connection: only a started engine hands out
+ * handles, so the set-up test of iipk_state is not needed (a NULL handle is
+ * refused before this). */
+static inline struct iipk_state *iipk_state_conn(void *workspace)
+{
+	return (struct iipk_state *)(void *)IIPK_ALIGN8((uintptr_t)workspace);
+}
+
 #define IIPK_S(o) ((struct iipk_state *)(o))
 #define IIPK_EXT(c) ((struct iipk_ext *)(void *)((uint8_t *)(c) + IIPK_ALIGN8(ipk_conn_size())))
 
@@ -152,6 +160,15 @@ static uint64_t iipk_enter(struct iipk_state *s, void *opaque)
 }
 
 static void iipk_leave(struct iipk_state *s) { s->depth--; }
+
+/* Enter a call naming a connection (iipk_begin without the start). */
+static inline int iipk_begin_conn(struct iipk_state *s, void *opq)
+{
+	if (!s->ctx)
+		return 0;
+	(void)iipk_enter(s, opq);
+	return 1;
+}
 
 /* Error to iip's uint16_t return: 0, or the positive errno (iip.h). */
 static uint16_t iipk_rc(int rc) { return rc < 0 ? (uint16_t)-rc : 0u; }
@@ -834,11 +851,14 @@ static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
 IIP_API IIPK_API_HOT uint16_t iip_tcp_send(void *context, void *handle, void *pkt, uint16_t tcp_flags,
                               void *opaque)
 {
-	struct iipk_state *s = iipk_state(context);
+	struct iipk_state *s;
 	int rc;
 
 	(void)tcp_flags;
-	if (!iipk_begin(s, NULL, 0, opaque))
+	if (!handle)
+		return iipk_rc(IPK_EINVAL);
+	s = iipk_state_conn(context);
+	if (!iipk_begin_conn(s, opaque))
 		return iipk_rc(IPK_EINVAL);
 	if (pkt && iip_ops_pkt_get_len(pkt, opaque) == 0 && iipk_chain_len(pkt, opaque) == 0)
 		rc = IPK_EINVAL;
@@ -852,12 +872,15 @@ IIP_API IIPK_API_HOT uint16_t iip_tcp_send(void *context, void *handle, void *pk
  * whose packets are all consumed. */
 IIP_API IIPK_API_HOT void iip_tcp_rxbuf_consumed(void *context, void *handle, uint16_t cnt, void *opaque)
 {
-	struct iipk_state *s = iipk_state(context);
+	struct iipk_state *s;
 	struct ipk_conn *c = (struct ipk_conn *)handle;
 	struct iipk_ext *e;
 	uint32_t left = cnt, bytes = 0;
 
-	if (!c || !iipk_begin(s, NULL, 0, opaque))
+	if (!c)
+		return;
+	s = iipk_state_conn(context);
+	if (!iipk_begin_conn(s, opaque))
 		return;
 	e = IIPK_EXT(c);
 	/* The usual call: one packet, consumed from its own tcp_payload. */
