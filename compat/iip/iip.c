@@ -666,7 +666,8 @@ static inline int iipk_ready(struct iipk_state *s, const uint8_t mac[], uint32_t
 }
 
 /* Enter with the engine running (starting it when mac is given); 0: not running. */
-static int iipk_begin(struct iipk_state *s, const uint8_t mac[], uint32_t ip4_be, void *opq)
+IIPK_INLINE_ALWAYS static int iipk_begin(struct iipk_state *s, const uint8_t mac[],
+                                         uint32_t ip4_be, void *opq)
 {
 	if (!iipk_ready(s, mac, ip4_be, opq))
 		return 0;
@@ -950,6 +951,30 @@ static void iipk_udp_port(struct iipk_state *s, const uint8_t *uh)
 	}
 }
 
+/* Bytes 12..15 of an Ethernet frame carrying IPv4 without options (EtherType
+ * 0x0800, version 4, IHL 5; the TOS byte ignored), and bytes 20..23 of an
+ * unfragmented TCP datagram (flags and offset 0 but DF, protocol 6; TTL ignored),
+ * as read from memory: loads of 4 bytes compared under a mask, whatever the byte
+ * order (the constants are built from bytes the same way). */
+static const uint8_t iipk_pat[16] = {0x08, 0x00, 0x45, 0x00, 0xff, 0xff, 0xff, 0x00,
+                                     0x00, 0x00, 0x00, 0x06, 0xbf, 0xff, 0x00, 0xff};
+
+static uint32_t iipk_ld32(const uint8_t *p)
+{
+	uint32_t v;
+
+	__builtin_memcpy(&v, p, 4);
+	return v;
+}
+
+/* The per-request frame: TCP in IPv4 without options, not a fragment, no SYN. */
+static int iipk_plain_tcp(const uint8_t *d)
+{
+	return ((iipk_ld32(d + 12) ^ iipk_ld32(iipk_pat)) & iipk_ld32(iipk_pat + 4)) == 0 &&
+	       ((iipk_ld32(d + 20) ^ iipk_ld32(iipk_pat + 8)) & iipk_ld32(iipk_pat + 12)) == 0 &&
+	       !(d[IIPK_ETH_HLEN + 20u + 13u] & 0x02u);
+}
+
 /* What a received frame needs before the engine sees it. Only lengths already
  * checked here are read; anything odd goes the fast way and the engine drops it. */
 static enum iipk_kind iipk_classify(struct iipk_state *s, void *p, const uint8_t **l4)
@@ -959,8 +984,7 @@ static enum iipk_kind iipk_classify(struct iipk_state *s, void *p, const uint8_t
 
 	/* The per-request case first: TCP in an unfragmented IPv4 datagram without
 	 * options (version 4, IHL 5), no SYN; the flags byte is at 14 + 20 + 13. */
-	if (len >= IIPK_ETH_HLEN + 40u && d[14] == 0x45 && d[23] == 6 && d[12] == 0x08 &&
-	    d[13] == 0x00 && !((d[20] & 0x3fu) | d[21] | (d[47] & 0x02u)))
+	if (len >= IIPK_ETH_HLEN + 40u && iipk_plain_tcp(d))
 		return IIPK_FAST;
 	if (len < IIPK_ETH_HLEN + 20u)
 		return IIPK_FAST;
