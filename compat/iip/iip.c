@@ -816,25 +816,13 @@ IIP_API uint16_t iip_tcp_close(void *context, void *handle, void *opaque)
 	return iipk_rc(rc);
 }
 
-/* Bytes of a packet chain (an application may send one). */
-static uint32_t iipk_chain_len(void *p, void *opq)
-{
-	uint32_t n = 0;
-
-	for (; p; p = iip_ops_pkt_scatter_gather_chain_get_next(p, opq))
-		n += iip_ops_pkt_get_len(p, opq);
-	return n;
-}
-
-/* Queue pkt; it waits in the connection's ring until the core gives it back
+/* Queue pkt (c not NULL); it waits in the connection's ring until the core gives it back
  * acknowledged (iipk_tcp_sent_done) and tcp_acked shows it. */
 static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
 {
 	struct iipk_ext *e;
 	int rc;
 
-	if (!c || !pkt)
-		return IPK_EINVAL;
 	e = IIPK_EXT(c); /* the object is the application's memory: readable even when
 	                  * the connection is gone, and ipk_tcp_send then says so */
 	if (e->tx_n == IIPK_TXQ) {
@@ -861,10 +849,8 @@ IIP_API IIPK_API_HOT uint16_t iip_tcp_send(void *context, void *handle, void *pk
 	s = iipk_state_conn(context);
 	if (!iipk_begin_conn(s, opaque))
 		return iipk_rc(IPK_EINVAL);
-	if (pkt && iip_ops_pkt_get_len(pkt, opaque) == 0 && iipk_chain_len(pkt, opaque) == 0)
-		rc = IPK_EINVAL;
-	else
-		rc = iipk_send(s, (struct ipk_conn *)handle, pkt);
+	/* ipk_tcp_send refuses a NULL or empty packet (EINVAL) before queueing. */
+	rc = iipk_send(s, (struct ipk_conn *)handle, pkt);
 	iipk_leave(s);
 	return iipk_rc(rc);
 }
