@@ -569,7 +569,7 @@ IPK_INLINE void ipk_tcp_sq_pkt_done(struct ipk_ctx *ctx, struct ipk_conn *c, str
 		ctx->pkt_spare = pb->pkt;
 		return;
 	}
-	if (IPK_OPS(ctx)->tcp_sent_done && !(pb->aux & IPK_TCP_PB_COPY)) {
+	if (!(pb->aux & IPK_TCP_PB_COPY) && IPK_OPS(ctx)->tcp_sent_done) {
 		IPK_OPS(ctx)->tcp_sent_done(ctx, c, pb->pkt, IPK_OPQ(ctx));
 		return;
 	}
