@@ -161,13 +161,17 @@ static uint64_t iipk_enter(struct iipk_state *s, void *opaque)
 
 static void iipk_leave(struct iipk_state *s) { s->depth--; }
 
-/* Enter a call naming a connection (iipk_begin without the start). */
+/* Enter a call naming a connection (iipk_begin without the start): 0 = the engine
+ * is not running; 1 = called from a callback, inside a call in progress whose time
+ * and opaque hold (nothing to undo); 2 = entered, iipk_leave when done. */
 static inline int iipk_begin_conn(struct iipk_state *s, void *opq)
 {
 	if (!s->ctx)
 		return 0;
+	if (s->depth)
+		return 1;
 	(void)iipk_enter(s, opq);
-	return 1;
+	return 2;
 }
 
 /* Error to iip's uint16_t return: 0, or the positive errno (iip.h). */
@@ -841,17 +845,19 @@ IIP_API IIPK_API_HOT uint16_t iip_tcp_send(void *context, void *handle, void *pk
                               void *opaque)
 {
 	struct iipk_state *s;
-	int rc;
+	int rc, how;
 
 	(void)tcp_flags;
 	if (!handle)
 		return iipk_rc(IPK_EINVAL);
 	s = iipk_state_conn(context);
-	if (!iipk_begin_conn(s, opaque))
+	how = iipk_begin_conn(s, opaque);
+	if (!how)
 		return iipk_rc(IPK_EINVAL);
 	/* ipk_tcp_send refuses a NULL or empty packet (EINVAL) before queueing. */
 	rc = iipk_send(s, (struct ipk_conn *)handle, pkt);
-	iipk_leave(s);
+	if (how == 2)
+		iipk_leave(s);
 	return iipk_rc(rc);
 }
 
@@ -863,11 +869,13 @@ IIP_API IIPK_API_HOT void iip_tcp_rxbuf_consumed(void *context, void *handle, ui
 	struct ipk_conn *c = (struct ipk_conn *)handle;
 	struct iipk_ext *e;
 	uint32_t left = cnt, bytes = 0;
+	int how;
 
 	if (!c)
 		return;
 	s = iipk_state_conn(context);
-	if (!iipk_begin_conn(s, opaque))
+	how = iipk_begin_conn(s, opaque);
+	if (!how)
 		return;
 	e = IIPK_EXT(c);
 	/* The usual call: one packet, consumed from its own tcp_payload. */
@@ -897,7 +905,8 @@ IIP_API IIPK_API_HOT void iip_tcp_rxbuf_consumed(void *context, void *handle, ui
 		e->fin_wait = 0;
 		(void)ipk_tcp_close(s->ctx, c, s->now);
 	}
-	iipk_leave(s);
+	if (how == 2)
+		iipk_leave(s);
 }
 
 IIP_API uint16_t iip_udp_send(void *context, uint8_t local_mac[], uint32_t local_ip4_be,
