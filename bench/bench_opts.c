@@ -24,8 +24,9 @@ static const char bench_help_common[] =
 	"  -p PORT     server port to listen on / connect to [10000]\n"
 	"  -r N        client: target requests/s per thread, 0 = as fast as possible [0]\n"
 	"  -s A.B.C.D  server address: run as a client; an IPv6 address (with %IFNAME\n"
-	"              for a link-local one) runs over IPv6 (ipkit-bench-linux only yet)\n"
-	"  -6          IPv6: the server listens on :: (or --ip ADDR) [IPv4]\n"
+	"              for a link-local one) runs over IPv6\n"
+	"  -6          IPv6: the server listens on :: (twin: or --ip ADDR; ipkit-bench:\n"
+	"              its --ip6 address) [IPv4]\n"
 	"  -t SECS     duration, 0 = until SIGINT/SIGTERM [client 10, server 0]\n"
 	"  --timeout MS  client: a request unanswered this long counts as a timeout\n"
 	"              [TCP 5000, UDP 1000]\n"
@@ -52,7 +53,10 @@ static const char bench_help_ipkit[] =
 	"              afxdp options: mode=skb|drv, frame=4096 (4 KiB UMEM frames, MTU\n"
 	"              up to 3822 instead of 1774), sg=1 (multi-buffer: a frame spans\n"
 	"              several UMEM frames, e.g. MTU 9000)\n"
-	"  --ip A.B.C.D/N  this node's address [required]\n"
+	"  --ip A.B.C.D/N  this node's address [required; over IPv6 too: a dual-stack\n"
+	"              node, as the examples' app_node]\n"
+	"  --ip6 ADDR/N    this node's static IPv6 address (link-local too; N default 64);\n"
+	"              implies -6; required with -6 or an IPv6 -s\n"
 	"  --gw A.B.C.D    default gateway\n"
 	"  --pcap FILE write every frame to FILE\n"
 	"  --model unified|merge|split  thread model with -T > 1 (multi-core runtime)\n"
@@ -136,6 +140,29 @@ int bench_parse_ip6(const char *s, uint8_t ip6[16], uint32_t *scope)
 	return 0;
 }
 
+int bench_parse_ip6_prefix(const char *s, uint8_t ip6[16], uint8_t *prefix_len)
+{
+	char addr[INET6_ADDRSTRLEN];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	unsigned long plen = 64;
+	char *end;
+
+	if (n == 0 || n >= sizeof(addr))
+		return -1;
+	memcpy(addr, s, n);
+	addr[n] = 0;
+	if (slash) {
+		plen = strtoul(slash + 1, &end, 10);
+		if (end == slash + 1 || *end || plen < 1 || plen > 128)
+			return -1;
+	}
+	if (inet_pton(AF_INET6, addr, ip6) != 1)
+		return -1;
+	*prefix_len = (uint8_t)plen;
+	return 0;
+}
+
 /* Numeric options: where the value goes and its range. */
 enum opt_kind { OPT_U32, OPT_U64, OPT_U16, OPT_MODE, OPT_PROTO };
 struct num_opt {
@@ -191,6 +218,7 @@ static void bench_opts_default(struct bench_opts *o, enum bench_prog prog)
 	o->port = 10000;
 	o->duration_s = UINT32_MAX; /* "not given": the role picks the default */
 	o->prefix_len = 24;
+	o->ip6_plen = 64;
 	o->threads = 1;
 	o->model = BENCH_MODEL_UNIFIED;
 }
@@ -244,7 +272,7 @@ static int ul_in(const char *v, unsigned long lo, unsigned long hi, unsigned lon
 static int long_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *err)
 {
 	static const char *const names[] = { "--io", "--ip", "--gw", "--pcap", "--model",
-	                                     "--tcp-buf", "--timeout", "--spin-us" };
+	                                     "--tcp-buf", "--timeout", "--spin-us", "--ip6" };
 	const char *v = NULL;
 	unsigned long n;
 	unsigned k;
@@ -258,7 +286,7 @@ static int long_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *e
 	}
 	if (!v)
 		return 0;
-	if (!ipkit && (k == 0 || k == 2 || k == 3 || k == 4 || k == 5))
+	if (!ipkit && (k == 0 || k == 2 || k == 3 || k == 4 || k == 5 || k == 8))
 		return bad(o, err, "ipkit-bench only (the twin uses kernel sockets):", names[k]);
 	switch (k) {
 	case 0: o->io = v; break;
@@ -287,6 +315,10 @@ static int long_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *e
 			return bad(o, err, "--timeout takes milliseconds in 1..3600000, not", v);
 		o->timeout_ms = (uint32_t)n;
 		break;
+	case 8:
+		o->ip6 = 1;
+		return bench_parse_ip6_prefix(v, o->ip6_self, &o->ip6_plen) < 0 ?
+		       bad(o, err, "--ip6 is not ADDR/N (an IPv6 address, N in 1..128)", v) : 1;
 	default:
 		if (ul_in(v, 0, 10000, &n) < 0)
 			return bad(o, err, "--spin-us takes microseconds in 0..10000, not", v);
@@ -350,18 +382,33 @@ static int short_opt(struct bench_opts *o, int argc, char **argv, int *i, FILE *
 	return set_num(o, &bench_num_opts[k], v, err) < 0 ? BENCH_OPTS_ERROR : 1;
 }
 
-/* IPv6: one family throughout, a real server address; ipkit-bench waits for TCP
- * over IPv6 in the core. */
-static int bench_opts_check6(struct bench_opts *o, FILE *err)
+/* ipkit-bench over IPv6: the node needs its own static address (no SLAAC wait in a
+ * benchmark) beside its --ip (a dual-stack node); the multi-core runtime's
+ * application interface is IPv4 only for TCP. */
+static int bench_opts_check6_ipkit(struct bench_opts *o, FILE *err)
 {
 	static const uint8_t any[16];
 
+	if (memcmp(o->ip6_self, any, 16) == 0)
+		return bad(o, err, "ipkit-bench over IPv6 needs --ip6 ADDR/N (its own address)",
+		           NULL);
+	if (o->threads != 1 || o->model != BENCH_MODEL_UNIFIED)
+		return bad(o, err, "ipkit-bench over IPv6 runs the single-thread loop only (not "
+		           "-T/--model)", NULL);
+	return BENCH_OPTS_OK;
+}
+
+/* IPv6: one family throughout, a real server address. */
+static int bench_opts_check6(struct bench_opts *o, FILE *err)
+{
+	static const uint8_t any[16];
+	int r;
+
 	if (!o->ip6)
 		return BENCH_OPTS_OK;
-	if (o->prog == BENCH_PROG_IPKIT)
-		return bad(o, err, "ipkit-bench does not run over IPv6 yet (ipkit-bench-linux "
-		           "does):", "-6");
-	if (o->server_ip4_be || o->ip4_be)
+	if (o->prog == BENCH_PROG_IPKIT && (r = bench_opts_check6_ipkit(o, err)) != BENCH_OPTS_OK)
+		return r;
+	if (o->server_ip4_be || (o->ip4_be && o->prog != BENCH_PROG_IPKIT))
 		return bad(o, err, "-6 or an IPv6 address cannot go with an IPv4 -s or --ip", NULL);
 	if (o->client && memcmp(o->server_ip6, any, 16) == 0)
 		return bad(o, err, "-s :: is not a server address (give -s ADDR with -6)", NULL);

@@ -61,12 +61,14 @@ struct bench_opts {
 	int stats;                /* --stats (ipkit-bench): loop and backend counters at the end */
 	uint32_t spin_us;         /* --spin-us (ipkit-bench, blocking): poll this long after
 	                           * traffic before sleeping (ipk_node_set_spin), 0 = don't */
-	/* IPv6 (issue 19; the twin only until ipkit's TCP speaks IPv6): -6, or an
-	 * address with colons in -s or --ip */
+	/* IPv6 (issue 19): -6, an address with colons in -s or (twin) --ip, or
+	 * (ipkit-bench) --ip6 */
 	int ip6;
 	uint8_t server_ip6[16];   /* -s ADDR[%IFNAME] */
 	uint32_t server_scope;    /* its interface index (link-local), 0 = none */
 	uint8_t ip6_bind[16];     /* --ip ADDR (twin): listen / source address, :: = any */
+	uint8_t ip6_self[16];     /* --ip6 ADDR/N (ipkit-bench): the node's static address */
+	uint8_t ip6_plen;         /* its on-link prefix length, default 64 */
 };
 
 #define BENCH_OPTS_OK 0
@@ -84,5 +86,7 @@ int bench_parse_ip4(const char *s, uint32_t *ip4_be, uint8_t *prefix_len);
 /* An IPv6 address, with %IFNAME (an interface of this host, by if_nametoindex) when
  * scope is non-NULL; *scope 0 without one. 0 ok, -1 malformed or no such interface. */
 int bench_parse_ip6(const char *s, uint8_t ip6[16], uint32_t *scope);
+/* ADDR or ADDR/N (N 1..128, default 64) for --ip6. 0 ok, -1 malformed. */
+int bench_parse_ip6_prefix(const char *s, uint8_t ip6[16], uint8_t *prefix_len);
 
 #endif

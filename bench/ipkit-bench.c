@@ -35,6 +35,9 @@
 #define IB_CLOSE_WAIT_NS 500000000ull
 #define IB_PING_EVERY_NS 100000000ull
 #define IB_WARM_UP_NS 3000000000ull /* covers two ARP retries (one a second) */
+/* IPv6: DAD of our addresses first (RFC 4862 §5.4: one NS, RetransTimer 1 s), then
+ * Neighbor Discovery of the server */
+#define IB_WARM_UP6_NS 5000000000ull
 
 struct ib_srv_conn {          /* server side of one TCP connection */
 	struct bench_flow *f;
@@ -47,6 +50,7 @@ struct ib {
 	const struct bench_opts *o;
 	struct bench_worker w;
 	struct ipk_node *n;
+	struct ipk_addr srv;      /* the server (client over IPv6: -s ADDR) */
 	int ping_answered;
 	uint64_t zc_sent, zc_copied; /* --zerocopy chains queued / pieces copied instead */
 	struct ipk_pkt *zc;       /* --zerocopy: the payload layout (bench_payload_zc_layout) */
@@ -71,10 +75,14 @@ static int ib_kick_udp(struct ib *b, struct bench_flow *f)
 {
 	struct ipk_ctx *ctx = ipk_node_ctx(b->n);
 	uint32_t n = bench_flow_tx_fill(&b->w, f, b->buf, IB_BUF, 1);
-	int r = ipk_udp_sendto(ctx, ipk_htons((uint16_t)(IB_UDP_PORT_BASE + f->idx)),
-	                       b->o->server_ip4_be, ipk_htons(b->o->port), b->buf, n, ib_now(b));
+	uint16_t lport_be = ipk_htons((uint16_t)(IB_UDP_PORT_BASE + f->idx));
+	int r = b->o->ip6 ?
+	        ipk_udp_sendto_addr(ctx, lport_be, &b->srv, ipk_htons(b->o->port), b->buf, n,
+	                            ib_now(b)) :
+	        ipk_udp_sendto(ctx, lport_be, b->o->server_ip4_be, ipk_htons(b->o->port), b->buf,
+	                       n, ib_now(b));
 	if (r < 0)
-		return 0; /* pool empty or ARP pending: the tick retries */
+		return 0; /* pool empty or ARP/ND pending: the tick retries */
 	bench_flow_tx_done(&b->w, f, n);
 	return 1;
 }
@@ -230,13 +238,13 @@ static void ib_client_payload(struct ib *b, struct bench_flow *f, struct ipk_con
 		ib_admit_kick(b, f);
 }
 
-static void ib_udp_client(struct ib *b, const struct ipk_tuple *t, void *pkt, uint32_t off,
-                          uint32_t len)
+/* A reply on local_port_be; from_server: its source is the server's address. */
+static void ib_udp_client(struct ib *b, uint16_t local_port_be, int from_server, void *pkt,
+                          uint32_t off, uint32_t len)
 {
-	uint32_t port = ipk_ntohs(t->local_port_be), got;
+	uint32_t port = ipk_ntohs(local_port_be), got;
 	struct bench_flow *f;
-	if (port < IB_UDP_PORT_BASE || port - IB_UDP_PORT_BASE >= b->w.nflows ||
-	    t->peer_ip4_be != b->o->server_ip4_be)
+	if (port < IB_UDP_PORT_BASE || port - IB_UDP_PORT_BASE >= b->w.nflows || !from_server)
 		return; /* not one of ours */
 	f = &b->w.flows[port - IB_UDP_PORT_BASE];
 	got = ipk_pkt_copy(ipk_node_ctx(b->n), pkt, off, b->buf, len < IB_BUF ? len : IB_BUF);
@@ -260,8 +268,10 @@ static int ib_client_start(struct ib *b)
 			ib_admit_kick(b, f);
 			continue;
 		}
-		if (ipk_tcp_connect(ctx, b->o->server_ip4_be, ipk_htons(b->o->port), 0, f, &c,
-		                    ib_now(b)) < 0) {
+		if ((b->o->ip6 ?
+		     ipk_tcp_connect_addr(ctx, &b->srv, ipk_htons(b->o->port), 0, f, &c, ib_now(b)) :
+		     ipk_tcp_connect(ctx, b->o->server_ip4_be, ipk_htons(b->o->port), 0, f, &c,
+		                     ib_now(b))) < 0) {
 			b->w.c.connect_fails++;
 			continue;
 		}
@@ -342,19 +352,35 @@ static void ib_srv_payload(struct ib *b, struct ib_srv_conn *s, struct ipk_pkt *
 		ipk_tcp_recved(ctx, s->c, len, ib_now(b));
 }
 
-static void ib_udp_server(struct ib *b, const struct ipk_tuple *t, void *pkt, uint32_t off,
-                          uint32_t len)
+/* Counts the request; in ping-pong copies it into b->buf (corrupted with
+ * --corrupt-echo) and returns its length to echo, else 0. */
+static uint32_t ib_udp_server_rx(struct ib *b, void *pkt, uint32_t off, uint32_t len)
 {
-	struct ipk_ctx *ctx = ipk_node_ctx(b->n);
 	uint32_t got;
 	b->w.c.requests++;
 	b->w.c.rx_bytes += len;
 	if (b->o->mode != BENCH_PINGPONG)
-		return;
-	got = ipk_pkt_copy(ctx, pkt, off, b->buf, len < IB_BUF ? len : IB_BUF);
+		return 0;
+	got = ipk_pkt_copy(ipk_node_ctx(b->n), pkt, off, b->buf, len < IB_BUF ? len : IB_BUF);
 	bench_flow_maybe_corrupt(&b->w, b->buf, got);
-	if (ipk_udp_sendto(ctx, t->local_port_be, t->peer_ip4_be, t->peer_port_be, b->buf, got,
-	                   ib_now(b)) >= 0)
+	return got;
+}
+
+static void ib_udp_server(struct ib *b, const struct ipk_tuple *t, void *pkt, uint32_t off,
+                          uint32_t len)
+{
+	uint32_t got = ib_udp_server_rx(b, pkt, off, len);
+	if (got && ipk_udp_sendto(ipk_node_ctx(b->n), t->local_port_be, t->peer_ip4_be,
+	                          t->peer_port_be, b->buf, got, ib_now(b)) >= 0)
+		b->w.c.tx_bytes += got;
+}
+
+static void ib_udp6_server(struct ib *b, const struct ipk_atuple *t, void *pkt, uint32_t off,
+                           uint32_t len)
+{
+	uint32_t got = ib_udp_server_rx(b, pkt, off, len);
+	if (got && ipk_udp_sendto_addr(ipk_node_ctx(b->n), t->local_port_be, &t->peer,
+	                               t->peer_port_be, b->buf, got, ib_now(b)) >= 0)
 		b->w.c.tx_bytes += got;
 }
 
@@ -414,9 +440,23 @@ static void ib_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, ui
 	struct ib *b = ib_of(opaque);
 	(void)ctx;
 	if (b->o->client)
-		ib_udp_client(b, t, pkt, off, len);
+		ib_udp_client(b, t->local_port_be, !b->o->ip6 && t->peer_ip4_be == b->o->server_ip4_be,
+		              pkt, off, len);
 	else
 		ib_udp_server(b, t, pkt, off, len);
+}
+
+static void ib_udp6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt, uint32_t off,
+                    uint32_t len, void *opaque)
+{
+	struct ib *b = ib_of(opaque);
+	(void)ctx;
+	if (b->o->client)
+		ib_udp_client(b, t->local_port_be,
+		              b->o->ip6 && memcmp(t->peer.a, b->o->server_ip6, 16) == 0, pkt, off,
+		              len);
+	else
+		ib_udp6_server(b, t, pkt, off, len);
 }
 
 static void ib_echo_reply(struct ipk_ctx *ctx, uint32_t from_ip4_be, uint16_t id_be,
@@ -431,6 +471,18 @@ static void ib_echo_reply(struct ipk_ctx *ctx, uint32_t from_ip4_be, uint16_t id
 		b->ping_answered = 1;
 }
 
+static void ib_echo6_reply(struct ipk_ctx *ctx, const uint8_t from[16], uint16_t id_be,
+                           uint16_t seq_be, uint32_t payload_len, void *opaque)
+{
+	struct ib *b = ib_of(opaque);
+	(void)ctx;
+	(void)id_be;
+	(void)seq_be;
+	(void)payload_len;
+	if (memcmp(from, b->o->server_ip6, 16) == 0)
+		b->ping_answered = 1;
+}
+
 static const struct ipk_ops ib_events = {
 	.icmp_echo_reply = ib_echo_reply,
 	.tcp_accepted = ib_accepted,
@@ -439,6 +491,8 @@ static const struct ipk_ops ib_events = {
 	.tcp_acked = ib_acked,
 	.tcp_closed = ib_closed,
 	.udp_recv = ib_udp,
+	.udp_recv6 = ib_udp6,
+	.icmp6_echo_reply = ib_echo6_reply,
 };
 
 /* ------------------------------------------------------------------ main */
@@ -464,6 +518,11 @@ static struct ipk_node *ib_node(struct ib *b)
 	a.prefix_len = b->o->prefix_len;
 	a.gw_be = b->o->gw_be;
 	a.busy_poll = b->o->busy_poll;
+	if (b->o->ip6) { /* IPv6 on: link-local and the --ip6 static address */
+		a.ip6 = 1;
+		memcpy(a.ip6_addr, b->o->ip6_self, 16);
+		a.ip6_plen = b->o->ip6_plen;
+	}
 	return app_node(&a, &ib_events, b, ib_tweak); /* exits with APP_EXIT_SETUP on failure */
 }
 
@@ -504,24 +563,53 @@ static int ib_zc_setup(struct ib *b)
 	return 0;
 }
 
-/* Before the clock starts, ping the server (for at most 3 s) so the neighbour is
- * resolved: a kernel client has its ARP entry from earlier traffic, and a freshly
- * opened TAP device drops what is sent before its carrier is up. No answer (ICMP
- * filtered) is not an error: the run starts anyway. */
+/* Before the clock starts, ping the server (for at most 3 s, over IPv6 5 s) so the
+ * neighbour is resolved: a kernel client has its ARP entry from earlier traffic, and
+ * a freshly opened TAP device drops what is sent before its carrier is up. Over
+ * IPv6 the echo also waits for our address to pass DAD (ipk_icmp6_echo refuses
+ * until then), which an active open needs too. No answer (ICMP filtered) is not an
+ * error: the run starts anyway. */
+static void ib_ping(struct ib *b, uint16_t seq, uint64_t now)
+{
+	if (b->o->ip6)
+		ipk_icmp6_echo(ipk_node_ctx(b->n), b->o->server_ip6, ipk_htons(0x1b), ipk_htons(seq),
+		               8, now);
+	else
+		ipk_icmp_echo(ipk_node_ctx(b->n), b->o->server_ip4_be, ipk_htons(0x1b),
+		              ipk_htons(seq), 8, now);
+}
+
 static void ib_warm_up(struct ib *b, volatile int *stop)
 {
-	uint64_t now = ib_now(b), until = now + IB_WARM_UP_NS;
+	uint64_t now = ib_now(b), until = now + (b->o->ip6 ? IB_WARM_UP6_NS : IB_WARM_UP_NS);
 	uint64_t next = now;
 	uint16_t seq = 0;
 	while (!b->ping_answered && !*stop && now < until) {
 		if (now >= next) {
-			ipk_icmp_echo(ipk_node_ctx(b->n), b->o->server_ip4_be, ipk_htons(0x1b),
-			              ipk_htons(seq++), 8, now);
+			ib_ping(b, seq++, now);
 			next = now + IB_PING_EVERY_NS;
 		}
 		ipk_node_poll(b->n, 1);
 		now = ib_now(b);
 	}
+}
+
+/* Over IPv6, run the node until its --ip6 address has passed DAD (RFC 4862 §5.4;
+ * at most IB_WARM_UP6_NS): a server announces itself only once a peer can reach
+ * it, a client opens only from an address in use. 0 up, -1 not (yet). */
+static int ib_wait_addr6(struct ib *b, volatile int *stop)
+{
+	uint8_t addrs[8][16];
+	uint64_t until = ib_now(b) + IB_WARM_UP6_NS;
+	int i, n;
+	while (!*stop && ib_now(b) < until) {
+		n = ipk_ip6_addrs(ipk_node_ctx(b->n), addrs, 8);
+		for (i = 0; i < n; i++)
+			if (memcmp(addrs[i], b->o->ip6_self, 16) == 0)
+				return 0;
+		ipk_node_poll(b->n, 1);
+	}
+	return -1;
 }
 
 /* How long a blocking poll may sleep with nothing to do: the client's tick (pacing,
@@ -656,11 +744,15 @@ int main(int argc, char **argv)
 	if (!b || bench_worker_init(&b->w, &o, o.client ? o.conns : 0) < 0)
 		return BENCH_EXIT_SETUP;
 	b->o = &o;
+	b->srv.family = IPK_AF_INET6;
+	memcpy(b->srv.a, o.server_ip6, 16); /* used over IPv6 only */
 	stop = app_stop_flag();
 	b->n = ib_node(b);
 	ipk_node_set_spin(b->n, o.spin_us); /* 0..10000, checked by bench_opts_parse */
 	if (o.zerocopy && ib_zc_setup(b) < 0)
 		return BENCH_EXIT_SETUP;
+	if (o.ip6 && ib_wait_addr6(b, stop) < 0)
+		fprintf(stderr, "ipkit-bench: --ip6 address not in use after 5 s (DAD conflict?)\n");
 	if (o.client)
 		ib_warm_up(b, stop);
 	if (o.client ? ib_client_start(b) < 0 :

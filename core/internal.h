@@ -54,6 +54,14 @@
 #define IPK_FLATTEN
 #endif
 
+/* A branch the common frame never takes (an IPv6 connection on a path IPv4 shares):
+ * laid out of line so the IPv4 code around it keeps its shape. */
+#if defined(__GNUC__)
+#define IPK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define IPK_UNLIKELY(x) (x)
+#endif
+
 /* Ops access: a unity build binds the table at compile time. */
 #ifdef IPK_OPS_STATIC
 /* ctx is still evaluated (and discarded) so a function that uses its context only
@@ -124,7 +132,7 @@ struct ipk_listener {
 	uint16_t port_be;   /* 0 = free slot */
 	uint16_t backlog;
 	uint16_t pending;   /* connections in SYN-RECEIVED */
-	uint16_t pad_;
+	uint16_t family;    /* 0 both, IPK_AF_INET or IPK_AF_INET6 only */
 };
 
 struct ipk_udp_bind {
@@ -261,6 +269,28 @@ struct ipk_ip6 {
 	uint64_t icmp_tokens_t;
 	uint64_t reachable_ns, retrans_ns; /* RFC 4861 §6.3.2, from RAs */
 	uint32_t frag_id;           /* next fragment identification (random start) */
+};
+
+/*
+ * TCP over IPv6 (tcp6.c): a connection keeps its struct ipk_tuple of two 32-bit
+ * addresses, so the IPv4 paths and the object's size are what they were. An IPv6
+ * connection has peer_ip4_be IPK_TCP6_MARK (255.255.255.255: no IPv4 connection
+ * has that peer, ipk_tcp_connect refuses it and the source rule drops it on
+ * receive; and no next hop is ever cached for it, so the IPv4 transmit template's
+ * route test fails for an IPv6 connection without a test of its own) and
+ * local_ip4_be the index of its (local, peer) address pair in ctx->tcp6_pairs,
+ * counted by the connections holding it. The connection hash, the last-hit cache, TIME_WAIT and the 4-tuple
+ * rules then serve both families unchanged: two IPv6 4-tuples are equal exactly
+ * when their pair index and ports are. Entry tcp6_n is the scratch pair: the
+ * addresses of the segment being processed when no connection has them (a SYN, a
+ * segment to RST), so that replies and new connections name them the same way.
+ */
+#define IPK_TCP6_MARK 0xffffffffu
+#define IPK_TCP6_NONE 0xffffffffu
+struct ipk_tcp6_pair {
+	uint8_t local[16], peer[16];
+	uint32_t refs;      /* connections holding it; 0 = free (or the scratch) */
+	uint32_t next;      /* hash chain, or the free list; IPK_TCP6_NONE ends it */
 };
 
 /* An upper-layer datagram to send as fragments: hlen bytes at hdr, then blen bytes
@@ -430,6 +460,12 @@ struct ipk_ctx {
 	struct ipk_tt tt_slot[IPK_TT_SLOTS + 1u];
 
 	struct ipk_ip6 ip6;           /* IPv6 (ip6.c, nd.c); unused with cfg.ip6_enable 0 */
+	/* TCP over IPv6 (tcp6.c): tcp6_n pairs (cfg.conn_hash_buckets with IPv6 on, else
+	 * 0) plus the scratch one, tcp6_n chain heads, the free list and the pair found
+	 * last (tested before the hash). */
+	struct ipk_tcp6_pair *tcp6_pairs;
+	uint32_t *tcp6_heads;
+	uint32_t tcp6_n, tcp6_free, tcp6_last;
 };
 #define IPK_ICMP_RATE_BURST 16u             /* tokens the bucket holds */
 #define IPK_ICMP_RATE_NS 10000000ull        /* one token per 10 ms (100 errors/s) */
@@ -890,6 +926,15 @@ int ipk_tcp_rx_one(struct ipk_ctx *c, void *pkt, uint32_t len);
 void ipk_tcp_icmp_error(struct ipk_ctx *c, uint8_t type, uint8_t code, uint16_t mtu,
                         const uint8_t *quote, uint32_t qlen);
 uint64_t ipk_tcp_timer(struct ipk_ctx *c, uint64_t now); /* returns next deadline */
+/* tcp6.c: a TCP segment over IPv6 (takes ownership of pkt). */
+void ipk_tcp_input6(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx);
+/* An ICMPv6 error quoting a TCP segment of ours (q parsed from the error body). */
+void ipk_tcp_icmp6_error(struct ipk_ctx *c, uint8_t type, uint8_t code,
+                         const struct ipk_icmp6_quote *q);
+/* Bytes of context memory the pair table takes under cfg (0 with IPv6 off), and
+ * its set-up at ipk_ctx_init over mem (8-aligned, that many bytes). */
+size_t ipk_tcp6_mem_size(const struct ipk_config *cfg);
+void ipk_tcp6_init(struct ipk_ctx *c, void *mem);
 
 /* ---------------------------------------------------------------- RSS */
 

@@ -56,3 +56,4 @@
 #include "ip6.c"
 #include "nd.c"
 #include "frag6.c"
+#include "tcp6.c"

@@ -314,7 +314,7 @@ static size_t align8(size_t n) { return (n + 7u) & ~(size_t)7u; }
 
 /* Offsets of the tables carved after struct ipk_ctx; returns the total size. */
 struct ctx_layout {
-	size_t hash, listeners, udp, arp, frags, total;
+	size_t hash, listeners, udp, arp, frags, tcp6, total;
 };
 
 static void ctx_layout(const struct ipk_config *cfg, struct ctx_layout *l)
@@ -331,6 +331,8 @@ static void ctx_layout(const struct ipk_config *cfg, struct ctx_layout *l)
 	at += align8((size_t)cfg->arp_entries * sizeof(struct ipk_arp_entry));
 	l->frags = at;
 	at += align8((size_t)cfg->frag_slots * sizeof(struct ipk_frag));
+	l->tcp6 = at;
+	at += align8(ipk_tcp6_mem_size(cfg));
 	l->total = at;
 }
 
@@ -420,6 +422,7 @@ struct ipk_ctx *ipk_ctx_init(void *mem, size_t size, const struct ipk_config *cf
 	c->arp = (struct ipk_arp_entry *)(void *)(base + l.arp);
 	c->frags = (struct ipk_frag *)(void *)(base + l.frags);
 	ctx_start_values(c);
+	ipk_tcp6_init(c, base + l.tcp6);
 	ipk_ip6_start(c);
 	ipk_wmem_limit_set(c);
 	return c;
@@ -570,7 +573,7 @@ const char *ipk_drop_name(enum ipk_drop reason)
 		"frag_evicted", "arp_evicted",
 		"ip6_malformed", "ip6_not_for_us", "ip6_bad_src", "ip6_ext", "ip6_proto",
 		"ip6_frag", "icmp6_malformed", "icmp6_type", "nd_invalid", "nd_queue_full",
-		"nd_timeout",
+		"nd_timeout", "tcp6_pairs", "ip6_v4mapped",
 	};
 	unsigned r = (unsigned)reason;
 

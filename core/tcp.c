@@ -106,18 +106,35 @@ uint32_t ipk_tcp_isn(struct ipk_ctx *ctx, const struct ipk_tuple *t)
 {
 	uint32_t m = (uint32_t)(ctx->now / 4000u);
 	uint32_t f;
+	struct ipk_tuple k;
 
-	if (IPK_OPS(ctx)->isn_hash)
-		f = IPK_OPS(ctx)->isn_hash(t, IPK_OPQ(ctx));
-	else
+	if (IPK_OPS(ctx)->isn_hash) {
+		ipk_tcp6_key(ctx, t, &k); /* IPv6: the addresses, folded */
+		f = IPK_OPS(ctx)->isn_hash(&k, IPK_OPQ(ctx));
+	} else {
 		f = IPK_OPS(ctx)->random(IPK_OPQ(ctx));
+	}
 	return m + f;
+}
+
+/* With RSS, does the peer's segment to local port `be` hash to our queue? An IPv6
+ * connection's tuple holds the mark and its address pair's index (tcp6.c): the NIC
+ * hashes the pair's real addresses. */
+static int eph_rss_ok(const struct ipk_ctx *ctx, uint32_t lip, uint32_t pip,
+                      uint16_t pport, uint16_t be)
+{
+	const struct ipk_tcp6_pair *pr;
+
+	if (pip != IPK_TCP6_MARK)
+		return ipk_rss_port_ok(ctx, pip, pport, be);
+	pr = ipk_tcp6_pair(ctx, lip);
+	return pr && ipk_rss_port_ok6(ctx, pr->local, pr->peer, pport, be);
 }
 
 /* Pick a local port whose 4-tuple is free (and, with RSS, whose incoming hash lands
  * on our queue), starting at ctx->eph_next; bounded by the size of the range.
  * Returns the port in network order or 0 when none fits. */
-static uint16_t eph_pick(struct ipk_ctx *ctx, uint32_t pip, uint16_t pport)
+static uint16_t eph_pick(struct ipk_ctx *ctx, uint32_t lip, uint32_t pip, uint16_t pport)
 {
 	uint32_t lo = ctx->cfg.eph_port_lo, hi = ctx->cfg.eph_port_hi;
 	uint32_t n = hi - lo + 1u, i, p = ctx->eph_next;
@@ -130,8 +147,8 @@ static uint16_t eph_pick(struct ipk_ctx *ctx, uint32_t pip, uint16_t pport)
 		uint16_t be = ipk_htons((uint16_t)p);
 		uint32_t next = p == hi ? lo : p + 1u;
 
-		if (ipk_rss_port_ok(ctx, pip, pport, be) &&
-		    !ipk_tcp_lookup(ctx, ctx->cfg.ip4_be, be, pip, pport)) {
+		if (eph_rss_ok(ctx, lip, pip, pport, be) &&
+		    !ipk_tcp_lookup(ctx, lip, be, pip, pport)) {
 			ctx->eph_next = (uint16_t)next;
 			return be;
 		}
@@ -191,6 +208,8 @@ void ipk_tcp_report_closed(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_clo
 
 static void conn_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 {
+	if (ipk_tcp_is6(&c->t))
+		ipk_tcp6_put(ctx, c->t.local_ip4_be);
 	c->magic = 0;
 	c->state = IPK_TCP_CLOSED;
 	ipk_tcp_fast_clear(c);
@@ -229,7 +248,7 @@ void ipk_tcp_release_last(struct ipk_ctx *ctx, struct ipk_conn *c) { conn_free(c
 /* RFC 9293 §3.7.1 MSS and RFC 7323 §2.2 window scale from the peer's SYN. */
 void ipk_tcp_syn_opts(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tcp_opts *o)
 {
-	uint32_t ours = (uint32_t)ctx->cfg.mtu - 40u;
+	uint32_t ours = ipk_tcp_mss_ours(ctx, &c->t);
 	uint32_t m = o->has_mss ? o->mss : IPK_TCP_DEFAULT_MSS;
 
 	if (m > ours)
@@ -283,10 +302,13 @@ static int conn_check_ro(const struct ipk_conn *c)
 	return IPK_OK;
 }
 
-void ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tuple *t)
+int ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tuple *t)
 {
-	c->magic = IPK_TCP_MAGIC;
 	c->t = *t;
+	if (ipk_tcp_is6(t) && ipk_tcp6_hold(ctx, &c->t) != IPK_OK)
+		return IPK_ENOMEM;
+	t = &c->t;
+	c->magic = IPK_TCP_MAGIC;
 	c->mss = IPK_TCP_DEFAULT_MSS;
 	c->rto_us = ipk_tcp_ns_to_us(ctx->cfg.tcp_rto_init_ns);
 	c->sndbuf = ctx->cfg.tcp_sndbuf;
@@ -303,18 +325,27 @@ void ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 	c->cc_algo = ctx->cfg.tcp_cc;
 	c->reo_mult = 1; /* RFC 8985 §6.2: RACK.reo_wnd_mult starts at 1 */
 	ipk_tcp_cc_init(ctx, c);
+	return IPK_OK;
 }
 
 /* ------------------------------------------------------------- listen */
 
 int ipk_tcp_listen(struct ipk_ctx *ctx, uint16_t port_be, uint16_t backlog)
 {
+	return ipk_tcp_listen_family(ctx, port_be, backlog, 0);
+}
+
+int ipk_tcp_listen_family(struct ipk_ctx *ctx, uint16_t port_be, uint16_t backlog,
+                          unsigned family)
+{
 	struct ipk_listener *freel = NULL;
 	uint32_t i;
 
 	/* Received data goes to ops->tcp_payload: without it, it would vanish and the
 	 * window never reopen. */
-	if (!ctx || port_be == 0 || backlog == 0 || !IPK_OPS(ctx)->tcp_payload)
+	if (!ctx || port_be == 0 || backlog == 0 || !IPK_OPS(ctx)->tcp_payload ||
+	    (family != 0 && family != IPK_AF_INET && family != IPK_AF_INET6) ||
+	    (family == IPK_AF_INET6 && !ctx->cfg.ip6_enable))
 		return IPK_EINVAL;
 	for (i = 0; i < ctx->cfg.max_listeners; i++) {
 		struct ipk_listener *l = &ctx->listeners[i];
@@ -329,6 +360,7 @@ int ipk_tcp_listen(struct ipk_ctx *ctx, uint16_t port_be, uint16_t backlog)
 	freel->port_be = port_be;
 	freel->backlog = IPK_MIN(backlog, ctx->cfg.tcp_backlog_max);
 	freel->pending = 0;
+	freel->family = (uint16_t)family;
 	return IPK_OK;
 }
 
@@ -352,17 +384,20 @@ int ipk_tcp_unlisten(struct ipk_ctx *ctx, uint16_t port_be)
 
 /* ------------------------------------------------------------ connect */
 
+static int active_open(struct ipk_ctx *ctx, struct ipk_tuple *t, void *user,
+                       struct ipk_conn **out);
+
 int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_port_be,
                     uint16_t local_port_be, void *user, struct ipk_conn **out, uint64_t now)
 {
 	struct ipk_tuple t;
-	struct ipk_conn *c;
-	uint32_t floor = 0;
-	int reused = 0;
 
 	if (out)
 		*out = NULL;
-	if (!ctx || !out || peer_ip4_be == 0 || peer_port_be == 0 || !IPK_OPS(ctx)->tcp_payload)
+	/* RFC 1122 §4.2.3.10: no TCP to the limited broadcast (which also marks IPv6
+	 * connections, tcp6.c) */
+	if (!ctx || !out || peer_ip4_be == 0 || peer_ip4_be == IPK_TCP6_MARK || peer_port_be == 0 ||
+	    !IPK_OPS(ctx)->tcp_payload)
 		return IPK_EINVAL;
 	/* Off-link with no gateway: every SYN would be dropped (IPK_DROP_NO_ROUTE) until
 	 * the retries ran out; say so now, as Linux's connect() does (ENETUNREACH there;
@@ -371,28 +406,45 @@ int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_por
 	if (ipk_ip4_next_hop(ctx, peer_ip4_be) == 0)
 		return IPK_EHOSTUNREACH;
 	now = ipk_clock(ctx, now);
-	if (local_port_be == 0) {
-		local_port_be = eph_pick(ctx, peer_ip4_be, peer_port_be);
-		if (local_port_be == 0) {
-			local_port_be = ipk_tcp_tw_eph(ctx, peer_ip4_be, peer_port_be, &floor);
-			reused = local_port_be != 0;
-		}
-	} else {
-		c = ipk_tcp_lookup(ctx, ctx->cfg.ip4_be, local_port_be, peer_ip4_be, peer_port_be);
-		reused = c ? ipk_tcp_tw_take(ctx, c, &floor) : 0;
-		if (c && !reused)
-			local_port_be = 0;
-	}
-	if (local_port_be == 0)
-		return IPK_EADDRINUSE;
-	c = ipk_conn_get(ctx);
-	if (!c)
-		return IPK_ENOMEM;
 	t.local_ip4_be = ctx->cfg.ip4_be;
 	t.peer_ip4_be = peer_ip4_be;
 	t.local_port_be = local_port_be;
 	t.peer_port_be = peer_port_be;
-	ipk_tcp_conn_setup(ctx, c, &t);
+	return active_open(ctx, &t, user, out);
+}
+
+/* The 4-tuple t for an active open (local port 0: an ephemeral one, a TIME_WAIT
+ * 4-tuple when none is free), then the SYN. */
+static int active_open(struct ipk_ctx *ctx, struct ipk_tuple *t, void *user,
+                       struct ipk_conn **out)
+{
+	struct ipk_conn *c;
+	uint32_t floor = 0;
+	int reused = 0;
+
+	if (t->local_port_be == 0) {
+		t->local_port_be = eph_pick(ctx, t->local_ip4_be, t->peer_ip4_be, t->peer_port_be);
+		if (t->local_port_be == 0) {
+			t->local_port_be = ipk_tcp_tw_eph(ctx, t->local_ip4_be, t->peer_ip4_be,
+			                                  t->peer_port_be, &floor);
+			reused = t->local_port_be != 0;
+		}
+	} else {
+		c = ipk_tcp_lookup(ctx, t->local_ip4_be, t->local_port_be, t->peer_ip4_be,
+		                   t->peer_port_be);
+		reused = c ? ipk_tcp_tw_take(ctx, c, &floor) : 0;
+		if (c && !reused)
+			t->local_port_be = 0;
+	}
+	if (t->local_port_be == 0)
+		return IPK_EADDRINUSE;
+	c = ipk_conn_get(ctx);
+	if (!c)
+		return IPK_ENOMEM;
+	if (ipk_tcp_conn_setup(ctx, c, t) != IPK_OK) {
+		ipk_conn_put(ctx, c);
+		return IPK_ENOMEM;
+	}
 	if (reused)
 		ipk_tcp_iss_above(c, floor);
 	c->user = user;
@@ -407,6 +459,55 @@ int ipk_tcp_connect(struct ipk_ctx *ctx, uint32_t peer_ip4_be, uint16_t peer_por
 	ipk_tcp_release(ctx, c);
 	ipk_link_flush(ctx);
 	return IPK_OK;
+}
+
+/* A peer TCP over IPv6 may go to: unicast, not ::1, not IPv4-mapped (RFC 4291
+ * §2.5.5.2: those are never routed as IPv6; IPv4 is IPK_AF_INET). */
+static int tcp6_peer_ok(const uint8_t a[16])
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static const uint8_t lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+
+	return !ipk_ip6_is_unspecified(a) && !ipk_ip6_is_multicast(a) &&
+	       ipk_memcmp(a, mapped, 12) != 0 && ipk_memcmp(a, lo, 16) != 0;
+}
+
+int ipk_tcp_connect_addr(struct ipk_ctx *ctx, const struct ipk_addr *peer,
+                         uint16_t peer_port_be, uint16_t local_port_be, void *user,
+                         struct ipk_conn **out, uint64_t now)
+{
+	struct ipk_tuple t;
+	uint8_t src[16], nh[16];
+	uint32_t ip4, pair;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if (!ctx || !peer)
+		return IPK_EINVAL;
+	if (peer->family == IPK_AF_INET) {
+		ipk_memcpy(&ip4, peer->a, 4);
+		return ipk_tcp_connect(ctx, ip4, peer_port_be, local_port_be, user, out, now);
+	}
+	if (!out || peer->family != IPK_AF_INET6 || !ctx->cfg.ip6_enable || peer_port_be == 0 ||
+	    !IPK_OPS(ctx)->tcp_payload || !tcp6_peer_ok(peer->a))
+		return IPK_EINVAL;
+	if (!ipk_ip6_src_select(ctx, peer->a, src) || !ipk_ip6_route(ctx, peer->a, nh))
+		return IPK_EHOSTUNREACH;
+	now = ipk_clock(ctx, now);
+	pair = ipk_tcp6_pair_take(ctx, src, peer->a);
+	if (pair == IPK_TCP6_NONE)
+		return IPK_ENOMEM;
+	t.local_ip4_be = pair;
+	t.peer_ip4_be = IPK_TCP6_MARK;
+	t.local_port_be = local_port_be;
+	t.peer_port_be = peer_port_be;
+	/* held across the open: reusing a TIME_WAIT 4-tuple frees the old connection,
+	 * which may be the pair's only other holder */
+	ipk_tcp6_hold(ctx, &t);
+	rc = active_open(ctx, &t, user, out);
+	ipk_tcp6_put(ctx, pair); /* freed here when the open failed and nothing else holds it */
+	return rc;
 }
 
 /* --------------------------------------------------------------- send */
@@ -769,7 +870,22 @@ int ipk_tcp_tuple(const struct ipk_conn *c, struct ipk_tuple *t)
 	if (!t)
 		return IPK_EINVAL;
 	*t = c->t;
+	if (ipk_tcp_is6(&c->t)) {
+		t->local_ip4_be = t->peer_ip4_be = 0;
+		return IPK_EINVAL;
+	}
 	return IPK_OK;
+}
+
+int ipk_tcp_atuple(const struct ipk_ctx *ctx, const struct ipk_conn *c, struct ipk_atuple *t)
+{
+	int rc = conn_check_ro(c);
+
+	if (rc != IPK_OK)
+		return rc;
+	if (!ctx || !t)
+		return IPK_EINVAL;
+	return ipk_tcp6_atuple(ctx, &c->t, t);
 }
 
 int ipk_tcp_set_nagle(struct ipk_conn *c, int on)

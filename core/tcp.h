@@ -497,6 +497,51 @@ IPK_INLINE int ipk_tcp_synced(const struct ipk_conn *c)
 /* The MSS we advertise: the MTU less the IPv4 and TCP headers (RFC 9293 §3.7.1). */
 IPK_INLINE uint32_t ipk_tcp_rcv_mss(const struct ipk_ctx *ctx) { return (uint32_t)ctx->cfg.mtu - 40u; }
 
+/* ---- tcp6.c: TCP over IPv6 (internal.h IPK_TCP6_MARK) */
+/* Is t (a connection's or a segment's) an IPv6 one? */
+IPK_INLINE int ipk_tcp_is6(const struct ipk_tuple *t) { return t->peer_ip4_be == IPK_TCP6_MARK; }
+/* A new connection's tuple takes its pair: the scratch pair is made a real one
+ * (t->local_ip4_be rewritten). IPK_ENOMEM (counted) when the table is full. */
+int ipk_tcp6_hold(struct ipk_ctx *ctx, struct ipk_tuple *t);
+/* A connection gives its pair back (freed with its last holder). */
+void ipk_tcp6_put(struct ipk_ctx *ctx, uint32_t pair);
+/* Pair i (the scratch one included), NULL when there is none. */
+const struct ipk_tcp6_pair *ipk_tcp6_pair(const struct ipk_ctx *ctx, uint32_t i);
+/* The pair (l, p) for an active open, unheld (ipk_tcp6_pair_unused gives it back
+ * when no connection came to hold it); IPK_TCP6_NONE (counted) when full. */
+uint32_t ipk_tcp6_pair_take(struct ipk_ctx *ctx, const uint8_t l[16], const uint8_t p[16]);
+void ipk_tcp6_pair_unused(struct ipk_ctx *ctx, uint32_t i);
+/* The tuple a hash of the 4-tuple takes (RFC 6528 ISN, SYN cookies): t itself for
+ * IPv4; for IPv6 the pair's addresses folded to 32 bits each, so the result
+ * depends on the addresses, not on a table index. */
+void ipk_tcp6_key(const struct ipk_ctx *ctx, const struct ipk_tuple *t, struct ipk_tuple *k);
+/* t in either family as an ipk_atuple. */
+int ipk_tcp6_atuple(const struct ipk_ctx *ctx, const struct ipk_tuple *t, struct ipk_atuple *a);
+/* The largest segment payload toward pair's peer: path MTU - 60. */
+uint32_t ipk_tcp_mss6(const struct ipk_ctx *ctx, uint32_t pair);
+/* The MSS we offer and cap the peer's at for tuple t (RFC 9293 §3.7.1): the MTU
+ * less the IPv4 and TCP headers, or the IPv6 path MTU less 60. */
+IPK_INLINE uint32_t ipk_tcp_mss_ours(const struct ipk_ctx *ctx, const struct ipk_tuple *t)
+{
+	return ipk_tcp_is6(t) ? ipk_tcp_mss6(ctx, t->local_ip4_be) : (uint32_t)ctx->cfg.mtu - 40u;
+}
+
+/* Segments up to this many bytes are summed inline over IPv6 (below). */
+#define IPK_TCP6_CSUM_INLINE_MAX 128u
+/* RFC 8200 §8.1: the TCP checksum with the IPv6 pseudo-header (source, destination,
+ * upper-layer length, next header) of a flat segment of len <= 128 bytes at p, in
+ * 64-bit words: the value to store with ipk_wr16 (checksum field zero), or 0 over
+ * a segment whose checksum is right. */
+IPK_INLINE uint16_t ipk_tcp6_csum_small(const uint8_t src[16], const uint8_t dst[16],
+                                        const uint8_t *p, uint32_t len)
+{
+	uint64_t s = ipk_csum_ph_word(IPK_IPPROTO_TCP, len);
+
+	s = ipk_csum64_small(s, src, 16);
+	s = ipk_csum64_small(s, dst, 16);
+	return ipk_csum64_finish(ipk_csum64_small(s, p, len));
+}
+
 /* ---- tcp.c */
 /* Slot of the listener on port_be in ctx->listeners, -1 when none. */
 int ipk_tcp_listener_find(const struct ipk_ctx *ctx, uint16_t port_be);
@@ -512,7 +557,9 @@ void ipk_tcp_report_closed(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_clo
 /* Leave SYN-RECEIVED: give the listener's backlog slot back. */
 void ipk_tcp_backlog_release(struct ipk_ctx *ctx, struct ipk_conn *c);
 /* Fill a fresh (zeroed) connection for tuple t: ISN, MSS, RTO, congestion state. */
-void ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tuple *t);
+/* A fresh connection's fields for 4-tuple t; IPK_ENOMEM when an IPv6 one finds the
+ * pair table full (c is then still the caller's to put back). */
+int ipk_tcp_conn_setup(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ipk_tuple *t);
 void ipk_tcp_enter(struct ipk_ctx *ctx, struct ipk_conn *c, enum ipk_tcp_state st);
 IPK_INLINE void ipk_tcp_hold(struct ipk_conn *c) { c->busy++; }
 /* The last hold of a zombie went: free it (tcp.c). */
@@ -1027,8 +1074,9 @@ int ipk_tcp_tw_syn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *
 /* Active open on a 4-tuple held by c: frees c when it is in TIME_WAIT and may be
  * reused; returns 1 with *floor set to a sequence the new ISS must exceed. */
 int ipk_tcp_tw_take(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t *floor);
-/* No free ephemeral port: take a TIME_WAIT 4-tuple to pip:pport; port or 0. */
-uint16_t ipk_tcp_tw_eph(struct ipk_ctx *ctx, uint32_t pip, uint16_t pport, uint32_t *floor);
+/* No free ephemeral port: take a TIME_WAIT 4-tuple lip -> pip:pport; port or 0. */
+uint16_t ipk_tcp_tw_eph(struct ipk_ctx *ctx, uint32_t lip, uint32_t pip, uint16_t pport,
+                       uint32_t *floor);
 /* Raise a fresh connection's ISS above floor (sequence space of a reused 4-tuple). */
 void ipk_tcp_iss_above(struct ipk_conn *c, uint32_t floor);
 

@@ -162,15 +162,20 @@ static void no_conn(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 static int accept_ok(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 {
 	struct ipk_tuple t;
+	struct ipk_atuple at;
 
-	if (!IPK_OPS(ctx)->tcp_accept)
-		return 1;
 	t.local_ip4_be = s->dst_be;
 	t.peer_ip4_be = s->src_be;
 	t.local_port_be = s->h.dport_be;
 	t.peer_port_be = s->h.sport_be;
-	if (IPK_OPS(ctx)->tcp_accept(ctx, &t, IPK_OPQ(ctx)))
+	if (ipk_tcp_is6(&t)) {
+		if (!IPK_OPS(ctx)->tcp_accept6 || (ipk_tcp6_atuple(ctx, &t, &at) == IPK_OK &&
+		                                   IPK_OPS(ctx)->tcp_accept6(ctx, &at, IPK_OPQ(ctx))))
+			return 1;
+	} else if (!IPK_OPS(ctx)->tcp_accept ||
+	           IPK_OPS(ctx)->tcp_accept(ctx, &t, IPK_OPQ(ctx))) {
 		return 1;
+	}
 	ipk_tcp_send_rst_for(ctx, s);
 	ipk_drop(ctx, IPK_DROP_TCP_REFUSED);
 	return 0;
@@ -190,7 +195,10 @@ static void passive_open(struct ipk_ctx *ctx, struct ipk_tcp_seg *s, int idx)
 		ipk_drop(ctx, IPK_DROP_NO_CONN_MEM);
 		return;
 	}
-	ipk_tcp_conn_setup(ctx, c, &t);
+	if (ipk_tcp_conn_setup(ctx, c, &t) != IPK_OK) {
+		ipk_conn_put(ctx, c); /* the pair table is full (counted) */
+		return;
+	}
 	c->rcv_nxt = s->h.seq + 1u;
 	ipk_tcp_syn_opts(ctx, c, &s->o);
 	ipk_tcp_ecn_syn_in(ctx, c, s->h.flags);
@@ -212,6 +220,11 @@ void ipk_tcp_input_listen(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 {
 	int idx = ipk_tcp_listener_find(ctx, s->h.dport_be);
 	uint8_t f = s->h.flags;
+
+	/* a listener of one family (ipk_tcp_listen_family) is closed to the other */
+	if (idx >= 0 && ctx->listeners[idx].family &&
+	    (ctx->listeners[idx].family == IPK_AF_INET6) != (s->src_be == IPK_TCP6_MARK))
+		idx = -1;
 
 	if (idx >= 0 && (f & (IPK_TCP_SYN | IPK_TCP_RST | IPK_TCP_ACK)) == IPK_TCP_ACK) {
 		/* RFC 4987 §3.6: an ACK that returns one of our SYN cookies. */
@@ -1039,6 +1052,10 @@ void ipk_tcp_icmp_error(struct ipk_ctx *ctx, uint8_t type, uint8_t code, uint16_
 		return;
 	ihl = (uint32_t)(quote[0] & 0x0fu) * 4u;
 	if (ihl < IPK_IP4_HLEN || qlen < ihl + 8u)
+		return;
+	/* We never send TCP to the limited broadcast; a quote naming it would name an
+	 * IPv6 connection's mark (internal.h IPK_TCP6_MARK), not a segment of ours. */
+	if (ipk_rdbe32(quote + 16) == IPK_TCP6_MARK)
 		return;
 	c = ipk_tcp_lookup(ctx, ipk_rdbe32(quote + 12), ipk_rdbe16(quote + ihl),
 	                   ipk_rdbe32(quote + 16), ipk_rdbe16(quote + ihl + 2));

@@ -247,22 +247,18 @@ static void *seg_alloc(struct ipk_ctx *ctx, const struct seg_spec *sp)
 }
 
 /*
- * Build and send one segment to t. Payload (sp->plen bytes at sp->seq) comes from c's
- * send queue: cloned and chained with IPK_CAP_SG (above IPK_TCP_COPY_MAX bytes),
- * copied into the header packet otherwise. The packet passes to ipk_ip4_output (which frees it on failure).
+ * Header, options and payload of sp into pkt at l4 (the transport offset of its
+ * family): returns the header length, or 0 when the payload could not be chained
+ * (pkt freed, counted). The checksum field is left 0.
  */
-static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct seg_spec *sp,
-                    struct ipk_conn *c)
+static IPK_ALWAYS_INLINE uint32_t seg_fill(struct ipk_ctx *ctx, const struct ipk_tuple *t,
+                                           const struct seg_spec *sp, struct ipk_conn *c,
+                                           void *pkt, uint32_t l4, int sg)
 {
-	uint32_t l4 = ipk_l4_off(ctx), hlen;
-	int sg = (ctx->cfg.caps & IPK_CAP_SG) && sp->plen > IPK_TCP_COPY_MAX;
 	struct ipk_tcp_hdr h;
-	struct ipk_tx_meta meta;
 	uint8_t *th;
-	void *pkt = seg_alloc(ctx, sp);
+	uint32_t hlen;
 
-	if (!pkt)
-		return IPK_ENOBUFS;
 	/* Header and options straight into the packet (its buffer holds l4 + 60 bytes,
 	 * ipk_ctx_init's pkt_buf_size check); the length is set once they are known. */
 	th = ipk_pkt_data(ctx, pkt) + l4;
@@ -284,8 +280,37 @@ static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, cons
 	if (sg && sq_attach(ctx, c, pkt, sp->seq, sp->plen) != IPK_OK) {
 		ipk_pkt_free_chain(ctx, pkt);
 		ipk_drop(ctx, IPK_DROP_NO_PKT);
-		return IPK_ENOBUFS;
+		return 0;
 	}
+	return hlen;
+}
+
+static int seg_send6(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct seg_spec *sp,
+                     struct ipk_conn *c);
+
+/*
+ * Build and send one segment to t. Payload (sp->plen bytes at sp->seq) comes from c's
+ * send queue: cloned and chained with IPK_CAP_SG (above IPK_TCP_COPY_MAX bytes),
+ * copied into the header packet otherwise. The packet passes to ipk_ip4_output (which frees it on failure).
+ */
+static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, const struct seg_spec *sp,
+                    struct ipk_conn *c)
+{
+	uint32_t l4 = ipk_l4_off(ctx), hlen;
+	int sg = (ctx->cfg.caps & IPK_CAP_SG) && sp->plen > IPK_TCP_COPY_MAX;
+	struct ipk_tx_meta meta;
+	uint8_t *th;
+	void *pkt;
+
+	if (IPK_UNLIKELY(ipk_tcp_is6(t)))
+		return seg_send6(ctx, t, sp, c);
+	pkt = seg_alloc(ctx, sp);
+	if (!pkt)
+		return IPK_ENOBUFS;
+	th = ipk_pkt_data(ctx, pkt) + l4;
+	hlen = seg_fill(ctx, t, sp, c, pkt, l4, sg);
+	if (hlen == 0)
+		return IPK_ENOBUFS;
 	ipk_memset(&meta, 0, sizeof(meta));
 	meta.l4_len = (uint16_t)hlen;
 	meta.tos = sp->tos;
@@ -299,6 +324,45 @@ static IPK_HOT int seg_send(struct ipk_ctx *ctx, const struct ipk_tuple *t, cons
 		ctx->cnt.tcp_rst_tx++;
 	return ipk_ip4_output(ctx, pkt, t->peer_ip4_be, IPK_IPPROTO_TCP, hlen + sp->plen, &meta);
 }
+
+/*
+ * The segment over IPv6 (tcp6.c pairs): the same header and payload at the IPv6
+ * upper-layer offset, the checksum with the IPv6 pseudo-header (RFC 8200 §8.1) in
+ * software (no IPv6 checksum offload is declared yet), no TSO (seg_max), then
+ * ipk_ip6_output (next hop, ND). The traffic class is 0: ECN-capable transport is
+ * not marked over IPv6 yet (RFC 3168 §6.1.1 lets a sender leave it unset).
+ */
+static IPK_NOINLINE int seg_send6(struct ipk_ctx *ctx, const struct ipk_tuple *t,
+                                  const struct seg_spec *sp, struct ipk_conn *c)
+{
+	const struct ipk_tcp6_pair *e = ipk_tcp6_pair(ctx, t->local_ip4_be);
+	uint32_t l4 = ipk_l4_off6(ctx), hlen, sum;
+	int sg = (ctx->cfg.caps & IPK_CAP_SG) && sp->plen > IPK_TCP_COPY_MAX, odd = 0;
+	uint8_t *th;
+	void *pkt;
+
+	if (!e)
+		return IPK_EINVAL;
+	pkt = seg_alloc(ctx, sp);
+	if (!pkt)
+		return IPK_ENOBUFS;
+	th = ipk_pkt_data(ctx, pkt) + l4;
+	hlen = seg_fill(ctx, t, sp, c, pkt, l4, sg);
+	if (hlen == 0)
+		return IPK_ENOBUFS;
+	if (!sg && hlen + sp->plen <= IPK_TCP6_CSUM_INLINE_MAX) {
+		ipk_wr16(th + 16, ipk_tcp6_csum_small(e->local, e->peer, th, hlen + sp->plen));
+	} else {
+		sum = ipk_csum_pseudo6(e->local, e->peer, IPK_IPPROTO_TCP, hlen + sp->plen);
+		sum = ipk_csum_chain(ctx, pkt, l4, hlen + sp->plen, sum, &odd);
+		ipk_wr16(th + 16, ipk_csum_fold(sum));
+	}
+	ctx->cnt.tcp_tx_segs++;
+	if (sp->flags & IPK_TCP_RST)
+		ctx->cnt.tcp_rst_tx++;
+	return ipk_ip6_output(ctx, pkt, e->local, e->peer, IPK_IPPROTO_TCP, hlen + sp->plen, 0);
+}
+
 
 /* ------------------------------------------------------------ windows */
 
@@ -317,7 +381,7 @@ uint32_t ipk_tcp_rcv_window(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 }
 
 /* Window field for a non-SYN segment; records the right edge it announces. */
-static uint16_t wnd_field(const struct ipk_ctx *ctx, struct ipk_conn *c)
+static IPK_ALWAYS_INLINE uint16_t wnd_field(const struct ipk_ctx *ctx, struct ipk_conn *c)
 {
 	uint32_t w = ipk_tcp_rcv_window(ctx, c);
 	uint32_t f = w >> c->rcv_wscale;
@@ -341,7 +405,7 @@ static void syn_opts(const struct ipk_ctx *ctx, const struct ipk_conn *c, struct
 {
 	ipk_memset(o, 0, sizeof(*o));
 	o->has_mss = 1;
-	o->mss = (uint16_t)ipk_tcp_rcv_mss(ctx);
+	o->mss = (uint16_t)ipk_tcp_mss_ours(ctx, &c->t);
 	/* RFC 7323 §1.3: offer window scale in our SYN, and in a SYN-ACK only when the
 	 * peer's SYN offered it; the same for SACK-permitted (RFC 2018 §2) and
 	 * timestamps (RFC 7323 §3.2). */
@@ -581,7 +645,7 @@ static uint32_t seg_max(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	uint32_t m = c->mss, room;
 
-	if (ctx->cfg.caps & IPK_CAP_TSO) {
+	if ((ctx->cfg.caps & IPK_CAP_TSO) && !ipk_tcp_is6(&c->t)) { /* no IPv6 TSO yet */
 		m = ctx->cfg.tso_max - ctx->cfg.tso_max % c->mss;
 		if (!(ctx->cfg.caps & IPK_CAP_SG)) {
 			room = ctx->cfg.pkt_buf_size - ipk_l4_off(ctx) - 60u;
@@ -801,6 +865,10 @@ static int txf_route_ok(const struct ipk_ctx *ctx, const struct ipk_conn *c)
 {
 	uint32_t nh = ipk_ip4_next_hop(ctx, c->t.peer_ip4_be);
 
+	/* An IPv6 connection fails here without a test of its own: its peer_ip4_be is
+	 * IPK_TCP6_MARK, the limited broadcast, whose next hop is never cached (link.c
+	 * sends broadcasts without ARP), and IPv6 needs an Ethernet link. So it never
+	 * gets a template and goes the general way (seg_send6). */
 	return nh != 0 && (ctx->cfg.link == IPK_LINK_RAWIP ||
 	                   (nh == ctx->nhc_ip_be && ctx->now < ctx->nhc_until));
 }
@@ -927,7 +995,8 @@ static void txf_hdr_tmpl(struct ipk_ctx *ctx, struct ipk_conn *c, const struct i
 /* The send-queue pb whose one flat packet holds all of [snd_nxt, snd_nxt + len) (the
  * common case: a pb per write, sent whole), with *at the offset of snd_nxt in it; NULL
  * when the bytes are spread (the general path gathers them). */
-static struct ipk_pb *txf_src(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t len,
+static IPK_ALWAYS_INLINE struct ipk_pb *txf_src(struct ipk_ctx *ctx, struct ipk_conn *c,
+                                                uint32_t len,
                               uint32_t *at)
 {
 	struct ipk_pb *pb = c->sq_head;
@@ -966,7 +1035,8 @@ static IPK_ALWAYS_INLINE void txf_csum(const struct ipk_ctx *ctx, const struct i
 /* What after_xmit does for new data sent by the fast path from pb alone: RACK's send
  * time goes on pb directly. No extension record: no recovery episode, so PRR has
  * nothing to count. */
-static void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint32_t len,
+static IPK_ALWAYS_INLINE void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq,
+                                       uint32_t len,
                      struct ipk_pb *pb)
 {
 	int timed;
@@ -988,6 +1058,78 @@ static void txf_sent(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq, uint
 	loss_timer_sent(ctx, c, 0, timed);
 }
 
+/* What ipk_tcp_xmit does after seg_send, for an ACK and new data (a fast segment
+ * of either family went). */
+static IPK_ALWAYS_INLINE void txf_done(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t seq,
+                                       uint32_t len, struct ipk_pb *src)
+{
+	c->fl &= ~(IPK_TCPF_ACK_NOW | IPK_TCPF_ACK_LATER);
+	c->delack_at = 0;
+	c->segs_unacked = 0;
+	if (src) {
+		txf_sent(ctx, c, seq, len, src);
+		c->snd_nxt = seq + len;
+	}
+}
+
+/*
+ * txf_send for an IPv6 connection (txf_send hands over where its route test fails,
+ * which it does for every IPv6 connection: internal.h IPK_TCP6_MARK; 0 at once for
+ * an IPv4 one, which the general path then takes): the segment txf_len
+ * planned, built whole (no template yet: the Ethernet header comes from ND on each
+ * segment, ipk_ip6_output), checksummed with the IPv6 pseudo-header. txf_len's
+ * conditions are the same for both families (len within the MSS, which the path
+ * MTU bounds). 0 when it cannot go this way (payload spread, pool dry).
+ */
+static IPK_NOINLINE int txf_send6(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t plan)
+{
+	const struct ipk_tcp6_pair *e;
+	uint32_t len = TXF_LEN(plan), seq = c->snd_nxt, at = 0, l4 = ipk_l4_off6(ctx);
+	uint32_t hlen = IPK_TCP_HLEN + ((c->fl & IPK_TCPF_TS_OK) ? IPK_TCP_TS_LEN : 0u);
+	struct ipk_pb *src = NULL;
+	struct ipk_tcp_hdr h;
+	uint8_t *th;
+	void *pkt;
+
+	if (!ipk_tcp_is6(&c->t))
+		return 0;
+	e = ipk_tcp6_pair(ctx, c->t.local_ip4_be);
+	if (!e || IPK_IP6_HLEN + hlen + len > ctx->ip6.mtu)
+		return 0;
+	if (len && !(src = txf_src(ctx, c, len, &at)))
+		return 0;
+	pkt = ipk_pkt_alloc(ctx);
+	if (!pkt)
+		return 0; /* the general path counts it and retries later */
+	ipk_pkt_set_len(ctx, pkt, l4 + hlen + len);
+	th = ipk_pkt_data(ctx, pkt) + l4;
+	h.sport_be = c->t.local_port_be;
+	h.dport_be = c->t.peer_port_be;
+	h.seq = seq;
+	h.ack = c->rcv_nxt;
+	h.doff = (uint8_t)hlen;
+	h.flags = TXF_FLAGS(plan);
+	h.wnd = wnd_field(ctx, c);
+	h.csum = 0;
+	h.urp = 0;
+	ipk_tcp_hdr_put(th, &h);
+	/* RFC 7323 §3.2: TSecr echoes TS.Recent on every segment with ACK */
+	if (hlen > IPK_TCP_HLEN)
+		ipk_tcp_ts_put(th + IPK_TCP_HLEN, ipk_tcp_ts_now(ctx, c), c->ts_recent);
+	if (src)
+		ipk_copy_short(th + hlen, ipk_pkt_data(ctx, src->pkt) + src->off + at, len);
+	ipk_wr16(th + 16, hlen + len <= IPK_TCP6_CSUM_INLINE_MAX ?
+	                  ipk_tcp6_csum_small(e->local, e->peer, th, hlen + len) :
+	                  ipk_csum_l4_6(e->local, e->peer, IPK_IPPROTO_TCP, th, hlen + len));
+	ctx->cnt.tcp_tx_segs++;
+	ctx->tx_fast_n++;
+	/* no route / no ND slot: counted there; the segment counts as sent (as
+	 * ipk_tcp_xmit treats IPK_EHOSTUNREACH) and the loss timer repeats it */
+	(void)ipk_ip6_output(ctx, pkt, e->local, e->peer, IPK_IPPROTO_TCP, hlen + len, 0);
+	txf_done(ctx, c, seq, len, src);
+	return 1;
+}
+
 /* Build and send the segment txf_len planned; 0 (nothing done) when the frame cannot
  * go this way after all: above the MTU, no route, next hop not cached, payload spread
  * over packets, pool dry. */
@@ -1004,7 +1146,7 @@ static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t pl
 	void *pkt;
 
 	if (tot > ctx->cfg.mtu || (!tmpl && !txf_route_ok(ctx, c)))
-		return 0;
+		return txf_send6(ctx, c, plan);
 	if (len && !(src = txf_src(ctx, c, len, &at)))
 		return 0;
 	pkt = ipk_pkt_alloc(ctx);

@@ -126,7 +126,11 @@ static uint32_t cookie_hash(const struct ipk_ctx *ctx, const struct ipk_tuple *t
                             uint64_t tick, uint32_t idx, uint32_t opts)
 {
 	uint64_t m[4];
+	struct ipk_tuple k;
 
+	/* IPv6: the pair's addresses, not its index (the SYN's is the scratch pair) */
+	ipk_tcp6_key(ctx, t, &k);
+	t = &k;
 	m[0] = (uint64_t)t->local_ip4_be << 32 | t->peer_ip4_be;
 	m[1] = (uint64_t)t->local_port_be << 48 | (uint64_t)t->peer_port_be << 32 | irs;
 	m[2] = tick;
@@ -236,12 +240,13 @@ void ipk_tcp_cookie_synack(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 {
 	struct ipk_tuple t;
 	struct ipk_tcp_opts o;
-	uint32_t idx = mss_index(&s->o), ours = (uint32_t)ctx->cfg.mtu - 40u, iss;
+	uint32_t idx = mss_index(&s->o), ours, iss;
 	uint32_t bits;
 	uint8_t flags = IPK_TCP_SYN | IPK_TCP_ACK;
 
 	cookie_key(ctx);
 	seg_tuple(s, &t);
+	ours = ipk_tcp_mss_ours(ctx, &t);
 	bits = syn_opt_bits(ctx, s);
 	iss = cookie_make(ctx, &t, s->h.seq, idx, bits);
 	ipk_memset(&o, 0, sizeof(o));
@@ -286,7 +291,10 @@ static struct ipk_conn *cookie_conn(struct ipk_ctx *ctx, const struct ipk_tcp_se
 		ipk_drop(ctx, IPK_DROP_NO_CONN_MEM);
 		return NULL;
 	}
-	ipk_tcp_conn_setup(ctx, c, t);
+	if (ipk_tcp_conn_setup(ctx, c, t) != IPK_OK) {
+		ipk_conn_put(ctx, c); /* the pair table is full (counted) */
+		return NULL;
+	}
 	c->iss = c->snd_una = s->h.ack - 1u;
 	c->snd_nxt = c->snd_max = c->sq_seq = s->h.ack;
 	c->rcv_nxt = s->h.seq;

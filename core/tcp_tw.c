@@ -139,7 +139,8 @@ int ipk_tcp_tw_take(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t *floor)
 	return 1;
 }
 
-uint16_t ipk_tcp_tw_eph(struct ipk_ctx *ctx, uint32_t pip, uint16_t pport, uint32_t *floor)
+uint16_t ipk_tcp_tw_eph(struct ipk_ctx *ctx, uint32_t lip, uint32_t pip, uint16_t pport,
+                       uint32_t *floor)
 {
 	struct ipk_conn *c;
 
@@ -149,7 +150,7 @@ uint16_t ipk_tcp_tw_eph(struct ipk_ctx *ctx, uint32_t pip, uint16_t pport, uint3
 		uint32_t p = ipk_ntohs(lport);
 
 		if (c->t.peer_ip4_be != pip || c->t.peer_port_be != pport ||
-		    c->t.local_ip4_be != ctx->cfg.ip4_be || p < ctx->cfg.eph_port_lo ||
+		    c->t.local_ip4_be != lip || p < ctx->cfg.eph_port_lo ||
 		    p > ctx->cfg.eph_port_hi)
 			continue;
 		/* a retransmitted FIN restarts a connection's wait, so a later one on

@@ -97,8 +97,9 @@ static void ew_sent(struct ipk_app *a, uint64_t cid, void *user, const void *buf
 /* Echo a datagram from the received buffer itself; the ref goes back once the stack
  * has copied it (udp_sent). A datagram in several buffers (a chain of refs) is
  * gathered into one heap buffer first, freed at udp_sent. */
-static void ew_udp(struct ipk_app *a, const struct ipk_tuple *t, struct ipk_pkt *ref,
-                   const uint8_t *data, uint32_t len)
+static void ew_udp_echo(struct ipk_app *a, uint16_t local_port_be, const struct ipk_addr *peer,
+                        uint16_t peer_port_be, struct ipk_pkt *ref, const uint8_t *data,
+                        uint32_t len)
 {
 	uint8_t *flat = NULL;
 
@@ -108,12 +109,30 @@ static void ew_udp(struct ipk_app *a, const struct ipk_tuple *t, struct ipk_pkt 
 			ipk_pkt_linearize(ref, flat, len);
 		data = flat;
 	}
-	if (!data || ipk_app_udp_send(a, t->local_port_be, t->peer_ip4_be, t->peer_port_be,
-	                              data, len, ref) < 0) {
+	if (!data || ipk_app_udp_send_addr(a, local_port_be, peer, peer_port_be, data, len,
+	                                   ref) < 0) {
 		ew_w(a)->udp_failed++;
 		free(flat);
 		ipk_app_release(a, 0, ref, 0);
 	}
+}
+
+static void ew_udp(struct ipk_app *a, const struct ipk_tuple *t, struct ipk_pkt *ref,
+                   const uint8_t *data, uint32_t len)
+{
+	struct ipk_addr peer;
+
+	memset(&peer, 0, sizeof(peer));
+	peer.family = IPK_AF_INET;
+	memcpy(peer.a, &t->peer_ip4_be, 4);
+	ew_udp_echo(a, t->local_port_be, &peer, t->peer_port_be, ref, data, len);
+}
+
+/* Over IPv6 (--ip6): back to the sender from our best address for it. */
+static void ew_udp6(struct ipk_app *a, const struct ipk_atuple *t, struct ipk_pkt *ref,
+                    const uint8_t *data, uint32_t len)
+{
+	ew_udp_echo(a, t->local_port_be, &t->peer, t->peer_port_be, ref, data, len);
 }
 
 static void ew_udp_sent(struct ipk_app *a, void *user, const void *buf, uint32_t len, int rc)
@@ -238,6 +257,7 @@ static const struct ipk_app_ops ew_ops = {
 	.closed = ew_closed,
 	.udp = ew_udp,
 	.udp_sent = ew_udp_sent,
+	.udp6 = ew_udp6,
 };
 
 /* ------------------------------------------------------------ main */
@@ -270,6 +290,19 @@ static void ew_report(struct ipk_workers *ws, const struct ew *ew, unsigned n)
 	        (unsigned long long)drops);
 }
 
+/* --ip6: every worker's core gets IPv6 (link-local and the static address; each
+ * runs its own DAD and neighbour cache, the runtime sends ND to all of them). */
+static void ew_core_tweak(struct ipk_config *c, void *app)
+{
+	const struct app_opts *ao = (const struct app_opts *)app;
+
+	if (!ao->ip6)
+		return;
+	c->ip6_enable = 1;
+	memcpy(c->ip6_addr, ao->ip6_addr, 16);
+	c->ip6_prefix_len = ao->ip6_plen;
+}
+
 int ew_main(const struct app_opts *ao, const struct ew_opts *o)
 {
 	struct ipk_workers_cfg cfg;
@@ -290,6 +323,8 @@ int ew_main(const struct app_opts *ao, const struct ew_opts *o)
 	cfg.node.prefix_len = ao->prefix_len;
 	cfg.node.gateway_be = ao->gw_be;
 	cfg.node.busy_poll = ao->busy_poll;
+	cfg.node.core_tweak = ew_core_tweak;
+	cfg.node.app = (void *)(uintptr_t)ao; /* what core_tweak gets (no cfg.run) */
 	cfg.nworkers = o->nworkers;
 	cfg.model = o->model;
 	cfg.steer = o->steer;

@@ -26,6 +26,7 @@
 #include "app.h"
 #include "sha256.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -224,6 +225,15 @@ static int nc_accept(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opaqu
 	return a->c == NULL; /* one stream only */
 }
 
+/* The same for a SYN over IPv6 (listeners take both families). */
+static int nc_accept6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opaque)
+{
+	struct nc_app *a = (struct nc_app *)ipk_node_app(opaque);
+	(void)ctx;
+	(void)t;
+	return a->c == NULL;
+}
+
 static void *nc_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque)
 {
 	struct nc_app *a = (struct nc_app *)ipk_node_app(opaque);
@@ -298,17 +308,30 @@ static void nc_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 
 static const struct ipk_ops nc_events = {
 	.tcp_accept = nc_accept,
+	.tcp_accept6 = nc_accept6,
 	.tcp_accepted = nc_accepted,
 	.tcp_connected = nc_connected,
 	.tcp_payload = nc_payload,
 	.tcp_closed = nc_closed,
 };
 
+/* IPv6: wait (bounded, 5 s) until DAD gave us a global address to connect from
+ * (ipk_tcp_connect_addr says IPK_EHOSTUNREACH before). */
+static void nc_wait_addr6(struct ipk_node *n)
+{
+	uint8_t addrs[4][16];
+	uint64_t end = ipk_node_now(n) + 5000000000ull;
+
+	while (ipk_ip6_addrs(ipk_node_ctx(n), addrs, 4) < 2 && ipk_node_now(n) < end)
+		ipk_node_poll(n, 1);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ipkit-nc --io SPEC --ip A.B.C.D/N [options] HOST PORT\n"
 	           "       ipkit-nc --io SPEC --ip A.B.C.D/N [options] -l PORT\n"
-	           "One TCP stream between stdin/stdout and a peer.\n\n"
+	           "One TCP stream between stdin/stdout and a peer. HOST is A.B.C.D, or an\n"
+	           "IPv6 address with --ip6 (a listener takes both families).\n\n"
 	           "  -l PORT          listen and accept one connection\n"
 	           "  --send-size N    send N bytes of a fixed pattern instead of stdin (k/M/G)\n"
 	           "  --no-output      do not write received bytes to stdout\n"
@@ -452,6 +475,7 @@ int main(int argc, char **argv)
 	struct ipk_node *n;
 	const char *host = NULL, *port = NULL;
 	uint32_t peer_be = 0;
+	struct ipk_addr peer6;
 	uint64_t timeout_s = 30;
 	long portnum;
 	int i, rc;
@@ -547,8 +571,17 @@ int main(int argc, char **argv)
 		return APP_EXIT_USAGE;
 	}
 	portnum = strtol(port, NULL, 10);
-	if (portnum <= 0 || portnum > 65535 || (host && app_parse_ip4(host, &peer_be, NULL) < 0)) {
-		fprintf(stderr, "ipkit-nc: bad host or port (HOST is A.B.C.D)\n");
+	memset(&peer6, 0, sizeof(peer6));
+	if (host && strchr(host, ':')) {
+		peer6.family = IPK_AF_INET6;
+		if (inet_pton(AF_INET6, host, peer6.a) != 1 || !o.ip6) {
+			fprintf(stderr, "ipkit-nc: an IPv6 HOST needs --ip6 (see --help)\n");
+			return APP_EXIT_USAGE;
+		}
+	}
+	if (portnum <= 0 || portnum > 65535 ||
+	    (host && !peer6.family && app_parse_ip4(host, &peer_be, NULL) < 0)) {
+		fprintf(stderr, "ipkit-nc: bad host or port (HOST is A.B.C.D or IPv6)\n");
 		return APP_EXIT_USAGE;
 	}
 	sha256_init(&a.sha_tx);
@@ -559,11 +592,16 @@ int main(int argc, char **argv)
 		volatile int *stop = app_stop_flag();
 		n = app_node(&o, &nc_events, &a, nc_tweak);
 		a.listen_port_be = ipk_htons((uint16_t)portnum);
-		if (a.listen)
+		if (a.listen) {
 			rc = ipk_tcp_listen(ipk_node_ctx(n), a.listen_port_be, 1);
-		else
+		} else if (peer6.family) {
+			nc_wait_addr6(n);
+			rc = ipk_tcp_connect_addr(ipk_node_ctx(n), &peer6, ipk_htons((uint16_t)portnum),
+			                          0, &a, &a.c, ipk_node_now(n));
+		} else {
 			rc = ipk_tcp_connect(ipk_node_ctx(n), peer_be, ipk_htons((uint16_t)portnum), 0,
 			                     &a, &a.c, ipk_node_now(n));
+		}
 		if (rc < 0) {
 			fprintf(stderr, "ipkit-nc: cannot %s: %s\n", a.listen ? "listen" : "connect",
 			        ipk_strerror(rc));

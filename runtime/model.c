@@ -40,8 +40,10 @@
 enum {
 	/* events, networking -> application */
 	M_ACCEPTED = 1, M_CONNECTED, M_DATA, M_SENT, M_CLOSED, M_UDP, M_UDP_SENT, M_BOUND,
+	M_UDP6,
 	/* commands, application -> networking */
-	C_LISTEN = 16, C_CONNECT, C_SEND, C_RELEASE, C_CLOSE, C_UDP_BIND, C_UDP_SEND
+	C_LISTEN = 16, C_CONNECT, C_SEND, C_RELEASE, C_CLOSE, C_UDP_BIND, C_UDP_SEND,
+	C_UDP_SEND6
 };
 
 #define APP_BATCH 256
@@ -178,6 +180,25 @@ static void app_open(struct wk *w, const struct wk_msg *m, struct wk_appconn *ac
 		ops->connected(w->app, m->cid, ac->user);
 }
 
+/* M_UDP6: the datagram's tuple rebuilt from the message; without a udp6 member the
+ * ref goes back at once. */
+static void app_udp6(struct wk *w, const struct ipk_app_ops *ops, const struct wk_msg *m)
+{
+	struct ipk_atuple t;
+
+	if (!ops->udp6) {
+		ipk_app_release(w->app, 0, (struct ipk_pkt *)m->p, 0);
+		return;
+	}
+	memset(&t, 0, sizeof(t));
+	t.local.family = t.peer.family = IPK_AF_INET6;
+	memcpy(t.local.a, m->local6, 16);
+	memcpy(t.peer.a, m->peer6, 16);
+	t.local_port_be = m->t.local_port_be;
+	t.peer_port_be = m->t.peer_port_be;
+	ops->udp6(w->app, &t, (struct ipk_pkt *)m->p, m->data, m->len);
+}
+
 static void app_dispatch(struct wk *w, const struct wk_msg *m)
 {
 	const struct ipk_app_ops *ops = w->ws->cfg.app;
@@ -208,6 +229,9 @@ static void app_dispatch(struct wk *w, const struct wk_msg *m)
 			ops->udp(w->app, &m->t, (struct ipk_pkt *)m->p, m->data, m->len);
 		else
 			ipk_app_release(w->app, 0, (struct ipk_pkt *)m->p, 0);
+		break;
+	case M_UDP6:
+		app_udp6(w, ops, m);
 		break;
 	case M_UDP_SENT:
 		if (ops->udp_sent)
@@ -371,8 +395,19 @@ static void net_send(struct wk *w, const struct wk_msg *m)
 static void net_udp_send(struct wk *w, const struct wk_msg *m)
 {
 	struct wk_msg r = *m;
-	int rc = ipk_udp_sendto(net_ctx(w), m->t.local_port_be, m->t.peer_ip4_be,
-	                        m->t.peer_port_be, m->data, m->len, net_now(w));
+	struct ipk_addr peer;
+	int rc;
+
+	if (m->type == C_UDP_SEND6) {
+		memset(&peer, 0, sizeof(peer));
+		peer.family = IPK_AF_INET6;
+		memcpy(peer.a, m->peer6, 16);
+		rc = ipk_udp_sendto_addr(net_ctx(w), m->t.local_port_be, &peer, m->t.peer_port_be,
+		                         m->data, m->len, net_now(w));
+	} else {
+		rc = ipk_udp_sendto(net_ctx(w), m->t.local_port_be, m->t.peer_ip4_be,
+		                    m->t.peer_port_be, m->data, m->len, net_now(w));
+	}
 
 	if (rc >= 0)
 		WK_INC(w->st.udp_tx);
@@ -432,6 +467,7 @@ static int net_exec(struct wk *w, const struct wk_msg *m)
 			ipk_tcp_recved(net_ctx(w), r->c, m->len, net_now(w));
 		break;
 	case C_UDP_SEND:
+	case C_UDP_SEND6:
 		net_udp_send(w, m);
 		break;
 	case C_CLOSE:
@@ -631,30 +667,52 @@ static struct ipk_pkt *udp_ref_chain(struct ipk_pkt *k, uint32_t off, uint32_t l
 /* A datagram: references for the app, like TCP payload; a reassembled datagram that
  * goes on in the packet's chain is a chain of references (zero-copy, no limit but
  * the descriptors). */
-static void cb_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
-                   uint32_t len, void *opaque)
+static void udp_emit(struct wk *w, struct wk_msg *m, void *pkt, uint32_t off, uint32_t len)
 {
-	struct wk *w = cb_wk(opaque);
 	struct ipk_pkt *ref = udp_ref_chain((struct ipk_pkt *)pkt, off, len);
-	struct wk_msg m;
 
-	(void)ctx;
 	if (!ref) {
 		WK_INC(w->st.udp_drops);
 		return;
 	}
+	m->p = ref;
+	m->data = ipk_pkt_mtod(ref);
+	m->len = len;
+	WK_INC(w->st.udp_rx);
+	net_emit(w, m);
+}
+
+static void cb_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
+                   uint32_t len, void *opaque)
+{
+	struct wk_msg m;
+
+	(void)ctx;
 	memset(&m, 0, sizeof(m));
 	m.type = M_UDP;
 	m.t = *t;
-	m.p = ref;
-	m.data = ipk_pkt_mtod(ref);
-	m.len = len;
-	WK_INC(w->st.udp_rx);
-	net_emit(w, &m);
+	udp_emit(cb_wk(opaque), &m, pkt, off, len);
+}
+
+/* The same over IPv6: the ports in m.t, the addresses beside them. */
+static void cb_udp6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt, uint32_t off,
+                    uint32_t len, void *opaque)
+{
+	struct wk_msg m;
+
+	(void)ctx;
+	memset(&m, 0, sizeof(m));
+	m.type = M_UDP6;
+	m.t.local_port_be = t->local_port_be;
+	m.t.peer_port_be = t->peer_port_be;
+	memcpy(m.local6, t->local.a, 16);
+	memcpy(m.peer6, t->peer.a, 16);
+	udp_emit(cb_wk(opaque), &m, pkt, off, len);
 }
 
 const struct ipk_ops model_events = {
 	.udp_recv = cb_udp,
+	.udp_recv6 = cb_udp6,
 	.tcp_accepted = cb_accepted,
 	.tcp_connected = cb_connected,
 	.tcp_payload = cb_payload,
@@ -798,6 +856,31 @@ int ipk_app_udp_send(struct ipk_app *a, uint16_t local_port_be, uint32_t ip4_be,
 	m.t.local_port_be = local_port_be;
 	m.t.peer_ip4_be = ip4_be;
 	m.t.peer_port_be = port_be;
+	m.data = (const uint8_t *)buf;
+	m.len = len;
+	m.p = user;
+	return app_cmd(a, &m);
+}
+
+int ipk_app_udp_send_addr(struct ipk_app *a, uint16_t local_port_be,
+                          const struct ipk_addr *peer, uint16_t port_be, const void *buf,
+                          uint32_t len, void *user)
+{
+	static const uint8_t any[16];
+	struct wk_msg m;
+
+	if (peer && peer->family == IPK_AF_INET) {
+		uint32_t ip4_be;
+		memcpy(&ip4_be, peer->a, 4); /* network order as stored */
+		return ipk_app_udp_send(a, local_port_be, ip4_be, port_be, buf, len, user);
+	}
+	if (!a || !buf || len == 0 || local_port_be == 0 || port_be == 0 || !peer ||
+	    peer->family != IPK_AF_INET6 || memcmp(peer->a, any, 16) == 0)
+		return IPK_EINVAL;
+	app_msg(&m, C_UDP_SEND6, 0);
+	m.t.local_port_be = local_port_be;
+	m.t.peer_port_be = port_be;
+	memcpy(m.peer6, peer->a, 16);
 	m.data = (const uint8_t *)buf;
 	m.len = len;
 	m.p = user;

@@ -53,6 +53,8 @@ struct wk_msg {
 	void *p;            /* ref packet, send buffer or user pointer */
 	const uint8_t *data;
 	struct ipk_tuple t;
+	/* M_UDP6 and C_UDP_SEND6: the IPv6 addresses (t carries the ports only) */
+	uint8_t local6[16], peer6[16];
 };
 
 /* A producer's side of a message ring: messages that do not fit wait in a private

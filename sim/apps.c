@@ -277,6 +277,28 @@ int sim_bulk_connect(struct sim_bulk *app, uint32_t peer_ip4_be, uint16_t port_b
 	return 0;
 }
 
+int sim_bulk_connect_addr(struct sim_bulk *app, const struct ipk_addr *peer, uint16_t port_be,
+                          struct sim_bulk_conn **out)
+{
+	struct sim_node *n = app->node;
+	struct sim_bulk_conn *bc = slot_get(app);
+	int r;
+
+	if (out)
+		*out = NULL;
+	if (!bc)
+		return IPK_ENOMEM;
+	r = ipk_tcp_connect_addr(n->ctx, peer, port_be, 0, bc, &bc->c, n->sim->now);
+	if (r < 0) {
+		bc->in_use = 0;
+		return r;
+	}
+	sim_node_kick(n);
+	if (out)
+		*out = bc;
+	return 0;
+}
+
 uint32_t sim_bulk_live(const struct sim_bulk *app)
 {
 	uint32_t i, k = 0;

@@ -80,6 +80,10 @@ void sim_bulk_expect(struct sim_bulk *app, uint64_t bytes, uint64_t seed);
  * IPK_ENOMEM when no slot is free). */
 int sim_bulk_connect(struct sim_bulk *app, uint32_t peer_ip4_be, uint16_t port_be,
                      struct sim_bulk_conn **out);
+/* sim_bulk_connect for either family (ipk_tcp_connect_addr: IPv6 needs
+ * cfg.ip6_enable and an address past DAD). */
+int sim_bulk_connect_addr(struct sim_bulk *app, const struct ipk_addr *peer, uint16_t port_be,
+                          struct sim_bulk_conn **out);
 /* Slots in use with a live connection. */
 uint32_t sim_bulk_live(const struct sim_bulk *app);
 

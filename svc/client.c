@@ -837,6 +837,15 @@ void ipk_svc_addr_ip4(struct ipk_svc_addr *a, uint32_t ip4_be, uint16_t port)
 	memcpy(a->addr, &ip4_be, 4);
 }
 
+void ipk_svc_addr_ip6(struct ipk_svc_addr *a, const uint8_t ip6[16], uint16_t port)
+{
+	uint8_t pb[2] = {(uint8_t)(port >> 8), (uint8_t)port};
+	memset(a, 0, sizeof *a);
+	a->family = IPK_SVC_AF_INET6;
+	memcpy(&a->port_be, pb, 2);
+	memcpy(a->addr, ip6, 16);
+}
+
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st)
 {
 	if (!st)
@@ -855,6 +864,11 @@ void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st)
 	st->tx_zc = IPK_SVC_LOAD_RLX(&svc->hdr->tx_zc);
 	st->sends_zc = IPK_SVC_LOAD_RLX(&svc->hdr->sends_zc);
 	st->sends_copied = IPK_SVC_LOAD_RLX(&svc->hdr->sends_copied);
+}
+
+uint32_t ipk_svc_features(const struct ipk_svc *svc)
+{
+	return svc ? IPK_SVC_LOAD_RLX(&svc->hdr->features) : 0;
 }
 
 void *ipk_svc_region(const struct ipk_svc *svc, uint64_t *size)

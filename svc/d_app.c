@@ -281,6 +281,7 @@ static void d_region_header(struct d_app *a)
 	h->ready_off = 4096;
 	h->ready_words = a->ready_words;
 	h->ready_sum_words = a->ready_sum_words;
+	h->features = a->d->cfg.ip6 ? IPK_SVC_FEAT_IP6 : 0;
 }
 
 /* The hello arrived: build the region and answer. 0, or -errno (answered). */
@@ -451,8 +452,8 @@ void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why)
 	int k;
 	d->reclaiming = 1; /* every worker's sockets are ours here (under the lock) */
 	for (i = 1; i < a->nsocks; i++)
-		if (a->socks[i])
-			d_sock_destroy(d, a->socks[i], d->cfg.graceful);
+		if (*d_slot(a, i))
+			d_sock_destroy(d, *d_slot(a, i), d->cfg.graceful);
 	d_xfer_reclaim(d, a);
 	d->reclaiming = 0;
 	if (a->ctl.txq.v)
@@ -508,8 +509,9 @@ void d_app_final(struct d_daemon *d, struct d_app *a)
 	free(a->pw);
 	free(a->own);
 	free(a->ho_mem);
-	free(a->socks);
-	free(a->gen);
+	for (k = 0; a->sdir && k < (int)a->ndir; k++)
+		free(a->sdir[k]);
+	free(a->sdir);
 	free(a->free_idx);
 	free(a);
 }
@@ -519,31 +521,47 @@ void d_app_final(struct d_daemon *d, struct d_app *a)
 /* Threads asleep on one socket (ipk_svc_wait_cqe): woken only by their own
  * socket's completions. `waiting` is the app's (untrusted): a wrong value costs
  * one FUTEX_WAKE per socket and pass that posted, no more. */
-static void d_wake_socks(struct d_app *a)
+static void d_wake_socks(struct d_app *a, struct d_appw *p)
 {
-	struct d_sock *s = a->wake_h;
-	a->wake_h = NULL;
+	struct d_sock *s = p->wake_h;
+	p->wake_h = NULL;
 	/* seq_cst: forbids reading `waiting` before our cq_tail stores are visible;
 	 * the app fences between raising it and re-checking its CQ */
 	IPK_SVC_FENCE();
 	for (; s; s = s->wake_next) {
 		s->wake_on = 0;
 		if (s->ring && IPK_SVC_LOAD_RLX(&s->ring->cq_head.waiting) != 0) {
-			a->hdr->futex_wakes++;
+			D_STAT(a, futex_wakes, 1);
 			syscall(SYS_futex, &s->ring->cq_tail.v, FUTEX_WAKE, 0x7fffffff, NULL, NULL,
 			        0);
 		}
 	}
 }
 
-void d_wake_apps(struct d_daemon *d)
+/* One socket posted to this turn, woken now (a bound CONNECT hands it to
+ * another worker, whose wake list it was not on): as d_wake_socks for s. */
+void d_wake_one(struct d_sock *s)
+{
+	if (!s->wake_on)
+		return;
+	d_wake_forget(s);
+	IPK_SVC_FENCE(); /* seq_cst: as in d_wake_socks */
+	if (s->ring && IPK_SVC_LOAD_RLX(&s->ring->cq_head.waiting) != 0) {
+		D_STAT(s->app, futex_wakes, 1);
+		syscall(SYS_futex, &s->ring->cq_tail.v, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+	}
+}
+
+/* After worker wk's pass: the threads waiting on what it posted. */
+void d_wake_apps(struct d_daemon *d, unsigned wk)
 {
 	struct d_app *a;
 	for (a = d->apps; a; a = a->next) {
-		if (!a->posted)
+		struct d_appw *p = &a->pw[wk];
+		if (!p->posted)
 			continue;
-		a->posted = 0;
-		d_wake_socks(a);
+		p->posted = 0;
+		d_wake_socks(a, p);
 		/* the futex word counts passes that posted (no system call): a waiter
 		 * that read it before scanning its CQs sees it move (ipk_svc_wait_from) */
 		__atomic_add_fetch(&a->hdr->app_futex.v, 1, __ATOMIC_RELEASE);
@@ -553,7 +571,7 @@ void d_wake_apps(struct d_daemon *d)
 		IPK_SVC_FENCE();
 		if (IPK_SVC_LOAD_RLX(&a->hdr->app_waiting.v) == 0)
 			continue;
-		a->hdr->futex_wakes++;
+		D_STAT(a, futex_wakes, 1);
 		syscall(SYS_futex, &a->hdr->app_futex.v, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 	}
 }

@@ -70,14 +70,15 @@ int d_family_share_ok(const struct d_sock *head, const struct d_sock *s)
 /* The listener of the group to take the next connection: one with an ACCEPT armed
  * and room, the turn moving on past it; NULL: none waits (the caller falls back to
  * any listener with room). */
-struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be)
+struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be, unsigned fam)
 {
 	struct d_sock *h = d->tcp_port[port_be], *m;
 	if (!h || h->port_next == h)
 		return NULL;
 	m = h;
 	do {
-		if (m->state == D_LISTEN && m->acc_armed && m->acc_n < m->backlog) {
+		if (m->state == D_LISTEN && d_acc_armed(m) && d_acc_room(m) &&
+		    d_fam_ok(m, fam)) { /* only one serving the SYN's family (IPv4/IPv6) */
 			d->tcp_port[port_be] = m->port_next;
 			return m;
 		}
@@ -301,7 +302,7 @@ static int d_fam_giveback(struct d_daemon *d, struct d_sock *s, const struct ipk
 	/* the daemon's memory: a program gives back at most what its two receive
 	 * buffers held; one that keeps giving more is refused (counted) */
 	if (e->len > D_GB_MAX || rest > D_GB_MAX - e->len) {
-		s->app->hdr->bad_sqe++;
+		D_STAT(s->app, bad_sqe, 1);
 		t->gb_wait = 0; /* nothing more comes: deliver what there is */
 		d_rx_deliver(d, t);
 		return -ENOBUFS;
@@ -327,7 +328,7 @@ void d_family_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe 
 {
 	int rc;
 	if (s->type != IPK_SVC_TCP) {
-		s->app->hdr->bad_sqe++;
+		D_STAT(s->app, bad_sqe, 1);
 		d_post_res(s, e->user_data, -EOPNOTSUPP);
 		return;
 	}
@@ -342,7 +343,7 @@ uint32_t d_family_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e)
 	if (n > e->len)
 		n = e->len;
 	memcpy(s->app->base + e->buf_off, s->gb + s->gb_pos, n);
-	s->app->hdr->rx_copied += n;
+	D_STAT(s->app, rx_copied, n);
 	s->gb_pos += n;
 	if (s->gb_pos == s->gb_len) {
 		free(s->gb);

@@ -88,7 +88,7 @@ static uint16_t d_loop_port(struct d_daemon *d, struct d_sock *s)
  * paired with s, and queued for the listener's (multishot) accept. */
 void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 {
-	struct d_sock *l = d_port_listener(d, op->e.addr.port_be, 1), *w;
+	struct d_sock *l = d_port_listener(d, op->e.addr.port_be, 1, D_FAM4), *w;
 	if (!l) {
 		d_post_res(s, op->e.user_data, -ECONNREFUSED);
 		return;
@@ -115,7 +115,7 @@ void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 	w->acc_addr.family = IPK_SVC_AF_INET; /* what the listener's accept reports */
 	w->acc_addr.port_be = w->peer_port_be;
 	memcpy(w->acc_addr.addr, &d->cfg.ip4_be, 4);
-	d->loop_conns++;
+	__atomic_add_fetch(&d->loop_conns, 1, __ATOMIC_RELAXED); /* any worker */
 	d_local_post(s, op->e.user_data, w->peer_port_be); /* names s's local address */
 	if (l->wk == w->wk) {
 		d_acc_push(l, w);
@@ -152,7 +152,7 @@ static void d_loop_tx_once(struct d_daemon *d, struct d_sock *s)
 		n = d_pipe_put(&p->rxp, s->app->base + op->e.buf_off + op->done,
 		               op->e.len - op->done);
 		op->done += n;
-		s->app->hdr->tx_copied += n;
+		D_STAT(s->app, tx_copied, n);
 		if (n)
 			d_rx_deliver(d, p); /* may take bytes and ask for more (guarded) */
 		if (op->done < op->e.len) {
@@ -189,7 +189,7 @@ void d_loop_tx(struct d_daemon *d, struct d_sock *s)
 uint32_t d_loop_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e)
 {
 	uint32_t n = d_pipe_get(&s->rxp, s->app->base + e->buf_off, e->len);
-	s->app->hdr->rx_copied += n;
+	D_STAT(s->app, rx_copied, n);
 	return n;
 }
 
@@ -264,13 +264,13 @@ void d_dgram_push(struct d_daemon *d, struct d_sock *s, struct d_dgram *g)
  * applies. */
 void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
 {
-	struct d_sock *t = d_port_udp(d, e->addr.port_be, d->cfg.ip4_be, s->lport_be);
+	struct d_sock *t = d_port_udp(d, e->addr.port_be, d->cfg.ip4_be, s->lport_be, D_FAM4);
 	int other = t && t->wk != s->wk;
 	struct d_dgram *g = !t || !t->ring ? NULL : other ? d_dgram_alloc(e->len)
 	                                                  : d_dgram_new(t, e->len);
-	s->app->hdr->tx_copied += e->len;
+	D_STAT(s->app, tx_copied, e->len);
 	if (!g) {
-		d->loop_dgram_drops++;
+		__atomic_add_fetch(&d->loop_dgram_drops, 1, __ATOMIC_RELAXED);
 		d_post_res(s, e->user_data, (int32_t)e->len);
 		return;
 	}
@@ -278,7 +278,7 @@ void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sq
 	g->from.family = IPK_SVC_AF_INET;
 	g->from.port_be = s->lport_be;
 	memcpy(g->from.addr, &d->cfg.ip4_be, 4);
-	d->loop_dgrams++;
+	__atomic_add_fetch(&d->loop_dgrams, 1, __ATOMIC_RELAXED);
 	d_post_res(s, e->user_data, (int32_t)e->len);
 	if (!other)
 		d_dgram_push(d, t, g);

@@ -78,7 +78,7 @@ int d_msg_init(struct d_daemon *d)
 	for (i = 0; i < d->nw * d->nw; i++)
 		if (spsc_init(&d->mq[i], slots, sizeof(struct d_msg)) < 0)
 			return -1;
-	return 0;
+	return d_pinst_init(d);
 }
 
 static void d_msg_free(struct d_msg *m)
@@ -100,6 +100,7 @@ void d_msg_fini(struct d_daemon *d)
 	}
 	free(d->mq);
 	d->mq = NULL;
+	d_pinst_fini(d);
 	for (i = 0; d->wk && i < d->nw; i++)
 		while (d->wk[i].ob_h) {
 			struct d_obox *o = d->wk[i].ob_h;
@@ -211,10 +212,10 @@ int d_msg_pending(struct d_daemon *d, unsigned wk)
 	for (j = 0; d->mq && j < d->nw; j++)
 		if (j != wk && !spsc_empty(d_mq(d, j, wk)))
 			return 1;
-	return 0;
+	return d->wk[wk].npd != 0; /* INSTALLs held back by the test knob (d_pinst.c) */
 }
 
-static struct d_app *d_app_of(struct d_daemon *d, uint32_t id)
+struct d_app *d_app_of(struct d_daemon *d, uint32_t id)
 {
 	struct d_app *a;
 	for (a = d->apps; a; a = a->next)
@@ -282,7 +283,7 @@ static int d_msg_closed(struct d_daemon *d, unsigned wk, struct d_msg *m)
 	if (!a || wk != 0)
 		return -1;
 	if (m->res == -EBADF)
-		a->hdr->bad_sqe++;
+		D_STAT(a, bad_sqe, 1);
 	d_post_res(&a->ctl, m->arg, m->res);
 	return 0;
 }
@@ -424,6 +425,7 @@ void d_msg_drain(struct d_daemon *d, unsigned wk)
 {
 	struct d_wk *w = &d->wk[wk];
 	unsigned j;
+	d_pinst_tick(d, wk);
 	for (j = 0; j < d->nw; j++) {
 		struct spsc *r;
 		uint32_t k, n;
@@ -439,6 +441,10 @@ void d_msg_drain(struct d_daemon *d, unsigned wk)
 			         : m->kind == D_MSG_CLOSED  ? d_msg_closed(d, wk, m)
 			         : m->kind == D_MSG_ACCEPT  ? d_msg_accept(d, wk, m)
 			         : m->kind == D_MSG_ACC_DONE ? d_msg_acc_done(d, wk, m)
+			         : m->kind == D_MSG_INSTALL || m->kind == D_MSG_REMOVE
+			                 ? d_pinst_msg(d, wk, j, m->kind, m->app_id, m->sock_id, m->arg, m->res)
+			         : m->kind == D_MSG_INSTALLED
+			                 ? d_pinst_answer(d, wk, m->app_id, m->sock_id, m->arg, m->res)
 			                                    : -1;
 			w->msgs_in++;
 			if (rc < 0) {

@@ -47,35 +47,105 @@ void d_connect_done(struct d_sock *s, uint16_t lport_be)
 
 static void d_bad(struct d_sock *s, const struct ipk_svc_sqe *e, int32_t res)
 {
-	s->app->hdr->bad_sqe++;
+	D_STAT(s->app, bad_sqe, 1);
 	d_post_res(s, e->user_data, res);
 }
 
-static int d_addr4(const struct ipk_svc_addr *a, uint32_t *ip4_be)
+/* The application's address as the core's (issue 17, IPv6): AF_INET as it is;
+ * AF_INET6 needs ipkitd --ip6 (else -EAFNOSUPPORT), and an IPv4-mapped one
+ * (::ffff:a.b.c.d, RFC 4291 §2.5.5.2) is the IPv4 address it carries, as a Linux
+ * dual-stack socket sends to it over IPv4. */
+static int d_addr(const struct d_daemon *d, const struct ipk_svc_addr *a, struct ipk_addr *o)
 {
-	if (a->family != IPK_SVC_AF_INET)
-		return a->family == IPK_SVC_AF_INET6 ? -EAFNOSUPPORT : -EINVAL;
-	memcpy(ip4_be, a->addr, 4);
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	memset(o, 0, sizeof *o);
+	if (a->family == IPK_SVC_AF_INET) {
+		o->family = IPK_AF_INET;
+		memcpy(o->a, a->addr, 4);
+		return 0;
+	}
+	if (a->family != IPK_SVC_AF_INET6)
+		return -EINVAL;
+	if (!memcmp(a->addr, mapped, 12)) {
+		o->family = IPK_AF_INET;
+		memcpy(o->a, a->addr + 12, 4);
+		return 0;
+	}
+	if (!d->cfg.ip6)
+		return -EAFNOSUPPORT;
+	o->family = IPK_AF_INET6;
+	memcpy(o->a, a->addr, 16);
 	return 0;
+}
+
+static uint32_t d_addr_ip4(const struct ipk_addr *a)
+{
+	uint32_t ip;
+	memcpy(&ip, a->a, 4);
+	return ip;
+}
+
+static int d_addr_any6(const uint8_t a[16])
+{
+	static const uint8_t zero[16];
+	return !memcmp(a, zero, 16);
+}
+
+/* Is a one of our IPv6 addresses (in use, or the configured static one while DAD
+ * still runs)? */
+static int d_addr_ours6(const struct d_sock *s, const uint8_t a[16])
+{
+	uint8_t mine[8][16];
+	int i, n = ipk_ip6_addrs(d_sctx(s), mine, 8);
+	if (!d_addr_any6(s->app->d->cfg.ip6_addr) && !memcmp(a, s->app->d->cfg.ip6_addr, 16))
+		return 1;
+	for (i = 0; i < n; i++)
+		if (!memcmp(a, mine[i], 16))
+			return 1;
+	return 0;
+}
+
+/* The families a BIND serves: AF_INET, or AF_INET6 with an IPv4-mapped address,
+ * IPv4; AF_INET6 to :: both, as Linux's IPV6_V6ONLY 0, unless
+ * IPK_SVC_SQE_F_V6ONLY; AF_INET6 to one of our addresses IPv6. */
+static unsigned d_bind_fam(const struct ipk_svc_sqe *e, const struct ipk_addr *a)
+{
+	if (a->family == IPK_AF_INET)
+		return D_FAM4;
+	if (!d_addr_any6(a->a) || (e->flags & IPK_SVC_SQE_F_V6ONLY))
+		return D_FAM6;
+	return D_FAM4 | D_FAM6;
+}
+
+/* Does s (a listener or UDP socket) take traffic of this family? */
+int d_fam_ok(const struct d_sock *s, unsigned fam)
+{
+	return s->fam == 0 ? fam == D_FAM4 : (s->fam & fam) != 0; /* 0: never bound,
+	                                                        * IPv4 as before */
 }
 
 /* ------------------------------------------------------------ bind / listen */
 
 static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
 {
-	uint32_t ip;
-	int rc = d_addr4(&e->addr, &ip);
+	struct ipk_addr a;
+	int rc = d_addr(d, &e->addr, &a);
 	if (rc < 0)
 		return rc;
-	if (ip != 0 && ip != d->cfg.ip4_be)
+	if (a.family == IPK_AF_INET && d_addr_ip4(&a) != 0 && d_addr_ip4(&a) != d->cfg.ip4_be)
+		return -EADDRNOTAVAIL;
+	if (a.family == IPK_AF_INET6 && !d_addr_any6(a.a) && !d_addr_ours6(s, a.a))
 		return -EADDRNOTAVAIL;
 	if (s->state != D_NEW)
 		return -EINVAL;
 	s->reuse = (e->flags & IPK_SVC_SQE_F_REUSEPORT) != 0;
 	s->inherit = (e->flags & IPK_SVC_SQE_F_INHERIT) != 0;
-	rc = d_port_claim(d, s, e->addr.port_be);
-	if (rc == 0)
+	s->fam = d_bind_fam(e, &a); /* before the claim: disjoint families share */
+	rc = d_port_claim(d, s, e->addr.port_be, 1);
+	if (rc >= 0) /* 1: completes when every worker has it (d_pinst.c) */
 		s->state = D_BOUND;
+	else
+		s->fam = 0;
 	return rc;
 }
 
@@ -85,26 +155,12 @@ static int d_udp_autobind(struct d_daemon *d, struct d_sock *s)
 	unsigned i;
 	for (i = 0; i < 16384; i++) {
 		uint16_t p = (uint16_t)(49152u + (d->udp_next_eph++ % 16384u));
-		if (d_port_claim(d, s, ipk_htons(p)) == 0) {
+		if (d_port_claim(d, s, ipk_htons(p), 0) >= 0) {
 			s->state = D_BOUND;
 			return 0;
 		}
 	}
 	return -EADDRINUSE;
-}
-
-/* Every worker's context listens: a SYN lands on the worker its flow hashes to,
- * and the connection is accepted there. All or none. */
-static int d_listen_all(struct d_daemon *d, uint16_t port_be, uint16_t bl)
-{
-	unsigned i;
-	int rc = 0;
-	for (i = 0; i < d->nw && rc == 0; i++)
-		rc = ipk_tcp_listen(d->wk[i].ctx, port_be, bl);
-	if (rc < 0)
-		while (i-- > 1)
-			ipk_tcp_unlisten(d->wk[i - 1].ctx, port_be);
-	return rc;
 }
 
 static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
@@ -116,8 +172,11 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 	if (bl > D_BACKLOG_MAX)
 		bl = D_BACKLOG_MAX;
 	/* a shared port: the core listens once, for all its listeners */
-	rc = d_port_listened(s) ? 0 : d_listen_all(d, s->lport_be, (uint16_t)bl);
-	if (rc == 0) {
+	/* every worker's context listens: a SYN lands on the worker its flow hashes
+	 * to, and the connection is accepted there. 1: this worker's context has it,
+	 * the others were asked; the LISTEN completes with their answers (d_pinst.c) */
+	rc = d_port_listened(s) ? 0 : d_pinst_add(d, s, s->lport_be, (uint16_t)bl, 1);
+	if (rc >= 0) {
 		s->state = D_LISTEN;
 		s->backlog = bl;
 	}
@@ -134,7 +193,7 @@ void d_acc_push(struct d_sock *l, struct d_sock *w)
 	else
 		l->acc_h = w;
 	l->acc_t = w;
-	l->acc_n++;
+	d_acc_n_set(l, l->acc_n + 1);
 }
 
 /* Hand waiting connections to an armed multishot accept, while the listener's CQ
@@ -148,7 +207,7 @@ void d_accept_deliver(struct d_daemon *d, struct d_sock *l)
 		l->acc_h = w->acc_next;
 		if (!l->acc_h)
 			l->acc_t = NULL;
-		l->acc_n--;
+		d_acc_n_set(l, l->acc_n - 1);
 		rc = d_sock_rings(w, l->acc_op.e.len, l->acc_op.e.arg2);
 		if (rc == 0)
 			rc = d_sock_attach(w);
@@ -161,7 +220,7 @@ void d_accept_deliver(struct d_daemon *d, struct d_sock *l)
 			} else {
 				d_sock_destroy(d, w, 0);
 			}
-			l->acc_armed = 0;
+			d_acc_armed_set(l, 0);
 			d_op_done(l, l->acc_op.e.user_data, rc);
 			return;
 		}
@@ -191,7 +250,7 @@ static void d_accept_op(struct d_daemon *d, struct d_sock *s, const struct d_op 
 		return;
 	}
 	s->acc_op = *op;
-	s->acc_armed = 1;
+	d_acc_armed_set(s, 1);
 	s->inflight++;
 	d_accept_deliver(d, s);
 }
@@ -200,17 +259,25 @@ static void d_accept_op(struct d_daemon *d, struct d_sock *s, const struct d_op 
 
 static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 {
-	uint32_t ip;
-	int rc = d_addr4(&op->e.addr, &ip);
+	struct ipk_addr a;
+	uint32_t ip = 0;
+	int rc = d_addr(d, &op->e.addr, &a);
 	if (rc == 0 && (s->type != IPK_SVC_TCP || (s->state != D_NEW && s->state != D_BOUND)))
 		rc = -EINVAL;
-	if (rc == 0 && (ip == 0 || op->e.addr.port_be == 0))
+	if (rc == 0 && a.family == IPK_AF_INET)
+		ip = d_addr_ip4(&a);
+	if (rc == 0 && ((a.family == IPK_AF_INET ? ip == 0 : d_addr_any6(a.a)) ||
+	                op->e.addr.port_be == 0))
 		rc = -EINVAL;
+	if (rc == 0 && s->fam && !d_fam_ok(s, a.family == IPK_AF_INET ? D_FAM4 : D_FAM6))
+		rc = -EAFNOSUPPORT; /* bound for the other family only (V6ONLY) */
+	if (rc == 0 && a.family == IPK_AF_INET6 && d_addr_ours6(s, a.a))
+		rc = -ENETUNREACH; /* no IPv6 loop between applications yet (README) */
 	if (rc < 0) {
 		d_post_res(s, op->e.user_data, rc);
 		return;
 	}
-	if (d_loop_addr(d, ip)) {
+	if (a.family == IPK_AF_INET && d_loop_addr(d, ip)) {
 		d_loop_connect(d, s, op);
 		return;
 	}
@@ -218,8 +285,8 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 	 * worker's socket from here on, connected by it (this worker hands it over
 	 * after this turn, d_sock_handover, and touches it no more). An unbound one
 	 * stays on its worker, whose core picks a port that hashes back to it
-	 * (core/rss.c) */
-	if (d->nw > 1 && s->lport_be) {
+	 * (core/rss.c). IPv6 with a bound port stays too (README: one worker). */
+	if (d->nw > 1 && s->lport_be && a.family == IPK_AF_INET) {
 		unsigned to = d_flow_worker(d, ip, op->e.addr.port_be, s->lport_be);
 		if (to != s->wk) {
 			s->conn_op = *op;
@@ -235,17 +302,21 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 void d_connect_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 {
 	struct ipk_conn *c = NULL;
-	uint32_t ip;
+	struct ipk_addr a;
 	int rc;
-	(void)d;
-	memcpy(&ip, op->e.addr.addr, 4);
+	(void)d_addr(d, &op->e.addr, &a); /* checked by d_connect_op */
 	/* in flight before the call: an outcome reported from inside it (tcp_closed)
 	 * must find the op to complete */
 	s->state = D_CONNECTING;
 	s->conn_op = *op;
 	s->inflight++;
-	rc = ipk_tcp_connect(d_sctx(s), ip, op->e.addr.port_be, s->lport_be, s, &c,
-	                     d_snow(s));
+	s->v6 = a.family == IPK_AF_INET6;
+	if (a.family == IPK_AF_INET)
+		rc = ipk_tcp_connect(d_sctx(s), d_addr_ip4(&a), op->e.addr.port_be, s->lport_be, s,
+		                     &c, d_snow(s));
+	else
+		rc = ipk_tcp_connect_addr(d_sctx(s), &a, op->e.addr.port_be, s->lport_be, s, &c,
+		                          d_snow(s));
 	if (rc < 0) {
 		s->state = s->lport_be ? D_BOUND : D_NEW;
 		d_op_done(s, op->e.user_data, rc);
@@ -306,7 +377,7 @@ static void d_tx_sent(struct d_sock *s, struct d_op *op)
 	if (op->zc) {
 		d_zc_close(op, 0);
 	} else {
-		s->app->hdr->sends_copied++;
+		D_STAT(s->app, sends_copied, 1);
 		d_op_done(s, op->e.user_data, (int32_t)op->e.len);
 	}
 	d_opq_pop(&s->txq);
@@ -373,7 +444,7 @@ static void d_tx_pump1(struct d_daemon *d, struct d_sock *s)
 		op->done += (uint32_t)rc;
 		d_tx_held(s, (uint32_t)rc);
 		if (!d->zc)
-			s->app->hdr->tx_copied += (uint64_t)rc;
+			D_STAT(s->app, tx_copied, (uint64_t)rc);
 		if (op->done < op->e.len) {
 			if (rc > 0 && d->zc)
 				continue; /* a zero-copy piece: room for the next? */
@@ -458,7 +529,7 @@ static void d_rx_tcp(struct d_daemon *d, struct d_sock *s)
 			took = 1;
 		} else if (s->rxh) {
 			uint32_t n = d_rx_copy(s, &op->e);
-			s->app->hdr->rx_copied += n;
+			D_STAT(s->app, rx_copied, n);
 			if (s->conn) /* the window reopens as the app takes the bytes */
 				d_rx_release(d, s, n);
 			d_op_done(s, op->e.user_data, (int32_t)n);
@@ -483,7 +554,7 @@ static void d_rx_udp(struct d_sock *s)
 		struct ipk_svc_cqe c;
 		uint32_t n = g->len < op->e.len ? g->len : op->e.len;
 		memcpy(s->app->base + op->e.buf_off, g->data, n);
-		s->app->hdr->rx_copied += n;
+		D_STAT(s->app, rx_copied, n);
 		memset(&c, 0, sizeof c);
 		c.user_data = op->e.user_data;
 		c.res = (int32_t)n; /* truncated to the buffer, as recvfrom does */
@@ -514,24 +585,36 @@ void d_rx_deliver(struct d_daemon *d, struct d_sock *s)
 
 static void d_sendto_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
 {
-	uint32_t ip;
-	int rc = d_addr4(&e->addr, &ip);
+	struct ipk_addr a;
+	int rc = d_addr(d, &e->addr, &a);
 	if (rc < 0 || s->type != IPK_SVC_UDP || e->len == 0 || !d_buf_ok(s->app, e)) {
 		d_bad(s, e, rc < 0 ? rc : !d_buf_ok(s->app, e) ? -EFAULT : -EINVAL);
 		return;
 	}
-	if (s->state == D_NEW && (rc = d_udp_autobind(d, s)) < 0) {
-		d_post_res(s, e->user_data, rc);
+	if (s->fam && !d_fam_ok(s, a.family == IPK_AF_INET ? D_FAM4 : D_FAM6)) {
+		d_post_res(s, e->user_data, -EAFNOSUPPORT); /* V6ONLY, or an IPv4 socket */
 		return;
 	}
-	if (d_loop_addr(d, ip)) {
+	if (s->state == D_NEW) { /* an AF_INET6 socket to ::, an AF_INET one to 0.0.0.0 */
+		s->fam = e->addr.family == IPK_SVC_AF_INET6 ? D_FAM4 | D_FAM6 : D_FAM4;
+		if ((rc = d_udp_autobind(d, s)) < 0) {
+			s->fam = 0;
+			d_post_res(s, e->user_data, rc);
+			return;
+		}
+	}
+	if (a.family == IPK_AF_INET && d_loop_addr(d, d_addr_ip4(&a))) {
 		d_loop_sendto(d, s, e);
 		return;
 	}
-	rc = ipk_udp_sendto(d_sctx(s), s->lport_be, ip, e->addr.port_be, s->app->base + e->buf_off,
-	                    e->len, d_snow(s));
+	if (a.family == IPK_AF_INET)
+		rc = ipk_udp_sendto(d_sctx(s), s->lport_be, d_addr_ip4(&a), e->addr.port_be,
+		                    s->app->base + e->buf_off, e->len, d_snow(s));
+	else
+		rc = ipk_udp_sendto_addr(d_sctx(s), s->lport_be, &a, e->addr.port_be,
+		                         s->app->base + e->buf_off, e->len, d_snow(s));
 	if (rc > 0)
-		s->app->hdr->tx_copied += (uint64_t)rc;
+		D_STAT(s->app, tx_copied, (uint64_t)rc);
 	d_post_res(s, e->user_data, rc);
 }
 
@@ -583,11 +666,18 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 	case IPK_SVC_OP_BIND:
 		rc = d_bind(d, s, e);
 		if (rc == -EINVAL || rc == -EAFNOSUPPORT)
-			s->app->hdr->bad_sqe++;
-		d_post_res(s, e->user_data, rc);
+			D_STAT(s->app, bad_sqe, 1);
+		if (rc == 1)
+			d_pinst_wait(d, s, e->user_data);
+		else
+			d_post_res(s, e->user_data, rc);
 		return;
 	case IPK_SVC_OP_LISTEN:
-		d_post_res(s, e->user_data, d_listen_op(d, s, e));
+		rc = d_listen_op(d, s, e);
+		if (rc == 1)
+			d_pinst_wait(d, s, e->user_data);
+		else
+			d_post_res(s, e->user_data, rc);
 		return;
 	case IPK_SVC_OP_ACCEPT:
 		d_accept_op(d, s, op);
@@ -617,19 +707,37 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 
 static int ev_accept(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opq)
 {
+	(void)ctx; /* an AF_INET6 V6ONLY listener alone: RST, as Linux */
+	return d_port_listener(D(opq), t->local_port_be, 0, D_FAM4) != NULL;
+}
+
+/* A SYN over IPv6 (issue 17): only a listener bound AF_INET6 takes it. */
+static int ev_accept6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opq)
+{
 	(void)ctx;
-	return d_port_listener(D(opq), t->local_port_be, 0) != NULL;
+	return d_port_listener(D(opq), t->local_port_be, 0, D_FAM6) != NULL;
+}
+
+/* The accepted connection's peer, either family, for the ACCEPT completion. */
+static void d_acc_peer(const struct ipk_atuple *t, struct d_sock *w)
+{
+	memset(&w->acc_addr, 0, sizeof w->acc_addr);
+	w->acc_addr.port_be = t->peer_port_be;
+	w->v6 = t->peer.family == IPK_AF_INET6;
+	w->acc_addr.family = w->v6 ? IPK_SVC_AF_INET6 : IPK_SVC_AF_INET;
+	memcpy(w->acc_addr.addr, t->peer.a, w->v6 ? 16 : 4);
 }
 
 static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 {
 	struct d_daemon *d = D(opq);
-	struct ipk_tuple t;
+	struct ipk_atuple t;
 	struct d_sock *l, *w;
 	uint64_t now = ipk_node_now(ipk_node_from(opq));
-	if (ipk_tcp_tuple(c, &t) < 0)
+	if (ipk_tcp_atuple(ctx, c, &t) < 0)
 		return NULL;
-	l = d_port_listener(d, t.local_port_be, 1); /* the listeners take turns */
+	l = d_port_listener(d, t.local_port_be, 1, /* the listeners take turns */
+	                    t.peer.family == IPK_AF_INET6 ? D_FAM6 : D_FAM4);
 	w = l ? d_sock_alloc(l->app, IPK_SVC_TCP) : NULL;
 	if (!w) {
 		ipk_tcp_abort(ctx, c, now);
@@ -639,9 +747,7 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 	__atomic_add_fetch(&W(opq)->socks, 1, __ATOMIC_RELAXED);
 	W(opq)->accepted++;
 	w->state = D_CONNECTED;
-	w->acc_addr.family = IPK_SVC_AF_INET;
-	w->acc_addr.port_be = t.peer_port_be;
-	memcpy(w->acc_addr.addr, &t.peer_ip4_be, 4);
+	d_acc_peer(&t, w);
 	d_sock_level(w, l->prio); /* an accepted socket serves at its listener's level */
 	w->conn = c;
 	if (l->wk != w->wk) { /* the listener's queue is another worker's (d_msg.c) */
@@ -772,9 +878,11 @@ static void d_udp_other(struct ipk_ctx *ctx, struct d_wk *w, struct d_sock *s,
 static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
                    uint32_t len, void *opq)
 {
-	struct d_sock *s = d_port_udp(D(opq), t->local_port_be, t->peer_ip4_be, t->peer_port_be);
+	struct d_sock *s = d_port_udp(D(opq), t->local_port_be, t->peer_ip4_be, t->peer_port_be,
+	                              D_FAM4);
 	int other = s && s->wk != W(opq)->idx;
-	struct d_dgram *g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
+	struct d_dgram *g;
+	g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
 	if (!g)
 		return;
 	W(opq)->udp_rx++;
@@ -789,7 +897,37 @@ static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, ui
 	d_dgram_push(D(opq), s, g);
 }
 
+/* A UDP datagram over IPv6 (issue 17): for a socket bound AF_INET6 only. */
+static void ev_udp6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt, uint32_t off,
+                    uint32_t len, void *opq)
+{
+	uint32_t h[4];
+	struct d_sock *s;
+	struct d_dgram *g;
+	int other;
+	memcpy(h, t->peer.a, 16); /* the sender's address folded: the group's choice */
+	s = d_port_udp(D(opq), t->local_port_be, h[0] ^ h[1] ^ h[2] ^ h[3], t->peer_port_be,
+	               D_FAM6);
+	other = s && s->wk != W(opq)->idx;
+	g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
+	if (!g)
+		return;
+	W(opq)->udp_rx++;
+	memset(&g->from, 0, sizeof g->from);
+	g->from.family = IPK_SVC_AF_INET6;
+	g->from.port_be = t->peer_port_be;
+	memcpy(g->from.addr, t->peer.a, 16);
+	if (other) {
+		d_udp_other(ctx, W(opq), s, g, pkt, off, len);
+		return;
+	}
+	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
+	d_dgram_push(D(opq), s, g);
+}
+
 const struct ipk_ops d_events = {
+	.tcp_accept6 = ev_accept6,
+	.udp_recv6 = ev_udp6,
 	.tcp_accept = ev_accept,
 	.tcp_accepted = ev_accepted,
 	.tcp_connected = ev_connected,

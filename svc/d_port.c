@@ -17,10 +17,28 @@ static struct d_sock **d_port_tab(struct d_daemon *d, int type)
 	return type == IPK_SVC_TCP ? d->tcp_port : d->udp_port;
 }
 
+/* Do s and every socket on the port serve disjoint families (an AF_INET socket
+ * and an AF_INET6 one with IPV6_V6ONLY, as redis's default `bind * -::*` opens:
+ * Linux lets them share the port)? */
+static int d_port_fam_apart(const struct d_sock *head, const struct d_sock *s)
+{
+	const struct d_sock *m = head;
+	if (!s->fam)
+		return 0;
+	do {
+		if (!m->fam || (m->fam & s->fam))
+			return 0;
+		m = m->port_next;
+	} while (m != head);
+	return 1;
+}
+
 /* May s join the sockets on the port (head of the circle)? */
 static int d_port_share_ok(const struct d_sock *head, const struct d_sock *s)
 {
 	const struct d_sock *m = head;
+	if (d_port_fam_apart(head, s))
+		return 1;
 	if (s->inherit)
 		return d_family_share_ok(head, s);
 	if (!s->reuse)
@@ -33,9 +51,10 @@ static int d_port_share_ok(const struct d_sock *head, const struct d_sock *s)
 	return 1;
 }
 
-int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be)
+int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be, int wait)
 {
 	struct d_sock **tab = d_port_tab(d, s->type), *h;
+	int rc = 0;
 	if (port_be == 0)
 		return -EINVAL;
 	/* ports below 1024 need a configured permission (--low-ports-uid) */
@@ -46,16 +65,10 @@ int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be)
 		return -EADDRINUSE;
 	if (!h && s->type == IPK_SVC_UDP) {
 		/* every worker's context: a datagram lands on the worker its 4-tuple
-		 * hashes to */
-		unsigned i;
-		int rc = 0;
-		for (i = 0; i < d->nw && rc == 0; i++)
-			rc = ipk_udp_bind(d->wk[i].ctx, port_be);
-		if (rc < 0) {
-			while (i-- > 1)
-				ipk_udp_unbind(d->wk[i - 1].ctx, port_be);
+		 * hashes to (the others' by message, d_pinst.c; 1: answers awaited) */
+		rc = d_pinst_add(d, s, port_be, 0, wait);
+		if (rc < 0)
 			return rc;
-		}
 	}
 	if (h) { /* into the circle, after the head */
 		s->port_next = h->port_next;
@@ -66,7 +79,7 @@ int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be)
 	}
 	s->port_member = 1;
 	s->lport_be = port_be;
-	return 0;
+	return rc;
 }
 
 /* Another socket on s's port listening already (the core has one listener per
@@ -89,15 +102,12 @@ void d_port_release(struct d_daemon *d, struct d_sock *s)
 	struct d_sock **tab = d_port_tab(d, s->type), *prev;
 	uint16_t p = s->lport_be;
 	int alone = s->port_next == s;
-	unsigned i;
 	if (!s->port_member)
 		return;
-	for (i = 0; i < d->nw; i++) { /* bound and listened on every worker */
-		if (s->type == IPK_SVC_TCP && s->state == D_LISTEN && !d_port_listened(s))
-			ipk_tcp_unlisten(d->wk[i].ctx, p);
-		if (s->type == IPK_SVC_UDP && alone)
-			ipk_udp_unbind(d->wk[i].ctx, p);
-	}
+	/* bound and listened on every worker: removed from each (d_pinst.c) */
+	if ((s->type == IPK_SVC_TCP && s->state == D_LISTEN && !d_port_listened(s)) ||
+	    (s->type == IPK_SVC_UDP && alone))
+		d_pinst_del(d, s, p);
 	for (prev = s; prev->port_next != s; prev = prev->port_next)
 		;
 	prev->port_next = s->port_next;
@@ -110,16 +120,16 @@ void d_port_release(struct d_daemon *d, struct d_sock *s)
 /* The listening socket on the port to take the next connection (one with room in
  * its backlog), or NULL. take: this one takes it, the turn moves on (the circle's
  * head advances past it), so connections go round the listeners. */
-struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take)
+struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, unsigned fam)
 {
 	struct d_sock *h = d->tcp_port[port_be], *m;
 	if (!h)
 		return NULL;
-	if (take && (m = d_family_waiting(d, port_be)) != NULL)
+	if (take && (m = d_family_waiting(d, port_be, fam)) != NULL)
 		return m;
 	m = h;
 	do {
-		if (m->state == D_LISTEN && m->acc_n < m->backlog) {
+		if (m->state == D_LISTEN && d_acc_room(m) && d_fam_ok(m, fam)) {
 			if (take)
 				d->tcp_port[port_be] = m->port_next;
 			return m;
@@ -129,26 +139,35 @@ struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take)
 	return NULL;
 }
 
-/* The UDP socket on the port for a datagram from ip:port, or NULL: one sender
- * always reaches the same socket while the group does not change. */
+/* The UDP socket on the port for a datagram of family fam (D_FAM4/6) from
+ * ip:port, or NULL: one sender always reaches the same socket while the group
+ * does not change. Sockets that do not serve fam are passed over. */
 struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,
-                          uint16_t from_port_be)
+                          uint16_t from_port_be, unsigned fam)
 {
 	struct d_sock *h = d->udp_port[port_be], *m;
 	uint32_t n = 0, k, x;
-	if (!h || h->port_next == h)
-		return h;
+	if (!h)
+		return NULL;
+	if (h->port_next == h)
+		return d_fam_ok(h, fam) ? h : NULL;
 	/* the head does not move for UDP, so walking from it is stable */
 	m = h;
 	do {
-		n++;
+		n += (uint32_t)d_fam_ok(m, fam);
 		m = m->port_next;
 	} while (m != h);
+	if (n == 0)
+		return NULL;
 	x = from_ip_be ^ ((uint32_t)from_port_be << 16 | from_port_be);
 	x ^= x >> 16;
 	x *= 0x45d9f3bu; /* a multiplicative mix: consecutive ports spread */
 	x ^= x >> 16;
-	for (k = x % n; k; k--)
+	while (!d_fam_ok(m, fam))
 		m = m->port_next;
+	for (k = x % n; k; k--)
+		do
+			m = m->port_next;
+		while (!d_fam_ok(m, fam));
 	return m;
 }

@@ -83,28 +83,32 @@ int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq)
 
 /* ------------------------------------------------------------ socket table */
 
+/* One more page of the table. The directory is sized once for every index the
+ * app can reach (max_socks + the control ring); pages are never moved or freed
+ * before the app, so a slot's address stays valid (d_slot). */
 static int d_table_grow(struct d_app *a)
 {
-	uint32_t cap = a->cap ? 2 * a->cap : 64;
-	struct d_sock **v;
-	uint8_t *g;
+	uint32_t cap = a->cap + D_SPAGE, max = a->d->cfg.max_socks + 1;
+	struct d_spage *pg;
 	uint32_t *f;
-	if (cap > (1u << D_SOCK_IDX_BITS) || cap > a->d->cfg.max_socks + 1)
+	if (a->cap >= (1u << D_SOCK_IDX_BITS) || a->cap >= max)
 		return -ENOMEM;
-	v = (struct d_sock **)realloc(a->socks, cap * sizeof *v);
-	if (!v)
-		return -ENOMEM;
-	a->socks = v;
-	g = (uint8_t *)realloc(a->gen, cap);
-	if (!g)
-		return -ENOMEM;
-	a->gen = g;
+	if (!a->sdir) {
+		if (max > (1u << D_SOCK_IDX_BITS))
+			max = 1u << D_SOCK_IDX_BITS;
+		a->ndir = (max + D_SPAGE - 1) / D_SPAGE;
+		a->sdir = (struct d_spage **)calloc(a->ndir, sizeof *a->sdir);
+		if (!a->sdir)
+			return -ENOMEM;
+	}
 	f = (uint32_t *)realloc(a->free_idx, cap * sizeof *f);
 	if (!f)
 		return -ENOMEM;
 	a->free_idx = f;
-	memset(a->socks + a->cap, 0, (cap - a->cap) * sizeof *v);
-	memset(a->gen + a->cap, 0, cap - a->cap);
+	pg = (struct d_spage *)calloc(1, sizeof *pg);
+	if (!pg)
+		return -ENOMEM;
+	a->sdir[a->cap >> D_SPAGE_BITS] = pg;
 	a->cap = cap;
 	if (a->nsocks == 0)
 		a->nsocks = 1; /* index 0 is the control ring */
@@ -173,9 +177,9 @@ int d_sock_attach(struct d_sock *s)
 	int rc = d_table_take(a, &idx);
 	if (rc < 0)
 		return rc;
-	a->socks[idx] = s;
+	*d_slot(a, idx) = s;
 	a->nlive++;
-	s->id = ((uint32_t)a->gen[idx] << D_SOCK_IDX_BITS) | idx;
+	s->id = ((uint32_t)*d_slot_gen(a, idx) << D_SOCK_IDX_BITS) | idx;
 	s->ring->sock = s->id;
 	d_own_set(s);
 	return 0;
@@ -186,11 +190,11 @@ int d_sock_attach(struct d_sock *s)
 struct d_sock *d_sock_find(struct d_app *a, uint32_t id)
 {
 	uint32_t idx = id & ((1u << D_SOCK_IDX_BITS) - 1);
-	if (idx == 0 || idx >= a->nsocks || !a->socks[idx])
+	if (idx == 0 || idx >= a->nsocks || !*d_slot(a, idx))
 		return NULL;
-	if ((id >> D_SOCK_IDX_BITS) != a->gen[idx])
+	if ((id >> D_SOCK_IDX_BITS) != *d_slot_gen(a, idx))
 		return NULL;
-	return a->socks[idx];
+	return *d_slot(a, idx);
 }
 
 static void d_sock_free_rx(struct d_sock *s)
@@ -213,7 +217,7 @@ static void d_sock_free_rx(struct d_sock *s)
 /* Tear a socket down: connection reset (or FIN when graceful), waiting accepted
  * connections reset, ports freed, held data freed, rings back to the allocator.
  * No completion is posted. */
-static void d_wake_forget(struct d_sock *s);
+void d_wake_forget(struct d_sock *s);
 
 /* Free a socket's rings and private queues (d_sock_rings' undo). */
 void d_sock_unring(struct d_sock *s)
@@ -231,7 +235,7 @@ void d_sock_unring(struct d_sock *s)
 /* A listener's queue: connections accepted on another worker go back to it
  * (d_acc_answer), which resets them on its own context; only a reclaim, which
  * may touch every worker's sockets, destroys them here. */
-static void d_sock_unqueue(struct d_daemon *d, struct d_sock *s)
+void d_sock_unqueue(struct d_daemon *d, struct d_sock *s)
 {
 	while (s->acc_h) {
 		struct d_sock *w = s->acc_h;
@@ -242,7 +246,7 @@ static void d_sock_unqueue(struct d_daemon *d, struct d_sock *s)
 			d_sock_destroy(d, w, 0);
 	}
 	s->acc_t = NULL;
-	s->acc_n = 0;
+	d_acc_n_set(s, 0);
 }
 
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
@@ -277,8 +281,8 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 		return;
 	if (s->id) {
 		uint32_t idx = s->id & ((1u << D_SOCK_IDX_BITS) - 1);
-		a->socks[idx] = NULL;
-		a->gen[idx]++;
+		*d_slot(a, idx) = NULL;
+		(*d_slot_gen(a, idx))++;
 		a->free_idx[a->nfree++] = idx;
 		a->nlive--;
 	}
@@ -290,6 +294,13 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 
 /* ------------------------------------------------------------ completions */
 
+/* A corrupted CQ index counted: out of line, so that d_cq_room stays small
+ * enough to be inlined on the per-completion path. */
+__attribute__((noinline, cold)) static void d_cq_bad(struct d_sock *s)
+{
+	D_STAT(s->app, bad_index, 1);
+}
+
 /* CQ room: cq_head is the app's; read once; a value claiming more room than the
  * ring has is a corrupted index: count it and treat the CQ as full. */
 static int d_cq_room(struct d_sock *s)
@@ -297,7 +308,7 @@ static int d_cq_room(struct d_sock *s)
 	uint32_t head = IPK_SVC_LOAD_ACQ(&s->ring->cq_head.v);
 	uint32_t used = s->cq_tail - head;
 	if (used > s->cq_entries) {
-		s->app->hdr->bad_index++;
+		d_cq_bad(s);
 		return 0;
 	}
 	return used < s->cq_entries;
@@ -309,18 +320,18 @@ static void d_cq_write(struct d_sock *s, const struct ipk_svc_cqe *c)
 	s->cq_tail++;
 	/* release: the entry's contents are visible before the tail that covers it */
 	IPK_SVC_STORE_REL(&s->ring->cq_tail.v, s->cq_tail);
-	s->app->posted = 1;
-	if (!s->wake_on) { /* d_wake_apps looks at it once after the pass */
+	d_spw(s)->posted = 1;
+	if (!s->wake_on) { /* its worker's d_wake_apps looks at it once after the pass */
 		s->wake_on = 1;
-		s->wake_next = s->app->wake_h;
-		s->app->wake_h = s;
+		s->wake_next = d_spw(s)->wake_h;
+		d_spw(s)->wake_h = s;
 	}
 }
 
 /* Off the app's wake list (a socket destroyed between its post and the wake). */
-static void d_wake_forget(struct d_sock *s)
+void d_wake_forget(struct d_sock *s)
 {
-	struct d_sock **pp = &s->app->wake_h;
+	struct d_sock **pp = &d_spw(s)->wake_h;
 	if (!s->wake_on)
 		return;
 	while (*pp && *pp != s)
@@ -344,7 +355,8 @@ void d_post(struct d_sock *s, const struct ipk_svc_cqe *c0)
 	struct ipk_svc_cqe cc = *c0, *c = &cc;
 	if (!s->ring)
 		return;
-	cc.seq = s->app->cq_seq++;
+	cc.seq = s->app->d->nw > 1 ? __atomic_fetch_add(&s->app->cq_seq, 1, __ATOMIC_RELAXED)
+	                           : s->app->cq_seq++;
 	cc.pass = __atomic_load_n(&s->app->d->passes, __ATOMIC_RELAXED);
 	d_ovf_flush(s);
 	if (s->ovf_n == 0 && d_cq_room(s)) {
@@ -352,7 +364,7 @@ void d_post(struct d_sock *s, const struct ipk_svc_cqe *c0)
 		return;
 	}
 	if (s->ovf_n == s->cq_entries) {
-		s->app->hdr->bad_index++; /* only a CQ the app never reads gets here */
+		D_STAT(s->app, bad_index, 1); /* only a CQ the app never reads gets here */
 		return;
 	}
 	s->ovf[(s->ovf_head + s->ovf_n) % s->cq_entries] = *c;
@@ -446,7 +458,7 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 	case IPK_SVC_OP_CLOSE:
 		s = d_sock_find(ctl->app, e->arg);
 		if (!s) {
-			ctl->app->hdr->bad_sqe++;
+			D_STAT(ctl->app, bad_sqe, 1);
 			d_post_res(ctl, e->user_data, -EBADF);
 			return;
 		}
@@ -462,7 +474,7 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 		d_post_res(ctl, e->user_data, 0);
 		return;
 	default:
-		ctl->app->hdr->bad_sqe++;
+		D_STAT(ctl->app, bad_sqe, 1);
 		d_post_res(ctl, e->user_data, -EINVAL);
 	}
 }
@@ -483,7 +495,7 @@ static void d_ring_error(struct d_sock *s)
 	if (s->broken)
 		return;
 	s->broken = 1;
-	s->app->hdr->bad_index++;
+	D_STAT(s->app, bad_index, 1);
 	s->ring->flags |= IPK_SVC_RING_F_BROKEN;
 	memset(&c, 0, sizeof c);
 	c.res = -EBADMSG;
@@ -538,7 +550,7 @@ static uint32_t d_sock_pass(struct d_daemon *d, struct d_sock *s, uint32_t max)
 {
 	uint32_t k;
 	if (s != &s->app->ctl)
-		s->app->hdr->sock_visits++;
+		D_STAT(s->app, sock_visits, 1);
 	d_ovf_flush(s);
 	k = d_sock_consume(d, s, max);
 	if (s->move == 1 && d_sock_handover(d, s) == 0)
@@ -567,7 +579,7 @@ void d_act_push(struct d_sock *s)
 		a->act_h[l] = s;
 	a->act_t[l] = s;
 	a->act_n[l]++;
-	d_sw(s)->act_lvl[l]++;
+	d_act_lvl_add(d_sw(s), l, 1);
 	if (s->app->d->mt) { /* pushed by any thread: its worker looks next pass */
 		a->rescan = 1;
 		d_kick(d_sw(s));
@@ -591,7 +603,7 @@ void d_act_remove(struct d_sock *s)
 	s->on_act = 0;
 	s->act_prev = s->act_next = NULL;
 	a->act_n[l]--;
-	d_sw(s)->act_lvl[l]--;
+	d_act_lvl_add(d_sw(s), l, -1);
 }
 
 /* End of worker `from`'s turn on s whose CONNECT belongs to another worker
@@ -603,6 +615,9 @@ void d_act_remove(struct d_sock *s)
 static int d_sock_handover(struct d_daemon *d, struct d_sock *s)
 {
 	unsigned from = s->wk;
+	/* posted to this turn: on this worker's wake list, which its new worker
+	 * never sees; woken here, before it leaves */
+	d_wake_one(s);
 	d_act_remove(s);
 	s->more = 0;
 	s->move = 2;
@@ -681,7 +696,7 @@ static void d_act_found(struct d_app *a, uint32_t idx, unsigned wk)
 		d_ho_give(a, wk, o, lvl, idx);
 		return;
 	}
-	if (idx == 0 || idx >= a->nsocks || !(s = a->socks[idx]))
+	if (idx == 0 || idx >= a->nsocks || !(s = *d_slot(a, idx)))
 		return;
 	if (s->wk == wk)
 		d_act_push(s);
@@ -711,7 +726,7 @@ static void d_ho_take(struct d_app *a, unsigned wk)
 				uint32_t idx = bw * 64 + (uint32_t)__builtin_ctzll(bits);
 				struct d_sock *s;
 				bits &= bits - 1;
-				if (idx == 0 || idx >= a->nsocks || !(s = a->socks[idx]))
+				if (idx == 0 || idx >= a->nsocks || !(s = *d_slot(a, idx)))
 					continue;
 				a->d->wk[wk].handed_in++;
 				if (s->wk == wk)

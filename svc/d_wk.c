@@ -161,7 +161,9 @@ int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl)
 		uint32_t ho = __atomic_load_n(&o->ho_lvls, __ATOMIC_RELAXED);
 		if (j == wk)
 			continue;
-		for (l = 0; l < lvl && !o->act_lvl[l] && !(ho >> l & 1); l++)
+		for (l = 0; l < lvl && !__atomic_load_n(&o->act_lvl[l], __ATOMIC_RELAXED) &&
+		            !(ho >> l & 1);
+		     l++)
 			;
 		if (l == lvl || (w->defer_on[j] &&
 		                 __atomic_load_n(&o->passes, __ATOMIC_ACQUIRE) != w->defer_mark[j])) {
@@ -229,7 +231,7 @@ static void d_wk_run(struct ipk_workers *ws, unsigned idx, void *arg)
 		int work = 0, ovf;
 		work += d_serve(d, idx);
 		work += ipk_node_poll(w->node, 0) > 0;
-		d_wake_apps(d);
+		d_wake_apps(d, idx);
 		if (work && spin)
 			last_work = d_now();
 		if (work || d->cfg.busy_poll || (spin && d_now() - last_work < spin)) {
@@ -264,7 +266,8 @@ void d_wk_report(struct d_daemon *d)
 		fprintf(stderr, "ipkitd: worker %u: sockets %llu entries %llu accepted %llu "
 		        "connected %llu datagrams %llu rx_frames %llu wrong_queue %llu "
 		        "handed_in %llu handed_out %llu msgs_in %llu msgs_out %llu msg_gone %llu "
-		        "msg_full %llu acc_out %llu acc_in %llu acc_done %llu acc_reaped %llu loop_cross %llu\n", i,
+		        "msg_full %llu acc_out %llu acc_in %llu acc_done %llu acc_reaped %llu loop_cross %llu "
+		        "port_in %llu\n", i,
 		        (unsigned long long)w->socks, (unsigned long long)w->sqes,
 		        (unsigned long long)w->accepted, (unsigned long long)w->connected,
 		        (unsigned long long)w->udp_rx, (unsigned long long)st.rx_frames,
@@ -274,6 +277,6 @@ void d_wk_report(struct d_daemon *d)
 		        (unsigned long long)w->msg_full, (unsigned long long)w->acc_out,
 		        (unsigned long long)w->acc_in, (unsigned long long)w->acc_done,
 		        (unsigned long long)w->acc_reaped,
-		        (unsigned long long)w->loop_cross);
+		        (unsigned long long)w->loop_cross, (unsigned long long)w->port_in);
 	}
 }

@@ -93,7 +93,7 @@ void d_zc_complete(struct d_sock *s)
 		if (!s->zc_done_h)
 			s->zc_done_t = NULL;
 		if (res > 0)
-			s->app->hdr->sends_zc++;
+			D_STAT(s->app, sends_zc, 1);
 		d_op_done(s, z->user_data, res);
 		d_zc_free(z);
 	}
@@ -175,7 +175,7 @@ static int d_copy_write(struct d_daemon *d, struct d_sock *s, struct d_op *op, u
 	int rc = ipk_tcp_write(d_sctx(s), s->conn, s->app->base + op->e.buf_off + op->done, n, now);
 	(void)d;
 	if (rc > 0)
-		s->app->hdr->tx_copied += (uint64_t)rc;
+		D_STAT(s->app, tx_copied, (uint64_t)rc);
 	return rc;
 }
 
@@ -206,7 +206,7 @@ int d_zc_write(struct d_daemon *d, struct d_sock *s, struct d_op *op, uint32_t n
 			return s->tx_held ? 0 : d_copy_write(d, s, op, n, now);
 		return rc;
 	}
-	s->app->hdr->tx_zc += (uint64_t)rc;
+	D_STAT(s->app, tx_zc, (uint64_t)rc);
 	return rc;
 }
 

@@ -31,6 +31,10 @@ struct d_cfg {
 	char *owned[2];              /* strdup'd io_spec / sock_path */
 	uint32_t ip4_be, gw_be;
 	uint8_t prefix_len;
+	/* --ip6 ADDR/N | auto: IPv6 on (the core's link-local address always, this
+	 * static address when given, SLAAC from router advertisements) */
+	int ip6;
+	uint8_t ip6_addr[16], ip6_plen;
 	uid_t allow_uid[D_MAX_IDS], low_uid[D_MAX_IDS];
 	gid_t allow_gid[D_MAX_IDS];
 	unsigned n_allow_uid, n_low_uid, n_allow_gid;
@@ -53,9 +57,11 @@ struct d_cfg {
 
 struct d_zc;
 struct spsc;
+struct d_pdelay;
 
 /* cross-worker messages (d_msg.c) */
-enum { D_MSG_UDP = 1, D_MSG_CONNECT, D_MSG_CLOSE, D_MSG_CLOSED, D_MSG_ACCEPT, D_MSG_ACC_DONE };
+enum { D_MSG_UDP = 1, D_MSG_CONNECT, D_MSG_CLOSE, D_MSG_CLOSED, D_MSG_ACCEPT, D_MSG_ACC_DONE,
+       D_MSG_INSTALL, D_MSG_REMOVE, D_MSG_INSTALLED };
 struct d_obox;
 
 /* An operation in flight: the SQE copied out of the ring, never re-read. */
@@ -67,6 +73,15 @@ struct d_op {
 
 struct d_sock;
 struct d_app;
+
+/* A page of an application's socket table (d_app.sdir): made once, freed with
+ * the application, so a pointer to a slot stays valid while the table grows. */
+#define D_SPAGE_BITS 10
+#define D_SPAGE (1u << D_SPAGE_BITS)
+struct d_spage {
+	struct d_sock *s[D_SPAGE];
+	uint8_t gen[D_SPAGE];
+};
 
 /* A zero-copy SEND (d_zc.c): the ext record of its descriptors. */
 struct d_zc {
@@ -166,12 +181,17 @@ struct d_sock {
 	struct d_sock *peer;
 	struct d_pipe rxp;           /* bytes for this socket's RECVs */
 	uint16_t peer_port_be;       /* the other end's port (accept's address) */
+	/* families the socket serves, from its BIND (d_net.c d_fam_ok): 0 both (never
+	 * bound), D_FAM4 (AF_INET), D_FAM6 (AF_INET6 with V6ONLY), both (AF_INET6) */
+	unsigned fam;
+	int v6;                      /* its connection runs over IPv6 */
 	/* the app's active list at this socket's level (d_sock.c): sockets with
 	 * submissions or work left, so a pass costs O(active sockets) */
 	struct d_sock *act_prev, *act_next;
 	int on_act, more;
 	int pumping, pump_again;     /* d_tx_pump re-entry guard */
-	struct d_sock *wake_next;    /* on the app's wake list: posted this pass */
+	struct d_sock *wake_next;    /* on its worker's wake list for the app
+	                              * (d_appw.wake_h): posted this pass */
 	int wake_on;
 	/* UDP */
 	struct d_dgram *dq_h, *dq_t;
@@ -191,7 +211,15 @@ struct d_sock {
 	uint32_t gb_len, gb_pos;
 	int gb_wait;                 /* a GIVEBACK of the member that had the data
 	                              * is due: deliver nothing before it */
+	/* its port installed in the other workers' contexts (d_pinst.c): the
+	 * LISTEN or BIND (inst_ud) completes when inst_wait answers are in */
+	uint32_t inst_gen, inst_wait;
+	int32_t inst_rc;             /* the first error answered, or 0 */
+	uint64_t inst_ud;
 };
+
+#define D_FAM4 1u
+#define D_FAM6 2u
 
 /* epoll tags */
 enum { D_EV_LISTEN = 1, D_EV_NODE, D_EV_CTL, D_EV_BELL, D_EV_PID, D_EV_KICK };
@@ -220,6 +248,10 @@ struct d_appw {
 	 * start of its own pass. NULL with one worker. */
 	uint64_t *ho_bm, *ho_sum;    /* ready_words / ready_sum_words words */
 	int ho_flag;                 /* bits may be set: look at ho_sum */
+	/* what this worker posted to since its last d_wake_apps: each worker wakes
+	 * what it posted (a socket's completions are its owner's to post) */
+	int posted;
+	struct d_sock *wake_h;
 };
 
 struct d_app {
@@ -249,13 +281,15 @@ struct d_app {
 	uint64_t ring_area_off, ring_area_size, buf_area_off, buf_area_size;
 	struct d_ring_alloc ra;
 	struct d_sock ctl;           /* the control rings */
-	struct d_sock **socks;       /* index 1..: live sockets (NULL = free) */
-	uint8_t *gen;
+	struct d_spage **sdir;       /* the socket table: index 1.. live sockets
+	                              * (NULL = free) and their generations, in
+	                              * pages that never move once made (a reader
+	                              * needs no lock against growth: d_slot) */
+	uint32_t ndir;               /* sdir's entries, fixed at the first growth */
 	uint32_t nsocks, cap, nlive;
 	uint32_t *free_idx, nfree;
-	uint32_t cq_seq;             /* completions posted, any socket (cqe->seq) */
-	int posted;
-	struct d_sock *wake_h;       /* sockets posted to this pass (d_wake_apps) */
+	uint32_t cq_seq;             /* completions posted, any socket (cqe->seq);
+	                              * several workers: a relaxed fetch-add */
 	uint64_t gone_ns;            /* when its death was noticed */
 	const char *dying;           /* set: reclaim after this epoll batch */
 	uint32_t zc_out;             /* zero-copy records not released (d_zc.c) */
@@ -303,6 +337,14 @@ struct d_wk {
 	                              * the answer (the application died) */
 	uint64_t loop_cross;         /* app-to-app sends into a pipe of another
 	                              * worker's socket (d_loop.c): must stay 0 */
+	uint32_t *pst;               /* nw > 1: per (type, port) the install
+	                              * generation this worker saw << 1 | its context
+	                              * has it (d_pinst.c; this worker's thread, or
+	                              * the control thread in a reclaim) */
+	uint64_t port_in;            /* INSTALL / REMOVE messages it applied */
+	struct d_pdelay *pd;         /* test knob IPKITD_INSTALL_DELAY_MS: INSTALLs
+	                              * held back (d_pinst.c); npd of D_PDELAY_MAX */
+	unsigned npd;
 };
 
 struct d_daemon {
@@ -335,14 +377,71 @@ struct d_daemon {
 	                              * points into (zero-copy sends), via next/prev */
 	uint32_t lvl_socks[D_PRIO_MAX]; /* live sockets per level (--low-inflight
 	                                 * limits a level only while a higher one has any) */
+	uint64_t inst_delay_ns;      /* test knob (d_pinst.c), 0: none */
+	uint32_t *pgen;              /* nw > 1: per (type, port) the generation of
+	                              * its last install (d_pinst.c; port lock) */
 	int reclaiming;              /* d_app_reclaim runs: it may touch every worker's
 	                              * sockets (d_sock_destroy of a listener) */
 };
+
+/* The table slot of index idx of a (idx below a->cap: its page exists). */
+static inline struct d_sock **d_slot(const struct d_app *a, uint32_t idx)
+{
+	return &a->sdir[idx >> D_SPAGE_BITS]->s[idx & (D_SPAGE - 1)];
+}
+static inline uint8_t *d_slot_gen(const struct d_app *a, uint32_t idx)
+{
+	return &a->sdir[idx >> D_SPAGE_BITS]->gen[idx & (D_SPAGE - 1)];
+}
 
 static inline struct d_wk *d_sw(const struct d_sock *s) { return &s->app->d->wk[s->wk]; }
 static inline struct ipk_ctx *d_sctx(const struct d_sock *s) { return d_sw(s)->ctx; }
 static inline uint64_t d_snow(const struct d_sock *s) { return ipk_node_now(d_sw(s)->node); }
 static inline struct d_appw *d_spw(const struct d_sock *s) { return &s->app->pw[s->wk]; }
+
+/* A statistic in the application's region (svc/proto.h): with several workers
+ * any of them may count into one application's region, so a relaxed atomic add
+ * (the application reads counters; nothing is ordered by them); with one worker
+ * a plain add. */
+#define D_STAT(app, f, n)                                                              \
+	do {                                                                           \
+		struct d_app *d_st_ = (app);                                           \
+		if (d_st_->d->nw > 1)                                                  \
+			__atomic_add_fetch(&d_st_->hdr->f, (uint64_t)(n), __ATOMIC_RELAXED); \
+		else                                                                   \
+			d_st_->hdr->f += (n);                                          \
+	} while (0)
+
+/* A worker's active sockets per level: written by the worker, read by the
+ * others' d_defer (relaxed: a stale count costs one deferral too many or too
+ * few for one pass; the deferral still ends when the other's passes moves). */
+static inline void d_act_lvl_add(struct d_wk *w, unsigned l, int32_t n)
+{
+	__atomic_store_n(&w->act_lvl[l], w->act_lvl[l] + (uint32_t)n, __ATOMIC_RELAXED);
+}
+
+/* A listener's backlog count and armed ACCEPT: written only by the listener's
+ * worker (its queue is its own: an accept from another worker arrives as a
+ * message, d_msg.c), read by any worker's SYN (ev_accept, ev_accepted,
+ * d_loop_connect through d_port_listener). Relaxed atomics: a stale count
+ * admits one connection past the backlog, or refuses one SYN too many, for one
+ * read; the count itself stays exact (one writer). */
+static inline void d_acc_n_set(struct d_sock *l, uint32_t n)
+{
+	__atomic_store_n(&l->acc_n, n, __ATOMIC_RELAXED);
+}
+static inline int d_acc_room(const struct d_sock *l)
+{
+	return __atomic_load_n(&l->acc_n, __ATOMIC_RELAXED) < l->backlog;
+}
+static inline void d_acc_armed_set(struct d_sock *l, int on)
+{
+	__atomic_store_n(&l->acc_armed, on, __ATOMIC_RELAXED);
+}
+static inline int d_acc_armed(const struct d_sock *l)
+{
+	return __atomic_load_n(&l->acc_armed, __ATOMIC_RELAXED);
+}
 
 /* ipkitd.c: the service pass and the sleep decision, shared with the workers */
 void d_node_template(struct d_daemon *d, struct ipk_node_cfg *nc);
@@ -374,7 +473,8 @@ void d_app_event(struct d_daemon *d, struct d_ev *ev, uint32_t events);
 void d_reap(struct d_daemon *d);
 void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why);
 void d_app_final(struct d_daemon *d, struct d_app *a);
-void d_wake_apps(struct d_daemon *d);
+void d_wake_apps(struct d_daemon *d, unsigned wk);
+void d_wake_one(struct d_sock *s);
 int d_ring_get(struct d_app *a, uint64_t bytes, uint64_t *off, unsigned *cls);
 void d_ring_put(struct d_app *a, uint64_t off, unsigned cls);
 uint64_t d_now(void);
@@ -396,6 +496,8 @@ struct d_sock *d_sock_find(struct d_app *a, uint32_t id);
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
 void d_sock_level(struct d_sock *s, unsigned lvl);
 void d_sock_unring(struct d_sock *s);
+void d_sock_unqueue(struct d_daemon *d, struct d_sock *s);
+void d_wake_forget(struct d_sock *s);
 int d_opq_push(struct d_opq *q, const struct d_op *op);
 struct d_op *d_opq_front(struct d_opq *q);
 void d_opq_pop(struct d_opq *q);
@@ -415,10 +517,25 @@ void d_xfer_unlink(struct d_daemon *d, struct d_sock *w);
 void d_msg_flush(struct d_daemon *d, unsigned wk);
 int d_msg_pending(struct d_daemon *d, unsigned wk);
 void d_msg_drain(struct d_daemon *d, unsigned wk);
+struct d_app *d_app_of(struct d_daemon *d, uint32_t id);
+
+/* d_pinst.c: a port installed in / removed from every worker's context */
+int d_pinst_init(struct d_daemon *d);
+void d_pinst_fini(struct d_daemon *d);
+int d_pinst_add(struct d_daemon *d, struct d_sock *s, uint16_t port_be, uint16_t bl, int wait);
+void d_pinst_del(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
+void d_pinst_wait(struct d_daemon *d, struct d_sock *s, uint64_t ud);
+int d_pinst_msg(struct d_daemon *d, unsigned wk, unsigned from, uint32_t kind, uint32_t app_id,
+                uint32_t sock_id, uint64_t arg, int32_t type);
+void d_pinst_tick(struct d_daemon *d, unsigned wk);
+int d_pinst_answer(struct d_daemon *d, unsigned wk, uint32_t app_id, uint32_t sock_id,
+                   uint64_t gen, int32_t res);
 
 /* d_port.c */
-int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
+int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be, int wait);
 int d_port_listened(const struct d_sock *s);
+/* d_net.c: does s (listener, UDP socket) take this family (D_FAM4/6)? */
+int d_fam_ok(const struct d_sock *s, unsigned fam);
 /* d_local.c: a CONNECT's completion carries the local address (cqe.addr) */
 void d_local_cqe(const struct d_sock *s, struct ipk_svc_cqe *c, uint64_t ud, uint16_t lport_be);
 void d_local_post(struct d_sock *s, uint64_t ud, uint16_t lport_be);
@@ -426,7 +543,7 @@ uint16_t d_local_port(struct ipk_conn *c);
 void d_connect_done(struct d_sock *s, uint16_t lport_be);
 /* d_family.c: a forked child's share of an inherited listener */
 int d_family_share_ok(const struct d_sock *head, const struct d_sock *s);
-struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be);
+struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be, unsigned fam);
 /* d_family.c: a connection shared across fork (ADOPT, CLAIM, GIVEBACK) */
 void d_family_adopt(struct d_sock *ctl, const struct ipk_svc_sqe *e);
 void d_family_op(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e);
@@ -435,9 +552,9 @@ void d_family_want(struct d_daemon *d, struct d_sock *s);
 void d_family_tx_idle(struct d_daemon *d, struct d_sock *s);
 uint32_t d_family_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
 void d_port_release(struct d_daemon *d, struct d_sock *s);
-struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take);
+struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, unsigned fam);
 struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,
-                          uint16_t from_port_be);
+                          uint16_t from_port_be, unsigned fam);
 
 /* d_loop.c */
 int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);

@@ -9,6 +9,7 @@
  */
 #include "daemon.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -25,6 +26,8 @@ static const char d_help[] =
 	"  --io SPEC            backend (tap:NAME, afpacket:DEV, afxdp:DEV, memlink:..., dpdk:...)\n"
 	"  --ip A.B.C.D/N       the stack's address and prefix\n"
 	"  --gw A.B.C.D         default gateway\n"
+	"  --ip6 ADDR/N|auto    IPv6 on: link-local, this static address (or, with auto,\n"
+	"                       addresses from router advertisements only)\n"
 	"  --socket PATH        control socket (default /run/ipkitd.sock)\n"
 	"  --allow-uid UID      let this uid connect (repeatable; default: our own uid)\n"
 	"  --allow-gid GID      let this gid connect (repeatable)\n"
@@ -93,6 +96,31 @@ static int d_parse_u(const char *s, unsigned long max, unsigned long *out)
 	if (errno || end == s || *end || v > max)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/* --ip6 ADDR/N (N default 64) or auto */
+static int d_parse_ip6(const char *s, struct d_cfg *c)
+{
+	char buf[64], *sl;
+	unsigned long p = 64;
+	if (strlen(s) >= sizeof buf)
+		return -1;
+	c->ip6 = 1;
+	c->ip6_plen = 64;
+	memset(c->ip6_addr, 0, 16);
+	if (!strcmp(s, "auto"))
+		return 0;
+	strcpy(buf, s);
+	sl = strchr(buf, '/');
+	if (sl) {
+		*sl++ = 0;
+		if (d_parse_u(sl, 128, &p) < 0 || p == 0)
+			return -1;
+	}
+	if (inet_pton(AF_INET6, buf, c->ip6_addr) != 1)
+		return -1;
+	c->ip6_plen = (uint8_t)p;
 	return 0;
 }
 
@@ -178,6 +206,8 @@ static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
 	else if (!strcmp(name, "--ip") && d_parse_ip4(val, &c->ip4_be, &c->prefix_len) == 0)
 		;
 	else if (!strcmp(name, "--gw") && d_parse_ip4(val, &c->gw_be, NULL) == 0)
+		;
+	else if (!strcmp(name, "--ip6") && d_parse_ip6(val, c) == 0)
 		;
 	else if (!strcmp(name, "--allow-uid") && d_add_id(c->allow_uid, &c->n_allow_uid, val) == 0)
 		;
@@ -311,7 +341,13 @@ static int d_args(struct d_cfg *c, int argc, char **argv)
  * app is its worker. */
 static void d_core_tweak(struct ipk_config *cfg, void *app)
 {
+	const struct d_cfg *c = &((struct d_wk *)app)->d->cfg;
 	((struct d_wk *)app)->d->rcvbuf = cfg->tcp_rcvbuf;
+	if (c->ip6) { /* docs/ipv6-core.md: static address when given, SLAAC on */
+		cfg->ip6_enable = 1;
+		memcpy(cfg->ip6_addr, c->ip6_addr, 16);
+		cfg->ip6_prefix_len = c->ip6_plen;
+	}
 }
 
 void d_node_template(struct d_daemon *d, struct ipk_node_cfg *nc)
@@ -536,7 +572,7 @@ static void d_loop(struct d_daemon *d)
 		int work = 0, ovf;
 		work += d_serve(d, 0);
 		work += ipk_node_poll(node, 0) > 0;
-		d_wake_apps(d);
+		d_wake_apps(d, 0);
 		if (work && spin)
 			last_work = d_now();
 		/* the spin window: an application answering within spin_us finds us

@@ -71,7 +71,10 @@ struct ipk_svc_region {
 	 * in place; SENDs completed that way (from the peer's acknowledgement) and
 	 * SENDs completed by copying (tx_copied) */
 	uint64_t tx_zc, sends_zc, sends_copied;
-	uint8_t pad6[IPK_SVC_CL - 40];
+	/* (daemon, constant) IPK_SVC_FEAT_* (was padding: versions agree, an older
+	 * daemon leaves zeros: none of them) */
+	uint32_t features;
+	uint8_t pad6[IPK_SVC_CL - 44];
 };
 
 /* The app's CQ index and, in the same (app-written) line, how many of its threads

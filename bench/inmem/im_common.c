@@ -70,6 +70,8 @@ static void im_usage(FILE *f, const char *stack)
 	        "                     segments (ipkit: checks loss recovery with --corrupt)\n"
 	        "      --max-conn-bytes N  fail the run when conn_bytes (engine memory per idle\n"
 	        "                     established connection) exceeds N (ipkit)\n"
+	        "      --ip6          TCP over IPv6 between fd00::1 and fd00::2 (ipkit, sw\n"
+	        "                     profile; neighbours found by ND, no DAD)\n"
 	        "      --zerocopy     bulk: queue packets that point into the pattern with\n"
 	        "                     ipk_tcp_send instead of copying with ipk_tcp_write (ipkit\n"
 	        "                     only: the other stacks have no such call here)\n"
@@ -115,7 +117,7 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 		{"profile", 1, 0, 'p'}, {"clock", 1, 0, 'K'}, {"seconds", 1, 0, 't'},
 		{"corrupt", 1, 0, 'X'}, {"max-rtx", 1, 0, 'R'}, {"json", 1, 0, 'J'}, {"quiet", 0, 0, 'q'},
 		{"max-conn-bytes", 1, 0, 'M'}, {"zerocopy", 0, 0, 'Z'},
-		{"wire", 1, 0, 'W'}, {"op-calls", 0, 0, 'O'},
+		{"wire", 1, 0, 'W'}, {"op-calls", 0, 0, 'O'}, {"ip6", 0, 0, '6'},
 		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 
@@ -145,6 +147,7 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 		case 'J': o->json = optarg; break;
 		case 'Z': o->zerocopy = 1; break;
 		case 'O': o->op_calls = 1; break;
+		case '6': o->ip6 = 1; break;
 		case 'W': o->handoff = im_pick(optarg, "copy", "handoff", "wire", stack); break;
 		case 'q': o->quiet = 1; break;
 		case 'h': im_usage(stdout, stack); exit(0);
@@ -153,6 +156,11 @@ void im_parse(int argc, char **argv, struct im_opts *o, const char *stack)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "%s-inmem: unexpected argument '%s'\n", stack, argv[optind]);
+		exit(2);
+	}
+	if (o->ip6 && (strcmp(stack, "ipkit") != 0 || o->offload)) {
+		fprintf(stderr, "%s-inmem: --ip6 is ipkit's only, with the sw profile (no IPv6\n"
+		        "offloads yet)\n", stack);
 		exit(2);
 	}
 	if ((o->zerocopy || o->op_calls) && strcmp(stack, "ipkit") != 0) {

@@ -42,6 +42,7 @@ struct im_opts {
 	                        * every frame into a fresh receive buffer, as a NIC's DMA */
 	const char *json;      /* --json FILE ("-" = stdout) */
 	int quiet;             /* -q: no text line */
+	int ip6;               /* --ip6: TCP over IPv6 (ipkit, sw profile) */
 };
 
 struct im_result {

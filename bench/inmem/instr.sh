@@ -44,7 +44,7 @@ add ipkit-lib "$build/bench/inmem/ipkit-inmem" 'bench/inmem/'
 add ipkit-unity "$build/bench/inmem/ipkit-inmem-unity" 'bench/inmem/'
 add lwip "$peers/lwip/lwip-inmem" 'bench/peers/lwip/|bench/inmem/'
 add smoltcp "$peers/smoltcp/smoltcp-inmem" 'bench/peers/smoltcp/'
-workloads="pingpong-c1-sw pingpong-c1-offload pingpong-c32-sw bulk-sw bulk-offload bulk-offload-zerocopy"
+workloads="pingpong-c1-sw pingpong-c1-offload pingpong-c32-sw bulk-sw bulk-offload bulk-offload-zerocopy pingpong-c1-sw-ip6 pingpong-c32-sw-ip6 bulk-sw-ip6"
 
 # instructions of one run: callgrind's total
 irefs() {
@@ -90,7 +90,11 @@ for wire in $wires; do
 		measure "$name" "$bin" bulk-offload$sfx 1460B "-b $b1" "-b $b2" "$(( (b2 - b1) / 1460 ))" -w bulk -p offload --wire $wire
 		case $name in ipkit-*) # ipkit's zero-copy send (ipk_tcp_send of packets over the pattern)
 			measure "$name" "$bin" bulk-offload-zerocopy$sfx 1460B "-b $b1" "-b $b2" \
-				"$(( (b2 - b1) / 1460 ))" -w bulk -p offload --zerocopy --wire $wire ;;
+				"$(( (b2 - b1) / 1460 ))" -w bulk -p offload --zerocopy --wire $wire
+			# TCP over IPv6 (issue 19), sw profile: beside the IPv4 rows of the same run
+			measure "$name" "$bin" pingpong-c1-sw-ip6$sfx request "-n $n1" "-n $n2" $((n2 - n1)) --ip6 --wire $wire
+			measure "$name" "$bin" pingpong-c32-sw-ip6$sfx request "-n $n1" "-n $n2" $((n2 - n1)) -c 32 --ip6 --wire $wire
+			measure "$name" "$bin" bulk-sw-ip6$sfx 1460B "-b $b1" "-b $b2" "$(( (b2 - b1) / 1460 ))" -w bulk --ip6 --wire $wire ;;
 		esac
 		h1=$(own_cost "$tmp/$name-pingpong-c1-sw$sfx-1.out" "${own[$k]}")
 		h2=$(own_cost "$tmp/$name-pingpong-c1-sw$sfx-2.out" "${own[$k]}")

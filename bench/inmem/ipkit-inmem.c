@@ -5,7 +5,8 @@
  * The wire is zero-copy: a frame one engine passes to ops->tx is put, as the same
  * packet object, on the other engine's receive batch for its next ipk_run. Both
  * engines share one packet pool (refcounted buffers, descriptors on free lists).
- * ARP entries are static, so only TCP/IPv4/Ethernet frames cross.
+ * ARP entries are static, so only TCP/IPv4/Ethernet frames cross; with --ip6 the
+ * connections are IPv6 (fd00::1, fd00::2, no DAD) and one ND exchange precedes them.
  *
  * Two builds of this one file (bench/inmem/meson.build):
  *   ipkit-inmem        links the core library, ops called through the table;
@@ -563,6 +564,13 @@ static void im_config(struct ipk_config *cfg, const struct im_opts *o, int i, vo
 	cfg->netmask_be = IPK_IP4(255, 255, 255, 0);
 	cfg->pkt_buf_size = IM_BUF_SIZE;
 	cfg->conn_hash_buckets = im_pow2((uint32_t)o->conns);
+	if (o->ip6) {
+		cfg->ip6_enable = 1;
+		cfg->ip6_addr[0] = 0xfd;
+		cfg->ip6_addr[15] = (uint8_t)(1 + i);
+		cfg->ip6_dad_transmits = 0;
+		cfg->ip6_rs_count = 0;
+	}
 	/* Offload: a NIC pair with TSO + scatter-gather on the sending side and LRO on
 	 * the receiving one, each engine both. The wire hands the TSO frame (a header
 	 * packet chained to clones of send-queue data) to the receiver as is, where a
@@ -748,6 +756,24 @@ static int im_quiet(const struct im_world *w)
 	return 1;
 }
 
+/* --ip6: run both engines (bounded) until their addresses are up (no DAD: the
+ * first timer pass). */
+static void im_ip6_up(struct im_world *w)
+{
+	uint8_t addrs[4][16];
+	int k;
+
+	for (k = 0; k < 100; k++) {
+		if (ipk_ip6_addrs(w->node[0].ctx, addrs, 4) >= 2 &&
+		    ipk_ip6_addrs(w->node[1].ctx, addrs, 4) >= 2)
+			return;
+		im_step(&w->node[0], im_now(w));
+		im_step(&w->node[1], im_now(w));
+		w->vnow += 1000000;
+	}
+	im_fail(w->app, "IPv6 addresses never came up");
+}
+
 static void im_open(struct im_world *w)
 {
 	struct im_app *a = w->app;
@@ -757,10 +783,20 @@ static void im_open(struct im_world *w)
 		im_fail(a, "listen failed");
 		return;
 	}
+	if (w->o.ip6)
+		im_ip6_up(w);
 	for (i = 0; i < w->o.conns && !a->error; i++) {
+		struct ipk_addr peer;
+
+		memset(&peer, 0, sizeof(peer));
+		peer.family = IPK_AF_INET6;
+		peer.a[0] = 0xfd;
+		peer.a[15] = 2;
 		a->cli[i].off = im_req_off((uint32_t)i, 0);
-		if (ipk_tcp_connect(w->node[0].ctx, IM_IP(1), ipk_htons(IM_PORT), 0, &a->cli[i],
-		                    &a->cli[i].c, im_now(w)) != IPK_OK)
+		if ((w->o.ip6 ? ipk_tcp_connect_addr(w->node[0].ctx, &peer, ipk_htons(IM_PORT), 0,
+		                                     &a->cli[i], &a->cli[i].c, im_now(w))
+		              : ipk_tcp_connect(w->node[0].ctx, IM_IP(1), ipk_htons(IM_PORT), 0,
+		                                &a->cli[i], &a->cli[i].c, im_now(w))) != IPK_OK)
 			im_fail(a, "connect failed");
 	}
 	im_loop(w, im_all_connected);

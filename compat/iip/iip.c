@@ -550,7 +550,7 @@ static const struct ipk_ops iipk_ops = {
 	NULL /* isn_hash: random() */, NULL /* arp_resolve: the core's cache */,
 	NULL /* arp_learned */, iipk_tcp_accept, iipk_tcp_accepted, iipk_tcp_connected,
 	iipk_tcp_payload, iipk_tcp_acked, iipk_tcp_closed, iipk_udp_recv, iipk_icmp_reply,
-	NULL, NULL, NULL, NULL, NULL, NULL, NULL, iipk_tcp_sent_done};
+	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL /* tcp_accept6 */, iipk_tcp_sent_done};
 
 #define IPK_OPS_STATIC iipk_ops
 #include "ipkit_unity.c"

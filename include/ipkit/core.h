@@ -247,6 +247,12 @@ enum ipk_drop {
 	                             * not 255, bad code, target, source, options) */
 	IPK_DROP_ND_QUEUE_FULL,     /* tx packet waiting for ND: queue full / evicted */
 	IPK_DROP_ND_TIMEOUT,        /* tx packet waiting for ND: no answer (RFC 4861 §7.2.2) */
+	/* TCP over IPv6 (issue 19; core/tcp6.c) */
+	IPK_DROP_TCP6_PAIRS,        /* no free slot in the IPv6 address-pair table (one per
+	                             * distinct local/peer pair of IPv6 connections, sized
+	                             * conn_hash_buckets): connection not opened */
+	IPK_DROP_IP6_V4MAPPED,      /* IPv4-mapped source or destination (::ffff:0:0/96,
+	                             * RFC 4291 §2.5.5.2, RFC 4942 §2.2): never routed as IPv6 */
 	IPK_DROP__COUNT
 };
 
@@ -344,6 +350,10 @@ struct ipk_counters {
 	uint64_t ip6_fragmented, ip6_frags_tx; /* datagrams sent as fragments, fragments sent */
 	uint64_t ip6_frags_rx, ip6_reassembled;
 	uint64_t tcp_sndbuf_grow;     /* send buffers grown by autotuning (tcp_sndbuf_max) */
+	uint64_t tcp6_pmtu_mss;       /* Packet Too Big that lowered a TCP connection's MSS
+	                             * (RFC 8201 §4 via the path MTU table) */
+	uint64_t tcp6_icmp_soft;      /* ICMPv6 errors taken as soft errors by a TCP
+	                             * connection (RFC 5461: it goes on) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -545,6 +555,10 @@ struct ipk_ops {
 	/* (optional) Told of every IPv6 -> MAC binding learned from ND (NA, or the
 	 * source link-layer option of an NS or RA). */
 	void (*nd_learned)(const uint8_t ip6[16], const uint8_t mac[6], void *opaque);
+	/* (optional) tcp_accept for a SYN over IPv6 (t's family IPK_AF_INET6): nonzero
+	 * accepts. NULL accepts up to the backlog (tcp_accept is asked about IPv4 SYNs
+	 * only). Decide only: must not call the core. */
+	int (*tcp_accept6)(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opaque);
 
 	/* -- send objects back to the integrator (issue 20) -------------------- */
 
@@ -905,7 +919,8 @@ int ipk_tcp_unlisten(struct ipk_ctx *ctx, uint16_t port_be);
  * configured, one whose incoming 4-tuple hashes to rss_queue; see ipk_config). On
  * success *out is the new connection (SYN sent); tcp_connected or tcp_closed follows.
  * `user` becomes the connection's user pointer. Returns 0, IPK_EINVAL (NULL ctx or
- * out, peer address or port 0), IPK_EHOSTUNREACH (no route: the peer is off-link
+ * out, peer address or port 0, peer 255.255.255.255: RFC 1122 §4.2.3.10),
+ * IPK_EHOSTUNREACH (no route: the peer is off-link
  * and gateway_be is 0; an on-link peer not yet resolved by ARP is not refused, its
  * SYN waits for the answer), IPK_ENOMEM (connection pool empty), or
  * IPK_EADDRINUSE: the 4-tuple is taken or no ephemeral port is free (with RSS: none
@@ -958,7 +973,8 @@ int ipk_tcp_abort(struct ipk_ctx *ctx, struct ipk_conn *c, uint64_t now);
 void *ipk_tcp_user(const struct ipk_conn *c);
 void ipk_tcp_set_user(struct ipk_conn *c, void *user);
 /* Fill *t with the connection's addresses and ports (network order). Returns 0,
- * IPK_EINVAL (NULL argument) or IPK_ECLOSED. */
+ * IPK_EINVAL (NULL argument, or an IPv6 connection: ports filled, addresses 0;
+ * use ipk_tcp_atuple) or IPK_ECLOSED. */
 int ipk_tcp_tuple(const struct ipk_conn *c, struct ipk_tuple *t);
 /* Per-connection Nagle switch (RFC 896); default from ipk_config.tcp_nagle. Returns
  * 0, IPK_EINVAL (NULL handle) or IPK_ECLOSED. */
@@ -1077,6 +1093,37 @@ int ipk_icmp6_echo(struct ipk_ctx *ctx, const uint8_t dst[16], uint16_t id_be, u
 /* Our IPv6 addresses in use (DAD passed): up to max copied into out; returns the
  * count copied. Link-local first. */
 int ipk_ip6_addrs(const struct ipk_ctx *ctx, uint8_t (*out)[16], int max);
+
+/*
+ * TCP over IPv6 (issue 19; docs/ipv6-core.md). One connection table serves both
+ * families; every ipk_tcp_* call taking a handle works on either. Listeners
+ * (ipk_tcp_listen) take both families on their port, as a Linux socket bound to ::
+ * with IPV6_V6ONLY 0.
+ *
+ * ipk_tcp_connect_addr: ipk_tcp_connect for either family. peer->family
+ * IPK_AF_INET takes the IPv4 call unchanged; IPK_AF_INET6 opens from our best
+ * source address for the peer (link-local to a link-local peer, else a global
+ * one). Same ownership, events and errors as ipk_tcp_connect, and: IPK_EINVAL for
+ * a NULL peer, an unknown family, IPv6 off (cfg.ip6_enable 0), or a peer that is
+ * ::, ::1, multicast or IPv4-mapped (::ffff:0:0/96 is never routed as IPv6: pass
+ * IPK_AF_INET instead); IPK_EHOSTUNREACH when no source address is in use yet (DAD
+ * still running) or there is no route; IPK_ENOMEM when no connection or no slot in
+ * the IPv6 address-pair table (conn_hash_buckets distinct pairs) is free. Local
+ * port 0 picks an ephemeral port; RSS-aware choice applies to IPv4 only for now.
+ */
+int ipk_tcp_connect_addr(struct ipk_ctx *ctx, const struct ipk_addr *peer,
+                         uint16_t peer_port_be, uint16_t local_port_be, void *user,
+                         struct ipk_conn **out, uint64_t now);
+/* ipk_tcp_listen limited to one family: family 0 both (ipk_tcp_listen),
+ * IPK_AF_INET IPv4 only, IPK_AF_INET6 IPv6 only (IPV6_V6ONLY 1); a SYN of the other
+ * family is answered as for a closed port (RST). Same returns as ipk_tcp_listen,
+ * IPK_EINVAL also for another family value or IPK_AF_INET6 with IPv6 off. */
+int ipk_tcp_listen_family(struct ipk_ctx *ctx, uint16_t port_be, uint16_t backlog,
+                          unsigned family);
+/* The connection's addresses and ports in either family (local and peer of one
+ * family). Returns 0, IPK_EINVAL (NULL argument) or IPK_ECLOSED. ipk_tcp_tuple on
+ * an IPv6 connection fills the ports and zero addresses and returns IPK_EINVAL. */
+int ipk_tcp_atuple(const struct ipk_ctx *ctx, const struct ipk_conn *c, struct ipk_atuple *t);
 
 /* ------------------------------------------------------------------- RSS */
 

@@ -244,6 +244,12 @@ struct ipk_app_ops {
 	 * command, in order with the other events, in every model (under UNIFIED from
 	 * inside the command). Without this member a refusal is printed on stderr. */
 	void (*bound)(struct ipk_app *a, uint16_t port_be, int udp, int rc);
+	/* A datagram over IPv6 for a port bound with ipk_app_udp_bind (the bind takes
+	 * the port in both families, core.h udp_recv6): as udp, with t's addresses of
+	 * family IPK_AF_INET6. IPv4 datagrams keep coming to udp. NULL: IPv6 datagrams
+	 * are released unseen (the node needs ipk_config.ip6_enable to get any). */
+	void (*udp6)(struct ipk_app *a, const struct ipk_atuple *t, struct ipk_pkt *ref,
+	             const uint8_t *data, uint32_t len);
 };
 
 /* Commands, callable only from the worker's application thread (inside callbacks or
@@ -284,6 +290,15 @@ int ipk_app_udp_bind(struct ipk_app *a, uint16_t port_be);
  * address/port. The outcome comes with udp_sent. */
 int ipk_app_udp_send(struct ipk_app *a, uint16_t local_port_be, uint32_t ip4_be,
                      uint16_t port_be, const void *buf, uint32_t len, void *user);
+/* ipk_app_udp_send for either family: peer->family IPK_AF_INET is ipk_app_udp_send
+ * (the address from peer->a[0..3]); IPK_AF_INET6 sends over IPv6 (the core's
+ * ipk_udp_sendto_addr: our best source address for the peer). Same ownership and
+ * udp_sent event; rc there also IPK_EINVAL for an IPv4-mapped peer or IPv6 off.
+ * Returns 0 when issued, or IPK_EINVAL for a NULL app, buf or peer, len 0, a zero
+ * port, an unknown family or the unspecified address. */
+int ipk_app_udp_send_addr(struct ipk_app *a, uint16_t local_port_be,
+                          const struct ipk_addr *peer, uint16_t port_be, const void *buf,
+                          uint32_t len, void *user);
 /*
  * Echo queue: the received refs of one connection held until their bytes are sent
  * back (the echo servers' bookkeeping, examples/echo_workers.c, bench/bench_workers.c).

@@ -55,14 +55,16 @@ extern "C" {
  * Shared with the daemon: fixed-size, explicitly padded, versioned by
  * IPK_SVC_VERSION (svc/proto.h holds the region and ring headers). */
 
-/* Address able to carry IPv6 later: family, port and 16 address bytes (IPv4 in the
- * first four, network order). */
+/* Address of either family: family, port and 16 address bytes (IPv4 in the first
+ * four, IPv6 all sixteen, network order). IPv6 needs ipkitd --ip6 (else
+ * -EAFNOSUPPORT); an IPv4-mapped IPv6 address (::ffff:a.b.c.d) is taken as the
+ * IPv4 address it carries, as a Linux dual-stack socket does. */
 #define IPK_SVC_AF_INET 2
-#define IPK_SVC_AF_INET6 10 /* reserved: refused with -EAFNOSUPPORT for now */
+#define IPK_SVC_AF_INET6 10
 struct ipk_svc_addr {
 	uint16_t family;   /* IPK_SVC_AF_* */
 	uint16_t port_be;
-	uint32_t scope_id; /* IPv6 later; 0 */
+	uint32_t scope_id; /* not used yet (one link); 0 */
 	uint8_t addr[16];
 };
 
@@ -116,6 +118,11 @@ struct ipk_svc_sqe {
 /* BIND: a forked child's socket joining the listener it inherited (the port's
  * group holds a listener of its parent process, same uid; svc/d_family.c) */
 #define IPK_SVC_SQE_F_INHERIT 2u
+/* BIND of an AF_INET6 address ::: IPv6 only (Linux's IPV6_V6ONLY 1). Without it an
+ * AF_INET6 socket bound to :: serves both families (its IPv4 peers are reported
+ * as AF_INET addresses; the shim maps them to ::ffff:a.b.c.d); one bound AF_INET
+ * serves IPv4 only. */
+#define IPK_SVC_SQE_F_V6ONLY 4u
 
 #define IPK_SVC_CQE_F_MORE 1u    /* multishot: more completions follow for this sqe */
 #define IPK_SVC_CQE_F_RINGERR 2u /* the daemon found this socket's ring indices bad */
@@ -244,7 +251,8 @@ void ipk_svc_prep_listen(struct ipk_svc_sqe *sqe, uint32_t backlog);
  * armed already). */
 void ipk_svc_prep_accept(struct ipk_svc_sqe *sqe, uint32_t sq_entries, uint32_t cq_entries);
 /* ipk_svc_prep_connect: TCP active open. res: 0 when established, -ECONNREFUSED,
- * -ETIMEDOUT, -EHOSTUNREACH, -EAFNOSUPPORT (IPv6 for now), -EINVAL. */
+ * -ETIMEDOUT, -EHOSTUNREACH, -EAFNOSUPPORT (IPv6 without ipkitd --ip6, or a family
+ * the socket's bind excludes), -ENETUNREACH (IPv6 to ipkitd's own address), -EINVAL. */
 void ipk_svc_prep_connect(struct ipk_svc_sqe *sqe, const struct ipk_svc_addr *peer);
 /* ipk_svc_prep_send: TCP, len bytes at buf (in the region, see "Buffers"). res: len
  * once every byte is in the stack's send buffer (zero-copy: once the peer
@@ -282,7 +290,8 @@ int ipk_svc_submit(struct ipk_svc_sock *so);
  * ipkitd takes the entries at its next pass, whatever wakes it. Only for entries
  * nothing waits on while the socket has others pending: a RECV posted while
  * another RECV of the socket is still in flight (data arriving completes that
- * one, and that pass takes this one too). */
+ * one, and that pass takes this one too). Returns the number published, or -EPIPE
+ * when the daemon is gone, as ipk_svc_submit. */
 int ipk_svc_submit_quiet(struct ipk_svc_sock *so);
 
 /* The oldest unseen completion of the socket: 0 and *cqe, or -EAGAIN when none.
@@ -330,6 +339,13 @@ void ipk_svc_sock_unlock(struct ipk_svc_sock *so);
 
 /* Helpers: an IPv4 address (network order) and port (host order). */
 void ipk_svc_addr_ip4(struct ipk_svc_addr *a, uint32_t ip4_be, uint16_t port);
+/* An IPv6 address (16 bytes, network order) and port (host order). */
+void ipk_svc_addr_ip6(struct ipk_svc_addr *a, const uint8_t ip6[16], uint16_t port);
+
+#define IPK_SVC_FEAT_IP6 1u /* IPv6 addresses (ipkitd --ip6) */
+/* ipk_svc_features: what this ipkitd serves, IPK_SVC_FEAT_* bits (0 for NULL; an
+ * older ipkitd: 0). Constant for the handle's life. */
+uint32_t ipk_svc_features(const struct ipk_svc *svc);
 
 /* ipk_svc_region / ipk_svc_sock_ring_off, for tools and tests (svc_tool's hostile
  * mode): the region's start and size, and a socket's ring offset in it (svc/proto.h describes both). The

@@ -104,8 +104,9 @@ void pl_exec_note(struct pl_sock *s)
 	e.backlog = s->backlog;
 	e.nonblock = s->nonblock;
 	e.listen = 1;
-	e.ip_be = s->local.sin_addr.s_addr;
-	e.port_be = s->local.sin_port;
+	/* AF_INET6 listeners are re-created AF_INET on the wildcard (README) */
+	e.ip_be = s->domain == AF_INET ? s->local.in.sin_addr.s_addr : 0;
+	e.port_be = s->local.in.sin_port;
 	pthread_mutex_lock(&x_mu);
 	x_tab.magic = PL_EX_MAGIC;
 	for (i = 0; i < x_tab.n; i++) /* drop the entries no longer true */
@@ -133,7 +134,8 @@ void pl_exec_fork_child(struct pl_sock *list)
 			memset(e, 0, sizeof *e);
 			e->fd = s->fd, e->ino = pl_ex_ino(s->fd), e->backlog = s->backlog;
 			e->nonblock = s->nonblock, e->listen = 1;
-			e->ip_be = s->local.sin_addr.s_addr, e->port_be = s->local.sin_port;
+			e->ip_be = s->domain == AF_INET ? s->local.in.sin_addr.s_addr : 0;
+			e->port_be = s->local.in.sin_port;
 			x_tab.n++;
 		}
 	if (x_fd >= 0 && pl_ex_open(x_fd) >= 0)
@@ -158,9 +160,10 @@ static void pl_ex_adopt(const struct pl_ex_ent *e)
 	s->lfd = pl_hide_fd(pl_r.fcntl(s->fd, F_DUPFD_CLOEXEC, 0));
 	s->nonblock = e->nonblock;
 	s->backlog = e->backlog;
-	s->local.sin_family = AF_INET;
-	s->local.sin_addr.s_addr = e->ip_be;
-	s->local.sin_port = e->port_be;
+	s->domain = AF_INET;
+	s->local.in.sin_family = AF_INET;
+	s->local.in.sin_addr.s_addr = e->ip_be;
+	s->local.in.sin_port = e->port_be;
 	s->state = PL_LISTEN;
 	s->inherit = 1;
 	pl_sock_link(s);

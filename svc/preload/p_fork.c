@@ -69,7 +69,9 @@ static int pl_fork_bind(struct pl_sock *s, unsigned flags)
 	memset(&e, 0, sizeof e);
 	ipk_svc_prep_bind(&e, &(struct ipk_svc_addr){0});
 	e.flags = (uint8_t)flags;
-	ipk_svc_addr_ip4(&e.addr, s->local.sin_addr.s_addr, ntohs(s->local.sin_port));
+	pl_sa_to_svc(&e.addr, &s->local);
+	if (s->domain == AF_INET6 && s->v6only)
+		e.flags |= IPK_SVC_SQE_F_V6ONLY;
 	return pl_sync_op(s, &e);
 }
 

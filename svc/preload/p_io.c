@@ -99,9 +99,7 @@ static void pl_cqe_accept(struct pl_sock *s, const struct ipk_svc_cqe *c)
 		return;
 	}
 	a->so = so;
-	a->peer.sin_family = AF_INET;
-	a->peer.sin_port = c->addr.port_be;
-	memcpy(&a->peer.sin_addr.s_addr, c->addr.addr, 4);
+	pl_sa_from_svc(&a->peer, s->domain, &c->addr);
 	if (s->acc_t)
 		s->acc_t->next = a;
 	else
@@ -183,11 +181,9 @@ void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
 		if (c->res == 0) {
 			s->state = PL_CONNECTED;
 			s->conn_unseen = 1;
-			if (c->addr.family == IPK_SVC_AF_INET) { /* getsockname: the real one */
-				s->local.sin_family = AF_INET;
-				memcpy(&s->local.sin_addr, c->addr.addr, 4);
-				s->local.sin_port = c->addr.port_be;
-			}
+			if (c->addr.family == IPK_SVC_AF_INET ||
+			    c->addr.family == IPK_SVC_AF_INET6) /* getsockname: the real one */
+				pl_sa_from_svc(&s->local, s->domain, &c->addr);
 			pl_post_recv(s);
 		} else {
 			s->state = PL_FAILED;
@@ -360,13 +356,11 @@ static ssize_t pl_send(struct pl_sock *s, const void *buf, size_t len, int flags
 static ssize_t pl_dgram_in(struct pl_sock *s, void *buf, size_t len, int flags,
                            struct sockaddr *a, socklen_t *alen, int *mflags)
 {
-	struct sockaddr_in from;
+	union pl_sa from;
 	int trunc = 0;
 	ssize_t n = pl_udp_recv(s, buf, len, flags, &from, &trunc);
-	if (n >= 0 && a && alen) {
-		memcpy(a, &from, *alen < sizeof from ? *alen : sizeof from);
-		*alen = sizeof from;
-	}
+	if (n >= 0 && a && alen)
+		pl_sa_out(a, alen, &from);
 	if (n >= 0 && mflags && trunc)
 		*mflags |= MSG_TRUNC;
 	return n;
@@ -375,14 +369,13 @@ static ssize_t pl_dgram_in(struct pl_sock *s, void *buf, size_t len, int flags,
 static ssize_t pl_dgram_out(struct pl_sock *s, const void *buf, size_t len,
                             const struct sockaddr *a, socklen_t alen)
 {
-	struct sockaddr_in to;
+	union pl_sa to;
+	int rc;
 	if (!a)
 		return pl_udp_send(s, buf, len, NULL);
-	if (alen < (socklen_t)sizeof to)
-		return -EINVAL;
-	if (a->sa_family != AF_INET)
-		return -EAFNOSUPPORT;
-	memcpy(&to, a, sizeof to);
+	rc = pl_sa_in(a, alen, s->domain, &to);
+	if (rc < 0)
+		return rc;
 	return pl_udp_send(s, buf, len, &to);
 }
 
@@ -815,23 +808,22 @@ int ioctl(int fd, unsigned long req, ...)
 int getsockname(int fd, struct sockaddr *a, socklen_t *len)
 {
 	struct pl_sock *s = pl_get(fd);
-	struct sockaddr_in in;
+	union pl_sa in;
 	if (!s)
 		return pl_r.getsockname(fd, a, len);
 	in = s->local;
-	in.sin_family = AF_INET;
+	in.sa.sa_family = (sa_family_t)s->domain;
 	pl_put(s);
 	if (!a || !len)
 		return PL_ERR(EFAULT);
-	memcpy(a, &in, *len < sizeof in ? *len : sizeof in);
-	*len = sizeof in;
+	pl_sa_out(a, len, &in);
 	return 0;
 }
 
 int getpeername(int fd, struct sockaddr *a, socklen_t *len)
 {
 	struct pl_sock *s = pl_get(fd);
-	struct sockaddr_in in;
+	union pl_sa in;
 	int ok;
 	if (!s)
 		return pl_r.getpeername(fd, a, len);
@@ -842,8 +834,7 @@ int getpeername(int fd, struct sockaddr *a, socklen_t *len)
 		return PL_ERR(ENOTCONN);
 	if (!a || !len)
 		return PL_ERR(EFAULT);
-	memcpy(a, &in, *len < sizeof in ? *len : sizeof in);
-	*len = sizeof in;
+	pl_sa_out(a, len, &in);
 	return 0;
 }
 

@@ -24,6 +24,8 @@ static int *pl_intopt(struct pl_sock *s, int level, int name)
 		default: return NULL;
 		}
 	}
+	if (level == IPPROTO_IPV6 && name == IPV6_V6ONLY && s->domain == AF_INET6)
+		return &s->v6only; /* takes effect at bind (IPK_SVC_SQE_F_V6ONLY) */
 	if (level == IPPROTO_TCP) {
 		switch (name) {
 		case TCP_NODELAY: return &s->nodelay;
@@ -80,7 +82,7 @@ static int pl_getopt(struct pl_sock *s, int level, int name, void *v, socklen_t 
 			return pl_put_int(v, len, e);
 		}
 		case SO_TYPE: return pl_put_int(v, len, s->type);
-		case SO_DOMAIN: return pl_put_int(v, len, AF_INET);
+		case SO_DOMAIN: return pl_put_int(v, len, s->domain);
 		case SO_PROTOCOL:
 			return pl_put_int(v, len, s->type == SOCK_DGRAM ? IPPROTO_UDP : IPPROTO_TCP);
 		case SO_ACCEPTCONN: return pl_put_int(v, len, s->state == PL_LISTEN);
@@ -117,14 +119,15 @@ static int pl_setopt(struct pl_sock *s, int level, int name, const void *v, sock
 		return 0;
 	}
 	if (!p)
-		return level == SOL_SOCKET || level == IPPROTO_TCP || level == IPPROTO_IP ? 0 :
+		return level == SOL_SOCKET || level == IPPROTO_TCP || level == IPPROTO_IP ||
+		       (level == IPPROTO_IPV6 && s->domain == AF_INET6) ? 0 :
 		       -ENOPROTOOPT;
 	if (!v || len < (socklen_t)sizeof(int))
 		return -EINVAL;
 	memcpy(&x, v, sizeof x);
 	if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF))
 		x = x < 1152 ? 2304 : 2 * x; /* Linux doubles, with a floor */
-	else if (level == SOL_SOCKET || name == TCP_NODELAY)
+	else if (level == SOL_SOCKET || name == TCP_NODELAY || level == IPPROTO_IPV6)
 		x = x != 0;
 	else if (x < 1)
 		return -EINVAL;

@@ -26,30 +26,6 @@ static uint64_t pl_ud(unsigned kind, uint32_t len, uint64_t off)
 	       (off & 0xfffffffffull);
 }
 
-static void pl_to_svc(struct ipk_svc_addr *a, const struct sockaddr_in *in)
-{
-	ipk_svc_addr_ip4(a, in->sin_addr.s_addr, ntohs(in->sin_port));
-}
-
-static void pl_copy_addr(struct sockaddr *to, socklen_t *len, const struct sockaddr_in *a)
-{
-	socklen_t n;
-	if (!to || !len)
-		return;
-	n = *len < sizeof *a ? *len : (socklen_t)sizeof *a;
-	memcpy(to, a, n);
-	*len = sizeof *a;
-}
-
-static int pl_in_addr(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
-{
-	if (!a || len < (socklen_t)sizeof(struct sockaddr_in))
-		return -EINVAL;
-	if (a->sa_family != AF_INET)
-		return -EAFNOSUPPORT;
-	memcpy(out, a, sizeof *out);
-	return 0;
-}
 
 /* SO_RCVTIMEO/SO_SNDTIMEO as an absolute deadline in ms (0: none). */
 static int64_t pl_now_ms(void)
@@ -81,7 +57,8 @@ static int pl_wait_until(struct pl_sock *s, int out, int64_t deadline)
 
 /* A new ipkit socket around `so` (NULL: ask the daemon for one), named by a fresh
  * eventfd. Returns the descriptor or -errno. */
-static int pl_make(struct ipk_svc_sock *so, int flags, int kind, struct pl_sock **out)
+static int pl_make(struct ipk_svc_sock *so, int flags, int kind, int domain,
+                   struct pl_sock **out)
 {
 	struct ipk_svc *svc = pl_svc();
 	struct pl_sock *s;
@@ -91,6 +68,7 @@ static int pl_make(struct ipk_svc_sock *so, int flags, int kind, struct pl_sock 
 	s = pl_sock_new(kind);
 	if (!s)
 		return -ENOMEM;
+	s->domain = domain;
 	s->fd = eventfd(0, EFD_NONBLOCK | ((flags & SOCK_CLOEXEC) ? EFD_CLOEXEC : 0));
 	s->ofd = pl_hide_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 	s->lfd = s->fd < 0 ? -1 : pl_hide_fd(pl_r.fcntl(s->fd, F_DUPFD_CLOEXEC, 0));
@@ -107,6 +85,8 @@ static int pl_make(struct ipk_svc_sock *so, int flags, int kind, struct pl_sock 
 		if (s->lfd >= 0)
 			pl_r.close(s->lfd);
 		pl_put(s);
+		if (rc == -EPIPE)
+			pl_daemon_gone();
 		return rc == -EPIPE ? -ENETDOWN : rc;
 	}
 	s->so = so;
@@ -128,7 +108,11 @@ int socket(int domain, int type, int protocol)
 	struct pl_sock *s;
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC), fd;
 	pl_resolve();
-	if (domain != AF_INET || (base != SOCK_STREAM && base != SOCK_DGRAM)) {
+	/* AF_INET6 too (issue 18): many programs open it by default (redis binds
+	 * `* -::*`, curl tries both families); ipkitd serves it with --ip6, and maps
+	 * a dual-stack socket's IPv4 peers */
+	if ((domain != AF_INET && domain != AF_INET6) ||
+	    (base != SOCK_STREAM && base != SOCK_DGRAM)) {
 		PL_COUNT(sock_passthrough, 1);
 		return pl_r.socket(domain, type, protocol);
 	}
@@ -146,7 +130,12 @@ int socket(int domain, int type, int protocol)
 		PL_COUNT(fallbacks, 1);
 		return pl_r.socket(domain, type, protocol);
 	}
-	fd = pl_make(NULL, type, base, &s);
+	if (domain == AF_INET6 && !(ipk_svc_features(pl_svc()) & IPK_SVC_FEAT_IP6)) {
+		/* ipkitd without --ip6: the kernel's, as before IPv6 reached the service */
+		PL_COUNT(sock_passthrough, 1);
+		return pl_r.socket(domain, type, protocol);
+	}
+	fd = pl_make(NULL, type, base, domain, &s);
 	if (fd < 0)
 		return PL_ERR(-fd);
 	pl_put(s);
@@ -158,21 +147,23 @@ int socket(int domain, int type, int protocol)
  * socket (a reference) or NULL to stay on the kernel. */
 static struct pl_sock *pl_migrate(int fd, const struct sockaddr *a, socklen_t len)
 {
-	struct sockaddr_in in;
+	union pl_sa in;
 	struct pl_sock *s;
 	int type = 0, dom = 0, fl, fdfl, tmp;
 	socklen_t l = sizeof type;
-	if (pl_route_all() || pl_in_addr(a, len, &in) < 0 || !pl_route_port(ntohs(in.sin_port)))
+	if (pl_route_all() || !a || len < (socklen_t)sizeof(sa_family_t) ||
+	    pl_sa_in(a, len, a->sa_family, &in) < 0 || !pl_route_port(ntohs(in.in.sin_port)))
 		return NULL;
 	if (pl_r.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 || (type != SOCK_STREAM && type != SOCK_DGRAM))
 		return NULL;
 	l = sizeof dom;
-	if (pl_r.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) < 0 || dom != AF_INET ||
-	    !pl_svc())
+	if (pl_r.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) < 0 ||
+	    (dom != AF_INET && dom != AF_INET6) || !pl_svc() ||
+	    (dom == AF_INET6 && !(ipk_svc_features(pl_svc()) & IPK_SVC_FEAT_IP6)))
 		return NULL;
 	fl = pl_r.fcntl(fd, F_GETFL);
 	fdfl = pl_r.fcntl(fd, F_GETFD);
-	tmp = pl_make(NULL, ((fl & O_NONBLOCK) ? SOCK_NONBLOCK : 0), type, &s);
+	tmp = pl_make(NULL, ((fl & O_NONBLOCK) ? SOCK_NONBLOCK : 0), type, dom, &s);
 	if (tmp < 0)
 		return NULL;
 	if (pl_r.dup3(tmp, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
@@ -227,39 +218,41 @@ int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl)
 	return rc;
 }
 
-static int pl_bind_port(struct pl_sock *s, struct sockaddr_in *in)
+static int pl_bind_port(struct pl_sock *s, union pl_sa *in)
 {
 	struct ipk_svc_sqe e;
 	int rc, tries = 0;
 	unsigned seed = (unsigned)pl_now_ms() ^ (unsigned)getpid() ^ (unsigned)s->fd;
 	do {
-		struct sockaddr_in t = *in;
+		union pl_sa t = *in;
 		/* port 0: an ephemeral port (Linux's default range), a few tries */
-		if (in->sin_port == 0)
-			t.sin_port = htons((uint16_t)(32768 + (seed = seed * 1103515245u + 12345u) %
+		if (in->in.sin_port == 0)
+			t.in.sin_port = htons((uint16_t)(32768 + (seed = seed * 1103515245u + 12345u) %
 			                                         28232u));
 		memset(&e, 0, sizeof e);
 		if (s->reuseport)
 			ipk_svc_prep_bind_reuse(&e, &(struct ipk_svc_addr){0});
 		else
 			ipk_svc_prep_bind(&e, &(struct ipk_svc_addr){0});
-		pl_to_svc(&e.addr, &t);
+		pl_sa_to_svc(&e.addr, &t);
+		if (s->domain == AF_INET6 && s->v6only)
+			e.flags |= IPK_SVC_SQE_F_V6ONLY;
 		rc = pl_sync_op(s, &e);
 		if (rc == 0)
 			*in = t;
-	} while (rc == -EADDRINUSE && in->sin_port == 0 && ++tries < 64);
+	} while (rc == -EADDRINUSE && in->in.sin_port == 0 && ++tries < 64);
 	return rc;
 }
 
 int bind(int fd, const struct sockaddr *a, socklen_t len)
 {
 	struct pl_sock *s = pl_get(fd);
-	struct sockaddr_in in;
+	union pl_sa in;
 	int rc;
 	pl_resolve();
 	if (!s && !(s = pl_migrate(fd, a, len)))
 		return pl_r.bind(fd, a, len);
-	rc = pl_in_addr(a, len, &in);
+	rc = pl_sa_in(a, len, s->domain, &in);
 	if (rc == 0 && s->state != PL_NEW)
 		rc = -EINVAL;
 	if (rc == 0)
@@ -304,9 +297,8 @@ int listen(int fd, int backlog)
 	if (s->state == PL_LISTEN)
 		goto out; /* Linux: a second listen only changes the backlog */
 	if (s->state == PL_NEW) {
-		struct sockaddr_in any;
-		memset(&any, 0, sizeof any);
-		any.sin_family = AF_INET;
+		union pl_sa any;
+		pl_sa_any(&any, s->domain);
 		rc = pl_bind_port(s, &any);
 		if (rc == 0) {
 			s->local = any;
@@ -364,7 +356,7 @@ static int pl_accept_new(struct pl_sock *l, struct pl_acc *a, int flags, struct 
                          socklen_t *len)
 {
 	struct pl_sock *s;
-	int fd = pl_make(a->so, flags, SOCK_STREAM, &s);
+	int fd = pl_make(a->so, flags, SOCK_STREAM, l->domain, &s);
 	if (fd < 0) {
 		ipk_svc_close(a->so);
 		free(a);
@@ -379,7 +371,7 @@ static int pl_accept_new(struct pl_sock *l, struct pl_acc *a, int flags, struct 
 	pl_post_recv(s);
 	pl_levels(s, 0);
 	pthread_mutex_unlock(&s->mu);
-	pl_copy_addr(addr, len, &a->peer);
+	pl_sa_out(addr, len, &a->peer);
 	free(a);
 	PL_COUNT(accepts, 1);
 	pl_put(s);
@@ -427,7 +419,7 @@ int accept(int fd, struct sockaddr *addr, socklen_t *len)
 
 /* ------------------------------------------------------------ connect */
 
-static int pl_connect_start(struct pl_sock *s, const struct sockaddr_in *in)
+static int pl_connect_start(struct pl_sock *s, const union pl_sa *in)
 {
 	struct ipk_svc_sqe *e;
 	switch (s->state) {
@@ -454,7 +446,7 @@ static int pl_connect_start(struct pl_sock *s, const struct sockaddr_in *in)
 	if (!e)
 		return -EAGAIN;
 	ipk_svc_prep_connect(e, &(struct ipk_svc_addr){0});
-	pl_to_svc(&e->addr, in);
+	pl_sa_to_svc(&e->addr, in);
 	ipk_svc_sqe_set_data(e, pl_ud(PL_OP_CONNECT, 0, 0));
 	if (ipk_svc_submit(s->so) < 0)
 		return -ENETDOWN;
@@ -468,7 +460,7 @@ static int pl_connect_start(struct pl_sock *s, const struct sockaddr_in *in)
 int connect(int fd, const struct sockaddr *a, socklen_t len)
 {
 	struct pl_sock *s = pl_get(fd);
-	struct sockaddr_in in;
+	union pl_sa in;
 	int64_t dl;
 	int rc;
 	pl_resolve();
@@ -479,7 +471,7 @@ int connect(int fd, const struct sockaddr *a, socklen_t len)
 		pl_put(s);
 		return rc < 0 ? PL_ERR(-rc) : 0;
 	}
-	rc = pl_in_addr(a, len, &in);
+	rc = pl_sa_in(a, len, s->domain, &in);
 	pthread_mutex_lock(&s->mu);
 	if (rc == 0)
 		rc = pl_connect_start(s, &in);

@@ -27,10 +27,7 @@ void pl_udp_on_recv(struct pl_sock *s, const struct ipk_svc_cqe *c)
 	r->len = (uint32_t)c->res;
 	r->pos = 0;
 	r->full = 1;
-	memset(&r->from, 0, sizeof r->from);
-	r->from.sin_family = AF_INET;
-	r->from.sin_port = c->addr.port_be;
-	memcpy(&r->from.sin_addr.s_addr, c->addr.addr, 4);
+	pl_sa_from_svc(&r->from, s->domain, &c->addr);
 	PL_COUNT(rx_ipk, (uint64_t)c->res);
 }
 
@@ -59,7 +56,7 @@ int pl_udp_post(struct pl_sock *s)
 /* One datagram into buf (truncated to len; MSG_TRUNC: its real length returned),
  * its sender in *from. -EAGAIN when none waits. Under s->mu. */
 ssize_t pl_udp_recv1(struct pl_sock *s, uint8_t *buf, size_t len, int flags,
-                     struct sockaddr_in *from, int *trunc)
+                     union pl_sa *from, int *trunc)
 {
 	struct pl_rx *r = &s->rx[s->rx_head];
 	size_t n;
@@ -89,12 +86,14 @@ static int pl_udp_foreign(const struct pl_sock *s)
 {
 	const struct pl_rx *r = &s->rx[s->rx_head];
 	return s->state == PL_CONNECTED && r->full &&
-	       (r->from.sin_port != s->peer.sin_port ||
-	        r->from.sin_addr.s_addr != s->peer.sin_addr.s_addr);
+	       (r->from.in.sin_port != s->peer.in.sin_port ||
+	        (s->domain == AF_INET6 ?
+	         memcmp(&r->from.in6.sin6_addr, &s->peer.in6.sin6_addr, 16) != 0 :
+	         r->from.in.sin_addr.s_addr != s->peer.in.sin_addr.s_addr));
 }
 
 ssize_t pl_udp_recv(struct pl_sock *s, void *buf, size_t len, int flags,
-                    struct sockaddr_in *from, int *trunc)
+                    union pl_sa *from, int *trunc)
 {
 	for (;;) {
 		ssize_t n;
@@ -117,10 +116,10 @@ ssize_t pl_udp_recv(struct pl_sock *s, void *buf, size_t len, int flags,
 }
 
 /* One datagram to `to` (NULL: the connected peer). */
-ssize_t pl_udp_send(struct pl_sock *s, const void *buf, size_t len, const struct sockaddr_in *to)
+ssize_t pl_udp_send(struct pl_sock *s, const void *buf, size_t len, const union pl_sa *to)
 {
 	struct ipk_svc_sqe e;
-	struct sockaddr_in dst;
+	union pl_sa dst;
 	uint8_t *b;
 	int rc, tries;
 	struct timespec ms = {0, 1000000};
@@ -143,7 +142,7 @@ ssize_t pl_udp_send(struct pl_sock *s, const void *buf, size_t len, const struct
 	for (tries = 0; tries < 1000; tries++) {
 		memset(&e, 0, sizeof e);
 		ipk_svc_prep_sendto(s->so, &e, b, (uint32_t)len, &(struct ipk_svc_addr){0});
-		ipk_svc_addr_ip4(&e.addr, dst.sin_addr.s_addr, ntohs(dst.sin_port));
+		pl_sa_to_svc(&e.addr, &dst);
 		rc = pl_sync_op(s, &e);
 		if (rc != -EHOSTUNREACH)
 			break;
@@ -163,17 +162,17 @@ int pl_udp_connect(struct pl_sock *s, const struct sockaddr *a, socklen_t alen)
 {
 	if (a && alen >= (socklen_t)sizeof(sa_family_t) && a->sa_family == AF_UNSPEC) {
 		pthread_mutex_lock(&s->mu);
-		s->state = s->local.sin_port ? PL_BOUND : PL_NEW;
+		s->state = s->local.in.sin_port ? PL_BOUND : PL_NEW;
 		memset(&s->peer, 0, sizeof s->peer);
 		pthread_mutex_unlock(&s->mu);
 		return 0;
 	}
-	if (!a || alen < (socklen_t)sizeof(struct sockaddr_in))
-		return -EINVAL;
-	if (a->sa_family != AF_INET)
-		return -EAFNOSUPPORT;
+	union pl_sa in;
+	int rc = pl_sa_in(a, alen, s->domain, &in);
+	if (rc < 0)
+		return rc;
 	pthread_mutex_lock(&s->mu);
-	memcpy(&s->peer, a, sizeof s->peer);
+	s->peer = in;
 	s->state = PL_CONNECTED;
 	pthread_mutex_unlock(&s->mu);
 	return 0;

@@ -262,6 +262,7 @@ struct pl_sock *pl_sock_new(int type)
 		s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	}
 	s->type = type;
+	s->domain = AF_INET; /* pl_make sets the socket's own */
 	s->fd = s->lfd = s->ofd = -1;
 	s->rcvbuf = 131072;
 	s->sndbuf = 16384;
@@ -378,10 +379,16 @@ static int pl_pump_round(void)
 }
 
 /* ipkitd is gone: every socket ends as a connection does when the network
- * resets it, so nothing waits for a completion that will never come. */
-static void pl_daemon_gone(void)
+ * resets it, so nothing waits for a completion that will never come. Called by the
+ * pump when its wait sees the hang-up, and by a call that met it first (a socket()
+ * refused with -EPIPE): the program may exit before the pump's next wake-up, and the
+ * one line on stderr must not depend on which thread wins. Once only. */
+void pl_daemon_gone(void)
 {
+	static int once;
 	struct pl_sock *s;
+	if (__atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
+		return;
 	pthread_mutex_lock(&g_mu);
 	for (s = g_live; s; s = s->lnext) {
 		pthread_mutex_lock(&s->mu);

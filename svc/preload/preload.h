@@ -63,6 +63,25 @@ struct pl_real {
 };
 extern struct pl_real pl_r;
 void pl_resolve(void);
+/* ipkitd hung up: reset every socket, say so once on stderr (idempotent). */
+void pl_daemon_gone(void);
+
+/* ------------------------------------------------------------ addresses (p_addr.c) */
+/* A socket address in the socket's own family: sockaddr_in for AF_INET sockets,
+ * sockaddr_in6 for AF_INET6 ones (IPv4 peers as ::ffff:a.b.c.d, as Linux). The
+ * port sits at the same offset in both: in.sin_port serves either. */
+union pl_sa {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+socklen_t pl_sa_len(const union pl_sa *a);
+void pl_sa_any(union pl_sa *a, int domain);
+void pl_sa_from_svc(union pl_sa *a, int domain, const struct ipk_svc_addr *x);
+void pl_sa_to_svc(struct ipk_svc_addr *x, const union pl_sa *a);
+int pl_sa_mapped(const union pl_sa *a);
+int pl_sa_in(const struct sockaddr *a, socklen_t len, int domain, union pl_sa *out);
+void pl_sa_out(struct sockaddr *to, socklen_t *len, const union pl_sa *a);
 
 /* ------------------------------------------------------------ sockets */
 enum pl_state { PL_NEW, PL_BOUND, PL_LISTEN, PL_CONNECTING, PL_CONNECTED, PL_FAILED };
@@ -71,7 +90,7 @@ enum pl_state { PL_NEW, PL_BOUND, PL_LISTEN, PL_CONNECTING, PL_CONNECTED, PL_FAI
 struct pl_acc {
 	struct pl_acc *next;
 	struct ipk_svc_sock *so;
-	struct sockaddr_in peer;
+	union pl_sa peer;
 };
 
 #define PL_RXBUF (64u << 10)  /* each of a TCP socket's two receive buffers */
@@ -93,6 +112,8 @@ struct pl_sock {
 	          * waited on here, never on a number the program may close and reuse */
 	int ofd;
 	int type;          /* SOCK_STREAM, SOCK_DGRAM */
+	int domain;        /* AF_INET, AF_INET6 */
+	int v6only;        /* IPV6_V6ONLY (AF_INET6; Linux's default 0) */
 	pthread_mutex_t mu;
 	struct ipk_svc_sock *so;
 	enum pl_state state;
@@ -101,7 +122,7 @@ struct pl_sock {
 	int in_true;         /* readable when the level was last computed (in_lvl
 	                      * without it: a stale level, cleared lazily) */
 	int ep_lt;           /* ever in a level-triggered epoll set: clear at once */
-	struct sockaddr_in local, peer;
+	union pl_sa local, peer;
 	/* two receive buffers in the region, read in turn from rx_head: one RECV may
 	 * fill the second while the application reads the first */
 	struct pl_rx {
@@ -109,7 +130,7 @@ struct pl_sock {
 		uint32_t pos, len;
 		int posted;
 		int full;                /* UDP: a datagram waits here */
-		struct sockaddr_in from; /* UDP: its sender */
+		union pl_sa from;        /* UDP: its sender */
 	} rx[2];
 	int rx_head;
 	int conn_unseen; /* a non-blocking connect completed that no connect() reported */
@@ -207,9 +228,9 @@ int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl);
 void pl_udp_on_recv(struct pl_sock *s, const struct ipk_svc_cqe *c); /* under s->mu */
 int pl_udp_post(struct pl_sock *s);                                  /* under s->mu */
 ssize_t pl_udp_recv(struct pl_sock *s, void *buf, size_t len, int flags,
-                    struct sockaddr_in *from, int *trunc);
+                    union pl_sa *from, int *trunc);
 ssize_t pl_udp_send(struct pl_sock *s, const void *buf, size_t len,
-                    const struct sockaddr_in *to);
+                    const union pl_sa *to);
 int pl_udp_connect(struct pl_sock *s, const struct sockaddr *a, socklen_t alen);
 
 /* SA_RESTART (p_sig.c): clear before a sleep; after EINTR, whether to restart. */

@@ -115,7 +115,7 @@ static void test_opts_per_program(void)
 }
 
 /* IPv6 (the twin): -6, an address with colons in -s or --ip, a scope by interface
- * name; one family throughout; ipkit-bench refuses IPv6 until its TCP has it. */
+ * name; one family throughout; ipkit-bench refuses IPv6 without its --ip6. */
 static void test_opts_ip6_twin_only_one_family(void)
 {
 	static const uint8_t srv[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
@@ -147,6 +147,38 @@ static void test_opts_ip6_twin_only_one_family(void)
 	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--ip fd00::1%lo"), BENCH_OPTS_ERROR);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "-6"), BENCH_OPTS_ERROR);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "-s fd00::2"), BENCH_OPTS_ERROR);
+}
+
+/* ipkit-bench over IPv6: --ip6 ADDR/N (its own address, beside --ip) implies -6;
+ * an IPv6 -s or -6 needs it; single thread only; UDP up to 1452 bytes. */
+static void test_opts_ip6_ipkit_needs_own_address(void)
+{
+	static const uint8_t self[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3};
+	static const uint8_t srv[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+	struct bench_opts o;
+
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3/64 -6"), BENCH_OPTS_OK);
+	CHECK(o.ip6 && !o.client && o.ip6_plen == 64);
+	CHECK(memcmp(o.ip6_self, self, 16) == 0);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3/112 -s fd00::2 -c 4"),
+	         BENCH_OPTS_OK);
+	CHECK(o.ip6 && o.client && o.ip6_plen == 112);
+	CHECK(memcmp(o.server_ip6, srv, 16) == 0);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3 -p 1"), BENCH_OPTS_OK);
+	CHECK(o.ip6 && o.ip6_plen == 64);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3 -s fd00::2 -n 17 -l 1452"),
+	         BENCH_OPTS_OK);
+	/* refused */
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3 -s fd00::2 -n 17 -l 1453"),
+	         BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3 -s 10.0.0.1"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3 -s ::"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3/0"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3/129"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 10.0.0.3/24"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3 -T 2"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, "--io tap:x --ip6 fd00::3"), BENCH_OPTS_ERROR);
+	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--ip6 fd00::3"), BENCH_OPTS_ERROR);
 }
 
 /* A client flow with requests 0..2 sent; returns the worker ready for echoes. */
@@ -257,6 +289,7 @@ int main(void)
 	RUN(test_opts_bad_values_refused);
 	RUN(test_opts_per_program);
 	RUN(test_opts_ip6_twin_only_one_family);
+	RUN(test_opts_ip6_ipkit_needs_own_address);
 	RUN(test_flow_echo_ok_then_corrupt_stale_invented);
 	RUN(test_flow_timeout_counted_once);
 	RUN(test_zc_pieces_rebuild_the_copied_stream);

@@ -38,9 +38,11 @@ def echo_conn(c):
         print("error", e, flush=True)
     finally:
         c.close()
+host = sys.argv[3] if len(sys.argv) > 3 and mode in ("echo", "udpecho") else "0.0.0.0"
+fam = socket.AF_INET6 if ":" in host else socket.AF_INET
 if mode == "echo":
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", int(sys.argv[2]))); s.listen(64)
+    s = socket.socket(fam); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, int(sys.argv[2]))); s.listen(64)
     print("ready", flush=True)
     while True:
         c, _ = s.accept()
@@ -56,8 +58,8 @@ elif mode == "hold":
     print("accepted", flush=True)
     sys.stdin.read()
 elif mode == "udpecho":
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("0.0.0.0", int(sys.argv[2])))
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.bind((host, int(sys.argv[2])))
     print("ready", flush=True)
     while True:
         b, a = s.recvfrom(65536)
@@ -70,6 +72,7 @@ elif mode == "connmany":
 elif mode == "client":
     size = int(sys.argv[4]); h_tx = hashlib.sha256(); h_rx = hashlib.sha256(); got = [0]
     c = socket.create_connection((sys.argv[2], int(sys.argv[3])), timeout=60)
+    print("local %s %s" % c.getsockname()[:2], flush=True)
     def rx():
         while True:
             b = c.recv(1 << 16)
@@ -152,6 +155,35 @@ class Svc:
 @pytest.fixture
 def svc(make_link, tmp_path):
     return Svc(make_link("tap"), tmp_path)
+
+
+class Svc6(Svc):
+    """ipkitd with IPv6 (--ip6) on a TAP link whose Linux end has fdXX::1/64."""
+
+    def __init__(self, link, tmp_path):
+        import secrets
+        pfx = "fd%02x:%x:%x:1" % (secrets.randbelow(256), secrets.randbelow(65536),
+                                  secrets.randbelow(65536))
+        self.linux6, self.ipk6 = pfx + "::1", pfx + "::2"
+        link.run("sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=0" % link.linux_dev)
+        link.run("sysctl", "-qw", "net.ipv6.conf.lo.disable_ipv6=0")  # local delivery
+        link.run("ip", "-6", "addr", "add", self.linux6 + "/64", "dev", link.linux_dev, "nodad")
+        super().__init__(link, tmp_path, "--ip6", self.ipk6 + "/64")
+        end = time.monotonic() + 10  # ipkit's DAD (~1 s), bounded
+        while time.monotonic() < end:
+            if link.run("ping", "-6", "-c", "1", "-W", "1", self.ipk6, check=False,
+                        timeout=5).returncode == 0:
+                return
+            time.sleep(0.1)
+        raise AssertionError("ipkitd at %s never answered ping -6" % self.ipk6)
+
+    def tool_env(self, env, *args):
+        return self.link.start("/usr/bin/env", *env, TOOL, "--socket", self.sock, *args)
+
+
+@pytest.fixture
+def svc6(make_link, tmp_path):
+    return Svc6(make_link("tap"), tmp_path)
 
 
 def finish(p, timeout=180):
@@ -504,3 +536,93 @@ def test_ipkitd_zero_copy_sigterm_with_region_still_held(make_link, tmp_path):
     assert svc.daemon.wait(timeout=20) == 0, svc.log()
     assert "stopped" in svc.log(), svc.log()
     hold.stdin.close()
+
+
+# ------------------------------------------------------------ IPv6 (ipkitd --ip6)
+
+def test_ipkitd6_two_apps_echo_64mib_linux_peer(svc6):
+    """Two applications at once, 64 MiB each over TCP/IPv6 through a Linux echo
+    server bound to its IPv6 address: SHA-256 equal both ways."""
+    svc6.peer("echo", "5101", svc6.linux6)
+    size = 64 << 20
+    apps = [svc6.tool("connect", svc6.linux6, "5101", str(size)) for _ in range(2)]
+    for a in apps:
+        rc, out, err = finish(a)
+        assert rc == 0, err + svc6.log()
+        sn, sh, rn, rh = digests(out)
+        assert sn == size and rn == size and sh == rh, out
+
+
+def test_ipkitd6_accept_linux_client_reports_ipv6_peer(svc6):
+    """An application listens on AF_INET6 ::; a Linux client connects over IPv6 and
+    both send 16 MiB (digests match); the accept completion names the client's IPv6
+    address and port, and the client saw its own address connect."""
+    size = 16 << 20
+    app = svc6.tool_env(["SVC_TOOL_FAMILY=6"], "listen", "6101", str(size))
+    time.sleep(0.3)
+    client = svc6.peer("client", svc6.ipk6, "6101", str(size))
+    crc, cout, cerr = finish(client)
+    rc, out, err = finish(app)
+    assert rc == 0 and crc == 0, err + cerr + svc6.log()
+    m = re.search(r"^local (\S+) (\d+)$", cout, re.M)
+    assert m and ("svc_tool: peer 10 %s %s" % (m.group(1), m.group(2))) in err, (cout, err)
+    a_sn, a_sh, a_rn, a_rh = digests(out)
+    c_sn, c_sh, c_rn, c_rh = digests(cout)
+    assert a_sn == c_rn == size and a_sh == c_rh, (out, cout)
+    assert c_sn == a_rn == size and c_sh == a_rh, (out, cout)
+
+
+def test_ipkitd6_dual_stack_and_v6only_listeners(svc6):
+    """AF_INET6 :: without V6ONLY takes an IPv4 client too (reported AF_INET, the
+    shim maps it); with V6ONLY an IPv4 SYN is refused (RST), as Linux does; an
+    AF_INET listener refuses an IPv6 client."""
+    size = 1 << 20
+    app = svc6.tool_env(["SVC_TOOL_FAMILY=6"], "listen", "6102", str(size))
+    time.sleep(0.3)
+    crc, cout, cerr = finish(svc6.peer("client", svc6.link.ipk_ip, "6102", str(size)))
+    rc, out, err = finish(app)
+    assert rc == 0 and crc == 0 and "svc_tool: peer 2 %s" % svc6.link.linux_ip in err, \
+        err + cerr
+    app = svc6.tool_env(["SVC_TOOL_FAMILY=6", "SVC_TOOL_V6ONLY=1"], "listen", "6103", str(size))
+    time.sleep(0.3)
+    crc, cout, cerr = finish(svc6.peer("client", svc6.link.ipk_ip, "6103", str(size)), 30)
+    assert crc != 0 and "refused" in cerr, cerr
+    app.terminate()
+    app = svc6.tool("listen", "6104", str(size))
+    time.sleep(0.3)
+    crc, cout, cerr = finish(svc6.peer("client", svc6.ipk6, "6104", str(size)), 30)
+    assert crc != 0 and "refused" in cerr, cerr
+    app.terminate()
+
+
+def test_ipkitd6_udp_echo_linux_peer(svc6):
+    """UDP over IPv6 to a Linux echo: 50 datagrams back, each from the peer's IPv6
+    address and port; and an AF_INET6 application answering a Linux sender."""
+    svc6.peer("udpecho", "5102", svc6.linux6)
+    rc, out, err = finish(svc6.tool("udp", svc6.linux6, "5102", "50"), 60)
+    assert rc == 0 and "udp 50/50" in out, out + err
+
+
+def test_ipkitd6_v4_and_v6only_listeners_share_a_port(svc6):
+    """An AF_INET listener and an AF_INET6 V6ONLY one on the same port (redis's
+    default `bind * -::*`; Linux allows it): the IPv4 client reaches the first,
+    the IPv6 client the second, each transfer intact."""
+    size = 1 << 20
+    a4 = svc6.tool("listen", "6105", str(size))
+    time.sleep(0.3)
+    a6 = svc6.tool_env(["SVC_TOOL_FAMILY=6", "SVC_TOOL_V6ONLY=1"], "listen", "6105", str(size))
+    time.sleep(0.3)
+    assert a6.poll() is None, a6.stderr.read()
+    c6 = svc6.peer("client", svc6.ipk6, "6105", str(size))
+    crc6, cout6, cerr6 = finish(c6)
+    c4 = svc6.peer("client", svc6.link.ipk_ip, "6105", str(size))
+    crc4, cout4, cerr4 = finish(c4)
+    rc4, out4, err4 = finish(a4)
+    rc6, out6, err6 = finish(a6)
+    assert crc4 == crc6 == rc4 == rc6 == 0, err4 + err6 + cerr4 + cerr6 + svc6.log()
+    assert "svc_tool: peer 2 %s " % svc6.link.linux_ip in err4, err4
+    assert "svc_tool: peer 10 %s " % svc6.linux6 in err6, err6
+    for out, cout in ((out4, cout4), (out6, cout6)):
+        a_sn, a_sh, a_rn, a_rh = digests(out)
+        c_sn, c_sh, c_rn, c_rh = digests(cout)
+        assert a_sn == c_rn == size and a_sh == c_rh and c_sh == a_rh, (out, cout)

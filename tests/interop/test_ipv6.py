@@ -215,3 +215,80 @@ def test_neighbor_cache_flood_node_recovers(v6):
     m = re.search(r"nd_evicted=(\d+)", err.decode())
     # 300 sources + Linux through a 32-entry cache
     assert m and int(m.group(1)) >= 300 - 32, err.decode()[-2000:]
+
+
+# ------------------------------------------------------------- TCP over IPv6
+
+def _sha256_file(path):
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _nc_digests(stderr):
+    text = stderr.decode(errors="replace")
+    s = re.search(r"^sent (\d+) sha256 ([0-9a-f]{64})$", text, re.M)
+    r = re.search(r"^received (\d+) sha256 ([0-9a-f]{64})$", text, re.M)
+    assert s and r, "no digests in ipkit-nc output: %r" % text[-500:]
+    return int(s.group(1)), s.group(2), int(r.group(1)), r.group(2)
+
+
+def test_curl6_to_ipkit_httpd(v6):
+    """curl -6 to ipkit-httpd (its listener takes both families): 20 keep-alive
+    requests on one connection, every body whole."""
+    v6.ln.start_ipk("ipkit-httpd", "--ip6", v6.ipk6 + "/64", "--size", "100k")
+    assert v6.wait6(v6.ipk6)
+    args = []
+    for i in range(20):
+        args += ["http://[%s]/r%d" % (v6.ipk6, i), "-o", "/dev/null"]
+    r = v6.ln.run("curl", "-6", "-g", "-s", "-w", "%{http_code} %{num_connects} %{size_download}\\n",
+                  *args, check=False, timeout=60)
+    out = r.stdout.decode().split()
+    assert r.returncode == 0, r.stderr.decode()
+    codes, connects, sizes = out[0::3], [int(x) for x in out[1::3]], out[2::3]
+    assert codes == ["200"] * 20, out
+    assert sum(connects) == 1, out
+    assert sizes == ["102400"] * 20, out
+
+
+SIZE64 = 64 << 20
+
+
+def test_nc6_64M_each_way_sha256(v6, tmp_path):
+    """ipkit-nc over IPv6 as the client of a Linux listener (socat TCP6-LISTEN), then
+    as the listener Linux sends to: 64 MiB each way, SHA-256 end to end."""
+    # ipkit -> Linux
+    out = tmp_path / "recv.bin"
+    p = v6.ln.start("socat", "-u", "TCP6-LISTEN:5001,reuseaddr,ipv6only=1",
+                    "OPEN:%s,creat,trunc" % out)
+    for _ in range(100):
+        if ":5001 " in v6.ln.run("ss", "-6ltn").stdout.decode():
+            break
+        time.sleep(0.05)
+    r = v6.ln.run(prog("ipkit-nc"), *v6.ln.ipk_args(), "--ip6", v6.ipk6 + "/64",
+                  "--send-size", str(SIZE64), "--sha256", "--no-output", "--timeout", "20",
+                  v6.linux6, "5001", check=False, timeout=120)
+    assert r.returncode == 0, r.stderr.decode()[-800:]
+    p.wait(timeout=30)
+    sent, sent_sha, _, _ = _nc_digests(r.stderr)
+    assert sent == SIZE64 and out.stat().st_size == SIZE64
+    assert _sha256_file(out) == sent_sha
+    # Linux -> ipkit
+    src = tmp_path / "send.bin"
+    with open(src, "wb") as f:
+        for _ in range(16):
+            f.write(secrets.token_bytes(4 << 20))
+    p = v6.ln.start(prog("ipkit-nc"), *v6.ln.ipk_args(), "--ip6", v6.ipk6 + "/64", "-l", "5002",
+                    "--sha256", "--no-output", "--timeout", "20")
+    assert v6.wait6(v6.ipk6)
+    r = v6.ln.run("socat", "-u", "FILE:%s" % src,
+                  "TCP6:[%s]:5002,retry=20,interval=0.1" % v6.ipk6, check=False, timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err.decode()[-800:]
+    _, _, got, got_sha = _nc_digests(err)
+    assert got == SIZE64
+    assert got_sha == _sha256_file(src)

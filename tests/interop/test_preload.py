@@ -79,7 +79,7 @@ def shimmed(svc, *argv):
 def wait_http(link, url, timeout=15):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        r = link.run("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "2", url,
+        r = link.run("curl", "-g", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "2", url,
                      check=False, timeout=10)
         if r.stdout.decode().strip() == "200":
             return
@@ -279,3 +279,113 @@ def test_preload_wrk_epoll_client_against_linux_http_server(rig):
     st = stats(err)
     through_ipkitd(st)
     assert st["connects"] >= 4, st
+
+
+# ------------------------------------------------------------ IPv6 (ipkitd --ip6)
+
+@pytest.fixture
+def rig6(make_link, tmp_path):
+    from test_ipkitd import Svc6
+    if not os.path.exists(SHIM):
+        pytest.skip("libipkit-preload not built in %s" % BUILD)
+    svc = Svc6(make_link("tap"), tmp_path)
+    data = tmp_path / "www"
+    data.mkdir()
+    with open(data / "big", "wb") as f:
+        f.write(os.urandom(SIZE))
+    svc.data = data
+    return svc
+
+
+def test_preload6_curl_get_32mib_over_ipv6(rig6, tmp_path):
+    """curl -6 -g http://[linux6]:8000/big under the shim, from Linux's python3 -m
+    http.server bound to its IPv6 address: 32 MiB, SHA-256 equal, the AF_INET6
+    socket ipkitd's (no kernel socket of either family)."""
+    link = rig6.link
+    link.start("/usr/bin/python3", "-m", "http.server", "--bind", rig6.linux6, "8000",
+               "--directory", str(rig6.data))
+    url = "http://[%s]:8000/big" % rig6.linux6
+    wait_http(link, url)
+    out = tmp_path / "got"
+    rc, _, err = finish(shimmed(rig6, "curl", "-6", "-g", "-sS", "-o", str(out), url))
+    assert rc == 0, err
+    assert sha(out) == sha(rig6.data / "big")
+    st = stats(err)
+    through_ipkitd(st, rx=SIZE)
+    assert st["connects"] == 1, st
+
+
+def test_preload6_python_http_server_bind_any_dual_stack(rig6, tmp_path):
+    """python3 -m http.server --bind :: under the shim (an AF_INET6 socket, V6ONLY
+    0): Linux's curl -6 and curl over IPv4 both fetch 32 MiB (SHA-256); the
+    server's log shows the IPv4 client as ::ffff:a.b.c.d, as on Linux."""
+    link = rig6.link
+    srv = shimmed(rig6, "/usr/bin/python3", "-m", "http.server", "--bind", "::", "8080",
+                  "--directory", str(rig6.data))
+    url6 = "http://[%s]:8080/big" % rig6.ipk6
+    url4 = "http://%s:8080/big" % link.ipk_ip
+    wait_http(link, url6)
+    outs = [tmp_path / "got6", tmp_path / "got4"]
+    curls = [link.start("curl", "-6", "-g", "-sS", "-o", str(outs[0]), url6),
+             link.start("curl", "-4", "-sS", "-o", str(outs[1]), url4)]
+    for c in curls:
+        rc, _, err = finish(c)
+        assert rc == 0, err
+    want = sha(rig6.data / "big")
+    assert all(sha(o) == want for o in outs)
+    srv.send_signal(signal.SIGINT)
+    rc, _, err = finish(srv, 30)
+    assert ("::ffff:%s" % link.linux_ip) in err, err[-3000:]
+    assert rig6.linux6 in err, err[-3000:]
+    st = stats(err)
+    through_ipkitd(st, tx=2 * SIZE)
+    assert st["accepts"] >= 3, st
+
+
+def redis_dir():
+    """An unpacked Debian redis (tests/preload/debroot.sh): $IPKIT_REDIS_DIR or
+    build-debroot at the repo's root; None when there is none."""
+    d = os.environ.get("IPKIT_REDIS_DIR") or os.path.join(os.path.dirname(__file__), "..", "..",
+                                                           "build-debroot")
+    ok = all(os.path.exists(os.path.join(d, "usr", "bin", n)) for n in ("redis-server",
+                                                                       "redis-cli"))
+    return d if ok else None
+
+
+def test_preload6_redis_default_bind_both_families(rig6, tmp_path):
+    """Debian's redis-server under the shim with its default bind (`* -::*`: an
+    AF_INET socket on 0.0.0.0 and an AF_INET6 V6ONLY one on ::, the same port);
+    Linux's redis-cli SETs a 1 MiB value over IPv4 and GETs it over IPv6, and the
+    other way round (SHA-256 compared); every socket of the server ipkitd's."""
+    import base64
+    d = redis_dir()
+    if not d:
+        pytest.skip("no unpacked redis (tests/preload/debroot.sh or IPKIT_REDIS_DIR)")
+    link = rig6.link
+    server, cli = (os.path.join(d, "usr", "bin", n) for n in ("redis-server", "redis-cli"))
+    lib = "LD_LIBRARY_PATH=" + os.path.join(d, "usr", "lib", "x86_64-linux-gnu")
+    srv = link.start("env", lib, "LD_PRELOAD=" + SHIM, "IPKITD_SOCKET=" + rig6.sock,
+                     "IPKIT_PRELOAD_STATS=1", server, "--port", "6379", "--save", "",
+                     "--appendonly", "no", "--protected-mode", "no", "--daemonize", "no",
+                     "--dir", str(tmp_path))
+
+    def cli_run(host, *args, data=None):
+        return link.run("env", lib, cli, "-h", host, "-p", "6379", *args, input=data,
+                        check=False, timeout=30)
+
+    end = time.monotonic() + 30
+    while b"PONG" not in cli_run(rig6.ipk6, "PING").stdout:
+        assert time.monotonic() < end and srv.poll() is None, "redis not serving"
+        time.sleep(0.1)
+    for a, b in ((link.ipk_ip, rig6.ipk6), (rig6.ipk6, link.ipk_ip)):
+        val = base64.b64encode(os.urandom(1 << 20))
+        r = cli_run(a, "-x", "SET", "big", data=val)
+        assert r.stdout.strip() == b"OK", r.stdout + r.stderr
+        r = cli_run(b, "--raw", "GET", "big")
+        got = r.stdout[:-1]  # --raw adds a newline
+        assert hashlib.sha256(got).hexdigest() == hashlib.sha256(val).hexdigest(), len(got)
+    srv.send_signal(signal.SIGINT)
+    rc, out, err = finish(srv, 30)
+    st = stats(err)
+    assert st["ipk"] >= 2 and st["kern"] == 0 and st["accepts"] >= 5, st
+    assert st["rx"] >= 2 * len(val) and st["tx"] >= 2 * len(val), st

@@ -109,7 +109,7 @@ tsan_stage() {
 		env $(san_compilers) meson setup "$dir" --buildtype=debug -Db_sanitize=thread \
 			-Db_lundef=false >/dev/null || { stage_end tsan "$t0" 0 1; return; }
 	fi
-	if ! ninja -C "$dir" svc/ipkitd tests/svc/svc_tool examples/ipkit-echo; then
+	if ! ninja -C "$dir" svc/ipkitd tests/svc/svc_tool examples/ipkit-echo examples/ipkit-nc; then
 		echo "FAIL tsan: build"
 		stage_end tsan "$t0" 0 1
 		return

@@ -1367,6 +1367,100 @@ struct fam {
 
 static void t_lt(void) { t_epoll(0, "epoll_lt"); }
 static void t_et(void) { t_epoll(EPOLLET, "epoll_et"); }
+/* v6 (issue 18): AF_INET6 sockets. The domain and IPV6_V6ONLY (0, Linux's
+ * default) read back; an AF_INET address refused in Linux's order (short: EINVAL);
+ * a listener bound to [::] with V6ONLY 0 is dual-stack: an AF_INET6 client to the
+ * IPv4-mapped loop address ::ffff:LOOP_IP is accepted and both sides name each
+ * other as ::ffff:a.b.c.d with 28-byte AF_INET6 addresses; with V6ONLY 1 the same
+ * bind leaves the IPv4 port free for an AF_INET listener. UDP AF_INET6 sockets: a
+ * datagram to the mapped loop address comes back with a mapped sender. */
+static void v6_mapped(struct sockaddr_in6 *a6, const struct sockaddr_in *a4)
+{
+	memset(a6, 0, sizeof *a6);
+	a6->sin6_family = AF_INET6;
+	a6->sin6_port = a4->sin_port;
+	a6->sin6_addr.s6_addr[10] = a6->sin6_addr.s6_addr[11] = 0xff;
+	memcpy(&a6->sin6_addr.s6_addr[12], &a4->sin_addr, 4);
+}
+
+static void v6_say(const char *what, const struct sockaddr_in6 *a, socklen_t len)
+{
+	SAY("  %s: family %d len %u mapped %d port set %d\n", what, a->sin6_family,
+	    (unsigned)len, IN6_IS_ADDR_V4MAPPED(&a->sin6_addr), a->sin6_port != 0);
+}
+
+static void t_v6_opts(int s)
+{
+	int v = -1;
+	socklen_t lv = sizeof v;
+	struct sockaddr_in a4 = loop_a;
+	R(getsockopt(s, SOL_SOCKET, SO_DOMAIN, &v, &lv));
+	SAY("  domain %d\n", v);
+	lv = sizeof v;
+	R(getsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v, &lv));
+	SAY("  v6only %d\n", v);
+	R(bind(s, (struct sockaddr *)&a4, sizeof a4));
+	R(connect(s, (struct sockaddr *)&a4, sizeof a4));
+}
+
+static void t_v6(void)
+{
+	struct sockaddr_in6 any, to, a, b;
+	socklen_t la = sizeof a, lb = sizeof b;
+	int l = socket(AF_INET6, SOCK_STREAM, 0), c, v, one = 1, u, u2;
+	char buf[4];
+	SAY("v6\n");
+	t_v6_opts(l);
+	memset(&any, 0, sizeof any);
+	any.sin6_family = AF_INET6;
+	any.sin6_port = loop_a.sin_port;
+	R(setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
+	R(bind(l, (struct sockaddr *)&any, sizeof any));
+	R(listen(l, 4));
+	R(getsockname(l, (struct sockaddr *)&a, &la));
+	v6_say("listener", &a, la);
+	c = socket(AF_INET6, SOCK_STREAM, 0);
+	v6_mapped(&to, &loop_a);
+	R(connect(c, (struct sockaddr *)&to, sizeof to));
+	la = sizeof a;
+	v = accept(l, (struct sockaddr *)&a, &la);
+	SAY("  accepted %d\n", v >= 0);
+	v6_say("accept's peer", &a, la);
+	la = sizeof a;
+	R(getsockname(c, (struct sockaddr *)&a, &la));
+	R(getpeername(v, (struct sockaddr *)&b, &lb));
+	v6_say("client name", &a, la);
+	SAY("  client name = server's peer: port %d\n", a.sin6_port == b.sin6_port);
+	R(send(c, "v6!", 3, 0));
+	R(read_n(v, buf, 3));
+	SAY("  stream %.3s\n", buf);
+	R(close(c));
+	R(close(v));
+	R(close(l));
+	/* V6ONLY 1: the IPv4 side of the port stays free */
+	l = socket(AF_INET6, SOCK_STREAM, 0);
+	R(setsockopt(l, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one));
+	R(setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
+	R(bind(l, (struct sockaddr *)&any, sizeof any));
+	R(listen(l, 4));
+	v = listener(); /* AF_INET on the same port */
+	R(close(v));
+	R(close(l));
+	/* UDP */
+	u = socket(AF_INET6, SOCK_DGRAM, 0);
+	u2 = socket(AF_INET6, SOCK_DGRAM, 0);
+	any.sin6_port = closed_a.sin_port; /* a port nobody uses */
+	R(bind(u, (struct sockaddr *)&any, sizeof any));
+	v6_mapped(&to, &loop_a);
+	to.sin6_port = closed_a.sin_port;
+	R(sendto(u2, "dg6", 3, 0, (struct sockaddr *)&to, sizeof to));
+	la = sizeof a;
+	R(recvfrom(u, buf, sizeof buf, 0, (struct sockaddr *)&a, &la));
+	v6_say("datagram from", &a, la);
+	R(close(u));
+	R(close(u2));
+}
+
 static void t_os(void) { t_epoll(EPOLLONESHOT, "epoll_oneshot"); }
 
 static const struct fam fams[] = {
@@ -1376,7 +1470,7 @@ static const struct fam fams[] = {
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
 	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
-	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold},
+	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold}, {"v6", t_v6},
 };
 
 int main(int argc, char **argv)

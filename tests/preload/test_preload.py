@@ -106,7 +106,7 @@ def stats(err):
     return [int(x) for x in m[-1]]
 
 
-def family(name):
+def family(name, ip6=False):
     echo = Echo()
     try:
         port = free_port()
@@ -115,9 +115,11 @@ def family(name):
     finally:
         echo.close()
     assert krc == 0, "on Linux: " + kout + kerr
-    rig = Rig()
+    rig = Rig(ip6=ip6)  # v6: ipkitd --ip6, so AF_INET6 sockets are ipkitd's
     try:
-        src, sout, serr = run([CALLS, name, PEER_IP, "7", "127.0.0.1", str(free_port()), "9"],
+        # v6 binds a UDP socket to CLOSED_PORT: one above 1024 (ipkitd's rule)
+        closed = str(free_port()) if ip6 else "9"
+        src, sout, serr = run([CALLS, name, PEER_IP, "7", "127.0.0.1", str(free_port()), closed],
                               env=shim_env(rig))
     finally:
         rig.close()
@@ -129,6 +131,8 @@ def family(name):
     # ipkitd counted every byte the shim says it moved
     assert ipk > 0 and kern == 0, serr
     assert dtx == tx and drx == rx, serr
+    if ip6:  # the six AF_INET6 sockets and the accepted one too (the kernel's before)
+        assert ipk >= 7 and tx == rx == 6, serr
     print("shim:", serr.strip().splitlines()[-1])
 
 
@@ -527,7 +531,7 @@ def main():
     elif case == "daemon_dies":
         case_daemon_dies()
     else:
-        family(case)
+        family(case, ip6=case == "v6")
     print("ok", case)
 
 

@@ -258,14 +258,48 @@ static int x_run(struct xfer *x)
 	return x->err;
 }
 
+/* A.B.C.D or an IPv6 address (issue 17: ipkitd --ip6) */
 static int parse_addr(const char *ip, const char *port, struct ipk_svc_addr *a)
 {
 	struct in_addr in;
+	uint8_t in6[16];
 	int p = atoi(port);
-	if (inet_pton(AF_INET, ip, &in) != 1 || p <= 0 || p > 65535)
+	if (p <= 0 || p > 65535)
 		return -1;
-	ipk_svc_addr_ip4(a, in.s_addr, (uint16_t)p);
+	if (inet_pton(AF_INET, ip, &in) == 1)
+		ipk_svc_addr_ip4(a, in.s_addr, (uint16_t)p);
+	else if (inet_pton(AF_INET6, ip, in6) == 1)
+		ipk_svc_addr_ip6(a, in6, (uint16_t)p);
+	else
+		return -1;
 	return 0;
+}
+
+/* The wildcard a listener or UDP socket binds: 0.0.0.0, or with SVC_TOOL_FAMILY=6
+ * the AF_INET6 :: (both families; SVC_TOOL_V6ONLY: IPv6 only). */
+static void any_addr(struct ipk_svc_addr *a, uint16_t port)
+{
+	static const uint8_t any6[16];
+	const char *f = getenv("SVC_TOOL_FAMILY");
+	if (f && !strcmp(f, "6"))
+		ipk_svc_addr_ip6(a, any6, port);
+	else
+		ipk_svc_addr_ip4(a, 0, port);
+}
+
+static void any_flags(struct ipk_svc_sqe *e)
+{
+	if (getenv("SVC_TOOL_V6ONLY"))
+		e->flags |= IPK_SVC_SQE_F_V6ONLY;
+}
+
+/* "peer FAMILY ADDR PORT" on stderr: what an accept or recvfrom reported */
+static void print_peer(const struct ipk_svc_addr *a)
+{
+	char buf[64];
+	uint8_t *pb = (uint8_t *)&a->port_be;
+	inet_ntop(a->family == IPK_SVC_AF_INET6 ? AF_INET6 : AF_INET, a->addr, buf, sizeof buf);
+	fprintf(stderr, "svc_tool: peer %u %s %u\n", a->family, buf, pb[0] << 8 | pb[1]);
 }
 
 static int mode_connect(struct ipk_svc *svc, char **av)
@@ -329,8 +363,9 @@ static int mode_listen(struct ipk_svc *svc, char **av)
 	memset(&e, 0, sizeof e);
 	{
 		struct ipk_svc_addr a;
-		ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
+		any_addr(&a, (uint16_t)atoi(av[0]));
 		ipk_svc_prep_bind(&e, &a);
+		any_flags(&e);
 	}
 	rc = one(l, &e, NULL);
 	memset(&e, 0, sizeof e);
@@ -352,6 +387,7 @@ static int mode_listen(struct ipk_svc *svc, char **av)
 		return 1;
 	}
 	fprintf(stderr, "svc_tool: accepted\n");
+	print_peer(&c.addr);
 	rc = x_run(&x);
 	ipk_svc_close(x.so);
 	ipk_svc_close(l);
@@ -394,7 +430,9 @@ static int udp_one(struct ipk_svc_sock *so, const struct ipk_svc_addr *peer, uin
 				continue; /* the sendto's own completion */
 			*pending = 0;
 			if (c.res == (int)len && !memcmp(in, out, len) &&
-			    c.addr.port_be == peer->port_be)
+			    c.addr.port_be == peer->port_be && c.addr.family == peer->family &&
+			    !memcmp(c.addr.addr, peer->addr,
+			            peer->family == IPK_SVC_AF_INET6 ? 16 : 4))
 				return 1;
 			break; /* an echo of an earlier try: ask again */
 		}
@@ -438,11 +476,12 @@ static int mode_udpecho(struct ipk_svc *svc, char **av)
 		return n <= 0 ? 2 : 1;
 	buf = (uint8_t *)ipk_svc_buf_alloc(svc, 2048);
 	memset(&e, 0, sizeof e);
-	ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
+	any_addr(&a, (uint16_t)atoi(av[0]));
 	if (getenv("SVC_TOOL_REUSE"))
 		ipk_svc_prep_bind_reuse(&e, &a);
 	else
 		ipk_svc_prep_bind(&e, &a);
+	any_flags(&e);
 	if (!buf || one(so, &e, NULL) != 0)
 		return 1;
 	printf("ready\n");

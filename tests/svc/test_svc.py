@@ -31,12 +31,14 @@ WORKERS = int(os.environ.get("SVC_TEST_WORKERS", "1"))
 ECHO = os.path.join(BUILD, "examples", "ipkit-echo")
 NC = os.path.join(BUILD, "examples", "ipkit-nc")
 PEER_IP, OUR_IP = "10.9.0.1", "10.9.0.2"
+# IPv6 on both ends (issue 17): cases named *6 run with these
+PEER_IP6, OUR_IP6 = "fd00:9::1", "fd00:9::2"
 
 
 class Rig:
     """ipkit-echo <-memlink-> ipkitd, a control socket in a private directory."""
 
-    def __init__(self, *daemon_args, echo=True):
+    def __init__(self, *daemon_args, echo=True, ip6=False):
         self.dir = tempfile.mkdtemp(prefix="ipksvc")
         self.sock = os.path.join(self.dir, "ipkitd.sock")
         self.name = "ipksvc" + secrets.token_hex(3)
@@ -46,12 +48,14 @@ class Rig:
         wk = ["--workers", str(WORKERS)] if WORKERS > 1 else []
         self.q = q
         if echo:  # else the case runs its own peers on the memlink's other end
+            e6 = ["--ip6", PEER_IP6 + "/64"] if ip6 else []
             self.echo = self._start([ECHO, "--io", "memlink:%s,role=b%s" % (self.name, q),
-                                     "--ip", PEER_IP + "/24"], stderr=subprocess.DEVNULL)
+                                     "--ip", PEER_IP + "/24", *e6], stderr=subprocess.DEVNULL)
             time.sleep(0.2)
         self.daemon = self._start([DAEMON, "--io", "memlink:%s,role=a%s" % (self.name, q),
                                    "--ip", OUR_IP + "/24", "--socket", self.sock,
-                                   *wk, *daemon_args, *EXTRA], stderr=self.log)
+                                   *wk, *(["--ip6", OUR_IP6 + "/64"] if ip6 else []),
+                                   *daemon_args, *EXTRA], stderr=self.log)
         self.wait_log("serving on", 10)
 
     def _start(self, argv, **kw):
@@ -284,6 +288,36 @@ def case_conn_refused(rig):
     assert rc == 1 and "connect: Connection refused" in err, (rc, err)
 
 
+def case_echo_tcp6(rig):
+    """IPv6 (ipkitd --ip6): two applications at once, 16 MiB each through the echo
+    over TCP/IPv6, SHA-256 equal; the CONNECT completion names our IPv6 address."""
+    time.sleep(1.5)  # both ends' DAD (RetransTimer 1 s) before the first SYN
+    size = 16 << 20
+    a = rig.tool("connect", PEER_IP6, "7", str(size))
+    b = rig.tool("connect", PEER_IP6, "7", str(size))
+    check_echo(a, size)
+    check_echo(b, size)
+
+
+def case_udp6(rig):
+    """UDP over IPv6: 50 datagrams echoed, each reply's sender the echo's IPv6
+    address and port (svc_tool udp compares family, address and port)."""
+    time.sleep(1.5)
+    rc, out, err = rig.run_tool("udp", PEER_IP6, "7", "50")
+    assert rc == 0 and "udp 50/50" in out, out + err
+
+
+def case_ip6_off(rig):
+    """Without --ip6 an IPv6 CONNECT completes with -EAFNOSUPPORT, as before;
+    an IPv4-mapped address (::ffff:10.9.0.1) is the IPv4 peer."""
+    rc, out, err = rig.run_tool("connect", PEER_IP6, "7", "1000")
+    assert rc != 0 and "Address family not supported" in err, out + err
+    rc, out, err = rig.run_tool("connect", "::ffff:" + PEER_IP, "7", str(1 << 20))
+    assert rc == 0, out + err
+    sn, sh, rn, rh = digests(out)
+    assert sn == rn == 1 << 20 and sh == rh, out
+
+
 def case_udp(rig):
     rc, out, err = rig.run_tool("udp", PEER_IP, "7", "50")
     assert rc == 0 and "udp 50/50" in out, out + err
@@ -459,7 +493,7 @@ WORKER_LINE = re.compile(r"worker (\d+): sockets (\d+) entries (\d+) accepted (\
                          r"connected (\d+) datagrams (\d+) rx_frames (\d+) wrong_queue (\d+) "
                          r"handed_in (\d+) handed_out (\d+) msgs_in (\d+) msgs_out (\d+) "
                          r"msg_gone (\d+) msg_full (\d+) acc_out (\d+) acc_in (\d+) "
-                         r"acc_done (\d+) acc_reaped (\d+) loop_cross (\d+)")
+                         r"acc_done (\d+) acc_reaped (\d+) loop_cross (\d+) port_in (\d+)")
 
 
 def worker_stats(rig):
@@ -468,7 +502,7 @@ def worker_stats(rig):
     rig.close()
     keys = ("sockets", "entries", "accepted", "connected", "datagrams", "rx_frames", "wrong_queue",
             "handed_in", "handed_out", "msgs_in", "msgs_out", "msg_gone", "msg_full",
-            "acc_out", "acc_in", "acc_done", "acc_reaped", "loop_cross")
+            "acc_out", "acc_in", "acc_done", "acc_reaped", "loop_cross", "port_in")
     st = {int(m.group(1)): dict(zip(keys, (int(x) for x in m.groups()[1:])))
           for m in WORKER_LINE.finditer(rig.final_log)}
     assert sorted(st) == list(range(WORKERS)), rig.final_log
@@ -648,6 +682,57 @@ def case_workers_apps_local(rig):
     st = worker_stats(rig)
     print(st)
     assert sum(c["acc_out"] for c in st.values()) >= 8, st
+
+
+def case_workers_ports(rig):
+    """--workers 2: a LISTEN or a UDP BIND installs the port in every worker's core
+    context and a release removes it from each, as messages to the other workers
+    (svc/d_pinst.c D_MSG_INSTALL / D_MSG_REMOVE), the LISTEN or BIND completing
+    only when every worker has answered (D_MSG_INSTALLED). While two app-to-app
+    transfers of 16 MiB each way keep both workers busy: 16 rounds of a listener
+    on one of two ports (released and claimed again every round, so a late REMOVE
+    of the previous round meets the next INSTALL: the generations order them),
+    ipkit-nc on the memlink's other end connecting the moment "listening" is
+    printed, 64 KiB each way, SHA-256 equal. The daemon runs with
+    IPKITD_INSTALL_DELAY_MS=100 (a worker applies an INSTALL 100 ms after it
+    arrives): a LISTEN completing before every worker installed the port would
+    let nc's SYN reach a worker that refuses it (tried: a LISTEN that does not
+    wait fails in the first rounds); then 24 listeners and bound
+    UDP sockets closed, twice on the same ports (closex). Both workers applied
+    such messages (port_in), every message sent was received, none found its
+    socket gone. Without the messages (the socket's worker calling into the
+    other contexts) port_in stays 0."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_ports)"
+    big, size, rounds = 16 << 20, 64 << 10, 16
+    bg = []
+    for k in range(2):
+        a = rig.tool("listen", str(7800 + k), str(big))
+        assert a.stdout.readline().strip() == b"listening"
+        bg.append((a, rig.tool("connect", OUR_IP, str(7800 + k), str(big))))
+    for r in range(rounds):
+        port = str(7810 + r % 2)
+        lis = rig.tool("listen", port, str(size))
+        assert lis.stdout.readline().strip() == b"listening"
+        nc = rig._start([NC, "--io", "memlink:%s,role=b%s" % (rig.name, rig.q), "--ip",
+                         PEER_IP + "/24", "--send-size", str(size), "--sha256", "--no-output",
+                         "--timeout", "20", OUR_IP, port], stderr=subprocess.PIPE)
+        _, nerr = nc.communicate(timeout=60)
+        assert nc.returncode == 0, (r, nerr.decode())
+        out, lerr = lis.communicate(timeout=60)
+        assert lis.returncode == 0, (r, out.decode() + lerr.decode())
+        ls, lsh, lr, lrh = digests(out.decode())
+        ns, nsh, nr, nrh = digests(nerr.decode())
+        assert ls == nr == size and ns == lr == size and lsh == nrh and nsh == lrh, (r, out, nerr)
+    rc, out, err = rig.run_tool("closex", "24100", "24", timeout=60)
+    assert rc == 0 and "closex 24 ok" in out, out + err
+    for a, b in bg:
+        check_echo_pair(a, b, big)
+    st = worker_stats(rig)
+    print(st)
+    ins = sum(c["msgs_in"] for c in st.values())
+    assert ins == sum(c["msgs_out"] for c in st.values()), st
+    for w, c in st.items():
+        assert c["port_in"] >= rounds and c["msg_gone"] == 0, (w, c)
 
 
 def case_workers_outbox(rig):
@@ -868,7 +953,10 @@ def main():
         args += ["--low-inflight", os.environ["SVC_LOW_INFLIGHT"]]  # 0: see it fail
     if case == "workers_outbox":
         os.environ["IPKITD_MSG_SLOTS"] = "2"  # the daemon inherits it (svc/d_msg.c)
-    rig = Rig(*args, echo=case not in ("workers_accept_cross",))
+    if case == "workers_ports":  # a slow worker: INSTALLs applied 100 ms late
+        os.environ["IPKITD_INSTALL_DELAY_MS"] = "100"  # (svc/d_pinst.c)
+    rig = Rig(*args, echo=case not in ("workers_accept_cross", "workers_ports"),
+              ip6=case in ("echo_tcp6", "udp6"))
     try:
         globals()["case_" + case](rig)
     finally:

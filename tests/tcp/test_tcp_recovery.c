@@ -538,8 +538,9 @@ static void test_established_tlp_probes_last_segment_after_pto(void)
 }
 
 /* RFC 8985 §7.3: with new data queued (cwnd held it back) and room in the peer's
- * window, the probe is new data, two segments so that a delayed-ACK receiver ACKs at
- * once (RFC 5681 §4.2), never a retransmission. Regression: the probe was the last
+ * window, the probe is new data, three segments so that a delayed-ACK receiver ACKs
+ * the first two at once (RFC 5681 §4.2) and the third on its timer, never a
+ * retransmission. Regression: the probe was the last
  * segment again, D-SACKed whenever the flight had arrived and only its ACK was lost
  * or late: through ipk-relay at 5% loss each way to Linux, 62 of 65 spurious
  * retransmissions in 16 MiB (docs/loss-rto-traces.md). */
@@ -565,6 +566,9 @@ static void test_established_tlp_probes_new_data_when_queued(void)
 	CHECK(th_next(t, &s));
 	CHECK_EQ(s.h.seq, d + 11 * MSS);
 	CHECK_EQ(s.len, MSS);
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.seq, d + 12 * MSS);
+	CHECK_EQ(s.len, MSS);
 	CHECK(!th_next(t, &s)); /* one probe only (RFC 8985 §7.3) */
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 1);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_new_data, 1);
@@ -577,6 +581,48 @@ static void test_established_tlp_probes_new_data_when_queued(void)
 	CHECK(th_next(t, &s));
 	CHECK_EQ(s.h.seq, d);
 	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, 1);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	finish(t);
+}
+
+/* The flight's one ACK is lost, and so is the ACK of the probe's first two
+ * segments: the receiver's delayed ACK of the third (40 ms, RFC 5681 §4.2) comes
+ * before the RTO and acknowledges everything, so no timeout fires. Regression: the
+ * probe was two segments, which a receiver ACKs once; with that ACK lost the RTO
+ * repaired the tail (through ipk-relay at 1% loss each way, seed 4242, the failures
+ * of issue 16 target (a), docs/loss-rto-traces.md). */
+static void test_established_tlp_probe_third_segment_acked_after_first_ack_lost(void)
+{
+	struct th *t = th_new(base_cfg);
+	struct ipk_conn *c;
+	struct tseg s;
+	uint32_t d, n = 0;
+
+	d = open_conn(t, 1, 0, &c, &s) + 1; /* SRTT = 8 ms */
+	CHECK_EQ(ipk_tcp_write(t->ctx, c, g_buf, 14 * MSS, t->now), (int)(14 * MSS));
+	while (th_next(t, &s))
+		n++;
+	CHECK_EQ(n, 10);
+	/* the flight arrived; its ACK (d + 10 MSS) is lost. PTO = 2 * SRTT */
+	th_advance(t, 17 * MS);
+	while (th_next(t, &s))
+		n++;
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_tlp_probes, 1);
+	/* the immediate ACK of the probe's first two segments is lost too; 40 ms on the
+	 * receiver's delayed ACK of the third arrives */
+	th_advance(t, 40 * MS);
+	peer(t, A, IRS + 1, d + 13 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	while (th_next(t, &s))
+		n++;
+	th_advance(t, 1 * MS);
+	peer(t, A, IRS + 1, d + 14 * MSS, 0, 0, 0, NULL, 0, NULL, 0);
+	th_advance(t, 400 * MS); /* long past the RTO the probe armed */
+	while (th_next(t, &s))
+		n++;
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_rto_episodes, 0);
+	CHECK_EQ(ipk_counters(t->ctx)->tcp_retransmits, 0);
+	CHECK_EQ(n, 14); /* every segment went once: the 10, the 3 of the probe, the last */
 	ipk_tcp_abort(t->ctx, c, t->now);
 	finish(t);
 }
@@ -1806,6 +1852,7 @@ int main(void)
 	RUN(test_established_tlp_probes_last_segment_after_pto);
 	RUN(test_fin_wait_1_tlp_probes_last_segment_after_pto);
 	RUN(test_established_tlp_probes_new_data_when_queued);
+	RUN(test_established_tlp_probe_third_segment_acked_after_first_ack_lost);
 	RUN(test_established_tlp_new_data_probe_stays_in_window);
 	RUN(test_established_paws_drops_old_tsval_and_acks);
 	RUN(test_established_paws_rst_exempt);
