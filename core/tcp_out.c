@@ -102,7 +102,7 @@ IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 				ctx->sq_hint_c = NULL;
 			c->sndbuf += IPK_TCP_PB_OV(pb); /* tcp.c sq_overhead */
 			ctx->wmem -= IPK_TCP_PB_OV(pb);
-			ipk_tcp_sq_pkt_done(ctx, pb); /* no chain walk for one packet */
+			ipk_tcp_sq_pkt_done(ctx, c, pb); /* no chain walk for one packet */
 			ipk_pb_put(ctx, pb);
 		} else {
 			pb->off += n;

@@ -21,8 +21,8 @@
 #define IIPK_MAGIC 0x69697063706b6974ull /* "iipcpkit": the state was set up */
 #define IIPK_BATCH 32u     /* frames handed to ipk_run at once */
 #define IIPK_RXQ 16u       /* delivered-packet records per connection (merged beyond) */
-#define IIPK_TXQ 1024u     /* packets awaiting their tcp_acked per connection: the core
-                            * pins at most 2 * tcp_sndbuf / pkt_buf_size (1 MiB, 2 KiB) */
+#define IIPK_TXQ 1024u     /* sent packets awaiting their tcp_acked per connection: the
+                            * core pins at most 2 * tcp_sndbuf / pkt_buf_size (1 MiB, 2 KiB) */
 #define IIPK_SYNMAC 8u     /* recent SYNs' peer MACs (for passive opens' tcp_closed) */
 #define IIPK_NEXT_US_IDLE 1000000u
 #define IIPK_ETH_HLEN 14u
@@ -36,10 +36,10 @@ struct iipk_rxrec {
 	uint32_t bytes, pkts; /* one delivered packet, or several merged when the ring is full */
 };
 struct iipk_ext {
-	void *tx_pkt[IIPK_TXQ];   /* clones of sent packets, shown to tcp_acked */
-	uint32_t tx_len[IIPK_TXQ];
-	uint32_t tx_acked;        /* acknowledged bytes not yet matched to a packet */
+	void *tx_pkt[IIPK_TXQ];   /* packets given to iip_tcp_send, oldest first */
 	uint16_t tx_head, tx_n;
+	uint16_t tx_done;         /* the oldest tx_done of them: back from the core
+	                           * (ops->tcp_sent_done), ours, for tcp_acked */
 	struct iipk_rxrec rx[IIPK_RXQ];
 	uint16_t rx_head, rx_n;
 	uint8_t peer_mac[6];
@@ -76,6 +76,20 @@ struct iipk_state {
 #define IIPK_COLD __attribute__((noinline, cold))
 #else
 #define IIPK_COLD
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define IIPK_NOINLINE __attribute__((noinline))
+#define IIPK_INLINE_ALWAYS __attribute__((always_inline)) inline
+#else
+#define IIPK_NOINLINE
+#define IIPK_INLINE_ALWAYS
+#endif
+/* The calls an application makes per packet from its callbacks, inlined into them
+ * in the unity build (the library keeps them as functions). */
+#if !defined(IIP_COMPAT_LIBRARY) && (defined(__GNUC__) || defined(__clang__))
+#define IIPK_API_HOT __attribute__((always_inline)) inline
+#else
+#define IIPK_API_HOT
 #endif
 #define IIPK_ALIGN8(x) (((x) + 7u) & ~(uintptr_t)7u)
 #define IIPK_STATE_SIZE IIPK_ALIGN8(sizeof(struct iipk_state))
@@ -115,6 +129,14 @@ static inline struct iipk_state *iipk_state(void *workspace)
 	return s;
 }
 
+/* The state for a call naming a connection: only a started engine hands out
+ * handles, so the set-up test of iipk_state is not needed (a NULL handle is
+ * refused before this). */
+static inline struct iipk_state *iipk_state_conn(void *workspace)
+{
+	return (struct iipk_state *)(void *)IIPK_ALIGN8((uintptr_t)workspace);
+}
+
 #define IIPK_S(o) ((struct iipk_state *)(o))
 #define IIPK_EXT(c) ((struct iipk_ext *)(void *)((uint8_t *)(c) + IIPK_ALIGN8(ipk_conn_size())))
 
@@ -138,6 +160,19 @@ static uint64_t iipk_enter(struct iipk_state *s, void *opaque)
 }
 
 static void iipk_leave(struct iipk_state *s) { s->depth--; }
+
+/* Enter a call naming a connection (iipk_begin without the start): 0 = the engine
+ * is not running; 1 = called from a callback, inside a call in progress whose time
+ * and opaque hold (nothing to undo); 2 = entered, iipk_leave when done. */
+static inline int iipk_begin_conn(struct iipk_state *s, void *opq)
+{
+	if (!s->ctx)
+		return 0;
+	if (s->depth)
+		return 1;
+	(void)iipk_enter(s, opq);
+	return 2;
+}
 
 /* Error to iip's uint16_t return: 0, or the positive errno (iip.h). */
 static uint16_t iipk_rc(int rc) { return rc < 0 ? (uint16_t)-rc : 0u; }
@@ -304,12 +339,26 @@ static void *iipk_synth(struct iipk_state *s, struct ipk_conn *c, uint8_t flags)
 	return p;
 }
 
+/* Free a packet and the chain behind it, object by object (iip.h: pkt_free frees
+ * one object). */
+static void iipk_free_chain(struct iipk_state *s, void *p)
+{
+	while (p) {
+		void *n = iip_ops_pkt_scatter_gather_chain_get_next(p, s->opaque);
+
+		iip_ops_pkt_free(p, s->opaque);
+		p = n;
+	}
+}
+
+/* The connection is gone: sent packets the core gave back but not yet shown are
+ * freed; the rest were still the core's, which freed them with its queues. */
 static void iipk_ext_reset(struct iipk_state *s, struct iipk_ext *e)
 {
-	while (e->tx_n) {
-		iip_ops_pkt_free(e->tx_pkt[e->tx_head], s->opaque);
+	while (e->tx_done) {
+		iipk_free_chain(s, e->tx_pkt[e->tx_head]);
 		e->tx_head = (uint16_t)((e->tx_head + 1u) % IIPK_TXQ);
-		e->tx_n--;
+		e->tx_done--;
 	}
 	iipk_zero(e, sizeof(*e));
 }
@@ -412,23 +461,43 @@ static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user
 	                    (uint16_t)(plen - off - len), s->opaque);
 }
 
-/* One tcp_acked per sent packet whose bytes are all acknowledged, in order. */
-static void iipk_tcp_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
+/* A sent packet is wholly acknowledged and the core hands it back (in send order,
+ * inside ACK processing, where the application must not be called: it may send).
+ * It is the oldest the core still held; anything else is not ours to show. Out
+ * of line: inlined, it made the core's ACK path too big for gcc to inline there. */
+IIPK_NOINLINE static void iipk_tcp_sent_done(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *o)
+{
+	struct iipk_ext *e = IIPK_EXT(c);
+
+	(void)ctx;
+	if (e->tx_done < e->tx_n && e->tx_pkt[(e->tx_head + e->tx_done) % IIPK_TXQ] == pkt) {
+		e->tx_done++;
+		return;
+	}
+	IIPK_S(o)->st.sent_unknown++;
+	iipk_free_chain(IIPK_S(o), pkt);
+}
+
+/* One tcp_acked per sent packet whose bytes are all acknowledged, in order: the
+ * packets the core gave back for these bytes (iipk_tcp_sent_done), each freed
+ * after its call. Each leaves the ring before the call, which may send (append)
+ * or end the connection (tcp_closed resets the ring). */
+IIPK_INLINE_ALWAYS static void iipk_tcp_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
                            void *o)
 {
 	struct iipk_state *s = IIPK_S(o);
 	struct iipk_ext *e = IIPK_EXT(c);
 
 	(void)ctx;
-	e->tx_acked += bytes;
-	while (e->tx_n && e->tx_len[e->tx_head] <= e->tx_acked) {
+	(void)bytes;
+	while (e->tx_done) {
 		void *p = e->tx_pkt[e->tx_head];
 
-		e->tx_acked -= e->tx_len[e->tx_head];
 		e->tx_head = (uint16_t)((e->tx_head + 1u) % IIPK_TXQ);
 		e->tx_n--;
+		e->tx_done--;
 		iip_ops_tcp_acked(s->workspace, c, p, user, s->opaque);
-		iip_ops_pkt_free(p, s->opaque);
+		iipk_free_chain(s, p);
 	}
 }
 
@@ -481,7 +550,7 @@ static const struct ipk_ops iipk_ops = {
 	NULL /* isn_hash: random() */, NULL /* arp_resolve: the core's cache */,
 	NULL /* arp_learned */, iipk_tcp_accept, iipk_tcp_accepted, iipk_tcp_connected,
 	iipk_tcp_payload, iipk_tcp_acked, iipk_tcp_closed, iipk_udp_recv, iipk_icmp_reply,
-	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL /* tcp_accept6 */};
+	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL /* tcp_accept6 */, iipk_tcp_sent_done};
 
 #define IPK_OPS_STATIC iipk_ops
 #include "ipkit_unity.c"
@@ -601,7 +670,8 @@ static inline int iipk_ready(struct iipk_state *s, const uint8_t mac[], uint32_t
 }
 
 /* Enter with the engine running (starting it when mac is given); 0: not running. */
-static int iipk_begin(struct iipk_state *s, const uint8_t mac[], uint32_t ip4_be, void *opq)
+IIPK_INLINE_ALWAYS static int iipk_begin(struct iipk_state *s, const uint8_t mac[],
+                                         uint32_t ip4_be, void *opq)
 {
 	if (!iipk_ready(s, mac, ip4_be, opq))
 		return 0;
@@ -750,72 +820,62 @@ IIP_API uint16_t iip_tcp_close(void *context, void *handle, void *opaque)
 	return iipk_rc(rc);
 }
 
-/* Bytes of a packet chain (an application may send one). */
-static uint32_t iipk_chain_len(void *p, void *opq)
-{
-	uint32_t n = 0;
-
-	for (; p; p = iip_ops_pkt_scatter_gather_chain_get_next(p, opq))
-		n += iip_ops_pkt_get_len(p, opq);
-	return n;
-}
-
-/* Queue pkt; a clone waits in the connection's ring to be shown to tcp_acked. */
+/* Queue pkt (c not NULL); it waits in the connection's ring until the core gives it back
+ * acknowledged (iipk_tcp_sent_done) and tcp_acked shows it. */
 static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
 {
 	struct iipk_ext *e;
-	void *keep;
 	int rc;
 
-	if (!c || !pkt)
-		return IPK_EINVAL;
 	e = IIPK_EXT(c); /* the object is the application's memory: readable even when
 	                  * the connection is gone, and ipk_tcp_send then says so */
 	if (e->tx_n == IIPK_TXQ) {
 		s->st.acked_ring_full++;
 		return IPK_EAGAIN;
 	}
-	keep = iip_ops_pkt_clone(pkt, s->opaque);
-	if (!keep)
-		return IPK_ENOBUFS;
 	rc = ipk_tcp_send(s->ctx, c, pkt, s->now);
-	if (rc < 0) {
-		iip_ops_pkt_free(keep, s->opaque);
+	if (rc < 0)
 		return rc;
-	}
-	e->tx_pkt[(e->tx_head + e->tx_n) % IIPK_TXQ] = keep;
-	e->tx_len[(e->tx_head + e->tx_n) % IIPK_TXQ] = (uint32_t)rc;
+	e->tx_pkt[(e->tx_head + e->tx_n) % IIPK_TXQ] = pkt;
 	e->tx_n++;
 	return IPK_OK;
 }
 
-IIP_API uint16_t iip_tcp_send(void *context, void *handle, void *pkt, uint16_t tcp_flags,
+IIP_API IIPK_API_HOT uint16_t iip_tcp_send(void *context, void *handle, void *pkt, uint16_t tcp_flags,
                               void *opaque)
 {
-	struct iipk_state *s = iipk_state(context);
-	int rc;
+	struct iipk_state *s;
+	int rc, how;
 
 	(void)tcp_flags;
-	if (!iipk_begin(s, NULL, 0, opaque))
+	if (!handle)
 		return iipk_rc(IPK_EINVAL);
-	if (pkt && iip_ops_pkt_get_len(pkt, opaque) == 0 && iipk_chain_len(pkt, opaque) == 0)
-		rc = IPK_EINVAL;
-	else
-		rc = iipk_send(s, (struct ipk_conn *)handle, pkt);
-	iipk_leave(s);
+	s = iipk_state_conn(context);
+	how = iipk_begin_conn(s, opaque);
+	if (!how)
+		return iipk_rc(IPK_EINVAL);
+	/* ipk_tcp_send refuses a NULL or empty packet (EINVAL) before queueing. */
+	rc = iipk_send(s, (struct ipk_conn *)handle, pkt);
+	if (how == 2)
+		iipk_leave(s);
 	return iipk_rc(rc);
 }
 
 /* cnt delivered packets consumed, oldest first: release the bytes of every record
  * whose packets are all consumed. */
-IIP_API void iip_tcp_rxbuf_consumed(void *context, void *handle, uint16_t cnt, void *opaque)
+IIP_API IIPK_API_HOT void iip_tcp_rxbuf_consumed(void *context, void *handle, uint16_t cnt, void *opaque)
 {
-	struct iipk_state *s = iipk_state(context);
+	struct iipk_state *s;
 	struct ipk_conn *c = (struct ipk_conn *)handle;
 	struct iipk_ext *e;
 	uint32_t left = cnt, bytes = 0;
+	int how;
 
-	if (!c || !iipk_begin(s, NULL, 0, opaque))
+	if (!c)
+		return;
+	s = iipk_state_conn(context);
+	how = iipk_begin_conn(s, opaque);
+	if (!how)
 		return;
 	e = IIPK_EXT(c);
 	/* The usual call: one packet, consumed from its own tcp_payload. */
@@ -845,7 +905,8 @@ IIP_API void iip_tcp_rxbuf_consumed(void *context, void *handle, uint16_t cnt, v
 		e->fin_wait = 0;
 		(void)ipk_tcp_close(s->ctx, c, s->now);
 	}
-	iipk_leave(s);
+	if (how == 2)
+		iipk_leave(s);
 }
 
 IIP_API uint16_t iip_udp_send(void *context, uint8_t local_mac[], uint32_t local_ip4_be,
@@ -865,7 +926,7 @@ IIP_API uint16_t iip_udp_send(void *context, uint8_t local_mac[], uint32_t local
 
 /* ------------------------------------------------------------------ iip_run */
 
-enum iipk_kind { IIPK_FAST, IIPK_ALONE, IIPK_ARP_REPLY };
+enum iipk_kind { IIPK_FAST, IIPK_ALONE, IIPK_ARP_REPLY, IIPK_SKIP };
 
 /* iip has no bind: a datagram's destination port is bound on first sight, so the
  * engine delivers it (up to max_udp_binds ports; the rest are counted and the
@@ -885,6 +946,30 @@ static void iipk_udp_port(struct iipk_state *s, const uint8_t *uh)
 	}
 }
 
+/* Bytes 12..15 of an Ethernet frame carrying IPv4 without options (EtherType
+ * 0x0800, version 4, IHL 5; the TOS byte ignored), and bytes 20..23 of an
+ * unfragmented TCP datagram (flags and offset 0 but DF, protocol 6; TTL ignored),
+ * as read from memory: loads of 4 bytes compared under a mask, whatever the byte
+ * order (the constants are built from bytes the same way). */
+static const uint8_t iipk_pat[16] = {0x08, 0x00, 0x45, 0x00, 0xff, 0xff, 0xff, 0x00,
+                                     0x00, 0x00, 0x00, 0x06, 0xbf, 0xff, 0x00, 0xff};
+
+static uint32_t iipk_ld32(const uint8_t *p)
+{
+	uint32_t v;
+
+	__builtin_memcpy(&v, p, 4);
+	return v;
+}
+
+/* The per-request frame: TCP in IPv4 without options, not a fragment, no SYN. */
+static int iipk_plain_tcp(const uint8_t *d)
+{
+	return ((iipk_ld32(d + 12) ^ iipk_ld32(iipk_pat)) & iipk_ld32(iipk_pat + 4)) == 0 &&
+	       ((iipk_ld32(d + 20) ^ iipk_ld32(iipk_pat + 8)) & iipk_ld32(iipk_pat + 12)) == 0 &&
+	       !(d[IIPK_ETH_HLEN + 20u + 13u] & 0x02u);
+}
+
 /* What a received frame needs before the engine sees it. Only lengths already
  * checked here are read; anything odd goes the fast way and the engine drops it. */
 static enum iipk_kind iipk_classify(struct iipk_state *s, void *p, const uint8_t **l4)
@@ -892,10 +977,14 @@ static enum iipk_kind iipk_classify(struct iipk_state *s, void *p, const uint8_t
 	uint32_t len = iip_ops_pkt_get_len(p, s->opaque), ihl;
 	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(p, s->opaque);
 
+	/* The per-request case first: TCP in an unfragmented IPv4 datagram without
+	 * options (version 4, IHL 5), no SYN; the flags byte is at 14 + 20 + 13. */
+	if (len >= IIPK_ETH_HLEN + 40u && iipk_plain_tcp(d))
+		return IIPK_FAST;
 	if (len < IIPK_ETH_HLEN + 20u)
 		return IIPK_FAST;
 	ihl = (d[14] & 0xfu) * 4u;
-	/* The per-request case: TCP in an unfragmented IPv4 datagram, no SYN. */
+	/* The same with IP options. */
 	if (d[12] == 0x08 && d[13] == 0x00 && d[23] == 6 && ihl >= 20 && !(d[20] & 0x3fu) &&
 	    !d[21] && len >= IIPK_ETH_HLEN + ihl + 20u && !(d[IIPK_ETH_HLEN + ihl + 13] & 0x02u))
 		return IIPK_FAST;
@@ -967,13 +1056,69 @@ static uint32_t iipk_next_us(uint64_t deadline, uint64_t now)
 	return us > IIPK_NEXT_US_IDLE ? IIPK_NEXT_US_IDLE : (uint32_t)us;
 }
 
+/* What iip_run does with frame p before the engine sees it (l2_skip asked first);
+ * *l4 is the TCP header of a SYN (IIPK_ALONE), else NULL. */
+static enum iipk_kind iipk_kind_of(struct iipk_state *s, void *p, const uint8_t **l4)
+{
+	*l4 = NULL;
+	if (!p)
+		return IIPK_FAST; /* the engine skips NULL entries */
+	if (iip_ops_l2_skip(p, s->opaque))
+		return IIPK_SKIP;
+	return iipk_classify(s, p, l4);
+}
+
+/* Frames from pkt[i] on, the first of kind k (with l4), one at a time: runs of
+ * ordinary frames go to the engine in batches, the others alone or after their
+ * event. Returns the engine's next deadline. */
+static uint64_t iipk_run_slow(struct iipk_state *s, void *pkt[], uint32_t i, uint32_t cnt,
+                              enum iipk_kind k, const uint8_t *l4)
+{
+	void *batch[IIPK_BATCH];
+	uint32_t n = 0, ran = 0;
+	uint64_t next = UINT64_MAX;
+
+	for (;;) {
+		void *p = pkt[i];
+
+		if (k != IIPK_FAST && n) {
+			next = ipk_run(s->ctx, batch, n, s->now);
+			n = 0;
+			ran = 1;
+		}
+		if (k == IIPK_SKIP) {
+			iip_ops_pkt_free(p, s->opaque);
+			s->st.l2_skipped++;
+		} else if (k == IIPK_ALONE) {
+			next = l4 ? iipk_run_syn(s, p, l4) : iipk_run_alone(s, p);
+			ran = 1;
+		} else if (p) {
+			if (k == IIPK_ARP_REPLY)
+				iip_ops_arp_reply(s->workspace, p, s->opaque);
+			batch[n++] = p;
+			if (n == IIPK_BATCH) {
+				next = ipk_run(s->ctx, batch, n, s->now);
+				n = 0;
+				ran = 1;
+			}
+		}
+		if (++i >= cnt)
+			break;
+		k = iipk_kind_of(s, pkt[i], &l4);
+	}
+	if (n || !ran)
+		next = ipk_run(s->ctx, batch, n, s->now);
+	return next;
+}
+
 IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
                          uint16_t cnt, uint32_t *next_us, void *opaque)
 {
 	struct iipk_state *s = iipk_state(context);
-	void *batch[IIPK_BATCH];
-	uint32_t n = 0, i, ran = 0;
-	uint64_t next = UINT64_MAX;
+	uint32_t i;
+	uint64_t next;
+	const uint8_t *l4 = NULL;
+	enum iipk_kind k = IIPK_FAST;
 
 	if (!iipk_begin(s, mac, ip4_be, opaque)) {
 		for (i = 0; pkt && i < cnt; i++)
@@ -983,39 +1128,25 @@ IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pk
 			*next_us = IIPK_NEXT_US_IDLE;
 		return 0;
 	}
-	for (i = 0; pkt && i < cnt; i++) {
-		void *p = pkt[i];
-		const uint8_t *l4 = NULL;
-		enum iipk_kind k;
+	if (!pkt)
+		cnt = 0;
+	/* The usual batch: every frame ordinary (established TCP, ...): the engine
+	 * takes the application's array as it is (it only reads it), up to
+	 * IIPK_BATCH frames at once as before; the rest frame by frame. */
+	for (i = 0; i < cnt && i < IIPK_BATCH; i++)
+		if ((k = iipk_kind_of(s, pkt[i], &l4)) != IIPK_FAST)
+			break;
+	if (i == cnt) {
+		next = ipk_run(s->ctx, pkt, cnt, s->now);
+	} else {
+		uint64_t later;
 
-		if (!p)
-			continue;
-		if (iip_ops_l2_skip(p, opaque)) {
-			iip_ops_pkt_free(p, opaque);
-			s->st.l2_skipped++;
-			continue;
-		}
-		k = iipk_classify(s, p, &l4);
-		if (k != IIPK_FAST && n) {
-			next = ipk_run(s->ctx, batch, n, s->now);
-			n = 0;
-		}
-		if (k == IIPK_ALONE) {
-			next = l4 ? iipk_run_syn(s, p, l4) : iipk_run_alone(s, p);
-			ran = 1;
-			continue;
-		}
-		if (k == IIPK_ARP_REPLY)
-			iip_ops_arp_reply(s->workspace, p, opaque);
-		batch[n++] = p;
-		if (n == IIPK_BATCH) {
-			next = ipk_run(s->ctx, batch, n, s->now);
-			n = 0;
-			ran = 1;
-		}
+		next = i ? ipk_run(s->ctx, pkt, i, s->now) : UINT64_MAX;
+		if (i == IIPK_BATCH)
+			k = iipk_kind_of(s, pkt[i], &l4);
+		later = iipk_run_slow(s, pkt, i, cnt, k, l4);
+		next = later < next ? later : next;
 	}
-	if (n || !ran)
-		next = ipk_run(s->ctx, batch, n, s->now);
 	if (next_us)
 		*next_us = iipk_next_us(next, s->now);
 	iipk_leave(s);

@@ -574,6 +574,18 @@ struct ipk_ops {
 	 * accepts. NULL accepts up to the backlog (tcp_accept is asked about IPv4 SYNs
 	 * only). Decide only: must not call the core. */
 	int (*tcp_accept6)(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opaque);
+
+	/* -- send objects back to the integrator (issue 20) -------------------- */
+
+	/* (optional) A packet given to ipk_tcp_send is wholly acknowledged and leaves
+	 * the send queue: it is the integrator's again (the whole chain) instead of
+	 * being freed, so an API that reports acknowledged send objects (iip's
+	 * tcp_acked) can show the object itself rather than a clone kept per send.
+	 * Called in send order, inside ACK processing, before the tcp_acked for the
+	 * same bytes; it must not call into the core (defer the event to tcp_acked).
+	 * Packets dropped unacknowledged (reset, abort, close with data queued) are
+	 * freed as before, never passed here. NULL: the core frees them. */
+	void (*tcp_sent_done)(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *opaque);
 };
 
 /* Engine configuration. ipk_config_default fills every field with a documented

@@ -46,6 +46,8 @@ struct app_state {
 	uint64_t total, sent, rcvd, echoed;
 	void *conn;
 	int connected, closed, closed_null, acked_calls, eagain, mode, closing;
+	void *unacked[2048];   /* client: packets sent, not yet shown to tcp_acked */
+	uint32_t un_head, un_n;
 	uint16_t port;
 	/* UDP */
 	int udp_sent, udp_rcvd;
@@ -155,6 +157,8 @@ static void cli_fill(struct iipt_node *n)
 			return;
 		}
 		st->sent += chunk;
+		if (st->un_n < 2048)
+			st->unacked[(st->un_head + st->un_n++) % 2048] = k;
 	}
 }
 static void *cli_connected(struct iipt_node *n, void *hd, void *pkt)
@@ -194,6 +198,12 @@ static void cli_acked(struct iipt_node *n, void *hd, void *pkt, void *to)
 
 	(void)hd; (void)to;
 	CHECK(pkt != NULL, "tcp_acked packet");
+	/* iip.h: "pkt is that packet": the object given to iip_tcp_send, in order. */
+	CHECK(st->un_n && pkt == st->unacked[st->un_head], "tcp_acked shows the sent packet itself");
+	if (st->un_n) {
+		st->un_head = (st->un_head + 1) % 2048;
+		st->un_n--;
+	}
 	st->acked_calls++;
 	cli_fill(n);
 }

@@ -444,6 +444,69 @@ static void test_listen_connect_bind_need_their_callbacks(void)
 	free(mem);
 }
 
+/* ------------------------------------------------------------- issue 20 */
+
+/* ops->tcp_sent_done: each packet given to ipk_tcp_send comes back itself, in send
+ * order, once wholly acknowledged and before the tcp_acked of its bytes; the core
+ * frees none of them (the test frees them: a double free or a leak fails
+ * th_no_leaks). */
+static struct {
+	struct th *a;
+	void *pkt[8];
+	int n;
+	uint64_t acked_before[8];
+} sd;
+
+static void sd_done(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *opaque)
+{
+	(void)ctx;
+	(void)c;
+	(void)opaque;
+	if (sd.n < 8) {
+		sd.pkt[sd.n] = pkt;
+		sd.acked_before[sd.n] = sd.a->acked;
+	}
+	sd.n++;
+}
+
+static void test_sent_done_returns_each_send_object_in_order(void)
+{
+	struct th *a, *b;
+	struct ipk_conn *c;
+	struct sim_pkt *k[3];
+	int i;
+
+	memset(&sd, 0, sizeof(sd));
+	th_pair(&a, &b, NULL);
+	sd.a = a;
+	a->close_on_fin = b->close_on_fin = 1;
+	a->ops.tcp_sent_done = sd_done;
+	c = pair_open(a, b, 100 * SEC);
+	for (i = 0; i < 3; i++) {
+		k[i] = sim_pkt_alloc(a->pool);
+		CHECK(k[i] != NULL);
+		if (!k[i])
+			return;
+		memcpy(sim_pkt_data(k[i]), "abcd", 4);
+		k[i]->len = 4;
+		CHECK_EQ(ipk_tcp_send(a->ctx, c, k[i], a->now), 4);
+	}
+	pair_run(a, b, 1 * SEC);
+	CHECK_EQ(sd.n, 3);
+	CHECK_EQ(a->acked, 12);
+	for (i = 0; i < 3 && i < sd.n; i++) {
+		CHECK(sd.pkt[i] == (void *)k[i]);
+		CHECK(sd.acked_before[i] < 4u * (uint64_t)(i + 1)); /* tcp_acked after */
+		sim_pkt_free(k[i]); /* ours again */
+	}
+	ipk_tcp_close(a->ctx, c, a->now);
+	pair_run(a, b, 70 * SEC); /* past TIME_WAIT */
+	CHECK(th_no_leaks(a));
+	CHECK(th_no_leaks(b));
+	th_free(a);
+	th_free(b);
+}
+
 int main(void)
 {
 	RUN(test_close_from_callback_with_now_zero_reaches_closed);
@@ -452,5 +515,6 @@ int main(void)
 	RUN(test_closed_callback_handle_dead_connect_and_udp_allowed);
 	RUN(test_config_check_names_every_rejection);
 	RUN(test_listen_connect_bind_need_their_callbacks);
+	RUN(test_sent_done_returns_each_send_object_in_order);
 	return check_summary();
 }

@@ -33,6 +33,9 @@
  *          Misaligned objects are refused and counted (iip_compat_stats).
  * handle   a TCP connection, valid from tcp_accepted / tcp_connected until
  *          tcp_closed returns; after that the object is reused by a later connection.
+ *          (ipkit) iip_tcp_send / iip_tcp_rxbuf_consumed trust a non-NULL handle to
+ *          come from this workspace (they skip the workspace set-up test: per-packet
+ *          calls); NULL is refused (EINVAL / ignored).
  * opaque   passed to every iip_* call; the callbacks that call in receive the one
  *          of the call in progress (the last one for timers run by iip_run).
  *
@@ -119,7 +122,8 @@
  * answer is queued (an echo under back-pressure does).
  * tcp_acked(context, handle, pkt, tcp_opaque, opaque): one call per packet given to
  * iip_tcp_send, in order, once all its bytes are acknowledged; pkt is that packet
- * (the stack frees it after the callback).
+ * object itself (ipkit: not a copy), its chain too; the stack frees it, object by
+ * object, after the callback.
  * tcp_closed(handle, local_mac, local_ip4_be, local_port_be, peer_mac, peer_ip4_be,
  * peer_port_be, tcp_opaque, opaque): once per connection the application saw
  * (accepted or connected), and (ipkit) for an active open that failed (tcp_opaque
@@ -208,6 +212,7 @@ struct iip_compat_stats {
 	uint32_t udp_ports_full;   /* datagrams to a port beyond the 64 bound */
 	uint32_t acked_ring_full;  /* iip_tcp_send refused: 1024 packets unacknowledged */
 	uint32_t synth_failed;     /* tcp_accepted/connected got NULL: no packet to build */
+	uint32_t sent_unknown;     /* acknowledged packets the core gave back out of order (freed) */
 };
 IIP_API const struct iip_compat_stats *iip_compat_stats(void *context);
 /* The engine's own counters (struct ipk_counters of ipkit/core.h), NULL before init. */
