@@ -130,8 +130,8 @@ static uint32_t ip_at(const uint8_t *f, uint32_t len, uint32_t *ihl, uint32_t *t
 	return 14;
 }
 
-/* IPv6 with ICMPv6 or UDP right after the 40-byte header: its checksum (RFC 8200
- * §8.1 pseudo-header). */
+/* IPv6 with ICMPv6, UDP or TCP right after the 40-byte header: its checksum
+ * (RFC 8200 §8.1 pseudo-header), so TCP over IPv6 reaches the state machine. */
 static void fix_csum6(uint8_t *f, uint32_t len)
 {
 	uint8_t *ip = f + 14, *l4 = f + 54;
@@ -146,6 +146,8 @@ static void fix_csum6(uint8_t *f, uint32_t len)
 		at = 2;
 	else if (ip[6] == 17 && plen >= 8)
 		at = 6;
+	else if (ip[6] == 6 && plen >= 20)
+		at = 16;
 	else
 		return;
 	wr16(l4 + at, 0);
@@ -543,7 +545,31 @@ static uint32_t eth_ip6(uint8_t *fr, uint8_t nh, uint32_t plen, uint8_t hlim, in
 	return 54;
 }
 
-/* IPv6 seeds: echo, NS, UDP, a fragment pair, RH0, a long options chain, an RA. */
+/* TCP over IPv6 and an NA (checksums fixed by fix_csum6). */
+static int corpus_ip6_more(const char *dir)
+{
+	static const uint8_t opt[20] = {2, 4, 5, 0xa0, 1, 3, 3, 7, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0};
+	uint8_t fr[128];
+	uint32_t h;
+	int n = 0;
+
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip6(fr, 6, 40, 64, 0);
+	wr16(fr + h, 45001); wr16(fr + h + 2, 80); fr[h + 7] = 1; fr[h + 12] = 10 << 4;
+	fr[h + 13] = 0x02; wr16(fr + h + 14, 65535);
+	memcpy(fr + h + 20, opt, 20);
+	n += put_file(dir, "ip6-tcp-syn", 1, fr, h + 40);
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip6(fr, 58, 32, 255, 0);
+	fr[h] = 136; fr[h + 4] = 0x20;                    /* NA, Override */
+	fr[h + 8] = 0xfd; fr[h + 23] = 2;                 /* target fd00::2 */
+	fr[h + 24] = 2; fr[h + 25] = 1; fr[h + 26] = 2; fr[h + 31] = 2; /* TLLA */
+	n += put_file(dir, "ip6-na", 1, fr, h + 32);
+	return n;
+}
+
+/* IPv6 seeds: echo, NS, UDP, a fragment pair, RH0, a long options chain, an RA,
+ * a TCP SYN to the dual-stack listener, an unsolicited NA. */
 static int corpus_ip6(const char *dir)
 {
 	uint8_t fr[1600];
@@ -589,7 +615,7 @@ static int corpus_ip6(const char *dir)
 	fr[h + 16] = 3; fr[h + 17] = 4; fr[h + 18] = 64; fr[h + 19] = 0xc0;
 	fr[h + 23] = 0xff; fr[h + 27] = 0xff; fr[h + 32] = 0xfd; /* prefix fd00::/64 */
 	n += put_file(dir, "ip6-ra", 1, fr, h + 48);
-	return n;
+	return n + corpus_ip6_more(dir);
 }
 
 int fuzz_make_corpus(const char *dir)
