@@ -292,3 +292,29 @@ def test_nc6_64M_each_way_sha256(v6, tmp_path):
     _, _, got, got_sha = _nc_digests(err)
     assert got == SIZE64
     assert got_sha == _sha256_file(src)
+
+
+def test_nc6_client_of_linux_server_64M_each_way_on_one_connection(v6, tmp_path):
+    """ipkit-nc as the client of a Linux server that answers with its own 64 MiB
+    while it takes ipkit's (socat TCP6-LISTEN running `cat`s): both directions at
+    once on one connection, SHA-256 of each end to end."""
+    src, out = tmp_path / "server.bin", tmp_path / "recv.bin"
+    with open(src, "wb") as f:
+        for _ in range(16):
+            f.write(secrets.token_bytes(4 << 20))
+    p = v6.ln.start("socat", "-t", "60", "TCP6-LISTEN:5003,reuseaddr,ipv6only=1",
+                    "SYSTEM:cat %s & cat > %s; wait" % (src, out))
+    for _ in range(100):
+        if ":5003 " in v6.ln.run("ss", "-6ltn").stdout.decode():
+            break
+        time.sleep(0.05)
+    r = v6.ln.run(prog("ipkit-nc"), *v6.ln.ipk_args(), "--ip6", v6.ipk6 + "/64",
+                  "--send-size", str(SIZE64), "--sha256", "--no-output", "--timeout", "20",
+                  v6.linux6, "5003", check=False, timeout=180)
+    assert r.returncode == 0, r.stderr.decode()[-800:]
+    p.wait(timeout=60)
+    sent, sent_sha, got, got_sha = _nc_digests(r.stderr)
+    assert sent == SIZE64 and out.stat().st_size == SIZE64
+    assert _sha256_file(out) == sent_sha
+    assert got == SIZE64
+    assert got_sha == _sha256_file(src)
