@@ -223,6 +223,47 @@ def test_afxdp_ping6_udp_echo_and_host_ipv6_kept(net, mode):
 
 
 @needs_afxdp
+def test_afxdp_nc6_client_of_linux_server_64M_each_way(net, tmp_path):
+    """TCP over IPv6 through AF_XDP (skb mode): ipkit-nc as the client of a Linux
+    server (socat TCP6-LISTEN running `cat`s) that sends its own 64 MiB while it
+    stores ipkit's, both at once on one connection, SHA-256 of each end to end;
+    the host's own IPv6 still works afterwards."""
+    import hashlib
+    size = 64 << 20
+    x = Xdp(net)
+    src, out = tmp_path / "server.bin", tmp_path / "recv.bin"
+    with open(src, "wb") as f:
+        for _ in range(16):
+            f.write(secrets.token_bytes(4 << 20))
+    p = net.start(x.p, "socat", "-t", "60", "TCP6-LISTEN:5003,reuseaddr,ipv6only=1",
+                  "SYSTEM:cat %s & cat > %s; wait" % (src, out))
+    for _ in range(100):
+        if ":5003 " in net.run(x.p, "ss", "-6ltn").stdout.decode():
+            break
+        time.sleep(0.05)
+    r = net.run(x.h, prog("ipkit-nc"), *x.args(), "--send-size", str(size), "--sha256",
+                "--no-output", "--timeout", "20", x.peer6, "5003", check=False, timeout=240)
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode == 0, err[-800:]
+    p.wait(timeout=60)
+    s = re.search(r"^sent (\d+) sha256 ([0-9a-f]{64})$", err, re.M)
+    g = re.search(r"^received (\d+) sha256 ([0-9a-f]{64})$", err, re.M)
+    assert s and g, err[-500:]
+
+    def sha(path):
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for blk in iter(lambda: f.read(1 << 20), b""):
+                h.update(blk)
+        return h.hexdigest()
+
+    assert int(s.group(1)) == size and out.stat().st_size == size
+    assert s.group(2) == sha(out)
+    assert int(g.group(1)) == size and g.group(2) == sha(src)
+    x.host_still_works()
+
+
+@needs_afxdp
 def test_afxdp_ipkit_ping6_to_linux(net):
     x = Xdp(net)
     ipkit_ping_ok(net, x.h, x.args(), x.peer6)
