@@ -5,7 +5,8 @@ TCP datagrams above 1280 bytes, answers the next one with an ICMPv6 Packet Too
 Big (MTU 1280, RFC 4443 §3.2) quoting that datagram, from the router address
 FROM6. If big datagrams keep coming 0.3 s after a PTB (the quoted segment may
 have been acknowledged already, and RFC 5927 says to ignore it then), it sends
-another, at most MAX_PTB. Prints one JSON line with what it saw; bounded in time.
+another, at most MAX_PTB (20: a loaded machine may read the frames late).
+Prints one JSON line with what it saw; bounded in time.
 usage: ptb6_peer.py DEV IPK6 FROM6 SECONDS
 """
 import json
@@ -19,7 +20,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 MIN_BIG = 100
-MAX_PTB = 5
+MAX_PTB = 20
 MTU = 1280
 
 

@@ -72,7 +72,7 @@ def test_ptb_lowers_mss_of_live_connection_with_linux(v6p, tmp_path):
     assert _sha256_file(out) == sent_sha
     # the connection was live and sending 1500-byte datagrams when the PTB came
     assert st["big_before"] >= 100, st
-    assert 1 <= st["ptb"] <= 5, st
+    assert 1 <= st["ptb"] <= 20, st
     # afterwards: no datagram above 1280 once a PTB was believed, and the rest of
     # the transfer went in smaller segments
     assert st["big_late"] == 0, st
