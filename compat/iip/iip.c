@@ -163,13 +163,15 @@ static void iipk_leave(struct iipk_state *s) { s->depth--; }
 
 /* Enter a call naming a connection (iipk_begin without the start): 0 = the engine
  * is not running; 1 = called from a callback, inside a call in progress whose time
- * and opaque hold (nothing to undo); 2 = entered, iipk_leave when done. */
+ * and opaque hold (nothing to undo); 2 = entered, iipk_leave when done. The depth
+ * first: a call in progress means a running engine (only iipk_begin enters, after
+ * the start; ctx is never cleared), so the usual call from a callback tests once. */
 static inline int iipk_begin_conn(struct iipk_state *s, void *opq)
 {
-	if (!s->ctx)
-		return 0;
 	if (s->depth)
 		return 1;
+	if (!s->ctx)
+		return 0;
 	(void)iipk_enter(s, opq);
 	return 2;
 }
