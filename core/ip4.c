@@ -79,7 +79,7 @@ static int ip4_options(const uint8_t *p, uint32_t len)
 
 /* Header checksum: the NIC's verdict when it gives one, else software. Also reports
  * whether the NIC vouched for the transport checksum. */
-static int ip4_csum_verdict(struct ipk_ctx *c, void *pkt, const uint8_t *ip, uint32_t ihl,
+static IPK_ALWAYS_INLINE int ip4_csum_verdict(struct ipk_ctx *c, void *pkt, const uint8_t *ip, uint32_t ihl,
                             uint8_t *l4_ok)
 {
 	uint32_t v = 0;

@@ -163,13 +163,15 @@ static void iipk_leave(struct iipk_state *s) { s->depth--; }
 
 /* Enter a call naming a connection (iipk_begin without the start): 0 = the engine
  * is not running; 1 = called from a callback, inside a call in progress whose time
- * and opaque hold (nothing to undo); 2 = entered, iipk_leave when done. */
+ * and opaque hold (nothing to undo); 2 = entered, iipk_leave when done. The depth
+ * first: a call in progress means a running engine (only iipk_begin enters, after
+ * the start; ctx is never cleared), so the usual call from a callback tests once. */
 static inline int iipk_begin_conn(struct iipk_state *s, void *opq)
 {
-	if (!s->ctx)
-		return 0;
 	if (s->depth)
 		return 1;
+	if (!s->ctx)
+		return 0;
 	(void)iipk_enter(s, opq);
 	return 2;
 }
@@ -970,17 +972,15 @@ static int iipk_plain_tcp(const uint8_t *d)
 	       !(d[IIPK_ETH_HLEN + 20u + 13u] & 0x02u);
 }
 
-/* What a received frame needs before the engine sees it. Only lengths already
- * checked here are read; anything odd goes the fast way and the engine drops it. */
-static enum iipk_kind iipk_classify(struct iipk_state *s, void *p, const uint8_t **l4)
+/* What a received frame that is not plain TCP (iipk_kind_of tested that) needs
+ * before the engine sees it. Only lengths already checked here are read; anything
+ * odd goes the fast way and the engine drops it. Out of line: the per-request
+ * frame never comes here, and iip_run's loop stays small. */
+IIPK_NOINLINE static enum iipk_kind iipk_classify(struct iipk_state *s, const uint8_t *d,
+                                                  uint32_t len, const uint8_t **l4)
 {
-	uint32_t len = iip_ops_pkt_get_len(p, s->opaque), ihl;
-	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(p, s->opaque);
+	uint32_t ihl;
 
-	/* The per-request case first: TCP in an unfragmented IPv4 datagram without
-	 * options (version 4, IHL 5), no SYN; the flags byte is at 14 + 20 + 13. */
-	if (len >= IIPK_ETH_HLEN + 40u && iipk_plain_tcp(d))
-		return IIPK_FAST;
 	if (len < IIPK_ETH_HLEN + 20u)
 		return IIPK_FAST;
 	ihl = (d[14] & 0xfu) * 4u;
@@ -1060,12 +1060,21 @@ static uint32_t iipk_next_us(uint64_t deadline, uint64_t now)
  * *l4 is the TCP header of a SYN (IIPK_ALONE), else NULL. */
 static enum iipk_kind iipk_kind_of(struct iipk_state *s, void *p, const uint8_t **l4)
 {
+	uint32_t len;
+	const uint8_t *d;
+
 	*l4 = NULL;
 	if (!p)
 		return IIPK_FAST; /* the engine skips NULL entries */
 	if (iip_ops_l2_skip(p, s->opaque))
 		return IIPK_SKIP;
-	return iipk_classify(s, p, l4);
+	len = iip_ops_pkt_get_len(p, s->opaque);
+	d = (const uint8_t *)iip_ops_pkt_get_data(p, s->opaque);
+	/* The per-request case here, inline: TCP in an unfragmented IPv4 datagram
+	 * without options (version 4, IHL 5), no SYN; the flags byte is at 14 + 20 + 13. */
+	if (len >= IIPK_ETH_HLEN + 40u && iipk_plain_tcp(d))
+		return IIPK_FAST;
+	return iipk_classify(s, d, len, l4);
 }
 
 /* Frames from pkt[i] on, the first of kind k (with l4), one at a time: runs of
