@@ -861,6 +861,9 @@ int ipk_ip6_output_meta(struct ipk_ctx *c, void *pkt, const uint8_t src[16],
 int ipk_ip6_src_select(const struct ipk_ctx *c, const uint8_t dst[16], uint8_t out[16]);
 /* Is a an address of ours in state >= the given state? Returns the slot or -1. */
 int ipk_ip6_addr_find(const struct ipk_ctx *c, const uint8_t a[16]);
+/* ip6.c: -1 when a datagram from src to dst is one we take (RFC 4291 address
+ * rules, our usable address, no land), else the drop reason. */
+int ipk_ip6_addr_check(const struct ipk_ctx *c, const uint8_t src[16], const uint8_t dst[16]);
 /* ICMPv6 error about the datagram at l3_off of pkt (which stays the caller's),
  * rate-limited, never about an error or to a multicast source (RFC 4443 §2.4(e)). */
 void ipk_icmp6_send_error(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx,

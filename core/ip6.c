@@ -181,28 +181,34 @@ static int ip6_in_group(const struct ipk_ctx *c, const uint8_t g[16])
 	return 0;
 }
 
-/* -1 when the addresses are acceptable, else the drop reason. */
-static int ip6_addr_check(const struct ipk_ctx *c, const struct ipk_ip6_hdr *h)
+/* -1 when the addresses are acceptable, else the drop reason. The one rule for
+ * both receive paths: ipk_ip6_input's and tcp_in.c's shortcut (ipk_tcp_rx_one6). */
+int ipk_ip6_addr_check(const struct ipk_ctx *c, const uint8_t src[16], const uint8_t dst[16])
 {
 	int i;
 
 	/* RFC 4291 §2.7: never from a group; ::1 and IPv4-mapped addresses never
 	 * arrive from the wire (RFC 4291 §2.5.3, §2.5.5.2; RFC 4942 §2.2). */
-	if (ip6_is_v4mapped(h->src) || ip6_is_v4mapped(h->dst))
+	if (ip6_is_v4mapped(src) || ip6_is_v4mapped(dst))
 		return IPK_DROP_IP6_V4MAPPED;
-	if (ipk_ip6_is_multicast(h->src) || ip6_is_loopback(h->src))
+	if (ipk_ip6_is_multicast(src) || ip6_is_loopback(src))
 		return IPK_DROP_IP6_BAD_SRC;
-	if (ipk_ip6_is_multicast(h->dst))
-		return ip6_in_group(c, h->dst) ? -1 : IPK_DROP_IP6_NOT_FOR_US;
-	i = ipk_ip6_addr_find(c, h->dst);
+	if (ipk_ip6_is_multicast(dst))
+		return ip6_in_group(c, dst) ? -1 : IPK_DROP_IP6_NOT_FOR_US;
+	i = ipk_ip6_addr_find(c, dst);
 	/* RFC 4862 §5.4.3: to a tentative address only NS (which go to the
 	 * solicited-node group anyway) are taken: drop the rest. */
 	if (i < 0 || !ip6_addr_usable(&c->ip6.addr[i]))
 		return IPK_DROP_IP6_NOT_FOR_US;
-	i = ipk_ip6_addr_find(c, h->src);
+	i = ipk_ip6_addr_find(c, src);
 	if (i >= 0 && ip6_addr_usable(&c->ip6.addr[i]))
 		return IPK_DROP_IP6_BAD_SRC; /* our own address: a land packet */
 	return -1;
+}
+
+static int ip6_addr_check(const struct ipk_ctx *c, const struct ipk_ip6_hdr *h)
+{
+	return ipk_ip6_addr_check(c, h->src, h->dst);
 }
 
 /* The upper layer for rx: ICMPv6, UDP, TCP; anything else draws a Parameter Problem

@@ -507,6 +507,8 @@ int ipk_tcp6_hold(struct ipk_ctx *ctx, struct ipk_tuple *t);
 void ipk_tcp6_put(struct ipk_ctx *ctx, uint32_t pair);
 /* Pair i (the scratch one included), NULL when there is none. */
 const struct ipk_tcp6_pair *ipk_tcp6_pair(const struct ipk_ctx *ctx, uint32_t i);
+/* The index of the pair (l, p) some connection holds, IPK_TCP6_NONE when none. */
+uint32_t ipk_tcp6_pair_find(struct ipk_ctx *ctx, const uint8_t l[16], const uint8_t p[16]);
 /* The pair (l, p) for an active open, unheld (ipk_tcp6_pair_unused gives it back
  * when no connection came to hold it); IPK_TCP6_NONE (counted) when full. */
 uint32_t ipk_tcp6_pair_take(struct ipk_ctx *ctx, const uint8_t l[16], const uint8_t p[16]);

@@ -158,6 +158,11 @@ uint32_t ipk_tcp6_pair_take(struct ipk_ctx *c, const uint8_t l[16], const uint8_
 	return c->tcp6_n ? tcp6_pair_get(c, l, p) : IPK_TCP6_NONE;
 }
 
+uint32_t ipk_tcp6_pair_find(struct ipk_ctx *c, const uint8_t l[16], const uint8_t p[16])
+{
+	return c->tcp6_n ? tcp6_pair_find(c, l, p) : IPK_TCP6_NONE;
+}
+
 void ipk_tcp6_pair_unused(struct ipk_ctx *c, uint32_t i) { tcp6_pair_put0(c, i); }
 
 /* A 32-bit fold of an IPv6 address, for hashes whose input is an ipk_tuple
