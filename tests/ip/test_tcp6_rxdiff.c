@@ -6,7 +6,8 @@
  * counters; the shortcut must have taken most frames in the first run and none in
  * the second. The second test puts a damaged copy of some frames before them (a bad
  * TCP checksum, each address rule of ipk_ip6_addr_check, a group destination, an
- * extension header, Ethernet padding, a payload length past the frame, another
+ * extension header, Ethernet padding, our address no longer usable while its
+ * connection lives, a payload length past the frame, another
  * version, another next header, a source with no connection, the broadcast MAC, an
  * older ACK): each must be judged as the layers judge it, dropped and counted by
  * the same reason or taken as the same segment.
@@ -89,6 +90,7 @@ static void tweak6(int idx, struct ipk_config *cfg)
 {
 	cfg->ip6_enable = 1;
 	memcpy(cfg->ip6_addr, idx == 0 ? G1 : G2, 16);
+	cfg->tcp_ecn = 1; /* ECT on every segment: the traffic class matters */
 }
 
 static uint32_t lcg(uint32_t *r)
@@ -177,6 +179,22 @@ static uint32_t mutate6(uint32_t *r, const uint8_t *b, uint32_t len, uint8_t *ou
 	return len;
 }
 
+/* An undamaged copy of frame f while node h's address is tentative again (as
+ * after a DAD restart): its pair still held, the address no longer takes
+ * datagrams (RFC 4862 §5.4.3), so both paths drop it (IPK_DROP_IP6_NOT_FOR_US). */
+static void gone_addr(struct hnode *h, const uint8_t *f, uint32_t len)
+{
+	int i = ipk_ip6_addr_find(h->ctx, G2);
+	uint8_t st;
+
+	if (i < 0)
+		return;
+	st = h->ctx->ip6.addr[i].state;
+	h->ctx->ip6.addr[i].state = IPK_A6_TENTATIVE;
+	hnode_inject(h, f, len);
+	h->ctx->ip6.addr[i].state = st;
+}
+
 /* Before the frames queued from node 0, a damaged copy of one in 3 to node 1. */
 static void damage(struct hnet *net, uint32_t *mr)
 {
@@ -194,6 +212,8 @@ static void damage(struct hnet *net, uint32_t *mr)
 			continue;
 		len = mutate6(mr, f, k->len, out);
 		hnode_inject(net->nodes[1], out, len);
+		if (lcg(mr) % 8u == 0)
+			gone_addr(net->nodes[1], f, k->len);
 	}
 }
 
