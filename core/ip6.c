@@ -118,6 +118,7 @@ void ipk_ip6_addr_add(struct ipk_ctx *c, int i, const uint8_t a[16], uint8_t ple
 	l->plen = plen;
 	l->slaac = (uint8_t)slaac;
 	l->state = IPK_A6_TENTATIVE;
+	c->ip6.addr_gen++;
 	l->dad_left = c->cfg.ip6_dad_transmits;
 	l->t = c->now;
 	l->valid_until = l->pref_until = UINT64_MAX;
@@ -736,6 +737,7 @@ static void ip6_dad_step(struct ipk_ctx *c, struct ipk_ip6_laddr *l, uint64_t no
 		return;
 	}
 	l->state = IPK_A6_PREFERRED;
+	c->ip6.addr_gen++;
 	l->t = IPK_NO_DEADLINE;
 	c->cnt.ip6_addrs_up++;
 	/* RFC 4861 §6.3.7: solicit routers once the link-local address is usable */
@@ -755,10 +757,13 @@ static uint64_t ip6_addr_timer(struct ipk_ctx *c, struct ipk_ip6_laddr *l, uint6
 		return IPK_NO_DEADLINE;
 	if (l->valid_until <= now) {
 		l->state = IPK_A6_FREE;
+		c->ip6.addr_gen++;
 		return IPK_NO_DEADLINE;
 	}
-	if (l->pref_until <= now)
+	if (l->pref_until <= now && l->state != IPK_A6_DEPRECATED) {
 		l->state = IPK_A6_DEPRECATED;
+		c->ip6.addr_gen++;
+	}
 	return l->state == IPK_A6_PREFERRED ? IPK_MIN(l->pref_until, l->valid_until)
 	                                    : l->valid_until;
 }

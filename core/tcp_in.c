@@ -1176,9 +1176,10 @@ static inline int rx_one_eth(const struct ipk_ctx *ctx, const uint8_t *f, uint32
 /*
  * The IPv6 twin (issue 19): Ethernet II to our MAC carrying IPv6 (RFC 2464) with TCP
  * straight after the fixed header (no extension header to walk, RFC 8200 §4), the
- * payload length within the frame, addresses ipk_ip6_addr_check accepts (the rule
- * ipk_ip6_input applies), not to a group (RFC 9293 §3.9.1), an address pair some
- * connection holds (a listener's segment goes the long way), the TCP header as
+ * payload length within the frame, not to a group (RFC 9293 §3.9.1), an address
+ * pair some connection holds (a listener's segment goes the long way) whose
+ * addresses ipk_ip6_addr_check accepts (the rule ipk_ip6_input applies; its
+ * verdict kept per pair while the address table stands, ip6.addr_gen), the TCP header as
  * rx_one_tcp takes it and its checksum right (RFC 8200 §8.1; the NIC's verdict as
  * tcp6.c tcp6_csum_ok takes it). From there the same way as ipk_tcp_input6: the
  * pair held across the dispatch, src IPK_TCP6_MARK, dst the pair's index. Any
@@ -1200,15 +1201,14 @@ static int rx_one6_csum(struct ipk_ctx *ctx, void *pkt, const uint8_t *ip, uint3
 }
 
 /* The IPv6 header at ip (len bytes from it): the TCP segment's length, or 0. */
-static uint32_t rx_one6_ip(const struct ipk_ctx *ctx, const uint8_t *ip, uint32_t len)
+static uint32_t rx_one6_ip(const uint8_t *ip, uint32_t len)
 {
 	uint32_t l4;
 
 	if (len < IPK_IP6_HLEN + IPK_TCP_HLEN || (ip[0] >> 4) != 6 || ip[6] != IPK_IPPROTO_TCP)
 		return 0;
 	l4 = ipk_rd16(ip + 4);
-	if (l4 < IPK_TCP_HLEN || l4 > len - IPK_IP6_HLEN || ipk_ip6_is_multicast(ip + 24) ||
-	    ipk_ip6_addr_check(ctx, ip + 8, ip + 24) >= 0)
+	if (l4 < IPK_TCP_HLEN || l4 > len - IPK_IP6_HLEN || ipk_ip6_is_multicast(ip + 24))
 		return 0;
 	return l4;
 }
@@ -1223,11 +1223,11 @@ static int ipk_tcp_rx_one6(struct ipk_ctx *ctx, void *pkt, const uint8_t *f, uin
 	    len < IPK_ETH_HLEN || ipk_rd16(f + 12) != IPK_ETHERTYPE_IP6 ||
 	    ipk_rdbe32(f) != ipk_rdbe32(ctx->cfg.mac) || ipk_rdbe16(f + 4) != ipk_rdbe16(ctx->cfg.mac + 4))
 		return 0;
-	l4 = rx_one6_ip(ctx, ip, len - IPK_ETH_HLEN);
+	l4 = rx_one6_ip(ip, len - IPK_ETH_HLEN);
 	if (!l4)
 		return 0;
 	i = ipk_tcp6_pair_find(ctx, ip + 24, ip + 8);
-	if (i == IPK_TCP6_NONE || !rx_one_tcp(ip + IPK_IP6_HLEN, l4, &s) ||
+	if (i == IPK_TCP6_NONE || ipk_tcp6_pair_addr_check(ctx, i) >= 0 || !rx_one_tcp(ip + IPK_IP6_HLEN, l4, &s) ||
 	    !rx_one6_csum(ctx, pkt, ip, l4))
 		return 0;
 	s.src_be = IPK_TCP6_MARK;

@@ -190,9 +190,12 @@ static void gone_addr(struct hnode *h, const uint8_t *f, uint32_t len)
 	if (i < 0)
 		return;
 	st = h->ctx->ip6.addr[i].state;
+	/* every state change bumps addr_gen (internal.h) */
 	h->ctx->ip6.addr[i].state = IPK_A6_TENTATIVE;
+	h->ctx->ip6.addr_gen++;
 	hnode_inject(h, f, len);
 	h->ctx->ip6.addr[i].state = st;
+	h->ctx->ip6.addr_gen++;
 }
 
 /* Before the frames queued from node 0, a damaged copy of one in 3 to node 1. */
