@@ -358,15 +358,17 @@ static IPK_ALWAYS_INLINE int ip6_send(struct ipk_ctx *c, void *pkt, const uint8_
 int ipk_ip6_output(struct ipk_ctx *c, void *pkt, const uint8_t src[16], const uint8_t dst[16],
                    uint8_t proto, uint32_t l4_len, uint8_t hlim)
 {
-	struct ipk_ip6_hdr h;
+	uint8_t *p = ipk_pkt_data(c, pkt) + c->l2_len;
 
-	ipk_memset(&h, 0, sizeof(h));
-	h.plen = (uint16_t)l4_len;
-	h.next = proto;
-	h.hlim = hlim ? hlim : c->ip6.hlim;
-	ipk_memcpy(h.src, src, 16);
-	ipk_memcpy(h.dst, dst, 16);
-	ipk_ip6_emit(ipk_pkt_data(c, pkt) + c->l2_len, IPK_IP6_HLEN, &h);
+	/* RFC 8200 §3, written in place (ipk_ip6_emit's bytes with traffic class and
+	 * flow label 0) rather than through a zeroed ipk_ip6_hdr copied twice: every
+	 * segment txf_send6 sends comes this way */
+	ipk_wr32(p, 6u << 28);
+	ipk_wr16(p + 4, (uint16_t)l4_len);
+	p[6] = proto;
+	p[7] = hlim ? hlim : c->ip6.hlim;
+	ipk_memcpy(p + 8, src, 16);
+	ipk_memcpy(p + 24, dst, 16);
 	return ip6_send(c, pkt, dst);
 }
 
