@@ -340,9 +340,76 @@ static void test_tcp6_damaged_frames_judged_as_general_path(void)
 	free(off);
 }
 
+/* Our address's valid lifetime ends while a connection uses it (RFC 4862 §5.5.4):
+ * the address timer frees it (and bumps ip6.addr_gen), so the pair's remembered
+ * verdict no longer holds and the peer's next segment is dropped as not for us,
+ * by the shortcut's fallback exactly as by ipk_ip6_input. */
+static void test_tcp6_expired_address_not_taken_by_shortcut(void)
+{
+	struct hnet *net = hnet_new(2, tweak6);
+	struct hnode *b;
+	struct ipk_addr peer;
+	struct ipk_conn *c = NULL;
+	uint8_t msg[100];
+	uint64_t one, drops;
+	uint32_t got;
+	int s;
+
+	memset(conn_of, 0, sizeof(conn_of));
+	memset(rxlen, 0, sizeof(rxlen));
+	memset(msg, 7, sizeof(msg));
+	sha256_init(&rxh[0]);
+	sha256_init(&rxh[1]);
+	for (s = 0; s < 2; s++) {
+		net->nodes[s]->ops.tcp_accepted = op_accepted;
+		net->nodes[s]->ops.tcp_connected = op_connected;
+		net->nodes[s]->ops.tcp_payload = op_payload;
+		net->nodes[s]->ops.tcp_closed = op_closed;
+	}
+	b = net->nodes[1];
+	hnet_advance(net, 0);
+	hnet_advance(net, 2 * SEC);
+	memset(&peer, 0, sizeof(peer));
+	peer.family = IPK_AF_INET6;
+	memcpy(peer.a, G2, 16);
+	CHECK_EQ(ipk_tcp_listen(b->ctx, ipk_htons(80), 8), IPK_OK);
+	CHECK_EQ(ipk_tcp_connect_addr(net->nodes[0]->ctx, &peer, ipk_htons(80), 0, NULL, &c,
+	                              net->now), IPK_OK);
+	hnet_settle(net);
+	CHECK(c != NULL && conn_of[1] != NULL);
+	/* data through the shortcut: the pair's verdict is remembered */
+	one = b->ctx->rx_one_n;
+	CHECK(ipk_tcp_write(net->nodes[0]->ctx, c, msg, sizeof(msg), net->now) > 0);
+	hnet_settle(net);
+	CHECK_EQ(rxlen[1], sizeof(msg));
+	CHECK(b->ctx->rx_one_n > one);
+	/* the valid lifetime ends now: the address timer frees the address */
+	s = ipk_ip6_addr_find(b->ctx, G2);
+	CHECK(s >= 0);
+	if (s >= 0)
+		b->ctx->ip6.addr[s].valid_until = net->now + MS;
+	ipk_ip6_arm(b->ctx, net->now);
+	hnet_advance(net, 2 * MS);
+	CHECK(ipk_ip6_addr_find(b->ctx, G2) < 0);
+	one = b->ctx->rx_one_n;
+	got = rxlen[1];
+	drops = ipk_counters(b->ctx)->drop[IPK_DROP_IP6_NOT_FOR_US];
+	if (c)
+		CHECK(ipk_tcp_write(net->nodes[0]->ctx, c, msg, sizeof(msg), net->now) > 0);
+	hnet_settle(net);
+	CHECK_EQ(rxlen[1], got);
+	CHECK_EQ(b->ctx->rx_one_n, one);
+	CHECK(ipk_counters(b->ctx)->drop[IPK_DROP_IP6_NOT_FOR_US] > drops);
+	if (c)
+		ipk_tcp_abort(net->nodes[0]->ctx, c, net->now);
+	hnet_advance(net, 200 * SEC);
+	hnet_free(net);
+}
+
 int main(void)
 {
 	RUN(test_tcp6_rx_shortcut_matches_general_path);
 	RUN(test_tcp6_damaged_frames_judged_as_general_path);
+	RUN(test_tcp6_expired_address_not_taken_by_shortcut);
 	return check_summary();
 }
