@@ -149,11 +149,6 @@ void ipk_tcp6_put(struct ipk_ctx *c, uint32_t i)
 		tcp6_pair_free(c, i);
 }
 
-const struct ipk_tcp6_pair *ipk_tcp6_pair(const struct ipk_ctx *c, uint32_t i)
-{
-	return i <= c->tcp6_n && c->tcp6_n ? &c->tcp6_pairs[i] : NULL;
-}
-
 uint32_t ipk_tcp6_pair_take(struct ipk_ctx *c, const uint8_t l[16], const uint8_t p[16])
 {
 	return c->tcp6_n ? tcp6_pair_get(c, l, p) : IPK_TCP6_NONE;
