@@ -257,6 +257,10 @@ struct ipk_ip6 {
 	struct ipk_pmtu6 pmtu[IPK_PMTU6_ENTRIES];
 	struct ipk_reasm6 reasm[IPK_REASM6_SLOTS];
 	struct ipk_ip6_laddr addr[IPK_IP6_ADDRS];
+	/* Bumped by every change to addr (bytes or state): a pair whose addresses
+	 * passed ipk_ip6_addr_check at this generation passes it still (tcp6.c,
+	 * the receive shortcut). Every write to addr[].state goes with a bump. */
+	uint32_t addr_gen;
 	struct ipk_nd_entry nd[IPK_ND_ENTRIES];
 	struct ipk_ip6_router rtr[IPK_ND_ROUTERS];
 	struct ipk_ip6_prefix pfx[IPK_ND_PREFIXES];
@@ -303,6 +307,8 @@ struct ipk_tcp6_pair {
 	uint8_t local[16], peer[16];
 	uint32_t refs;      /* connections holding it; 0 = free (or the scratch) */
 	uint32_t next;      /* hash chain, or the free list; IPK_TCP6_NONE ends it */
+	uint32_t ok_gen;    /* ip6.addr_gen when the addresses last passed the check */
+	uint8_t ok;         /* ok_gen is set (cleared when the slot takes new addresses) */
 };
 
 /* An upper-layer datagram to send as fragments: hlen bytes at hdr, then blen bytes
@@ -861,6 +867,9 @@ int ipk_ip6_output_meta(struct ipk_ctx *c, void *pkt, const uint8_t src[16],
 int ipk_ip6_src_select(const struct ipk_ctx *c, const uint8_t dst[16], uint8_t out[16]);
 /* Is a an address of ours in state >= the given state? Returns the slot or -1. */
 int ipk_ip6_addr_find(const struct ipk_ctx *c, const uint8_t a[16]);
+/* ip6.c: -1 when a datagram from src to dst is one we take (RFC 4291 address
+ * rules, our usable address, no land), else the drop reason. */
+int ipk_ip6_addr_check(const struct ipk_ctx *c, const uint8_t src[16], const uint8_t dst[16]);
 /* ICMPv6 error about the datagram at l3_off of pkt (which stays the caller's),
  * rate-limited, never about an error or to a multicast source (RFC 4443 §2.4(e)). */
 void ipk_icmp6_send_error(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx,

@@ -118,6 +118,7 @@ void ipk_ip6_addr_add(struct ipk_ctx *c, int i, const uint8_t a[16], uint8_t ple
 	l->plen = plen;
 	l->slaac = (uint8_t)slaac;
 	l->state = IPK_A6_TENTATIVE;
+	c->ip6.addr_gen++;
 	l->dad_left = c->cfg.ip6_dad_transmits;
 	l->t = c->now;
 	l->valid_until = l->pref_until = UINT64_MAX;
@@ -181,28 +182,34 @@ static int ip6_in_group(const struct ipk_ctx *c, const uint8_t g[16])
 	return 0;
 }
 
-/* -1 when the addresses are acceptable, else the drop reason. */
-static int ip6_addr_check(const struct ipk_ctx *c, const struct ipk_ip6_hdr *h)
+/* -1 when the addresses are acceptable, else the drop reason. The one rule for
+ * both receive paths: ipk_ip6_input's and tcp_in.c's shortcut (ipk_tcp_rx_one6). */
+int ipk_ip6_addr_check(const struct ipk_ctx *c, const uint8_t src[16], const uint8_t dst[16])
 {
 	int i;
 
 	/* RFC 4291 §2.7: never from a group; ::1 and IPv4-mapped addresses never
 	 * arrive from the wire (RFC 4291 §2.5.3, §2.5.5.2; RFC 4942 §2.2). */
-	if (ip6_is_v4mapped(h->src) || ip6_is_v4mapped(h->dst))
+	if (ip6_is_v4mapped(src) || ip6_is_v4mapped(dst))
 		return IPK_DROP_IP6_V4MAPPED;
-	if (ipk_ip6_is_multicast(h->src) || ip6_is_loopback(h->src))
+	if (ipk_ip6_is_multicast(src) || ip6_is_loopback(src))
 		return IPK_DROP_IP6_BAD_SRC;
-	if (ipk_ip6_is_multicast(h->dst))
-		return ip6_in_group(c, h->dst) ? -1 : IPK_DROP_IP6_NOT_FOR_US;
-	i = ipk_ip6_addr_find(c, h->dst);
+	if (ipk_ip6_is_multicast(dst))
+		return ip6_in_group(c, dst) ? -1 : IPK_DROP_IP6_NOT_FOR_US;
+	i = ipk_ip6_addr_find(c, dst);
 	/* RFC 4862 §5.4.3: to a tentative address only NS (which go to the
 	 * solicited-node group anyway) are taken: drop the rest. */
 	if (i < 0 || !ip6_addr_usable(&c->ip6.addr[i]))
 		return IPK_DROP_IP6_NOT_FOR_US;
-	i = ipk_ip6_addr_find(c, h->src);
+	i = ipk_ip6_addr_find(c, src);
 	if (i >= 0 && ip6_addr_usable(&c->ip6.addr[i]))
 		return IPK_DROP_IP6_BAD_SRC; /* our own address: a land packet */
 	return -1;
+}
+
+static int ip6_addr_check(const struct ipk_ctx *c, const struct ipk_ip6_hdr *h)
+{
+	return ipk_ip6_addr_check(c, h->src, h->dst);
 }
 
 /* The upper layer for rx: ICMPv6, UDP, TCP; anything else draws a Parameter Problem
@@ -351,15 +358,17 @@ static IPK_ALWAYS_INLINE int ip6_send(struct ipk_ctx *c, void *pkt, const uint8_
 int ipk_ip6_output(struct ipk_ctx *c, void *pkt, const uint8_t src[16], const uint8_t dst[16],
                    uint8_t proto, uint32_t l4_len, uint8_t hlim)
 {
-	struct ipk_ip6_hdr h;
+	uint8_t *p = ipk_pkt_data(c, pkt) + c->l2_len;
 
-	ipk_memset(&h, 0, sizeof(h));
-	h.plen = (uint16_t)l4_len;
-	h.next = proto;
-	h.hlim = hlim ? hlim : c->ip6.hlim;
-	ipk_memcpy(h.src, src, 16);
-	ipk_memcpy(h.dst, dst, 16);
-	ipk_ip6_emit(ipk_pkt_data(c, pkt) + c->l2_len, IPK_IP6_HLEN, &h);
+	/* RFC 8200 §3, written in place (ipk_ip6_emit's bytes with traffic class and
+	 * flow label 0) rather than through a zeroed ipk_ip6_hdr copied twice: every
+	 * segment txf_send6 sends comes this way */
+	ipk_wr32(p, 6u << 28);
+	ipk_wr16(p + 4, (uint16_t)l4_len);
+	p[6] = proto;
+	p[7] = hlim ? hlim : c->ip6.hlim;
+	ipk_memcpy(p + 8, src, 16);
+	ipk_memcpy(p + 24, dst, 16);
 	return ip6_send(c, pkt, dst);
 }
 
@@ -730,6 +739,7 @@ static void ip6_dad_step(struct ipk_ctx *c, struct ipk_ip6_laddr *l, uint64_t no
 		return;
 	}
 	l->state = IPK_A6_PREFERRED;
+	c->ip6.addr_gen++;
 	l->t = IPK_NO_DEADLINE;
 	c->cnt.ip6_addrs_up++;
 	/* RFC 4861 §6.3.7: solicit routers once the link-local address is usable */
@@ -749,10 +759,13 @@ static uint64_t ip6_addr_timer(struct ipk_ctx *c, struct ipk_ip6_laddr *l, uint6
 		return IPK_NO_DEADLINE;
 	if (l->valid_until <= now) {
 		l->state = IPK_A6_FREE;
+		c->ip6.addr_gen++;
 		return IPK_NO_DEADLINE;
 	}
-	if (l->pref_until <= now)
+	if (l->pref_until <= now && l->state != IPK_A6_DEPRECATED) {
 		l->state = IPK_A6_DEPRECATED;
+		c->ip6.addr_gen++;
+	}
 	return l->state == IPK_A6_PREFERRED ? IPK_MIN(l->pref_until, l->valid_until)
 	                                    : l->valid_until;
 }

@@ -502,6 +502,7 @@ void ipk_nd_send_mld(struct ipk_ctx *c, const uint8_t addr[16])
 static void nd_dad_conflict(struct ipk_ctx *c, int i)
 {
 	c->ip6.addr[i].state = IPK_A6_DUPLICATE;
+	c->ip6.addr_gen++;
 	c->ip6.addr[i].t = IPK_NO_DEADLINE;
 	c->cnt.ip6_dad_conflicts++;
 }
@@ -667,8 +668,10 @@ static void nd_slaac_update(struct ipk_ctx *c, struct ipk_ip6_laddr *l,
 	else if (l->valid_until > two_h)
 		l->valid_until = two_h;
 	l->pref_until = nd_life(c->now, pf->preferred);
-	if (l->state == IPK_A6_DEPRECATED && l->pref_until > c->now)
+	if (l->state == IPK_A6_DEPRECATED && l->pref_until > c->now) {
 		l->state = IPK_A6_PREFERRED;
+		c->ip6.addr_gen++;
+	}
 	ipk_ip6_arm(c, c->now); /* the address timer recomputes its deadline */
 }
 

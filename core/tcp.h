@@ -506,9 +506,17 @@ int ipk_tcp6_hold(struct ipk_ctx *ctx, struct ipk_tuple *t);
 /* A connection gives its pair back (freed with its last holder). */
 void ipk_tcp6_put(struct ipk_ctx *ctx, uint32_t pair);
 /* Pair i (the scratch one included), NULL when there is none. */
-const struct ipk_tcp6_pair *ipk_tcp6_pair(const struct ipk_ctx *ctx, uint32_t i);
+IPK_INLINE const struct ipk_tcp6_pair *ipk_tcp6_pair(const struct ipk_ctx *ctx, uint32_t i)
+{
+	/* inline: txf_send6 asks for every segment it sends */
+	return i <= ctx->tcp6_n && ctx->tcp6_n ? &ctx->tcp6_pairs[i] : NULL;
+}
+/* The index of the pair (l, p) some connection holds, IPK_TCP6_NONE when none. */
+uint32_t ipk_tcp6_pair_find(struct ipk_ctx *ctx, const uint8_t l[16], const uint8_t p[16]);
 /* The pair (l, p) for an active open, unheld (ipk_tcp6_pair_unused gives it back
  * when no connection came to hold it); IPK_TCP6_NONE (counted) when full. */
+/* ipk_ip6_addr_check for the addresses of pair i (held or found), remembered. */
+int ipk_tcp6_pair_addr_check(struct ipk_ctx *ctx, uint32_t i);
 uint32_t ipk_tcp6_pair_take(struct ipk_ctx *ctx, const uint8_t l[16], const uint8_t p[16]);
 void ipk_tcp6_pair_unused(struct ipk_ctx *ctx, uint32_t i);
 /* The tuple a hash of the 4-tuple takes (RFC 6528 ISN, SYN cookies): t itself for

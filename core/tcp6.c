@@ -97,6 +97,7 @@ static uint32_t tcp6_pair_get(struct ipk_ctx *c, const uint8_t l[16], const uint
 	ipk_memcpy(e->local, l, 16);
 	ipk_memcpy(e->peer, p, 16);
 	e->refs = 0;
+	e->ok = 0;
 	b = tcp6_pair_hash(c, l, p);
 	e->next = c->tcp6_heads[b];
 	c->tcp6_heads[b] = i;
@@ -148,14 +149,32 @@ void ipk_tcp6_put(struct ipk_ctx *c, uint32_t i)
 		tcp6_pair_free(c, i);
 }
 
-const struct ipk_tcp6_pair *ipk_tcp6_pair(const struct ipk_ctx *c, uint32_t i)
-{
-	return i <= c->tcp6_n && c->tcp6_n ? &c->tcp6_pairs[i] : NULL;
-}
-
 uint32_t ipk_tcp6_pair_take(struct ipk_ctx *c, const uint8_t l[16], const uint8_t p[16])
 {
 	return c->tcp6_n ? tcp6_pair_get(c, l, p) : IPK_TCP6_NONE;
+}
+
+uint32_t ipk_tcp6_pair_find(struct ipk_ctx *c, const uint8_t l[16], const uint8_t p[16])
+{
+	return c->tcp6_n ? tcp6_pair_find(c, l, p) : IPK_TCP6_NONE;
+}
+
+/* Pair i's addresses as ipk_ip6_addr_check judges them (-1: taken), the verdict
+ * remembered while the address table stays as it was (ip6.addr_gen): the pair
+ * names the segment's addresses, so the rule's inputs are the same. */
+int ipk_tcp6_pair_addr_check(struct ipk_ctx *c, uint32_t i)
+{
+	struct ipk_tcp6_pair *e = &c->tcp6_pairs[i];
+	int why;
+
+	if (e->ok && e->ok_gen == c->ip6.addr_gen)
+		return -1;
+	why = ipk_ip6_addr_check(c, e->peer, e->local);
+	if (why < 0) {
+		e->ok = 1;
+		e->ok_gen = c->ip6.addr_gen;
+	}
+	return why;
 }
 
 void ipk_tcp6_pair_unused(struct ipk_ctx *c, uint32_t i) { tcp6_pair_put0(c, i); }

@@ -1173,6 +1173,79 @@ static inline int rx_one_eth(const struct ipk_ctx *ctx, const uint8_t *f, uint32
 	return IPK_ETH_HLEN;
 }
 
+/*
+ * The IPv6 twin (issue 19): Ethernet II to our MAC carrying IPv6 (RFC 2464) with TCP
+ * straight after the fixed header (no extension header to walk, RFC 8200 §4), the
+ * payload length within the frame, not to a group (RFC 9293 §3.9.1), an address
+ * pair some connection holds (a listener's segment goes the long way) whose
+ * addresses ipk_ip6_addr_check accepts (the rule ipk_ip6_input applies; its
+ * verdict kept per pair while the address table stands, ip6.addr_gen), the TCP header as
+ * rx_one_tcp takes it and its checksum right (RFC 8200 §8.1; the NIC's verdict as
+ * tcp6.c tcp6_csum_ok takes it). From there the same way as ipk_tcp_input6: the
+ * pair held across the dispatch, src IPK_TCP6_MARK, dst the pair's index. Any
+ * test failing returns 0 with nothing changed or counted; ipk_link_input then
+ * judges and counts. tests/ip/test_tcp6_rxdiff.c proves it frame by frame.
+ */
+static int rx_one6_csum(struct ipk_ctx *ctx, void *pkt, const uint8_t *ip, uint32_t l4)
+{
+	int hw = ipk_ip6_rx_csum(ctx, pkt), odd = 0;
+	uint32_t sum;
+
+	if (hw)
+		return hw > 0;
+	if (l4 <= IPK_TCP6_CSUM_INLINE_MAX)
+		return ipk_tcp6_csum_small(ip + 8, ip + 24, ip + IPK_IP6_HLEN, l4) == 0;
+	sum = ipk_csum_pseudo6(ip + 8, ip + 24, IPK_IPPROTO_TCP, l4);
+	sum = ipk_csum_chain(ctx, pkt, IPK_ETH_HLEN + IPK_IP6_HLEN, l4, sum, &odd);
+	return ipk_csum_fold(sum) == 0;
+}
+
+/* The IPv6 header at ip (len bytes from it): the TCP segment's length, or 0. */
+static uint32_t rx_one6_ip(const uint8_t *ip, uint32_t len)
+{
+	uint32_t l4;
+
+	if (len < IPK_IP6_HLEN + IPK_TCP_HLEN || (ip[0] >> 4) != 6 || ip[6] != IPK_IPPROTO_TCP)
+		return 0;
+	l4 = ipk_rd16(ip + 4);
+	if (l4 < IPK_TCP_HLEN || l4 > len - IPK_IP6_HLEN || ipk_ip6_is_multicast(ip + 24))
+		return 0;
+	return l4;
+}
+
+static int ipk_tcp_rx_one6(struct ipk_ctx *ctx, void *pkt, const uint8_t *f, uint32_t len)
+{
+	const uint8_t *ip = f + IPK_ETH_HLEN;
+	struct ipk_tcp_seg s;
+	uint32_t l4, i;
+
+	if (!ctx->tcp6_n || ctx->fast_off || ctx->cfg.link == IPK_LINK_RAWIP ||
+	    len < IPK_ETH_HLEN || ipk_rd16(f + 12) != IPK_ETHERTYPE_IP6 ||
+	    ipk_rdbe32(f) != ipk_rdbe32(ctx->cfg.mac) || ipk_rdbe16(f + 4) != ipk_rdbe16(ctx->cfg.mac + 4))
+		return 0;
+	l4 = rx_one6_ip(ip, len - IPK_ETH_HLEN);
+	if (!l4)
+		return 0;
+	i = ipk_tcp6_pair_find(ctx, ip + 24, ip + 8);
+	if (i == IPK_TCP6_NONE || ipk_tcp6_pair_addr_check(ctx, i) >= 0 || !rx_one_tcp(ip + IPK_IP6_HLEN, l4, &s) ||
+	    !rx_one6_csum(ctx, pkt, ip, l4))
+		return 0;
+	s.src_be = IPK_TCP6_MARK;
+	s.dst_be = i;
+	s.pkt = pkt;
+	s.poff = IPK_ETH_HLEN + IPK_IP6_HLEN + s.h.doff;
+	s.len = l4 - s.h.doff;
+	s.tos = (uint8_t)(ipk_rd16(ip) >> 4); /* the traffic class (RFC 8200 §3) */
+	ctx->cnt.ip6_rx++;
+	ctx->rx_one_n++;
+	ctx->tcp6_pairs[i].refs++;
+	seg_dispatch(ctx, &s);
+	if (s.pkt)
+		ipk_pkt_free(ctx, s.pkt);
+	ipk_tcp6_put(ctx, i);
+	return 1;
+}
+
 IPK_HOT int ipk_tcp_rx_one(struct ipk_ctx *ctx, void *pkt, uint32_t len)
 {
 	uint32_t tot, l4;
@@ -1183,7 +1256,7 @@ IPK_HOT int ipk_tcp_rx_one(struct ipk_ctx *ctx, void *pkt, uint32_t len)
 	/* ipk_fast_off turns this off too: it clears ip4_self_ok, which
 	 * ipk_ip4_fast_accept tests */
 	if (l2 < 0)
-		return 0;
+		return ipk_tcp_rx_one6(ctx, pkt, f, len);
 	ip = f + l2;
 	tot = rx_one_ip4(ctx, ip, len - (uint32_t)l2);
 	if (!tot)

@@ -1207,13 +1207,17 @@ static IPK_HOT int txf_send(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t pl
 	uint32_t len = TXF_LEN(plan);
 	uint32_t hlen = IPK_TCP_HLEN + ((c->fl & IPK_TCPF_TS_OK) ? IPK_TCP_TS_LEN : 0u);
 	uint32_t l2 = ctx->l2_len, tot = IPK_IP4_HLEN + hlen + len, seq = c->snd_nxt, at = 0;
-	int tmpl = txf_tmpl_cur(ctx, c) || txf_tmpl_find(ctx, c);
+	int tmpl;
 	uint16_t wnd;
 	struct ipk_tx_meta meta;
 	struct ipk_pb *src = NULL;
 	uint8_t *p, *th;
 	void *pkt;
 
+	/* an IPv6 connection has no IPv4 template or route to look for */
+	if (IPK_UNLIKELY(ipk_tcp_is6(&c->t)))
+		return txf_send6(ctx, c, plan);
+	tmpl = txf_tmpl_cur(ctx, c) || txf_tmpl_find(ctx, c);
 	if (tot > ctx->cfg.mtu || (!tmpl && !txf_route_ok(ctx, c)))
 		return txf_send6(ctx, c, plan);
 	if (len && !(src = txf_src(ctx, c, len, &at)))
