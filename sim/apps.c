@@ -258,23 +258,13 @@ void sim_bulk_expect(struct sim_bulk *app, uint64_t bytes, uint64_t seed)
 int sim_bulk_connect(struct sim_bulk *app, uint32_t peer_ip4_be, uint16_t port_be,
                      struct sim_bulk_conn **out)
 {
-	struct sim_node *n = app->node;
-	struct sim_bulk_conn *bc = slot_get(app);
-	int r;
+	struct ipk_addr peer;
 
-	if (out)
-		*out = NULL;
-	if (!bc)
-		return IPK_ENOMEM;
-	r = ipk_tcp_connect(n->ctx, peer_ip4_be, port_be, 0, bc, &bc->c, n->sim->now);
-	if (r < 0) {
-		bc->in_use = 0;
-		return r;
-	}
-	sim_node_kick(n);
-	if (out)
-		*out = bc;
-	return 0;
+	/* ipk_tcp_connect_addr hands an IPv4 address straight to ipk_tcp_connect */
+	memset(&peer, 0, sizeof(peer));
+	peer.family = IPK_AF_INET;
+	memcpy(peer.a, &peer_ip4_be, 4);
+	return sim_bulk_connect_addr(app, &peer, port_be, out);
 }
 
 int sim_bulk_connect_addr(struct sim_bulk *app, const struct ipk_addr *peer, uint16_t port_be,
