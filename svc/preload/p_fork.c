@@ -229,7 +229,7 @@ static int pl_fam_child_keep(struct pl_sock *s)
 	}
 	s->rx_head = 0;
 	s->tx_ops = s->tx_bytes = s->txq_head = 0;
-	s->gb_ops = s->mv_wait = 0;
+	s->gb_ops = 0;
 	s->in_lvl = s->out_lvl = s->in_true = 0;
 	s->adopt = 1;
 	return 1;
@@ -309,7 +309,6 @@ void pl_fam_moved(struct pl_sock *s)
 	uint32_t n = pl_rx_avail(s), k = 0;
 	uint8_t *b, *base = (uint8_t *)ipk_svc_region(pl_svc(), NULL);
 	s->away = 1;
-	s->mv_wait = 0;
 	if (!s->so || !(e = ipk_svc_get_sqe(s->so)))
 		return; /* not reached: the SQ holds 128, at most 66 are ours */
 	b = n ? (uint8_t *)ipk_svc_buf_alloc(pl_svc(), n) : NULL;

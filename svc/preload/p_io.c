@@ -135,7 +135,6 @@ static void pl_cqe_recv(struct pl_sock *s, const struct ipk_svc_cqe *c)
 	if (r->posted && c->res == -EXDEV) { /* another process took it (p_fork.c) */
 		r->posted = 0;
 		s->away = 1;
-		s->mv_wait = 1; /* the MOVED follows: until then close must wait */
 		return;
 	}
 	if (!r->posted || c->res > (int32_t)PL_RXBUF) {

@@ -335,7 +335,7 @@ void pl_sock_release(struct pl_sock *s)
 	pthread_mutex_lock(&s->mu);
 	s->closing = 1;
 	pl_levels(s, 0);
-	now = (s->tx_ops == 0 && s->gb_ops == 0 && !s->mv_wait) || !s->so;
+	now = (s->tx_ops == 0 && s->gb_ops == 0) || !s->so;
 	pthread_mutex_unlock(&s->mu);
 	if (now && (s->lnext || s->lprev || g_live == s)) {
 		pl_finish_locked(s);
@@ -367,7 +367,7 @@ static int pl_pump_round(void)
 			pl_on_cqe(s, &copy);
 			n++;
 		}
-		fin = s->closing && s->tx_ops == 0 && s->gb_ops == 0 && !s->mv_wait;
+		fin = s->closing && s->tx_ops == 0 && s->gb_ops == 0;
 		pthread_mutex_unlock(&s->mu);
 		if (fin) {
 			pl_finish_locked(s);
@@ -630,7 +630,7 @@ static uint32_t pl_tx_ops_all(void)
 	pthread_mutex_lock(&g_mu);
 	for (s = g_live; s; s = s->lnext) {
 		pthread_mutex_lock(&s->mu);
-		n += s->so ? s->tx_ops + (uint32_t)s->gb_ops + (uint32_t)s->mv_wait : 0;
+		n += s->so ? s->tx_ops + (uint32_t)s->gb_ops : 0;
 		pthread_mutex_unlock(&s->mu);
 	}
 	pthread_mutex_unlock(&g_mu);

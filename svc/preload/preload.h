@@ -150,8 +150,6 @@ struct pl_sock {
 	int adopt;         /* fork child: ADOPT fam_id at the atfork handler */
 	uint32_t fam_id;   /* the parent's ipkitd socket id */
 	int gb_ops;        /* GIVEBACKs in flight (close waits for them) */
-	int mv_wait;       /* RECVs ended -EXDEV, MOVED not yet seen: a GIVEBACK is
-	                    * owed (close and exit wait for it, p_fork.c) */
 	/* options (get/setsockopt) */
 	int reuseaddr, reuseport, keepalive, nodelay, rcvbuf, sndbuf;
 	int kidle, kintvl, kcnt;
