@@ -348,10 +348,14 @@ void pl_fam_gb_done(struct pl_sock *s, uint64_t ud)
 
 /* close() of a socket other processes may hold (no lock held): hand the
  * connection to one of them first (arg 1), so bytes arriving meanwhile reach it;
- * ours are given back through the -EXDEV path, and the close waits for that. */
+ * ours are given back through the -EXDEV path, and the close waits for that.
+ * Asked even when we think we are away: a SEND queued while away takes the
+ * connection back (d_family_want, d_family_tx_idle) with no completion saying
+ * so, and bytes that then reached our RECVs would be lost (issue 18). ipkitd
+ * knows: an away member's CLAIM 1 is a no-op there. */
 void pl_fam_release(struct pl_sock *s)
 {
-	if (!s->fam || s->away || !s->so || s->type != SOCK_STREAM)
+	if (!s->fam || !s->so || s->type != SOCK_STREAM)
 		return;
 	pl_fam_claim_op(s, 1);
 }

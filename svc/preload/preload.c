@@ -648,7 +648,7 @@ static void pl_exit_handover(void)
 		n = 0;
 		pthread_mutex_lock(&g_mu);
 		for (s = g_live; s && n < 64; s = s->lnext) {
-			if (s->fam && !s->away && s->so && !s->closing) {
+			if (s->fam && s->so && !s->closing) { /* away too: pl_fam_release */
 				__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
 				v[n++] = s;
 			}

@@ -1035,6 +1035,57 @@ static void t_fork_both(void)
 	R(close(s));
 }
 
+/* fork_handoff (issue 18): a process that became the connection's holder
+ * without its program touching the socket must still hand over what it
+ * received when it exits. The parent forks A (the reader) and then B; it writes
+ * 8 records and closes its copy, which hands the connection to B (ipkitd's
+ * circle: the newest member follows the parent). The echo then reaches B's
+ * receive buffers while B's shim still thinks it is away; B exits without a
+ * call on the socket; A reads: on Linux the 4096 bytes wait in the one socket,
+ * here B's exit must give them back. A's exit status: the records it read. */
+static void t_fork_handoff(void)
+{
+	int s = connected(&echo_a), go[2], st = -1;
+	static char rec[8 * 512];
+	struct timeval tv = {5, 0};
+	pid_t a, b;
+	SAY("fork_handoff\n");
+	if (pipe(go) < 0)
+		exit(1);
+	a = fork();
+	if (a == 0) { /* A: waits for the go, then reads with a bound */
+		char c;
+		long got = 0;
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(200);
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		while (got < (long)sizeof rec) {
+			ssize_t r = recv(s, rec + got, sizeof rec - (size_t)got, 0);
+			if (r <= 0)
+				break;
+			got += r;
+		}
+		exit((int)(got / 512));
+	}
+	close(go[0]);
+	b = fork();
+	if (b == 0) { /* B: never touches s; the echo arrives meanwhile */
+		nanosleep(&(struct timespec){0, 300000000}, NULL);
+		exit(0);
+	}
+	memset(rec, 'P', sizeof rec);
+	R(send(s, rec, sizeof rec, 0));
+	R(close(s));
+	waitpid(b, &st, 0);
+	SAY("  B exit %d\n", st);
+	if (write(go[1], "g", 1) != 1)
+		SAY("  write failed\n");
+	close(go[1]);
+	waitpid(a, &st, 0);
+	SAY("  A read %d records\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
 /* CPU time this process has used, ms. */
 static double cpu_ms(void)
 {
@@ -1469,7 +1520,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold}, {"v6", t_v6},
 };
 
