@@ -257,9 +257,9 @@ def test_curl6_to_ipkit_httpd(v6):
 SIZE64 = 64 << 20
 
 
-def test_nc6_64M_each_way_sha256(v6, tmp_path):
-    """ipkit-nc over IPv6 as the client of a Linux listener (socat TCP6-LISTEN), then
-    as the listener Linux sends to: 64 MiB each way, SHA-256 end to end."""
+def nc6_64M_each_way(v6, tmp_path):
+    """64 MiB ipkit-nc -> socat TCP6-LISTEN, then 64 MiB socat -> ipkit-nc -l, each
+    checked by SHA-256 (shared with test_ipv6_offload.py)."""
     # ipkit -> Linux
     out = tmp_path / "recv.bin"
     p = v6.ln.start("socat", "-u", "TCP6-LISTEN:5001,reuseaddr,ipv6only=1",
@@ -292,6 +292,12 @@ def test_nc6_64M_each_way_sha256(v6, tmp_path):
     _, _, got, got_sha = _nc_digests(err)
     assert got == SIZE64
     assert got_sha == _sha256_file(src)
+
+
+def test_nc6_64M_each_way_sha256(v6, tmp_path):
+    """ipkit-nc over IPv6 as the client of a Linux listener (socat TCP6-LISTEN), then
+    as the listener Linux sends to: 64 MiB each way, SHA-256 end to end."""
+    nc6_64M_each_way(v6, tmp_path)
 
 
 def test_nc6_client_of_linux_server_64M_each_way_on_one_connection(v6, tmp_path):

@@ -4,13 +4,12 @@ shows the offloads at work: ipkit's IPv6 TSO super-frames (vnet header GSO_TCPV6
 IPK_CAP_TSO6) leaving, and Linux's TCPv6 GSO frames (TUN_F_TSO6) arriving, which
 the core takes whole (IPK_CAP_LRO). On a core without IPv6 offloads neither kind
 of frame exists and the test fails."""
-import secrets
 import time
 
 import pytest
 
 from conftest import available_kinds, prog
-from test_ipv6 import SIZE64, V6, _nc_digests, _sha256_file
+from test_ipv6 import V6, nc6_64M_each_way
 
 pytestmark = pytest.mark.skipif("tap" not in available_kinds(), reason="tap backend not built")
 
@@ -41,38 +40,7 @@ def test_nc6_64M_each_way_offloads_sha256(v6o, tmp_path):
     dump = v6.ln.start("tcpdump", "-i", v6.ln.linux_dev, "-nn", "-s", "128", "-c", "100000",
                        "-U", "-w", str(pcap), "ip6 and tcp and greater 2000")
     time.sleep(0.5)
-    # ipkit -> Linux
-    out = tmp_path / "recv.bin"
-    p = v6.ln.start("socat", "-u", "TCP6-LISTEN:5001,reuseaddr,ipv6only=1",
-                    "OPEN:%s,creat,trunc" % out)
-    for _ in range(100):
-        if ":5001 " in v6.ln.run("ss", "-6ltn").stdout.decode():
-            break
-        time.sleep(0.05)
-    r = v6.ln.run(prog("ipkit-nc"), *v6.ln.ipk_args(), "--ip6", v6.ipk6 + "/64",
-                  "--send-size", str(SIZE64), "--sha256", "--no-output", "--timeout", "20",
-                  v6.linux6, "5001", check=False, timeout=120)
-    assert r.returncode == 0, r.stderr.decode()[-800:]
-    p.wait(timeout=30)
-    sent, sent_sha, _, _ = _nc_digests(r.stderr)
-    assert sent == SIZE64 and out.stat().st_size == SIZE64
-    assert _sha256_file(out) == sent_sha
-    # Linux -> ipkit
-    src = tmp_path / "send.bin"
-    with open(src, "wb") as f:
-        for _ in range(16):
-            f.write(secrets.token_bytes(4 << 20))
-    p = v6.ln.start(prog("ipkit-nc"), *v6.ln.ipk_args(), "--ip6", v6.ipk6 + "/64", "-l", "5002",
-                    "--sha256", "--no-output", "--timeout", "20")
-    assert v6.wait6(v6.ipk6)
-    r = v6.ln.run("socat", "-u", "FILE:%s" % src,
-                  "TCP6:[%s]:5002,retry=20,interval=0.1" % v6.ipk6, check=False, timeout=120)
-    assert r.returncode == 0, r.stderr.decode()
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err.decode()[-800:]
-    _, _, got, got_sha = _nc_digests(err)
-    assert got == SIZE64
-    assert got_sha == _sha256_file(src)
+    nc6_64M_each_way(v6, tmp_path)
     time.sleep(0.5)
     dump.terminate()
     dump.wait(timeout=10)
