@@ -144,13 +144,17 @@ def test_dad_conflict_address_not_used(v6):
     v6.ln.run("ip", "-6", "addr", "add", taken + "/64", "dev", v6.ln.linux_dev, "nodad")
     p = v6.ln.start_ipk("ipkit-echo", "--ip6", taken + "/64", "-v")
     mac = v6.ipk_mac()
-    time.sleep(2.0)  # DAD: one NS, RetransTimer 1 s
+    ll = eui64_addr("fe80::", mac).replace("fe80:::", "fe80::")
+    # DAD of both addresses starts with the node (one NS each, RetransTimer 1 s): keep
+    # the conflict in place until the link-local one has passed, so ipkit is surely up
+    # and its NS for `taken` answered (a fixed 2 s sleep lost that race under load)
+    assert v6.wait6(ll + "%" + v6.ln.linux_dev), "ipkit's link-local never answered"
+    time.sleep(1.0)
     v6.ln.run("ip", "-6", "addr", "del", taken + "/64", "dev", v6.ln.linux_dev)
     # ipkit must not use the address: no NA, no echo reply for it
     r = v6.ping6(taken, count=3)
     assert r.returncode != 0, "ipkit answered for a duplicate address: " + r.stdout.decode()
     # while its link-local address, which passed DAD, still works
-    ll = eui64_addr("fe80::", mac).replace("fe80:::", "fe80::")
     assert v6.ping6(ll + "%" + v6.ln.linux_dev, count=2).returncode == 0
     p.terminate()
     try:
