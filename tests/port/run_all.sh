@@ -192,10 +192,10 @@ fuzz_stage() {
 }
 
 # interop_stage: pytest with Linux as the peer (tests/interop); each test counts once.
-# Needs root for namespaces; bounded by INTEROP_TIMEOUT seconds (default 600; the
-# stage takes ~3 min on a quiet 2-core machine).
+# Needs root for namespaces; bounded by INTEROP_TIMEOUT seconds (default 1200; the
+# stage takes ~9 min on a quiet 2-core machine with the QEMU guest).
 interop_stage() {
-	local t0 out p f s rc limit=${INTEROP_TIMEOUT:-600}
+	local t0 out p f s rc limit=${INTEROP_TIMEOUT:-1200}
 	t0=$(date +%s)
 	note "interop: pytest, Linux as the peer"
 	if ! /usr/bin/python3 -c 'import pytest' 2>/dev/null; then
@@ -204,6 +204,7 @@ interop_stage() {
 		return
 	fi
 	out=$(mktemp)
+	ns_before=$(ip netns list 2>/dev/null | awk '{print $1}' | sort)
 	# SIGINT first: pytest takes it as KeyboardInterrupt and runs the fixtures'
 	# teardown, so a stage stopped by the bound still removes its namespaces and
 	# processes (SIGTERM killed Python outright and left them behind).
@@ -221,6 +222,15 @@ interop_stage() {
 		f=$((f + 1))
 	fi
 	echo "interop: $p passed, $f failed, $s skipped"
+	# A namespace that appeared during the stage and is still there is a teardown
+	# defect: name it so the test can be found (not removed here: on a shared
+	# machine it may belong to another run).
+	local left
+	left=$(comm -13 <(echo "$ns_before") \
+		<(ip netns list 2>/dev/null | awk '{print $1}' | sort) | tr '\n' ' ')
+	if [ -n "${left// /}" ]; then
+		echo "interop: namespaces left behind: $left"
+	fi
 	rm -f "$out"
 	stage_end interop "$t0" "$p" "$f"
 }
