@@ -74,8 +74,9 @@ IpkitJain(const std::vector<double>& x)
 /* ns-3 TCP defaults for a fair comparison with ipkit's: full-sized segments,
  * 1 MiB buffers (ipkit's SndBufSize / RcvBufSize defaults). */
 static void
-Ns3TcpDefaults()
+Ns3TcpDefaults(uint32_t delAckCount = 2)
 {
+    Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(delAckCount));
     Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(1448));
     Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1 << 20));
     Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1 << 20));
@@ -218,7 +219,7 @@ InstallQueueDisc(const IpkitDumbbellConfig& cfg, Ptr<NetDevice> dev, uint32_t li
 IpkitDumbbellResult
 IpkitRunDumbbell(const IpkitDumbbellConfig& cfg)
 {
-    Ns3TcpDefaults();
+    Ns3TcpDefaults(cfg.ns3DelAckCount);
     const uint32_t n = static_cast<uint32_t>(cfg.flows.size());
     IpkitDumbbellResult res;
     if (n == 0 || n > 250)

@@ -56,7 +56,10 @@ struct IpkitDumbbellConfig
     Time duration = Seconds(20);
     Time warmup = Seconds(5);
     std::string pcapPrefix; /* non-empty: pcap on the bottleneck devices */
-    bool quiet = true;
+    /* ns-3 receivers ACK every this many full segments (ns-3's default, 2). Its
+     * congestion avoidance adds per ACK, not per byte acknowledged, so this sets
+     * how fast its senders grow. */
+    uint32_t ns3DelAckCount = 2;
 };
 
 struct IpkitDumbbellResult

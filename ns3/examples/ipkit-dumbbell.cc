@@ -24,7 +24,7 @@ main(int argc, char** argv)
     uint32_t n = 4;
     std::string kind = "ipkit-cubic", mix, queue = "DropTail", rate = "100Mbps", pcap;
     double rttMs = 20, duration = 20, warmup = 5;
-    uint32_t queuePackets = 0;
+    uint32_t queuePackets = 0, ns3DelAck = 2;
     CommandLine cmd;
     cmd.AddValue("flows", "number of flows (with --kind)", n);
     cmd.AddValue("kind", "ipkit-cubic, ipkit-newreno, ns3-cubic or ns3-newreno", kind);
@@ -36,6 +36,7 @@ main(int argc, char** argv)
     cmd.AddValue("duration", "simulated seconds", duration);
     cmd.AddValue("warmup", "seconds left out of the goodput", warmup);
     cmd.AddValue("pcap", "pcap prefix for the bottleneck devices", pcap);
+    cmd.AddValue("ns3DelAckCount", "ns-3 receivers ACK every N segments", ns3DelAck);
     cmd.Parse(argc, argv);
 
     IpkitDumbbellConfig cfg;
@@ -76,13 +77,15 @@ main(int argc, char** argv)
     cfg.duration = Seconds(duration);
     cfg.warmup = Seconds(warmup);
     cfg.pcapPrefix = pcap;
+    cfg.ns3DelAckCount = ns3DelAck;
     IpkitDumbbellResult r = IpkitRunDumbbell(cfg);
     double sum = 0;
     for (size_t i = 0; i < r.goodputMbps.size(); i++)
     {
-        std::printf("flow %2zu %-14s %8.2f Mbit/s  %llu retransmits\n", i,
+        bool ipk = IpkitFlowKindName(cfg.flows[i])[0] == 'i';
+        std::printf("flow %2zu %-14s %8.2f Mbit/s  %s retransmits\n", i,
                     IpkitFlowKindName(cfg.flows[i]), r.goodputMbps[i],
-                    static_cast<unsigned long long>(r.retransmits[i]));
+                    ipk ? std::to_string(r.retransmits[i]).c_str() : "-");
         sum += r.goodputMbps[i];
     }
     std::printf("total %.2f Mbit/s, Jain's index %.4f, %llu bottleneck drops (%s)\n", sum, r.jain,
