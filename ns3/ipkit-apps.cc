@@ -210,10 +210,7 @@ IpkitBulkSend::StopApplication()
 {
     if (!m_conn.IsNull() && !m_closed)
     {
-        Ptr<IpkitStack> st = GetNode()->GetObject<IpkitStack>();
-        Handler* h = m_handler.get();
-        (void)h;
-        st->Abort(m_conn);
+        GetNode()->GetObject<IpkitStack>()->Abort(m_conn);
     }
 }
 

@@ -135,6 +135,9 @@ class IpkitStack : public Object
     Ipv4Address GetAddress(uint32_t iface) const;
     /* The core's counters of an interface (nullptr for a bad index). */
     const struct ipk_counters* GetCounters(uint32_t iface) const;
+    /* Packet buffers of the interface's pool held now (by the core or in flight
+     * inside the adapter); 0 once every connection is gone: tests check leaks. */
+    uint32_t GetPacketsInUse(uint32_t iface) const;
     /* Frames a device refused (queue full) or that could not be copied. */
     uint64_t GetTxDrops() const { return m_txDrops; }
     uint64_t GetRxDrops() const { return m_rxDrops; }
@@ -161,8 +164,8 @@ class IpkitStack : public Object
     int SendUdp(Ipv4Address dst, uint16_t srcPort, uint16_t dstPort, const uint8_t* buf,
                 uint32_t len);
 
-    /* Fix the random streams this stack uses (one per interface, in order);
-     * returns the number used. */
+    /* Fix the random streams this stack uses: interface i draws from stream
+     * `stream + i` (also interfaces added later). Returns the number used now. */
     int64_t AssignStreams(int64_t stream);
 
     struct Iface; /* one context (ipkit-stack.cc) */
@@ -337,6 +340,8 @@ class IpkitStackHelper
      * Installs the stack on the device's node when missing. */
     void SetBase(Ipv4Address network, Ipv4Mask mask, Ipv4Address first = "0.0.0.1");
     void SetGateway(Ipv4Address gateway) { m_gateway = gateway; }
+    /* Throws std::runtime_error when IpkitStack::AddInterface refuses a device
+     * (the reason is on stderr). */
     std::vector<Ipv4Address> Assign(const NetDeviceContainer& devices);
     Ipv4Address AssignOne(Ptr<NetDevice> dev);
 

@@ -377,11 +377,6 @@ IpkitStack::AddInterface(Ptr<NetDevice> dev, Ipv4Address addr, Ipv4Mask mask, Ip
     {
         ipk_udp_bind(raw->ctx, ipk_htons(u.first));
     }
-    if (raw->eth)
-    {
-        /* Announce ourselves (RFC 5227 §2.3) once the simulation runs. */
-        Simulator::ScheduleNow(&IpkitStack::Kick, this, raw);
-    }
     return static_cast<int>(raw->index);
 }
 
@@ -395,6 +390,12 @@ Ipv4Address
 IpkitStack::GetAddress(uint32_t iface) const
 {
     return iface < m_ifaces.size() ? m_ifaces[iface]->addr : Ipv4Address::GetZero();
+}
+
+uint32_t
+IpkitStack::GetPacketsInUse(uint32_t iface) const
+{
+    return iface < m_ifaces.size() ? m_ifaces[iface]->op.pool->bufs_out : 0;
 }
 
 const struct ipk_counters*
@@ -411,8 +412,7 @@ IpkitStack::AssignStreams(int64_t stream)
     {
         f->rng->SetStream(stream + f->index);
     }
-    /* Interfaces added later take the next streams: reserve a few. */
-    return 8;
+    return static_cast<int64_t>(m_ifaces.size());
 }
 
 /* ------------------------------------------------------------ the data path */

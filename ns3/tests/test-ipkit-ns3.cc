@@ -189,6 +189,8 @@ IpkitPair(Link link, double loss, uint64_t bytes, const std::string& pcap)
         {
             CHECK(c->tcp_retransmits > 0, "1%% loss but no retransmission on node %u", i);
         }
+        uint32_t held = t.nodes.Get(i)->GetObject<IpkitStack>()->GetPacketsInUse(0);
+        CHECK(held == 0, "node %u still holds %u packets after both connections ended", i, held);
     }
     Simulator::Destroy();
 }
