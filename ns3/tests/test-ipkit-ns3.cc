@@ -101,7 +101,7 @@ struct TwoNodes
         else
         {
             csma.SetChannelAttribute("DataRate", StringValue("1Gbps"));
-            csma.SetChannelAttribute("Delay", StringValue("100us"));
+            csma.SetChannelAttribute("Delay", StringValue("2us"));
             csma.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue("200p"));
             devs = csma.Install(nodes);
         }
@@ -180,10 +180,11 @@ IpkitPair(Link link, double loss, uint64_t bytes, const std::string& pcap)
               tx->GetCloseReason());
         const struct ipk_counters* c = t.nodes.Get(i)->GetObject<IpkitStack>()->GetCounters(0);
         std::printf("  node %u: sent %llu B in %.3f sim s (%.0f Mbit/s), %llu retransmits, "
-                    "%llu RTOs, sha256 %.16s...\n",
+                    "%llu RTOs, %llu frames the device refused, sha256 %.16s...\n",
                     i, (unsigned long long)bytes, (tx->GetFinishTime() - MilliSeconds(10)).GetSeconds(),
                     bytes * 8.0 / (tx->GetFinishTime() - MilliSeconds(10)).GetSeconds() / 1e6,
                     (unsigned long long)c->tcp_retransmits, (unsigned long long)c->tcp_rto,
+                    (unsigned long long)t.nodes.Get(i)->GetObject<IpkitStack>()->GetTxDrops(),
                     rx->GetDigests().empty() ? "-" : rx->GetDigests()[0].c_str());
         if (loss > 0)
         {
@@ -385,8 +386,10 @@ Echo()
     Ptr<IpkitEchoClient> ec = DynamicCast<IpkitEchoClient>(c.Get(0));
     CHECK(ec->GetSent() == 100 && ec->GetReplies() == 100, "sent %u, answered %u",
           ec->GetSent(), ec->GetReplies());
-    CHECK(!ec->GetRtts().empty() && ec->GetRtts()[0] >= MicroSeconds(400),
-          "first RTT %s below two link delays + transmission",
+    /* No answer can come back faster than the request's and the answer's
+     * payload bits at 1 Gbit/s plus two 2 us propagation delays. */
+    CHECK(!ec->GetRtts().empty() && ec->GetRtts()[0] >= MicroSeconds(2 * (24 + 2)),
+          "first RTT %s us below two transmissions of 3000 B and two link delays",
           ec->GetRtts().empty() ? "-" : std::to_string(ec->GetRtts()[0].GetMicroSeconds()).c_str());
     std::printf("  %u of %u requests (3000 B, fragmented) answered, first RTT %lld us\n",
                 ec->GetReplies(), ec->GetSent(),
