@@ -3,9 +3,11 @@
 #
 # Stages, each timed:
 #   1. build/     debugoptimized build, `meson test` of every suite
-#      (suites unit, sim and matrix: the simulation matrix runs here only)
+#      (suites unit, sim and matrix: the simulation matrix runs here only; suite
+#      ns3, ipkit inside ns-3, also runs here only, when libns3-dev is installed)
 #   2. build-san/ the same C tests under ASan + UBSan (halt on error, leaks
-#      detected), except the matrix suite, which would take too long there
+#      detected), except the matrix suite, which would take too long there, and
+#      ns3/ (-Dns3=disabled: ns-3's libraries are not instrumented)
 #   2b. build-tsan/ suite svc (ipkitd, libipkit-client's callback thread) under
 #      ThreadSanitizer: only the three programs it needs are built (~25 s)
 #   3. portability gate (tests/port/gate.sh): freestanding, C++17, i686, s390x, unity
@@ -82,7 +84,17 @@ san_compilers() {
 	fi
 }
 
-san_setup_args=(--buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+# ns3_off DIR: make sure DIR is configured with -Dns3=disabled (a build dir set up
+# before the option existed, or with it on, is reconfigured once).
+ns3_off() {
+	local v
+	v=$(meson introspect "$1" --buildoptions 2>/dev/null | python3 -c \
+		'import json,sys; print(next((o["value"] for o in json.load(sys.stdin) if o["name"] == "ns3"), "none"))' \
+		2>/dev/null)
+	[ "$v" = disabled ] || meson setup --reconfigure "$1" -Dns3=disabled >/dev/null 2>&1 || true
+}
+
+san_setup_args=(--buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dns3=disabled
 	"-Dc_args=-fno-sanitize-recover=all -fno-omit-frame-pointer"
 	"-Dcpp_args=-fno-sanitize-recover=all -fno-omit-frame-pointer")
 
@@ -94,6 +106,7 @@ san_stage() {
 		env $(san_compilers) meson setup "$san" "${san_setup_args[@]}" ||
 			{ stage_end sanitize "$(date +%s)" 0 1; return; }
 	fi
+	ns3_off "$san"
 	TIMEOUT_MULT=3 MESON_NO_SUITES=matrix meson_stage sanitize "$san"
 }
 
@@ -107,8 +120,9 @@ tsan_stage() {
 	if [ ! -f "$dir/build.ninja" ]; then
 		# shellcheck disable=SC2046
 		env $(san_compilers) meson setup "$dir" --buildtype=debug -Db_sanitize=thread \
-			-Db_lundef=false >/dev/null || { stage_end tsan "$t0" 0 1; return; }
+			-Db_lundef=false -Dns3=disabled >/dev/null || { stage_end tsan "$t0" 0 1; return; }
 	fi
+	ns3_off "$dir"
 	if ! ninja -C "$dir" svc/ipkitd tests/svc/svc_tool examples/ipkit-echo examples/ipkit-nc; then
 		echo "FAIL tsan: build"
 		stage_end tsan "$t0" 0 1
