@@ -84,6 +84,9 @@ struct iipk_state {
 	uint16_t l2_hlen;         /* length of a header iip_ops_l2_hdr_craft writes */
 	uint8_t l2_bcast[6];
 	void *txm_pkt;            /* the frame whose offload marks wait for its re-framing */
+	void *rx_p, *rx_c;        /* the received frame being processed and the engine's
+	                           * clone of it (head past the L2 header) */
+	uint16_t rx_hl;           /* that frame's L2 header length */
 	struct ipk_tx_meta txm;
 	struct iipk_nb nb[IIPK_NB];
 	struct iipk_synmac synmac[IIPK_SYNMAC];
@@ -300,19 +303,23 @@ static uint32_t iipk_rx_csum(void *p, void *o)
 	struct iipk_state *s = IIPK_S(o);
 	uint32_t r = 0;
 	const uint8_t *d;
+	void *q = p; /* the packet the NIC's verdict is on: on a non-Ethernet L2 the
+	              * received frame, not the engine's clone of it */
 
+	if (__builtin_expect(s->l2_foreign, 0) && p == s->rx_c)
+		q = s->rx_p;
 	if (iip_ops_nic_feature_offload_ip4_rx_checksum(s->opaque))
-		r |= iip_ops_nic_offload_ip4_rx_checksum(p, s->opaque) ? IPK_RXCSUM_IP4_GOOD
+		r |= iip_ops_nic_offload_ip4_rx_checksum(q, s->opaque) ? IPK_RXCSUM_IP4_GOOD
 		                                                        : IPK_RXCSUM_IP4_BAD;
 	if (iip_ops_pkt_get_len(p, s->opaque) < s->l3off + 20u)
 		return r;
 	d = (const uint8_t *)iip_ops_pkt_get_data(p, s->opaque) + s->l3off;
 	if (d[9] == 6u && iip_ops_nic_feature_offload_tcp_rx_checksum(s->opaque))
-		r |= iip_ops_nic_offload_tcp_rx_checksum(p, s->opaque) ? IPK_RXCSUM_L4_GOOD
+		r |= iip_ops_nic_offload_tcp_rx_checksum(q, s->opaque) ? IPK_RXCSUM_L4_GOOD
 		                                                       : IPK_RXCSUM_L4_BAD;
 	else if (d[9] == 17u &&
 	         iip_ops_nic_feature_offload_udp_rx_checksum(s->opaque))
-		r |= iip_ops_nic_offload_udp_rx_checksum(p, s->opaque) ? IPK_RXCSUM_L4_GOOD
+		r |= iip_ops_nic_offload_udp_rx_checksum(q, s->opaque) ? IPK_RXCSUM_L4_GOOD
 		                                                       : IPK_RXCSUM_L4_BAD;
 	return r;
 }
@@ -365,13 +372,11 @@ static void *iipk_synth(struct iipk_state *s, struct ipk_conn *c, uint8_t flags)
 		s->st.synth_failed++;
 		return NULL;
 	}
-	hl = 0; /* a non-Ethernet L2: shown packets start at the IPv4 header (iip.h) */
-	if (!s->l2_foreign) {
-		iip_ops_pkt_set_len(p, IIPK_ETH_HLEN + 40u, s->opaque);
-		__builtin_memcpy(&et, ethtype, 2);
-		iip_ops_l2_hdr_craft(p, IIPK_EXT(c)->peer_mac, s->mac, et, s->opaque);
-		hl = iip_ops_l2_hdr_len(p, s->opaque);
-	}
+	iip_ops_pkt_set_len(p, (uint16_t)((s->l2_foreign ? s->l2_hlen : IIPK_ETH_HLEN) + 40u),
+	                    s->opaque);
+	__builtin_memcpy(&et, ethtype, 2);
+	iip_ops_l2_hdr_craft(p, IIPK_EXT(c)->peer_mac, s->mac, et, s->opaque);
+	hl = iip_ops_l2_hdr_len(p, s->opaque);
 	iip_ops_pkt_set_len(p, (uint16_t)(hl + 40u), s->opaque);
 	d = (uint8_t *)iip_ops_pkt_get_data(p, s->opaque) + hl;
 	iipk_zero(d, 40);
@@ -551,6 +556,52 @@ static void iipk_arp_in(struct iipk_state *s, void *p, uint32_t hl, uint32_t len
 	iip_ops_pkt_free(p, s->opaque);
 }
 
+/* The packet an event shows for the engine's packet c on a non-Ethernet L2: the
+ * received frame when c is its clone (*hl its L2 header length); else (data the
+ * engine kept: out of order, reassembled) a copy of c behind an L2 header crafted
+ * from the peer's address (*q: the caller frees it after the event); c itself, from
+ * its IPv4 header, when no packet is free (counted). */
+IIPK_NOINLINE static void *iipk_shown(struct iipk_state *s, void *c, uint32_t *hl, void **q)
+{
+	static const uint8_t ethtype[2] = {0x08, 0x00};
+	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(c, s->opaque), *a;
+	uint32_t len = iip_ops_pkt_get_len(c, s->opaque), ip_be, h = s->l2_hlen;
+	uint8_t src[6];
+	uint16_t et;
+	void *p;
+
+	*q = NULL;
+	*hl = 0;
+	if (c == s->rx_c) {
+		*hl = s->rx_hl;
+		return s->rx_p;
+	}
+	p = h + len <= IIP_COMPAT_PKT_BUF_SIZE && len >= 20u ? iip_ops_pkt_alloc(s->opaque) : NULL;
+	if (p) {
+		iipk_zero(src, sizeof(src));
+		__builtin_memcpy(&ip_be, d + 12, 4);
+		if (s->l2_alen && (a = iipk_nb_get(s, ip_be)) != NULL)
+			__builtin_memcpy(src, a, 6);
+		iip_ops_pkt_set_len(p, (uint16_t)(h + len), s->opaque);
+		__builtin_memcpy(&et, ethtype, 2);
+		iip_ops_l2_hdr_craft(p, src, s->mac, et, s->opaque);
+		h = iip_ops_l2_hdr_len(p, s->opaque);
+		if (h + len > IIP_COMPAT_PKT_BUF_SIZE) {
+			iip_ops_pkt_free(p, s->opaque);
+			p = NULL;
+		}
+	}
+	if (!p) {
+		s->st.l2_shown_raw++;
+		return c;
+	}
+	iip_ops_pkt_set_len(p, (uint16_t)(h + len), s->opaque);
+	__builtin_memcpy((uint8_t *)iip_ops_pkt_get_data(p, s->opaque) + h, d, len);
+	*hl = h;
+	*q = p;
+	return p;
+}
+
 /* The connection is gone: sent packets the core gave back but not yet shown are
  * freed; the rest were still the core's, which freed them with its queues. */
 static void iipk_ext_reset(struct iipk_state *s, struct iipk_ext *e)
@@ -639,6 +690,19 @@ static void iipk_rx_push(struct iipk_ext *e, uint32_t len)
 	r->pkts++;
 }
 
+/* tcp_payload on a non-Ethernet L2: the frame shown whole (iipk_shown). */
+IIPK_NOINLINE static void iipk_payload_l2(struct iipk_state *s, struct ipk_conn *c, void *user,
+                                          void *pkt, uint32_t off, uint32_t len)
+{
+	uint32_t hl;
+	void *q, *p = iipk_shown(s, pkt, &hl, &q);
+
+	iip_ops_tcp_payload(s->workspace, c, p, user, (uint16_t)(off + hl),
+	                    (uint16_t)(iip_ops_pkt_get_len(p, s->opaque) - off - hl - len), s->opaque);
+	if (q)
+		iip_ops_pkt_free(q, s->opaque);
+}
+
 static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
                              uint32_t off, uint32_t len, void *o)
 {
@@ -656,6 +720,10 @@ static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user
 		return;
 	}
 	iipk_rx_push(IIPK_EXT(c), len);
+	if (__builtin_expect(s->l2_foreign, 0)) {
+		iipk_payload_l2(s, c, user, pkt, off, len);
+		return;
+	}
 	plen = iip_ops_pkt_get_len(pkt, s->opaque);
 	iip_ops_tcp_payload(s->workspace, c, pkt, user, (uint16_t)off,
 	                    (uint16_t)(plen - off - len), s->opaque);
@@ -722,11 +790,19 @@ static void iipk_tcp_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 static void iipk_udp_recv(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt,
                           uint32_t off, uint32_t len, void *o)
 {
+	struct iipk_state *s = IIPK_S(o);
+	uint32_t hl;
+	void *q = NULL;
+
 	(void)ctx;
 	(void)t;
 	(void)off;
 	(void)len;
-	iip_ops_udp_payload(IIPK_S(o)->workspace, pkt, IIPK_S(o)->opaque);
+	if (s->l2_foreign)
+		pkt = iipk_shown(s, pkt, &hl, &q);
+	iip_ops_udp_payload(s->workspace, pkt, s->opaque);
+	if (q)
+		iip_ops_pkt_free(q, s->opaque);
 }
 
 static void iipk_icmp_reply(struct ipk_ctx *ctx, uint32_t from_be, uint16_t id_be,
@@ -1260,21 +1336,18 @@ IIPK_NOINLINE static enum iipk_kind iipk_classify(struct iipk_state *s, const ui
 	return iipk_classify_ip(s, d + IIPK_ETH_HLEN, len - IIPK_ETH_HLEN, l4);
 }
 
-/* A received frame on a non-Ethernet L2 (iip.h "L2"): its L2 header goes
- * (iip_ops_pkt_increment_head, no copy) and the engine sees raw IPv4. ARP is the
- * adapter's (iipk_arp_in); other EtherTypes and short frames are freed, counted.
- * The sender's L2 address of an IPv4 frame is remembered for the answers. */
-IIPK_NOINLINE static enum iipk_kind iipk_kind_l2(struct iipk_state *s, void *p,
-                                                 const uint8_t **l4)
+/* A received frame p on a non-Ethernet L2 (iip.h "L2"): the engine gets *c, a clone
+ * whose head is moved past the L2 header (iip_ops_pkt_increment_head, no copy); p
+ * stays whole for the events. ARP is the adapter's (iipk_arp_in); other EtherTypes,
+ * short frames and chains (LRO is Ethernet-only here) are freed, counted. */
+static enum iipk_kind iipk_kind_l2(struct iipk_state *s, void *p, void **c,
+                                   const uint8_t **l4)
 {
 	static const uint8_t et_ip4[2] = {0x08, 0x00}, et_arp[2] = {0x08, 0x06};
-	uint32_t len, hl, ip_be;
+	uint32_t len, hl;
 	uint16_t et, v4, arp;
-	const uint8_t *d, *src;
 
 	*l4 = NULL;
-	if (!p)
-		return IIPK_FAST; /* the engine skips NULL entries */
 	if (iip_ops_l2_skip(p, s->opaque))
 		return IIPK_SKIP;
 	len = iip_ops_pkt_get_len(p, s->opaque);
@@ -1282,31 +1355,37 @@ IIPK_NOINLINE static enum iipk_kind iipk_kind_l2(struct iipk_state *s, void *p,
 	et = iip_ops_l2_ethertype_be(p, s->opaque);
 	__builtin_memcpy(&v4, et_ip4, 2);
 	__builtin_memcpy(&arp, et_arp, 2);
-	if (hl <= len && et == arp) {
+	if (hl <= len && et == arp && !iip_ops_pkt_scatter_gather_chain_get_next(p, s->opaque)) {
 		iipk_arp_in(s, p, hl, len);
 		return IIPK_DONE;
 	}
-	if (hl > len || et != v4 || len - hl < 20u) {
+	if (hl > len || et != v4 || len - hl < 20u ||
+	    iip_ops_pkt_scatter_gather_chain_get_next(p, s->opaque) ||
+	    !(*c = iip_ops_pkt_clone(p, s->opaque))) {
 		s->st.l2_dropped++;
 		iip_ops_pkt_free(p, s->opaque);
 		return IIPK_DONE;
 	}
-	d = (const uint8_t *)iip_ops_pkt_get_data(p, s->opaque);
-	if (s->l2_alen && (src = iip_ops_l2_hdr_src_ptr(p, s->opaque)) != NULL) {
-		__builtin_memcpy(&ip_be, d + hl + 12, 4);
-		iipk_nb_set(s, ip_be, src);
+	if (s->l2_alen) { /* the sender's address, for the answers */
+		const uint8_t *src = iip_ops_l2_hdr_src_ptr(p, s->opaque);
+		uint32_t ip_be;
+
+		__builtin_memcpy(&ip_be, (const uint8_t *)iip_ops_pkt_get_data(p, s->opaque) + hl + 12, 4);
+		if (src)
+			iipk_nb_set(s, ip_be, src);
 	}
-	iip_ops_pkt_increment_head(p, (uint16_t)hl, s->opaque);
-	d = (const uint8_t *)iip_ops_pkt_get_data(p, s->opaque);
-	return iipk_classify_ip(s, d, len - hl, l4);
+	iip_ops_pkt_increment_head(*c, (uint16_t)hl, s->opaque);
+	s->rx_hl = (uint16_t)hl;
+	return iipk_classify_ip(s, (const uint8_t *)iip_ops_pkt_get_data(*c, s->opaque), len - hl,
+	                        l4);
 }
 
 /* A SYN, processed alone so that tcp_accept can show it. The first SYN to a port
  * asks the application here and opens the port when it says yes (iip.h). */
-static uint64_t iipk_run_syn(struct iipk_state *s, void *p, const uint8_t *th)
+static uint64_t iipk_run_syn(struct iipk_state *s, void *p, void *eng, const uint8_t *th)
 {
 	uint16_t port_be, sport_be;
-	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(p, s->opaque), *src;
+	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(eng, s->opaque), *src;
 	struct iipk_synmac *m = &s->synmac[s->synmac_next++ % IIPK_SYNMAC];
 	uint64_t next;
 
@@ -1314,34 +1393,30 @@ static uint64_t iipk_run_syn(struct iipk_state *s, void *p, const uint8_t *th)
 	__builtin_memcpy(&port_be, th + 2, 2);
 	__builtin_memcpy(&m->ip_be, d + s->l3off + 12, 4);
 	m->port_be = sport_be;
-	/* the peer's L2 address: the frame's (Ethernet), or remembered before its L2
-	 * header went (iipk_kind_l2) */
-	if (!s->l2_foreign)
-		src = iip_ops_l2_hdr_src_ptr(p, s->opaque);
-	else
-		src = iipk_nb_get(s, m->ip_be);
+	src = iip_ops_l2_hdr_src_ptr(p, s->opaque);
 	iipk_zero(m->mac, 6);
 	if (src || !s->l2_foreign)
-		__builtin_memcpy(m->mac, src ? src : d + 6, 6);
+		__builtin_memcpy(m->mac, src ? src : d + 6, s->l2_foreign ? s->l2_alen : 6u);
 	if (!iipk_bit(s->listening, port_be) && iip_ops_tcp_accept(s->workspace, p, s->opaque) &&
 	    ipk_tcp_listen(s->ctx, port_be, 128) == IPK_OK) {
 		iipk_bit_set(s->listening, port_be);
 		s->verdict_given = 1;
 	}
 	s->cur = p;
-	next = ipk_run(s->ctx, &p, 1, s->now);
+	next = ipk_run(s->ctx, &eng, 1, s->now);
 	s->cur = NULL;
 	s->verdict_given = 0;
 	return next;
 }
 
-/* An ICMP frame, processed alone so that an echo reply is shown with it. */
-static uint64_t iipk_run_alone(struct iipk_state *s, void *p)
+/* An ICMP frame, processed alone so that an echo reply is shown with it (p shown,
+ * eng to the engine: the same packet on Ethernet). */
+static uint64_t iipk_run_alone(struct iipk_state *s, void *p, void *eng)
 {
 	uint64_t next;
 
 	s->cur = p;
-	next = ipk_run(s->ctx, &p, 1, s->now);
+	next = ipk_run(s->ctx, &eng, 1, s->now);
 	s->cur = NULL;
 	return next;
 }
@@ -1399,10 +1474,8 @@ static uint64_t iipk_run_slow(struct iipk_state *s, void *pkt[], uint32_t i, uin
 		if (k == IIPK_SKIP) {
 			iip_ops_pkt_free(p, s->opaque);
 			s->st.l2_skipped++;
-		} else if (k == IIPK_DONE) {
-			/* the adapter took it (non-Ethernet L2: ARP, or dropped) */
 		} else if (k == IIPK_ALONE) {
-			next = l4 ? iipk_run_syn(s, p, l4) : iipk_run_alone(s, p);
+			next = l4 ? iipk_run_syn(s, p, p, l4) : iipk_run_alone(s, p, p);
 			ran = 1;
 		} else if (p) {
 			if (k == IIPK_ARP_REPLY)
@@ -1416,11 +1489,48 @@ static uint64_t iipk_run_slow(struct iipk_state *s, void *pkt[], uint32_t i, uin
 		}
 		if (++i >= cnt)
 			break;
-		k = s->l2_foreign ? iipk_kind_l2(s, pkt[i], &l4) : iipk_kind_of(s, pkt[i], &l4);
+		k = iipk_kind_of(s, pkt[i], &l4);
 	}
 	if (n || !ran)
 		next = ipk_run(s->ctx, batch, n, s->now);
 	return next;
+}
+
+/* iip_run on a non-Ethernet L2, frame by frame: the engine runs on the clone of a
+ * frame (iipk_kind_l2) while the events show the frame itself (s->rx_c -> s->rx_p,
+ * iipk_shown); the frame is freed after, its clone is the engine's. */
+IIPK_NOINLINE static uint64_t iipk_run_l2(struct iipk_state *s, void *pkt[], uint32_t cnt)
+{
+	uint64_t next = UINT64_MAX, t;
+	uint32_t i;
+
+	for (i = 0; i < cnt; i++) {
+		void *p = pkt[i], *c = NULL;
+		const uint8_t *l4;
+		enum iipk_kind k;
+
+		if (!p)
+			continue;
+		k = iipk_kind_l2(s, p, &c, &l4);
+		if (k == IIPK_SKIP) {
+			iip_ops_pkt_free(p, s->opaque);
+			s->st.l2_skipped++;
+			continue;
+		}
+		if (k == IIPK_DONE)
+			continue;
+		s->rx_p = p;
+		s->rx_c = c;
+		if (k == IIPK_ALONE)
+			t = l4 ? iipk_run_syn(s, p, c, l4) : iipk_run_alone(s, p, c);
+		else
+			t = ipk_run(s->ctx, &c, 1, s->now);
+		s->rx_p = s->rx_c = NULL;
+		iip_ops_pkt_free(p, s->opaque);
+		next = t < next ? t : next;
+	}
+	t = ipk_run(s->ctx, NULL, 0, s->now); /* timers, and the deadline */
+	return t < next ? t : next;
 }
 
 IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
@@ -1442,9 +1552,8 @@ IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pk
 	}
 	if (!pkt)
 		cnt = 0;
-	if (__builtin_expect(s->l2_foreign, 0) && cnt) {
-		k = iipk_kind_l2(s, pkt[0], &l4);
-		next = iipk_run_slow(s, pkt, 0, cnt, k, l4);
+	if (__builtin_expect(s->l2_foreign, 0)) {
+		next = iipk_run_l2(s, pkt, cnt);
 		goto out;
 	}
 	/* The usual batch: every frame ordinary (established TCP, ...): the engine

@@ -218,6 +218,8 @@ struct iip_compat_stats {
 	                            * L2 header, or ARP not for us: freed */
 	uint32_t l2_tx_failed;     /* frames not sent: no packet to re-frame them into */
 	uint32_t l2_no_addr;       /* frames sent to the broadcast address: no neighbour known */
+	uint32_t l2_shown_raw;     /* events that showed a packet from its IPv4 header: no
+	                            * packet to re-frame it into (see "L2") */
 };
 IIP_API const struct iip_compat_stats *iip_compat_stats(void *context);
 /* The engine's own counters (struct ipk_counters of ipkit/core.h), NULL before init. */
