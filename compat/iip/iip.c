@@ -79,6 +79,7 @@ struct iipk_state {
 	/* A non-Ethernet L2 (iip.h "L2"): the engine runs raw IPv4; received frames lose
 	 * their L2 header (increment_head), sent ones get it in a new packet. */
 	uint8_t l2_foreign;       /* 0: Ethernet II, the engine frames it itself */
+	uint8_t eth_fast;         /* running on Ethernet II: iip_run's usual path */
 	uint8_t l2_alen;          /* iip_ops_l2_addr_len (0..6) */
 	uint8_t l3off;            /* where the IPv4 header of a shown packet starts: 14 or 0 */
 	uint16_t l2_hlen;         /* length of a header iip_ops_l2_hdr_craft writes */
@@ -87,6 +88,7 @@ struct iipk_state {
 	void *rx_p, *rx_c;        /* the received frame being processed and the engine's
 	                           * clone of it (head past the L2 header) */
 	uint16_t rx_hl;           /* that frame's L2 header length */
+	void *shown_copy;         /* a re-framed copy an event showed (iipk_shown) */
 	struct ipk_tx_meta txm;
 	struct iipk_nb nb[IIPK_NB];
 	struct iipk_synmac synmac[IIPK_SYNMAC];
@@ -248,17 +250,18 @@ static void iipk_pkt_append(void *h, void *t, void *o)
  * never fragmented): returning the rest without detaching serves both. */
 static void *iipk_pkt_cut(void *p, void *o) { return iipk_pkt_next(p, o); }
 
-static void iipk_tx_l2(struct iipk_state *s, void *f);
+static void *iipk_tx_l2(struct iipk_state *s, void *f);
 static void iipk_marks(struct iipk_state *s, void *p, const struct ipk_tx_meta *m);
 
-static void iipk_tx(void *p, void *o)
+IIPK_INLINE_ALWAYS static void iipk_tx(void *p, void *o)
 {
 	struct iipk_state *s = IIPK_S(o);
 
-	if (__builtin_expect(s->l2_foreign, 0))
-		iipk_tx_l2(s, p);
-	else
-		iip_ops_l2_push(p, s->opaque);
+	/* one call site of iip_ops_l2_push here, so the compiler inlines the
+	 * application's */
+	if (__builtin_expect(s->l2_foreign, 0) && !(p = iipk_tx_l2(s, p)))
+		return;
+	iip_ops_l2_push(p, s->opaque);
 }
 static void iipk_tx_flush(void *o) { iip_ops_l2_flush(IIPK_S(o)->opaque); }
 
@@ -434,10 +437,11 @@ static const uint8_t *iipk_nb_get(struct iipk_state *s, uint32_t ip_be)
 /* A frame of the engine (raw IPv4, maybe a chain) onto the application's L2: a new
  * packet with the L2 header (iip_ops_l2_hdr_craft) and the first packet's bytes
  * copied behind it (the one copy; the payload packets of a chain follow as they
- * are), the marks the engine asked for on it, then iip_ops_l2_push. The engine's
- * first packet object is freed (one object, iip.h). The destination address is the
- * neighbour's the adapter knows for the IPv4 destination, else broadcast (counted). */
-IIPK_NOINLINE static void iipk_tx_l2(struct iipk_state *s, void *f)
+ * are), the marks the engine asked for on it; returned for iip_ops_l2_push (NULL:
+ * dropped, counted). The engine's first packet object is freed (one object, iip.h).
+ * The destination address is the neighbour's the adapter knows for the IPv4
+ * destination, else broadcast (counted). */
+IIPK_NOINLINE static void *iipk_tx_l2(struct iipk_state *s, void *f)
 {
 	static const uint8_t ethtype[2] = {0x08, 0x00};
 	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(f, s->opaque), *a;
@@ -452,8 +456,7 @@ IIPK_NOINLINE static void iipk_tx_l2(struct iipk_state *s, void *f)
 	if (hl == 0) { /* no L2 header at all (raw IPv4): nothing to re-frame */
 		if (marked)
 			iipk_marks(s, f, &s->txm);
-		iip_ops_l2_push(f, s->opaque);
-		return;
+		return f;
 	}
 	q = iip_ops_pkt_alloc(s->opaque);
 	iipk_zero(dst, sizeof(dst));
@@ -477,7 +480,7 @@ IIPK_NOINLINE static void iipk_tx_l2(struct iipk_state *s, void *f)
 			iip_ops_pkt_free(q, s->opaque);
 		s->st.l2_tx_failed++;
 		iipk_free_chain(s, f);
-		return;
+		return NULL;
 	}
 	iip_ops_pkt_set_len(q, (uint16_t)(hl + flen), s->opaque);
 	__builtin_memcpy((uint8_t *)iip_ops_pkt_get_data(q, s->opaque) + hl, d, flen);
@@ -486,7 +489,7 @@ IIPK_NOINLINE static void iipk_tx_l2(struct iipk_state *s, void *f)
 		iip_ops_pkt_scatter_gather_chain_append(q, rest, s->opaque);
 	if (marked)
 		iipk_marks(s, q, &s->txm);
-	iip_ops_l2_push(q, s->opaque);
+	return q;
 }
 
 /* An ARP packet (RFC 826) through iip's L2 callbacks: a request to broadcast (tha
@@ -559,9 +562,10 @@ static void iipk_arp_in(struct iipk_state *s, void *p, uint32_t hl, uint32_t len
 /* The packet an event shows for the engine's packet c on a non-Ethernet L2: the
  * received frame when c is its clone (*hl its L2 header length); else (data the
  * engine kept: out of order, reassembled) a copy of c behind an L2 header crafted
- * from the peer's address (*q: the caller frees it after the event); c itself, from
- * its IPv4 header, when no packet is free (counted). */
-IIPK_NOINLINE static void *iipk_shown(struct iipk_state *s, void *c, uint32_t *hl, void **q)
+ * from the peer's address (freed at the next such copy or when iip_run ends, after
+ * the event in any case); c itself, from its IPv4 header, when no packet is free
+ * (counted). */
+IIPK_NOINLINE static void *iipk_shown(struct iipk_state *s, void *c, uint32_t *hl)
 {
 	static const uint8_t ethtype[2] = {0x08, 0x00};
 	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(c, s->opaque), *a;
@@ -570,11 +574,14 @@ IIPK_NOINLINE static void *iipk_shown(struct iipk_state *s, void *c, uint32_t *h
 	uint16_t et;
 	void *p;
 
-	*q = NULL;
 	*hl = 0;
 	if (c == s->rx_c) {
 		*hl = s->rx_hl;
 		return s->rx_p;
+	}
+	if (s->shown_copy) {
+		iip_ops_pkt_free(s->shown_copy, s->opaque);
+		s->shown_copy = NULL;
 	}
 	p = h + len <= IIP_COMPAT_PKT_BUF_SIZE && len >= 20u ? iip_ops_pkt_alloc(s->opaque) : NULL;
 	if (p) {
@@ -598,7 +605,7 @@ IIPK_NOINLINE static void *iipk_shown(struct iipk_state *s, void *c, uint32_t *h
 	iip_ops_pkt_set_len(p, (uint16_t)(h + len), s->opaque);
 	__builtin_memcpy((uint8_t *)iip_ops_pkt_get_data(p, s->opaque) + h, d, len);
 	*hl = h;
-	*q = p;
+	s->shown_copy = p;
 	return p;
 }
 
@@ -690,17 +697,15 @@ static void iipk_rx_push(struct iipk_ext *e, uint32_t len)
 	r->pkts++;
 }
 
-/* tcp_payload on a non-Ethernet L2: the frame shown whole (iipk_shown). */
-IIPK_NOINLINE static void iipk_payload_l2(struct iipk_state *s, struct ipk_conn *c, void *user,
-                                          void *pkt, uint32_t off, uint32_t len)
+/* tcp_payload on a non-Ethernet L2: the frame shown whole (iipk_shown), *off moved
+ * past its L2 header. */
+IIPK_NOINLINE static void *iipk_shown_off(struct iipk_state *s, void *pkt, uint32_t *off)
 {
 	uint32_t hl;
-	void *q, *p = iipk_shown(s, pkt, &hl, &q);
+	void *p = iipk_shown(s, pkt, &hl);
 
-	iip_ops_tcp_payload(s->workspace, c, p, user, (uint16_t)(off + hl),
-	                    (uint16_t)(iip_ops_pkt_get_len(p, s->opaque) - off - hl - len), s->opaque);
-	if (q)
-		iip_ops_pkt_free(q, s->opaque);
+	*off += hl;
+	return p;
 }
 
 static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
@@ -720,10 +725,8 @@ static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user
 		return;
 	}
 	iipk_rx_push(IIPK_EXT(c), len);
-	if (__builtin_expect(s->l2_foreign, 0)) {
-		iipk_payload_l2(s, c, user, pkt, off, len);
-		return;
-	}
+	if (__builtin_expect(s->l2_foreign, 0))
+		pkt = iipk_shown_off(s, pkt, &off);
 	plen = iip_ops_pkt_get_len(pkt, s->opaque);
 	iip_ops_tcp_payload(s->workspace, c, pkt, user, (uint16_t)off,
 	                    (uint16_t)(plen - off - len), s->opaque);
@@ -792,17 +795,14 @@ static void iipk_udp_recv(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *
 {
 	struct iipk_state *s = IIPK_S(o);
 	uint32_t hl;
-	void *q = NULL;
 
 	(void)ctx;
 	(void)t;
 	(void)off;
 	(void)len;
 	if (s->l2_foreign)
-		pkt = iipk_shown(s, pkt, &hl, &q);
+		pkt = iipk_shown(s, pkt, &hl);
 	iip_ops_udp_payload(s->workspace, pkt, s->opaque);
-	if (q)
-		iip_ops_pkt_free(q, s->opaque);
 }
 
 static void iipk_icmp_reply(struct ipk_ctx *ctx, uint32_t from_be, uint16_t id_be,
@@ -991,6 +991,7 @@ IIPK_COLD static int iipk_start(struct iipk_state *s, const uint8_t mac[], uint3
 		return 0;
 	}
 	__builtin_memcpy(s->mac, mac, s->l2_foreign ? s->l2_alen : 6u);
+	s->eth_fast = (uint8_t)!s->l2_foreign;
 	s->ip4_be = ip4_be;
 	s->rng = (iipk_clock(opq) ^ (uint64_t)(uintptr_t)s ^ 0x9e3779b97f4a7c15ull) | 1u;
 	iipk_flush_pending(s);
@@ -1530,7 +1531,39 @@ IIPK_NOINLINE static uint64_t iipk_run_l2(struct iipk_state *s, void *pkt[], uin
 		next = t < next ? t : next;
 	}
 	t = ipk_run(s->ctx, NULL, 0, s->now); /* timers, and the deadline */
+	if (s->shown_copy) {
+		iip_ops_pkt_free(s->shown_copy, s->opaque);
+		s->shown_copy = NULL;
+	}
 	return t < next ? t : next;
+}
+
+/* iip_run when the engine is not yet running on Ethernet: start it (then the usual
+ * path), or run the non-Ethernet L2's path, or free the frames when it cannot run. */
+IIPK_NOINLINE static uint16_t iipk_run_other(struct iipk_state *s, uint8_t mac[],
+                                             uint32_t ip4_be, void *pkt[], uint16_t cnt,
+                                             uint32_t *next_us, void *opaque)
+{
+	uint64_t next;
+	uint32_t i;
+
+	if (!iipk_begin(s, mac, ip4_be, opaque)) {
+		for (i = 0; pkt && i < cnt; i++)
+			if (pkt[i])
+				iip_ops_pkt_free(pkt[i], opaque);
+		if (next_us)
+			*next_us = IIPK_NEXT_US_IDLE;
+		return 0;
+	}
+	if (!s->l2_foreign) { /* just started on Ethernet */
+		iipk_leave(s);
+		return iip_run(s->workspace, mac, ip4_be, pkt, cnt, next_us, opaque);
+	}
+	next = iipk_run_l2(s, pkt, pkt ? cnt : 0u);
+	if (next_us)
+		*next_us = iipk_next_us(next, s->now);
+	iipk_leave(s);
+	return 0;
 }
 
 IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
@@ -1542,20 +1575,12 @@ IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pk
 	const uint8_t *l4 = NULL;
 	enum iipk_kind k = IIPK_FAST;
 
-	if (!iipk_begin(s, mac, ip4_be, opaque)) {
-		for (i = 0; pkt && i < cnt; i++)
-			if (pkt[i])
-				iip_ops_pkt_free(pkt[i], opaque);
-		if (next_us)
-			*next_us = IIPK_NEXT_US_IDLE;
-		return 0;
-	}
+	/* one test for "started, on Ethernet" */
+	if (__builtin_expect(!s->eth_fast, 0))
+		return iipk_run_other(s, mac, ip4_be, pkt, cnt, next_us, opaque);
+	(void)iipk_enter(s, opaque);
 	if (!pkt)
 		cnt = 0;
-	if (__builtin_expect(s->l2_foreign, 0)) {
-		next = iipk_run_l2(s, pkt, cnt);
-		goto out;
-	}
 	/* The usual batch: every frame ordinary (established TCP, ...): the engine
 	 * takes the application's array as it is (it only reads it), up to
 	 * IIPK_BATCH frames at once as before; the rest frame by frame. */
@@ -1573,7 +1598,6 @@ IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pk
 		later = iipk_run_slow(s, pkt, i, cnt, k, l4);
 		next = later < next ? later : next;
 	}
-out:
 	if (next_us)
 		*next_us = iipk_next_us(next, s->now);
 	iipk_leave(s);
