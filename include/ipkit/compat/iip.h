@@ -213,6 +213,13 @@ struct iip_compat_stats {
 	uint32_t acked_ring_full;  /* iip_tcp_send refused: 1024 packets unacknowledged */
 	uint32_t synth_failed;     /* tcp_accepted/connected got NULL: no packet to build */
 	uint32_t sent_unknown;     /* acknowledged packets the core gave back out of order (freed) */
+	/* a non-Ethernet L2 (see "L2" above) */
+	uint32_t l2_dropped;       /* received frames neither IPv4 nor ARP, or shorter than their
+	                            * L2 header, or ARP not for us: freed */
+	uint32_t l2_tx_failed;     /* frames not sent: no packet to re-frame them into */
+	uint32_t l2_no_addr;       /* frames sent to the broadcast address: no neighbour known */
+	uint32_t l2_shown_raw;     /* events that showed a packet from its IPv4 header: no
+	                            * packet to re-frame it into (see "L2") */
 };
 IIP_API const struct iip_compat_stats *iip_compat_stats(void *context);
 /* The engine's own counters (struct ipk_counters of ipkit/core.h), NULL before init. */
