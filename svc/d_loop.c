@@ -86,7 +86,18 @@ static uint16_t d_loop_port(struct d_daemon *d, struct d_sock *s)
 /* CONNECT to our own address: refused without a listener or with its backlog
  * full; otherwise an accepted socket for the listener's application is made,
  * paired with s, and queued for the listener's (multishot) accept. */
+static void d_loop_connect_locked(struct d_daemon *d, struct d_sock *s, const struct d_op *op);
+
+/* The listener may be another worker's, and the ephemeral cursor is shared: under
+ * the port lock (as a SYN from the wire, d_net.c ev_accepted). */
 void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
+{
+	d_plock(d);
+	d_loop_connect_locked(d, s, op);
+	d_punlock(d);
+}
+
+static void d_loop_connect_locked(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 {
 	struct d_sock *l = d_port_listener(d, op->e.addr.port_be, 1, D_FAM4), *w;
 	if (!l) {
@@ -264,10 +275,15 @@ void d_dgram_push(struct d_daemon *d, struct d_sock *s, struct d_dgram *g)
  * applies. */
 void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
 {
-	struct d_sock *t = d_port_udp(d, e->addr.port_be, d->cfg.ip4_be, s->lport_be, D_FAM4);
-	int other = t && t->wk != s->wk;
-	struct d_dgram *g = !t || !t->ring ? NULL : other ? d_dgram_alloc(e->len)
-	                                                  : d_dgram_new(t, e->len);
+	struct d_sock *t;
+	int other;
+	struct d_dgram *g;
+	d_plock(d); /* t may be another worker's: read under the port lock */
+	t = d_port_udp(d, e->addr.port_be, d->cfg.ip4_be, s->lport_be, D_FAM4);
+	other = t && t->wk != s->wk;
+	g = !t || !t->ring ? NULL : other ? d_dgram_alloc(e->len) : d_dgram_new(t, e->len);
+	if (!g || !other)
+		d_punlock(d);
 	D_STAT(s->app, tx_copied, e->len);
 	if (!g) {
 		__atomic_add_fetch(&d->loop_dgram_drops, 1, __ATOMIC_RELAXED);
@@ -280,10 +296,13 @@ void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sq
 	memcpy(g->from.addr, &d->cfg.ip4_be, 4);
 	__atomic_add_fetch(&d->loop_dgrams, 1, __ATOMIC_RELAXED);
 	d_post_res(s, e->user_data, (int32_t)e->len);
-	if (!other)
+	if (!other) {
 		d_dgram_push(d, t, g);
-	else if (d_msg_send(d, s->wk, t, D_MSG_UDP, g) < 0) {
+		return;
+	}
+	if (d_msg_send(d, s->wk, t, D_MSG_UDP, g) < 0) {
 		d->wk[s->wk].msg_full++;
 		free(g);
 	}
+	d_punlock(d);
 }

@@ -153,13 +153,16 @@ static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe
 static int d_udp_autobind(struct d_daemon *d, struct d_sock *s)
 {
 	unsigned i;
+	d_plock(d); /* the cursor, with the claims it drives */
 	for (i = 0; i < 16384; i++) {
 		uint16_t p = (uint16_t)(49152u + (d->udp_next_eph++ % 16384u));
 		if (d_port_claim(d, s, ipk_htons(p), 0) >= 0) {
+			d_punlock(d);
 			s->state = D_BOUND;
 			return 0;
 		}
 	}
+	d_punlock(d);
 	return -EADDRINUSE;
 }
 
@@ -175,11 +178,14 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 	/* every worker's context listens: a SYN lands on the worker its flow hashes
 	 * to, and the connection is accepted there. 1: this worker's context has it,
 	 * the others were asked; the LISTEN completes with their answers (d_pinst.c) */
+	d_plock(d); /* the circle: another LISTEN on the port, a SYN's walk */
 	rc = d_port_listened(s) ? 0 : d_pinst_add(d, s, s->lport_be, (uint16_t)bl, 1);
 	if (rc >= 0) {
 		s->state = D_LISTEN;
 		s->backlog = bl;
+		s->listening = 1;
 	}
+	d_punlock(d);
 	return rc;
 }
 
@@ -705,17 +711,26 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 
 /* ------------------------------------------------------------ core events */
 
+static int d_syn_ok(struct d_daemon *d, uint16_t port_be, unsigned fam)
+{
+	int ok;
+	d_plock(d);
+	ok = d_port_listener(d, port_be, 0, fam) != NULL;
+	d_punlock(d);
+	return ok;
+}
+
 static int ev_accept(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opq)
 {
 	(void)ctx; /* an AF_INET6 V6ONLY listener alone: RST, as Linux */
-	return d_port_listener(D(opq), t->local_port_be, 0, D_FAM4) != NULL;
+	return d_syn_ok(D(opq), t->local_port_be, D_FAM4);
 }
 
 /* A SYN over IPv6 (issue 17): only a listener bound AF_INET6 takes it. */
 static int ev_accept6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opq)
 {
 	(void)ctx;
-	return d_port_listener(D(opq), t->local_port_be, 0, D_FAM6) != NULL;
+	return d_syn_ok(D(opq), t->local_port_be, D_FAM6);
 }
 
 /* The accepted connection's peer, either family, for the ACCEPT completion. */
@@ -728,14 +743,31 @@ static void d_acc_peer(const struct ipk_atuple *t, struct d_sock *w)
 	memcpy(w->acc_addr.addr, t->peer.a, w->v6 ? 16 : 4);
 }
 
+static void *ev_accepted_locked(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
+                                const struct ipk_atuple *tp);
+
+/* The listener may be another worker's: the port lock is held while it is read
+ * (its close leaves the port under the lock before it is freed). */
 static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 {
 	struct d_daemon *d = D(opq);
 	struct ipk_atuple t;
-	struct d_sock *l, *w;
-	uint64_t now = ipk_node_now(ipk_node_from(opq));
+	void *r;
 	if (ipk_tcp_atuple(ctx, c, &t) < 0)
 		return NULL;
+	d_plock(d);
+	r = ev_accepted_locked(ctx, c, opq, &t);
+	d_punlock(d);
+	return r;
+}
+
+static void *ev_accepted_locked(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
+                                const struct ipk_atuple *tp)
+{
+	struct d_daemon *d = D(opq);
+	struct ipk_atuple t = *tp;
+	struct d_sock *l, *w;
+	uint64_t now = ipk_node_now(ipk_node_from(opq));
 	l = d_port_listener(d, t.local_port_be, 1, /* the listeners take turns */
 	                    t.peer.family == IPK_AF_INET6 ? D_FAM6 : D_FAM4);
 	w = l ? d_sock_alloc(l->app, IPK_SVC_TCP) : NULL;
@@ -878,11 +910,15 @@ static void d_udp_other(struct ipk_ctx *ctx, struct d_wk *w, struct d_sock *s,
 static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
                    uint32_t len, void *opq)
 {
-	struct d_sock *s = d_port_udp(D(opq), t->local_port_be, t->peer_ip4_be, t->peer_port_be,
-	                              D_FAM4);
-	int other = s && s->wk != W(opq)->idx;
+	struct d_sock *s;
+	int other;
 	struct d_dgram *g;
+	d_plock(D(opq)); /* s may be another worker's: read under the port lock */
+	s = d_port_udp(D(opq), t->local_port_be, t->peer_ip4_be, t->peer_port_be, D_FAM4);
+	other = s && s->wk != W(opq)->idx;
 	g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
+	if (!g || !other)
+		d_punlock(D(opq)); /* ours (or none): only this worker frees it */
 	if (!g)
 		return;
 	W(opq)->udp_rx++;
@@ -891,6 +927,7 @@ static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, ui
 	memcpy(g->from.addr, &t->peer_ip4_be, 4);
 	if (other) {
 		d_udp_other(ctx, W(opq), s, g, pkt, off, len);
+		d_punlock(D(opq));
 		return;
 	}
 	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
@@ -906,10 +943,13 @@ static void ev_udp6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt, 
 	struct d_dgram *g;
 	int other;
 	memcpy(h, t->peer.a, 16); /* the sender's address folded: the group's choice */
+	d_plock(D(opq)); /* as ev_udp */
 	s = d_port_udp(D(opq), t->local_port_be, h[0] ^ h[1] ^ h[2] ^ h[3], t->peer_port_be,
 	               D_FAM6);
 	other = s && s->wk != W(opq)->idx;
 	g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
+	if (!g || !other)
+		d_punlock(D(opq));
 	if (!g)
 		return;
 	W(opq)->udp_rx++;
@@ -919,6 +959,7 @@ static void ev_udp6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt, 
 	memcpy(g->from.addr, t->peer.a, 16);
 	if (other) {
 		d_udp_other(ctx, W(opq), s, g, pkt, off, len);
+		d_punlock(D(opq));
 		return;
 	}
 	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
