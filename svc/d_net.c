@@ -93,6 +93,17 @@ static int d_addr_any6(const uint8_t a[16])
 
 /* Is a one of our IPv6 addresses (in use, or the configured static one while DAD
  * still runs)? */
+static int d_addr_ours6(const struct d_sock *s, const uint8_t a[16]);
+
+/* An IPv6 address that means this daemon (issue 17): ::1 (RFC 4291 §2.5.3), which
+ * never reaches the core, or one of our addresses, which the core would drop as
+ * a packet from itself; either joins two applications through d_loop.c. */
+int d_loop6_addr(const struct d_sock *s, const uint8_t a[16])
+{
+	static const uint8_t lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	return !memcmp(a, lo, 16) || d_addr_ours6(s, a);
+}
+
 static int d_addr_ours6(const struct d_sock *s, const uint8_t a[16])
 {
 	uint8_t mine[8][16];
@@ -277,23 +288,31 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 		rc = -EINVAL;
 	if (rc == 0 && s->fam && !d_fam_ok(s, a.family == IPK_AF_INET ? D_FAM4 : D_FAM6))
 		rc = -EAFNOSUPPORT; /* bound for the other family only (V6ONLY) */
-	if (rc == 0 && a.family == IPK_AF_INET6 && d_addr_ours6(s, a.a))
-		rc = -ENETUNREACH; /* no IPv6 loop between applications yet (README) */
 	if (rc < 0) {
 		d_post_res(s, op->e.user_data, rc);
 		return;
 	}
 	if (a.family == IPK_AF_INET && d_loop_addr(d, ip)) {
-		d_loop_connect(d, s, op);
+		d_loop_connect(d, s, op, NULL);
+		return;
+	}
+	if (a.family == IPK_AF_INET6 && d_loop6_addr(s, a.a)) { /* ::1 or ours */
+		d_loop_connect(d, s, op, a.a);
 		return;
 	}
 	/* a bound port fixes the 4-tuple, so the worker its replies reach: another
 	 * worker's socket from here on, connected by it (this worker hands it over
 	 * after this turn, d_sock_handover, and touches it no more). An unbound one
 	 * stays on its worker, whose core picks a port that hashes back to it
-	 * (core/rss.c). IPv6 with a bound port stays too (README: one worker). */
-	if (d->nw > 1 && s->lport_be && a.family == IPK_AF_INET) {
-		unsigned to = d_flow_worker(d, ip, op->e.addr.port_be, s->lport_be);
+	 * (core/rss.c). IPv6 the same, from the source address the core will pick
+	 * (no usable address yet: it stays, and the core refuses the connect). */
+	if (d->nw > 1 && s->lport_be) {
+		uint8_t src[16];
+		unsigned to = s->wk;
+		if (a.family == IPK_AF_INET)
+			to = d_flow_worker(d, ip, op->e.addr.port_be, s->lport_be);
+		else if (ipk_ip6_src_select(d_sctx(s), a.a, src))
+			to = d_flow_worker6(d, a.a, op->e.addr.port_be, src, s->lport_be);
 		if (to != s->wk) {
 			s->conn_op = *op;
 			s->move_to = to;
@@ -610,7 +629,11 @@ static void d_sendto_op(struct d_daemon *d, struct d_sock *s, const struct ipk_s
 		}
 	}
 	if (a.family == IPK_AF_INET && d_loop_addr(d, d_addr_ip4(&a))) {
-		d_loop_sendto(d, s, e);
+		d_loop_sendto(d, s, e, NULL);
+		return;
+	}
+	if (a.family == IPK_AF_INET6 && d_loop6_addr(s, a.a)) {
+		d_loop_sendto(d, s, e, a.a);
 		return;
 	}
 	if (a.family == IPK_AF_INET)

@@ -189,6 +189,18 @@ unsigned d_flow_worker(const struct d_daemon *d, uint32_t peer_be, uint16_t ppor
 	return q < 0 || (unsigned)q >= d->nw ? 0 : (unsigned)q;
 }
 
+/* As d_flow_worker for a TCP flow over IPv6 from our address src (the core's
+ * choice for the peer, ipk_ip6_src_select) and lport to peer:pport: the
+ * steering's hash of the frames that will come back (symmetric key: either
+ * direction hashes alike). */
+unsigned d_flow_worker6(const struct d_daemon *d, const uint8_t peer[16], uint16_t pport_be,
+                        const uint8_t src[16], uint16_t lport_be)
+{
+	uint32_t h = ipk_rss_hash_frame6(d->rss_key, 0, 6, 0, peer, src, pport_be, lport_be);
+	int q = ipk_rss_queue(d->reta, 128, h);
+	return q < 0 || (unsigned)q >= d->nw ? 0 : (unsigned)q;
+}
+
 /* --workers N > 1: the runtime's workers run d_wk_run, one node each. The lock is
  * held until every worker's node is known, so no worker starts its loop early. */
 int d_start_workers(struct d_daemon *d, char *err, size_t errlen)

@@ -507,6 +507,8 @@ void d_kick(struct d_wk *w);
 void d_kick_all(struct d_daemon *d);
 unsigned d_flow_worker(const struct d_daemon *d, uint32_t peer_be, uint16_t pport_be,
                        uint16_t lport_be);
+unsigned d_flow_worker6(const struct d_daemon *d, const uint8_t peer[16], uint16_t pport_be,
+                        const uint8_t src[16], uint16_t lport_be);
 int d_start_workers(struct d_daemon *d, char *err, size_t errlen);
 int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl);
 struct d_app *d_first(struct d_daemon *d, unsigned wk);
@@ -605,11 +607,14 @@ struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip
 
 /* d_loop.c */
 int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);
-void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op);
+void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op,
+                    const uint8_t *addr6);
 void d_loop_tx(struct d_daemon *d, struct d_sock *s);
 uint32_t d_loop_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
 void d_loop_unpair(struct d_daemon *d, struct d_sock *s, int graceful);
-void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e);
+void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e,
+                   const uint8_t *addr6);
+int d_loop6_addr(const struct d_sock *s, const uint8_t a[16]);
 struct d_dgram *d_dgram_new(struct d_sock *s, uint32_t len);
 struct d_dgram *d_dgram_alloc(uint32_t len);
 int d_dgram_room(struct d_sock *s, uint32_t len);

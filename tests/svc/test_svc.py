@@ -318,6 +318,61 @@ def case_ip6_off(rig):
     assert sn == rn == 1 << 20 and sh == rh, out
 
 
+def case_apps_tcp6(rig):
+    """IPv6 between two applications of one ipkitd (svc/d_loop.c): A listens on
+    the AF_INET6 :: (SVC_TOOL_FAMILY=6), B connects to the daemon's IPv6 address,
+    16 MiB each way, each side's received digest the other's sent one; again over
+    ::1. Before, both were -ENETUNREACH. A listener bound AF_INET only is not
+    reached over IPv6 (-ECONNREFUSED, as Linux's RST to a V4-only port)."""
+    time.sleep(1.5)  # DAD of our address (RetransTimer 1 s) before it is ours
+    six = {"SVC_TOOL_FAMILY": "6"}
+    for dst, size in ((OUR_IP6, 16 << 20), ("::1", 1 << 20)):
+        a = rig.tool("listen", "7110", str(size), env=six)
+        assert a.stdout.readline().strip() == b"listening"
+        check_echo_pair(a, rig.tool("connect", dst, "7110", str(size)), size)
+    a = rig.tool("listen", "7111", str(1 << 20))  # AF_INET 0.0.0.0
+    assert a.stdout.readline().strip() == b"listening"
+    rc, out, err = rig.run_tool("connect", "::1", "7111", "1000")
+    assert rc == 1 and "Connection refused" in err, (rc, out, err)
+    a.kill()
+
+
+def case_apps_udp6(rig):
+    """UDP over IPv6 between two applications: 50 datagrams to the daemon's IPv6
+    address and 50 to ::1, echoed by the other application (bound AF_INET6 ::);
+    each reply checked byte for byte and by its sender (family, address, port)."""
+    time.sleep(1.5)
+    six = {"SVC_TOOL_FAMILY": "6"}
+    for dst in (OUR_IP6, "::1"):
+        e = rig.tool("udpecho", "7112", "50", env=six)
+        assert e.stdout.readline().strip() == b"ready"
+        rc, out, err = rig.run_tool("udp", dst, "7112", "50")
+        eout, eerr = e.communicate(timeout=30)
+        assert rc == 0 and "udp 50/50" in out, out + err
+        assert e.returncode == 0 and b"udpecho 50/50" in eout, eout + eerr
+
+
+def case_workers_bound_connect6(rig):
+    """case_workers_bound_connect over IPv6: a CONNECT from a bound port (bound to
+    ::) moves to the worker the IPv6 4-tuple hashes to (d_flow_worker6, from the
+    source address the core will pick), 8 connections from ports 41100..41107,
+    1 MiB each through the echo over IPv6, SHA-256 equal. Without the move about
+    half open on a worker that never sees their replies and never complete."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_bound_connect6)"
+    time.sleep(1.5)
+    size = 1 << 20
+    for port in range(41100, 41108):
+        p = rig.tool("connect", PEER_IP6, "7", str(size),
+                     env={"SVC_TOOL_LPORT": str(port), "SVC_TOOL_FAMILY": "6"})
+        check_echo(p, size)
+    st = worker_stats(rig)
+    for w, c in st.items():
+        assert c["connected"] >= 1, (w, c)
+        assert c["msg_gone"] == 0 and c["msg_full"] == 0, (w, c)
+    ins = sum(c["msgs_in"] for c in st.values())
+    assert ins > 0 and ins == sum(c["msgs_out"] for c in st.values()), st
+
+
 def case_udp(rig):
     rc, out, err = rig.run_tool("udp", PEER_IP, "7", "50")
     assert rc == 0 and "udp 50/50" in out, out + err
@@ -1010,7 +1065,8 @@ def main():
     if case == "workers_ports":  # a slow worker: INSTALLs applied 100 ms late
         os.environ["IPKITD_INSTALL_DELAY_MS"] = "100"  # (svc/d_pinst.c)
     rig = Rig(*args, echo=case not in ("workers_accept_cross", "workers_ports"),
-              ip6=case in ("echo_tcp6", "udp6"))
+              ip6=case in ("echo_tcp6", "udp6", "apps_tcp6", "apps_udp6",
+                           "workers_bound_connect6"))
     try:
         globals()["case_" + case](rig)
     finally:
