@@ -295,20 +295,16 @@ void d_dgram_push(struct d_daemon *d, struct d_sock *s, struct d_dgram *g)
 void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e,
                    const uint8_t *addr6)
 {
-	struct d_sock *t;
-	int other;
-	struct d_dgram *g;
+	struct d_pref r;
+	struct d_dgram *g = NULL;
 	uint32_t h[4], from = d->cfg.ip4_be;
 	if (addr6) { /* the sender's address folded, as ev_udp6 folds a peer's */
 		memcpy(h, addr6, 16);
 		from = h[0] ^ h[1] ^ h[2] ^ h[3];
 	}
-	d_plock(d); /* t may be another worker's: read under the port lock */
-	t = d_port_udp(d, e->addr.port_be, from, s->lport_be, addr6 ? D_FAM6 : D_FAM4);
-	other = t && t->wk != s->wk;
-	g = !t || !t->ring ? NULL : other ? d_dgram_alloc(e->len) : d_dgram_new(t, e->len);
-	if (!g || !other)
-		d_punlock(d);
+	/* the socket may be another worker's: a reference (d_pcache.c), never read */
+	if (d_udp_ref(d, s->wk, e->addr.port_be, from, s->lport_be, addr6 ? D_FAM6 : D_FAM4, &r))
+		g = r.s ? d_dgram_new(r.s, e->len) : d_dgram_alloc(e->len);
 	D_STAT(s->app, tx_copied, e->len);
 	if (!g) {
 		__atomic_add_fetch(&d->loop_dgram_drops, 1, __ATOMIC_RELAXED);
@@ -327,13 +323,12 @@ void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sq
 	}
 	__atomic_add_fetch(&d->loop_dgrams, 1, __ATOMIC_RELAXED);
 	d_post_res(s, e->user_data, (int32_t)e->len);
-	if (!other) {
-		d_dgram_push(d, t, g);
+	if (r.s) {
+		d_dgram_push(d, r.s, g);
 		return;
 	}
-	if (d_msg_send(d, s->wk, t, D_MSG_UDP, g) < 0) {
+	if (d_msg_send_id(d, s->wk, r.wk, r.app_id, r.sock_id, D_MSG_UDP, g) < 0) {
 		d->wk[s->wk].msg_full++;
 		free(g);
 	}
-	d_punlock(d);
 }

@@ -130,13 +130,21 @@ static int d_msg_put(struct d_daemon *d, unsigned from, unsigned to, const struc
 int d_msg_send(struct d_daemon *d, unsigned from, const struct d_sock *s, uint32_t kind,
                void *p)
 {
+	return d_msg_send_id(d, from, s->wk, s->app->id, s->id, kind, p);
+}
+
+/* d_msg_send to a socket named by ids only (a port cache entry, d_pcache.c: the
+ * sender never reads the socket). */
+int d_msg_send_id(struct d_daemon *d, unsigned from, unsigned to, uint32_t app_id,
+                  uint32_t sock_id, uint32_t kind, void *p)
+{
 	struct d_msg m;
 	memset(&m, 0, sizeof m);
 	m.kind = kind;
-	m.app_id = s->app->id;
-	m.sock_id = s->id;
+	m.app_id = app_id;
+	m.sock_id = sock_id;
 	m.p = p;
-	return d_msg_put(d, from, s->wk, &m);
+	return d_msg_put(d, from, to, &m);
 }
 
 /* Anything of from's outbox waiting for worker `to`? (Then a new message to `to`

@@ -195,6 +195,7 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 		s->state = D_LISTEN;
 		s->backlog = bl;
 		s->listening = 1;
+		d_pcache_bump(d);
 	}
 	d_punlock(d);
 	return rc;
@@ -734,26 +735,31 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 
 /* ------------------------------------------------------------ core events */
 
-static int d_syn_ok(struct d_daemon *d, uint16_t port_be, unsigned fam)
+/* A SYN: a listener of this worker alone on the port is known without the port
+ * lock (d_pcache.c); any other answer is asked under it and remembered. */
+static int d_syn_ok(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam)
 {
-	int ok;
+	struct d_sock *l;
+	if (d_syn_mine(d, wk, port_be, fam))
+		return 1;
 	d_plock(d);
-	ok = d_port_listener(d, port_be, 0, fam) != NULL;
+	l = d_port_listener(d, port_be, 0, fam);
+	d_syn_remember(d, wk, l, port_be, fam);
 	d_punlock(d);
-	return ok;
+	return l != NULL;
 }
 
 static int ev_accept(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opq)
 {
 	(void)ctx; /* an AF_INET6 V6ONLY listener alone: RST, as Linux */
-	return d_syn_ok(D(opq), t->local_port_be, D_FAM4);
+	return d_syn_ok(D(opq), W(opq)->idx, t->local_port_be, D_FAM4);
 }
 
 /* A SYN over IPv6 (issue 17): only a listener bound AF_INET6 takes it. */
 static int ev_accept6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opq)
 {
 	(void)ctx;
-	return d_syn_ok(D(opq), t->local_port_be, D_FAM6);
+	return d_syn_ok(D(opq), W(opq)->idx, t->local_port_be, D_FAM6);
 }
 
 /* The accepted connection's peer, either family, for the ACCEPT completion. */
@@ -766,33 +772,40 @@ static void d_acc_peer(const struct ipk_atuple *t, struct d_sock *w)
 	memcpy(w->acc_addr.addr, t->peer.a, w->v6 ? 16 : 4);
 }
 
-static void *ev_accepted_locked(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
-                                const struct ipk_atuple *tp);
+static void *ev_accepted_l(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
+                           const struct ipk_atuple *tp, struct d_sock *l);
 
-/* The listener may be another worker's: the port lock is held while it is read
- * (its close leaves the port under the lock before it is freed). */
+/* The listener may be another worker's: then the port lock is held while it is
+ * read (its close leaves the port under the lock before it is freed). One of
+ * this worker's own, alone on its port, comes from the cache without it. */
 static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 {
 	struct d_daemon *d = D(opq);
 	struct ipk_atuple t;
+	struct d_sock *l;
+	unsigned fam;
 	void *r;
 	if (ipk_tcp_atuple(ctx, c, &t) < 0)
 		return NULL;
+	fam = t.peer.family == IPK_AF_INET6 ? D_FAM6 : D_FAM4;
+	l = d_syn_mine(d, W(opq)->idx, t.local_port_be, fam);
+	if (l)
+		return ev_accepted_l(ctx, c, opq, &t, l);
 	d_plock(d);
-	r = ev_accepted_locked(ctx, c, opq, &t);
+	l = d_port_listener(d, t.local_port_be, 1, fam); /* the listeners take turns */
+	d_syn_remember(d, W(opq)->idx, l, t.local_port_be, fam);
+	r = ev_accepted_l(ctx, c, opq, &t, l);
 	d_punlock(d);
 	return r;
 }
 
-static void *ev_accepted_locked(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
-                                const struct ipk_atuple *tp)
+static void *ev_accepted_l(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
+                           const struct ipk_atuple *tp, struct d_sock *l)
 {
 	struct d_daemon *d = D(opq);
 	struct ipk_atuple t = *tp;
-	struct d_sock *l, *w;
+	struct d_sock *w;
 	uint64_t now = ipk_node_now(ipk_node_from(opq));
-	l = d_port_listener(d, t.local_port_be, 1, /* the listeners take turns */
-	                    t.peer.family == IPK_AF_INET6 ? D_FAM6 : D_FAM4);
 	w = l ? d_sock_alloc(l->app, IPK_SVC_TCP) : NULL;
 	if (!w) {
 		ipk_tcp_abort(ctx, c, now);
@@ -919,74 +932,66 @@ static void ev_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 
 /* A datagram for a socket of another worker (the steering sends a frame to the
  * worker of its flow, the port's socket may be elsewhere): copied here, queued
- * there as a message (d_msg.c); a full ring loses it, like a full queue. */
-static void d_udp_other(struct ipk_ctx *ctx, struct d_wk *w, struct d_sock *s,
+ * there as a message (d_msg.c) naming the socket by ids; a full ring loses it,
+ * like a full queue. */
+static void d_udp_other(struct ipk_ctx *ctx, struct d_wk *w, const struct d_pref *r,
                         struct d_dgram *g, void *pkt, uint32_t off, uint32_t len)
 {
 	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
-	if (d_msg_send(w->d, w->idx, s, D_MSG_UDP, g) < 0) {
+	if (d_msg_send_id(w->d, w->idx, r->wk, r->app_id, r->sock_id, D_MSG_UDP, g) < 0) {
 		w->msg_full++;
 		free(g);
 	}
 }
 
-static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
-                   uint32_t len, void *opq)
+/* Either family's datagram for port_be: its socket (d_udp_ref: without the port
+ * lock while the ports have not changed), then queued here or sent over. */
+static void d_udp_in(struct ipk_ctx *ctx, void *opq, uint16_t port_be, uint32_t from_key,
+                     uint16_t from_port_be, unsigned fam, const struct ipk_svc_addr *from,
+                     void *pkt, uint32_t off, uint32_t len)
 {
-	struct d_sock *s;
-	int other;
+	struct d_pref r;
 	struct d_dgram *g;
-	d_plock(D(opq)); /* s may be another worker's: read under the port lock */
-	s = d_port_udp(D(opq), t->local_port_be, t->peer_ip4_be, t->peer_port_be, D_FAM4);
-	other = s && s->wk != W(opq)->idx;
-	g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
-	if (!g || !other)
-		d_punlock(D(opq)); /* ours (or none): only this worker frees it */
+	if (!d_udp_ref(D(opq), W(opq)->idx, port_be, from_key, from_port_be, fam, &r))
+		return;
+	g = r.s ? d_dgram_new(r.s, len) : d_dgram_alloc(len);
 	if (!g)
 		return;
 	W(opq)->udp_rx++;
-	g->from.family = IPK_SVC_AF_INET;
-	g->from.port_be = t->peer_port_be;
-	memcpy(g->from.addr, &t->peer_ip4_be, 4);
-	if (other) {
-		d_udp_other(ctx, W(opq), s, g, pkt, off, len);
-		d_punlock(D(opq));
+	g->from = *from;
+	if (!r.s) {
+		d_udp_other(ctx, W(opq), &r, g, pkt, off, len);
 		return;
 	}
 	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
-	d_dgram_push(D(opq), s, g);
+	d_dgram_push(D(opq), r.s, g);
+}
+
+static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
+                   uint32_t len, void *opq)
+{
+	struct ipk_svc_addr from;
+	memset(&from, 0, sizeof from);
+	from.family = IPK_SVC_AF_INET;
+	from.port_be = t->peer_port_be;
+	memcpy(from.addr, &t->peer_ip4_be, 4);
+	d_udp_in(ctx, opq, t->local_port_be, t->peer_ip4_be, t->peer_port_be, D_FAM4, &from, pkt,
+	         off, len);
 }
 
 /* A UDP datagram over IPv6 (issue 17): for a socket bound AF_INET6 only. */
 static void ev_udp6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt, uint32_t off,
                     uint32_t len, void *opq)
 {
+	struct ipk_svc_addr from;
 	uint32_t h[4];
-	struct d_sock *s;
-	struct d_dgram *g;
-	int other;
 	memcpy(h, t->peer.a, 16); /* the sender's address folded: the group's choice */
-	d_plock(D(opq)); /* as ev_udp */
-	s = d_port_udp(D(opq), t->local_port_be, h[0] ^ h[1] ^ h[2] ^ h[3], t->peer_port_be,
-	               D_FAM6);
-	other = s && s->wk != W(opq)->idx;
-	g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
-	if (!g || !other)
-		d_punlock(D(opq));
-	if (!g)
-		return;
-	W(opq)->udp_rx++;
-	memset(&g->from, 0, sizeof g->from);
-	g->from.family = IPK_SVC_AF_INET6;
-	g->from.port_be = t->peer_port_be;
-	memcpy(g->from.addr, t->peer.a, 16);
-	if (other) {
-		d_udp_other(ctx, W(opq), s, g, pkt, off, len);
-		d_punlock(D(opq));
-		return;
-	}
-	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
-	d_dgram_push(D(opq), s, g);
+	memset(&from, 0, sizeof from);
+	from.family = IPK_SVC_AF_INET6;
+	from.port_be = t->peer_port_be;
+	memcpy(from.addr, t->peer.a, 16);
+	d_udp_in(ctx, opq, t->local_port_be, h[0] ^ h[1] ^ h[2] ^ h[3], t->peer_port_be, D_FAM6,
+	         &from, pkt, off, len);
 }
 
 const struct ipk_ops d_events = {

@@ -277,6 +277,7 @@ static void d_pinst_done(struct d_daemon *d, struct d_sock *s)
 		d_plock(d); /* pgen, and the circle's view of s */
 		d_pinst_del(d, s, s->lport_be);
 		s->listening = 0;
+		d_pcache_bump(d);
 		d_punlock(d);
 		d_sock_unqueue(d, s);
 		s->state = D_BOUND;

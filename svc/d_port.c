@@ -61,6 +61,8 @@ int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be, int wai
 	int rc;
 	d_plock(d);
 	rc = d_port_claim_locked(d, s, port_be, wait);
+	if (rc >= 0)
+		d_pcache_bump(d); /* a port of one may be a port of two now */
 	d_punlock(d);
 	return rc;
 }
@@ -137,6 +139,7 @@ void d_port_release(struct d_daemon *d, struct d_sock *s)
 	s->port_next = NULL;
 	s->port_member = 0;
 	s->listening = 0;
+	d_pcache_bump(d); /* before s can be freed: no cache names it any more */
 	d_punlock(d);
 }
 

@@ -57,6 +57,28 @@ struct d_cfg {
 
 struct d_zc;
 struct spsc;
+
+/* A port lookup a worker remembers (d_pcache.c): valid while the daemon's port
+ * generation has not moved since. Only a port held by one socket is remembered:
+ * the socket itself when it is the worker's own (only its owner frees it), else
+ * its ids for a message. */
+#define D_PCACHE 1024u
+struct d_pce {
+	uint32_t gen;                /* d->port_gen when filled (0: empty) */
+	uint16_t port_be;
+	uint8_t type, fam;
+	struct d_sock *s;            /* the worker's own socket, or NULL */
+	struct d_app *app;           /* its application (alive while a W is held) */
+	uint32_t app_id, sock_id;
+	unsigned wk, prio;
+};
+struct d_pref {                      /* a lookup's answer */
+	struct d_sock *s;            /* ours (usable), or NULL */
+	struct d_app *app;
+	uint32_t app_id, sock_id;
+	unsigned wk, prio;
+	int found;
+};
 struct d_pdelay;
 
 /* cross-worker messages (d_msg.c) */
@@ -361,6 +383,8 @@ struct d_wk {
 	                              * has it (d_pinst.c; this worker's thread, or
 	                              * the control thread in a reclaim) */
 	uint64_t port_in;            /* INSTALL / REMOVE messages it applied */
+	struct d_pce *pc;            /* nw > 1: its port cache (D_PCACHE entries) */
+	uint64_t pc_hit, pc_miss;    /* lookups answered by it / under the port lock */
 	struct d_pdelay *pd;         /* test knob IPKITD_INSTALL_DELAY_MS: INSTALLs
 	                              * held back (d_pinst.c); npd of D_PDELAY_MAX */
 	unsigned npd;
@@ -400,6 +424,8 @@ struct d_daemon {
 	uint32_t lvl_socks[D_PRIO_MAX]; /* live sockets per level (--low-inflight
 	                                 * limits a level only while a higher one has any) */
 	uint64_t inst_delay_ns;      /* test knob (d_pinst.c), 0: none */
+	uint32_t port_gen;           /* moves (under the port lock, release) with every
+	                              * change a port cache could have seen (d_pcache.c) */
 	uint32_t *pgen;              /* nw > 1: per (type, port) the generation of
 	                              * its last install (d_pinst.c; port lock) */
 	int reclaiming;              /* d_app_reclaim runs: it may touch every worker's
@@ -557,6 +583,8 @@ int d_msg_init(struct d_daemon *d);
 void d_msg_fini(struct d_daemon *d);
 int d_msg_send(struct d_daemon *d, unsigned from, const struct d_sock *s, uint32_t kind,
                void *p);
+int d_msg_send_id(struct d_daemon *d, unsigned from, unsigned to, uint32_t app_id,
+                  uint32_t sock_id, uint32_t kind, void *p);
 int d_msg_post(struct d_daemon *d, unsigned from, unsigned to, uint32_t kind, uint32_t app_id,
                uint32_t sock_id, uint64_t arg, int32_t res, void *p);
 int d_acc_cross(struct d_daemon *d, struct d_sock *l, struct d_sock *w);
@@ -579,6 +607,14 @@ int d_pinst_msg(struct d_daemon *d, unsigned wk, unsigned from, uint32_t kind, u
 void d_pinst_tick(struct d_daemon *d, unsigned wk);
 int d_pinst_answer(struct d_daemon *d, unsigned wk, uint32_t app_id, uint32_t sock_id,
                    uint64_t gen, int32_t res);
+
+/* d_pcache.c: port lookups without the port lock while nothing changed */
+void d_pcache_bump(struct d_daemon *d);
+int d_udp_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, uint32_t from_ip_be,
+              uint16_t from_port_be, unsigned fam, struct d_pref *r);
+struct d_sock *d_syn_mine(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam);
+void d_syn_remember(struct d_daemon *d, unsigned wk, struct d_sock *l, uint16_t port_be,
+                    unsigned fam);
 
 /* d_port.c */
 int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be, int wait);

@@ -631,6 +631,7 @@ static void d_shutdown(struct d_daemon *d)
 		ipk_node_destroy(d->wk[0].node);
 	}
 	for (i = 0; d->wk && i < d->nw; i++) {
+		free(d->wk[i].pc);
 		if (d->wk[i].ep >= 0)
 			close(d->wk[i].ep);
 		if (d->wk[i].kick_fd >= 0)

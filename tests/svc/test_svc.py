@@ -613,6 +613,11 @@ def case_workers_udp_cross(rig):
     for _ in range(8):
         case_udp(rig)
     st = worker_stats(rig)
+    # Each port here is held by one socket, so after a first lookup under the port
+    # lock a worker answers the next datagrams for it from its cache (d_pcache.c)
+    pc = {int(m.group(1)): (int(m.group(2)), int(m.group(3)))
+          for m in PCACHE_LINE.finditer(rig.final_log)}
+    assert sum(h for h, _ in pc.values()) > sum(m for _, m in pc.values()), pc
     print(st)
     ins = sum(c["msgs_in"] for c in st.values())
     assert ins > 0 and ins == sum(c["msgs_out"] for c in st.values()), st
@@ -988,7 +993,8 @@ def case_workers_death_midpass(rig):
         assert c["sockets"] >= iters * 8, (w, c)  # every victim had sockets on both
 
 
-OVERLAP_LINE = re.compile(r"worker (\d+): .* overlap (\d+) passes (\d+)$", re.M)
+OVERLAP_LINE = re.compile(r"worker (\d+): .* overlap (\d+) passes (\d+)", re.M)
+PCACHE_LINE = re.compile(r"worker (\d+): .* pc_hit (\d+) pc_miss (\d+)", re.M)
 
 
 def overlap_stats(rig):
