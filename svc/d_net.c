@@ -601,7 +601,9 @@ static void d_rx_udp(struct d_sock *s)
 
 void d_rx_deliver(struct d_daemon *d, struct d_sock *s)
 {
-	if (!s->ring || s->xfer)
+	/* xfer first: while it is set the listener's worker writes s's rings
+	 * (d_accept_deliver), so this worker must not read them yet */
+	if (s->xfer || !s->ring)
 		return; /* accepted, not handed over yet: data waits */
 	if (s->type == IPK_SVC_TCP)
 		d_rx_tcp(d, s);
