@@ -459,23 +459,13 @@ static void d_events_wait(struct d_daemon *d, int timeout_ms)
 }
 
 /* Raise daemon_sleeping everywhere, then look once more: an app that published
- * before seeing the flag is caught here, one that published after rings. With
- * several workers only the last one awake does it (under d->mu): while any worker
+ * before seeing the flag is caught here, one that published after rings. 1: no
+ * application submitted since worker wk's last look. With several workers only
+ * the last one going to sleep calls it (d_wk.c d_wk_sleep_ok): while any worker
  * is awake, its passes take the bitmap and kick the owners. */
-int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf)
+int d_sleep_flags(struct d_daemon *d, unsigned wk)
 {
 	struct d_app *a;
-	*ovf = 0;
-	for (a = d->apps; a; a = a->next) {
-		*ovf |= a->ready && a->pw[wk].ovf_wait;
-		if (a->ready && (a->pw[wk].rescan || d_ho_pending(&a->pw[wk])))
-			return 0;
-	}
-	if (d->mt && d_msg_pending(d, wk))
-		return 0;
-	*ovf |= d->wk[wk].ob_h != NULL; /* its outbox: look again within 1 ms */
-	if (d->mt && d->awake > 1)
-		return 1;
 	for (a = d->apps; a; a = a->next)
 		if (a->ready)
 			IPK_SVC_STORE_RLX(&a->hdr->daemon_sleeping.v, 1);
@@ -489,6 +479,19 @@ int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf)
 			return 0;
 	}
 	return 1;
+}
+
+/* One worker: may the loop sleep? */
+int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf)
+{
+	struct d_app *a;
+	*ovf = 0;
+	for (a = d->apps; a; a = a->next) {
+		*ovf |= a->ready && a->pw[wk].ovf_wait;
+		if (a->ready && (a->pw[wk].rescan || d_ho_pending(&a->pw[wk])))
+			return 0;
+	}
+	return d_sleep_flags(d, wk);
 }
 
 void d_awake(struct d_daemon *d)
@@ -621,11 +624,14 @@ static void d_shutdown(struct d_daemon *d)
 	d_msg_fini(d); /* after the reclaims: the stack is stopped, nothing sends */
 	if (d->ws) {
 		ipk_workers_destroy(d->ws);
-		pthread_mutex_destroy(&d->mu);
+		for (i = 0; i < d->nw; i++)
+			pthread_mutex_destroy(&d->wk[i].mu);
+		pthread_mutex_destroy(&d->pmu);
 	} else if (d->wk) {
 		ipk_node_destroy(d->wk[0].node);
 	}
 	for (i = 0; d->wk && i < d->nw; i++) {
+		free(d->wk[i].pc);
 		if (d->wk[i].ep >= 0)
 			close(d->wk[i].ep);
 		if (d->wk[i].kick_fd >= 0)
