@@ -315,6 +315,21 @@ static int svc_submit(struct ipk_svc_sock *so, int ring)
 }
 
 int ipk_svc_submit(struct ipk_svc_sock *so) { return svc_submit(so, 1); }
+
+void ipk_svc_ring(struct ipk_svc *svc)
+{
+	uint64_t one = 1;
+	if (!svc || svc->dead)
+		return;
+	/* seq_cst: as svc_doorbell, daemon_sleeping is read after the quiet
+	 * submits' stores are visible (the daemon re-reads submit_seq after raising
+	 * it, so one of the two sides sees the other) */
+	IPK_SVC_FENCE();
+	if (IPK_SVC_LOAD_RLX(&svc->hdr->daemon_sleeping.v)) {
+		ssize_t r = write(svc->bell_fd, &one, sizeof one);
+		(void)r; /* EAGAIN: the counter is saturated, the daemon wakes anyway */
+	}
+}
 int ipk_svc_submit_quiet(struct ipk_svc_sock *so) { return svc_submit(so, 0); }
 
 /* ------------------------------------------------------------ completion */

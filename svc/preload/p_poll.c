@@ -92,6 +92,18 @@ static int pl_pset_collect(struct pl_pset *p, struct pollfd *fds, nfds_t n)
 
 static void pl_ep_watch(int fd);
 
+/* A kernel wait of a program with ipkit sockets: an epoll set inside it may hold
+ * some, so the deferred levels are written first (preload.h). */
+static int pl_kwait_done(int r, int in)
+{
+	int err = errno;
+	if (in)
+		pl_wait_leave();
+	errno = err;
+	return r;
+}
+#define PL_KWAIT(call) (pl_any_sock() ? (pl_wait_flush(), pl_kwait_done((call), 1)) : (call))
+
 static int pl_any_ipk(const struct pollfd *fds, nfds_t n)
 {
 	nfds_t i;
@@ -130,12 +142,17 @@ static int pl_poll_core(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const 
 			ts.tv_nsec = left % 1000000000;
 			tp = &ts;
 		}
+		pl_wait_flush(); /* deferred levels written before the kernel looks */
 		r = pl_r.ppoll(p.k, p.nk, tp, mask);
+		pl_wait_leave();
 		if (r < 0) {
 			rc = -errno;
 			break;
 		}
 		rc = pl_pset_collect(&p, fds, n);
+		for (i = 0; rc > 0 && i < n; i++)
+			if (p.s[i] && fds[i].revents)
+				pl_batch_set(1); /* the program handles an ipkit socket next */
 		if (rc > 0 || (end >= 0 && pl_now_ns() >= end))
 			break;
 		rc = 0; /* woken for what was asked no more: sleep again */
@@ -149,7 +166,7 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
 	int rc;
 	pl_resolve();
 	if (!pl_any_ipk(fds, n))
-		return pl_r.poll(fds, n, timeout);
+		return PL_KWAIT(pl_r.poll(fds, n, timeout));
 	rc = pl_poll_core(fds, n, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
 	return rc < 0 ? PL_ERR(-rc) : rc;
 }
@@ -166,7 +183,7 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
 	int rc;
 	pl_resolve();
 	if (!pl_any_ipk(fds, n))
-		return pl_r.ppoll(fds, n, ts, mask);
+		return PL_KWAIT(pl_r.ppoll(fds, n, ts, mask));
 	rc = pl_poll_core(fds, n, ts ? (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec : -1, mask);
 	return rc < 0 ? PL_ERR(-rc) : rc;
 }
@@ -232,7 +249,7 @@ int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 	int rc;
 	pl_resolve();
 	if (nfds < 0 || nfds > FD_SETSIZE || !pl_sets_ipk(nfds, r, w, e))
-		return pl_r.select(nfds, r, w, e, tv);
+		return PL_KWAIT(pl_r.select(nfds, r, w, e, tv));
 	tns = tv ? (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000 : -1;
 	t0 = pl_now_ns();
 	rc = pl_select(nfds, r, w, e, tns, NULL);
@@ -252,7 +269,7 @@ int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts
 	int rc;
 	pl_resolve();
 	if (nfds < 0 || nfds > FD_SETSIZE || !pl_sets_ipk(nfds, r, w, e))
-		return pl_r.pselect(nfds, r, w, e, ts, mask);
+		return PL_KWAIT(pl_r.pselect(nfds, r, w, e, ts, mask));
 	rc = pl_select(nfds, r, w, e, ts ? (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec : -1,
 	               mask);
 	return rc < 0 ? PL_ERR(-rc) : rc;
@@ -309,6 +326,7 @@ struct pl_eset {
 };
 
 static struct pl_eset *e_sets[PL_EP_MAX];
+static __thread int t_ipk; /* ipkit sockets this thread's wait reported */
 static uint8_t e_watched[PL_EP_MAX];
 static pthread_mutex_t e_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -498,6 +516,10 @@ static int pl_ep_ctl(struct pl_eset *e, int epfd, int op, int fd, struct pl_sock
 	rc = pl_ep_kernel(epfd, op, fd, s, kev);
 	if (rc < 0)
 		return rc;
+	if (op == EPOLL_CTL_ADD)
+		__atomic_add_fetch(&s->nsets, 1, __ATOMIC_RELAXED);
+	else if (op == EPOLL_CTL_DEL)
+		__atomic_sub_fetch(&s->nsets, 1, __ATOMIC_RELAXED);
 	g->on = op != EPOLL_CTL_DEL;
 	g->serial = s->serial;
 	g->disarmed = 0;
@@ -560,8 +582,10 @@ static uint32_t pl_ep_user(struct pl_eset *e, int fd, epoll_data_t *data)
 		*data = g->data;
 		if (m && (g->events & EPOLLONESHOT))
 			g->disarmed = 1;
-		if (m)
+		if (m) {
 			g->round = e->round;
+			t_ipk++;
+		}
 		if (m && g->emul && !g->carried)
 			pl_ep_carry(e, fd);
 	}
@@ -610,6 +634,33 @@ static int pl_ep_carried(struct pl_eset *e, struct epoll_event *ev, int max)
 	return k;
 }
 
+/* A socket whose arrival was deferred (preload.h), taken by this wait (under
+ * e->mu): reported here without its eventfd write when this set alone can see it
+ * (its only epoll set, edge-triggered or level-triggered kept by the shim, not
+ * ONESHOT), else its write now, for the kernel and every other waiter. Returns
+ * the entries written (0 or 1). */
+static int pl_ep_direct(struct pl_eset *e, struct pl_sock *s, struct epoll_event *ev,
+                        int room)
+{
+	int fd = s->fd;
+	struct pl_ereg *g = fd >= 0 && fd < e->cap ? &e->r[fd] : NULL;
+	epoll_data_t d;
+	uint32_t m;
+	if (room <= 0 || !g || !g->on || g->serial != s->serial ||
+	    __atomic_load_n(&s->nsets, __ATOMIC_RELAXED) != 1 ||
+	    (g->events & EPOLLONESHOT) || !(g->emul || (g->events & EPOLLET))) {
+		pl_pend_flush(s);
+		return 0;
+	}
+	pl_pend_take(s); /* its state is read after this: an arrival is not missed */
+	m = pl_ep_user(e, fd, &d);
+	if (!m)
+		return 0;
+	ev->events = m;
+	ev->data = d;
+	return 1;
+}
+
 /* Rewrite the kernel's answer in place (under e->mu): kernel descriptors as they
  * are, ipkit ones from their state, one entry per socket and wait. Returns the
  * entries kept. */
@@ -655,26 +706,30 @@ static int pl_ep_kwait(int epfd, struct epoll_event *ev, int max, int64_t left_n
 
 /* One wait: the lt list first (then the kernel only looks, timeout 0), the kernel's
  * answer after it, as Linux's ready list has the re-queued items before what arrived
- * since; after an answer that filled `max` the two sides take turns going first, so
- * neither starves the other. */
+ * since, then the arrivals whose levels were deferred (preload.h); after an answer
+ * that filled `max` the lt list and the kernel take turns going first, so neither
+ * starves the other. */
 static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t timeout_ns,
                          const sigset_t *mask, int ns)
 {
 	struct pl_eset *e = pl_eset(epfd, 0);
 	int64_t end = timeout_ns >= 0 ? pl_now_ns() + timeout_ns : -1;
+	struct pl_sock *pend, *nx;
 	if (!e || max <= 0)
-		return pl_ep_kwait(epfd, ev, max, timeout_ns, mask, ns);
+		return PL_KWAIT(pl_ep_kwait(epfd, ev, max, timeout_ns, mask, ns));
 	for (;;) {
 		int64_t left = end < 0 ? -1 : end - pl_now_ns();
 		int r = 0, nc, k, kf, busy;
 		if (end >= 0 && left < 0)
 			left = 0;
+		pend = pl_wait_enter();
+		t_ipk = 0;
 		pthread_mutex_lock(&e->mu);
 		e->round++;
 		kf = e->kfirst;
 		e->kfirst = 0;
 		nc = kf ? 0 : pl_ep_carried(e, ev, max);
-		busy = e->nlt > 0;
+		busy = e->nlt > 0 || nc > 0 || pend;
 		if (!busy)
 			pl_ep_pend(e, 0); /* nothing left to look at again */
 		else
@@ -683,13 +738,20 @@ static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t time
 		pthread_mutex_unlock(&e->mu);
 		if (nc < max)
 			r = pl_ep_kwait(epfd, ev + nc, max - nc, left, mask, ns);
+		pl_wait_leave();
 		pthread_mutex_lock(&e->mu);
 		e->sleepers -= !busy;
-		if (r < 0 && nc == 0) {
+		k = nc + (r > 0 ? pl_ep_fix(e, ev + nc, r) : 0);
+		/* arrivals nobody was told of yet: newer than what the kernel had (a
+		 * waiter's flush wrote every older one), so after its answer */
+		for (; pend; pend = nx) {
+			nx = pend->pnext;
+			k += pl_ep_direct(e, pend, ev + k, max - k);
+		}
+		if (r < 0 && k == 0) {
 			pthread_mutex_unlock(&e->mu);
 			return r;
 		}
-		k = nc + (r > 0 ? pl_ep_fix(e, ev + nc, r) : 0);
 		if (kf && k < max)
 			k += pl_ep_carried(e, ev + k, max - k);
 		/* a full answer may have left either side waiting: the other side goes
@@ -700,6 +762,8 @@ static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t time
 		if (e->nlt > 0 && (e->sleepers > 0 || e->watched))
 			pl_ep_pend(e, 1);
 		pthread_mutex_unlock(&e->mu);
+		if (t_ipk > 0)
+			pl_batch_set(1); /* the program handles an ipkit socket next */
 		if (k > 0 || (end >= 0 && pl_now_ns() >= end))
 			return k;
 	}
