@@ -323,6 +323,7 @@ struct pl_eset {
 	int sleepers;         /* threads in the kernel's wait on this set */
 	int watched;          /* the epoll descriptor is watched from outside */
 	int kfirst;           /* the kernel's answer goes before the lt list's */
+	int epfd;             /* the epoll descriptor (ONESHOT re-arms) */
 };
 
 static struct pl_eset *e_sets[PL_EP_MAX];
@@ -343,6 +344,7 @@ static struct pl_eset *pl_eset(int epfd, int create)
 	if (!e && (e = (struct pl_eset *)calloc(1, sizeof *e)) != NULL) {
 		pthread_mutex_init(&e->mu, NULL);
 		e->pfd = -1;
+		e->epfd = epfd;
 		e->watched = __atomic_load_n(&e_watched[epfd], __ATOMIC_RELAXED);
 		__atomic_store_n(&e_sets[epfd], e, __ATOMIC_RELEASE);
 	}
@@ -579,6 +581,11 @@ static uint32_t pl_ep_user(struct pl_eset *e, int fd, epoll_data_t *data)
 		/* level-triggered in the kernel: a stale level would wake it again at once */
 		if (!(m & (EPOLLIN | EPOLLRDNORM)) && !g->emul)
 			pl_unstale(s);
+		/* the kernel spent a ONESHOT registration's shot on a level with nothing
+		 * behind it; Linux disarms only what it reports: armed again (the stale
+		 * level cleared above first), else the next arrival would be lost */
+		if (!m && (g->events & EPOLLONESHOT))
+			pl_ep_kernel(e->epfd, EPOLL_CTL_MOD, fd, s, g->events);
 		*data = g->data;
 		if (m && (g->events & EPOLLONESHOT))
 			g->disarmed = 1;

@@ -1414,6 +1414,38 @@ static void t_epoll_ltlist(void)
 	R(close(l));
 }
 
+/* EPOLLET|EPOLLONESHOT re-armed by MOD after everything was read: the next
+ * arrival must still be reported (under the shim the re-arm met the eventfd's
+ * stale level, the kernel spent its one shot on it and the arrival was lost). */
+static void t_epoll_rearm(void)
+{
+	int l = listener(), c, s, ep = epoll_create1(0), i;
+	struct epoll_event e;
+	char b[8];
+	SAY("epoll_rearm\n");
+	s = pair(l, &c);
+	for (i = 0; i < 3; i++) {
+		uint32_t mode = i == 0 ? EPOLLET | EPOLLONESHOT : i == 1 ? EPOLLONESHOT : EPOLLET;
+		if (i == 0)
+			R(ep_add(ep, s, EPOLLIN | mode, 5));
+		R(send(c, "d", 1, 0));
+		ep_show(ep, 5000);
+		R(read_n(s, b, 1));
+		e.events = EPOLLIN | mode;
+		e.data.u64 = 6 + (uint64_t)i;
+		R(epoll_ctl(ep, EPOLL_CTL_MOD, s, &e)); /* re-armed with nothing to read */
+		ep_show(ep, 50);
+		R(send(c, "e", 1, 0));
+		ep_show(ep, 5000);
+		R(read_n(s, b, 1));
+		R(epoll_ctl(ep, EPOLL_CTL_MOD, s, &e));
+	}
+	R(close(ep));
+	R(close(c));
+	R(close(s));
+	R(close(l));
+}
+
 /* Arrivals while the program waits nowhere (it spins on FIONREAD, as a busy
  * program does): under the shim their eventfd writes are deferred to the next
  * wait, which must still report them in Linux's order (level-triggered turns,
@@ -1651,7 +1683,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer}, {"epoll_rearm", t_epoll_rearm},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold}, {"v6", t_v6},
 };
 
