@@ -366,6 +366,19 @@ void pl_ep_forget(int epfd)
 	__atomic_store_n(&e_sets[epfd], NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&e_mu);
 	if (e) { /* a thread still in epoll_wait on it is the caller's race, as in Linux */
+		int fd;
+		/* its number may name another set next: no socket may think this one
+		 * alone sees it (the pump would defer arrivals for a waiter on the new
+		 * set that no write of theirs wakes) */
+		for (fd = 0; fd < e->cap; fd++) {
+			struct pl_sock *s = e->r[fd].on ? pl_get(fd) : NULL;
+			int want = epfd;
+			if (!s)
+				continue;
+			__atomic_compare_exchange_n(&s->direct_epfd, &want, -1, 0, __ATOMIC_RELAXED,
+			                            __ATOMIC_RELAXED);
+			pl_put(s);
+		}
 		if (e->pfd >= 0)
 			pl_r.close(e->pfd);
 		pthread_mutex_destroy(&e->mu);
@@ -492,6 +505,8 @@ static int pl_ep_kernel(int epfd, int op, int fd, struct pl_sock *s, uint32_t ev
 	return 0;
 }
 
+static int pl_ep_direct_ok(const struct pl_ereg *g, struct pl_sock *s);
+
 static int pl_ep_ctl(struct pl_eset *e, int epfd, int op, int fd, struct pl_sock *s,
                      struct epoll_event *ev)
 {
@@ -533,6 +548,11 @@ static int pl_ep_ctl(struct pl_eset *e, int epfd, int op, int fd, struct pl_sock
 		if (!emul && !(ev->events & EPOLLET))
 			__atomic_store_n(&s->ep_lt, 1, __ATOMIC_RELAXED);
 	}
+	/* whether this set alone sees its arrivals (pl_ep_direct's rule), under the
+	 * number the pump knows it by */
+	__atomic_store_n(&s->direct_epfd,
+	                 g->on && fd == s->fd && pl_ep_direct_ok(g, s) ? epfd : -1,
+	                 __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -641,6 +661,16 @@ static int pl_ep_carried(struct pl_eset *e, struct epoll_event *ev, int max)
 	return k;
 }
 
+/* The set alone sees the socket's arrivals and needs no eventfd write for them:
+ * its only epoll set, edge-triggered or level-triggered kept by the shim, not
+ * ONESHOT (the kernel's shot), asking for input. */
+static int pl_ep_direct_ok(const struct pl_ereg *g, struct pl_sock *s)
+{
+	return __atomic_load_n(&s->nsets, __ATOMIC_RELAXED) == 1 &&
+	       !(g->events & EPOLLONESHOT) && (g->emul || (g->events & EPOLLET)) &&
+	       (g->events & (EPOLLIN | EPOLLRDNORM));
+}
+
 /* A socket whose arrival was deferred (preload.h), taken by this wait (under
  * e->mu): reported here without its eventfd write when this set alone can see it
  * (its only epoll set, edge-triggered or level-triggered kept by the shim, not
@@ -653,9 +683,7 @@ static int pl_ep_direct(struct pl_eset *e, struct pl_sock *s, struct epoll_event
 	struct pl_ereg *g = fd >= 0 && fd < e->cap ? &e->r[fd] : NULL;
 	epoll_data_t d;
 	uint32_t m;
-	if (room <= 0 || !g || !g->on || g->serial != s->serial ||
-	    __atomic_load_n(&s->nsets, __ATOMIC_RELAXED) != 1 ||
-	    (g->events & EPOLLONESHOT) || !(g->emul || (g->events & EPOLLET))) {
+	if (room <= 0 || !g || !g->on || g->serial != s->serial || !pl_ep_direct_ok(g, s)) {
 		pl_pend_flush(s);
 		return 0;
 	}
@@ -729,7 +757,7 @@ static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t time
 		int r = 0, nc, k, kf, busy;
 		if (end >= 0 && left < 0)
 			left = 0;
-		pend = pl_wait_enter();
+		pend = pl_wait_enter_ep(epfd);
 		t_ipk = 0;
 		pthread_mutex_lock(&e->mu);
 		e->round++;
@@ -752,6 +780,11 @@ static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t time
 		/* arrivals nobody was told of yet: newer than what the kernel had (a
 		 * waiter's flush wrote every older one), so after its answer */
 		for (; pend; pend = nx) {
+			nx = pend->pnext;
+			k += pl_ep_direct(e, pend, ev + k, max - k);
+		}
+		/* the ones deferred while we slept (the first one's write woke us) */
+		for (pend = pl_pend_grab(); pend; pend = nx) {
 			nx = pend->pnext;
 			k += pl_ep_direct(e, pend, ev + k, max - k);
 		}

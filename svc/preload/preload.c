@@ -265,6 +265,7 @@ struct pl_sock *pl_sock_new(int type)
 	s->type = type;
 	s->domain = AF_INET; /* pl_make sets the socket's own */
 	s->fd = s->lfd = s->ofd = -1;
+	s->direct_epfd = -1;
 	s->rcvbuf = 131072;
 	s->sndbuf = 16384;
 	s->kidle = 7200;
@@ -521,17 +522,21 @@ static int pl_writable(const struct pl_sock *s)
 static pthread_mutex_t w_mu = PTHREAD_MUTEX_INITIALIZER;
 static int w_sleepers;          /* threads in (or entering) a wait on eventfds */
 static struct pl_sock *w_pend;  /* deferred readable levels, newest first */
+static int w_ep = -1;           /* the only waiter's epoll set, or -1 */
+static int w_kicked;            /* it has been woken by a written arrival */
 
 /* Under s->mu: defer the readable level's write when nobody waits (1), else 0 and
  * the caller writes. A socket already on the list is covered: whoever takes it
  * looks at its state after taking it. */
 static int pl_defer(struct pl_sock *s)
 {
-	int d = 0;
+	int d = 0, ep = __atomic_load_n(&s->direct_epfd, __ATOMIC_RELAXED);
 	if (s->pending)
 		return 1;
 	pthread_mutex_lock(&w_mu);
-	if (w_sleepers == 0) {
+	if (w_sleepers > 0 && ep >= 0 && ep == w_ep && !w_kicked)
+		w_kicked = 1; /* this write wakes the one waiter: later ones can wait */
+	else if (w_sleepers == 0 || (ep >= 0 && ep == w_ep)) {
 		s->pending = 1;
 		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED); /* the list's */
 		s->pnext = w_pend;
@@ -542,16 +547,9 @@ static int pl_defer(struct pl_sock *s)
 	return d;
 }
 
-struct pl_sock *pl_wait_enter(void)
+static struct pl_sock *pl_pend_order(struct pl_sock *l)
 {
-	struct pl_sock *l, *r = NULL;
-	t_batch = 0;
-	pl_ring(); /* what this thread (or another) wrote goes out before we wait */
-	pthread_mutex_lock(&w_mu);
-	w_sleepers++; /* from here on the pump writes levels itself */
-	l = w_pend;
-	w_pend = NULL;
-	pthread_mutex_unlock(&w_mu);
+	struct pl_sock *r = NULL;
 	while (l) { /* oldest first */
 		struct pl_sock *n = l->pnext;
 		l->pnext = r;
@@ -561,10 +559,41 @@ struct pl_sock *pl_wait_enter(void)
 	return r;
 }
 
+static struct pl_sock *pl_enter(int epfd)
+{
+	struct pl_sock *l;
+	t_batch = 0;
+	pl_ring(); /* what this thread (or another) wrote goes out before we wait */
+	pthread_mutex_lock(&w_mu);
+	w_sleepers++; /* from here on the pump writes levels itself */
+	w_ep = w_sleepers == 1 ? epfd : -1;
+	w_kicked = 0;
+	l = w_pend;
+	w_pend = NULL;
+	pthread_mutex_unlock(&w_mu);
+	return pl_pend_order(l);
+}
+
+struct pl_sock *pl_wait_enter(void) { return pl_enter(-1); }
+struct pl_sock *pl_wait_enter_ep(int epfd) { return pl_enter(epfd); }
+
+struct pl_sock *pl_pend_grab(void)
+{
+	struct pl_sock *l;
+	if (!__atomic_load_n(&w_pend, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&w_mu);
+	l = w_pend;
+	w_pend = NULL;
+	pthread_mutex_unlock(&w_mu);
+	return pl_pend_order(l);
+}
+
 void pl_wait_leave(void)
 {
 	pthread_mutex_lock(&w_mu);
 	w_sleepers--;
+	w_ep = -1; /* a waiter left: no deferral while others sleep */
 	pthread_mutex_unlock(&w_mu);
 }
 
@@ -876,6 +905,7 @@ static void pl_fork_child(void)
 		s->pending = 0;
 	w_pend = NULL;
 	w_sleepers = 0;
+	w_ep = -1;
 	g_owed = 0; /* the parent's bell, on the parent's connection */
 	t_batch = 0;
 	pthread_mutex_init(&w_mu, NULL);

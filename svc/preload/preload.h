@@ -159,6 +159,8 @@ struct pl_sock {
 	int sync_done, sync_res, sync_busy;
 	int pending;       /* its readable level's write is deferred (w_pend list) */
 	int nsets;         /* atomic: epoll sets it was added to (not less than) */
+	int direct_epfd;   /* atomic: the one epoll set that alone sees its arrivals
+	                    * (edge or shim-kept level, not ONESHOT, EPOLLIN), or -1 */
 	struct pl_sock *pnext;         /* the deferred list */
 	struct pl_sock *lnext, *lprev; /* the pump's list */
 	struct pl_sock *fnext;         /* free list */
@@ -197,6 +199,12 @@ void pl_unstale(struct pl_sock *s);
  * it can itself (pl_pend_take) and writes the rest (pl_pend_flush), and says when
  * its wait is over (pl_wait_leave). A busy program so pays no write per arrival. */
 struct pl_sock *pl_wait_enter(void);
+/* As pl_wait_enter for an epoll wait on epfd: while it is the only waiter, once
+ * one arrival for a socket it alone watches (pl_sock.direct_epfd) has been
+ * written, later ones for such sockets are deferred too (it wakes anyway) and it
+ * takes them after its wake-up (pl_pend_grab). */
+struct pl_sock *pl_wait_enter_ep(int epfd);
+struct pl_sock *pl_pend_grab(void);
 /* Doorbells: a SEND or RECV submitted by a thread handling what a wait just
  * reported (pl_batch_set) is published without ringing ipkitd while the pump
  * sleeps short; the bell is rung once when a thread next waits (pl_wait_enter) or
