@@ -26,6 +26,7 @@
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-module.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -131,6 +132,29 @@ struct TwoNodes
     }
 };
 
+/* What node 0's sender reports through its trace sources. */
+struct Traces
+{
+    uint32_t cwndSamples = 0, maxCwnd = 0, lastRetrans = 0;
+    Time minRtt = Seconds(1000);
+
+    void Cwnd(uint32_t, uint32_t v)
+    {
+        cwndSamples++;
+        maxCwnd = std::max(maxCwnd, v);
+    }
+
+    void Rtt(Time, Time v)
+    {
+        if (v > Time(0))
+        {
+            minRtt = std::min(minRtt, v);
+        }
+    }
+
+    void Retrans(uint32_t, uint32_t v) { lastRetrans = v; }
+};
+
 /* ipkit on both nodes, a bulk transfer each way at once. */
 static void
 IpkitPair(Link link, double loss, uint64_t bytes, const std::string& pcap)
@@ -157,8 +181,31 @@ IpkitPair(Link link, double loss, uint64_t bytes, const std::string& pcap)
         senders.Add(b.Install(t.nodes.Get(i)));
     }
     senders.Start(MilliSeconds(10));
+    Traces tr;
+    senders.Get(0)->TraceConnectWithoutContext("CongestionWindow",
+                                               MakeCallback(&Traces::Cwnd, &tr));
+    senders.Get(0)->TraceConnectWithoutContext("RTT", MakeCallback(&Traces::Rtt, &tr));
+    senders.Get(0)->TraceConnectWithoutContext("Retransmissions",
+                                               MakeCallback(&Traces::Retrans, &tr));
     Simulator::Stop(Seconds(120));
     Simulator::Run();
+
+    /* The traces: sampled at ACK events (a TracedValue fires on change), the RTT never below the two
+     * propagation delays (p2p 1 ms each way, CSMA 2 us), retransmissions seen when
+     * the link loses packets. */
+    Time floor = link == Link::P2P ? MilliSeconds(2) : MicroSeconds(4);
+    CHECK(tr.cwndSamples >= 10, "%u cwnd changes seen", tr.cwndSamples);
+    CHECK(tr.maxCwnd >= 10 * 1448, "largest cwnd %u", tr.maxCwnd);
+    CHECK(tr.minRtt >= floor && tr.minRtt < Seconds(1), "smallest srtt sample %lld ns",
+          (long long)tr.minRtt.GetNanoSeconds());
+    if (loss > 0)
+    {
+        CHECK(tr.lastRetrans > 0, "Retransmissions trace stayed 0 at %.0f%% loss", loss * 100);
+    }
+    std::printf("  traces of node 0's sender: %u cwnd samples, largest %u B, smallest srtt %lld us, "
+                "%u retransmissions\n",
+                tr.cwndSamples, tr.maxCwnd, (long long)tr.minRtt.GetMicroSeconds(),
+                tr.lastRetrans);
 
     for (uint32_t i = 0; i < 2; i++)
     {
