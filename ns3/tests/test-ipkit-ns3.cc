@@ -8,6 +8,7 @@
  *     the same link, both directions, bytes and SHA-256 checked end to end;
  *   - the same scenario and seed give byte-identical pcaps twice (and another run
  *     number gives different ones, so the comparison can fail);
+ *   - ECN: an ipkit flow negotiates it and ns-3's FqCoDel marks its packets;
  *   - UDP request/response (IpkitEcho*): every request answered;
  *   - API misuse returns errors.
  * Each scenario runs in a child process (a fresh ns-3 simulator, no state carried
@@ -16,6 +17,7 @@
  * Usage: test-ipkit-ns3 [NAME...]   (no name: all; a failing one prints its name)
  */
 #include "ipkit-ns3.h"
+#include "ipkit-scenarios.h"
 
 #include "sha256.h"
 
@@ -444,6 +446,32 @@ Echo()
     Simulator::Destroy();
 }
 
+/* ipkit's RFC 3168 ECN through ns-3's AQM: an ipkit and an ns-3 CUBIC flow share
+ * a 100 Mbit/s FqCoDel bottleneck that marks instead of dropping. The ipkit
+ * connection must negotiate ECN with ipkit's receiver, its ECT packets must be
+ * marked by ns-3's queue disc (which reads ipkit's IPv4 header), and it must keep
+ * a fair part of the link. */
+static void
+EcnAqm()
+{
+    IpkitDumbbellConfig cfg;
+    cfg.flows = {IpkitFlowKind::IpkitCubic, IpkitFlowKind::Ns3Cubic};
+    cfg.queue = "FqCoDel";
+    cfg.ecn = true;
+    cfg.duration = Seconds(6);
+    cfg.warmup = Seconds(2);
+    IpkitDumbbellResult r = IpkitRunDumbbell(cfg);
+    CHECK(r.ecnFlows == 1, "%u ipkit flows negotiated ECN", r.ecnFlows);
+    CHECK(r.bottleneckMarks > 0, "FqCoDel marked nothing");
+    CHECK(r.goodputMbps.size() == 2 && r.goodputMbps[0] > 20 && r.goodputMbps[0] + r.goodputMbps[1] > 80,
+          "goodputs %.2f / %.2f Mbit/s", r.goodputMbps[0], r.goodputMbps[1]);
+    std::printf("  FqCoDel: %llu CE marks, %llu drops; ipkit %.2f Mbit/s (%llu retransmits), "
+                "ns-3 %.2f Mbit/s\n",
+                (unsigned long long)r.bottleneckMarks, (unsigned long long)r.bottleneckDrops,
+                r.goodputMbps[0], (unsigned long long)r.retransmits[0], r.goodputMbps[1]);
+    Simulator::Destroy();
+}
+
 class NullHandler : public IpkitTcpHandler
 {
   public:
@@ -565,6 +593,7 @@ main(int argc, char** argv)
         {"csma_16M_each_way_loss1", [] { IpkitPair(Link::CSMA, 0.01, 16 * MiB, ""); }},
         {"ns3tcp_p2p_16M_both_ways", [] { InteropNs3(Link::P2P, 0, 16 * MiB); }},
         {"ns3tcp_csma_4M_both_ways_loss1", [] { InteropNs3(Link::CSMA, 0.01, 4 * MiB); }},
+        {"ecn_through_ns3_fqcodel", EcnAqm},
         {"echo_udp_fragmented", Echo},
         {"misuse", Misuse},
         {"pcap_deterministic", Determinism},
