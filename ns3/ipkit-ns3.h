@@ -175,6 +175,8 @@ class IpkitStack : public Object
 
   private:
     friend struct IpkitStackOps;
+    void FillConfig(const Iface* f, unsigned algo, struct ipk_config* cfg) const;
+    bool InitContext(Iface* f, const struct ipk_config* cfg);
     Iface* PickIface(Ipv4Address dst) const;
     Iface* IfaceOf(IpkitConn c) const;
     void Receive(Ptr<NetDevice> dev, Ptr<const Packet> p, uint16_t proto,
