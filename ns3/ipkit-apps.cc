@@ -224,6 +224,7 @@ IpkitBulkSend::Sample(IpkitConn c)
         m_cwnd = ti.cwnd;
         m_srtt = NanoSeconds(static_cast<int64_t>(ti.srtt_ns));
         m_retrans = static_cast<uint32_t>(ti.retransmits);
+        m_ecn = ti.ecn != 0;
     }
 }
 

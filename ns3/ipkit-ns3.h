@@ -175,6 +175,8 @@ class IpkitStack : public Object
 
   private:
     friend struct IpkitStackOps;
+    void FillConfig(const Iface* f, unsigned algo, struct ipk_config* cfg) const;
+    bool InitContext(Iface* f, const struct ipk_config* cfg);
     Iface* PickIface(Ipv4Address dst) const;
     Iface* IfaceOf(IpkitConn c) const;
     void Receive(Ptr<NetDevice> dev, Ptr<const Packet> p, uint16_t proto,
@@ -216,6 +218,8 @@ class IpkitBulkSend : public Application
     int GetCloseReason() const { return m_closeReason; }
     std::string GetDigestHex() const;
     Time GetFinishTime() const { return m_finish; }
+    /* The connection negotiated RFC 3168 ECN (seen at its first ACK event). */
+    bool GetEcnNegotiated() const { return m_ecn; }
 
   protected:
     void DoDispose() override;
@@ -243,6 +247,7 @@ class IpkitBulkSend : public Application
     void* m_sha = nullptr; /* struct sha256 */
     uint8_t m_digest[32] = {};
     bool m_digestDone = false;
+    bool m_ecn = false;
 
     TracedValue<uint32_t> m_cwnd;
     TracedValue<Time> m_srtt;

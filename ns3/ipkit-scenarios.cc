@@ -86,7 +86,7 @@ Ns3TcpDefaults(uint32_t delAckCount = 2)
  * Internet stack with it; address .host of net (1 or 2), gateway the other. */
 static void
 SetupHost(IpkitFlowKind k, Ptr<NetDevice> dev, Ipv4Address net, Ipv4Address* addr,
-          uint32_t host = 1)
+          uint32_t host = 1, bool ecn = false)
 {
     Ptr<Node> node = dev->GetNode();
     Ipv4Address gw(net.Get() | (3 - host));
@@ -95,6 +95,7 @@ SetupHost(IpkitFlowKind k, Ptr<NetDevice> dev, Ipv4Address net, Ipv4Address* add
         IpkitStackHelper h;
         h.SetAttribute("CongestionControl",
                        StringValue(k == IpkitFlowKind::IpkitCubic ? "Cubic" : "NewReno"));
+        h.SetAttribute("Ecn", BooleanValue(ecn));
         h.SetBase(net, "255.255.255.0", Ipv4Address(host));
         h.SetGateway(gw);
         *addr = h.AssignOne(dev);
@@ -203,11 +204,12 @@ InstallQueueDisc(const IpkitDumbbellConfig& cfg, Ptr<NetDevice> dev, uint32_t li
                              "MaxTh", DoubleValue(limit * 0.45),
                              "MeanPktSize", UintegerValue(1500),
                              "LinkBandwidth", DataRateValue(DataRate(static_cast<uint64_t>(bps))),
-                             "LinkDelay", TimeValue(delay));
+                             "LinkDelay", TimeValue(delay),
+                             "UseEcn", BooleanValue(cfg.ecn));
     }
     else if (cfg.queue == "FqCoDel")
     {
-        tch.SetRootQueueDisc("ns3::FqCoDelQueueDisc");
+        tch.SetRootQueueDisc("ns3::FqCoDelQueueDisc", "UseEcn", BooleanValue(cfg.ecn));
     }
     else
     {
@@ -220,6 +222,8 @@ IpkitDumbbellResult
 IpkitRunDumbbell(const IpkitDumbbellConfig& cfg)
 {
     Ns3TcpDefaults(cfg.ns3DelAckCount);
+    Config::SetDefault("ns3::TcpSocketBase::UseEcn",
+                       EnumValue(cfg.ecn ? TcpSocketState::On : TcpSocketState::Off));
     const uint32_t n = static_cast<uint32_t>(cfg.flows.size());
     IpkitDumbbellResult res;
     if (n == 0 || n > 250)
@@ -268,8 +272,8 @@ IpkitRunDumbbell(const IpkitDumbbellConfig& cfg)
         RouterSide(l.Get(1), ln);
         RouterSide(r.Get(1), rn);
         Ipv4Address sa, ra;
-        SetupHost(f->kind, l.Get(0), ln, &sa);
-        SetupHost(f->kind, r.Get(0), rn, &ra);
+        SetupHost(f->kind, l.Get(0), ln, &sa, 1, cfg.ecn);
+        SetupHost(f->kind, r.Get(0), rn, &ra, 1, cfg.ecn);
         InstallFlow(*f, senders.Get(i), receivers.Get(i), ra, static_cast<uint16_t>(5000 + i), 0,
                     i + 1);
         f->tx->SetStartTime(Seconds(0.1) + MilliSeconds(50) * i);
@@ -304,6 +308,7 @@ IpkitRunDumbbell(const IpkitDumbbellConfig& cfg)
             const struct ipk_counters* c =
                 f->tx->GetNode()->GetObject<IpkitStack>()->GetCounters(0);
             rtx = c ? c->tcp_retransmits : 0;
+            res.ecnFlows += DynamicCast<IpkitBulkSend>(f->tx)->GetEcnNegotiated();
         }
         res.retransmits.push_back(rtx);
     }
@@ -313,6 +318,7 @@ IpkitRunDumbbell(const IpkitDumbbellConfig& cfg)
     if (qd)
     {
         res.bottleneckDrops = qd->GetStats().nTotalDroppedPackets;
+        res.bottleneckMarks = qd->GetStats().nTotalMarkedPackets;
     }
     return res;
 }

@@ -60,6 +60,9 @@ struct IpkitDumbbellConfig
      * congestion avoidance adds per ACK, not per byte acknowledged, so this sets
      * how fast its senders grow. */
     uint32_t ns3DelAckCount = 2;
+    /* RFC 3168 ECN: ipkit stacks' Ecn attribute, ns-3 TCP's UseEcn, and RED /
+     * FqCoDel marking instead of dropping (DropTail cannot mark). */
+    bool ecn = false;
 };
 
 struct IpkitDumbbellResult
@@ -67,7 +70,9 @@ struct IpkitDumbbellResult
     std::vector<double> goodputMbps; /* per flow, in config order */
     std::vector<uint64_t> retransmits; /* ipkit flows: the sender's count; ns-3: 0 */
     double jain = 0;
-    uint64_t bottleneckDrops = 0;
+    uint64_t bottleneckDrops = 0, bottleneckMarks = 0;
+    /* ipkit flows whose connection negotiated ECN */
+    uint32_t ecnFlows = 0;
     IpkitRunCost cost;
 };
 

@@ -264,6 +264,84 @@ CcFromName(const std::string& s, unsigned* algo)
     return false;
 }
 
+/* The context's configuration from the device and the stack's attributes. */
+void
+IpkitStack::FillConfig(const Iface* f, unsigned algo, struct ipk_config* cfg) const
+{
+    ipk_config_default(cfg);
+    cfg->opaque = const_cast<IfaceOpaque*>(&f->op);
+    cfg->link = f->eth ? IPK_LINK_ETH : IPK_LINK_RAWIP;
+    if (f->eth)
+    {
+        Mac48Address::ConvertFrom(f->dev->GetAddress()).CopyTo(cfg->mac);
+    }
+    cfg->ip4_be = ipk_htonl(f->addr.Get());
+    cfg->netmask_be = ipk_htonl(f->mask.Get());
+    cfg->gateway_be = ipk_htonl(f->gateway.Get());
+    uint16_t mtu = f->dev->GetMtu();
+    cfg->mtu = mtu < 9000 ? mtu : 9000;
+    cfg->pkt_buf_size = 2048;
+    if (cfg->mtu + 14u > cfg->pkt_buf_size)
+    {
+        cfg->pkt_buf_size = ((cfg->mtu + 14u + 1023u) / 1024u) * 1024u;
+    }
+    cfg->tcp_cc = static_cast<uint8_t>(algo);
+    cfg->tcp_sack = m_sack;
+    cfg->tcp_rack = m_sack; /* RACK-TLP needs SACK */
+    cfg->tcp_ecn = m_ecn;
+    cfg->tcp_timestamps = m_timestamps;
+    cfg->tcp_sndbuf = m_sndBuf;
+    cfg->tcp_rcvbuf = m_rcvBuf;
+    cfg->tcp_delack_ns = static_cast<uint64_t>(m_delAck.GetNanoSeconds());
+    cfg->tcp_ack_every = static_cast<uint8_t>(m_ackEvery);
+}
+
+static void
+FillOps(struct ipk_ops* ops)
+{
+    std::memset(ops, 0, sizeof(*ops));
+    sim_pkt_ops(ops);
+    ops->tx = IpkitStackOps::Tx;
+    ops->random = IpkitStackOps::Random;
+    ops->tcp_accepted = IpkitStackOps::Accepted;
+    ops->tcp_connected = IpkitStackOps::Connected;
+    ops->tcp_payload = IpkitStackOps::Payload;
+    ops->tcp_acked = IpkitStackOps::Acked;
+    ops->tcp_closed = IpkitStackOps::Closed;
+    ops->udp_recv = IpkitStackOps::UdpRecv;
+}
+
+/* Memory, pools and the context itself; false (reason on stderr) on failure. */
+bool
+IpkitStack::InitContext(Iface* f, const struct ipk_config* cfg)
+{
+    const char* why = nullptr;
+    if (ipk_config_check(cfg, &f->ops, &why) != IPK_OK)
+    {
+        std::fprintf(stderr, "IpkitStack: config refused: %s\n", why);
+        return false;
+    }
+    const size_t sz = ipk_ctx_size(cfg);
+    const uint32_t nconn = 256;
+    f->op.pool = sim_pool_create(m_pool, cfg->pkt_buf_size, m_pool * 2);
+    f->ctxMem = std::aligned_alloc(64, (sz + 63) / 64 * 64);
+    f->connMem = std::aligned_alloc(64, (ipk_conn_size() * nconn + 63) / 64 * 64);
+    f->pbMem = std::aligned_alloc(64, (ipk_pb_size() * m_pool + 63) / 64 * 64);
+    if (!f->op.pool || !f->ctxMem || !f->connMem || !f->pbMem)
+    {
+        std::fprintf(stderr, "IpkitStack: out of memory\n");
+        return false;
+    }
+    f->ctx = ipk_ctx_init(f->ctxMem, sz, cfg, &f->ops);
+    if (!f->ctx || ipk_add_conns(f->ctx, f->connMem, nconn) < 0 ||
+        ipk_add_pbs(f->ctx, f->pbMem, m_pool) < 0)
+    {
+        std::fprintf(stderr, "IpkitStack: context init failed\n");
+        return false;
+    }
+    return true;
+}
+
 int
 IpkitStack::AddInterface(Ptr<NetDevice> dev, Ipv4Address addr, Ipv4Mask mask, Ipv4Address gateway)
 {
@@ -273,9 +351,9 @@ IpkitStack::AddInterface(Ptr<NetDevice> dev, Ipv4Address addr, Ipv4Mask mask, Ip
         std::fprintf(stderr, "IpkitStack: device is not on this stack's node\n");
         return -1;
     }
-    for (const auto& f : m_ifaces)
+    for (const auto& g : m_ifaces)
     {
-        if (f->dev == dev)
+        if (g->dev == dev)
         {
             std::fprintf(stderr, "IpkitStack: device already has an interface\n");
             return -1;
@@ -287,11 +365,11 @@ IpkitStack::AddInterface(Ptr<NetDevice> dev, Ipv4Address addr, Ipv4Mask mask, Ip
         std::fprintf(stderr, "IpkitStack: unknown CongestionControl '%s'\n", m_cc.c_str());
         return -1;
     }
-
     auto f = std::make_unique<Iface>();
     f->stack = this;
     f->index = static_cast<uint32_t>(m_ifaces.size());
     f->dev = dev;
+    /* Ethernet framing where the device carries it (CSMA); raw IP otherwise. */
     f->eth = Mac48Address::IsMatchingType(dev->GetAddress()) && dev->NeedsArp();
     f->addr = addr;
     f->mask = mask;
@@ -302,68 +380,11 @@ IpkitStack::AddInterface(Ptr<NetDevice> dev, Ipv4Address addr, Ipv4Mask mask, Ip
     {
         f->rng->SetStream(m_stream + f->index);
     }
-
     struct ipk_config cfg;
-    ipk_config_default(&cfg);
-    cfg.opaque = &f->op;
-    cfg.link = f->eth ? IPK_LINK_ETH : IPK_LINK_RAWIP;
-    if (f->eth)
+    FillConfig(f.get(), algo, &cfg);
+    FillOps(&f->ops);
+    if (!InitContext(f.get(), &cfg))
     {
-        Mac48Address::ConvertFrom(dev->GetAddress()).CopyTo(cfg.mac);
-    }
-    cfg.ip4_be = ipk_htonl(addr.Get());
-    cfg.netmask_be = ipk_htonl(mask.Get());
-    cfg.gateway_be = ipk_htonl(gateway.Get());
-    cfg.mtu = static_cast<uint16_t>(dev->GetMtu() < 9000 ? dev->GetMtu() : 9000);
-    cfg.pkt_buf_size = 2048;
-    if (cfg.mtu + 14u > cfg.pkt_buf_size)
-    {
-        cfg.pkt_buf_size = ((cfg.mtu + 14u + 1023u) / 1024u) * 1024u;
-    }
-    cfg.tcp_cc = static_cast<uint8_t>(algo);
-    cfg.tcp_sack = m_sack;
-    cfg.tcp_rack = m_sack;
-    cfg.tcp_ecn = m_ecn;
-    cfg.tcp_timestamps = m_timestamps;
-    cfg.tcp_sndbuf = m_sndBuf;
-    cfg.tcp_rcvbuf = m_rcvBuf;
-    cfg.tcp_delack_ns = static_cast<uint64_t>(m_delAck.GetNanoSeconds());
-    cfg.tcp_ack_every = static_cast<uint8_t>(m_ackEvery);
-
-    std::memset(&f->ops, 0, sizeof(f->ops));
-    sim_pkt_ops(&f->ops);
-    f->ops.tx = IpkitStackOps::Tx;
-    f->ops.random = IpkitStackOps::Random;
-    f->ops.tcp_accepted = IpkitStackOps::Accepted;
-    f->ops.tcp_connected = IpkitStackOps::Connected;
-    f->ops.tcp_payload = IpkitStackOps::Payload;
-    f->ops.tcp_acked = IpkitStackOps::Acked;
-    f->ops.tcp_closed = IpkitStackOps::Closed;
-    f->ops.udp_recv = IpkitStackOps::UdpRecv;
-
-    const char* why = nullptr;
-    if (ipk_config_check(&cfg, &f->ops, &why) != IPK_OK)
-    {
-        std::fprintf(stderr, "IpkitStack: config refused: %s\n", why);
-        return -1;
-    }
-    size_t sz = ipk_ctx_size(&cfg);
-    const uint32_t nconn = 256;
-    const uint32_t npb = m_pool;
-    f->op.pool = sim_pool_create(m_pool, cfg.pkt_buf_size, m_pool * 2);
-    f->ctxMem = std::aligned_alloc(64, (sz + 63) / 64 * 64);
-    f->connMem = std::aligned_alloc(64, (ipk_conn_size() * nconn + 63) / 64 * 64);
-    f->pbMem = std::aligned_alloc(64, (ipk_pb_size() * npb + 63) / 64 * 64);
-    if (!f->op.pool || !f->ctxMem || !f->connMem || !f->pbMem)
-    {
-        std::fprintf(stderr, "IpkitStack: out of memory\n");
-        return -1;
-    }
-    f->ctx = ipk_ctx_init(f->ctxMem, sz, &cfg, &f->ops);
-    if (!f->ctx || ipk_add_conns(f->ctx, f->connMem, nconn) < 0 ||
-        ipk_add_pbs(f->ctx, f->pbMem, npb) < 0)
-    {
-        std::fprintf(stderr, "IpkitStack: context init failed\n");
         return -1;
     }
     node->RegisterProtocolHandler(MakeCallback(&IpkitStack::Receive, this), 0, dev, true);

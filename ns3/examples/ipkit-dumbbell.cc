@@ -37,6 +37,8 @@ main(int argc, char** argv)
     cmd.AddValue("warmup", "seconds left out of the goodput", warmup);
     cmd.AddValue("pcap", "pcap prefix for the bottleneck devices", pcap);
     cmd.AddValue("ns3DelAckCount", "ns-3 receivers ACK every N segments", ns3DelAck);
+    bool ecn = false;
+    cmd.AddValue("ecn", "RFC 3168 ECN in the hosts and marking in RED / FqCoDel", ecn);
     cmd.Parse(argc, argv);
 
     IpkitDumbbellConfig cfg;
@@ -78,6 +80,7 @@ main(int argc, char** argv)
     cfg.warmup = Seconds(warmup);
     cfg.pcapPrefix = pcap;
     cfg.ns3DelAckCount = ns3DelAck;
+    cfg.ecn = ecn;
     IpkitDumbbellResult r = IpkitRunDumbbell(cfg);
     double sum = 0;
     for (size_t i = 0; i < r.goodputMbps.size(); i++)
@@ -88,8 +91,10 @@ main(int argc, char** argv)
                     ipk ? std::to_string(r.retransmits[i]).c_str() : "-");
         sum += r.goodputMbps[i];
     }
-    std::printf("total %.2f Mbit/s, Jain's index %.4f, %llu bottleneck drops (%s)\n", sum, r.jain,
-                static_cast<unsigned long long>(r.bottleneckDrops), queue.c_str());
+    std::printf("total %.2f Mbit/s, Jain's index %.4f, %llu bottleneck drops, %llu ECN marks (%s)"
+                "; %u ipkit flows negotiated ECN\n",
+                sum, r.jain, static_cast<unsigned long long>(r.bottleneckDrops),
+                static_cast<unsigned long long>(r.bottleneckMarks), queue.c_str(), r.ecnFlows);
     std::printf("%.1f simulated s in %.2f wall s (%.2f CPU s), %llu events\n", r.cost.simSeconds,
                 r.cost.wallSeconds, r.cost.cpuSeconds,
                 static_cast<unsigned long long>(r.cost.events));

@@ -8,6 +8,7 @@
  *     the same link, both directions, bytes and SHA-256 checked end to end;
  *   - the same scenario and seed give byte-identical pcaps twice (and another run
  *     number gives different ones, so the comparison can fail);
+ *   - ECN: an ipkit flow negotiates it and ns-3's FqCoDel marks its packets;
  *   - UDP request/response (IpkitEcho*): every request answered;
  *   - API misuse returns errors.
  * Each scenario runs in a child process (a fresh ns-3 simulator, no state carried
@@ -16,6 +17,7 @@
  * Usage: test-ipkit-ns3 [NAME...]   (no name: all; a failing one prints its name)
  */
 #include "ipkit-ns3.h"
+#include "ipkit-scenarios.h"
 
 #include "sha256.h"
 
@@ -26,6 +28,7 @@
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-module.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -131,6 +134,29 @@ struct TwoNodes
     }
 };
 
+/* What node 0's sender reports through its trace sources. */
+struct Traces
+{
+    uint32_t cwndSamples = 0, maxCwnd = 0, lastRetrans = 0;
+    Time minRtt = Seconds(1000);
+
+    void Cwnd(uint32_t, uint32_t v)
+    {
+        cwndSamples++;
+        maxCwnd = std::max(maxCwnd, v);
+    }
+
+    void Rtt(Time, Time v)
+    {
+        if (v > Time(0))
+        {
+            minRtt = std::min(minRtt, v);
+        }
+    }
+
+    void Retrans(uint32_t, uint32_t v) { lastRetrans = v; }
+};
+
 /* ipkit on both nodes, a bulk transfer each way at once. */
 static void
 IpkitPair(Link link, double loss, uint64_t bytes, const std::string& pcap)
@@ -157,8 +183,31 @@ IpkitPair(Link link, double loss, uint64_t bytes, const std::string& pcap)
         senders.Add(b.Install(t.nodes.Get(i)));
     }
     senders.Start(MilliSeconds(10));
+    Traces tr;
+    senders.Get(0)->TraceConnectWithoutContext("CongestionWindow",
+                                               MakeCallback(&Traces::Cwnd, &tr));
+    senders.Get(0)->TraceConnectWithoutContext("RTT", MakeCallback(&Traces::Rtt, &tr));
+    senders.Get(0)->TraceConnectWithoutContext("Retransmissions",
+                                               MakeCallback(&Traces::Retrans, &tr));
     Simulator::Stop(Seconds(120));
     Simulator::Run();
+
+    /* The traces: sampled at ACK events (a TracedValue fires on change), the RTT never below the two
+     * propagation delays (p2p 1 ms each way, CSMA 2 us), retransmissions seen when
+     * the link loses packets. */
+    Time floor = link == Link::P2P ? MilliSeconds(2) : MicroSeconds(4);
+    CHECK(tr.cwndSamples >= 10, "%u cwnd changes seen", tr.cwndSamples);
+    CHECK(tr.maxCwnd >= 10 * 1448, "largest cwnd %u", tr.maxCwnd);
+    CHECK(tr.minRtt >= floor && tr.minRtt < Seconds(1), "smallest srtt sample %lld ns",
+          (long long)tr.minRtt.GetNanoSeconds());
+    if (loss > 0)
+    {
+        CHECK(tr.lastRetrans > 0, "Retransmissions trace stayed 0 at %.0f%% loss", loss * 100);
+    }
+    std::printf("  traces of node 0's sender: %u cwnd samples, largest %u B, smallest srtt %lld us, "
+                "%u retransmissions\n",
+                tr.cwndSamples, tr.maxCwnd, (long long)tr.minRtt.GetMicroSeconds(),
+                tr.lastRetrans);
 
     for (uint32_t i = 0; i < 2; i++)
     {
@@ -397,6 +446,32 @@ Echo()
     Simulator::Destroy();
 }
 
+/* ipkit's RFC 3168 ECN through ns-3's AQM: an ipkit and an ns-3 CUBIC flow share
+ * a 100 Mbit/s FqCoDel bottleneck that marks instead of dropping. The ipkit
+ * connection must negotiate ECN with ipkit's receiver, its ECT packets must be
+ * marked by ns-3's queue disc (which reads ipkit's IPv4 header), and it must keep
+ * a fair part of the link. */
+static void
+EcnAqm()
+{
+    IpkitDumbbellConfig cfg;
+    cfg.flows = {IpkitFlowKind::IpkitCubic, IpkitFlowKind::Ns3Cubic};
+    cfg.queue = "FqCoDel";
+    cfg.ecn = true;
+    cfg.duration = Seconds(6);
+    cfg.warmup = Seconds(2);
+    IpkitDumbbellResult r = IpkitRunDumbbell(cfg);
+    CHECK(r.ecnFlows == 1, "%u ipkit flows negotiated ECN", r.ecnFlows);
+    CHECK(r.bottleneckMarks > 0, "FqCoDel marked nothing");
+    CHECK(r.goodputMbps.size() == 2 && r.goodputMbps[0] > 20 && r.goodputMbps[0] + r.goodputMbps[1] > 80,
+          "goodputs %.2f / %.2f Mbit/s", r.goodputMbps[0], r.goodputMbps[1]);
+    std::printf("  FqCoDel: %llu CE marks, %llu drops; ipkit %.2f Mbit/s (%llu retransmits), "
+                "ns-3 %.2f Mbit/s\n",
+                (unsigned long long)r.bottleneckMarks, (unsigned long long)r.bottleneckDrops,
+                r.goodputMbps[0], (unsigned long long)r.retransmits[0], r.goodputMbps[1]);
+    Simulator::Destroy();
+}
+
 class NullHandler : public IpkitTcpHandler
 {
   public:
@@ -518,6 +593,7 @@ main(int argc, char** argv)
         {"csma_16M_each_way_loss1", [] { IpkitPair(Link::CSMA, 0.01, 16 * MiB, ""); }},
         {"ns3tcp_p2p_16M_both_ways", [] { InteropNs3(Link::P2P, 0, 16 * MiB); }},
         {"ns3tcp_csma_4M_both_ways_loss1", [] { InteropNs3(Link::CSMA, 0.01, 4 * MiB); }},
+        {"ecn_through_ns3_fqcodel", EcnAqm},
         {"echo_udp_fragmented", Echo},
         {"misuse", Misuse},
         {"pcap_deterministic", Determinism},
