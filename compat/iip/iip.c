@@ -38,10 +38,11 @@ struct iipk_rxrec {
 	uint32_t bytes, pkts; /* one delivered packet, or several merged when the ring is full */
 };
 struct iipk_ext {
-	void *tx_pkt[IIPK_TXQ];   /* packets given to iip_tcp_send, oldest first */
-	uint16_t tx_head, tx_n;
-	uint16_t tx_done;         /* the oldest tx_done of them: back from the core
-	                           * (ops->tcp_sent_done), ours, for tcp_acked */
+	void *tx_pkt[IIPK_TXQ];   /* packets back from the core (ops->tcp_sent_done),
+	                           * wholly acknowledged, ours, for tcp_acked: oldest first */
+	uint16_t tx_head, tx_done;
+	uint16_t tx_n;            /* packets given to iip_tcp_send, not yet shown to tcp_acked
+	                           * (tx_done of them in tx_pkt, the rest still the core's) */
 	struct iipk_rxrec rx[IIPK_RXQ];
 	uint16_t rx_head, rx_n;
 	uint8_t peer_mac[6];
@@ -733,15 +734,18 @@ static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user
 }
 
 /* A sent packet is wholly acknowledged and the core hands it back (in send order,
- * inside ACK processing, where the application must not be called: it may send).
- * It is the oldest the core still held; anything else is not ours to show. Out
- * of line: inlined, it made the core's ACK path too big for gcc to inline there. */
+ * inside ACK processing, where the application must not be called: it may send):
+ * it waits in the ring for tcp_acked. The ring is recorded here, not at send time
+ * (the core returns only packets given to ipk_tcp_send, in order, ipkit/core.h);
+ * more packets than were sent is not ours to show (counted, freed). Out of line:
+ * inlined, it made the core's ACK path too big for gcc to inline there. */
 IIPK_NOINLINE static void iipk_tcp_sent_done(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *o)
 {
 	struct iipk_ext *e = IIPK_EXT(c);
 
 	(void)ctx;
-	if (e->tx_done < e->tx_n && e->tx_pkt[(e->tx_head + e->tx_done) % IIPK_TXQ] == pkt) {
+	if (e->tx_done < e->tx_n) {
+		e->tx_pkt[(e->tx_head + e->tx_done) % IIPK_TXQ] = pkt;
 		e->tx_done++;
 		return;
 	}
@@ -1159,8 +1163,7 @@ static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
 	rc = ipk_tcp_send(s->ctx, c, pkt, s->now);
 	if (rc < 0)
 		return rc;
-	e->tx_pkt[(e->tx_head + e->tx_n) % IIPK_TXQ] = pkt;
-	e->tx_n++;
+	e->tx_n++; /* the packet itself is recorded when the core gives it back */
 	return IPK_OK;
 }
 
