@@ -19,6 +19,7 @@
 #endif
 
 #define IIPK_MAGIC 0x69697063706b6974ull /* "iipcpkit": the state was set up */
+#define IIPK_RUN_KEY 0x6970697065746821ull /* running on Ethernet II (iip_run) */
 #define IIPK_BATCH 32u     /* frames handed to ipk_run at once */
 #define IIPK_RXQ 16u       /* delivered-packet records per connection (merged beyond) */
 #define IIPK_TXQ 1024u     /* sent packets awaiting their tcp_acked per connection: the
@@ -65,6 +66,8 @@ struct iipk_nb {
 
 struct iipk_state {
 	uint64_t magic;
+	uint64_t run_key;         /* IIPK_RUN_KEY: the engine runs on Ethernet II, iip_run's
+	                           * usual path may go (one compare, no set-up test) */
 	void *workspace;          /* the application's context pointer */
 	void *opaque;             /* of the API call in progress */
 	struct ipk_ctx *ctx;      /* NULL until the first call naming our address */
@@ -80,7 +83,6 @@ struct iipk_state {
 	/* A non-Ethernet L2 (iip.h "L2"): the engine runs raw IPv4; received frames lose
 	 * their L2 header (increment_head), sent ones get it in a new packet. */
 	uint8_t l2_foreign;       /* 0: Ethernet II, the engine frames it itself */
-	uint8_t eth_fast;         /* running on Ethernet II: iip_run's usual path */
 	uint8_t l2_alen;          /* iip_ops_l2_addr_len (0..6) */
 	uint8_t l3off;            /* where the IPv4 header of a shown packet starts: 14 or 0 */
 	uint16_t l2_hlen;         /* length of a header iip_ops_l2_hdr_craft writes */
@@ -995,7 +997,8 @@ IIPK_COLD static int iipk_start(struct iipk_state *s, const uint8_t mac[], uint3
 		return 0;
 	}
 	__builtin_memcpy(s->mac, mac, s->l2_foreign ? s->l2_alen : 6u);
-	s->eth_fast = (uint8_t)!s->l2_foreign;
+	if (!s->l2_foreign)
+		s->run_key = IIPK_RUN_KEY;
 	s->ip4_be = ip4_be;
 	s->rng = (iipk_clock(opq) ^ (uint64_t)(uintptr_t)s ^ 0x9e3779b97f4a7c15ull) | 1u;
 	iipk_flush_pending(s);
@@ -1149,7 +1152,7 @@ IIP_API uint16_t iip_tcp_close(void *context, void *handle, void *opaque)
 
 /* Queue pkt (c not NULL); it waits in the connection's ring until the core gives it back
  * acknowledged (iipk_tcp_sent_done) and tcp_acked shows it. */
-static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
+IIPK_INLINE_ALWAYS static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
 {
 	struct iipk_ext *e;
 	int rc;
@@ -1541,12 +1544,35 @@ IIPK_NOINLINE static uint64_t iipk_run_l2(struct iipk_state *s, void *pkt[], uin
 	return t < next ? t : next;
 }
 
-/* iip_run when the engine is not yet running on Ethernet: start it (then the usual
- * path), or run the non-Ethernet L2's path, or free the frames when it cannot run. */
-IIPK_NOINLINE static uint16_t iipk_run_other(struct iipk_state *s, uint8_t mac[],
-                                             uint32_t ip4_be, void *pkt[], uint16_t cnt,
+/* iip_run on Ethernet once the first `i` frames are known ordinary: those go to the
+ * engine as they are (the application's array; it only reads it), up to IIPK_BATCH
+ * frames at once; the rest frame by frame (iipk_run_slow). */
+static uint64_t iipk_run_mixed(struct iipk_state *s, void *pkt[], uint32_t i, uint32_t cnt)
+{
+	const uint8_t *l4 = NULL;
+	enum iipk_kind k = IIPK_FAST;
+	uint64_t next, later;
+
+	for (; i < cnt && i < IIPK_BATCH; i++)
+		if ((k = iipk_kind_of(s, pkt[i], &l4)) != IIPK_FAST)
+			break;
+	if (i == cnt)
+		return ipk_run(s->ctx, pkt, cnt, s->now);
+	next = i ? ipk_run(s->ctx, pkt, i, s->now) : UINT64_MAX;
+	if (i == IIPK_BATCH)
+		k = iipk_kind_of(s, pkt[i], &l4);
+	later = iipk_run_slow(s, pkt, i, cnt, k, l4);
+	return later < next ? later : next;
+}
+
+/* iip_run's general path: the engine not running yet (start it, or free the frames
+ * when it cannot run), a non-Ethernet L2, or a batch that is not all ordinary
+ * frames (the first `known` of them are). */
+IIPK_NOINLINE static uint16_t iipk_run_other(void *context, uint8_t mac[], uint32_t ip4_be,
+                                             void *pkt[], uint32_t cnt, uint32_t known,
                                              uint32_t *next_us, void *opaque)
 {
+	struct iipk_state *s = iipk_state(context);
 	uint64_t next;
 	uint32_t i;
 
@@ -1558,52 +1584,49 @@ IIPK_NOINLINE static uint16_t iipk_run_other(struct iipk_state *s, uint8_t mac[]
 			*next_us = IIPK_NEXT_US_IDLE;
 		return 0;
 	}
-	if (!s->l2_foreign) { /* just started on Ethernet */
-		iipk_leave(s);
-		return iip_run(s->workspace, mac, ip4_be, pkt, cnt, next_us, opaque);
-	}
-	next = iipk_run_l2(s, pkt, pkt ? cnt : 0u);
+	if (!pkt)
+		cnt = 0;
+	if (s->l2_foreign)
+		next = iipk_run_l2(s, pkt, cnt);
+	else
+		next = iipk_run_mixed(s, pkt, known, cnt);
 	if (next_us)
 		*next_us = iipk_next_us(next, s->now);
 	iipk_leave(s);
 	return 0;
 }
 
+/* The per-request frame, tested before anything else in iip_run: asked of
+ * iip_ops_l2_skip, then TCP in an unfragmented IPv4 datagram without options, no
+ * SYN (iipk_plain_tcp); a NULL entry too (the engine skips it). */
+static inline int iipk_fast_frame(void *p, void *opq)
+{
+	return !p || (!iip_ops_l2_skip(p, opq) && iip_ops_pkt_get_len(p, opq) >= IIPK_ETH_HLEN + 40u &&
+	              iipk_plain_tcp((const uint8_t *)iip_ops_pkt_get_data(p, opq)));
+}
+
+/* The usual call: running on Ethernet, up to IIPK_BATCH ordinary frames. They go to
+ * the engine as they are; everything else takes iipk_run_other. The workspace's
+ * set-up test is run_key's compare (a zeroed workspace, iip.h, has none). */
 IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
                          uint16_t cnt, uint32_t *next_us, void *opaque)
 {
-	struct iipk_state *s = iipk_state(context);
-	uint32_t i;
+	struct iipk_state *s = iipk_state_conn(context);
 	uint64_t next;
-	const uint8_t *l4 = NULL;
-	enum iipk_kind k = IIPK_FAST;
+	uint32_t i;
 
-	/* one test for "started, on Ethernet" */
-	if (__builtin_expect(!s->eth_fast, 0))
-		return iipk_run_other(s, mac, ip4_be, pkt, cnt, next_us, opaque);
-	(void)iipk_enter(s, opaque);
-	if (!pkt)
-		cnt = 0;
-	/* The usual batch: every frame ordinary (established TCP, ...): the engine
-	 * takes the application's array as it is (it only reads it), up to
-	 * IIPK_BATCH frames at once as before; the rest frame by frame. */
-	for (i = 0; i < cnt && i < IIPK_BATCH; i++)
-		if ((k = iipk_kind_of(s, pkt[i], &l4)) != IIPK_FAST)
-			break;
-	if (i == cnt) {
-		next = ipk_run(s->ctx, pkt, cnt, s->now);
-	} else {
-		uint64_t later;
-
-		next = i ? ipk_run(s->ctx, pkt, i, s->now) : UINT64_MAX;
-		if (i == IIPK_BATCH)
-			k = iipk_kind_of(s, pkt[i], &l4);
-		later = iipk_run_slow(s, pkt, i, cnt, k, l4);
-		next = later < next ? later : next;
-	}
+	if (__builtin_expect(s->run_key != IIPK_RUN_KEY || !pkt || cnt > IIPK_BATCH, 0))
+		return iipk_run_other(context, mac, ip4_be, pkt, cnt, 0, next_us, opaque);
+	for (i = 0; i < cnt; i++)
+		if (!iipk_fast_frame(pkt[i], opaque))
+			return iipk_run_other(context, mac, ip4_be, pkt, cnt, i, next_us, opaque);
+	s->depth++; /* iip_run is not called from callbacks (iip.h): no outer call */
+	s->opaque = opaque;
+	s->now = iipk_clock(opaque);
+	next = ipk_run(s->ctx, pkt, cnt, s->now);
 	if (next_us)
 		*next_us = iipk_next_us(next, s->now);
-	iipk_leave(s);
+	s->depth--;
 	return 0;
 }
 
