@@ -92,6 +92,9 @@ struct iipk_state {
 	                           * clone of it (head past the L2 header) */
 	uint16_t rx_hl;           /* that frame's L2 header length */
 	void *shown_copy;         /* a re-framed copy an event showed (iipk_shown) */
+	struct ipk_conn *pay_conn; /* in tcp_payload for this connection, its packet not yet
+	                            * recorded nor consumed (pay_len bytes) */
+	uint32_t pay_len;
 	struct ipk_tx_meta txm;
 	struct iipk_nb nb[IIPK_NB];
 	struct iipk_synmac synmac[IIPK_SYNMAC];
@@ -727,12 +730,19 @@ static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user
 			(void)ipk_tcp_close(ctx, c, s->now);
 		return;
 	}
-	iipk_rx_push(IIPK_EXT(c), len);
+	/* The packet is recorded for iip_tcp_rxbuf_consumed only if the callback does
+	 * not consume it at once (the usual echo does: no ring then, iipk_cur_take). */
+	s->pay_conn = c;
+	s->pay_len = len;
 	if (__builtin_expect(s->l2_foreign, 0))
 		pkt = iipk_shown_off(s, pkt, &off);
 	plen = iip_ops_pkt_get_len(pkt, s->opaque);
 	iip_ops_tcp_payload(s->workspace, c, pkt, user, (uint16_t)off,
 	                    (uint16_t)(plen - off - len), s->opaque);
+	if (s->pay_conn) {
+		s->pay_conn = NULL;
+		iipk_rx_push(IIPK_EXT(c), len);
+	}
 }
 
 /* A sent packet is wholly acknowledged and the core hands it back (in send order,
@@ -787,6 +797,8 @@ static void iipk_tcp_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 
 	(void)ctx;
 	(void)why;
+	if (s->pay_conn == c) /* closed from inside its tcp_payload */
+		s->pay_conn = NULL;
 	if (ipk_tcp_tuple(c, &t) != IPK_OK)
 		iipk_zero(&t, sizeof(t));
 	iip_ops_tcp_closed(c, s->mac, t.local_ip4_be, t.local_port_be, e->peer_mac, t.peer_ip4_be,
@@ -1207,12 +1219,16 @@ IIP_API IIPK_API_HOT void iip_tcp_rxbuf_consumed(void *context, void *handle, ui
 	if (!how)
 		return;
 	e = IIPK_EXT(c);
-	/* The usual call: one packet, consumed from its own tcp_payload. */
-	if (left == 1 && e->rx_n && e->rx[e->rx_head].pkts == 1) {
-		bytes = e->rx[e->rx_head].bytes;
-		e->rx_head = (uint16_t)((e->rx_head + 1u) % IIPK_RXQ);
-		e->rx_n--;
-		left = 0;
+	if (s->pay_conn == c) {
+		/* The usual call: one packet, consumed from its own tcp_payload, nothing
+		 * older held: its bytes, no ring. Else it joins the ring, in order. */
+		s->pay_conn = NULL;
+		if (left == 1 && !e->rx_n) {
+			bytes = s->pay_len;
+			left = 0;
+		} else {
+			iipk_rx_push(e, s->pay_len);
+		}
 	}
 	while (left && e->rx_n) {
 		struct iipk_rxrec *r = &e->rx[e->rx_head];
