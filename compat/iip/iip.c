@@ -749,9 +749,10 @@ static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user
  * inside ACK processing, where the application must not be called: it may send):
  * it waits in the ring for tcp_acked. The ring is recorded here, not at send time
  * (the core returns only packets given to ipk_tcp_send, in order, ipkit/core.h);
- * more packets than were sent is not ours to show (counted, freed). Out of line:
- * inlined, it made the core's ACK path too big for gcc to inline there. */
-IIPK_NOINLINE static void iipk_tcp_sent_done(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *o)
+ * more packets than were sent is not ours to show (counted, freed). Left to the
+ * compiler: forced inline it made the core's ACK path too big to inline there
+ * (+43 instructions per echo), forced out of line it cost 16 more. */
+static void iipk_tcp_sent_done(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *o)
 {
 	struct iipk_ext *e = IIPK_EXT(c);
 
