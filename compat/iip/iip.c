@@ -1216,21 +1216,21 @@ IIP_API IIPK_API_HOT void iip_tcp_rxbuf_consumed(void *context, void *handle, ui
 	if (!c)
 		return;
 	s = iipk_state_conn(context);
-	how = iipk_begin_conn(s, opaque);
-	if (!how)
-		return;
 	e = IIPK_EXT(c);
 	if (s->pay_conn == c) {
-		/* The usual call: one packet, consumed from its own tcp_payload, nothing
+		/* From inside c's tcp_payload (a call in progress: the engine runs, the
+		 * peer's FIN is not in yet). The usual call: that one packet, nothing
 		 * older held: its bytes, no ring. Else it joins the ring, in order. */
 		s->pay_conn = NULL;
 		if (left == 1 && !e->rx_n) {
-			bytes = s->pay_len;
-			left = 0;
-		} else {
-			iipk_rx_push(e, s->pay_len);
+			(void)ipk_tcp_recved(s->ctx, c, s->pay_len, s->now);
+			return;
 		}
+		iipk_rx_push(e, s->pay_len);
 	}
+	how = iipk_begin_conn(s, opaque);
+	if (!how)
+		return;
 	while (left && e->rx_n) {
 		struct iipk_rxrec *r = &e->rx[e->rx_head];
 		uint32_t take = left < r->pkts ? left : r->pkts;
