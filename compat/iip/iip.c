@@ -720,22 +720,23 @@ static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user
 	struct iipk_state *s = IIPK_S(o);
 	uint32_t plen;
 
-	if (!pkt) {
-		/* End of stream: close our side once the application has consumed every
-		 * packet delivered (iip.h): data it still holds may yet be answered.
-		 * ENOTCONN when the application closed first is fine. */
-		if (IIPK_EXT(c)->rx_n)
-			IIPK_EXT(c)->fin_wait = 1;
-		else
-			(void)ipk_tcp_close(ctx, c, s->now);
-		return;
+	if (__builtin_expect(!pkt || s->l2_foreign, 0)) {
+		if (!pkt) {
+			/* End of stream: close our side once the application has consumed
+			 * every packet delivered (iip.h): data it still holds may yet be
+			 * answered. ENOTCONN when the application closed first is fine. */
+			if (IIPK_EXT(c)->rx_n)
+				IIPK_EXT(c)->fin_wait = 1;
+			else
+				(void)ipk_tcp_close(ctx, c, s->now);
+			return;
+		}
+		pkt = iipk_shown_off(s, pkt, &off);
 	}
 	/* The packet is recorded for iip_tcp_rxbuf_consumed only if the callback does
-	 * not consume it at once (the usual echo does: no ring then, iipk_cur_take). */
+	 * not consume it at once (the usual echo does: no ring then). */
 	s->pay_conn = c;
 	s->pay_len = len;
-	if (__builtin_expect(s->l2_foreign, 0))
-		pkt = iipk_shown_off(s, pkt, &off);
 	plen = iip_ops_pkt_get_len(pkt, s->opaque);
 	iip_ops_tcp_payload(s->workspace, c, pkt, user, (uint16_t)off,
 	                    (uint16_t)(plen - off - len), s->opaque);
