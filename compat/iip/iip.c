@@ -19,6 +19,7 @@
 #endif
 
 #define IIPK_MAGIC 0x69697063706b6974ull /* "iipcpkit": the state was set up */
+#define IIPK_RUN_KEY 0x6970697065746821ull /* running on Ethernet II (iip_run) */
 #define IIPK_BATCH 32u     /* frames handed to ipk_run at once */
 #define IIPK_RXQ 16u       /* delivered-packet records per connection (merged beyond) */
 #define IIPK_TXQ 1024u     /* sent packets awaiting their tcp_acked per connection: the
@@ -38,10 +39,11 @@ struct iipk_rxrec {
 	uint32_t bytes, pkts; /* one delivered packet, or several merged when the ring is full */
 };
 struct iipk_ext {
-	void *tx_pkt[IIPK_TXQ];   /* packets given to iip_tcp_send, oldest first */
-	uint16_t tx_head, tx_n;
-	uint16_t tx_done;         /* the oldest tx_done of them: back from the core
-	                           * (ops->tcp_sent_done), ours, for tcp_acked */
+	void *tx_pkt[IIPK_TXQ];   /* packets back from the core (ops->tcp_sent_done),
+	                           * wholly acknowledged, ours, for tcp_acked: oldest first */
+	uint16_t tx_head, tx_done;
+	uint16_t tx_n;            /* packets given to iip_tcp_send, not yet shown to tcp_acked
+	                           * (tx_done of them in tx_pkt, the rest still the core's) */
 	struct iipk_rxrec rx[IIPK_RXQ];
 	uint16_t rx_head, rx_n;
 	uint8_t peer_mac[6];
@@ -64,6 +66,8 @@ struct iipk_nb {
 
 struct iipk_state {
 	uint64_t magic;
+	uint64_t run_key;         /* IIPK_RUN_KEY: the engine runs on Ethernet II, iip_run's
+	                           * usual path may go (one compare, no set-up test) */
 	void *workspace;          /* the application's context pointer */
 	void *opaque;             /* of the API call in progress */
 	struct ipk_ctx *ctx;      /* NULL until the first call naming our address */
@@ -79,7 +83,6 @@ struct iipk_state {
 	/* A non-Ethernet L2 (iip.h "L2"): the engine runs raw IPv4; received frames lose
 	 * their L2 header (increment_head), sent ones get it in a new packet. */
 	uint8_t l2_foreign;       /* 0: Ethernet II, the engine frames it itself */
-	uint8_t eth_fast;         /* running on Ethernet II: iip_run's usual path */
 	uint8_t l2_alen;          /* iip_ops_l2_addr_len (0..6) */
 	uint8_t l3off;            /* where the IPv4 header of a shown packet starts: 14 or 0 */
 	uint16_t l2_hlen;         /* length of a header iip_ops_l2_hdr_craft writes */
@@ -89,6 +92,9 @@ struct iipk_state {
 	                           * clone of it (head past the L2 header) */
 	uint16_t rx_hl;           /* that frame's L2 header length */
 	void *shown_copy;         /* a re-framed copy an event showed (iipk_shown) */
+	struct ipk_conn *pay_conn; /* in tcp_payload for this connection, its packet not yet
+	                            * recorded nor consumed (pay_len bytes) */
+	uint32_t pay_len;
 	struct ipk_tx_meta txm;
 	struct iipk_nb nb[IIPK_NB];
 	struct iipk_synmac synmac[IIPK_SYNMAC];
@@ -714,34 +720,46 @@ static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user
 	struct iipk_state *s = IIPK_S(o);
 	uint32_t plen;
 
-	if (!pkt) {
-		/* End of stream: close our side once the application has consumed every
-		 * packet delivered (iip.h): data it still holds may yet be answered.
-		 * ENOTCONN when the application closed first is fine. */
-		if (IIPK_EXT(c)->rx_n)
-			IIPK_EXT(c)->fin_wait = 1;
-		else
-			(void)ipk_tcp_close(ctx, c, s->now);
-		return;
-	}
-	iipk_rx_push(IIPK_EXT(c), len);
-	if (__builtin_expect(s->l2_foreign, 0))
+	if (__builtin_expect(!pkt || s->l2_foreign, 0)) {
+		if (!pkt) {
+			/* End of stream: close our side once the application has consumed
+			 * every packet delivered (iip.h): data it still holds may yet be
+			 * answered. ENOTCONN when the application closed first is fine. */
+			if (IIPK_EXT(c)->rx_n)
+				IIPK_EXT(c)->fin_wait = 1;
+			else
+				(void)ipk_tcp_close(ctx, c, s->now);
+			return;
+		}
 		pkt = iipk_shown_off(s, pkt, &off);
+	}
+	/* The packet is recorded for iip_tcp_rxbuf_consumed only if the callback does
+	 * not consume it at once (the usual echo does: no ring then). */
+	s->pay_conn = c;
+	s->pay_len = len;
 	plen = iip_ops_pkt_get_len(pkt, s->opaque);
 	iip_ops_tcp_payload(s->workspace, c, pkt, user, (uint16_t)off,
 	                    (uint16_t)(plen - off - len), s->opaque);
+	if (s->pay_conn) {
+		s->pay_conn = NULL;
+		iipk_rx_push(IIPK_EXT(c), len);
+	}
 }
 
 /* A sent packet is wholly acknowledged and the core hands it back (in send order,
- * inside ACK processing, where the application must not be called: it may send).
- * It is the oldest the core still held; anything else is not ours to show. Out
- * of line: inlined, it made the core's ACK path too big for gcc to inline there. */
-IIPK_NOINLINE static void iipk_tcp_sent_done(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *o)
+ * inside ACK processing, where the application must not be called: it may send):
+ * it waits in the ring for tcp_acked. The ring is recorded here, not at send time
+ * (the core returns only packets given to ipk_tcp_send, in order, ipkit/core.h);
+ * more packets than were sent is not ours to show (counted, freed). Left to the
+ * compiler: forced inline it made the core's ACK path too big to inline there
+ * (+43 instructions per echo), forced out of line it cost 16 more. */
+static void iipk_tcp_sent_done(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *o)
 {
 	struct iipk_ext *e = IIPK_EXT(c);
 
 	(void)ctx;
-	if (e->tx_done < e->tx_n && e->tx_pkt[(e->tx_head + e->tx_done) % IIPK_TXQ] == pkt) {
+	if (e->tx_done < e->tx_n) {
+		e->tx_pkt[(e->tx_head + e->tx_done) % IIPK_TXQ] = pkt;
 		e->tx_done++;
 		return;
 	}
@@ -781,6 +799,8 @@ static void iipk_tcp_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 
 	(void)ctx;
 	(void)why;
+	if (s->pay_conn == c) /* closed from inside its tcp_payload */
+		s->pay_conn = NULL;
 	if (ipk_tcp_tuple(c, &t) != IPK_OK)
 		iipk_zero(&t, sizeof(t));
 	iip_ops_tcp_closed(c, s->mac, t.local_ip4_be, t.local_port_be, e->peer_mac, t.peer_ip4_be,
@@ -991,7 +1011,8 @@ IIPK_COLD static int iipk_start(struct iipk_state *s, const uint8_t mac[], uint3
 		return 0;
 	}
 	__builtin_memcpy(s->mac, mac, s->l2_foreign ? s->l2_alen : 6u);
-	s->eth_fast = (uint8_t)!s->l2_foreign;
+	if (!s->l2_foreign)
+		s->run_key = IIPK_RUN_KEY;
 	s->ip4_be = ip4_be;
 	s->rng = (iipk_clock(opq) ^ (uint64_t)(uintptr_t)s ^ 0x9e3779b97f4a7c15ull) | 1u;
 	iipk_flush_pending(s);
@@ -1145,7 +1166,7 @@ IIP_API uint16_t iip_tcp_close(void *context, void *handle, void *opaque)
 
 /* Queue pkt (c not NULL); it waits in the connection's ring until the core gives it back
  * acknowledged (iipk_tcp_sent_done) and tcp_acked shows it. */
-static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
+IIPK_INLINE_ALWAYS static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
 {
 	struct iipk_ext *e;
 	int rc;
@@ -1159,8 +1180,7 @@ static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
 	rc = ipk_tcp_send(s->ctx, c, pkt, s->now);
 	if (rc < 0)
 		return rc;
-	e->tx_pkt[(e->tx_head + e->tx_n) % IIPK_TXQ] = pkt;
-	e->tx_n++;
+	e->tx_n++; /* the packet itself is recorded when the core gives it back */
 	return IPK_OK;
 }
 
@@ -1197,17 +1217,21 @@ IIP_API IIPK_API_HOT void iip_tcp_rxbuf_consumed(void *context, void *handle, ui
 	if (!c)
 		return;
 	s = iipk_state_conn(context);
+	e = IIPK_EXT(c);
+	if (s->pay_conn == c) {
+		/* From inside c's tcp_payload (a call in progress: the engine runs, the
+		 * peer's FIN is not in yet). The usual call: that one packet, nothing
+		 * older held: its bytes, no ring. Else it joins the ring, in order. */
+		s->pay_conn = NULL;
+		if (left == 1 && !e->rx_n) {
+			(void)ipk_tcp_recved(s->ctx, c, s->pay_len, s->now);
+			return;
+		}
+		iipk_rx_push(e, s->pay_len);
+	}
 	how = iipk_begin_conn(s, opaque);
 	if (!how)
 		return;
-	e = IIPK_EXT(c);
-	/* The usual call: one packet, consumed from its own tcp_payload. */
-	if (left == 1 && e->rx_n && e->rx[e->rx_head].pkts == 1) {
-		bytes = e->rx[e->rx_head].bytes;
-		e->rx_head = (uint16_t)((e->rx_head + 1u) % IIPK_RXQ);
-		e->rx_n--;
-		left = 0;
-	}
 	while (left && e->rx_n) {
 		struct iipk_rxrec *r = &e->rx[e->rx_head];
 		uint32_t take = left < r->pkts ? left : r->pkts;
@@ -1538,12 +1562,35 @@ IIPK_NOINLINE static uint64_t iipk_run_l2(struct iipk_state *s, void *pkt[], uin
 	return t < next ? t : next;
 }
 
-/* iip_run when the engine is not yet running on Ethernet: start it (then the usual
- * path), or run the non-Ethernet L2's path, or free the frames when it cannot run. */
-IIPK_NOINLINE static uint16_t iipk_run_other(struct iipk_state *s, uint8_t mac[],
-                                             uint32_t ip4_be, void *pkt[], uint16_t cnt,
+/* iip_run on Ethernet once the first `i` frames are known ordinary: those go to the
+ * engine as they are (the application's array; it only reads it), up to IIPK_BATCH
+ * frames at once; the rest frame by frame (iipk_run_slow). */
+static uint64_t iipk_run_mixed(struct iipk_state *s, void *pkt[], uint32_t i, uint32_t cnt)
+{
+	const uint8_t *l4 = NULL;
+	enum iipk_kind k = IIPK_FAST;
+	uint64_t next, later;
+
+	for (; i < cnt && i < IIPK_BATCH; i++)
+		if ((k = iipk_kind_of(s, pkt[i], &l4)) != IIPK_FAST)
+			break;
+	if (i == cnt)
+		return ipk_run(s->ctx, pkt, cnt, s->now);
+	next = i ? ipk_run(s->ctx, pkt, i, s->now) : UINT64_MAX;
+	if (i == IIPK_BATCH)
+		k = iipk_kind_of(s, pkt[i], &l4);
+	later = iipk_run_slow(s, pkt, i, cnt, k, l4);
+	return later < next ? later : next;
+}
+
+/* iip_run's general path: the engine not running yet (start it, or free the frames
+ * when it cannot run), a non-Ethernet L2, or a batch that is not all ordinary
+ * frames (the first `known` of them are). */
+IIPK_NOINLINE static uint16_t iipk_run_other(void *context, uint8_t mac[], uint32_t ip4_be,
+                                             void *pkt[], uint32_t cnt, uint32_t known,
                                              uint32_t *next_us, void *opaque)
 {
+	struct iipk_state *s = iipk_state(context);
 	uint64_t next;
 	uint32_t i;
 
@@ -1555,52 +1602,49 @@ IIPK_NOINLINE static uint16_t iipk_run_other(struct iipk_state *s, uint8_t mac[]
 			*next_us = IIPK_NEXT_US_IDLE;
 		return 0;
 	}
-	if (!s->l2_foreign) { /* just started on Ethernet */
-		iipk_leave(s);
-		return iip_run(s->workspace, mac, ip4_be, pkt, cnt, next_us, opaque);
-	}
-	next = iipk_run_l2(s, pkt, pkt ? cnt : 0u);
+	if (!pkt)
+		cnt = 0;
+	if (s->l2_foreign)
+		next = iipk_run_l2(s, pkt, cnt);
+	else
+		next = iipk_run_mixed(s, pkt, known, cnt);
 	if (next_us)
 		*next_us = iipk_next_us(next, s->now);
 	iipk_leave(s);
 	return 0;
 }
 
+/* The per-request frame, tested before anything else in iip_run: asked of
+ * iip_ops_l2_skip, then TCP in an unfragmented IPv4 datagram without options, no
+ * SYN (iipk_plain_tcp); a NULL entry too (the engine skips it). */
+static inline int iipk_fast_frame(void *p, void *opq)
+{
+	return !p || (!iip_ops_l2_skip(p, opq) && iip_ops_pkt_get_len(p, opq) >= IIPK_ETH_HLEN + 40u &&
+	              iipk_plain_tcp((const uint8_t *)iip_ops_pkt_get_data(p, opq)));
+}
+
+/* The usual call: running on Ethernet, up to IIPK_BATCH ordinary frames. They go to
+ * the engine as they are; everything else takes iipk_run_other. The workspace's
+ * set-up test is run_key's compare (a zeroed workspace, iip.h, has none). */
 IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
                          uint16_t cnt, uint32_t *next_us, void *opaque)
 {
-	struct iipk_state *s = iipk_state(context);
-	uint32_t i;
+	struct iipk_state *s = iipk_state_conn(context);
 	uint64_t next;
-	const uint8_t *l4 = NULL;
-	enum iipk_kind k = IIPK_FAST;
+	uint32_t i;
 
-	/* one test for "started, on Ethernet" */
-	if (__builtin_expect(!s->eth_fast, 0))
-		return iipk_run_other(s, mac, ip4_be, pkt, cnt, next_us, opaque);
-	(void)iipk_enter(s, opaque);
-	if (!pkt)
-		cnt = 0;
-	/* The usual batch: every frame ordinary (established TCP, ...): the engine
-	 * takes the application's array as it is (it only reads it), up to
-	 * IIPK_BATCH frames at once as before; the rest frame by frame. */
-	for (i = 0; i < cnt && i < IIPK_BATCH; i++)
-		if ((k = iipk_kind_of(s, pkt[i], &l4)) != IIPK_FAST)
-			break;
-	if (i == cnt) {
-		next = ipk_run(s->ctx, pkt, cnt, s->now);
-	} else {
-		uint64_t later;
-
-		next = i ? ipk_run(s->ctx, pkt, i, s->now) : UINT64_MAX;
-		if (i == IIPK_BATCH)
-			k = iipk_kind_of(s, pkt[i], &l4);
-		later = iipk_run_slow(s, pkt, i, cnt, k, l4);
-		next = later < next ? later : next;
-	}
+	if (__builtin_expect(s->run_key != IIPK_RUN_KEY || !pkt || cnt > IIPK_BATCH, 0))
+		return iipk_run_other(context, mac, ip4_be, pkt, cnt, 0, next_us, opaque);
+	for (i = 0; i < cnt; i++)
+		if (!iipk_fast_frame(pkt[i], opaque))
+			return iipk_run_other(context, mac, ip4_be, pkt, cnt, i, next_us, opaque);
+	s->depth++; /* iip_run is not called from callbacks (iip.h): no outer call */
+	s->opaque = opaque;
+	s->now = iipk_clock(opaque);
+	next = ipk_run(s->ctx, pkt, cnt, s->now);
 	if (next_us)
 		*next_us = iipk_next_us(next, s->now);
-	iipk_leave(s);
+	s->depth--;
 	return 0;
 }
 
