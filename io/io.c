@@ -94,16 +94,27 @@ int ipk_io_parse(const char *spec, struct ipk_io_args *a, char *err, size_t errl
 		end = p + strlen(p);
 	if (end == p)
 		return ipk_io_err(err, errlen, EINVAL, "io: spec '%s' names no device", spec);
+	/* "kind:key=value,...": the device is named by an option (virtio:pci=ADDR); the
+	 * key is the device and the pair the first option */
+	if (memchr(p, '=', (size_t)(end - p))) {
+		const char *eq = memchr(p, '=', (size_t)(end - p));
+
+		if (copy_part(a->dev, sizeof(a->dev), p, (size_t)(eq - p)) < 0)
+			return ipk_io_err(err, errlen, EINVAL, "io: device name too long in '%s'", spec);
+		end = p;
+		goto options;
+	}
 	for (i = 0; p + i < end; i++)
 		if (p[i] == '=' || p[i] == ' ' || p[i] == '/')
 			return ipk_io_err(err, errlen, EINVAL, "io: bad device name '%.*s'",
 			                  (int)(end - p), p);
 	if (copy_part(a->dev, sizeof(a->dev), p, (size_t)(end - p)) < 0)
 		return ipk_io_err(err, errlen, EINVAL, "io: device name too long in '%s'", spec);
-	while (*end == ',') {
+options:
+	while (*end == ',' || end == p) {
 		int rc;
 
-		p = end + 1;
+		p = *end == ',' ? end + 1 : end;
 		end = strchr(p, ',');
 		if (!end)
 			end = p + strlen(p);
@@ -190,6 +201,9 @@ static const struct ipk_io_backend *const io_backends[] = {
 #endif
 #ifdef IPK_IO_HAVE_MEMLINK
 	&ipk_io_memlink_backend,
+#endif
+#ifdef IPK_IO_HAVE_VIRTIO_PCI
+	&ipk_io_virtio_pci_backend,
 #endif
 #ifdef IPK_IO_HAVE_DPDK
 	&ipk_io_dpdk_backend,

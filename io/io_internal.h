@@ -72,6 +72,7 @@ extern const struct ipk_io_backend ipk_io_afpacket_backend;
 extern const struct ipk_io_backend ipk_io_afxdp_backend;
 extern const struct ipk_io_backend ipk_io_memlink_backend;
 extern const struct ipk_io_backend ipk_io_dpdk_backend;
+extern const struct ipk_io_backend ipk_io_virtio_pci_backend; /* virtio:pci=ADDR */
 
 /* ipk_io_set_addr for the afxdp backend (io_addr.c dispatches by backend; a vtable
  * member would break the positional initializers of the other backends). */
