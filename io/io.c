@@ -94,27 +94,17 @@ int ipk_io_parse(const char *spec, struct ipk_io_args *a, char *err, size_t errl
 		end = p + strlen(p);
 	if (end == p)
 		return ipk_io_err(err, errlen, EINVAL, "io: spec '%s' names no device", spec);
-	/* "kind:key=value,...": the device is named by an option (virtio:pci=ADDR); the
-	 * key is the device and the pair the first option */
-	if (memchr(p, '=', (size_t)(end - p))) {
-		const char *eq = memchr(p, '=', (size_t)(end - p));
-
-		if (copy_part(a->dev, sizeof(a->dev), p, (size_t)(eq - p)) < 0)
-			return ipk_io_err(err, errlen, EINVAL, "io: device name too long in '%s'", spec);
-		end = p;
-		goto options;
-	}
+	/* virtio's device names a transport: vhost-user=/path/to.sock, pci=0000:00:03.0 */
 	for (i = 0; p + i < end; i++)
-		if (p[i] == '=' || p[i] == ' ' || p[i] == '/')
+		if (p[i] == ' ' || ((p[i] == '=' || p[i] == '/') && strcmp(a->kind, "virtio") != 0))
 			return ipk_io_err(err, errlen, EINVAL, "io: bad device name '%.*s'",
 			                  (int)(end - p), p);
 	if (copy_part(a->dev, sizeof(a->dev), p, (size_t)(end - p)) < 0)
 		return ipk_io_err(err, errlen, EINVAL, "io: device name too long in '%s'", spec);
-options:
-	while (*end == ',' || end == p) {
+	while (*end == ',') {
 		int rc;
 
-		p = *end == ',' ? end + 1 : end;
+		p = end + 1;
 		end = strchr(p, ',');
 		if (!end)
 			end = p + strlen(p);
@@ -202,11 +192,11 @@ static const struct ipk_io_backend *const io_backends[] = {
 #ifdef IPK_IO_HAVE_MEMLINK
 	&ipk_io_memlink_backend,
 #endif
-#ifdef IPK_IO_HAVE_VIRTIO_PCI
-	&ipk_io_virtio_pci_backend,
-#endif
 #ifdef IPK_IO_HAVE_DPDK
 	&ipk_io_dpdk_backend,
+#endif
+#ifdef IPK_IO_HAVE_VIRTIO
+	&ipk_io_virtio_backend,
 #endif
 	NULL
 };
@@ -214,7 +204,7 @@ static const struct ipk_io_backend *const io_backends[] = {
 /* Every kind the project knows, compiled in or not, so a missing one gets a better
  * message than "unknown". */
 static const char *const io_known_kinds[] = { "tap", "tun", "afpacket", "afxdp", "memlink",
-                                              "dpdk", NULL };
+                                              "dpdk", "virtio", NULL };
 
 static const struct ipk_io_backend *io_find(const char *kind)
 {

@@ -4,6 +4,7 @@
  * pci.h; section numbers are the virtio 1.2 specification's.
  */
 #include "pci.h"
+#include "virtio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -636,4 +637,133 @@ void ipk_vpci_vq_ops(struct ipk_vpci *d, struct ipk_vq_ops *ops)
 	ops->dev_addr = vpci_dev_addr;
 	ops->notify = vpci_notify;
 	ops->ctx = d;
+}
+
+/* ------------------------------------------------- the device layer's view */
+
+static int tp_get_features(void *ctx, uint64_t *f, char *err, size_t el)
+{
+	struct ipk_vpci *d = (struct ipk_vpci *)ctx;
+
+	(void)err;
+	(void)el;
+	*f = d->offered = ipk_vpci_device_features(d);
+	return 0;
+}
+
+/* §3.1.1 steps 5-6; a legacy device has no FEATURES_OK (§3.1.2). */
+static int tp_set_features(void *ctx, uint64_t f, char *err, size_t el)
+{
+	struct ipk_vpci *d = (struct ipk_vpci *)ctx;
+	uint8_t s = IPK_VPCI_S_ACKNOWLEDGE | IPK_VPCI_S_DRIVER;
+
+	if (!d->legacy && !(f & IPK_VIRTIO_BIT(IPK_VIRTIO_F_VERSION_1)))
+		return vpci_err(err, el, ENOTSUP,
+		                "virtio-pci %s: modern device without VIRTIO_F_VERSION_1", d->addr);
+	ipk_vpci_driver_features(d, f);
+	if (d->legacy)
+		return 0;
+	ipk_vpci_set_status(d, s | IPK_VPCI_S_FEATURES_OK);
+	if (!(ipk_vpci_status(d) & IPK_VPCI_S_FEATURES_OK))
+		return vpci_err(err, el, ENOTSUP, "virtio-pci %s: device refused features 0x%llx",
+		                d->addr, (unsigned long long)f);
+	return 0;
+}
+
+static uint16_t tp_queue_max(void *ctx, uint16_t qid)
+{
+	return ipk_vpci_queue_size((struct ipk_vpci *)ctx, qid, 0xffff);
+}
+
+static int tp_queue_setup(void *ctx, struct ipk_vq *vq, char *err, size_t el)
+{
+	struct ipk_vpci *d = (struct ipk_vpci *)ctx;
+	uint16_t dev = ipk_vpci_queue_size(d, vq->qid, 0xffff);
+
+	/* §4.1.5.1.3.1: a legacy device's queue size cannot be changed */
+	if (d->legacy && vq->size != dev)
+		return vpci_err(err, el, EINVAL, "virtio-pci %s: legacy device fixes queue %u at %u "
+		                "entries (qsize=%u)", d->addr, vq->qid, dev, vq->size);
+	if (ipk_vpci_queue_setup(d, vq) < 0)
+		return vpci_err(err, el, EINVAL, "virtio-pci %s: queue %u set-up refused (ring "
+		                "address or notify offset out of range)", d->addr, vq->qid);
+	return 0;
+}
+
+/* §3.1.1 step 8. The receive queue was filled before: tell the device. */
+static int tp_start(void *ctx, char *err, size_t el)
+{
+	struct ipk_vpci *d = (struct ipk_vpci *)ctx;
+
+	ipk_vpci_set_status(d, (uint8_t)(ipk_vpci_status(d) | IPK_VPCI_S_DRIVER_OK));
+	if (ipk_vpci_status(d) & IPK_VPCI_S_FAILED)
+		return vpci_err(err, el, EIO, "virtio-pci %s: device set FAILED", d->addr);
+	return vpci_notify(d, 0); /* the filled receive queue */
+}
+
+/* Polling only: with no kernel driver on the device, an interrupt could reach us
+ * only through VFIO's eventfds (see README). */
+static int tp_queue_fd(void *ctx, uint16_t qid)
+{
+	(void)ctx;
+	(void)qid;
+	return -EOPNOTSUPP;
+}
+
+/* §5.1.4: mac is in the device configuration when the device offers F_MAC. */
+static int tp_mac(void *ctx, uint8_t mac[6])
+{
+	struct ipk_vpci *d = (struct ipk_vpci *)ctx;
+	uint32_t i;
+
+	if (!(d->offered & IPK_VIRTIO_BIT(IPK_VIRTIO_NET_F_MAC)))
+		return -EOPNOTSUPP;
+	for (i = 0; i < 6; i++)
+		mac[i] = ipk_vpci_cfg8(d, i);
+	if (mac[0] & 1)
+		return -EINVAL; /* a multicast address is no station's: keep the random one */
+	return 0;
+}
+
+static void tp_close(void *ctx)
+{
+	ipk_vpci_close((struct ipk_vpci *)ctx);
+	free(ctx);
+}
+
+#define VPCI_TOPS(nm) { nm, tp_get_features, tp_set_features, tp_queue_max, tp_queue_setup, \
+	tp_start, tp_queue_fd, tp_mac, tp_close, { vpci_alloc, vpci_dev_addr, vpci_notify, NULL } }
+static const struct ipk_virtio_tops vpci_tops_legacy = VPCI_TOPS("pci-legacy");
+static const struct ipk_virtio_tops vpci_tops_modern = VPCI_TOPS("pci-modern");
+
+int ipk_virtio_pci_open(const char *addr, const struct ipk_virtio_opts *o,
+                        const struct ipk_virtio_tops **tops, void **ctx, char *err, size_t el)
+{
+	struct ipk_vpci *d = (struct ipk_vpci *)calloc(1, sizeof(*d));
+	int rc;
+
+	if (!d)
+		return vpci_err(err, el, ENOMEM, "virtio-pci: out of memory");
+	rc = ipk_vpci_open(d, "/sys", addr, err, el);
+	if (rc < 0) {
+		free(d);
+		return rc;
+	}
+	/* §3.1.1 steps 1-3: reset, ACKNOWLEDGE, DRIVER */
+	if (ipk_vpci_reset(d) < 0) {
+		rc = vpci_err(err, el, ETIMEDOUT, "virtio-pci %s: reset did not finish", addr);
+		goto fail;
+	}
+	ipk_vpci_set_status(d, IPK_VPCI_S_ACKNOWLEDGE);
+	ipk_vpci_set_status(d, IPK_VPCI_S_ACKNOWLEDGE | IPK_VPCI_S_DRIVER);
+	rc = ipk_vpci_dma_init(d, ipk_virtio_mem_bytes(o), err, el);
+	if (rc < 0)
+		goto fail;
+	*tops = d->legacy ? &vpci_tops_legacy : &vpci_tops_modern;
+	*ctx = d;
+	return 0;
+fail:
+	ipk_vpci_set_status(d, IPK_VPCI_S_FAILED);
+	tp_close(d);
+	return rc;
 }

@@ -63,6 +63,7 @@ struct ipk_vpci {
 	size_t bar_len[6];
 	struct ipk_vpci_region common, notify, isr, device;
 	uint32_t notify_mult;        /* notify_off_multiplier (§4.1.4.4) */
+	uint64_t offered;            /* device features, read by get_features */
 	uint16_t notify_off[4];      /* per queue, read at queue setup */
 	/* DMA memory: hugepages, bump allocated */
 	uint8_t *dma;
@@ -97,6 +98,9 @@ uint8_t ipk_vpci_cfg8(struct ipk_vpci *d, uint32_t i);
 uint16_t ipk_vpci_queue_size(struct ipk_vpci *d, uint16_t qid, uint16_t want);
 /* Tell the device where queue vq lives and enable it (§4.1.5.1.3). */
 int ipk_vpci_queue_setup(struct ipk_vpci *d, const struct ipk_vq *vq);
+
+/* ipk_virtio_pci_open (virtio.h) is this transport behind struct ipk_virtio_tops:
+ * open, §3.1.1 steps 1-3, DMA memory for the device layer's pool and rings. */
 
 /* DMA memory: map `bytes` of hugepages (reserving them when too few are free) and
  * read their physical addresses. 0 or a negative errno with a message. */

@@ -30,7 +30,7 @@ NICS = [
      "addr": "0000:00:05.0", "net": "10.121.5"},
 ]
 # The driver's offload switches (io/virtio/README.md): all on, or all off.
-OFFLOADS = {"on": "", "off": ",csum=0,gso=0,mrg=0"}
+OFFLOADS = {"on": "", "off": ",csum=0,tso=0,mrg=0"}
 
 
 def host(*args, timeout=60, check=True):
