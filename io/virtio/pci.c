@@ -6,6 +6,7 @@
 #include "pci.h"
 #include "virtio.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -337,25 +338,33 @@ void ipk_vpci_close(struct ipk_vpci *d)
 #define COM_Q_DRIVER 0x28
 #define COM_Q_DEVICE 0x30
 
+/* Legacy registers are in the guest's native byte order (§4.1.4.10 and §2.7.2
+ * "Legacy Interfaces"); sysfs hands an I/O read or write of 1, 2 or 4 bytes over as
+ * a native value of that width. */
 static uint32_t io_rd(struct ipk_vpci *d, uint32_t off, int n)
 {
-	uint8_t b[4] = {0, 0, 0, 0};
+	uint8_t v8 = 0;
+	uint16_t v16 = 0;
+	uint32_t v32 = 0;
+	void *p = n == 1 ? (void *)&v8 : n == 2 ? (void *)&v16 : (void *)&v32;
 
-	if (pread(d->io_fd, b, (size_t)n, off) != n)
+	if (pread(d->io_fd, p, (size_t)n, off) != n)
 		return 0;
-	return le32_at(b);
+	return n == 1 ? v8 : n == 2 ? v16 : v32;
 }
 
 static void io_wr(struct ipk_vpci *d, uint32_t off, int n, uint32_t v)
 {
-	uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+	uint8_t v8 = (uint8_t)v;
+	uint16_t v16 = (uint16_t)v;
+	const void *p = n == 1 ? (const void *)&v8 : n == 2 ? (const void *)&v16 : (const void *)&v;
 
-	(void)!pwrite(d->io_fd, b, (size_t)n, off);
+	(void)!pwrite(d->io_fd, p, (size_t)n, off);
 }
 
 /* Modern registers: MMIO through the mapping, one access of the register's width
- * (volatile: the compiler must neither merge nor drop them). The device is
- * little-endian (§4.1.3.1); x86 is too, which is all this transport runs on. */
+ * (volatile: the compiler must neither merge nor drop them), little-endian
+ * (§4.1.3.1) whatever the CPU. */
 static uint32_t mm_rd(const struct ipk_vpci_region *r, uint32_t off, int n)
 {
 	volatile uint8_t *p = r->p + off;
@@ -363,8 +372,8 @@ static uint32_t mm_rd(const struct ipk_vpci_region *r, uint32_t off, int n)
 	if (n == 1)
 		return *p;
 	if (n == 2)
-		return *(volatile uint16_t *)(volatile void *)p;
-	return *(volatile uint32_t *)(volatile void *)p;
+		return le16toh(*(volatile uint16_t *)(volatile void *)p);
+	return le32toh(*(volatile uint32_t *)(volatile void *)p);
 }
 
 static void mm_wr(const struct ipk_vpci_region *r, uint32_t off, int n, uint32_t v)
@@ -374,9 +383,9 @@ static void mm_wr(const struct ipk_vpci_region *r, uint32_t off, int n, uint32_t
 	if (n == 1)
 		*p = (uint8_t)v;
 	else if (n == 2)
-		*(volatile uint16_t *)(volatile void *)p = (uint16_t)v;
+		*(volatile uint16_t *)(volatile void *)p = htole16((uint16_t)v);
 	else
-		*(volatile uint32_t *)(volatile void *)p = v;
+		*(volatile uint32_t *)(volatile void *)p = htole32(v);
 }
 
 uint8_t ipk_vpci_status(struct ipk_vpci *d)
@@ -495,11 +504,8 @@ static int vpci_notify(void *ctx, uint16_t qid)
 {
 	struct ipk_vpci *d = (struct ipk_vpci *)ctx;
 
-	if (d->legacy) {
-		uint8_t b[2] = {(uint8_t)qid, (uint8_t)(qid >> 8)};
-
-		return pwrite(d->io_fd, b, 2, LEG_QUEUE_NOTIFY) == 2 ? 0 : -EIO;
-	}
+	if (d->legacy)
+		return pwrite(d->io_fd, &qid, 2, LEG_QUEUE_NOTIFY) == 2 ? 0 : -EIO;
 	if (qid >= 4)
 		return -EINVAL;
 	mm_wr(&d->notify, (uint32_t)d->notify_off[qid] * d->notify_mult, 2, qid);
@@ -631,13 +637,6 @@ static uint64_t vpci_dev_addr(void *ctx, const void *virt)
 	return d->dma_phys[off / IPK_VPCI_HUGE] + off % IPK_VPCI_HUGE;
 }
 
-void ipk_vpci_vq_ops(struct ipk_vpci *d, struct ipk_vq_ops *ops)
-{
-	ops->alloc = vpci_alloc;
-	ops->dev_addr = vpci_dev_addr;
-	ops->notify = vpci_notify;
-	ops->ctx = d;
-}
 
 /* ------------------------------------------------- the device layer's view */
 

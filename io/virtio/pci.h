@@ -44,7 +44,7 @@
 #define IPK_VPCI_CAP_DEVICE 4u
 
 #define IPK_VPCI_HUGE (2u << 20)     /* 2 MiB hugepages */
-#define IPK_VPCI_MAX_HUGE 16u
+#define IPK_VPCI_MAX_HUGE 64u     /* 128 MiB: qsize 4096 needs 32 MiB of buffers */
 
 /* A located register block: BAR, offset, length (modern capabilities). */
 struct ipk_vpci_region {
@@ -105,7 +105,5 @@ int ipk_vpci_queue_setup(struct ipk_vpci *d, const struct ipk_vq *vq);
 /* DMA memory: map `bytes` of hugepages (reserving them when too few are free) and
  * read their physical addresses. 0 or a negative errno with a message. */
 int ipk_vpci_dma_init(struct ipk_vpci *d, size_t bytes, char *err, size_t errlen);
-/* struct ipk_vq_ops for the ring code (ctx = d). */
-void ipk_vpci_vq_ops(struct ipk_vpci *d, struct ipk_vq_ops *ops);
 
 #endif

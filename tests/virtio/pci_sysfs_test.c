@@ -226,11 +226,14 @@ static void test_legacy_io_bar(void)
 	char err[256], dir[400];
 
 	mkdev("0000:00:04.0", "0x1af4\n", "0x1000\n", dir, sizeof(dir));
+	uint32_t feat = 0x79bf8064u;
+	uint16_t qsz = 256;
+
 	memset(io, 0, sizeof(io));
 	put_file(dir, "config", io, sizeof(io)); /* 32 bytes suffice: no caps read */
-	put_le32(io + 0x00, 0x79bf8064u);        /* host features */
-	io[0x0c] = 0x00;                          /* queue size 256 */
-	io[0x0d] = 0x01;
+	/* legacy registers are in the CPU's own byte order (§4.1.4.10) */
+	memcpy(io + 0x00, &feat, 4);             /* host features */
+	memcpy(io + 0x0c, &qsz, 2);              /* queue size */
 	memcpy(io + 0x14, "\x52\x54\x00\x21\x00\x04", 6);
 	put_file(dir, "resource0", io, sizeof(io));
 	CHECK(ipk_vpci_open(&d, root, "0000:00:04.0", err, sizeof(err)) == 0);
