@@ -190,3 +190,15 @@ def test_pci_ping_curl_64M_each_way(guest, mode, off, tmp_path):
     print("%s offload=%s: frames guest->host %d, host->guest %d" % (mode, off, from_guest, to_guest))
     print("%s offload=%s: 64 MiB in %.1f s (Linux->ipkit), %.1f s (ipkit->Linux)"
           % (mode, off, rx_s, tx_s))
+
+
+def test_qemu_harness_skips_when_qemu_cannot_start(guest, monkeypatch):
+    """The harness turns a QEMU that exits at once into Unavailable (the module's
+    tests then skip with its message) instead of waiting out the boot budget."""
+    monkeypatch.setattr(qg, "QEMU", "/bin/false")
+    g = qg.Guest(NS, NICS[:1])
+    try:
+        with pytest.raises(qg.Unavailable, match="QEMU could not start"):
+            g.start()
+    finally:
+        g.stop()
