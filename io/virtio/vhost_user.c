@@ -237,16 +237,20 @@ static int vu_set_state(struct vu *u, uint32_t req, uint32_t idx, uint32_t num)
 	return vu_set(u, req, s, 8, NULL, 0);
 }
 
+void *ipk_vu_mem_alloc(struct ipk_vu_mem *m, size_t size, size_t align)
+{
+	size_t at = (m->used + align - 1) & ~(align - 1);
+
+	if (at > m->size || size > m->size - at)
+		return NULL;
+	m->used = at + size;
+	memset(m->base + at, 0, size);
+	return m->base + at;
+}
+
 static void *vu_alloc(void *ctx, size_t size, size_t align)
 {
-	struct vu *u = (struct vu *)ctx;
-	size_t at = (u->mem->used + align - 1) & ~(align - 1);
-
-	if (at > u->mem->size || size > u->mem->size - at)
-		return NULL;
-	u->mem->used = at + size;
-	memset(u->mem->base + at, 0, size);
-	return u->mem->base + at;
+	return ipk_vu_mem_alloc(((struct vu *)ctx)->mem, size, align);
 }
 
 static uint64_t vu_dev_addr(void *ctx, const void *virt)

@@ -52,6 +52,9 @@ struct ipk_virtio_opts {
 	int event;         /* call eventfd for sleeping (default 1); 0: poll only */
 	uint16_t qsize;    /* entries per queue (default 256, capped by the device) */
 	uint32_t nbufs;    /* pool buffers (default 4 * qsize) */
+	struct ipk_vq_pool *pool; /* NULL: the device's own pool; else one in memory the
+	                           * device reaches, shared with other devices (a
+	                           * forwarder sends one device's buffers on another) */
 };
 void ipk_virtio_opts_default(struct ipk_virtio_opts *o);
 
@@ -70,8 +73,9 @@ struct ipk_virtio {
 	void *ctx;
 	uint64_t dev_features, features; /* offered, negotiated */
 	uint32_t hdr_len;                /* virtio-net header bytes in front of frames */
-	struct ipk_vq_pool pool;         /* one pool for both queues (forwarding moves
+	struct ipk_vq_pool *pool;        /* one pool for both queues (forwarding moves
 	                                  * a received buffer straight to transmit) */
+	struct ipk_vq_pool own_pool;     /* pool points here unless opts gave one */
 	struct ipk_vq rxq, txq;
 	int event;
 	int rx_intr_on;                  /* interrupts of rxq enabled (armed) */
@@ -103,6 +107,9 @@ struct ipk_vu_mem;
 /* A memfd of `size` bytes mapped here, to be carved by the devices using it. */
 struct ipk_vu_mem *ipk_vu_mem_create(size_t size, char *err, size_t el);
 void ipk_vu_mem_put(struct ipk_vu_mem *m);
+/* Carve `size` bytes aligned to `align` out of the domain (zeroed); NULL when full.
+ * The device address of a pointer into it is the pointer itself. */
+void *ipk_vu_mem_alloc(struct ipk_vu_mem *m, size_t size, size_t align);
 /* Bytes a device with options o needs from a domain. */
 size_t ipk_virtio_mem_bytes(const struct ipk_virtio_opts *o);
 /* Connect to the vhost-user device at path (waiting up to wait_ms for it to listen)

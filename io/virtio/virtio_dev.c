@@ -109,12 +109,12 @@ static int vio_queues(struct ipk_virtio *d, const struct ipk_virtio_opts *o, cha
 			return ipk_io_err(err, el, ENODEV, "virtio: the device has no queue %d", q);
 		qs[q] = o->qsize < max ? o->qsize : max;
 	}
-	rc = ipk_vq_pool_init(&d->pool, &ops, vio_nbufs(o), VIO_BUF_SIZE);
-	if (rc < 0)
+	d->pool = o->pool ? o->pool : &d->own_pool;
+	if (!o->pool && (rc = ipk_vq_pool_init(&d->own_pool, &ops, vio_nbufs(o), VIO_BUF_SIZE)) < 0)
 		return ipk_io_err(err, el, -rc, "virtio: buffer pool of %u: %s", vio_nbufs(o),
 		                  strerror(-rc));
-	if ((rc = ipk_vq_init(&d->rxq, 0, qs[0], &ops, &d->pool, 1)) < 0 ||
-	    (rc = ipk_vq_init(&d->txq, 1, qs[1], &ops, &d->pool, 0)) < 0)
+	if ((rc = ipk_vq_init(&d->rxq, 0, qs[0], &ops, d->pool, 1)) < 0 ||
+	    (rc = ipk_vq_init(&d->txq, 1, qs[1], &ops, d->pool, 0)) < 0)
 		return ipk_io_err(err, el, -rc, "virtio: queues of %u entries: %s", o->qsize,
 		                  strerror(-rc));
 	if ((rc = d->t->queue_setup(d->ctx, &d->rxq, err, el)) < 0 ||
@@ -141,7 +141,7 @@ int ipk_virtio_start(struct ipk_virtio *d, const struct ipk_virtio_tops *t, void
 	    (rc = t->start(ctx, err, el)) < 0) {
 		ipk_vq_fini(&d->rxq);
 		ipk_vq_fini(&d->txq);
-		ipk_vq_pool_fini(&d->pool);
+		ipk_vq_pool_fini(&d->own_pool);
 		return rc;
 	}
 	return 0;
@@ -154,7 +154,7 @@ void ipk_virtio_stop(struct ipk_virtio *d)
 	d->t->close(d->ctx); /* the device stops first: then the rings are ours again */
 	ipk_vq_fini(&d->rxq);
 	ipk_vq_fini(&d->txq);
-	ipk_vq_pool_fini(&d->pool);
+	ipk_vq_pool_fini(&d->own_pool);
 	d->t = NULL;
 }
 

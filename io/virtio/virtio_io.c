@@ -193,7 +193,7 @@ static struct ipk_pkt *vio_rx_first(struct ipk_io *io, const uint8_t *b, uint32_
 		}
 	}
 	/* the largest the frame can be: this buffer plus nbuf - 1 full ones */
-	room = len - hl + (nbuf - 1) * p->d.pool.buf_size;
+	room = len - hl + (nbuf - 1) * p->d.pool->buf_size;
 	k = vio_pkt_for(io, nbuf == 1 ? len - hl : room);
 	p->mrg_left = nbuf - 1;
 	p->mrg_drop = 0;
@@ -220,9 +220,14 @@ static void vio_rx_done(struct ipk_io *io, struct ipk_pkt *k, struct ipk_pkt **p
 	memset(&h, 0, sizeof(h));
 	h.flags = p->mrg_hdr.flags;
 	h.gso_type = p->mrg_hdr.gso_type;
+	/* Larger than the MTU: only a TCP super-frame, and only when we said we take
+	 * them (GUEST_TSO*). A switch such as testpmd's io forwarding passes one on with
+	 * gso_type NONE (it forwards DPDK's LRO mbuf as it is): judged as a frame without
+	 * a header, the core then checks its checksum itself. */
 	if (k->len > 14 + p->mtu &&
 	    (!(io->caps.offloads & IPK_CAP_LRO) ||
-	     !ipk_vnet_rx_big_ok(&h, f + 14, k->len - 14, p->mtu))) {
+	     !ipk_vnet_rx_big_ok(h.gso_type == IPK_VNET_GSO_NONE ? NULL : &h, f + 14,
+	                         k->len - 14, p->mtu))) {
 		p->d.drops.bad_gso++;
 		io->st.rx_drops++;
 		ipk_pkt_free(k);
@@ -239,7 +244,7 @@ static void vio_rx_entry(struct ipk_io *io, const struct ipk_vq_rx *e, struct ip
                          int *out)
 {
 	struct vio_priv *p = vio(io);
-	const uint8_t *b = ipk_vq_pool_buf(&p->d.pool, e->buf);
+	const uint8_t *b = ipk_vq_pool_buf(p->d.pool, e->buf);
 
 	if (p->mrg_left > 0) {
 		p->mrg_left--;
@@ -296,7 +301,7 @@ static int vio_rx_burst(struct ipk_io *io, struct ipk_pkt **pkts, int n)
 			vio_rx_entry(io, &rx[i], pkts, &out);
 			bufs[i] = rx[i].buf;
 		}
-		ipk_vq_pool_free_bulk(&p->d.pool, bufs, (uint32_t)got);
+		ipk_vq_pool_free_bulk(p->d.pool, bufs, (uint32_t)got);
 		total += got;
 	} while (got > 0 && out < n);
 	if (total > 0 && ipk_vq_refill(&p->d.rxq, p->d.rxq.nfree) > 0)
@@ -313,7 +318,7 @@ static int vio_tx_one(struct ipk_io *io, struct ipk_pkt *k)
 {
 	struct vio_priv *p = vio(io);
 	struct ipk_virtio *d = &p->d;
-	uint32_t bs = d->pool.buf_size, total = ipk_pkt_chain_len(k) + d->hdr_len, nseg, i;
+	uint32_t bs = d->pool->buf_size, total = ipk_pkt_chain_len(k) + d->hdr_len, nseg, i;
 	uint32_t bufs[VIO_MAX_MRG], lens[VIO_MAX_MRG], at = 0, off = 0;
 	struct virtio_net_hdr vh;
 	struct ipk_vnet_hdr h;
@@ -326,9 +331,9 @@ static int vio_tx_one(struct ipk_io *io, struct ipk_pkt *k)
 		(void)ipk_vq_tx_reclaim(&d->txq);
 	if (d->txq.nfree < nseg)
 		return -ENOSPC;
-	i = ipk_vq_pool_alloc_bulk(&d->pool, bufs, nseg);
+	i = ipk_vq_pool_alloc_bulk(d->pool, bufs, nseg);
 	if (i < nseg) {
-		ipk_vq_pool_free_bulk(&d->pool, bufs, i);
+		ipk_vq_pool_free_bulk(d->pool, bufs, i);
 		return -ENOSPC;
 	}
 	ipk_vnet_from_meta(&k->meta, &vh);
@@ -339,7 +344,7 @@ static int vio_tx_one(struct ipk_io *io, struct ipk_pkt *k)
 	h.gso_size = vh.gso_size;
 	h.csum_start = vh.csum_start;
 	h.csum_offset = vh.csum_offset;
-	ipk_vnet_hdr_store(&h, ipk_vq_pool_buf(&d->pool, bufs[0]), d->hdr_len);
+	ipk_vnet_hdr_store(&h, ipk_vq_pool_buf(d->pool, bufs[0]), d->hdr_len);
 	at = d->hdr_len;
 	i = 0;
 	for (s = k; s; s = s->next) {
@@ -349,7 +354,7 @@ static int vio_tx_one(struct ipk_io *io, struct ipk_pkt *k)
 		while (left > 0) {
 			uint32_t n = bs - at < left ? bs - at : left;
 
-			memcpy(ipk_vq_pool_buf(&d->pool, bufs[i]) + at, src, n);
+			memcpy(ipk_vq_pool_buf(d->pool, bufs[i]) + at, src, n);
 			src += n;
 			left -= n;
 			at += n;
