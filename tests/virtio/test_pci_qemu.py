@@ -5,8 +5,9 @@ a namespace this module creates (pci<pid>): a legacy one (0x1af4:0x1000,
 disable-modern=on) at 0000:00:04.0 and a modern one (0x1af4:0x1041,
 disable-legacy=on) at 0000:00:05.0. Linux's virtio_net holds both at boot: the first
 test checks that ipkit refuses them (-EBUSY), then the guest unbinds them itself. For
-each device, offloads on and off, ipkit in the guest answers the namespace's ping
-and curl and moves 64 MiB each way with SHA-256 checked on both ends.
+each device and three offload settings (all on, all off, mrg=0 alone), ipkit in the
+guest answers the namespace's ping and curl and moves 64 MiB each way with SHA-256
+checked on both ends; the TAP's frame counters show which offloads were in effect.
 
 Skips with the reason when not root or when QEMU or the guest kernel cannot be had.
 """
