@@ -212,6 +212,28 @@ static int caps_parse(struct ipk_vpci *d, char *err, size_t errlen)
 	return 0;
 }
 
+/* §4.1.4.10: a legacy device's configuration starts at 0x14, or at 0x18 when MSI-X
+ * is enabled (two vector registers come first). MSI-X is on when its capability
+ * (id 0x11, PCI 3.0 §6.8.2) has bit 15 of Message Control set; a kernel driver's
+ * removal switches it off, but an administrator may have left it on. */
+static uint32_t legacy_cfg_off(struct ipk_vpci *d)
+{
+	uint8_t cfg[256];
+	uint32_t ptr;
+	int i;
+
+	memset(cfg, 0, sizeof(cfg));
+	if (pread(d->cfg_fd, cfg, sizeof(cfg), 0) < 64 || !(cfg[6] & 0x10))
+		return 0x14;
+	ptr = cfg[0x34] & 0xfcu;
+	for (i = 0; i < 48 && ptr >= 0x40 && ptr <= 256 - 4; i++) {
+		if (cfg[ptr] == 0x11)
+			return (cfg[ptr + 3] & 0x80) ? 0x18 : 0x14;
+		ptr = cfg[ptr + 1] & 0xfcu;
+	}
+	return 0x14;
+}
+
 int ipk_vpci_open(struct ipk_vpci *d, const char *sysfs_root, const char *addr, char *err,
                   size_t errlen)
 {
@@ -260,6 +282,7 @@ int ipk_vpci_open(struct ipk_vpci *d, const char *sysfs_root, const char *addr, 
 			return vpci_err(err, errlen, rc, "virtio-pci %s: %s: %s", addr, path,
 			                strerror(rc));
 		}
+		d->legacy_cfg = legacy_cfg_off(d);
 	} else {
 		rc = caps_parse(d, err, errlen);
 		if (rc < 0) {
@@ -320,7 +343,6 @@ void ipk_vpci_close(struct ipk_vpci *d)
 #define LEG_QUEUE_SEL 0x0e
 #define LEG_QUEUE_NOTIFY 0x10
 #define LEG_STATUS 0x12
-#define LEG_DEVICE_CFG 0x14
 
 /* §4.1.4.3 struct virtio_pci_common_cfg */
 #define COM_DFSELECT 0x00
@@ -444,7 +466,7 @@ void ipk_vpci_driver_features(struct ipk_vpci *d, uint64_t f)
 uint8_t ipk_vpci_cfg8(struct ipk_vpci *d, uint32_t i)
 {
 	if (d->legacy)
-		return (uint8_t)io_rd(d, LEG_DEVICE_CFG + i, 1);
+		return (uint8_t)io_rd(d, d->legacy_cfg + i, 1);
 	return i < d->device.len ? (uint8_t)mm_rd(&d->device, i, 1) : 0;
 }
 

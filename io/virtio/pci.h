@@ -57,6 +57,7 @@ struct ipk_vpci {
 	char dir[160];               /* <sysfs>/bus/pci/devices/ADDR */
 	char addr[16];
 	int legacy;                  /* 1: I/O BAR 0 (0x1000 device, §4.1.4.10) */
+	uint32_t legacy_cfg;         /* legacy: device config offset, 0x14 (0x18 with MSI-X) */
 	int io_fd;                   /* legacy: resource0 */
 	int cfg_fd;                  /* the PCI config space file */
 	uint8_t *bar[6];             /* modern: mapped memory BARs */

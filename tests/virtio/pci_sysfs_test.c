@@ -4,7 +4,8 @@
  * bound; a modern device's capabilities are found and mapped; malformed capability
  * lists (a loop, a region past its BAR, a pointer into the header, a short
  * capability, a missing one) are refused; a legacy device's I/O BAR is read and
- * written through its resource file; a nonexistent address (0000:ff:1f.7) and a
+ * written through its resource file (its configuration after the MSI-X vectors when
+ * MSI-X is on); a nonexistent address (0000:ff:1f.7) and a
  * foreign device are -ENODEV.
  */
 #include "pci.h"
@@ -247,6 +248,30 @@ static void test_legacy_io_bar(void)
 	ipk_vpci_close(&d);
 }
 
+/* A legacy device with MSI-X left enabled has its configuration at 0x18. */
+static void test_legacy_msix_cfg(void)
+{
+	struct ipk_vpci d;
+	uint8_t io[32], cfg[256];
+	char err[256], dir[400];
+
+	mkdev("0000:00:06.0", "0x1af4\n", "0x1000\n", dir, sizeof(dir));
+	memset(cfg, 0, sizeof(cfg));
+	cfg[6] = 0x10;
+	cfg[0x34] = 0x98;
+	cfg[0x98] = 0x11;        /* MSI-X */
+	cfg[0x98 + 3] = 0x80;    /* Message Control bit 15: enabled */
+	put_file(dir, "config", cfg, sizeof(cfg));
+	memset(io, 0, sizeof(io));
+	memcpy(io + 0x14, "\xff\xff\xff\xff", 4); /* the two MSI-X vector registers */
+	memcpy(io + 0x18, "\x52\x54\x00\x21\x00\x06", 6);
+	put_file(dir, "resource0", io, sizeof(io));
+	CHECK(ipk_vpci_open(&d, root, "0000:00:06.0", err, sizeof(err)) == 0);
+	CHECK(d.legacy_cfg == 0x18);
+	CHECK(ipk_vpci_cfg8(&d, 0) == 0x52 && ipk_vpci_cfg8(&d, 5) == 0x06);
+	ipk_vpci_close(&d);
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -260,6 +285,7 @@ int main(void)
 	test_modern_caps();
 	test_bad_caps();
 	test_legacy_io_bar();
+	test_legacy_msix_cfg();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	if (system(cmd) != 0)
 		failures++;

@@ -145,6 +145,9 @@ def test_pci_ping_curl_64M_each_way(guest, mode, off, tmp_path):
     try:
         r = host("ping", "-c", "3", "-i", "0.5", "-W", "10", "-w", "60", gip, timeout=90, check=False)
         assert r.returncode == 0, r.stdout.decode() + guest.run("cat /tmp/httpd.log")[1]
+        # ipkit took its MAC from the device's configuration space (§5.1.4)
+        neigh = host("ip", "neigh", "show", gip).stdout.decode()
+        assert n["mac"] in neigh, neigh
         r = host("curl", "-sS", "--max-time", "60", "-o", "/dev/null", "-w", "%{http_code}",
                  "http://%s/" % gip, timeout=90, check=False)
         assert r.stdout.decode() == "200", r.stderr.decode() + guest.run("cat /tmp/httpd.log")[1]
