@@ -5,35 +5,18 @@
  */
 #include "pci.h"
 #include "virtio.h"
+#include "io_internal.h"   /* ipk_io_err */
 
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int vpci_err(char *err, size_t errlen, int errnum, const char *fmt, ...)
-#if defined(__GNUC__)
-	__attribute__((format(printf, 4, 5)))
-#endif
-	;
-static int vpci_err(char *err, size_t errlen, int errnum, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -errnum;
-}
 
 /* ------------------------------------------------------------------ sysfs */
 
@@ -171,44 +154,48 @@ static int caps_parse(struct ipk_vpci *d, char *err, size_t errlen)
 
 	memset(cfg, 0, sizeof(cfg));
 	if (pread(d->cfg_fd, cfg, sizeof(cfg), 0) < 64)
-		return vpci_err(err, errlen, EIO, "virtio-pci %s: cannot read config space", d->addr);
+		return ipk_io_err(err, errlen, EIO,
+		                  "virtio-pci %s: cannot read config space", d->addr);
 	if (!(cfg[6] & 0x10))
-		return vpci_err(err, errlen, EINVAL, "virtio-pci %s: no capability list", d->addr);
+		return ipk_io_err(err, errlen, EINVAL,
+		                  "virtio-pci %s: no capability list", d->addr);
 	ptr = cfg[0x34] & 0xfcu;
 	for (i = 0; i < 48 && ptr; i++) {
 		uint32_t caplen;
 
 		if (ptr < 0x40 || ptr > 256 - 16)
-			return vpci_err(err, errlen, EINVAL,
-			                "virtio-pci %s: capability pointer 0x%x out of range",
-			                d->addr, ptr);
+			return ipk_io_err(err, errlen, EINVAL,
+			                  "virtio-pci %s: capability pointer 0x%x out of range",
+			                  d->addr, ptr);
 		caplen = cfg[ptr + 2];
 		if (cfg[ptr] == 0x09) { /* vendor specific: a virtio capability */
 			if (caplen < 16 || ptr + caplen > 256)
-				return vpci_err(err, errlen, EINVAL,
-				                "virtio-pci %s: capability at 0x%x has length %u",
-				                d->addr, ptr, caplen);
+				return ipk_io_err(err, errlen, EINVAL,
+				                  "virtio-pci %s: capability at 0x%x has length %u",
+				                  d->addr, ptr, caplen);
 			rc = cap_take(d, cfg + ptr, caplen);
 			if (rc < 0)
-				return vpci_err(err, errlen, -rc,
-				                "virtio-pci %s: capability type %u at 0x%x: BAR %u: %s",
-				                d->addr, cfg[ptr + 3], ptr, cfg[ptr + 4],
-				                rc == -EINVAL ? "region outside the BAR" : strerror(-rc));
+				return ipk_io_err(err, errlen, -rc,
+				                  "virtio-pci %s: capability type %u at 0x%x: "
+				                  "BAR %u: %s", d->addr, cfg[ptr + 3], ptr,
+				                  cfg[ptr + 4],
+				                  rc == -EINVAL ? "region outside the BAR" :
+				                                  strerror(-rc));
 		}
 		ptr = cfg[ptr + 1] & 0xfcu;
 	}
 	if (ptr)
-		return vpci_err(err, errlen, EINVAL, "virtio-pci %s: capability list does not end",
-		                d->addr);
+		return ipk_io_err(err, errlen, EINVAL,
+		                  "virtio-pci %s: capability list does not end", d->addr);
 	if (!d->common.found || !d->notify.found || !d->isr.found || !d->device.found)
-		return vpci_err(err, errlen, ENODEV,
-		                "virtio-pci %s: missing virtio capability (common %d notify %d isr %d "
-		                "device %d)", d->addr, d->common.found, d->notify.found,
-		                d->isr.found, d->device.found);
+		return ipk_io_err(err, errlen, ENODEV,
+		                  "virtio-pci %s: missing virtio capability (common %d "
+		                  "notify %d isr %d device %d)", d->addr, d->common.found,
+		                  d->notify.found, d->isr.found, d->device.found);
 	/* §4.1.4.3: the common configuration is 0x38 bytes; §4.1.4.8 ISR 1 byte */
 	if (d->common.len < 0x38 || d->device.len < 6)
-		return vpci_err(err, errlen, EINVAL, "virtio-pci %s: common/device config too short",
-		                d->addr);
+		return ipk_io_err(err, errlen, EINVAL,
+		                  "virtio-pci %s: common/device config too short", d->addr);
 	return 0;
 }
 
@@ -244,32 +231,33 @@ int ipk_vpci_open(struct ipk_vpci *d, const char *sysfs_root, const char *addr, 
 	memset(d, 0, sizeof(*d));
 	d->io_fd = d->cfg_fd = -1;
 	if (!sysfs_root || !addr || strlen(addr) >= sizeof(d->addr) || strchr(addr, '/'))
-		return vpci_err(err, errlen, EINVAL, "virtio-pci: bad PCI address");
+		return ipk_io_err(err, errlen, EINVAL, "virtio-pci: bad PCI address");
 	snprintf(d->addr, sizeof(d->addr), "%s", addr);
 	snprintf(d->dir, sizeof(d->dir), "%s/bus/pci/devices/%s", sysfs_root, addr);
 	ven = sysfs_num(d->dir, "vendor");
 	dev = sysfs_num(d->dir, "device");
 	if (ven < 0)
-		return vpci_err(err, errlen, ENODEV, "virtio-pci %s: no such PCI device (%s)", addr,
-		                d->dir);
+		return ipk_io_err(err, errlen, ENODEV,
+		                  "virtio-pci %s: no such PCI device (%s)", addr,
+		                  d->dir);
 	if (ven != IPK_VPCI_VENDOR ||
 	    (dev != IPK_VPCI_DEV_NET_LEGACY && dev != IPK_VPCI_DEV_NET_MODERN))
-		return vpci_err(err, errlen, ENODEV,
-		                "virtio-pci %s: %04lx:%04lx is not a virtio-net device "
-		                "(1af4:1000 or 1af4:1041)", addr, ven, dev);
+		return ipk_io_err(err, errlen, ENODEV,
+		                  "virtio-pci %s: %04lx:%04lx is not a virtio-net device "
+		                  "(1af4:1000 or 1af4:1041)", addr, ven, dev);
 	sysfs_driver(d->dir, drv, sizeof(drv));
 	if (drv[0])
-		return vpci_err(err, errlen, EBUSY,
-		                "virtio-pci %s: bound to kernel driver %s (EBUSY); ipkit does not "
-		                "unbind it: an administrator must", addr, drv);
+		return ipk_io_err(err, errlen, EBUSY,
+		                  "virtio-pci %s: bound to kernel driver %s (EBUSY); ipkit "
+		                  "does not unbind it: an administrator must", addr, drv);
 	d->legacy = dev == IPK_VPCI_DEV_NET_LEGACY;
 	snprintf(path, sizeof(path), "%s/config", d->dir);
 	d->cfg_fd = open(path, O_RDWR | O_CLOEXEC);
 	if (d->cfg_fd < 0) {
 		rc = errno;
 		ipk_vpci_close(d);
-		return vpci_err(err, errlen, rc, "virtio-pci %s: %s: %s (needs root)", addr, path,
-		                strerror(rc));
+		return ipk_io_err(err, errlen, rc, "virtio-pci %s: %s: %s (needs root)", addr, path,
+		                  strerror(rc));
 	}
 	if (d->legacy) {
 		/* §4.1.4.10: legacy registers are in I/O BAR 0; sysfs serves port I/O on
@@ -279,8 +267,8 @@ int ipk_vpci_open(struct ipk_vpci *d, const char *sysfs_root, const char *addr, 
 		if (d->io_fd < 0) {
 			rc = errno;
 			ipk_vpci_close(d);
-			return vpci_err(err, errlen, rc, "virtio-pci %s: %s: %s", addr, path,
-			                strerror(rc));
+			return ipk_io_err(err, errlen, rc, "virtio-pci %s: %s: %s", addr, path,
+			                  strerror(rc));
 		}
 		d->legacy_cfg = legacy_cfg_off(d);
 	} else {
@@ -293,8 +281,9 @@ int ipk_vpci_open(struct ipk_vpci *d, const char *sysfs_root, const char *addr, 
 	rc = cfg_enable(d);
 	if (rc < 0) {
 		ipk_vpci_close(d);
-		return vpci_err(err, errlen, -rc, "virtio-pci %s: cannot enable bus mastering: %s",
-		                addr, strerror(-rc));
+		return ipk_io_err(err, errlen, -rc,
+		                  "virtio-pci %s: cannot enable bus mastering: %s",
+		                  addr, strerror(-rc));
 	}
 	return 0;
 }
@@ -606,18 +595,21 @@ int ipk_vpci_dma_init(struct ipk_vpci *d, size_t bytes, char *err, size_t errlen
 	int rc;
 
 	if (n == 0 || n > IPK_VPCI_MAX_HUGE)
-		return vpci_err(err, errlen, EINVAL, "virtio-pci: DMA size %zu out of range", bytes);
+		return ipk_io_err(err, errlen, EINVAL,
+		                  "virtio-pci: DMA size %zu out of range", bytes);
 	rc = huge_reserve(d, (long)n);
 	if (rc < 0)
-		return vpci_err(err, errlen, -rc, "virtio-pci %s: cannot reserve %zu hugepages: %s",
-		                d->addr, n, strerror(-rc));
+		return ipk_io_err(err, errlen, -rc,
+		                  "virtio-pci %s: cannot reserve %zu hugepages: %s",
+		                  d->addr, n, strerror(-rc));
 	/* Shared: a fork must not copy-on-write the pages away from the device. */
 	p = mmap(NULL, n * IPK_VPCI_HUGE, PROT_READ | PROT_WRITE,
 	         MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE | MAP_LOCKED, -1, 0);
 	if (p == MAP_FAILED)
-		return vpci_err(err, errlen, errno,
-		                "virtio-pci %s: no %zu free 2 MiB hugepages (%s): "
-		                "echo %zu > /proc/sys/vm/nr_hugepages", d->addr, n, strerror(errno), n);
+		return ipk_io_err(err, errlen, errno,
+		                  "virtio-pci %s: no %zu free 2 MiB hugepages (%s): "
+		                  "echo %zu > /proc/sys/vm/nr_hugepages", d->addr, n,
+		                  strerror(errno), n);
 	d->dma = (uint8_t *)p;
 	d->dma_len = n * IPK_VPCI_HUGE;
 	memset(p, 0, d->dma_len);
@@ -625,9 +617,10 @@ int ipk_vpci_dma_init(struct ipk_vpci *d, size_t bytes, char *err, size_t errlen
 	for (i = 0; i < n; i++) {
 		rc = virt_to_phys(d->dma + i * IPK_VPCI_HUGE, &d->dma_phys[i]);
 		if (rc < 0)
-			return vpci_err(err, errlen, -rc,
-			                "virtio-pci %s: no physical address in /proc/self/pagemap "
-			                "(needs root): %s", d->addr, strerror(-rc));
+			return ipk_io_err(err, errlen, -rc,
+			                  "virtio-pci %s: no physical address in "
+			                  "/proc/self/pagemap (needs root): %s", d->addr,
+			                  strerror(-rc));
 	}
 	return 0;
 }
@@ -679,15 +672,16 @@ static int tp_set_features(void *ctx, uint64_t f, char *err, size_t el)
 	uint8_t s = IPK_VPCI_S_ACKNOWLEDGE | IPK_VPCI_S_DRIVER;
 
 	if (!d->legacy && !(f & IPK_VIRTIO_BIT(IPK_VIRTIO_F_VERSION_1)))
-		return vpci_err(err, el, ENOTSUP,
-		                "virtio-pci %s: modern device without VIRTIO_F_VERSION_1", d->addr);
+		return ipk_io_err(err, el, ENOTSUP,
+		                  "virtio-pci %s: modern device without VIRTIO_F_VERSION_1",
+		                  d->addr);
 	ipk_vpci_driver_features(d, f);
 	if (d->legacy)
 		return 0;
 	ipk_vpci_set_status(d, s | IPK_VPCI_S_FEATURES_OK);
 	if (!(ipk_vpci_status(d) & IPK_VPCI_S_FEATURES_OK))
-		return vpci_err(err, el, ENOTSUP, "virtio-pci %s: device refused features 0x%llx",
-		                d->addr, (unsigned long long)f);
+		return ipk_io_err(err, el, ENOTSUP, "virtio-pci %s: device refused features 0x%llx",
+		                  d->addr, (unsigned long long)f);
 	return 0;
 }
 
@@ -703,11 +697,12 @@ static int tp_queue_setup(void *ctx, struct ipk_vq *vq, char *err, size_t el)
 
 	/* §4.1.5.1.3.1: a legacy device's queue size cannot be changed */
 	if (d->legacy && vq->size != dev)
-		return vpci_err(err, el, EINVAL, "virtio-pci %s: legacy device fixes queue %u at %u "
-		                "entries (qsize=%u)", d->addr, vq->qid, dev, vq->size);
+		return ipk_io_err(err, el, EINVAL,
+		                  "virtio-pci %s: legacy device fixes queue %u at %u "
+		                  "entries (qsize=%u)", d->addr, vq->qid, dev, vq->size);
 	if (ipk_vpci_queue_setup(d, vq) < 0)
-		return vpci_err(err, el, EINVAL, "virtio-pci %s: queue %u set-up refused (ring "
-		                "address or notify offset out of range)", d->addr, vq->qid);
+		return ipk_io_err(err, el, EINVAL, "virtio-pci %s: queue %u set-up refused (ring "
+		                  "address or notify offset out of range)", d->addr, vq->qid);
 	return 0;
 }
 
@@ -718,7 +713,7 @@ static int tp_start(void *ctx, char *err, size_t el)
 
 	ipk_vpci_set_status(d, (uint8_t)(ipk_vpci_status(d) | IPK_VPCI_S_DRIVER_OK));
 	if (ipk_vpci_status(d) & IPK_VPCI_S_FAILED)
-		return vpci_err(err, el, EIO, "virtio-pci %s: device set FAILED", d->addr);
+		return ipk_io_err(err, el, EIO, "virtio-pci %s: device set FAILED", d->addr);
 	return vpci_notify(d, 0); /* the filled receive queue */
 }
 
@@ -764,7 +759,7 @@ int ipk_virtio_pci_open(const char *addr, const struct ipk_virtio_opts *o,
 	int rc;
 
 	if (!d)
-		return vpci_err(err, el, ENOMEM, "virtio-pci: out of memory");
+		return ipk_io_err(err, el, ENOMEM, "virtio-pci: out of memory");
 	rc = ipk_vpci_open(d, "/sys", addr, err, el);
 	if (rc < 0) {
 		free(d);
@@ -772,7 +767,7 @@ int ipk_virtio_pci_open(const char *addr, const struct ipk_virtio_opts *o,
 	}
 	/* §3.1.1 steps 1-3: reset, ACKNOWLEDGE, DRIVER */
 	if (ipk_vpci_reset(d) < 0) {
-		rc = vpci_err(err, el, ETIMEDOUT, "virtio-pci %s: reset did not finish", addr);
+		rc = ipk_io_err(err, el, ETIMEDOUT, "virtio-pci %s: reset did not finish", addr);
 		goto fail;
 	}
 	ipk_vpci_set_status(d, IPK_VPCI_S_ACKNOWLEDGE);

@@ -213,7 +213,8 @@ static void test_bad_caps(void)
 		modern_dev(addr, cfg, dir, sizeof(dir));
 		rc = ipk_vpci_open(&d, root, addr, err, sizeof(err));
 		if (rc != bad[i].want) {
-			fprintf(stderr, "%s: got %d want %d (%s)\n", bad[i].what, rc, bad[i].want, err);
+			fprintf(stderr, "%s: got %d want %d (%s)\n", bad[i].what, rc,
+			        bad[i].want, err);
 			failures++;
 		}
 		CHECK(d.cfg_fd == -1 && d.io_fd == -1 && d.bar[4] == NULL);
