@@ -11,7 +11,8 @@
 #    against the same testpmd. One "fwd" line per run (see fwd_common.h).
 # 2. Through the whole stack, testpmd in io-forward mode between two nodes:
 #    ipkit-bench ping-pong (1 connection, 1 byte) and bulk (-g 2, 64 KiB writes), on
-#    the virtio backend and on the dpdk backend over net_virtio_user.
+#    the virtio backend and on the dpdk backend over net_virtio_user; then both again
+#    with --busy-poll.
 #
 # Prints the load average before and after (the machine is shared: the figures are
 # ratios measured side by side, not absolutes). Needs root (DPDK's /var/run/dpdk).
@@ -77,26 +78,30 @@ done
 testpmd_stop
 
 # ipkit-bench takes its EAL defaults (a private --file-prefix=ipkit-PID, removed at exit)
-stack() { # stack NAME SPEC_A SPEC_B
+stack() { # stack NAME SPEC_A SPEC_B [--busy-poll]
 	local srv r p b
-	"$build/bench/ipkit-bench" --io "$2" --ip 10.9.0.1/24 -p 7 >/dev/null 2>&1 &
+	"$build/bench/ipkit-bench" --io "$2" --ip 10.9.0.1/24 -p 7 ${4:-} >/dev/null 2>&1 &
 	srv=$!
 	pids+=($srv)
 	sleep 3
 	r=$(timeout $((secs + 60)) "$build/bench/ipkit-bench" --io "$3" --ip 10.9.0.2/24 \
-		-s 10.9.0.1 -p 7 -t "$secs" --json -c 1 -l 1 -g 1 2>/dev/null |
+		-s 10.9.0.1 -p 7 -t "$secs" --json -c 1 -l 1 -g 1 ${4:-} 2>/dev/null |
 		python3 "$root/bench/bench_summary.py")
 	p=$(cut -d' ' -f1-3 <<<"$r")
 	r=$(timeout $((secs + 60)) "$build/bench/ipkit-bench" --io "$3" --ip 10.9.0.2/24 \
-		-s 10.9.0.1 -p 7 -t "$secs" --json -c 1 -l 65536 -g 2 2>/dev/null |
+		-s 10.9.0.1 -p 7 -t "$secs" --json -c 1 -l 65536 -g 2 ${4:-} 2>/dev/null |
 		python3 "$root/bench/bench_summary.py")
 	b=$(cut -d' ' -f4 <<<"$r")
-	echo "stack $1 pingpong_req_s_p50_us_p99_us=$p bulk_gbit_s=$b"
+	echo "stack $1${4:+ busy-poll} pingpong_req_s_p50_us_p99_us=$p bulk_gbit_s=$b"
 	kill "$srv"; wait "$srv" 2>/dev/null || true
 }
 testpmd_start io
 stack virtio "virtio:vhost-user=$tmp/v0.sock" "virtio:vhost-user=$tmp/v1.sock"
 stack dpdk-virtio_user "dpdk:net_virtio_user0,path=$tmp/v0.sock,queues=1" \
 	"dpdk:net_virtio_user1,path=$tmp/v1.sock,queues=1"
+# the dpdk backend cannot sleep on net_virtio_user (it naps): both again never sleeping
+stack virtio "virtio:vhost-user=$tmp/v0.sock" "virtio:vhost-user=$tmp/v1.sock" --busy-poll
+stack dpdk-virtio_user "dpdk:net_virtio_user0,path=$tmp/v0.sock,queues=1" \
+	"dpdk:net_virtio_user1,path=$tmp/v1.sock,queues=1" --busy-poll
 testpmd_stop
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -253,9 +253,10 @@ int ipk_vq_refill(struct ipk_vq *vq, int max)
 /* ------------------------------------------------------------- used ring */
 
 /* How many used entries are ours to read. The device's index may not run further
- * ahead of ours than the chains we posted: when it does, the entries past that are
- * nothing we gave it; take only the in-flight count (§2.7.8: the device only
- * returns what was made available). */
+ * ahead of ours than the chains we posted (§2.7.8: the device only returns what was
+ * made available). When it does, no entry of that stretch can be told from garbage:
+ * read none, count the episode once, and go on as soon as the index is back in
+ * range (a device that corrects itself is served again; the entries stay posted). */
 static uint16_t used_avail(struct ipk_vq *vq, int count)
 {
 	/* Acquire: the entries are read only after the index that covers them. */
@@ -263,10 +264,14 @@ static uint16_t used_avail(struct ipk_vq *vq, int count)
 	uint16_t n = (uint16_t)(idx - vq->used_last);
 
 	if (n > vq->inflight) {
-		if (count)
+		if (count && !vq->ahead) {
 			vq->st.used_ahead++;
-		n = vq->inflight;
+			vq->ahead = 1;
+		}
+		return 0;
 	}
+	if (count)
+		vq->ahead = 0;
 	return n;
 }
 

@@ -163,7 +163,8 @@ static inline uint8_t *ipk_vq_pool_buf(const struct ipk_vq_pool *mp, uint32_t id
 struct ipk_vq_stats {
 	uint64_t bad_id;      /* used id >= queue size, or a descriptor not in flight */
 	uint64_t bad_len;     /* used len past the buffers posted (receive) */
-	uint64_t used_ahead;  /* used->idx more than the in-flight count ahead */
+	uint64_t used_ahead;  /* used->idx more than the in-flight count ahead: nothing is
+	                       * read until it is back in range (counted once per episode) */
 	uint64_t kicks;       /* notifications sent */
 	uint64_t kick_skips;  /* notifications the device said it did not need */
 	uint64_t full;        /* adds refused: no free descriptor */
@@ -195,6 +196,7 @@ struct ipk_vq {
 	uint16_t inflight;             /* chains posted and not returned */
 	uint16_t published;            /* avail_idx last written to the ring */
 	int device_writes;             /* 1: receive queue (descriptors F_WRITE) */
+	int ahead;                     /* used->idx seen running ahead (counted once) */
 	struct ipk_vq_pool *pool;      /* buffers come from and return to it */
 	struct ipk_vq_ops ops;
 	struct ipk_vq_stats st;
@@ -239,7 +241,8 @@ int ipk_vq_rx_harvest(struct ipk_vq *vq, struct ipk_vq_rx *out, int n);
 /* Transmit queue: return every buffer of every completed chain to the pool, in bulk;
  * returns the chains reclaimed. Bad entries are dropped and counted. */
 int ipk_vq_tx_reclaim(struct ipk_vq *vq);
-/* Used entries waiting (bounded by the in-flight count). */
+/* Used entries waiting (0 while the device's index runs ahead of the in-flight
+ * count). */
 uint16_t ipk_vq_used_pending(const struct ipk_vq *vq);
 /* Event mode: on = 1 clears VIRTQ_AVAIL_F_NO_INTERRUPT (§2.7.7) and returns 1 when
  * used entries arrived meanwhile (do not sleep), else 0; on = 0 sets it again. */

@@ -11,7 +11,8 @@
                 negotiated, 256 MiB each way in 64 KB super-frames
   hostile       tests/virtio/vu_bad_dev.py, a vhost-user device returning bad ids,
                 lengths and indices: the driver drops and counts each, still moves
-                the good frames, and exits cleanly
+                the good frames, serves the device again once its used index is back
+                in range, and exits cleanly
 
 No network namespace is needed: every link is a UNIX socket under the test's temp dir.
 DPDK processes get --file-prefix=vhst<hex>NN, removed at teardown; processes are
@@ -232,7 +233,7 @@ def test_vhost_hostile_device_entries_dropped_and_counted(vh):
     drv = vh.start([os.path.join(BUILD, "tests", "virtio", "vu_reflect"),
                     "virtio:vhost-user=" + sock, "90"])
     out = vh.wait_text(dev, "result done", wait=60, stream="stdout").decode()
-    assert "good_back=20" in out, out
+    assert "good_back=20" in out and "after_back=5" in out, out
     drv.terminate()
     res, err = drv.communicate(timeout=30)
     assert drv.returncode == 0, err.decode(errors="replace")[-800:]
@@ -244,5 +245,5 @@ def test_vhost_hostile_device_entries_dropped_and_counted(vh):
     assert c["bad_mrg"] >= 1, c
     assert c["tx_bad_id"] >= 1, c
     assert c["rx_used_ahead"] >= 1, c
-    assert c["reflected"] >= 20, c
+    assert c["reflected"] >= 25, c
     assert c["rx_drops"] >= 5, c

@@ -16,7 +16,8 @@ then, on the receive queue (0), writes used entries a correct driver must refuse
 then GOOD frames the driver (tests/virtio/vu_reflect.c) must still receive and send
 back on the transmit queue (1), where the device checks each byte, answers one used
 entry with a bad id, and finally moves the receive queue's used index 1000 ahead of
-what it was given (used_ahead). Prints "result key=value ..." lines on stdout; exits
+what it was given (used_ahead), puts it back, and checks AFTER more good frames still
+come back (the driver recovers). Prints "result key=value ..." lines on stdout; exits
 non-zero when the driver did not send the good frames back. Every wait is bounded.
 """
 import mmap
@@ -27,6 +28,7 @@ import sys
 import time
 
 GOOD = 20
+AFTER = 5
 F_VERSION_1, F_MRG, F_PROTO = 1 << 32, 1 << 15, 1 << 30
 P_REPLY_ACK = 1 << 3
 HDR = 12
@@ -172,6 +174,23 @@ def vnet_hdr(num_buffers):
     return struct.pack("<BBHHHHH", 0, 0, 0, 0, 0, 0, num_buffers)
 
 
+def read_tx_chain(d, complete=True):
+    """The next frame the driver posted on the transmit queue (header stripped) and
+    its head; complete=True also returns the chain as used."""
+    h = d.pop_avail(1)
+    data, i, hops = b"", h, 0
+    while hops < 64:
+        addr, ln, fl, nxt = d.desc(1, i)
+        data += d.rd_bytes(addr, min(ln, 65536))
+        hops += 1
+        if not fl & 1:
+            break
+        i = nxt
+    if complete:
+        d.put_used(1, [(h, 0)])
+    return data[HDR:], h
+
+
 def attack(d):
     rx = 0
     q = d.rings[rx]
@@ -202,27 +221,31 @@ def attack(d):
     # read them back from the transmit queue: one chain each
     got, heads = [], []
     while len(got) < GOOD:
-        h = d.pop_avail(1)
-        data, i, hops = b"", h, 0
-        while hops < 64:
-            addr, ln, fl, nxt = d.desc(1, i)
-            data += d.rd_bytes(addr, min(ln, 65536))
-            hops += 1
-            if not fl & 1:
-                break
-            i = nxt
-        got.append(data[HDR:])
+        data, h = read_tx_chain(d, complete=False)
+        got.append(data)
         heads.append(h)
     # a bad id on the transmit side first, then the right ones
     d.put_used(1, [(d.rings[1].num + 7, 0)] + [(h, 0) for h in heads])
     ok = sum(1 for a, b in zip(sent, got) if a == b)
     print("result good_sent=%d good_back=%d" % (GOOD, ok), flush=True)
     time.sleep(0.5)
-    # finally: the used index runs 1000 ahead of anything posted
+    # the used index runs 1000 ahead of anything posted, for a while; then it is put
+    # back and AFTER more good frames must still come back (the driver recovers)
     d.set_used_idx(rx, q.used + 1000)
     time.sleep(0.5)
-    print("result used_ahead_written=1", flush=True)
-    return ok == GOOD
+    d.set_used_idx(rx, q.used)
+    sent = []
+    for i in range(AFTER):
+        h = d.pop_avail(rx)
+        a = d.desc(rx, h)[0]
+        f = frame(50 + i)
+        d.wr_bytes(a, vnet_hdr(1) + f)
+        d.put_used(rx, [(h, HDR + len(f))])
+        sent.append(f)
+    got = [read_tx_chain(d)[0] for _ in range(AFTER)]
+    ok2 = sum(1 for a, b in zip(sent, got) if a == b)
+    print("result used_ahead_written=1 after_sent=%d after_back=%d" % (AFTER, ok2), flush=True)
+    return ok == GOOD and ok2 == AFTER
 
 
 def main():
