@@ -412,10 +412,10 @@ static void pl_ep_watch(int fd)
 	if (!__atomic_load_n(&e_watched[fd], __ATOMIC_RELAXED))
 		__atomic_store_n(&e_watched[fd], 1, __ATOMIC_RELAXED);
 	e = __atomic_load_n(&e_sets[fd], __ATOMIC_ACQUIRE);
-	if (!e || e->watched)
+	if (!e || __atomic_load_n(&e->watched, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&e->mu);
-	e->watched = 1;
+	__atomic_store_n(&e->watched, 1, __ATOMIC_RELAXED);
 	if (e->nlt > 0)
 		pl_ep_pend(e, 1);
 	pthread_mutex_unlock(&e->mu);

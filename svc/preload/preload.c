@@ -540,7 +540,7 @@ static int pl_defer(struct pl_sock *s)
 		s->pending = 1;
 		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED); /* the list's */
 		s->pnext = w_pend;
-		w_pend = s;
+		__atomic_store_n(&w_pend, s, __ATOMIC_RELAXED); /* pl_pend_grab peeks */
 		d = 1;
 	}
 	pthread_mutex_unlock(&w_mu);
@@ -569,7 +569,7 @@ static struct pl_sock *pl_enter(int epfd)
 	w_ep = w_sleepers == 1 ? epfd : -1;
 	w_kicked = 0;
 	l = w_pend;
-	w_pend = NULL;
+	__atomic_store_n(&w_pend, NULL, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&w_mu);
 	return pl_pend_order(l);
 }
@@ -584,7 +584,7 @@ struct pl_sock *pl_pend_grab(void)
 		return NULL;
 	pthread_mutex_lock(&w_mu);
 	l = w_pend;
-	w_pend = NULL;
+	__atomic_store_n(&w_pend, NULL, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&w_mu);
 	return pl_pend_order(l);
 }
