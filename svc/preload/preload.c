@@ -420,6 +420,7 @@ void pl_daemon_gone(void)
 #define PL_PUMP_RECENT_MS 20 /* completions this recent keep its sleeps short */
 #define PL_DEFER_MS 10       /* a bell is deferred only this soon after completions */
 
+static int g_defer = 1;       /* IPKIT_PRELOAD_DEFER=0: write levels, ring bells at once */
 static __thread int t_batch;  /* this thread handles what its last wait reported */
 static int g_owed;            /* a quiet submit's bell is owed (atomic) */
 static int64_t g_recent;      /* the pump's last round with completions (ns; atomic) */
@@ -439,8 +440,8 @@ int pl_submit_data(struct ipk_svc_sock *so)
 	/* deferred only while the pump sleeps short: it rings before each sleep, so
 	 * the bell is late by PL_PUMP_SHORT_MS at most (the pump picks a long sleep
 	 * only PL_PUMP_RECENT_MS after completions, when no deferral starts) */
-	if (!t_batch || pl_mono_ns() - __atomic_load_n(&g_recent, __ATOMIC_RELAXED) >=
-	                PL_DEFER_MS * 1000000ll)
+	if (!t_batch || !g_defer ||
+	    pl_mono_ns() - __atomic_load_n(&g_recent, __ATOMIC_RELAXED) >= PL_DEFER_MS * 1000000ll)
 		return ipk_svc_submit(so);
 	r = ipk_svc_submit_quiet(so);
 	if (r > 0) /* release: the publication comes before the flag a ringer takes */
@@ -533,6 +534,8 @@ static int pl_defer(struct pl_sock *s)
 	int d = 0, ep = __atomic_load_n(&s->direct_epfd, __ATOMIC_RELAXED);
 	if (s->pending)
 		return 1;
+	if (!g_defer)
+		return 0;
 	pthread_mutex_lock(&w_mu);
 	if (w_sleepers > 0 && ep >= 0 && ep == w_ep && !w_kicked)
 		w_kicked = 1; /* this write wakes the one waiter: later ones can wait */
@@ -924,6 +927,8 @@ __attribute__((constructor)) static void pl_init(void)
 	pl_resolve();
 	pl_cfg();
 	pl_stats_on = e && *e && strcmp(e, "0") != 0;
+	e = getenv("IPKIT_PRELOAD_DEFER");
+	g_defer = !(e && strcmp(e, "0") == 0);
 	pthread_atfork(pl_fork_prepare, pl_fork_parent, pl_fork_child);
 	pl_exec_adopt_all(); /* listeners an exec kept (p_exec.c) */
 }
