@@ -719,7 +719,11 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms)
 	pl_sig_clear();
 	pl_wait_flush(); /* also this socket's own deferred level */
 	r = pl_r.poll(&p, 1, timeout_ms);
-	pl_wait_leave();
+	{
+		int err = errno;
+		pl_wait_leave();
+		errno = err;
+	}
 	if (r < 0 && errno == EINTR && pl_sig_restart(timeout_ms >= 0))
 		return 0; /* SA_RESTART: the caller looks again and sleeps again */
 	if (r < 0)
