@@ -144,11 +144,10 @@ static int pl_poll_core(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const 
 		}
 		pl_wait_flush(); /* deferred levels written before the kernel looks */
 		r = pl_r.ppoll(p.k, p.nk, tp, mask);
+		rc = r < 0 ? -errno : 0;
 		pl_wait_leave();
-		if (r < 0) {
-			rc = -errno;
+		if (r < 0)
 			break;
-		}
 		rc = pl_pset_collect(&p, fds, n);
 		for (i = 0; rc > 0 && i < n; i++)
 			if (p.s[i] && fds[i].revents)
@@ -412,10 +411,10 @@ static void pl_ep_watch(int fd)
 	if (!__atomic_load_n(&e_watched[fd], __ATOMIC_RELAXED))
 		__atomic_store_n(&e_watched[fd], 1, __ATOMIC_RELAXED);
 	e = __atomic_load_n(&e_sets[fd], __ATOMIC_ACQUIRE);
-	if (!e || e->watched)
+	if (!e || __atomic_load_n(&e->watched, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&e->mu);
-	e->watched = 1;
+	__atomic_store_n(&e->watched, 1, __ATOMIC_RELAXED);
 	if (e->nlt > 0)
 		pl_ep_pend(e, 1);
 	pthread_mutex_unlock(&e->mu);
@@ -754,7 +753,7 @@ static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t time
 		return PL_KWAIT(pl_ep_kwait(epfd, ev, max, timeout_ns, mask, ns));
 	for (;;) {
 		int64_t left = end < 0 ? -1 : end - pl_now_ns();
-		int r = 0, nc, k, kf, busy;
+		int r = 0, nc, k, kf, busy, err;
 		if (end >= 0 && left < 0)
 			left = 0;
 		pend = pl_wait_enter_ep(epfd);
@@ -773,6 +772,7 @@ static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t time
 		pthread_mutex_unlock(&e->mu);
 		if (nc < max)
 			r = pl_ep_kwait(epfd, ev + nc, max - nc, left, mask, ns);
+		err = errno; /* EINTR and such, kept across the work below */
 		pl_wait_leave();
 		pthread_mutex_lock(&e->mu);
 		e->sleepers -= !busy;
@@ -790,6 +790,7 @@ static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t time
 		}
 		if (r < 0 && k == 0) {
 			pthread_mutex_unlock(&e->mu);
+			errno = err;
 			return r;
 		}
 		if (kf && k < max)
@@ -799,7 +800,7 @@ static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t time
 		e->kfirst = k >= max && !kf;
 		/* someone may sleep on the set in the kernel: it must look ready while the
 		 * list holds sockets to look at again (Linux wakes them too) */
-		if (e->nlt > 0 && (e->sleepers > 0 || e->watched))
+		if (e->nlt > 0 && (e->sleepers > 0 || __atomic_load_n(&e->watched, __ATOMIC_RELAXED)))
 			pl_ep_pend(e, 1);
 		pthread_mutex_unlock(&e->mu);
 		if (t_ipk > 0)

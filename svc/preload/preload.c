@@ -420,6 +420,7 @@ void pl_daemon_gone(void)
 #define PL_PUMP_RECENT_MS 20 /* completions this recent keep its sleeps short */
 #define PL_DEFER_MS 10       /* a bell is deferred only this soon after completions */
 
+static int g_defer = 1;       /* IPKIT_PRELOAD_DEFER=0: write levels, ring bells at once */
 static __thread int t_batch;  /* this thread handles what its last wait reported */
 static int g_owed;            /* a quiet submit's bell is owed (atomic) */
 static int64_t g_recent;      /* the pump's last round with completions (ns; atomic) */
@@ -439,8 +440,8 @@ int pl_submit_data(struct ipk_svc_sock *so)
 	/* deferred only while the pump sleeps short: it rings before each sleep, so
 	 * the bell is late by PL_PUMP_SHORT_MS at most (the pump picks a long sleep
 	 * only PL_PUMP_RECENT_MS after completions, when no deferral starts) */
-	if (!t_batch || pl_mono_ns() - __atomic_load_n(&g_recent, __ATOMIC_RELAXED) >=
-	                PL_DEFER_MS * 1000000ll)
+	if (!t_batch || !g_defer ||
+	    pl_mono_ns() - __atomic_load_n(&g_recent, __ATOMIC_RELAXED) >= PL_DEFER_MS * 1000000ll)
 		return ipk_svc_submit(so);
 	r = ipk_svc_submit_quiet(so);
 	if (r > 0) /* release: the publication comes before the flag a ringer takes */
@@ -533,6 +534,8 @@ static int pl_defer(struct pl_sock *s)
 	int d = 0, ep = __atomic_load_n(&s->direct_epfd, __ATOMIC_RELAXED);
 	if (s->pending)
 		return 1;
+	if (!g_defer)
+		return 0;
 	pthread_mutex_lock(&w_mu);
 	if (w_sleepers > 0 && ep >= 0 && ep == w_ep && !w_kicked)
 		w_kicked = 1; /* this write wakes the one waiter: later ones can wait */
@@ -540,7 +543,7 @@ static int pl_defer(struct pl_sock *s)
 		s->pending = 1;
 		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED); /* the list's */
 		s->pnext = w_pend;
-		w_pend = s;
+		__atomic_store_n(&w_pend, s, __ATOMIC_RELAXED); /* pl_pend_grab peeks */
 		d = 1;
 	}
 	pthread_mutex_unlock(&w_mu);
@@ -569,7 +572,7 @@ static struct pl_sock *pl_enter(int epfd)
 	w_ep = w_sleepers == 1 ? epfd : -1;
 	w_kicked = 0;
 	l = w_pend;
-	w_pend = NULL;
+	__atomic_store_n(&w_pend, NULL, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&w_mu);
 	return pl_pend_order(l);
 }
@@ -584,7 +587,7 @@ struct pl_sock *pl_pend_grab(void)
 		return NULL;
 	pthread_mutex_lock(&w_mu);
 	l = w_pend;
-	w_pend = NULL;
+	__atomic_store_n(&w_pend, NULL, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&w_mu);
 	return pl_pend_order(l);
 }
@@ -716,7 +719,11 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms)
 	pl_sig_clear();
 	pl_wait_flush(); /* also this socket's own deferred level */
 	r = pl_r.poll(&p, 1, timeout_ms);
-	pl_wait_leave();
+	{
+		int err = errno;
+		pl_wait_leave();
+		errno = err;
+	}
 	if (r < 0 && errno == EINTR && pl_sig_restart(timeout_ms >= 0))
 		return 0; /* SA_RESTART: the caller looks again and sleeps again */
 	if (r < 0)
@@ -924,6 +931,8 @@ __attribute__((constructor)) static void pl_init(void)
 	pl_resolve();
 	pl_cfg();
 	pl_stats_on = e && *e && strcmp(e, "0") != 0;
+	e = getenv("IPKIT_PRELOAD_DEFER");
+	g_defer = !(e && strcmp(e, "0") == 0);
 	pthread_atfork(pl_fork_prepare, pl_fork_parent, pl_fork_child);
 	pl_exec_adopt_all(); /* listeners an exec kept (p_exec.c) */
 }
