@@ -82,6 +82,32 @@
 #define IPK_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define IPK_UNUSED(x) ((void)(x))
 
+/* Are IPv6 addresses a and b (16 bytes each) the same? Two 64-bit words each, no
+ * call: the per-segment pair and next-hop tests use it. */
+IPK_INLINE int ipk_ip6_eq(const uint8_t *a, const uint8_t *b)
+{
+	uint64_t a0, a1, b0, b1;
+
+	__builtin_memcpy(&a0, a, 8);
+	__builtin_memcpy(&a1, a + 8, 8);
+	__builtin_memcpy(&b0, b, 8);
+	__builtin_memcpy(&b1, b + 8, 8);
+	return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
+/* Are the 6-byte MAC addresses a and b the same? */
+IPK_INLINE int ipk_mac_eq(const uint8_t *a, const uint8_t *b)
+{
+	uint32_t a0, b0;
+	uint16_t a1, b1;
+
+	__builtin_memcpy(&a0, a, 4);
+	__builtin_memcpy(&b0, b, 4);
+	__builtin_memcpy(&a1, a + 4, 2);
+	__builtin_memcpy(&b1, b + 4, 2);
+	return a0 == b0 && a1 == b1;
+}
+
 /* Copy len bytes: a few (a 1-byte request, a short reply) by hand, where a call to
  * the library's memcpy costs more than the copy; more by memcpy. */
 IPK_INLINE void ipk_copy_short(uint8_t *dst, const uint8_t *src, uint32_t len)
@@ -326,6 +352,8 @@ struct ipk_ip6_gather {
 /* Ethernet + IPv4 + TCP + NOP,NOP,TS: the longest header the transmit template holds,
  * and the bytes a fast segment copies from it whatever its length. */
 #define IPK_TT_MAX 66u
+/* Ethernet + IPv6 + TCP + NOP,NOP,TS: the longest IPv6 template header. */
+#define IPK_TT6_MAX 86u
 /* Transmit templates a context keeps (tcp_out.c txf_tt: one slot per connection
  * object index modulo this, a power of two). */
 #define IPK_TT_SLOTS 32u
@@ -339,10 +367,19 @@ struct ipk_ip6_gather {
  * too; valid while gen is the context's tt_gen (moved on when the next-hop cache is
  * set, link.c); dropped when c's queues are freed (last likewise). */
 struct ipk_tt {
-	uint8_t hdr[IPK_TT_MAX + 6u]; /* first, and a multiple of 8: copied in words */
+	/* first, and a multiple of 8: copied in words (IPv4: IPK_TT_MAX bytes; IPv6:
+	 * IPK_TT6_MAX at most) */
+	uint8_t hdr[IPK_TT6_MAX + 2u];
 	uint32_t ip_sum, gen;
 	uint64_t tcp_sum;
 	struct ipk_conn *c, *last;
+	/* An IPv6 connection's template (tcp_out.c txf_tmpl6): its Ethernet header is
+	 * the next-hop header cache's (nd.c ipk_nd_hc_tx) when built, valid under the
+	 * same rules: before until6 (the neighbour state's deadline), while ip6.gen is
+	 * gen6, neighbour entry nd6 in state state6 with the MAC hdr[0..5]. */
+	uint64_t until6;
+	uint32_t gen6;
+	uint8_t nd6, state6;
 };
 
 struct ipk_ctx {
@@ -924,6 +961,8 @@ int ipk_nd_output_dst(struct ipk_ctx *c, void *pkt, const uint8_t nh[16], const 
 /* Send pkt (IPv6 header filled) to unicast dst from the cache: 1 when sent
  * (ownership passed), 0 when the cache does not hold dst (pkt untouched). */
 int ipk_nd_hc_tx(struct ipk_ctx *c, void *pkt, const uint8_t dst[16]);
+/* 1 when ipk_nd_hc_tx would send to dst now (the cache holds dst, still valid). */
+int ipk_nd_hc_ok(const struct ipk_ctx *c, const uint8_t dst[16]);
 /* On-link next hop for dst (dst itself or a default router); 0 when none. */
 int ipk_ip6_route(const struct ipk_ctx *c, const uint8_t dst[16], uint8_t nh[16]);
 uint64_t ipk_nd_timer(struct ipk_ctx *c, uint64_t now);

@@ -235,14 +235,21 @@ int ipk_nd_output(struct ipk_ctx *c, void *pkt, const uint8_t nh[16])
  * route and no entry changed identity (gen); a MAC changed in place by an NA
  * (§7.2.5 Override) is caught by comparing it.
  */
+int ipk_nd_hc_ok(const struct ipk_ctx *c, const uint8_t dst[16])
+{
+	const struct ipk_nd_entry *e = &c->ip6.nd[c->ip6.hc.nd];
+
+	return c->now < c->ip6.hc.until && c->ip6.hc.gen == c->ip6.gen &&
+	       e->state == c->ip6.hc.state && ipk_mac_eq(e->mac, c->ip6.hc.eth) &&
+	       ipk_ip6_eq(dst, c->ip6.hc.dst);
+}
+
 int ipk_nd_hc_tx(struct ipk_ctx *c, void *pkt, const uint8_t dst[16])
 {
 	struct ipk_nd_entry *e = &c->ip6.nd[c->ip6.hc.nd];
 	uint8_t *p;
 
-	if (c->now >= c->ip6.hc.until || c->ip6.hc.gen != c->ip6.gen ||
-	    e->state != c->ip6.hc.state || ipk_memcmp(e->mac, c->ip6.hc.eth, 6) != 0 ||
-	    ipk_memcmp(dst, c->ip6.hc.dst, 16) != 0)
+	if (!ipk_nd_hc_ok(c, dst))
 		return 0;
 	e->used = c->now;
 	p = ipk_pkt_data(c, pkt);
