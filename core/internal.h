@@ -311,6 +311,10 @@ struct ipk_ip6 {
 		uint64_t until;     /* that state's deadline (e->t); 0 = empty */
 	} hc;
 	uint32_t gen;               /* bumped when a route or a neighbour entry changes */
+	/* mld.c: the pending answer to MLD queries (RFC 3810 §6.2): when, and for
+	 * which address slots' solicited-node groups (a bit each) */
+	uint64_t mld_at;            /* IPK_NO_DEADLINE: none */
+	uint32_t mld_want;
 };
 
 /*
@@ -882,6 +886,7 @@ struct ipk_rx6 {
 	uint8_t dst_mcast;
 	uint8_t chained;        /* pkt is a chain: reassembly (frag6.c) or, with lro, the NIC */
 	uint8_t lro;            /* the chain is one coalesced TCP segment (IPK_CAP_LRO) */
+	uint8_t ra;             /* a hop-by-hop router alert came with it (RFC 2711) */
 };
 
 /* An IPv6 frame from ipk_link_input (takes ownership); off = link header length. */
@@ -960,6 +965,11 @@ int ipk_nd_output(struct ipk_ctx *c, void *pkt, const uint8_t nh[16]);
 int ipk_nd_output_dst(struct ipk_ctx *c, void *pkt, const uint8_t nh[16], const uint8_t dst[16]);
 /* Send pkt (IPv6 header filled) to unicast dst from the cache: 1 when sent
  * (ownership passed), 0 when the cache does not hold dst (pkt untouched). */
+/* mld.c (RFC 3810): an MLD message (query or report) at m, checksum checked; -1 when
+ * taken (the caller frees the packet), else the drop reason. */
+int ipk_mld_input(struct ipk_ctx *c, const struct ipk_rx6 *rx, const uint8_t *m);
+/* The pending query answer when due; the next MLD deadline. */
+uint64_t ipk_mld_timer(struct ipk_ctx *c, uint64_t now);
 int ipk_nd_hc_tx(struct ipk_ctx *c, void *pkt, const uint8_t dst[16]);
 /* 1 when ipk_nd_hc_tx would send to dst now (the cache holds dst, still valid). */
 int ipk_nd_hc_ok(const struct ipk_ctx *c, const uint8_t dst[16]);

@@ -478,30 +478,7 @@ void ipk_nd_send_rs(struct ipk_ctx *c)
 	nd_build_send(c, &m, have ? IPK_NDOPT_SLLA : 0, have ? src : any, nd_all_routers, NULL);
 }
 
-/* RFC 3810 §5.2, RFC 4862 §5.4.2: an MLDv2 report joining addr's solicited-node
- * group, hop limit 1 with a router alert, so snooping switches deliver the NS. */
-void ipk_nd_send_mld(struct ipk_ctx *c, const uint8_t addr[16])
-{
-	static const uint8_t any[16] = {0};
-	uint8_t grp[1][16], src[16];
-	uint32_t cap = 8u + 28u, n;
-	uint8_t *p;
-	void *out;
-
-	if (!ipk_ip6_src_select(c, ipk_ip6_all_mldv2_routers, src))
-		ipk_memcpy(src, any, 16); /* §5.2.13: :: while no link-local is up */
-	out = ipk_ip6_alloc(c, cap, 1);
-	if (!out)
-		return;
-	ipk_ip6_solicited_node(grp[0], addr);
-	p = ipk_pkt_data(c, out) + ipk_l4_off6(c);
-	ipk_ip6_hbh_ra_emit(p, 8, IPK_IPPROTO_ICMP6);
-	n = ipk_mld2_report_emit(p + 8, cap - 8, IPK_MLD2_CHANGE_TO_EXCLUDE,
-	                         (const uint8_t (*)[16])grp, 1, src);
-	ipk_pkt_set_len(c, out, ipk_l4_off6(c) + 8 + n);
-	c->cnt.mld_tx++;
-	ipk_ip6_output(c, out, src, ipk_ip6_all_mldv2_routers, IPK_IPPROTO_HOPOPTS, 8 + n, 1);
-}
+/* ipk_nd_send_mld: core/mld.c, with the answers to queries. */
 
 /* ----------------------------------------------------------------- input */
 
