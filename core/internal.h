@@ -207,6 +207,10 @@ struct ipk_conn; /* tcp.h */
 #define IPK_ND_ENTRIES 32   /* neighbor cache (RFC 4861 §5.1) */
 #define IPK_ND_QLEN 4       /* packets waiting for one neighbor's resolution */
 #define IPK_ND_ROUTERS 2    /* default router list */
+#define IPK_ND_REDIRECTS 8  /* destinations a Redirect sent elsewhere (RFC 4861 §8.3) */
+/* How long a Redirect's next hop is kept: RFC 4861 leaves it to the destination
+ * cache; 10 min, as a lowered path MTU (a stale one costs a redirect more). */
+#define IPK_ND_REDIRECT_AGE_NS (600ull * 1000000000ull)
 #define IPK_ND_PREFIXES 4   /* on-link prefix list */
 
 /* Address states (RFC 4862 §5.4, §5.5.4) */
@@ -289,6 +293,14 @@ struct ipk_ip6 {
 	uint32_t addr_gen;
 	struct ipk_nd_entry nd[IPK_ND_ENTRIES];
 	struct ipk_ip6_router rtr[IPK_ND_ROUTERS];
+	/* nd.c: RFC 4861 §8.3 destination cache entries from Redirects: dst goes to
+	 * nh (a router's link-local, or dst itself: on-link) until `until` */
+	struct {
+		uint8_t dst[16], nh[16];
+		uint64_t until;     /* 0 = free */
+	} redir[IPK_ND_REDIRECTS];
+	uint8_t nredir;             /* slots ever taken (a hint: 0 while no Redirect was
+	                             * taken, and ipk_ip6_route skips the scan) */
 	struct ipk_ip6_prefix pfx[IPK_ND_PREFIXES];
 	uint64_t deadline;          /* earliest ND/DAD/RS event (ipk_ip6_timer) */
 	uint64_t rs_at;             /* next Router Solicitation */

@@ -1159,6 +1159,95 @@ static void test_mld_invalid_queries_dropped(void)
 	hnet_free(net);
 }
 
+/* ------------------------------------------------- Redirect (RFC 4861 §8) */
+
+/* A Redirect from src about dest to target (with a TLLA option tmac unless NULL),
+ * hop limit hlim. */
+static uint32_t hb_redirect(uint8_t *b, const uint8_t src[16], const uint8_t dst[16],
+                            const uint8_t target[16], const uint8_t dest[16],
+                            const uint8_t *tmac, uint8_t hlim)
+{
+	struct ipk_nd_msg m;
+	uint32_t n;
+
+	memset(b, 0, 200);
+	memset(&m, 0, sizeof(m));
+	m.type = IPK_ICMP6_ND_REDIRECT;
+	memcpy(m.target, target, 16);
+	memcpy(m.dest, dest, 16);
+	n = ipk_nd_emit(b + 54, 100, &m);
+	if (tmac)
+		n += ipk_nd_opt_lla_emit(b + 54 + n, 8, IPK_NDOPT_TLLA, tmac);
+	ipk_icmp6_csum_fill(b + 54, n, src, dst);
+	return hb6(b, 0, src, dst, IPK_IPPROTO_ICMP6, hlim, n);
+}
+
+/* One UDP datagram to dst from port 5000; the destination MAC of the frame it made. */
+static int udp6_out_mac(struct hnet *net, struct hnode *a, const uint8_t dst[16], uint8_t mac[6])
+{
+	struct ipk_addr peer;
+	int i;
+
+	hnet_clear_cap(net);
+	memset(&peer, 0, sizeof(peer));
+	peer.family = IPK_AF_INET6;
+	memcpy(peer.a, dst, 16);
+	ipk_udp_sendto_addr(a->ctx, ipk_htons(5000), &peer, ipk_htons(7), msg, 4, net->now);
+	for (i = 0; i < net->ncap; i++)
+		if (net->cap[i].b[20] == IPK_IPPROTO_UDP) {
+			memcpy(mac, net->cap[i].b, 6);
+			return 1;
+		}
+	return 0;
+}
+
+/* §8.3: a Redirect from our router for an off-link destination sends its traffic to
+ * the better router it names (its TLLA learned); one to the destination itself makes
+ * it on-link. §8.1: from another node than the first-hop router, or with hop limit
+ * 254, it is dropped and changes nothing. */
+static void test_redirect_followed_from_first_hop_router_only(void)
+{
+	static const uint8_t rtr[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x99};
+	static const uint8_t better[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x77};
+	static const uint8_t rogue[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x55};
+	static const uint8_t dest[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};
+	static const uint8_t dest2[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8};
+	uint8_t bmac[6] = {2, 0x66, 0, 0, 0, 0x77}, rmac[6] = {2, 0x66, 0, 0, 0, 0x55};
+	struct hnet *net = net6(1, tweak6_bare);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[300], mac[6], ours[16];
+	int i;
+
+	hnode_inject(a, b, hb_ra(b, 86400, 3600, 1800));
+	hnet_advance(net, 2 * SEC);
+	ipk_udp_bind(a->ctx, ipk_htons(5000));
+	CHECK(udp6_out_mac(net, a, dest, mac) && mac[5] == 0x99); /* via the router */
+	ll_of(0, ours);
+	/* from a node that is not the first-hop router for dest: dropped */
+	hnode_inject(a, b, hb_redirect(b, rogue, ours, rogue, dest, rmac, 255));
+	/* hop limit 254: dropped */
+	hnode_inject(a, b, hb_redirect(b, rtr, ours, better, dest, bmac, 254));
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_ND_INVALID], 2);
+	CHECK_EQ(ipk_counters(a->ctx)->nd_redirects, 0);
+	CHECK(udp6_out_mac(net, a, dest, mac) && mac[5] == 0x99);
+	/* from the router: dest goes to the better router, its MAC from the TLLA */
+	hnode_inject(a, b, hb_redirect(b, rtr, ours, better, dest, bmac, 255));
+	CHECK_EQ(ipk_counters(a->ctx)->nd_redirects, 1);
+	CHECK(udp6_out_mac(net, a, dest, mac) && mac[5] == 0x77);
+	/* other destinations still go through the router */
+	CHECK(udp6_out_mac(net, a, dest2, mac) && mac[5] == 0x99);
+	/* target == destination: dest2 is on-link, resolved by an NS for itself */
+	hnode_inject(a, b, hb_redirect(b, rtr, ours, dest2, dest2, NULL, 255));
+	CHECK_EQ(ipk_counters(a->ctx)->nd_redirects, 2);
+	CHECK(!udp6_out_mac(net, a, dest2, mac)); /* waits for ND */
+	CHECK_EQ(count_icmp6(net, 0, IPK_ICMP6_ND_NS), 1);
+	CHECK(memcmp(net->cap[0].b + 54 + 8, dest2, 16) == 0); /* NS target */
+	for (i = 0; i < 10; i++) /* ND gives up on dest2 (no answer): the datagram goes */
+		hnet_advance(net, SEC);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 int main(void)
 {
 	RUN(test_dad_then_link_local_and_static_up);
@@ -1191,5 +1280,6 @@ int main(void)
 	RUN(test_mld_general_query_answered_within_max_delay);
 	RUN(test_mld_specific_query_answered_for_its_group_only);
 	RUN(test_mld_invalid_queries_dropped);
+	RUN(test_redirect_followed_from_first_hop_router_only);
 	return check_summary();
 }
