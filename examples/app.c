@@ -301,9 +301,10 @@ void app_report(struct ipk_node *n, const char *prog)
 		        (unsigned long long)c->ip6_dad_conflicts,
 		        (unsigned long long)c->ip6_reassembled);
 		/* the device's IPv6 offloads, as the core was told them (tests check them) */
-		fprintf(stderr, "%s: offloads6 tx_csum_tcp6=%d tso6=%d rx_csum_l4=%d lro=%d\n", prog,
-		        !!(off & IPK_CAP_TX_CSUM_TCP6), !!(off & IPK_CAP_TSO6),
-		        !!(off & IPK_CAP_RX_CSUM_L4), !!(off & IPK_CAP_LRO));
+		fprintf(stderr, "%s: offloads6 tx_csum_tcp6=%d tso6=%d tx_csum_udp6=%d rx_csum_l4=%d "
+		        "lro=%d\n", prog, !!(off & IPK_CAP_TX_CSUM_TCP6), !!(off & IPK_CAP_TSO6),
+		        !!(off & IPK_CAP_TX_CSUM_UDP6), !!(off & IPK_CAP_RX_CSUM_L4),
+		        !!(off & IPK_CAP_LRO));
 		fprintf(stderr, "%s: mld_tx=%llu mld_queries=%llu nd_redirects=%llu\n", prog,
 		        (unsigned long long)c->mld_tx, (unsigned long long)c->mld_queries,
 		        (unsigned long long)c->nd_redirects);

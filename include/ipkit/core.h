@@ -141,6 +141,11 @@ const char *ipk_strerror(int err);
  * header, the IPv6 and TCP headers in the first packet). */
 #define IPK_CAP_TX_CSUM_TCP6 (1u << 8)
 #define IPK_CAP_TSO6 (1u << 9)
+/* The NIC fills the UDP checksum over IPv6: the core writes the folded IPv6
+ * pseudo-header sum in the field and marks IPK_TXOFF_UDP_CSUM | IPK_TXOFF_IP6 (a
+ * datagram sent as fragments is summed by the core, RFC 8200 §4.5). The NIC must
+ * send a computed 0 as 0xffff (RFC 8200 §8.1: 0 is not allowed over IPv6). */
+#define IPK_CAP_TX_CSUM_UDP6 (1u << 10)
 
 /* ipk_config.pkt_fields: packet descriptor members the core may read directly. */
 #define IPK_PKT_FIELD_DATA (1u << 0) /* pkt_data_off: uint8_t *data */

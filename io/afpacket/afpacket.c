@@ -349,7 +349,7 @@ static int afp_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, s
 		/* the kernel finishes sums and cuts GSO frames of both families
 		 * (vnet.h: IPK_TXOFF_IP6 -> VIRTIO_NET_HDR_GSO_TCPV6) */
 		io->caps.offloads |= IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP | IPK_CAP_TSO |
-		                     IPK_CAP_TX_CSUM_TCP6 | IPK_CAP_TSO6;
+		                     IPK_CAP_TX_CSUM_TCP6 | IPK_CAP_TSO6 | IPK_CAP_TX_CSUM_UDP6;
 		io->caps.tso_max = AFP_TSO_MAX;
 	}
 	return 0;

@@ -892,7 +892,7 @@ static int xdp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *
 	 * over IPv6 (IPK_TXOFF_IP6, l3_len 40) is finished the same way */
 	io->caps.offloads = IPK_CAP_SG | (p->sg ? IPK_CAP_LRO : 0) |
 	                    (p->csum ? IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP |
-	                               IPK_CAP_TX_CSUM_TCP6 : 0);
+	                               IPK_CAP_TX_CSUM_TCP6 | IPK_CAP_TX_CSUM_UDP6 : 0);
 	io->caps.nqueues = 1;
 	io->caps.link = IPK_LINK_ETH;
 	return 0;

@@ -162,7 +162,7 @@ static uint32_t dp_caps(const struct ipk_dpdk_port *p)
 	if (p->tx_on & RTE_ETH_TX_OFFLOAD_TCP_CKSUM)
 		c |= IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_TCP6;
 	if (p->tx_on & RTE_ETH_TX_OFFLOAD_UDP_CKSUM)
-		c |= IPK_CAP_TX_CSUM_UDP;
+		c |= IPK_CAP_TX_CSUM_UDP | IPK_CAP_TX_CSUM_UDP6;
 	if (p->tx_on & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		c |= IPK_CAP_SG;
 	/* net_tap's TSO is librte_gso, which cuts TCP over IPv4 only (tso_sw): IPv6

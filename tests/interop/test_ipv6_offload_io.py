@@ -22,7 +22,8 @@ import time
 import pytest
 
 from conftest import backend_built, prog
-from test_ipv6_io import Veth, Xdp, lcores, net  # noqa: F401 (net: fixture)
+from conftest import stop_procs
+from test_ipv6_io import Veth, Xdp, lcores, net, udp_echo_ok  # noqa: F401 (net: fixture)
 
 SIZE = 64 << 20
 
@@ -146,3 +147,35 @@ def test_dpdk_tap_nc6_32M_each_way_csum_offload_sha256(net, tmp_path):
     finally:
         t.join(timeout=40)
     assert _offloads6(err)["tx_csum_tcp6"] == "1", err[-800:]
+
+
+def _udp6_echo_offload(n, ns, peer_ns, args, ipk6):
+    """ipkit-echo -v (args) in ns answers 20 UDP datagrams over IPv6 (1..1200 bytes,
+    data checked) from Linux in peer_ns; returns its offloads6 bits."""
+    p = n.start_ready(ns, prog("ipkit-echo"), "-v", *args)
+    assert n.wait6(peer_ns, ipk6), "ipkit never answered ping -6"
+    udp_echo_ok(n, peer_ns, ipk6)
+    stop_procs([p], grace=5)
+    err = p.stderr.read().decode(errors="replace")
+    return _offloads6(err)
+
+
+@pytest.mark.skipif(not backend_built("afpacket"), reason="afpacket backend not built")
+def test_afpacket_udp6_echo_csum_offload(net):
+    """UDP over IPv6 with IPK_CAP_TX_CSUM_UDP6: the vnet header asks the kernel to
+    finish the sum (NEEDS_CSUM, offset 6)."""
+    v = Veth(net)
+    args = ["--io", "afpacket:%s,vnet=1" % v.kdev, "--ip", v.ipk4 + "/24", "--ip6",
+            v.ipk6 + "/64"]
+    assert _udp6_echo_offload(net, v.ns, v.ns, args, v.ipk6)["tx_csum_udp6"] == "1"
+
+
+@pytest.mark.skipif(not backend_built("afxdp"), reason="afxdp backend not built")
+def test_afxdp_udp6_echo_csum_offload(net):
+    """csum=1: the backend finishes the UDP sum over IPv6 (0 sent as 0xffff); Linux's
+    end (offloads off) checks every datagram's sum and drops a wrong one."""
+    x = Xdp(net)
+    args = x.args()
+    args[1] += ",csum=1"
+    assert _udp6_echo_offload(net, x.h, x.p, args, x.ipk6)["tx_csum_udp6"] == "1"
+    x.host_still_works()
