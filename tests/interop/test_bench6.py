@@ -261,3 +261,22 @@ def test_echo_workers_udp6_echo_checked_on_every_worker(net6, model):
     counts, err = stop_and_report(p)
     assert_clean(rc, s, out + err)
     assert len(counts) == 2 and all(c > 0 for c in counts), err
+
+
+@pytest.mark.parametrize("model", ["unified", "merge"])
+def test_echo_workers_tcp6_echo_checked_on_every_worker(net6, model):
+    """TCP over IPv6 through the workers' application interface with Linux as the
+    peer (issue 19; the tuple accepted6 hands over is checked by
+    tests/runtime/test_workers_tcp6.c): the twin's 16 connections over IPv6 (spread
+    over both workers by the tuple hash) get every byte back, and each worker
+    accepted some."""
+    if not os.path.exists(os.path.join(BUILD, "examples", "ipkit-echo")):
+        pytest.skip("examples not built")
+    p = echo_workers_server(net6, model)
+    rc, s, out = net6.client([TWIN, "-s", net6.ipk6, "-p", "7", "-c", "16", "-l", "300"])
+    p.terminate()
+    _, err = p.communicate(timeout=15)
+    err = err.decode()
+    accepted = [int(m) for m in re.findall(r"worker \d+: .*?accepted (\d+)", err)]
+    assert_clean(rc, s, out + err)
+    assert len(accepted) == 2 and all(a > 0 for a in accepted), err
