@@ -105,7 +105,8 @@ def test_bench6_ipkit_server_echo_checked_by_twin(net6):
     (["--io", "tap:x", "--ip", "10.0.0.2/24", "-6", "-p", "1"], "--ip6"),
     (["--io", "tap:x", "--ip", "10.0.0.2/24", "--ip6", "fd00::2/64", "-s", "10.0.0.1"], "cannot go with"),
     (["--io", "tap:x", "--ip", "10.0.0.2/24", "--ip6", "fd00::2/129"], "--ip6"),
-    (["--io", "tap:x", "--ip", "10.0.0.2/24", "--ip6", "fd00::2/64", "-T", "2"], "single-thread"),
+    (["--io", "tap:x", "--ip", "10.0.0.2/24", "--ip6", "fd00::2/64", "-s", "fd00::1", "-T", "2"],
+     "single-thread"),
     (["--io", "tap:x", "--ip", "10.0.0.2/24", "--ip6", "fd00::2/64", "-s", "fd00::1", "-n", "17", "-l", "1453"],
      "1452"),
 ])
@@ -280,3 +281,23 @@ def test_echo_workers_tcp6_echo_checked_on_every_worker(net6, model):
     accepted = [int(m) for m in re.findall(r"worker \d+: .*?accepted (\d+)", err)]
     assert_clean(rc, s, out + err)
     assert len(accepted) == 2 and all(a > 0 for a in accepted), err
+
+
+@pytest.mark.parametrize("model", ["unified", "merge"])
+def test_bench6_workers_server_twin_client_clean(net6, model):
+    """ipkit-bench -6 -T 2 (the workers runtime) serves TCP ping-pong over IPv6 to the
+    Linux twin's 8 connections: every echo checked, no error, a clean exit."""
+    p = net6.server(net6.ib6("-6", "-p", "10000", "-T", "2", "--model", model))
+    deadline = time.monotonic() + 15  # its workers' address passes DAD (~1 s)
+    while time.monotonic() < deadline:
+        r = subprocess.run(["ip", "netns", "exec", net6.ns, "ping", "-6", "-c", "1", "-W", "1",
+                            net6.ipk6], capture_output=True, timeout=10)
+        if r.returncode == 0:
+            break
+        time.sleep(0.1)
+    rc, s, out = net6.client([TWIN, "-s", net6.ipk6, "-p", "10000", "-c", "8", "-l", "100"])
+    assert_clean(rc, s, out)
+    p.terminate()
+    _, err = p.communicate(timeout=15)
+    err = err.decode(errors="replace")
+    assert p.returncode == 0, err[-800:]
