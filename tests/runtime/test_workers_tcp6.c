@@ -53,7 +53,7 @@ struct sconn {
 
 struct srv {
 	uint32_t accepted6[NW], accepted4[NW], tuple_bad[NW];
-	uint32_t active_ok[NW], active_fail[NW], echoed[NW];
+	uint32_t active_ok[NW], active_fail[NW], echoed[NW], passive_closed[NW];
 };
 
 static struct srv *srv_of(struct ipk_app *a) { return (struct srv *)ipk_app_arg(a); }
@@ -165,6 +165,8 @@ static void app_closed(struct ipk_app *a, uint64_t cid, void *user, enum ipk_clo
 	if (s->active) /* read by the test's thread while the workers run */
 		__atomic_fetch_add(s->got == MSG_LEN && !s->bad ? &srv_of(a)->active_ok[w] :
 		                   &srv_of(a)->active_fail[w], 1u, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_add(&srv_of(a)->passive_closed[w], 1u, __ATOMIC_RELEASE);
 	ipk_app_echoq_drop(a, cid, &s->q);
 	free(s);
 }
@@ -288,7 +290,7 @@ static void run(int model, int steer, const char *name)
 	const char *q = steer == IPK_STEER_QUEUES ? ",queues=2" : "";
 	uint64_t deadline;
 	uint8_t a6[4][16];
-	uint32_t ok = 0, echoed = 0;
+	uint32_t ok = 0, echoed = 0, pclosed = 0;
 	unsigned w;
 
 	memset(&k, 0, sizeof(k));
@@ -330,8 +332,9 @@ static void run(int model, int steer, const char *name)
 		while (ipk_ip6_addrs(ctx, a6, 4) < 2 && now_ms() < deadline)
 			ipk_node_poll(n, 1);
 		while (now_ms() < deadline) {
-			ok = echoed = 0;
+			ok = echoed = pclosed = 0;
 			for (w = 0; w < NW; w++) {
+				pclosed += __atomic_load_n(&s.passive_closed[w], __ATOMIC_ACQUIRE);
 				ok += __atomic_load_n(&s.active_ok[w], __ATOMIC_ACQUIRE) +
 				      __atomic_load_n(&s.active_fail[w], __ATOMIC_ACQUIRE);
 				/* the sent events come after the bytes left (MERGE: later) */
@@ -351,7 +354,9 @@ static void run(int model, int steer, const char *name)
 				k.n++;
 				continue;
 			}
-			if (k.done + k.bad >= k.n && ok >= NW * NCONN && echoed >= k.n * MSG_LEN)
+			/* and every connection closed on the workers (their state freed) */
+			if (k.done + k.bad >= k.n && ok >= NW * NCONN && echoed >= k.n * MSG_LEN &&
+			    pclosed >= k.n)
 				break;
 			ipk_node_poll(n, 1);
 		}
@@ -374,6 +379,7 @@ static void run(int model, int steer, const char *name)
 	}
 	CHECK_EQ(s.accepted6[0] + s.accepted6[1], k.n);
 	CHECK_EQ(s.echoed[0] + s.echoed[1], k.n * MSG_LEN);
+	CHECK_EQ(s.passive_closed[0] + s.passive_closed[1], k.n);
 	ipk_workers_destroy(ws);
 	if (n)
 		ipk_node_destroy(n);
