@@ -141,6 +141,13 @@ static void *bw_accepted(struct ipk_app *a, uint64_t cid, const struct ipk_tuple
 	return s;
 }
 
+/* Over IPv6 the same (the server needs no address). */
+static void *bw_accepted6(struct ipk_app *a, uint64_t cid, const struct ipk_atuple *t)
+{
+	(void)t;
+	return bw_accepted(a, cid, NULL);
+}
+
 static void bw_srv_data(struct ipk_app *a, struct bw_srv *s, struct ipk_pkt *ref, uint32_t len)
 {
 	struct bench_worker *w = &bw_of(a)->w;
@@ -260,6 +267,7 @@ static const struct ipk_app_ops bw_ops = {
 	.data = bw_data,
 	.sent = bw_sent,
 	.closed = bw_closed,
+	.accepted6 = bw_accepted6,
 };
 
 /* ------------------------------------------------------------------ main */
@@ -272,6 +280,18 @@ static int bw_check(const struct bench_opts *o)
 		return 0;
 	fprintf(stderr, "ipkit-bench: -T/--model cannot run %s; use -T 1 without --model\n", why);
 	return -1;
+}
+
+/* --ip6: every worker's core gets the static address (and its link-local); the
+ * options of bench_workers_run's call, read by the workers' threads at start. */
+static const struct bench_opts *bw_opts6;
+
+static void bw_tweak6(struct ipk_config *c, void *app)
+{
+	(void)app;
+	c->ip6_enable = 1;
+	memcpy(c->ip6_addr, bw_opts6->ip6_self, 16);
+	c->ip6_prefix_len = bw_opts6->ip6_plen;
 }
 
 static struct ipk_workers *bw_start_all(const struct bench_opts *o, struct bw *b)
@@ -289,6 +309,10 @@ static struct ipk_workers *bw_start_all(const struct bench_opts *o, struct bw *b
 	cfg.node.prefix_len = o->prefix_len;
 	cfg.node.gateway_be = o->gw_be;
 	cfg.node.busy_poll = o->busy_poll;
+	if (o->ip6) { /* a server over IPv6 (bench_opts: the client is single-thread) */
+		bw_opts6 = o;
+		cfg.node.core_tweak = bw_tweak6;
+	}
 	cfg.nworkers = o->threads;
 	cfg.model = o->model == BENCH_MODEL_MERGE ? IPK_MODEL_MERGE :
 	            o->model == BENCH_MODEL_SPLIT ? IPK_MODEL_SPLIT : IPK_MODEL_UNIFIED;

@@ -82,6 +82,32 @@
 #define IPK_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define IPK_UNUSED(x) ((void)(x))
 
+/* Are IPv6 addresses a and b (16 bytes each) the same? Two 64-bit words each, no
+ * call: the per-segment pair and next-hop tests use it. */
+IPK_INLINE int ipk_ip6_eq(const uint8_t *a, const uint8_t *b)
+{
+	uint64_t a0, a1, b0, b1;
+
+	__builtin_memcpy(&a0, a, 8);
+	__builtin_memcpy(&a1, a + 8, 8);
+	__builtin_memcpy(&b0, b, 8);
+	__builtin_memcpy(&b1, b + 8, 8);
+	return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
+/* Are the 6-byte MAC addresses a and b the same? */
+IPK_INLINE int ipk_mac_eq(const uint8_t *a, const uint8_t *b)
+{
+	uint32_t a0, b0;
+	uint16_t a1, b1;
+
+	__builtin_memcpy(&a0, a, 4);
+	__builtin_memcpy(&b0, b, 4);
+	__builtin_memcpy(&a1, a + 4, 2);
+	__builtin_memcpy(&b1, b + 4, 2);
+	return a0 == b0 && a1 == b1;
+}
+
 /* Copy len bytes: a few (a 1-byte request, a short reply) by hand, where a call to
  * the library's memcpy costs more than the copy; more by memcpy. */
 IPK_INLINE void ipk_copy_short(uint8_t *dst, const uint8_t *src, uint32_t len)
@@ -181,6 +207,10 @@ struct ipk_conn; /* tcp.h */
 #define IPK_ND_ENTRIES 32   /* neighbor cache (RFC 4861 §5.1) */
 #define IPK_ND_QLEN 4       /* packets waiting for one neighbor's resolution */
 #define IPK_ND_ROUTERS 2    /* default router list */
+#define IPK_ND_REDIRECTS 8  /* destinations a Redirect sent elsewhere (RFC 4861 §8.3) */
+/* How long a Redirect's next hop is kept: RFC 4861 leaves it to the destination
+ * cache; 10 min, as a lowered path MTU (a stale one costs a redirect more). */
+#define IPK_ND_REDIRECT_AGE_NS (600ull * 1000000000ull)
 #define IPK_ND_PREFIXES 4   /* on-link prefix list */
 
 /* Address states (RFC 4862 §5.4, §5.5.4) */
@@ -263,6 +293,14 @@ struct ipk_ip6 {
 	uint32_t addr_gen;
 	struct ipk_nd_entry nd[IPK_ND_ENTRIES];
 	struct ipk_ip6_router rtr[IPK_ND_ROUTERS];
+	/* nd.c: RFC 4861 §8.3 destination cache entries from Redirects: dst goes to
+	 * nh (a router's link-local, or dst itself: on-link) until `until` */
+	struct {
+		uint8_t dst[16], nh[16];
+		uint64_t until;     /* 0 = free */
+	} redir[IPK_ND_REDIRECTS];
+	uint8_t nredir;             /* slots ever taken (a hint: 0 while no Redirect was
+	                             * taken, and ipk_ip6_route skips the scan) */
 	struct ipk_ip6_prefix pfx[IPK_ND_PREFIXES];
 	uint64_t deadline;          /* earliest ND/DAD/RS event (ipk_ip6_timer) */
 	uint64_t rs_at;             /* next Router Solicitation */
@@ -285,6 +323,10 @@ struct ipk_ip6 {
 		uint64_t until;     /* that state's deadline (e->t); 0 = empty */
 	} hc;
 	uint32_t gen;               /* bumped when a route or a neighbour entry changes */
+	/* mld.c: the pending answer to MLD queries (RFC 3810 §6.2): when, and for
+	 * which address slots' solicited-node groups (a bit each) */
+	uint64_t mld_at;            /* IPK_NO_DEADLINE: none */
+	uint32_t mld_want;
 };
 
 /*
@@ -326,6 +368,8 @@ struct ipk_ip6_gather {
 /* Ethernet + IPv4 + TCP + NOP,NOP,TS: the longest header the transmit template holds,
  * and the bytes a fast segment copies from it whatever its length. */
 #define IPK_TT_MAX 66u
+/* Ethernet + IPv6 + TCP + NOP,NOP,TS: the longest IPv6 template header. */
+#define IPK_TT6_MAX 86u
 /* Transmit templates a context keeps (tcp_out.c txf_tt: one slot per connection
  * object index modulo this, a power of two). */
 #define IPK_TT_SLOTS 32u
@@ -339,10 +383,19 @@ struct ipk_ip6_gather {
  * too; valid while gen is the context's tt_gen (moved on when the next-hop cache is
  * set, link.c); dropped when c's queues are freed (last likewise). */
 struct ipk_tt {
-	uint8_t hdr[IPK_TT_MAX + 6u]; /* first, and a multiple of 8: copied in words */
+	/* first, and a multiple of 8: copied in words (IPv4: IPK_TT_MAX bytes; IPv6:
+	 * IPK_TT6_MAX at most) */
+	uint8_t hdr[IPK_TT6_MAX + 2u];
 	uint32_t ip_sum, gen;
 	uint64_t tcp_sum;
 	struct ipk_conn *c, *last;
+	/* An IPv6 connection's template (tcp_out.c txf_tmpl6): its Ethernet header is
+	 * the next-hop header cache's (nd.c ipk_nd_hc_tx) when built, valid under the
+	 * same rules: before until6 (the neighbour state's deadline), while ip6.gen is
+	 * gen6, neighbour entry nd6 in state state6 with the MAC hdr[0..5]. */
+	uint64_t until6;
+	uint32_t gen6;
+	uint8_t nd6, state6;
 };
 
 struct ipk_ctx {
@@ -845,6 +898,7 @@ struct ipk_rx6 {
 	uint8_t dst_mcast;
 	uint8_t chained;        /* pkt is a chain: reassembly (frag6.c) or, with lro, the NIC */
 	uint8_t lro;            /* the chain is one coalesced TCP segment (IPK_CAP_LRO) */
+	uint8_t ra;             /* a hop-by-hop router alert came with it (RFC 2711) */
 };
 
 /* An IPv6 frame from ipk_link_input (takes ownership); off = link header length. */
@@ -923,7 +977,14 @@ int ipk_nd_output(struct ipk_ctx *c, void *pkt, const uint8_t nh[16]);
 int ipk_nd_output_dst(struct ipk_ctx *c, void *pkt, const uint8_t nh[16], const uint8_t dst[16]);
 /* Send pkt (IPv6 header filled) to unicast dst from the cache: 1 when sent
  * (ownership passed), 0 when the cache does not hold dst (pkt untouched). */
+/* mld.c (RFC 3810): an MLD message (query or report) at m, checksum checked; -1 when
+ * taken (the caller frees the packet), else the drop reason. */
+int ipk_mld_input(struct ipk_ctx *c, const struct ipk_rx6 *rx, const uint8_t *m);
+/* The pending query answer when due; the next MLD deadline. */
+uint64_t ipk_mld_timer(struct ipk_ctx *c, uint64_t now);
 int ipk_nd_hc_tx(struct ipk_ctx *c, void *pkt, const uint8_t dst[16]);
+/* 1 when ipk_nd_hc_tx would send to dst now (the cache holds dst, still valid). */
+int ipk_nd_hc_ok(const struct ipk_ctx *c, const uint8_t dst[16]);
 /* On-link next hop for dst (dst itself or a default router); 0 when none. */
 int ipk_ip6_route(const struct ipk_ctx *c, const uint8_t dst[16], uint8_t nh[16]);
 uint64_t ipk_nd_timer(struct ipk_ctx *c, uint64_t now);

@@ -139,6 +139,7 @@ void ipk_ip6_start(struct ipk_ctx *c)
 	c->ip6.retrans_ns = IP6_RETRANS_NS;
 	c->ip6.rs_left = c->cfg.ip6_rs_count;
 	c->ip6.rs_at = IPK_NO_DEADLINE; /* set when the link-local address is up */
+	c->ip6.mld_at = IPK_NO_DEADLINE;
 	/* RFC 7739 §5: identifications not predictable from outside */
 	c->ip6.frag_id = IPK_OPS(c)->random(IPK_OPQ(c));
 	ip6_linklocal(c, ll);
@@ -329,6 +330,7 @@ void ipk_ip6_input(struct ipk_ctx *c, void *pkt, uint32_t off)
 	}
 	rx.l4_off = off + x.off;
 	rx.l4_len = IPK_IP6_HLEN + rx.ip.plen - x.off;
+	rx.ra = x.ra != 0;
 	ipk_ip6_deliver(c, pkt, &rx, x.proto, x.nh_off);
 }
 
@@ -635,7 +637,14 @@ void ipk_icmp6_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
 			                             rx->l4_len - IPK_ICMP6_HLEN, IPK_OPQ(c));
 	} else if (ipk_icmp6_is_error(h.type)) {
 		icmp6_error_in(c, &h, m, rx->l4_len);
-	} else if (h.type != IPK_ICMP6_MLD_QUERY && h.type != IPK_ICMP6_MLD2_REPORT) {
+	} else if (h.type == IPK_ICMP6_MLD_QUERY || h.type == IPK_ICMP6_MLD2_REPORT) {
+		int why = ipk_mld_input(c, rx, m);
+
+		if (why >= 0) {
+			ipk_drop_pkt(c, pkt, (enum ipk_drop)why);
+			return;
+		}
+	} else {
 		ipk_drop_pkt(c, pkt, IPK_DROP_ICMP6_TYPE);
 		return;
 	}
@@ -785,6 +794,7 @@ uint64_t ipk_ip6_timer(struct ipk_ctx *c, uint64_t now)
 	next = IPK_MIN(next, c->ip6.rs_at);
 	next = IPK_MIN(next, ipk_nd_timer(c, now));
 	next = IPK_MIN(next, ipk_frag6_timer(c, now));
+	next = IPK_MIN(next, ipk_mld_timer(c, now));
 	ipk_link_flush(c);
 	return next;
 }

@@ -56,4 +56,5 @@
 #include "ip6.c"
 #include "nd.c"
 #include "frag6.c"
+#include "mld.c"
 #include "tcp6.c"

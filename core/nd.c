@@ -37,12 +37,27 @@ static int nd_prefix_match(const uint8_t a[16], const uint8_t b[16], uint8_t ple
 
 /* RFC 4861 §5.2: link-local and on-link prefixes go direct, the rest to a
  * default router (the first live one: no round robin, §6.3.6 allows it). */
+/* §5.2: the destination cache first: a Redirect's next hop for dst, if live. */
+static int nd_redirected(const struct ipk_ctx *c, const uint8_t dst[16], uint8_t nh[16])
+{
+	int i;
+
+	for (i = 0; i < IPK_ND_REDIRECTS; i++)
+		if (c->ip6.redir[i].until > c->now && ipk_ip6_eq(c->ip6.redir[i].dst, dst)) {
+			ipk_memcpy(nh, c->ip6.redir[i].nh, 16);
+			return 1;
+		}
+	return 0;
+}
+
 int ipk_ip6_route(const struct ipk_ctx *c, const uint8_t dst[16], uint8_t nh[16])
 {
 	int i;
 
 	if (ipk_ip6_is_linklocal(dst))
 		goto direct;
+	if (c->ip6.nredir && nd_redirected(c, dst, nh))
+		return 1;
 	for (i = 0; i < IPK_ND_PREFIXES; i++)
 		if (c->ip6.pfx[i].until > c->now &&
 		    nd_prefix_match(c->ip6.pfx[i].p, dst, c->ip6.pfx[i].plen))
@@ -235,14 +250,21 @@ int ipk_nd_output(struct ipk_ctx *c, void *pkt, const uint8_t nh[16])
  * route and no entry changed identity (gen); a MAC changed in place by an NA
  * (§7.2.5 Override) is caught by comparing it.
  */
+int ipk_nd_hc_ok(const struct ipk_ctx *c, const uint8_t dst[16])
+{
+	const struct ipk_nd_entry *e = &c->ip6.nd[c->ip6.hc.nd];
+
+	return c->now < c->ip6.hc.until && c->ip6.hc.gen == c->ip6.gen &&
+	       e->state == c->ip6.hc.state && ipk_mac_eq(e->mac, c->ip6.hc.eth) &&
+	       ipk_ip6_eq(dst, c->ip6.hc.dst);
+}
+
 int ipk_nd_hc_tx(struct ipk_ctx *c, void *pkt, const uint8_t dst[16])
 {
 	struct ipk_nd_entry *e = &c->ip6.nd[c->ip6.hc.nd];
 	uint8_t *p;
 
-	if (c->now >= c->ip6.hc.until || c->ip6.hc.gen != c->ip6.gen ||
-	    e->state != c->ip6.hc.state || ipk_memcmp(e->mac, c->ip6.hc.eth, 6) != 0 ||
-	    ipk_memcmp(dst, c->ip6.hc.dst, 16) != 0)
+	if (!ipk_nd_hc_ok(c, dst))
 		return 0;
 	e->used = c->now;
 	p = ipk_pkt_data(c, pkt);
@@ -471,30 +493,7 @@ void ipk_nd_send_rs(struct ipk_ctx *c)
 	nd_build_send(c, &m, have ? IPK_NDOPT_SLLA : 0, have ? src : any, nd_all_routers, NULL);
 }
 
-/* RFC 3810 §5.2, RFC 4862 §5.4.2: an MLDv2 report joining addr's solicited-node
- * group, hop limit 1 with a router alert, so snooping switches deliver the NS. */
-void ipk_nd_send_mld(struct ipk_ctx *c, const uint8_t addr[16])
-{
-	static const uint8_t any[16] = {0};
-	uint8_t grp[1][16], src[16];
-	uint32_t cap = 8u + 28u, n;
-	uint8_t *p;
-	void *out;
-
-	if (!ipk_ip6_src_select(c, ipk_ip6_all_mldv2_routers, src))
-		ipk_memcpy(src, any, 16); /* §5.2.13: :: while no link-local is up */
-	out = ipk_ip6_alloc(c, cap, 1);
-	if (!out)
-		return;
-	ipk_ip6_solicited_node(grp[0], addr);
-	p = ipk_pkt_data(c, out) + ipk_l4_off6(c);
-	ipk_ip6_hbh_ra_emit(p, 8, IPK_IPPROTO_ICMP6);
-	n = ipk_mld2_report_emit(p + 8, cap - 8, IPK_MLD2_CHANGE_TO_EXCLUDE,
-	                         (const uint8_t (*)[16])grp, 1, src);
-	ipk_pkt_set_len(c, out, ipk_l4_off6(c) + 8 + n);
-	c->cnt.mld_tx++;
-	ipk_ip6_output(c, out, src, ipk_ip6_all_mldv2_routers, IPK_IPPROTO_HOPOPTS, 8 + n, 1);
-}
+/* ipk_nd_send_mld: core/mld.c, with the answers to queries. */
 
 /* ----------------------------------------------------------------- input */
 
@@ -733,6 +732,38 @@ static void nd_ra_in(struct ipk_ctx *c, const struct ipk_rx6 *rx, const struct i
 }
 
 /* Takes ownership of pkt. msg: the ICMPv6 message, checksum verified. */
+/* RFC 4861 §8.1's last check (the others: ipk_nd_check): the Redirect comes from
+ * the first-hop router we use for its destination; -1 when not. Then §8.3: dst
+ * goes to the target (a router, or dst itself: on-link) from now on, the target's
+ * link-layer address from the TLLA option learned as from an NS (STALE). The slot:
+ * dst's own, else a free or expired one, else the one expiring first. */
+static int nd_redirect_in(struct ipk_ctx *c, const struct ipk_rx6 *rx, const struct ipk_nd_msg *m)
+{
+	uint8_t nh[16];
+	int i, k = -1;
+
+	if (!ipk_ip6_route(c, m->dest, nh) || !ipk_ip6_eq(nh, rx->ip.src))
+		return -1;
+	for (i = 0; i < IPK_ND_REDIRECTS; i++) {
+		if (c->ip6.redir[i].until > c->now && ipk_ip6_eq(c->ip6.redir[i].dst, m->dest)) {
+			k = i;
+			break;
+		}
+		if (k < 0 || c->ip6.redir[i].until < c->ip6.redir[k].until)
+			k = i;
+	}
+	if (c->ip6.redir[k].until <= c->now && c->ip6.nredir < IPK_ND_REDIRECTS)
+		c->ip6.nredir++;
+	ipk_memcpy(c->ip6.redir[k].dst, m->dest, 16);
+	ipk_memcpy(c->ip6.redir[k].nh, m->target, 16);
+	c->ip6.redir[k].until = c->now + IPK_ND_REDIRECT_AGE_NS;
+	if (m->opts.has_tlla)
+		nd_learn(c, m->target, m->opts.tlla);
+	c->ip6.gen++; /* routes change: ipk_nd_hc_tx's entry and the templates go */
+	c->cnt.nd_redirects++;
+	return 0;
+}
+
 void ipk_nd_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx, const uint8_t *msg)
 {
 	struct ipk_nd_msg m;
@@ -752,7 +783,13 @@ void ipk_nd_input(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx, const 
 	case IPK_ICMP6_ND_RA:
 		nd_ra_in(c, rx, &m);
 		break;
-	default: /* RS (§6.2.6: routers only), Redirect (not followed) */
+	case IPK_ICMP6_ND_REDIRECT:
+		if (nd_redirect_in(c, rx, &m) < 0) {
+			ipk_drop_pkt(c, pkt, IPK_DROP_ND_INVALID);
+			return;
+		}
+		break;
+	default: /* RS (§6.2.6: routers only) */
 		break;
 	}
 	ipk_pkt_free(c, pkt);

@@ -574,7 +574,7 @@ const char *ipk_drop_name(enum ipk_drop reason)
 		"frag_evicted", "arp_evicted",
 		"ip6_malformed", "ip6_not_for_us", "ip6_bad_src", "ip6_ext", "ip6_proto",
 		"ip6_frag", "icmp6_malformed", "icmp6_type", "nd_invalid", "nd_queue_full",
-		"nd_timeout", "tcp6_pairs", "ip6_v4mapped",
+		"nd_timeout", "tcp6_pairs", "ip6_v4mapped", "mld_invalid",
 	};
 	unsigned r = (unsigned)reason;
 

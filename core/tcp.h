@@ -505,6 +505,14 @@ IPK_INLINE int ipk_tcp_is6(const struct ipk_tuple *t) { return t->peer_ip4_be ==
 int ipk_tcp6_hold(struct ipk_ctx *ctx, struct ipk_tuple *t);
 /* A connection gives its pair back (freed with its last holder). */
 void ipk_tcp6_put(struct ipk_ctx *ctx, uint32_t pair);
+/* ipk_tcp6_put for a pair held by more than the caller: the count goes down inline. */
+IPK_INLINE void ipk_tcp6_put_fast(struct ipk_ctx *ctx, uint32_t i)
+{
+	if (i < ctx->tcp6_n && ctx->tcp6_pairs[i].refs > 1)
+		ctx->tcp6_pairs[i].refs--;
+	else
+		ipk_tcp6_put(ctx, i);
+}
 /* Pair i (the scratch one included), NULL when there is none. */
 IPK_INLINE const struct ipk_tcp6_pair *ipk_tcp6_pair(const struct ipk_ctx *ctx, uint32_t i)
 {
@@ -513,10 +521,31 @@ IPK_INLINE const struct ipk_tcp6_pair *ipk_tcp6_pair(const struct ipk_ctx *ctx, 
 }
 /* The index of the pair (l, p) some connection holds, IPK_TCP6_NONE when none. */
 uint32_t ipk_tcp6_pair_find(struct ipk_ctx *ctx, const uint8_t l[16], const uint8_t p[16]);
+/* The same, the last pair found tested inline first (the receive shortcut asks for
+ * every segment). */
+IPK_INLINE uint32_t ipk_tcp6_pair_find_last(struct ipk_ctx *ctx, const uint8_t l[16],
+                                            const uint8_t p[16])
+{
+	uint32_t i = ctx->tcp6_last;
+
+	if (i < ctx->tcp6_n && ctx->tcp6_pairs[i].refs && ipk_ip6_eq(ctx->tcp6_pairs[i].peer, p) &&
+	    ipk_ip6_eq(ctx->tcp6_pairs[i].local, l))
+		return i;
+	return ipk_tcp6_pair_find(ctx, l, p);
+}
 /* The pair (l, p) for an active open, unheld (ipk_tcp6_pair_unused gives it back
  * when no connection came to hold it); IPK_TCP6_NONE (counted) when full. */
 /* ipk_ip6_addr_check for the addresses of pair i (held or found), remembered. */
 int ipk_tcp6_pair_addr_check(struct ipk_ctx *ctx, uint32_t i);
+/* The same, the verdict kept in the pair tested inline first. */
+IPK_INLINE int ipk_tcp6_pair_addr_check_kept(struct ipk_ctx *ctx, uint32_t i)
+{
+	const struct ipk_tcp6_pair *e = &ctx->tcp6_pairs[i];
+
+	if (e->ok && e->ok_gen == ctx->ip6.addr_gen)
+		return -1;
+	return ipk_tcp6_pair_addr_check(ctx, i);
+}
 uint32_t ipk_tcp6_pair_take(struct ipk_ctx *ctx, const uint8_t l[16], const uint8_t p[16]);
 void ipk_tcp6_pair_unused(struct ipk_ctx *ctx, uint32_t i);
 /* The tuple a hash of the 4-tuple takes (RFC 6528 ISN, SYN cookies): t itself for

@@ -58,7 +58,7 @@ static uint32_t tcp6_pair_hash(const struct ipk_ctx *c, const uint8_t l[16], con
 
 static int tcp6_pair_is(const struct ipk_tcp6_pair *e, const uint8_t l[16], const uint8_t p[16])
 {
-	return ipk_memcmp(e->peer, p, 16) == 0 && ipk_memcmp(e->local, l, 16) == 0;
+	return ipk_ip6_eq(e->peer, p) && ipk_ip6_eq(e->local, l);
 }
 
 /* The index of the pair (l, p) some connection holds, IPK_TCP6_NONE when none. */

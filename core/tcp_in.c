@@ -1226,8 +1226,9 @@ static int ipk_tcp_rx_one6(struct ipk_ctx *ctx, void *pkt, const uint8_t *f, uin
 	l4 = rx_one6_ip(ip, len - IPK_ETH_HLEN);
 	if (!l4)
 		return 0;
-	i = ipk_tcp6_pair_find(ctx, ip + 24, ip + 8);
-	if (i == IPK_TCP6_NONE || ipk_tcp6_pair_addr_check(ctx, i) >= 0 || !rx_one_tcp(ip + IPK_IP6_HLEN, l4, &s) ||
+	i = ipk_tcp6_pair_find_last(ctx, ip + 24, ip + 8);
+	if (i == IPK_TCP6_NONE || ipk_tcp6_pair_addr_check_kept(ctx, i) >= 0 ||
+	    !rx_one_tcp(ip + IPK_IP6_HLEN, l4, &s) ||
 	    !rx_one6_csum(ctx, pkt, ip, l4))
 		return 0;
 	s.src_be = IPK_TCP6_MARK;
@@ -1242,7 +1243,7 @@ static int ipk_tcp_rx_one6(struct ipk_ctx *ctx, void *pkt, const uint8_t *f, uin
 	seg_dispatch(ctx, &s);
 	if (s.pkt)
 		ipk_pkt_free(ctx, s.pkt);
-	ipk_tcp6_put(ctx, i);
+	ipk_tcp6_put_fast(ctx, i);
 	return 1;
 }
 

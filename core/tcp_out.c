@@ -1138,6 +1138,121 @@ static IPK_NOINLINE void txf_out6_offload(struct ipk_ctx *ctx, void *pkt,
 }
 
 /*
+ * The IPv6 transmit template (c's slot, as IPv4's): Ethernet from the next-hop header
+ * cache (nd.c ipk_nd_hc_tx), the IPv6 header (version, traffic class and flow label
+ * 0: no ECN on this path, TXF_NOT; Next Header TCP; the pair's addresses) and the TCP
+ * header's fixed words, with their sum and the pseudo-header's addresses and
+ * protocol (RFC 8200 §8.1) in tcp_sum. A segment copies it and writes the Payload
+ * Length, the Hop Limit (an RA may change it: written per segment, outside every
+ * sum) and its TCP fields. Valid while the header cache's rules hold for the
+ * neighbour it was built from (txf_tmpl6_ok); built as IPv4's (txf_tmpl_make) when
+ * c finds its slot not its own twice in a row and the cache holds its peer.
+ */
+static void txf_tmpl6_build(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tt *tt,
+                            const struct ipk_tcp6_pair *e, uint32_t hlen)
+{
+	uint8_t *p = tt->hdr, *ip = p + IPK_ETH_HLEN, *th = ip + IPK_IP6_HLEN;
+	struct ipk_tcp_hdr h;
+
+	ipk_memset(p, 0, sizeof(tt->hdr));
+	ipk_memcpy(p, ctx->ip6.hc.eth, IPK_ETH_HLEN);
+	ipk_wr32(ip, 6u << 28);
+	ip[6] = IPK_IPPROTO_TCP;
+	ipk_memcpy(ip + 8, e->local, 16);
+	ipk_memcpy(ip + 24, e->peer, 16);
+	txf_tcp_fixed(c, 0, &h); /* the offset is summed per segment, beside the flags */
+	ipk_tcp_hdr_put(th, &h);
+	if (hlen > IPK_TCP_HLEN)
+		ipk_tcp_ts_put(th + IPK_TCP_HLEN, 0, 0);
+	tt->tcp_sum = ipk_csum64_small(ipk_csum64_small(ipk_csum_ph_word(IPK_IPPROTO_TCP, 0),
+	                                                ip + 8, 32),
+	                               th, hlen);
+	th[12] = (uint8_t)((hlen / 4u) << 4);
+	tt->nd6 = ctx->ip6.hc.nd;
+	tt->state6 = ctx->ip6.hc.state;
+	tt->gen6 = ctx->ip6.hc.gen;
+	tt->until6 = ctx->ip6.hc.until;
+	tt->gen = ctx->tt_gen;
+	tt->c = c;
+}
+
+/* Does tt hold c's IPv6 header, its neighbour still as it was (ipk_nd_hc_ok's rules:
+ * state and its deadline, no route or entry changed, the MAC unchanged)? */
+static IPK_ALWAYS_INLINE int txf_tmpl6_ok(const struct ipk_ctx *ctx, const struct ipk_tt *tt,
+                        const struct ipk_conn *c)
+{
+	const struct ipk_nd_entry *n = &ctx->ip6.nd[tt->nd6];
+
+	return tt->c == c && ctx->now < tt->until6 && tt->gen6 == ctx->ip6.gen &&
+	       n->state == tt->state6 && ipk_mac_eq(n->mac, tt->hdr);
+}
+
+/* c's IPv6 template (slot tt) made, or NULL (then the segment is built whole). */
+static IPK_NOINLINE struct ipk_tt *txf_tmpl6_make(struct ipk_ctx *ctx, struct ipk_conn *c,
+                                                  struct ipk_tt *tt,
+                                                  const struct ipk_tcp6_pair *e, uint32_t hlen)
+{
+	if (ctx->l2_len != IPK_ETH_HLEN || !ipk_nd_hc_ok(ctx, e->peer))
+		return NULL;
+	if (tt->last != c) {
+		tt->last = c;
+		return NULL;
+	}
+	if (ctx->tt_cur == tt) /* IPv4's current template leaves the slot */
+		ctx->tt_cur = &ctx->tt_slot[IPK_TT_SLOTS];
+	txf_tmpl6_build(ctx, c, tt, e, hlen);
+	return tt;
+}
+
+/* c's IPv6 template, valid, or NULL (then the segment is built whole). */
+static IPK_ALWAYS_INLINE struct ipk_tt *txf_tmpl6(struct ipk_ctx *ctx, struct ipk_conn *c,
+                                                  const struct ipk_tcp6_pair *e, uint32_t hlen)
+{
+	struct ipk_tt *tt = txf_tt(ctx, c);
+
+	return txf_tmpl6_ok(ctx, tt, c) ? tt : txf_tmpl6_make(ctx, c, tt, e, hlen);
+}
+
+/* The fast segment from c's IPv6 template tt into pkt (length set), checksummed,
+ * and to the link: what ipk_ip6_output and ipk_nd_hc_tx do for it. */
+static void txf_send6_tmpl(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tt *tt,
+                           const struct ipk_tcp6_pair *e, void *pkt, uint32_t hlen,
+                           uint32_t plan, const uint8_t *data)
+{
+	uint32_t len = TXF_LEN(plan), l4 = hlen + len;
+	uint8_t *p = ipk_pkt_data(ctx, pkt), *ip = p + IPK_ETH_HLEN, *th = ip + IPK_IP6_HLEN;
+	uint64_t s;
+
+	ipk_memcpy(p, tt->hdr, IPK_ETH_HLEN + IPK_IP6_HLEN + hlen);
+	ipk_wr16(ip + 4, (uint16_t)l4);
+	ip[7] = ctx->ip6.hlim;
+	ipk_wr32(th + 4, c->snd_nxt);
+	ipk_wr32(th + 8, c->rcv_nxt);
+	th[13] = TXF_FLAGS(plan);
+	ipk_wr16(th + 14, wnd_field(ctx, c));
+	/* RFC 7323 §3.2: TSecr echoes TS.Recent on every segment with ACK */
+	if (hlen > IPK_TCP_HLEN) {
+		ipk_wr32(th + IPK_TCP_HLEN + 4, ipk_tcp_ts_now(ctx, c));
+		ipk_wr32(th + IPK_TCP_HLEN + 8, c->ts_recent);
+	}
+	if (len)
+		ipk_copy_short(th + hlen, data, len);
+	if (l4 <= IPK_TCP6_CSUM_INLINE_MAX) {
+		s = tt->tcp_sum + ipk_csum_ph_word(0, l4);
+		s = ipk_csum64_small(s, th + 4, 12); /* sequence, acknowledgment, offset to window */
+		if (hlen > IPK_TCP_HLEN)
+			s = ipk_csum64_small(s, th + IPK_TCP_HLEN + 4, 8);
+		s = ipk_csum64_small(s, th + hlen, len);
+		ipk_wr16(th + 16, ipk_csum64_finish(s));
+	} else {
+		ipk_wr16(th + 16, ipk_csum_l4_6(e->local, e->peer, IPK_IPPROTO_TCP, th, l4));
+	}
+	ctx->ip6.nd[tt->nd6].used = ctx->now;
+	ctx->cnt.ip6_tx++;
+	ipk_link_tx_len(ctx, pkt, IPK_ETH_HLEN + IPK_IP6_HLEN + l4);
+}
+
+/*
  * txf_send for an IPv6 connection (txf_send hands over where its route test fails,
  * which it does for every IPv6 connection: internal.h IPK_TCP6_MARK; 0 at once for
  * an IPv4 one, which the general path then takes): the segment txf_len
@@ -1149,6 +1264,7 @@ static IPK_NOINLINE void txf_out6_offload(struct ipk_ctx *ctx, void *pkt,
 static IPK_NOINLINE int txf_send6(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t plan)
 {
 	const struct ipk_tcp6_pair *e;
+	struct ipk_tt *tt;
 	uint32_t len = TXF_LEN(plan), seq = c->snd_nxt, at = 0, l4 = ipk_l4_off6(ctx);
 	uint32_t hlen = IPK_TCP_HLEN + ((c->fl & IPK_TCPF_TS_OK) ? IPK_TCP_TS_LEN : 0u);
 	struct ipk_pb *src = NULL;
@@ -1167,6 +1283,14 @@ static IPK_NOINLINE int txf_send6(struct ipk_ctx *ctx, struct ipk_conn *c, uint3
 	if (!pkt)
 		return 0; /* the general path counts it and retries later */
 	ipk_pkt_set_len(ctx, pkt, l4 + hlen + len);
+	if (!(ctx->cfg.caps & IPK_CAP_TX_CSUM_TCP6) && (tt = txf_tmpl6(ctx, c, e, hlen))) {
+		txf_send6_tmpl(ctx, c, tt, e, pkt, hlen, plan,
+		               src ? ipk_pkt_data(ctx, src->pkt) + src->off + at : NULL);
+		ctx->cnt.tcp_tx_segs++;
+		ctx->tx_fast_n++;
+		txf_done(ctx, c, seq, len, src);
+		return 1;
+	}
 	th = ipk_pkt_data(ctx, pkt) + l4;
 	h.sport_be = c->t.local_port_be;
 	h.dport_be = c->t.peer_port_be;

@@ -443,9 +443,21 @@ static int udp_sendto6(struct ipk_ctx *c, uint16_t sport_be, const uint8_t dst[1
 	ipk_udp_emit(p, IPK_UDP_HLEN, &h);
 	if (len > 0)
 		ipk_memcpy(p + IPK_UDP_HLEN, buf, len);
-	ipk_wr16(p + 6, ipk_udp6_csum(src, dst, p, ulen));
 	c->cnt.udp_tx++;
-	rc = ipk_ip6_output(c, pkt, src, dst, IPK_IPPROTO_UDP, ulen, 0);
+	if (c->cfg.caps & IPK_CAP_TX_CSUM_UDP6) {
+		struct ipk_tx_meta meta;
+
+		/* the NIC finishes the sum from the pseudo-header's (RFC 8200 §8.1) */
+		ipk_memset(&meta, 0, sizeof(meta));
+		ipk_wr16(p + 6, (uint16_t)~ipk_csum_fold(ipk_csum_pseudo6(src, dst, IPK_IPPROTO_UDP,
+		                                                              ulen)));
+		meta.flags = IPK_TXOFF_UDP_CSUM;
+		meta.l4_len = IPK_UDP_HLEN;
+		rc = ipk_ip6_output_meta(c, pkt, src, dst, IPK_IPPROTO_UDP, ulen, &meta);
+	} else {
+		ipk_wr16(p + 6, ipk_udp6_csum(src, dst, p, ulen));
+		rc = ipk_ip6_output(c, pkt, src, dst, IPK_IPPROTO_UDP, ulen, 0);
+	}
 	ipk_link_flush(c);
 	return rc < 0 ? rc : (int)len;
 }

@@ -290,7 +290,9 @@ void app_report(struct ipk_node *n, const char *prog)
 	        (unsigned long long)c->tcp_rmem_collapse_pkts,
 	        (unsigned long long)c->tcp_rmem_pruned, (unsigned long long)c->tcp_rmem_reclaimed,
 	        (unsigned long long)c->tcp_rmem_reserve);
-	if (c->ip6_rx || c->ip6_tx)
+	if (c->ip6_rx || c->ip6_tx) {
+		uint32_t off = ipk_io_caps(ipk_node_io(n))->offloads;
+
 		fprintf(stderr, "%s: ip6_rx=%llu ip6_tx=%llu nd_rx=%llu nd_tx=%llu nd_evicted=%llu "
 		        "ip6_addrs_up=%llu ip6_dad_conflicts=%llu ip6_reassembled=%llu\n", prog,
 		        (unsigned long long)c->ip6_rx, (unsigned long long)c->ip6_tx,
@@ -298,6 +300,15 @@ void app_report(struct ipk_node *n, const char *prog)
 		        (unsigned long long)c->nd_evicted, (unsigned long long)c->ip6_addrs_up,
 		        (unsigned long long)c->ip6_dad_conflicts,
 		        (unsigned long long)c->ip6_reassembled);
+		/* the device's IPv6 offloads, as the core was told them (tests check them) */
+		fprintf(stderr, "%s: offloads6 tx_csum_tcp6=%d tso6=%d tx_csum_udp6=%d rx_csum_l4=%d "
+		        "lro=%d\n", prog, !!(off & IPK_CAP_TX_CSUM_TCP6), !!(off & IPK_CAP_TSO6),
+		        !!(off & IPK_CAP_TX_CSUM_UDP6), !!(off & IPK_CAP_RX_CSUM_L4),
+		        !!(off & IPK_CAP_LRO));
+		fprintf(stderr, "%s: mld_tx=%llu mld_queries=%llu nd_redirects=%llu\n", prog,
+		        (unsigned long long)c->mld_tx, (unsigned long long)c->mld_queries,
+		        (unsigned long long)c->nd_redirects);
+	}
 	for (i = 0; i < IPK_DROP__COUNT; i++)
 		if (c->drop[i])
 			fprintf(stderr, "%s:   drop %s %llu\n", prog, ipk_drop_name((enum ipk_drop)i),

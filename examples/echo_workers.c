@@ -71,6 +71,13 @@ static void *ew_accepted(struct ipk_app *a, uint64_t cid, const struct ipk_tuple
 	return e;
 }
 
+/* Over IPv6 the same (the echo needs no address). */
+static void *ew_accepted6(struct ipk_app *a, uint64_t cid, const struct ipk_atuple *t)
+{
+	(void)t;
+	return ew_accepted(a, cid, NULL);
+}
+
 static void ew_server_data(struct ipk_app *a, struct ew_conn *e, struct ipk_pkt *ref)
 {
 	if (!ref) {
@@ -258,6 +265,7 @@ static const struct ipk_app_ops ew_ops = {
 	.udp = ew_udp,
 	.udp_sent = ew_udp_sent,
 	.udp6 = ew_udp6,
+	.accepted6 = ew_accepted6,
 };
 
 /* ------------------------------------------------------------ main */

@@ -40,10 +40,10 @@
 enum {
 	/* events, networking -> application */
 	M_ACCEPTED = 1, M_CONNECTED, M_DATA, M_SENT, M_CLOSED, M_UDP, M_UDP_SENT, M_BOUND,
-	M_UDP6,
+	M_UDP6, M_ACCEPTED6,
 	/* commands, application -> networking */
 	C_LISTEN = 16, C_CONNECT, C_SEND, C_RELEASE, C_CLOSE, C_UDP_BIND, C_UDP_SEND,
-	C_UDP_SEND6
+	C_UDP_SEND6, C_CONNECT6
 };
 
 #define APP_BATCH 256
@@ -166,6 +166,23 @@ static struct wk_appconn *app_live(struct wk *w, uint64_t cid)
 	return ac;
 }
 
+/* M_ACCEPTED6: the connection's tuple rebuilt from the message, to accepted6; an
+ * app without that member gets accepted with the ports and zero addresses. */
+static void *app_accepted6(struct wk *w, const struct ipk_app_ops *ops, const struct wk_msg *m)
+{
+	struct ipk_atuple t;
+
+	if (!ops->accepted6)
+		return ops->accepted ? ops->accepted(w->app, m->cid, &m->t) : NULL;
+	memset(&t, 0, sizeof(t));
+	t.local.family = t.peer.family = IPK_AF_INET6;
+	memcpy(t.local.a, m->local6, 16);
+	memcpy(t.peer.a, m->peer6, 16);
+	t.local_port_be = m->t.local_port_be;
+	t.peer_port_be = m->t.peer_port_be;
+	return ops->accepted6(w->app, m->cid, &t);
+}
+
 static void app_open(struct wk *w, const struct wk_msg *m, struct wk_appconn *ac)
 {
 	const struct ipk_app_ops *ops = w->ws->cfg.app;
@@ -176,6 +193,8 @@ static void app_open(struct wk *w, const struct wk_msg *m, struct wk_appconn *ac
 	ac->user = m->type == M_CONNECTED ? m->p : NULL;
 	if (m->type == M_ACCEPTED && ops->accepted)
 		ac->user = ops->accepted(w->app, m->cid, &m->t);
+	else if (m->type == M_ACCEPTED6)
+		ac->user = app_accepted6(w, ops, m);
 	else if (m->type == M_CONNECTED && ops->connected)
 		ops->connected(w->app, m->cid, ac->user);
 }
@@ -208,6 +227,7 @@ static void app_dispatch(struct wk *w, const struct wk_msg *m)
 	WK_INC(w->st.events);
 	switch (m->type) {
 	case M_ACCEPTED:
+	case M_ACCEPTED6:
 	case M_CONNECTED:
 		if ((ac = app_conn(w, m->cid)) != NULL)
 			app_open(w, m, ac);
@@ -364,7 +384,19 @@ static void net_connect(struct wk *w, const struct wk_msg *m)
 	}
 	r->cuser = m->p;
 	gen = r->gen;
-	rc = ipk_tcp_connect(net_ctx(w), m->t.peer_ip4_be, m->port_be, 0, r, &c, net_now(w));
+	if (m->type == C_CONNECT6) {
+		struct ipk_addr peer;
+
+		memset(&peer, 0, sizeof(peer));
+		peer.family = IPK_AF_INET6;
+		memcpy(peer.a, m->peer6, 16);
+		/* the core picks a local port whose IPv6 tuple hashes to this worker
+		 * (ipk_rss_port_ok6), as ipk_tcp_connect does for IPv4 */
+		rc = ipk_tcp_connect_addr(net_ctx(w), &peer, m->port_be, 0, r, &c, net_now(w));
+	} else {
+		rc = ipk_tcp_connect(net_ctx(w), m->t.peer_ip4_be, m->port_be, 0, r, &c,
+		                     net_now(w));
+	}
 	if (rc < 0) {
 		uint64_t cid = rec_cid(r);
 		rec_put(w, r);
@@ -455,6 +487,7 @@ static int net_exec(struct wk *w, const struct wk_msg *m)
 	case C_UDP_BIND:
 		return net_bind(w, m);
 	case C_CONNECT:
+	case C_CONNECT6:
 		net_connect(w, m);
 		break;
 	case C_SEND:
@@ -504,7 +537,15 @@ static void *cb_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque)
 	memset(&m, 0, sizeof(m));
 	m.type = M_ACCEPTED;
 	m.cid = rec_cid(r);
-	ipk_tcp_tuple(c, &m.t);
+	if (ipk_tcp_tuple(c, &m.t) == IPK_EINVAL) { /* an IPv6 connection: ports only */
+		struct ipk_atuple at;
+
+		if (ipk_tcp_atuple(ctx, c, &at) == IPK_OK && at.peer.family == IPK_AF_INET6) {
+			m.type = M_ACCEPTED6;
+			memcpy(m.local6, at.local.a, 16);
+			memcpy(m.peer6, at.peer.a, 16);
+		}
+	}
 	net_emit(w, &m);
 	return r;
 }
@@ -786,6 +827,28 @@ int ipk_app_connect(struct ipk_app *a, uint32_t ip4_be, uint16_t port_be, void *
 		return IPK_EINVAL;
 	app_msg(&m, C_CONNECT, 0);
 	m.t.peer_ip4_be = ip4_be;
+	m.port_be = port_be;
+	m.p = user;
+	return app_cmd(a, &m);
+}
+
+int ipk_app_connect_addr(struct ipk_app *a, const struct ipk_addr *peer, uint16_t port_be,
+                         void *user)
+{
+	static const uint8_t zero[16];
+	struct wk_msg m;
+	uint32_t ip4;
+
+	if (!a || !peer || port_be == 0)
+		return IPK_EINVAL;
+	if (peer->family == IPK_AF_INET) {
+		memcpy(&ip4, peer->a, 4);
+		return ipk_app_connect(a, ip4, port_be, user);
+	}
+	if (peer->family != IPK_AF_INET6 || memcmp(peer->a, zero, 16) == 0)
+		return IPK_EINVAL;
+	app_msg(&m, C_CONNECT6, 0);
+	memcpy(m.peer6, peer->a, 16);
 	m.port_be = port_be;
 	m.p = user;
 	return app_cmd(a, &m);

@@ -141,6 +141,11 @@ const char *ipk_strerror(int err);
  * header, the IPv6 and TCP headers in the first packet). */
 #define IPK_CAP_TX_CSUM_TCP6 (1u << 8)
 #define IPK_CAP_TSO6 (1u << 9)
+/* The NIC fills the UDP checksum over IPv6: the core writes the folded IPv6
+ * pseudo-header sum in the field and marks IPK_TXOFF_UDP_CSUM | IPK_TXOFF_IP6 (a
+ * datagram sent as fragments is summed by the core, RFC 8200 §4.5). The NIC must
+ * send a computed 0 as 0xffff (RFC 8200 §8.1: 0 is not allowed over IPv6). */
+#define IPK_CAP_TX_CSUM_UDP6 (1u << 10)
 
 /* ipk_config.pkt_fields: packet descriptor members the core may read directly. */
 #define IPK_PKT_FIELD_DATA (1u << 0) /* pkt_data_off: uint8_t *data */
@@ -268,6 +273,9 @@ enum ipk_drop {
 	                             * conn_hash_buckets): connection not opened */
 	IPK_DROP_IP6_V4MAPPED,      /* IPv4-mapped source or destination (::ffff:0:0/96,
 	                             * RFC 4291 §2.5.5.2, RFC 4942 §2.2): never routed as IPv6 */
+	IPK_DROP_MLD_INVALID,       /* MLD query failing RFC 3810 §6.2's checks (source not
+	                             * link-local, hop limit not 1, no router alert, bad
+	                             * length or group), or an MLDv1 one (§8: not answered) */
 	IPK_DROP__COUNT
 };
 
@@ -369,6 +377,9 @@ struct ipk_counters {
 	                             * (RFC 8201 §4 via the path MTU table) */
 	uint64_t tcp6_icmp_soft;      /* ICMPv6 errors taken as soft errors by a TCP
 	                             * connection (RFC 5461: it goes on) */
+	uint64_t mld_queries;         /* MLD queries answered (RFC 3810 §6.2; reports sent
+	                             * count in mld_tx) */
+	uint64_t nd_redirects;        /* ICMPv6 Redirects taken (RFC 4861 §8.3) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the
@@ -1130,7 +1141,8 @@ int ipk_ip6_src_select(const struct ipk_ctx *c, const uint8_t dst[16], uint8_t o
  * IPK_AF_INET instead); IPK_EHOSTUNREACH when no source address is in use yet (DAD
  * still running) or there is no route; IPK_ENOMEM when no connection or no slot in
  * the IPv6 address-pair table (conn_hash_buckets distinct pairs) is free. Local
- * port 0 picks an ephemeral port; RSS-aware choice applies to IPv4 only for now.
+ * port 0 picks an ephemeral port, RSS-aware for both families (the peer's segments
+ * to it hash to cfg.rss_queue; for IPv6 with the source address chosen).
  */
 int ipk_tcp_connect_addr(struct ipk_ctx *ctx, const struct ipk_addr *peer,
                          uint16_t peer_port_be, uint16_t local_port_be, void *user,

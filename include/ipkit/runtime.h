@@ -250,6 +250,10 @@ struct ipk_app_ops {
 	 * are released unseen (the node needs ipk_config.ip6_enable to get any). */
 	void (*udp6)(struct ipk_app *a, const struct ipk_atuple *t, struct ipk_pkt *ref,
 	             const uint8_t *data, uint32_t len);
+	/* A passive open over IPv6 completed: as accepted, with t's addresses of family
+	 * IPK_AF_INET6 (IPv4 connections keep coming to accepted). NULL: accepted is
+	 * called for it with the ports and zero addresses. */
+	void *(*accepted6)(struct ipk_app *a, uint64_t cid, const struct ipk_atuple *t);
 };
 
 /* Commands, callable only from the worker's application thread (inside callbacks or
@@ -266,6 +270,15 @@ int ipk_app_listen(struct ipk_app *a, uint16_t port_be);
  * (closed with IPK_CLOSE_UNREACH at once for a peer with no route: off-link and no
  * gateway). Returns 0, or IPK_EINVAL for a NULL app or a zero address or port. */
 int ipk_app_connect(struct ipk_app *a, uint32_t ip4_be, uint16_t port_be, void *user);
+/* ipk_app_connect for either family: peer->family IPK_AF_INET is ipk_app_connect (the
+ * address from peer->a[0..3]); IPK_AF_INET6 opens over IPv6 (the core's
+ * ipk_tcp_connect_addr: our best source address, a local port whose tuple's RSS hash
+ * lands on this worker). Same events; an open the core refuses (no route or no
+ * source address yet, a mapped or multicast peer, IPv6 off) comes as closed
+ * (IPK_CLOSE_UNREACH for no route, else IPK_CLOSE_ABORTED). Returns 0, or IPK_EINVAL
+ * for a NULL app or peer, port 0, an unknown family or the unspecified address. */
+int ipk_app_connect_addr(struct ipk_app *a, const struct ipk_addr *peer, uint16_t port_be,
+                         void *user);
 /* Queue `len` bytes at buf (the app's memory, read by the networking thread until the
  * matching sent event; not copied now). IPK_EAGAIN when IPK_APP_SENDQ sends of this
  * connection are outstanding, IPK_ECLOSED for a dead cid, IPK_EINVAL for len 0 or a

@@ -346,7 +346,10 @@ static int afp_open(struct ipk_io *io, const struct ipk_io_args *a, char *err, s
 	}
 	io->caps.offloads = IPK_CAP_RX_CSUM_L4 | IPK_CAP_SG | (q->large ? IPK_CAP_LRO : 0);
 	if (q->vnet) {
-		io->caps.offloads |= IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP | IPK_CAP_TSO;
+		/* the kernel finishes sums and cuts GSO frames of both families
+		 * (vnet.h: IPK_TXOFF_IP6 -> VIRTIO_NET_HDR_GSO_TCPV6) */
+		io->caps.offloads |= IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP | IPK_CAP_TSO |
+		                     IPK_CAP_TX_CSUM_TCP6 | IPK_CAP_TSO6 | IPK_CAP_TX_CSUM_UDP6;
 		io->caps.tso_max = AFP_TSO_MAX;
 	}
 	return 0;
@@ -375,8 +378,9 @@ static int afp_big_ok(const struct ipk_io *io, const struct afp_frame *f)
 
 	if (f->len <= (uint32_t)io->caps.mtu + 14)
 		return 1;
-	/* Ethernet II with EtherType IPv4 (0x0800) */
-	return d[12] == 0x08 && d[13] == 0x00 &&
+	/* Ethernet II with EtherType IPv4 (0x0800) or IPv6 (0x86dd, RFC 2464 §3): a
+	 * TCPv6 GSO frame from a veth peer is taken whole as IPv4's is */
+	return ((d[12] == 0x08 && d[13] == 0x00) || (d[12] == 0x86 && d[13] == 0xdd)) &&
 	       ipk_vnet_rx_big_ok(f->vh, d + 14, f->len - 14, io->caps.mtu);
 }
 

@@ -31,7 +31,8 @@
  * mode: drv (native XDP) or skb (generic); without mode= native is tried first.
  * zc=1 asks for zero-copy and fails with a clear message when the driver lacks it.
  *
- * csum=1 (default): the backend advertises IPK_CAP_TX_CSUM_TCP/UDP, so the core only
+ * csum=1 (default): the backend advertises IPK_CAP_TX_CSUM_TCP/UDP and _TCP6 (TCP over
+ * IPv6), so the core only
  * writes the pseudo-header sum (as for a NIC) and the backend finishes the checksum:
  * in the same pass as its copy into the UMEM frame when it copies the segment (the
  * bench's --zerocopy payload lies outside the UMEM), else in a pass over the pieces
@@ -887,8 +888,11 @@ static int xdp_open_inner(struct ipk_io *io, const struct ipk_io_args *a, char *
 	xdp_refill(io);
 	/* sg=1: received frames above one UMEM frame come as chains (IPK_CAP_LRO's rule:
 	 * one whole datagram), which lets the core run an MTU above its buffers */
+	/* csum=1: the sum starts after l2_len + l3_len whatever the family, so TCP
+	 * over IPv6 (IPK_TXOFF_IP6, l3_len 40) is finished the same way */
 	io->caps.offloads = IPK_CAP_SG | (p->sg ? IPK_CAP_LRO : 0) |
-	                    (p->csum ? IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP : 0);
+	                    (p->csum ? IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP |
+	                               IPK_CAP_TX_CSUM_TCP6 | IPK_CAP_TX_CSUM_UDP6 : 0);
 	io->caps.nqueues = 1;
 	io->caps.link = IPK_LINK_ETH;
 	return 0;

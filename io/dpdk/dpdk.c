@@ -325,7 +325,8 @@ static void dp_tx_flags(struct ipk_io *io, struct rte_mbuf *m, const struct ipk_
 		ol |= RTE_MBUF_F_TX_TCP_CKSUM;
 	if (t->flags & IPK_TXOFF_UDP_CSUM)
 		ol |= RTE_MBUF_F_TX_UDP_CKSUM;
-	if ((t->flags & IPK_TXOFF_TSO) && (io->caps.offloads & IPK_CAP_TSO)) {
+	if ((t->flags & IPK_TXOFF_TSO) &&
+	    (io->caps.offloads & ((t->flags & IPK_TXOFF_IP6) ? IPK_CAP_TSO6 : IPK_CAP_TSO))) {
 		uint32_t hdrs = (uint32_t)t->l2_len + t->l3_len + t->l4_len;
 		const struct ipk_dpdk_port *pt = dp_priv(io)->port;
 
@@ -334,7 +335,8 @@ static void dp_tx_flags(struct ipk_io *io, struct rte_mbuf *m, const struct ipk_
 		if (pt->tso_sw && t->mss + hdrs > pt->mtu && pt->mtu > hdrs)
 			m->tso_segsz = (uint16_t)(pt->mtu - hdrs);
 	}
-	m->ol_flags |= ol | RTE_MBUF_F_TX_IPV4;
+	/* the family the PMD sums the pseudo-header of (no IPv6 header checksum) */
+	m->ol_flags |= ol | ((t->flags & IPK_TXOFF_IP6) ? RTE_MBUF_F_TX_IPV6 : RTE_MBUF_F_TX_IPV4);
 	m->l2_len = t->l2_len;
 	m->l3_len = t->l3_len;
 	m->l4_len = t->l4_len;
@@ -353,7 +355,10 @@ static int dp_tso_phdr(struct rte_mbuf *m)
 	if ((uint32_t)m->l2_len + m->l3_len + m->l4_len > m->data_len || m->l4_len < 20)
 		return -1;
 	ip = rte_pktmbuf_mtod(m, uint8_t *) + m->l2_len;
-	sum = rte_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)(void *)ip, m->ol_flags);
+	if (m->ol_flags & RTE_MBUF_F_TX_IPV6) /* RFC 8200 §8.1's pseudo-header */
+		sum = rte_ipv6_phdr_cksum((const struct rte_ipv6_hdr *)(void *)ip, m->ol_flags);
+	else
+		sum = rte_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)(void *)ip, m->ol_flags);
 	memcpy(ip + m->l3_len + 16, &sum, 2);
 	return 0;
 }

@@ -157,14 +157,18 @@ static uint32_t dp_caps(const struct ipk_dpdk_port *p)
 		c |= IPK_CAP_RX_CSUM_L4;
 	if (p->tx_on & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM)
 		c |= IPK_CAP_TX_CSUM_IP4;
+	/* RTE_ETH_TX_OFFLOAD_TCP_CKSUM covers both families (RTE_MBUF_F_TX_IPV4 / _IPV6
+	 * on the mbuf, dpdk.c dp_tx_flags) */
 	if (p->tx_on & RTE_ETH_TX_OFFLOAD_TCP_CKSUM)
-		c |= IPK_CAP_TX_CSUM_TCP;
+		c |= IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_TCP6;
 	if (p->tx_on & RTE_ETH_TX_OFFLOAD_UDP_CKSUM)
-		c |= IPK_CAP_TX_CSUM_UDP;
+		c |= IPK_CAP_TX_CSUM_UDP | IPK_CAP_TX_CSUM_UDP6;
 	if (p->tx_on & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		c |= IPK_CAP_SG;
+	/* net_tap's TSO is librte_gso, which cuts TCP over IPv4 only (tso_sw): IPv6
+	 * frames from it stay MSS-sized */
 	if (p->tx_on & RTE_ETH_TX_OFFLOAD_TCP_TSO)
-		c |= IPK_CAP_TSO;
+		c |= IPK_CAP_TSO | (p->tso_sw ? 0u : IPK_CAP_TSO6);
 	if (p->rx_on & RTE_ETH_RX_OFFLOAD_TCP_LRO)
 		c |= IPK_CAP_LRO;
 	return c;

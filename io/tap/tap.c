@@ -161,7 +161,7 @@ static int tap_offloads(struct ipk_io *io, struct tap_priv *t, const char *kind,
 		return 0;
 	io->caps.offloads = IPK_CAP_RX_CSUM_L4 | IPK_CAP_TX_CSUM_TCP | IPK_CAP_TX_CSUM_UDP |
 	                    IPK_CAP_TSO | IPK_CAP_SG | ((off & TUN_F_TSO4) ? IPK_CAP_LRO : 0) |
-	                    IPK_CAP_TX_CSUM_TCP6 | IPK_CAP_TSO6;
+	                    IPK_CAP_TX_CSUM_TCP6 | IPK_CAP_TSO6 | IPK_CAP_TX_CSUM_UDP6;
 	io->caps.tso_max = TAP_TSO_MAX;
 	return 0;
 }

@@ -166,6 +166,8 @@ static void test_opts_ip6_ipkit_needs_own_address(void)
 	CHECK(memcmp(o.server_ip6, srv, 16) == 0);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3 -p 1"), BENCH_OPTS_OK);
 	CHECK(o.ip6 && o.ip6_plen == 64);
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3 -p 1 -T 2"), BENCH_OPTS_OK);
+	CHECK(o.ip6 && o.threads == 2 && !o.client);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3 -s fd00::2 -n 17 -l 1452"),
 	         BENCH_OPTS_OK);
 	/* refused */
@@ -176,7 +178,8 @@ static void test_opts_ip6_ipkit_needs_own_address(void)
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3/0"), BENCH_OPTS_ERROR);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3/129"), BENCH_OPTS_ERROR);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 10.0.0.3/24"), BENCH_OPTS_ERROR);
-	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3 -T 2"), BENCH_OPTS_ERROR);
+	/* -T/--model: a server over IPv6 may, a client may not */
+	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, IPK "--ip6 fd00::3 -s fd00::2 -T 2"), BENCH_OPTS_ERROR);
 	CHECK_EQ(parse(&o, BENCH_PROG_IPKIT, "--io tap:x --ip6 fd00::3"), BENCH_OPTS_ERROR);
 	CHECK_EQ(parse(&o, BENCH_PROG_LINUX, "--ip6 fd00::3"), BENCH_OPTS_ERROR);
 }

@@ -134,24 +134,33 @@ static uint32_t ip_at(const uint8_t *f, uint32_t len, uint32_t *ihl, uint32_t *t
  * (RFC 8200 §8.1 pseudo-header), so TCP over IPv6 reaches the state machine. */
 static void fix_csum6(uint8_t *f, uint32_t len)
 {
-	uint8_t *ip = f + 14, *l4 = f + 54;
-	uint32_t plen, sum, at;
+	uint8_t *ip = f + 14, *l4 = f + 54, nh;
+	uint32_t plen, sum, at, hl;
 
 	if (len < 54 || (ip[0] >> 4) != 6)
 		return;
 	plen = rd16(ip + 4);
 	if (plen > len - 54)
 		return;
-	if (ip[6] == 58 && plen >= 4)
+	nh = ip[6];
+	if (nh == 0 && plen >= 8) { /* one hop-by-hop header first (MLD's router alert) */
+		hl = 8u * (l4[1] + 1u);
+		if (hl > plen)
+			return;
+		nh = l4[0];
+		l4 += hl;
+		plen -= hl;
+	}
+	if (nh == 58 && plen >= 4)
 		at = 2;
-	else if (ip[6] == 17 && plen >= 8)
+	else if (nh == 17 && plen >= 8)
 		at = 6;
-	else if (ip[6] == 6 && plen >= 20)
+	else if (nh == 6 && plen >= 20)
 		at = 16;
 	else
 		return;
 	wr16(l4 + at, 0);
-	sum = sim_csum_add(0, ip + 8, 32) + ip[6] + plen;
+	sum = sim_csum_add(0, ip + 8, 32) + nh + plen;
 	wr16(l4 + at, sim_csum_fold(sim_csum_add(sum, l4, plen)));
 }
 
@@ -545,6 +554,58 @@ static uint32_t eth_ip6(uint8_t *fr, uint8_t nh, uint32_t plen, uint8_t hlim, in
 	return 54;
 }
 
+/* fr's IPv6 source made fe80::2 and its destination dst (with its group MAC). */
+static void ip6_ll_to(uint8_t *fr, const uint8_t dst[16])
+{
+	fr[14 + 8] = 0xfe; fr[14 + 9] = 0x80;
+	memcpy(fr + 14 + 24, dst, 16);
+	if (dst[0] == 0xff) {
+		fr[0] = 0x33; fr[1] = 0x33;
+		memcpy(fr + 2, dst + 12, 4);
+	}
+}
+
+/* MLD (core/mld.c) and Redirect seeds: a General Query to ff02::1 and a specific one
+ * to fd00::1's solicited-node group (hop-by-hop router alert, hop limit 1, from
+ * fe80::2), another listener's MLDv2 report, a Redirect with a TLLA option. */
+static int corpus_ip6_mld(const char *dir)
+{
+	static const uint8_t alln[16] = {0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	static const uint8_t sn1[16] = {0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0, 1};
+	static const uint8_t mldr[16] = {0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x16};
+	uint8_t fr[160];
+	uint32_t h;
+	int n = 0;
+
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip6(fr, 0, 8 + 28, 1, 0);
+	ip6_ll_to(fr, alln);
+	fr[h] = 58; fr[h + 2] = 5; fr[h + 3] = 2;         /* HbH: router alert 0 */
+	fr[h + 6] = 1;                                    /* PadN */
+	fr[h + 8] = 130; wr16(fr + h + 12, 1000);         /* query, 1 s */
+	fr[h + 8 + 24] = 2; fr[h + 8 + 25] = 125;         /* QRV, QQIC */
+	n += put_file(dir, "ip6-mld-query", 1, fr, h + 36);
+	memcpy(fr + h + 16, sn1, 16);                     /* about fd00::1's group */
+	ip6_ll_to(fr, sn1);
+	n += put_file(dir, "ip6-mld-query-specific", 1, fr, h + 36);
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip6(fr, 0, 8 + 28, 1, 0);
+	ip6_ll_to(fr, mldr);
+	fr[h] = 58; fr[h + 2] = 5; fr[h + 3] = 2; fr[h + 6] = 1;
+	fr[h + 8] = 143; fr[h + 15] = 1;                  /* report, 1 record */
+	fr[h + 16] = 4; memcpy(fr + h + 20, sn1, 16);     /* CHANGE_TO_EXCLUDE */
+	n += put_file(dir, "ip6-mld-report", 1, fr, h + 36);
+	memset(fr, 0, sizeof(fr));
+	h = eth_ip6(fr, 58, 48, 255, 0);
+	fr[14 + 8] = 0xfe; fr[14 + 9] = 0x80;             /* from fe80::2 */
+	fr[h] = 137;                                      /* Redirect */
+	fr[h + 8] = 0xfe; fr[h + 9] = 0x80; fr[h + 23] = 7; /* target fe80::7 */
+	fr[h + 24] = 0x20; fr[h + 25] = 1; fr[h + 39] = 9;  /* destination 2001::9 */
+	fr[h + 40] = 2; fr[h + 41] = 1; fr[h + 42] = 2; fr[h + 47] = 7; /* TLLA */
+	n += put_file(dir, "ip6-redirect", 1, fr, h + 48);
+	return n;
+}
+
 /* TCP over IPv6 and an NA (checksums fixed by fix_csum6). */
 static int corpus_ip6_more(const char *dir)
 {
@@ -565,11 +626,12 @@ static int corpus_ip6_more(const char *dir)
 	fr[h + 8] = 0xfd; fr[h + 23] = 2;                 /* target fd00::2 */
 	fr[h + 24] = 2; fr[h + 25] = 1; fr[h + 26] = 2; fr[h + 31] = 2; /* TLLA */
 	n += put_file(dir, "ip6-na", 1, fr, h + 32);
-	return n;
+	return n + corpus_ip6_mld(dir);
 }
 
 /* IPv6 seeds: echo, NS, UDP, a fragment pair, RH0, a long options chain, an RA,
- * a TCP SYN to the dual-stack listener, an unsolicited NA. */
+ * a TCP SYN to the dual-stack listener, an unsolicited NA, MLD queries and a
+ * report, a Redirect. */
 static int corpus_ip6(const char *dir)
 {
 	uint8_t fr[1600];

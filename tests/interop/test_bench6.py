@@ -105,7 +105,8 @@ def test_bench6_ipkit_server_echo_checked_by_twin(net6):
     (["--io", "tap:x", "--ip", "10.0.0.2/24", "-6", "-p", "1"], "--ip6"),
     (["--io", "tap:x", "--ip", "10.0.0.2/24", "--ip6", "fd00::2/64", "-s", "10.0.0.1"], "cannot go with"),
     (["--io", "tap:x", "--ip", "10.0.0.2/24", "--ip6", "fd00::2/129"], "--ip6"),
-    (["--io", "tap:x", "--ip", "10.0.0.2/24", "--ip6", "fd00::2/64", "-T", "2"], "single-thread"),
+    (["--io", "tap:x", "--ip", "10.0.0.2/24", "--ip6", "fd00::2/64", "-s", "fd00::1", "-T", "2"],
+     "single-thread"),
     (["--io", "tap:x", "--ip", "10.0.0.2/24", "--ip6", "fd00::2/64", "-s", "fd00::1", "-n", "17", "-l", "1453"],
      "1452"),
 ])
@@ -261,3 +262,42 @@ def test_echo_workers_udp6_echo_checked_on_every_worker(net6, model):
     counts, err = stop_and_report(p)
     assert_clean(rc, s, out + err)
     assert len(counts) == 2 and all(c > 0 for c in counts), err
+
+
+@pytest.mark.parametrize("model", ["unified", "merge"])
+def test_echo_workers_tcp6_echo_checked_on_every_worker(net6, model):
+    """TCP over IPv6 through the workers' application interface with Linux as the
+    peer (issue 19; the tuple accepted6 hands over is checked by
+    tests/runtime/test_workers_tcp6.c): the twin's 16 connections over IPv6 (spread
+    over both workers by the tuple hash) get every byte back, and each worker
+    accepted some."""
+    if not os.path.exists(os.path.join(BUILD, "examples", "ipkit-echo")):
+        pytest.skip("examples not built")
+    p = echo_workers_server(net6, model)
+    rc, s, out = net6.client([TWIN, "-s", net6.ipk6, "-p", "7", "-c", "16", "-l", "300"])
+    p.terminate()
+    _, err = p.communicate(timeout=15)
+    err = err.decode()
+    accepted = [int(m) for m in re.findall(r"worker \d+: .*?accepted (\d+)", err)]
+    assert_clean(rc, s, out + err)
+    assert len(accepted) == 2 and all(a > 0 for a in accepted), err
+
+
+@pytest.mark.parametrize("model", ["unified", "merge"])
+def test_bench6_workers_server_twin_client_clean(net6, model):
+    """ipkit-bench -6 -T 2 (the workers runtime) serves TCP ping-pong over IPv6 to the
+    Linux twin's 8 connections: every echo checked, no error, a clean exit."""
+    p = net6.server(net6.ib6("-6", "-p", "10000", "-T", "2", "--model", model))
+    deadline = time.monotonic() + 15  # its workers' address passes DAD (~1 s)
+    while time.monotonic() < deadline:
+        r = subprocess.run(["ip", "netns", "exec", net6.ns, "ping", "-6", "-c", "1", "-W", "1",
+                            net6.ipk6], capture_output=True, timeout=10)
+        if r.returncode == 0:
+            break
+        time.sleep(0.1)
+    rc, s, out = net6.client([TWIN, "-s", net6.ipk6, "-p", "10000", "-c", "8", "-l", "100"])
+    assert_clean(rc, s, out)
+    p.terminate()
+    _, err = p.communicate(timeout=15)
+    err = err.decode(errors="replace")
+    assert p.returncode == 0, err[-800:]

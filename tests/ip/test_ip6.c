@@ -1004,6 +1004,250 @@ static void test_integrator_owned_nd(void)
 	hnet_free(net);
 }
 
+/* ------------------------------------------------------------ MLD (mld.c) */
+
+static const uint8_t QRY_SRC[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x99};
+
+/* An MLD query (RFC 3810 §5.1) from src to dst about group (NULL: general), with
+ * Maximum Response Code mrc, hop limit hlim, a router alert unless no_ra, 28 bytes
+ * (24: an MLDv1 one). Returns the frame length. */
+static uint32_t hb_mld_query(uint8_t *b, const uint8_t src[16], const uint8_t dst[16],
+                             const uint8_t *group, uint16_t mrc, uint8_t hlim, int no_ra,
+                             uint32_t qlen)
+{
+	uint8_t *m = b + 54 + (no_ra ? 0 : 8);
+
+	memset(b, 0, 54 + 8 + 28);
+	if (!no_ra)
+		ipk_ip6_hbh_ra_emit(b + 54, 8, IPK_IPPROTO_ICMP6);
+	m[0] = IPK_ICMP6_MLD_QUERY;
+	ipk_wr16(m + 4, mrc);
+	if (group)
+		memcpy(m + 8, group, 16);
+	if (qlen >= 28) {
+		m[24] = 2;   /* QRV */
+		m[25] = 125; /* QQIC */
+	}
+	ipk_icmp6_csum_fill(m, qlen, src, dst);
+	return hb6(b, 0, src, dst, no_ra ? IPK_IPPROTO_ICMP6 : IPK_IPPROTO_HOPOPTS, hlim,
+	           (no_ra ? 0 : 8) + qlen);
+}
+
+/* MLDv2 reports node `from` sent (hop-by-hop, then ICMPv6 type 143); *last: the
+ * last one's message. */
+static int mld_reports(struct hnet *net, int from, const uint8_t **last)
+{
+	int i, n = 0;
+
+	for (i = 0; i < net->ncap; i++) {
+		const uint8_t *f = net->cap[i].b;
+
+		if (net->cap[i].from == from && ipk_rd16(f + 12) == IPK_ETHERTYPE_IP6 &&
+		    f[20] == IPK_IPPROTO_HOPOPTS && f[54] == IPK_IPPROTO_ICMP6 &&
+		    f[62] == IPK_ICMP6_MLD2_REPORT) {
+			*last = f + 62;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Does report m hold a MODE_IS_EXCLUDE record for g? */
+static int mld_has(const uint8_t *m, const uint8_t g[16])
+{
+	uint32_t i, n = ipk_rd16(m + 6);
+
+	for (i = 0; i < n; i++)
+		if (m[8 + 20 * i] == IPK_MLD2_MODE_IS_EXCLUDE && memcmp(m + 12 + 20 * i, g, 16) == 0)
+			return 1;
+	return 0;
+}
+
+/* RFC 3810 §6.2: a General Query is answered once, within its Maximum Response
+ * Delay, by a current-state report of every solicited-node group (the link-local's
+ * and the static address's), to ff02::16 with hop limit 1; ff02::1 is not reported
+ * (§6). (With tweak6 both addresses end in 00:00:01 and share one group: one
+ * record, as the specific-query test sees.) */
+static void tweak6_mld(int idx, struct ipk_config *cfg)
+{
+	tweak6(idx, cfg);
+	cfg->ip6_addr[15] = 0x42; /* its own solicited-node group beside the link-local's */
+}
+
+static void test_mld_general_query_answered_within_max_delay(void)
+{
+	struct hnet *net = net6(1, tweak6_mld);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200], ll[16], g1[16], gl[16], st[16];
+	const uint8_t *r = NULL;
+
+	ll_of(0, ll);
+	ipk_ip6_solicited_node(gl, ll);
+	memcpy(st, G1, 16);
+	st[15] = 0x42;
+	ipk_ip6_solicited_node(g1, st);
+	hnet_clear_cap(net);
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 1000, 1, 0, 28)); /* 1 s */
+	CHECK_EQ(ipk_counters(a->ctx)->mld_queries, 1);
+	hnet_advance(net, SEC + SEC / 100);
+	CHECK_EQ(mld_reports(net, 0, &r), 1);
+	if (r) {
+		const uint8_t *ip = r - 48;
+
+		CHECK_EQ(ipk_rd16(r + 6), 2);
+		CHECK(mld_has(r, gl) && mld_has(r, g1));
+		CHECK(memcmp(ip + 24, ipk_ip6_all_mldv2_routers, 16) == 0);
+		CHECK(memcmp(ip + 8, ll, 16) == 0); /* from our link-local */
+		CHECK_EQ(ip[7], 1);
+	}
+	/* nothing more until another query */
+	hnet_advance(net, 5 * SEC);
+	CHECK_EQ(mld_reports(net, 0, &r), 1);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* A Multicast-Address-Specific Query for one of our groups, sent to that group, is
+ * answered for it alone; one for a group we are not in draws nothing. */
+static void test_mld_specific_query_answered_for_its_group_only(void)
+{
+	struct hnet *net = net6(1, tweak6);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200], g1[16], other[16];
+	const uint8_t *r = NULL;
+
+	ipk_ip6_solicited_node(g1, G1);
+	memcpy(other, g1, 16);
+	other[15] ^= 0x55;
+	hnet_clear_cap(net);
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, g1, g1, 500, 1, 0, 28));
+	hnet_advance(net, SEC);
+	CHECK_EQ(mld_reports(net, 0, &r), 1);
+	if (r) {
+		CHECK_EQ(ipk_rd16(r + 6), 1);
+		CHECK(mld_has(r, g1));
+	}
+	hnet_clear_cap(net);
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, other, 500, 1, 0, 28));
+	hnet_advance(net, SEC);
+	CHECK_EQ(mld_reports(net, 0, &r), 0);
+	CHECK_EQ(ipk_counters(a->ctx)->mld_queries, 1);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* §6.2's checks: a query from a global source, with hop limit 2, without a router
+ * alert, or an MLDv1 one (24 bytes, §8 not implemented) is dropped as mld_invalid
+ * and answered by nothing. */
+static void test_mld_invalid_queries_dropped(void)
+{
+	struct hnet *net = net6(1, tweak6);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200];
+	const uint8_t *r = NULL;
+
+	hnet_clear_cap(net);
+	hnode_inject(a, b, hb_mld_query(b, G2, ALLN, NULL, 100, 1, 0, 28));
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 2, 0, 28));
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 1, 1, 28));
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 1, 0, 24));
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_MLD_INVALID], 4);
+	hnet_advance(net, SEC);
+	CHECK_EQ(mld_reports(net, 0, &r), 0);
+	CHECK_EQ(ipk_counters(a->ctx)->mld_queries, 0);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* ------------------------------------------------- Redirect (RFC 4861 §8) */
+
+/* A Redirect from src about dest to target (with a TLLA option tmac unless NULL),
+ * hop limit hlim. */
+static uint32_t hb_redirect(uint8_t *b, const uint8_t src[16], const uint8_t dst[16],
+                            const uint8_t target[16], const uint8_t dest[16],
+                            const uint8_t *tmac, uint8_t hlim)
+{
+	struct ipk_nd_msg m;
+	uint32_t n;
+
+	memset(b, 0, 200);
+	memset(&m, 0, sizeof(m));
+	m.type = IPK_ICMP6_ND_REDIRECT;
+	memcpy(m.target, target, 16);
+	memcpy(m.dest, dest, 16);
+	n = ipk_nd_emit(b + 54, 100, &m);
+	if (tmac)
+		n += ipk_nd_opt_lla_emit(b + 54 + n, 8, IPK_NDOPT_TLLA, tmac);
+	ipk_icmp6_csum_fill(b + 54, n, src, dst);
+	return hb6(b, 0, src, dst, IPK_IPPROTO_ICMP6, hlim, n);
+}
+
+/* One UDP datagram to dst from port 5000; the destination MAC of the frame it made. */
+static int udp6_out_mac(struct hnet *net, struct hnode *a, const uint8_t dst[16], uint8_t mac[6])
+{
+	struct ipk_addr peer;
+	int i;
+
+	hnet_clear_cap(net);
+	memset(&peer, 0, sizeof(peer));
+	peer.family = IPK_AF_INET6;
+	memcpy(peer.a, dst, 16);
+	ipk_udp_sendto_addr(a->ctx, ipk_htons(5000), &peer, ipk_htons(7), msg, 4, net->now);
+	for (i = 0; i < net->ncap; i++)
+		if (net->cap[i].b[20] == IPK_IPPROTO_UDP) {
+			memcpy(mac, net->cap[i].b, 6);
+			return 1;
+		}
+	return 0;
+}
+
+/* §8.3: a Redirect from our router for an off-link destination sends its traffic to
+ * the better router it names (its TLLA learned); one to the destination itself makes
+ * it on-link. §8.1: from another node than the first-hop router, or with hop limit
+ * 254, it is dropped and changes nothing. */
+static void test_redirect_followed_from_first_hop_router_only(void)
+{
+	static const uint8_t rtr[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x99};
+	static const uint8_t better[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x77};
+	static const uint8_t rogue[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x55};
+	static const uint8_t dest[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};
+	static const uint8_t dest2[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8};
+	uint8_t bmac[6] = {2, 0x66, 0, 0, 0, 0x77}, rmac[6] = {2, 0x66, 0, 0, 0, 0x55};
+	struct hnet *net = net6(1, tweak6_bare);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[300], mac[6], ours[16];
+	int i;
+
+	hnode_inject(a, b, hb_ra(b, 86400, 3600, 1800));
+	hnet_advance(net, 2 * SEC);
+	ipk_udp_bind(a->ctx, ipk_htons(5000));
+	CHECK(udp6_out_mac(net, a, dest, mac) && mac[5] == 0x99); /* via the router */
+	ll_of(0, ours);
+	/* from a node that is not the first-hop router for dest: dropped */
+	hnode_inject(a, b, hb_redirect(b, rogue, ours, rogue, dest, rmac, 255));
+	/* hop limit 254: dropped */
+	hnode_inject(a, b, hb_redirect(b, rtr, ours, better, dest, bmac, 254));
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_ND_INVALID], 2);
+	CHECK_EQ(ipk_counters(a->ctx)->nd_redirects, 0);
+	CHECK(udp6_out_mac(net, a, dest, mac) && mac[5] == 0x99);
+	/* from the router: dest goes to the better router, its MAC from the TLLA */
+	hnode_inject(a, b, hb_redirect(b, rtr, ours, better, dest, bmac, 255));
+	CHECK_EQ(ipk_counters(a->ctx)->nd_redirects, 1);
+	CHECK(udp6_out_mac(net, a, dest, mac) && mac[5] == 0x77);
+	/* other destinations still go through the router */
+	CHECK(udp6_out_mac(net, a, dest2, mac) && mac[5] == 0x99);
+	/* target == destination: dest2 is on-link, resolved by an NS for itself */
+	hnode_inject(a, b, hb_redirect(b, rtr, ours, dest2, dest2, NULL, 255));
+	CHECK_EQ(ipk_counters(a->ctx)->nd_redirects, 2);
+	CHECK(!udp6_out_mac(net, a, dest2, mac)); /* waits for ND */
+	CHECK_EQ(count_icmp6(net, 0, IPK_ICMP6_ND_NS), 1);
+	CHECK(memcmp(net->cap[0].b + 54 + 8, dest2, 16) == 0); /* NS target */
+	for (i = 0; i < 10; i++) /* ND gives up on dest2 (no answer): the datagram goes */
+		hnet_advance(net, SEC);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 int main(void)
 {
 	RUN(test_dad_then_link_local_and_static_up);
@@ -1033,5 +1277,9 @@ int main(void)
 	RUN(test_atomic_fragment_delivered);
 	RUN(test_ptb_lowers_pmtu_never_below_1280);
 	RUN(test_integrator_owned_nd);
+	RUN(test_mld_general_query_answered_within_max_delay);
+	RUN(test_mld_specific_query_answered_for_its_group_only);
+	RUN(test_mld_invalid_queries_dropped);
+	RUN(test_redirect_followed_from_first_hop_router_only);
 	return check_summary();
 }

@@ -299,6 +299,73 @@ static void test_tcp6_tx_csum_offload_marked_and_completed(void)
 	hnet_free(net);
 }
 
+/* UDP over IPv6 with IPK_CAP_TX_CSUM_UDP6: the datagram leaves marked UDP_CSUM | IP6
+ * with the pseudo-header sum in its field, the NIC (the harness's) completes it and
+ * the peer takes the bytes. Without the cap: no mark. */
+static int udp6_got;
+static uint32_t udp6_len;
+
+static void op_udp6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt, uint32_t off,
+                    uint32_t len, void *opaque)
+{
+	uint8_t buf[4000];
+
+	(void)t;
+	(void)opaque;
+	if (len <= sizeof(buf) && ipk_pkt_copy(ctx, pkt, off, buf, len) == len &&
+	    memcmp(buf, pay, len < sizeof(pay) ? len : sizeof(pay)) == 0) {
+		udp6_got++;
+		udp6_len = len;
+	}
+}
+
+static void test_udp6_tx_csum_offload_marked_and_completed(void)
+{
+	struct hnet *net = open6(IPK_CAP_TX_CSUM_UDP6, 0, 0);
+	struct hnode *a = net->nodes[0], *b = net->nodes[1];
+	struct ipk_addr to;
+	int i, marked = 0, udp = 0;
+
+	fill_pay();
+	udp6_got = 0;
+	b->ops.udp_recv6 = op_udp6;
+	CHECK_EQ(ipk_udp_bind(b->ctx, ipk_htons(9)), IPK_OK);
+	memset(&to, 0, sizeof(to));
+	to.family = IPK_AF_INET6;
+	memcpy(to.a, G2, 16);
+	hnet_clear_cap(net);
+	CHECK_EQ(ipk_udp_sendto_addr(a->ctx, ipk_htons(7), &to, ipk_htons(9), pay, 1000, net->now),
+	         1000);
+	hnet_settle(net);
+	CHECK_EQ(udp6_got, 1);
+	CHECK_EQ(udp6_len, 1000);
+	for (i = 0; i < net->ncap; i++) {
+		const struct hframe *h = &net->cap[i];
+
+		if (h->from != 0 || ipk_rd16(h->b + 12) != IPK_ETHERTYPE_IP6 || h->b[20] != 17)
+			continue;
+		udp++;
+		marked += h->flags == (IPK_TXOFF_UDP_CSUM | IPK_TXOFF_IP6);
+	}
+	CHECK_EQ(udp, 1);
+	CHECK_EQ(marked, 1);
+	CHECK_EQ(ipk_counters(b->ctx)->drop[IPK_DROP_UDP_CSUM], 0);
+	/* the other way, no cap: not marked, still right */
+	hnet_clear_cap(net);
+	CHECK_EQ(ipk_udp_bind(a->ctx, ipk_htons(9)), IPK_OK);
+	a->ops.udp_recv6 = op_udp6;
+	memcpy(to.a, G1, 16);
+	CHECK_EQ(ipk_udp_sendto_addr(b->ctx, ipk_htons(7), &to, ipk_htons(9), pay, 300, net->now),
+	         300);
+	hnet_settle(net);
+	CHECK_EQ(udp6_got, 2);
+	for (i = 0; i < net->ncap; i++)
+		if (net->cap[i].from == 1)
+			CHECK_EQ(net->cap[i].flags, 0);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 /* ---------------------------------------------------------------- ECN */
 
 /* RFC 3168 §6.1.1: negotiated over IPv6, new data goes ECT(0) in the Traffic
@@ -432,6 +499,7 @@ int main(void)
 	RUN(test_tcp6_lro_malformed_chains_dropped);
 	RUN(test_tcp6_rx_csum_verdicts_honoured_flat_and_chained);
 	RUN(test_tcp6_tx_csum_offload_marked_and_completed);
+	RUN(test_udp6_tx_csum_offload_marked_and_completed);
 	RUN(test_tcp6_ecn_data_ect_acks_not);
 	RUN(test_tcp6_ecn_ce_echoed_as_ece_until_cwr);
 	RUN(test_tcp6_ecn_ece_reduces_then_cwr);

@@ -4,7 +4,9 @@
  * and once with every shortcut off (ipk_fast_off), and must give the same frames on
  * the wire, byte for byte and in order, the same delivered streams and the same
  * counters; the shortcut must have taken most frames in the first run and none in
- * the second. The second test puts a damaged copy of some frames before them (a bad
+ * the second. The second run also has the transmit fast path off (ctx->tx_fast_off),
+ * so the IPv6 transmit template (tcp_out.c txf_tmpl6) is checked against the general
+ * path's segments too. The second test puts a damaged copy of some frames before them (a bad
  * TCP checksum, each address rule of ipk_ip6_addr_check, a group destination, an
  * extension header, Ethernet padding, our address no longer usable while its
  * connection lives, a payload length past the frame, another
@@ -38,6 +40,7 @@ struct digest {
 	uint8_t rx[2][SHA256_DIGEST_LEN];
 	struct ipk_counters cnt[2];
 	uint64_t one[2]; /* frames the shortcut took */
+	int tmpl6[2];    /* the connection had an IPv6 transmit template (tcp_out.c) */
 	uint32_t frames, rxlen[2];
 };
 
@@ -86,11 +89,15 @@ static void op_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 		conn_of[idx_of(opaque)] = NULL;
 }
 
+/* ECN on (the traffic class on every segment matters) or off (the transmit fast
+ * path and its IPv6 template, which ECN keeps to the general path, run). */
+static int ecn_on = 1;
+
 static void tweak6(int idx, struct ipk_config *cfg)
 {
 	cfg->ip6_enable = 1;
 	memcpy(cfg->ip6_addr, idx == 0 ? G1 : G2, 16);
-	cfg->tcp_ecn = 1; /* ECT on every segment: the traffic class matters */
+	cfg->tcp_ecn = (uint8_t)ecn_on;
 }
 
 static uint32_t lcg(uint32_t *r)
@@ -220,6 +227,17 @@ static void damage(struct hnet *net, uint32_t *mr)
 	}
 }
 
+/* Does a transmit template slot hold c's IPv6 header? */
+static int has_tmpl6(const struct ipk_ctx *ctx, const struct ipk_conn *c)
+{
+	uint32_t i;
+
+	for (i = 0; c && i < IPK_TT_SLOTS; i++)
+		if (ctx->tt_slot[i].c == c && ctx->tt_slot[i].until6 != 0)
+			return 1;
+	return 0;
+}
+
 static void run(int fast_off, int mutate, struct digest *d)
 {
 	struct hnet *net = hnet_new(2, tweak6);
@@ -241,8 +259,10 @@ static void run(int fast_off, int mutate, struct digest *d)
 		net->nodes[s]->ops.tcp_connected = op_connected;
 		net->nodes[s]->ops.tcp_payload = op_payload;
 		net->nodes[s]->ops.tcp_closed = op_closed;
-		if (fast_off)
+		if (fast_off) {
 			ipk_fast_off(net->nodes[s]->ctx);
+			net->nodes[s]->ctx->tx_fast_off = 1; /* and the transmit template */
+		}
 	}
 	hnet_advance(net, 0);
 	hnet_advance(net, 2 * SEC); /* DAD done */
@@ -269,6 +289,9 @@ static void run(int fast_off, int mutate, struct digest *d)
 		drain(net, &wh, &d->frames);
 		hnet_advance(net, lcg(&r) % 8u == 0 ? 60 * MS : 30000u + lcg(&r) % 90000u);
 		drain(net, &wh, &d->frames);
+	}
+	for (s = 0; s < 2; s++) {
+		d->tmpl6[s] = has_tmpl6(net->nodes[s]->ctx, conn_of[s]);
 	}
 	for (i = 0; i < 20; i++) {
 		hnet_advance(net, 300 * MS);
@@ -301,6 +324,10 @@ static void compare(const struct digest *on, const struct digest *off)
 	/* the shortcut took most frames on both sides, none with the shortcuts off */
 	CHECK(on->one[0] > on->frames / 4 && on->one[1] > on->frames / 4);
 	CHECK_EQ(off->one[0] + off->one[1], 0);
+	/* without ECN both sides sent from an IPv6 transmit template; none with the
+	 * fast paths off */
+	CHECK(ecn_on || (on->tmpl6[0] && on->tmpl6[1]));
+	CHECK(!off->tmpl6[0] && !off->tmpl6[1]);
 	CHECK_EQ(on->frames, off->frames);
 	CHECK(memcmp(on->wire, off->wire, sizeof(on->wire)) == 0);
 	CHECK(memcmp(on->rx, off->rx, sizeof(on->rx)) == 0);
@@ -315,6 +342,22 @@ static void test_tcp6_rx_shortcut_matches_general_path(void)
 	run(0, 0, on);
 	run(1, 0, off);
 	compare(on, off);
+	free(on);
+	free(off);
+}
+
+/* ECN off: the transmit fast path sends from the IPv6 template, whose frames must be
+ * the general path's (seg_send6) byte for byte. */
+static void test_tcp6_tx_template_matches_general_path(void)
+{
+	struct digest *on = (struct digest *)malloc(sizeof(*on));
+	struct digest *off = (struct digest *)malloc(sizeof(*off));
+
+	ecn_on = 0;
+	run(0, 0, on);
+	run(1, 0, off);
+	compare(on, off);
+	ecn_on = 1;
 	free(on);
 	free(off);
 }
@@ -409,6 +452,7 @@ static void test_tcp6_expired_address_not_taken_by_shortcut(void)
 int main(void)
 {
 	RUN(test_tcp6_rx_shortcut_matches_general_path);
+	RUN(test_tcp6_tx_template_matches_general_path);
 	RUN(test_tcp6_damaged_frames_judged_as_general_path);
 	RUN(test_tcp6_expired_address_not_taken_by_shortcut);
 	return check_summary();
