@@ -229,10 +229,11 @@ IpkitPair(Link link, double loss, uint64_t bytes, const std::string& pcap)
               tx->GetCloseReason());
         const struct ipk_counters* c = t.nodes.Get(i)->GetObject<IpkitStack>()->GetCounters(0);
         std::printf("  node %u: sent %llu B in %.3f sim s (%.0f Mbit/s), %llu retransmits, "
-                    "%llu RTOs, %llu frames the device refused, sha256 %.16s...\n",
+                    "%llu RTOs, %llu frames waited for the device, %llu dropped, sha256 %.16s...\n",
                     i, (unsigned long long)bytes, (tx->GetFinishTime() - MilliSeconds(10)).GetSeconds(),
                     bytes * 8.0 / (tx->GetFinishTime() - MilliSeconds(10)).GetSeconds() / 1e6,
                     (unsigned long long)c->tcp_retransmits, (unsigned long long)c->tcp_rto,
+                    (unsigned long long)t.nodes.Get(i)->GetObject<IpkitStack>()->GetTxHeld(),
                     (unsigned long long)t.nodes.Get(i)->GetObject<IpkitStack>()->GetTxDrops(),
                     rx->GetDigests().empty() ? "-" : rx->GetDigests()[0].c_str());
         if (loss > 0)
