@@ -29,9 +29,9 @@
  * constructor binds the global value ChecksumEnabled to true (ns-3 writes zero
  * IPv4 and TCP checksums otherwise, which ipkit drops as bad).
  *
- * Ownership: the stack owns its contexts, pools and connection handlers given by
- * applications stay the applications' (they must outlive the connection, i.e.
- * until Closed). Data shown to IpkitTcpHandler::Data is valid only during the call
+ * Ownership: the stack owns its contexts and packet pools; a connection handler
+ * given by an application stays the application's and must live until its
+ * Closed call. Data shown to IpkitTcpHandler::Data is valid only during the call
  * and counts as consumed when the call returns (the window reopens).
  */
 #ifndef IPKIT_NS3_H
