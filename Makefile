@@ -37,7 +37,8 @@ DEB_PKGS := meson ninja-build gcc g++ clang libclang-rt-14-dev tshark \
             libc6-dev-s390x-cross qemu-user binutils pkg-config python3 \
             libxdp-dev libbpf-dev python3-pytest socat iperf3 curl iproute2 ethtool \
             iputils-ping wrk xdp-tools tcpdump libdpdk-dev dpdk-dev python3-scapy \
-            netcat-openbsd libns3-dev libgsl-dev libsqlite3-dev
+            netcat-openbsd libns3-dev libgsl-dev libsqlite3-dev \
+            qemu-system-x86 busybox-static
 
 # Only `make bench` needs these (plots); make test does not.
 BENCH_PKGS := python3-matplotlib
