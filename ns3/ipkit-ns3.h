@@ -15,7 +15,9 @@
  *   - Transmit: ops->tx copies the frame once into a fresh ns3::Packet and calls
  *     NetDevice::Send with the destination MAC and EtherType taken from the frame's
  *     Ethernet header (CSMA) or the broadcast address and 0x0800 (point-to-point).
- *     A device that refuses the frame (queue full) drops it; TxDrops counts it.
+ *     While the device's queue is full (its NetDeviceQueueInterface says stopped)
+ *     frames wait, in order, in a bounded backlog (attribute TxBacklog) and go
+ *     when the queue wakes: backpressure, not loss, as a host's qdisc gives.
  *   - Time: ipkit's `now` is Simulator::Now in nanoseconds. The deadline ipk_run
  *     returns becomes one ns-3 event per context, moved earlier when a new deadline
  *     is earlier and left in place when it is later (it then fires, runs the
@@ -27,9 +29,9 @@
  * constructor binds the global value ChecksumEnabled to true (ns-3 writes zero
  * IPv4 and TCP checksums otherwise, which ipkit drops as bad).
  *
- * Ownership: the stack owns its contexts, pools and connection handlers given by
- * applications stay the applications' (they must outlive the connection, i.e.
- * until Closed). Data shown to IpkitTcpHandler::Data is valid only during the call
+ * Ownership: the stack owns its contexts and packet pools; a connection handler
+ * given by an application stays the application's and must live until its
+ * Closed call. Data shown to IpkitTcpHandler::Data is valid only during the call
  * and counts as consumed when the call returns (the window reopens).
  */
 #ifndef IPKIT_NS3_H
@@ -138,8 +140,11 @@ class IpkitStack : public Object
     /* Packet buffers of the interface's pool held now (by the core or in flight
      * inside the adapter); 0 once every connection is gone: tests check leaks. */
     uint32_t GetPacketsInUse(uint32_t iface) const;
-    /* Frames a device refused (queue full) or that could not be copied. */
+    /* Frames dropped on transmit: the backlog full (TxBacklog) or a device
+     * without a queue interface refusing one. */
     uint64_t GetTxDrops() const { return m_txDrops; }
+    /* Frames that waited in the backlog for the device's queue. */
+    uint64_t GetTxHeld() const { return m_txHeld; }
     uint64_t GetRxDrops() const { return m_rxDrops; }
     /* ipk_run calls made (per frame or per deadline) and deadline events fired:
      * the adapter's own cost figures. */
@@ -185,13 +190,16 @@ class IpkitStack : public Object
     void Kick(Iface* f);
     void Timer(uint32_t idx);
     void Transmit(Iface* f, void* pkt);
+    void DeviceSend(Iface* f, Ptr<Packet> p, const Address& dst, uint16_t type);
+    void Wake(uint32_t idx);
 
     std::vector<std::unique_ptr<Iface>> m_ifaces;
     std::map<uint16_t, AcceptFn> m_listeners;
     std::map<uint16_t, uint16_t> m_backlogs;
     std::map<uint16_t, UdpRecvFn> m_udp;
     std::vector<uint8_t> m_scratch;
-    uint64_t m_txDrops = 0, m_rxDrops = 0, m_runCalls = 0, m_timerEvents = 0;
+    uint64_t m_txDrops = 0, m_txHeld = 0, m_rxDrops = 0, m_runCalls = 0, m_timerEvents = 0;
+    uint32_t m_backlogMax = 1000;
     int64_t m_stream = -1;
 
     /* attributes */

@@ -335,6 +335,77 @@ struct CwndWriter
     }
 };
 
+/* Link i is 10.3.(i+1).0/24, its left end .1 and right end .2, except that a host
+ * at the end of a chain of two or more links is .1 with its router at .2. */
+static void
+ChainAddresses(const IpkitChainConfig& cfg, const std::vector<NetDeviceContainer>& links,
+               Ipv4Address* srcAddr, Ipv4Address* dstAddr)
+{
+    for (uint32_t i = 0; i < cfg.hops; i++)
+    {
+        Ipv4Address net(0x0a030000u | (i + 1) << 8);
+        for (uint32_t e = 0; e < 2; e++)
+        {
+            Ptr<NetDevice> d = links[i].Get(e);
+            bool host = (i == 0 && e == 0) || (i == cfg.hops - 1 && e == 1);
+            if (host)
+            {
+                SetupHost(cfg.kind, d, net, e == 0 ? srcAddr : dstAddr,
+                          cfg.hops == 1 ? e + 1 : 1);
+            }
+            else
+            {
+                Ipv4AddressHelper v4;
+                v4.SetBase(net, "255.255.255.0", e == 0 ? "0.0.0.1" : "0.0.0.2");
+                if (i == 0 || i == cfg.hops - 1)
+                {
+                    v4.SetBase(net, "255.255.255.0", "0.0.0.2");
+                }
+                v4.Assign(NetDeviceContainer(d));
+            }
+        }
+    }
+}
+
+/* Router k (between link k-1 and link k) sends 10.3.(j+1) for j > k right, the rest
+ * left; directly connected links need nothing. */
+static void
+ChainRoutes(const NodeContainer& all, const std::vector<NetDeviceContainer>& links)
+{
+    const uint32_t hops = static_cast<uint32_t>(links.size());
+    Ipv4StaticRoutingHelper rh;
+    for (uint32_t k = 1; k < hops; k++)
+    {
+        Ptr<Ipv4> ip = all.Get(k)->GetObject<Ipv4>();
+        Ptr<NetDevice> left = links[k - 1].Get(1), right = links[k].Get(0);
+        for (uint32_t j = 0; j < hops; j++)
+        {
+            if (j == k - 1 || j == k)
+            {
+                continue;
+            }
+            Ipv4Address net(0x0a030000u | (j + 1) << 8);
+            bool goRight = j > k;
+            /* next hop: the far end of the adjacent link */
+            Ptr<NetDevice> far = goRight ? links[k].Get(1) : links[k - 1].Get(0);
+            Ptr<Ipv4> fip = far->GetNode()->GetObject<Ipv4>();
+            Ipv4Address nh;
+            if (fip)
+            {
+                nh = fip->GetAddress(fip->GetInterfaceForDevice(far), 0).GetLocal();
+            }
+            else
+            {
+                nh = far->GetNode()->GetObject<IpkitStack>()->GetAddress(0);
+            }
+            rh.GetStaticRouting(ip)->AddNetworkRouteTo(
+                net, "255.255.255.0", nh,
+                ip->GetInterfaceForDevice(goRight ? right : left));
+        }
+    }
+
+}
+
 IpkitChainResult
 IpkitRunChain(const IpkitChainConfig& cfg)
 {
@@ -369,66 +440,9 @@ IpkitRunChain(const IpkitChainConfig& cfg)
             links[i].Get(e)->SetAttribute("ReceiveErrorModel", PointerValue(em));
         }
     }
-    /* Link i is 10.3.(i+1).0/24, its left end .1 and right end .2, except that
-     * a host at the end of a chain of two or more links is .1 with its router
-     * at .2. */
     Ipv4Address srcAddr, dstAddr;
-    for (uint32_t i = 0; i < cfg.hops; i++)
-    {
-        Ipv4Address net(0x0a030000u | (i + 1) << 8);
-        for (uint32_t e = 0; e < 2; e++)
-        {
-            Ptr<NetDevice> d = links[i].Get(e);
-            bool host = (i == 0 && e == 0) || (i == cfg.hops - 1 && e == 1);
-            if (host)
-            {
-                SetupHost(cfg.kind, d, net, e == 0 ? &srcAddr : &dstAddr,
-                          cfg.hops == 1 ? e + 1 : 1);
-            }
-            else
-            {
-                Ipv4AddressHelper v4;
-                v4.SetBase(net, "255.255.255.0", e == 0 ? "0.0.0.1" : "0.0.0.2");
-                if (i == 0 || i == cfg.hops - 1)
-                {
-                    v4.SetBase(net, "255.255.255.0", "0.0.0.2");
-                }
-                v4.Assign(NetDeviceContainer(d));
-            }
-        }
-    }
-    /* Router k (between link k-1 and link k) sends 10.3.j for j > k right, the
-     * rest left; directly connected links need nothing. */
-    Ipv4StaticRoutingHelper rh;
-    for (uint32_t k = 1; k < cfg.hops; k++)
-    {
-        Ptr<Ipv4> ip = all.Get(k)->GetObject<Ipv4>();
-        Ptr<NetDevice> left = links[k - 1].Get(1), right = links[k].Get(0);
-        for (uint32_t j = 0; j < cfg.hops; j++)
-        {
-            if (j == k - 1 || j == k)
-            {
-                continue;
-            }
-            Ipv4Address net(0x0a030000u | (j + 1) << 8);
-            bool goRight = j > k;
-            /* next hop: the far end of the adjacent link */
-            Ptr<NetDevice> far = goRight ? links[k].Get(1) : links[k - 1].Get(0);
-            Ptr<Ipv4> fip = far->GetNode()->GetObject<Ipv4>();
-            Ipv4Address nh;
-            if (fip)
-            {
-                nh = fip->GetAddress(fip->GetInterfaceForDevice(far), 0).GetLocal();
-            }
-            else
-            {
-                nh = far->GetNode()->GetObject<IpkitStack>()->GetAddress(0);
-            }
-            rh.GetStaticRouting(ip)->AddNetworkRouteTo(
-                net, "255.255.255.0", nh,
-                ip->GetInterfaceForDevice(goRight ? right : left));
-        }
-    }
+    ChainAddresses(cfg, links, &srcAddr, &dstAddr);
+    ChainRoutes(all, links);
 
     Flow f;
     f.kind = cfg.kind;

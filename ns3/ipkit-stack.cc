@@ -8,6 +8,7 @@
 #include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/mac48-address.h"
+#include "ns3/net-device-queue-interface.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 
 namespace ns3
 {
@@ -46,6 +48,16 @@ struct IpkitStack::Iface
     Ptr<UniformRandomVariable> rng;
     EventId timer;
     uint64_t timerAt = UINT64_MAX;
+    /* Transmit backpressure: the device's queue as its NetDeviceQueueInterface
+     * reports it (stopped when full), and the frames waiting for it to wake. */
+    Ptr<NetDeviceQueue> txq;
+    struct Held
+    {
+        Ptr<Packet> p;
+        Address dst;
+        uint16_t type;
+    };
+    std::deque<Held> backlog;
     bool inRun = false;
     bool kickAgain = false;
 
@@ -228,6 +240,12 @@ IpkitStack::GetTypeId()
                           UintegerValue(2),
                           MakeUintegerAccessor(&IpkitStack::m_ackEvery),
                           MakeUintegerChecker<uint32_t>(1, 255))
+            .AddAttribute("TxBacklog",
+                          "Frames held per interface while the device's queue is full "
+                          "(beyond: dropped, GetTxDrops)",
+                          UintegerValue(1000),
+                          MakeUintegerAccessor(&IpkitStack::m_backlogMax),
+                          MakeUintegerChecker<uint32_t>(0, 1u << 20))
             .AddAttribute("PoolPackets",
                           "Packet buffers (2 KiB each) in each interface's pool",
                           UintegerValue(8192),
@@ -388,6 +406,15 @@ IpkitStack::AddInterface(Ptr<NetDevice> dev, Ipv4Address addr, Ipv4Mask mask, Ip
         return -1;
     }
     node->RegisterProtocolHandler(MakeCallback(&IpkitStack::Receive, this), 0, dev, true);
+    Ptr<NetDeviceQueueInterface> ndqi = dev->GetObject<NetDeviceQueueInterface>();
+    if (ndqi && ndqi->GetNTxQueues() > 0)
+    {
+        /* The helpers connect the device queue to it: stopped when full, woken
+         * when a frame leaves. Nobody else (no traffic-control layer on an ipkit
+         * node's device) uses the wake callback. */
+        f->txq = ndqi->GetTxQueue(0);
+        f->txq->SetWakeCallback(MakeCallback(&IpkitStack::Wake, this, f->index));
+    }
     Iface* raw = f.get();
     m_ifaces.push_back(std::move(f));
     for (const auto& l : m_listeners)
@@ -529,23 +556,58 @@ IpkitStack::Transmit(Iface* f, void* pkt)
         flat = m_scratch.data();
     }
     Ptr<Packet> p = Create<Packet>(flat + hdr, total - hdr);
-    bool ok;
     if (f->eth)
     {
         Mac48Address dst;
         dst.CopyFrom(flat);
-        uint16_t type = static_cast<uint16_t>(flat[12] << 8 | flat[13]);
-        ok = f->dev->Send(p, dst, type);
+        DeviceSend(f, p, dst, static_cast<uint16_t>(flat[12] << 8 | flat[13]));
     }
     else
     {
-        ok = f->dev->Send(p, f->dev->GetBroadcast(), 0x0800);
-    }
-    if (!ok)
-    {
-        m_txDrops++;
+        DeviceSend(f, p, f->dev->GetBroadcast(), 0x0800);
     }
     sim_pkt_free_chain(k);
+}
+
+/* A device whose queue is full is backpressure, not loss: the frame waits in
+ * the interface's backlog (in order, bounded by TxBacklog) until the queue wakes,
+ * as a host's qdisc holds what its NIC cannot take yet. Without a queue interface
+ * to wake us, or past the bound, a refused frame is dropped and counted. */
+void
+IpkitStack::DeviceSend(Iface* f, Ptr<Packet> p, const Address& dst, uint16_t type)
+{
+    bool stopped = f->txq && f->txq->IsStopped();
+    if (f->backlog.empty() && !stopped && f->dev->Send(p, dst, type))
+    {
+        return;
+    }
+    if (!f->txq || f->backlog.size() >= m_backlogMax)
+    {
+        m_txDrops++;
+        return;
+    }
+    f->backlog.push_back(Iface::Held{p, dst, type});
+    m_txHeld++;
+}
+
+void
+IpkitStack::Wake(uint32_t idx)
+{
+    if (idx >= m_ifaces.size())
+    {
+        return;
+    }
+    Iface* f = m_ifaces[idx].get();
+    /* Bounded by the backlog's length: each pass sends one frame or stops. */
+    while (!f->backlog.empty() && !f->txq->IsStopped())
+    {
+        Iface::Held& h = f->backlog.front();
+        if (!f->dev->Send(h.p, h.dst, h.type))
+        {
+            break;
+        }
+        f->backlog.pop_front();
+    }
 }
 
 /* ipk_run, then move the context's one timer event when the deadline came

@@ -7,7 +7,8 @@
  *   ipkit-dumbbell --mix=ipkit-cubic,ns3-cubic --queue=RED --duration=30
  *
  * Prints each flow's goodput over [warmup, duration], Jain's fairness index and
- * the bottleneck's drops; --pcap=PREFIX writes the bottleneck's pcaps.
+ * the bottleneck's drops; --pcap=PREFIX writes the bottleneck's pcaps. Exit
+ * status 1 when a flow received nothing after the warm-up.
  */
 #include "ipkit-scenarios.h"
 
@@ -83,8 +84,10 @@ main(int argc, char** argv)
     cfg.ecn = ecn;
     IpkitDumbbellResult r = IpkitRunDumbbell(cfg);
     double sum = 0;
+    bool stalled = false;
     for (size_t i = 0; i < r.goodputMbps.size(); i++)
     {
+        stalled |= r.goodputMbps[i] <= 0;
         bool ipk = IpkitFlowKindName(cfg.flows[i])[0] == 'i';
         std::printf("flow %2zu %-14s %8.2f Mbit/s  %s retransmits\n", i,
                     IpkitFlowKindName(cfg.flows[i]), r.goodputMbps[i],
@@ -99,5 +102,9 @@ main(int argc, char** argv)
                 r.cost.wallSeconds, r.cost.cpuSeconds,
                 static_cast<unsigned long long>(r.cost.events));
     Simulator::Destroy();
-    return 0;
+    if (stalled)
+    {
+        std::printf("a flow received nothing after the warm-up\n");
+    }
+    return stalled ? 1 : 0;
 }

@@ -9,6 +9,8 @@
  *   - the same scenario and seed give byte-identical pcaps twice (and another run
  *     number gives different ones, so the comparison can fail);
  *   - ECN: an ipkit flow negotiates it and ns-3's FqCoDel marks its packets;
+ *   - hostile frames from a third host on a CSMA segment: dropped and counted while
+ *     a transfer goes on whole, and a new connection succeeds after;
  *   - UDP request/response (IpkitEcho*): every request answered;
  *   - API misuse returns errors.
  * Each scenario runs in a child process (a fresh ns-3 simulator, no state carried
@@ -229,10 +231,11 @@ IpkitPair(Link link, double loss, uint64_t bytes, const std::string& pcap)
               tx->GetCloseReason());
         const struct ipk_counters* c = t.nodes.Get(i)->GetObject<IpkitStack>()->GetCounters(0);
         std::printf("  node %u: sent %llu B in %.3f sim s (%.0f Mbit/s), %llu retransmits, "
-                    "%llu RTOs, %llu frames the device refused, sha256 %.16s...\n",
+                    "%llu RTOs, %llu frames waited for the device, %llu dropped, sha256 %.16s...\n",
                     i, (unsigned long long)bytes, (tx->GetFinishTime() - MilliSeconds(10)).GetSeconds(),
                     bytes * 8.0 / (tx->GetFinishTime() - MilliSeconds(10)).GetSeconds() / 1e6,
                     (unsigned long long)c->tcp_retransmits, (unsigned long long)c->tcp_rto,
+                    (unsigned long long)t.nodes.Get(i)->GetObject<IpkitStack>()->GetTxHeld(),
                     (unsigned long long)t.nodes.Get(i)->GetObject<IpkitStack>()->GetTxDrops(),
                     rx->GetDigests().empty() ? "-" : rx->GetDigests()[0].c_str());
         if (loss > 0)
@@ -472,6 +475,128 @@ EcnAqm()
     Simulator::Destroy();
 }
 
+/* Sends `count` frames of random length (0..1500) and random bytes, with an
+ * EtherType drawn from IPv4, ARP, IPv6 and anything, to one MAC through an ns-3
+ * packet socket: a hostile host on the shared segment. Many frames start with a
+ * plausible IPv4 header (version 4, IHL 5) over random lengths and protocols so
+ * they get past the first checks. */
+class GarbageSender : public Application
+{
+  public:
+    Address dstMac;
+    uint32_t count = 0, sent = 0;
+    Time gap = MicroSeconds(50);
+
+  private:
+    Ptr<Socket> m_sock;
+    Ptr<UniformRandomVariable> m_rng;
+
+    void StartApplication() override
+    {
+        m_rng = CreateObject<UniformRandomVariable>();
+        m_rng->SetStream(77);
+        m_sock = Socket::CreateSocket(GetNode(), PacketSocketFactory::GetTypeId());
+        m_sock->Bind();
+        Send();
+    }
+
+    void StopApplication() override {}
+
+    void Send()
+    {
+        static const uint16_t types[] = {0x0800, 0x0800, 0x0806, 0x86dd, 0x1234};
+        uint32_t len = m_rng->GetInteger(0, 1500);
+        std::vector<uint8_t> b(len);
+        for (auto& x : b)
+        {
+            x = static_cast<uint8_t>(m_rng->GetInteger(0, 255));
+        }
+        uint16_t type = types[m_rng->GetInteger(0, 4)];
+        if (type == 0x0800 && len >= 20 && m_rng->GetInteger(0, 1))
+        {
+            b[0] = 0x45; /* IPv4, IHL 5: deeper into the parser */
+            b[9] = static_cast<uint8_t>(m_rng->GetInteger(0, 2) == 0 ? 6 : (m_rng->GetInteger(0, 1) ? 17 : 1));
+            const uint8_t to[4] = {10, 1, 1, 2}; /* the victim */
+            std::memcpy(&b[16], to, 4);
+        }
+        PacketSocketAddress a;
+        a.SetSingleDevice(GetNode()->GetDevice(0)->GetIfIndex());
+        a.SetPhysicalAddress(dstMac);
+        a.SetProtocol(type);
+        m_sock->SendTo(Create<Packet>(b.data(), len), 0, a);
+        if (++sent < count)
+        {
+            Simulator::Schedule(gap, &GarbageSender::Send, this);
+        }
+    }
+};
+
+/* A transfer on a CSMA segment keeps going, whole, while a third host throws
+ * 3000 malformed frames at the receiver; the adapter and the core drop and count
+ * them (nothing from the wire is trusted), and a new connection succeeds after. */
+static void
+HostileFrames()
+{
+    NodeContainer nodes;
+    nodes.Create(3);
+    CsmaHelper csma;
+    csma.SetChannelAttribute("DataRate", StringValue("1Gbps"));
+    csma.SetChannelAttribute("Delay", StringValue("2us"));
+    NetDeviceContainer devs = csma.Install(nodes);
+    IpkitStackHelper ipkit;
+    ipkit.SetBase("10.1.1.0", "255.255.255.0");
+    ipkit.AssignOne(devs.Get(0));
+    Ipv4Address victim = ipkit.AssignOne(devs.Get(1));
+    PacketSocketHelper ps;
+    ps.Install(nodes.Get(2));
+    Ptr<GarbageSender> g = CreateObject<GarbageSender>();
+    g->dstMac = devs.Get(1)->GetAddress();
+    g->count = 3000;
+    nodes.Get(2)->AddApplication(g);
+    g->SetStartTime(MilliSeconds(5));
+
+    ApplicationContainer sink = IpkitPacketSinkHelper(5001).Install(nodes.Get(1));
+    IpkitBulkSendHelper b(InetSocketAddress(victim, 5001));
+    b.SetAttribute("MaxBytes", UintegerValue(4 * MiB));
+    b.SetAttribute("Seed", UintegerValue(31));
+    ApplicationContainer tx = b.Install(nodes.Get(0));
+    tx.Start(MilliSeconds(1));
+    /* the new connection after the attack: 64 KiB */
+    IpkitBulkSendHelper b2(InetSocketAddress(victim, 5001));
+    b2.SetAttribute("MaxBytes", UintegerValue(65536));
+    b2.SetAttribute("Seed", UintegerValue(32));
+    ApplicationContainer tx2 = b2.Install(nodes.Get(0));
+    tx2.Start(MilliSeconds(300));
+    Simulator::Stop(Seconds(60));
+    Simulator::Run();
+
+    Ptr<IpkitPacketSink> rx = DynamicCast<IpkitPacketSink>(sink.Get(0));
+    const struct ipk_counters* c = nodes.Get(1)->GetObject<IpkitStack>()->GetCounters(0);
+    uint64_t drops = 0;
+    for (uint32_t i = 0; i < IPK_DROP__COUNT; i++)
+    {
+        drops += c->drop[i];
+    }
+    std::string want1 = PatternDigest(31, 4 * MiB), want2 = PatternDigest(32, 65536);
+    CHECK(g->sent == 3000, "garbage sent %u", g->sent);
+    CHECK(rx->GetDigests().size() == 2, "%zu streams ended", rx->GetDigests().size());
+    CHECK(rx->GetDigests().size() == 2 && rx->GetDigests()[0] == want1 &&
+              rx->GetDigests()[1] == want2,
+          "a stream arrived damaged");
+    CHECK(drops > 1000, "only %llu frames dropped by the core", (unsigned long long)drops);
+    CHECK(DynamicCast<IpkitBulkSend>(tx2.Get(0))->IsDone(), "the new connection did not finish");
+    std::printf("  3000 garbage frames: the core dropped %llu (runt %llu, ip4 malformed %llu, "
+                "ip4 csum %llu, ethertype %llu, arp malformed %llu), adapter %llu; 4 MiB and "
+                "then 64 KiB arrived whole\n",
+                (unsigned long long)drops, (unsigned long long)c->drop[IPK_DROP_RUNT],
+                (unsigned long long)c->drop[IPK_DROP_IP4_MALFORMED],
+                (unsigned long long)c->drop[IPK_DROP_IP4_CSUM],
+                (unsigned long long)c->drop[IPK_DROP_ETHERTYPE],
+                (unsigned long long)c->drop[IPK_DROP_ARP_MALFORMED],
+                (unsigned long long)nodes.Get(1)->GetObject<IpkitStack>()->GetRxDrops());
+    Simulator::Destroy();
+}
+
 class NullHandler : public IpkitTcpHandler
 {
   public:
@@ -594,6 +719,7 @@ main(int argc, char** argv)
         {"ns3tcp_p2p_16M_both_ways", [] { InteropNs3(Link::P2P, 0, 16 * MiB); }},
         {"ns3tcp_csma_4M_both_ways_loss1", [] { InteropNs3(Link::CSMA, 0.01, 4 * MiB); }},
         {"ecn_through_ns3_fqcodel", EcnAqm},
+        {"hostile_frames_csma", HostileFrames},
         {"echo_udp_fragmented", Echo},
         {"misuse", Misuse},
         {"pcap_deterministic", Determinism},
