@@ -18,7 +18,7 @@
 
 #define FWD_SAMPLES (1u << 20)
 struct fwd_meter {
-	uint64_t pkts, drops, busy, t0_tsc, polls;
+	uint64_t pkts, drops, busy, t0_tsc, polls, calls;
 	double t0;
 	float *cpp;        /* cycles per packet of each busy call (the first FWD_SAMPLES) */
 	uint32_t ns;
@@ -27,6 +27,7 @@ struct fwd_meter {
 static inline void fwd_sample(struct fwd_meter *m, uint64_t cycles, unsigned n)
 {
 	m->busy += cycles;
+	m->calls++;
 	if (m->cpp && m->ns < FWD_SAMPLES)
 		m->cpp[m->ns++] = (float)cycles / (float)n;
 }
@@ -46,7 +47,7 @@ static inline double fwd_now(void)
 
 static inline void fwd_start(struct fwd_meter *m)
 {
-	m->pkts = m->drops = m->busy = m->polls = 0;
+	m->pkts = m->drops = m->busy = m->polls = m->calls = 0;
 	m->ns = 0;
 	if (!m->cpp)
 		m->cpp = (float *)malloc(sizeof(float) * FWD_SAMPLES);
@@ -64,10 +65,10 @@ static inline void fwd_print(struct fwd_meter *m, const char *drv, int batch)
 		qsort(m->cpp, m->ns, sizeof(float), fwd_cmp);
 		med = m->cpp[m->ns / 2];
 	}
-	printf("driver=%s batch=%d secs=%.2f pkts=%llu drops=%llu mpps=%.3f med_cycles_per_pkt=%.1f "
-	       "busy_cycles_per_pkt=%.1f all_cycles_per_pkt=%.1f tsc_mhz=%.0f\n", drv, batch, secs,
+	printf("driver=%s batch=%d secs=%.2f pkts=%llu drops=%llu mpps=%.3f pkts_per_call=%.1f "
+	       "med_cycles_per_pkt=%.1f busy_cycles_per_pkt=%.1f all_cycles_per_pkt=%.1f tsc_mhz=%.0f\n", drv, batch, secs,
 	       (unsigned long long)m->pkts, (unsigned long long)m->drops,
-	       (double)m->pkts / secs / 1e6, med,
+	       (double)m->pkts / secs / 1e6, m->calls ? (double)m->pkts / (double)m->calls : 0.0, med,
 	       m->pkts ? (double)m->busy / (double)m->pkts : 0.0,
 	       m->pkts ? (double)tsc / (double)m->pkts : 0.0, hz / 1e6);
 	fflush(stdout);

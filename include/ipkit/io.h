@@ -283,6 +283,14 @@ struct ipk_io_stats {
  *                                         a DPDK port by id or name; a vdev name EAL
  *                                         lacks (net_tap0, net_memif0, ...) is
  *                                         hot-plugged with the other options as devargs
+ *   virtio:vhost-user=PATH[,csum=0|1][,tso=0|1][,mrg=0|1][,event=0|1][,qsize=N]
+ *        [,mtu=M][,mac=XX:XX:XX:XX:XX:XX]
+ *                                         ipkit's own virtio-net driver (io/virtio) on
+ *                                         the vhost-user device listening at PATH
+ *                                         (e.g. DPDK's net_vhost); csum/tso/mrg (default
+ *                                         1) offer the checksum, TSO and mergeable-
+ *                                         buffer features, event=0 polls only (no
+ *                                         ipk_io_fd); the MAC is random unless given
  * Any spec may end with ",pcap=FILE" to wrap the backend in a pcap writer.
  * Returns NULL and writes a one-line message to err on failure (unknown kind, missing
  * device, missing privilege — naming the capability, unsupported mode, MTU mismatch).
