@@ -190,7 +190,8 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 	 * to, and the connection is accepted there. 1: this worker's context has it,
 	 * the others were asked; the LISTEN completes with their answers (d_pinst.c) */
 	d_plock(d); /* the circle: another LISTEN on the port, a SYN's walk */
-	rc = d_port_listened(s) ? 0 : d_pinst_add(d, s, s->lport_be, (uint16_t)bl, 1);
+	rc = d_port_listened(s) ? d_pinst_again(d, s, s->lport_be, (uint16_t)bl)
+	                        : d_pinst_add(d, s, s->lport_be, (uint16_t)bl, 1);
 	if (rc >= 0) {
 		s->state = D_LISTEN;
 		s->backlog = bl;

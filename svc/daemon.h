@@ -600,6 +600,7 @@ struct d_app *d_app_of(struct d_daemon *d, uint32_t id);
 int d_pinst_init(struct d_daemon *d);
 void d_pinst_fini(struct d_daemon *d);
 int d_pinst_add(struct d_daemon *d, struct d_sock *s, uint16_t port_be, uint16_t bl, int wait);
+int d_pinst_again(struct d_daemon *d, struct d_sock *s, uint16_t port_be, uint16_t bl);
 void d_pinst_del(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
 void d_pinst_wait(struct d_daemon *d, struct d_sock *s, uint64_t ud);
 int d_pinst_msg(struct d_daemon *d, unsigned wk, unsigned from, uint32_t kind, uint32_t app_id,
