@@ -367,6 +367,11 @@ def test_ipkitd_workers2_tap_linux_peers(make_link, tmp_path):
     assert st[0]["accepted"] + st[1]["accepted"] == 32, st
     for w, c in st.items():
         assert c["accepted"] >= 4 and c["connected"] >= 1 and c["entries"] > 0, (w, c)
+    # the 32 SYNs and the datagrams found their listener / socket in the
+    # worker's port cache (svc/d_pcache.c) after a first look under the port lock,
+    # whichever worker the listener is on
+    pc = [(int(h), int(m)) for h, m in re.findall(r"pc_hit (\d+) pc_miss (\d+)", svc.log())]
+    assert len(pc) == 2 and sum(h for h, _ in pc) > sum(m for _, m in pc), pc
 
 
 def wait_line(p, prefix, timeout):
