@@ -94,8 +94,9 @@ int ipk_io_parse(const char *spec, struct ipk_io_args *a, char *err, size_t errl
 		end = p + strlen(p);
 	if (end == p)
 		return ipk_io_err(err, errlen, EINVAL, "io: spec '%s' names no device", spec);
+	/* virtio's device names a transport: vhost-user=/path/to.sock, pci=0000:00:03.0 */
 	for (i = 0; p + i < end; i++)
-		if (p[i] == '=' || p[i] == ' ' || p[i] == '/')
+		if (p[i] == ' ' || ((p[i] == '=' || p[i] == '/') && strcmp(a->kind, "virtio") != 0))
 			return ipk_io_err(err, errlen, EINVAL, "io: bad device name '%.*s'",
 			                  (int)(end - p), p);
 	if (copy_part(a->dev, sizeof(a->dev), p, (size_t)(end - p)) < 0)
@@ -194,13 +195,16 @@ static const struct ipk_io_backend *const io_backends[] = {
 #ifdef IPK_IO_HAVE_DPDK
 	&ipk_io_dpdk_backend,
 #endif
+#ifdef IPK_IO_HAVE_VIRTIO
+	&ipk_io_virtio_backend,
+#endif
 	NULL
 };
 
 /* Every kind the project knows, compiled in or not, so a missing one gets a better
  * message than "unknown". */
 static const char *const io_known_kinds[] = { "tap", "tun", "afpacket", "afxdp", "memlink",
-                                              "dpdk", NULL };
+                                              "dpdk", "virtio", NULL };
 
 static const struct ipk_io_backend *io_find(const char *kind)
 {

@@ -13,7 +13,7 @@
 /* A parsed spec: "<kind>:<dev>[,key=value...]". */
 struct ipk_io_args {
 	char kind[16];
-	char dev[64];
+	char dev[128];          /* virtio:vhost-user=PATH needs a socket path */
 	int nkv;
 	struct { char key[32]; char val[192]; } kv[IPK_IO_MAX_KV];
 };
@@ -72,6 +72,13 @@ extern const struct ipk_io_backend ipk_io_afpacket_backend;
 extern const struct ipk_io_backend ipk_io_afxdp_backend;
 extern const struct ipk_io_backend ipk_io_memlink_backend;
 extern const struct ipk_io_backend ipk_io_dpdk_backend;
+extern const struct ipk_io_backend ipk_io_virtio_backend;
+struct ipk_vq_stats;
+struct ipk_virtio_drops;
+/* virtio: the driver's drop counters by reason (io/virtio/virtio.h); -EINVAL when io
+ * is not a virtio backend. Any output may be NULL. */
+int ipk_io_virtio_counters(const struct ipk_io *io, struct ipk_vq_stats *rxq,
+                           struct ipk_vq_stats *txq, struct ipk_virtio_drops *drops);
 
 /* ipk_io_set_addr for the afxdp backend (io_addr.c dispatches by backend; a vtable
  * member would break the positional initializers of the other backends). */

@@ -60,7 +60,9 @@ static const char d_help[] =
 	"                       then one per worker; with one worker the main thread)\n"
 	"  --busy-poll          never sleep\n"
 	"  --spin-us N          after work, keep polling N microseconds before sleeping\n"
-	"                       (default 50, 0 = sleep at once, at most 100000)\n"
+	"                       (default 50; 0 on a machine with 2 CPUs or fewer, where\n"
+	"                       the spin takes the CPU its applications need; 0 = sleep\n"
+	"                       at once, at most 100000)\n"
 	"  --config FILE        read options from FILE, one 'option value' a line ('#' comments)\n"
 	"  --verbose            log each application\n"
 	"  --help               this text\n"
@@ -292,7 +294,12 @@ static void d_cfg_default(struct d_cfg *c)
 	c->max_sq = 4096;
 	c->max_cq = 8192;
 	c->max_socks = 65536;
-	c->spin_us = 50;
+	/* the spin saves the applications a doorbell when they answer within it, but
+	 * on 2 CPUs it competes with them and with their peers for the CPU, and on
+	 * TAP each of its polls is a readv: libipkit-preload figures there, system
+	 * calls per request in ipkitd 7-12 with 50 us, 2.2-2.8 with 0
+	 * (svc/preload/README.md, "Figures") */
+	c->spin_us = sysconf(_SC_NPROCESSORS_ONLN) > 2 ? 50 : 0;
 	c->prio_levels = 3;
 	c->prio_default = 1;
 	c->prio_share = 16;

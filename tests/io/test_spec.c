@@ -77,9 +77,14 @@ static void test_spec_limits_enforced(void)
 		at += snprintf(spec + at, sizeof(spec) - (size_t)at, ",k%d=1", i);
 	CHECK_EQ(parse(spec, &a), -EINVAL);
 	CHECK(strcmp(err, "io: more than 16 options") == 0);
-	snprintf(spec, sizeof(spec), "tap:%070d", 0);
+	snprintf(spec, sizeof(spec), "tap:%0130d", 0);  /* dev holds 127 characters */
 	CHECK_EQ(parse(spec, &a), -EINVAL);
 	CHECK(strstr(err, "device name too long") != NULL);
+	/* only virtio's device names a transport with '=' and '/' */
+	CHECK_EQ(parse("virtio:vhost-user=/tmp/a.sock,csum=0", &a), 0);
+	CHECK(strcmp(a.dev, "vhost-user=/tmp/a.sock") == 0);
+	CHECK_EQ(parse("tap:a=b", &a), -EINVAL);
+	CHECK_EQ(parse("tap:/dev/x", &a), -EINVAL);
 	snprintf(spec, sizeof(spec), "averyveryverylongkind:x");
 	CHECK_EQ(parse(spec, &a), -EINVAL);
 	CHECK(strstr(err, "kind too long") != NULL);
