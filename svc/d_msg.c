@@ -349,9 +349,16 @@ void d_xfer_unlink(struct d_daemon *d, struct d_sock *w)
  * worker. 0, or -1 (out of memory: the caller resets the connection). */
 int d_acc_cross(struct d_daemon *d, struct d_sock *l, struct d_sock *w)
 {
+	return d_acc_cross_id(d, l->wk, l->app->id, l->id, w);
+}
+
+/* d_acc_cross to a listener named by ids (a port cache entry, d_pcache.c). */
+int d_acc_cross_id(struct d_daemon *d, unsigned lwk, uint32_t app_id, uint32_t sock_id,
+                   struct d_sock *w)
+{
 	d_xfer_link(d, w);
 	w->in_msg = 1;
-	if (d_msg_post(d, w->wk, l->wk, D_MSG_ACCEPT, l->app->id, l->id, 0, 0, w) < 0) {
+	if (d_msg_post(d, w->wk, lwk, D_MSG_ACCEPT, app_id, sock_id, 0, 0, w) < 0) {
 		w->in_msg = 0;
 		d_xfer_unlink(d, w);
 		return -1;
@@ -383,8 +390,11 @@ static int d_msg_accept(struct d_daemon *d, unsigned wk, struct d_msg *m)
 	}
 	a = d_app_of(d, m->app_id);
 	l = a ? d_sock_find_wk(a, m->sock_id, wk, &o) : NULL;
-	if (!l || l->state != D_LISTEN) {
-		d_acc_answer(d, wk, w, -ECONNRESET); /* the listener closed meanwhile */
+	/* the listener closed meanwhile, or its backlog filled since the SYN's
+	 * worker admitted it from its port cache (d_pcache.c: it does not read
+	 * another worker's backlog) */
+	if (!l || l->state != D_LISTEN || !d_acc_room(l)) {
+		d_acc_answer(d, wk, w, -ECONNRESET);
 		return 0;
 	}
 	d->wk[wk].acc_in++;

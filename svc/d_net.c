@@ -190,7 +190,8 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 	 * to, and the connection is accepted there. 1: this worker's context has it,
 	 * the others were asked; the LISTEN completes with their answers (d_pinst.c) */
 	d_plock(d); /* the circle: another LISTEN on the port, a SYN's walk */
-	rc = d_port_listened(s) ? 0 : d_pinst_add(d, s, s->lport_be, (uint16_t)bl, 1);
+	rc = d_port_listened(s) ? d_pinst_again(d, s, s->lport_be, (uint16_t)bl)
+	                        : d_pinst_add(d, s, s->lport_be, (uint16_t)bl, 1);
 	if (rc >= 0) {
 		s->state = D_LISTEN;
 		s->backlog = bl;
@@ -742,7 +743,8 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 static int d_syn_ok(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam)
 {
 	struct d_sock *l;
-	if (d_syn_mine(d, wk, port_be, fam))
+	struct d_pref r;
+	if (d_syn_ref(d, wk, port_be, fam, &r))
 		return 1;
 	d_plock(d);
 	l = d_port_listener(d, port_be, 0, fam);
@@ -777,22 +779,27 @@ static void d_acc_peer(const struct ipk_atuple *t, struct d_sock *w)
 static void *ev_accepted_l(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
                            const struct ipk_atuple *tp, struct d_sock *l);
 
+static void *ev_accepted_far(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
+                             const struct ipk_atuple *t, const struct d_pref *r);
+
 /* The listener may be another worker's: then the port lock is held while it is
- * read (its close leaves the port under the lock before it is freed). One of
- * this worker's own, alone on its port, comes from the cache without it. */
+ * read (its close leaves the port under the lock before it is freed). A listener
+ * alone on its port comes from the cache without it: this worker's own as a
+ * socket, another worker's by ids (ev_accepted_far). */
 static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 {
 	struct d_daemon *d = D(opq);
 	struct ipk_atuple t;
 	struct d_sock *l;
+	struct d_pref pr;
 	unsigned fam;
 	void *r;
 	if (ipk_tcp_atuple(ctx, c, &t) < 0)
 		return NULL;
 	fam = t.peer.family == IPK_AF_INET6 ? D_FAM6 : D_FAM4;
-	l = d_syn_mine(d, W(opq)->idx, t.local_port_be, fam);
-	if (l)
-		return ev_accepted_l(ctx, c, opq, &t, l);
+	if (d_syn_ref(d, W(opq)->idx, t.local_port_be, fam, &pr))
+		return pr.s ? ev_accepted_l(ctx, c, opq, &t, pr.s)
+		            : ev_accepted_far(ctx, c, opq, &t, &pr);
 	d_plock(d);
 	l = d_port_listener(d, t.local_port_be, 1, fam); /* the listeners take turns */
 	d_syn_remember(d, W(opq)->idx, l, t.local_port_be, fam);
@@ -831,6 +838,36 @@ static void *ev_accepted_l(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
 	}
 	d_acc_push(l, w);
 	d_accept_deliver(d, l);
+	return w;
+}
+
+/* A connection for another worker's listener known by ids (d_pcache.c): made
+ * here without reading the listener (its application is alive while this
+ * worker's lock is held), sent over as any accept across workers; a listener
+ * gone or full meanwhile answers with a reset (d_msg.c d_msg_accept). */
+static void *ev_accepted_far(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
+                             const struct ipk_atuple *t, const struct d_pref *r)
+{
+	struct d_daemon *d = D(opq);
+	uint64_t now = ipk_node_now(ipk_node_from(opq));
+	struct d_sock *w = d_sock_alloc(r->app, IPK_SVC_TCP);
+	if (!w) {
+		ipk_tcp_abort(ctx, c, now);
+		return NULL;
+	}
+	w->wk = W(opq)->idx; /* the worker that got the SYN holds the connection */
+	__atomic_add_fetch(&W(opq)->socks, 1, __ATOMIC_RELAXED);
+	W(opq)->accepted++;
+	w->state = D_CONNECTED;
+	d_acc_peer(t, w);
+	d_sock_level(w, r->prio); /* at its listener's level */
+	w->conn = c;
+	if (d_acc_cross_id(d, r->wk, r->app_id, r->sock_id, w) < 0) {
+		w->conn = NULL;
+		d_sock_destroy(d, w, 0);
+		ipk_tcp_abort(ctx, c, now);
+		return NULL;
+	}
 	return w;
 }
 

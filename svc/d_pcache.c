@@ -103,20 +103,31 @@ int d_udp_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, uint32_t from_i
 	return r->found;
 }
 
-/* A SYN's listener when it is worker wk's own and alone on its port with room in
- * its backlog, from the cache; NULL: ask d_port_listener under the port lock
- * (which remembers the answer when it is such a listener, d_syn_remember). */
-struct d_sock *d_syn_mine(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam)
+/* A SYN's listener, alone on its port, from worker wk's cache: 1 with r filled
+ * (r->s: the worker's own listener, with room in its backlog; else another
+ * worker's by ids, whose backlog its own worker checks when the accepted
+ * connection arrives, d_msg.c d_msg_accept); 0: ask d_port_listener under the
+ * port lock (which remembers such an answer, d_syn_remember). */
+int d_syn_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam,
+              struct d_pref *r)
 {
 	struct d_wk *w = &d->wk[wk];
 	struct d_pce *e = d_pce_at(w, port_be, IPK_SVC_TCP, fam);
 	struct d_sock *l;
-	if (!d_pce_hit(d, e, port_be, IPK_SVC_TCP, fam) || !(l = e->s))
-		return NULL;
-	if (!l->listening || !d_acc_room(l) || !d_fam_ok(l, fam))
-		return NULL;
+	if (!d_pce_hit(d, e, port_be, IPK_SVC_TCP, fam))
+		return 0;
+	l = e->s;
+	if (l && (!l->listening || !d_acc_room(l) || !d_fam_ok(l, fam)))
+		return 0;
 	w->pc_hit++;
-	return l;
+	r->found = 1;
+	r->s = l;
+	r->app = e->app;
+	r->app_id = e->app_id;
+	r->sock_id = e->sock_id;
+	r->wk = e->wk;
+	r->prio = e->prio;
+	return 1;
 }
 
 /* Under the port lock, after d_port_listener found l for worker wk's SYN. */
@@ -128,6 +139,6 @@ void d_syn_remember(struct d_daemon *d, unsigned wk, struct d_sock *l, uint16_t 
 	if (!e)
 		return;
 	w->pc_miss++;
-	if (l && l->wk == wk && l->port_next == l && l->id)
+	if (l && l->port_next == l && l->id) /* alone: every SYN reaches it */
 		d_pce_fill(d, e, l, wk, port_be, IPK_SVC_TCP, fam);
 }

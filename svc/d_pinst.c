@@ -149,11 +149,12 @@ static uint64_t d_pinst_arg(uint32_t gen, uint16_t port_be, uint16_t bl)
  * completes in d_pinst_answer, else it is not waited for: a UDP autobind's
  * early replies may be lost on a worker not there yet, as on a wire) or < 0
  * (nothing installed). */
+static int d_pinst_ask(struct d_daemon *d, struct d_sock *s, uint16_t port_be, uint16_t bl,
+                       int wait, uint32_t gen, int first);
+
 int d_pinst_add(struct d_daemon *d, struct d_sock *s, uint16_t port_be, uint16_t bl, int wait)
 {
 	uint32_t *g, gen;
-	unsigned i;
-	int rc;
 	if (d->nw == 1)
 		return d_pinst_one(d, s->type, port_be, bl);
 	g = &d->pgen[d_pidx(s->type, port_be)];
@@ -161,7 +162,31 @@ int d_pinst_add(struct d_daemon *d, struct d_sock *s, uint16_t port_be, uint16_t
 	if (*g == 0)
 		*g = 1; /* 0 is "never seen" */
 	gen = *g;
-	rc = d_pst_add(d, s->wk, s->type, port_be, gen, bl);
+	return d_pinst_ask(d, s, port_be, bl, wait, gen, 1);
+}
+
+/* A later listener of a port another socket listens on already (reuseport, a
+ * forked child's share, the other family): its LISTEN completes only when every
+ * worker has the port, as the first one's does, which may still be waiting for
+ * its answers. The port's current generation is asked again: a worker that has
+ * it answers at once (an install of a generation it saw is a no-op), one whose
+ * INSTALL is still on its way installs it now. Under the port lock. 0 with one
+ * worker, else as d_pinst_add (never removes the port: the others use it). */
+int d_pinst_again(struct d_daemon *d, struct d_sock *s, uint16_t port_be, uint16_t bl)
+{
+	if (d->nw == 1)
+		return 0;
+	return d_pinst_ask(d, s, port_be, bl, 1, d->pgen[d_pidx(s->type, port_be)], 0);
+}
+
+/* Generation gen of the port into s's worker's context, and asked of every other
+ * worker (wait: s's operation waits for the answers); first: s is the port's first
+ * user, which takes the port out again when no worker could be asked. */
+static int d_pinst_ask(struct d_daemon *d, struct d_sock *s, uint16_t port_be, uint16_t bl,
+                       int wait, uint32_t gen, int first)
+{
+	unsigned i;
+	int rc = d_pst_add(d, s->wk, s->type, port_be, gen, bl);
 	if (rc < 0)
 		return rc;
 	s->inst_gen = gen;
@@ -178,7 +203,8 @@ int d_pinst_add(struct d_daemon *d, struct d_sock *s, uint16_t port_be, uint16_t
 		s->inst_wait += wait != 0;
 	}
 	if (s->inst_wait == 0 && s->inst_rc < 0) {
-		d_pinst_del(d, s, port_be);
+		if (first)
+			d_pinst_del(d, s, port_be);
 		return s->inst_rc;
 	}
 	return 1;
@@ -275,7 +301,8 @@ static void d_pinst_done(struct d_daemon *d, struct d_sock *s)
 	int32_t rc = s->inst_rc;
 	if (rc < 0 && s->state == D_LISTEN) {
 		d_plock(d); /* pgen, and the circle's view of s */
-		d_pinst_del(d, s, s->lport_be);
+		if (!d_port_listened(s)) /* the port stays while another listens */
+			d_pinst_del(d, s, s->lport_be);
 		s->listening = 0;
 		d_pcache_bump(d);
 		d_punlock(d);

@@ -588,6 +588,8 @@ int d_msg_send_id(struct d_daemon *d, unsigned from, unsigned to, uint32_t app_i
 int d_msg_post(struct d_daemon *d, unsigned from, unsigned to, uint32_t kind, uint32_t app_id,
                uint32_t sock_id, uint64_t arg, int32_t res, void *p);
 int d_acc_cross(struct d_daemon *d, struct d_sock *l, struct d_sock *w);
+int d_acc_cross_id(struct d_daemon *d, unsigned lwk, uint32_t app_id, uint32_t sock_id,
+                   struct d_sock *w);
 void d_acc_answer(struct d_daemon *d, unsigned from, struct d_sock *w, int32_t rc);
 void d_xfer_reclaim(struct d_daemon *d, struct d_app *a);
 void d_xfer_unlink(struct d_daemon *d, struct d_sock *w);
@@ -600,6 +602,7 @@ struct d_app *d_app_of(struct d_daemon *d, uint32_t id);
 int d_pinst_init(struct d_daemon *d);
 void d_pinst_fini(struct d_daemon *d);
 int d_pinst_add(struct d_daemon *d, struct d_sock *s, uint16_t port_be, uint16_t bl, int wait);
+int d_pinst_again(struct d_daemon *d, struct d_sock *s, uint16_t port_be, uint16_t bl);
 void d_pinst_del(struct d_daemon *d, struct d_sock *s, uint16_t port_be);
 void d_pinst_wait(struct d_daemon *d, struct d_sock *s, uint64_t ud);
 int d_pinst_msg(struct d_daemon *d, unsigned wk, unsigned from, uint32_t kind, uint32_t app_id,
@@ -612,7 +615,8 @@ int d_pinst_answer(struct d_daemon *d, unsigned wk, uint32_t app_id, uint32_t so
 void d_pcache_bump(struct d_daemon *d);
 int d_udp_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, uint32_t from_ip_be,
               uint16_t from_port_be, unsigned fam, struct d_pref *r);
-struct d_sock *d_syn_mine(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam);
+int d_syn_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam,
+              struct d_pref *r);
 void d_syn_remember(struct d_daemon *d, unsigned wk, struct d_sock *l, uint16_t port_be,
                     unsigned fam);
 

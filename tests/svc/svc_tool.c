@@ -291,6 +291,8 @@ static void any_flags(struct ipk_svc_sqe *e)
 {
 	if (getenv("SVC_TOOL_V6ONLY"))
 		e->flags |= IPK_SVC_SQE_F_V6ONLY;
+	if (getenv("SVC_TOOL_REUSE")) /* share the port (listen, udpecho) */
+		e->flags |= IPK_SVC_SQE_F_REUSEPORT;
 }
 
 /* "peer FAMILY ADDR PORT" on stderr: what an accept or recvfrom reported */

@@ -384,8 +384,16 @@ def case_many_apps(rig):
     for p in ps:
         out, err = p.communicate(timeout=60)
         assert p.returncode == 0 and "nop 200" in out.decode(), err.decode()
-    # each got its own region: 20 distinct app ids were reclaimed at their exit
-    rig.wait_log(r"(?s)(app \d+ pid \d+ hung up.*){20}", 5)
+    # each got its own region: 20 distinct app ids were reclaimed at their exit.
+    # Counted line by line: the one regex "(app .* hung up.*){20}" backtracks
+    # exponentially while fewer than 20 lines are there (a failed search took
+    # longer than the 5 s bound on a loaded machine)
+    end = time.monotonic() + 30
+    ids = set()
+    while len(ids) < 20 and time.monotonic() < end:
+        ids = set(re.findall(r"app (\d+) pid \d+ hung up", rig.daemon_log()))
+        time.sleep(0.01)
+    assert len(ids) == 20, rig.daemon_log()
 
 
 def case_callback(rig):
@@ -810,6 +818,46 @@ def case_workers_ports(rig):
         assert c["port_in"] >= rounds and c["msg_gone"] == 0, (w, c)
 
 
+def case_workers_listen_again(rig):
+    """--workers 2 with INSTALLs applied 1 s late (IPKITD_INSTALL_DELAY_MS=1000):
+    a second listener joining a shared port (reuseport) while the first one's
+    LISTEN still waits for the other worker's install completes only when every
+    worker has the port (svc/d_pinst.c d_pinst_again). Each round: listener A,
+    0.1 s later listener B on the same port, and ipkit-nc on the memlink's other
+    end connecting the moment B prints "listening", 64 KiB each way, SHA-256
+    equal at whichever listener took it. Before, B's LISTEN completed at once, and
+    a SYN hashed to the worker still waiting for its INSTALL was refused (nc:
+    "connection ended: refused"); 6 rounds, each SYN on either worker."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_listen_again)"
+    size = 64 << 10
+    reuse = {"SVC_TOOL_REUSE": "1"}
+    for r in range(6):
+        port = str(7830 + r)
+        a = rig.tool("listen", port, str(size), env=reuse)
+        time.sleep(0.1)  # A's LISTEN is in, waiting for the late INSTALL
+        b = rig.tool("listen", port, str(size), env=reuse)
+        assert b.stdout.readline().strip() == b"listening"
+        nc = rig._start([NC, "--io", "memlink:%s,role=b%s" % (rig.name, rig.q), "--ip",
+                         PEER_IP + "/24", "--send-size", str(size), "--sha256", "--no-output",
+                         "--timeout", "20", OUR_IP, port], stderr=subprocess.PIPE)
+        _, nerr = nc.communicate(timeout=60)
+        assert nc.returncode == 0, (r, nerr.decode())
+        ns, nsh, nr, nrh = digests(nerr.decode())
+        took = None
+        end = time.monotonic() + 30
+        while took is None and time.monotonic() < end:  # the one that accepted ends
+            took = next((p for p in (a, b) if p.poll() is not None), None)
+            time.sleep(0.01)
+        assert took is not None, r
+        out, lerr = took.communicate(timeout=10)
+        assert took.returncode == 0, (r, out.decode() + lerr.decode())
+        ls, lsh, lr, lrh = digests(out.decode())
+        assert ls == nr == size and ns == lr == size and lsh == nrh and nsh == lrh, (r, out, nerr)
+        other = b if took is a else a
+        other.kill()  # by PID: it never got a connection
+        other.wait(timeout=10)
+
+
 def case_workers_outbox(rig):
     """--workers 2 with 2-slot message rings (IPKITD_MSG_SLOTS=2): messages that
     must not be lost (accepts and their answers, CLOSEs) wait in the sender's
@@ -1080,7 +1128,10 @@ def main():
         os.environ["IPKITD_BIG_LOCK"] = "1"
     if case == "workers_ports":  # a slow worker: INSTALLs applied 100 ms late
         os.environ["IPKITD_INSTALL_DELAY_MS"] = "100"  # (svc/d_pinst.c)
-    rig = Rig(*args, echo=case not in ("workers_accept_cross", "workers_ports"),
+    if case == "workers_listen_again":  # INSTALLs 1 s late: A's LISTEN still waits
+        os.environ["IPKITD_INSTALL_DELAY_MS"] = "1000"  # when B's comes
+    rig = Rig(*args, echo=case not in ("workers_accept_cross", "workers_ports",
+                                       "workers_listen_again"),
               ip6=case in ("echo_tcp6", "udp6", "apps_tcp6", "apps_udp6",
                            "workers_bound_connect6"))
     try:
