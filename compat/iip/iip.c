@@ -1388,7 +1388,7 @@ static enum iipk_kind iipk_kind_l2(struct iipk_state *s, void *p, void **c,
 	    iip_ops_pkt_scatter_gather_chain_get_next(p, s->opaque) ||
 	    !(*c = iip_ops_pkt_clone(p, s->opaque))) {
 		s->st.l2_dropped++;
-		iip_ops_pkt_free(p, s->opaque);
+		iipk_free_chain(s, p);
 		return IIPK_DONE;
 	}
 	if (s->l2_alen) { /* the sender's address, for the answers */
@@ -1497,7 +1497,7 @@ static uint64_t iipk_run_slow(struct iipk_state *s, void *pkt[], uint32_t i, uin
 			ran = 1;
 		}
 		if (k == IIPK_SKIP) {
-			iip_ops_pkt_free(p, s->opaque);
+			iipk_free_chain(s, p);
 			s->st.l2_skipped++;
 		} else if (k == IIPK_ALONE) {
 			next = l4 ? iipk_run_syn(s, p, p, l4) : iipk_run_alone(s, p, p);
@@ -1538,7 +1538,7 @@ IIPK_NOINLINE static uint64_t iipk_run_l2(struct iipk_state *s, void *pkt[], uin
 			continue;
 		k = iipk_kind_l2(s, p, &c, &l4);
 		if (k == IIPK_SKIP) {
-			iip_ops_pkt_free(p, s->opaque);
+			iipk_free_chain(s, p);
 			s->st.l2_skipped++;
 			continue;
 		}
@@ -1595,9 +1595,14 @@ IIPK_NOINLINE static uint16_t iipk_run_other(void *context, uint8_t mac[], uint3
 	uint32_t i;
 
 	if (!iipk_begin(s, mac, ip4_be, opaque)) {
-		for (i = 0; pkt && i < cnt; i++)
-			if (pkt[i])
-				iip_ops_pkt_free(pkt[i], opaque);
+		for (i = 0; pkt && i < cnt; i++) { /* each frame object by object (iip.h) */
+			void *p = pkt[i], *n;
+
+			for (; p; p = n) {
+				n = iip_ops_pkt_scatter_gather_chain_get_next(p, opaque);
+				iip_ops_pkt_free(p, opaque);
+			}
+		}
 		if (next_us)
 			*next_us = IIPK_NEXT_US_IDLE;
 		return 0;
