@@ -251,9 +251,11 @@ static void iipk_pkt_append(void *h, void *t, void *o)
 	iip_ops_pkt_scatter_gather_chain_append(h, t, IIPK_S(o)->opaque);
 }
 /* iip's API has no way to detach a chain. The core cuts chains to free them packet
- * by packet (iip_ops_pkt_free frees one object, iip.h) and to walk received chains,
- * which this adapter never creates (no LRO, reassembly bounded to one buffer, UDP
- * never fragmented): returning the rest without detaching serves both. */
+ * by packet (iip_ops_pkt_free frees one object, iip.h) and to show a received chain
+ * (LRO) one packet per tcp_payload, joining it again after: returning the rest
+ * without detaching serves both (the shown packet keeps its chain behind it, iip.h
+ * "received chains"; the re-join finds the tail there and leaves it, iipk_pkt_append).
+ * Reassembly stays within one buffer and UDP is never fragmented. */
 static void *iipk_pkt_cut(void *p, void *o) { return iipk_pkt_next(p, o); }
 
 static void *iipk_tx_l2(struct iipk_state *s, void *f);
@@ -854,10 +856,9 @@ static const struct ipk_ops iipk_ops = {
 /* ----------------------------------------------------------- the engine */
 
 /* The configuration iip's model implies: Ethernet (or raw IPv4 under another L2 of
- * l2_hlen bytes, iip.h "L2"), our address, every peer on-link
- * (iip has no routes: the application gives peer MACs), packets of
- * IIP_COMPAT_PKT_BUF_SIZE bytes, UDP never fragmented and reassembly kept within one
- * buffer (no received chains: iip cannot cut them). */
+ * l2_hlen bytes, iip.h "L2"), our address, every peer on-link (iip has no routes:
+ * the application gives peer MACs), packets of IIP_COMPAT_PKT_BUF_SIZE bytes, UDP
+ * never fragmented and reassembly kept within one buffer. */
 static void iipk_config(struct ipk_config *cfg, uint32_t caps, const uint8_t mac[6],
                         uint32_t ip4_be, int rawip, uint32_t l2_hlen, void *opq)
 {
