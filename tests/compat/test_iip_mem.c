@@ -12,6 +12,10 @@
  * must be back at its start at the end.
  *
  *   build/tests/compat/test_iip_mem [--quick]   (--quick: 8 feature sets, not 512)
+ *   build/tests/compat/test_iip_mem --l2        (iip_l2: non-Ethernet links, received
+ *                                                chains, a lossy wire, malformed frames)
+ *   build/tests/compat/test_iip_sim             (iip_sim: this file built with
+ *                                                -DIIPT_SIM, in ipkit's simulator)
  */
 #include "compat/iip/iip.c"
 #include "iipt_mem.h"
