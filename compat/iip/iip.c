@@ -1632,7 +1632,7 @@ static inline int iipk_fast_frame(void *p, void *opq)
 /* The usual call: running on Ethernet, up to IIPK_BATCH ordinary frames. They go to
  * the engine as they are; everything else takes iipk_run_other. The workspace's
  * set-up test is run_key's compare (a zeroed workspace, iip.h, has none). */
-IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
+IIP_API IIPK_API_HOT uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
                          uint16_t cnt, uint32_t *next_us, void *opaque)
 {
 	struct iipk_state *s = iipk_state_conn(context);
