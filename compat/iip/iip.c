@@ -716,7 +716,7 @@ IIPK_NOINLINE static void *iipk_shown_off(struct iipk_state *s, void *pkt, uint3
 	return p;
 }
 
-static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+IIPK_INLINE_ALWAYS static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
                              uint32_t off, uint32_t len, void *o)
 {
 	struct iipk_state *s = IIPK_S(o);
