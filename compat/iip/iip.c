@@ -41,8 +41,8 @@ struct iipk_rxrec {
 struct iipk_ext {
 	void *tx_pkt[IIPK_TXQ];   /* packets back from the core (ops->tcp_sent_done),
 	                           * wholly acknowledged, ours, for tcp_acked: oldest first */
-	uint16_t tx_head, tx_done;
-	uint16_t tx_n;            /* packets given to iip_tcp_send, not yet shown to tcp_acked
+	uint32_t tx_head, tx_done;
+	uint32_t tx_n;            /* packets given to iip_tcp_send, not yet shown to tcp_acked
 	                           * (tx_done of them in tx_pkt, the rest still the core's) */
 	struct iipk_rxrec rx[IIPK_RXQ];
 	uint16_t rx_head, rx_n;
@@ -623,7 +623,7 @@ static void iipk_ext_reset(struct iipk_state *s, struct iipk_ext *e)
 {
 	while (e->tx_done) {
 		iipk_free_chain(s, e->tx_pkt[e->tx_head]);
-		e->tx_head = (uint16_t)((e->tx_head + 1u) % IIPK_TXQ);
+		e->tx_head = (e->tx_head + 1u) % IIPK_TXQ;
 		e->tx_done--;
 	}
 	iipk_zero(e, sizeof(*e));
@@ -784,7 +784,7 @@ IIPK_INLINE_ALWAYS static void iipk_tcp_acked(struct ipk_ctx *ctx, struct ipk_co
 	while (e->tx_done) {
 		void *p = e->tx_pkt[e->tx_head];
 
-		e->tx_head = (uint16_t)((e->tx_head + 1u) % IIPK_TXQ);
+		e->tx_head = (e->tx_head + 1u) % IIPK_TXQ;
 		e->tx_n--;
 		e->tx_done--;
 		iip_ops_tcp_acked(s->workspace, c, p, user, s->opaque);
