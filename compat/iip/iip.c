@@ -41,8 +41,8 @@ struct iipk_rxrec {
 struct iipk_ext {
 	void *tx_pkt[IIPK_TXQ];   /* packets back from the core (ops->tcp_sent_done),
 	                           * wholly acknowledged, ours, for tcp_acked: oldest first */
-	uint16_t tx_head, tx_done;
-	uint16_t tx_n;            /* packets given to iip_tcp_send, not yet shown to tcp_acked
+	uint32_t tx_head, tx_done;
+	uint32_t tx_n;            /* packets given to iip_tcp_send, not yet shown to tcp_acked
 	                           * (tx_done of them in tx_pkt, the rest still the core's) */
 	struct iipk_rxrec rx[IIPK_RXQ];
 	uint16_t rx_head, rx_n;
@@ -251,9 +251,11 @@ static void iipk_pkt_append(void *h, void *t, void *o)
 	iip_ops_pkt_scatter_gather_chain_append(h, t, IIPK_S(o)->opaque);
 }
 /* iip's API has no way to detach a chain. The core cuts chains to free them packet
- * by packet (iip_ops_pkt_free frees one object, iip.h) and to walk received chains,
- * which this adapter never creates (no LRO, reassembly bounded to one buffer, UDP
- * never fragmented): returning the rest without detaching serves both. */
+ * by packet (iip_ops_pkt_free frees one object, iip.h) and to show a received chain
+ * (LRO) one packet per tcp_payload, joining it again after: returning the rest
+ * without detaching serves both (the shown packet keeps its chain behind it, iip.h
+ * "received chains"; the re-join finds the tail there and leaves it, iipk_pkt_append).
+ * Reassembly stays within one buffer and UDP is never fragmented. */
 static void *iipk_pkt_cut(void *p, void *o) { return iipk_pkt_next(p, o); }
 
 static void *iipk_tx_l2(struct iipk_state *s, void *f);
@@ -621,7 +623,7 @@ static void iipk_ext_reset(struct iipk_state *s, struct iipk_ext *e)
 {
 	while (e->tx_done) {
 		iipk_free_chain(s, e->tx_pkt[e->tx_head]);
-		e->tx_head = (uint16_t)((e->tx_head + 1u) % IIPK_TXQ);
+		e->tx_head = (e->tx_head + 1u) % IIPK_TXQ;
 		e->tx_done--;
 	}
 	iipk_zero(e, sizeof(*e));
@@ -714,7 +716,7 @@ IIPK_NOINLINE static void *iipk_shown_off(struct iipk_state *s, void *pkt, uint3
 	return p;
 }
 
-static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+IIPK_INLINE_ALWAYS static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
                              uint32_t off, uint32_t len, void *o)
 {
 	struct iipk_state *s = IIPK_S(o);
@@ -782,7 +784,7 @@ IIPK_INLINE_ALWAYS static void iipk_tcp_acked(struct ipk_ctx *ctx, struct ipk_co
 	while (e->tx_done) {
 		void *p = e->tx_pkt[e->tx_head];
 
-		e->tx_head = (uint16_t)((e->tx_head + 1u) % IIPK_TXQ);
+		e->tx_head = (e->tx_head + 1u) % IIPK_TXQ;
 		e->tx_n--;
 		e->tx_done--;
 		iip_ops_tcp_acked(s->workspace, c, p, user, s->opaque);
@@ -854,10 +856,9 @@ static const struct ipk_ops iipk_ops = {
 /* ----------------------------------------------------------- the engine */
 
 /* The configuration iip's model implies: Ethernet (or raw IPv4 under another L2 of
- * l2_hlen bytes, iip.h "L2"), our address, every peer on-link
- * (iip has no routes: the application gives peer MACs), packets of
- * IIP_COMPAT_PKT_BUF_SIZE bytes, UDP never fragmented and reassembly kept within one
- * buffer (no received chains: iip cannot cut them). */
+ * l2_hlen bytes, iip.h "L2"), our address, every peer on-link (iip has no routes:
+ * the application gives peer MACs), packets of IIP_COMPAT_PKT_BUF_SIZE bytes, UDP
+ * never fragmented and reassembly kept within one buffer. */
 static void iipk_config(struct ipk_config *cfg, uint32_t caps, const uint8_t mac[6],
                         uint32_t ip4_be, int rawip, uint32_t l2_hlen, void *opq)
 {
@@ -1388,7 +1389,7 @@ static enum iipk_kind iipk_kind_l2(struct iipk_state *s, void *p, void **c,
 	    iip_ops_pkt_scatter_gather_chain_get_next(p, s->opaque) ||
 	    !(*c = iip_ops_pkt_clone(p, s->opaque))) {
 		s->st.l2_dropped++;
-		iip_ops_pkt_free(p, s->opaque);
+		iipk_free_chain(s, p);
 		return IIPK_DONE;
 	}
 	if (s->l2_alen) { /* the sender's address, for the answers */
@@ -1497,7 +1498,7 @@ static uint64_t iipk_run_slow(struct iipk_state *s, void *pkt[], uint32_t i, uin
 			ran = 1;
 		}
 		if (k == IIPK_SKIP) {
-			iip_ops_pkt_free(p, s->opaque);
+			iipk_free_chain(s, p);
 			s->st.l2_skipped++;
 		} else if (k == IIPK_ALONE) {
 			next = l4 ? iipk_run_syn(s, p, p, l4) : iipk_run_alone(s, p, p);
@@ -1538,7 +1539,7 @@ IIPK_NOINLINE static uint64_t iipk_run_l2(struct iipk_state *s, void *pkt[], uin
 			continue;
 		k = iipk_kind_l2(s, p, &c, &l4);
 		if (k == IIPK_SKIP) {
-			iip_ops_pkt_free(p, s->opaque);
+			iipk_free_chain(s, p);
 			s->st.l2_skipped++;
 			continue;
 		}
@@ -1595,9 +1596,14 @@ IIPK_NOINLINE static uint16_t iipk_run_other(void *context, uint8_t mac[], uint3
 	uint32_t i;
 
 	if (!iipk_begin(s, mac, ip4_be, opaque)) {
-		for (i = 0; pkt && i < cnt; i++)
-			if (pkt[i])
-				iip_ops_pkt_free(pkt[i], opaque);
+		for (i = 0; pkt && i < cnt; i++) { /* each frame object by object (iip.h) */
+			void *p = pkt[i], *n;
+
+			for (; p; p = n) {
+				n = iip_ops_pkt_scatter_gather_chain_get_next(p, opaque);
+				iip_ops_pkt_free(p, opaque);
+			}
+		}
 		if (next_us)
 			*next_us = IIPK_NEXT_US_IDLE;
 		return 0;
@@ -1626,7 +1632,7 @@ static inline int iipk_fast_frame(void *p, void *opq)
 /* The usual call: running on Ethernet, up to IIPK_BATCH ordinary frames. They go to
  * the engine as they are; everything else takes iipk_run_other. The workspace's
  * set-up test is run_key's compare (a zeroed workspace, iip.h, has none). */
-IIP_API uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
+IIP_API IIPK_API_HOT uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
                          uint16_t cnt, uint32_t *next_us, void *opaque)
 {
 	struct iipk_state *s = iipk_state_conn(context);

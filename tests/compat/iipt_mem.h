@@ -224,6 +224,18 @@ static int g_l2 = L2_ETH;
 static uint32_t g_l2h = 14; /* header length of g_l2 */
 static int g_lro;           /* receive: frames handed over as chains (LRO), see wire_deliver */
 static uint64_t g_chains, g_chains_big; /* chains delivered; of them over 2 KiB */
+/* An impaired wire for TCP frames (seeded, so a failure reproduces): each is lost
+ * with probability g_loss_pm / 1000, or overtakes the frame before it with
+ * g_reorder_pm / 1000. ARP, UDP and ICMP frames pass untouched. */
+static uint32_t g_loss_pm, g_reorder_pm;
+static uint64_t g_wire_rng = 0x9e3779b97f4a7c15ull, g_lost, g_reordered;
+static uint32_t wire_rand(void)
+{
+	g_wire_rng ^= g_wire_rng << 13;
+	g_wire_rng ^= g_wire_rng >> 7;
+	g_wire_rng ^= g_wire_rng << 17;
+	return (uint32_t)(g_wire_rng >> 11) % 1000u;
+}
 
 __attribute__((unused)) static void l2_set(int l2)
 {
@@ -431,6 +443,10 @@ static void wire_deliver(struct iipt_node *to, const uint8_t *f, uint32_t len)
 	uint32_t off = 0, first = len;
 	int tcp = len >= g_l2h + 20u && l2_type(f, len) == htons_(0x0800) && f[g_l2h + 9] == 6;
 
+	if (tcp && g_loss_pm && wire_rand() < g_loss_pm) {
+		g_lost++;
+		return;
+	}
 	if (g_lro && tcp && len > g_l2h + 60u)
 		first = g_l2h + 60u;
 	if (first > IIPT_BUF || to->nrx == IIPT_QMAX) {
@@ -464,6 +480,11 @@ static void wire_deliver(struct iipt_node *to, const uint8_t *f, uint32_t len)
 		g_chains_big += len > IIPT_BUF;
 	}
 	to->rxq[to->nrx++] = head;
+	if (tcp && g_reorder_pm && to->nrx >= 2 && wire_rand() < g_reorder_pm) {
+		to->rxq[to->nrx - 1] = to->rxq[to->nrx - 2];
+		to->rxq[to->nrx - 2] = head;
+		g_reordered++;
+	}
 }
 
 /* What a NIC with receive checksum offload reports: verified here in software. */
