@@ -11,7 +11,7 @@
 #   make bench    ipkit-bench vs the Linux twin (a few minutes, root) -> bench/results/<date>/
 #   make io-figures  issue 4's ipkit<->ipkit vs Linux<->Linux figures (root, ~10 min) -> docs/io-figures.md
 #   make mc-figures  issue 5's thread-model figures (root, ~15 min; MC_SECONDS, default 10) -> docs/mc-figures.md
-#   make ns3-figures issue 22's ipkit-inside-ns-3 figures (~10 CPU min) -> docs/ns3-figures.md
+#   make ns3-figures issue 22's ipkit-inside-ns-3 figures (~6 CPU min) -> docs/ns3-figures.md
 #   make fuzz     libFuzzer run of every fuzz target, FUZZ_SECONDS (default 600) spread
 #                 over them (docs/fuzzing.md)
 #   make install  meson install (PREFIX, default /usr/local; DESTDIR honoured)

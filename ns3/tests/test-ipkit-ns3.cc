@@ -660,6 +660,17 @@ Determinism()
         std::string a = Slurp(dirs[0] + "/det" + n), b = Slurp(dirs[1] + "/det" + n),
                     c = Slurp(dirs[2] + "/det" + n);
         CHECK(a.size() > 4 * MiB, "%s: only %zu bytes", n, a.size());
+        /* ns-3's own pcap writer, unchanged: a classic pcap file of Ethernet frames
+         * (CSMA), in either byte order. */
+        if (a.size() >= 24)
+        {
+            const uint8_t* h = reinterpret_cast<const uint8_t*>(a.data());
+            bool le = h[0] == 0xd4 && h[1] == 0xc3 && h[2] == 0xb2 && h[3] == 0xa1;
+            bool be = h[0] == 0xa1 && h[1] == 0xb2 && h[2] == 0xc3 && h[3] == 0xd4;
+            uint32_t linktype = le ? (h[20] | h[21] << 8 | h[22] << 16 | (uint32_t)h[23] << 24)
+                                   : ((uint32_t)h[20] << 24 | h[21] << 16 | h[22] << 8 | h[23]);
+            CHECK((le || be) && linktype == 1, "%s: not a pcap of Ethernet frames", n);
+        }
         CHECK(a == b, "%s differs between two runs with the same seed (%zu / %zu bytes)", n,
               a.size(), b.size());
         CHECK(a != c, "%s identical under another run number: the check could not fail", n);
