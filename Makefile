@@ -11,6 +11,7 @@
 #   make bench    ipkit-bench vs the Linux twin (a few minutes, root) -> bench/results/<date>/
 #   make io-figures  issue 4's ipkit<->ipkit vs Linux<->Linux figures (root, ~10 min) -> docs/io-figures.md
 #   make mc-figures  issue 5's thread-model figures (root, ~15 min; MC_SECONDS, default 10) -> docs/mc-figures.md
+#   make ns3-figures issue 22's ipkit-inside-ns-3 figures (~10 CPU min) -> docs/ns3-figures.md
 #   make fuzz     libFuzzer run of every fuzz target, FUZZ_SECONDS (default 600) spread
 #                 over them (docs/fuzzing.md)
 #   make install  meson install (PREFIX, default /usr/local; DESTDIR honoured)
@@ -36,7 +37,8 @@ DEB_PKGS := meson ninja-build gcc g++ clang libclang-rt-14-dev tshark \
             libc6-dev-s390x-cross qemu-user binutils pkg-config python3 \
             libxdp-dev libbpf-dev python3-pytest socat iperf3 curl iproute2 ethtool \
             iputils-ping wrk xdp-tools tcpdump libdpdk-dev dpdk-dev python3-scapy \
-            netcat-openbsd
+            netcat-openbsd libns3-dev libgsl-dev libsqlite3-dev \
+            qemu-system-x86 busybox-static
 
 # Only `make bench` needs these (plots); make test does not.
 BENCH_PKGS := python3-matplotlib
@@ -45,7 +47,7 @@ BENCH_SECONDS ?= 3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_ENV := env DEBIAN_FRONTEND=noninteractive
 
-.PHONY: build all deps debroot test demo sim-demo fuzz install clean sim-matrix tcp-figures bench-peers bench io-figures mc-figures
+.PHONY: build all deps debroot test demo sim-demo fuzz install clean sim-matrix tcp-figures bench-peers bench io-figures mc-figures ns3-figures
 
 all: build
 
@@ -115,6 +117,12 @@ io-figures: build
 MC_SECONDS ?= 10
 mc-figures: build
 	@$(SUDO) bash bench/mc_figures.sh $(BUILD) $(MC_SECONDS) docs/mc-figures.md
+
+# ns-3 (libns3-dev) is optional for `make`; this target needs it (meson -Dns3=auto found it).
+ns3-figures: build
+	@test -x $(BUILD)/ns3/ipkit-ns3-figures || { echo "ns3-figures: ns-3 not found at configure time (libns3-dev)"; exit 1; }
+	@mkdir -p docs
+	$(BUILD)/ns3/ipkit-ns3-figures --out=docs/ns3-figures.md
 
 fuzz: deps
 	@bash tests/port/run_all.sh --san $(SANBUILD) --only-fuzz \

@@ -315,6 +315,21 @@ static int svc_submit(struct ipk_svc_sock *so, int ring)
 }
 
 int ipk_svc_submit(struct ipk_svc_sock *so) { return svc_submit(so, 1); }
+
+void ipk_svc_ring(struct ipk_svc *svc)
+{
+	uint64_t one = 1;
+	if (!svc || svc->dead)
+		return;
+	/* seq_cst: as svc_doorbell, daemon_sleeping is read after the quiet
+	 * submits' stores are visible (the daemon re-reads submit_seq after raising
+	 * it, so one of the two sides sees the other) */
+	IPK_SVC_FENCE();
+	if (IPK_SVC_LOAD_RLX(&svc->hdr->daemon_sleeping.v)) {
+		ssize_t r = write(svc->bell_fd, &one, sizeof one);
+		(void)r; /* EAGAIN: the counter is saturated, the daemon wakes anyway */
+	}
+}
 int ipk_svc_submit_quiet(struct ipk_svc_sock *so) { return svc_submit(so, 0); }
 
 /* ------------------------------------------------------------ completion */
@@ -374,18 +389,23 @@ static uint64_t svc_now(void)
 /* Sleep on the futex `word` until `ready` says there is work, or timeout; `waiting`
  * counts the threads about to sleep on it, which the daemon reads after posting to
  * decide whether to FUTEX_WAKE (svc/proto.h: the app-wide word, or one socket's CQ
- * tail). Sleeps in slices of at most 100 ms to notice the daemon's death. */
+ * tail). Sleeps in slices of at most 100 ms to notice the daemon's death. The
+ * hang-up check (a recv on the control socket) runs only after a slice that ran
+ * out with nothing posted: a sleep the daemon's wake-up ends (every one while it
+ * is busy) costs no system call for it, and a dead daemon is still seen within one
+ * slice (a closed control socket also fails the next submit with -EPIPE). */
 static int svc_sleep_on(struct ipk_svc *svc, uint32_t *word, uint32_t *waiting,
                         int (*ready)(void *), void *arg, int64_t timeout_ns)
 {
 	uint64_t end = timeout_ns < 0 ? UINT64_MAX : svc_now() + (uint64_t)timeout_ns;
+	int quiet = 0; /* the last slice ran out with the word unchanged */
 	for (;;) {
 		uint32_t v = IPK_SVC_LOAD_ACQ(word);
 		uint64_t now;
 		int64_t slice = 100000000;
 		if (ready(arg))
 			return 0;
-		if (svc_dead(svc))
+		if ((quiet || svc->dead) && svc_dead(svc))
 			return -EPIPE;
 		now = svc_now();
 		if (now >= end)
@@ -396,8 +416,9 @@ static int svc_sleep_on(struct ipk_svc *svc, uint32_t *word, uint32_t *waiting,
 		/* seq_cst: forbids checking the CQ before `waiting` is visible; the
 		 * daemon fences between posting and reading it (Dekker) */
 		IPK_SVC_FENCE();
+		quiet = 0;
 		if (!ready(arg)) /* a word past v makes the wait return at once */
-			svc_futex_wait(word, v, slice);
+			quiet = svc_futex_wait(word, v, slice) == -ETIME;
 		__atomic_sub_fetch(waiting, 1, __ATOMIC_RELAXED);
 	}
 }

@@ -183,6 +183,7 @@ static void d_accept_one(struct d_daemon *d, int fd)
 		return;
 	}
 	a->d = d;
+	a->amu_ok = pthread_mutex_init(&a->amu, NULL) == 0;
 	a->id = ++d->next_app_id;
 	a->pid = cr.pid;
 	a->uid = cr.uid;
@@ -478,12 +479,14 @@ void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why)
 		d_app_final(d, a);
 		return;
 	}
+	d_plock(d); /* the list: a worker's last release takes an app off it */
 	a->zombie = 1; /* kept on the zombie list until its last release */
 	a->prev = NULL;
 	a->next = d->zombies;
 	if (a->next)
 		a->next->prev = a;
 	d->zombies = a;
+	d_punlock(d);
 }
 
 /* The region is unmapped only once no descriptor of the stack points into it: a
@@ -495,13 +498,17 @@ void d_app_final(struct d_daemon *d, struct d_app *a)
 	if (a->zc_dead && a->zc_out) /* shutdown: the stack is gone, nothing points in */
 		d_zc_drop_all(a);
 	if (a->zombie) { /* off the zombie list */
+		d_plock(d);
 		if (a->prev)
 			a->prev->next = a->next;
 		else
 			d->zombies = a->next;
 		if (a->next)
 			a->next->prev = a->prev;
+		d_punlock(d);
 	}
+	if (a->amu_ok)
+		pthread_mutex_destroy(&a->amu);
 	if (a->base)
 		munmap(a->base, a->size);
 	for (k = 0; k < D_RING_CLASSES; k++)
@@ -580,7 +587,29 @@ void d_wake_apps(struct d_daemon *d, unsigned wk)
 
 /* Power-of-two classes from D_RING_MIN; a free stack per class and a bump pointer:
  * O(1) (amortised for the stack's growth). Private to the daemon. */
+static int d_ring_get_locked(struct d_app *a, uint64_t bytes, uint64_t *off, unsigned *cls);
+
+/* Under the application's lock: rings are placed and freed by whichever worker
+ * makes or ends a socket (SOCKET on worker 0, an accept, a close on the owner). */
 int d_ring_get(struct d_app *a, uint64_t bytes, uint64_t *off, unsigned *cls)
+{
+	int rc;
+	d_alock(a);
+	rc = d_ring_get_locked(a, bytes, off, cls);
+	d_aunlock(a);
+	return rc;
+}
+
+static void d_ring_put_locked(struct d_app *a, uint64_t off, unsigned cls);
+
+void d_ring_put(struct d_app *a, uint64_t off, unsigned cls)
+{
+	d_alock(a);
+	d_ring_put_locked(a, off, cls);
+	d_aunlock(a);
+}
+
+static int d_ring_get_locked(struct d_app *a, uint64_t bytes, uint64_t *off, unsigned *cls)
 {
 	struct d_ring_alloc *r = &a->ra;
 	unsigned c = 0;
@@ -602,7 +631,7 @@ int d_ring_get(struct d_app *a, uint64_t bytes, uint64_t *off, unsigned *cls)
 	return 0;
 }
 
-void d_ring_put(struct d_app *a, uint64_t off, unsigned cls)
+static void d_ring_put_locked(struct d_app *a, uint64_t off, unsigned cls)
 {
 	struct d_ring_alloc *r = &a->ra;
 	if (r->n[cls] == r->cap[cls]) {

@@ -60,7 +60,7 @@ int d_family_share_ok(const struct d_sock *head, const struct d_sock *s)
 	do {
 		if (m->app->uid != s->app->uid)
 			return 0;
-		if (m->app->pid == pp && m->state == D_LISTEN)
+		if (m->app->pid == pp && m->listening)
 			parent = 1;
 		m = m->port_next;
 	} while (m != head);
@@ -77,7 +77,7 @@ struct d_sock *d_family_waiting(struct d_daemon *d, uint16_t port_be, unsigned f
 		return NULL;
 	m = h;
 	do {
-		if (m->state == D_LISTEN && d_acc_armed(m) && d_acc_room(m) &&
+		if (m->listening && d_acc_armed(m) && d_acc_room(m) &&
 		    d_fam_ok(m, fam)) { /* only one serving the SYN's family (IPv4/IPv6) */
 			d->tcp_port[port_be] = m->port_next;
 			return m;
@@ -180,9 +180,22 @@ static struct d_sock *d_fam_parent_sock(struct d_app *child, uint32_t id)
 	return NULL;
 }
 
+static void d_family_adopt_locked(struct d_sock *ctl, const struct ipk_svc_sqe *e);
+
+/* ADOPT reads the parent's socket, which may be another worker's (and another
+ * application's), and links into its circle: worker 0 (the control ring's)
+ * excludes the other workers for it (d_world_stop; rare, once per fork). */
 void d_family_adopt(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 {
-	struct d_sock *p = d_fam_parent_sock(ctl->app, e->arg), *s = NULL;
+	struct d_daemon *d = ctl->app->d;
+	d_world_stop(d, ctl->wk);
+	d_family_adopt_locked(ctl, e);
+	d_world_start(d, ctl->wk);
+}
+
+static void d_family_adopt_locked(struct d_sock *ctl, const struct ipk_svc_sqe *e)
+{
+	struct d_sock *p = d_fam_parent_sock(ctl->app, (uint32_t)e->arg), *s = NULL;
 	struct ipk_svc_cqe c;
 	int rc = p ? 0 : -EBADF;
 	memset(&c, 0, sizeof c);
@@ -193,7 +206,7 @@ void d_family_adopt(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 	}
 	if (s) {
 		s->wk = p->wk; /* the connection's worker serves every member */
-		ctl->app->d->wk[s->wk].socks++;
+		__atomic_add_fetch(&ctl->app->d->wk[s->wk].socks, 1, __ATOMIC_RELAXED);
 		d_sock_level(s, p->prio);
 		rc = d_sock_rings(s, e->len, e->arg2);
 		if (rc == 0)

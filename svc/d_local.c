@@ -15,6 +15,12 @@ void d_local_cqe(const struct d_sock *s, struct ipk_svc_cqe *c, uint64_t ud, uin
 	memset(c, 0, sizeof *c);
 	c->user_data = ud;
 	c->addr.port_be = lport_be;
+	if (s->v6 && s->peer) { /* between two applications (d_loop.c): the address
+	                         * the CONNECT named, which is this host's */
+		c->addr.family = IPK_SVC_AF_INET6;
+		memcpy(c->addr.addr, s->peer->acc_addr.addr, 16);
+		return;
+	}
 	if (s->v6 && s->conn && ipk_tcp_atuple(d_sctx(s), s->conn, &t) == 0) {
 		c->addr.family = IPK_SVC_AF_INET6;
 		memcpy(c->addr.addr, t.local.a, 16);

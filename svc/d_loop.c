@@ -86,9 +86,40 @@ static uint16_t d_loop_port(struct d_daemon *d, struct d_sock *s)
 /* CONNECT to our own address: refused without a listener or with its backlog
  * full; otherwise an accepted socket for the listener's application is made,
  * paired with s, and queued for the listener's (multishot) accept. */
-void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
+static void d_loop_connect_locked(struct d_daemon *d, struct d_sock *s, const struct d_op *op,
+                                  const uint8_t *addr6);
+
+/* The listener may be another worker's, and the ephemeral cursor is shared: under
+ * the port lock (as a SYN from the wire, d_net.c ev_accepted). addr6: the IPv6
+ * address the CONNECT named (::1 or ours), NULL for IPv4. */
+void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op,
+                    const uint8_t *addr6)
 {
-	struct d_sock *l = d_port_listener(d, op->e.addr.port_be, 1, D_FAM4), *w;
+	d_plock(d);
+	d_loop_connect_locked(d, s, op, addr6);
+	d_punlock(d);
+}
+
+/* What the listener's accept reports as its peer, and the connector's CONNECT as
+ * its own address: the address the CONNECT named, as both ends are this host
+ * (over IPv4 the daemon's address even for 127/8, as before). */
+static void d_loop_addr_set(const struct d_daemon *d, struct d_sock *w, const uint8_t *addr6)
+{
+	memset(&w->acc_addr, 0, sizeof w->acc_addr);
+	w->acc_addr.port_be = w->peer_port_be;
+	if (addr6) {
+		w->acc_addr.family = IPK_SVC_AF_INET6;
+		memcpy(w->acc_addr.addr, addr6, 16);
+		return;
+	}
+	w->acc_addr.family = IPK_SVC_AF_INET;
+	memcpy(w->acc_addr.addr, &d->cfg.ip4_be, 4);
+}
+
+static void d_loop_connect_locked(struct d_daemon *d, struct d_sock *s, const struct d_op *op,
+                                  const uint8_t *addr6)
+{
+	struct d_sock *l = d_port_listener(d, op->e.addr.port_be, 1, addr6 ? D_FAM6 : D_FAM4), *w;
 	if (!l) {
 		d_post_res(s, op->e.user_data, -ECONNREFUSED);
 		return;
@@ -112,9 +143,8 @@ void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 	w->lport_be = l->lport_be;
 	w->peer_port_be = d_loop_port(d, s);
 	s->peer_port_be = l->lport_be;
-	w->acc_addr.family = IPK_SVC_AF_INET; /* what the listener's accept reports */
-	w->acc_addr.port_be = w->peer_port_be;
-	memcpy(w->acc_addr.addr, &d->cfg.ip4_be, 4);
+	s->v6 = w->v6 = addr6 != NULL; /* d_local_cqe names the IPv6 address */
+	d_loop_addr_set(d, w, addr6); /* what the listener's accept reports */
 	__atomic_add_fetch(&d->loop_conns, 1, __ATOMIC_RELAXED); /* any worker */
 	d_local_post(s, op->e.user_data, w->peer_port_be); /* names s's local address */
 	if (l->wk == w->wk) {
@@ -262,12 +292,19 @@ void d_dgram_push(struct d_daemon *d, struct d_sock *s, struct d_dgram *g)
  * datagram (counted in loop_dgram_drops) and the send still succeeds. A socket of
  * another worker gets it as a message (d_msg.c), whose queue limits its owner
  * applies. */
-void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e)
+void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e,
+                   const uint8_t *addr6)
 {
-	struct d_sock *t = d_port_udp(d, e->addr.port_be, d->cfg.ip4_be, s->lport_be, D_FAM4);
-	int other = t && t->wk != s->wk;
-	struct d_dgram *g = !t || !t->ring ? NULL : other ? d_dgram_alloc(e->len)
-	                                                  : d_dgram_new(t, e->len);
+	struct d_pref r;
+	struct d_dgram *g = NULL;
+	uint32_t h[4], from = d->cfg.ip4_be;
+	if (addr6) { /* the sender's address folded, as ev_udp6 folds a peer's */
+		memcpy(h, addr6, 16);
+		from = h[0] ^ h[1] ^ h[2] ^ h[3];
+	}
+	/* the socket may be another worker's: a reference (d_pcache.c), never read */
+	if (d_udp_ref(d, s->wk, e->addr.port_be, from, s->lport_be, addr6 ? D_FAM6 : D_FAM4, &r))
+		g = r.s ? d_dgram_new(r.s, e->len) : d_dgram_alloc(e->len);
 	D_STAT(s->app, tx_copied, e->len);
 	if (!g) {
 		__atomic_add_fetch(&d->loop_dgram_drops, 1, __ATOMIC_RELAXED);
@@ -275,14 +312,22 @@ void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sq
 		return;
 	}
 	memcpy(g->data, s->app->base + e->buf_off, e->len);
-	g->from.family = IPK_SVC_AF_INET;
-	g->from.port_be = s->lport_be;
-	memcpy(g->from.addr, &d->cfg.ip4_be, 4);
+	memset(&g->from, 0, sizeof g->from);
+	g->from.port_be = s->lport_be; /* from the address it was sent to: this host */
+	if (addr6) {
+		g->from.family = IPK_SVC_AF_INET6;
+		memcpy(g->from.addr, addr6, 16);
+	} else {
+		g->from.family = IPK_SVC_AF_INET;
+		memcpy(g->from.addr, &d->cfg.ip4_be, 4);
+	}
 	__atomic_add_fetch(&d->loop_dgrams, 1, __ATOMIC_RELAXED);
 	d_post_res(s, e->user_data, (int32_t)e->len);
-	if (!other)
-		d_dgram_push(d, t, g);
-	else if (d_msg_send(d, s->wk, t, D_MSG_UDP, g) < 0) {
+	if (r.s) {
+		d_dgram_push(d, r.s, g);
+		return;
+	}
+	if (d_msg_send_id(d, s->wk, r.wk, r.app_id, r.sock_id, D_MSG_UDP, g) < 0) {
 		d->wk[s->wk].msg_full++;
 		free(g);
 	}

@@ -130,13 +130,21 @@ static int d_msg_put(struct d_daemon *d, unsigned from, unsigned to, const struc
 int d_msg_send(struct d_daemon *d, unsigned from, const struct d_sock *s, uint32_t kind,
                void *p)
 {
+	return d_msg_send_id(d, from, s->wk, s->app->id, s->id, kind, p);
+}
+
+/* d_msg_send to a socket named by ids only (a port cache entry, d_pcache.c: the
+ * sender never reads the socket). */
+int d_msg_send_id(struct d_daemon *d, unsigned from, unsigned to, uint32_t app_id,
+                  uint32_t sock_id, uint32_t kind, void *p)
+{
 	struct d_msg m;
 	memset(&m, 0, sizeof m);
 	m.kind = kind;
-	m.app_id = s->app->id;
-	m.sock_id = s->id;
+	m.app_id = app_id;
+	m.sock_id = sock_id;
 	m.p = p;
-	return d_msg_put(d, from, s->wk, &m);
+	return d_msg_put(d, from, to, &m);
 }
 
 /* Anything of from's outbox waiting for worker `to`? (Then a new message to `to`
@@ -228,9 +236,10 @@ struct d_app *d_app_of(struct d_daemon *d, uint32_t id)
 static int d_msg_udp(struct d_daemon *d, unsigned wk, struct d_msg *m)
 {
 	struct d_app *a = d_app_of(d, m->app_id);
-	struct d_sock *s = a ? d_sock_find(a, m->sock_id) : NULL;
+	unsigned o;
+	struct d_sock *s = a ? d_sock_find_wk(a, m->sock_id, wk, &o) : NULL;
 	struct d_dgram *g = (struct d_dgram *)m->p;
-	if (!s || s->type != IPK_SVC_UDP || !s->ring || s->wk != wk)
+	if (!s || s->type != IPK_SVC_UDP || !s->ring)
 		return -1;
 	if (d_dgram_room(s, g->len) < 0)
 		return -1;
@@ -245,8 +254,9 @@ static int d_msg_udp(struct d_daemon *d, unsigned wk, struct d_msg *m)
 static int d_msg_connect(struct d_daemon *d, unsigned wk, struct d_msg *m)
 {
 	struct d_app *a = d_app_of(d, m->app_id);
-	struct d_sock *s = a ? d_sock_find(a, m->sock_id) : NULL;
-	if (!s || s->wk != wk || s->move != 2)
+	unsigned o;
+	struct d_sock *s = a ? d_sock_find_wk(a, m->sock_id, wk, &o) : NULL;
+	if (!s || s->move != 2)
 		return -1;
 	s->move = 0;
 	__atomic_add_fetch(&d->wk[wk].socks, 1, __ATOMIC_RELAXED);
@@ -263,12 +273,13 @@ static int d_msg_connect(struct d_daemon *d, unsigned wk, struct d_msg *m)
 static int d_msg_close(struct d_daemon *d, unsigned wk, struct d_msg *m)
 {
 	struct d_app *a = d_app_of(d, m->app_id);
-	struct d_sock *s = a ? d_sock_find(a, m->sock_id) : NULL;
+	unsigned o = 0xff;
+	struct d_sock *s = a ? d_sock_find_wk(a, m->sock_id, wk, &o) : NULL;
 	int32_t res = 0;
 	if (!a)
 		return -1;
-	if (s && s->wk != wk)
-		return d_msg_post(d, wk, s->wk, D_MSG_CLOSE, m->app_id, m->sock_id, m->arg, 0, NULL);
+	if (!s && o < d->nw && o != wk && d_sock_find(a, m->sock_id))
+		return d_msg_post(d, wk, o, D_MSG_CLOSE, m->app_id, m->sock_id, m->arg, 0, NULL);
 	if (s)
 		d_sock_destroy(d, s, 1);
 	else
@@ -363,6 +374,7 @@ static int d_msg_accept(struct d_daemon *d, unsigned wk, struct d_msg *m)
 {
 	struct d_sock *w = (struct d_sock *)m->p, *l;
 	struct d_app *a;
+	unsigned o;
 	m->p = NULL;
 	w->in_msg = 0;
 	if (w->xfer_dead) { /* its application was reclaimed meanwhile */
@@ -370,8 +382,8 @@ static int d_msg_accept(struct d_daemon *d, unsigned wk, struct d_msg *m)
 		return 0;
 	}
 	a = d_app_of(d, m->app_id);
-	l = a ? d_sock_find(a, m->sock_id) : NULL;
-	if (!l || l->wk != wk || l->state != D_LISTEN) {
+	l = a ? d_sock_find_wk(a, m->sock_id, wk, &o) : NULL;
+	if (!l || l->state != D_LISTEN) {
 		d_acc_answer(d, wk, w, -ECONNRESET); /* the listener closed meanwhile */
 		return 0;
 	}

@@ -93,6 +93,17 @@ static int d_addr_any6(const uint8_t a[16])
 
 /* Is a one of our IPv6 addresses (in use, or the configured static one while DAD
  * still runs)? */
+static int d_addr_ours6(const struct d_sock *s, const uint8_t a[16]);
+
+/* An IPv6 address that means this daemon (issue 17): ::1 (RFC 4291 §2.5.3), which
+ * never reaches the core, or one of our addresses, which the core would drop as
+ * a packet from itself; either joins two applications through d_loop.c. */
+int d_loop6_addr(const struct d_sock *s, const uint8_t a[16])
+{
+	static const uint8_t lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	return !memcmp(a, lo, 16) || d_addr_ours6(s, a);
+}
+
 static int d_addr_ours6(const struct d_sock *s, const uint8_t a[16])
 {
 	uint8_t mine[8][16];
@@ -153,13 +164,16 @@ static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe
 static int d_udp_autobind(struct d_daemon *d, struct d_sock *s)
 {
 	unsigned i;
+	d_plock(d); /* the cursor, with the claims it drives */
 	for (i = 0; i < 16384; i++) {
 		uint16_t p = (uint16_t)(49152u + (d->udp_next_eph++ % 16384u));
 		if (d_port_claim(d, s, ipk_htons(p), 0) >= 0) {
+			d_punlock(d);
 			s->state = D_BOUND;
 			return 0;
 		}
 	}
+	d_punlock(d);
 	return -EADDRINUSE;
 }
 
@@ -175,11 +189,15 @@ static int d_listen_op(struct d_daemon *d, struct d_sock *s, const struct ipk_sv
 	/* every worker's context listens: a SYN lands on the worker its flow hashes
 	 * to, and the connection is accepted there. 1: this worker's context has it,
 	 * the others were asked; the LISTEN completes with their answers (d_pinst.c) */
+	d_plock(d); /* the circle: another LISTEN on the port, a SYN's walk */
 	rc = d_port_listened(s) ? 0 : d_pinst_add(d, s, s->lport_be, (uint16_t)bl, 1);
 	if (rc >= 0) {
 		s->state = D_LISTEN;
 		s->backlog = bl;
+		s->listening = 1;
+		d_pcache_bump(d);
 	}
+	d_punlock(d);
 	return rc;
 }
 
@@ -271,23 +289,31 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 		rc = -EINVAL;
 	if (rc == 0 && s->fam && !d_fam_ok(s, a.family == IPK_AF_INET ? D_FAM4 : D_FAM6))
 		rc = -EAFNOSUPPORT; /* bound for the other family only (V6ONLY) */
-	if (rc == 0 && a.family == IPK_AF_INET6 && d_addr_ours6(s, a.a))
-		rc = -ENETUNREACH; /* no IPv6 loop between applications yet (README) */
 	if (rc < 0) {
 		d_post_res(s, op->e.user_data, rc);
 		return;
 	}
 	if (a.family == IPK_AF_INET && d_loop_addr(d, ip)) {
-		d_loop_connect(d, s, op);
+		d_loop_connect(d, s, op, NULL);
+		return;
+	}
+	if (a.family == IPK_AF_INET6 && d_loop6_addr(s, a.a)) { /* ::1 or ours */
+		d_loop_connect(d, s, op, a.a);
 		return;
 	}
 	/* a bound port fixes the 4-tuple, so the worker its replies reach: another
 	 * worker's socket from here on, connected by it (this worker hands it over
 	 * after this turn, d_sock_handover, and touches it no more). An unbound one
 	 * stays on its worker, whose core picks a port that hashes back to it
-	 * (core/rss.c). IPv6 with a bound port stays too (README: one worker). */
-	if (d->nw > 1 && s->lport_be && a.family == IPK_AF_INET) {
-		unsigned to = d_flow_worker(d, ip, op->e.addr.port_be, s->lport_be);
+	 * (core/rss.c). IPv6 the same, from the source address the core will pick
+	 * (no usable address yet: it stays, and the core refuses the connect). */
+	if (d->nw > 1 && s->lport_be) {
+		uint8_t src[16];
+		unsigned to = s->wk;
+		if (a.family == IPK_AF_INET)
+			to = d_flow_worker(d, ip, op->e.addr.port_be, s->lport_be);
+		else if (ipk_ip6_src_select(d_sctx(s), a.a, src))
+			to = d_flow_worker6(d, a.a, op->e.addr.port_be, src, s->lport_be);
 		if (to != s->wk) {
 			s->conn_op = *op;
 			s->move_to = to;
@@ -575,7 +601,9 @@ static void d_rx_udp(struct d_sock *s)
 
 void d_rx_deliver(struct d_daemon *d, struct d_sock *s)
 {
-	if (!s->ring || s->xfer)
+	/* xfer first: while it is set the listener's worker writes s's rings
+	 * (d_accept_deliver), so this worker must not read them yet */
+	if (s->xfer || !s->ring)
 		return; /* accepted, not handed over yet: data waits */
 	if (s->type == IPK_SVC_TCP)
 		d_rx_tcp(d, s);
@@ -604,7 +632,11 @@ static void d_sendto_op(struct d_daemon *d, struct d_sock *s, const struct ipk_s
 		}
 	}
 	if (a.family == IPK_AF_INET && d_loop_addr(d, d_addr_ip4(&a))) {
-		d_loop_sendto(d, s, e);
+		d_loop_sendto(d, s, e, NULL);
+		return;
+	}
+	if (a.family == IPK_AF_INET6 && d_loop6_addr(s, a.a)) {
+		d_loop_sendto(d, s, e, a.a);
 		return;
 	}
 	if (a.family == IPK_AF_INET)
@@ -705,17 +737,31 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 
 /* ------------------------------------------------------------ core events */
 
+/* A SYN: a listener of this worker alone on the port is known without the port
+ * lock (d_pcache.c); any other answer is asked under it and remembered. */
+static int d_syn_ok(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam)
+{
+	struct d_sock *l;
+	if (d_syn_mine(d, wk, port_be, fam))
+		return 1;
+	d_plock(d);
+	l = d_port_listener(d, port_be, 0, fam);
+	d_syn_remember(d, wk, l, port_be, fam);
+	d_punlock(d);
+	return l != NULL;
+}
+
 static int ev_accept(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opq)
 {
 	(void)ctx; /* an AF_INET6 V6ONLY listener alone: RST, as Linux */
-	return d_port_listener(D(opq), t->local_port_be, 0, D_FAM4) != NULL;
+	return d_syn_ok(D(opq), W(opq)->idx, t->local_port_be, D_FAM4);
 }
 
 /* A SYN over IPv6 (issue 17): only a listener bound AF_INET6 takes it. */
 static int ev_accept6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opq)
 {
 	(void)ctx;
-	return d_port_listener(D(opq), t->local_port_be, 0, D_FAM6) != NULL;
+	return d_syn_ok(D(opq), W(opq)->idx, t->local_port_be, D_FAM6);
 }
 
 /* The accepted connection's peer, either family, for the ACCEPT completion. */
@@ -728,16 +774,40 @@ static void d_acc_peer(const struct ipk_atuple *t, struct d_sock *w)
 	memcpy(w->acc_addr.addr, t->peer.a, w->v6 ? 16 : 4);
 }
 
+static void *ev_accepted_l(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
+                           const struct ipk_atuple *tp, struct d_sock *l);
+
+/* The listener may be another worker's: then the port lock is held while it is
+ * read (its close leaves the port under the lock before it is freed). One of
+ * this worker's own, alone on its port, comes from the cache without it. */
 static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 {
 	struct d_daemon *d = D(opq);
 	struct ipk_atuple t;
-	struct d_sock *l, *w;
-	uint64_t now = ipk_node_now(ipk_node_from(opq));
+	struct d_sock *l;
+	unsigned fam;
+	void *r;
 	if (ipk_tcp_atuple(ctx, c, &t) < 0)
 		return NULL;
-	l = d_port_listener(d, t.local_port_be, 1, /* the listeners take turns */
-	                    t.peer.family == IPK_AF_INET6 ? D_FAM6 : D_FAM4);
+	fam = t.peer.family == IPK_AF_INET6 ? D_FAM6 : D_FAM4;
+	l = d_syn_mine(d, W(opq)->idx, t.local_port_be, fam);
+	if (l)
+		return ev_accepted_l(ctx, c, opq, &t, l);
+	d_plock(d);
+	l = d_port_listener(d, t.local_port_be, 1, fam); /* the listeners take turns */
+	d_syn_remember(d, W(opq)->idx, l, t.local_port_be, fam);
+	r = ev_accepted_l(ctx, c, opq, &t, l);
+	d_punlock(d);
+	return r;
+}
+
+static void *ev_accepted_l(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
+                           const struct ipk_atuple *tp, struct d_sock *l)
+{
+	struct d_daemon *d = D(opq);
+	struct ipk_atuple t = *tp;
+	struct d_sock *w;
+	uint64_t now = ipk_node_now(ipk_node_from(opq));
 	w = l ? d_sock_alloc(l->app, IPK_SVC_TCP) : NULL;
 	if (!w) {
 		ipk_tcp_abort(ctx, c, now);
@@ -864,65 +934,66 @@ static void ev_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
 
 /* A datagram for a socket of another worker (the steering sends a frame to the
  * worker of its flow, the port's socket may be elsewhere): copied here, queued
- * there as a message (d_msg.c); a full ring loses it, like a full queue. */
-static void d_udp_other(struct ipk_ctx *ctx, struct d_wk *w, struct d_sock *s,
+ * there as a message (d_msg.c) naming the socket by ids; a full ring loses it,
+ * like a full queue. */
+static void d_udp_other(struct ipk_ctx *ctx, struct d_wk *w, const struct d_pref *r,
                         struct d_dgram *g, void *pkt, uint32_t off, uint32_t len)
 {
 	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
-	if (d_msg_send(w->d, w->idx, s, D_MSG_UDP, g) < 0) {
+	if (d_msg_send_id(w->d, w->idx, r->wk, r->app_id, r->sock_id, D_MSG_UDP, g) < 0) {
 		w->msg_full++;
 		free(g);
 	}
 }
 
-static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
-                   uint32_t len, void *opq)
+/* Either family's datagram for port_be: its socket (d_udp_ref: without the port
+ * lock while the ports have not changed), then queued here or sent over. */
+static void d_udp_in(struct ipk_ctx *ctx, void *opq, uint16_t port_be, uint32_t from_key,
+                     uint16_t from_port_be, unsigned fam, const struct ipk_svc_addr *from,
+                     void *pkt, uint32_t off, uint32_t len)
 {
-	struct d_sock *s = d_port_udp(D(opq), t->local_port_be, t->peer_ip4_be, t->peer_port_be,
-	                              D_FAM4);
-	int other = s && s->wk != W(opq)->idx;
+	struct d_pref r;
 	struct d_dgram *g;
-	g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
+	if (!d_udp_ref(D(opq), W(opq)->idx, port_be, from_key, from_port_be, fam, &r))
+		return;
+	g = r.s ? d_dgram_new(r.s, len) : d_dgram_alloc(len);
 	if (!g)
 		return;
 	W(opq)->udp_rx++;
-	g->from.family = IPK_SVC_AF_INET;
-	g->from.port_be = t->peer_port_be;
-	memcpy(g->from.addr, &t->peer_ip4_be, 4);
-	if (other) {
-		d_udp_other(ctx, W(opq), s, g, pkt, off, len);
+	g->from = *from;
+	if (!r.s) {
+		d_udp_other(ctx, W(opq), &r, g, pkt, off, len);
 		return;
 	}
 	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
-	d_dgram_push(D(opq), s, g);
+	d_dgram_push(D(opq), r.s, g);
+}
+
+static void ev_udp(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *pkt, uint32_t off,
+                   uint32_t len, void *opq)
+{
+	struct ipk_svc_addr from;
+	memset(&from, 0, sizeof from);
+	from.family = IPK_SVC_AF_INET;
+	from.port_be = t->peer_port_be;
+	memcpy(from.addr, &t->peer_ip4_be, 4);
+	d_udp_in(ctx, opq, t->local_port_be, t->peer_ip4_be, t->peer_port_be, D_FAM4, &from, pkt,
+	         off, len);
 }
 
 /* A UDP datagram over IPv6 (issue 17): for a socket bound AF_INET6 only. */
 static void ev_udp6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt, uint32_t off,
                     uint32_t len, void *opq)
 {
+	struct ipk_svc_addr from;
 	uint32_t h[4];
-	struct d_sock *s;
-	struct d_dgram *g;
-	int other;
 	memcpy(h, t->peer.a, 16); /* the sender's address folded: the group's choice */
-	s = d_port_udp(D(opq), t->local_port_be, h[0] ^ h[1] ^ h[2] ^ h[3], t->peer_port_be,
-	               D_FAM6);
-	other = s && s->wk != W(opq)->idx;
-	g = !s ? NULL : other ? d_dgram_alloc(len) : d_dgram_new(s, len);
-	if (!g)
-		return;
-	W(opq)->udp_rx++;
-	memset(&g->from, 0, sizeof g->from);
-	g->from.family = IPK_SVC_AF_INET6;
-	g->from.port_be = t->peer_port_be;
-	memcpy(g->from.addr, t->peer.a, 16);
-	if (other) {
-		d_udp_other(ctx, W(opq), s, g, pkt, off, len);
-		return;
-	}
-	g->len = ipk_pkt_copy(ctx, pkt, off, g->data, len);
-	d_dgram_push(D(opq), s, g);
+	memset(&from, 0, sizeof from);
+	from.family = IPK_SVC_AF_INET6;
+	from.port_be = t->peer_port_be;
+	memcpy(from.addr, t->peer.a, 16);
+	d_udp_in(ctx, opq, t->local_port_be, h[0] ^ h[1] ^ h[2] ^ h[3], t->peer_port_be, D_FAM6,
+	         &from, pkt, off, len);
 }
 
 const struct ipk_ops d_events = {

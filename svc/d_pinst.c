@@ -274,7 +274,11 @@ static void d_pinst_done(struct d_daemon *d, struct d_sock *s)
 {
 	int32_t rc = s->inst_rc;
 	if (rc < 0 && s->state == D_LISTEN) {
+		d_plock(d); /* pgen, and the circle's view of s */
 		d_pinst_del(d, s, s->lport_be);
+		s->listening = 0;
+		d_pcache_bump(d);
+		d_punlock(d);
 		d_sock_unqueue(d, s);
 		s->state = D_BOUND;
 	} else if (rc < 0) {
@@ -300,8 +304,9 @@ int d_pinst_answer(struct d_daemon *d, unsigned wk, uint32_t app_id, uint32_t so
                    uint64_t gen, int32_t res)
 {
 	struct d_app *a = d_app_of(d, app_id);
-	struct d_sock *s = a ? d_sock_find(a, sock_id) : NULL;
-	if (!s || s->wk != wk || s->inst_wait == 0 || s->inst_gen != (uint32_t)gen)
+	unsigned o;
+	struct d_sock *s = a ? d_sock_find_wk(a, sock_id, wk, &o) : NULL;
+	if (!s || s->inst_wait == 0 || s->inst_gen != (uint32_t)gen)
 		return -1;
 	if (res < 0 && s->inst_rc == 0)
 		s->inst_rc = res;

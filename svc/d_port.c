@@ -51,7 +51,24 @@ static int d_port_share_ok(const struct d_sock *head, const struct d_sock *s)
 	return 1;
 }
 
+static int d_port_claim_locked(struct d_daemon *d, struct d_sock *s, uint16_t port_be,
+                               int wait);
+
+/* Check-and-insert in one critical section of the port lock: two applications on
+ * two workers cannot both win a port (svc_w2_workers_bind_race). */
 int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be, int wait)
+{
+	int rc;
+	d_plock(d);
+	rc = d_port_claim_locked(d, s, port_be, wait);
+	if (rc >= 0)
+		d_pcache_bump(d); /* a port of one may be a port of two now */
+	d_punlock(d);
+	return rc;
+}
+
+static int d_port_claim_locked(struct d_daemon *d, struct d_sock *s, uint16_t port_be,
+                               int wait)
 {
 	struct d_sock **tab = d_port_tab(d, s->type), *h;
 	int rc = 0;
@@ -83,14 +100,15 @@ int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be, int wai
 }
 
 /* Another socket on s's port listening already (the core has one listener per
- * port: only the first LISTEN asks it, only the last one leaving unlistens)? */
+ * port: only the first LISTEN asks it, only the last one leaving unlistens)?
+ * Under the port lock. */
 int d_port_listened(const struct d_sock *s)
 {
 	const struct d_sock *m;
 	if (!s->port_member)
 		return 0;
 	for (m = s->port_next; m != s; m = m->port_next)
-		if (m->state == D_LISTEN)
+		if (m->listening)
 			return 1;
 	return 0;
 }
@@ -100,12 +118,17 @@ int d_port_listened(const struct d_sock *s)
 void d_port_release(struct d_daemon *d, struct d_sock *s)
 {
 	struct d_sock **tab = d_port_tab(d, s->type), *prev;
-	uint16_t p = s->lport_be;
-	int alone = s->port_next == s;
-	if (!s->port_member)
+	uint16_t p;
+	int alone;
+	d_plock(d);
+	p = s->lport_be;
+	alone = s->port_next == s;
+	if (!s->port_member) {
+		d_punlock(d);
 		return;
+	}
 	/* bound and listened on every worker: removed from each (d_pinst.c) */
-	if ((s->type == IPK_SVC_TCP && s->state == D_LISTEN && !d_port_listened(s)) ||
+	if ((s->type == IPK_SVC_TCP && s->listening && !d_port_listened(s)) ||
 	    (s->type == IPK_SVC_UDP && alone))
 		d_pinst_del(d, s, p);
 	for (prev = s; prev->port_next != s; prev = prev->port_next)
@@ -115,11 +138,16 @@ void d_port_release(struct d_daemon *d, struct d_sock *s)
 		tab[p] = alone ? NULL : s->port_next;
 	s->port_next = NULL;
 	s->port_member = 0;
+	s->listening = 0;
+	d_pcache_bump(d); /* before s can be freed: no cache names it any more */
+	d_punlock(d);
 }
 
 /* The listening socket on the port to take the next connection (one with room in
  * its backlog), or NULL. take: this one takes it, the turn moves on (the circle's
- * head advances past it), so connections go round the listeners. */
+ * head advances past it), so connections go round the listeners. Under the port
+ * lock, held while the caller reads the listener (another worker's socket: its
+ * close leaves the port, under this lock, before it is freed). */
 struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, unsigned fam)
 {
 	struct d_sock *h = d->tcp_port[port_be], *m;
@@ -129,7 +157,7 @@ struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, u
 		return m;
 	m = h;
 	do {
-		if (m->state == D_LISTEN && d_acc_room(m) && d_fam_ok(m, fam)) {
+		if (m->listening && d_acc_room(m) && d_fam_ok(m, fam)) {
 			if (take)
 				d->tcp_port[port_be] = m->port_next;
 			return m;
@@ -141,7 +169,8 @@ struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, u
 
 /* The UDP socket on the port for a datagram of family fam (D_FAM4/6) from
  * ip:port, or NULL: one sender always reaches the same socket while the group
- * does not change. Sockets that do not serve fam are passed over. */
+ * does not change. Sockets that do not serve fam are passed over. Under the port
+ * lock, held while the caller reads the socket (as d_port_listener's). */
 struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,
                           uint16_t from_port_be, unsigned fam)
 {

@@ -110,8 +110,8 @@ static int d_table_grow(struct d_app *a)
 		return -ENOMEM;
 	a->sdir[a->cap >> D_SPAGE_BITS] = pg;
 	a->cap = cap;
-	if (a->nsocks == 0)
-		a->nsocks = 1; /* index 0 is the control ring */
+	if (a->nsocks == 0) /* index 0 is the control ring */
+		__atomic_store_n(&a->nsocks, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -128,19 +128,30 @@ static int d_table_take(struct d_app *a, uint32_t *idx)
 		if (rc < 0)
 			return rc;
 	}
-	*idx = a->nsocks++;
+	*idx = a->nsocks;
+	/* release: the page holding idx is in the directory before a lock-free
+	 * reader (d_sock_find) may look at idx */
+	__atomic_store_n(&a->nsocks, a->nsocks + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
-/* Record s's worker where a harvest on another worker reads it (d_act_found).
- * Relaxed: a stale read hands the socket to its old worker, which passes it on
- * (d_ho_take); no pass ever touches a socket it does not own. */
+/* Record s's worker where a harvest or a message on another worker reads it
+ * (d_act_found, d_sock_find_wk). Release, after the slot's store: a reader that
+ * loads own[idx] (acquire) naming itself then finds in the slot a socket that is
+ * its own (only the owner frees a socket, and only the owner or the socket's
+ * creator, before anyone can name it, writes its own[] entry). */
 static void d_own_set(const struct d_sock *s)
 {
 	uint32_t idx = s->id & ((1u << D_SOCK_IDX_BITS) - 1);
 	if (s->app->own && s->id)
 		__atomic_store_n(&s->app->own[idx], (uint16_t)(s->wk | s->prio << 8),
-		                 __ATOMIC_RELAXED);
+		                 __ATOMIC_RELEASE);
+}
+
+/* own[idx]'s worker (0xff: nobody); nw == 1: wk itself. */
+static unsigned d_own_wk(const struct d_app *a, uint32_t idx, unsigned wk)
+{
+	return a->own ? __atomic_load_n(&a->own[idx], __ATOMIC_ACQUIRE) & 0xffu : wk;
 }
 
 /* A socket's level, counted per level for d_net.c's --low-inflight. */
@@ -174,14 +185,20 @@ int d_sock_attach(struct d_sock *s)
 {
 	struct d_app *a = s->app;
 	uint32_t idx;
-	int rc = d_table_take(a, &idx);
-	if (rc < 0)
+	int rc;
+	d_alock(a); /* any worker attaches (SOCKET on 0, accepts on the listener's) */
+	rc = d_table_take(a, &idx);
+	if (rc < 0) {
+		d_aunlock(a);
 		return rc;
-	*d_slot(a, idx) = s;
+	}
 	a->nlive++;
-	s->id = ((uint32_t)*d_slot_gen(a, idx) << D_SOCK_IDX_BITS) | idx;
+	s->id = ((uint32_t)__atomic_load_n(d_slot_gen(a, idx), __ATOMIC_RELAXED)
+	         << D_SOCK_IDX_BITS) | idx;
 	s->ring->sock = s->id;
+	d_slot_set(a, idx, s); /* release: s is whole before it can be found */
 	d_own_set(s);
+	d_aunlock(a);
 	return 0;
 }
 
@@ -190,11 +207,34 @@ int d_sock_attach(struct d_sock *s)
 struct d_sock *d_sock_find(struct d_app *a, uint32_t id)
 {
 	uint32_t idx = id & ((1u << D_SOCK_IDX_BITS) - 1);
-	if (idx == 0 || idx >= a->nsocks || !*d_slot(a, idx))
+	struct d_sock *s;
+	if (idx == 0 || idx >= d_nsocks(a) || !(s = d_slot_get(a, idx)))
 		return NULL;
-	if ((id >> D_SOCK_IDX_BITS) != *d_slot_gen(a, idx))
+	if ((id >> D_SOCK_IDX_BITS) != __atomic_load_n(d_slot_gen(a, idx), __ATOMIC_RELAXED))
 		return NULL;
-	return *d_slot(a, idx);
+	return s;
+}
+
+/* The socket of id if it is worker wk's, else NULL with *owner the worker the
+ * owner table names (0xff: none; nw == 1: wk). A thread must not read another
+ * worker's socket (its owner may free it meanwhile): the table is looked at
+ * first, the socket only when it is ours. */
+struct d_sock *d_sock_find_wk(struct d_app *a, uint32_t id, unsigned wk, unsigned *owner)
+{
+	uint32_t idx = id & ((1u << D_SOCK_IDX_BITS) - 1);
+	struct d_sock *s;
+	*owner = 0xff;
+	if (idx == 0 || idx >= d_nsocks(a))
+		return NULL;
+	*owner = d_own_wk(a, idx, wk);
+	if (*owner != wk)
+		return NULL;
+	s = d_sock_find(a, id);
+	if (s && s->wk != wk) { /* cannot happen while own[] is kept; stay off it */
+		*owner = 0xff;
+		return NULL;
+	}
+	return s;
 }
 
 static void d_sock_free_rx(struct d_sock *s)
@@ -281,10 +321,15 @@ void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful)
 		return;
 	if (s->id) {
 		uint32_t idx = s->id & ((1u << D_SOCK_IDX_BITS) - 1);
-		*d_slot(a, idx) = NULL;
-		(*d_slot_gen(a, idx))++;
+		d_alock(a);
+		d_slot_set(a, idx, NULL);
+		__atomic_store_n(d_slot_gen(a, idx), (uint8_t)(*d_slot_gen(a, idx) + 1),
+		                 __ATOMIC_RELAXED);
+		if (a->own) /* nobody's until it is attached again */
+			__atomic_store_n(&a->own[idx], (uint16_t)0xffff, __ATOMIC_RELEASE);
 		a->free_idx[a->nfree++] = idx;
 		a->nlive--;
+		d_aunlock(a);
 	}
 	if (s->in_msg)
 		s->xfer_dead = 1; /* a message points to it: its receiver frees it */
@@ -422,7 +467,7 @@ static void d_ctl_socket(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 		struct d_daemon *d = ctl->app->d;
 		/* a new socket's worker: round robin (a CONNECT from a bound port moves
 		 * it to the worker its flow hashes to, d_net.c) */
-		s->wk = d->next_wk++ % d->nw;
+		s->wk = __atomic_fetch_add(&d->next_wk, 1, __ATOMIC_RELAXED) % d->nw;
 		__atomic_add_fetch(&d->wk[s->wk].socks, 1, __ATOMIC_RELAXED);
 		d_sock_level(s, (unsigned)rc);
 	}
@@ -455,17 +500,18 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 	case IPK_SVC_OP_ADOPT:
 		d_family_adopt(ctl, e);
 		return;
-	case IPK_SVC_OP_CLOSE:
-		s = d_sock_find(ctl->app, e->arg);
-		if (!s) {
+	case IPK_SVC_OP_CLOSE: {
+		unsigned o;
+		s = d_sock_find_wk(ctl->app, (uint32_t)e->arg, ctl->wk, &o);
+		if (!s && (o >= d->nw || !d_sock_find(ctl->app, (uint32_t)e->arg))) {
 			D_STAT(ctl->app, bad_sqe, 1);
 			d_post_res(ctl, e->user_data, -EBADF);
 			return;
 		}
-		if (s->wk != ctl->wk) {
+		if (!s) {
 			/* another worker's socket: destroyed by its owner, which answers
 			 * (d_msg.c d_msg_close); the completion comes a pass later */
-			if (d_msg_post(d, ctl->wk, s->wk, D_MSG_CLOSE, ctl->app->id, s->id,
+			if (d_msg_post(d, ctl->wk, o, D_MSG_CLOSE, ctl->app->id, (uint32_t)e->arg,
 			               e->user_data, 0, NULL) < 0)
 				d_post_res(ctl, e->user_data, -ENOMEM);
 			return;
@@ -473,6 +519,7 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 		d_sock_destroy(d, s, 1);
 		d_post_res(ctl, e->user_data, 0);
 		return;
+	}
 	default:
 		D_STAT(ctl->app, bad_sqe, 1);
 		d_post_res(ctl, e->user_data, -EINVAL);
@@ -667,8 +714,8 @@ static void d_ho_give(struct d_app *a, unsigned from, unsigned owner, unsigned l
 	 * owner to it (the owner exchanges the summary with acquire) */
 	__atomic_fetch_or(&p->ho_sum[bw / 64], 1ull << (bw % 64), __ATOMIC_RELEASE);
 	/* seq_cst: the flag is stored before d_kick reads the owner's `sleeping`;
-	 * the owner's side is d_may_sleep's check after it decided to sleep (under
-	 * d->mu today, a Dekker pair once the lock is per worker) */
+	 * the owner's side is d_wk_sleep_ok's second look after it raised
+	 * `sleeping` (a Dekker pair, d_wk.c) */
 	__atomic_store_n(&p->ho_flag, 1, __ATOMIC_SEQ_CST);
 	/* relaxed: d_defer reads it as a hint (a stale read costs one deferral too
 	 * many or too few, as act_lvl's); the control ring has no level there */
@@ -690,18 +737,17 @@ int d_ho_pending(const struct d_appw *p)
 static void d_act_found(struct d_app *a, uint32_t idx, unsigned wk)
 {
 	struct d_sock *s;
-	unsigned ow = a->own ? __atomic_load_n(&a->own[idx], __ATOMIC_RELAXED) : wk;
+	unsigned ow = a->own ? __atomic_load_n(&a->own[idx], __ATOMIC_ACQUIRE) : wk;
 	unsigned o = ow & 0xff, lvl = ow >> 8;
-	if (o != wk && o < a->d->nw && lvl < D_PRIO_MAX) {
-		d_ho_give(a, wk, o, lvl, idx);
+	if (o != wk) { /* another worker's (or nobody's): never read here */
+		if (o < a->d->nw && lvl < D_PRIO_MAX)
+			d_ho_give(a, wk, o, lvl, idx);
 		return;
 	}
-	if (idx == 0 || idx >= a->nsocks || !(s = *d_slot(a, idx)))
+	if (idx == 0 || idx >= d_nsocks(a) || !(s = d_slot_get(a, idx)))
 		return;
-	if (s->wk == wk)
+	if (s->wk == wk) /* own[] named us after the slot was stored: ours */
 		d_act_push(s);
-	else /* moved since: its new worker's */
-		d_ho_give(a, wk, s->wk, s->prio, idx);
 }
 
 /* Take worker wk's hand-off mask of a (d_ho_give): its sockets there become
@@ -725,14 +771,19 @@ static void d_ho_take(struct d_app *a, unsigned wk)
 			while (bits) {
 				uint32_t idx = bw * 64 + (uint32_t)__builtin_ctzll(bits);
 				struct d_sock *s;
+				unsigned ow = __atomic_load_n(&a->own[idx], __ATOMIC_ACQUIRE);
 				bits &= bits - 1;
-				if (idx == 0 || idx >= a->nsocks || !(s = *d_slot(a, idx)))
+				if ((ow & 0xff) != wk) { /* moved after the give: on to its
+				                          * new worker (or gone) */
+					if ((ow & 0xff) < a->d->nw && (ow >> 8) < D_PRIO_MAX)
+						d_ho_give(a, wk, ow & 0xff, ow >> 8, idx);
+					continue;
+				}
+				if (idx == 0 || idx >= d_nsocks(a) || !(s = d_slot_get(a, idx)))
 					continue;
 				a->d->wk[wk].handed_in++;
 				if (s->wk == wk)
 					d_act_push(s);
-				else /* moved after the give: on to its new worker */
-					d_ho_give(a, wk, s->wk, s->prio, idx);
 			}
 		}
 	}
@@ -778,8 +829,11 @@ void d_pass_begin(struct d_app *a, unsigned wk)
 	if (seq != p->last_seq) {
 		d_act_harvest(a, wk);
 		/* the control ring has no ready bit: worker 0 serves it when told
-		 * (index 0 of its hand-off) */
-		if (wk != 0 && IPK_SVC_LOAD_RLX(&a->ctl.ring->sq_tail.v) != a->ctl.sq_head)
+		 * (index 0 of its hand-off). Its head as published in the region, not
+		 * worker 0's private copy (worker 0's to write): a value the app
+		 * scribbled costs one needless hand-off */
+		if (wk != 0 && IPK_SVC_LOAD_RLX(&a->ctl.ring->sq_tail.v) !=
+		                   IPK_SVC_LOAD_RLX(&a->ctl.ring->sq_head.v))
 			d_ho_give(a, wk, 0, D_PRIO_MAX, 0);
 	}
 	d_ho_take(a, wk);

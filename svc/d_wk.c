@@ -1,12 +1,13 @@
 /*
  * ipkitd --workers N (svc/README.md, "Workers"): the runtime's worker threads run
- * d_wk_run, one node each; the daemon's shared state is behind one lock (d->mu).
+ * d_wk_run, one node each, each under its own lock (W[i]; the lock split below).
  * With one worker none of this runs except the no-op lock calls: the main thread
  * is the worker (ipkitd.c d_loop).
  */
 #include "daemon.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,47 +17,152 @@
 
 static void d_wk_run(struct ipk_workers *ws, unsigned idx, void *arg);
 
-/* The big lock (--workers > 1): every worker's pass and poll, and the control
- * thread's set-up and reclaim, run under d->mu, so the daemon's tables (ports,
- * levels, sockets, regions) have one writer at a time. `waiters` lets a thread
- * that holds it in a loop step aside (d_relax): a mutex is not fair. */
+/* The locks (--workers > 1, svc/README.md "Workers: the lock split"):
+ *  - W[i] (d->wk[i].mu): worker i holds it for its pass and its node's poll and
+ *    lets it go to sleep; nobody else takes it but the control thread and, for a
+ *    rare control operation that touches other workers' sockets, worker 0
+ *    (d_world_stop). So in the common case it is uncontended and the workers'
+ *    passes run in parallel.
+ *  - the control thread (set-up, death, shutdown) takes every W in index order
+ *    (d_lock): it may touch any state, as the big lock let it.
+ *  - the port lock (d->pmu, d_plock): the port tables and what the circles read
+ *    of their members; taken inside a W.
+ *  - an application's lock (a->amu, d_alock): its socket table, ring allocator
+ *    and zero-copy records; taken inside a W (and inside the port lock).
+ * Lock order: W[0] < W[1] < ... < port lock < application lock. A worker never
+ * takes a lower-numbered W than its own, so no cycle.
+ * IPKITD_BIG_LOCK=1 makes every W the same mutex (wk[0].mu): the passes are
+ * serialised again, for comparison (d_wmu). */
+static pthread_mutex_t *d_wmu(struct d_wk *w)
+{
+	return w->d->big ? &w->d->wk[0].mu : &w->mu;
+}
+
+static struct d_wk *d_wmu_owner(struct d_wk *w)
+{
+	return w->d->big ? &w->d->wk[0] : w;
+}
+
+void d_wlock(struct d_wk *w)
+{
+	struct d_wk *o;
+	if (!w->d->mt)
+		return;
+	o = d_wmu_owner(w);
+	__atomic_add_fetch(&o->waiters, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&o->mu);
+	__atomic_sub_fetch(&o->waiters, 1, __ATOMIC_RELAXED);
+}
+
+void d_wunlock(struct d_wk *w)
+{
+	if (w->d->mt)
+		pthread_mutex_unlock(d_wmu(w));
+}
+
+/* The control thread: every worker excluded (W in index order). */
 void d_lock(struct d_daemon *d)
 {
+	unsigned i;
 	if (!d->mt)
 		return;
-	__atomic_add_fetch(&d->waiters, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&d->mu);
-	__atomic_sub_fetch(&d->waiters, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < (d->big ? 1u : d->nw); i++)
+		d_wlock(&d->wk[i]);
 }
 
 void d_unlock(struct d_daemon *d)
 {
-	if (d->mt)
-		pthread_mutex_unlock(&d->mu);
-}
-
-/* Between two turns of a worker that keeps going: if another thread waits for the
- * lock, let it in. A mutex lets the thread that unlocks take it straight back
- * (the waiter is still waking up), so wait until the waiter has it, bounded by
- * 2 ms (then go on: the waiter gets it at the next turn). */
-static void d_relax(struct d_daemon *d)
-{
-	uint64_t t0;
-	if (!__atomic_load_n(&d->waiters, __ATOMIC_RELAXED))
+	unsigned i;
+	if (!d->mt)
 		return;
-	d_unlock(d);
-	t0 = d_now();
-	while (__atomic_load_n(&d->waiters, __ATOMIC_RELAXED) && d_now() - t0 < 2000000)
-		sched_yield();
-	d_lock(d);
+	for (i = d->big ? 1u : d->nw; i-- > 0;)
+		d_wunlock(&d->wk[i]);
 }
 
-/* Wake worker w if it sleeps (under d->mu, as `sleeping` is written): it has
- * work another thread gave it. A no-op for an awake worker or one thread. */
+/* Worker wk (0: the control ring's) excludes the other workers for an operation
+ * that touches their sockets (ADOPT of a parent's connection): the higher W in
+ * order, so the lock order holds. Rare: not on any per-operation path. */
+void d_world_stop(struct d_daemon *d, unsigned wk)
+{
+	unsigned i;
+	if (!d->mt || d->big)
+		return;
+	for (i = wk + 1; i < d->nw; i++)
+		d_wlock(&d->wk[i]);
+}
+
+void d_world_start(struct d_daemon *d, unsigned wk)
+{
+	unsigned i;
+	if (!d->mt || d->big)
+		return;
+	for (i = d->nw; i-- > wk + 1;)
+		d_wunlock(&d->wk[i]);
+}
+
+/* The port lock may be asked again by a function the holder calls (a release
+ * inside a reclaim, a claim inside an autobind): a per-thread depth makes the
+ * nesting free instead of a recursive mutex. */
+static __thread unsigned d_pdepth;
+
+void d_plock(struct d_daemon *d)
+{
+	if (d->mt && d_pdepth++ == 0)
+		pthread_mutex_lock(&d->pmu);
+}
+
+void d_punlock(struct d_daemon *d)
+{
+	if (d->mt && --d_pdepth == 0)
+		pthread_mutex_unlock(&d->pmu);
+}
+
+void d_alock(struct d_app *a)
+{
+	if (a->d->mt && a->amu_ok)
+		pthread_mutex_lock(&a->amu);
+}
+
+void d_aunlock(struct d_app *a)
+{
+	if (a->d->mt && a->amu_ok)
+		pthread_mutex_unlock(&a->amu);
+}
+
+/* Between two turns of a worker that keeps going: if another thread waits for its
+ * W (the control thread, or worker 0 stopping the world), let it in. A mutex lets
+ * the thread that unlocks take it straight back (the waiter is still waking up),
+ * so wait until the waiter has it, bounded by 2 ms (then go on: the waiter gets
+ * it at the next turn). */
+static void d_relax(struct d_wk *w)
+{
+	struct d_wk *o = d_wmu_owner(w);
+	uint64_t t0;
+	if (!__atomic_load_n(&o->waiters, __ATOMIC_RELAXED))
+		return;
+	d_wunlock(w);
+	t0 = d_now();
+	while (__atomic_load_n(&o->waiters, __ATOMIC_RELAXED) && d_now() - t0 < 2000000)
+		sched_yield();
+	d_wlock(w);
+}
+
+/* Wake worker w if it sleeps: it has work another thread gave it. The caller
+ * published the work first (a message, a hand-off bit, an active socket); seq_cst
+ * here and in d_wk_sleep_ok forbid both sides reading the other's old value (the
+ * kicker sees sleeping 0 while the sleeper missed the work). A no-op with one
+ * thread. */
+static __thread int d_cur_wk = -1; /* the worker this thread runs, or -1 */
+
 void d_kick(struct d_wk *w)
 {
 	uint64_t one = 1;
-	if (!w->d->mt || !w->sleeping)
+	if (!w->d->mt || (int)w->idx == d_cur_wk)
+		return; /* a running worker is not asleep */
+	/* seq_cst fence: the caller's publication (a release store, a ring commit)
+	 * may not pass this load of `sleeping` (store-load order) */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&w->sleeping, __ATOMIC_SEQ_CST))
 		return;
 	if (write(w->kick_fd, &one, sizeof one) < 0) {
 		/* EAGAIN: the counter is already non-zero, it wakes anyway */
@@ -79,6 +185,18 @@ unsigned d_flow_worker(const struct d_daemon *d, uint32_t peer_be, uint16_t ppor
 {
 	uint32_t h = ipk_rss_hash_frame4(d->rss_key, 0, 6, 0, peer_be, d->cfg.ip4_be, pport_be,
 	                                 lport_be);
+	int q = ipk_rss_queue(d->reta, 128, h);
+	return q < 0 || (unsigned)q >= d->nw ? 0 : (unsigned)q;
+}
+
+/* As d_flow_worker for a TCP flow over IPv6 from our address src (the core's
+ * choice for the peer, ipk_ip6_src_select) and lport to peer:pport: the
+ * steering's hash of the frames that will come back (symmetric key: either
+ * direction hashes alike). */
+unsigned d_flow_worker6(const struct d_daemon *d, const uint8_t peer[16], uint16_t pport_be,
+                        const uint8_t src[16], uint16_t lport_be)
+{
+	uint32_t h = ipk_rss_hash_frame6(d->rss_key, 0, 6, 0, peer, src, pport_be, lport_be);
 	int q = ipk_rss_queue(d->reta, 128, h);
 	return q < 0 || (unsigned)q >= d->nw ? 0 : (unsigned)q;
 }
@@ -115,7 +233,13 @@ int d_start_workers(struct d_daemon *d, char *err, size_t errlen)
 		}
 		w->ev_kick.kind = D_EV_KICK;
 		d_ep_add_to(w->ep, w->kick_fd, &w->ev_kick, EPOLLIN);
+		w->pc = (struct d_pce *)calloc(D_PCACHE, sizeof *w->pc);
+		if (!w->pc) {
+			snprintf(err, errlen, "workers: out of memory");
+			return -1;
+		}
 	}
+	d->port_gen = 1; /* an empty cache entry (gen 0) never matches */
 	if (d_msg_init(d) < 0) {
 		snprintf(err, errlen, "workers: out of memory");
 		return -1;
@@ -123,7 +247,10 @@ int d_start_workers(struct d_daemon *d, char *err, size_t errlen)
 	wc.node_apps = apps;
 	wc.run = d_wk_run;
 	wc.run_arg = d;
-	pthread_mutex_init(&d->mu, NULL);
+	for (i = 0; i < d->nw; i++)
+		pthread_mutex_init(&d->wk[i].mu, NULL);
+	pthread_mutex_init(&d->pmu, NULL);
+	d->big = getenv("IPKITD_BIG_LOCK") && atoi(getenv("IPKITD_BIG_LOCK")) == 1;
 	d->mt = 1;
 	d->awake = d->nw;
 	d_lock(d);
@@ -136,11 +263,14 @@ int d_start_workers(struct d_daemon *d, char *err, size_t errlen)
 	d_unlock(d);
 	if (!d->ws) {
 		d->mt = 0;
-		pthread_mutex_destroy(&d->mu);
+		for (i = 0; i < d->nw; i++)
+			pthread_mutex_destroy(&d->wk[i].mu);
+		pthread_mutex_destroy(&d->pmu);
 		return -1;
 	}
-	fprintf(stderr, "ipkitd: %u workers, %s steering\n", d->nw,
-	        ipk_workers_steering(d->ws) == IPK_STEER_SOFT ? "soft" : "queue");
+	fprintf(stderr, "ipkitd: %u workers, %s steering, %s\n", d->nw,
+	        ipk_workers_steering(d->ws) == IPK_STEER_SOFT ? "soft" : "queue",
+	        d->big ? "one lock (IPKITD_BIG_LOCK=1)" : "a lock per worker");
 	return 0;
 }
 
@@ -149,7 +279,8 @@ int d_start_workers(struct d_daemon *d, char *err, size_t errlen)
  * and leaves its own lower levels for its next pass), but only until that worker
  * has had one pass: so a higher level anywhere goes first, and a lower level still
  * gets its share at least once per pass of the worker it yields to (no level
- * starves, as within one worker). Under d->mu. */
+ * starves, as within one worker). Under W[wk]; the other workers' counts are
+ * atomics read as hints. */
 int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl)
 {
 	struct d_wk *w = &d->wk[wk];
@@ -200,7 +331,7 @@ struct d_app *d_first(struct d_daemon *d, unsigned wk)
 	return a ? a : d->apps;
 }
 
-/* A worker's sleep (--workers > 1), without the lock: its node, its kick and
+/* A worker's sleep (--workers > 1), without its lock: its node, its kick and
  * (worker 0) the doorbells. Doorbells only say "look": the pass that follows takes
  * the bitmap. */
 static void d_wk_sleep(struct d_wk *w, int timeout_ms)
@@ -216,43 +347,107 @@ static void d_wk_sleep(struct d_wk *w, int timeout_ms)
 		if (ev[i].data.ptr == &w->ev_kick && read(w->kick_fd, &v, sizeof v) < 0) {
 			/* EAGAIN: drained already */
 		}
-	d_lock(w->d);
+}
+
+/* Work of worker wk's own left (no sleep): sockets to look at again, hand-offs,
+ * messages. *ovf: a CQ was full or an outbox waits (sleep at most 1 ms). */
+static int d_wk_busy(struct d_daemon *d, unsigned wk, int *ovf)
+{
+	struct d_app *a;
+	*ovf = d->wk[wk].ob_h != NULL;
+	for (a = d->apps; a; a = a->next) {
+		*ovf |= a->ready && a->pw[wk].ovf_wait;
+		if (a->ready && (a->pw[wk].rescan || d_ho_pending(&a->pw[wk])))
+			return 1;
+	}
+	return d_msg_pending(d, wk);
+}
+
+/* Worker w is awake again (or did not go to sleep after all): the first one
+ * awake lowers daemon_sleeping (applications stop ringing). */
+static void d_wk_woke(struct d_daemon *d, struct d_wk *w)
+{
+	__atomic_store_n(&w->sleeping, 0, __ATOMIC_SEQ_CST);
+	if (__atomic_fetch_add(&d->awake, 1, __ATOMIC_SEQ_CST) == 0)
+		d_awake(d);
+}
+
+/* May worker w sleep? Two Dekker pairs, now that no lock orders the workers:
+ *  - against a kicker: `sleeping` is stored (seq_cst) before w looks for work
+ *    once more; a kicker publishes its work before it reads `sleeping` (d_kick).
+ *    Either w sees the work, or the kicker sees w sleeping and writes the kick
+ *    fd (which stays readable until w's epoll_wait).
+ *  - against the applications: the worker that takes `awake` to 0 is the last
+ *    one awake and raises daemon_sleeping everywhere before its last look at
+ *    submit_seq (d_sleep_flags); a worker that wakes from 0 lowers them. A
+ *    worker awake when the flags are up costs only needless doorbells; all
+ *    asleep with a flag down cannot happen (whoever lowered it is awake and
+ *    raises it when it is the last to go).
+ * 1: committed (sleeping set, awake counted down); 0: go round again. */
+static int d_wk_sleep_ok(struct d_daemon *d, struct d_wk *w, int *ovf)
+{
+	if (d_wk_busy(d, w->idx, ovf))
+		return 0;
+	__atomic_store_n(&w->sleeping, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (d_wk_busy(d, w->idx, ovf)) {
+		__atomic_store_n(&w->sleeping, 0, __ATOMIC_SEQ_CST);
+		return 0;
+	}
+	if (__atomic_sub_fetch(&d->awake, 1, __ATOMIC_SEQ_CST) == 0 &&
+	    !d_sleep_flags(d, w->idx)) {
+		d_wk_woke(d, w);
+		return 0;
+	}
+	return 1;
+}
+
+/* Both passes inside their critical sections at once: counted per worker at the
+ * start and the end of its pass (in_pass is stored under its W, so with the big
+ * lock no other worker can be seen inside: 0 by construction). */
+static void d_overlap_look(struct d_daemon *d, struct d_wk *w, int *seen)
+{
+	unsigned j;
+	for (j = 0; j < d->nw && !*seen; j++)
+		if (j != w->idx && __atomic_load_n(&d->wk[j].in_pass, __ATOMIC_RELAXED))
+			*seen = 1;
 }
 
 /* Worker idx's loop (runtime/workers.c calls it on the worker's thread): the same
- * turn as d_loop over the sockets this worker owns, under d->mu. */
+ * turn as d_loop over the sockets this worker owns, under its own W. */
 static void d_wk_run(struct ipk_workers *ws, unsigned idx, void *arg)
 {
 	struct d_daemon *d = (struct d_daemon *)arg;
 	struct d_wk *w = &d->wk[idx];
 	uint64_t last_work = 0, spin = (uint64_t)d->cfg.spin_us * 1000u;
-	d_lock(d);
+	d_cur_wk = (int)idx;
+	d_wlock(w);
 	while (!ipk_workers_stopping(ws)) {
-		int work = 0, ovf;
+		int work = 0, ovf, seen = 0;
+		__atomic_store_n(&w->in_pass, 1, __ATOMIC_RELAXED);
+		d_overlap_look(d, w, &seen);
 		work += d_serve(d, idx);
 		work += ipk_node_poll(w->node, 0) > 0;
 		d_wake_apps(d, idx);
+		d_overlap_look(d, w, &seen);
+		__atomic_store_n(&w->in_pass, 0, __ATOMIC_RELAXED);
+		w->overlap += (uint64_t)seen;
 		if (work && spin)
 			last_work = d_now();
 		if (work || d->cfg.busy_poll || (spin && d_now() - last_work < spin)) {
-			d_relax(d);
+			d_relax(w);
 			continue;
 		}
-		if (!d_may_sleep(d, idx, &ovf) || ipk_io_arm(ipk_node_io(w->node)) > 0) {
-			if (d->awake == 1)
-				d_awake(d);
-			d_relax(d);
+		if (ipk_io_arm(ipk_node_io(w->node)) > 0 || !d_wk_sleep_ok(d, w, &ovf)) {
+			d_relax(w);
 			continue;
 		}
-		w->sleeping = 1;
-		d->awake--;
-		d_unlock(d);
-		d_wk_sleep(w, d_timeout_ms(w, ovf)); /* returns with the lock */
-		w->sleeping = 0;
-		if (d->awake++ == 0)
-			d_awake(d);
+		d_wunlock(w);
+		d_wk_sleep(w, d_timeout_ms(w, ovf));
+		d_wlock(w);
+		d_wk_woke(d, w);
 	}
-	d_unlock(d);
+	d_wunlock(w);
 }
 
 void d_wk_report(struct d_daemon *d)
@@ -267,7 +462,7 @@ void d_wk_report(struct d_daemon *d)
 		        "connected %llu datagrams %llu rx_frames %llu wrong_queue %llu "
 		        "handed_in %llu handed_out %llu msgs_in %llu msgs_out %llu msg_gone %llu "
 		        "msg_full %llu acc_out %llu acc_in %llu acc_done %llu acc_reaped %llu loop_cross %llu "
-		        "port_in %llu\n", i,
+		        "port_in %llu overlap %llu passes %llu pc_hit %llu pc_miss %llu\n", i,
 		        (unsigned long long)w->socks, (unsigned long long)w->sqes,
 		        (unsigned long long)w->accepted, (unsigned long long)w->connected,
 		        (unsigned long long)w->udp_rx, (unsigned long long)st.rx_frames,
@@ -277,6 +472,8 @@ void d_wk_report(struct d_daemon *d)
 		        (unsigned long long)w->msg_full, (unsigned long long)w->acc_out,
 		        (unsigned long long)w->acc_in, (unsigned long long)w->acc_done,
 		        (unsigned long long)w->acc_reaped,
-		        (unsigned long long)w->loop_cross, (unsigned long long)w->port_in);
+		        (unsigned long long)w->loop_cross, (unsigned long long)w->port_in,
+		        (unsigned long long)w->overlap, (unsigned long long)w->passes,
+		        (unsigned long long)w->pc_hit, (unsigned long long)w->pc_miss);
 	}
 }

@@ -51,15 +51,19 @@ static void d_zc_unlink(struct d_zc *z)
 static void d_zc_free(struct d_zc *z)
 {
 	struct d_app *a = z->app;
+	int last;
 	d_zc_unlink(z);
+	d_alock(a); /* the app's list and count: every worker's records are on it */
 	if (z->aprev)
 		z->aprev->anext = z->anext;
 	else
 		a->zc_all = z->anext;
 	if (z->anext)
 		z->anext->aprev = z->aprev;
+	last = --a->zc_out == 0 && a->zc_dead;
+	d_aunlock(a);
 	free(z);
-	if (--a->zc_out == 0 && a->zc_dead) {
+	if (last) {
 		fprintf(stderr, "ipkitd: app %u region unmapped: its last zero-copy send was "
 		        "released\n", a->id);
 		d_app_final(a->d, a);
@@ -123,11 +127,13 @@ static struct d_zc *d_zc_open(struct d_daemon *d, struct d_sock *s, struct d_op 
 	if (z->next)
 		z->next->prev = z;
 	s->zc_h = z;
+	d_alock(s->app);
 	s->app->zc_out++;
 	z->anext = s->app->zc_all;
 	if (z->anext)
 		z->anext->aprev = z;
 	s->app->zc_all = z;
+	d_aunlock(s->app);
 	op->zc = z;
 	return z;
 }

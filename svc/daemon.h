@@ -57,6 +57,28 @@ struct d_cfg {
 
 struct d_zc;
 struct spsc;
+
+/* A port lookup a worker remembers (d_pcache.c): valid while the daemon's port
+ * generation has not moved since. Only a port held by one socket is remembered:
+ * the socket itself when it is the worker's own (only its owner frees it), else
+ * its ids for a message. */
+#define D_PCACHE 1024u
+struct d_pce {
+	uint32_t gen;                /* d->port_gen when filled (0: empty) */
+	uint16_t port_be;
+	uint8_t type, fam;
+	struct d_sock *s;            /* the worker's own socket, or NULL */
+	struct d_app *app;           /* its application (alive while a W is held) */
+	uint32_t app_id, sock_id;
+	unsigned wk, prio;
+};
+struct d_pref {                      /* a lookup's answer */
+	struct d_sock *s;            /* ours (usable), or NULL */
+	struct d_app *app;
+	uint32_t app_id, sock_id;
+	unsigned wk, prio;
+	int found;
+};
 struct d_pdelay;
 
 /* cross-worker messages (d_msg.c) */
@@ -155,6 +177,9 @@ struct d_sock {
 	int inherit;                 /* joins its parent's listener (IPK_SVC_SQE_F_INHERIT, d_family.c) */
 	int port_member;             /* holds lport_be in the port table (d_port.c) */
 	struct d_sock *port_next;    /* the other sockets on the port, a circle */
+	int listening;               /* state is D_LISTEN, as the port's circle sees
+	                              * it: written under the port lock, read by any
+	                              * worker's SYN (state itself is the owner's) */
 	struct ipk_pkt *rxh, *rxt;   /* held payload (clones), linked by ->user */
 	struct d_op conn_op;         /* CONNECT in flight */
 	unsigned move_to;            /* with move: the worker its CONNECT's flow reaches */
@@ -296,6 +321,12 @@ struct d_app {
 	struct d_zc *zc_all;         /* those records */
 	int zc_dead;                 /* reclaimed: unmap and free at zc_out 0 */
 	int zombie;                  /* ... meanwhile on d->zombies */
+	pthread_mutex_t amu;         /* nw > 1: the socket table (slots, free list,
+	                              * nsocks, nlive), the ring allocator and the
+	                              * zero-copy records' list and count; taken at
+	                              * creation and destruction only, never by a
+	                              * SEND, RECV or NOP */
+	int amu_ok;                  /* amu initialised */
 };
 
 /* One worker: a node (context, backend queue) and, with --workers above 1, a
@@ -308,7 +339,17 @@ struct d_wk {
 	struct ipk_ctx *ctx;
 	int ep;                      /* --workers > 1: node fd, kick fd, (worker 0) bells */
 	int kick_fd;                 /* eventfd: another thread gave this worker work */
-	int sleeping;                /* in epoll_wait (under d->mu) */
+	pthread_mutex_t mu;          /* W[i] (nw > 1): this worker's pass and poll;
+	                              * the control thread takes every W in index
+	                              * order (d_lock); IPKITD_BIG_LOCK=1: every
+	                              * worker takes wk[0].mu instead (d_wmu) */
+	unsigned waiters;            /* threads waiting for mu (d_relax) */
+	int sleeping;                /* committed to epoll_wait: seq_cst store, read
+	                              * seq_cst by d_kick after the kicker published
+	                              * its work (a Dekker pair, d_wk_sleep_ok) */
+	int in_pass;                 /* inside d_serve + poll (atomic; overlap) */
+	uint64_t overlap;            /* its passes during which another worker was
+	                              * inside its own: the lock split's proof */
 	struct d_ev ev_node, ev_kick;
 	uint32_t passes, rot;
 	uint32_t act_lvl[D_PRIO_MAX];  /* its active sockets per level, all apps */
@@ -342,6 +383,8 @@ struct d_wk {
 	                              * has it (d_pinst.c; this worker's thread, or
 	                              * the control thread in a reclaim) */
 	uint64_t port_in;            /* INSTALL / REMOVE messages it applied */
+	struct d_pce *pc;            /* nw > 1: its port cache (D_PCACHE entries) */
+	uint64_t pc_hit, pc_miss;    /* lookups answered by it / under the port lock */
 	struct d_pdelay *pd;         /* test knob IPKITD_INSTALL_DELAY_MS: INSTALLs
 	                              * held back (d_pinst.c); npd of D_PDELAY_MAX */
 	unsigned npd;
@@ -353,11 +396,14 @@ struct d_daemon {
 	unsigned nw;
 	struct ipk_workers *ws;      /* nw > 1 */
 	struct spsc *mq;             /* nw > 1: nw * nw message rings (d_msg.c) */
-	pthread_mutex_t mu;          /* nw > 1: all daemon state below (the big lock) */
-	int mt;                      /* nw > 1: threads, take mu */
-	unsigned waiters;            /* threads waiting for mu (d_relax) */
+	pthread_mutex_t pmu;         /* nw > 1: the port tables, their circles, the
+	                              * ephemeral cursors, pgen, the zombie list
+	                              * (d_plock; taken inside a W, never around one) */
+	int mt;                      /* nw > 1: threads, take the locks */
+	int big;                     /* IPKITD_BIG_LOCK=1: one lock for every worker
+	                              * (the comparison the split is measured against) */
 	uint64_t ev_ns;              /* when the control thread's epoll batch returned */
-	unsigned awake;              /* workers not in epoll_wait (under mu) */
+	unsigned awake;              /* workers not committed to sleep (atomic) */
 	unsigned next_wk;            /* round robin of new sockets */
 	uint8_t rss_key[IPK_RSS_KEY_LEN];
 	uint16_t reta[128];
@@ -378,6 +424,8 @@ struct d_daemon {
 	uint32_t lvl_socks[D_PRIO_MAX]; /* live sockets per level (--low-inflight
 	                                 * limits a level only while a higher one has any) */
 	uint64_t inst_delay_ns;      /* test knob (d_pinst.c), 0: none */
+	uint32_t port_gen;           /* moves (under the port lock, release) with every
+	                              * change a port cache could have seen (d_pcache.c) */
 	uint32_t *pgen;              /* nw > 1: per (type, port) the generation of
 	                              * its last install (d_pinst.c; port lock) */
 	int reclaiming;              /* d_app_reclaim runs: it may touch every worker's
@@ -392,6 +440,21 @@ static inline struct d_sock **d_slot(const struct d_app *a, uint32_t idx)
 static inline uint8_t *d_slot_gen(const struct d_app *a, uint32_t idx)
 {
 	return &a->sdir[idx >> D_SPAGE_BITS]->gen[idx & (D_SPAGE - 1)];
+}
+/* Lock-free readers of the table (a harvest, a message's receiver, worker 0's
+ * CLOSE): a slot and nsocks are stored with release under the app's mutex and
+ * loaded with acquire, so a socket found is fully made. */
+static inline struct d_sock *d_slot_get(const struct d_app *a, uint32_t idx)
+{
+	return __atomic_load_n(d_slot(a, idx), __ATOMIC_ACQUIRE);
+}
+static inline void d_slot_set(const struct d_app *a, uint32_t idx, struct d_sock *s)
+{
+	__atomic_store_n(d_slot(a, idx), s, __ATOMIC_RELEASE);
+}
+static inline uint32_t d_nsocks(const struct d_app *a)
+{
+	return __atomic_load_n(&a->nsocks, __ATOMIC_ACQUIRE);
 }
 
 static inline struct d_wk *d_sw(const struct d_sock *s) { return &s->app->d->wk[s->wk]; }
@@ -450,6 +513,7 @@ void d_ep_node(struct d_wk *w, int ep);
 void d_ep_add_to(int ep, int fd, struct d_ev *ev, uint32_t events);
 int d_serve(struct d_daemon *d, unsigned wk);
 int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf);
+int d_sleep_flags(struct d_daemon *d, unsigned wk);
 void d_awake(struct d_daemon *d);
 int d_timeout_ms(struct d_wk *w, int ovf);
 int d_bell_ep(const struct d_daemon *d);
@@ -457,10 +521,20 @@ int d_bell_ep(const struct d_daemon *d);
 /* d_wk.c: --workers N */
 void d_lock(struct d_daemon *d);
 void d_unlock(struct d_daemon *d);
+void d_wlock(struct d_wk *w);
+void d_wunlock(struct d_wk *w);
+void d_plock(struct d_daemon *d);
+void d_punlock(struct d_daemon *d);
+void d_alock(struct d_app *a);
+void d_aunlock(struct d_app *a);
+void d_world_stop(struct d_daemon *d, unsigned wk);
+void d_world_start(struct d_daemon *d, unsigned wk);
 void d_kick(struct d_wk *w);
 void d_kick_all(struct d_daemon *d);
 unsigned d_flow_worker(const struct d_daemon *d, uint32_t peer_be, uint16_t pport_be,
                        uint16_t lport_be);
+unsigned d_flow_worker6(const struct d_daemon *d, const uint8_t peer[16], uint16_t pport_be,
+                        const uint8_t src[16], uint16_t lport_be);
 int d_start_workers(struct d_daemon *d, char *err, size_t errlen);
 int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl);
 struct d_app *d_first(struct d_daemon *d, unsigned wk);
@@ -493,6 +567,7 @@ int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq);
 int d_sock_attach(struct d_sock *s);
 struct d_sock *d_sock_alloc(struct d_app *a, int type);
 struct d_sock *d_sock_find(struct d_app *a, uint32_t id);
+struct d_sock *d_sock_find_wk(struct d_app *a, uint32_t id, unsigned wk, unsigned *owner);
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
 void d_sock_level(struct d_sock *s, unsigned lvl);
 void d_sock_unring(struct d_sock *s);
@@ -508,6 +583,8 @@ int d_msg_init(struct d_daemon *d);
 void d_msg_fini(struct d_daemon *d);
 int d_msg_send(struct d_daemon *d, unsigned from, const struct d_sock *s, uint32_t kind,
                void *p);
+int d_msg_send_id(struct d_daemon *d, unsigned from, unsigned to, uint32_t app_id,
+                  uint32_t sock_id, uint32_t kind, void *p);
 int d_msg_post(struct d_daemon *d, unsigned from, unsigned to, uint32_t kind, uint32_t app_id,
                uint32_t sock_id, uint64_t arg, int32_t res, void *p);
 int d_acc_cross(struct d_daemon *d, struct d_sock *l, struct d_sock *w);
@@ -530,6 +607,14 @@ int d_pinst_msg(struct d_daemon *d, unsigned wk, unsigned from, uint32_t kind, u
 void d_pinst_tick(struct d_daemon *d, unsigned wk);
 int d_pinst_answer(struct d_daemon *d, unsigned wk, uint32_t app_id, uint32_t sock_id,
                    uint64_t gen, int32_t res);
+
+/* d_pcache.c: port lookups without the port lock while nothing changed */
+void d_pcache_bump(struct d_daemon *d);
+int d_udp_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, uint32_t from_ip_be,
+              uint16_t from_port_be, unsigned fam, struct d_pref *r);
+struct d_sock *d_syn_mine(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam);
+void d_syn_remember(struct d_daemon *d, unsigned wk, struct d_sock *l, uint16_t port_be,
+                    unsigned fam);
 
 /* d_port.c */
 int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be, int wait);
@@ -558,11 +643,14 @@ struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip
 
 /* d_loop.c */
 int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);
-void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op);
+void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op,
+                    const uint8_t *addr6);
 void d_loop_tx(struct d_daemon *d, struct d_sock *s);
 uint32_t d_loop_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
 void d_loop_unpair(struct d_daemon *d, struct d_sock *s, int graceful);
-void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e);
+void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe *e,
+                   const uint8_t *addr6);
+int d_loop6_addr(const struct d_sock *s, const uint8_t a[16]);
 struct d_dgram *d_dgram_new(struct d_sock *s, uint32_t len);
 struct d_dgram *d_dgram_alloc(uint32_t len);
 int d_dgram_room(struct d_sock *s, uint32_t len);

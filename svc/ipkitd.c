@@ -60,7 +60,9 @@ static const char d_help[] =
 	"                       then one per worker; with one worker the main thread)\n"
 	"  --busy-poll          never sleep\n"
 	"  --spin-us N          after work, keep polling N microseconds before sleeping\n"
-	"                       (default 50, 0 = sleep at once, at most 100000)\n"
+	"                       (default 50; 0 on a machine with 2 CPUs or fewer, where\n"
+	"                       the spin takes the CPU its applications need; 0 = sleep\n"
+	"                       at once, at most 100000)\n"
 	"  --config FILE        read options from FILE, one 'option value' a line ('#' comments)\n"
 	"  --verbose            log each application\n"
 	"  --help               this text\n"
@@ -292,7 +294,12 @@ static void d_cfg_default(struct d_cfg *c)
 	c->max_sq = 4096;
 	c->max_cq = 8192;
 	c->max_socks = 65536;
-	c->spin_us = 50;
+	/* the spin saves the applications a doorbell when they answer within it, but
+	 * on 2 CPUs it competes with them and with their peers for the CPU, and on
+	 * TAP each of its polls is a readv: libipkit-preload figures there, system
+	 * calls per request in ipkitd 7-12 with 50 us, 2.2-2.8 with 0
+	 * (svc/preload/README.md, "Figures") */
+	c->spin_us = sysconf(_SC_NPROCESSORS_ONLN) > 2 ? 50 : 0;
 	c->prio_levels = 3;
 	c->prio_default = 1;
 	c->prio_share = 16;
@@ -459,23 +466,13 @@ static void d_events_wait(struct d_daemon *d, int timeout_ms)
 }
 
 /* Raise daemon_sleeping everywhere, then look once more: an app that published
- * before seeing the flag is caught here, one that published after rings. With
- * several workers only the last one awake does it (under d->mu): while any worker
+ * before seeing the flag is caught here, one that published after rings. 1: no
+ * application submitted since worker wk's last look. With several workers only
+ * the last one going to sleep calls it (d_wk.c d_wk_sleep_ok): while any worker
  * is awake, its passes take the bitmap and kick the owners. */
-int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf)
+int d_sleep_flags(struct d_daemon *d, unsigned wk)
 {
 	struct d_app *a;
-	*ovf = 0;
-	for (a = d->apps; a; a = a->next) {
-		*ovf |= a->ready && a->pw[wk].ovf_wait;
-		if (a->ready && (a->pw[wk].rescan || d_ho_pending(&a->pw[wk])))
-			return 0;
-	}
-	if (d->mt && d_msg_pending(d, wk))
-		return 0;
-	*ovf |= d->wk[wk].ob_h != NULL; /* its outbox: look again within 1 ms */
-	if (d->mt && d->awake > 1)
-		return 1;
 	for (a = d->apps; a; a = a->next)
 		if (a->ready)
 			IPK_SVC_STORE_RLX(&a->hdr->daemon_sleeping.v, 1);
@@ -489,6 +486,19 @@ int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf)
 			return 0;
 	}
 	return 1;
+}
+
+/* One worker: may the loop sleep? */
+int d_may_sleep(struct d_daemon *d, unsigned wk, int *ovf)
+{
+	struct d_app *a;
+	*ovf = 0;
+	for (a = d->apps; a; a = a->next) {
+		*ovf |= a->ready && a->pw[wk].ovf_wait;
+		if (a->ready && (a->pw[wk].rescan || d_ho_pending(&a->pw[wk])))
+			return 0;
+	}
+	return d_sleep_flags(d, wk);
 }
 
 void d_awake(struct d_daemon *d)
@@ -621,11 +631,14 @@ static void d_shutdown(struct d_daemon *d)
 	d_msg_fini(d); /* after the reclaims: the stack is stopped, nothing sends */
 	if (d->ws) {
 		ipk_workers_destroy(d->ws);
-		pthread_mutex_destroy(&d->mu);
+		for (i = 0; i < d->nw; i++)
+			pthread_mutex_destroy(&d->wk[i].mu);
+		pthread_mutex_destroy(&d->pmu);
 	} else if (d->wk) {
 		ipk_node_destroy(d->wk[0].node);
 	}
 	for (i = 0; d->wk && i < d->nw; i++) {
+		free(d->wk[i].pc);
 		if (d->wk[i].ep >= 0)
 			close(d->wk[i].ep);
 		if (d->wk[i].kick_fd >= 0)

@@ -1108,6 +1108,12 @@ int ipk_icmp6_echo(struct ipk_ctx *ctx, const uint8_t dst[16], uint16_t id_be, u
 /* Our IPv6 addresses in use (DAD passed): up to max copied into out; returns the
  * count copied. Link-local first. */
 int ipk_ip6_addrs(const struct ipk_ctx *ctx, uint8_t (*out)[16], int max);
+/* The source address this context's ipk_tcp_connect_addr and ipk_udp_sendto_addr use
+ * towards dst (RFC 6724 §5 reduced to its scope rule: link-local for a link-scope
+ * destination, else a preferred global address, a deprecated one last): returns 1 with out
+ * filled, 0 when no address is usable yet (DAD running). Lets a caller that steers
+ * flows itself (ipkitd --workers) hash a connection's 4-tuple before opening it. */
+int ipk_ip6_src_select(const struct ipk_ctx *c, const uint8_t dst[16], uint8_t out[16]);
 
 /*
  * TCP over IPv6 (issue 19; docs/ipv6-core.md). One connection table serves both

@@ -293,6 +293,11 @@ int ipk_svc_submit(struct ipk_svc_sock *so);
  * one, and that pass takes this one too). Returns the number published, or -EPIPE
  * when the daemon is gone, as ipk_svc_submit. */
 int ipk_svc_submit_quiet(struct ipk_svc_sock *so);
+/* Ring the daemon's doorbell now if it sleeps (a write(2) then, else no system
+ * call): for entries published with ipk_svc_submit_quiet that something does wait
+ * on, rung later in one go (libipkit-preload rings once before its program waits
+ * instead of once per write). */
+void ipk_svc_ring(struct ipk_svc *svc);
 
 /* The oldest unseen completion of the socket: 0 and *cqe, or -EAGAIN when none.
  * The entry stays valid until ipk_svc_cqe_seen. */

@@ -79,7 +79,7 @@ int pl_post_recv(struct pl_sock *s)
 		/* with the other buffer's RECV still in flight, data arriving completes
 		 * that one: this one needs no doorbell (one system call less per request
 		 * when ipkitd sleeps between requests; the next SEND rings for both) */
-		if ((s->rx[i ^ 1].posted ? ipk_svc_submit_quiet(s->so) : ipk_svc_submit(s->so)) < 0)
+		if ((s->rx[i ^ 1].posted ? ipk_svc_submit_quiet(s->so) : pl_submit_data(s->so)) < 0)
 			return -ENETDOWN;
 	}
 	return 0;
@@ -315,7 +315,7 @@ static ssize_t pl_send1(struct pl_sock *s, const uint8_t *buf, size_t len)
 		done += n;
 		PL_COUNT(tx_ipk, n); /* what the program wrote, as send() said */
 	}
-	if (done && ipk_svc_submit(s->so) < 0)
+	if (done && pl_submit_data(s->so) < 0)
 		return -ENETDOWN;
 	pl_levels(s, 0);
 	return done ? (ssize_t)done : -EAGAIN;
@@ -666,6 +666,7 @@ int close(int fd)
 		return pl_r.close(fd);
 	}
 	pl_drop_name(fd, 1);
+	pl_ring(); /* its last writes go out now, not at the next wait */
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/eventfd.h>
 
 #include "preload.h"
 
@@ -89,13 +90,29 @@ static int pl_pset_collect(struct pl_pset *p, struct pollfd *fds, nfds_t n)
 	return ready;
 }
 
+static void pl_ep_watch(int fd);
+
+/* A kernel wait of a program with ipkit sockets: an epoll set inside it may hold
+ * some, so the deferred levels are written first (preload.h). */
+static int pl_kwait_done(int r, int in)
+{
+	int err = errno;
+	if (in)
+		pl_wait_leave();
+	errno = err;
+	return r;
+}
+#define PL_KWAIT(call) (pl_any_sock() ? (pl_wait_flush(), pl_kwait_done((call), 1)) : (call))
+
 static int pl_any_ipk(const struct pollfd *fds, nfds_t n)
 {
 	nfds_t i;
-	for (i = 0; i < n; i++)
-		if (pl_is_ipk(fds[i].fd))
-			return 1;
-	return 0;
+	int any = 0;
+	for (i = 0; i < n; i++) {
+		pl_ep_watch(fds[i].fd); /* an epoll set polled from outside */
+		any |= pl_is_ipk(fds[i].fd);
+	}
+	return any;
 }
 
 /* The loop: ask the sockets, sleep in the kernel, ask again. timeout_ns < 0: none. */
@@ -125,12 +142,16 @@ static int pl_poll_core(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const 
 			ts.tv_nsec = left % 1000000000;
 			tp = &ts;
 		}
+		pl_wait_flush(); /* deferred levels written before the kernel looks */
 		r = pl_r.ppoll(p.k, p.nk, tp, mask);
-		if (r < 0) {
-			rc = -errno;
+		rc = r < 0 ? -errno : 0;
+		pl_wait_leave();
+		if (r < 0)
 			break;
-		}
 		rc = pl_pset_collect(&p, fds, n);
+		for (i = 0; rc > 0 && i < n; i++)
+			if (p.s[i] && fds[i].revents)
+				pl_batch_set(1); /* the program handles an ipkit socket next */
 		if (rc > 0 || (end >= 0 && pl_now_ns() >= end))
 			break;
 		rc = 0; /* woken for what was asked no more: sleep again */
@@ -144,7 +165,7 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
 	int rc;
 	pl_resolve();
 	if (!pl_any_ipk(fds, n))
-		return pl_r.poll(fds, n, timeout);
+		return PL_KWAIT(pl_r.poll(fds, n, timeout));
 	rc = pl_poll_core(fds, n, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
 	return rc < 0 ? PL_ERR(-rc) : rc;
 }
@@ -161,7 +182,7 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
 	int rc;
 	pl_resolve();
 	if (!pl_any_ipk(fds, n))
-		return pl_r.ppoll(fds, n, ts, mask);
+		return PL_KWAIT(pl_r.ppoll(fds, n, ts, mask));
 	rc = pl_poll_core(fds, n, ts ? (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec : -1, mask);
 	return rc < 0 ? PL_ERR(-rc) : rc;
 }
@@ -170,12 +191,13 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
 
 static int pl_sets_ipk(int nfds, fd_set *r, fd_set *w, fd_set *e)
 {
-	int fd;
+	int fd, any = 0;
 	for (fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
-		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))) &&
-		    pl_is_ipk(fd))
-			return 1;
-	return 0;
+		if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))) {
+			pl_ep_watch(fd); /* an epoll set selected from outside */
+			any |= pl_is_ipk(fd);
+		}
+	return any;
 }
 
 /* select as poll (Linux's own select maps the same bits: POLLIN|POLLHUP|POLLERR
@@ -226,7 +248,7 @@ int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 	int rc;
 	pl_resolve();
 	if (nfds < 0 || nfds > FD_SETSIZE || !pl_sets_ipk(nfds, r, w, e))
-		return pl_r.select(nfds, r, w, e, tv);
+		return PL_KWAIT(pl_r.select(nfds, r, w, e, tv));
 	tns = tv ? (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000 : -1;
 	t0 = pl_now_ns();
 	rc = pl_select(nfds, r, w, e, tns, NULL);
@@ -246,7 +268,7 @@ int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts
 	int rc;
 	pl_resolve();
 	if (nfds < 0 || nfds > FD_SETSIZE || !pl_sets_ipk(nfds, r, w, e))
-		return pl_r.pselect(nfds, r, w, e, ts, mask);
+		return PL_KWAIT(pl_r.pselect(nfds, r, w, e, ts, mask));
 	rc = pl_select(nfds, r, w, e, ts ? (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec : -1,
 	               mask);
 	return rc < 0 ? PL_ERR(-rc) : rc;
@@ -260,16 +282,31 @@ int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts
  * EPOLLONESHOT. The user's events and data are kept here, per epoll descriptor,
  * indexed by the socket's descriptor. The tag sits in bits 40..63, which no user
  * pointer on Linux has (user space ends below 2^47); an integer tag with exactly
- * these bits would be mistaken for one of ours. */
+ * these bits would be mistaken for one of ours.
+ *
+ * Level-triggered registrations (without EPOLLONESHOT or EPOLLEXCLUSIVE) are kept
+ * level-triggered by the shim: the kernel holds them edge-triggered, every arrival
+ * writes the eventfd (a new edge), and a socket the set reported goes on the set's
+ * own list (`lt`), which every wait looks at again, reporting each socket that is
+ * still ready, as Linux re-queues a level-triggered item after reporting it. So the
+ * readable level never has to be cleared when the program has read everything (a
+ * read(2) per request saved: redis). While that list is not empty the wait only
+ * looks at the kernel (timeout 0). The set itself must still look ready to whoever
+ * sleeps on it in the kernel (another thread in epoll_wait on it, an outer epoll
+ * set or poll/select holding the epoll descriptor): then a hidden eventfd in the
+ * set (`pfd`, half 2) is set while the list is not empty. */
 #define PL_EP_TAG 0x1b4b17ull
 #define PL_EP_MAX 65536
-#define PL_EP_DUP (1ull << 33)
+#define PL_EP_PEND (PL_EP_TAG << 40 | 2ull << 32)
 
 struct pl_ereg {
 	uint32_t events;
 	int on, disarmed;
+	int emul;             /* level-triggered kept by the shim (edge in the kernel) */
+	int carried;          /* on the set's lt list */
 	uint64_t serial;      /* the socket's: a closed socket's number reused by another
 	                       * (even in the same reused memory) makes a stale entry */
+	uint64_t round;       /* the wait that last reported it (one entry per wait) */
 	epoll_data_t data;
 };
 
@@ -277,9 +314,20 @@ struct pl_eset {
 	pthread_mutex_t mu;
 	int cap;
 	struct pl_ereg *r;
+	int *lt, *lt2;        /* reported level-triggered sockets, oldest first */
+	int nlt, lt_cap;
+	uint64_t round;
+	int pfd;              /* the set's own level (-1: not made yet) */
+	int pend;             /* pfd's counter is set */
+	int sleepers;         /* threads in the kernel's wait on this set */
+	int watched;          /* the epoll descriptor is watched from outside */
+	int kfirst;           /* the kernel's answer goes before the lt list's */
+	int epfd;             /* the epoll descriptor (ONESHOT re-arms) */
 };
 
 static struct pl_eset *e_sets[PL_EP_MAX];
+static __thread int t_ipk; /* ipkit sockets this thread's wait reported */
+static uint8_t e_watched[PL_EP_MAX];
 static pthread_mutex_t e_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static struct pl_eset *pl_eset(int epfd, int create)
@@ -294,6 +342,9 @@ static struct pl_eset *pl_eset(int epfd, int create)
 	e = e_sets[epfd];
 	if (!e && (e = (struct pl_eset *)calloc(1, sizeof *e)) != NULL) {
 		pthread_mutex_init(&e->mu, NULL);
+		e->pfd = -1;
+		e->epfd = epfd;
+		e->watched = __atomic_load_n(&e_watched[epfd], __ATOMIC_RELAXED);
 		__atomic_store_n(&e_sets[epfd], e, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&e_mu);
@@ -303,17 +354,70 @@ static struct pl_eset *pl_eset(int epfd, int create)
 void pl_ep_forget(int epfd)
 {
 	struct pl_eset *e;
-	if (epfd < 0 || epfd >= PL_EP_MAX || !__atomic_load_n(&e_sets[epfd], __ATOMIC_RELAXED))
+	if (epfd < 0 || epfd >= PL_EP_MAX)
+		return;
+	if (__atomic_load_n(&e_watched[epfd], __ATOMIC_RELAXED))
+		__atomic_store_n(&e_watched[epfd], 0, __ATOMIC_RELAXED);
+	if (!__atomic_load_n(&e_sets[epfd], __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&e_mu);
 	e = e_sets[epfd];
 	__atomic_store_n(&e_sets[epfd], NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&e_mu);
 	if (e) { /* a thread still in epoll_wait on it is the caller's race, as in Linux */
+		int fd;
+		/* its number may name another set next: no socket may think this one
+		 * alone sees it (the pump would defer arrivals for a waiter on the new
+		 * set that no write of theirs wakes) */
+		for (fd = 0; fd < e->cap; fd++) {
+			struct pl_sock *s = e->r[fd].on ? pl_get(fd) : NULL;
+			int want = epfd;
+			if (!s)
+				continue;
+			__atomic_compare_exchange_n(&s->direct_epfd, &want, -1, 0, __ATOMIC_RELAXED,
+			                            __ATOMIC_RELAXED);
+			pl_put(s);
+		}
+		if (e->pfd >= 0)
+			pl_r.close(e->pfd);
 		pthread_mutex_destroy(&e->mu);
 		free(e->r);
+		free(e->lt);
+		free(e->lt2);
 		free(e);
 	}
+}
+
+/* The set's own level (under e->mu): set while reported level-triggered sockets
+ * wait to be looked at again and someone may sleep on the set in the kernel. */
+static void pl_ep_pend(struct pl_eset *e, int want)
+{
+	uint64_t v = 1;
+	ssize_t r = 0;
+	if (e->pfd < 0 || want == e->pend)
+		return;
+	r = want ? pl_r.write(e->pfd, &v, sizeof v) : pl_r.read(e->pfd, &v, sizeof v);
+	(void)r; /* a non-blocking eventfd: EAGAIN means already so */
+	e->pend = want;
+}
+
+/* fd is in a poll/select set or being added to an epoll set: if it is an epoll
+ * set of ours, it is watched from outside from now on. */
+static void pl_ep_watch(int fd)
+{
+	struct pl_eset *e;
+	if (fd < 0 || fd >= PL_EP_MAX)
+		return;
+	if (!__atomic_load_n(&e_watched[fd], __ATOMIC_RELAXED))
+		__atomic_store_n(&e_watched[fd], 1, __ATOMIC_RELAXED);
+	e = __atomic_load_n(&e_sets[fd], __ATOMIC_ACQUIRE);
+	if (!e || __atomic_load_n(&e->watched, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&e->mu);
+	__atomic_store_n(&e->watched, 1, __ATOMIC_RELAXED);
+	if (e->nlt > 0)
+		pl_ep_pend(e, 1);
+	pthread_mutex_unlock(&e->mu);
 }
 
 static struct pl_ereg *pl_ereg(struct pl_eset *e, int fd)
@@ -331,6 +435,51 @@ static struct pl_ereg *pl_ereg(struct pl_eset *e, int fd)
 		e->cap = cap;
 	}
 	return &e->r[fd];
+}
+
+/* The set's own level eventfd, in the kernel set level-triggered (under e->mu);
+ * 0 or -errno. */
+static int pl_ep_pfd(struct pl_eset *e, int epfd)
+{
+	struct epoll_event k;
+	int fd;
+	if (e->pfd >= 0)
+		return 0;
+	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	fd = pl_hide_fd(fd);
+	k.events = EPOLLIN;
+	k.data.u64 = PL_EP_PEND;
+	if (pl_r.epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &k) < 0) {
+		int err = errno;
+		pl_r.close(fd);
+		return -err;
+	}
+	e->pfd = fd;
+	return 0;
+}
+
+/* Put fd on the lt list (under e->mu); 0 or -ENOMEM (then it is not carried: the
+ * next arrival still reports it, as edge-triggered). */
+static int pl_ep_carry(struct pl_eset *e, int fd)
+{
+	if (e->nlt == e->lt_cap) {
+		int cap = e->lt_cap ? 2 * e->lt_cap : 64;
+		int *a = (int *)realloc(e->lt, sizeof *a * (size_t)cap);
+		int *b;
+		if (!a)
+			return -ENOMEM;
+		e->lt = a;
+		b = (int *)realloc(e->lt2, sizeof *b * (size_t)cap);
+		if (!b)
+			return -ENOMEM;
+		e->lt2 = b;
+		e->lt_cap = cap;
+	}
+	e->lt[e->nlt++] = fd;
+	e->r[fd].carried = 1;
+	return 0;
 }
 
 static int pl_ep_kernel(int epfd, int op, int fd, struct pl_sock *s, uint32_t ev)
@@ -355,11 +504,14 @@ static int pl_ep_kernel(int epfd, int op, int fd, struct pl_sock *s, uint32_t ev
 	return 0;
 }
 
+static int pl_ep_direct_ok(const struct pl_ereg *g, struct pl_sock *s);
+
 static int pl_ep_ctl(struct pl_eset *e, int epfd, int op, int fd, struct pl_sock *s,
                      struct epoll_event *ev)
 {
 	struct pl_ereg *g = pl_ereg(e, fd);
-	int on, rc;
+	uint32_t kev;
+	int on, rc, emul = 0;
 	if (!g)
 		return -ENOMEM;
 	on = g->on && g->serial == s->serial;
@@ -371,18 +523,35 @@ static int pl_ep_ctl(struct pl_eset *e, int epfd, int op, int fd, struct pl_sock
 		return -ENOENT;
 	if (op != EPOLL_CTL_DEL && !ev)
 		return -EFAULT;
-	rc = pl_ep_kernel(epfd, op, fd, s, op == EPOLL_CTL_DEL ? 0 : ev->events);
+	kev = op == EPOLL_CTL_DEL ? 0 : ev->events;
+	if (op != EPOLL_CTL_DEL && !(kev & (EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE)) &&
+	    pl_ep_pfd(e, epfd) == 0) {
+		emul = 1; /* level-triggered by the shim: edge-triggered in the kernel */
+		kev |= EPOLLET;
+	}
+	rc = pl_ep_kernel(epfd, op, fd, s, kev);
 	if (rc < 0)
 		return rc;
+	if (op == EPOLL_CTL_ADD)
+		__atomic_add_fetch(&s->nsets, 1, __ATOMIC_RELAXED);
+	else if (op == EPOLL_CTL_DEL)
+		__atomic_sub_fetch(&s->nsets, 1, __ATOMIC_RELAXED);
 	g->on = op != EPOLL_CTL_DEL;
 	g->serial = s->serial;
 	g->disarmed = 0;
+	g->emul = emul;
 	if (g->on) {
 		g->events = ev->events;
 		g->data = ev->data;
-		if (!(ev->events & EPOLLET)) /* the readable level is cleared at once */
+		/* level-triggered in the kernel: the readable level is cleared at once */
+		if (!emul && !(ev->events & EPOLLET))
 			__atomic_store_n(&s->ep_lt, 1, __ATOMIC_RELAXED);
 	}
+	/* whether this set alone sees its arrivals (pl_ep_direct's rule), under the
+	 * number the pump knows it by */
+	__atomic_store_n(&s->direct_epfd,
+	                 g->on && fd == s->fd && pl_ep_direct_ok(g, s) ? epfd : -1,
+	                 __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -393,8 +562,11 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	int rc;
 	pl_resolve();
 	s = pl_get(fd);
-	if (!s)
+	if (!s) {
+		if (op == EPOLL_CTL_ADD)
+			pl_ep_watch(fd); /* an epoll set nested in another */
 		return pl_r.epoll_ctl(epfd, op, fd, ev);
+	}
 	e = pl_eset(epfd, 1);
 	if (!e) {
 		pl_put(s);
@@ -409,44 +581,126 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	return rc < 0 ? PL_ERR(-rc) : 0;
 }
 
-/* One kernel event of an ipkit socket as the user's: the socket's whole state
- * masked by what was asked (Linux reports every true event at a wake-up, also in
- * edge-triggered mode). 0: nothing to report. */
-static uint32_t pl_ep_user(struct pl_eset *e, uint64_t tag, epoll_data_t *data)
+/* An ipkit socket's registration as the user's event (under e->mu): the socket's
+ * whole state masked by what was asked (Linux reports every true event at a
+ * wake-up, also in edge-triggered mode). 0: nothing to report. */
+static uint32_t pl_ep_user(struct pl_eset *e, int fd, epoll_data_t *data)
 {
-	int fd = (int)(uint32_t)tag;
 	struct pl_ereg *g;
 	struct pl_sock *s;
 	uint32_t m = 0;
 	if (fd < 0 || fd >= e->cap)
 		return 0;
 	g = &e->r[fd];
+	if (g->round == e->round) /* reported in this wait already */
+		return 0;
 	s = pl_get(fd);
 	if (s && g->on && !g->disarmed && g->serial == s->serial) {
 		m = pl_revents(s) & (g->events | EPOLLERR | EPOLLHUP);
-		if (!(m & (EPOLLIN | EPOLLRDNORM)))
-			pl_unstale(s); /* a level-triggered set would wake again at once */
+		/* level-triggered in the kernel: a stale level would wake it again at once */
+		if (!(m & (EPOLLIN | EPOLLRDNORM)) && !g->emul)
+			pl_unstale(s);
+		/* the kernel spent a ONESHOT registration's shot on a level with nothing
+		 * behind it; Linux disarms only what it reports: armed again (the stale
+		 * level cleared above first), else the next arrival would be lost */
+		if (!m && (g->events & EPOLLONESHOT))
+			pl_ep_kernel(e->epfd, EPOLL_CTL_MOD, fd, s, g->events);
 		*data = g->data;
 		if (m && (g->events & EPOLLONESHOT))
 			g->disarmed = 1;
+		if (m) {
+			g->round = e->round;
+			t_ipk++;
+		}
+		if (m && g->emul && !g->carried)
+			pl_ep_carry(e, fd);
 	}
 	if (s)
 		pl_put(s);
 	return m;
 }
 
-/* Rewrite the kernel's answer in place: kernel descriptors as they are, ipkit ones
- * from their state, one entry per socket. Returns the entries kept. */
+/* The lt list's sockets still ready, into ev (at most max; under e->mu): the ones
+ * reported go to the list's end (Linux re-queues a reported item at the tail), the
+ * ones no longer ready or registered leave it, the ones not looked at (ev full) stay
+ * in front. Returns the entries written. */
+static int pl_ep_carried(struct pl_eset *e, struct epoll_event *ev, int max)
+{
+	int *old = e->lt, n = e->nlt, i, k = 0, nskip = 0;
+	if (n == 0)
+		return 0;
+	e->lt = e->lt2; /* pl_ep_user carries the reported ones here, in order */
+	e->lt2 = old;
+	e->nlt = 0;
+	for (i = 0; i < n; i++)
+		e->r[old[i]].carried = 0;
+	for (i = 0; i < n; i++) {
+		int fd = old[i];
+		epoll_data_t d;
+		uint32_t m;
+		if (k >= max) {
+			old[nskip++] = fd; /* not looked at (nskip <= i: read already) */
+			e->r[fd].carried = 1;
+			continue;
+		}
+		if (!e->r[fd].on || !e->r[fd].emul)
+			continue;
+		m = pl_ep_user(e, fd, &d);
+		if (m) {
+			ev[k].events = m;
+			ev[k++].data = d;
+		}
+	}
+	/* the list is the skipped ones, then the reported ones */
+	for (i = 0; i < e->nlt; i++)
+		old[nskip + i] = e->lt[i];
+	e->nlt += nskip;
+	e->lt2 = e->lt;
+	e->lt = old;
+	return k;
+}
+
+/* The set alone sees the socket's arrivals and needs no eventfd write for them:
+ * its only epoll set, edge-triggered or level-triggered kept by the shim, not
+ * ONESHOT (the kernel's shot), asking for input. */
+static int pl_ep_direct_ok(const struct pl_ereg *g, struct pl_sock *s)
+{
+	return __atomic_load_n(&s->nsets, __ATOMIC_RELAXED) == 1 &&
+	       !(g->events & EPOLLONESHOT) && (g->emul || (g->events & EPOLLET)) &&
+	       (g->events & (EPOLLIN | EPOLLRDNORM));
+}
+
+/* A socket whose arrival was deferred (preload.h), taken by this wait (under
+ * e->mu): reported here without its eventfd write when this set alone can see it
+ * (its only epoll set, edge-triggered or level-triggered kept by the shim, not
+ * ONESHOT), else its write now, for the kernel and every other waiter. Returns
+ * the entries written (0 or 1). */
+static int pl_ep_direct(struct pl_eset *e, struct pl_sock *s, struct epoll_event *ev,
+                        int room)
+{
+	int fd = s->fd;
+	struct pl_ereg *g = fd >= 0 && fd < e->cap ? &e->r[fd] : NULL;
+	epoll_data_t d;
+	uint32_t m;
+	if (room <= 0 || !g || !g->on || g->serial != s->serial || !pl_ep_direct_ok(g, s)) {
+		pl_pend_flush(s);
+		return 0;
+	}
+	pl_pend_take(s); /* its state is read after this: an arrival is not missed */
+	m = pl_ep_user(e, fd, &d);
+	if (!m)
+		return 0;
+	ev->events = m;
+	ev->data = d;
+	return 1;
+}
+
+/* Rewrite the kernel's answer in place (under e->mu): kernel descriptors as they
+ * are, ipkit ones from their state, one entry per socket and wait. Returns the
+ * entries kept. */
 static int pl_ep_fix(struct pl_eset *e, struct epoll_event *ev, int n)
 {
-	int i, k = 0, j;
-	/* both halves of one socket woke: keep the first (it reports the whole state) */
-	for (i = 0; i < n; i++)
-		for (j = i + 1; ev[i].data.u64 >> 40 == PL_EP_TAG && j < n; j++)
-			if (ev[j].data.u64 >> 40 == PL_EP_TAG &&
-			    (uint32_t)ev[j].data.u64 == (uint32_t)ev[i].data.u64)
-				ev[j].data.u64 |= PL_EP_DUP;
-	pthread_mutex_lock(&e->mu);
+	int i, k = 0;
 	for (i = 0; i < n; i++) {
 		uint64_t t = ev[i].data.u64;
 		epoll_data_t d;
@@ -455,15 +709,14 @@ static int pl_ep_fix(struct pl_eset *e, struct epoll_event *ev, int n)
 			ev[k++] = ev[i];
 			continue;
 		}
-		if (t & PL_EP_DUP)
+		if (t == PL_EP_PEND) /* the set's own level: the lt list was looked at */
 			continue;
-		m = pl_ep_user(e, t, &d);
+		m = pl_ep_user(e, (int)(uint32_t)t, &d); /* 0 for the second half */
 		if (m) {
 			ev[k].events = m;
 			ev[k++].data = d;
 		}
 	}
-	pthread_mutex_unlock(&e->mu);
 	return k;
 }
 
@@ -485,22 +738,73 @@ static int pl_ep_kwait(int epfd, struct epoll_event *ev, int max, int64_t left_n
 	                        left_ns < 0 ? -1 : (int)((left_ns + 999999) / 1000000), mask);
 }
 
+/* One wait: the lt list first (then the kernel only looks, timeout 0), the kernel's
+ * answer after it, as Linux's ready list has the re-queued items before what arrived
+ * since, then the arrivals whose levels were deferred (preload.h); after an answer
+ * that filled `max` the lt list and the kernel take turns going first, so neither
+ * starves the other. */
 static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t timeout_ns,
                          const sigset_t *mask, int ns)
 {
 	struct pl_eset *e = pl_eset(epfd, 0);
 	int64_t end = timeout_ns >= 0 ? pl_now_ns() + timeout_ns : -1;
-	if (!e)
-		return pl_ep_kwait(epfd, ev, max, timeout_ns, mask, ns);
+	struct pl_sock *pend, *nx;
+	if (!e || max <= 0)
+		return PL_KWAIT(pl_ep_kwait(epfd, ev, max, timeout_ns, mask, ns));
 	for (;;) {
 		int64_t left = end < 0 ? -1 : end - pl_now_ns();
-		int r, k;
+		int r = 0, nc, k, kf, busy, err;
 		if (end >= 0 && left < 0)
 			left = 0;
-		r = pl_ep_kwait(epfd, ev, max, left, mask, ns);
-		if (r <= 0)
+		pend = pl_wait_enter_ep(epfd);
+		t_ipk = 0;
+		pthread_mutex_lock(&e->mu);
+		e->round++;
+		kf = e->kfirst;
+		e->kfirst = 0;
+		nc = kf ? 0 : pl_ep_carried(e, ev, max);
+		busy = e->nlt > 0 || nc > 0 || pend;
+		if (!busy)
+			pl_ep_pend(e, 0); /* nothing left to look at again */
+		else
+			left = 0;
+		e->sleepers += !busy;
+		pthread_mutex_unlock(&e->mu);
+		if (nc < max)
+			r = pl_ep_kwait(epfd, ev + nc, max - nc, left, mask, ns);
+		err = errno; /* EINTR and such, kept across the work below */
+		pl_wait_leave();
+		pthread_mutex_lock(&e->mu);
+		e->sleepers -= !busy;
+		k = nc + (r > 0 ? pl_ep_fix(e, ev + nc, r) : 0);
+		/* arrivals nobody was told of yet: newer than what the kernel had (a
+		 * waiter's flush wrote every older one), so after its answer */
+		for (; pend; pend = nx) {
+			nx = pend->pnext;
+			k += pl_ep_direct(e, pend, ev + k, max - k);
+		}
+		/* the ones deferred while we slept (the first one's write woke us) */
+		for (pend = pl_pend_grab(); pend; pend = nx) {
+			nx = pend->pnext;
+			k += pl_ep_direct(e, pend, ev + k, max - k);
+		}
+		if (r < 0 && k == 0) {
+			pthread_mutex_unlock(&e->mu);
+			errno = err;
 			return r;
-		k = pl_ep_fix(e, ev, r);
+		}
+		if (kf && k < max)
+			k += pl_ep_carried(e, ev + k, max - k);
+		/* a full answer may have left either side waiting: the other side goes
+		 * first next time, so neither starves (Linux's one ready list rotates) */
+		e->kfirst = k >= max && !kf;
+		/* someone may sleep on the set in the kernel: it must look ready while the
+		 * list holds sockets to look at again (Linux wakes them too) */
+		if (e->nlt > 0 && (e->sleepers > 0 || __atomic_load_n(&e->watched, __ATOMIC_RELAXED)))
+			pl_ep_pend(e, 1);
+		pthread_mutex_unlock(&e->mu);
+		if (t_ipk > 0)
+			pl_batch_set(1); /* the program handles an ipkit socket next */
 		if (k > 0 || (end >= 0 && pl_now_ns() >= end))
 			return k;
 	}

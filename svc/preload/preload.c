@@ -167,6 +167,7 @@ static struct pl_sock *pl_tbl_load(int fd)
 }
 
 int pl_is_ipk(int fd) { return pl_tbl_load(fd) != NULL; }
+int pl_any_sock(void) { return __atomic_load_n(&t_any, __ATOMIC_RELAXED); }
 
 struct pl_sock *pl_get(int fd)
 {
@@ -264,6 +265,7 @@ struct pl_sock *pl_sock_new(int type)
 	s->type = type;
 	s->domain = AF_INET; /* pl_make sets the socket's own */
 	s->fd = s->lfd = s->ofd = -1;
+	s->direct_epfd = -1;
 	s->rcvbuf = 131072;
 	s->sndbuf = 16384;
 	s->kidle = 7200;
@@ -319,12 +321,17 @@ static void pl_finish_locked(struct pl_sock *s)
 			ipk_svc_buf_free(svc, s->rx[i].b, PL_RXBUF);
 		s->rx[i].b = NULL;
 	}
-	pthread_mutex_unlock(&s->mu);
-	if (s->ofd >= 0)
-		pl_r.close(s->ofd);
-	if (s->lfd >= 0)
-		pl_r.close(s->lfd);
-	s->ofd = s->lfd = -1;
+	{
+		/* -1 under the lock: a deferred level's flush (pl_pend_flush) looks
+		 * under it and never writes a number closed here and maybe reused */
+		int ofd = s->ofd, lfd = s->lfd;
+		s->ofd = s->lfd = -1;
+		pthread_mutex_unlock(&s->mu);
+		if (ofd >= 0)
+			pl_r.close(ofd);
+		if (lfd >= 0)
+			pl_r.close(lfd);
+	}
 }
 
 void pl_sock_release(struct pl_sock *s)
@@ -407,6 +414,48 @@ void pl_daemon_gone(void)
 	fprintf(stderr, "ipkit-preload: ipkitd hung up: every ipkit socket is reset\n");
 }
 
+/* ------------------------------------------------------------ doorbells */
+
+#define PL_PUMP_SHORT_MS 2   /* the pump's sleep while completions are recent */
+#define PL_PUMP_RECENT_MS 20 /* completions this recent keep its sleeps short */
+#define PL_DEFER_MS 10       /* a bell is deferred only this soon after completions */
+
+static int g_defer = 1;       /* IPKIT_PRELOAD_DEFER=0: write levels, ring bells at once */
+static __thread int t_batch;  /* this thread handles what its last wait reported */
+static int g_owed;            /* a quiet submit's bell is owed (atomic) */
+static int64_t g_recent;      /* the pump's last round with completions (ns; atomic) */
+
+static int64_t pl_mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t); /* the vDSO: no system call */
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+void pl_batch_set(int on) { t_batch = on; }
+
+int pl_submit_data(struct ipk_svc_sock *so)
+{
+	int r;
+	/* deferred only while the pump sleeps short: it rings before each sleep, so
+	 * the bell is late by PL_PUMP_SHORT_MS at most (the pump picks a long sleep
+	 * only PL_PUMP_RECENT_MS after completions, when no deferral starts) */
+	if (!t_batch || !g_defer ||
+	    pl_mono_ns() - __atomic_load_n(&g_recent, __ATOMIC_RELAXED) >= PL_DEFER_MS * 1000000ll)
+		return ipk_svc_submit(so);
+	r = ipk_svc_submit_quiet(so);
+	if (r > 0) /* release: the publication comes before the flag a ringer takes */
+		__atomic_store_n(&g_owed, 1, __ATOMIC_RELEASE);
+	return r;
+}
+
+void pl_ring(void)
+{
+	if (__atomic_load_n(&g_owed, __ATOMIC_RELAXED) &&
+	    __atomic_exchange_n(&g_owed, 0, __ATOMIC_ACQ_REL))
+		ipk_svc_ring(g_svc);
+}
+
 static void *pl_pump(void *arg)
 {
 	sigset_t all;
@@ -416,9 +465,16 @@ static void *pl_pump(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	for (;;) {
 		uint32_t v = ipk_svc_wake_count(g_svc);
-		if (pl_pump_round() > 0)
+		int64_t now, t;
+		if (pl_pump_round() > 0) {
+			__atomic_store_n(&g_recent, pl_mono_ns(), __ATOMIC_RELAXED);
 			continue;
-		if (ipk_svc_wait_from(g_svc, v, 200000000) == -EPIPE)
+		}
+		now = pl_mono_ns();
+		t = now - __atomic_load_n(&g_recent, __ATOMIC_RELAXED) <
+		    PL_PUMP_RECENT_MS * 1000000ll ? PL_PUMP_SHORT_MS * 1000000ll : 200000000ll;
+		pl_ring(); /* after the choice: a bell deferred from here on finds it short */
+		if (ipk_svc_wait_from(g_svc, v, t) == -EPIPE)
 			break;
 	}
 	pl_pump_round(); /* what ipkitd posted before it went */
@@ -462,6 +518,119 @@ static int pl_writable(const struct pl_sock *s)
 	return s->state == PL_CONNECTED && s->tx_bytes < PL_TXMAX && s->tx_ops < PL_TXOPS;
 }
 
+/* ------------------------------------------------------------ deferred levels */
+
+static pthread_mutex_t w_mu = PTHREAD_MUTEX_INITIALIZER;
+static int w_sleepers;          /* threads in (or entering) a wait on eventfds */
+static struct pl_sock *w_pend;  /* deferred readable levels, newest first */
+static int w_ep = -1;           /* the only waiter's epoll set, or -1 */
+static int w_kicked;            /* it has been woken by a written arrival */
+
+/* Under s->mu: defer the readable level's write when nobody waits (1), else 0 and
+ * the caller writes. A socket already on the list is covered: whoever takes it
+ * looks at its state after taking it. */
+static int pl_defer(struct pl_sock *s)
+{
+	int d = 0, ep = __atomic_load_n(&s->direct_epfd, __ATOMIC_RELAXED);
+	if (s->pending)
+		return 1;
+	if (!g_defer)
+		return 0;
+	pthread_mutex_lock(&w_mu);
+	if (w_sleepers > 0 && ep >= 0 && ep == w_ep && !w_kicked)
+		w_kicked = 1; /* this write wakes the one waiter: later ones can wait */
+	else if (w_sleepers == 0 || (ep >= 0 && ep == w_ep)) {
+		s->pending = 1;
+		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED); /* the list's */
+		s->pnext = w_pend;
+		__atomic_store_n(&w_pend, s, __ATOMIC_RELAXED); /* pl_pend_grab peeks */
+		d = 1;
+	}
+	pthread_mutex_unlock(&w_mu);
+	return d;
+}
+
+static struct pl_sock *pl_pend_order(struct pl_sock *l)
+{
+	struct pl_sock *r = NULL;
+	while (l) { /* oldest first */
+		struct pl_sock *n = l->pnext;
+		l->pnext = r;
+		r = l;
+		l = n;
+	}
+	return r;
+}
+
+static struct pl_sock *pl_enter(int epfd)
+{
+	struct pl_sock *l;
+	t_batch = 0;
+	pl_ring(); /* what this thread (or another) wrote goes out before we wait */
+	pthread_mutex_lock(&w_mu);
+	w_sleepers++; /* from here on the pump writes levels itself */
+	w_ep = w_sleepers == 1 ? epfd : -1;
+	w_kicked = 0;
+	l = w_pend;
+	__atomic_store_n(&w_pend, NULL, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&w_mu);
+	return pl_pend_order(l);
+}
+
+struct pl_sock *pl_wait_enter(void) { return pl_enter(-1); }
+struct pl_sock *pl_wait_enter_ep(int epfd) { return pl_enter(epfd); }
+
+struct pl_sock *pl_pend_grab(void)
+{
+	struct pl_sock *l;
+	if (!__atomic_load_n(&w_pend, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&w_mu);
+	l = w_pend;
+	__atomic_store_n(&w_pend, NULL, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&w_mu);
+	return pl_pend_order(l);
+}
+
+void pl_wait_leave(void)
+{
+	pthread_mutex_lock(&w_mu);
+	w_sleepers--;
+	w_ep = -1; /* a waiter left: no deferral while others sleep */
+	pthread_mutex_unlock(&w_mu);
+}
+
+void pl_pend_take(struct pl_sock *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->pending = 0; /* an arrival from now on is deferred again or written */
+	pthread_mutex_unlock(&s->mu);
+	pl_put(s);
+}
+
+void pl_pend_flush(struct pl_sock *s)
+{
+	uint64_t v = 1;
+	pthread_mutex_lock(&s->mu);
+	if (s->pending && s->lfd >= 0 && !s->closing && s->in_true) {
+		ssize_t r = pl_r.write(s->lfd, &v, sizeof v);
+		(void)r; /* a non-blocking eventfd: EAGAIN means already so */
+	}
+	s->pending = 0;
+	pthread_mutex_unlock(&s->mu);
+	pl_put(s);
+}
+
+void pl_wait_flush(void)
+{
+	struct pl_sock *l = pl_wait_enter();
+	while (l) {
+		struct pl_sock *n = l->pnext;
+		pl_pend_flush(l);
+		l = n;
+	}
+}
+
 /* The readable level is cleared lazily: when the program has read everything,
  * the eventfd stays set ("stale", in_true 0) instead of a read(2) per request;
  * the next arrival writes it again (a new edge for EPOLLET, as now), and whoever
@@ -476,8 +645,9 @@ static void pl_lvl_in(struct pl_sock *s, int want, int edge)
 	if (s->lfd < 0)
 		return;
 	if (want && (!s->in_lvl || !s->in_true || edge)) {
-		r = pl_r.write(s->lfd, &v, sizeof v);
-		s->in_lvl = 1;
+		if (!pl_defer(s))
+			r = pl_r.write(s->lfd, &v, sizeof v);
+		s->in_lvl = 1; /* set, or about to be (deferred) */
 	} else if (!want && s->in_lvl && (s->closing || s->ep_lt)) {
 		/* a closed socket shows nothing: its registrations may outlive it in
 		 * epoll sets, where nobody would clear a stale level; in a
@@ -547,7 +717,13 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms)
 	p.events = POLLIN;
 	p.revents = 0;
 	pl_sig_clear();
+	pl_wait_flush(); /* also this socket's own deferred level */
 	r = pl_r.poll(&p, 1, timeout_ms);
+	{
+		int err = errno;
+		pl_wait_leave();
+		errno = err;
+	}
 	if (r < 0 && errno == EINTR && pl_sig_restart(timeout_ms >= 0))
 		return 0; /* SA_RESTART: the caller looks again and sleeps again */
 	if (r < 0)
@@ -672,6 +848,7 @@ static void pl_exit_flush(void)
 	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) != 1)
 		return;
 	pl_exit_handover();
+	pl_ring();
 	for (i = 0; i < ms && pl_tx_ops_all() > 0; i++)
 		nanosleep(&t, NULL); /* the pump completes them meanwhile */
 	pthread_mutex_lock(&g_mu);
@@ -731,6 +908,14 @@ static void pl_fork_child(void)
 		s->so_error = EBADF;
 	}
 	g_live = keep;
+	for (s = w_pend; s; s = s->pnext) /* the parent's deferred levels */
+		s->pending = 0;
+	w_pend = NULL;
+	w_sleepers = 0;
+	w_ep = -1;
+	g_owed = 0; /* the parent's bell, on the parent's connection */
+	t_batch = 0;
+	pthread_mutex_init(&w_mu, NULL);
 	if (g_svc)
 		ipk_svc_close_all(g_svc); /* unmaps the parent's region in the child only */
 	g_svc = NULL;
@@ -746,6 +931,8 @@ __attribute__((constructor)) static void pl_init(void)
 	pl_resolve();
 	pl_cfg();
 	pl_stats_on = e && *e && strcmp(e, "0") != 0;
+	e = getenv("IPKIT_PRELOAD_DEFER");
+	g_defer = !(e && strcmp(e, "0") == 0);
 	pthread_atfork(pl_fork_prepare, pl_fork_parent, pl_fork_child);
 	pl_exec_adopt_all(); /* listeners an exec kept (p_exec.c) */
 }

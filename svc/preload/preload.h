@@ -157,6 +157,11 @@ struct pl_sock {
 	struct timeval rcvtimeo, sndtimeo;
 	pthread_cond_t cv; /* synchronous operations (bind, listen): the pump signals */
 	int sync_done, sync_res, sync_busy;
+	int pending;       /* its readable level's write is deferred (w_pend list) */
+	int nsets;         /* atomic: epoll sets it was added to (not less than) */
+	int direct_epfd;   /* atomic: the one epoll set that alone sees its arrivals
+	                    * (edge or shim-kept level, not ONESHOT, EPOLLIN), or -1 */
+	struct pl_sock *pnext;         /* the deferred list */
 	struct pl_sock *lnext, *lprev; /* the pump's list */
 	struct pl_sock *fnext;         /* free list */
 };
@@ -188,6 +193,30 @@ void pl_levels(struct pl_sock *s, int edge);
 unsigned pl_revents(struct pl_sock *s); /* POLL* mask now (takes s->mu) */
 /* Clear a stale readable level before sleeping on it (takes s->mu). */
 void pl_unstale(struct pl_sock *s);
+/* Deferred readable levels: while no thread of the program sleeps in the kernel
+ * (epoll, poll, select, a blocking call), a new arrival's eventfd write waits on a
+ * list; whoever is about to wait takes the list first (pl_wait_enter), reports what
+ * it can itself (pl_pend_take) and writes the rest (pl_pend_flush), and says when
+ * its wait is over (pl_wait_leave). A busy program so pays no write per arrival. */
+struct pl_sock *pl_wait_enter(void);
+/* As pl_wait_enter for an epoll wait on epfd: while it is the only waiter, once
+ * one arrival for a socket it alone watches (pl_sock.direct_epfd) has been
+ * written, later ones for such sockets are deferred too (it wakes anyway) and it
+ * takes them after its wake-up (pl_pend_grab). */
+struct pl_sock *pl_wait_enter_ep(int epfd);
+struct pl_sock *pl_pend_grab(void);
+/* Doorbells: a SEND or RECV submitted by a thread handling what a wait just
+ * reported (pl_batch_set) is published without ringing ipkitd while the pump
+ * sleeps short; the bell is rung once when a thread next waits (pl_wait_enter) or
+ * when the pump next sleeps (at most PL_PUMP_SHORT_MS later), not per write. */
+int pl_submit_data(struct ipk_svc_sock *so);
+void pl_ring(void);
+void pl_batch_set(int on);
+void pl_wait_leave(void);
+void pl_pend_take(struct pl_sock *s);  /* the caller reports it: no write; puts s */
+void pl_pend_flush(struct pl_sock *s); /* its write now (if still readable); puts s */
+void pl_wait_flush(void);              /* enter + flush every one (no leave) */
+int pl_any_sock(void);                 /* the process ever had an ipkit socket */
 /* Sleep until ofd (out) or fd (in) is signalled, or timeout_ms (-1: none). Returns 0,
  * -EAGAIN (timed out), -EINTR. */
 int pl_wait(struct pl_sock *s, int out, int timeout_ms);

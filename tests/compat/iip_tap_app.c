@@ -15,6 +15,9 @@
  *       connect, send BYTES of the pattern (TSO marks when declared), close; exit 0
  *       when the connection closed cleanly after every byte was acknowledged.
  * FEATURES: a number, the F_* bits of iipt_mem.h.
+ * TAP "tun:NAME": a TUN device with its packet information (4 bytes: flags, then the
+ * EtherType) as the L2, through iip's L2 callbacks (iipt_mem.h L2_TUN): a link that
+ * is not Ethernet, with no addresses and no ARP (issue 20, iip_l2).
  */
 #include "compat/iip/iip.c"
 #include "iipt_mem.h"
@@ -42,12 +45,17 @@ static void tap_write(struct iipt_node *n, const uint8_t *f, uint32_t len)
 static int tap_open(const char *name)
 {
 	struct ifreq ifr;
-	int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK);
+	int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK), tun = !strncmp(name, "tun:", 4);
 
 	if (fd < 0)
 		return -1;
+	if (tun) {
+		name += 4;
+		l2_set(L2_TUN);
+	}
 	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	/* TUN keeps its packet information header: that is this link's L2 */
+	ifr.ifr_flags = tun ? IFF_TUN : IFF_TAP | IFF_NO_PI;
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
 		close(fd);
@@ -71,15 +79,15 @@ static struct iipt_node g_node;
 
 static uint8_t s_accept(struct iipt_node *n, void *pkt)
 {
-	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(pkt, n);
-	uint32_t ihl = (d[14] & 15u) * 4u;
-	uint16_t port = get16(d + 14 + ihl + 2);
+	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(pkt, n) + iip_ops_l2_hdr_len(pkt, n);
+	uint32_t ihl = (d[0] & 15u) * 4u;
+	uint16_t port = get16(d + ihl + 2);
 
 	return port == 7 || port == 80;
 }
 static void *s_accepted(struct iipt_node *n, void *h, void *pkt)
 {
-	const uint8_t *d = pkt ? (const uint8_t *)iip_ops_pkt_get_data(pkt, n) : NULL;
+	const uint8_t *d = pkt ? (const uint8_t *)iip_ops_pkt_get_data(pkt, n) + iip_ops_l2_hdr_len(pkt, n) : NULL;
 	int i;
 
 	(void)h;
@@ -87,7 +95,7 @@ static void *s_accepted(struct iipt_node *n, void *h, void *pkt)
 		if (!g_conns[i].http && !g_conns[i].to_send && !g_conns[i].req_len &&
 		    !g_conns[i].sent_total) {
 			memset(&g_conns[i], 0, sizeof(g_conns[i]));
-			g_conns[i].http = d && get16(d + 34 + 2) == 80;
+			g_conns[i].http = d && get16(d + (d[0] & 15u) * 4u + 2) == 80;
 			g_conns[i].sent_total = 1; /* in use */
 			return &g_conns[i];
 		}
@@ -204,8 +212,8 @@ static void s_closed(struct iipt_node *n, void *h, uint32_t pi, uint16_t lp, uin
 }
 static void s_udp(struct iipt_node *n, void *pkt)
 {
-	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(pkt, n);
-	const uint8_t *ip = d + 14, *uh = ip + (ip[0] & 15u) * 4u;
+	const uint8_t *ip = (const uint8_t *)iip_ops_pkt_get_data(pkt, n) + iip_ops_l2_hdr_len(pkt, n);
+	const uint8_t *uh = ip + (ip[0] & 15u) * 4u;
 	uint32_t plen = get16(uh + 4) - 8u, src;
 	uint16_t sport, dport;
 	uint8_t mac[6];
@@ -216,7 +224,9 @@ static void s_udp(struct iipt_node *n, void *pkt)
 	memcpy(&src, ip + 12, 4);
 	memcpy(&sport, uh, 2);
 	memcpy(&dport, uh + 2, 2);
-	memcpy(mac, d + 6, 6);
+	memset(mac, 0, sizeof(mac));
+	if (iip_ops_l2_hdr_src_ptr(pkt, n))
+		memcpy(mac, iip_ops_l2_hdr_src_ptr(pkt, n), 6);
 	memcpy(k->b->mem, uh + 8, plen);
 	k->len = plen;
 	if (iip_udp_send(n->ws, n->mac, n->ip_be, dport, mac, src, sport, k, n))
@@ -283,12 +293,12 @@ static void c_closed(struct iipt_node *n, void *h, uint32_t pi, uint16_t lp, uin
 }
 static void c_arp(struct iipt_node *n, void *pkt)
 {
-	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(pkt, n);
+	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(pkt, n) + iip_ops_l2_hdr_len(pkt, n);
 	uint32_t spa;
 
-	memcpy(&spa, d + 28, 4);
+	memcpy(&spa, d + 14, 4);
 	if (spa == g_tx.peer_ip) {
-		memcpy(g_tx.peer_mac, d + 22, 6);
+		memcpy(g_tx.peer_mac, d + 8, 6);
 		g_tx.have_mac = 1;
 	}
 }
@@ -365,6 +375,7 @@ int main(int argc, char **argv)
 	inet_pton(AF_INET, argv[5], &g_tx.peer_ip);
 	g_tx.total = strtoull(argv[7], NULL, 10);
 	deadline = mono_ns() + 60ull * 1000000000ull;
+	g_tx.have_mac = iip_ops_l2_addr_len(n) == 0; /* TUN: nothing to resolve */
 	while (!g_tx.have_mac && mono_ns() < deadline) {
 		iip_arp_request(n->ws, n->mac, n->ip_be, g_tx.peer_ip, n);
 		pass(n, 200);

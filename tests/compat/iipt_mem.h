@@ -212,35 +212,87 @@ static void iip_ops_util_now_ns(uint32_t t[3], void *opaque)
 	t[1] = (uint32_t)s;
 	t[2] = (uint32_t)(g_clock_ns % 1000000000ull);
 }
-static uint16_t iip_ops_l2_hdr_len(void *pkt, void *opaque) { (void)pkt; (void)opaque; return 14; }
+/* The link layer, set before the nodes start (one for the whole world):
+ *   L2_ETH   Ethernet II, 14 bytes
+ *   L2_TUN   Linux TUN's packet information (struct tun_pi): 2 bytes of flags, then
+ *            the EtherType; 4 bytes, no addresses
+ *   L2_VLAN  802.1Q: Ethernet addresses, 0x8100, a tag (VLAN 5), the EtherType; 18
+ *   L2_RAW   no header at all (a TUN without packet information): IPv4 by version
+ * Every non-Ethernet one runs the adapter's re-framing (iip.h "L2"). */
+enum { L2_ETH, L2_TUN, L2_VLAN, L2_RAW };
+static int g_l2 = L2_ETH;
+static uint32_t g_l2h = 14; /* header length of g_l2 */
+static int g_lro;           /* receive: frames handed over as chains (LRO), see wire_deliver */
+static uint64_t g_chains, g_chains_big; /* chains delivered; of them over 2 KiB */
+
+__attribute__((unused)) static void l2_set(int l2)
+{
+	static const uint32_t len[] = {14, 4, 18, 0};
+
+	g_l2 = l2;
+	g_l2h = len[l2];
+}
+static uint16_t iip_ops_l2_hdr_len(void *pkt, void *opaque) { (void)pkt; (void)opaque; return (uint16_t)g_l2h; }
 static uint8_t *iip_ops_l2_hdr_src_ptr(void *pkt, void *opaque)
 {
+	if (g_l2 != L2_ETH && g_l2 != L2_VLAN)
+		return NULL;
 	return (uint8_t *)iip_ops_pkt_get_data(pkt, opaque) + 6;
 }
 static uint8_t *iip_ops_l2_hdr_dst_ptr(void *pkt, void *opaque)
 {
+	if (g_l2 != L2_ETH && g_l2 != L2_VLAN)
+		return NULL;
 	return (uint8_t *)iip_ops_pkt_get_data(pkt, opaque);
+}
+/* The EtherType of frame f (big-endian, as in the frame). */
+static uint16_t l2_type(const uint8_t *f, uint32_t len)
+{
+	static const uint8_t ip4[2] = {0x08, 0x00};
+	uint16_t v = 0;
+
+	if (g_l2 == L2_RAW) {
+		if (len && (f[0] >> 4) == 4)
+			memcpy(&v, ip4, 2);
+		return v;
+	}
+	if (len >= g_l2h)
+		memcpy(&v, f + g_l2h - 2, 2);
+	return v;
 }
 static uint16_t iip_ops_l2_ethertype_be(void *pkt, void *opaque)
 {
-	uint16_t v;
-	memcpy(&v, (uint8_t *)iip_ops_pkt_get_data(pkt, opaque) + 12, 2);
-	return v;
+	return l2_type((const uint8_t *)iip_ops_pkt_get_data(pkt, opaque), iip_ops_pkt_get_len(pkt, opaque));
 }
-static uint16_t iip_ops_l2_addr_len(void *opaque) { (void)opaque; return 6; }
+static uint16_t iip_ops_l2_addr_len(void *opaque)
+{
+	(void)opaque;
+	return g_l2 == L2_ETH || g_l2 == L2_VLAN ? 6 : 0;
+}
 static void iip_ops_l2_broadcast_addr(uint8_t bcaddr[], void *opaque)
 {
 	(void)opaque;
-	memset(bcaddr, 0xff, 6);
+	memset(bcaddr, 0xff, iip_ops_l2_addr_len(opaque));
 }
 static void iip_ops_l2_hdr_craft(void *pkt, uint8_t src[], uint8_t dst[], uint16_t ethertype_be,
                                  void *opaque)
 {
 	uint8_t *d = (uint8_t *)iip_ops_pkt_get_data(pkt, opaque);
 
-	memcpy(d, dst, 6);
-	memcpy(d + 6, src, 6);
-	memcpy(d + 12, &ethertype_be, 2);
+	if (g_l2 == L2_ETH || g_l2 == L2_VLAN) {
+		memcpy(d, dst, 6);
+		memcpy(d + 6, src, 6);
+	}
+	if (g_l2 == L2_VLAN) {
+		d[12] = 0x81;
+		d[13] = 0x00;
+		d[14] = 0x00;
+		d[15] = 0x05;
+	}
+	if (g_l2 == L2_TUN)
+		d[0] = d[1] = 0;
+	if (g_l2 != L2_RAW)
+		memcpy(d + g_l2h - 2, &ethertype_be, 2);
 }
 static uint8_t iip_ops_l2_skip(void *pkt, void *opaque) { (void)pkt; (void)opaque; return 0; }
 static uint8_t iip_ops_arp_lhw(void *opaque) { (void)opaque; return 6; }
@@ -255,7 +307,7 @@ static uint32_t htonl_(uint32_t v)
 	memcpy(&r, b, 4);
 	return r;
 }
-__attribute__((unused)) static uint16_t htons_(uint16_t v)
+static uint16_t htons_(uint16_t v)
 {
 	uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
 	uint16_t r;
@@ -346,7 +398,7 @@ static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)(v >> 16)); put16
 /* Full L4 checksum of an IPv4 frame at f (what the NIC fills, or what we verify). */
 static void fill_l4(uint8_t *f, uint32_t len)
 {
-	uint8_t *ip = f + 14;
+	uint8_t *ip = f + g_l2h;
 	uint32_t ihl = (ip[0] & 15u) * 4u, l4len = get16(ip + 2) - ihl;
 	uint8_t *l4 = ip + ihl;
 	uint32_t off = ip[9] == 6 ? 16 : 6;
@@ -359,7 +411,7 @@ static void fill_l4(uint8_t *f, uint32_t len)
 }
 static void fill_ip4(uint8_t *f)
 {
-	uint8_t *ip = f + 14;
+	uint8_t *ip = f + g_l2h;
 
 	put16(ip + 10, 0);
 	put16(ip + 10, csum_fold(csum_add(0, ip, (ip[0] & 15u) * 4u)));
@@ -368,32 +420,62 @@ static void fill_ip4(uint8_t *f)
 /* Receive side: a fresh packet holding the frame, verdicts set when the receiver
  * declared rx checksum features (the NIC verifies, the stack asks). */
 static void rx_verdicts(struct tpkt *k, const uint8_t *f, uint32_t len);
+static uint16_t htons_(uint16_t v);
+/* With g_lro, a TCP frame with payload comes as a chain, as from a NIC that
+ * coalesces (LRO) or receives into small buffers: the headers and 8 payload bytes in
+ * the first packet, the rest in pieces of at most 1000 bytes; a TSO frame is not cut
+ * on the wire but arrives whole (wire_tso), one segment of up to 64 KiB. */
 static void wire_deliver(struct iipt_node *to, const uint8_t *f, uint32_t len)
 {
-	struct tpkt *k = (struct tpkt *)iip_ops_pkt_alloc(NULL);
+	struct tpkt *head = NULL, *tail = NULL;
+	uint32_t off = 0, first = len;
+	int tcp = len >= g_l2h + 20u && l2_type(f, len) == htons_(0x0800) && f[g_l2h + 9] == 6;
 
-	if (!k || len > IIPT_BUF || to->nrx == IIPT_QMAX) {
-		CHECK(0, "wire: no packet / frame %u too long / rx queue full", len);
-		if (k)
-			iip_ops_pkt_free(k, NULL);
+	if (g_lro && tcp && len > g_l2h + 60u)
+		first = g_l2h + 60u;
+	if (first > IIPT_BUF || to->nrx == IIPT_QMAX) {
+		CHECK(0, "wire: frame %u too long / rx queue full", len);
 		return;
 	}
-	memcpy(k->b->mem, f, len);
-	k->len = len;
-	rx_verdicts(k, f, len);
-	to->rxq[to->nrx++] = k;
+	while (off < len) {
+		uint32_t n = off == 0 ? first : (len - off < 1000u ? len - off : 1000u);
+		struct tpkt *k = (struct tpkt *)iip_ops_pkt_alloc(NULL);
+
+		if (!k) {
+			CHECK(0, "wire: no packet");
+			for (; head; head = k) {
+				k = head->next;
+				iip_ops_pkt_free(head, NULL);
+			}
+			return;
+		}
+		memcpy(k->b->mem, f + off, n);
+		k->len = n;
+		if (tail)
+			tail->next = k;
+		else
+			head = k;
+		tail = k;
+		off += n;
+	}
+	rx_verdicts(head, f, len);
+	if (head->next) {
+		g_chains++;
+		g_chains_big += len > IIPT_BUF;
+	}
+	to->rxq[to->nrx++] = head;
 }
 
 /* What a NIC with receive checksum offload reports: verified here in software. */
 static void rx_verdicts(struct tpkt *k, const uint8_t *f, uint32_t len)
 {
-	if (len >= 34 && f[12] == 8 && f[13] == 0) {
-		const uint8_t *ip = f + 14;
+	if (len >= g_l2h + 20u && l2_type(f, len) == htons_(0x0800)) {
+		const uint8_t *ip = f + g_l2h;
 		uint32_t ihl = (ip[0] & 15u) * 4u, l4len = get16(ip + 2) - ihl;
 
 		if (csum_fold(csum_add(0, ip, ihl)) != 0)
 			k->flags |= R_IP4_BAD;
-		if ((ip[9] == 6 || ip[9] == 17) && 14 + ihl + l4len <= len &&
+		if ((ip[9] == 6 || ip[9] == 17) && g_l2h + ihl + l4len <= len &&
 		    csum_fold(pseudo(ip, ip[9], l4len) + csum_add(0, ip + ihl, l4len)) != 0)
 			k->flags |= R_L4_BAD;
 	}
@@ -411,18 +493,24 @@ static void wire_out(struct iipt_node *from, const uint8_t *f, uint32_t len)
 /* TSO on the wire: cut the TCP payload into mss pieces, each a whole frame. */
 static void wire_tso(struct iipt_node *from, uint8_t *f, uint32_t len, uint32_t mss)
 {
-	uint8_t *ip = f + 14, seg[IIPT_BUF];
+	uint8_t *ip = f + g_l2h, seg[IIPT_BUF];
 	uint32_t ihl = (ip[0] & 15u) * 4u, thl = (ip[ihl + 12] >> 4) * 4u;
-	uint32_t hl = 14 + ihl + thl, plen = len - hl, off, seq = get32(ip + ihl + 4);
+	uint32_t hl = g_l2h + ihl + thl, plen = len - hl, off, seq = get32(ip + ihl + 4);
 	uint8_t flags = ip[ihl + 13];
 	uint16_t id = get16(ip + 4);
 
+	if (g_lro && from->tap_fd <= 0) { /* the receiver coalesces: one segment */
+		fill_ip4(f);
+		fill_l4(f, len);
+		wire_deliver(from->peer, f, len);
+		return;
+	}
 	CHECK(mss > 0 && hl + mss <= IIPT_BUF, "wire: TSO frame without a usable mss (%u)", mss);
 	if (!mss || hl + mss > IIPT_BUF)
 		return;
 	for (off = 0; off < plen; off += mss) {
 		uint32_t n = plen - off < mss ? plen - off : mss;
-		uint8_t *sip = seg + 14;
+		uint8_t *sip = seg + g_l2h;
 
 		memcpy(seg, f, hl);
 		memcpy(seg + hl, f + hl + off, n);
@@ -435,6 +523,24 @@ static void wire_tso(struct iipt_node *from, uint8_t *f, uint32_t len, uint32_t 
 		fill_l4(seg, hl + n);
 		wire_out(from, seg, hl + n);
 	}
+}
+
+/* Every frame a node pushes carries the link's header (g_l2): the adapter framed it
+ * for this link, not as Ethernet. */
+static void wire_check_l2(const uint8_t *f, uint32_t len)
+{
+	int ok = len >= g_l2h + 20u;
+
+	if (ok && g_l2 == L2_ETH)
+		ok = f[12] == 0x08 && (f[13] == 0x00 || f[13] == 0x06);
+	else if (ok && g_l2 == L2_TUN)
+		ok = f[0] == 0 && f[1] == 0 && f[2] == 0x08 && (f[3] == 0x00 || f[3] == 0x06);
+	else if (ok && g_l2 == L2_VLAN)
+		ok = f[12] == 0x81 && f[13] == 0x00 && f[15] == 5 && f[16] == 0x08 &&
+		     (f[17] == 0x00 || f[17] == 0x06);
+	else if (ok)
+		ok = (f[0] >> 4) == 4;
+	CHECK(ok, "wire: a %u-byte frame without the link's header (l2 %d)", len, g_l2);
 }
 
 /* The node's NIC transmits: flatten the chain, apply the marks, hand it over. */
@@ -454,7 +560,8 @@ static void iip_ops_l2_push(void *pkt, void *opaque)
 		k->next = NULL;
 		iip_ops_pkt_free(k, NULL); /* one object: iip.h's contract */
 	}
-	if ((flags & M_TSO) && len > 14 + 20 + 20) {
+	wire_check_l2(g_frame, len);
+	if ((flags & M_TSO) && len > g_l2h + 20 + 20) {
 		n->tso_frames++;
 		wire_tso(n, g_frame, len, mss);
 		return;

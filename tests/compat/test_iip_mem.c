@@ -24,15 +24,16 @@ struct hdrs {
 	const uint8_t *ip, *l4, *pay;
 	uint32_t plen;
 };
-/* Parse an Ethernet/IPv4/TCP-or-UDP frame the way an iip application does. */
+/* Parse an IPv4/TCP-or-UDP frame the way an iip application does: the L2 header
+ * through its own L2 callbacks (whatever the link, iipt_mem.h). */
 static int parse(void *pkt, struct hdrs *h)
 {
 	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(pkt, NULL);
-	uint32_t len = iip_ops_pkt_get_len(pkt, NULL), ihl, l4h;
+	uint32_t len = iip_ops_pkt_get_len(pkt, NULL), ihl, l4h, hl = iip_ops_l2_hdr_len(pkt, NULL);
 
-	if (len < 34 || d[12] != 8 || d[13] != 0)
+	if (len < hl + 20u || iip_ops_l2_ethertype_be(pkt, NULL) != htons_(0x0800))
 		return -1;
-	h->ip = d + 14;
+	h->ip = d + hl;
 	ihl = (h->ip[0] & 15u) * 4u;
 	h->l4 = h->ip + ihl;
 	l4h = h->ip[9] == 6 ? (h->l4[12] >> 4) * 4u : 8u;
@@ -227,7 +228,9 @@ static void udp_srv(struct iipt_node *n, void *pkt)
 	memcpy(&src, h.ip + 12, 4);
 	memcpy(&sport, h.l4, 2);
 	memcpy(&dport, h.l4 + 2, 2);
-	memcpy(mac, (uint8_t *)iip_ops_pkt_get_data(pkt, n) + 6, 6);
+	memset(mac, 0, sizeof(mac));
+	if (iip_ops_l2_hdr_src_ptr(pkt, n))
+		memcpy(mac, iip_ops_l2_hdr_src_ptr(pkt, n), iip_ops_l2_addr_len(n));
 	k = make_payload(0, 0);
 	memcpy(k->b->mem, h.pay, h.plen);
 	k->len = h.plen;
@@ -249,11 +252,11 @@ static void udp_cli(struct iipt_node *n, void *pkt)
 }
 static void arp_cli(struct iipt_node *n, void *pkt)
 {
-	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(pkt, n);
+	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(pkt, n) + iip_ops_l2_hdr_len(pkt, n);
 	uint32_t spa;
 
-	memcpy(&spa, d + 28, 4);
-	CHECK(d[21] == 2 && spa == n->peer->ip_be && !memcmp(d + 22, n->peer->mac, 6),
+	memcpy(&spa, d + 14, 4);
+	CHECK(d[7] == 2 && spa == n->peer->ip_be && !memcmp(d + 8, n->peer->mac, 6),
 	      "arp reply from the peer");
 	((struct app_state *)n->app_state)->arp_replies++;
 }
@@ -274,9 +277,9 @@ static const struct iipt_app app_udp_cli = {NULL, NULL, NULL, cli_payload, NULL,
 static void send_ping(struct iipt_node *n, uint16_t seq)
 {
 	struct tpkt *k = (struct tpkt *)iip_ops_pkt_alloc(n);
-	uint8_t *f = k->b->mem, *ip = f + 14;
+	uint8_t *f = k->b->mem, *ip = f + g_l2h;
 
-	memset(f, 0, 14 + 20 + 8 + 32);
+	memset(f, 0, g_l2h + 20 + 8 + 32);
 	iip_ops_l2_hdr_craft(k, n->mac, n->peer->mac, htons_(0x0800), n);
 	ip[0] = 0x45;
 	put16(ip + 2, 20 + 8 + 32);
@@ -289,7 +292,7 @@ static void send_ping(struct iipt_node *n, uint16_t seq)
 	put16(ip + 24, 0x1234);
 	put16(ip + 26, seq);
 	put16(ip + 22, csum_fold(csum_add(0, ip + 20, 40)));
-	k->len = 14 + 20 + 8 + 32;
+	k->len = g_l2h + 20 + 8 + 32;
 	iip_ops_l2_push(k, n);
 }
 
@@ -334,6 +337,15 @@ static void check_pools(struct iipt_node *a, struct iipt_node *b, const char *wh
 	      "%s: pbs back", what);
 	CHECK(g_nfree_pkts == IIPT_NPKT && g_nfree_bufs == IIPT_NPKT, "%s: packets back (%u %u)",
 	      what, g_nfree_pkts, g_nfree_bufs);
+	{
+		const struct iip_compat_stats *x = iip_compat_stats(a->ws), *y = iip_compat_stats(b->ws);
+
+		CHECK(!x->l2_dropped && !y->l2_dropped && !x->l2_tx_failed && !y->l2_tx_failed &&
+		      !x->l2_no_addr && !y->l2_no_addr && !x->l2_shown_raw && !y->l2_shown_raw,
+		      "%s: L2 drops/failures/broadcasts (%u %u %u %u %u %u %u %u)", what,
+		      x->l2_dropped, y->l2_dropped, x->l2_tx_failed, y->l2_tx_failed, x->l2_no_addr,
+		      y->l2_no_addr, x->l2_shown_raw, y->l2_shown_raw);
+	}
 }
 
 /* TCP echo (mode 0) or bulk (mode 1) between a client and a server node. */
@@ -404,8 +416,10 @@ static void scenario_udp_arp_icmp(uint32_t features)
 	a.app_state = &cs;
 	b.app_state = &ss;
 	iip_run(b.ws, b.mac, b.ip_be, NULL, 0, NULL, &b);
-	iip_arp_request(a.ws, a.mac, a.ip_be, b.ip_be, &a);
-	CHECK(run_until(&a, &b, arp_done, &cs, 100), "arp reply");
+	if (iip_ops_l2_addr_len(&a)) { /* a link with addresses (iipt_mem.h) */
+		iip_arp_request(a.ws, a.mac, a.ip_be, b.ip_be, &a);
+		CHECK(run_until(&a, &b, arp_done, &cs, 100), "arp reply");
+	}
 	/* One at a time (a port is bound when its first datagram is seen; alone, a
 	 * 1-byte datagram, shorter than a TCP header, must bind it too). */
 	for (i = 0; i < 8; i++) {
@@ -561,12 +575,49 @@ static void scenario_semantics(void)
 	node_free(&b);
 }
 
+/* iip_l2: the same programs over links that are not Ethernet II (TUN's packet
+ * information, 802.1Q, no header at all), then received chains (LRO) on Ethernet,
+ * under feature sets that change the adapter's path (none, all, TSO+SG, rx only). */
+static int run_l2_lro(void)
+{
+	static const uint32_t fs[] = {0, F_ALL, F_SG | F_TSO | F_TCP_TX | F_IP4_TX,
+	                              F_IP4_RX | F_TCP_RX | F_UDP_RX};
+	static const char *const name[] = {"eth", "tun", "vlan", "raw"};
+	int l2;
+	uint32_t i, runs = 0;
+
+	for (l2 = L2_TUN; l2 <= L2_RAW + 1 && !g_fail; l2++) {
+		if (l2 <= L2_RAW)
+			l2_set(l2);
+		else { /* LRO, on Ethernet */
+			l2_set(L2_ETH);
+			g_lro = 1;
+		}
+		for (i = 0; i < sizeof(fs) / sizeof(fs[0]) && !g_fail; i++) {
+			scenario_tcp(fs[i], 0, 20000);
+			scenario_tcp(fs[i], 1, 300000);
+			scenario_udp_arp_icmp(fs[i]);
+			runs++;
+		}
+		if (g_lro)
+			CHECK(g_chains > 0 && g_chains_big > 0, "LRO: %llu chains, %llu over 2 KiB",
+			      (unsigned long long)g_chains, (unsigned long long)g_chains_big);
+		printf("iip_l2: %s%s: %s\n", name[g_lro ? 0 : l2], g_lro ? " with LRO chains" : "",
+		       g_fail ? "FAIL" : "ok");
+	}
+	g_lro = 0;
+	l2_set(L2_ETH);
+	return g_fail ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	int quick = argc > 1 && !strcmp(argv[1], "--quick");
 	uint32_t f, step = quick ? 73 : 1, combos = 0;
 
 	pool_init();
+	if (argc > 1 && !strcmp(argv[1], "--l2"))
+		return run_l2_lro();
 	scenario_semantics();
 	for (f = 0; f <= F_ALL && !g_fail; f += step) {
 		scenario_tcp(f, 0, 20000);

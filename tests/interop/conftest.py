@@ -18,6 +18,7 @@ Other engineers' tests can use `make_link(kind)` (fixture) for a link of one kin
 import os
 import secrets
 import shutil
+import sys
 import subprocess
 import time
 
@@ -168,7 +169,20 @@ class Link:
     def close(self):
         stop_procs(self.procs, grace=3)
         self.procs = []
-        sh("ip", "netns", "del", self.ns, check=False)
+        del_netns(self.ns)
+
+
+def del_netns(ns, tries=10):
+    """Delete a namespace this test created; retried (bounded), because a process
+    the kernel is still tearing down can hold it for a moment. Says so on stderr
+    when the namespace outlives every try, instead of leaking it silently."""
+    for _ in range(tries):
+        sh("ip", "netns", "del", ns, check=False)
+        if not os.path.exists("/run/netns/" + ns):
+            return True
+        time.sleep(0.2)
+    sys.stderr.write("conftest: namespace %s could not be deleted\n" % ns)
+    return False
 
 
 def available_kinds():

@@ -10,5 +10,8 @@ _mod = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_mod)
 
 tap = _mod.tap
+tun = _mod.tun
 test_iip_server_ping_curl_socat_nc_udp = _mod.test_iip_server_ping_curl_socat_nc_udp
 test_iip_bulk_sender_to_linux = _mod.test_iip_bulk_sender_to_linux
+test_iip_l2_tun_server_ping_curl_socat_nc_udp = _mod.test_iip_l2_tun_server_ping_curl_socat_nc_udp
+test_iip_l2_tun_bulk_sender_to_linux = _mod.test_iip_l2_tun_bulk_sender_to_linux

@@ -7,9 +7,15 @@ sockets in a namespace of its own in both cases. Same machine, same run, one aft
 the other. Prints a Markdown table: requests/s and p99 latency.
 
 Load: wrk -t 2 -c 32 -d DUR (a 6-byte index.html, keep-alive); redis-benchmark
--c 32 -n N -t set,get (--csv: p99 per test). FIG_DUR (s, default 5) and FIG_N
-(default 100000) change it. Every namespace and process is removed by PID/name at
-the end, also on failure.
+-c 32 -n N -t set, then -t get (--csv: p99). FIG_DUR (s, default 5) and FIG_N
+(default 100000) change it. FIG_IO: ipkitd's backends to run the shim side on, a
+comma list of tap and afxdp (default tap; afxdp: the daemon on a veth pair through
+AF_XDP in copy mode, as tests/interop's links). While each load runs, `perf stat`
+counts the system calls of the server's processes (every thread: the shim's pump
+too) and of ipkitd; each is divided by the requests served (wrk's count, N), so
+the table also says what a request costs in system calls on each side (no perf:
+those columns say "-"). Every namespace and process is removed by PID/name at the
+end, also on failure.
 """
 import csv
 import io
@@ -110,24 +116,61 @@ def wait_port(client, ip, port, what):
     raise SystemExit("%s not serving at %s:%d" % (what, ip, port))
 
 
-def wrk(client, ip):
+def tree(pid):
+    """pid and its children (nginx's master and workers)."""
+    r = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True)
+    return [pid] + [int(x) for x in r.stdout.split()]
+
+
+def perf_start(pids):
+    if not pids or not shutil.which("perf"):
+        return None
+    return subprocess.Popen(["perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter", "-p",
+                             ",".join(str(p) for p in pids)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def perf_stop(p, reqs):
+    """System calls per request of a perf_start, or None."""
+    if p is None:
+        return None
+    p.send_signal(2)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        return None
+    for line in err.decode().splitlines():
+        f = line.split(",")
+        if len(f) > 2 and f[0].strip().isdigit() and "sys_enter" in f[2]:
+            return int(f[0]) / max(reqs, 1)
+    return None
+
+
+def wrk(client, ip, pids, dpid):
+    ps, pd = perf_start(pids), perf_start([dpid] if dpid else [])
     out = subprocess.run(client + ["wrk", "-t", "2", "-c", "32", "-d", DUR, "--latency",
                                    "--timeout", "10s", "http://%s:8080/" % ip],
                          capture_output=True, timeout=int(DUR) + 60).stdout.decode()
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    reqs = int(re.search(r"(\d+) requests in", out).group(1))
     m = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
     p99 = float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
     err = "Socket errors" in out
-    return rps, p99, err
+    return rps, p99, err, perf_stop(ps, reqs), perf_stop(pd, reqs)
 
 
-def rbench(client, ip):
-    out = subprocess.run(client + ["env", "LD_LIBRARY_PATH=" + RLIB, RBENCH, "-h", ip, "-p",
-                                   "6379", "-c", "32", "-n", N, "-t", "set,get", "--csv"],
-                         capture_output=True, timeout=600).stdout.decode()
+def rbench(client, ip, pids, dpid):
     res = {}
-    for row in csv.DictReader(io.StringIO(out)):
-        res[row["test"]] = (float(row["rps"]), float(row["p99_latency_ms"]))
+    for t in ("set", "get"):
+        ps, pd = perf_start(pids), perf_start([dpid] if dpid else [])
+        out = subprocess.run(client + ["env", "LD_LIBRARY_PATH=" + RLIB, RBENCH, "-h", ip, "-p",
+                                       "6379", "-c", "32", "-n", N, "-t", t, "--csv"],
+                             capture_output=True, timeout=600).stdout.decode()
+        sc, dc = perf_stop(ps, int(N)), perf_stop(pd, int(N))
+        for row in csv.DictReader(io.StringIO(out)):
+            res[row["test"]] = (float(row["rps"]), float(row["p99_latency_ms"]), sc, dc)
     return res
 
 
@@ -141,7 +184,12 @@ def nginx_dir():
     return d
 
 
-def run_side(name, server, client, ip, env, rows):
+def server_pid(p):
+    """The server's own pid: `ip netns exec` execs it, `env` too."""
+    return p.pid
+
+
+def run_side(name, server, client, ip, env, rows, dpid=None):
     procs = []
     d = nginx_dir()
     try:
@@ -149,19 +197,20 @@ def run_side(name, server, client, ip, env, rows):
             conf = os.path.join(d, "nginx%d.conf" % w)
             with open(conf, "w") as f:
                 f.write(CONF % {"d": d, "w": w})
-            start(procs, server + [NGINX, "-p", d, "-c", conf], env)
+            m = start(procs, server + [NGINX, "-p", d, "-c", conf], env)
             wait_port(client, ip, 8080, "nginx")
-            rps, p99, err = wrk(client, ip)
+            time.sleep(0.5)  # the workers are up (perf counts the processes there now)
+            rps, p99, err, sc, dc = wrk(client, ip, tree(server_pid(m)), dpid)
             rows.append(("nginx, %d worker%s" % (w, "s" if w > 1 else ""), name, rps, p99,
-                         err))
+                         err, sc, dc))
             stop(procs)
             time.sleep(0.5)
-        start(procs, server + ["env", "LD_LIBRARY_PATH=" + RLIB, RSERVER, "--port", "6379",
-                               "--save", "", "--appendonly", "no", "--protected-mode", "no"],
-              env)
+        m = start(procs, server + ["env", "LD_LIBRARY_PATH=" + RLIB, RSERVER, "--port", "6379",
+                                   "--save", "", "--appendonly", "no", "--protected-mode", "no"],
+                  env)
         wait_port(client, ip, 6379, "redis")
-        for t, (rps, p99) in rbench(client, ip).items():
-            rows.append(("redis " + t, name, rps, p99, False))
+        for t, (rps, p99, sc, dc) in rbench(client, ip, [server_pid(m)], dpid).items():
+            rows.append(("redis " + t, name, rps, p99, False, sc, dc))
         stop(procs)
     finally:
         stop(procs)
@@ -173,17 +222,21 @@ def main():
         if not os.path.exists(f):
             raise SystemExit("missing %s (bash tests/preload/debroot.sh; ninja -C build)" % f)
     rows = []
-    tmp = tempfile.mkdtemp(prefix="ipkfig")
-    link = Link("tap")
-    try:
-        import pathlib
-        svc = Svc(link, pathlib.Path(tmp))
-        env = {"LD_PRELOAD": SHIM, "IPKITD_SOCKET": svc.sock}
-        client = ["ip", "netns", "exec", link.ns]
-        run_side("ipkit (shim, ipkitd, TAP)", [], client, link.ipk_ip, env, rows)
-    finally:
-        link.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+    import pathlib
+    for kind in [k.strip() for k in os.environ.get("FIG_IO", "tap").split(",") if k.strip()]:
+        if kind not in ("tap", "afxdp"):
+            raise SystemExit("FIG_IO: tap or afxdp, not %r" % kind)
+        tmp = tempfile.mkdtemp(prefix="ipkfig")
+        link = Link(kind)
+        try:
+            svc = Svc(link, pathlib.Path(tmp))
+            env = {"LD_PRELOAD": SHIM, "IPKITD_SOCKET": svc.sock}
+            client = ["ip", "netns", "exec", link.ns]
+            run_side("ipkit (shim, ipkitd, %s)" % {"tap": "TAP", "afxdp": "AF_XDP"}[kind], [],
+                     client, link.ipk_ip, env, rows, svc.daemon.pid)
+        finally:
+            link.close()
+            shutil.rmtree(tmp, ignore_errors=True)
     v = Veth()
     try:
         run_side("Linux (veth)", ["ip", "netns", "exec", v.s], ["ip", "netns", "exec", v.c],
@@ -191,13 +244,19 @@ def main():
     finally:
         v.close()
     print("load: wrk -t 2 -c 32 -d %s (keep-alive, 6-byte file); redis-benchmark -c 32 "
-          "-n %s -t set,get; %d CPUs" % (DUR, N, os.cpu_count()))
+          "-n %s -t set / -t get; %d CPUs; load average %.1f at the end; ipkitd %s"
+          % (DUR, N, os.cpu_count(), os.getloadavg()[0],
+             os.environ.get("IPKITD_TEST_ARGS", "(defaults)")))
     print()
-    print("| benchmark | stack | requests/s | p99 (ms) |")
-    print("| --- | --- | ---: | ---: |")
-    for what, name, rps, p99, err in rows:
-        print("| %s | %s | %.0f | %.2f%s |" % (what, name, rps, p99,
-                                              " (socket errors)" if err else ""))
+    print("| benchmark | stack | requests/s | p99 (ms) | server syscalls/request "
+          "| ipkitd syscalls/request |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+
+    def f(x):
+        return "-" if x is None else "%.2f" % x
+    for what, name, rps, p99, err, sc, dc in rows:
+        print("| %s | %s | %.0f | %.2f%s | %s | %s |" % (
+            what, name, rps, p99, " (socket errors)" if err else "", f(sc), f(dc)))
 
 
 if __name__ == "__main__":

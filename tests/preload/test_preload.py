@@ -106,7 +106,7 @@ def stats(err):
     return [int(x) for x in m[-1]]
 
 
-def family(name, ip6=False):
+def family(name, ip6=False, more=None):
     echo = Echo()
     try:
         port = free_port()
@@ -120,7 +120,7 @@ def family(name, ip6=False):
         # v6 binds a UDP socket to CLOSED_PORT: one above 1024 (ipkitd's rule)
         closed = str(free_port()) if ip6 else "9"
         src, sout, serr = run([CALLS, name, PEER_IP, "7", "127.0.0.1", str(free_port()), closed],
-                              env=shim_env(rig))
+                              env=shim_env(rig, **(more or {})))
     finally:
         rig.close()
     print(sout)
@@ -530,6 +530,8 @@ def main():
         case_nginx_workers()
     elif case == "daemon_dies":
         case_daemon_dies()
+    elif case.endswith("_nodefer"):  # the same family with the deferral switched off
+        family(case[:-len("_nodefer")], more={"IPKIT_PRELOAD_DEFER": "0"})
     else:
         family(case, ip6=case == "v6")
     print("ok", case)

@@ -315,9 +315,12 @@ static int mode_connect(struct ipk_svc *svc, char **av)
 	x.size = strtoull(av[2], NULL, 0);
 	if (tool_socket(svc, 64, 128, &x.so) < 0)
 		return 1;
-	if (getenv("SVC_TOOL_LPORT")) { /* connect from this local port (bind first) */
+	if (getenv("SVC_TOOL_LPORT")) { /* connect from this local port (bind first;
+	                                   * SVC_TOOL_FAMILY=6: to ::) */
 		struct ipk_svc_addr me;
-		if (parse_addr("0.0.0.0", getenv("SVC_TOOL_LPORT"), &me) < 0)
+		const char *f = getenv("SVC_TOOL_FAMILY");
+		if (parse_addr(f && !strcmp(f, "6") ? "::" : "0.0.0.0", getenv("SVC_TOOL_LPORT"),
+		               &me) < 0)
 			return 2;
 		memset(&e, 0, sizeof e);
 		ipk_svc_prep_bind(&e, &me);

