@@ -12,7 +12,8 @@
   hostile       tests/virtio/vu_bad_dev.py, a vhost-user device returning bad ids,
                 lengths and indices: the driver drops and counts each, still moves
                 the good frames, serves the device again once its used index is back
-                in range, and exits cleanly
+                in range, and exits cleanly; and a device that answers the feature
+                request wrongly or never: the open fails with a message, no hang
 
 No network namespace is needed: every link is a UNIX socket under the test's temp dir.
 DPDK processes get --file-prefix=vhst<hex>NN, removed at teardown; processes are
@@ -247,3 +248,21 @@ def test_vhost_hostile_device_entries_dropped_and_counted(vh):
     assert c["rx_used_ahead"] >= 1, c
     assert c["reflected"] >= 25, c
     assert c["rx_drops"] >= 5, c
+
+
+@pytest.mark.parametrize("mode", ["badreply", "silent"])
+def test_vhost_hostile_device_protocol_open_fails_cleanly(vh, mode):
+    """A device answering GET_FEATURES with the wrong reply, or not at all: the
+    driver's open fails with a message naming the step (bounded by its 5 s reply
+    limit; the test allows 60 s), no hang, no crash."""
+    sock = str(vh.dir / "bad.sock")
+    dev = vh.start([sys.executable, os.path.join(ROOT, "tests", "virtio", "vu_bad_dev.py"),
+                    sock, "60", mode])
+    vh.wait_text(dev, "listening", stream="stdout")
+    drv = vh.start([os.path.join(BUILD, "tests", "virtio", "vu_reflect"),
+                    "virtio:vhost-user=" + sock, "30"])
+    _, err = drv.communicate(timeout=60)
+    err = err.decode(errors="replace")
+    assert drv.returncode == 1, err
+    want = "Protocol error" if mode == "badreply" else "timed out"
+    assert "GET_FEATURES" in err and want in err, err

@@ -1,7 +1,11 @@
 #!/usr/bin/python3
 """A deliberately bad vhost-user-net device (the back-end side), for issue 21.
 
-    vu_bad_dev.py SOCKET_PATH [SECONDS]
+    vu_bad_dev.py SOCKET_PATH [SECONDS] [MODE]
+
+MODE ring (default) is described below. MODE badreply answers GET_FEATURES with a
+reply to another request and a wrong size; MODE silent never answers it: in both the
+driver's open must fail with a message, within its reply bound, not hang.
 
 Listens on SOCKET_PATH, takes one driver, answers the set-up messages (features
 VERSION_1 | MRG_RXBUF, protocol feature REPLY_ACK), maps the driver's memory table and
@@ -260,6 +264,24 @@ def main():
     conn, _ = s.accept()
     conn.settimeout(max(1.0, deadline - time.monotonic()))
     d = Dev(conn, deadline)
+    mode = sys.argv[3] if len(sys.argv) > 3 else "ring"
+    if mode != "ring":
+        while True:
+            req, flags, body, fds = d.recv_msg()
+            for fd in fds:
+                os.close(fd)
+            if req == 1 and mode == "badreply":    # a SET_OWNER "reply", 4 bytes
+                conn.sendall(struct.pack("<IIII", 3, 0x5, 4, 0))
+            if req == 1:
+                break
+        print("result proto_attack=%s" % mode, flush=True)
+        conn.settimeout(max(0.5, deadline - time.monotonic()))
+        try:
+            while conn.recv(4096):
+                pass
+        except (OSError, socket.timeout):
+            pass
+        sys.exit(0)
     while not d.ready():
         d.handle(*d.recv_msg())
     ok = attack(d)
