@@ -868,6 +868,10 @@ int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned wk, unsigned lev
 			p->rescan = 1;
 			break;
 		}
+		/* several workers: the level stays counted over the turn, so another
+		 * worker's d_defer does not see it empty before its completions */
+		if (d->nw > 1)
+			d_act_lvl_add(&d->wk[wk], level, 1);
 		d_act_remove(s);
 		got = d_sock_pass(d, s, *budget < D_PASS_BUDGET ? *budget : D_PASS_BUDGET);
 		if (*budget != UINT32_MAX)
@@ -876,6 +880,8 @@ int d_serve_level(struct d_daemon *d, struct d_app *a, unsigned wk, unsigned lev
 		work += got;
 		if (s->wk == wk && (s->more || s->ovf_n || s->move))
 			d_act_push(s); /* (move: its hand-over waits for ring room) */
+		if (d->nw > 1)
+			d_act_lvl_add(&d->wk[wk], level, -1);
 	}
 	return (int)work;
 }

@@ -288,22 +288,26 @@ int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl)
 	int defer = 0;
 	for (j = 0; j < d->nw; j++) {
 		struct d_wk *o = &d->wk[j];
-		/* active there, or handed to it and not taken yet (d_ho_give) */
-		uint32_t ho = __atomic_load_n(&o->ho_lvls, __ATOMIC_RELAXED);
+		/* active there (or being served: d_serve_level holds the count over a
+		 * socket's turn), or handed to it and not taken yet (d_ho_give). The
+		 * mask first (acquire: cleared only after its sockets were counted) */
+		uint32_t ho = __atomic_load_n(&o->ho_lvls, __ATOMIC_ACQUIRE);
 		if (j == wk)
 			continue;
-		for (l = 0; l < lvl && !__atomic_load_n(&o->act_lvl[l], __ATOMIC_RELAXED) &&
+		for (l = 0; l < lvl && !__atomic_load_n(&o->act_lvl[l], __ATOMIC_ACQUIRE) &&
 		            !(ho >> l & 1);
 		     l++)
 			;
-		if (l == lvl || (w->defer_on[j] &&
-		                 __atomic_load_n(&o->passes, __ATOMIC_ACQUIRE) != w->defer_mark[j])) {
+		/* the yield lasts until one pass of o has ended (begun is not enough:
+		 * its higher level may still be being served) */
+		if (l == lvl || (w->defer_on[j] && __atomic_load_n(&o->passes_done, __ATOMIC_ACQUIRE) !=
+		                                           w->defer_mark[j])) {
 			w->defer_on[j] = 0; /* nothing higher there, or it had its pass */
 			continue;
 		}
 		if (!w->defer_on[j]) {
 			w->defer_on[j] = 1;
-			w->defer_mark[j] = __atomic_load_n(&o->passes, __ATOMIC_ACQUIRE);
+			w->defer_mark[j] = __atomic_load_n(&o->passes_done, __ATOMIC_ACQUIRE);
 		}
 		d_kick(o);
 		defer = 1;

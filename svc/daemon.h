@@ -352,6 +352,7 @@ struct d_wk {
 	                              * inside its own: the lock split's proof */
 	struct d_ev ev_node, ev_kick;
 	uint32_t passes, rot;
+	uint32_t passes_done;        /* nw > 1: passes ended (release; d_defer)*/
 	uint32_t act_lvl[D_PRIO_MAX];  /* its active sockets per level, all apps */
 	uint32_t defer_mark[IPK_WORKERS_MAX]; /* d_defer: worker j's passes when we
 	                                        * first yielded to it */
@@ -480,7 +481,9 @@ static inline struct d_appw *d_spw(const struct d_sock *s) { return &s->app->pw[
  * few for one pass; the deferral still ends when the other's passes moves). */
 static inline void d_act_lvl_add(struct d_wk *w, unsigned l, int32_t n)
 {
-	__atomic_store_n(&w->act_lvl[l], w->act_lvl[l] + (uint32_t)n, __ATOMIC_RELAXED);
+	/* release: a drop to 0 after a socket's turn (d_serve_level holds the count
+	 * over the turn) comes after its completions; d_defer loads with acquire */
+	__atomic_store_n(&w->act_lvl[l], w->act_lvl[l] + (uint32_t)n, __ATOMIC_RELEASE);
 }
 
 /* A listener's backlog count and armed ACCEPT: written only by the listener's

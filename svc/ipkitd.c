@@ -537,7 +537,22 @@ static void d_apps_rotate(struct d_daemon *d)
 	last->next = first;
 }
 
+static int d_serve_pass(struct d_daemon *d, unsigned wk);
+
+/* One pass of worker wk; with several workers its end is published (passes_done,
+ * release after every completion the pass posted): a worker that yielded a
+ * level to it (d_defer) waits for a pass to end, not to begin, so the higher
+ * level's completions come first (svc_w2_prio: the level-0 NOP first). */
 int d_serve(struct d_daemon *d, unsigned wk)
+{
+	int work = d_serve_pass(d, wk);
+	if (d->nw > 1)
+		__atomic_store_n(&d->wk[wk].passes_done, d->wk[wk].passes_done + 1,
+		                 __ATOMIC_RELEASE);
+	return work;
+}
+
+static int d_serve_pass(struct d_daemon *d, unsigned wk)
 {
 	struct d_app *a, *first = d_first(d, wk);
 	unsigned lvl;
@@ -547,13 +562,18 @@ int d_serve(struct d_daemon *d, unsigned wk)
 	/* release: d_defer on another worker reads it (acquire) to see this
 	 * worker's pass begin */
 	__atomic_store_n(&d->wk[wk].passes, d->wk[wk].passes + 1, __ATOMIC_RELEASE);
-	if (d->nw > 1) { /* before its pass takes the hand-offs (d_defer) */
-		__atomic_store_n(&d->wk[wk].ho_lvls, 0, __ATOMIC_RELAXED);
+	if (d->nw > 1) {
 		d_msg_flush(d, wk); /* what the rings had no room for last pass */
 		d_msg_drain(d, wk);
 	}
 	for (a = d->apps; a; a = a->next)
 		d_pass_begin(a, wk);
+	/* after the hand-offs are on the active lists (act_lvl): release, so a
+	 * d_defer that reads the cleared mask (acquire) sees them there. A give
+	 * between the take and this clear loses its hint for one pass only (its
+	 * bits stay in the mask: d_ho_pending keeps this worker awake) */
+	if (d->nw > 1)
+		__atomic_store_n(&d->wk[wk].ho_lvls, 0, __ATOMIC_RELEASE);
 	for (lvl = 0; lvl < d->cfg.prio_levels; lvl++) {
 		uint32_t budget = UINT32_MAX;
 		if (lvl > 0 && d->nw > 1 && d->wk[wk].act_lvl[lvl] && d_defer(d, wk, lvl)) {
