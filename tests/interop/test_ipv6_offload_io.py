@@ -179,3 +179,39 @@ def test_afxdp_udp6_echo_csum_offload(net):
     args[1] += ",csum=1"
     assert _udp6_echo_offload(net, x.h, x.p, args, x.ipk6)["tx_csum_udp6"] == "1"
     x.host_still_works()
+
+
+@pytest.mark.skipif(not backend_built("dpdk"), reason="DPDK backend not built")
+def test_dpdk_vhost_virtio_user_pair_ipv6_64M_csum_offload(net, tmp_path):
+    """Two ipkit processes over vhost-user (net_vhost <-> net_virtio_user, both with
+    TCP checksum offload: the sum travels partial in the virtio header), TCP over
+    IPv6: ipkit-nc sends 64 MiB to ipkit-echo and checks the echo's SHA-256; both
+    ends had IPK_CAP_TX_CSUM_TCP6 (RTE_MBUF_F_TX_IPV6 on every segment)."""
+    ns = net.add_ns("v")
+    sock = str(tmp_path / "vhost.sock")
+
+    def eal(vdev):
+        prefix = "%sD%02d" % (net.tag, len(net.prefixes))
+        net.prefixes.append(prefix)
+        return ["--no-huge", "-m", "256", "--no-pci", "--no-telemetry", lcores(),
+                "--file-prefix=" + prefix, "--vdev=" + vdev, "--"]
+
+    a6, b6 = net.pfx + "::a", net.pfx + "::b"
+    echo = net.start_ready(ns, prog("ipkit-echo"),
+                           *eal("net_vhost0,iface=%s,queues=1" % sock), "-v",
+                           "--io", "dpdk:net_vhost0", "--ip", "10.9.0.1/24", "--ip6", a6 + "/64",
+                           wait=30.0)
+    size = 64 << 20
+    r = net.run(ns, prog("ipkit-nc"), *eal("net_virtio_user0,path=%s,queues=1" % sock), "-v",
+                "--io", "dpdk:net_virtio_user0", "--ip", "10.9.0.2/24", "--ip6", b6 + "/64",
+                "--send-size", str(size), "--no-output", "--sha256", "--timeout", "30", a6, "7",
+                check=False, timeout=200)
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode == 0, err[-800:]
+    s = re.search(r"^sent (\d+) sha256 ([0-9a-f]{64})$", err, re.M)
+    g = re.search(r"^received (\d+) sha256 ([0-9a-f]{64})$", err, re.M)
+    assert s and g and int(s.group(1)) == size and s.group(1, 2) == g.group(1, 2), err[-800:]
+    assert _offloads6(err)["tx_csum_tcp6"] == "1"
+    stop_procs([echo], grace=5)
+    eerr = echo.stderr.read().decode(errors="replace")
+    assert _offloads6(eerr)["tx_csum_tcp6"] == "1", eerr[-800:]
