@@ -166,6 +166,17 @@ static struct wk_appconn *app_live(struct wk *w, uint64_t cid)
 	return ac;
 }
 
+/* An IPv6 message's 4-tuple (addresses carried beside the IPv4-sized tuple). */
+static void msg_tuple6(const struct wk_msg *m, struct ipk_atuple *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->local.family = t->peer.family = IPK_AF_INET6;
+	memcpy(t->local.a, m->local6, 16);
+	memcpy(t->peer.a, m->peer6, 16);
+	t->local_port_be = m->t.local_port_be;
+	t->peer_port_be = m->t.peer_port_be;
+}
+
 /* M_ACCEPTED6: the connection's tuple rebuilt from the message, to accepted6; an
  * app without that member gets accepted with the ports and zero addresses. */
 static void *app_accepted6(struct wk *w, const struct ipk_app_ops *ops, const struct wk_msg *m)
@@ -174,12 +185,7 @@ static void *app_accepted6(struct wk *w, const struct ipk_app_ops *ops, const st
 
 	if (!ops->accepted6)
 		return ops->accepted ? ops->accepted(w->app, m->cid, &m->t) : NULL;
-	memset(&t, 0, sizeof(t));
-	t.local.family = t.peer.family = IPK_AF_INET6;
-	memcpy(t.local.a, m->local6, 16);
-	memcpy(t.peer.a, m->peer6, 16);
-	t.local_port_be = m->t.local_port_be;
-	t.peer_port_be = m->t.peer_port_be;
+	msg_tuple6(m, &t);
 	return ops->accepted6(w->app, m->cid, &t);
 }
 
@@ -209,12 +215,7 @@ static void app_udp6(struct wk *w, const struct ipk_app_ops *ops, const struct w
 		ipk_app_release(w->app, 0, (struct ipk_pkt *)m->p, 0);
 		return;
 	}
-	memset(&t, 0, sizeof(t));
-	t.local.family = t.peer.family = IPK_AF_INET6;
-	memcpy(t.local.a, m->local6, 16);
-	memcpy(t.peer.a, m->peer6, 16);
-	t.local_port_be = m->t.local_port_be;
-	t.peer_port_be = m->t.peer_port_be;
+	msg_tuple6(m, &t);
 	ops->udp6(w->app, &t, (struct ipk_pkt *)m->p, m->data, m->len);
 }
 

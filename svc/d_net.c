@@ -808,16 +808,17 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 	return r;
 }
 
-static void *ev_accepted_l(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
-                           const struct ipk_atuple *tp, struct d_sock *l)
+/* The socket of a connection this worker accepted for a listener of app at level
+ * prio: held by this worker, connected, its peer's address filled in. NULL (the
+ * connection aborted) when the application has no room. */
+static struct d_sock *d_acc_new(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
+                                struct d_app *app, unsigned prio,
+                                const struct ipk_atuple *tp)
 {
-	struct d_daemon *d = D(opq);
 	struct ipk_atuple t = *tp;
-	struct d_sock *w;
-	uint64_t now = ipk_node_now(ipk_node_from(opq));
-	w = l ? d_sock_alloc(l->app, IPK_SVC_TCP) : NULL;
+	struct d_sock *w = app ? d_sock_alloc(app, IPK_SVC_TCP) : NULL;
 	if (!w) {
-		ipk_tcp_abort(ctx, c, now);
+		ipk_tcp_abort(ctx, c, ipk_node_now(ipk_node_from(opq)));
 		return NULL;
 	}
 	w->wk = W(opq)->idx; /* the worker that got the SYN holds the connection */
@@ -825,15 +826,31 @@ static void *ev_accepted_l(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
 	W(opq)->accepted++;
 	w->state = D_CONNECTED;
 	d_acc_peer(&t, w);
-	d_sock_level(w, l->prio); /* an accepted socket serves at its listener's level */
+	d_sock_level(w, prio); /* an accepted socket serves at its listener's level */
 	w->conn = c;
+	return w;
+}
+
+/* Undo d_acc_new when the hand-over to the listener's worker failed. */
+static void *d_acc_drop(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
+                        struct d_sock *w)
+{
+	w->conn = NULL;
+	d_sock_destroy(D(opq), w, 0);
+	ipk_tcp_abort(ctx, c, ipk_node_now(ipk_node_from(opq)));
+	return NULL;
+}
+
+static void *ev_accepted_l(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
+                           const struct ipk_atuple *tp, struct d_sock *l)
+{
+	struct d_daemon *d = D(opq);
+	struct d_sock *w = d_acc_new(ctx, c, opq, l ? l->app : NULL, l ? l->prio : 0, tp);
+	if (!w)
+		return NULL;
 	if (l->wk != w->wk) { /* the listener's queue is another worker's (d_msg.c) */
-		if (d_acc_cross(d, l, w) < 0) {
-			w->conn = NULL;
-			d_sock_destroy(d, w, 0);
-			ipk_tcp_abort(ctx, c, now);
-			return NULL;
-		}
+		if (d_acc_cross(d, l, w) < 0)
+			return d_acc_drop(ctx, c, opq, w);
 		return w;
 	}
 	d_acc_push(l, w);
@@ -848,26 +865,11 @@ static void *ev_accepted_l(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
 static void *ev_accepted_far(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
                              const struct ipk_atuple *t, const struct d_pref *r)
 {
-	struct d_daemon *d = D(opq);
-	uint64_t now = ipk_node_now(ipk_node_from(opq));
-	struct d_sock *w = d_sock_alloc(r->app, IPK_SVC_TCP);
-	if (!w) {
-		ipk_tcp_abort(ctx, c, now);
+	struct d_sock *w = d_acc_new(ctx, c, opq, r->app, r->prio, t);
+	if (!w)
 		return NULL;
-	}
-	w->wk = W(opq)->idx; /* the worker that got the SYN holds the connection */
-	__atomic_add_fetch(&W(opq)->socks, 1, __ATOMIC_RELAXED);
-	W(opq)->accepted++;
-	w->state = D_CONNECTED;
-	d_acc_peer(t, w);
-	d_sock_level(w, r->prio); /* at its listener's level */
-	w->conn = c;
-	if (d_acc_cross_id(d, r->wk, r->app_id, r->sock_id, w) < 0) {
-		w->conn = NULL;
-		d_sock_destroy(d, w, 0);
-		ipk_tcp_abort(ctx, c, now);
-		return NULL;
-	}
+	if (d_acc_cross_id(D(opq), r->wk, r->app_id, r->sock_id, w) < 0)
+		return d_acc_drop(ctx, c, opq, w);
 	return w;
 }
 
