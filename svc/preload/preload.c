@@ -908,8 +908,13 @@ static void pl_fork_child(void)
 		s->so_error = EBADF;
 	}
 	g_live = keep;
-	for (s = w_pend; s; s = s->pnext) /* the parent's deferred levels */
+	pthread_mutex_init(&f_mu, NULL); /* pl_put below; another thread may have held it */
+	for (s = w_pend; s; s = next) { /* the parent's deferred levels */
+		next = s->pnext;
 		s->pending = 0;
+		pl_put(s); /* the list's reference: kept, it would never come back to the
+		            * free list in the child (LeakSanitizer saw it after fork_accept) */
+	}
 	w_pend = NULL;
 	w_sleepers = 0;
 	w_ep = -1;
