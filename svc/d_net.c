@@ -389,11 +389,23 @@ static uint32_t d_tx_room(const struct d_daemon *d, const struct d_sock *s, uint
 
 /* Account bytes written into the stack; the high-water mark is the app's to read
  * (ipk_svc_stats: low_held_max), what the test counts. */
+/* A high-water mark in the app's region header (a statistic the app reads
+ * relaxed): one app's sockets live on several workers (--workers), so the maximum
+ * is kept with a compare-and-swap. The app can write its region too, so the retries
+ * are bounded: a mark lost to a hostile app is the app's loss alone. */
+static void d_region_max(uint64_t *max, uint64_t v)
+{
+	uint64_t cur = __atomic_load_n(max, __ATOMIC_RELAXED);
+	for (int k = 0; k < 8 && v > cur; k++)
+		if (__atomic_compare_exchange_n(max, &cur, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return;
+}
+
 static void d_tx_held(struct d_sock *s, uint32_t n)
 {
 	s->tx_held += n;
-	if (s->prio && s->tx_held > s->app->hdr->low_held_max)
-		s->app->hdr->low_held_max = s->tx_held;
+	if (s->prio)
+		d_region_max(&s->app->hdr->low_held_max, s->tx_held);
 }
 
 /* op is all in the stack. A copied SEND completes now; a zero-copy one when its
@@ -516,8 +528,7 @@ static void d_rx_window_seen(struct d_daemon *d, struct ipk_conn *c, struct d_so
 	s->rx_total += len;
 	if (!d_low_limited(d, s) || s->rx_total <= 2ull * d->rcvbuf || ipk_tcp_info(c, &ti) != 0)
 		return;
-	if (ti.rcv_wnd > s->app->hdr->low_rwnd_max)
-		s->app->hdr->low_rwnd_max = ti.rcv_wnd;
+	d_region_max(&s->app->hdr->low_rwnd_max, ti.rcv_wnd);
 }
 
 /* Copy held payload into one RECV's buffer; returns bytes. */
