@@ -2,7 +2,7 @@
  * Applications on IpkitStack: IpkitBulkSend, IpkitPacketSink (TCP) and
  * IpkitEchoServer / IpkitEchoClient (UDP request/response).
  */
-#include "ipkit-ns3.h"
+#include <ipkit/ns3/ipkit-ns3.h>
 
 #include "sha256.h"
 

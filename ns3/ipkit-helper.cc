@@ -1,7 +1,7 @@
 /*
  * ns-3-style helpers for IpkitStack and the ipkit applications.
  */
-#include "ipkit-ns3.h"
+#include <ipkit/ns3/ipkit-ns3.h>
 
 #include "ns3/address.h"
 #include "ns3/boolean.h"

@@ -1,7 +1,7 @@
 /*
- * The dumbbell and chain scenarios (ipkit-scenarios.h).
+ * The dumbbell and chain scenarios (<ipkit/ns3/ipkit-scenarios.h>).
  */
-#include "ipkit-scenarios.h"
+#include <ipkit/ns3/ipkit-scenarios.h>
 
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"

@@ -1,7 +1,7 @@
 /*
- * IpkitStack: ipkit contexts on an ns-3 Node (see ipkit-ns3.h for the model).
+ * IpkitStack: ipkit contexts on an ns-3 Node (see <ipkit/ns3/ipkit-ns3.h> for the model).
  */
-#include "ipkit-ns3.h"
+#include <ipkit/ns3/ipkit-ns3.h>
 
 #include "pkt.h"
 

@@ -8,7 +8,7 @@
  * SHA-256 equals the sender's (exit status 1 when not). --cwnd writes the ipkit
  * sender's CongestionWindow trace source, --pcap the first link's pcap.
  */
-#include "ipkit-scenarios.h"
+#include <ipkit/ns3/ipkit-scenarios.h>
 
 #include "ns3/core-module.h"
 

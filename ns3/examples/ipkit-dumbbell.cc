@@ -10,7 +10,7 @@
  * the bottleneck's drops; --pcap=PREFIX writes the bottleneck's pcaps. Exit
  * status 1 when a flow received nothing after the warm-up.
  */
-#include "ipkit-scenarios.h"
+#include <ipkit/ns3/ipkit-scenarios.h>
 
 #include "ns3/core-module.h"
 

@@ -4,7 +4,7 @@
  * ipkit TCP. Prints the goodput and whether the receiver's SHA-256 equals the
  * sender's; writes ipkit-minimal-*.pcap. Exit status 0 when the digests match.
  */
-#include "ipkit-ns3.h"
+#include <ipkit/ns3/ipkit-ns3.h>
 
 #include "ns3/core-module.h"
 #include "ns3/network-module.h"

@@ -15,7 +15,7 @@
  *
  *   ipkit-ns3-figures --out=docs/ns3-figures.md [--duration=30] [--quick]
  */
-#include "ipkit-scenarios.h"
+#include <ipkit/ns3/ipkit-scenarios.h>
 
 #include "pkt.h"
 

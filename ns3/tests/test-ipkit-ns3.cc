@@ -18,8 +18,8 @@
  *
  * Usage: test-ipkit-ns3 [NAME...]   (no name: all; a failing one prints its name)
  */
-#include "ipkit-ns3.h"
-#include "ipkit-scenarios.h"
+#include <ipkit/ns3/ipkit-ns3.h>
+#include <ipkit/ns3/ipkit-scenarios.h>
 
 #include "sha256.h"
 

@@ -18,6 +18,15 @@
 #             program that links nothing else of ipkit; it talks to the installed
 #             ipkitd (on a memlink with nobody at the other end, no root): one NOP
 #             round trip through a socket's rings
+#   ns-3      (when ns-3 is present and the build has the ns3 layer) the headers under
+#             ipkit/ns3/ compile alone as C++17 only (they include ns-3's C++ headers;
+#             the C99 check above is for the C headers), with the flags of
+#             `pkg-config --cflags ipkit-ns3`; libipkit-ns3.so exports no C symbol (the
+#             simulator's pool and SHA-256 inside it stay local); and an out-of-tree
+#             copy of ns3/examples/ipkit-minimal.cc builds with one
+#             `pkg-config --cflags --libs ipkit-ns3` line and runs: 10 MiB over ipkit
+#             TCP in ns-3, the receiver's SHA-256 equal to the sender's. Without ns-3
+#             (or with -Dns3=disabled) one "skip install ns-3: <reason>" line.
 # One "ok install ..." or "FAIL install ..." line per check; exit status non-zero when
 # any failed. Needs no root and touches no network.
 set -uo pipefail
@@ -232,8 +241,83 @@ EOF
 	fi
 }
 
+# The ns-3 layer (issue 22), when ns-3 is installed and the build has it.
+ns3_option() {
+	meson introspect "$build" --buildoptions | python3 -c \
+		'import json,sys; print(next((o["value"] for o in json.load(sys.stdin) if o["name"] == "ns3"), "none"))'
+}
+
+check_ns3() {
+	local h flags bad=0 exported
+	if ! pkg-config --exists ns3-core; then
+		echo "skip install ns-3: ns-3 not installed (pkg-config ns3-core; Debian: libns3-dev)"
+		return
+	fi
+	if [ "$(ns3_option)" = disabled ]; then
+		echo "skip install ns-3: $build is configured with -Dns3=disabled"
+		return
+	fi
+	if [ ! -f "$pcdir/ipkit-ns3.pc" ]; then
+		fail "ipkit-ns3.pc installed (ns-3 is present and the ns3 option is $(ns3_option))"
+		return
+	fi
+	if ! flags=$(pc --cflags ipkit-ns3 2>"$tmp/pc.log"); then
+		fail "pkg-config --cflags ipkit-ns3"; show "$tmp/pc.log"; return
+	fi
+	# C++ only: these headers include ns-3's, which are C++.
+	for h in "$inst"/include/ipkit/ns3/*.h; do
+		[ -f "$h" ] || { fail "headers installed under include/ipkit/ns3/"; return; }
+		printf '#include <ipkit/ns3/%s>\nint main() { return 0; }\n' "${h##*/}" >"$tmp/ns3h.cc"
+		# shellcheck disable=SC2086
+		if ! c++ -std=c++17 -Wall -Wextra -Werror -pedantic $flags \
+			-c "$tmp/ns3h.cc" -o "$tmp/ns3h.o" >"$tmp/ns3h.log" 2>&1; then
+			fail "header ipkit/ns3/${h##*/} compiles alone (C++17, pkg-config ipkit-ns3)"
+			show "$tmp/ns3h.log"; bad=1
+		fi
+	done
+	[ "$bad" = 0 ] && ok "ns-3 headers compile alone as C++17 with pkg-config ipkit-ns3's flags"
+	exported=$(nm -D --defined-only "$libdir/libipkit-ns3.so" | awk '$3 !~ /^_Z/ {print $3}' |
+		tr '\n' ' ')
+	if [ -z "$exported" ]; then
+		ok "libipkit-ns3.so exports only C++ symbols (the sim pool and SHA-256 inside stay local)"
+	else
+		fail "libipkit-ns3.so exports C symbols: $exported"
+	fi
+	check_ns3_scenario
+}
+
+# A user's scenario outside the tree: a copy of ns3/examples/ipkit-minimal.cc, built
+# against the installed tree only and run where it can write its pcaps.
+check_ns3_scenario() {
+	local flags
+	mkdir -p "$tmp/ns3run"
+	cp ns3/examples/ipkit-minimal.cc "$tmp/ns3run/scenario.cc"
+	if ! flags=$(pc --cflags --libs ipkit-ns3 2>"$tmp/pc.log"); then
+		fail "pkg-config --cflags --libs ipkit-ns3"; show "$tmp/pc.log"; return
+	fi
+	# shellcheck disable=SC2086
+	if ! c++ -std=c++17 -Wall -Wextra -Werror "$tmp/ns3run/scenario.cc" \
+		-o "$tmp/ns3run/scenario" $flags >"$tmp/ns3cc.log" 2>&1; then
+		fail "ns-3 scenario builds with: pkg-config --cflags --libs ipkit-ns3 ($flags)"
+		show "$tmp/ns3cc.log"; return
+	fi
+	LD_LIBRARY_PATH=$libdir ldd "$tmp/ns3run/scenario" >"$tmp/ldd.log" 2>&1
+	if ! grep -q "libipkit-ns3\.so[^ ]* => $libdir/" "$tmp/ldd.log"; then
+		fail "ns-3 scenario loads the installed libipkit-ns3.so"; show "$tmp/ldd.log"; return
+	fi
+	# Runs in about a second here; the bound only stops a hung run.
+	if (cd "$tmp/ns3run" && LD_LIBRARY_PATH=$libdir timeout 600 ./scenario) \
+		>"$tmp/ns3run.log" 2>&1 && grep -q 'sha256 [0-9a-f]\{64\} matches' "$tmp/ns3run.log"; then
+		ok "out-of-tree ns-3 scenario builds with one pkg-config line and runs:" \
+			"$(grep -o 'sent [0-9]* bytes' "$tmp/ns3run.log"), SHA-256 matches"
+	else
+		fail "out-of-tree ns-3 scenario runs and its SHA-256 matches"; show "$tmp/ns3run.log"
+	fi
+}
+
 check_headers
 check_link
 check_symbols
 check_client
+check_ns3
 [ "$fails" = 0 ]

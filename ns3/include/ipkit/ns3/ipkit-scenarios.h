@@ -7,7 +7,7 @@
 #ifndef IPKIT_NS3_SCENARIOS_H
 #define IPKIT_NS3_SCENARIOS_H
 
-#include "ipkit-ns3.h"
+#include <ipkit/ns3/ipkit-ns3.h>
 
 #include <string>
 #include <vector>
