@@ -327,6 +327,9 @@ struct ipk_ip6 {
 	 * which address slots' solicited-node groups (a bit each) */
 	uint64_t mld_at;            /* IPK_NO_DEADLINE: none */
 	uint32_t mld_want;
+	/* RFC 3810 §8.2.1: an MLDv1 querier heard: MLDv1 compatibility mode until this
+	 * time (the Older Version Querier Present timer); 0 = MLDv2 mode */
+	uint64_t mld_v1_until;
 };
 
 /*

@@ -14,13 +14,32 @@
  * query only moves the pending time earlier (§6.2's rules 1-3, merged: a report
  * never goes later than a querier asked). Queries not meeting §6.2's checks
  * (link-local source, hop limit 1, router alert) are dropped and counted
- * (mld_invalid). MLDv1 queries (24 bytes) are not answered: MLDv1 compatibility
- * mode (§8) is not implemented, also counted as mld_invalid.
+ * (mld_invalid).
+ *
+ * MLDv1 compatibility (§8): a 24-byte query (§8.1) comes from an MLDv1 querier
+ * (RFC 2710), which does not understand MLDv2 reports. Hearing one puts the context
+ * in MLDv1 compatibility mode for the Older Version Querier Present Timeout (§9.12:
+ * Robustness Variable x Query Interval + Query Response Interval, 2 x 125 s + 10 s
+ * with the defaults an MLDv1 query cannot change), each further one restarting it
+ * (§8.2.1). In that mode every report is MLDv1 (RFC 2710 §3): one 24-byte report
+ * per group, sent to the group itself; queries of either version are answered so.
+ * A change of mode cancels the pending response (§8.2.1). MLDv1 report suppression
+ * (RFC 2710 §4, hearing another listener's report) is not done: an extra report
+ * costs the link 24 bytes and cannot make a router forget a group.
  */
 #include "internal.h"
 #include "wire/wire.h"
 
 #define MLD_QUERY_LEN 28u /* §5.1: the MLDv2 query without sources */
+/* §9.12 with §9.1's Robustness Variable 2, §9.2's Query Interval 125 s and §9.3's
+ * Query Response Interval 10 s: an MLDv1 query carries none of them */
+#define MLD_V1_PRESENT_NS (2ull * 125u * 1000000000u + 10ull * 1000000000u)
+
+/* Is the context in MLDv1 compatibility mode at c->now (§8.2.1)? */
+static int mld_v1(const struct ipk_ctx *c)
+{
+	return c->ip6.mld_v1_until != 0 && c->now < c->ip6.mld_v1_until;
+}
 
 /* §5.1.3: the Maximum Response Delay in ns from the Maximum Response Code: the
  * code in ms below 32768, else a floating-point value (3-bit exponent, 12-bit
@@ -60,9 +79,34 @@ static uint32_t mld_groups(const struct ipk_ctx *c, uint32_t want,
 	return n;
 }
 
+/* MLDv1 mode: one report per group, to the group, from our link-local (or ::
+ * while none is up, RFC 3590 §4), hop limit 1 with a router alert (RFC 2710 §3). */
+static void mld1_reports(struct ipk_ctx *c, const uint8_t (*g)[16], uint32_t n)
+{
+	static const uint8_t any[16] = {0};
+	uint8_t src[16], *p;
+	uint32_t i, len;
+	void *out;
+
+	for (i = 0; i < n; i++) {
+		if (!ipk_ip6_src_select(c, g[i], src))
+			ipk_memcpy(src, any, 16);
+		out = ipk_ip6_alloc(c, 8u + IPK_MLD1_LEN, 1);
+		if (!out)
+			return; /* the pool is dry: the next query asks again */
+		p = ipk_pkt_data(c, out) + ipk_l4_off6(c);
+		ipk_ip6_hbh_ra_emit(p, 8, IPK_IPPROTO_ICMP6);
+		len = ipk_mld1_report_emit(p + 8, IPK_MLD1_LEN, g[i], src);
+		ipk_pkt_set_len(c, out, ipk_l4_off6(c) + 8 + len);
+		c->cnt.mld1_tx++;
+		ipk_ip6_output(c, out, src, g[i], IPK_IPPROTO_HOPOPTS, 8 + len, 1);
+	}
+}
+
 /* An MLDv2 report of records rec_type for n groups to ff02::16, from our
  * link-local (or :: while none is up, §5.2.13), hop limit 1 with a router alert
- * (§5). */
+ * (§5); in MLDv1 compatibility mode MLDv1 reports of the same groups instead
+ * (§8.2.1: a join and a current-state record are both a report there). */
 static void mld_report(struct ipk_ctx *c, uint8_t rec_type, const uint8_t (*g)[16], uint32_t n)
 {
 	static const uint8_t any[16] = {0};
@@ -72,6 +116,10 @@ static void mld_report(struct ipk_ctx *c, uint8_t rec_type, const uint8_t (*g)[1
 
 	if (n == 0)
 		return;
+	if (mld_v1(c)) {
+		mld1_reports(c, g, n);
+		return;
+	}
 	if (!ipk_ip6_src_select(c, ipk_ip6_all_mldv2_routers, src))
 		ipk_memcpy(src, any, 16);
 	out = ipk_ip6_alloc(c, cap, 1);
@@ -95,15 +143,18 @@ void ipk_nd_send_mld(struct ipk_ctx *c, const uint8_t addr[16])
 	mld_report(c, IPK_MLD2_CHANGE_TO_EXCLUDE, (const uint8_t (*)[16])g, 1);
 }
 
-/* §6.2's checks on a query (the ICMPv6 checksum was checked): -1 when it is one
- * to answer, else the drop reason. */
+/* §6.2's checks on a query (the ICMPv6 checksum was checked), RFC 2710 §3's for an
+ * MLDv1 one (the same three): -1 when it is one to answer, else the drop reason. */
 static int mld_query_check(const struct ipk_rx6 *rx, const uint8_t *m)
 {
 	uint32_t nsrc;
 
 	if (rx->ip.hlim != 1 || !ipk_ip6_is_linklocal(rx->ip.src) || !rx->ra || m[1] != 0)
 		return IPK_DROP_MLD_INVALID;
-	if (rx->l4_len < MLD_QUERY_LEN) /* MLDv1 (24 bytes, §8) or short */
+	if (rx->l4_len == IPK_MLD1_LEN) /* §8.1: MLDv1 */
+		return ipk_ip6_is_unspecified(m + 8) || ipk_ip6_is_multicast(m + 8) ?
+		       -1 : IPK_DROP_MLD_INVALID;
+	if (rx->l4_len < MLD_QUERY_LEN) /* §8.1: 25-27 bytes is neither version */
 		return IPK_DROP_MLD_INVALID;
 	nsrc = ipk_rd16(m + 26);
 	if (MLD_QUERY_LEN + 16u * nsrc > rx->l4_len)
@@ -114,9 +165,22 @@ static int mld_query_check(const struct ipk_rx6 *rx, const uint8_t *m)
 	return -1;
 }
 
+/* §8.2.1: an MLDv1 query starts (or restarts) the Older Version Querier Present
+ * timer; entering the mode cancels the pending MLDv2 response. */
+static void mld_v1_heard(struct ipk_ctx *c)
+{
+	if (!mld_v1(c)) {
+		c->ip6.mld_want = 0;
+		c->ip6.mld_at = IPK_NO_DEADLINE;
+	}
+	c->cnt.mld1_queries++;
+	c->ip6.mld_v1_until = c->now + MLD_V1_PRESENT_NS;
+	ipk_ip6_arm(c, c->ip6.mld_v1_until);
+}
+
 int ipk_mld_input(struct ipk_ctx *c, const struct ipk_rx6 *rx, const uint8_t *m)
 {
-	uint64_t max = mld_max_delay_ns(ipk_rd16(m + 4)), at;
+	uint64_t max, at;
 	uint32_t want = 0, i;
 	uint8_t g[16];
 	int why;
@@ -126,6 +190,12 @@ int ipk_mld_input(struct ipk_ctx *c, const struct ipk_rx6 *rx, const uint8_t *m)
 	why = mld_query_check(rx, m);
 	if (why >= 0)
 		return why;
+	if (rx->l4_len == IPK_MLD1_LEN) {
+		mld_v1_heard(c);
+		max = (uint64_t)ipk_rd16(m + 4) * 1000000u; /* RFC 2710 §3.4: in ms */
+	} else {
+		max = mld_max_delay_ns(ipk_rd16(m + 4));
+	}
 	if (ipk_ip6_is_unspecified(m + 8)) {
 		want = (1u << IPK_IP6_ADDRS) - 1u;
 	} else {
@@ -153,11 +223,18 @@ uint64_t ipk_mld_timer(struct ipk_ctx *c, uint64_t now)
 	uint8_t g[IPK_IP6_ADDRS][16];
 	uint32_t n;
 
+	if (c->ip6.mld_v1_until != 0 && now >= c->ip6.mld_v1_until) {
+		/* §8.2.1: the MLDv1 querier is gone: back to MLDv2, nothing pending */
+		c->ip6.mld_v1_until = 0;
+		c->ip6.mld_want = 0;
+		c->ip6.mld_at = IPK_NO_DEADLINE;
+	}
 	if (c->ip6.mld_at > now)
-		return c->ip6.mld_at;
+		return c->ip6.mld_v1_until ? IPK_MIN(c->ip6.mld_at, c->ip6.mld_v1_until)
+		                           : c->ip6.mld_at;
 	n = mld_groups(c, c->ip6.mld_want, g);
 	c->ip6.mld_want = 0;
 	c->ip6.mld_at = IPK_NO_DEADLINE;
 	mld_report(c, IPK_MLD2_MODE_IS_EXCLUDE, (const uint8_t (*)[16])g, n);
-	return IPK_NO_DEADLINE;
+	return c->ip6.mld_v1_until ? c->ip6.mld_v1_until : IPK_NO_DEADLINE;
 }

@@ -305,9 +305,11 @@ void app_report(struct ipk_node *n, const char *prog)
 		        "lro=%d\n", prog, !!(off & IPK_CAP_TX_CSUM_TCP6), !!(off & IPK_CAP_TSO6),
 		        !!(off & IPK_CAP_TX_CSUM_UDP6), !!(off & IPK_CAP_RX_CSUM_L4),
 		        !!(off & IPK_CAP_LRO));
-		fprintf(stderr, "%s: mld_tx=%llu mld_queries=%llu nd_redirects=%llu\n", prog,
+		fprintf(stderr, "%s: mld_tx=%llu mld_queries=%llu nd_redirects=%llu mld1_tx=%llu "
+		        "mld1_queries=%llu\n", prog,
 		        (unsigned long long)c->mld_tx, (unsigned long long)c->mld_queries,
-		        (unsigned long long)c->nd_redirects);
+		        (unsigned long long)c->nd_redirects, (unsigned long long)c->mld1_tx,
+		        (unsigned long long)c->mld1_queries);
 	}
 	for (i = 0; i < IPK_DROP__COUNT; i++)
 		if (c->drop[i])

@@ -8,9 +8,10 @@
  * it, so a client that does not read its echoes closes our receive window instead of
  * filling memory. FIN from the peer closes after the last echo.
  *
- * Client (--connect A.B.C.D:PORT --conns N): every worker opens N connections, sends
- * one message on each, checks the echo byte for byte, and closes; the program exits
- * when all are done (exit 0 only if every one succeeded).
+ * Client (--connect A.B.C.D:PORT or [IPV6]:PORT --conns N): every worker opens N
+ * connections, sends one message on each, checks the echo byte for byte, and closes;
+ * the program exits when all are done (exit 0 only if every one succeeded). Over IPv6
+ * (--ip6 and --connect [ADDR]:PORT) the opens wait in the runtime for DAD.
  */
 #include "echo_workers.h"
 
@@ -158,6 +159,28 @@ static void ew_udp_sent(struct ipk_app *a, void *user, const void *buf, uint32_t
 
 /* ----------------------------------------------------------- client */
 
+/* One active open, in --connect's family. Over IPv6 the runtime holds it until this
+ * worker's --ip6 address has passed DAD (runtime.h ipk_app_connect_addr). A command
+ * refused here has no closed event: it is counted as failed at once. */
+static void ew_connect(struct ipk_app *a, const struct ew_opts *o, struct ew_conn *e)
+{
+	struct ipk_addr peer;
+
+	memset(&peer, 0, sizeof(peer));
+	if (o->connect_v6) {
+		peer.family = IPK_AF_INET6;
+		memcpy(peer.a, o->connect6, 16);
+	} else {
+		peer.family = IPK_AF_INET;
+		memcpy(peer.a, &o->connect_ip4_be, 4);
+	}
+	if (ipk_app_connect_addr(a, &peer, o->connect_port_be, e) < 0) {
+		ew_w(a)->failed++;
+		__atomic_fetch_add(&((struct ew *)ipk_app_arg(a))->done, 1, __ATOMIC_RELAXED);
+		free(e);
+	}
+}
+
 static void ew_start(struct ipk_app *a, unsigned worker)
 {
 	struct ew *ew = (struct ew *)ipk_app_arg(a);
@@ -169,7 +192,7 @@ static void ew_start(struct ipk_app *a, unsigned worker)
 		ipk_app_listen(a, o->port_be);
 	if (o->udp_port_be)
 		ipk_app_udp_bind(a, o->udp_port_be);
-	for (i = 0; o->connect_ip4_be && i < o->conns; i++) {
+	for (i = 0; (o->connect_ip4_be || o->connect_v6) && i < o->conns; i++) {
 		struct ew_conn *e = (struct ew_conn *)calloc(1, sizeof(*e));
 
 		if (!e) {
@@ -180,7 +203,7 @@ static void ew_start(struct ipk_app *a, unsigned worker)
 		e->client = 1;
 		for (j = 0; j < o->msg_size; j++)
 			e->msg[j] = (uint8_t)(worker * 131u + i * 7u + j);
-		ipk_app_connect(a, o->connect_ip4_be, o->connect_port_be, e);
+		ew_connect(a, o, e);
 	}
 }
 
@@ -317,7 +340,8 @@ int ew_main(const struct app_opts *ao, const struct ew_opts *o)
 	struct ipk_workers *ws;
 	struct ew *ew = (struct ew *)calloc(1, sizeof(*ew));
 	volatile int *stop = app_stop_flag();
-	uint64_t total = o->connect_ip4_be ? (uint64_t)o->conns * o->nworkers : 0, ok = 0, i;
+	uint64_t total = o->connect_ip4_be || o->connect_v6 ? (uint64_t)o->conns * o->nworkers : 0;
+	uint64_t ok = 0, i;
 	char err[256], spec[512];
 	struct timespec nap = {0, 20 * 1000000L};
 

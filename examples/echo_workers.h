@@ -12,7 +12,9 @@ struct ew_opts {
 	unsigned ncpus;
 	uint16_t port_be;          /* listen (0 = no) */
 	uint16_t udp_port_be;      /* UDP echo (0 = no) */
-	uint32_t connect_ip4_be;   /* client mode when nonzero */
+	uint32_t connect_ip4_be;   /* client mode when nonzero (or connect_v6) */
+	uint8_t connect6[16];      /* connect_v6: the IPv6 server ([ADDR]:PORT) */
+	int connect_v6;
 	uint16_t connect_port_be;
 	uint32_t conns;            /* client connections per worker */
 	uint32_t msg_size;         /* client message bytes, 1..1024 */

@@ -29,6 +29,7 @@
 #include "app.h"
 #include "echo_workers.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,9 +349,11 @@ static void usage(FILE *f)
 	           "  --cpus LIST      CPUs to pin to, comma separated: the soft reader first,\n"
 	           "                   then per worker its stack thread (and app thread for\n"
 	           "                   split); reused from the start when short\n"
-	           "  --connect A.B.C.D:PORT  also act as echo client: every worker opens\n"
-	           "                   --conns connections (active opens), sends one message,\n"
-	           "                   checks the echo and closes; exit when all are done\n"
+	           "  --connect A.B.C.D:PORT or [IPV6]:PORT  also act as echo client: every\n"
+	           "                   worker opens --conns connections (active opens),\n"
+	           "                   sends one message, checks the echo and closes; exit\n"
+	           "                   when all are done. IPv6 needs --ip6 (the opens wait\n"
+	           "                   for its DAD)\n"
 	           "  --conns N        client connections per worker (default 10)\n"
 	           "  --msg-size N     client message bytes, 1..1024 (default 64)\n"
 	           "  --timeout S      client: give up after S seconds (default 60)\n"
@@ -359,6 +362,43 @@ static void usage(FILE *f)
 }
 
 /* Multi-core options; 1 consumed, 0 not ours, -1 bad value. */
+/* --connect A.B.C.D:PORT or [IPV6]:PORT (the brackets as in a URL, RFC 3986 §3.2.2).
+ * 0, or -1 for anything else (a zone, ::, a mapped or multicast address is refused
+ * later by the runtime as an open that fails). */
+static int parse_connect(const char *v, struct ew_opts *m)
+{
+	char ip[INET6_ADDRSTRLEN + 1], *end;
+	const char *colon, *close = NULL;
+	long p;
+
+	if (v[0] == '[') {
+		close = strchr(v, ']');
+		if (!close || close[1] != ':')
+			return -1;
+		colon = close + 1;
+		v++;
+	} else {
+		colon = strchr(v, ':');
+	}
+	if (!colon || (size_t)((close ? close : colon) - v) >= sizeof(ip))
+		return -1;
+	p = strtol(colon + 1, &end, 10);
+	if (*end || p < 1 || p > 65535)
+		return -1;
+	memcpy(ip, v, (size_t)((close ? close : colon) - v));
+	ip[(close ? close : colon) - v] = 0;
+	if (close) {
+		static const uint8_t any[16];
+		if (inet_pton(AF_INET6, ip, m->connect6) != 1 || memcmp(m->connect6, any, 16) == 0)
+			return -1;
+		m->connect_v6 = 1;
+	} else if (app_parse_ip4(ip, &m->connect_ip4_be, NULL) < 0) {
+		return -1;
+	}
+	m->connect_port_be = ipk_htons((uint16_t)p);
+	return 0;
+}
+
 static int mc_opt(struct ew_opts *m, int *used, int argc, char **argv, int *i)
 {
 	const char *v;
@@ -387,16 +427,8 @@ static int mc_opt(struct ew_opts *m, int *used, int argc, char **argv, int *i)
 		if (r < 0)
 			return -1;
 	} else if ((r = app_arg("--connect", argc, argv, i, &v)) != 0) {
-		char ip[32];
-		const char *colon = r > 0 ? strchr(v, ':') : NULL;
-		long p = colon ? strtol(colon + 1, &end, 10) : 0;
-		if (!colon || (size_t)(colon - v) >= sizeof(ip) || *end || p < 1 || p > 65535)
+		if (r < 0 || parse_connect(v, m) < 0)
 			return -1;
-		memcpy(ip, v, (size_t)(colon - v));
-		ip[colon - v] = 0;
-		if (app_parse_ip4(ip, &m->connect_ip4_be, NULL) < 0)
-			return -1;
-		m->connect_port_be = ipk_htons((uint16_t)p);
 	} else if ((r = app_arg("--conns", argc, argv, i, &v)) != 0) {
 		m->conns = r > 0 ? (uint32_t)strtoul(v, &end, 10) : 0;
 		if (r < 0 || *end || m->conns == 0)
@@ -497,6 +529,10 @@ int main(int argc, char **argv)
 		if (o.cpu >= 0 && m.ncpus == 0) {
 			m.cpus[0] = o.cpu;
 			m.ncpus = 1;
+		}
+		if (m.connect_v6 && !o.ip6) {
+			fprintf(stderr, "--connect to an IPv6 address needs --ip6 ADDR/N\n");
+			return APP_EXIT_USAGE;
 		}
 		m.port_be = a.tcp_port_be;
 		m.udp_port_be = a.udp_port_be;

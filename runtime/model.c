@@ -372,7 +372,67 @@ static void net_pump(struct wk *w, struct wk_rec *r)
 	}
 }
 
-static void net_connect(struct wk *w, const struct wk_msg *m)
+/*
+ * IPv6 active opens made before this worker's core has a source address for the
+ * peer (our addresses are still in DAD, RFC 4862 §5.4: about a second after start)
+ * are held here and retried each loop turn (model_net_retry) until an address is up,
+ * for at most WK_HOLD6_NS of the node's clock; then the open fails as closed
+ * (IPK_CLOSE_UNREACH), as it would have at once before. In arrival order; at most
+ * one per connection record (more could not open anyway: closed ABORTED).
+ */
+#define WK_HOLD6_NS (10ull * 1000000000ull)
+
+struct wk_held {
+	struct wk_held *next;
+	struct wk_msg m;
+	uint64_t until;          /* the node's clock: give up after this */
+};
+
+/* 1 when the core refused an IPv6 open only because no source address for the
+ * peer has passed DAD yet (ipk_tcp_connect_addr's IPK_EHOSTUNREACH, core.h). */
+static int net_no_src6(struct wk *w, const struct wk_msg *m, int rc)
+{
+	uint8_t src[16];
+
+	return m->type == C_CONNECT6 && rc == IPK_EHOSTUNREACH &&
+	       !ipk_ip6_src_select(net_ctx(w), m->peer6, src);
+}
+
+/* Park m (its deadline from its first try); 0, or -1 when no more may wait. */
+static int net_hold(struct wk *w, const struct wk_msg *m, uint64_t until)
+{
+	struct wk_held *h, **pp;
+
+	if (w->nheld >= w->nrecs || !(h = (struct wk_held *)malloc(sizeof(*h))))
+		return -1;
+	h->m = *m;
+	h->until = until;
+	h->next = NULL;
+	for (pp = &w->held; *pp; pp = &(*pp)->next)
+		;
+	*pp = h;
+	w->nheld++;
+	return 0;
+}
+
+static int net_open(struct wk *w, const struct wk_msg *m, struct wk_rec *r, struct ipk_conn **c)
+{
+	struct ipk_addr peer;
+
+	if (m->type != C_CONNECT6)
+		return ipk_tcp_connect(net_ctx(w), m->t.peer_ip4_be, m->port_be, 0, r, c,
+		                       net_now(w));
+	memset(&peer, 0, sizeof(peer));
+	peer.family = IPK_AF_INET6;
+	memcpy(peer.a, m->peer6, 16);
+	/* the core picks a local port whose IPv6 tuple hashes to this worker
+	 * (ipk_rss_port_ok6), as ipk_tcp_connect does for IPv4 */
+	return ipk_tcp_connect_addr(net_ctx(w), &peer, m->port_be, 0, r, c, net_now(w));
+}
+
+/* Open m's connection; until: the hold deadline of a retried open, 0 for a new one
+ * (which may be held). Returns 1 when the open waits (held, or still held). */
+static int net_connect_try(struct wk *w, const struct wk_msg *m, uint64_t until)
 {
 	struct wk_rec *r = rec_get(w, NULL);
 	struct ipk_conn *c = NULL;
@@ -381,34 +441,72 @@ static void net_connect(struct wk *w, const struct wk_msg *m)
 
 	if (!r) {
 		net_emit_simple(w, M_CLOSED, 0, m->p, 0, IPK_CLOSE_ABORTED);
-		return;
+		return 0;
 	}
 	r->cuser = m->p;
 	gen = r->gen;
-	if (m->type == C_CONNECT6) {
-		struct ipk_addr peer;
-
-		memset(&peer, 0, sizeof(peer));
-		peer.family = IPK_AF_INET6;
-		memcpy(peer.a, m->peer6, 16);
-		/* the core picks a local port whose IPv6 tuple hashes to this worker
-		 * (ipk_rss_port_ok6), as ipk_tcp_connect does for IPv4 */
-		rc = ipk_tcp_connect_addr(net_ctx(w), &peer, m->port_be, 0, r, &c, net_now(w));
-	} else {
-		rc = ipk_tcp_connect(net_ctx(w), m->t.peer_ip4_be, m->port_be, 0, r, &c,
-		                     net_now(w));
-	}
+	rc = net_open(w, m, r, &c);
 	if (rc < 0) {
 		uint64_t cid = rec_cid(r);
 		rec_put(w, r);
+		if (net_no_src6(w, m, rc)) {
+			if (until == 0 && net_hold(w, m, net_now(w) + WK_HOLD6_NS) == 0)
+				return 1;
+			if (until != 0 && net_now(w) < until)
+				return 1;
+		}
 		/* no route (off-link, no gateway) is the peer's unreachability, not ours */
 		net_emit_simple(w, M_CLOSED, cid, m->p, 0,
 		                rc == IPK_EHOSTUNREACH ? IPK_CLOSE_UNREACH : IPK_CLOSE_ABORTED);
-		return;
+		return 0;
 	}
 	/* a connection closed from inside ipk_tcp_connect has put the record back */
 	if (r->gen == gen)
 		r->c = c;
+	return 0;
+}
+
+static void net_connect(struct wk *w, const struct wk_msg *m)
+{
+	(void)net_connect_try(w, m, 0);
+}
+
+/* Each loop turn with opens held: retry them in order once an address is up (or
+ * their time is over). */
+void model_net_retry(struct wk *w)
+{
+	struct wk_held **pp = &w->held, *h;
+	uint8_t src[16];
+
+	while ((h = *pp) != NULL) {
+		if (!ipk_ip6_src_select(net_ctx(w), h->m.peer6, src) && net_now(w) < h->until) {
+			pp = &h->next;
+			continue;
+		}
+		*pp = h->next; /* unlinked first: the retry may hold it again only if new */
+		w->nheld--;
+		if (net_connect_try(w, &h->m, h->until)) {
+			h->next = *pp;
+			*pp = h;
+			w->nheld++;
+			pp = &h->next;
+			continue;
+		}
+		free(h);
+	}
+	model_net_publish(w);
+}
+
+/* Stop: held opens never started; nothing reaches the app after stop. */
+static void net_held_free(struct wk *w)
+{
+	struct wk_held *h;
+
+	while ((h = w->held) != NULL) {
+		w->held = h->next;
+		free(h);
+	}
+	w->nheld = 0;
 }
 
 static void net_send(struct wk *w, const struct wk_msg *m)
@@ -1145,6 +1243,7 @@ int model_init(struct wk *w, char *err, size_t errlen)
 
 void model_fini(struct wk *w)
 {
+	net_held_free(w);
 	outbox_free(&w->evo);
 	outbox_free(&w->cmdo);
 	spsc_fini(&w->ev);

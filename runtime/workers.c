@@ -227,6 +227,8 @@ static void *wk_net_thread(void *arg)
 		int got = ipk_node_poll(w->node, did || split ? 0 : WK_NET_SLEEP_MS);
 
 		model_net_publish(w);
+		if (w->held)
+			model_net_retry(w);
 		if (split && did == 0 && got == 0)
 			sched_yield(); /* busy-polling: only lets others run when idle */
 	}

@@ -83,6 +83,7 @@ struct wk_arp {
 
 struct wk_rec;      /* networking side of a connection (model.c) */
 struct wk_appside;  /* application side tables (model.c) */
+struct wk_held;     /* an IPv6 open waiting for DAD (model.c) */
 struct steer;
 
 struct wk {
@@ -115,6 +116,9 @@ struct wk {
 	 * each), and the bytes of it used; networking thread only */
 	struct ipk_pkt *small;
 	uint32_t small_fill;
+	/* model.c: IPv6 opens waiting for an address to pass DAD (networking thread) */
+	struct wk_held *held;
+	uint32_t nheld;
 
 	struct ipk_worker_stats st;
 };
@@ -172,6 +176,9 @@ extern const struct ipk_ops model_events;
 /* Networking side, each loop turn: run queued commands, publish events. Returns the
  * commands run. */
 uint32_t model_net_turn(struct wk *w);
+/* Networking side, each loop turn while w->held: retry the IPv6 opens waiting for
+ * our address to pass DAD (or fail those whose time is over). */
+void model_net_retry(struct wk *w);
 /* Networking side: make the events queued so far visible and wake the app. */
 void model_net_publish(struct wk *w);
 void *model_app_thread(void *arg);

@@ -313,6 +313,22 @@ uint32_t ipk_mld2_report_emit(uint8_t *p, uint32_t cap, uint8_t rec_type,
 	return len;
 }
 
+/* --------------------------------------------------------------- MLDv1 */
+
+uint32_t ipk_mld1_report_emit(uint8_t *p, uint32_t cap, const uint8_t group[16],
+                              const uint8_t src[16])
+{
+	if (cap < IPK_MLD1_LEN)
+		return 0;
+	p[0] = IPK_ICMP6_MLD1_REPORT;
+	p[1] = 0;
+	ipk_wr16(p + 4, 0); /* Maximum Response Delay: 0 in a report */
+	ipk_wr16(p + 6, 0);
+	__builtin_memcpy(p + 8, group, 16);
+	ipk_icmp6_csum_fill(p, IPK_MLD1_LEN, src, group);
+	return IPK_MLD1_LEN;
+}
+
 int ipk_mld2_rec_parse(const uint8_t *p, uint32_t len, struct ipk_mld2_rec *r)
 {
 	uint32_t rlen;

@@ -653,6 +653,7 @@ uint16_t ipk_udp6_csum(const uint8_t src[16], const uint8_t dst[16], const uint8
 #define IPK_ICMP6_ECHO_REQUEST 128
 #define IPK_ICMP6_ECHO_REPLY 129
 #define IPK_ICMP6_MLD_QUERY 130
+#define IPK_ICMP6_MLD1_REPORT 131 /* RFC 2710 §3 (MLDv1 compatibility, RFC 3810 §8) */
 #define IPK_ICMP6_ND_RS 133
 #define IPK_ICMP6_ND_RA 134
 #define IPK_ICMP6_ND_NS 135
@@ -818,6 +819,15 @@ struct ipk_mld2_rec {
 	uint8_t group[16];
 };
 int ipk_mld2_rec_parse(const uint8_t *p, uint32_t len, struct ipk_mld2_rec *r);
+/* MLDv1 (RFC 2710 §3): a query is 24 bytes (RFC 3810 §8.1 tells it from an MLDv2
+ * one by that length), a report the same 24: type 131, code 0, checksum, Maximum
+ * Response Delay 0, reserved, the group. */
+#define IPK_MLD1_LEN 24u
+/* An MLDv1 report of group, checksummed for src -> group (RFC 2710 §3: a report goes
+ * to the group it reports; hop limit 1 and a router alert, as MLDv2's). Returns 24,
+ * or 0 when cap is short. */
+uint32_t ipk_mld1_report_emit(uint8_t *p, uint32_t cap, const uint8_t group[16],
+                              const uint8_t src[16]);
 /* ff02::16, all MLDv2-capable routers (RFC 3810 §5.2.14). */
 extern const uint8_t ipk_ip6_all_mldv2_routers[16];
 

@@ -380,6 +380,9 @@ struct ipk_counters {
 	uint64_t mld_queries;         /* MLD queries answered (RFC 3810 §6.2; reports sent
 	                             * count in mld_tx) */
 	uint64_t nd_redirects;        /* ICMPv6 Redirects taken (RFC 4861 §8.3) */
+	uint64_t mld1_queries;        /* MLDv1 queries heard (RFC 3810 §8.2.1: each starts
+	                             * or extends MLDv1 compatibility mode, 260 s) */
+	uint64_t mld1_tx;             /* MLDv1 reports sent in that mode (RFC 2710 §3) */
 };
 
 /* Name of a drop reason, for logs ("ip4_csum"); "unknown" for a value outside the

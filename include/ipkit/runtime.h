@@ -273,8 +273,12 @@ int ipk_app_connect(struct ipk_app *a, uint32_t ip4_be, uint16_t port_be, void *
 /* ipk_app_connect for either family: peer->family IPK_AF_INET is ipk_app_connect (the
  * address from peer->a[0..3]); IPK_AF_INET6 opens over IPv6 (the core's
  * ipk_tcp_connect_addr: our best source address, a local port whose tuple's RSS hash
- * lands on this worker). Same events; an open the core refuses (no route or no
- * source address yet, a mapped or multicast peer, IPv6 off) comes as closed
+ * lands on this worker). Same events. An open made while this worker's core has no
+ * source address for the peer yet (ours still in DAD, RFC 4862 §5.4: the first
+ * second or two after start) is held by the runtime and retried each loop turn until
+ * one has passed DAD, for at most 10 s, then comes as closed IPK_CLOSE_UNREACH;
+ * ipk_workers_stop drops held opens without an event. Any other open the core refuses
+ * (no route, a mapped or multicast peer, IPv6 off) comes as closed at once
  * (IPK_CLOSE_UNREACH for no route, else IPK_CLOSE_ABORTED). Returns 0, or IPK_EINVAL
  * for a NULL app or peer, port 0, an unknown family or the unspecified address. */
 int ipk_app_connect_addr(struct ipk_app *a, const struct ipk_addr *peer, uint16_t port_be,

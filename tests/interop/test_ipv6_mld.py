@@ -45,7 +45,11 @@ def mldnet():
         sh("ip", "netns", "del", ns, check=False)
 
 
-def test_mld_snooping_bridge_keeps_ipkit_groups_and_delivers_ns(mldnet):
+@pytest.mark.parametrize("version", [2, 1])
+def test_mld_snooping_bridge_keeps_ipkit_groups_and_delivers_ns(mldnet, version):
+    """version 1: the bridge's querier speaks MLDv1 (RFC 2710); ipkit hears its
+    24-byte queries, enters MLDv1 compatibility mode (RFC 3810 §8) and answers with
+    MLDv1 reports, which are what keeps its groups in the bridge's table then."""
     ns, tag, procs = mldnet
     br, tap = tag + "b", tag + "t"
     pfx = "fd%02x:%x::" % (secrets.randbelow(256), secrets.randbelow(65536))
@@ -59,7 +63,7 @@ def test_mld_snooping_bridge_keeps_ipkit_groups_and_delivers_ns(mldnet):
     # times in centiseconds: queries every 1 s (answers within 0.5 s), forgotten
     # after 3 s without a report
     run("ip", "link", "add", br, "type", "bridge", "mcast_snooping", "1", "mcast_querier",
-        "1", "mcast_mld_version", "2", "mcast_query_interval", "100",
+        "1", "mcast_mld_version", str(version), "mcast_query_interval", "100",
         "mcast_query_response_interval", "50", "mcast_membership_interval", "300",
         "mcast_startup_query_interval", "100")
     run("sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=0" % br)
@@ -87,6 +91,12 @@ def test_mld_snooping_bridge_keeps_ipkit_groups_and_delivers_ns(mldnet):
     assert r.returncode == 0, r.stdout.decode()
     stop_procs([p], grace=5)
     err = p.stderr.read().decode(errors="replace")
-    m = re.search(r"mld_tx=(\d+) mld_queries=(\d+)", err)
+    m = re.search(r"mld_tx=(\d+) mld_queries=(\d+) .*mld1_tx=(\d+) mld1_queries=(\d+)", err)
     assert m, err[-800:]
     assert int(m.group(2)) >= 3, err[-800:]  # ~9 queries in the 10 s
+    if version == 1:
+        # every query was an MLDv1 one, answered with MLDv1 reports
+        assert int(m.group(4)) >= 3 and int(m.group(4)) == int(m.group(2)), err[-800:]
+        assert int(m.group(3)) >= 3, err[-800:]
+    else:
+        assert int(m.group(3)) == 0 and int(m.group(4)) == 0, err[-800:]

@@ -1137,8 +1137,8 @@ static void test_mld_specific_query_answered_for_its_group_only(void)
 }
 
 /* §6.2's checks: a query from a global source, with hop limit 2, without a router
- * alert, or an MLDv1 one (24 bytes, §8 not implemented) is dropped as mld_invalid
- * and answered by nothing. */
+ * alert, or of 26 bytes (neither version, §8.1) is dropped as mld_invalid and
+ * answered by nothing. */
 static void test_mld_invalid_queries_dropped(void)
 {
 	struct hnet *net = net6(1, tweak6);
@@ -1150,11 +1150,168 @@ static void test_mld_invalid_queries_dropped(void)
 	hnode_inject(a, b, hb_mld_query(b, G2, ALLN, NULL, 100, 1, 0, 28));
 	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 2, 0, 28));
 	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 1, 1, 28));
-	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 1, 0, 24));
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 1, 0, 26));
 	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_MLD_INVALID], 4);
 	hnet_advance(net, SEC);
 	CHECK_EQ(mld_reports(net, 0, &r), 0);
 	CHECK_EQ(ipk_counters(a->ctx)->mld_queries, 0);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* ------------------------------------- MLDv1 compatibility (RFC 3810 §8) */
+
+/* MLDv1 reports (RFC 2710 §3) node `from` sent since the capture was cleared: each
+ * one checked (24 bytes after a router-alert hop-by-hop header, hop limit 1, from
+ * our link-local, to the group it reports, checksum right); the groups go to out
+ * (up to max). Returns the count, -1 when one is malformed. */
+static int mld1_reports(struct hnet *net, int from, uint8_t (*out)[16], int max)
+{
+	uint8_t ll[16];
+	int i, n = 0;
+
+	ll_of(from, ll);
+	for (i = 0; i < net->ncap; i++) {
+		const uint8_t *f = net->cap[i].b, *ip = f + 14, *m = f + 62;
+
+		if (net->cap[i].from != from || ipk_rd16(f + 12) != IPK_ETHERTYPE_IP6 ||
+		    f[20] != IPK_IPPROTO_HOPOPTS || f[54] != IPK_IPPROTO_ICMP6 ||
+		    m[0] != IPK_ICMP6_MLD1_REPORT)
+			continue;
+		if (net->cap[i].len != 62 + 24 || ipk_rd16(ip + 4) != 8 + 24 || ip[7] != 1 ||
+		    memcmp(ip + 8, ll, 16) != 0 || memcmp(ip + 24, m + 8, 16) != 0 ||
+		    f[0] != 0x33 || f[1] != 0x33 || memcmp(f + 2, m + 20, 4) != 0 ||
+		    ipk_csum_l4_6(ip + 8, ip + 24, IPK_IPPROTO_ICMP6, m, 24) != 0)
+			return -1;
+		if (n < max)
+			memcpy(out[n], m + 8, 16);
+		n++;
+	}
+	return n;
+}
+
+static int has_group(uint8_t (*g)[16], int n, const uint8_t want[16])
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (memcmp(g[i], want, 16) == 0)
+			return 1;
+	return 0;
+}
+
+/* §8.2.1: an MLDv1 General Query (24 bytes, §8.1) is answered within its Maximum
+ * Response Delay (ms, RFC 2710 §3.4) by one MLDv1 report per solicited-node group,
+ * each to its group, and no MLDv2 report; the MLDv2 response pending when it came is
+ * cancelled (a change of mode). */
+static void test_mld_v1_query_answered_with_v1_reports(void)
+{
+	struct hnet *net = net6(1, tweak6_mld);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200], ll[16], st[16], g1[16], gl[16], got[4][16];
+	const uint8_t *r = NULL;
+
+	ll_of(0, ll);
+	ipk_ip6_solicited_node(gl, ll);
+	memcpy(st, G1, 16);
+	st[15] = 0x42;
+	ipk_ip6_solicited_node(g1, st);
+	hnet_clear_cap(net);
+	/* an MLDv2 query asking within 10 s, then an MLDv1 one within 0.5 s */
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 10000, 1, 0, 28));
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 500, 1, 0, 24));
+	CHECK_EQ(ipk_counters(a->ctx)->mld1_queries, 1);
+	hnet_advance(net, SEC / 2 + SEC / 100);
+	CHECK_EQ(mld1_reports(net, 0, got, 4), 2);
+	CHECK(has_group(got, 2, gl) && has_group(got, 2, g1));
+	CHECK_EQ(ipk_counters(a->ctx)->mld1_tx, 2);
+	hnet_advance(net, 11 * SEC); /* past the MLDv2 query's 10 s: it was cancelled */
+	CHECK_EQ(mld_reports(net, 0, &r), 0);
+	CHECK_EQ(mld1_reports(net, 0, got, 4), 2);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* An MLDv1 Multicast-Address-Specific Query for one of our groups is answered for
+ * it alone; one for a group we are not in draws nothing (still enters the mode). */
+static void test_mld_v1_specific_query_answered_for_its_group_only(void)
+{
+	struct hnet *net = net6(1, tweak6);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200], g1[16], other[16], got[4][16];
+
+	ipk_ip6_solicited_node(g1, G1);
+	memcpy(other, g1, 16);
+	other[15] ^= 0x55;
+	hnet_clear_cap(net);
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, other, 500, 1, 0, 24));
+	hnet_advance(net, SEC);
+	CHECK_EQ(mld1_reports(net, 0, got, 4), 0);
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, g1, g1, 500, 1, 0, 24));
+	hnet_advance(net, SEC);
+	CHECK_EQ(mld1_reports(net, 0, got, 4), 1);
+	CHECK(memcmp(got[0], g1, 16) == 0);
+	CHECK_EQ(ipk_counters(a->ctx)->mld1_queries, 2);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* §8.2.1, §9.12: MLDv1 mode lasts the Older Version Querier Present Timeout (260 s
+ * with the defaults) from the last MLDv1 query: MLDv2 queries meanwhile get MLDv1
+ * reports; a second MLDv1 query restarts the time; once it has run out, an MLDv2
+ * query gets an MLDv2 report again. */
+static void test_mld_v1_mode_ends_after_present_timeout(void)
+{
+	struct hnet *net = net6(1, tweak6);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200], got[4][16];
+	const uint8_t *r = NULL;
+
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 1, 0, 24));
+	hnet_advance(net, 200 * SEC);
+	hnet_clear_cap(net);
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 1, 0, 28));
+	hnet_advance(net, SEC);
+	CHECK_EQ(mld1_reports(net, 0, got, 4), 1); /* MLDv2 query, v1 mode: v1 answer */
+	CHECK_EQ(mld_reports(net, 0, &r), 0);
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 1, 0, 24)); /* t=201 s */
+	hnet_advance(net, 100 * SEC);                                            /* t=301 s */
+	hnet_clear_cap(net);
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 1, 0, 28));
+	hnet_advance(net, SEC);
+	CHECK_EQ(mld1_reports(net, 0, got, 4), 1); /* still v1: restarted at 201 s */
+	CHECK_EQ(mld_reports(net, 0, &r), 0);
+	hnet_advance(net, 160 * SEC); /* t=462 s: 261 s after the last MLDv1 query */
+	hnet_clear_cap(net);
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 1, 0, 28));
+	hnet_advance(net, SEC);
+	CHECK_EQ(mld_reports(net, 0, &r), 1);
+	CHECK_EQ(mld1_reports(net, 0, got, 4), 0);
+	CHECK_EQ(ipk_counters(a->ctx)->mld1_queries, 2);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
+/* An MLDv1 query failing RFC 2710 §3's checks (hop limit 2, a global source, no
+ * router alert) is dropped as mld_invalid and does not change the mode: an MLDv2
+ * query after it gets an MLDv2 report. */
+static void test_mld_v1_invalid_query_keeps_v2(void)
+{
+	struct hnet *net = net6(1, tweak6);
+	struct hnode *a = net->nodes[0];
+	uint8_t b[200], got[4][16];
+	const uint8_t *r = NULL;
+
+	hnet_clear_cap(net);
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 2, 0, 24));
+	hnode_inject(a, b, hb_mld_query(b, G2, ALLN, NULL, 100, 1, 0, 24));
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 1, 1, 24));
+	CHECK_EQ(ipk_counters(a->ctx)->drop[IPK_DROP_MLD_INVALID], 3);
+	CHECK_EQ(ipk_counters(a->ctx)->mld1_queries, 0);
+	hnode_inject(a, b, hb_mld_query(b, QRY_SRC, ALLN, NULL, 100, 1, 0, 28));
+	hnet_advance(net, SEC);
+	CHECK_EQ(mld_reports(net, 0, &r), 1);
+	CHECK_EQ(mld1_reports(net, 0, got, 4), 0);
 	CHECK(hnet_no_leaks(net));
 	hnet_free(net);
 }
@@ -1280,6 +1437,10 @@ int main(void)
 	RUN(test_mld_general_query_answered_within_max_delay);
 	RUN(test_mld_specific_query_answered_for_its_group_only);
 	RUN(test_mld_invalid_queries_dropped);
+	RUN(test_mld_v1_query_answered_with_v1_reports);
+	RUN(test_mld_v1_specific_query_answered_for_its_group_only);
+	RUN(test_mld_v1_mode_ends_after_present_timeout);
+	RUN(test_mld_v1_invalid_query_keeps_v2);
 	RUN(test_redirect_followed_from_first_hop_router_only);
 	return check_summary();
 }

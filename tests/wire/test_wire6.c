@@ -912,6 +912,24 @@ static void test_mld2_report_emit_and_records(void)
 	CHECK_EQ(ipk_ip6_hbh_ra_emit(b, 7, 58), 0);
 }
 
+/* RFC 2710 §3: an MLDv1 report is 24 bytes, type 131, the group at 8, checksummed
+ * for its destination (the group itself); a short buffer gets nothing. */
+static void test_mld1_report_emit(void)
+{
+	uint8_t g[16], m[32];
+
+	ipk_ip6_solicited_node(g, A1);
+	memset(m, 0xee, sizeof(m));
+	CHECK_EQ(ipk_mld1_report_emit(m, sizeof(m), g, LL1), 24);
+	CHECK(m[0] == IPK_ICMP6_MLD1_REPORT && m[1] == 0);
+	CHECK(ipk_rd16(m + 4) == 0 && ipk_rd16(m + 6) == 0);
+	CHECK(memcmp(m + 8, g, 16) == 0);
+	CHECK_EQ(m[24], 0xee); /* nothing written past the message */
+	CHECK_EQ(ipk_csum_l4_6(LL1, g, 58, m, 24), 0);
+	CHECK(ipk_csum_l4_6(LL1, ipk_ip6_all_mldv2_routers, 58, m, 24) != 0);
+	CHECK_EQ(ipk_mld1_report_emit(m, 23, g, LL1), 0);
+}
+
 /* ===================================================== Linux frames */
 
 static int lf6_is(const struct linux_frame6 *f, const char *name)
@@ -1295,6 +1313,7 @@ int main(void)
 	RUN(test_nd_check_hop_limit_255_and_code_0);
 	RUN(test_nd_check_per_type_rules);
 	RUN(test_mld2_report_emit_and_records);
+	RUN(test_mld1_report_emit);
 
 	RUN(test_linux6_frames_cover_every_kind);
 	RUN(test_linux6_frames_parse_verify_and_reemit);
