@@ -1661,18 +1661,11 @@ static void iipk_rx_peek(struct ipk_ctx *ctx, void *pkt, void *o)
 		s->cur = pkt;
 }
 
-/* The per-request frame, tested before anything else in iip_run: asked of
- * iip_ops_l2_skip, then TCP in an unfragmented IPv4 datagram without options, no
- * SYN (iipk_plain_tcp); a NULL entry too (the engine skips it). */
-static inline int iipk_fast_frame(void *p, void *opq)
-{
-	return !p || (!iip_ops_l2_skip(p, opq) && iip_ops_pkt_get_len(p, opq) >= IIPK_ETH_HLEN + 40u &&
-	              iipk_plain_tcp((const uint8_t *)iip_ops_pkt_get_data(p, opq)));
-}
-
-/* The usual call: running on Ethernet, up to IIPK_BATCH ordinary frames. They go to
- * the engine as they are; everything else takes iipk_run_other. The workspace's
- * set-up test is run_key's compare (a zeroed workspace, iip.h, has none). */
+/* The usual call: running on Ethernet, up to IIPK_BATCH frames, none of them
+ * skipped by iip_ops_l2_skip. They go to the engine as they are, untested: the few
+ * the adapter must see first reach iipk_rx_peek. Everything else takes
+ * iipk_run_other. The workspace's set-up test is run_key's compare (a zeroed
+ * workspace, iip.h, has none). */
 IIP_API IIPK_API_HOT uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
                          uint16_t cnt, uint32_t *next_us, void *opaque)
 {

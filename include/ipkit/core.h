@@ -38,7 +38,8 @@
  *
  * Calling the core from a callback (what the code allows):
  *   - Event callbacks (tcp_accepted, tcp_connected, tcp_payload, tcp_acked,
- *     tcp_closed, udp_recv, icmp_echo_reply) run inside ipk_run or inside an API call
+ *     tcp_closed, udp_recv, icmp_echo_reply; also rx_peek, between two frames) run
+ *     inside ipk_run or inside an API call
  *     on the same context, and may call any function of this header on that context,
  *     on any of its connections, except ipk_run and ipk_ctx_init. A connection is
  *     held while its callback runs, so ipk_tcp_close (FIN after the queued data)
