@@ -120,6 +120,15 @@ static void *ip4_linearize(struct ipk_ctx *c, void *pkt, uint32_t total)
 }
 
 /* Hand a complete datagram to its transport (which takes ownership). */
+/* core.h rx_peek (ICMP and UDP here; ARP in link.c, TCP in tcp_in.c): before the
+ * layer above reads the datagram (a static ops table without the op compiles this
+ * away). */
+static inline void ip4_peek(struct ipk_ctx *c, void *pkt)
+{
+	if (IPK_OPS(c)->rx_peek)
+		IPK_OPS(c)->rx_peek(c, pkt, IPK_OPQ(c));
+}
+
 static void ip4_dispatch(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
 {
 	/* UDP and TCP read chains (TCP delivers a chained segment to the application
@@ -137,9 +146,11 @@ static void ip4_dispatch(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
 	}
 	switch (rx->proto) {
 	case IPK_IPPROTO_ICMP:
+		ip4_peek(c, pkt);
 		ipk_icmp_input(c, pkt, rx);
 		return;
 	case IPK_IPPROTO_UDP:
+		ip4_peek(c, pkt);
 		ipk_udp_input(c, pkt, rx);
 		return;
 	case IPK_IPPROTO_TCP:

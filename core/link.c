@@ -49,8 +49,11 @@ IPK_HOT void ipk_link_input(struct ipk_ctx *c, void *pkt)
 	/* 802.1Q tagged frames (0x8100) land here too: no VLAN support. */
 	if (type == IPK_ETHERTYPE_IP4)
 		ipk_ip4_input(c, pkt, IPK_ETH_HLEN);
-	else if (type == IPK_ETHERTYPE_ARP && !ipk_pkt_chain_next(c, pkt))
+	else if (type == IPK_ETHERTYPE_ARP && !ipk_pkt_chain_next(c, pkt)) {
+		if (IPK_OPS(c)->rx_peek) /* core.h: before the core reads it */
+			IPK_OPS(c)->rx_peek(c, pkt, IPK_OPQ(c));
 		ipk_arp_input(c, pkt, IPK_ETH_HLEN);
+	}
 	else if (type == IPK_ETHERTYPE_ARP)
 		ipk_drop_pkt(c, pkt, IPK_DROP_CHAIN); /* chains (IPK_CAP_LRO) are TCP only */
 	else if (type == IPK_ETHERTYPE_IP6 && c->cfg.ip6_enable)

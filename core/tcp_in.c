@@ -218,8 +218,13 @@ static void passive_open(struct ipk_ctx *ctx, struct ipk_tcp_seg *s, int idx)
 /* RFC 9293 §3.10.7.2 (LISTEN), or §3.10.7.1 when nobody listens. */
 void ipk_tcp_input_listen(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 {
-	int idx = ipk_tcp_listener_find(ctx, s->h.dport_be);
+	int idx;
 	uint8_t f = s->h.flags;
+
+	/* core.h rx_peek: before the listeners are looked at (it may listen) */
+	if (IPK_OPS(ctx)->rx_peek && s->pkt)
+		IPK_OPS(ctx)->rx_peek(ctx, s->pkt, IPK_OPQ(ctx));
+	idx = ipk_tcp_listener_find(ctx, s->h.dport_be);
 
 	/* a listener of one family (ipk_tcp_listen_family) is closed to the other */
 	if (idx >= 0 && ctx->listeners[idx].family &&

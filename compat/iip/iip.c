@@ -80,6 +80,8 @@ struct iipk_state {
 	uint16_t tso_mss, udp_nbound;
 	uint8_t mac[6], last_arp_mac[6];
 	uint8_t failed, verdict_given, synmac_next;
+	uint8_t pre_classified;   /* iipk_run_other runs: frames were classified before
+	                           * the engine saw them, iipk_rx_peek leaves them */
 	/* A non-Ethernet L2 (iip.h "L2"): the engine runs raw IPv4; received frames lose
 	 * their L2 header (increment_head), sent ones get it in a new packet. */
 	uint8_t l2_foreign;       /* 0: Ethernet II, the engine frames it itself */
@@ -841,6 +843,10 @@ static void iipk_icmp_reply(struct ipk_ctx *ctx, uint32_t from_be, uint16_t id_b
 		iip_ops_icmp_reply(s->workspace, s->cur, s->opaque);
 }
 
+/* iip_run's usual path hands every frame to the engine untested; the engine calls
+ * this for each one its established-TCP fast path does not take (below). */
+static void iipk_rx_peek(struct ipk_ctx *ctx, void *pkt, void *o);
+
 static const struct ipk_ops iipk_ops = {
 	iipk_pkt_alloc, iipk_pkt_free, iipk_pkt_data, iipk_pkt_len, iipk_pkt_set_len,
 	iipk_pkt_adj_head, iipk_pkt_trim_tail, iipk_pkt_clone, iipk_pkt_append, iipk_pkt_next,
@@ -848,7 +854,8 @@ static const struct ipk_ops iipk_ops = {
 	NULL /* isn_hash: random() */, NULL /* arp_resolve: the core's cache */,
 	NULL /* arp_learned */, iipk_tcp_accept, iipk_tcp_accepted, iipk_tcp_connected,
 	iipk_tcp_payload, iipk_tcp_acked, iipk_tcp_closed, iipk_udp_recv, iipk_icmp_reply,
-	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL /* tcp_accept6 */, iipk_tcp_sent_done};
+	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL /* tcp_accept6 */, iipk_tcp_sent_done,
+	iipk_rx_peek};
 
 #define IPK_OPS_STATIC iipk_ops
 #include "ipkit_unity.c"
@@ -1411,7 +1418,7 @@ static enum iipk_kind iipk_kind_l2(struct iipk_state *s, void *p, void **c,
 static uint64_t iipk_run_syn(struct iipk_state *s, void *p, void *eng, const uint8_t *th)
 {
 	uint16_t port_be, sport_be;
-	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(eng, s->opaque), *src;
+	const uint8_t *d = (const uint8_t *)iip_ops_pkt_get_data(eng ? eng : p, s->opaque), *src;
 	struct iipk_synmac *m = &s->synmac[s->synmac_next++ % IIPK_SYNMAC];
 	uint64_t next;
 
@@ -1429,6 +1436,8 @@ static uint64_t iipk_run_syn(struct iipk_state *s, void *p, void *eng, const uin
 		s->verdict_given = 1;
 	}
 	s->cur = p;
+	if (!eng)
+		return 0; /* iipk_rx_peek: the engine is processing it already */
 	next = ipk_run(s->ctx, &eng, 1, s->now);
 	s->cur = NULL;
 	s->verdict_given = 0;
@@ -1610,28 +1619,53 @@ IIPK_NOINLINE static uint16_t iipk_run_other(void *context, uint8_t mac[], uint3
 	}
 	if (!pkt)
 		cnt = 0;
+	s->cur = NULL; /* may be a frame of an earlier usual call (iipk_rx_peek) */
+	s->verdict_given = 0;
+	s->pre_classified = 1;
 	if (s->l2_foreign)
 		next = iipk_run_l2(s, pkt, cnt);
 	else
 		next = iipk_run_mixed(s, pkt, known, cnt);
+	s->pre_classified = 0;
 	if (next_us)
 		*next_us = iipk_next_us(next, s->now);
 	iipk_leave(s);
 	return 0;
 }
 
-/* The per-request frame, tested before anything else in iip_run: asked of
- * iip_ops_l2_skip, then TCP in an unfragmented IPv4 datagram without options, no
- * SYN (iipk_plain_tcp); a NULL entry too (the engine skips it). */
-static inline int iipk_fast_frame(void *p, void *opq)
+/* A frame the engine's fast path did not take, in iip_run's usual path (Ethernet
+ * II; ipkit/core.h rx_peek: called right before the engine processes it, and
+ * allowed to listen and bind): what iipk_run_slow does before a frame's ipk_run, done
+ * here instead, so the usual path needs no test of each frame. An ICMP frame or a SYN
+ * becomes the frame the events show (s->cur); an ARP reply is shown now, before the
+ * engine learns it; a datagram's port is bound. Frames of iipk_run_other were
+ * classified before (pre_classified). */
+static void iipk_rx_peek(struct ipk_ctx *ctx, void *pkt, void *o)
 {
-	return !p || (!iip_ops_l2_skip(p, opq) && iip_ops_pkt_get_len(p, opq) >= IIPK_ETH_HLEN + 40u &&
-	              iipk_plain_tcp((const uint8_t *)iip_ops_pkt_get_data(p, opq)));
+	struct iipk_state *s = IIPK_S(o);
+	const uint8_t *l4 = NULL;
+	enum iipk_kind k;
+
+	(void)ctx;
+	if (s->pre_classified)
+		return;
+	s->cur = NULL;
+	s->verdict_given = 0;
+	k = iipk_classify(s, (const uint8_t *)iip_ops_pkt_get_data(pkt, s->opaque),
+	                  iip_ops_pkt_get_len(pkt, s->opaque), &l4);
+	if (k == IIPK_ARP_REPLY)
+		iip_ops_arp_reply(s->workspace, pkt, s->opaque);
+	else if (k == IIPK_ALONE && l4)
+		(void)iipk_run_syn(s, pkt, NULL, l4);
+	else if (k == IIPK_ALONE)
+		s->cur = pkt;
 }
 
-/* The usual call: running on Ethernet, up to IIPK_BATCH ordinary frames. They go to
- * the engine as they are; everything else takes iipk_run_other. The workspace's
- * set-up test is run_key's compare (a zeroed workspace, iip.h, has none). */
+/* The usual call: running on Ethernet, up to IIPK_BATCH frames, none of them
+ * skipped by iip_ops_l2_skip. They go to the engine as they are, untested: the few
+ * the adapter must see first reach iipk_rx_peek. Everything else takes
+ * iipk_run_other. The workspace's set-up test is run_key's compare (a zeroed
+ * workspace, iip.h, has none). */
 IIP_API IIPK_API_HOT uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4_be, void *pkt[],
                          uint16_t cnt, uint32_t *next_us, void *opaque)
 {
@@ -1641,9 +1675,9 @@ IIP_API IIPK_API_HOT uint16_t iip_run(void *context, uint8_t mac[], uint32_t ip4
 
 	if (__builtin_expect(s->run_key != IIPK_RUN_KEY || !pkt || cnt > IIPK_BATCH, 0))
 		return iipk_run_other(context, mac, ip4_be, pkt, cnt, 0, next_us, opaque);
-	for (i = 0; i < cnt; i++)
-		if (!iipk_fast_frame(pkt[i], opaque))
-			return iipk_run_other(context, mac, ip4_be, pkt, cnt, i, next_us, opaque);
+	for (i = 0; i < cnt; i++) /* iip_ops_l2_skip's frames never reach the engine */
+		if (pkt[i] && iip_ops_l2_skip(pkt[i], opaque))
+			return iipk_run_other(context, mac, ip4_be, pkt, cnt, 0, next_us, opaque);
 	s->depth++; /* iip_run is not called from callbacks (iip.h): no outer call */
 	s->opaque = opaque;
 	s->now = iipk_clock(opaque);

@@ -38,7 +38,8 @@
  *
  * Calling the core from a callback (what the code allows):
  *   - Event callbacks (tcp_accepted, tcp_connected, tcp_payload, tcp_acked,
- *     tcp_closed, udp_recv, icmp_echo_reply) run inside ipk_run or inside an API call
+ *     tcp_closed, udp_recv, icmp_echo_reply; also rx_peek, between two frames) run
+ *     inside ipk_run or inside an API call
  *     on the same context, and may call any function of this header on that context,
  *     on any of its connections, except ipk_run and ipk_ctx_init. A connection is
  *     held while its callback runs, so ipk_tcp_close (FIN after the queued data)
@@ -600,6 +601,19 @@ struct ipk_ops {
 	 * Packets dropped unacknowledged (reset, abort, close with data queued) are
 	 * freed as before, never passed here. NULL: the core frees them. */
 	void (*tcp_sent_done)(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *opaque);
+	/* (optional) A received frame the core is about to process that is ARP, an
+	 * IPv4 ICMP or UDP datagram, or a TCP segment that matches no connection (a SYN,
+	 * a SYN cookie's ACK, a stray segment; IPv4 or IPv6), after the link, IP and
+	 * TCP checks, before the layer above looks it up. Established segments never
+	 * come here. It lets an API that has no listen or bind call, or that shows the
+	 * frame itself in its events (iip's tcp_accept, icmp_reply, arp_reply), act on
+	 * those frames without testing every frame of a batch first. pkt is the frame
+	 * as received (a reassembled datagram: its first fragment, the rest chained);
+	 * it is still the core's: read it, do not free, modify or keep it. The core is
+	 * between two frames' work here, so this op may call what event callbacks may
+	 * (ipk_tcp_listen, ipk_udp_bind, ...). NULL: nothing is called (with
+	 * IPK_OPS_STATIC the tests compile away). */
+	void (*rx_peek)(struct ipk_ctx *ctx, void *pkt, void *opaque);
 };
 
 /* Engine configuration. ipk_config_default fills every field with a documented

@@ -440,8 +440,55 @@ static void test_run_drops_received_chain_and_returns_deadline(void)
 	hnet_free(net);
 }
 
+/* ops->rx_peek (core.h): called before the core reads an ARP frame, an ICMP or UDP
+ * datagram, or a TCP segment without a connection, and allowed to bind: the first
+ * datagram to a port nobody bound is delivered when the op binds it (iip's model). */
+static uint32_t g_peek_n, g_peek_udp;
+static void peek_bind(struct ipk_ctx *ctx, void *pkt, void *o)
+{
+	const uint8_t *f = ipk_pkt_data(ctx, pkt);
+	uint16_t port_be;
+
+	(void)o;
+	g_peek_n++;
+	if (ipk_pkt_len(ctx, pkt) >= 14 + 20 + 8 && f[12] == 0x08 && f[13] == 0 && f[23] == 17) {
+		memcpy(&port_be, f + 14 + (f[14] & 15u) * 4u + 2, 2);
+		g_peek_udp++;
+		(void)ipk_udp_bind(ctx, port_be);
+	}
+}
+
+static void test_rx_peek_binds_first_datagram_and_sees_arp_icmp(void)
+{
+	struct hnet *net = hnet_new(2, NULL);
+	struct hnode *a = net->nodes[0], *b = net->nodes[1];
+	uint32_t after_udp;
+
+	g_peek_n = g_peek_udp = 0;
+	b->ops.rx_peek = peek_bind; /* b never calls ipk_udp_bind itself */
+	CHECK_EQ(ipk_udp_bind(a->ctx, ipk_htons(5000)), 0);
+	b->udp_echo = 1;
+	CHECK_EQ(ipk_udp_sendto(a->ctx, ipk_htons(5000), B_IP, ipk_htons(7), msg, sizeof(msg),
+	                        net->now), (int)sizeof(msg));
+	hnet_settle(net);
+	CHECK_EQ(g_peek_udp, 1);       /* the datagram, before delivery */
+	CHECK(g_peek_n >= 2);          /* and a's ARP request */
+	CHECK_EQ(b->udp_n, 1);         /* delivered: the op's bind came first */
+	CHECK_EQ(a->udp_n, 1);         /* echoed, no port unreachable */
+	CHECK_EQ(ipk_counters(b->ctx)->udp_tx, 1);
+	after_udp = g_peek_n;
+	CHECK_EQ(ipk_icmp_echo(a->ctx, B_IP, ipk_htons(1), ipk_htons(1), 8, net->now), 0);
+	hnet_settle(net);
+	CHECK_EQ(a->echo_n, 1);
+	CHECK_EQ(g_peek_n, after_udp + 1); /* b saw the echo request first */
+	CHECK_EQ(g_peek_udp, 1);
+	CHECK(hnet_no_leaks(net));
+	hnet_free(net);
+}
+
 int main(void)
 {
+	RUN(test_rx_peek_binds_first_datagram_and_sees_arp_icmp);
 	RUN(test_udp_echo_between_two_contexts);
 	RUN(test_udp_zero_checksum_accepted);
 	RUN(test_udp_bad_checksum_or_length_dropped);
