@@ -119,7 +119,6 @@ static void *ip4_linearize(struct ipk_ctx *c, void *pkt, uint32_t total)
 	return flat;
 }
 
-/* Hand a complete datagram to its transport (which takes ownership). */
 /* core.h rx_peek (ICMP and UDP here; ARP in link.c, TCP in tcp_in.c): before the
  * layer above reads the datagram (a static ops table without the op compiles this
  * away). */
@@ -129,6 +128,7 @@ static inline void ip4_peek(struct ipk_ctx *c, void *pkt)
 		IPK_OPS(c)->rx_peek(c, pkt, IPK_OPQ(c));
 }
 
+/* Hand a complete datagram to its transport (which takes ownership). */
 static void ip4_dispatch(struct ipk_ctx *c, void *pkt, const struct ipk_rx *rx)
 {
 	/* UDP and TCP read chains (TCP delivers a chained segment to the application

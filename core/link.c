@@ -53,8 +53,7 @@ IPK_HOT void ipk_link_input(struct ipk_ctx *c, void *pkt)
 		if (IPK_OPS(c)->rx_peek) /* core.h: before the core reads it */
 			IPK_OPS(c)->rx_peek(c, pkt, IPK_OPQ(c));
 		ipk_arp_input(c, pkt, IPK_ETH_HLEN);
-	}
-	else if (type == IPK_ETHERTYPE_ARP)
+	} else if (type == IPK_ETHERTYPE_ARP)
 		ipk_drop_pkt(c, pkt, IPK_DROP_CHAIN); /* chains (IPK_CAP_LRO) are TCP only */
 	else if (type == IPK_ETHERTYPE_IP6 && c->cfg.ip6_enable)
 		ipk_ip6_input(c, pkt, IPK_ETH_HLEN);
