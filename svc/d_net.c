@@ -749,17 +749,17 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 
 /* ------------------------------------------------------------ core events */
 
-/* A SYN: a listener of this worker alone on the port is known without the port
- * lock (d_pcache.c); any other answer is asked under it and remembered. */
+/* A SYN: the port's listeners are known without the port lock while the ports
+ * have not changed (d_pcache.c); else asked under it and remembered. */
 static int d_syn_ok(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam)
 {
 	struct d_sock *l;
 	struct d_pref r;
-	if (d_syn_ref(d, wk, port_be, fam, &r))
+	if (d_syn_ref(d, wk, port_be, fam, 0, &r))
 		return 1;
 	d_plock(d);
 	l = d_port_listener(d, port_be, 0, fam);
-	d_syn_remember(d, wk, l, port_be, fam);
+	d_syn_remember(d, wk, port_be, fam);
 	d_punlock(d);
 	return l != NULL;
 }
@@ -794,9 +794,9 @@ static void *ev_accepted_far(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
                              const struct ipk_atuple *t, const struct d_pref *r);
 
 /* The listener may be another worker's: then the port lock is held while it is
- * read (its close leaves the port under the lock before it is freed). A listener
- * alone on its port comes from the cache without it: this worker's own as a
- * socket, another worker's by ids (ev_accepted_far). */
+ * read (its close leaves the port under the lock before it is freed). A port's
+ * listener (alone, or its group's turn) comes from the cache without it: this
+ * worker's own as a socket, another worker's by ids (ev_accepted_far). */
 static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 {
 	struct d_daemon *d = D(opq);
@@ -808,12 +808,12 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 	if (ipk_tcp_atuple(ctx, c, &t) < 0)
 		return NULL;
 	fam = t.peer.family == IPK_AF_INET6 ? D_FAM6 : D_FAM4;
-	if (d_syn_ref(d, W(opq)->idx, t.local_port_be, fam, &pr))
+	if (d_syn_ref(d, W(opq)->idx, t.local_port_be, fam, 1, &pr))
 		return pr.s ? ev_accepted_l(ctx, c, opq, &t, pr.s)
 		            : ev_accepted_far(ctx, c, opq, &t, &pr);
 	d_plock(d);
 	l = d_port_listener(d, t.local_port_be, 1, fam); /* the listeners take turns */
-	d_syn_remember(d, W(opq)->idx, l, t.local_port_be, fam);
+	d_syn_remember(d, W(opq)->idx, t.local_port_be, fam);
 	r = ev_accepted_l(ctx, c, opq, &t, l);
 	d_punlock(d);
 	return r;

@@ -240,6 +240,11 @@ int d_start_workers(struct d_daemon *d, char *err, size_t errlen)
 		}
 	}
 	d->port_gen = 1; /* an empty cache entry (gen 0) never matches */
+	d->tturn = (uint32_t *)calloc(1u << 16, sizeof *d->tturn);
+	if (!d->tturn) {
+		snprintf(err, errlen, "workers: out of memory");
+		return -1;
+	}
 	if (d_msg_init(d) < 0) {
 		snprintf(err, errlen, "workers: out of memory");
 		return -1;

@@ -59,18 +59,24 @@ struct d_zc;
 struct spsc;
 
 /* A port lookup a worker remembers (d_pcache.c): valid while the daemon's port
- * generation has not moved since. Only a port held by one socket is remembered:
- * the socket itself when it is the worker's own (only its owner frees it), else
- * its ids for a message. */
+ * generation has not moved since. A port held by up to D_PCE_MEMB sockets that
+ * take the lookup's family is remembered as their list, in the order the choice
+ * counts them (d_port_members): each the socket itself when it is the worker's
+ * own (only its owner frees it), else its ids for a message. */
 #define D_PCACHE 1024u
-struct d_pce {
-	uint32_t gen;                /* d->port_gen when filled (0: empty) */
-	uint16_t port_be;
-	uint8_t type, fam;
+#define D_PCE_MEMB 8u
+struct d_pmem {
 	struct d_sock *s;            /* the worker's own socket, or NULL */
 	struct d_app *app;           /* its application (alive while a W is held) */
 	uint32_t app_id, sock_id;
 	unsigned wk, prio;
+};
+struct d_pce {
+	uint32_t gen;                /* d->port_gen when filled (0: empty) */
+	uint16_t port_be;
+	uint8_t type, fam;
+	unsigned n;                  /* members (1..D_PCE_MEMB) */
+	struct d_pmem m[D_PCE_MEMB];
 };
 struct d_pref {                      /* a lookup's answer */
 	struct d_sock *s;            /* ours (usable), or NULL */
@@ -427,6 +433,8 @@ struct d_daemon {
 	uint64_t inst_delay_ns;      /* test knob (d_pinst.c), 0: none */
 	uint32_t port_gen;           /* moves (under the port lock, release) with every
 	                              * change a port cache could have seen (d_pcache.c) */
+	uint32_t *tturn;             /* nw > 1: per TCP port the turn of its group's
+	                              * listeners (atomic, d_port_turn) */
 	uint32_t *pgen;              /* nw > 1: per (type, port) the generation of
 	                              * its last install (d_pinst.c; port lock) */
 	int reclaiming;              /* d_app_reclaim runs: it may touch every worker's
@@ -618,10 +626,9 @@ int d_pinst_answer(struct d_daemon *d, unsigned wk, uint32_t app_id, uint32_t so
 void d_pcache_bump(struct d_daemon *d);
 int d_udp_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, uint32_t from_ip_be,
               uint16_t from_port_be, unsigned fam, struct d_pref *r);
-int d_syn_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam,
+int d_syn_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam, int take,
               struct d_pref *r);
-void d_syn_remember(struct d_daemon *d, unsigned wk, struct d_sock *l, uint16_t port_be,
-                    unsigned fam);
+void d_syn_remember(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam);
 
 /* d_port.c */
 int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be, int wait);
@@ -645,6 +652,10 @@ void d_family_tx_idle(struct d_daemon *d, struct d_sock *s);
 uint32_t d_family_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
 void d_port_release(struct d_daemon *d, struct d_sock *s);
 struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, unsigned fam);
+int d_port_members(struct d_daemon *d, int type, uint16_t port_be, unsigned fam,
+                   struct d_sock **out, unsigned max);
+unsigned d_port_udp_pick(uint32_t from_ip_be, uint16_t from_port_be, unsigned n);
+uint32_t d_port_turn(struct d_daemon *d, uint16_t port_be, int take);
 struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,
                           uint16_t from_port_be, unsigned fam);
 

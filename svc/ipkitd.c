@@ -657,6 +657,7 @@ static void d_shutdown(struct d_daemon *d)
 	} else if (d->wk) {
 		ipk_node_destroy(d->wk[0].node);
 	}
+	free(d->tturn);
 	for (i = 0; d->wk && i < d->nw; i++) {
 		free(d->wk[i].pc);
 		if (d->wk[i].ep >= 0)

@@ -649,6 +649,60 @@ def case_workers_udp_cross(rig):
         assert c["msgs_in"] > 0 and c["msg_gone"] == 0 and c["msg_full"] == 0, (w, c)
 
 
+def pcache_stats(rig):
+    """{worker: (pc_hit, pc_miss)} from the lines ipkitd logs when it stops."""
+    if not hasattr(rig, "final_log"):
+        rig.close()
+    return {int(m.group(1)): (int(m.group(2)), int(m.group(3)))
+            for m in PCACHE_LINE.finditer(rig.final_log)}
+
+
+def case_workers_reuseport_wire(rig):
+    """--workers 2, a reuseport group from the wire: two applications share port
+    7210 (IPK_SVC_SQE_F_REUSEPORT) and 16 ipkit-nc connections arrive over the
+    memlink, their SYNs on whichever worker the flow hashes to. The connections
+    alternate between the two (8 and 8: the group's turn is one counter for both
+    workers and for the slow path, d_port_turn), then 40 datagrams from two
+    senders to a UDP group each reach one socket per sender. The workers answer
+    the group's lookups from their port caches (d_pcache.c): hits dominate
+    (without group entries every lookup of a group is a miss under the port
+    lock: pc_hit 0)."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_reuseport_wire)"
+    n = 16
+    ls = [rig.tool("rlisten", "7210", str(n // 2)) for _ in range(2)]
+    for p in ls:
+        assert p.stdout.readline().strip() == b"listening"
+    for i in range(n):
+        nc = rig._start([NC, "--io", "memlink:%s,role=b%s" % (rig.name, rig.q), "--ip",
+                         PEER_IP + "/24", "--send-size", "1", "--no-output",
+                         "--timeout", "20", OUR_IP, "7210"], stderr=subprocess.PIPE)
+        nc.communicate(timeout=60)  # the listener closes at once: its rc may say reset
+    got = []
+    for p in ls:
+        out, err = p.communicate(timeout=30)
+        m = re.search(rb"rlisten got (\d+)", out)
+        assert p.returncode == 0 and m, out + err
+        got.append(int(m.group(1)))
+    assert got == [n // 2, n // 2], got
+    env = dict(os.environ, SVC_TOOL_REUSE="1")
+    es = [subprocess.Popen([TOOL, "--socket", rig.sock, "udpecho", "7211", "40", "15"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+          for _ in range(2)]
+    rig.procs.extend(es)
+    for e in es:
+        assert e.stdout.readline().strip() == b"ready"
+    for _ in range(2):  # two senders (two ports): each stays with one socket
+        rc, out, err = rig.run_tool("udp", OUR_IP, "7211", "20")
+        assert rc == 0 and "udp 20/20" in out, out + err
+    for e in es:
+        e.terminate()
+        e.wait(timeout=5)
+    pc = pcache_stats(rig)
+    print(pc)
+    hits, misses = sum(h for h, _ in pc.values()), sum(m for _, m in pc.values())
+    assert hits >= 4 * misses and hits >= n, pc
+
+
 def case_workers_close_cross(rig):
     """--workers 2: a CLOSE comes in on the control ring (worker 0's) but the socket
     may be the other worker's (new sockets are placed round robin); its owner
@@ -1135,6 +1189,7 @@ def main():
     if case == "workers_listen_again":  # INSTALLs 1 s late: A's LISTEN still waits
         os.environ["IPKITD_INSTALL_DELAY_MS"] = "1000"  # when B's comes
     rig = Rig(*args, echo=case not in ("workers_accept_cross", "workers_ports",
+                                       "workers_reuseport_wire",
                                        "workers_listen_again"),
               ip6=case in ("echo_tcp6", "udp6", "apps_tcp6", "apps_udp6",
                            "workers_bound_connect6"))
