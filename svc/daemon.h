@@ -35,6 +35,10 @@ struct d_cfg {
 	 * static address when given, SLAAC from router advertisements) */
 	int ip6;
 	uint8_t ip6_addr[16], ip6_plen;
+	/* --link-index N: the scope_id of ipkitd's one link (link-local addresses,
+	 * RFC 4007 §6); default the kernel's index of the interface the io spec
+	 * names (tap:, afpacket:, afxdp:), else 1 */
+	uint32_t link_index;
 	uid_t allow_uid[D_MAX_IDS], low_uid[D_MAX_IDS];
 	gid_t allow_gid[D_MAX_IDS];
 	unsigned n_allow_uid, n_low_uid, n_allow_gid;
@@ -658,6 +662,10 @@ unsigned d_port_udp_pick(uint32_t from_ip_be, uint16_t from_port_be, unsigned n)
 uint32_t d_port_turn(struct d_daemon *d, uint16_t port_be, int take);
 struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,
                           uint16_t from_port_be, unsigned fam);
+
+/* d_net.c: a link-local IPv6 address's scope_id as Linux reports it (our link's
+ * index; 0 for every other address) */
+void d_scope_fill(const struct d_daemon *d, struct ipk_svc_addr *a);
 
 /* d_loop.c */
 int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);

@@ -47,6 +47,8 @@
  *   svc_tool --socket PATH fair DAEMON_PID         a level's share taken in turns by two
  *                                                  applications (counted)
  *   svc_tool [--socket PATH] victim N SECS         N level-2 NOPs one at a time within SECS
+ *   svc_tool [--socket PATH] scope6 OUR_LL PEER_LL IDX [PORT]  link-local zones
+ *                                                  (scope_id): taken, refused, reported
  *   svc_tool futex-floor N                         two processes ping-pong through one
  *                                                  shared futex: the sleeping floor
  * Transfers print "sent BYTES sha256 HEX" and "received BYTES sha256 HEX".
@@ -846,6 +848,7 @@ static int mode_hold(struct ipk_svc *svc, char **av)
 
 #include "svc_hostile.h"
 #include "svc_bench.h"
+#include "svc_scope.h"
 
 int main(int argc, char **argv)
 {
@@ -925,6 +928,8 @@ int main(int argc, char **argv)
 		rc = mode_closex(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "lhold") && argc - i >= 3)
 		rc = mode_lhold(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "scope6") && argc - i >= 4)
+		rc = mode_scope6(svc, argv + i + 1, argc - i - 1);
 	else if (!strcmp(argv[i], "hold") && argc - i >= 2)
 		rc = mode_hold(svc, argv + i + 1);
 	ipk_svc_close_all(svc);

@@ -1159,6 +1159,31 @@ def case_workers_overlap_big(rig):
     assert all(o == 0 for o, _ in ov.values()), ov
 
 
+# memlink's fixed MACs (io/memlink/memlink.c: ipkitd is role a, the echo role b)
+# and the core's link-local address, fe80::/64 + the modified EUI-64 of the MAC
+OUR_LL, PEER_LL = "fe80::49:50ff:fe4b:a", "fe80::49:50ff:fe4b:b"
+LINK_INDEX = 7  # ipkitd --link-index for case ip6_scope
+
+
+def case_ip6_scope(rig):
+    """scope_id of link-local IPv6 addresses (include/ipkit/svc.h): ipkitd has
+    one link, --link-index 7. Zone 0 or 7 is taken (BIND of our link-local,
+    CONNECT between two sockets of the daemon to it, SENDTO to the echo's
+    link-local, CONNECT to the echo over the wire), zone 8 (and 14) refused with
+    Linux's errnos (BIND -ENODEV, CONNECT and SENDTO -ENETUNREACH), and every
+    link-local address ipkitd reports carries 7 (accept's peer, recvfrom's
+    sender, connect's local address), as Linux reports its interface index.
+    Retried only while our link-local address is still in DAD (bind: -99)."""
+    for _ in range(20):
+        rc, out, err = rig.run_tool("scope6", OUR_LL, PEER_LL, str(LINK_INDEX))
+        if "bind ll zone 0: got -99" not in out:
+            break
+        time.sleep(0.5)
+    print(out)
+    assert rc == 0 and "scope6 ok" in out, out + err
+    assert out.count("zone: %d" % LINK_INDEX) == 7, out
+
+
 def case_cli(_rig):
     """--help, a bad option (exit 2) and a backend that cannot open (exit 3), each
     with one line on stderr."""
@@ -1180,6 +1205,8 @@ def main():
         args = ["--prio-uid", "%d:0" % os.getuid()]
     if case == "low_inflight" and os.environ.get("SVC_LOW_INFLIGHT"):
         args += ["--low-inflight", os.environ["SVC_LOW_INFLIGHT"]]  # 0: see it fail
+    if case == "ip6_scope":
+        args = ["--link-index", str(LINK_INDEX)]
     if case == "workers_outbox":
         os.environ["IPKITD_MSG_SLOTS"] = "2"  # the daemon inherits it (svc/d_msg.c)
     if case == "workers_overlap_big":  # one lock for every worker (svc/d_wk.c)
@@ -1191,7 +1218,7 @@ def main():
     rig = Rig(*args, echo=case not in ("workers_accept_cross", "workers_ports",
                                        "workers_reuseport_wire",
                                        "workers_listen_again"),
-              ip6=case in ("echo_tcp6", "udp6", "apps_tcp6", "apps_udp6",
+              ip6=case in ("echo_tcp6", "udp6", "apps_tcp6", "apps_udp6", "ip6_scope",
                            "workers_bound_connect6"))
     try:
         globals()["case_" + case](rig)
