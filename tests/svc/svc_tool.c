@@ -297,13 +297,17 @@ static void any_flags(struct ipk_svc_sqe *e)
 		e->flags |= IPK_SVC_SQE_F_REUSEPORT;
 }
 
-/* "peer FAMILY ADDR PORT" on stderr: what an accept or recvfrom reported */
+/* "peer FAMILY ADDR PORT [scope N]" on stderr: what an accept or recvfrom
+ * reported (the zone of a link-local address when ipkitd gave one) */
 static void print_peer(const struct ipk_svc_addr *a)
 {
 	char buf[64];
 	uint8_t *pb = (uint8_t *)&a->port_be;
 	inet_ntop(a->family == IPK_SVC_AF_INET6 ? AF_INET6 : AF_INET, a->addr, buf, sizeof buf);
-	fprintf(stderr, "svc_tool: peer %u %s %u\n", a->family, buf, pb[0] << 8 | pb[1]);
+	fprintf(stderr, "svc_tool: peer %u %s %u", a->family, buf, pb[0] << 8 | pb[1]);
+	if (a->scope_id)
+		fprintf(stderr, " scope %u", a->scope_id);
+	fputc('\n', stderr);
 }
 
 static int mode_connect(struct ipk_svc *svc, char **av)
