@@ -396,6 +396,8 @@ struct d_wk {
 	uint64_t port_in;            /* INSTALL / REMOVE messages it applied */
 	struct d_pce *pc;            /* nw > 1: its port cache (D_PCACHE entries) */
 	uint64_t pc_hit, pc_miss;    /* lookups answered by it / under the port lock */
+	uint64_t adopt_pair;         /* ADOPTs that took one more W (d_family_adopt) */
+	uint64_t adopt_world;        /* ADOPTs that stopped every other worker */
 	struct d_pdelay *pd;         /* test knob IPKITD_INSTALL_DELAY_MS: INSTALLs
 	                              * held back (d_pinst.c); npd of D_PDELAY_MAX */
 	unsigned npd;
@@ -583,6 +585,9 @@ int d_sock_attach(struct d_sock *s);
 struct d_sock *d_sock_alloc(struct d_app *a, int type);
 struct d_sock *d_sock_find(struct d_app *a, uint32_t id);
 struct d_sock *d_sock_find_wk(struct d_app *a, uint32_t id, unsigned wk, unsigned *owner);
+/* The worker the owner table names for id (0xff: none, a free index; with one
+ * worker 0). Reads no socket. */
+unsigned d_sock_own(struct d_app *a, uint32_t id);
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
 void d_sock_level(struct d_sock *s, unsigned lvl);
 void d_sock_unring(struct d_sock *s);

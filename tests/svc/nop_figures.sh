@@ -33,6 +33,12 @@ run "--busy-poll" nopbench "$N" spin
 for s in 1 8 16 32 64 120; do
 	run "" scale "$s" $((N / 10 / s))
 done
+# the same against sockets open loop (no coordinated omission): one thread offers
+# OL_RATE NOPs/s in all (default 100000), spread evenly over the sockets on a
+# schedule, for OL_SECS s; latency from each NOP's scheduled time to its completion
+for s in 1 8 16 32 64 120; do
+	run "" openloop "$s" "${OL_RATE:-100000}" "${OL_SECS:-2}"
+done
 # the thesis's priority experiment: one level-0 socket probing with NOPs, idle and
 # while 8 level-2 sockets keep their SQs full of NOPs, then a level-2 probe under
 # the same flood; the flood's progress during each probe (needs level 0: --prio-uid)

@@ -703,6 +703,35 @@ def case_workers_reuseport_wire(rig):
     assert hits >= 4 * misses and hits >= n, pc
 
 
+ADOPT_LINE = re.compile(r"worker (\d+): .* adopt_pair (\d+) adopt_world (\d+)", re.M)
+
+
+def case_workers_adopt(rig):
+    """--workers 2, ADOPT without stopping the world (svc/d_family.c): an
+    application makes 8 connections through ipkitd (its sockets placed round
+    robin, so on both workers), then 20 forked children in turn each ADOPT all 8
+    of its parent's connecting sockets and close them (160 ADOPTs), while another
+    application spins NOPs on sockets of both workers. Every ADOPT works; the
+    control ring's worker took the W of the parent socket's worker only
+    (adopt_pair, at least one per child: some of the 8 are worker 1's), never
+    every W (adopt_world 0). Under TSan (the tsan stage) this is the race check:
+    the adopting worker reads and links the parent's socket while the other
+    worker serves its own."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_adopt)"
+    busy = rig.tool("nopspin", "3", "2")
+    rc, out, err = rig.run_tool("adoptfork", OUR_IP, "7700", "8", "20", timeout=120)
+    assert rc == 0 and "adoptfork 160/160" in out, out + err
+    bout, berr = busy.communicate(timeout=120)
+    assert busy.returncode == 0 and b"nopspin" in bout, bout + berr
+    if not hasattr(rig, "final_log"):
+        rig.close()
+    ad = {int(m.group(1)): (int(m.group(2)), int(m.group(3)))
+          for m in ADOPT_LINE.finditer(rig.final_log)}
+    print(ad)
+    assert ad and ad[0][0] >= 20, ad
+    assert all(w == 0 for _, w in ad.values()), ad
+
+
 def case_workers_close_cross(rig):
     """--workers 2: a CLOSE comes in on the control ring (worker 0's) but the socket
     may be the other worker's (new sockets are placed round robin); its owner
