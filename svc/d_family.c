@@ -180,11 +180,11 @@ static struct d_app *d_fam_parent_app(struct d_app *child, uint32_t id)
 	return NULL;
 }
 
-/* The socket of the child's parent named by id, if the child may share it.
+/* The socket id of the child's parent application a, if the child may share it.
  * held: the worker whose W the caller holds besides the control ring's (or
  * D_ALL_HELD); a socket of any other worker is not read (d_sock_find_wk). */
-static struct d_sock *d_fam_parent_sock(struct d_app *child, struct d_app *a, uint32_t id,
-                                        unsigned ctl_wk, unsigned held)
+static struct d_sock *d_fam_parent_sock(struct d_app *a, uint32_t id, unsigned ctl_wk,
+                                        unsigned held)
 {
 	struct d_sock *s;
 	unsigned owner;
@@ -194,7 +194,6 @@ static struct d_sock *d_fam_parent_sock(struct d_app *child, struct d_app *a, ui
 		s = d_sock_find(a, id);
 	else if (!(s = d_sock_find_wk(a, id, held, &owner)))
 		s = d_sock_find_wk(a, id, ctl_wk, &owner);
-	(void)child;
 	if (s && s->type == IPK_SVC_TCP && !s->move &&
 	    (s->state == D_CONNECTED || s->state == D_CLOSED))
 		return s;
@@ -248,7 +247,7 @@ void d_family_adopt(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 static void d_family_adopt_locked(struct d_sock *ctl, const struct ipk_svc_sqe *e,
                                   struct d_app *pa, unsigned held)
 {
-	struct d_sock *p = d_fam_parent_sock(ctl->app, pa, (uint32_t)e->arg, ctl->wk, held);
+	struct d_sock *p = d_fam_parent_sock(pa, (uint32_t)e->arg, ctl->wk, held);
 	struct d_sock *s = NULL;
 	struct ipk_svc_cqe c;
 	int rc = p ? 0 : -EBADF;
