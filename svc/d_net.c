@@ -157,14 +157,19 @@ static int d_bind(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sqe
 {
 	struct ipk_addr a;
 	int rc = d_addr(d, &e->addr, &a);
-	if (rc < 0)
+	if (rc < 0 && rc != -ENODEV)
 		return rc;
-	if (a.family == IPK_AF_INET && d_addr_ip4(&a) != 0 && d_addr_ip4(&a) != d->cfg.ip4_be)
-		return -EADDRNOTAVAIL;
-	if (a.family == IPK_AF_INET6 && !d_addr_any6(a.a) && !d_addr_ours6(s, a.a))
+	/* Linux's order: an IPv4 address not ours before "already bound"
+	 * (inet_bind), an IPv6 one's zone and address after it (inet6_bind) */
+	if (rc == 0 && a.family == IPK_AF_INET && d_addr_ip4(&a) != 0 &&
+	    d_addr_ip4(&a) != d->cfg.ip4_be)
 		return -EADDRNOTAVAIL;
 	if (s->state != D_NEW)
 		return -EINVAL;
+	if (rc < 0) /* a zone we do not have */
+		return rc;
+	if (a.family == IPK_AF_INET6 && !d_addr_any6(a.a) && !d_addr_ours6(s, a.a))
+		return -EADDRNOTAVAIL;
 	s->reuse = (e->flags & IPK_SVC_SQE_F_REUSEPORT) != 0;
 	s->inherit = (e->flags & IPK_SVC_SQE_F_INHERIT) != 0;
 	s->fam = d_bind_fam(e, &a); /* before the claim: disjoint families share */
@@ -647,21 +652,30 @@ static void d_sendto_op(struct d_daemon *d, struct d_sock *s, const struct ipk_s
 	int rc = d_addr(d, &e->addr, &a);
 	if (rc == -ENODEV) /* a zone we do not have, as Linux's sendto */
 		rc = -ENETUNREACH;
-	if (rc < 0 || s->type != IPK_SVC_UDP || e->len == 0 || !d_buf_ok(s->app, e)) {
+	if ((rc < 0 && rc != -ENETUNREACH) || s->type != IPK_SVC_UDP || e->len == 0 ||
+	    !d_buf_ok(s->app, e)) {
 		d_bad(s, e, rc < 0 ? rc : !d_buf_ok(s->app, e) ? -EFAULT : -EINVAL);
 		return;
 	}
-	if (s->fam && !d_fam_ok(s, a.family == IPK_AF_INET ? D_FAM4 : D_FAM6)) {
+	if (rc == 0 && s->fam && !d_fam_ok(s, a.family == IPK_AF_INET ? D_FAM4 : D_FAM6)) {
 		d_post_res(s, e->user_data, -EAFNOSUPPORT); /* V6ONLY, or an IPv4 socket */
 		return;
 	}
+	/* An unbound socket is bound first, also when the destination is then
+	 * refused: Linux binds a UDP socket before it looks at where a datagram
+	 * goes (inet_send_prepare), so a later bind() says EINVAL. */
 	if (s->state == D_NEW) { /* an AF_INET6 socket to ::, an AF_INET one to 0.0.0.0 */
+		int brc;
 		s->fam = e->addr.family == IPK_SVC_AF_INET6 ? D_FAM4 | D_FAM6 : D_FAM4;
-		if ((rc = d_udp_autobind(d, s)) < 0) {
+		if ((brc = d_udp_autobind(d, s)) < 0) {
 			s->fam = 0;
-			d_post_res(s, e->user_data, rc);
+			d_post_res(s, e->user_data, brc);
 			return;
 		}
+	}
+	if (rc < 0) { /* a zone we do not have */
+		d_post_res(s, e->user_data, rc);
+		return;
 	}
 	if (a.family == IPK_AF_INET && d_loop_addr(d, d_addr_ip4(&a))) {
 		d_loop_sendto(d, s, e, NULL);

@@ -34,15 +34,18 @@ void pl_sa_from_svc(union pl_sa *a, int domain, const struct ipk_svc_addr *x)
 		memcpy(a->in6.sin6_addr.s6_addr + 12, x->addr, 4);
 	} else {
 		memcpy(a->in6.sin6_addr.s6_addr, x->addr, 16);
+		a->in6.sin6_scope_id = x->scope_id; /* ipkitd's link index, link-local only */
 	}
 }
 
 void pl_sa_to_svc(struct ipk_svc_addr *x, const union pl_sa *a)
 {
-	if (a->sa.sa_family == AF_INET6)
+	if (a->sa.sa_family == AF_INET6) {
 		ipk_svc_addr_ip6(x, a->in6.sin6_addr.s6_addr, ntohs(a->in6.sin6_port));
-	else
+		x->scope_id = a->in6.sin6_scope_id; /* ipkitd checks it (include/ipkit/svc.h) */
+	} else {
 		ipk_svc_addr_ip4(x, a->in.sin_addr.s_addr, ntohs(a->in.sin_port));
+	}
 }
 
 int pl_sa_mapped(const union pl_sa *a)

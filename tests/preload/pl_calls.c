@@ -1727,6 +1727,23 @@ static void t_v6(void)
 	v6_say("datagram from", &a, la);
 	R(close(u));
 	R(close(u2));
+	/* A link-local address in a zone no interface has: Linux answers bind ENODEV,
+	 * sendto and connect ENETUNREACH; the shim must hand sin6_scope_id to
+	 * ipkitd, which answers the same (include/ipkit/svc.h). */
+	memset(&to, 0, sizeof to);
+	to.sin6_family = AF_INET6;
+	to.sin6_port = closed_a.sin_port;
+	to.sin6_addr.s6_addr[0] = 0xfe;
+	to.sin6_addr.s6_addr[1] = 0x80;
+	to.sin6_addr.s6_addr[15] = 1;
+	to.sin6_scope_id = 0x7ffffff0u;
+	u = socket(AF_INET6, SOCK_DGRAM, 0);
+	R(sendto(u, "zn", 2, 0, (struct sockaddr *)&to, sizeof to));
+	R(bind(u, (struct sockaddr *)&to, sizeof to));
+	R(close(u));
+	c = socket(AF_INET6, SOCK_STREAM, 0);
+	R(connect(c, (struct sockaddr *)&to, sizeof to));
+	R(close(c));
 }
 
 static void t_os(void) { t_epoll(EPOLLONESHOT, "epoll_oneshot"); }
