@@ -296,6 +296,7 @@ struct d_app {
 	                              * with one worker */
 	uint64_t *ho_mem;            /* the pw[].ho_bm/ho_sum words, one block */
 	int ctl_fd, bell_fd, pid_fd;
+	int ev_fd;                   /* the app's wake eventfd (d_evfd.c), or -1 */
 	uint32_t bells;              /* doorbell events seen (drained every 4096th) */
 	struct d_ev ev_ctl, ev_bell, ev_pid;
 	int ready;                   /* hello done, region mapped */
@@ -552,6 +553,10 @@ void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why);
 void d_app_final(struct d_daemon *d, struct d_app *a);
 void d_wake_apps(struct d_daemon *d, unsigned wk);
 void d_wake_one(struct d_sock *s);
+/* d_evfd.c: the app's wake eventfd */
+int d_evfd_make(struct d_app *a);
+void d_evfd_wake(struct d_app *a);
+void d_evfd_close(struct d_app *a);
 int d_ring_get(struct d_app *a, uint64_t bytes, uint64_t *off, unsigned *cls);
 void d_ring_put(struct d_app *a, uint64_t off, unsigned cls);
 uint64_t d_now(void);
