@@ -963,6 +963,14 @@ void ipk_svc_wake_fd_arm(struct ipk_svc *svc, int on)
 	IPK_SVC_FENCE();
 }
 
+void ipk_svc_wake_fd_lazy(struct ipk_svc *svc, int on)
+{
+	/* relaxed: a later submit's release store orders it before the SENDs it
+	 * publishes (a SEND that fills a queue is submitted after lazy 0) */
+	if (svc && svc->ev_fd >= 0)
+		IPK_SVC_STORE_RLX(&svc->hdr->app_waiting.ev_lazy, on ? 1u : 0u);
+}
+
 int ipk_svc_hung_up(struct ipk_svc *svc)
 {
 	return svc ? svc_dead(svc) : 1;

@@ -571,11 +571,14 @@ void d_wake_one(struct d_sock *s)
 void d_wake_apps(struct d_daemon *d, unsigned wk)
 {
 	struct d_app *a;
+	int loud;
 	for (a = d->apps; a; a = a->next) {
 		struct d_appw *p = &a->pw[wk];
 		if (!p->posted)
 			continue;
 		p->posted = 0;
+		loud = p->loud;
+		p->loud = 0;
 		d_wake_socks(a, p);
 		/* the futex word counts passes that posted (no system call): a waiter
 		 * that read it before scanning its CQs sees it move (ipk_svc_wait_from) */
@@ -584,7 +587,7 @@ void d_wake_apps(struct d_daemon *d, unsigned wk)
 		 * stores are visible; the app fences between raising app_waiting and
 		 * re-checking, so either it sees them or we see it waiting */
 		IPK_SVC_FENCE();
-		d_evfd_wake(a);
+		d_evfd_wake(a, loud);
 		if (IPK_SVC_LOAD_RLX(&a->hdr->app_waiting.v) == 0)
 			continue;
 		D_STAT(a, futex_wakes, 1);

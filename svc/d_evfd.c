@@ -23,12 +23,25 @@ int d_evfd_make(struct d_app *a)
 	return a->ev_fd < 0 ? -errno : 0;
 }
 
+__thread int d_ev_send;
+
+void d_evfd_send_done(struct d_sock *s, uint64_t user_data, int32_t res)
+{
+	d_ev_send = 1;
+	d_op_done(s, user_data, res);
+	d_ev_send = 0;
+}
+
 /* After d_wake_apps' fence (the cq_tail and app_futex stores are visible before
- * ev is read; the app fences between raising ev and re-checking). */
-void d_evfd_wake(struct d_app *a)
+ * ev is read; the app fences between raising ev and re-checking). `loud`: the
+ * pass posted a completion other than a successful SEND's. ev_lazy is the app's
+ * (untrusted): a wrong value only costs the app its own wake-ups. */
+void d_evfd_wake(struct d_app *a, int loud)
 {
 	uint64_t one = 1;
 	if (a->ev_fd < 0 || IPK_SVC_LOAD_RLX(&a->hdr->app_waiting.ev) == 0)
+		return;
+	if (!loud && IPK_SVC_LOAD_RLX(&a->hdr->app_waiting.ev_lazy) != 0)
 		return;
 	__atomic_add_fetch(&a->hdr->ev_wakes, 1, __ATOMIC_RELAXED);
 	if (write(a->ev_fd, &one, sizeof one) < 0)

@@ -276,6 +276,7 @@ struct d_appw {
 	/* what this worker posted to since its last d_wake_apps: each worker wakes
 	 * what it posted (a socket's completions are its owner's to post) */
 	int posted;
+	int loud;                    /* ... a completion other than a SEND's (d_evfd.c) */
 	struct d_sock *wake_h;
 };
 
@@ -555,7 +556,11 @@ void d_wake_apps(struct d_daemon *d, unsigned wk);
 void d_wake_one(struct d_sock *s);
 /* d_evfd.c: the app's wake eventfd */
 int d_evfd_make(struct d_app *a);
-void d_evfd_wake(struct d_app *a);
+void d_evfd_wake(struct d_app *a, int loud);
+/* A SEND's completion (successful): as d_op_done, but alone in a pass it does not
+ * write the app's wake eventfd while the app says ev_lazy. */
+void d_evfd_send_done(struct d_sock *s, uint64_t user_data, int32_t res);
+extern __thread int d_ev_send; /* set while posting one */
 void d_evfd_close(struct d_app *a);
 int d_ring_get(struct d_app *a, uint64_t bytes, uint64_t *off, unsigned *cls);
 void d_ring_put(struct d_app *a, uint64_t off, unsigned cls);

@@ -44,10 +44,12 @@ struct ipk_svc_region {
 	/* line 2 (app): v, the number of app threads about to sleep on app_futex;
 	 * ev, the number about to sleep in the kernel on the app's wake eventfd (the
 	 * welcome's third descriptor): after a pass that posted, the daemon writes
-	 * that eventfd while ev is non-zero (Dekker, as for v) */
+	 * that eventfd while ev is non-zero (Dekker, as for v); ev_lazy non-zero:
+	 * not after a pass whose only completions were successful SENDs' (the app
+	 * says none of its threads waits for those: no socket's send queue is full) */
 	struct ipk_svc_appw {
-		uint32_t v, ev;
-		uint8_t pad[IPK_SVC_CL - 8];
+		uint32_t v, ev, ev_lazy;
+		uint8_t pad[IPK_SVC_CL - 12];
 	} app_waiting;
 	/* line 3 (daemon): 1 while the daemon may sleep: the app must ring the
 	 * eventfd doorbell after publishing submissions */

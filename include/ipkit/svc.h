@@ -406,6 +406,11 @@ int ipk_svc_move_fds(struct ipk_svc *svc, int min_fd);
  * read by the library: watch it edge-triggered (EPOLLET) or read it yourself. */
 int ipk_svc_wake_fd(const struct ipk_svc *svc);
 void ipk_svc_wake_fd_arm(struct ipk_svc *svc, int on);
+/* ipk_svc_wake_fd_lazy(svc, 1): a pass whose only completions are successful
+ * SENDs does not write the wake eventfd (no thread of the app waits for them);
+ * (svc, 0, the default): every pass that posted does. Set it to 0 before
+ * submitting a SEND whose completion an armed sleeper needs. */
+void ipk_svc_wake_fd_lazy(struct ipk_svc *svc, int on);
 /* 1 when the daemon hung up (a recv on the control socket; 1 for NULL), else 0. */
 int ipk_svc_hung_up(struct ipk_svc *svc);
 

@@ -312,6 +312,7 @@ static void pl_finish_locked(struct pl_sock *s)
 	struct ipk_svc *svc = g_svc;
 	pl_unlink_locked(s);
 	pthread_mutex_lock(&s->mu); /* a thread still in a call on it sees so == NULL */
+	pl_txfull(s, 0);
 	while (s->acc_h) {
 		struct pl_acc *a = s->acc_h;
 		s->acc_h = a->next;
@@ -491,11 +492,30 @@ static int g_parked;          /* 0, 1 parked short, 2 parked long (atomic) */
 static uint32_t g_seen;       /* wake count read before the last round (atomic) */
 static __thread int t_needpump;
 
+static int g_txfull;          /* sockets with a full send queue (g_txmu) */
+static pthread_mutex_t g_txmu = PTHREAD_MUTEX_INITIALIZER;
+
 static void pl_reap_open(struct ipk_svc *svc)
 {
 	const char *e = getenv("IPKIT_PRELOAD_REAP");
 	g_evfd = e && strcmp(e, "0") == 0 ? -1 : ipk_svc_wake_fd(svc);
 	g_evgen++;
+	g_txfull = 0;
+	/* SEND completions matter to a sleeper only when a queue was full */
+	ipk_svc_wake_fd_lazy(svc, 1);
+}
+
+void pl_txfull(struct pl_sock *s, int full)
+{
+	if (g_evfd < 0 || s->txfull == full)
+		return;
+	s->txfull = full;
+	/* under a lock: the flag follows the count (two sockets crossing at once
+	 * never leave it lazy with a full queue) */
+	pthread_mutex_lock(&g_txmu);
+	g_txfull += full ? 1 : -1;
+	ipk_svc_wake_fd_lazy(g_svc, g_txfull == 0);
+	pthread_mutex_unlock(&g_txmu);
 }
 
 static void pl_pump_kick(void)
@@ -1093,6 +1113,8 @@ static void pl_fork_child(void)
 	g_svc_state = 0;
 	g_evfd = -1; /* the child's own connection brings its own (a new g_evgen) */
 	g_reapers = g_needpump = g_parked = 0;
+	g_txfull = 0;
+	pthread_mutex_init(&g_txmu, NULL);
 	g_seen = 0;
 	t_needpump = 0;
 	memset(&pl_st, 0, sizeof pl_st);

@@ -158,6 +158,7 @@ struct pl_sock {
 	pthread_cond_t cv; /* synchronous operations (bind, listen): the pump signals */
 	int sync_done, sync_res, sync_busy;
 	int pending;       /* its readable level's write is deferred (w_pend list) */
+	int txfull;        /* counted in the shim's full send queues (pl_txfull) */
 	int nsets;         /* atomic: epoll sets it was added to (not less than) */
 	int direct_epfd;   /* atomic: the one epoll set that alone sees its arrivals
 	                    * (edge or shim-kept level, not ONESHOT, EPOLLIN), or -1 */
@@ -227,6 +228,10 @@ int pl_any_sock(void);                 /* the process ever had an ipkit socket *
  * eventfd: the pump wakes the sleep, as before), -1 not armed, something was
  * posted since `v` (do not sleep). pl_reap_disarm after an armed sleep. */
 uint32_t pl_reap(void);
+/* Under s->mu: the socket's send queue is full (1: before the SEND that fills it
+ * is submitted) or not (0): while any is, ipkitd writes the wake eventfd for
+ * SEND completions too (an armed sleeper may wait for EPOLLOUT); else not. */
+void pl_txfull(struct pl_sock *s, int full);
 int pl_reap_arm(int epfd, uint64_t *gen, uint64_t tag, uint32_t v);
 void pl_reap_disarm(void);
 /* Sleep until ofd (out) or fd (in) is signalled, or timeout_ms (-1: none). Returns 0,

@@ -129,7 +129,7 @@ DETAIL = os.environ.get("FIG_DETAIL", "0") not in ("", "0")
 # (the shim's pump; redis's idle bio threads), ipkitd
 DEV = ["raw_syscalls:sys_enter", "context-switches", "cpu-migrations", "task-clock",
        "syscalls:sys_enter_futex", "syscalls:sys_enter_write", "syscalls:sys_enter_read",
-       "syscalls:sys_enter_epoll_wait"]
+       "syscalls:sys_enter_epoll_wait", "syscalls:sys_enter_epoll_pwait"]
 DETAILS = []  # (benchmark, stack, group, {event: per request})
 
 
@@ -293,7 +293,7 @@ def main():
     if DETAILS:
         print()
         print("per request (perf stat --per-thread): context switches, CPU migrations, "
-              "task-clock (us), system calls, futex, write, read, epoll_wait")
+              "task-clock (us), system calls, futex, write, read, epoll_wait + epoll_pwait")
         print()
         print("| benchmark | stack | threads | cs | migr | cpu us | syscalls | futex | write "
               "| read | epoll_wait |")
@@ -303,7 +303,8 @@ def main():
                 what, name, g, d.get("context-switches", 0), d.get("cpu-migrations", 0),
                 d.get("task-clock", 0) * 1000, d.get("raw_syscalls:sys_enter", 0),
                 d.get("syscalls:sys_enter_futex", 0), d.get("syscalls:sys_enter_write", 0),
-                d.get("syscalls:sys_enter_read", 0), d.get("syscalls:sys_enter_epoll_wait", 0)))
+                d.get("syscalls:sys_enter_read", 0),
+                d.get("syscalls:sys_enter_epoll_wait", 0) + d.get("syscalls:sys_enter_epoll_pwait", 0)))
 
 
 if __name__ == "__main__":

@@ -1745,15 +1745,29 @@ static void *rp_blocked(void *arg)
 	char b[8];
 	int peer = *(int *)arg;
 	long r = read_n(rp_fd, b, 5);
-	if (r == 5)
-		R(send(peer, "reply", 5, 0));
+	/* silent: this thread's lines would interleave with the main one's */
+	if (r == 5 && send(peer, "reply", 5, 0) != 5)
+		rp_fd = -1;
 	return NULL;
 }
 
 static void *rp_late(void *arg)
 {
 	poll(NULL, 0, 100); /* the other two asleep by now (else the same output) */
-	R(send(*(int *)arg, "hello", 5, 0));
+	if (send(*(int *)arg, "hello", 5, 0) != 5)
+		rp_fd = -2;
+	return NULL;
+}
+
+static void *rp_drain(void *arg)
+{
+	static char b[65536];
+	int fd = *(int *)arg;
+	long total = 0;
+	ssize_t r;
+	poll(NULL, 0, 100); /* the writer asleep for EPOLLOUT by now (else the same output) */
+	while ((r = recv(fd, b, sizeof b, 0)) > 0 && total < (64l << 20))
+		total += r; /* to the end of the stream (the writer's shutdown) */
 	return NULL;
 }
 
@@ -1806,11 +1820,43 @@ static void t_reap(void)
 	SAY("  reply %.5s\n", in);
 	R(pthread_join(t1, NULL));
 	R(pthread_join(t2, NULL));
+	SAY("  threads' sends ok %d\n", rp_fd == a1);
 	R(close(ep));
 	R(close(a1));
 	R(close(b1));
 	R(close(a2));
 	R(close(b2));
+	/* a full send queue, then EPOLLOUT (edge-triggered, as nginx) once the peer
+	 * reads: the SEND completions must wake the sleeper */
+	{
+		static char big[65536];
+		int c, w = pair(l, &c), full = 0, out = 0, k;
+		long sent = 0;
+		ep = epoll_create1(0);
+		R(fcntl(w, F_SETFL, fcntl(w, F_GETFL) | O_NONBLOCK));
+		R(ep_add(ep, w, EPOLLOUT | EPOLLET, 5));
+		ep_show(ep, 10000); /* writable at first */
+		for (k = 0; k < 100000 && sent < (32l << 20); k++) {
+			ssize_t r = send(w, big, sizeof big, 0);
+			if (r < 0) {
+				full = errno == EAGAIN;
+				break;
+			}
+			sent += r;
+		}
+		SAY("  send queue full %d\n", full);
+		R(pthread_create(&t1, NULL, rp_drain, &c));
+		for (k = 0; k < 100 && !out; k++) {
+			int n = epoll_wait(ep, &ev, 1, 10000);
+			out = n == 1 && (ev.events & EPOLLOUT);
+		}
+		SAY("  EPOLLOUT once the peer read %d\n", out);
+		R(shutdown(w, SHUT_WR));
+		R(pthread_join(t1, NULL));
+		R(close(ep));
+		R(close(w));
+		R(close(c));
+	}
 	R(close(l));
 }
 
