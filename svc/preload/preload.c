@@ -490,6 +490,8 @@ static int g_needpump;        /* threads waiting for the pump's work (atomic) */
 static uint32_t g_park_w;     /* the park's futex word (private) */
 static int g_parked;          /* 0, 1 parked short, 2 parked long (atomic) */
 static uint32_t g_seen;       /* wake count read before the last round (atomic) */
+static int64_t g_reap_last;   /* when an armed thread last left its sleep (ns; atomic) */
+#define PL_REAP_RECENT_MS 20  /* the pump stays parked this long after one */
 static __thread int t_needpump;
 
 static int g_txfull;          /* sockets with a full send queue (g_txmu) */
@@ -585,11 +587,25 @@ int pl_reap_arm(int epfd, uint64_t *gen, uint64_t tag, uint32_t v)
 void pl_reap_disarm(void)
 {
 	ipk_svc_wake_fd_arm(g_svc, 0);
+	/* the program handles what woke it and waits again soon: the pump stays
+	 * parked meanwhile (in short parks), not woken by ipkitd for every pass */
+	__atomic_store_n(&g_reap_last, pl_mono_ns(), __ATOMIC_RELAXED);
 	/* the last one out: a pump parked long (nothing recent) comes back to the
 	 * futex now, not 200 ms later */
 	if (__atomic_sub_fetch(&g_reapers, 1, __ATOMIC_SEQ_CST) == 0 &&
 	    __atomic_load_n(&g_parked, __ATOMIC_RELAXED) == 2)
 		pl_pump_kick();
+}
+
+/* A thread reaps, or did so lately (it handles what woke it and waits again),
+ * and nobody waits for the pump's work: the pump parks. */
+static int pl_reaping(int64_t now)
+{
+	if (g_evfd < 0 || __atomic_load_n(&g_needpump, __ATOMIC_SEQ_CST) > 0)
+		return 0;
+	return __atomic_load_n(&g_reapers, __ATOMIC_SEQ_CST) > 0 ||
+	       now - __atomic_load_n(&g_reap_last, __ATOMIC_RELAXED) <
+	               PL_REAP_RECENT_MS * 1000000ll;
 }
 
 /* The pump's sleep while a thread reaps: 0 woken or kicked, -ETIME. */
@@ -601,8 +617,7 @@ static int pl_pump_park(int64_t t_ns, uint32_t w)
 	                 __ATOMIC_SEQ_CST);
 	/* seq_cst: a reaper leaving or a kick after this sees us parked; one before
 	 * it moved the word (the wait returns at once) or the counts read below */
-	if (__atomic_load_n(&g_reapers, __ATOMIC_SEQ_CST) == 0 ||
-	    __atomic_load_n(&g_needpump, __ATOMIC_SEQ_CST) > 0) {
+	if (!pl_reaping(pl_mono_ns())) {
 		__atomic_store_n(&g_parked, 0, __ATOMIC_RELAXED);
 		return 0;
 	}
@@ -633,8 +648,11 @@ static void *pl_pump(void *arg)
 		t = now - __atomic_load_n(&g_recent, __ATOMIC_RELAXED) <
 		    PL_PUMP_RECENT_MS * 1000000ll ? PL_PUMP_SHORT_MS * 1000000ll : 200000000ll;
 		pl_ring(); /* after the choice: a bell deferred from here on finds it short */
-		if (g_evfd >= 0 && __atomic_load_n(&g_reapers, __ATOMIC_SEQ_CST) > 0 &&
-		    __atomic_load_n(&g_needpump, __ATOMIC_SEQ_CST) == 0) {
+		if (pl_reaping(now)) {
+			/* nobody armed (the program is busy): short, so what comes
+			 * meanwhile is taken within PL_PUMP_SHORT_MS */
+			if (__atomic_load_n(&g_reapers, __ATOMIC_SEQ_CST) == 0)
+				t = PL_PUMP_SHORT_MS * 1000000ll;
 			/* a quiet long park: is ipkitd still there (the armed thread
 			 * would otherwise sleep through its death) */
 			if (pl_pump_park(t, w) == -ETIME && t > PL_PUMP_SHORT_MS * 1000000ll &&
@@ -1113,6 +1131,7 @@ static void pl_fork_child(void)
 	g_svc_state = 0;
 	g_evfd = -1; /* the child's own connection brings its own (a new g_evgen) */
 	g_reapers = g_needpump = g_parked = 0;
+	g_reap_last = 0;
 	g_txfull = 0;
 	pthread_mutex_init(&g_txmu, NULL);
 	g_seen = 0;
