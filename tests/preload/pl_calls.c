@@ -1628,6 +1628,23 @@ static void t_hold(void)
 	R(close(s));
 }
 
+/* As hold, asleep in epoll_wait (the shim's waiting thread armed on ipkitd's
+ * wake eventfd, the pump parked): ipkitd's death still ends the wait. */
+static void t_hold_ep(void)
+{
+	int s = connected(&echo_a), ep = epoll_create1(0);
+	struct epoll_event ev;
+	char b[8];
+	SAY("hold_ep\n");
+	R(ep_add(ep, s, EPOLLIN, 3));
+	SAY("  ready\n");
+	R(epoll_wait(ep, &ev, 1, 20000) == 1 && (ev.events & EPOLLIN));
+	R(recv(s, b, sizeof b, 0) < 0 && errno == ECONNRESET);
+	R(socket(AF_INET, SOCK_STREAM, 0) < 0);
+	R(close(ep));
+	R(close(s));
+}
+
 struct fam {
 	const char *name;
 	void (*fn)(void);
@@ -1868,7 +1885,7 @@ static const struct fam fams[] = {
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
 	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer}, {"defer_threads", t_defer_threads}, {"epoll_rearm", t_epoll_rearm}, {"reap", t_reap},
-	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold}, {"v6", t_v6},
+	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold}, {"hold_ep", t_hold_ep}, {"v6", t_v6},
 };
 
 int main(int argc, char **argv)
@@ -1885,7 +1902,8 @@ int main(int argc, char **argv)
 	addr(&loop_a, argv[4], argv[5]);
 	addr(&closed_a, argv[2], argv[6]);
 	for (i = 0; i < sizeof fams / sizeof fams[0]; i++)
-		if ((strcmp(argv[1], "all") == 0 && fams[i].fn != t_hold) ||
+		if ((strcmp(argv[1], "all") == 0 && fams[i].fn != t_hold &&
+		     fams[i].fn != t_hold_ep) ||
 		    strcmp(argv[1], fams[i].name) == 0) {
 			fams[i].fn();
 			any = 1;

@@ -514,12 +514,13 @@ def foreign_ok(case):
         sys.exit(77)
 
 
-def case_daemon_dies():
-    """ipkitd stopped while the program blocks in recv: the recv ends with
+def case_daemon_dies(fam="hold"):
+    """ipkitd stopped while the program blocks in recv (hold) or sleeps in
+    epoll_wait with the pump parked (hold_ep): the wait ends, the recv says
     ECONNRESET, new sockets fail, one line on stderr; nothing hangs."""
     rig = Rig()
     try:
-        p = subprocess.Popen([CALLS, "hold", PEER_IP, "7", "127.0.0.1", str(free_port()), "9"],
+        p = subprocess.Popen([CALLS, fam, PEER_IP, "7", "127.0.0.1", str(free_port()), "9"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=dict(os.environ, **shim_env(rig)))
         rig.procs.append(p)
@@ -556,6 +557,8 @@ def main():
         case_nginx_workers()
     elif case == "daemon_dies":
         case_daemon_dies()
+    elif case == "daemon_dies_epoll":
+        case_daemon_dies("hold_ep")
     elif case in ("reap", "reap_off"):
         case_reap(case == "reap")
     elif case.endswith("_nodefer"):  # the same family with the deferral switched off
