@@ -221,10 +221,9 @@ static int pl_sync_op_in(struct pl_sock *s, struct ipk_svc_sqe *tmpl)
 /* The pump completes it: not parked meanwhile (preload.c, "reaping"). */
 int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl)
 {
-	int rc;
-	pl_sync_wait_begin();
+	int rc, need = pl_sync_wait_begin();
 	rc = pl_sync_op_in(s, tmpl);
-	pl_sync_wait_end();
+	pl_sync_wait_end(need);
 	return rc;
 }
 

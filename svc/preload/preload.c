@@ -527,22 +527,26 @@ static void pl_pump_kick(void)
 		syscall(SYS_futex, &g_park_w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-/* A thread is about to wait for what only the pump does while nobody reaps (1),
- * or is done (0). */
-static void pl_pump_need(int on)
+/* A thread is about to wait for what only the pump does while nobody reaps:
+ * counted (1) or not (0: no reaping in this process now); pl_pump_unneed with
+ * that answer when done (the count stays right if the connection opens between). */
+static int pl_pump_need(void)
 {
 	if (g_evfd < 0)
-		return;
-	if (!on) {
-		__atomic_sub_fetch(&g_needpump, 1, __ATOMIC_SEQ_CST);
-		return;
-	}
+		return 0;
 	__atomic_add_fetch(&g_needpump, 1, __ATOMIC_SEQ_CST);
 	pl_pump_kick();
+	return 1;
 }
 
-void pl_sync_wait_begin(void) { pl_pump_need(1); }
-void pl_sync_wait_end(void) { pl_pump_need(0); }
+static void pl_pump_unneed(int counted)
+{
+	if (counted)
+		__atomic_sub_fetch(&g_needpump, 1, __ATOMIC_SEQ_CST);
+}
+
+int pl_sync_wait_begin(void) { return pl_pump_need(); }
+void pl_sync_wait_end(int counted) { pl_pump_unneed(counted); }
 
 uint32_t pl_reap(void)
 {
@@ -756,10 +760,8 @@ static struct pl_sock *pl_enter(int epfd)
 	struct pl_sock *l;
 	t_batch = 0;
 	pl_ring(); /* what this thread (or another) wrote goes out before we wait */
-	if (epfd < 0 && !t_needpump) { /* only the pump completes what this waits for */
-		t_needpump = 1;
-		pl_pump_need(1);
-	}
+	if (epfd < 0 && !t_needpump) /* only the pump completes what this waits for */
+		t_needpump = pl_pump_need();
 	pthread_mutex_lock(&w_mu);
 	w_sleepers++; /* from here on the pump writes levels itself */
 	w_ep = w_sleepers == 1 ? epfd : -1;
@@ -789,7 +791,7 @@ void pl_wait_leave(void)
 {
 	if (t_needpump) {
 		t_needpump = 0;
-		pl_pump_need(0);
+		pl_pump_unneed(1);
 	}
 	pthread_mutex_lock(&w_mu);
 	w_sleepers--;
@@ -1046,15 +1048,16 @@ static void pl_exit_flush(void)
 {
 	const char *e = getenv("IPKIT_PRELOAD_LINGER");
 	long ms = (e ? atol(e) : 30) * 1000, i;
+	int need;
 	struct timespec t = {0, 1000000};
 	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) != 1)
 		return;
 	pl_exit_handover();
 	pl_ring();
-	pl_pump_need(1); /* not parked: it completes them meanwhile */
+	need = pl_pump_need(); /* not parked: it completes them meanwhile */
 	for (i = 0; i < ms && pl_tx_ops_all() > 0; i++)
 		nanosleep(&t, NULL); /* the pump completes them meanwhile */
-	pl_pump_need(0);
+	pl_pump_unneed(need);
 	pthread_mutex_lock(&g_mu);
 	while (g_live) {
 		struct pl_sock *s = g_live;

@@ -273,8 +273,8 @@ extern struct pl_stats pl_st;
  * sends); one at a time per socket. Returns its result. */
 int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl);
 /* Around a wait for the pump's work: it is not parked meanwhile (preload.c). */
-void pl_sync_wait_begin(void);
-void pl_sync_wait_end(void);
+int pl_sync_wait_begin(void);      /* returns what pl_sync_wait_end takes */
+void pl_sync_wait_end(int counted);
 
 /* UDP (p_udp.c) */
 void pl_udp_on_recv(struct pl_sock *s, const struct ipk_svc_cqe *c); /* under s->mu */
