@@ -44,6 +44,7 @@ struct ipk_svc_sock {
 
 struct ipk_svc {
 	int ctl_fd, bell_fd;
+	int ev_fd;               /* the app's wake eventfd, or -1 (an older daemon) */
 	uint8_t *base;
 	uint64_t size;
 	struct ipk_svc_region *hdr;
@@ -95,9 +96,9 @@ static int svc_connect_ctl(const char *path)
 }
 
 /* Receive the welcome and its two fds. Returns 0 or -errno. */
-static int svc_recv_welcome(int fd, struct ipk_svc_welcome *w, int fds[2])
+static int svc_recv_welcome(int fd, struct ipk_svc_welcome *w, int fds[3])
 {
-	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	char cbuf[CMSG_SPACE(3 * sizeof(int))];
 	struct iovec iov = {w, sizeof *w};
 	struct msghdr mh;
 	struct cmsghdr *c;
@@ -119,10 +120,11 @@ static int svc_recv_welcome(int fd, struct ipk_svc_welcome *w, int fds[2])
 	if (w->version != IPK_SVC_VERSION)
 		return -EPROTO;
 	c = CMSG_FIRSTHDR(&mh);
+	/* two (an older daemon: no wake eventfd) or three */
 	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+	    (c->cmsg_len != CMSG_LEN(2 * sizeof(int)) && c->cmsg_len != CMSG_LEN(3 * sizeof(int))))
 		return -EPROTO;
-	memcpy(fds, CMSG_DATA(c), 2 * sizeof(int));
+	memcpy(fds, CMSG_DATA(c), c->cmsg_len - CMSG_LEN(0));
 	return 0;
 }
 
@@ -187,7 +189,7 @@ static int svc_handshake(struct ipk_svc *svc, const struct ipk_svc_opts *o)
 {
 	struct ipk_svc_hello hi;
 	struct ipk_svc_welcome w;
-	int fds[2] = {-1, -1}, rc;
+	int fds[3] = {-1, -1, -1}, rc;
 	memset(&hi, 0, sizeof hi);
 	hi.magic = IPK_SVC_MAGIC;
 	hi.version = IPK_SVC_VERSION;
@@ -201,6 +203,7 @@ static int svc_handshake(struct ipk_svc *svc, const struct ipk_svc_opts *o)
 	if (svc_recv_welcome(svc->ctl_fd, &w, fds) < 0 || w.status < 0)
 		return w.magic == IPK_SVC_MAGIC && w.status < 0 ? w.status : rc < 0 ? rc : -EPROTO;
 	svc->bell_fd = fds[1];
+	svc->ev_fd = fds[2];
 	rc = svc_map(svc, fds[0], w.region_size);
 	close(fds[0]);
 	return rc;
@@ -222,6 +225,7 @@ struct ipk_svc *ipk_svc_open(const char *path, const struct ipk_svc_opts *o, int
 		return NULL;
 	}
 	svc->bell_fd = -1;
+	svc->ev_fd = -1;
 	pthread_mutex_init(&svc->lock, NULL);
 	rc = svc->ctl_fd = svc_connect_ctl(path);
 	if (rc >= 0)
@@ -248,6 +252,8 @@ void ipk_svc_close_all(struct ipk_svc *svc)
 		munmap(svc->base, svc->size);
 	if (svc->ctl_fd >= 0)
 		close(svc->ctl_fd);
+	if (svc->ev_fd >= 0)
+		close(svc->ev_fd);
 	if (svc->bell_fd >= 0)
 		close(svc->bell_fd);
 	for (i = 0; i < SVC_CLASSES; i++)
@@ -885,6 +891,7 @@ void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st)
 	st->tx_zc = IPK_SVC_LOAD_RLX(&svc->hdr->tx_zc);
 	st->sends_zc = IPK_SVC_LOAD_RLX(&svc->hdr->sends_zc);
 	st->sends_copied = IPK_SVC_LOAD_RLX(&svc->hdr->sends_copied);
+	st->ev_wakes = IPK_SVC_LOAD_RLX(&svc->hdr->ev_wakes);
 }
 
 uint32_t ipk_svc_features(const struct ipk_svc *svc)
@@ -928,5 +935,43 @@ int ipk_svc_move_fds(struct ipk_svc *svc, int min_fd)
 	if (!svc || min_fd < 0)
 		return -EINVAL;
 	rc = svc_move_fd(&svc->ctl_fd, min_fd);
-	return rc < 0 ? rc : svc_move_fd(&svc->bell_fd, min_fd);
+	if (rc == 0)
+		rc = svc_move_fd(&svc->bell_fd, min_fd);
+	if (rc == 0 && svc->ev_fd >= 0)
+		rc = svc_move_fd(&svc->ev_fd, min_fd);
+	return rc;
+}
+
+int ipk_svc_wake_fd(const struct ipk_svc *svc)
+{
+	return svc ? svc->ev_fd : -1;
+}
+
+void ipk_svc_wake_fd_arm(struct ipk_svc *svc, int on)
+{
+	uint32_t *ev;
+	if (!svc || svc->ev_fd < 0)
+		return;
+	ev = &svc->hdr->app_waiting.ev;
+	if (!on) {
+		__atomic_sub_fetch(ev, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_add_fetch(ev, 1, __ATOMIC_RELAXED);
+	/* seq_cst: forbids the caller's re-check of its completions before `ev` is
+	 * visible; the daemon fences between posting and reading it (Dekker) */
+	IPK_SVC_FENCE();
+}
+
+void ipk_svc_wake_fd_lazy(struct ipk_svc *svc, int on)
+{
+	/* relaxed: a later submit's release store orders it before the SENDs it
+	 * publishes (a SEND that fills a queue is submitted after lazy 0) */
+	if (svc && svc->ev_fd >= 0)
+		IPK_SVC_STORE_RLX(&svc->hdr->app_waiting.ev_lazy, on ? 1u : 0u);
+}
+
+int ipk_svc_hung_up(struct ipk_svc *svc)
+{
+	return svc ? svc_dead(svc) : 1;
 }

@@ -108,7 +108,7 @@ static unsigned d_prio_max(const struct d_cfg *c, uid_t uid)
 static void d_send_welcome(int fd, int status, uint64_t size, const int *fds, const char *msg)
 {
 	struct ipk_svc_welcome w;
-	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	char cbuf[CMSG_SPACE(3 * sizeof(int))];
 	struct iovec iov;
 	struct msghdr mh;
 	memset(&w, 0, sizeof w);
@@ -131,8 +131,8 @@ static void d_send_welcome(int fd, int status, uint64_t size, const int *fds, co
 		c = CMSG_FIRSTHDR(&mh);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(2 * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, 2 * sizeof(int));
+		c->cmsg_len = CMSG_LEN(3 * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, 3 * sizeof(int));
 	}
 	/* non-blocking socket, one small message: a full buffer means a peer that
 	 * does not read; it gets nothing and is dropped at its hang-up */
@@ -192,6 +192,7 @@ static void d_accept_one(struct d_daemon *d, int fd)
 	a->ctl_fd = fd;
 	a->bell_fd = -1;
 	a->pid_fd = -1;
+	a->ev_fd = -1;
 	if (!d_allowed(&d->cfg, &cr)) {
 		/* answered now, closed once its hello is read or it hangs up: closing a
 		 * UNIX socket with its hello unread would reset the connection and
@@ -289,7 +290,7 @@ static void d_region_header(struct d_app *a)
 static int d_app_hello(struct d_daemon *d, struct d_app *a, const struct ipk_svc_hello *hi)
 {
 	uint64_t ring, buf;
-	int memfd, fds[2], rc;
+	int memfd, fds[3], rc;
 	if (hi->magic != IPK_SVC_MAGIC || hi->version != IPK_SVC_VERSION) {
 		char m[96];
 		snprintf(m, sizeof m, "ipkitd speaks protocol version %u, client %u",
@@ -343,8 +344,14 @@ static int d_app_hello(struct d_daemon *d, struct d_app *a, const struct ipk_svc
 	 * the daemon's, never the app's (the pass after it takes the bitmap) */
 	d_ep_add_to(d_bell_ep(d), a->bell_fd, d->nw > 1 ? &d->ev_bell : &a->ev_bell,
 	            EPOLLIN | EPOLLET);
+	if (d_evfd_make(a) < 0) {
+		close(memfd);
+		d_send_welcome(a->ctl_fd, -EMFILE, 0, NULL, "no eventfd");
+		return -EMFILE;
+	}
 	fds[0] = memfd;
 	fds[1] = a->bell_fd;
+	fds[2] = a->ev_fd;
 	d_send_welcome(a->ctl_fd, 0, a->size, fds, NULL);
 	close(memfd); /* the mapping stays */
 	a->ready = 1;
@@ -511,6 +518,7 @@ void d_app_final(struct d_daemon *d, struct d_app *a)
 		pthread_mutex_destroy(&a->amu);
 	if (a->base)
 		munmap(a->base, a->size);
+	d_evfd_close(a); /* here, not at reclaim: no pass can still write it */
 	for (k = 0; k < D_RING_CLASSES; k++)
 		free(a->ra.free[k]);
 	free(a->pw);
@@ -563,11 +571,14 @@ void d_wake_one(struct d_sock *s)
 void d_wake_apps(struct d_daemon *d, unsigned wk)
 {
 	struct d_app *a;
+	int loud;
 	for (a = d->apps; a; a = a->next) {
 		struct d_appw *p = &a->pw[wk];
 		if (!p->posted)
 			continue;
 		p->posted = 0;
+		loud = p->loud;
+		p->loud = 0;
 		d_wake_socks(a, p);
 		/* the futex word counts passes that posted (no system call): a waiter
 		 * that read it before scanning its CQs sees it move (ipk_svc_wait_from) */
@@ -576,6 +587,7 @@ void d_wake_apps(struct d_daemon *d, unsigned wk)
 		 * stores are visible; the app fences between raising app_waiting and
 		 * re-checking, so either it sees them or we see it waiting */
 		IPK_SVC_FENCE();
+		d_evfd_wake(a, loud);
 		if (IPK_SVC_LOAD_RLX(&a->hdr->app_waiting.v) == 0)
 			continue;
 		D_STAT(a, futex_wakes, 1);

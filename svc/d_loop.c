@@ -191,7 +191,7 @@ static void d_loop_tx_once(struct d_daemon *d, struct d_sock *s)
 				continue; /* the receiver made room meanwhile */
 			return;   /* pipe full: the receiver's next RECV pumps us */
 		}
-		d_op_done(s, op->e.user_data, (int32_t)op->e.len);
+		d_evfd_send_done(s, op->e.user_data, (int32_t)op->e.len);
 		d_opq_pop(&s->txq);
 	}
 }

@@ -440,7 +440,7 @@ static void d_tx_sent(struct d_sock *s, struct d_op *op)
 		d_zc_close(op, 0);
 	} else {
 		D_STAT(s->app, sends_copied, 1);
-		d_op_done(s, op->e.user_data, (int32_t)op->e.len);
+		d_evfd_send_done(s, op->e.user_data, (int32_t)op->e.len);
 	}
 	d_opq_pop(&s->txq);
 }

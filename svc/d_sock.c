@@ -374,6 +374,8 @@ static void d_cq_write(struct d_sock *s, const struct ipk_svc_cqe *c)
 	/* release: the entry's contents are visible before the tail that covers it */
 	IPK_SVC_STORE_REL(&s->ring->cq_tail.v, s->cq_tail);
 	d_spw(s)->posted = 1;
+	if (!d_ev_send)
+		d_spw(s)->loud = 1; /* d_evfd.c: not only a SEND's */
 	if (!s->wake_on) { /* its worker's d_wake_apps looks at it once after the pass */
 		s->wake_on = 1;
 		s->wake_next = d_spw(s)->wake_h;
@@ -396,11 +398,14 @@ void d_wake_forget(struct d_sock *s)
 
 static void d_ovf_flush(struct d_sock *s)
 {
+	int snd = d_ev_send;
+	d_ev_send = 0; /* older entries: any kind */
 	while (s->ovf_n && d_cq_room(s)) {
 		d_cq_write(s, &s->ovf[s->ovf_head]);
 		s->ovf_head = (s->ovf_head + 1) % s->cq_entries;
 		s->ovf_n--;
 	}
+	d_ev_send = snd;
 }
 
 void d_post(struct d_sock *s, const struct ipk_svc_cqe *c0)

@@ -96,9 +96,12 @@ void d_zc_complete(struct d_sock *s)
 		s->zc_done_h = z->done_next;
 		if (!s->zc_done_h)
 			s->zc_done_t = NULL;
-		if (res > 0)
+		if (res > 0) {
 			D_STAT(s->app, sends_zc, 1);
-		d_op_done(s, z->user_data, res);
+			d_evfd_send_done(s, z->user_data, res);
+		} else {
+			d_op_done(s, z->user_data, res);
+		}
 		d_zc_free(z);
 	}
 }

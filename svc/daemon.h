@@ -286,6 +286,7 @@ struct d_appw {
 	/* what this worker posted to since its last d_wake_apps: each worker wakes
 	 * what it posted (a socket's completions are its owner's to post) */
 	int posted;
+	int loud;                    /* ... a completion other than a SEND's (d_evfd.c) */
 	struct d_sock *wake_h;
 };
 
@@ -306,6 +307,7 @@ struct d_app {
 	                              * with one worker */
 	uint64_t *ho_mem;            /* the pw[].ho_bm/ho_sum words, one block */
 	int ctl_fd, bell_fd, pid_fd;
+	int ev_fd;                   /* the app's wake eventfd (d_evfd.c), or -1 */
 	uint32_t bells;              /* doorbell events seen (drained every 4096th) */
 	struct d_ev ev_ctl, ev_bell, ev_pid;
 	int ready;                   /* hello done, region mapped */
@@ -566,6 +568,14 @@ void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why);
 void d_app_final(struct d_daemon *d, struct d_app *a);
 void d_wake_apps(struct d_daemon *d, unsigned wk);
 void d_wake_one(struct d_sock *s);
+/* d_evfd.c: the app's wake eventfd */
+int d_evfd_make(struct d_app *a);
+void d_evfd_wake(struct d_app *a, int loud);
+/* A SEND's completion (successful): as d_op_done, but alone in a pass it does not
+ * write the app's wake eventfd while the app says ev_lazy. */
+void d_evfd_send_done(struct d_sock *s, uint64_t user_data, int32_t res);
+extern __thread int d_ev_send; /* set while posting one */
+void d_evfd_close(struct d_app *a);
 int d_ring_get(struct d_app *a, uint64_t bytes, uint64_t *off, unsigned *cls);
 void d_ring_put(struct d_app *a, uint64_t off, unsigned cls);
 uint64_t d_now(void);

@@ -41,8 +41,16 @@ struct ipk_svc_region {
 	 * (FUTEX_WAKE only while app_waiting is set). The app's futex word: one per
 	 * application. */
 	struct ipk_svc_line app_futex;
-	/* line 2 (app): number of app threads about to sleep on app_futex */
-	struct ipk_svc_line app_waiting;
+	/* line 2 (app): v, the number of app threads about to sleep on app_futex;
+	 * ev, the number about to sleep in the kernel on the app's wake eventfd (the
+	 * welcome's third descriptor): after a pass that posted, the daemon writes
+	 * that eventfd while ev is non-zero (Dekker, as for v); ev_lazy non-zero:
+	 * not after a pass whose only completions were successful SENDs' (the app
+	 * says none of its threads waits for those: no socket's send queue is full) */
+	struct ipk_svc_appw {
+		uint32_t v, ev, ev_lazy;
+		uint8_t pad[IPK_SVC_CL - 12];
+	} app_waiting;
 	/* line 3 (daemon): 1 while the daemon may sleep: the app must ring the
 	 * eventfd doorbell after publishing submissions */
 	struct ipk_svc_line daemon_sleeping;
@@ -74,7 +82,10 @@ struct ipk_svc_region {
 	/* (daemon, constant) IPK_SVC_FEAT_* (was padding: versions agree, an older
 	 * daemon leaves zeros: none of them) */
 	uint32_t features;
-	uint8_t pad6[IPK_SVC_CL - 44];
+	/* (daemon) statistics: writes to the app's wake eventfd (was padding: an
+	 * older daemon leaves zero) */
+	uint32_t ev_wakes;
+	uint8_t pad6[IPK_SVC_CL - 48];
 };
 
 /* The app's CQ index and, in the same (app-written) line, how many of its threads
@@ -115,8 +126,10 @@ static inline uint64_t ipk_svc_ring_bytes(uint32_t sq, uint32_t cq)
 }
 
 /* Control socket (SOCK_SEQPACKET): the app sends one hello; the daemon answers with
- * one welcome carrying, on success, two fds by SCM_RIGHTS: the region's memfd
- * (sealed: F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL) and the daemon's doorbell eventfd.
+ * one welcome carrying, on success, three fds by SCM_RIGHTS: the region's memfd
+ * (sealed: F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL), the daemon's doorbell eventfd and
+ * the app's wake eventfd (line 2's ev; a client that has room for two only gets
+ * the first two: the kernel drops the third, and ev stays 0).
  * Afterwards the socket carries nothing; its hang-up tells the daemon the app died. */
 struct ipk_svc_hello {
 	uint64_t magic;

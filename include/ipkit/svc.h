@@ -390,6 +390,8 @@ struct ipk_svc_stats {
 	uint64_t sends_zc;     /* SENDs completed zero-copy (res = len once the peer
 	                        * acknowledged every byte) */
 	uint64_t sends_copied; /* SENDs completed after a copy into the stack */
+	uint64_t ev_wakes;     /* writes the daemon made to the app's wake eventfd
+	                        * (ipk_svc_wake_fd), a u32 count that wraps */
 };
 /* ipk_svc_stats: copy them into *st (zeros for a NULL svc; NULL st: nothing). */
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);
@@ -403,6 +405,24 @@ void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);
  * (the lowest free one). Returns 0, -EINVAL (NULL svc, min_fd < 0) or -errno of
  * fcntl(F_DUPFD_CLOEXEC); on an error the descriptors stay where they were. */
 int ipk_svc_move_fds(struct ipk_svc *svc, int min_fd);
+
+/* The app's wake eventfd (non-blocking, close-on-exec; -1 for a NULL svc or a
+ * daemon that gave none): a thread that sleeps in the kernel (epoll_wait, poll)
+ * with this descriptor in its set, instead of on the app's futex, is woken by the
+ * daemon's write after a pass that posted completions, while the count of such
+ * sleepers is non-zero. ipk_svc_wake_fd_arm(svc, 1) raises that count (with a
+ * full fence: read the wake count, take your completions, arm, then compare the
+ * wake count again before sleeping), (svc, 0) lowers it. The eventfd is never
+ * read by the library: watch it edge-triggered (EPOLLET) or read it yourself. */
+int ipk_svc_wake_fd(const struct ipk_svc *svc);
+void ipk_svc_wake_fd_arm(struct ipk_svc *svc, int on);
+/* ipk_svc_wake_fd_lazy(svc, 1): a pass whose only completions are successful
+ * SENDs does not write the wake eventfd (no thread of the app waits for them);
+ * (svc, 0, the default): every pass that posted does. Set it to 0 before
+ * submitting a SEND whose completion an armed sleeper needs. */
+void ipk_svc_wake_fd_lazy(struct ipk_svc *svc, int on);
+/* 1 when the daemon hung up (a recv on the control socket; 1 for NULL), else 0. */
+int ipk_svc_hung_up(struct ipk_svc *svc);
 
 #ifdef __cplusplus
 }

@@ -229,6 +229,7 @@ static int pl_fam_child_keep(struct pl_sock *s)
 	}
 	s->rx_head = 0;
 	s->tx_ops = s->tx_bytes = s->txq_head = 0;
+	s->txfull = 0; /* the child counts its own (pl_txfull) */
 	s->gb_ops = 0;
 	s->in_lvl = s->out_lvl = s->in_true = 0;
 	s->adopt = 1;

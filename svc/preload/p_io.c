@@ -120,6 +120,8 @@ static void pl_cqe_send(struct pl_sock *s, const struct ipk_svc_cqe *c)
 	ipk_svc_buf_free(pl_svc(), q->b, q->len);
 	s->tx_bytes -= q->len;
 	s->tx_ops--;
+	if (s->tx_bytes < PL_TXMAX && s->tx_ops < PL_TXOPS)
+		pl_txfull(s, 0);
 	if (c->res < 0)
 		PL_COUNT(tx_failed, q->len);
 	else if ((uint32_t)c->res < q->len)
@@ -315,6 +317,10 @@ static ssize_t pl_send1(struct pl_sock *s, const uint8_t *buf, size_t len)
 		done += n;
 		PL_COUNT(tx_ipk, n); /* what the program wrote, as send() said */
 	}
+	/* full now: SEND completions must wake an armed sleeper (its EPOLLOUT),
+	 * said before they are published */
+	if (!(s->tx_bytes < PL_TXMAX && s->tx_ops < PL_TXOPS))
+		pl_txfull(s, 1);
 	if (done && pl_submit_data(s->so) < 0)
 		return -ENETDOWN;
 	pl_levels(s, 0);

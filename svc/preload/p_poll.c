@@ -298,6 +298,7 @@ int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts
 #define PL_EP_TAG 0x1b4b17ull
 #define PL_EP_MAX 65536
 #define PL_EP_PEND (PL_EP_TAG << 40 | 2ull << 32)
+#define PL_EP_REAP (PL_EP_TAG << 40 | 3ull << 32) /* ipkitd's wake eventfd (pl_reap) */
 
 struct pl_ereg {
 	uint32_t events;
@@ -323,6 +324,7 @@ struct pl_eset {
 	int watched;          /* the epoll descriptor is watched from outside */
 	int kfirst;           /* the kernel's answer goes before the lt list's */
 	int epfd;             /* the epoll descriptor (ONESHOT re-arms) */
+	uint64_t evgen;       /* ipkitd's wake eventfd is in the set (pl_reap_arm) */
 };
 
 static struct pl_eset *e_sets[PL_EP_MAX];
@@ -711,6 +713,8 @@ static int pl_ep_fix(struct pl_eset *e, struct epoll_event *ev, int n)
 		}
 		if (t == PL_EP_PEND) /* the set's own level: the lt list was looked at */
 			continue;
+		if (t == PL_EP_REAP) /* ipkitd posted: taken by pl_reap after the wait */
+			continue;
 		m = pl_ep_user(e, (int)(uint32_t)t, &d); /* 0 for the second half */
 		if (m) {
 			ev[k].events = m;
@@ -753,9 +757,13 @@ static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t time
 		return PL_KWAIT(pl_ep_kwait(epfd, ev, max, timeout_ns, mask, ns));
 	for (;;) {
 		int64_t left = end < 0 ? -1 : end - pl_now_ns();
-		int r = 0, nc, k, kf, busy, err;
+		int r = 0, nc, k, kf, busy, err, armed = 0;
+		uint32_t wv;
 		if (end >= 0 && left < 0)
 			left = 0;
+		/* what ipkitd posted, taken here: the arrivals go on the deferred list,
+		 * which the enter below takes (preload.c, "reaping") */
+		wv = pl_reap();
 		pend = pl_wait_enter_ep(epfd);
 		t_ipk = 0;
 		pthread_mutex_lock(&e->mu);
@@ -769,11 +777,20 @@ static int pl_ep_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t time
 		else
 			left = 0;
 		e->sleepers += !busy;
+		/* a sleep: with ipkitd's wake eventfd armed in the set, not the pump */
+		if (nc < max && left != 0) {
+			armed = pl_reap_arm(epfd, &e->evgen, PL_EP_REAP, wv);
+			if (armed < 0)
+				left = 0; /* posted since the reap: look again first */
+		}
 		pthread_mutex_unlock(&e->mu);
 		if (nc < max)
 			r = pl_ep_kwait(epfd, ev + nc, max - nc, left, mask, ns);
 		err = errno; /* EINTR and such, kept across the work below */
+		if (armed > 0)
+			pl_reap_disarm();
 		pl_wait_leave();
+		pl_reap(); /* what woke us: onto the deferred list, grabbed below */
 		pthread_mutex_lock(&e->mu);
 		e->sleepers -= !busy;
 		k = nc + (r > 0 ? pl_ep_fix(e, ev + nc, r) : 0);

@@ -192,7 +192,7 @@ static struct pl_sock *pl_migrate(int fd, const struct sockaddr *a, socklen_t le
 /* ------------------------------------------------------------ bind, listen */
 
 /* One synchronous operation: submitted here, completed by the pump (s->cv). */
-int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl)
+static int pl_sync_op_in(struct pl_sock *s, struct ipk_svc_sqe *tmpl)
 {
 	struct ipk_svc_sqe *e;
 	int rc;
@@ -215,6 +215,15 @@ int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl)
 	s->sync_busy = 0;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+/* The pump completes it: not parked meanwhile (preload.c, "reaping"). */
+int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl)
+{
+	int rc, need = pl_sync_wait_begin();
+	rc = pl_sync_op_in(s, tmpl);
+	pl_sync_wait_end(need);
 	return rc;
 }
 

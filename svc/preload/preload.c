@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,6 +101,7 @@ static pthread_t g_pump;
 
 static void *pl_pump(void *arg);
 static long pl_hide_base(void);
+static void pl_reap_open(struct ipk_svc *svc);
 
 static void pl_open_locked(void)
 {
@@ -112,6 +116,8 @@ static void pl_open_locked(void)
 	g_svc = ipk_svc_open(NULL, &o, &err);
 	if (g_svc)
 		ipk_svc_move_fds(g_svc, pl_hide_base());
+	if (g_svc)
+		pl_reap_open(g_svc);
 	if (g_svc && pthread_create(&g_pump, NULL, pl_pump, NULL) == 0) {
 		pthread_detach(g_pump);
 		__atomic_store_n(&g_svc_state, 1, __ATOMIC_RELEASE);
@@ -306,6 +312,7 @@ static void pl_finish_locked(struct pl_sock *s)
 	struct ipk_svc *svc = g_svc;
 	pl_unlink_locked(s);
 	pthread_mutex_lock(&s->mu); /* a thread still in a call on it sees so == NULL */
+	pl_txfull(s, 0);
 	while (s->acc_h) {
 		struct pl_acc *a = s->acc_h;
 		s->acc_h = a->next;
@@ -456,6 +463,173 @@ void pl_ring(void)
 		ipk_svc_ring(g_svc);
 }
 
+/* ------------------------------------------------------------ reaping */
+
+/* The pump takes every completion while nobody else does; but on the request
+ * path it costs a wake-up of its own: ipkitd's futex wake-up of the pump, then
+ * the pump's eventfd write that wakes the program's epoll_wait (two threads
+ * scheduled per arrival on a machine with few CPUs). So an epoll wait takes the
+ * completions itself: before it sleeps it handles what was posted (pl_reap), then
+ * sleeps with ipkitd's wake eventfd (ipk_svc_wake_fd) in the kernel set,
+ * edge-triggered, armed (region line 2's ev: ipkitd writes it after a pass that
+ * posted); woken, it handles them again, and the arrivals go to its own deferred
+ * list (it no longer counts as a sleeper), which it reports without an eventfd
+ * write. Meanwhile the pump is parked on a private futex (ipkitd does not wake
+ * it): while a thread is armed and no thread waits for the pump's work (a
+ * poll/select/blocking call's sleep, a synchronous operation, exit's flush:
+ * those kick it out of the park). A park lasts the pump's usual sleep (2 ms while
+ * completions are recent, else 200 ms, after which it checks for ipkitd's
+ * hang-up); the last armed thread to leave kicks a long park, so completions that
+ * come while the program is busy wait at most 2 ms for the pump, as its bells.
+ * IPKIT_PRELOAD_REAP=0 (or an ipkitd that gives no wake eventfd): the pump alone,
+ * as before. */
+static int g_evfd = -1;       /* ipkitd's wake eventfd, or -1: no reaping */
+static uint64_t g_evgen;      /* bumped at each connection (a forked child's own) */
+static int g_reapers;         /* threads armed on it (atomic) */
+static int g_needpump;        /* threads waiting for the pump's work (atomic) */
+static uint32_t g_park_w;     /* the park's futex word (private) */
+static int g_parked;          /* 0, 1 parked short, 2 parked long (atomic) */
+static uint32_t g_seen;       /* wake count read before the last round (atomic) */
+static int64_t g_reap_last;   /* when an armed thread last left its sleep (ns; atomic) */
+#define PL_REAP_RECENT_MS 20  /* the pump stays parked this long after one */
+static __thread int t_needpump;
+
+static int g_txfull;          /* sockets with a full send queue (g_txmu) */
+static pthread_mutex_t g_txmu = PTHREAD_MUTEX_INITIALIZER;
+
+static void pl_reap_open(struct ipk_svc *svc)
+{
+	const char *e = getenv("IPKIT_PRELOAD_REAP");
+	g_evfd = e && strcmp(e, "0") == 0 ? -1 : ipk_svc_wake_fd(svc);
+	g_evgen++;
+	g_txfull = 0;
+	/* SEND completions matter to a sleeper only when a queue was full */
+	ipk_svc_wake_fd_lazy(svc, 1);
+}
+
+void pl_txfull(struct pl_sock *s, int full)
+{
+	if (g_evfd < 0 || s->txfull == full)
+		return;
+	s->txfull = full;
+	/* under a lock: the flag follows the count (two sockets crossing at once
+	 * never leave it lazy with a full queue) */
+	pthread_mutex_lock(&g_txmu);
+	g_txfull += full ? 1 : -1;
+	ipk_svc_wake_fd_lazy(g_svc, g_txfull == 0);
+	pthread_mutex_unlock(&g_txmu);
+}
+
+static void pl_pump_kick(void)
+{
+	__atomic_add_fetch(&g_park_w, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&g_parked, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &g_park_w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* A thread is about to wait for what only the pump does while nobody reaps:
+ * counted (1) or not (0: no reaping in this process now); pl_pump_unneed with
+ * that answer when done (the count stays right if the connection opens between). */
+static int pl_pump_need(void)
+{
+	if (g_evfd < 0)
+		return 0;
+	__atomic_add_fetch(&g_needpump, 1, __ATOMIC_SEQ_CST);
+	pl_pump_kick();
+	return 1;
+}
+
+static void pl_pump_unneed(int counted)
+{
+	if (counted)
+		__atomic_sub_fetch(&g_needpump, 1, __ATOMIC_SEQ_CST);
+}
+
+int pl_sync_wait_begin(void) { return pl_pump_need(); }
+void pl_sync_wait_end(int counted) { pl_pump_unneed(counted); }
+
+uint32_t pl_reap(void)
+{
+	uint32_t v;
+	int n;
+	if (g_evfd < 0 || __atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) != 1)
+		return 0;
+	v = ipk_svc_wake_count(g_svc);
+	if (v == __atomic_load_n(&g_seen, __ATOMIC_RELAXED))
+		return v; /* another round covers it (the pump's: its arrivals are written
+		           * or deferred for us as before) */
+	__atomic_store_n(&g_seen, v, __ATOMIC_RELAXED);
+	n = pl_pump_round();
+	if (n > 0) {
+		__atomic_store_n(&g_recent, pl_mono_ns(), __ATOMIC_RELAXED);
+		PL_COUNT(reap_cqes, (uint64_t)n);
+	}
+	return v;
+}
+
+int pl_reap_arm(int epfd, uint64_t *gen, uint64_t tag, uint32_t v)
+{
+	if (g_evfd < 0 || __atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) != 1)
+		return 0;
+	if (*gen != g_evgen) {
+		struct epoll_event k;
+		k.events = EPOLLIN | EPOLLET; /* an edge per write: never read */
+		k.data.u64 = tag;
+		if (pl_r.epoll_ctl(epfd, EPOLL_CTL_ADD, g_evfd, &k) < 0 && errno != EEXIST)
+			return 0; /* the pump wakes this wait, as before */
+		*gen = g_evgen;
+	}
+	__atomic_add_fetch(&g_reapers, 1, __ATOMIC_SEQ_CST);
+	ipk_svc_wake_fd_arm(g_svc, 1); /* fenced: the check below sees what it missed */
+	if (ipk_svc_wake_count(g_svc) != v) {
+		pl_reap_disarm();
+		return -1;
+	}
+	return 1;
+}
+
+void pl_reap_disarm(void)
+{
+	ipk_svc_wake_fd_arm(g_svc, 0);
+	/* the program handles what woke it and waits again soon: the pump stays
+	 * parked meanwhile (in short parks), not woken by ipkitd for every pass */
+	__atomic_store_n(&g_reap_last, pl_mono_ns(), __ATOMIC_RELAXED);
+	/* the last one out: a pump parked long (nothing recent) comes back to the
+	 * futex now, not 200 ms later */
+	if (__atomic_sub_fetch(&g_reapers, 1, __ATOMIC_SEQ_CST) == 0 &&
+	    __atomic_load_n(&g_parked, __ATOMIC_RELAXED) == 2)
+		pl_pump_kick();
+}
+
+/* A thread reaps, or did so lately (it handles what woke it and waits again),
+ * and nobody waits for the pump's work: the pump parks. */
+static int pl_reaping(int64_t now)
+{
+	if (g_evfd < 0 || __atomic_load_n(&g_needpump, __ATOMIC_SEQ_CST) > 0)
+		return 0;
+	return __atomic_load_n(&g_reapers, __ATOMIC_SEQ_CST) > 0 ||
+	       now - __atomic_load_n(&g_reap_last, __ATOMIC_RELAXED) <
+	               PL_REAP_RECENT_MS * 1000000ll;
+}
+
+/* The pump's sleep while a thread reaps: 0 woken or kicked, -ETIME. */
+static int pl_pump_park(int64_t t_ns, uint32_t w)
+{
+	struct timespec ts = {(time_t)(t_ns / 1000000000), (long)(t_ns % 1000000000)};
+	int r;
+	__atomic_store_n(&g_parked, t_ns > PL_PUMP_SHORT_MS * 1000000ll ? 2 : 1,
+	                 __ATOMIC_SEQ_CST);
+	/* seq_cst: a reaper leaving or a kick after this sees us parked; one before
+	 * it moved the word (the wait returns at once) or the counts read below */
+	if (!pl_reaping(pl_mono_ns())) {
+		__atomic_store_n(&g_parked, 0, __ATOMIC_RELAXED);
+		return 0;
+	}
+	r = (int)syscall(SYS_futex, &g_park_w, FUTEX_WAIT_PRIVATE, w, &ts, NULL, 0);
+	__atomic_store_n(&g_parked, 0, __ATOMIC_RELAXED);
+	return r < 0 && errno == ETIMEDOUT ? -ETIME : 0;
+}
+
 static void *pl_pump(void *arg)
 {
 	sigset_t all;
@@ -465,8 +639,12 @@ static void *pl_pump(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	for (;;) {
 		uint32_t v = ipk_svc_wake_count(g_svc);
+		uint32_t w = __atomic_load_n(&g_park_w, __ATOMIC_SEQ_CST);
 		int64_t now, t;
-		if (pl_pump_round() > 0) {
+		int n, r;
+		__atomic_store_n(&g_seen, v, __ATOMIC_RELAXED);
+		if ((n = pl_pump_round()) > 0) {
+			PL_COUNT(pump_cqes, (uint64_t)n);
 			__atomic_store_n(&g_recent, pl_mono_ns(), __ATOMIC_RELAXED);
 			continue;
 		}
@@ -474,8 +652,23 @@ static void *pl_pump(void *arg)
 		t = now - __atomic_load_n(&g_recent, __ATOMIC_RELAXED) <
 		    PL_PUMP_RECENT_MS * 1000000ll ? PL_PUMP_SHORT_MS * 1000000ll : 200000000ll;
 		pl_ring(); /* after the choice: a bell deferred from here on finds it short */
-		if (ipk_svc_wait_from(g_svc, v, t) == -EPIPE)
+		if (pl_reaping(now)) {
+			/* nobody armed (the program is busy): short, so what comes
+			 * meanwhile is taken within PL_PUMP_SHORT_MS */
+			if (__atomic_load_n(&g_reapers, __ATOMIC_SEQ_CST) == 0)
+				t = PL_PUMP_SHORT_MS * 1000000ll;
+			/* a quiet long park: is ipkitd still there (the armed thread
+			 * would otherwise sleep through its death) */
+			if (pl_pump_park(t, w) == -ETIME && t > PL_PUMP_SHORT_MS * 1000000ll &&
+			    ipk_svc_wake_count(g_svc) == v && ipk_svc_hung_up(g_svc))
+				break;
+			continue;
+		}
+		r = ipk_svc_wait_from(g_svc, v, t);
+		if (r == -EPIPE)
 			break;
+		if (r == 0)
+			PL_COUNT(pump_wakes, 1);
 	}
 	pl_pump_round(); /* what ipkitd posted before it went */
 	pl_daemon_gone();
@@ -567,6 +760,8 @@ static struct pl_sock *pl_enter(int epfd)
 	struct pl_sock *l;
 	t_batch = 0;
 	pl_ring(); /* what this thread (or another) wrote goes out before we wait */
+	if (epfd < 0 && !t_needpump) /* only the pump completes what this waits for */
+		t_needpump = pl_pump_need();
 	pthread_mutex_lock(&w_mu);
 	w_sleepers++; /* from here on the pump writes levels itself */
 	w_ep = w_sleepers == 1 ? epfd : -1;
@@ -594,6 +789,10 @@ struct pl_sock *pl_pend_grab(void)
 
 void pl_wait_leave(void)
 {
+	if (t_needpump) {
+		t_needpump = 0;
+		pl_pump_unneed(1);
+	}
 	pthread_mutex_lock(&w_mu);
 	w_sleepers--;
 	w_ep = -1; /* a waiter left: no deferral while others sleep */
@@ -785,14 +984,19 @@ static void pl_stats_print(void)
 		ipk_svc_stats(g_svc, &d); /* ipkitd's own count, from the region */
 	fprintf(stderr, "ipkit-preload: pid %d ipkit_sockets %llu kernel_inet_sockets %llu "
 	        "other_sockets %llu ipkit_tx %llu ipkit_rx %llu accepts %llu connects %llu "
-	        "ipkitd_tx %llu ipkitd_rx %llu bad_completions %llu ipkit_tx_failed %llu\n",
+	        "ipkitd_tx %llu ipkitd_rx %llu bad_completions %llu ipkit_tx_failed %llu "
+	        "pump_cqes %llu reap_cqes %llu pump_wakes %llu ipkitd_futex_wakes %llu "
+	        "ipkitd_ev_wakes %llu\n",
 	        (int)getpid(), (unsigned long long)pl_st.sock_ipk,
 	        (unsigned long long)pl_st.sock_kernel,
 	        (unsigned long long)pl_st.sock_passthrough, (unsigned long long)pl_st.tx_ipk,
 	        (unsigned long long)pl_st.rx_ipk, (unsigned long long)pl_st.accepts,
 	        (unsigned long long)pl_st.connects,
 	        (unsigned long long)(d.tx_copied + d.tx_zc), (unsigned long long)d.rx_copied,
-	        (unsigned long long)pl_st.bad_cqe, (unsigned long long)pl_st.tx_failed);
+	        (unsigned long long)pl_st.bad_cqe, (unsigned long long)pl_st.tx_failed,
+	        (unsigned long long)pl_st.pump_cqes, (unsigned long long)pl_st.reap_cqes,
+	        (unsigned long long)pl_st.pump_wakes, (unsigned long long)d.futex_wakes,
+	        (unsigned long long)d.ev_wakes);
 }
 
 /* At exit Linux keeps sending what the process wrote and then ends each
@@ -844,13 +1048,16 @@ static void pl_exit_flush(void)
 {
 	const char *e = getenv("IPKIT_PRELOAD_LINGER");
 	long ms = (e ? atol(e) : 30) * 1000, i;
+	int need;
 	struct timespec t = {0, 1000000};
 	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) != 1)
 		return;
 	pl_exit_handover();
 	pl_ring();
+	need = pl_pump_need(); /* not parked: it completes them meanwhile */
 	for (i = 0; i < ms && pl_tx_ops_all() > 0; i++)
 		nanosleep(&t, NULL); /* the pump completes them meanwhile */
+	pl_pump_unneed(need);
 	pthread_mutex_lock(&g_mu);
 	while (g_live) {
 		struct pl_sock *s = g_live;
@@ -925,6 +1132,13 @@ static void pl_fork_child(void)
 		ipk_svc_close_all(g_svc); /* unmaps the parent's region in the child only */
 	g_svc = NULL;
 	g_svc_state = 0;
+	g_evfd = -1; /* the child's own connection brings its own (a new g_evgen) */
+	g_reapers = g_needpump = g_parked = 0;
+	g_reap_last = 0;
+	g_txfull = 0;
+	pthread_mutex_init(&g_txmu, NULL);
+	g_seen = 0;
+	t_needpump = 0;
 	memset(&pl_st, 0, sizeof pl_st);
 	pthread_mutex_init(&g_mu, NULL);
 	pl_fork_child_relisten(keep);

@@ -158,6 +158,7 @@ struct pl_sock {
 	pthread_cond_t cv; /* synchronous operations (bind, listen): the pump signals */
 	int sync_done, sync_res, sync_busy;
 	int pending;       /* its readable level's write is deferred (w_pend list) */
+	int txfull;        /* counted in the shim's full send queues (pl_txfull) */
 	int nsets;         /* atomic: epoll sets it was added to (not less than) */
 	int direct_epfd;   /* atomic: the one epoll set that alone sees its arrivals
 	                    * (edge or shim-kept level, not ONESHOT, EPOLLIN), or -1 */
@@ -217,6 +218,22 @@ void pl_pend_take(struct pl_sock *s);  /* the caller reports it: no write; puts 
 void pl_pend_flush(struct pl_sock *s); /* its write now (if still readable); puts s */
 void pl_wait_flush(void);              /* enter + flush every one (no leave) */
 int pl_any_sock(void);                 /* the process ever had an ipkit socket */
+/* Reaping in the waiting thread (preload.c, "reaping"): an epoll wait takes the
+ * completions itself and sleeps with ipkitd's wake eventfd in its set, armed,
+ * while the pump stays parked: one wake-up per arrival, not the pump's and then
+ * the program's. pl_reap: handle what ipkitd posted since the last round (any
+ * thread's), returns the wake count read before it. pl_reap_arm (under the
+ * set's lock): the eventfd in the set (gen: the set's record of it, updated),
+ * then armed; 1 armed and nothing posted since `v` (sleep), 0 not armed (no
+ * eventfd: the pump wakes the sleep, as before), -1 not armed, something was
+ * posted since `v` (do not sleep). pl_reap_disarm after an armed sleep. */
+uint32_t pl_reap(void);
+/* Under s->mu: the socket's send queue is full (1: before the SEND that fills it
+ * is submitted) or not (0): while any is, ipkitd writes the wake eventfd for
+ * SEND completions too (an armed sleeper may wait for EPOLLOUT); else not. */
+void pl_txfull(struct pl_sock *s, int full);
+int pl_reap_arm(int epfd, uint64_t *gen, uint64_t tag, uint32_t v);
+void pl_reap_disarm(void);
 /* Sleep until ofd (out) or fd (in) is signalled, or timeout_ms (-1: none). Returns 0,
  * -EAGAIN (timed out), -EINTR. */
 int pl_wait(struct pl_sock *s, int out, int timeout_ms);
@@ -245,6 +262,9 @@ struct pl_stats {
 	                     * by their SEND's completion (e.g. the peer reset the
 	                     * connection first: lost as on Linux, but counted) */
 	uint64_t rx_starved; /* sockets failed with ENOBUFS: no receive buffer left */
+	uint64_t pump_cqes;  /* completions the pump thread handled */
+	uint64_t reap_cqes;  /* completions a waiting thread handled itself (pl_reap) */
+	uint64_t pump_wakes; /* the pump's sleeps ended by ipkitd's futex wake-up */
 };
 extern struct pl_stats pl_st;
 #define PL_COUNT(f, n) __atomic_add_fetch(&pl_st.f, (n), __ATOMIC_RELAXED)
@@ -252,6 +272,9 @@ extern struct pl_stats pl_st;
 /* One operation the pump completes and the caller waits for (bind, listen, UDP
  * sends); one at a time per socket. Returns its result. */
 int pl_sync_op(struct pl_sock *s, struct ipk_svc_sqe *tmpl);
+/* Around a wait for the pump's work: it is not parked meanwhile (preload.c). */
+int pl_sync_wait_begin(void);      /* returns what pl_sync_wait_end takes */
+void pl_sync_wait_end(int counted);
 
 /* UDP (p_udp.c) */
 void pl_udp_on_recv(struct pl_sock *s, const struct ipk_svc_cqe *c); /* under s->mu */

@@ -122,16 +122,31 @@ def tree(pid):
     return [pid] + [int(x) for x in r.stdout.split()]
 
 
+DETAIL = os.environ.get("FIG_DETAIL", "0") not in ("", "0")
+# FIG_DETAIL=1: also, per thread, the scheduling counters and the wake-up calls
+# (futex, write: eventfd levels and doorbells, read, epoll_wait), summed per
+# group: the server's main threads (thread id = a process id), its other threads
+# (the shim's pump; redis's idle bio threads), ipkitd
+DEV = ["raw_syscalls:sys_enter", "context-switches", "cpu-migrations", "task-clock",
+       "syscalls:sys_enter_futex", "syscalls:sys_enter_write", "syscalls:sys_enter_read",
+       "syscalls:sys_enter_epoll_wait", "syscalls:sys_enter_epoll_pwait"]
+DETAILS = []  # (benchmark, stack, group, {event: per request})
+
+
 def perf_start(pids):
     if not pids or not shutil.which("perf"):
         return None
-    return subprocess.Popen(["perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter", "-p",
-                             ",".join(str(p) for p in pids)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    ev = ["-e", ",".join(DEV), "--per-thread"] if DETAIL else ["-e", "raw_syscalls:sys_enter"]
+    pp = subprocess.Popen(["perf", "stat", "-x", ","] + ev + ["-p",
+                           ",".join(str(p) for p in pids)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    pp.pids = set(pids)
+    return pp
 
 
-def perf_stop(p, reqs):
-    """System calls per request of a perf_start, or None."""
+def perf_stop(p, reqs, label=None, group=None):
+    """System calls per request of a perf_start, or None; with FIG_DETAIL the
+    per-thread counters go to DETAILS under label, group (pump threads apart)."""
     if p is None:
         return None
     p.send_signal(2)
@@ -141,14 +156,29 @@ def perf_stop(p, reqs):
         p.kill()
         p.wait()
         return None
+    total, det = None, {}
     for line in err.decode().splitlines():
         f = line.split(",")
-        if len(f) > 2 and f[0].strip().isdigit() and "sys_enter" in f[2]:
+        if DETAIL:
+            if len(f) < 4 or not re.match(r"^[\d.]+$", f[1].strip()):
+                continue
+            g = group
+            tid = f[0].rsplit("-", 1)[-1]
+            if group == "server":
+                g = "server main" if tid.isdigit() and int(tid) in p.pids else "server others"
+            d = det.setdefault(g, {})
+            d[f[3]] = d.get(f[3], 0.0) + float(f[1])
+        elif len(f) > 2 and f[0].strip().isdigit() and "sys_enter" in f[2]:
             return int(f[0]) / max(reqs, 1)
-    return None
+    if DETAIL:
+        for g, d in det.items():
+            DETAILS.append(label + (g, {k: v / max(reqs, 1) for k, v in d.items()}))
+        n = sum(d.get("raw_syscalls:sys_enter", 0) for d in det.values())
+        total = n / max(reqs, 1) if det else None
+    return total
 
 
-def wrk(client, ip, pids, dpid):
+def wrk(client, ip, pids, dpid, label=None):
     ps, pd = perf_start(pids), perf_start([dpid] if dpid else [])
     out = subprocess.run(client + ["wrk", "-t", "2", "-c", "32", "-d", DUR, "--latency",
                                    "--timeout", "10s", "http://%s:8080/" % ip],
@@ -158,17 +188,19 @@ def wrk(client, ip, pids, dpid):
     m = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
     p99 = float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
     err = "Socket errors" in out
-    return rps, p99, err, perf_stop(ps, reqs), perf_stop(pd, reqs)
+    return rps, p99, err, perf_stop(ps, reqs, label, "server"), perf_stop(pd, reqs, label,
+                                                                          "ipkitd")
 
 
-def rbench(client, ip, pids, dpid):
+def rbench(client, ip, pids, dpid, name=None):
     res = {}
     for t in ("set", "get"):
         ps, pd = perf_start(pids), perf_start([dpid] if dpid else [])
         out = subprocess.run(client + ["env", "LD_LIBRARY_PATH=" + RLIB, RBENCH, "-h", ip, "-p",
                                        "6379", "-c", "32", "-n", N, "-t", t, "--csv"],
                              capture_output=True, timeout=600).stdout.decode()
-        sc, dc = perf_stop(ps, int(N)), perf_stop(pd, int(N))
+        lab = ("redis " + t.upper(), name)
+        sc, dc = perf_stop(ps, int(N), lab, "server"), perf_stop(pd, int(N), lab, "ipkitd")
         for row in csv.DictReader(io.StringIO(out)):
             res[row["test"]] = (float(row["rps"]), float(row["p99_latency_ms"]), sc, dc)
     return res
@@ -200,7 +232,8 @@ def run_side(name, server, client, ip, env, rows, dpid=None):
             m = start(procs, server + [NGINX, "-p", d, "-c", conf], env)
             wait_port(client, ip, 8080, "nginx")
             time.sleep(0.5)  # the workers are up (perf counts the processes there now)
-            rps, p99, err, sc, dc = wrk(client, ip, tree(server_pid(m)), dpid)
+            rps, p99, err, sc, dc = wrk(client, ip, tree(server_pid(m)), dpid,
+                                        ("nginx, %d worker%s" % (w, "s" if w > 1 else ""), name))
             rows.append(("nginx, %d worker%s" % (w, "s" if w > 1 else ""), name, rps, p99,
                          err, sc, dc))
             stop(procs)
@@ -209,7 +242,7 @@ def run_side(name, server, client, ip, env, rows, dpid=None):
                                    "--save", "", "--appendonly", "no", "--protected-mode", "no"],
                   env)
         wait_port(client, ip, 6379, "redis")
-        for t, (rps, p99, sc, dc) in rbench(client, ip, [server_pid(m)], dpid).items():
+        for t, (rps, p99, sc, dc) in rbench(client, ip, [server_pid(m)], dpid, name).items():
             rows.append(("redis " + t, name, rps, p99, False, sc, dc))
         stop(procs)
     finally:
@@ -257,6 +290,21 @@ def main():
     for what, name, rps, p99, err, sc, dc in rows:
         print("| %s | %s | %.0f | %.2f%s | %s | %s |" % (
             what, name, rps, p99, " (socket errors)" if err else "", f(sc), f(dc)))
+    if DETAILS:
+        print()
+        print("per request (perf stat --per-thread): context switches, CPU migrations, "
+              "task-clock (us), system calls, futex, write, read, epoll_wait + epoll_pwait")
+        print()
+        print("| benchmark | stack | threads | cs | migr | cpu us | syscalls | futex | write "
+              "| read | epoll_wait |")
+        print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for what, name, g, d in DETAILS:
+            print("| %s | %s | %s | %.2f | %.3f | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
+                what, name, g, d.get("context-switches", 0), d.get("cpu-migrations", 0),
+                d.get("task-clock", 0) * 1000, d.get("raw_syscalls:sys_enter", 0),
+                d.get("syscalls:sys_enter_futex", 0), d.get("syscalls:sys_enter_write", 0),
+                d.get("syscalls:sys_enter_read", 0),
+                d.get("syscalls:sys_enter_epoll_wait", 0) + d.get("syscalls:sys_enter_epoll_pwait", 0)))
 
 
 if __name__ == "__main__":

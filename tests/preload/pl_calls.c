@@ -1628,6 +1628,23 @@ static void t_hold(void)
 	R(close(s));
 }
 
+/* As hold, asleep in epoll_wait (the shim's waiting thread armed on ipkitd's
+ * wake eventfd, the pump parked): ipkitd's death still ends the wait. */
+static void t_hold_ep(void)
+{
+	int s = connected(&echo_a), ep = epoll_create1(0);
+	struct epoll_event ev;
+	char b[8];
+	SAY("hold_ep\n");
+	R(ep_add(ep, s, EPOLLIN, 3));
+	SAY("  ready\n");
+	R(epoll_wait(ep, &ev, 1, 20000) == 1 && (ev.events & EPOLLIN));
+	R(recv(s, b, sizeof b, 0) < 0 && errno == ECONNRESET);
+	R(socket(AF_INET, SOCK_STREAM, 0) < 0);
+	R(close(ep));
+	R(close(s));
+}
+
 struct fam {
 	const char *name;
 	void (*fn)(void);
@@ -1748,14 +1765,144 @@ static void t_v6(void)
 
 static void t_os(void) { t_epoll(EPOLLONESHOT, "epoll_oneshot"); }
 
+/* Round trips through an epoll loop, as a server's (redis: level-triggered):
+ * under the shim the waiting thread takes its completions itself, woken by
+ * ipkitd's wake eventfd, and the pump stays parked (test_preload.py checks the
+ * shim's counters: completions handled by the waiter, not the pump). Then a
+ * thread blocked in recv while this one sleeps in epoll_wait on another socket:
+ * its data arrives (the pump is not needed for it, or is kicked out of its park),
+ * and its reply wakes the epoll_wait. */
+#define RP_N 2000
+static int rp_fd;
+static void *rp_blocked(void *arg)
+{
+	char b[8];
+	int peer = *(int *)arg;
+	long r = read_n(rp_fd, b, 5);
+	/* silent: this thread's lines would interleave with the main one's */
+	if (r == 5 && send(peer, "reply", 5, 0) != 5)
+		rp_fd = -1;
+	return NULL;
+}
+
+static void *rp_late(void *arg)
+{
+	poll(NULL, 0, 100); /* the other two asleep by now (else the same output) */
+	if (send(*(int *)arg, "hello", 5, 0) != 5)
+		rp_fd = -2;
+	return NULL;
+}
+
+static void *rp_drain(void *arg)
+{
+	static char b[65536];
+	int fd = *(int *)arg;
+	long total = 0;
+	ssize_t r;
+	poll(NULL, 0, 100); /* the writer asleep for EPOLLOUT by now (else the same output) */
+	while ((r = recv(fd, b, sizeof b, 0)) > 0 && total < (64l << 20))
+		total += r; /* to the end of the stream (the writer's shutdown) */
+	return NULL;
+}
+
+static void t_reap(void)
+{
+	static char out[32], in[32];
+	int s = connected(&echo_a), ep = epoll_create1(0), i, ok = 1, fl, l, a1, b1, a2, b2;
+	double end = now_ms() + 60000;
+	pthread_t t1, t2;
+	struct epoll_event ev;
+	SAY("reap\n");
+	fl = fcntl(s, F_GETFL);
+	R(fcntl(s, F_SETFL, fl | O_NONBLOCK));
+	R(ep_add(ep, s, EPOLLIN, 7));
+	for (i = 0; i < RP_N && ok && now_ms() < end; i++) {
+		long got = 0;
+		memset(out, 'a' + i % 26, sizeof out);
+		if (send(s, out, sizeof out, 0) != (ssize_t)sizeof out)
+			ok = 0;
+		while (ok && got < (long)sizeof in) {
+			ssize_t r;
+			int n = epoll_wait(ep, &ev, 1, 10000);
+			if (n != 1 || ev.data.u64 != 7 || !(ev.events & EPOLLIN)) {
+				ok = 0;
+				break;
+			}
+			r = recv(s, in + got, sizeof in - (size_t)got, 0);
+			if (r > 0)
+				got += r;
+			else if (r == 0 || errno != EAGAIN)
+				ok = 0;
+		}
+		if (ok && memcmp(in, out, sizeof in) != 0)
+			ok = 0;
+	}
+	SAY("  %d round trips through epoll_wait, echo intact %d\n", i, ok);
+	R(close(ep));
+	R(close(s));
+	/* a blocking recv in one thread, epoll_wait in this one */
+	l = listener();
+	a1 = pair(l, &b1); /* the blocked thread's: a1 read, b1 written */
+	a2 = pair(l, &b2); /* this one's: a2 in the set, its peer b2 replies */
+	rp_fd = a1;
+	ep = epoll_create1(0);
+	R(ep_add(ep, a2, EPOLLIN, 9));
+	R(pthread_create(&t1, NULL, rp_blocked, &b2));
+	R(pthread_create(&t2, NULL, rp_late, &b1));
+	ep_show(ep, 10000);
+	R(read_n(a2, in, 5));
+	SAY("  reply %.5s\n", in);
+	R(pthread_join(t1, NULL));
+	R(pthread_join(t2, NULL));
+	SAY("  threads' sends ok %d\n", rp_fd == a1);
+	R(close(ep));
+	R(close(a1));
+	R(close(b1));
+	R(close(a2));
+	R(close(b2));
+	/* a full send queue, then EPOLLOUT (edge-triggered, as nginx) once the peer
+	 * reads: the SEND completions must wake the sleeper */
+	{
+		static char big[65536];
+		int c, w = pair(l, &c), full = 0, out = 0, k;
+		long sent = 0;
+		ep = epoll_create1(0);
+		R(fcntl(w, F_SETFL, fcntl(w, F_GETFL) | O_NONBLOCK));
+		R(ep_add(ep, w, EPOLLOUT | EPOLLET, 5));
+		ep_show(ep, 10000); /* writable at first */
+		for (k = 0; k < 100000 && sent < (32l << 20); k++) {
+			ssize_t r = send(w, big, sizeof big, 0);
+			if (r < 0) {
+				full = errno == EAGAIN;
+				break;
+			}
+			sent += r;
+		}
+		SAY("  send queue full %d\n", full);
+		R(pthread_create(&t1, NULL, rp_drain, &c));
+		for (k = 0; k < 100 && !out; k++) {
+			int n = epoll_wait(ep, &ev, 1, 10000);
+			out = n == 1 && (ev.events & EPOLLOUT);
+		}
+		SAY("  EPOLLOUT once the peer read %d\n", out);
+		R(shutdown(w, SHUT_WR));
+		R(pthread_join(t1, NULL));
+		R(close(ep));
+		R(close(w));
+		R(close(c));
+	}
+	R(close(l));
+}
+
+
 static const struct fam fams[] = {
 	{"blocking", t_blocking}, {"nonblocking", t_nonblocking}, {"refused", t_refused},
 	{"accept", t_accept}, {"timeouts", t_timeouts}, {"dup", t_dup}, {"poll", t_poll},
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer}, {"defer_threads", t_defer_threads}, {"epoll_rearm", t_epoll_rearm},
-	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold}, {"v6", t_v6},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer}, {"defer_threads", t_defer_threads}, {"epoll_rearm", t_epoll_rearm}, {"reap", t_reap},
+	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold}, {"hold_ep", t_hold_ep}, {"v6", t_v6},
 };
 
 int main(int argc, char **argv)
@@ -1772,7 +1919,8 @@ int main(int argc, char **argv)
 	addr(&loop_a, argv[4], argv[5]);
 	addr(&closed_a, argv[2], argv[6]);
 	for (i = 0; i < sizeof fams / sizeof fams[0]; i++)
-		if ((strcmp(argv[1], "all") == 0 && fams[i].fn != t_hold) ||
+		if ((strcmp(argv[1], "all") == 0 && fams[i].fn != t_hold &&
+		     fams[i].fn != t_hold_ep) ||
 		    strcmp(argv[1], fams[i].name) == 0) {
 			fams[i].fn();
 			any = 1;

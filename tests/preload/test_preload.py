@@ -134,6 +134,32 @@ def family(name, ip6=False, more=None):
     if ip6:  # the six AF_INET6 sockets and the accepted one too (the kernel's before)
         assert ipk >= 7 and tx == rx == 6, serr
     print("shim:", serr.strip().splitlines()[-1])
+    return serr
+
+
+WAKES = re.compile(r"pump_cqes (\d+) reap_cqes (\d+) pump_wakes (\d+) ipkitd_futex_wakes (\d+) "
+                   r"ipkitd_ev_wakes (\d+)")
+REAP_N = 2000  # pl_calls.c RP_N: round trips through epoll_wait
+
+
+def case_reap(on):
+    """pl_calls reap (its output the same as on Linux), then the shim's counters of
+    who handled the completions: with the reaping on, the thread in epoll_wait
+    (woken by ipkitd's wake eventfd), not the pump; off (IPKIT_PRELOAD_REAP=0), the
+    pump, as before. Counts, not times: each round trip has at least one RECV
+    completion; the bounds are a quarter of what the other mode shows."""
+    serr = family("reap", more=None if on else {"IPKIT_PRELOAD_REAP": "0"})
+    m = WAKES.findall(serr)
+    assert m, serr
+    pump, reap, pwakes, fwakes, ewakes = [int(x) for x in m[-1]]
+    print("per round trip: pump completions %.3f, waiter's completions %.3f, pump "
+          "wake-ups %.3f, ipkitd futex wake-ups %.3f, eventfd writes %.3f" %
+          tuple(x / REAP_N for x in (pump, reap, pwakes, fwakes, ewakes)))
+    if on:
+        assert reap >= REAP_N, serr
+        assert pump <= REAP_N // 4 and pwakes <= REAP_N // 4, serr
+    else:
+        assert reap == 0 and ewakes == 0 and pump >= REAP_N, serr
 
 
 def case_fallback():
@@ -488,12 +514,13 @@ def foreign_ok(case):
         sys.exit(77)
 
 
-def case_daemon_dies():
-    """ipkitd stopped while the program blocks in recv: the recv ends with
+def case_daemon_dies(fam="hold"):
+    """ipkitd stopped while the program blocks in recv (hold) or sleeps in
+    epoll_wait with the pump parked (hold_ep): the wait ends, the recv says
     ECONNRESET, new sockets fail, one line on stderr; nothing hangs."""
     rig = Rig()
     try:
-        p = subprocess.Popen([CALLS, "hold", PEER_IP, "7", "127.0.0.1", str(free_port()), "9"],
+        p = subprocess.Popen([CALLS, fam, PEER_IP, "7", "127.0.0.1", str(free_port()), "9"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=dict(os.environ, **shim_env(rig)))
         rig.procs.append(p)
@@ -530,6 +557,10 @@ def main():
         case_nginx_workers()
     elif case == "daemon_dies":
         case_daemon_dies()
+    elif case == "daemon_dies_epoll":
+        case_daemon_dies("hold_ep")
+    elif case in ("reap", "reap_off"):
+        case_reap(case == "reap")
     elif case.endswith("_nodefer"):  # the same family with the deferral switched off
         family(case[:-len("_nodefer")], more={"IPKIT_PRELOAD_DEFER": "0"})
     else:
