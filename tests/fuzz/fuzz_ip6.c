@@ -527,7 +527,8 @@ static void send_seg(uint8_t flags, uint32_t seq, uint32_t ack, uint32_t dlen, c
 	t[12] = (uint8_t)(((20 + optlen) / 4) << 4);
 	t[13] = flags;
 	ipk_wr16(t + 14, 65535);
-	memcpy(t + 20, opt, optlen);
+	if (optlen)
+		memcpy(t + 20, opt, optlen);
 	for (i = 0; i < dlen; i++)
 		t[20 + optlen + i] = (uint8_t)i;
 	fix_l4(f, at + 20 + optlen + dlen);
