@@ -482,7 +482,7 @@ static void op_raw(struct rd *r)
 
 static void op_app(struct rd *r)
 {
-	static uint8_t buf[1500];
+	static uint8_t buf[255 * 40];
 	uint8_t k = rd8(r), b = rd8(r);
 	struct ipk_addr a;
 
