@@ -466,7 +466,7 @@ def case_chaos(rig):
     size = 16 << 20
     other = rig.tool("connect", PEER_IP, "7", str(size))
     for seed in ("1", "2", "3"):
-        rc, out, err = rig.run_tool("chaos", seed, "4000", PEER_IP)
+        rc, out, err = rig.run_tool("chaos", seed, "4000", PEER_IP, timeout=300)
         print(out)
         assert rc == 0 and re.search(r"^chaos seed %s rounds 4000 nops (\d+)" % seed, out, re.M), \
             out + err
