@@ -161,41 +161,94 @@ static void d_fam_link(struct d_sock *p, struct d_sock *n)
 	p->fam_next = n;
 }
 
-/* The socket of the child's parent named by id, if the child may share it. */
-static struct d_sock *d_fam_parent_sock(struct d_app *child, uint32_t id)
+#define D_ALL_HELD 0x100u /* every worker's W is held (the world stopped) */
+
+/* The parent's application holding socket id, if the child may share it: same
+ * uid, set up, not dying, and the owner table has the id's index live (a parent
+ * with several sessions: the first such). The application list changes only
+ * while every W is held, so the caller's own W is enough to read it. */
+static struct d_app *d_fam_parent_app(struct d_app *child, uint32_t id)
 {
 	struct d_app *a;
 	pid_t pp = d_family_ppid(child->pid);
 	if (pp <= 0)
 		return NULL;
-	for (a = child->d->apps; a; a = a->next) {
-		struct d_sock *s;
-		if (a->pid != pp || !a->ready || a->dying || a->uid != child->uid)
-			continue;
-		s = d_sock_find(a, id);
-		if (s && s->type == IPK_SVC_TCP && !s->move &&
-		    (s->state == D_CONNECTED || s->state == D_CLOSED))
-			return s;
-	}
+	for (a = child->d->apps; a; a = a->next)
+		if (a->pid == pp && a->ready && !a->dying && a->uid == child->uid &&
+		    d_sock_own(a, id) != 0xffu)
+			return a;
 	return NULL;
 }
 
-static void d_family_adopt_locked(struct d_sock *ctl, const struct ipk_svc_sqe *e);
+/* The socket id of the child's parent application a, if the child may share it.
+ * held: the worker whose W the caller holds besides the control ring's (or
+ * D_ALL_HELD); a socket of any other worker is not read (d_sock_find_wk). */
+static struct d_sock *d_fam_parent_sock(struct d_app *a, uint32_t id, unsigned ctl_wk,
+                                        unsigned held)
+{
+	struct d_sock *s;
+	unsigned owner;
+	if (!a)
+		return NULL;
+	if (held == D_ALL_HELD)
+		s = d_sock_find(a, id);
+	else if (!(s = d_sock_find_wk(a, id, held, &owner)))
+		s = d_sock_find_wk(a, id, ctl_wk, &owner);
+	if (s && s->type == IPK_SVC_TCP && !s->move &&
+	    (s->state == D_CONNECTED || s->state == D_CLOSED))
+		return s;
+	return NULL;
+}
+
+static void d_family_adopt_locked(struct d_sock *ctl, const struct ipk_svc_sqe *e,
+                                  struct d_app *pa, unsigned held);
 
 /* ADOPT reads the parent's socket, which may be another worker's (and another
- * application's), and links into its circle: worker 0 (the control ring's)
- * excludes the other workers for it (d_world_stop; rare, once per fork). */
+ * application's), and links the child's new socket into its circle on that
+ * worker. So the control ring's worker (0, whose W the pass holds) takes the W
+ * of that one worker as well, found in the parent's owner table (d_sock_own:
+ * release/acquire, written by the owner), and checks after taking it that the
+ * table still names it (a socket moves only under its owner's W, so it cannot
+ * move away while the W is held, nor be freed). The other workers go on. Lock
+ * order holds: W[0] first, then a higher W. When the table keeps moving (a
+ * socket handed over while we look, bounded to a few tries) or names a worker
+ * below ours, every other worker is stopped, as before (d_world_stop). Counted
+ * per worker: adopt_pair (one more W), adopt_world (all). */
 void d_family_adopt(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 {
 	struct d_daemon *d = ctl->app->d;
+	struct d_app *pa = d_fam_parent_app(ctl->app, (uint32_t)e->arg);
+	struct d_wk *w = &d->wk[ctl->wk];
+	unsigned o = pa ? d_sock_own(pa, (uint32_t)e->arg) : 0xffu, again, tries;
+	for (tries = 0; d->mt && !d->big && tries < 4; tries++) {
+		if (o == 0xffu || o == ctl->wk) { /* none, or ours: no other W needed */
+			d_family_adopt_locked(ctl, e, pa, ctl->wk);
+			return;
+		}
+		if (o < ctl->wk || o >= d->nw)
+			break;
+		d_wlock(&d->wk[o]);
+		again = d_sock_own(pa, (uint32_t)e->arg);
+		if (again == o) {
+			w->adopt_pair++;
+			d_family_adopt_locked(ctl, e, pa, o);
+			d_wunlock(&d->wk[o]);
+			return;
+		}
+		d_wunlock(&d->wk[o]);
+		o = again;
+	}
+	w->adopt_world += d->mt && !d->big;
 	d_world_stop(d, ctl->wk);
-	d_family_adopt_locked(ctl, e);
+	d_family_adopt_locked(ctl, e, pa, D_ALL_HELD);
 	d_world_start(d, ctl->wk);
 }
 
-static void d_family_adopt_locked(struct d_sock *ctl, const struct ipk_svc_sqe *e)
+static void d_family_adopt_locked(struct d_sock *ctl, const struct ipk_svc_sqe *e,
+                                  struct d_app *pa, unsigned held)
 {
-	struct d_sock *p = d_fam_parent_sock(ctl->app, (uint32_t)e->arg), *s = NULL;
+	struct d_sock *p = d_fam_parent_sock(pa, (uint32_t)e->arg, ctl->wk, held);
+	struct d_sock *s = NULL;
 	struct ipk_svc_cqe c;
 	int rc = p ? 0 : -EBADF;
 	memset(&c, 0, sizeof c);

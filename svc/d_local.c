@@ -19,11 +19,13 @@ void d_local_cqe(const struct d_sock *s, struct ipk_svc_cqe *c, uint64_t ud, uin
 	                         * the CONNECT named, which is this host's */
 		c->addr.family = IPK_SVC_AF_INET6;
 		memcpy(c->addr.addr, s->peer->acc_addr.addr, 16);
+		d_scope_fill(s->app->d, &c->addr);
 		return;
 	}
 	if (s->v6 && s->conn && ipk_tcp_atuple(d_sctx(s), s->conn, &t) == 0) {
 		c->addr.family = IPK_SVC_AF_INET6;
 		memcpy(c->addr.addr, t.local.a, 16);
+		d_scope_fill(s->app->d, &c->addr);
 		return;
 	}
 	c->addr.family = IPK_SVC_AF_INET;

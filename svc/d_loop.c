@@ -110,6 +110,7 @@ static void d_loop_addr_set(const struct d_daemon *d, struct d_sock *w, const ui
 	if (addr6) {
 		w->acc_addr.family = IPK_SVC_AF_INET6;
 		memcpy(w->acc_addr.addr, addr6, 16);
+		d_scope_fill(d, &w->acc_addr);
 		return;
 	}
 	w->acc_addr.family = IPK_SVC_AF_INET;
@@ -317,6 +318,7 @@ void d_loop_sendto(struct d_daemon *d, struct d_sock *s, const struct ipk_svc_sq
 	if (addr6) {
 		g->from.family = IPK_SVC_AF_INET6;
 		memcpy(g->from.addr, addr6, 16);
+		d_scope_fill(d, &g->from);
 	} else {
 		g->from.family = IPK_SVC_AF_INET;
 		memcpy(g->from.addr, &d->cfg.ip4_be, 4);

@@ -55,6 +55,12 @@ static void d_bad(struct d_sock *s, const struct ipk_svc_sqe *e, int32_t res)
  * AF_INET6 needs ipkitd --ip6 (else -EAFNOSUPPORT), and an IPv4-mapped one
  * (::ffff:a.b.c.d, RFC 4291 §2.5.5.2) is the IPv4 address it carries, as a Linux
  * dual-stack socket sends to it over IPv4. */
+/* fe80::/10, link-local unicast (RFC 4291 §2.5.6) */
+static int d_ll6(const uint8_t a[16])
+{
+	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
+
 static int d_addr(const struct d_daemon *d, const struct ipk_svc_addr *a, struct ipk_addr *o)
 {
 	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -73,9 +79,19 @@ static int d_addr(const struct d_daemon *d, const struct ipk_svc_addr *a, struct
 	}
 	if (!d->cfg.ip6)
 		return -EAFNOSUPPORT;
+	/* RFC 4007 §6: a link-local address names a link by its zone. ipkitd has
+	 * one: 0 (unlike Linux, which wants the zone of a link-local bind or
+	 * connect) or its index; any other zone is a link it does not have. */
+	if (d_ll6(a->addr) && a->scope_id && a->scope_id != d->cfg.link_index)
+		return -ENODEV;
 	o->family = IPK_AF_INET6;
 	memcpy(o->a, a->addr, 16);
 	return 0;
+}
+
+void d_scope_fill(const struct d_daemon *d, struct ipk_svc_addr *a)
+{
+	a->scope_id = a->family == IPK_SVC_AF_INET6 && d_ll6(a->addr) ? d->cfg.link_index : 0;
 }
 
 static uint32_t d_addr_ip4(const struct ipk_addr *a)
@@ -281,6 +297,8 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 	struct ipk_addr a;
 	uint32_t ip = 0;
 	int rc = d_addr(d, &op->e.addr, &a);
+	if (rc == -ENODEV) /* a zone we do not have: Linux's connect says so */
+		rc = -ENETUNREACH;
 	if (rc == 0 && (s->type != IPK_SVC_TCP || (s->state != D_NEW && s->state != D_BOUND)))
 		rc = -EINVAL;
 	if (rc == 0 && a.family == IPK_AF_INET)
@@ -627,6 +645,8 @@ static void d_sendto_op(struct d_daemon *d, struct d_sock *s, const struct ipk_s
 {
 	struct ipk_addr a;
 	int rc = d_addr(d, &e->addr, &a);
+	if (rc == -ENODEV) /* a zone we do not have, as Linux's sendto */
+		rc = -ENETUNREACH;
 	if (rc < 0 || s->type != IPK_SVC_UDP || e->len == 0 || !d_buf_ok(s->app, e)) {
 		d_bad(s, e, rc < 0 ? rc : !d_buf_ok(s->app, e) ? -EFAULT : -EINVAL);
 		return;
@@ -749,17 +769,17 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 
 /* ------------------------------------------------------------ core events */
 
-/* A SYN: a listener of this worker alone on the port is known without the port
- * lock (d_pcache.c); any other answer is asked under it and remembered. */
+/* A SYN: the port's listeners are known without the port lock while the ports
+ * have not changed (d_pcache.c); else asked under it and remembered. */
 static int d_syn_ok(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam)
 {
 	struct d_sock *l;
 	struct d_pref r;
-	if (d_syn_ref(d, wk, port_be, fam, &r))
+	if (d_syn_ref(d, wk, port_be, fam, 0, &r))
 		return 1;
 	d_plock(d);
 	l = d_port_listener(d, port_be, 0, fam);
-	d_syn_remember(d, wk, l, port_be, fam);
+	d_syn_remember(d, wk, port_be, fam);
 	d_punlock(d);
 	return l != NULL;
 }
@@ -785,6 +805,7 @@ static void d_acc_peer(const struct ipk_atuple *t, struct d_sock *w)
 	w->v6 = t->peer.family == IPK_AF_INET6;
 	w->acc_addr.family = w->v6 ? IPK_SVC_AF_INET6 : IPK_SVC_AF_INET;
 	memcpy(w->acc_addr.addr, t->peer.a, w->v6 ? 16 : 4);
+	d_scope_fill(w->app->d, &w->acc_addr);
 }
 
 static void *ev_accepted_l(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
@@ -794,9 +815,9 @@ static void *ev_accepted_far(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,
                              const struct ipk_atuple *t, const struct d_pref *r);
 
 /* The listener may be another worker's: then the port lock is held while it is
- * read (its close leaves the port under the lock before it is freed). A listener
- * alone on its port comes from the cache without it: this worker's own as a
- * socket, another worker's by ids (ev_accepted_far). */
+ * read (its close leaves the port under the lock before it is freed). A port's
+ * listener (alone, or its group's turn) comes from the cache without it: this
+ * worker's own as a socket, another worker's by ids (ev_accepted_far). */
 static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 {
 	struct d_daemon *d = D(opq);
@@ -808,12 +829,12 @@ static void *ev_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq)
 	if (ipk_tcp_atuple(ctx, c, &t) < 0)
 		return NULL;
 	fam = t.peer.family == IPK_AF_INET6 ? D_FAM6 : D_FAM4;
-	if (d_syn_ref(d, W(opq)->idx, t.local_port_be, fam, &pr))
+	if (d_syn_ref(d, W(opq)->idx, t.local_port_be, fam, 1, &pr))
 		return pr.s ? ev_accepted_l(ctx, c, opq, &t, pr.s)
 		            : ev_accepted_far(ctx, c, opq, &t, &pr);
 	d_plock(d);
 	l = d_port_listener(d, t.local_port_be, 1, fam); /* the listeners take turns */
-	d_syn_remember(d, W(opq)->idx, l, t.local_port_be, fam);
+	d_syn_remember(d, W(opq)->idx, t.local_port_be, fam);
 	r = ev_accepted_l(ctx, c, opq, &t, l);
 	d_punlock(d);
 	return r;
@@ -1042,6 +1063,7 @@ static void ev_udp6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *pkt, 
 	from.family = IPK_SVC_AF_INET6;
 	from.port_be = t->peer_port_be;
 	memcpy(from.addr, t->peer.a, 16);
+	d_scope_fill(D(opq), &from);
 	d_udp_in(ctx, opq, t->local_port_be, h[0] ^ h[1] ^ h[2] ^ h[3], t->peer_port_be, D_FAM6,
 	         &from, pkt, off, len);
 }

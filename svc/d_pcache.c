@@ -15,8 +15,17 @@
  *    datagram travels as a message, which its receiver checks (d_msg.c).
  * A lookup that races a change on another worker may use the answer from just
  * before it (a datagram or SYN arriving a moment earlier would have), never a
- * socket gone. Ports held by several sockets (reuseport, families) always take
- * the lock: their choice moves per sender or per connection.
+ * socket gone.
+ *
+ * A group is chosen from the list the same way the slow path chooses under the
+ * lock, so the distribution does not depend on which path answered: a datagram
+ * by the hash of its sender (d_port_udp_pick, the same index into the same
+ * order), a connection by the port's turn (d_port_turn, one counter shared by
+ * the workers and by the slow path), skipping the worker's own listeners with a
+ * full backlog (another worker's backlog is checked by its owner when the
+ * accepted connection arrives, as for a port of one). Fork families (a listener
+ * inherited over fork, d_family.c) are not remembered: their choice prefers the
+ * process waiting in ACCEPT, which only the lock may read.
  */
 #include "daemon.h"
 
@@ -42,31 +51,48 @@ static int d_pce_hit(struct d_daemon *d, const struct d_pce *e, uint16_t port_be
 	       e->port_be == port_be && e->type == type && e->fam == fam;
 }
 
-static void d_pref_of(struct d_pref *r, struct d_sock *s, unsigned wk)
+static void d_pmem_fill(struct d_pmem *m, struct d_sock *s, unsigned wk)
 {
-	r->found = 1;
-	r->s = s->wk == wk ? s : NULL;
-	r->app = s->app;
-	r->app_id = s->app->id;
-	r->sock_id = s->id;
-	r->wk = s->wk;
-	r->prio = s->prio;
+	m->s = s->wk == wk ? s : NULL;
+	m->app = s->app;
+	m->app_id = s->app->id;
+	m->sock_id = s->id;
+	m->wk = s->wk;
+	m->prio = s->prio;
 }
 
-/* Under the port lock: remember s (the port's only socket) for worker w. */
-static void d_pce_fill(struct d_daemon *d, struct d_pce *e, struct d_sock *s, unsigned wk,
-                       uint16_t port_be, int type, unsigned fam)
+static int d_pref_from(struct d_pref *r, const struct d_pmem *m)
 {
+	r->found = 1;
+	r->s = m->s;
+	r->app = m->app;
+	r->app_id = m->app_id;
+	r->sock_id = m->sock_id;
+	r->wk = m->wk;
+	r->prio = m->prio;
+	return 1;
+}
+
+/* Under the port lock: remember for worker wk the sockets of the port's group
+ * that a lookup of family fam chooses from, when every one can be named (an id;
+ * for UDP a ring to deliver into). */
+static void d_pce_fill(struct d_daemon *d, struct d_pce *e, unsigned wk, uint16_t port_be,
+                       int type, unsigned fam)
+{
+	struct d_sock *g[D_PCE_MEMB];
+	int n = d_port_members(d, type, port_be, fam, g, D_PCE_MEMB), i;
+	if (!e || n <= 0)
+		return;
+	for (i = 0; i < n; i++)
+		if (!g[i]->id || (type == IPK_SVC_UDP && !g[i]->ring))
+			return;
+	for (i = 0; i < n; i++)
+		d_pmem_fill(&e->m[i], g[i], wk);
+	e->n = (unsigned)n;
 	e->gen = __atomic_load_n(&d->port_gen, __ATOMIC_RELAXED); /* bumps are ours to see */
 	e->port_be = port_be;
 	e->type = (uint8_t)type;
 	e->fam = (uint8_t)fam;
-	e->s = s->wk == wk ? s : NULL;
-	e->app = s->app;
-	e->app_id = s->app->id;
-	e->sock_id = s->id;
-	e->wk = s->wk;
-	e->prio = s->prio;
 }
 
 /* The UDP socket a datagram of family fam from from_ip:from_port to port_be goes
@@ -81,21 +107,15 @@ int d_udp_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, uint32_t from_i
 	r->s = NULL;
 	if (d_pce_hit(d, e, port_be, IPK_SVC_UDP, fam)) {
 		w->pc_hit++;
-		r->found = 1;
-		r->s = e->s;
-		r->app = e->app;
-		r->app_id = e->app_id;
-		r->sock_id = e->sock_id;
-		r->wk = e->wk;
-		r->prio = e->prio;
-		return 1;
+		return d_pref_from(r, &e->m[d_port_udp_pick(from_ip_be, from_port_be, e->n)]);
 	}
 	d_plock(d);
 	s = d_port_udp(d, port_be, from_ip_be, from_port_be, fam);
 	if (s && s->ring) {
-		d_pref_of(r, s, wk);
-		if (e && s->port_next == s && s->id) /* alone: every sender reaches it */
-			d_pce_fill(d, e, s, wk, port_be, IPK_SVC_UDP, fam);
+		struct d_pmem m;
+		d_pmem_fill(&m, s, wk);
+		d_pref_from(r, &m);
+		d_pce_fill(d, e, wk, port_be, IPK_SVC_UDP, fam);
 	}
 	d_punlock(d);
 	if (e)
@@ -103,42 +123,39 @@ int d_udp_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, uint32_t from_i
 	return r->found;
 }
 
-/* A SYN's listener, alone on its port, from worker wk's cache: 1 with r filled
- * (r->s: the worker's own listener, with room in its backlog; else another
- * worker's by ids, whose backlog its own worker checks when the accepted
- * connection arrives, d_msg.c d_msg_accept); 0: ask d_port_listener under the
- * port lock (which remembers such an answer, d_syn_remember). */
-int d_syn_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam,
+/* A SYN's listener from worker wk's cache: 1 with r filled (r->s: the worker's
+ * own listener, with room in its backlog; else another worker's by ids, whose
+ * backlog its own worker checks when the accepted connection arrives, d_msg.c
+ * d_msg_accept); 0: ask d_port_listener under the port lock (which remembers
+ * the answer, d_syn_remember). take: the connection is taken (the group's turn
+ * moves on); else only asked whether one would take it. */
+int d_syn_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam, int take,
               struct d_pref *r)
 {
 	struct d_wk *w = &d->wk[wk];
 	struct d_pce *e = d_pce_at(w, port_be, IPK_SVC_TCP, fam);
-	struct d_sock *l;
+	uint32_t t, i;
 	if (!d_pce_hit(d, e, port_be, IPK_SVC_TCP, fam))
 		return 0;
-	l = e->s;
-	if (l && (!l->listening || !d_acc_room(l) || !d_fam_ok(l, fam)))
-		return 0;
-	w->pc_hit++;
-	r->found = 1;
-	r->s = l;
-	r->app = e->app;
-	r->app_id = e->app_id;
-	r->sock_id = e->sock_id;
-	r->wk = e->wk;
-	r->prio = e->prio;
-	return 1;
+	t = e->n > 1 ? d_port_turn(d, port_be, take) : 0;
+	for (i = 0; i < e->n; i++) {
+		const struct d_pmem *m = &e->m[(t + i) % e->n];
+		struct d_sock *l = m->s;
+		if (l && (!l->listening || !d_acc_room(l) || !d_fam_ok(l, fam)))
+			continue;
+		w->pc_hit++;
+		return d_pref_from(r, m);
+	}
+	return 0;
 }
 
-/* Under the port lock, after d_port_listener found l for worker wk's SYN. */
-void d_syn_remember(struct d_daemon *d, unsigned wk, struct d_sock *l, uint16_t port_be,
-                    unsigned fam)
+/* Under the port lock, after d_port_listener answered worker wk's SYN. */
+void d_syn_remember(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam)
 {
 	struct d_wk *w = &d->wk[wk];
 	struct d_pce *e = d_pce_at(w, port_be, IPK_SVC_TCP, fam);
 	if (!e)
 		return;
 	w->pc_miss++;
-	if (l && l->port_next == l && l->id) /* alone: every SYN reaches it */
-		d_pce_fill(d, e, l, wk, port_be, IPK_SVC_TCP, fam);
+	d_pce_fill(d, e, wk, port_be, IPK_SVC_TCP, fam);
 }

@@ -143,6 +143,68 @@ void d_port_release(struct d_daemon *d, struct d_sock *s)
 	d_punlock(d);
 }
 
+/* The sockets of the port's group a lookup of family fam chooses from, in the
+ * order both the port cache (d_pcache.c) and the slow path count them: from the
+ * circle's head, for TCP only listeners. Their number (0: none), or -1 when the
+ * group is not chosen from such a list: more than max sockets, or (TCP) a member
+ * of a fork family (IPK_SVC_SQE_F_INHERIT: d_family_waiting prefers the process
+ * that waits in ACCEPT, a state only the port lock may read). Under the port
+ * lock. */
+int d_port_members(struct d_daemon *d, int type, uint16_t port_be, unsigned fam,
+                   struct d_sock **out, unsigned max)
+{
+	struct d_sock *h = d_port_tab(d, type)[port_be], *m;
+	unsigned n = 0;
+	if (!h)
+		return 0;
+	m = h;
+	do {
+		if (type == IPK_SVC_TCP && m->inherit)
+			return -1;
+		if (d_fam_ok(m, fam) && (type != IPK_SVC_TCP || m->listening)) {
+			if (n == max)
+				return -1;
+			out[n++] = m;
+		}
+		m = m->port_next;
+	} while (m != h);
+	return (int)n;
+}
+
+/* The turn of a TCP port's group: which listener (counted as d_port_members
+ * does) takes the next connection. take: the connection is taken, the turn moves
+ * on. One counter per port for every worker (relaxed atomics: only the
+ * distribution depends on it, never what a socket may read), so connections
+ * alternate over the group whichever worker their flow lands on, with the port
+ * lock (slow path) or without it (cache hit). */
+uint32_t d_port_turn(struct d_daemon *d, uint16_t port_be, int take)
+{
+	uint32_t *t = &d->tturn[port_be];
+	return take ? __atomic_fetch_add(t, 1, __ATOMIC_RELAXED)
+	            : __atomic_load_n(t, __ATOMIC_RELAXED);
+}
+
+/* --workers N: a group of listeners chosen by the port's turn (d_port_turn), the
+ * first from it with room in its backlog; 1 with *out set (NULL: none has
+ * room), 0: not such a group (the circle's rotation decides, below). */
+static int d_port_listener_turn(struct d_daemon *d, uint16_t port_be, int take, unsigned fam,
+                                struct d_sock **out)
+{
+	struct d_sock *g[D_PCE_MEMB];
+	int n = d->tturn ? d_port_members(d, IPK_SVC_TCP, port_be, fam, g, D_PCE_MEMB) : -1;
+	uint32_t t, i;
+	if (n < 2)
+		return 0;
+	t = d_port_turn(d, port_be, take);
+	*out = NULL;
+	for (i = 0; i < (uint32_t)n; i++)
+		if (d_acc_room(g[(t + i) % (uint32_t)n])) {
+			*out = g[(t + i) % (uint32_t)n];
+			return 1;
+		}
+	return 1;
+}
+
 /* The listening socket on the port to take the next connection (one with room in
  * its backlog), or NULL. take: this one takes it, the turn moves on (the circle's
  * head advances past it), so connections go round the listeners. Under the port
@@ -153,6 +215,8 @@ struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, u
 	struct d_sock *h = d->tcp_port[port_be], *m;
 	if (!h)
 		return NULL;
+	if (d_port_listener_turn(d, port_be, take, fam, &m))
+		return m;
 	if (take && (m = d_family_waiting(d, port_be, fam)) != NULL)
 		return m;
 	m = h;
@@ -167,6 +231,17 @@ struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, u
 	return NULL;
 }
 
+/* Which of n sockets (counted from the head, those taking the family) the
+ * datagrams from ip:port go to: the same sender always gets the same one. */
+unsigned d_port_udp_pick(uint32_t from_ip_be, uint16_t from_port_be, unsigned n)
+{
+	uint32_t x = from_ip_be ^ ((uint32_t)from_port_be << 16 | from_port_be);
+	x ^= x >> 16;
+	x *= 0x45d9f3bu; /* a multiplicative mix: consecutive ports spread */
+	x ^= x >> 16;
+	return x % n;
+}
+
 /* The UDP socket on the port for a datagram of family fam (D_FAM4/6) from
  * ip:port, or NULL: one sender always reaches the same socket while the group
  * does not change. Sockets that do not serve fam are passed over. Under the port
@@ -175,7 +250,7 @@ struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip
                           uint16_t from_port_be, unsigned fam)
 {
 	struct d_sock *h = d->udp_port[port_be], *m;
-	uint32_t n = 0, k, x;
+	uint32_t n = 0, k;
 	if (!h)
 		return NULL;
 	if (h->port_next == h)
@@ -188,13 +263,9 @@ struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip
 	} while (m != h);
 	if (n == 0)
 		return NULL;
-	x = from_ip_be ^ ((uint32_t)from_port_be << 16 | from_port_be);
-	x ^= x >> 16;
-	x *= 0x45d9f3bu; /* a multiplicative mix: consecutive ports spread */
-	x ^= x >> 16;
 	while (!d_fam_ok(m, fam))
 		m = m->port_next;
-	for (k = x % n; k; k--)
+	for (k = d_port_udp_pick(from_ip_be, from_port_be, n); k; k--)
 		do
 			m = m->port_next;
 		while (!d_fam_ok(m, fam));

@@ -215,6 +215,14 @@ struct d_sock *d_sock_find(struct d_app *a, uint32_t id)
 	return s;
 }
 
+unsigned d_sock_own(struct d_app *a, uint32_t id)
+{
+	uint32_t idx = id & ((1u << D_SOCK_IDX_BITS) - 1);
+	if (idx == 0 || idx >= d_nsocks(a))
+		return 0xffu;
+	return d_own_wk(a, idx, 0);
+}
+
 /* The socket of id if it is worker wk's, else NULL with *owner the worker the
  * owner table names (0xff: none; nw == 1: wk). A thread must not read another
  * worker's socket (its owner may free it meanwhile): the table is looked at

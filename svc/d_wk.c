@@ -240,6 +240,11 @@ int d_start_workers(struct d_daemon *d, char *err, size_t errlen)
 		}
 	}
 	d->port_gen = 1; /* an empty cache entry (gen 0) never matches */
+	d->tturn = (uint32_t *)calloc(1u << 16, sizeof *d->tturn);
+	if (!d->tturn) {
+		snprintf(err, errlen, "workers: out of memory");
+		return -1;
+	}
 	if (d_msg_init(d) < 0) {
 		snprintf(err, errlen, "workers: out of memory");
 		return -1;
@@ -466,7 +471,8 @@ void d_wk_report(struct d_daemon *d)
 		        "connected %llu datagrams %llu rx_frames %llu wrong_queue %llu "
 		        "handed_in %llu handed_out %llu msgs_in %llu msgs_out %llu msg_gone %llu "
 		        "msg_full %llu acc_out %llu acc_in %llu acc_done %llu acc_reaped %llu loop_cross %llu "
-		        "port_in %llu overlap %llu passes %llu pc_hit %llu pc_miss %llu\n", i,
+		        "port_in %llu overlap %llu passes %llu pc_hit %llu pc_miss %llu "
+		        "adopt_pair %llu adopt_world %llu\n", i,
 		        (unsigned long long)w->socks, (unsigned long long)w->sqes,
 		        (unsigned long long)w->accepted, (unsigned long long)w->connected,
 		        (unsigned long long)w->udp_rx, (unsigned long long)st.rx_frames,
@@ -478,6 +484,7 @@ void d_wk_report(struct d_daemon *d)
 		        (unsigned long long)w->acc_reaped,
 		        (unsigned long long)w->loop_cross, (unsigned long long)w->port_in,
 		        (unsigned long long)w->overlap, (unsigned long long)w->passes,
-		        (unsigned long long)w->pc_hit, (unsigned long long)w->pc_miss);
+		        (unsigned long long)w->pc_hit, (unsigned long long)w->pc_miss,
+		        (unsigned long long)w->adopt_pair, (unsigned long long)w->adopt_world);
 	}
 }

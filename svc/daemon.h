@@ -35,6 +35,10 @@ struct d_cfg {
 	 * static address when given, SLAAC from router advertisements) */
 	int ip6;
 	uint8_t ip6_addr[16], ip6_plen;
+	/* --link-index N: the scope_id of ipkitd's one link (link-local addresses,
+	 * RFC 4007 §6); default the kernel's index of the interface the io spec
+	 * names (tap:, afpacket:, afxdp:), else 1 */
+	uint32_t link_index;
 	uid_t allow_uid[D_MAX_IDS], low_uid[D_MAX_IDS];
 	gid_t allow_gid[D_MAX_IDS];
 	unsigned n_allow_uid, n_low_uid, n_allow_gid;
@@ -59,18 +63,24 @@ struct d_zc;
 struct spsc;
 
 /* A port lookup a worker remembers (d_pcache.c): valid while the daemon's port
- * generation has not moved since. Only a port held by one socket is remembered:
- * the socket itself when it is the worker's own (only its owner frees it), else
- * its ids for a message. */
+ * generation has not moved since. A port held by up to D_PCE_MEMB sockets that
+ * take the lookup's family is remembered as their list, in the order the choice
+ * counts them (d_port_members): each the socket itself when it is the worker's
+ * own (only its owner frees it), else its ids for a message. */
 #define D_PCACHE 1024u
-struct d_pce {
-	uint32_t gen;                /* d->port_gen when filled (0: empty) */
-	uint16_t port_be;
-	uint8_t type, fam;
+#define D_PCE_MEMB 8u
+struct d_pmem {
 	struct d_sock *s;            /* the worker's own socket, or NULL */
 	struct d_app *app;           /* its application (alive while a W is held) */
 	uint32_t app_id, sock_id;
 	unsigned wk, prio;
+};
+struct d_pce {
+	uint32_t gen;                /* d->port_gen when filled (0: empty) */
+	uint16_t port_be;
+	uint8_t type, fam;
+	unsigned n;                  /* members (1..D_PCE_MEMB) */
+	struct d_pmem m[D_PCE_MEMB];
 };
 struct d_pref {                      /* a lookup's answer */
 	struct d_sock *s;            /* ours (usable), or NULL */
@@ -386,6 +396,8 @@ struct d_wk {
 	uint64_t port_in;            /* INSTALL / REMOVE messages it applied */
 	struct d_pce *pc;            /* nw > 1: its port cache (D_PCACHE entries) */
 	uint64_t pc_hit, pc_miss;    /* lookups answered by it / under the port lock */
+	uint64_t adopt_pair;         /* ADOPTs that took one more W (d_family_adopt) */
+	uint64_t adopt_world;        /* ADOPTs that stopped every other worker */
 	struct d_pdelay *pd;         /* test knob IPKITD_INSTALL_DELAY_MS: INSTALLs
 	                              * held back (d_pinst.c); npd of D_PDELAY_MAX */
 	unsigned npd;
@@ -427,6 +439,8 @@ struct d_daemon {
 	uint64_t inst_delay_ns;      /* test knob (d_pinst.c), 0: none */
 	uint32_t port_gen;           /* moves (under the port lock, release) with every
 	                              * change a port cache could have seen (d_pcache.c) */
+	uint32_t *tturn;             /* nw > 1: per TCP port the turn of its group's
+	                              * listeners (atomic, d_port_turn) */
 	uint32_t *pgen;              /* nw > 1: per (type, port) the generation of
 	                              * its last install (d_pinst.c; port lock) */
 	int reclaiming;              /* d_app_reclaim runs: it may touch every worker's
@@ -571,6 +585,9 @@ int d_sock_attach(struct d_sock *s);
 struct d_sock *d_sock_alloc(struct d_app *a, int type);
 struct d_sock *d_sock_find(struct d_app *a, uint32_t id);
 struct d_sock *d_sock_find_wk(struct d_app *a, uint32_t id, unsigned wk, unsigned *owner);
+/* The worker the owner table names for id (0xff: none, a free index; with one
+ * worker 0). Reads no socket. */
+unsigned d_sock_own(struct d_app *a, uint32_t id);
 void d_sock_destroy(struct d_daemon *d, struct d_sock *s, int graceful);
 void d_sock_level(struct d_sock *s, unsigned lvl);
 void d_sock_unring(struct d_sock *s);
@@ -618,10 +635,9 @@ int d_pinst_answer(struct d_daemon *d, unsigned wk, uint32_t app_id, uint32_t so
 void d_pcache_bump(struct d_daemon *d);
 int d_udp_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, uint32_t from_ip_be,
               uint16_t from_port_be, unsigned fam, struct d_pref *r);
-int d_syn_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam,
+int d_syn_ref(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam, int take,
               struct d_pref *r);
-void d_syn_remember(struct d_daemon *d, unsigned wk, struct d_sock *l, uint16_t port_be,
-                    unsigned fam);
+void d_syn_remember(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam);
 
 /* d_port.c */
 int d_port_claim(struct d_daemon *d, struct d_sock *s, uint16_t port_be, int wait);
@@ -645,8 +661,16 @@ void d_family_tx_idle(struct d_daemon *d, struct d_sock *s);
 uint32_t d_family_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
 void d_port_release(struct d_daemon *d, struct d_sock *s);
 struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, unsigned fam);
+int d_port_members(struct d_daemon *d, int type, uint16_t port_be, unsigned fam,
+                   struct d_sock **out, unsigned max);
+unsigned d_port_udp_pick(uint32_t from_ip_be, uint16_t from_port_be, unsigned n);
+uint32_t d_port_turn(struct d_daemon *d, uint16_t port_be, int take);
 struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip_be,
                           uint16_t from_port_be, unsigned fam);
+
+/* d_net.c: a link-local IPv6 address's scope_id as Linux reports it (our link's
+ * index; 0 for every other address) */
+void d_scope_fill(const struct d_daemon *d, struct ipk_svc_addr *a);
 
 /* d_loop.c */
 int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);

@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +29,8 @@ static const char d_help[] =
 	"  --gw A.B.C.D         default gateway\n"
 	"  --ip6 ADDR/N|auto    IPv6 on: link-local, this static address (or, with auto,\n"
 	"                       addresses from router advertisements only)\n"
+	"  --link-index N       scope_id of our link for link-local IPv6 (default: the\n"
+	"                       kernel's index of the spec's interface, else 1)\n"
 	"  --socket PATH        control socket (default /run/ipkitd.sock)\n"
 	"  --allow-uid UID      let this uid connect (repeatable; default: our own uid)\n"
 	"  --allow-gid GID      let this gid connect (repeatable)\n"
@@ -218,6 +221,8 @@ static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
 		;
 	else if (!strcmp(name, "--low-ports-uid") && d_add_id(c->low_uid, &c->n_low_uid, val) == 0)
 		;
+	else if (!strcmp(name, "--link-index") && d_parse_u(val, 0x7fffffffu, &x) == 0 && x)
+		c->link_index = (uint32_t)x;
 	else if (!strcmp(name, "--max-buf-mb") && d_parse_u(val, 65536, &x) == 0 && x)
 		c->max_buf = (uint64_t)x << 20;
 	else if (!strcmp(name, "--max-ring-mb") && d_parse_u(val, 4096, &x) == 0 && x)
@@ -309,6 +314,28 @@ static void d_cfg_default(struct d_cfg *c)
 	c->steer = -1;
 }
 
+/* The kernel's index of the interface a tap:, afpacket: or afxdp: spec names (what
+ * if_nametoindex gives a program ported from kernel sockets), else 1. */
+static uint32_t d_spec_ifindex(const char *spec)
+{
+	static const char *const kinds[] = {"tap:", "afpacket:", "afxdp:"};
+	char name[IF_NAMESIZE];
+	size_t i, k, n;
+	for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		k = strlen(kinds[i]);
+		if (strncmp(spec, kinds[i], k) != 0)
+			continue;
+		n = strcspn(spec + k, ",");
+		if (n == 0 || n >= sizeof name)
+			return 1;
+		memcpy(name, spec + k, n);
+		name[n] = 0;
+		n = if_nametoindex(name);
+		return n ? (uint32_t)n : 1;
+	}
+	return 1;
+}
+
 /* 0 run, 1 help printed, -1 bad usage. */
 static int d_args(struct d_cfg *c, int argc, char **argv)
 {
@@ -338,6 +365,8 @@ static int d_args(struct d_cfg *c, int argc, char **argv)
 	}
 	if (c->n_allow_uid == 0 && c->n_allow_gid == 0)
 		c->allow_uid[c->n_allow_uid++] = geteuid();
+	if (!c->link_index)
+		c->link_index = d_spec_ifindex(c->io_spec);
 	return 0;
 }
 
@@ -657,6 +686,7 @@ static void d_shutdown(struct d_daemon *d)
 	} else if (d->wk) {
 		ipk_node_destroy(d->wk[0].node);
 	}
+	free(d->tturn);
 	for (i = 0; d->wk && i < d->nw; i++) {
 		free(d->wk[i].pc);
 		if (d->wk[i].ep >= 0)

@@ -64,7 +64,17 @@ extern "C" {
 struct ipk_svc_addr {
 	uint16_t family;   /* IPK_SVC_AF_* */
 	uint16_t port_be;
-	uint32_t scope_id; /* not used yet (one link); 0 */
+	/* The zone of a link-local IPv6 address (fe80::/10; RFC 4007 §6), as
+	 * sin6_scope_id: ipkitd has one link, its index set by ipkitd
+	 * --link-index (default: the kernel's index of the interface its io spec
+	 * names, else 1). Given: 0 or that index is accepted (Linux wants the
+	 * index for a link-local bind or connect; ipkitd has one link to mean),
+	 * any other index is refused: BIND -ENODEV, CONNECT and SENDTO
+	 * -ENETUNREACH (what Linux answers for an index no interface has).
+	 * Ignored for every other address. Reported (ACCEPT's peer, RECVFROM's
+	 * sender, CONNECT's local address): that index for a link-local address,
+	 * 0 for any other, as Linux reports sin6_scope_id. */
+	uint32_t scope_id;
 	uint8_t addr[16];
 };
 

@@ -674,3 +674,61 @@ def test_ipkitd6_two_apps_talk_to_each_other(svc6):
     ec, eout, eerr = finish(e, 30)
     assert rc == 0 and "udp 50/50" in out, out + err
     assert ec == 0 and "udpecho 50/50" in eout, eout + eerr
+
+
+def _ll_of_mac(mac):
+    """fe80::/64 + the modified EUI-64 of a MAC (RFC 4291 appendix A)."""
+    b = [int(x, 16) for x in mac.split(":")]
+    b[0] ^= 2
+    e = b[:3] + [0xff, 0xfe] + b[3:]
+    return "fe80::%x:%x:%x:%x" % tuple(e[i] << 8 | e[i + 1] for i in range(0, 8, 2))
+
+
+def test_ipkitd6_link_local_scope_id_linux_peer(svc6):
+    """scope_id over TAP against Linux over link-local addresses: ipkitd's link
+    index is by default the kernel's index of its TAP device (what a program
+    gets from if_nametoindex). An application sends to the Linux UDP echo at its
+    link-local address in zone 0 and in that index (echoed; the sender reported
+    with the index), connects to the Linux TCP echo the same way (its local
+    address, our link-local, reported with the index), and is refused another
+    zone (-ENETUNREACH; BIND -ENODEV); a Linux client connecting to our
+    link-local address is accepted and reported with the index."""
+    link = svc6.link
+    idx = int(link.run("cat", "/sys/class/net/%s/ifindex" % link.ipk_dev
+                       ).stdout.decode().strip())
+    lidx = int(link.run("cat", "/sys/class/net/%s/ifindex" % link.linux_dev
+                        ).stdout.decode().strip())
+    end = time.monotonic() + 10  # Linux's link-local out of DAD
+    linux_ll = None
+    while time.monotonic() < end and not linux_ll:
+        out = link.run("ip", "-6", "-o", "addr", "show", "dev", link.linux_dev, "scope", "link"
+                       ).stdout.decode()
+        m = re.search(r"inet6 (fe80::[0-9a-f:]+)/64 scope link(?! tentative)", out)
+        linux_ll = m.group(1) if m and "tentative" not in out else None
+        time.sleep(0.1)
+    assert linux_ll, out
+    neigh = link.run("ip", "-6", "neigh", "show", svc6.ipk6, "dev", link.linux_dev
+                     ).stdout.decode()  # Svc6 pinged it
+    m = re.search(r"lladdr ([0-9a-f:]{17})", neigh)
+    assert m, neigh
+    our_ll = _ll_of_mac(m.group(1))
+    svc6.peer("udpecho", "7", "::")
+    svc6.peer("echo", "5105", "::")
+    rc, out, err = finish(svc6.tool("scope6", our_ll, linux_ll, str(idx), "5105"), 60)
+    print(out)
+    assert rc == 0 and "scope6 ok" in out, out + err + svc6.log()
+    assert out.count("zone: %d" % idx) == 7, out
+    # a Linux client to our link-local address, in the TAP's zone on its side
+    app = svc6.tool_env(["SVC_TOOL_FAMILY=6"], "listen", "6105", str(1 << 20))
+    time.sleep(0.3)
+    client = svc6.peer("client", "%s%%%d" % (our_ll, lidx), "6105", str(1 << 20))
+    crc, cout, cerr = finish(client)
+    rc, aout, aerr = finish(app)
+    assert rc == 0 and crc == 0, aerr + cerr + svc6.log()
+    m = re.search(r"^local (\S+) (\d+)$", cout, re.M)
+    assert m, cout
+    want = "svc_tool: peer 10 %s %s scope %d" % (m.group(1).split("%")[0], m.group(2), idx)
+    assert want in aerr, (want, aerr)
+    a_sn, a_sh, a_rn, a_rh = digests(aout)
+    c_sn, c_sh, c_rn, c_rh = digests(cout)
+    assert a_sn == c_rn and a_sh == c_rh and c_sn == a_rn and c_sh == a_rh, (aout, cout)

@@ -326,6 +326,83 @@ static int mode_scale(struct ipk_svc *svc, char **av)
 	return got == total ? 0 : 1;
 }
 
+/* openloop N RATE SECS: issue 17's latency against sockets without coordinated
+ * omission. One client thread offers RATE NOPs a second in all, spread evenly
+ * over N sockets (operation i goes to socket i mod N at its scheduled time
+ * start + i / RATE, whether or not earlier ones completed), for SECS seconds.
+ * Latency runs from the scheduled time to the completion seen by the thread, so
+ * an operation submitted late because the thread or the daemon was behind counts
+ * the wait too. Prints the row, how many were submitted late (over 10 us behind
+ * schedule: the thread or a full SQ held them) and how many never completed
+ * within 5 s after. */
+static void ol_reap(struct ipk_svc_sock **v, long n, uint64_t t_start, double ns_per_op,
+                   uint64_t *lat, long *got, long total)
+{
+	long i;
+	uint64_t t = now_ns();
+	for (i = 0; i < n; i++) {
+		struct ipk_svc_cqe *c;
+		while (*got < total && ipk_svc_peek_cqe(v[i], &c) == 0) {
+			uint64_t sched = t_start + (uint64_t)((double)c->user_data * ns_per_op);
+			if (c->res == 0) /* time taken once per sweep: the sweep is the reaper's
+			                  * delay, as any application's would be */
+				lat[(*got)++] = t > sched ? t - sched : 0;
+			ipk_svc_cqe_seen(v[i], c);
+		}
+	}
+}
+
+static int mode_openloop(struct ipk_svc *svc, char **av)
+{
+	long n = atol(av[0]), rate = atol(av[1]), secs = atol(av[2]), total, next = 0, got = 0,
+	     late = 0, i;
+	struct ipk_svc_sock **v;
+	uint64_t *lat, t_start, end;
+	double ns_per_op;
+	if (n <= 0 || rate <= 0 || secs <= 0 || rate > 10000000 || secs > 600)
+		return 2;
+	total = rate * secs;
+	ns_per_op = 1e9 / (double)rate;
+	v = (struct ipk_svc_sock **)calloc((size_t)n, sizeof *v);
+	lat = (uint64_t *)calloc((size_t)total, sizeof *lat);
+	if (!v || !lat)
+		return 1;
+	for (i = 0; i < n; i++)
+		if (ipk_svc_socket(svc, IPK_SVC_TCP, 64, 128, &v[i]) < 0)
+			return 1;
+	t_start = now_ns() + 1000000; /* 1 ms to get going */
+	while (next < total) {
+		uint64_t t = now_ns();
+		while (next < total && t_start + (uint64_t)((double)next * ns_per_op) <= t) {
+			struct ipk_svc_sock *so = v[next % n];
+			struct ipk_svc_sqe *e = ipk_svc_get_sqe(so);
+			if (!e) /* SQ full: reap first; the operation stays due (and late) */
+				break;
+			ipk_svc_prep_nop(e);
+			ipk_svc_sqe_set_data(e, (uint64_t)next);
+			ipk_svc_submit(so);
+			if (t - (t_start + (uint64_t)((double)next * ns_per_op)) > 10000)
+				late++;
+			next++;
+		}
+		ol_reap(v, n, t_start, ns_per_op, lat, &got, total);
+	}
+	end = now_ns() + 5000000000ull;
+	while (got < total && now_ns() < end)
+		ol_reap(v, n, t_start, ns_per_op, lat, &got, total);
+	{
+		char name[128];
+		snprintf(name, sizeof name, "openloop_%ld rate %ld late %ld lost %ld", n, rate, late,
+		         total - got);
+		print_lat(name, lat, got ? got : 1);
+	}
+	for (i = 0; i < n; i++)
+		ipk_svc_close(v[i]);
+	free(lat);
+	free(v);
+	return got == total ? 0 : 1;
+}
+
 /* threads N MS: the thesis's Table 6.4 shape (its section 6.1.3): N threads, each
  * with its own socket, each with one operation in flight, for MS milliseconds;
  * every thread sleeps in ipk_svc_wait_cqe between operations (as pifus's threads

@@ -37,6 +37,9 @@
  *                                                  each answered from the callback
  *   svc_tool [--socket PATH] scale N K             N sockets, one NOP in flight each, K
  *                                                  round trips each: latency vs sockets
+ *   svc_tool [--socket PATH] openloop N RATE SECS  RATE NOPs/s in all over N sockets
+ *                                                  on a schedule (open loop): latency
+ *                                                  from the scheduled time
  *   svc_tool [--socket PATH] herd K                a thread asleep on one socket, K NOPs
  *                                                  on another: the daemon's wake-ups
  *   svc_tool [--socket PATH] threads N MS          N threads, a socket each, one NOP in
@@ -50,6 +53,10 @@
  *   svc_tool --socket PATH fair DAEMON_PID         a level's share taken in turns by two
  *                                                  applications (counted)
  *   svc_tool [--socket PATH] victim N SECS         N level-2 NOPs one at a time within SECS
+ *   svc_tool [--socket PATH] scope6 OUR_LL PEER_LL IDX [PORT]  link-local zones
+ *                                                  (scope_id): taken, refused, reported
+ *   svc_tool --socket PATH adoptfork IP PORT N K   K forked children in turn ADOPT the
+ *                                                  parent's N connections
  *   svc_tool futex-floor N                         two processes ping-pong through one
  *                                                  shared futex: the sleeping floor
  * Transfers print "sent BYTES sha256 HEX" and "received BYTES sha256 HEX".
@@ -298,13 +305,17 @@ static void any_flags(struct ipk_svc_sqe *e)
 		e->flags |= IPK_SVC_SQE_F_REUSEPORT;
 }
 
-/* "peer FAMILY ADDR PORT" on stderr: what an accept or recvfrom reported */
+/* "peer FAMILY ADDR PORT [scope N]" on stderr: what an accept or recvfrom
+ * reported (the zone of a link-local address when ipkitd gave one) */
 static void print_peer(const struct ipk_svc_addr *a)
 {
 	char buf[64];
 	uint8_t *pb = (uint8_t *)&a->port_be;
 	inet_ntop(a->family == IPK_SVC_AF_INET6 ? AF_INET6 : AF_INET, a->addr, buf, sizeof buf);
-	fprintf(stderr, "svc_tool: peer %u %s %u\n", a->family, buf, pb[0] << 8 | pb[1]);
+	fprintf(stderr, "svc_tool: peer %u %s %u", a->family, buf, pb[0] << 8 | pb[1]);
+	if (a->scope_id)
+		fprintf(stderr, " scope %u", a->scope_id);
+	fputc('\n', stderr);
 }
 
 static int mode_connect(struct ipk_svc *svc, char **av)
@@ -850,6 +861,8 @@ static int mode_hold(struct ipk_svc *svc, char **av)
 #include "svc_hostile.h"
 #include "svc_chaos.h"
 #include "svc_bench.h"
+#include "svc_scope.h"
+#include "svc_adopt.h"
 
 int main(int argc, char **argv)
 {
@@ -912,6 +925,8 @@ int main(int argc, char **argv)
 		rc = mode_herd(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "threads") && argc - i >= 3)
 		rc = mode_threads(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "openloop") && argc - i >= 4)
+		rc = mode_openloop(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "scale") && argc - i >= 3)
 		rc = mode_scale(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "callback") && argc - i >= 3)
@@ -932,6 +947,10 @@ int main(int argc, char **argv)
 		rc = mode_closex(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "lhold") && argc - i >= 3)
 		rc = mode_lhold(svc, argv + i + 1);
+	else if (!strcmp(argv[i], "adoptfork") && argc - i >= 5)
+		rc = mode_adoptfork(svc, argv + i + 1, path);
+	else if (!strcmp(argv[i], "scope6") && argc - i >= 4)
+		rc = mode_scope6(svc, argv + i + 1, argc - i - 1);
 	else if (!strcmp(argv[i], "hold") && argc - i >= 2)
 		rc = mode_hold(svc, argv + i + 1);
 	ipk_svc_close_all(svc);

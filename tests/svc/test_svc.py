@@ -669,6 +669,89 @@ def case_workers_udp_cross(rig):
         assert c["msgs_in"] > 0 and c["msg_gone"] == 0 and c["msg_full"] == 0, (w, c)
 
 
+def pcache_stats(rig):
+    """{worker: (pc_hit, pc_miss)} from the lines ipkitd logs when it stops."""
+    if not hasattr(rig, "final_log"):
+        rig.close()
+    return {int(m.group(1)): (int(m.group(2)), int(m.group(3)))
+            for m in PCACHE_LINE.finditer(rig.final_log)}
+
+
+def case_workers_reuseport_wire(rig):
+    """--workers 2, a reuseport group from the wire: two applications share port
+    7210 (IPK_SVC_SQE_F_REUSEPORT) and 16 ipkit-nc connections arrive over the
+    memlink, their SYNs on whichever worker the flow hashes to. The connections
+    alternate between the two (8 and 8: the group's turn is one counter for both
+    workers and for the slow path, d_port_turn), then 40 datagrams from two
+    senders to a UDP group each reach one socket per sender. The workers answer
+    the group's lookups from their port caches (d_pcache.c): hits dominate
+    (without group entries every lookup of a group is a miss under the port
+    lock: pc_hit 0)."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_reuseport_wire)"
+    n = 16
+    ls = [rig.tool("rlisten", "7210", str(n // 2)) for _ in range(2)]
+    for p in ls:
+        assert p.stdout.readline().strip() == b"listening"
+    for i in range(n):
+        nc = rig._start([NC, "--io", "memlink:%s,role=b%s" % (rig.name, rig.q), "--ip",
+                         PEER_IP + "/24", "--send-size", "1", "--no-output",
+                         "--timeout", "20", OUR_IP, "7210"], stderr=subprocess.PIPE)
+        nc.communicate(timeout=60)  # the listener closes at once: its rc may say reset
+    got = []
+    for p in ls:
+        out, err = p.communicate(timeout=30)
+        m = re.search(rb"rlisten got (\d+)", out)
+        assert p.returncode == 0 and m, out + err
+        got.append(int(m.group(1)))
+    assert got == [n // 2, n // 2], got
+    env = dict(os.environ, SVC_TOOL_REUSE="1")
+    es = [subprocess.Popen([TOOL, "--socket", rig.sock, "udpecho", "7211", "40", "15"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+          for _ in range(2)]
+    rig.procs.extend(es)
+    for e in es:
+        assert e.stdout.readline().strip() == b"ready"
+    for _ in range(2):  # two senders (two ports): each stays with one socket
+        rc, out, err = rig.run_tool("udp", OUR_IP, "7211", "20")
+        assert rc == 0 and "udp 20/20" in out, out + err
+    for e in es:
+        e.terminate()
+        e.wait(timeout=5)
+    pc = pcache_stats(rig)
+    print(pc)
+    hits, misses = sum(h for h, _ in pc.values()), sum(m for _, m in pc.values())
+    assert hits >= 4 * misses and hits >= n, pc
+
+
+ADOPT_LINE = re.compile(r"worker (\d+): .* adopt_pair (\d+) adopt_world (\d+)", re.M)
+
+
+def case_workers_adopt(rig):
+    """--workers 2, ADOPT without stopping the world (svc/d_family.c): an
+    application makes 8 connections through ipkitd (its sockets placed round
+    robin, so on both workers), then 20 forked children in turn each ADOPT all 8
+    of its parent's connecting sockets and close them (160 ADOPTs), while another
+    application spins NOPs on sockets of both workers. Every ADOPT works; the
+    control ring's worker took the W of the parent socket's worker only
+    (adopt_pair, at least one per child: some of the 8 are worker 1's), never
+    every W (adopt_world 0). Under TSan (the tsan stage) this is the race check:
+    the adopting worker reads and links the parent's socket while the other
+    worker serves its own."""
+    assert WORKERS > 1, "run with SVC_TEST_WORKERS=2 (meson: svc_w2_workers_adopt)"
+    busy = rig.tool("nopspin", "3", "2")
+    rc, out, err = rig.run_tool("adoptfork", OUR_IP, "7700", "8", "20", timeout=120)
+    assert rc == 0 and "adoptfork 160/160" in out, out + err
+    bout, berr = busy.communicate(timeout=120)
+    assert busy.returncode == 0 and b"nopspin" in bout, bout + berr
+    if not hasattr(rig, "final_log"):
+        rig.close()
+    ad = {int(m.group(1)): (int(m.group(2)), int(m.group(3)))
+          for m in ADOPT_LINE.finditer(rig.final_log)}
+    print(ad)
+    assert ad and ad[0][0] >= 20, ad
+    assert all(w == 0 for _, w in ad.values()), ad
+
+
 def case_workers_close_cross(rig):
     """--workers 2: a CLOSE comes in on the control ring (worker 0's) but the socket
     may be the other worker's (new sockets are placed round robin); its owner
@@ -1125,6 +1208,31 @@ def case_workers_overlap_big(rig):
     assert all(o == 0 for o, _ in ov.values()), ov
 
 
+# memlink's fixed MACs (io/memlink/memlink.c: ipkitd is role a, the echo role b)
+# and the core's link-local address, fe80::/64 + the modified EUI-64 of the MAC
+OUR_LL, PEER_LL = "fe80::49:50ff:fe4b:a", "fe80::49:50ff:fe4b:b"
+LINK_INDEX = 7  # ipkitd --link-index for case ip6_scope
+
+
+def case_ip6_scope(rig):
+    """scope_id of link-local IPv6 addresses (include/ipkit/svc.h): ipkitd has
+    one link, --link-index 7. Zone 0 or 7 is taken (BIND of our link-local,
+    CONNECT between two sockets of the daemon to it, SENDTO to the echo's
+    link-local, CONNECT to the echo over the wire), zone 8 (and 14) refused with
+    Linux's errnos (BIND -ENODEV, CONNECT and SENDTO -ENETUNREACH), and every
+    link-local address ipkitd reports carries 7 (accept's peer, recvfrom's
+    sender, connect's local address), as Linux reports its interface index.
+    Retried only while our link-local address is still in DAD (bind: -99)."""
+    for _ in range(20):
+        rc, out, err = rig.run_tool("scope6", OUR_LL, PEER_LL, str(LINK_INDEX))
+        if "bind ll zone 0: got -99" not in out:
+            break
+        time.sleep(0.5)
+    print(out)
+    assert rc == 0 and "scope6 ok" in out, out + err
+    assert out.count("zone: %d" % LINK_INDEX) == 7, out
+
+
 def case_cli(_rig):
     """--help, a bad option (exit 2) and a backend that cannot open (exit 3), each
     with one line on stderr."""
@@ -1146,6 +1254,8 @@ def main():
         args = ["--prio-uid", "%d:0" % os.getuid()]
     if case == "low_inflight" and os.environ.get("SVC_LOW_INFLIGHT"):
         args += ["--low-inflight", os.environ["SVC_LOW_INFLIGHT"]]  # 0: see it fail
+    if case == "ip6_scope":
+        args = ["--link-index", str(LINK_INDEX)]
     if case == "workers_outbox":
         os.environ["IPKITD_MSG_SLOTS"] = "2"  # the daemon inherits it (svc/d_msg.c)
     if case == "workers_overlap_big":  # one lock for every worker (svc/d_wk.c)
@@ -1155,8 +1265,9 @@ def main():
     if case == "workers_listen_again":  # INSTALLs 1 s late: A's LISTEN still waits
         os.environ["IPKITD_INSTALL_DELAY_MS"] = "1000"  # when B's comes
     rig = Rig(*args, echo=case not in ("workers_accept_cross", "workers_ports",
+                                       "workers_reuseport_wire",
                                        "workers_listen_again"),
-              ip6=case in ("echo_tcp6", "udp6", "apps_tcp6", "apps_udp6",
+              ip6=case in ("echo_tcp6", "udp6", "apps_tcp6", "apps_udp6", "ip6_scope",
                            "workers_bound_connect6"))
     try:
         globals()["case_" + case](rig)
