@@ -14,10 +14,23 @@
 #define BW_SEND_MAX (64u * 1024u)
 #define BW_ROUNDS 64
 
+/* A client connection's sends not yet reported by sent, oldest first (sent comes in
+ * order, at most IPK_APP_SENDQ outstanding): freed by sent, all at once by closed
+ * (runtime.h: every unfinished send's buffer is the app's again) and, for the
+ * connections still open, after ipk_workers_stop (which reports nothing for them). */
+struct bw_txq {
+	void *buf[IPK_APP_SENDQ];
+	uint32_t head, n;
+};
+
+struct bw_srv;
+
 struct bw_worker {
 	struct bench_worker w;
 	struct bench_counters pub;   /* w.c for the printing thread */
 	int started;
+	struct bw_txq *txq;          /* client: one per flow (w.flows[i].idx) */
+	struct bw_srv *srv;          /* server: the connections not yet closed */
 };
 
 struct bw {
@@ -30,6 +43,7 @@ struct bw_srv {
 	struct bench_flow *f;
 	struct ipk_app_echoq q;
 	int fin, closing;
+	struct bw_srv *prev, *next; /* bw_worker.srv */
 };
 
 static struct bw_worker *bw_of(struct ipk_app *a)
@@ -46,6 +60,30 @@ static uint64_t bw_now(void)
 
 /* ------------------------------------------------------------------ client */
 
+static void bw_txq_push(struct bw_txq *q, void *buf)
+{
+	q->buf[(q->head + q->n++) % IPK_APP_SENDQ] = buf;
+}
+
+/* The oldest outstanding send's buffer (the one sent reports), or NULL. */
+static void *bw_txq_pop(struct bw_txq *q)
+{
+	void *b;
+	if (!q->n)
+		return NULL;
+	b = q->buf[q->head];
+	q->head = (q->head + 1) % IPK_APP_SENDQ;
+	q->n--;
+	return b;
+}
+
+static void bw_txq_free(struct bw_txq *q)
+{
+	void *b;
+	while ((b = bw_txq_pop(q)) != NULL)
+		free(b);
+}
+
 /* Hand admitted bytes to the stack in buffers of ours (freed by sent). UNIFIED runs
  * sent inside ipk_app_send, which calls us again: then busy = 2 asks the running loop
  * for another pass, since no later event may come to resume a burst sender. */
@@ -59,11 +97,16 @@ static int bw_kick_pass(struct ipk_app *a, struct bench_flow *f)
 		if (!bench_flow_tx_pending(w, f) &&
 		    (w->o->mode != BENCH_BURST || !bench_worker_admit(w, f, bw_now())))
 			return 0;
+		if (bw_of(a)->txq[f->idx].n >= IPK_APP_SENDQ)
+			return 0; /* the runtime's bound: a sent kicks again */
 		buf = (uint8_t *)malloc(BW_SEND_MAX);
 		if (!buf)
 			return 0;
 		n = bench_flow_tx_fill(w, f, buf, BW_SEND_MAX, 0);
+		/* queued first: under UNIFIED sent comes from inside ipk_app_send */
+		bw_txq_push(&bw_of(a)->txq[f->idx], buf);
 		if (ipk_app_send(a, f->cid, buf, n) < 0) { /* IPK_EAGAIN: sent kicks again */
+			bw_of(a)->txq[f->idx].n--; /* the newest, refused: not outstanding */
 			free(buf);
 			return 0;
 		}
@@ -138,6 +181,10 @@ static void *bw_accepted(struct ipk_app *a, uint64_t cid, const struct ipk_tuple
 	s->f->cid = cid;
 	s->f->open = 1;
 	bw->w.c.conns++;
+	s->next = bw->srv;
+	if (bw->srv)
+		bw->srv->prev = s;
+	bw->srv = s;
 	return s;
 }
 
@@ -174,8 +221,19 @@ static void bw_srv_sent(struct ipk_app *a, struct bw_srv *s, uint32_t len)
 	bw_srv_maybe_close(a, s);
 }
 
+static void bw_srv_unlink(struct bw_worker *bw, struct bw_srv *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		bw->srv = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+}
+
 static void bw_srv_free(struct ipk_app *a, struct bw_srv *s)
 {
+	bw_srv_unlink(bw_of(a), s);
 	ipk_app_echoq_drop(a, s->f->cid, &s->q); /* refs go back even after closed */
 	bench_flow_free(s->f);
 	free(s);
@@ -254,7 +312,9 @@ static void bw_sent(struct ipk_app *a, uint64_t cid, void *user, const void *buf
 		bw_srv_sent(a, (struct bw_srv *)user, len);
 		return;
 	}
-	free((void *)(uintptr_t)buf);
+	/* sent reports this connection's sends in order: the oldest outstanding is buf */
+	free(bw_txq_pop(&bw->txq[((struct bench_flow *)user)->idx]));
+	(void)buf;
 	bw_kick(a, (struct bench_flow *)user);
 }
 
@@ -269,6 +329,7 @@ static void bw_closed(struct ipk_app *a, uint64_t cid, void *user, enum ipk_clos
 		bw_srv_free(a, (struct bw_srv *)user);
 		return;
 	}
+	bw_txq_free(&bw->txq[((struct bench_flow *)user)->idx]); /* unfinished: ours again */
 	bench_flow_closed(&bw->w, (struct bench_flow *)user, why == IPK_CLOSE_NORMAL);
 	bench_counters_publish(&bw->pub, &bw->w.c); /* bw_wait_opens sees failed opens */
 }
@@ -423,6 +484,9 @@ int bench_workers_run(const struct bench_opts *o)
 		uint32_t share = o->client ? o->conns / o->threads + (k < o->conns % o->threads) : 0;
 		if (bench_worker_init(&b.ws[k].w, o, share) < 0)
 			return BENCH_EXIT_SETUP;
+		b.ws[k].txq = (struct bw_txq *)calloc(share ? share : 1, sizeof(*b.ws[k].txq));
+		if (!b.ws[k].txq)
+			return BENCH_EXIT_SETUP;
 	}
 	/* the workers inherit the mask, so only bw_report takes the signals */
 	sigemptyset(&sigs);
@@ -446,10 +510,27 @@ int bench_workers_run(const struct bench_opts *o)
 	bench_report_start(&r, o, stdout, bw_now());
 	bw_report(&b, &r);
 	ipk_workers_stop(ws);
+	/* runtime.h: nothing is reported for the connections still open at stop, and
+	 * once it returned no thread reads their send buffers: free them, and the
+	 * server's per-connection state (its held refs go with the pools) */
+	for (k = 0; k < o->threads; k++) {
+		struct bw_worker *bw = &b.ws[k];
+		uint32_t i;
+		for (i = 0; o->client && i < bw->w.nflows; i++)
+			bw_txq_free(&bw->txq[i]);
+		while (bw->srv) {
+			struct bw_srv *s = bw->srv;
+			bw->srv = s->next;
+			bench_flow_free(s->f);
+			free(s);
+		}
+	}
 	rc = bw_finish(&b, &r);
 	ipk_workers_destroy(ws);
-	for (k = 0; k < o->threads; k++)
+	for (k = 0; k < o->threads; k++) {
 		bench_worker_free(&b.ws[k].w);
+		free(b.ws[k].txq);
+	}
 	free(b.ws);
 	return rc;
 }

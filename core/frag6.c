@@ -175,6 +175,11 @@ void ipk_frag6_input(struct ipk_ctx *c, void *pkt, struct ipk_rx6 *rx, const str
 		ipk_drop_pkt(c, pkt, IPK_DROP_IP6_FRAG);
 		return;
 	}
+	if (len == 0) { /* no data (as Linux's end == offset): it fills nothing, and a
+	                 * zero-length piece would sort beside the one at its offset */
+		ipk_drop_pkt(c, pkt, IPK_DROP_IP6_MALFORMED);
+		return;
+	}
 	r = frag6_slot(c, rx, x->frag_id);
 	at = frag6_place(r, x->frag_off, len);
 	if (!at || (r->total && x->frag_off + len > r->total) || (!x->frag_more && r->total)) {

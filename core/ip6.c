@@ -445,23 +445,33 @@ static int icmp6_rate_ok(struct ipk_ctx *c)
 	return 1;
 }
 
+/* RFC 4443 §2.4(e.1): is the invoking datagram an ICMPv6 error or a redirect? Its
+ * extension headers are stepped over whatever made it wrong (the error may be about
+ * one of them: a routing header type 0, an unknown option), as the quote parse does
+ * (and Linux's is_ineligible); an ICMPv6 header cut off counts as one. */
+static int icmp6_about_error(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx)
+{
+	struct ipk_icmp6_quote q;
+	uint32_t len = ipk_pkt_len(c, pkt) - rx->l3_off;
+	const uint8_t *p = ipk_pkt_data(c, pkt) + rx->l3_off;
+
+	len = IPK_MIN(len, (uint32_t)IPK_IP6_HLEN + rx->ip.plen);
+	if (ipk_icmp6_quote_parse(p, len, &q) < 0 || q.proto != IPK_IPPROTO_ICMP6)
+		return 0;
+	return q.off >= len || ipk_icmp6_is_error(p[q.off]) || p[q.off] == IPK_ICMP6_ND_REDIRECT;
+}
+
 /* RFC 4443 §2.4(e): never about an ICMPv6 error or a redirect, never to a multicast
  * destination (but for PTB and Parameter Problem code 2: mcast_ok), never to a
  * source that does not name one host. */
 static int icmp6_error_allowed(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx,
                                int mcast_ok)
 {
-	uint8_t t;
-
 	if (rx->dst_mcast && !mcast_ok)
 		return 0;
 	if (ipk_ip6_is_unspecified(rx->ip.src) || ipk_ip6_is_multicast(rx->ip.src))
 		return 0;
-	if (rx->ip.next == IPK_IPPROTO_ICMP6 && rx->l4_off != 0 &&
-	    ipk_pkt_copy(c, pkt, rx->l4_off, &t, 1) == 1 &&
-	    (ipk_icmp6_is_error(t) || t == IPK_ICMP6_ND_REDIRECT))
-		return 0;
-	return 1;
+	return !icmp6_about_error(c, pkt, rx);
 }
 
 void ipk_icmp6_send_error(struct ipk_ctx *c, void *pkt, const struct ipk_rx6 *rx,

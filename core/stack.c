@@ -497,8 +497,16 @@ static void run_timers(struct ipk_ctx *c, uint64_t now)
 	if (c->arp_deadline <= now) {
 		/* neighbor timers of both families: IPv6's ride on ARP's (ipk_ip6_arm) */
 		c->arp_deadline = ipk_arp_timer(c, now);
-		if (c->ip6.deadline <= now)
-			c->ip6.deadline = ipk_ip6_timer(c, now);
+		if (c->ip6.deadline <= now) {
+			/* what the timer's own sends arm (a Time Exceeded or an MLD report
+			 * that makes a neighbour entry) lowers the deadline meanwhile:
+			 * keep it, else that entry and its queue wait for another event */
+			uint64_t next;
+
+			c->ip6.deadline = IPK_NO_DEADLINE;
+			next = ipk_ip6_timer(c, now);
+			c->ip6.deadline = IPK_MIN(c->ip6.deadline, next);
+		}
 		c->arp_deadline = IPK_MIN(c->arp_deadline, c->ip6.deadline);
 	}
 	if (c->frag_deadline <= now)

@@ -195,6 +195,12 @@ static enum ipk_nd_bad nd_check_redirect(const struct ipk_nd_msg *m)
 	return IPK_ND_OK;
 }
 
+/* A link-layer address a neighbour entry may hold: unicast, not all zero. */
+static int nd_lla_ok(const uint8_t mac[6])
+{
+	return !(mac[0] & 1) && (mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]) != 0;
+}
+
 enum ipk_nd_bad ipk_nd_check(const struct ipk_ip6_hdr *ip, const struct ipk_nd_msg *m)
 {
 	/* §6.1, §7.1, §8.1: hop limit 255 proves the sender is on the link. */
@@ -202,6 +208,9 @@ enum ipk_nd_bad ipk_nd_check(const struct ipk_ip6_hdr *ip, const struct ipk_nd_m
 		return IPK_ND_BAD_HLIM;
 	if (m->code != 0)
 		return IPK_ND_BAD_CODE;
+	if ((m->opts.has_slla && !nd_lla_ok(m->opts.slla)) ||
+	    (m->opts.has_tlla && !nd_lla_ok(m->opts.tlla)))
+		return IPK_ND_BAD_LLA;
 	switch (m->type) {
 	case IPK_ICMP6_ND_RA: /* §6.1.2: from a router's link-local address */
 	case IPK_ICMP6_ND_REDIRECT: /* §8.1 */

@@ -785,6 +785,9 @@ enum ipk_nd_bad {
 	                       * source with a source link-layer option, or (NS) to a
 	                       * group that is not solicited-node */
 	IPK_ND_BAD_SOLICITED, /* NA to a multicast group with the S flag */
+	IPK_ND_BAD_LLA,       /* a link-layer option naming a group (multicast/broadcast)
+	                       * or all-zero MAC: no unicast neighbour has one (as ARP
+	                       * refuses such a sender, IPK_DROP_ARP_BAD_SENDER) */
 };
 /* The validity checks that need the IPv6 header; the caller has checked the ICMPv6
  * checksum and parsed m with ipk_nd_parse (which checked the lengths and options). */

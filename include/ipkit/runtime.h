@@ -402,7 +402,15 @@ struct ipk_workers *ipk_workers_start(const struct ipk_workers_cfg *cfg, char *e
 /* Stop and join every thread (app stop hooks run); the nodes stay for their counters
  * (ipk_workers_stats, ipk_counters(ipk_node_ctx(ipk_workers_node(ws, i)))). Call it
  * from the thread that started them, never from a worker's callback. NULL is
- * ignored. */
+ * ignored.
+ * Connections still open at stop get no closed event, and their unfinished
+ * ipk_app_send calls (and ipk_app_udp_send ones) no sent (udp_sent): those events
+ * may also be left in the rings undelivered. Once ipk_workers_stop has returned no
+ * thread reads any of those buffers again, so they are the application's to free
+ * then (not in the stop hook: under MERGE/SPLIT the networking thread may still be
+ * copying from them); keep each connection's outstanding buffers for that (sent
+ * reports them in order). References still held (data, udp) need no
+ * ipk_app_release after stop: ipk_workers_destroy frees them with the pools. */
 void ipk_workers_stop(struct ipk_workers *ws);
 /* Stop if running, then free everything (nodes, pools, rings). */
 void ipk_workers_destroy(struct ipk_workers *ws);

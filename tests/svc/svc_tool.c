@@ -12,6 +12,9 @@
  *   svc_tool [--socket PATH] hostile [ID]          bad requests: each must get its
  *                                                  error completion, then a NOP must work
  *                                                  (ID: another app's socket to try closing)
+ *   svc_tool [--socket PATH] chaos SEED ROUNDS PEER_IP  random writes into its own
+ *                                                  rings between NOPs that must work
+ *                                                  (svc_chaos.h)
  *   svc_tool [--socket PATH] closex PORT N         N sockets (TCP listeners and bound UDP
  *                                                  on PORT..PORT+N-1) closed, closed again
  *                                                  (-EBADF), their ports bound again
@@ -856,6 +859,7 @@ static int mode_hold(struct ipk_svc *svc, char **av)
 }
 
 #include "svc_hostile.h"
+#include "svc_chaos.h"
 #include "svc_bench.h"
 #include "svc_scope.h"
 #include "svc_adopt.h"
@@ -904,6 +908,9 @@ int main(int argc, char **argv)
 		rc = mode_connmany(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hostile"))
 		rc = mode_hostile(svc, argc - i >= 2 ? (uint32_t)strtoul(argv[i + 1], NULL, 0) : 0);
+	else if (!strcmp(argv[i], "chaos") && argc - i >= 4)
+		rc = mode_chaos(svc, strtoull(argv[i + 1], NULL, 0),
+		                (uint32_t)strtoul(argv[i + 2], NULL, 0), inet_addr(argv[i + 3]));
 	else if (!strcmp(argv[i], "fair") && argc - i >= 2 && path)
 		rc = mode_fair(svc, (char *[]){argv[i + 1], (char *)path});
 	else if (!strcmp(argv[i], "victim") && argc - i >= 3)

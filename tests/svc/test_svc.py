@@ -457,6 +457,26 @@ def case_hostile(rig):
     assert hello(rig.sock, 99) == -71  # -EPROTO: another protocol version
 
 
+def case_chaos(rig):
+    """A randomized hostile application (svc_tool chaos: random SQEs, corrupt ring
+    indices, ready-bitmap bits and scribbles in its own region, three seeds of 4,000
+    rounds, a NOP between rounds that must work) while another application's 16 MiB
+    transfer runs: the transfer's SHA-256 digests agree, the daemon stays up and
+    serves new applications."""
+    size = 16 << 20
+    other = rig.tool("connect", PEER_IP, "7", str(size))
+    for seed in ("1", "2", "3"):
+        rc, out, err = rig.run_tool("chaos", seed, "4000", PEER_IP, timeout=300)
+        print(out)
+        assert rc == 0 and re.search(r"^chaos seed %s rounds 4000 nops (\d+)" % seed, out, re.M), \
+            out + err
+        assert rig.daemon.poll() is None, rig.daemon_log()
+    check_echo(other, size)
+    assert rig.daemon.poll() is None, rig.daemon_log()
+    rc, out, err = rig.run_tool("nop", "100")
+    assert rc == 0, out + err
+
+
 def check_reclaim_time(m, dt, what):
     """Issue 17's 100 ms, on the daemon's own clock (from the epoll batch that
     showed the death to the last reset, the "N us after" of its log line), which

@@ -854,6 +854,34 @@ static void test_nd_check_hop_limit_255_and_code_0(void)
 	CHECK_EQ(nd_verdict(IPK_ICMP6_ND_RA, 3, 0, A1, LL1, ALLNODES, 255, 1), IPK_ND_BAD_CODE);
 }
 
+/* A link-layer option naming a group or all-zero MAC is refused (fuzz_ip6 found an
+ * NA whose target option bound a unicast neighbour to a multicast MAC). */
+static void test_nd_check_refuses_group_lla(void)
+{
+	struct ipk_ip6_hdr ip;
+	struct ipk_nd_msg m, r;
+	static const uint8_t bad[3][6] = {{0x03, 0, 0x5e, 0, 0x77, 1}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+	                                  {0, 0, 0, 0, 0, 0}};
+	uint8_t b[64], o[8];
+	uint32_t n, i, t;
+
+	memset(&ip, 0, sizeof(ip));
+	ip.hlim = 255;
+	memcpy(ip.src, A2, 16);
+	memcpy(ip.dst, A1, 16);
+	for (t = 0; t < 2; t++)
+		for (i = 0; i < 4; i++) {
+			memset(&m, 0, sizeof(m));
+			m.type = t ? IPK_ICMP6_ND_NA : IPK_ICMP6_ND_NS;
+			m.flags = t ? 0x60 : 0;
+			memcpy(m.target, t ? A2 : A1, 16);
+			ipk_nd_opt_lla_emit(o, 8, t ? IPK_NDOPT_TLLA : IPK_NDOPT_SLLA, i < 3 ? bad[i] : MAC1);
+			n = mk_nd(b, sizeof(b), &m, o, 8, A2, A1);
+			CHECK(ipk_nd_parse(b, n, &r) > 0);
+			CHECK_EQ(ipk_nd_check(&ip, &r), i < 3 ? IPK_ND_BAD_LLA : IPK_ND_OK);
+		}
+}
+
 static void test_nd_check_per_type_rules(void)
 {
 	uint8_t sn[16];
@@ -1311,6 +1339,7 @@ int main(void)
 	RUN(test_nd_option_lengths_checked);
 	RUN(test_nd_many_prefixes_kept_and_counted);
 	RUN(test_nd_check_hop_limit_255_and_code_0);
+	RUN(test_nd_check_refuses_group_lla);
 	RUN(test_nd_check_per_type_rules);
 	RUN(test_mld2_report_emit_and_records);
 	RUN(test_mld1_report_emit);
