@@ -421,7 +421,8 @@ void ipk_svc_wake_fd_arm(struct ipk_svc *svc, int on);
  * (svc, 0, the default): every pass that posted does. Set it to 0 before
  * submitting a SEND whose completion an armed sleeper needs. */
 void ipk_svc_wake_fd_lazy(struct ipk_svc *svc, int on);
-/* 1 when the daemon hung up (a recv on the control socket; 1 for NULL), else 0. */
+/* ipk_svc_hung_up: returns 1 when the daemon hung up (seen by a recv on the
+ * control socket; 1 for a NULL svc), else 0. */
 int ipk_svc_hung_up(struct ipk_svc *svc);
 
 #ifdef __cplusplus
