@@ -246,9 +246,7 @@ struct iip_compat_stats {
 	uint32_t l2_skipped;       /* frames iip_ops_l2_skip said to drop */
 	uint32_t consumed_excess;  /* iip_tcp_rxbuf_consumed counts above what was delivered */
 	uint32_t udp_ports_full;   /* datagrams to a port beyond the 64 bound */
-	uint32_t acked_ring_full;  /* iip_tcp_send refused: 1024 packets unacknowledged */
 	uint32_t synth_failed;     /* tcp_accepted/connected got NULL: no packet to build */
-	uint32_t sent_unknown;     /* acknowledged packets the core gave back out of order (freed) */
 	/* a non-Ethernet L2 (see "L2" above) */
 	uint32_t l2_dropped;       /* received frames neither IPv4 nor ARP, or shorter than their
 	                            * L2 header, or ARP not for us: freed */
