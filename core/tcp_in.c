@@ -426,7 +426,7 @@ static void input_unacceptable(struct ipk_ctx *ctx, struct ipk_conn *c,
 /* ------------------------------------------------------- synchronized: ACK */
 
 /* Free the acknowledged packets left on ctx->tcp_acked_q unshown (the connection
- * ended during an earlier one's call, or was never announced). */
+ * ended during an earlier one's call). */
 static IPK_NOINLINE void acked_pkts_drop(struct ipk_ctx *ctx)
 {
 	struct ipk_pb *pb;
@@ -447,10 +447,9 @@ static IPK_ALWAYS_INLINE void acked_pkts(struct ipk_ctx *ctx, struct ipk_conn *c
 {
 	struct ipk_pb *pb = ctx->tcp_acked_q;
 
-	if (IPK_UNLIKELY(!(c->fl & IPK_TCPF_ANNOUNCED))) {
-		acked_pkts_drop(ctx);
-		return;
-	}
+	/* No test of IPK_TCPF_ANNOUNCED: new_ack runs in the synchronized states only,
+	 * which a connection enters announced (syn_rcvd_ack, syn_sent_established
+	 * announce before any ACK of data is processed). */
 	do {
 		void *pkt = pb->pkt;
 

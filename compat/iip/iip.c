@@ -1131,15 +1131,8 @@ IIP_API uint16_t iip_tcp_close(void *context, void *handle, void *opaque)
 	return iipk_rc(rc);
 }
 
-/* Queue pkt (c not NULL): the core keeps it until it is acknowledged and then
- * shows it to tcp_acked (iipk_tcp_acked_pkt). */
-IIPK_INLINE_ALWAYS static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
-{
-	int rc = ipk_tcp_send(s->ctx, c, pkt, s->now);
-
-	return rc < 0 ? rc : IPK_OK;
-}
-
+/* The core keeps pkt until it is acknowledged, then shows it to tcp_acked
+ * (iipk_tcp_acked_pkt): nothing to record here. */
 IIP_API IIPK_API_HOT uint16_t iip_tcp_send(void *context, void *handle, void *pkt, uint16_t tcp_flags,
                               void *opaque)
 {
@@ -1153,8 +1146,9 @@ IIP_API IIPK_API_HOT uint16_t iip_tcp_send(void *context, void *handle, void *pk
 	how = iipk_begin_conn(s, opaque);
 	if (!how)
 		return iipk_rc(IPK_EINVAL);
-	/* ipk_tcp_send refuses a NULL or empty packet (EINVAL) before queueing. */
-	rc = iipk_send(s, (struct ipk_conn *)handle, pkt);
+	/* ipk_tcp_send refuses a NULL or empty packet (EINVAL) before queueing; it
+	 * returns the bytes queued (all of them) or an error. */
+	rc = ipk_tcp_send(s->ctx, (struct ipk_conn *)handle, pkt, s->now);
 	if (how == 2)
 		iipk_leave(s);
 	return iipk_rc(rc);
