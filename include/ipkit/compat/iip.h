@@ -200,6 +200,16 @@
 extern "C" {
 #endif
 
+/* Alone, this header compiles only with IIP_COMPAT_LIBRARY defined. In the unity
+ * build every declaration below is a static function whose definition follows in
+ * the same file (the adapter's in compat/iip/iip.c, the application's callbacks);
+ * a file holding the header and nothing else has none of them, which gcc reports
+ * ("declared 'static' but never defined", -Wunused-function, at the end of the
+ * file, where no pragma of a header reaches). IIP_COMPAT_LIBRARY gives the same
+ * prototypes with external linkage, so a header check (tests/port/install_check.sh,
+ * tests/compat/iip_header_alone.c) or a tool compiles it alone that way; the unity
+ * declarations are checked where they are used (tests/compat/test_iip_signatures.*,
+ * as C and C++ with -Werror). */
 #ifdef IIP_COMPAT_LIBRARY
 #define IIP_API extern
 #define IIP_OPS extern
