@@ -498,6 +498,11 @@ struct ipk_ctx {
 	 * copy-write of this ipk_run call (tcp.h ipk_tcp_sq_pkt_done, tcp.c write_copy);
 	 * ipk_run frees it before returning. */
 	void *pkt_spare;
+	/* ops->tcp_acked_pkt: the pbs of the ipk_tcp_send packets the ACK being
+	 * processed acknowledged wholly, in send order (tcp.h ipk_tcp_sq_release_ack,
+	 * tcp_out.c ipk_tcp_sq_release); tcp_in.c new_ack shows and empties it before
+	 * it returns, so it is empty between two ACKs. */
+	struct ipk_pb *tcp_acked_q;
 	/* The connection whose arriving segment is being processed (tcp_in.c): API calls
 	 * on it from a callback only queue; the one output pass at the end of the event
 	 * sends, so a reply carries the ACK and is built once (tcp.c after_queue). */

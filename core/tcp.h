@@ -644,20 +644,23 @@ uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ac
  * may outlive the ACK at a NIC or a receiver, sharing the buffer) is kept for the
  * next copy-write instead (ipk_tcp_pkt_take); the only caller is ACK input, inside
  * ipk_run, which frees what is still kept before it returns. */
-/* With ops->tcp_sent_done an ipk_tcp_send packet goes back to the integrator
- * instead (core.h); a static ops table without it compiles the test away. */
+/* The pb goes back to the free list (ipk_tcp_sq_kept says when it must not). */
 IPK_INLINE void ipk_tcp_sq_pkt_done(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_pb *pb)
 {
+	(void)c;
 	if ((pb->aux & (IPK_TCP_PB_COPY | IPK_TCP_PB_CLONED)) == IPK_TCP_PB_COPY &&
 	    (ctx->cfg.pkt_fields & IPK_PKT_RECYCLE) && !ctx->pkt_spare) {
 		ctx->pkt_spare = pb->pkt;
 		return;
 	}
-	if (!(pb->aux & IPK_TCP_PB_COPY) && IPK_OPS(ctx)->tcp_sent_done) {
-		IPK_OPS(ctx)->tcp_sent_done(ctx, c, pb->pkt, IPK_OPQ(ctx));
-		return;
-	}
 	ipk_pkt_release(ctx, pb->pkt);
+}
+/* With ops->tcp_acked_pkt an acknowledged ipk_tcp_send packet is not freed: its pb
+ * goes on ctx->tcp_acked_q (by the caller, which knows the queue's end) and new_ack
+ * shows it (core.h). A static ops table without the op compiles the test away. */
+IPK_INLINE int ipk_tcp_sq_kept(const struct ipk_ctx *ctx, const struct ipk_pb *pb)
+{
+	return !(pb->aux & IPK_TCP_PB_COPY) && IPK_OPS(ctx)->tcp_acked_pkt;
 }
 /* A packet for a copy-write: the kept one (ipk_tcp_sq_pkt_done) or pkt_alloc's. */
 IPK_INLINE void *ipk_tcp_pkt_take(struct ipk_ctx *ctx)
@@ -682,8 +685,12 @@ IPK_INLINE uint32_t ipk_tcp_sq_release_ack(struct ipk_ctx *ctx, struct ipk_conn 
 		ctx->sq_hint_c = NULL;
 	c->sndbuf += IPK_TCP_PB_OV(pb); /* tcp.c sq_overhead */
 	ctx->wmem -= done + IPK_TCP_PB_OV(pb);
-	ipk_tcp_sq_pkt_done(ctx, c, pb);
-	ipk_pb_put(ctx, pb);
+	if (ipk_tcp_sq_kept(ctx, pb)) {
+		ctx->tcp_acked_q = pb; /* the queue's tail: its next is NULL */
+	} else {
+		ipk_tcp_sq_pkt_done(ctx, c, pb);
+		ipk_pb_put(ctx, pb);
+	}
 	c->sq_seq = ack;
 	c->sq_bytes = 0;
 	return done;

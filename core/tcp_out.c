@@ -83,6 +83,7 @@ void ipk_tcp_queues_free(struct ipk_ctx *ctx, struct ipk_conn *c)
 IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uint32_t ack)
 {
 	uint32_t end = ipk_tcp_data_end(c), n, done;
+	struct ipk_pb **kq = &ctx->tcp_acked_q; /* where a kept pb goes (tcp.h ipk_tcp_sq_kept) */
 
 	if (ipk_seq_gt(ack, end))
 		ack = end;
@@ -102,6 +103,11 @@ IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 				ctx->sq_hint_c = NULL;
 			c->sndbuf += IPK_TCP_PB_OV(pb); /* tcp.c sq_overhead */
 			ctx->wmem -= IPK_TCP_PB_OV(pb);
+			if (ipk_tcp_sq_kept(ctx, pb)) {
+				*kq = pb;
+				kq = &pb->next;
+				continue;
+			}
 			ipk_tcp_sq_pkt_done(ctx, c, pb); /* no chain walk for one packet */
 			ipk_pb_put(ctx, pb);
 		} else {
@@ -111,6 +117,8 @@ IPK_HOT uint32_t ipk_tcp_sq_release(struct ipk_ctx *ctx, struct ipk_conn *c, uin
 			n = 0;
 		}
 	}
+	if (IPK_OPS(ctx)->tcp_acked_pkt)
+		*kq = NULL; /* the kept list ends (its last pb's next was the queue's) */
 	c->sq_seq = ack;
 	c->sq_bytes -= done;
 	return done;

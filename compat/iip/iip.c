@@ -22,8 +22,6 @@
 #define IIPK_RUN_KEY 0x6970697065746821ull /* running on Ethernet II (iip_run) */
 #define IIPK_BATCH 32u     /* frames handed to ipk_run at once */
 #define IIPK_RXQ 16u       /* delivered-packet records per connection (merged beyond) */
-#define IIPK_TXQ 1024u     /* sent packets awaiting their tcp_acked per connection: the
-                            * core pins at most 2 * tcp_sndbuf / pkt_buf_size (1 MiB, 2 KiB) */
 #define IIPK_SYNMAC 8u     /* recent SYNs' peer MACs (for passive opens' tcp_closed) */
 #define IIPK_NEXT_US_IDLE 1000000u
 #define IIPK_ETH_HLEN 14u
@@ -39,11 +37,6 @@ struct iipk_rxrec {
 	uint32_t bytes, pkts; /* one delivered packet, or several merged when the ring is full */
 };
 struct iipk_ext {
-	void *tx_pkt[IIPK_TXQ];   /* packets back from the core (ops->tcp_sent_done),
-	                           * wholly acknowledged, ours, for tcp_acked: oldest first */
-	uint32_t tx_head, tx_done;
-	uint32_t tx_n;            /* packets given to iip_tcp_send, not yet shown to tcp_acked
-	                           * (tx_done of them in tx_pkt, the rest still the core's) */
 	struct iipk_rxrec rx[IIPK_RXQ];
 	uint16_t rx_head, rx_n;
 	uint8_t peer_mac[6];
@@ -619,15 +612,11 @@ IIPK_NOINLINE static void *iipk_shown(struct iipk_state *s, void *c, uint32_t *h
 	return p;
 }
 
-/* The connection is gone: sent packets the core gave back but not yet shown are
- * freed; the rest were still the core's, which freed them with its queues. */
+/* The connection is gone: its records go (sent packets not yet acknowledged were
+ * the core's, which freed them with its queues). */
 static void iipk_ext_reset(struct iipk_state *s, struct iipk_ext *e)
 {
-	while (e->tx_done) {
-		iipk_free_chain(s, e->tx_pkt[e->tx_head]);
-		e->tx_head = (e->tx_head + 1u) % IIPK_TXQ;
-		e->tx_done--;
-	}
+	(void)s;
 	iipk_zero(e, sizeof(*e));
 }
 
@@ -750,48 +739,22 @@ IIPK_INLINE_ALWAYS static void iipk_tcp_payload(struct ipk_ctx *ctx, struct ipk_
 	}
 }
 
-/* A sent packet is wholly acknowledged and the core hands it back (in send order,
- * inside ACK processing, where the application must not be called: it may send):
- * it waits in the ring for tcp_acked. The ring is recorded here, not at send time
- * (the core returns only packets given to ipk_tcp_send, in order, ipkit/core.h);
- * more packets than were sent is not ours to show (counted, freed). Left to the
- * compiler: forced inline it made the core's ACK path too big to inline there
- * (+43 instructions per echo), forced out of line it cost 16 more. */
-static void iipk_tcp_sent_done(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *o)
-{
-	struct iipk_ext *e = IIPK_EXT(c);
-
-	(void)ctx;
-	if (e->tx_done < e->tx_n) {
-		e->tx_pkt[(e->tx_head + e->tx_done) % IIPK_TXQ] = pkt;
-		e->tx_done++;
-		return;
-	}
-	IIPK_S(o)->st.sent_unknown++;
-	iipk_free_chain(IIPK_S(o), pkt);
-}
-
-/* One tcp_acked per sent packet whose bytes are all acknowledged, in order: the
- * packets the core gave back for these bytes (iipk_tcp_sent_done), each freed
- * after its call. Each leaves the ring before the call, which may send (append)
- * or end the connection (tcp_closed resets the ring). */
-IIPK_INLINE_ALWAYS static void iipk_tcp_acked(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
-                           void *o)
+/* tcp_acked: the core shows each wholly acknowledged iip_tcp_send packet, once, in
+ * send order, where the application may be called (core.h tcp_acked_pkt); the
+ * packet is ours from the call on, and iip's stack frees it after the callback. */
+static void iipk_tcp_acked_pkt(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+                               void *o)
 {
 	struct iipk_state *s = IIPK_S(o);
-	struct iipk_ext *e = IIPK_EXT(c);
 
 	(void)ctx;
-	(void)bytes;
-	while (e->tx_done) {
-		void *p = e->tx_pkt[e->tx_head];
+	iip_ops_tcp_acked(s->workspace, c, pkt, user, s->opaque);
+	do { /* iipk_free_chain without its first test: the core shows no NULL */
+		void *n = iip_ops_pkt_scatter_gather_chain_get_next(pkt, s->opaque);
 
-		e->tx_head = (e->tx_head + 1u) % IIPK_TXQ;
-		e->tx_n--;
-		e->tx_done--;
-		iip_ops_tcp_acked(s->workspace, c, p, user, s->opaque);
-		iipk_free_chain(s, p);
-	}
+		iip_ops_pkt_free(pkt, s->opaque);
+		pkt = n;
+	} while (pkt);
 }
 
 static void iipk_tcp_closed(struct ipk_ctx *ctx, struct ipk_conn *c, void *user,
@@ -853,8 +816,9 @@ static const struct ipk_ops iipk_ops = {
 	iipk_pkt_cut, iipk_tx, iipk_tx_flush, iipk_tx_offload, iipk_rx_csum, iipk_random,
 	NULL /* isn_hash: random() */, NULL /* arp_resolve: the core's cache */,
 	NULL /* arp_learned */, iipk_tcp_accept, iipk_tcp_accepted, iipk_tcp_connected,
-	iipk_tcp_payload, iipk_tcp_acked, iipk_tcp_closed, iipk_udp_recv, iipk_icmp_reply,
-	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL /* tcp_accept6 */, iipk_tcp_sent_done,
+	iipk_tcp_payload, NULL /* tcp_acked: per packet, tcp_acked_pkt */, iipk_tcp_closed,
+	iipk_udp_recv, iipk_icmp_reply, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+	NULL /* tcp_accept6 */, iipk_tcp_acked_pkt,
 	iipk_rx_peek};
 
 #define IPK_OPS_STATIC iipk_ops
@@ -1172,26 +1136,8 @@ IIP_API uint16_t iip_tcp_close(void *context, void *handle, void *opaque)
 	return iipk_rc(rc);
 }
 
-/* Queue pkt (c not NULL); it waits in the connection's ring until the core gives it back
- * acknowledged (iipk_tcp_sent_done) and tcp_acked shows it. */
-IIPK_INLINE_ALWAYS static int iipk_send(struct iipk_state *s, struct ipk_conn *c, void *pkt)
-{
-	struct iipk_ext *e;
-	int rc;
-
-	e = IIPK_EXT(c); /* the object is the application's memory: readable even when
-	                  * the connection is gone, and ipk_tcp_send then says so */
-	if (e->tx_n == IIPK_TXQ) {
-		s->st.acked_ring_full++;
-		return IPK_EAGAIN;
-	}
-	rc = ipk_tcp_send(s->ctx, c, pkt, s->now);
-	if (rc < 0)
-		return rc;
-	e->tx_n++; /* the packet itself is recorded when the core gives it back */
-	return IPK_OK;
-}
-
+/* The core keeps pkt until it is acknowledged, then shows it to tcp_acked
+ * (iipk_tcp_acked_pkt): nothing to record here. */
 IIP_API IIPK_API_HOT uint16_t iip_tcp_send(void *context, void *handle, void *pkt, uint16_t tcp_flags,
                               void *opaque)
 {
@@ -1205,8 +1151,9 @@ IIP_API IIPK_API_HOT uint16_t iip_tcp_send(void *context, void *handle, void *pk
 	how = iipk_begin_conn(s, opaque);
 	if (!how)
 		return iipk_rc(IPK_EINVAL);
-	/* ipk_tcp_send refuses a NULL or empty packet (EINVAL) before queueing. */
-	rc = iipk_send(s, (struct ipk_conn *)handle, pkt);
+	/* ipk_tcp_send refuses a NULL or empty packet (EINVAL) before queueing; it
+	 * returns the bytes queued (all of them) or an error. */
+	rc = ipk_tcp_send(s->ctx, (struct ipk_conn *)handle, pkt, s->now);
 	if (how == 2)
 		iipk_leave(s);
 	return iipk_rc(rc);

@@ -38,7 +38,8 @@
  *
  * Calling the core from a callback (what the code allows):
  *   - Event callbacks (tcp_accepted, tcp_connected, tcp_payload, tcp_acked,
- *     tcp_closed, udp_recv, icmp_echo_reply; also rx_peek, between two frames) run
+ *     tcp_acked_pkt, tcp_closed, udp_recv, icmp_echo_reply; also rx_peek, between
+ *     two frames) run
  *     inside ipk_run or inside an API call
  *     on the same context, and may call any function of this header on that context,
  *     on any of its connections, except ipk_run and ipk_ctx_init. A connection is
@@ -520,7 +521,8 @@ struct ipk_ops {
 	                    uint32_t off, uint32_t len, void *opaque);
 	/* (optional) `bytes` more of our data were acknowledged; send-buffer room grew
 	 * (ipk_tcp_sndbuf_free): the moment to write more. Packets given to
-	 * ipk_tcp_send whose bytes are all acknowledged have been freed. */
+	 * ipk_tcp_send whose bytes are all acknowledged have been freed (with
+	 * tcp_acked_pkt: shown there, just before this call). */
 	void (*tcp_acked)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, uint32_t bytes,
 	                  void *opaque);
 	/* (optional) The connection is gone for the application (closed, reset, timed
@@ -590,17 +592,26 @@ struct ipk_ops {
 	 * only). Decide only: must not call the core. */
 	int (*tcp_accept6)(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opaque);
 
-	/* -- send objects back to the integrator (issue 20) -------------------- */
+	/* -- send objects shown when acknowledged (issue 20) ------------------- */
 
-	/* (optional) A packet given to ipk_tcp_send is wholly acknowledged and leaves
-	 * the send queue: it is the integrator's again (the whole chain) instead of
-	 * being freed, so an API that reports acknowledged send objects (iip's
-	 * tcp_acked) can show the object itself rather than a clone kept per send.
-	 * Called in send order, inside ACK processing, before the tcp_acked for the
-	 * same bytes; it must not call into the core (defer the event to tcp_acked).
-	 * Packets dropped unacknowledged (reset, abort, close with data queued) are
-	 * freed as before, never passed here. NULL: the core frees them. */
-	void (*tcp_sent_done)(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *opaque);
+	/* (optional) A packet given to ipk_tcp_send is wholly acknowledged: it is shown
+	 * here, the packet object itself (the whole chain), so an API that reports
+	 * acknowledged send objects (iip's tcp_acked) needs no record of its own.
+	 *  - One call per such packet, in send order, at the point where the core
+	 *    raises tcp_acked for the ACK that covered it (just before tcp_acked, for
+	 *    a connection announced by tcp_accepted / tcp_connected). Data of
+	 *    ipk_tcp_write (copied into the core's own packets) is never shown.
+	 *  - Ownership: the packet is the integrator's from the call on (free it, or
+	 *    reuse it for the next ipk_tcp_send); the core never touches it again.
+	 *  - It is an event callback: it may call the core as tcp_acked may
+	 *    (ipk_tcp_send, ipk_tcp_close, ipk_tcp_abort, ...). When the connection
+	 *    ends during one of these calls (abort, RST), the packets of the same ACK
+	 *    not yet shown are freed by the core without a call, as are packets
+	 *    dropped unacknowledged (reset, abort, close with data queued).
+	 * NULL: the core frees acknowledged ipk_tcp_send packets itself (and with
+	 * IPK_OPS_STATIC the tests compile away). */
+	void (*tcp_acked_pkt)(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt,
+	                      void *opaque);
 	/* (optional) A received frame the core is about to process that is ARP, an
 	 * IPv4 ICMP or UDP datagram, or a TCP segment that matches no connection (a SYN,
 	 * a SYN cookie's ACK, a stray segment; IPv4 or IPv6), after the link, IP and

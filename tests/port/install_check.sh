@@ -90,7 +90,17 @@ check_headers() {
 			fail "header ipkit/$h.h compiles alone (C++17)"; show "$tmp/h_$h.log"; bad=1
 		fi
 	done
-	[ "$bad" = 0 ] && ok "headers compile alone from the installed include dir (C99, C++17)"
+	# iip's API alone compiles as the library's declarations only (the header's
+	# comment above IIP_API says why)
+	printf '#include <ipkit/compat/iip.h>\nint main(void) { return 0; }\n' >"$tmp/h_iip.c"
+	if ! cc -std=c99 -Wall -Wextra -Werror -pedantic -DIIP_COMPAT_LIBRARY -I"$inst/include" \
+		-c "$tmp/h_iip.c" -o "$tmp/h_iip.o" >"$tmp/h_iip.log" 2>&1 ||
+		! c++ -std=c++17 -Wall -Wextra -Werror -pedantic -DIIP_COMPAT_LIBRARY -I"$inst/include" \
+		-x c++ -c "$tmp/h_iip.c" -o "$tmp/h_iip.o" >>"$tmp/h_iip.log" 2>&1; then
+		fail "header ipkit/compat/iip.h compiles alone (-DIIP_COMPAT_LIBRARY, C99 and C++17)"
+		show "$tmp/h_iip.log"; bad=1
+	fi
+	[ "$bad" = 0 ] && ok "headers compile alone from the installed include dir (C99, C++17; compat/iip.h with IIP_COMPAT_LIBRARY)"
 }
 
 # A runtime user: needs ipk_node_cfg_default (runtime), ipk_io_spec_buf_size and the

@@ -446,61 +446,156 @@ static void test_listen_connect_bind_need_their_callbacks(void)
 
 /* ------------------------------------------------------------- issue 20 */
 
-/* ops->tcp_sent_done: each packet given to ipk_tcp_send comes back itself, in send
- * order, once wholly acknowledged and before the tcp_acked of its bytes; the core
- * frees none of them (the test frees them: a double free or a leak fails
+/* ops->tcp_acked_pkt (core.h): each packet given to ipk_tcp_send is shown once, the
+ * object itself, in send order, once wholly acknowledged, before the tcp_acked of
+ * the ACK that covered it; data of ipk_tcp_write never; the packet is the
+ * integrator's from the call (the op frees it: a double free or a leak fails
  * th_no_leaks). */
+#define AP_MAX 16
 static struct {
 	struct th *a;
-	void *pkt[8];
+	void *pkt[AP_MAX];
+	void *user[AP_MAX];
+	uint64_t acked_before[AP_MAX]; /* a's tcp_acked bytes at the call */
 	int n;
-	uint64_t acked_before[8];
-} sd;
+	int abort_at;   /* abort the connection from call number abort_at (1-based; 0: no) */
+	int zombie_calls; /* calls after that abort (must stay 0) */
+	int aborted;
+} ap;
 
-static void sd_done(struct ipk_ctx *ctx, struct ipk_conn *c, void *pkt, void *opaque)
+static void ap_op(struct ipk_ctx *ctx, struct ipk_conn *c, void *user, void *pkt, void *opaque)
 {
-	(void)ctx;
-	(void)c;
-	(void)opaque;
-	if (sd.n < 8) {
-		sd.pkt[sd.n] = pkt;
-		sd.acked_before[sd.n] = sd.a->acked;
+	CHECK(opaque == ap.a);
+	if (ap.aborted)
+		ap.zombie_calls++;
+	if (ap.n < AP_MAX) {
+		ap.pkt[ap.n] = pkt;
+		ap.user[ap.n] = user;
+		ap.acked_before[ap.n] = ap.a->acked;
 	}
-	sd.n++;
+	ap.n++;
+	sim_pkt_free_chain((struct sim_pkt *)pkt); /* ours from the call */
+	if (ap.abort_at && ap.n == ap.abort_at) {
+		ipk_tcp_abort(ctx, c, ap.a->now);
+		ap.aborted = 1;
+	}
 }
 
-static void test_sent_done_returns_each_send_object_in_order(void)
+static struct sim_pkt *ap_pkt(struct th *t, uint32_t len, char fill)
+{
+	struct sim_pkt *k = sim_pkt_alloc(t->pool);
+
+	CHECK(k != NULL);
+	if (k) {
+		memset(sim_pkt_data(k), fill, len);
+		k->len = len;
+	}
+	return k;
+}
+
+static void small_mtu(struct ipk_config *cfg)
+{
+	cfg->mtu = 576; /* MSS 536: a 1,400-byte packet leaves in three segments */
+}
+
+static void test_acked_pkt_shows_each_send_packet_once_in_order_never_copies(void)
 {
 	struct th *a, *b;
 	struct ipk_conn *c;
-	struct sim_pkt *k[3];
-	int i;
+	struct sim_pkt *k[6];
+	/* sequence end of each sent packet, relative to the first byte sent */
+	uint64_t end[6], sent = 0;
+	int i, n = 0;
 
-	memset(&sd, 0, sizeof(sd));
-	th_pair(&a, &b, NULL);
-	sd.a = a;
+	memset(&ap, 0, sizeof(ap));
+	th_pair(&a, &b, small_mtu);
+	ap.a = a;
 	a->close_on_fin = b->close_on_fin = 1;
-	a->ops.tcp_sent_done = sd_done;
+	b->auto_recved = 1;
+	a->ops.tcp_acked_pkt = ap_op;
 	c = pair_open(a, b, 100 * SEC);
-	for (i = 0; i < 3; i++) {
-		k[i] = sim_pkt_alloc(a->pool);
-		CHECK(k[i] != NULL);
-		if (!k[i])
-			return;
-		memcpy(sim_pkt_data(k[i]), "abcd", 4);
-		k[i]->len = 4;
-		CHECK_EQ(ipk_tcp_send(a->ctx, c, k[i], a->now), 4);
-	}
+	if (!c)
+		return;
+	/* one packet alone: its ACK covers exactly the one queued (the inline path) */
+	k[n] = ap_pkt(a, 100, 'a');
+	CHECK_EQ(ipk_tcp_send(a->ctx, c, k[n], a->now), 100);
+	end[n++] = sent += 100;
 	pair_run(a, b, 1 * SEC);
-	CHECK_EQ(sd.n, 3);
-	CHECK_EQ(a->acked, 12);
-	for (i = 0; i < 3 && i < sd.n; i++) {
-		CHECK(sd.pkt[i] == (void *)k[i]);
-		CHECK(sd.acked_before[i] < 4u * (uint64_t)(i + 1)); /* tcp_acked after */
-		sim_pkt_free(k[i]); /* ours again */
+	CHECK_EQ(ap.n, 1);
+	/* then sends and copied writes mixed, one packet longer than the MSS (acked in
+	 * parts: shown once, when whole), queued at once (several per ACK: the loop) */
+	k[n] = ap_pkt(a, 4, 'b');
+	CHECK_EQ(ipk_tcp_send(a->ctx, c, k[n], a->now), 4);
+	end[n++] = sent += 4;
+	CHECK_EQ(ipk_tcp_write(a->ctx, c, "copied", 6, a->now), 6);
+	sent += 6;
+	k[n] = ap_pkt(a, 1400, 'c');
+	CHECK_EQ(ipk_tcp_send(a->ctx, c, k[n], a->now), 1400);
+	end[n++] = sent += 1400;
+	k[n] = ap_pkt(a, 7, 'd');
+	CHECK_EQ(ipk_tcp_send(a->ctx, c, k[n], a->now), 7);
+	end[n++] = sent += 7;
+	CHECK_EQ(ipk_tcp_write(a->ctx, c, "more copied", 11, a->now), 11);
+	sent += 11;
+	k[n] = ap_pkt(a, 9, 'e');
+	CHECK_EQ(ipk_tcp_send(a->ctx, c, k[n], a->now), 9);
+	end[n++] = sent += 9;
+	pair_run(a, b, 2 * SEC);
+	CHECK_EQ(b->rxlen, (uint32_t)sent);
+	CHECK_EQ(a->acked, sent);
+	CHECK_EQ(ap.n, n); /* exactly once each, and nothing for the copies */
+	for (i = 0; i < n && i < ap.n; i++) {
+		CHECK(ap.pkt[i] == (void *)k[i]); /* in send order, the object itself */
+		CHECK(ap.user[i] == c->user);
+		/* before the tcp_acked of the ACK that covered it */
+		CHECK(ap.acked_before[i] < end[i]);
 	}
 	ipk_tcp_close(a->ctx, c, a->now);
 	pair_run(a, b, 70 * SEC); /* past TIME_WAIT */
+	CHECK_EQ(ap.n, n);
+	CHECK(th_no_leaks(a));
+	CHECK(th_no_leaks(b));
+	th_free(a);
+	th_free(b);
+}
+
+/* The op aborts the connection at the first of three packets one ACK covers: the
+ * other two are freed by the core, never shown; and packets still unacknowledged
+ * when a connection is aborted are freed, never shown. */
+static void test_acked_pkt_abort_inside_op_frees_the_rest_unshown(void)
+{
+	struct th *a, *b;
+	struct ipk_conn *c;
+	int i;
+
+	memset(&ap, 0, sizeof(ap));
+	th_pair(&a, &b, NULL);
+	ap.a = a;
+	ap.abort_at = 1;
+	b->auto_recved = 1;
+	a->ops.tcp_acked_pkt = ap_op;
+	c = pair_open(a, b, 100 * SEC);
+	if (!c)
+		return;
+	for (i = 0; i < 3; i++)
+		CHECK_EQ(ipk_tcp_send(a->ctx, c, ap_pkt(a, 10, 'x'), a->now), 10);
+	pair_run(a, b, 1 * SEC);
+	CHECK_EQ(ap.n, 1);
+	CHECK_EQ(ap.zombie_calls, 0);
+	CHECK_EQ(a->closed, 1);
+	CHECK_EQ(a->acked, 0); /* no tcp_acked on the aborted connection either */
+
+	/* unacknowledged at the abort: freed with the queues */
+	memset(&ap, 0, sizeof(ap));
+	ap.a = a;
+	CHECK_EQ(ipk_tcp_connect(a->ctx, b->ip_be, be(80), 0, NULL, &c, a->now), IPK_OK);
+	th_pump(a, b);
+	CHECK_EQ(a->connected, 2);
+	for (i = 0; i < 3; i++)
+		CHECK_EQ(ipk_tcp_send(a->ctx, c, ap_pkt(a, 10, 'y'), a->now), 10);
+	CHECK_EQ(ipk_tcp_abort(a->ctx, c, a->now), IPK_OK);
+	pair_run(a, b, 70 * SEC);
+	CHECK_EQ(ap.n, 0);
 	CHECK(th_no_leaks(a));
 	CHECK(th_no_leaks(b));
 	th_free(a);
@@ -515,6 +610,7 @@ int main(void)
 	RUN(test_closed_callback_handle_dead_connect_and_udp_allowed);
 	RUN(test_config_check_names_every_rejection);
 	RUN(test_listen_connect_bind_need_their_callbacks);
-	RUN(test_sent_done_returns_each_send_object_in_order);
+	RUN(test_acked_pkt_shows_each_send_packet_once_in_order_never_copies);
+	RUN(test_acked_pkt_abort_inside_op_frees_the_rest_unshown);
 	return check_summary();
 }

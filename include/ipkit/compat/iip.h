@@ -200,6 +200,16 @@
 extern "C" {
 #endif
 
+/* Alone, this header compiles only with IIP_COMPAT_LIBRARY defined. In the unity
+ * build every declaration below is a static function whose definition follows in
+ * the same file (the adapter's in compat/iip/iip.c, the application's callbacks);
+ * a file holding the header and nothing else has none of them, which gcc reports
+ * ("declared 'static' but never defined", -Wunused-function, at the end of the
+ * file, where no pragma of a header reaches). IIP_COMPAT_LIBRARY gives the same
+ * prototypes with external linkage, so a header check (tests/port/install_check.sh,
+ * tests/compat/iip_header_alone.c) or a tool compiles it alone that way; the unity
+ * declarations are checked where they are used (tests/compat/test_iip_signatures.*,
+ * as C and C++ with -Werror). */
 #ifdef IIP_COMPAT_LIBRARY
 #define IIP_API extern
 #define IIP_OPS extern
@@ -246,9 +256,7 @@ struct iip_compat_stats {
 	uint32_t l2_skipped;       /* frames iip_ops_l2_skip said to drop */
 	uint32_t consumed_excess;  /* iip_tcp_rxbuf_consumed counts above what was delivered */
 	uint32_t udp_ports_full;   /* datagrams to a port beyond the 64 bound */
-	uint32_t acked_ring_full;  /* iip_tcp_send refused: 1024 packets unacknowledged */
 	uint32_t synth_failed;     /* tcp_accepted/connected got NULL: no packet to build */
-	uint32_t sent_unknown;     /* acknowledged packets the core gave back out of order (freed) */
 	/* a non-Ethernet L2 (see "L2" above) */
 	uint32_t l2_dropped;       /* received frames neither IPv4 nor ARP, or shorter than their
 	                            * L2 header, or ARP not for us: freed */
