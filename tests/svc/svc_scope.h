@@ -157,10 +157,11 @@ static int sc_udp(struct ipk_svc_sock *so, uint8_t *out, uint8_t *in, const uint
 	struct ipk_svc_addr a;
 	struct ipk_svc_sqe *e;
 	struct ipk_svc_cqe c;
-	int tries, res = 0;
+	int tries, res = 0, sent, echoed = 0;
 	sc_addr(&a, peer, 7, zone);
 	*fz = UINT32_MAX;
 	for (tries = 0; tries < 20; tries++) { /* the first may wait for ND */
+		sent = 0;
 		e = ipk_svc_get_sqe(so);
 		ipk_svc_prep_recvfrom(so, e, in, 2048);
 		ipk_svc_sqe_set_data(e, 2);
@@ -169,16 +170,20 @@ static int sc_udp(struct ipk_svc_sock *so, uint8_t *out, uint8_t *in, const uint
 		ipk_svc_sqe_set_data(e, 1);
 		ipk_svc_submit(so);
 		while (take_t(so, &c, 300000000) == 0) {
+			/* both this try's SENDTO completion and an echo (an earlier
+			 * call's or try's echo may come first: the RECVFROMs they
+			 * armed are still there) */
 			if (c.user_data == 1) {
 				res = c.res;
+				sent = 1;
 				if (res < 0)
 					break;
-				continue;
-			}
-			if (c.res == 64 && !memcmp(c.addr.addr, peer, 16)) {
+			} else if (c.res == 64 && !memcmp(c.addr.addr, peer, 16)) {
 				*fz = c.addr.scope_id;
-				return res;
+				echoed = 1;
 			}
+			if (sent && echoed)
+				return res;
 		}
 		if (res < 0) { /* the RECVFROM stays armed: cancelled by the close */
 			return res;
