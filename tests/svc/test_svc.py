@@ -269,13 +269,7 @@ def case_reuseport(rig):
     check_echo_pair(a, rig.tool("connect", OUR_IP, "7201", str(1 << 10)), 1 << 10)
     # UDP: two applications share a port; one sender's 20 datagrams all reach one
     # of them (a hash of the sender's address and port), in order, echoed
-    env = dict(os.environ, SVC_TOOL_REUSE="1")
-    es = [subprocess.Popen([TOOL, "--socket", rig.sock, "udpecho", "7202", "20", "15"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-          for _ in range(2)]
-    rig.procs.extend(es)
-    for e in es:
-        assert e.stdout.readline().strip() == b"ready"
+    es = reuse_udpechos(rig, "7202", "20")
     rc, out, err = rig.run_tool("udp", OUR_IP, "7202", "20")
     assert rc == 0 and "udp 20/20" in out, out + err
     res = sorted(e.communicate(timeout=30)[0].decode().strip() for e in es)
@@ -595,6 +589,19 @@ WORKER_LINE = re.compile(r"worker (\d+): sockets (\d+) entries (\d+) accepted (\
                          r"acc_done (\d+) acc_reaped (\d+) loop_cross (\d+) port_in (\d+)")
 
 
+def reuse_udpechos(rig, port, n):
+    """Two applications' UDP echoes sharing `port` (SO_REUSEPORT), each echoing up to
+    n datagrams; returned once both said "ready"."""
+    env = dict(os.environ, SVC_TOOL_REUSE="1")
+    es = [subprocess.Popen([TOOL, "--socket", rig.sock, "udpecho", port, n, "15"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+          for _ in range(2)]
+    rig.procs.extend(es)
+    for e in es:
+        assert e.stdout.readline().strip() == b"ready"
+    return es
+
+
 def worker_stats(rig):
     """ipkitd --workers N logs each worker's counters when it stops: stop it (the
     rig's close checks the clean exit) and return {worker: counters}."""
@@ -704,13 +711,7 @@ def case_workers_reuseport_wire(rig):
         assert p.returncode == 0 and m, out + err
         got.append(int(m.group(1)))
     assert got == [n // 2, n // 2], got
-    env = dict(os.environ, SVC_TOOL_REUSE="1")
-    es = [subprocess.Popen([TOOL, "--socket", rig.sock, "udpecho", "7211", "40", "15"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-          for _ in range(2)]
-    rig.procs.extend(es)
-    for e in es:
-        assert e.stdout.readline().strip() == b"ready"
+    es = reuse_udpechos(rig, "7211", "40")
     for _ in range(2):  # two senders (two ports): each stays with one socket
         rc, out, err = rig.run_tool("udp", OUR_IP, "7211", "20")
         assert rc == 0 and "udp 20/20" in out, out + err
