@@ -213,6 +213,35 @@ void d_msg_flush(struct d_daemon *d, unsigned wk)
 	w->ob_t = prev;
 }
 
+/* At shutdown, after the worker threads stopped (one thread, d->mt 0): deliver
+ * what is still in the rings and outboxes, so every message a worker sent is
+ * received before the counters are reported (msgs_in == msgs_out) and none is
+ * freed unseen. A message may cause another (a CLOSE its CLOSED), hence rounds;
+ * bounded (a chain longer than that is left to d_msg_fini). Returns how many
+ * messages are still undelivered. */
+unsigned d_msg_quiesce(struct d_daemon *d)
+{
+	unsigned round, i, left = 0;
+	for (round = 0; d->mq && round < 8; round++) {
+		for (i = 0; i < d->nw; i++) {
+			d_msg_flush(d, i);
+			d_msg_drain(d, i);
+		}
+		for (i = 0, left = 0; i < d->nw; i++) {
+			unsigned j;
+			const struct d_obox *o;
+			for (o = d->wk[i].ob_h; o; o = o->next)
+				left++;
+			for (j = 0; j < d->nw; j++)
+				if (j != i)
+					left += spsc_cons_avail(d_mq(d, j, i));
+		}
+		if (!left)
+			break;
+	}
+	return left;
+}
+
 /* Messages waiting for worker wk (a hint: d_may_sleep stays awake for them). */
 int d_msg_pending(struct d_daemon *d, unsigned wk)
 {

@@ -626,6 +626,7 @@ void d_xfer_unlink(struct d_daemon *d, struct d_sock *w);
 void d_msg_flush(struct d_daemon *d, unsigned wk);
 int d_msg_pending(struct d_daemon *d, unsigned wk);
 void d_msg_drain(struct d_daemon *d, unsigned wk);
+unsigned d_msg_quiesce(struct d_daemon *d);
 struct d_app *d_app_of(struct d_daemon *d, uint32_t id);
 
 /* d_pinst.c: a port installed in / removed from every worker's context */

@@ -660,10 +660,13 @@ static void d_ctl_loop(struct d_daemon *d)
 
 static void d_shutdown(struct d_daemon *d)
 {
-	unsigned i;
+	unsigned i, left;
 	if (d->ws) {
 		ipk_workers_stop(d->ws); /* the threads are gone: one thread from here */
 		d->mt = 0;
+		left = d_msg_quiesce(d); /* what was in flight when they stopped */
+		if (left)
+			fprintf(stderr, "ipkitd: %u messages between workers undelivered at shutdown\n", left);
 		d_wk_report(d);
 	}
 	while (d->apps)
