@@ -194,7 +194,15 @@ def test_relay_keyed_same_segment_same_fate(topos, files, tmp_path, pairing):
     assert not differ, differ[:10]
     assert len([k for k in same if k[1] == "A"]) > 100, "no pure ACKs in both runs"
     other = logs[0].keys() & logs[2].keys()
-    assert sum(logs[0][k] != logs[2][k] for k in other) > 50, "another seed changed nothing"
+    # Each run impairs about 7% of the frames (MIX), so two seeds disagree on about 13%
+    # of the identities both runs saw (409-446 of 3,235-3,533 here). A fraction, not a
+    # count: how many identities the runs share depends on where the sender cut its
+    # segments, which load moves (a CI run had 44 differing of an unknown share, and
+    # an absolute bound of 50 failed it).
+    moved = sum(logs[0][k] != logs[2][k] for k in other)
+    assert len(other) >= 200, ("too few identities shared with the other seed's run",
+                               len(other), len(logs[0]), len(logs[2]))
+    assert moved >= 0.05 * len(other), ("another seed changed nothing", moved, len(other))
 
 
 def test_relay_keyed_bursts_hit_same_new_data(topos, files, tmp_path):
