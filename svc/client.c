@@ -892,6 +892,7 @@ void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st)
 	st->sends_zc = IPK_SVC_LOAD_RLX(&svc->hdr->sends_zc);
 	st->sends_copied = IPK_SVC_LOAD_RLX(&svc->hdr->sends_copied);
 	st->ev_wakes = IPK_SVC_LOAD_RLX(&svc->hdr->ev_wakes);
+	st->urgent_wakes = IPK_SVC_LOAD_RLX(&svc->hdr->urgent_wakes);
 }
 
 uint32_t ipk_svc_features(const struct ipk_svc *svc)

@@ -567,32 +567,53 @@ void d_wake_one(struct d_sock *s)
 	}
 }
 
+/* The threads of application a waiting on what worker p's pass posted so far. */
+static void d_wake_app(struct d_app *a, struct d_appw *p)
+{
+	int loud = p->loud;
+	p->posted = 0;
+	p->loud = 0;
+	d_wake_socks(a, p);
+	/* the futex word counts passes that posted (no system call): a waiter
+	 * that read it before scanning its CQs sees it move (ipk_svc_wait_from) */
+	__atomic_add_fetch(&a->hdr->app_futex.v, 1, __ATOMIC_RELEASE);
+	/* seq_cst: forbids reading app_waiting before our cq_tail and futex
+	 * stores are visible; the app fences between raising app_waiting and
+	 * re-checking, so either it sees them or we see it waiting */
+	IPK_SVC_FENCE();
+	d_evfd_wake(a, loud);
+	if (IPK_SVC_LOAD_RLX(&a->hdr->app_waiting.v) == 0)
+		return;
+	D_STAT(a, futex_wakes, 1);
+	syscall(SYS_futex, &a->hdr->app_futex.v, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+}
+
 /* After worker wk's pass: the threads waiting on what it posted. */
 void d_wake_apps(struct d_daemon *d, unsigned wk)
 {
 	struct d_app *a;
-	int loud;
-	for (a = d->apps; a; a = a->next) {
-		struct d_appw *p = &a->pw[wk];
-		if (!p->posted)
-			continue;
-		p->posted = 0;
-		loud = p->loud;
-		p->loud = 0;
-		d_wake_socks(a, p);
-		/* the futex word counts passes that posted (no system call): a waiter
-		 * that read it before scanning its CQs sees it move (ipk_svc_wait_from) */
-		__atomic_add_fetch(&a->hdr->app_futex.v, 1, __ATOMIC_RELEASE);
-		/* seq_cst: forbids reading app_waiting before our cq_tail and futex
-		 * stores are visible; the app fences between raising app_waiting and
-		 * re-checking, so either it sees them or we see it waiting */
-		IPK_SVC_FENCE();
-		d_evfd_wake(a, loud);
-		if (IPK_SVC_LOAD_RLX(&a->hdr->app_waiting.v) == 0)
-			continue;
-		D_STAT(a, futex_wakes, 1);
-		syscall(SYS_futex, &a->hdr->app_futex.v, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
-	}
+	for (a = d->apps; a; a = a->next)
+		if (a->pw[wk].posted)
+			d_wake_app(a, &a->pw[wk]);
+}
+
+/* A completion of a level-0 socket while a lower level has sockets open: its
+ * application is woken now, in the middle of the pass, not after it. The rest of
+ * the pass may be a lower level's work (the acknowledgements of a flood answered
+ * with more of it, written to the device after the receive batch), which the
+ * level-0 waiter would otherwise wait out. One wake-up per such completion at
+ * most, and none while level 0 is alone (the pass's end comes soon enough). */
+void d_wake_urgent(struct d_sock *s)
+{
+	struct d_daemon *d = s->app->d;
+	unsigned l;
+	for (l = 1; l < d->cfg.prio_levels && l < D_PRIO_MAX; l++)
+		if (__atomic_load_n(&d->lvl_socks[l], __ATOMIC_RELAXED)) {
+			d->wk[s->wk].urgent_wakes++;
+			__atomic_add_fetch(&s->app->hdr->urgent_wakes, 1, __ATOMIC_RELAXED);
+			d_wake_app(s->app, d_spw(s));
+			return;
+		}
 }
 
 /* ------------------------------------------------------------ ring allocator */

@@ -381,6 +381,8 @@ static void d_cq_write(struct d_sock *s, const struct ipk_svc_cqe *c)
 		s->wake_next = d_spw(s)->wake_h;
 		d_spw(s)->wake_h = s;
 	}
+	if (s->prio == 0)
+		d_wake_urgent(s);
 }
 
 /* Off the app's wake list (a socket destroyed between its post and the wake). */

@@ -472,7 +472,7 @@ void d_wk_report(struct d_daemon *d)
 		        "handed_in %llu handed_out %llu msgs_in %llu msgs_out %llu msg_gone %llu "
 		        "msg_full %llu acc_out %llu acc_in %llu acc_done %llu acc_reaped %llu loop_cross %llu "
 		        "port_in %llu overlap %llu passes %llu pc_hit %llu pc_miss %llu "
-		        "adopt_pair %llu adopt_world %llu\n", i,
+		        "adopt_pair %llu adopt_world %llu urgent_wakes %llu\n", i,
 		        (unsigned long long)w->socks, (unsigned long long)w->sqes,
 		        (unsigned long long)w->accepted, (unsigned long long)w->connected,
 		        (unsigned long long)w->udp_rx, (unsigned long long)st.rx_frames,
@@ -485,6 +485,7 @@ void d_wk_report(struct d_daemon *d)
 		        (unsigned long long)w->loop_cross, (unsigned long long)w->port_in,
 		        (unsigned long long)w->overlap, (unsigned long long)w->passes,
 		        (unsigned long long)w->pc_hit, (unsigned long long)w->pc_miss,
-		        (unsigned long long)w->adopt_pair, (unsigned long long)w->adopt_world);
+		        (unsigned long long)w->adopt_pair, (unsigned long long)w->adopt_world,
+		        (unsigned long long)w->urgent_wakes);
 	}
 }

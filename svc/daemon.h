@@ -400,6 +400,7 @@ struct d_wk {
 	uint64_t pc_hit, pc_miss;    /* lookups answered by it / under the port lock */
 	uint64_t adopt_pair;         /* ADOPTs that took one more W (d_family_adopt) */
 	uint64_t adopt_world;        /* ADOPTs that stopped every other worker */
+	uint64_t urgent_wakes;       /* level-0 completions woken mid-pass (d_wake_urgent) */
 	struct d_pdelay *pd;         /* test knob IPKITD_INSTALL_DELAY_MS: INSTALLs
 	                              * held back (d_pinst.c); npd of D_PDELAY_MAX */
 	unsigned npd;
@@ -567,6 +568,7 @@ void d_reap(struct d_daemon *d);
 void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why);
 void d_app_final(struct d_daemon *d, struct d_app *a);
 void d_wake_apps(struct d_daemon *d, unsigned wk);
+void d_wake_urgent(struct d_sock *s);
 void d_wake_one(struct d_sock *s);
 /* d_evfd.c: the app's wake eventfd */
 int d_evfd_make(struct d_app *a);

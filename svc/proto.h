@@ -85,7 +85,11 @@ struct ipk_svc_region {
 	/* (daemon) statistics: writes to the app's wake eventfd (was padding: an
 	 * older daemon leaves zero) */
 	uint32_t ev_wakes;
-	uint8_t pad6[IPK_SVC_CL - 48];
+	/* (daemon) statistics: wake-ups made in the middle of a pass for a level-0
+	 * socket's completion while a lower level had sockets open (was padding: an
+	 * older daemon leaves zero) */
+	uint32_t urgent_wakes;
+	uint8_t pad6[IPK_SVC_CL - 52];
 };
 
 /* The app's CQ index and, in the same (app-written) line, how many of its threads

@@ -392,6 +392,11 @@ struct ipk_svc_stats {
 	uint64_t sends_copied; /* SENDs completed after a copy into the stack */
 	uint64_t ev_wakes;     /* writes the daemon made to the app's wake eventfd
 	                        * (ipk_svc_wake_fd), a u32 count that wraps */
+	uint64_t urgent_wakes; /* completions of the app's level-0 sockets that the
+	                        * daemon announced at once, in the middle of its pass,
+	                        * because a lower level had sockets open (the app's
+	                        * threads were woken then, not after the pass); a u32
+	                        * count that wraps */
 };
 /* ipk_svc_stats: copy them into *st (zeros for a NULL svc; NULL st: nothing). */
 void ipk_svc_stats(const struct ipk_svc *svc, struct ipk_svc_stats *st);

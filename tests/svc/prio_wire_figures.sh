@@ -14,6 +14,11 @@ FLOOD_MIB=${FLOOD_MIB:-512} # each flood outlasts the probe
 # is otherwise the scheduler's (a flood client holds the CPU the probe needs for
 # a time slice, ~4 ms), which no order inside ipkitd changes; 0 = as the probe
 FLOOD_NICE=${FLOOD_NICE:-0}
+# PROBE_SERVER=own: the probe talks to an echo server of its own (port 10001), so
+# the flood's server (port 10000, at FLOOD_NICE too) cannot hold the probe's
+# request behind the flood's reads and writes in its one event loop; the default
+# (shared) puts both on one server, as before
+PROBE_SERVER=${PROBE_SERVER:-shared}
 tag=ipk$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')
 S=${tag}p
 TMP=$(mktemp -d /tmp/ipkprio.XXXXXX)
@@ -30,7 +35,13 @@ ip -n "$S" link set lo up
 ip -n "$S" tuntap add dev "${tag}k" mode tap vnet_hdr
 ip -n "$S" addr add 10.78.1.1/24 dev "${tag}k"
 ip -n "$S" link set "${tag}k" up
-ip netns exec "$S" "$B/bench/ipkit-bench-linux" -p 10000 >"$TMP/server.log" 2>&1 &
+PPORT=10000
+if [ "$PROBE_SERVER" = own ]; then
+	ip netns exec "$S" nice -n "$FLOOD_NICE" "$B/bench/ipkit-bench-linux" -p 10000 >"$TMP/server.log" 2>&1 &
+	PIDS="$PIDS $!"
+	PPORT=10001
+fi
+ip netns exec "$S" "$B/bench/ipkit-bench-linux" -p "$PPORT" >"$TMP/pserver.log" 2>&1 &
 PIDS="$PIDS $!"
 ip netns exec "$S" "$B/svc/ipkitd" --io "tap:${tag}k,offload=1" --ip 10.78.1.2/24 \
 	--socket "$TMP/s" --prio-uid "$(id -u):0" ${IPKITD_ARGS:-} 2>"$TMP/ipkitd.log" &
@@ -39,9 +50,9 @@ i=0
 while [ ! -S "$TMP/s" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 sleep 0.5
 T="$B/tests/svc/svc_tool"
-echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) CPUs, ${SECS} s per cell"
+echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) CPUs, ${SECS} s per cell, probe server $PROBE_SERVER, flood nice $FLOOD_NICE"
 echo "## level 0 rr, idle"
-SVC_TOOL_PRIO=1 timeout $((SECS + 30)) "$T" --socket "$TMP/s" rr 10.78.1.1 10000 1 "$SECS" sleep
+SVC_TOOL_PRIO=1 timeout $((SECS + 30)) "$T" --socket "$TMP/s" rr 10.78.1.1 "$PPORT" 1 "$SECS" sleep
 flood() {
 	t0=$(date +%s.%N)
 	for k in 1 2; do
@@ -51,7 +62,7 @@ flood() {
 	done
 	sleep 0.3
 	echo "## $1 rr under a level-2 flood (2 x $FLOOD_MIB MiB each way)"
-	SVC_TOOL_PRIO=$2 timeout $((SECS + 30)) "$T" --socket "$TMP/s" rr 10.78.1.1 10000 1 "$SECS" sleep
+	SVC_TOOL_PRIO=$2 timeout $((SECS + 30)) "$T" --socket "$TMP/s" rr 10.78.1.1 "$PPORT" 1 "$SECS" sleep
 	wait "$F1" "$F2" || true
 	echo "flood: done in $(echo "$(date +%s.%N) - $t0" | bc) s"
 	cat "$TMP/flood1.out" "$TMP/flood2.out"

@@ -617,6 +617,12 @@ static int mode_rr(struct ipk_svc *svc, char **av)
 	printf("rr conns %ld requests %ld rps %.0f bad %ld\n", conns, got,
 	       (double)got / ((double)(t_end - t_start) / 1e9), bad);
 	print_lat("rr", lat, got ? got : 1);
+	{
+		struct ipk_svc_stats st;
+		ipk_svc_stats(svc, &st);
+		printf("rr urgent_wakes %llu futex_wakes %llu\n",
+		       (unsigned long long)st.urgent_wakes, (unsigned long long)st.futex_wakes);
+	}
 	free(lat); /* the sockets go with the app (under LeakSanitizer: svc_w2_*) */
 	free(cs);
 	return bad || !got ? 1 : 0;

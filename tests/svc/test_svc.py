@@ -172,6 +172,38 @@ def case_low_inflight(rig):
     assert 0 < wnd <= 65536, "level 1 had a %d-byte receive window open" % wnd
 
 
+def case_urgent_wake(rig):
+    """A level-0 socket's completion wakes its application at once, in the middle of
+    the daemon's pass, while a lower level has sockets open (d_wake_urgent: the
+    rest of the pass may be the lower level's work); never while level 0 is alone,
+    and never for a lower level's completions (the control ring, served as level
+    0, may count its answer to the SOCKET). Counted (rr's urgent_wakes, the
+    app's ipk_svc_stats), not timed: 0.3 s of request/response against the echo,
+    (a) level 0 alone, (b) level 0 with a level-2 listener open, (c) level 2 with
+    a level-0 listener open."""
+    def rr(prio):
+        rc, out, err = rig.run_tool("rr", PEER_IP, "7", "1", "0.3", "sleep", timeout=60,
+                                    env={"SVC_TOOL_PRIO": prio})
+        assert rc == 0, (rc, out, err)
+        n = int(re.search(r"^rr conns 1 requests (\d+) ", out, re.M).group(1))
+        u = int(re.search(r"^rr urgent_wakes (\d+) ", out, re.M).group(1))
+        return n, u
+    n, u = rr("1")
+    assert n > 0 and u == 0, ("level 0 alone", n, u)
+    for other, mine, want in (("3", "1", True), ("1", "3", False)):
+        hold = rig.tool("listen", "4100", "1", env={"SVC_TOOL_PRIO": other})
+        assert hold.stdout.readline().strip() == b"listening"
+        try:
+            n, u = rr(mine)
+        finally:
+            hold.terminate()
+            hold.wait(timeout=10)
+        if want:  # every response at least (its RECV), and the SENDs
+            assert n > 0 and u >= n, ("level 0 beside level 2", n, u)
+        else:  # at most the control ring's answer to its SOCKET (served as level 0)
+            assert n > 0 and u <= 1, ("level 2 beside level 0", n, u)
+
+
 def case_herd(rig):
     """Per-socket wake-ups: a thread asleep in ipk_svc_wait_cqe on one socket is
     not woken by another socket's completions. 1,000 NOPs on socket B while a
@@ -1251,7 +1283,7 @@ def main():
     args = []
     if case == "refuse":
         args = ["--allow-uid", str(os.getuid() + 4242)]
-    if case in ("prio", "low_inflight"):
+    if case in ("prio", "low_inflight", "urgent_wake"):
         args = ["--prio-uid", "%d:0" % os.getuid()]
     if case == "low_inflight" and os.environ.get("SVC_LOW_INFLIGHT"):
         args += ["--low-inflight", os.environ["SVC_LOW_INFLIGHT"]]  # 0: see it fail
