@@ -607,6 +607,8 @@ void d_wake_urgent(struct d_sock *s)
 {
 	struct d_daemon *d = s->app->d;
 	unsigned l;
+	if (!d->cfg.urgent_wake)
+		return;
 	for (l = 1; l < d->cfg.prio_levels && l < D_PRIO_MAX; l++)
 		if (__atomic_load_n(&d->lvl_socks[l], __ATOMIC_RELAXED)) {
 			d->wk[s->wk].urgent_wakes++;

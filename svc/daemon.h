@@ -53,6 +53,7 @@ struct d_cfg {
 	uint32_t spin_us;
 	uint32_t low_inflight;       /* bytes a socket below level 0 may hold in the
 	                              * stack unacknowledged (0: no limit), d_net.c */
+	int urgent_wake;             /* level-0 completions woken mid-pass (d_app.c) */
 	unsigned workers;            /* --workers: one node (queue) and thread each */
 	int steer;                   /* IPK_STEER_*, -1: auto (queues= in the spec) */
 	int cpus[IPK_WORKERS_MAX];   /* --cpus: pin the workers (runtime's order) */

@@ -48,6 +48,9 @@ static const char d_help[] =
 	"  --low-inflight B     while a higher level has a socket open, bytes a socket\n"
 	"                       may have in the stack unacknowledged and receive window\n"
 	"                       it may have open (default 65536; 0: no limit)\n"
+	"  --urgent-wake 0|1    a level-0 socket's completion wakes its application at\n"
+	"                       once, mid-pass, while a lower level has sockets open\n"
+	"                       (default 1; 0: after the pass, as every other)\n"
 	"  --tx-zc auto|0|1     zero-copy SEND: the stack transmits from the application's\n"
 	"                       region and completes a SEND when the peer acknowledged it\n"
 	"                       (auto, the default: on for tap and tun, which write from any\n"
@@ -243,6 +246,8 @@ static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
 		;
 	else if (!strcmp(name, "--low-inflight") && d_parse_u(val, 1u << 30, &x) == 0)
 		c->low_inflight = (uint32_t)x;
+	else if (!strcmp(name, "--urgent-wake") && d_parse_u(val, 1, &x) == 0)
+		c->urgent_wake = (int)x;
 	else if (!strcmp(name, "--workers") && d_parse_u(val, IPK_WORKERS_MAX, &x) == 0 && x)
 		c->workers = (unsigned)x;
 	else if (!strcmp(name, "--steer") && !strcmp(val, "auto"))
@@ -309,6 +314,7 @@ static void d_cfg_default(struct d_cfg *c)
 	c->prio_default = 1;
 	c->prio_share = 16;
 	c->low_inflight = 64u << 10;
+	c->urgent_wake = 1;
 	c->tx_zc = -1;
 	c->workers = 1;
 	c->steer = -1;
