@@ -19,6 +19,9 @@ const char app_common_help[] =
 	"  --gw A.B.C.D     default gateway (none by default)\n"
 	"  --ip6 ADDR/N     IPv6 on: link-local + this static address; --ip6 auto: link-\n"
 	"                   local + what SLAAC gives (Router Advertisements)\n"
+	"  --dad-transmits N  Neighbor Solicitations per address for duplicate address\n"
+	"                   detection, one second apart (RFC 4862 DupAddrDetectTransmits;\n"
+	"                   0 to 10, default 1; 0: addresses are used at once)\n"
 	"  --busy-poll      never sleep (lowest latency, one core at 100%)\n"
 	"  --cpu N          pin the stack thread to CPU N\n"
 	"  --pcap FILE      also write every frame to FILE\n"
@@ -37,6 +40,7 @@ void app_opts_default(struct app_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->prefix_len = 24;
 	o->cpu = -1;
+	o->dad_transmits = -1;
 }
 
 int app_arg(const char *name, int argc, char **argv, int *i, const char **val)
@@ -157,6 +161,8 @@ static void app_core_tweak(struct ipk_config *c, void *app)
 		memcpy(c->ip6_addr, app_tw.o->ip6_addr, 16);
 		c->ip6_prefix_len = app_tw.o->ip6_plen;
 	}
+	if (app_tw.o->dad_transmits >= 0)
+		c->ip6_dad_transmits = (uint8_t)app_tw.o->dad_transmits;
 	if (app_tw.tweak)
 		app_tw.tweak(c, app);
 }
@@ -187,6 +193,16 @@ int app_opt(struct app_opts *o, int argc, char **argv, int *i)
 			fprintf(stderr, "--ip6: '%s' is neither ADDR/N nor auto\n", v);
 			return -1;
 		}
+		return r;
+	}
+	if ((r = app_arg("--dad-transmits", argc, argv, i, &v)) != 0) {
+		char *end;
+		long n = r > 0 ? strtol(v, &end, 10) : 0;
+		if (r > 0 && (end == v || *end || n < 0 || n > 10)) {
+			fprintf(stderr, "--dad-transmits: '%s' is not a count from 0 to 10\n", v);
+			return -1;
+		}
+		o->dad_transmits = (int)n;
 		return r;
 	}
 	if ((r = app_arg("--gw", argc, argv, i, &v)) != 0) {

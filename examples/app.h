@@ -28,6 +28,7 @@ struct app_opts {
 	int ip6;
 	uint8_t ip6_addr[16];
 	uint8_t ip6_plen;
+	int dad_transmits; /* --dad-transmits N; -1: the core's default (1) */
 };
 
 /* Help text for the options above, for each program's --help. */

@@ -142,12 +142,17 @@ def test_dad_conflict_address_not_used(v6):
     # Linux already holds the address: it answers ipkit's DAD NS with an NA
     taken = v6.pfx + "::77"
     v6.ln.run("ip", "-6", "addr", "add", taken + "/64", "dev", v6.ln.linux_dev, "nodad")
-    p = v6.ln.start_ipk("ipkit-echo", "--ip6", taken + "/64", "-v")
+    # Three NS per address, a second apart (--dad-transmits 3), not the default one:
+    # ipkit opening the TAP brings Linux's end of the link up, and an NS that arrives
+    # in that instant goes unanswered (tcpdump: Linux's own link-local DAD NS and
+    # ipkit's NS for `taken` in the same 5 us, no NA), so with one NS the address
+    # passed DAD about 1 run in 10 (fresh-clone CI at 21e4e27, here 2 in 18)
+    p = v6.ln.start_ipk("ipkit-echo", "--ip6", taken + "/64", "--dad-transmits", "3", "-v")
     mac = v6.ipk_mac()
     ll = eui64_addr("fe80::", mac).replace("fe80:::", "fe80::")
-    # DAD of both addresses starts with the node (one NS each, RetransTimer 1 s): keep
-    # the conflict in place until the link-local one has passed, so ipkit is surely up
-    # and its NS for `taken` answered (a fixed 2 s sleep lost that race under load)
+    # DAD of both addresses starts with the node (RetransTimer 1 s apart): keep the
+    # conflict in place until the link-local one has passed, so ipkit is surely up
+    # and its NSs for `taken` were sent (a fixed 2 s sleep lost that race under load)
     assert v6.wait6(ll + "%" + v6.ln.linux_dev), "ipkit's link-local never answered"
     time.sleep(1.0)
     v6.ln.run("ip", "-6", "addr", "del", taken + "/64", "dev", v6.ln.linux_dev)
