@@ -286,12 +286,7 @@ def case_reuseport(rig):
     assert hold.returncode == 1 and b"Address already in use" in herr, herr
     rc, out, err = rig.run_tool("connmany", OUR_IP, "7200", "12")
     assert rc == 0 and "connmany 12/12" in out, out + err
-    got = []
-    for p in ls:
-        out, err = p.communicate(timeout=30)
-        m = re.search(rb"rlisten got (\d+)", out)
-        assert p.returncode == 0 and m, out + err
-        got.append(int(m.group(1)))
+    got = rlisten_counts(ls)
     assert got == [6, 6], got
     # a port held without reuse does not take a socket asking for it
     a = rig.tool("listen", "7201", str(1 << 10))
@@ -621,6 +616,18 @@ WORKER_LINE = re.compile(r"worker (\d+): sockets (\d+) entries (\d+) accepted (\
                          r"acc_done (\d+) acc_reaped (\d+) loop_cross (\d+) port_in (\d+)")
 
 
+def rlisten_counts(ls):
+    """The connections each of the rlisten processes ls accepted ("rlisten got N"),
+    once each has exited 0."""
+    got = []
+    for p in ls:
+        out, err = p.communicate(timeout=30)
+        m = re.search(rb"rlisten got (\d+)", out)
+        assert p.returncode == 0 and m, out + err
+        got.append(int(m.group(1)))
+    return got
+
+
 def reuse_udpechos(rig, port, n):
     """Two applications' UDP echoes sharing `port` (SO_REUSEPORT), each echoing up to
     n datagrams; returned once both said "ready"."""
@@ -736,12 +743,7 @@ def case_workers_reuseport_wire(rig):
                          PEER_IP + "/24", "--send-size", "1", "--no-output",
                          "--timeout", "20", OUR_IP, "7210"], stderr=subprocess.PIPE)
         nc.communicate(timeout=60)  # the listener closes at once: its rc may say reset
-    got = []
-    for p in ls:
-        out, err = p.communicate(timeout=30)
-        m = re.search(rb"rlisten got (\d+)", out)
-        assert p.returncode == 0 and m, out + err
-        got.append(int(m.group(1)))
+    got = rlisten_counts(ls)
     assert got == [n // 2, n // 2], got
     es = reuse_udpechos(rig, "7211", "40")
     for _ in range(2):  # two senders (two ports): each stays with one socket
