@@ -303,16 +303,20 @@ int d_defer(struct d_daemon *d, unsigned wk, unsigned lvl)
 		            !(ho >> l & 1);
 		     l++)
 			;
-		/* the yield lasts until one pass of o has ended (begun is not enough:
-		 * its higher level may still be being served) */
-		if (l == lvl || (w->defer_on[j] && __atomic_load_n(&o->passes_done, __ATOMIC_ACQUIRE) !=
-		                                           w->defer_mark[j])) {
+		/* the yield lasts until a pass of o that began after it has ended: the
+		 * mark is o's passes begun, so a pass already under way when we yielded
+		 * (past its own level 0, before it took our hand-off) does not count
+		 * (begun is not enough either: the higher level may still be being
+		 * served). passes_done never passes passes; both wrap alike */
+		if (l == lvl || (w->defer_on[j] &&
+		                 (int32_t)(__atomic_load_n(&o->passes_done, __ATOMIC_ACQUIRE) -
+		                           w->defer_mark[j]) > 0)) {
 			w->defer_on[j] = 0; /* nothing higher there, or it had its pass */
 			continue;
 		}
 		if (!w->defer_on[j]) {
 			w->defer_on[j] = 1;
-			w->defer_mark[j] = __atomic_load_n(&o->passes_done, __ATOMIC_ACQUIRE);
+			w->defer_mark[j] = __atomic_load_n(&o->passes, __ATOMIC_ACQUIRE);
 		}
 		d_kick(o);
 		defer = 1;

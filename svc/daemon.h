@@ -367,8 +367,8 @@ struct d_wk {
 	uint32_t passes, rot;
 	uint32_t passes_done;        /* nw > 1: passes ended (release; d_defer)*/
 	uint32_t act_lvl[D_PRIO_MAX];  /* its active sockets per level, all apps */
-	uint32_t defer_mark[IPK_WORKERS_MAX]; /* d_defer: worker j's passes when we
-	                                        * first yielded to it */
+	uint32_t defer_mark[IPK_WORKERS_MAX]; /* d_defer: worker j's passes begun
+	                                        * when we first yielded to it */
 	uint8_t defer_on[IPK_WORKERS_MAX];
 	uint32_t ho_lvls;            /* levels of the sockets other workers handed it
 	                              * since its last pass began (atomic bit mask;
