@@ -565,6 +565,21 @@ void ipk_svc_sock_lock(struct ipk_svc_sock *so) { pthread_mutex_lock(&so->lock);
 void ipk_svc_sock_unlock(struct ipk_svc_sock *so) { pthread_mutex_unlock(&so->lock); }
 uint32_t ipk_svc_sock_id(const struct ipk_svc_sock *so) { return so ? so->id : 0; }
 
+int ipk_svc_sock_local(const struct ipk_svc_sock *so, struct ipk_svc_addr *out)
+{
+	struct ipk_svc_addr a;
+	if (!so || !out)
+		return -EINVAL;
+	/* written before the ACCEPT completion that announced the socket was
+	 * posted (its tail store is a release; the reader's load an acquire) and
+	 * never again: a plain copy */
+	memcpy(&a, &so->ring->local, sizeof a);
+	if (a.family != IPK_SVC_AF_INET && a.family != IPK_SVC_AF_INET6)
+		return -ENODATA;
+	*out = a;
+	return 0;
+}
+
 /* ------------------------------------------------------------ control ops */
 
 /* One synchronous operation on the control ring (under svc->lock). */

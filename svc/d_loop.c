@@ -87,23 +87,26 @@ static uint16_t d_loop_port(struct d_daemon *d, struct d_sock *s)
  * full; otherwise an accepted socket for the listener's application is made,
  * paired with s, and queued for the listener's (multishot) accept. */
 static void d_loop_connect_locked(struct d_daemon *d, struct d_sock *s, const struct d_op *op,
-                                  const uint8_t *addr6);
+                                  const uint8_t *addr6, uint32_t ip4_be);
 
 /* The listener may be another worker's, and the ephemeral cursor is shared: under
  * the port lock (as a SYN from the wire, d_net.c ev_accepted). addr6: the IPv6
  * address the CONNECT named (::1 or ours), NULL for IPv4. */
 void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op,
-                    const uint8_t *addr6)
+                    const uint8_t *addr6, uint32_t ip4_be)
 {
 	d_plock(d);
-	d_loop_connect_locked(d, s, op, addr6);
+	d_loop_connect_locked(d, s, op, addr6, ip4_be);
 	d_punlock(d);
 }
 
 /* What the listener's accept reports as its peer, and the connector's CONNECT as
  * its own address: the address the CONNECT named, as both ends are this host
- * (over IPv4 the daemon's address even for 127/8, as before). */
-static void d_loop_addr_set(const struct d_daemon *d, struct d_sock *w, const uint8_t *addr6)
+ * (over IPv4 the daemon's address even for 127/8, as before). The accepted
+ * socket's own address is the one the CONNECT named (127.0.0.1 too, as the
+ * connector's peer name is), at the listener's port. */
+static void d_loop_addr_set(const struct d_daemon *d, struct d_sock *w, const uint8_t *addr6,
+                            uint32_t ip4_be)
 {
 	memset(&w->acc_addr, 0, sizeof w->acc_addr);
 	w->acc_addr.port_be = w->peer_port_be;
@@ -111,14 +114,18 @@ static void d_loop_addr_set(const struct d_daemon *d, struct d_sock *w, const ui
 		w->acc_addr.family = IPK_SVC_AF_INET6;
 		memcpy(w->acc_addr.addr, addr6, 16);
 		d_scope_fill(d, &w->acc_addr);
-		return;
+	} else {
+		w->acc_addr.family = IPK_SVC_AF_INET;
+		memcpy(w->acc_addr.addr, &d->cfg.ip4_be, 4);
 	}
-	w->acc_addr.family = IPK_SVC_AF_INET;
-	memcpy(w->acc_addr.addr, &d->cfg.ip4_be, 4);
+	w->acc_local = w->acc_addr;
+	w->acc_local.port_be = w->lport_be;
+	if (!addr6)
+		memcpy(w->acc_local.addr, &ip4_be, 4);
 }
 
 static void d_loop_connect_locked(struct d_daemon *d, struct d_sock *s, const struct d_op *op,
-                                  const uint8_t *addr6)
+                                  const uint8_t *addr6, uint32_t ip4_be)
 {
 	struct d_sock *l = d_port_listener(d, op->e.addr.port_be, 1, addr6 ? D_FAM6 : D_FAM4), *w;
 	if (!l) {
@@ -145,7 +152,7 @@ static void d_loop_connect_locked(struct d_daemon *d, struct d_sock *s, const st
 	w->peer_port_be = d_loop_port(d, s);
 	s->peer_port_be = l->lport_be;
 	s->v6 = w->v6 = addr6 != NULL; /* d_local_cqe names the IPv6 address */
-	d_loop_addr_set(d, w, addr6); /* what the listener's accept reports */
+	d_loop_addr_set(d, w, addr6, ip4_be); /* what the listener's accept reports */
 	__atomic_add_fetch(&d->loop_conns, 1, __ATOMIC_RELAXED); /* any worker */
 	d_local_post(s, op->e.user_data, w->peer_port_be); /* names s's local address */
 	if (l->wk == w->wk) {

@@ -318,11 +318,11 @@ static void d_connect_op(struct d_daemon *d, struct d_sock *s, const struct d_op
 		return;
 	}
 	if (a.family == IPK_AF_INET && d_loop_addr(d, ip)) {
-		d_loop_connect(d, s, op, NULL);
+		d_loop_connect(d, s, op, NULL, ip);
 		return;
 	}
 	if (a.family == IPK_AF_INET6 && d_loop6_addr(s, a.a)) { /* ::1 or ours */
-		d_loop_connect(d, s, op, a.a);
+		d_loop_connect(d, s, op, a.a, 0);
 		return;
 	}
 	/* a bound port fixes the 4-tuple, so the worker its replies reach: another
@@ -811,7 +811,8 @@ static int ev_accept6(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opq
 	return d_syn_ok(D(opq), W(opq)->idx, t->local_port_be, D_FAM6);
 }
 
-/* The accepted connection's peer, either family, for the ACCEPT completion. */
+/* The accepted connection's peer, either family, for the ACCEPT completion, and
+ * its local address (the ring header's `local`). */
 static void d_acc_peer(const struct ipk_atuple *t, struct d_sock *w)
 {
 	memset(&w->acc_addr, 0, sizeof w->acc_addr);
@@ -820,6 +821,11 @@ static void d_acc_peer(const struct ipk_atuple *t, struct d_sock *w)
 	w->acc_addr.family = w->v6 ? IPK_SVC_AF_INET6 : IPK_SVC_AF_INET;
 	memcpy(w->acc_addr.addr, t->peer.a, w->v6 ? 16 : 4);
 	d_scope_fill(w->app->d, &w->acc_addr);
+	w->acc_local = w->acc_addr;
+	w->acc_local.port_be = t->local_port_be;
+	w->acc_local.scope_id = 0;
+	memcpy(w->acc_local.addr, t->local.a, w->v6 ? 16 : 4);
+	d_scope_fill(w->app->d, &w->acc_local);
 }
 
 static void *ev_accepted_l(struct ipk_ctx *ctx, struct ipk_conn *c, void *opq,

@@ -70,6 +70,7 @@ int d_sock_rings(struct d_sock *s, uint32_t sq, uint32_t cq)
 	r->sq_entries = sq;
 	r->cq_entries = cq;
 	r->sock = s->id;
+	r->local = s->acc_local; /* zeros unless accepted */
 	r->sqes_off = sizeof *r;
 	r->cqes_off = (uint32_t)(sizeof *r + (uint64_t)sq * sizeof(struct ipk_svc_sqe));
 	s->ring = r;

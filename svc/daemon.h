@@ -202,6 +202,8 @@ struct d_sock {
 	 * (D_MSG_ACC_DONE); until then its own worker leaves its queues alone */
 	struct ipk_svc_addr acc_addr; /* the peer, read at accept by the connection's
 	                               * worker (the listener's never reads the conn) */
+	struct ipk_svc_addr acc_local; /* its own address, the same way (d_sock_rings
+	                                * shows it in the ring header) */
 	int xfer;                    /* its worker's: waiting for ACC_DONE */
 	int in_msg;                  /* a message carries a pointer to it */
 	int xfer_dead;               /* reclaimed meanwhile: the message's receiver
@@ -688,8 +690,9 @@ void d_scope_fill(const struct d_daemon *d, struct ipk_svc_addr *a);
 
 /* d_loop.c */
 int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);
+/* addr6: the IPv6 address the CONNECT named, or NULL and ip4_be the IPv4 one */
 void d_loop_connect(struct d_daemon *d, struct d_sock *s, const struct d_op *op,
-                    const uint8_t *addr6);
+                    const uint8_t *addr6, uint32_t ip4_be);
 void d_loop_tx(struct d_daemon *d, struct d_sock *s);
 uint32_t d_loop_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
 void d_loop_unpair(struct d_daemon *d, struct d_sock *s, int graceful);

@@ -114,7 +114,11 @@ struct ipk_svc_ring {
 	uint32_t sock;                   /* socket id */
 	uint32_t sqes_off, cqes_off;     /* from the ring's start */
 	uint32_t flags;                  /* IPK_SVC_RING_F_* (daemon) */
-	uint8_t pad0[IPK_SVC_CL - 24];
+	/* an accepted socket's local address: where its peer connected to, as
+	 * Linux's getsockname on an accepted socket answers (family 0 for any other
+	 * socket, and from an older daemon: this was padding, versions agree) */
+	struct ipk_svc_addr local;
+	uint8_t pad0[IPK_SVC_CL - 48];
 	struct ipk_svc_line sq_head; /* daemon: entries consumed */
 	struct ipk_svc_line sq_tail; /* app: entries published */
 	struct ipk_svc_cqh cq_head;  /* app: entries seen; threads asleep on cq_tail */

@@ -221,6 +221,12 @@ int ipk_svc_close(struct ipk_svc_sock *so);
 int ipk_svc_close_id(struct ipk_svc *svc, uint32_t id);
 /* The daemon's id of the socket (for logs), 0 for NULL. */
 uint32_t ipk_svc_sock_id(const struct ipk_svc_sock *so);
+/* An accepted socket's own address: the address and port its peer connected to
+ * (a listener bound to 0.0.0.0 or :: accepts on a definite one, which Linux's
+ * getsockname reports). Returns 0 and *out, -EINVAL (NULL argument) or -ENODATA
+ * (not an accepted socket: a connected one has it in its CONNECT completion, a
+ * bound one is where it was bound; or an ipkitd older than this call). Thread-safe. */
+int ipk_svc_sock_local(const struct ipk_svc_sock *so, struct ipk_svc_addr *out);
 
 /* Buffers in the region. O(1): power-of-two size classes from 64 bytes up, each
  * with its own free list. Returns a pointer into the buffer area, or NULL when the

@@ -375,6 +375,13 @@ static int pl_accept_new(struct pl_sock *l, struct pl_acc *a, int flags, struct 
 	s->state = PL_CONNECTED;
 	s->peer = a->peer;
 	s->local = l->local;
+	{
+		/* the address the peer connected to (the listener's may be 0.0.0.0
+		 * or ::); an older ipkitd does not say: the listener's, as before */
+		struct ipk_svc_addr me;
+		if (ipk_svc_sock_local(a->so, &me) == 0)
+			pl_sa_from_svc(&s->local, l->domain, &me);
+	}
 	s->nodelay = l->nodelay;
 	s->keepalive = l->keepalive;
 	pl_post_recv(s);

@@ -5,6 +5,7 @@ runs (tests/svc/svc_tool.c, libipkit-client) talking to it over its UNIX socket;
 the Linux side runs small Python servers and clients in the namespace (PEER below).
 Transfers are checked end to end by SHA-256. Everything is ended by PID at teardown.
 """
+import errno
 import os
 import re
 import signal
@@ -587,6 +588,9 @@ def test_ipkitd6_accept_linux_client_reports_ipv6_peer(svc6):
     assert rc == 0 and crc == 0, err + cerr + svc6.log()
     m = re.search(r"^local (\S+) (\d+)$", cout, re.M)
     assert m and ("svc_tool: peer 10 %s %s" % (m.group(1), m.group(2))) in err, (cout, err)
+    # the accepted socket's own address: where the client connected (not ::)
+    assert "svc_tool: local 10 %s 6101\n" % svc6.ipk6 in err, err
+    assert "svc_tool: listener local %d\n" % -errno.ENODATA in err, err
     a_sn, a_sh, a_rn, a_rh = digests(out)
     c_sn, c_sh, c_rn, c_rh = digests(cout)
     assert a_sn == c_rn == size and a_sh == c_rh, (out, cout)
@@ -604,6 +608,7 @@ def test_ipkitd6_dual_stack_and_v6only_listeners(svc6):
     rc, out, err = finish(app)
     assert rc == 0 and crc == 0 and "svc_tool: peer 2 %s" % svc6.link.linux_ip in err, \
         err + cerr
+    assert "svc_tool: local 2 %s 6102\n" % svc6.link.ipk_ip in err, err
     app = svc6.tool_env(["SVC_TOOL_FAMILY=6", "SVC_TOOL_V6ONLY=1"], "listen", "6103", str(size))
     time.sleep(0.3)
     crc, cout, cerr = finish(svc6.peer("client", svc6.link.ipk_ip, "6103", str(size)), 30)

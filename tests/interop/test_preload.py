@@ -210,6 +210,35 @@ def test_preload_socat_fork_server_accept_then_fork(rig, tmp_path):
     assert st["ipk"] >= 1 and st["kern"] == 0 and st["accepts"] >= 8, st
 
 
+# socat's LISTEN addresses tell the program they start the accepted socket's own
+# address and its peer's (getsockname, getpeername), as the socat manual says.
+NAMES = "SYSTEM:echo $SOCAT_SOCKADDR $SOCAT_SOCKPORT $SOCAT_PEERADDR"
+
+
+def socat_names(link, target):
+    """What a Linux socat connecting to target reads from the NAMES server."""
+    r = link.run("socat", "-u", target, "-", timeout=30)
+    assert r.returncode == 0, r.stderr.decode()
+    return r.stdout.decode().split()
+
+
+def test_preload_socat_accepted_socket_name(rig):
+    """An accepted socket's getsockname under the shim is the address and port the
+    Linux client connected to, not its listener's 0.0.0.0 (what Linux answers;
+    socat hands it to its child as SOCAT_SOCKADDR). Before, the shim answered
+    0.0.0.0."""
+    link = rig.link
+    srv = shimmed(rig, "socat", "TCP-LISTEN:9004,reuseaddr,fork", NAMES)
+    time.sleep(0.5)
+    for _ in range(2):
+        got = socat_names(link, "TCP:%s:9004" % link.ipk_ip)
+        assert got == [link.ipk_ip, "9004", link.linux_ip], got
+    srv.send_signal(signal.SIGTERM)
+    rc, _, err = finish(srv, 30)
+    st = stats(err)
+    assert st["ipk"] >= 1 and st["kern"] == 0 and st["accepts"] >= 2, st
+
+
 def test_preload_nc_both_ways(rig, tmp_path):
     """Debian's nc (OpenBSD) under the shim, both directions, 32 MiB each."""
     if subprocess.run(["sh", "-c", "command -v nc"], capture_output=True).returncode:
@@ -340,6 +369,28 @@ def test_preload6_python_http_server_bind_any_dual_stack(rig6, tmp_path):
     st = stats(err)
     through_ipkitd(st, tx=2 * SIZE)
     assert st["accepts"] >= 3, st
+
+
+def test_preload6_socat_accepted_socket_name_dual_stack(rig6):
+    """A dual-stack listener (TCP6-LISTEN on ::, ipv6only=0) under the shim: the
+    accepted socket's own name is the IPv6 address the client connected to, or
+    ::ffff:a.b.c.d for an IPv4 client, as Linux answers (socat prints IPv6
+    addresses in full)."""
+    import ipaddress
+
+    def full(a):
+        return "[%s]" % ipaddress.IPv6Address(a).exploded
+    link = rig6.link
+    srv = shimmed(rig6, "socat", "TCP6-LISTEN:9005,reuseaddr,fork,ipv6only=0", NAMES)
+    time.sleep(0.5)
+    got = socat_names(link, "TCP6:[%s]:9005" % rig6.ipk6)
+    assert got == [full(rig6.ipk6), "9005", full(rig6.linux6)], got
+    got = socat_names(link, "TCP4:%s:9005" % link.ipk_ip)
+    assert got == [full("::ffff:" + link.ipk_ip), "9005", full("::ffff:" + link.linux_ip)], got
+    srv.send_signal(signal.SIGTERM)
+    rc, _, err = finish(srv, 30)
+    st = stats(err)
+    assert st["ipk"] >= 1 and st["kern"] == 0 and st["accepts"] >= 2, st
 
 
 def redis_dir():

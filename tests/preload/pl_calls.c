@@ -739,11 +739,12 @@ static void t_mmsg(void)
 
 /* names: getsockname after connect gives the address and port the connection
  * really uses (not 0.0.0.0:0): nonzero to the echo, and through our own listener
- * the client's name is the accepted socket's peer. */
+ * the client's name is the accepted socket's peer; the accepted socket's name
+ * (its listener bound to 0.0.0.0) is where the client connected to, its peer. */
 static void t_names(void)
 {
-	struct sockaddr_in a, b;
-	socklen_t la = sizeof a, lb = sizeof b;
+	struct sockaddr_in a, b, me;
+	socklen_t la = sizeof a, lb = sizeof b, lm = sizeof me;
 	int s = connected(&echo_a), l = listener(), c, v;
 	SAY("names\n");
 	R(getsockname(s, (struct sockaddr *)&a, &la));
@@ -756,6 +757,12 @@ static void t_names(void)
 	R(getpeername(v, (struct sockaddr *)&b, &lb));
 	SAY("  client name = server's peer: ip %d port %d\n",
 	    a.sin_addr.s_addr == b.sin_addr.s_addr, a.sin_port == b.sin_port);
+	R(getsockname(v, (struct sockaddr *)&me, &lm));
+	la = sizeof a;
+	R(getpeername(c, (struct sockaddr *)&a, &la));
+	SAY("  accepted name: family %d len %u ip set %d = client's peer: ip %d port %d\n",
+	    me.sin_family, (unsigned)lm, me.sin_addr.s_addr != 0,
+	    me.sin_addr.s_addr == a.sin_addr.s_addr, me.sin_port == a.sin_port);
 	R(close(c));
 	R(close(v));
 	R(close(l));
@@ -1716,6 +1723,11 @@ static void t_v6(void)
 	R(getpeername(v, (struct sockaddr *)&b, &lb));
 	v6_say("client name", &a, la);
 	SAY("  client name = server's peer: port %d\n", a.sin6_port == b.sin6_port);
+	la = sizeof a;
+	R(getsockname(v, (struct sockaddr *)&a, &la));
+	v6_say("accepted name", &a, la);
+	SAY("  accepted name = where the client connected: %d\n",
+	    !memcmp(&a.sin6_addr, &to.sin6_addr, 16) && a.sin6_port == to.sin6_port);
 	R(send(c, "v6!", 3, 0));
 	R(read_n(v, buf, 3));
 	SAY("  stream %.3s\n", buf);

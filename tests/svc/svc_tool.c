@@ -307,16 +307,18 @@ static void any_flags(struct ipk_svc_sqe *e)
 
 /* "peer FAMILY ADDR PORT [scope N]" on stderr: what an accept or recvfrom
  * reported (the zone of a link-local address when ipkitd gave one) */
-static void print_peer(const struct ipk_svc_addr *a)
+static void print_addr(const char *what, const struct ipk_svc_addr *a)
 {
 	char buf[64];
 	uint8_t *pb = (uint8_t *)&a->port_be;
 	inet_ntop(a->family == IPK_SVC_AF_INET6 ? AF_INET6 : AF_INET, a->addr, buf, sizeof buf);
-	fprintf(stderr, "svc_tool: peer %u %s %u", a->family, buf, pb[0] << 8 | pb[1]);
+	fprintf(stderr, "svc_tool: %s %u %s %u", what, a->family, buf, pb[0] << 8 | pb[1]);
 	if (a->scope_id)
 		fprintf(stderr, " scope %u", a->scope_id);
 	fputc('\n', stderr);
 }
+
+static void print_peer(const struct ipk_svc_addr *a) { print_addr("peer", a); }
 
 static int mode_connect(struct ipk_svc *svc, char **av)
 {
@@ -407,6 +409,17 @@ static int mode_listen(struct ipk_svc *svc, char **av)
 	}
 	fprintf(stderr, "svc_tool: accepted\n");
 	print_peer(&c.addr);
+	{
+		/* the accepted socket's own address (the listener's is 0.0.0.0 or
+		 * ::); the listener has none to give */
+		struct ipk_svc_addr me;
+		int lr = ipk_svc_sock_local(x.so, &me);
+		if (lr == 0)
+			print_addr("local", &me);
+		else
+			fprintf(stderr, "svc_tool: local %d\n", lr);
+		fprintf(stderr, "svc_tool: listener local %d\n", ipk_svc_sock_local(l, &me));
+	}
 	rc = x_run(&x);
 	ipk_svc_close(x.so);
 	ipk_svc_close(l);
