@@ -438,7 +438,7 @@ static int active_open(struct ipk_ctx *ctx, struct ipk_tuple *t, void *user,
 	}
 	if (t->local_port_be == 0)
 		return IPK_EADDRINUSE;
-	c = ipk_conn_get(ctx);
+	c = ipk_tcp_conn_take(ctx);
 	if (!c)
 		return IPK_ENOMEM;
 	if (ipk_tcp_conn_setup(ctx, c, t) != IPK_OK) {

@@ -1112,6 +1112,14 @@ int ipk_tcp_cookie_check(struct ipk_ctx *ctx, const struct ipk_tcp_seg *s, struc
 /* ---- tcp_tw.c: TIME_WAIT bounds and reuse (RFC 6191) */
 void ipk_tcp_tw_link(struct ipk_ctx *ctx, struct ipk_conn *c);
 void ipk_tcp_tw_unlink(struct ipk_ctx *ctx, struct ipk_conn *c);
+/* A zeroed connection object: a free one, else the oldest TIME_WAIT connection no
+ * core code is running on, freed early (counted in tcp_tw_recycled). NULL: none. */
+struct ipk_conn *ipk_tcp_conn_take(struct ipk_ctx *ctx);
+/* Connection objects a new connection could have now (free or TIME_WAIT). */
+IPK_INLINE int ipk_tcp_conn_room(const struct ipk_ctx *ctx)
+{
+	return ctx->conn_nfree > 0 || ctx->tw_n > 0;
+}
 /* A SYN for a TIME_WAIT connection: returns 1 when it started a new connection
  * (RFC 6191 §2) and the old one is gone. */
 int ipk_tcp_tw_syn(struct ipk_ctx *ctx, struct ipk_conn *c, struct ipk_tcp_seg *s);

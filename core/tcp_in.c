@@ -190,7 +190,7 @@ static void passive_open(struct ipk_ctx *ctx, struct ipk_tcp_seg *s, int idx)
 	t.peer_ip4_be = s->src_be;
 	t.local_port_be = s->h.dport_be;
 	t.peer_port_be = s->h.sport_be;
-	c = ipk_conn_get(ctx);
+	c = ipk_tcp_conn_take(ctx);
 	if (!c) {
 		ipk_drop(ctx, IPK_DROP_NO_CONN_MEM);
 		return;

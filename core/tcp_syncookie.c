@@ -226,7 +226,7 @@ int ipk_tcp_cookie_wanted(const struct ipk_ctx *ctx, int idx)
 	/* With the pool empty a cookie would only defer the failure to the ACK, where
 	 * a peer that waits for us to speak first would hang: drop the SYN instead so
 	 * that the peer retransmits it. */
-	return ipk_tcp_synq_full(ctx, idx) && ctx->conn_nfree > 0;
+	return ipk_tcp_synq_full(ctx, idx) && ipk_tcp_conn_room(ctx);
 }
 
 int ipk_tcp_synq_full(const struct ipk_ctx *ctx, int idx)
@@ -285,7 +285,7 @@ static struct ipk_conn *cookie_conn(struct ipk_ctx *ctx, const struct ipk_tcp_se
                                     const struct ipk_tuple *t, uint32_t idx, uint32_t bits)
 {
 	struct ipk_tcp_opts o;
-	struct ipk_conn *c = ipk_conn_get(ctx);
+	struct ipk_conn *c = ipk_tcp_conn_take(ctx);
 
 	if (!c) {
 		ipk_drop(ctx, IPK_DROP_NO_CONN_MEM);

@@ -2,7 +2,10 @@
  * TIME_WAIT that does not exhaust ports or memory.
  *
  *  - Every connection in TIME_WAIT sits on a FIFO list in the context; when more
- *    than cfg.tcp_tw_max would sit there, the oldest is freed at once.
+ *    than cfg.tcp_tw_max would sit there, the oldest is freed at once, and so it
+ *    is when a new connection finds the connection pool empty: TIME_WAIT never
+ *    keeps a peer out (a server closing first holds one per request, and would
+ *    otherwise refuse every SYN for 2*MSL once the pool is full of them).
  *  - RFC 6191 §2: a SYN for a TIME_WAIT 4-tuple may start a new connection. When
  *    both incarnations use timestamps, a TSval above TS.Recent decides (equal needs
  *    a higher sequence number too); otherwise a sequence number above everything
@@ -68,6 +71,27 @@ void ipk_tcp_tw_link(struct ipk_ctx *ctx, struct ipk_conn *c)
 		ctx->cnt.tcp_tw_recycled++;
 		ipk_tcp_destroy(ctx, ctx->tw_head, IPK_CLOSE_NORMAL);
 	}
+}
+
+/* TIME_WAIT connections looked at for one that nothing runs on: those that are
+ * busy are the few a segment is being processed on right now. */
+#define IPK_TCP_TW_TAKE_SCAN 8
+
+struct ipk_conn *ipk_tcp_conn_take(struct ipk_ctx *ctx)
+{
+	struct ipk_conn *c = ipk_conn_get(ctx), *tw;
+	int n = 0;
+
+	if (c)
+		return c;
+	for (tw = ctx->tw_head; tw && n < IPK_TCP_TW_TAKE_SCAN; tw = tw->timer_next, n++) {
+		if (tw->busy)
+			continue;
+		ctx->cnt.tcp_tw_recycled++;
+		ipk_tcp_destroy(ctx, tw, IPK_CLOSE_NORMAL);
+		return ipk_conn_get(ctx);
+	}
+	return NULL;
 }
 
 void ipk_tcp_iss_above(struct ipk_conn *c, uint32_t floor)

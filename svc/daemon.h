@@ -44,6 +44,7 @@ struct d_cfg {
 	unsigned n_allow_uid, n_low_uid, n_allow_gid;
 	uint64_t max_buf, max_ring;
 	uint32_t max_sq, max_cq, max_socks;
+	uint32_t conns;              /* the stack's connection objects per worker */
 	unsigned prio_levels, prio_default, prio_share; /* levels, default level, entries a
 	                                                 * lower level gets per pass */
 	uid_t prio_uid[D_MAX_IDS];

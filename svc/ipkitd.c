@@ -38,6 +38,9 @@ static const char d_help[] =
 	"  --max-buf-mb N       largest buffer area per application (default 256)\n"
 	"  --max-ring-mb N      largest ring area per application (default 64)\n"
 	"  --max-sockets N      sockets per application (default 65536)\n"
+	"  --conns N            TCP connections the stack holds per worker, open or in\n"
+	"                       TIME_WAIT (default 16384, at least 16; when none is\n"
+	"                       free a new one takes the oldest TIME_WAIT's place)\n"
 	"  --graceful-close     a dead application's connections get FIN, not RST\n"
 	"  --prio-levels N      priority levels, 0 served first (default 3, at most 16)\n"
 	"  --prio-default L     level of sockets that ask for none, and the highest an\n"
@@ -232,6 +235,8 @@ static int d_opt(struct d_cfg *c, const char *name, const char *val, int *took)
 		c->max_ring = (uint64_t)x << 20;
 	else if (!strcmp(name, "--max-sockets") && d_parse_u(val, (1ul << D_SOCK_IDX_BITS) - 2, &x) == 0 && x)
 		c->max_socks = (uint32_t)x;
+	else if (!strcmp(name, "--conns") && d_parse_u(val, 1u << 22, &x) == 0 && x >= 16)
+		c->conns = (uint32_t)x;
 	else if (!strcmp(name, "--config") && d_config_file(c, val) == 0)
 		;
 	else if (!strcmp(name, "--spin-us") && d_parse_u(val, 100000, &x) == 0)
@@ -304,6 +309,11 @@ static void d_cfg_default(struct d_cfg *c)
 	c->max_sq = 4096;
 	c->max_cq = 8192;
 	c->max_socks = 65536;
+	/* the stack's TCP connections per worker, open and in TIME_WAIT (a new one
+	 * takes the oldest TIME_WAIT's object when none is free): a node's default
+	 * of 1024 would cap every application together far below --max-sockets.
+	 * 248 bytes each (ipk_conn_size), 4 MiB at this default */
+	c->conns = 16384;
 	/* the spin saves the applications a doorbell when they answer within it, but
 	 * on 2 CPUs it competes with them and with their peers for the CPU, and on
 	 * TAP each of its polls is a readv: libipkit-preload figures there, system
@@ -385,6 +395,11 @@ static void d_core_tweak(struct ipk_config *cfg, void *app)
 {
 	const struct d_cfg *c = &((struct d_wk *)app)->d->cfg;
 	((struct d_wk *)app)->d->rcvbuf = cfg->tcp_rcvbuf;
+	/* a bucket a connection (--conns), as the core's default is for a node's
+	 * 1024: lookups stay one bucket deep at full load */
+	cfg->conn_hash_buckets = 1024;
+	while (cfg->conn_hash_buckets < c->conns && cfg->conn_hash_buckets < (1u << 22))
+		cfg->conn_hash_buckets <<= 1;
 	if (c->ip6) { /* docs/ipv6-core.md: static address when given, SLAAC on */
 		cfg->ip6_enable = 1;
 		memcpy(cfg->ip6_addr, c->ip6_addr, 16);
@@ -399,6 +414,7 @@ void d_node_template(struct d_daemon *d, struct ipk_node_cfg *nc)
 	nc->ip4_be = d->cfg.ip4_be;
 	nc->prefix_len = d->cfg.prefix_len;
 	nc->gateway_be = d->cfg.gw_be;
+	nc->conns = d->cfg.conns;
 	nc->events = &d_events;
 	nc->core_tweak = d_core_tweak;
 }

@@ -306,7 +306,9 @@ struct ipk_counters {
 	uint64_t tcp_syncookies_sent;        /* SYN-ACKs carrying a SYN cookie */
 	uint64_t tcp_syncookies_ok;          /* returning ACKs whose cookie opened a connection */
 	uint64_t tcp_syncookies_failed;      /* ACKs to a listener with a cookie that did not check */
-	uint64_t tcp_tw_recycled;            /* TIME_WAIT connections freed early for tcp_tw_max */
+	uint64_t tcp_tw_recycled;            /* TIME_WAIT connections freed early: for
+	                                      * tcp_tw_max, or for a new connection that
+	                                      * found the connection pool empty */
 	uint64_t tcp_tw_reused;              /* TIME_WAIT 4-tuples taken over by a new connection */
 	/* loss recovery (RFC 6675, RFC 8985, RFC 2883, RFC 7323) */
 	uint64_t tcp_sack_recovery_episodes; /* SACK-based recoveries entered */
@@ -735,7 +737,10 @@ struct ipk_config {
 	 * timestamps it has none of them (a 64 KiB window, no SACK, no ECN). */
 	uint8_t tcp_syncookies;
 	/* Connections in TIME_WAIT per context, default 4096; when one more enters, the
-	 * oldest is freed (counted in tcp_tw_recycled). 0 = no limit. */
+	 * oldest is freed (counted in tcp_tw_recycled). 0 = no limit. Whatever the
+	 * limit, a new connection (SYN, cookie ACK, connect) that finds the connection
+	 * pool empty frees the oldest TIME_WAIT one and takes its object: TIME_WAIT
+	 * never keeps a peer out. */
 	uint32_t tcp_tw_max;
 
 	/* TCP congestion control, ACK policy, keep-alive, ECN */

@@ -65,6 +65,30 @@ elif mode == "udpecho":
     while True:
         b, a = s.recvfrom(65536)
         s.sendto(b, a)
+elif mode == "connhold":
+    # N connections open at once (more than a core node's default pool of 1024),
+    # then 4 bytes on each, their echo read back on each, then all closed
+    import resource
+    n = int(sys.argv[4])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, n + 64)), hard))
+    cs = [socket.create_connection((sys.argv[2], int(sys.argv[3])), timeout=60) for _ in range(n)]
+    print("connected", len(cs), flush=True)
+    for i, c in enumerate(cs):
+        c.sendall(i.to_bytes(4, "big"))
+    ok = sum(1 for i, c in enumerate(cs) if c.recv(4) == i.to_bytes(4, "big"))
+    for c in cs:
+        c.close()
+    print("connhold %d/%d" % (ok, n), flush=True)
+elif mode == "conneof":
+    # n connections one after the other, each closed after the server's FIN: the
+    # server closes first, so its end of each waits in TIME_WAIT
+    for i in range(int(sys.argv[4])):
+        c = socket.create_connection((sys.argv[2], int(sys.argv[3])), timeout=10)
+        while c.recv(4096):
+            pass
+        c.close()
+    print("conneof done", flush=True)
 elif mode == "connmany":
     for i in range(int(sys.argv[4])):
         c = socket.create_connection((sys.argv[2], int(sys.argv[3])), timeout=10)
@@ -144,7 +168,7 @@ class Svc:
 
     def peer(self, *args):
         p = self.link.start("/usr/bin/python3", str(self.peer_py), *args)
-        if args[0] not in ("client", "connmany"):
+        if args[0] not in ("client", "connmany", "connhold", "conneof"):
             read_until(p, "ready")
         return p
 
@@ -305,6 +329,38 @@ def test_ipkitd_two_apps_talk_to_each_other(svc):
     ec, eout, eerr = finish(e, 30)
     assert rc == 0 and "udp 50/50" in out, out + err
     assert ec == 0 and "udpecho 50/50" in eout, eout + eerr
+
+
+def test_ipkitd_holds_3000_connections_from_linux(svc):
+    """3,000 connections from a Linux client open at once to one application (a
+    runtime node's default pool is 1,024 connections: ipkitd sizes its stack by
+    --conns, default 16,384): all accepted and held, then each echoes its own
+    4 bytes back."""
+    n = 3000
+    app = svc.tool("acceptn", "6301", str(n))
+    read_until(app, "listening")
+    c = svc.peer("connhold", svc.link.ipk_ip, "6301", str(n))
+    crc, cout, cerr = finish(c, 240)
+    rc, out, err = finish(app, 60)
+    assert crc == 0 and "connhold %d/%d" % (n, n) in cout, cout + cerr + svc.log()
+    assert rc == 0 and "acceptn %d/%d held" % (n, n) in out, out + err
+    assert "acceptn %d/%d answered" % (n, n) in out, out + err
+
+
+def test_ipkitd_time_wait_never_refuses_a_peer(make_link, tmp_path):
+    """ipkitd with a pool of 64 connections (--conns 64) serves 400 connections
+    from Linux one after the other, each closed by the application first, so each
+    leaves a TIME_WAIT behind on ipkitd's side: a new SYN takes the oldest
+    TIME_WAIT's place. Before, the pool full of TIME_WAIT refused every SYN for
+    2*MSL (60 s)."""
+    svc = Svc(make_link("tap"), tmp_path, "--conns", "64")
+    n = 400
+    app = svc.tool("rlisten", "6501", str(n))
+    read_until(app, "listening")
+    crc, cout, cerr = finish(svc.peer("conneof", svc.link.ipk_ip, "6501", str(n)), 120)
+    rc, out, err = finish(app, 30)
+    assert crc == 0 and "conneof done" in cout, cout + cerr + svc.log()
+    assert "rlisten got %d" % n in out, out + err
 
 
 def test_ipkitd_reuseport_linux_clients(svc):

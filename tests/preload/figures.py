@@ -40,6 +40,10 @@ RSERVER = os.path.join(ROOT, "usr", "bin", "redis-server")
 RBENCH = os.path.join(ROOT, "usr", "bin", "redis-benchmark")
 SHIM = os.path.join(BUILD, "svc", "preload", "libipkit-preload.so")
 DUR = os.environ.get("FIG_DUR", "5")
+# FIG_CLOSE=1: wrk sends "Connection: close" (a connection per request: accept and
+# close on the request path); FIG_ONLY=nginx or redis: that server alone
+CLOSE = os.environ.get("FIG_CLOSE", "0") not in ("", "0")
+ONLY = os.environ.get("FIG_ONLY", "")
 N = os.environ.get("FIG_N", "100000")
 
 CONF = """master_process on;
@@ -181,7 +185,9 @@ def perf_stop(p, reqs, label=None, group=None):
 def wrk(client, ip, pids, dpid, label=None):
     ps, pd = perf_start(pids), perf_start([dpid] if dpid else [])
     out = subprocess.run(client + ["wrk", "-t", "2", "-c", "32", "-d", DUR, "--latency",
-                                   "--timeout", "10s", "http://%s:8080/" % ip],
+                                   "--timeout", "10s"] +
+                         (["-H", "Connection: close"] if CLOSE else []) +
+                         ["http://%s:8080/" % ip],
                          capture_output=True, timeout=int(DUR) + 60).stdout.decode()
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     reqs = int(re.search(r"(\d+) requests in", out).group(1))
@@ -225,7 +231,7 @@ def run_side(name, server, client, ip, env, rows, dpid=None):
     procs = []
     d = nginx_dir()
     try:
-        for w in (1, 2):
+        for w in ((1, 2) if ONLY != "redis" else ()):
             conf = os.path.join(d, "nginx%d.conf" % w)
             with open(conf, "w") as f:
                 f.write(CONF % {"d": d, "w": w})
@@ -238,6 +244,8 @@ def run_side(name, server, client, ip, env, rows, dpid=None):
                          err, sc, dc))
             stop(procs)
             time.sleep(0.5)
+        if ONLY == "nginx":
+            return
         m = start(procs, server + ["env", "LD_LIBRARY_PATH=" + RLIB, RSERVER, "--port", "6379",
                                    "--save", "", "--appendonly", "no", "--protected-mode", "no"],
                   env)
@@ -276,9 +284,10 @@ def main():
                  v.sip, None, rows)
     finally:
         v.close()
-    print("load: wrk -t 2 -c 32 -d %s (keep-alive, 6-byte file); redis-benchmark -c 32 "
+    print("load: wrk -t 2 -c 32 -d %s (%s, 6-byte file); redis-benchmark -c 32 "
           "-n %s -t set / -t get; %d CPUs; load average %.1f at the end; ipkitd %s"
-          % (DUR, N, os.cpu_count(), os.getloadavg()[0],
+          % (DUR, "Connection: close" if CLOSE else "keep-alive", N, os.cpu_count(),
+             os.getloadavg()[0],
              os.environ.get("IPKITD_TEST_ARGS", "(defaults)")))
     print()
     print("| benchmark | stack | requests/s | p99 (ms) | server syscalls/request "

@@ -21,6 +21,8 @@
  *   svc_tool [--socket PATH] lhold PORT GOFILE     listen on PORT, never accept; close
  *                                                  the listener once GOFILE exists (30 s),
  *                                                  then stay 10 s
+ *   svc_tool [--socket PATH] acceptn PORT N        N connections held open at once,
+ *                                                   then each echoes its 4 bytes
  *   svc_tool [--socket PATH] hold SECONDS          one socket, prints "id N", sleeps
  *   svc_tool [--socket PATH] nopbench N spin|sleep NOP round trips, one at a time:
  *                                                  spinning on the CQ or sleeping in
@@ -850,6 +852,82 @@ static int mode_lhold(struct ipk_svc *svc, char **av)
 	return rc == 0 ? 0 : 1;
 }
 
+/* acceptn PORT N: N connections open at once. A listener on 0.0.0.0:PORT accepts
+ * N connections and holds every one open; then, on each, it reads the 4 bytes its
+ * peer sent and sends them back, and closes it after the peer's end of stream.
+ * Prints "acceptn N/N held" once all are in, "acceptn N/N answered" at the end. */
+static int mode_acceptn(struct ipk_svc *svc, char **av)
+{
+	long n = atol(av[1]), got = 0, ok = 0, i;
+	struct ipk_svc_sock *l, **v;
+	struct ipk_svc_sqe e;
+	struct ipk_svc_addr a;
+	uint8_t *buf;
+	int rc;
+	v = (struct ipk_svc_sock **)calloc((size_t)(n > 0 ? n : 1), sizeof *v);
+	buf = (uint8_t *)ipk_svc_buf_alloc(svc, (uint32_t)(n > 0 ? n : 1) * 8u);
+	if (!v || !buf || n <= 0 || ipk_svc_socket(svc, IPK_SVC_TCP, 8, 256, &l) < 0)
+		return 2;
+	memset(&e, 0, sizeof e);
+	ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
+	ipk_svc_prep_bind(&e, &a);
+	rc = one(l, &e, NULL);
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_listen(&e, 128);
+	if (rc == 0)
+		rc = one(l, &e, NULL);
+	if (rc < 0) {
+		printf("acceptn bind/listen %d\n", rc);
+		return 1;
+	}
+	printf("listening\n");
+	fflush(stdout);
+	while (got < n) {
+		struct ipk_svc_cqe c;
+		memset(&e, 0, sizeof e);
+		ipk_svc_prep_accept(&e, 4, 8); /* multishot: re-armed when it ends */
+		*ipk_svc_get_sqe(l) = e;
+		ipk_svc_submit(l);
+		do {
+			if (take_t(l, &c, 30000000000ll) < 0) {
+				printf("acceptn %ld/%ld held (no more)\n", got, n);
+				return 1;
+			}
+			if (c.res == 0 && ipk_svc_accepted(svc, &c, &v[got]) == 0)
+				got++;
+			else if (c.res < 0 && c.res != -EBUSY)
+				fprintf(stderr, "svc_tool: accept %d\n", c.res);
+		} while (got < n && (c.flags & IPK_SVC_CQE_F_MORE));
+	}
+	printf("acceptn %ld/%ld held\n", got, n);
+	fflush(stdout);
+	for (i = 0; i < n; i++) { /* every RECV posted first: the peers send when told */
+		struct ipk_svc_sqe *r = ipk_svc_get_sqe(v[i]);
+		ipk_svc_prep_recv(v[i], r, buf + 8 * i, 4);
+		ipk_svc_submit(v[i]);
+	}
+	for (i = 0; i < n; i++) {
+		struct ipk_svc_cqe c;
+		if (take(v[i], &c) < 0 || c.res != 4)
+			continue;
+		memset(&e, 0, sizeof e);
+		ipk_svc_prep_send(v[i], &e, buf + 8 * i, 4);
+		if (one(v[i], &e, &c) == 4)
+			ok++;
+	}
+	for (i = 0; i < n; i++) { /* the peer's end of stream, then ours */
+		struct ipk_svc_sqe *r = ipk_svc_get_sqe(v[i]);
+		struct ipk_svc_cqe c;
+		ipk_svc_prep_recv(v[i], r, buf + 8 * i + 4, 4);
+		ipk_svc_submit(v[i]);
+		take(v[i], &c);
+		ipk_svc_close(v[i]);
+	}
+	printf("acceptn %ld/%ld answered\n", ok, n);
+	ipk_svc_close(l);
+	return ok == n ? 0 : 1;
+}
+
 /* A socket for others to aim at (hostile's ID), kept SECONDS. */
 static int mode_hold(struct ipk_svc *svc, char **av)
 {
@@ -964,6 +1042,8 @@ int main(int argc, char **argv)
 		rc = mode_adoptfork(svc, argv + i + 1, path);
 	else if (!strcmp(argv[i], "scope6") && argc - i >= 4)
 		rc = mode_scope6(svc, argv + i + 1, argc - i - 1);
+	else if (!strcmp(argv[i], "acceptn") && argc - i >= 3)
+		rc = mode_acceptn(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hold") && argc - i >= 2)
 		rc = mode_hold(svc, argv + i + 1);
 	ipk_svc_close_all(svc);

@@ -580,6 +580,52 @@ static void test_time_wait_max_recycles_oldest(void)
 	finish(t);
 }
 
+/* tcp_tw_max above the pool (the default 4096 against a node's 1024): TIME_WAIT
+ * alone fills the pool, and a server that closes first would refuse every SYN
+ * for 2*MSL. A new connection takes the oldest TIME_WAIT one's object instead. */
+static void tw_unbounded(struct ipk_config *c) { c->tcp_tw_max = 0; }
+
+static void test_time_wait_full_pool_yields_to_new_connections(void)
+{
+	struct th *t = th_new(tw_unbounded);
+	struct ipk_conn *first, *c = NULL;
+	struct tseg s;
+	uint32_t iss, i;
+
+	ipk_tcp_listen(t->ctx, be(80), 4);
+	first = to_time_wait(t, 5000, &iss);
+	for (i = 1; i < t->nconns; i++) {
+		t->now += 1000000; /* 1 ms apart: oldest first */
+		to_time_wait(t, (uint16_t)(5000 + i), &iss);
+	}
+	CHECK_EQ(ipk_conns_free(t->ctx), 0);
+	CHECK_EQ(t->ctx->tw_n, t->nconns);
+	CHECK_EQ(cnt(t)->tcp_tw_recycled, 0);
+	/* a SYN from a new port: answered, the oldest TIME_WAIT freed for it */
+	th_send(t, 6000, 80, IPK_TCP_SYN, IRS, 0, W, NULL, NULL, 0);
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.flags, IPK_TCP_SYN | A);
+	CHECK_EQ(cnt(t)->tcp_tw_recycled, 1);
+	CHECK(ipk_tcp_lookup(t->ctx, t->ip_be, be(80), t->peer_be, be(5000)) == NULL);
+	CHECK(ipk_tcp_lookup(t->ctx, t->ip_be, be(80), t->peer_be, be(5001)) != NULL);
+	th_send(t, 6000, 80, A, IRS + 1, s.h.seq + 1, W, NULL, NULL, 0);
+	CHECK_EQ(ipk_tcp_state(t->conn), IPK_TCP_ESTABLISHED);
+	CHECK(t->conn != NULL && first != NULL);
+	th_clear(t);
+	/* an active open too: the next oldest goes */
+	CHECK_EQ(ipk_tcp_connect(t->ctx, t->peer_be, be(9), 0, NULL, &c, t->now), IPK_OK);
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.flags, IPK_TCP_SYN);
+	CHECK_EQ(cnt(t)->tcp_tw_recycled, 2);
+	CHECK(ipk_tcp_lookup(t->ctx, t->ip_be, be(80), t->peer_be, be(5001)) == NULL);
+	ipk_tcp_abort(t->ctx, c, t->now);
+	ipk_tcp_abort(t->ctx, t->conn, t->now);
+	th_clear(t);
+	th_run_for(t, t->cfg.tcp_time_wait_ns + 2 * SEC);
+	CHECK_EQ(t->ctx->tw_n, 0);
+	finish(t);
+}
+
 static void one_port(struct ipk_config *c)
 {
 	c->eph_port_lo = 40000;
@@ -679,6 +725,7 @@ int main(void)
 	RUN(test_time_wait_syn_newer_tsval_reuses_tuple);
 	RUN(test_time_wait_syn_older_tsval_stays);
 	RUN(test_time_wait_max_recycles_oldest);
+	RUN(test_time_wait_full_pool_yields_to_new_connections);
 	RUN(test_connect_takes_time_wait_tuple_when_ports_run_out);
 	RUN(test_established_forged_icmp_needfrag_ignored);
 	return check_summary();
