@@ -350,6 +350,23 @@ void pl_sock_release(struct pl_sock *s)
 	s->closing = 1;
 	pl_levels(s, 0);
 	now = (s->tx_ops == 0 && s->gb_ops == 0) || !s->so;
+	if (!now && !s->fam && !s->wr_shut && s->state == PL_CONNECTED &&
+	    s->type == SOCK_STREAM) {
+		/* SENDs still in flight: the close waits for them, but the FIN
+		 * need not. It follows the last byte at once, in ipkitd's same
+		 * pass, as Linux sends it after the data still queued at close:
+		 * a peer that reads the reply and closes would otherwise often
+		 * close first and keep a TIME_WAIT per connection (a client
+		 * opening thousands spends its connect()s searching them). Not
+		 * for a connection another process may still hold (fork). */
+		struct ipk_svc_sqe *e = ipk_svc_get_sqe(s->so);
+		if (e) {
+			ipk_svc_prep_shutdown(e);
+			ipk_svc_sqe_set_data(e, (uint64_t)PL_OP_SHUT << 60);
+			ipk_svc_submit(s->so);
+			s->wr_shut = 1;
+		}
+	}
 	pthread_mutex_unlock(&s->mu);
 	if (now && (s->lnext || s->lprev || g_live == s)) {
 		pl_finish_locked(s);
