@@ -44,6 +44,10 @@ DUR = os.environ.get("FIG_DUR", "5")
 # close on the request path); FIG_ONLY=nginx or redis: that server alone
 CLOSE = os.environ.get("FIG_CLOSE", "0") not in ("", "0")
 ONLY = os.environ.get("FIG_ONLY", "")
+# FIG_WORKERS: nginx's worker counts to run, default "1,2". With FIG_CLOSE the
+# client keeps a TIME_WAIT for each connection it closed first, 60 s, in its
+# namespace: a later row's connect()s search them (one row a run compares best)
+WORKERS = [int(x) for x in os.environ.get("FIG_WORKERS", "1,2").split(",") if x.strip()]
 N = os.environ.get("FIG_N", "100000")
 
 CONF = """master_process on;
@@ -231,7 +235,7 @@ def run_side(name, server, client, ip, env, rows, dpid=None):
     procs = []
     d = nginx_dir()
     try:
-        for w in ((1, 2) if ONLY != "redis" else ()):
+        for w in (WORKERS if ONLY != "redis" else ()):
             conf = os.path.join(d, "nginx%d.conf" % w)
             with open(conf, "w") as f:
                 f.write(CONF % {"d": d, "w": w})
