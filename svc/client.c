@@ -684,7 +684,7 @@ int ipk_svc_accepted(struct ipk_svc *svc, const struct ipk_svc_cqe *cqe,
 	return svc_sock_new(svc, cqe->ring_off, out);
 }
 
-int ipk_svc_close_id(struct ipk_svc *svc, uint32_t id)
+static int svc_close_id(struct ipk_svc *svc, uint32_t id, uint8_t flags)
 {
 	struct ipk_svc_sqe e;
 	struct ipk_svc_cqe c;
@@ -693,18 +693,21 @@ int ipk_svc_close_id(struct ipk_svc *svc, uint32_t id)
 		return -EINVAL;
 	memset(&e, 0, sizeof e);
 	e.opcode = IPK_SVC_OP_CLOSE;
+	e.flags = flags;
 	e.arg = id;
 	rc = svc_ctl(svc, &e, &c);
 	return rc < 0 ? rc : c.res;
 }
 
-int ipk_svc_close(struct ipk_svc_sock *so)
+int ipk_svc_close_id(struct ipk_svc *svc, uint32_t id) { return svc_close_id(svc, id, 0); }
+
+static int svc_close(struct ipk_svc_sock *so, uint8_t flags)
 {
 	struct ipk_svc *svc;
 	int rc;
 	if (!so)
 		return -EINVAL;
-	rc = ipk_svc_close_id(so->svc, so->id);
+	rc = svc_close_id(so->svc, so->id, flags);
 	svc = so->svc;
 	pthread_mutex_lock(&svc->lock);
 	if (so->prev)
@@ -718,6 +721,10 @@ int ipk_svc_close(struct ipk_svc_sock *so)
 	free(so);
 	return rc;
 }
+
+int ipk_svc_close(struct ipk_svc_sock *so) { return svc_close(so, 0); }
+
+int ipk_svc_abort(struct ipk_svc_sock *so) { return svc_close(so, IPK_SVC_SQE_F_ABORT); }
 
 /* ------------------------------------------------------------ buffers */
 

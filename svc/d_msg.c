@@ -308,9 +308,10 @@ static int d_msg_close(struct d_daemon *d, unsigned wk, struct d_msg *m)
 	if (!a)
 		return -1;
 	if (!s && o < d->nw && o != wk && d_sock_find(a, m->sock_id))
-		return d_msg_post(d, wk, o, D_MSG_CLOSE, m->app_id, m->sock_id, m->arg, 0, NULL);
+		return d_msg_post(d, wk, o, D_MSG_CLOSE, m->app_id, m->sock_id, m->arg, m->res,
+		                  NULL);
 	if (s)
-		d_sock_destroy(d, s, 1);
+		d_sock_destroy(d, s, !m->res); /* res: 1 for an abortive CLOSE */
 	else
 		res = -EBADF;
 	return d_msg_post(d, wk, 0, D_MSG_CLOSED, m->app_id, 0, m->arg, res, NULL);

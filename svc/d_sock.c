@@ -517,6 +517,8 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 		d_family_adopt(ctl, e);
 		return;
 	case IPK_SVC_OP_CLOSE: {
+		/* IPK_SVC_SQE_F_ABORT: a connection is reset, not ended with a FIN */
+		int abort = (e->flags & IPK_SVC_SQE_F_ABORT) != 0;
 		unsigned o;
 		s = d_sock_find_wk(ctl->app, (uint32_t)e->arg, ctl->wk, &o);
 		if (!s && (o >= d->nw || !d_sock_find(ctl->app, (uint32_t)e->arg))) {
@@ -528,11 +530,11 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 			/* another worker's socket: destroyed by its owner, which answers
 			 * (d_msg.c d_msg_close); the completion comes a pass later */
 			if (d_msg_post(d, ctl->wk, o, D_MSG_CLOSE, ctl->app->id, (uint32_t)e->arg,
-			               e->user_data, 0, NULL) < 0)
+			               e->user_data, abort, NULL) < 0)
 				d_post_res(ctl, e->user_data, -ENOMEM);
 			return;
 		}
-		d_sock_destroy(d, s, 1);
+		d_sock_destroy(d, s, !abort);
 		d_post_res(ctl, e->user_data, 0);
 		return;
 	}

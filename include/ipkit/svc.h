@@ -133,6 +133,9 @@ struct ipk_svc_sqe {
  * as AF_INET addresses; the shim maps them to ::ffff:a.b.c.d); one bound AF_INET
  * serves IPv4 only. */
 #define IPK_SVC_SQE_F_V6ONLY 4u
+/* CLOSE: an abortive close: a TCP connection is reset (RST) at once, data not yet
+ * acknowledged is dropped (Linux's close with SO_LINGER {1, 0}; ipk_svc_abort) */
+#define IPK_SVC_SQE_F_ABORT 8u
 
 #define IPK_SVC_CQE_F_MORE 1u    /* multishot: more completions follow for this sqe */
 #define IPK_SVC_CQE_F_RINGERR 2u /* the daemon found this socket's ring indices bad */
@@ -214,6 +217,11 @@ int ipk_svc_adopt(struct ipk_svc *svc, uint32_t parent_id, uint32_t sq_entries,
  * this returns. The handle is freed. Synchronous, thread-safe; returns 0 or -EPIPE
  * (daemon gone; the handle is freed anyway). */
 int ipk_svc_close(struct ipk_svc_sock *so);
+/* ipk_svc_close, but a TCP connection is reset (RST) instead of ended with a FIN,
+ * and data not yet acknowledged is dropped: Linux's close() with SO_LINGER {1, 0}.
+ * Other sockets close as with ipk_svc_close. Returns as ipk_svc_close (an ipkitd
+ * older than this call ignores the flag and sends a FIN). */
+int ipk_svc_abort(struct ipk_svc_sock *so);
 /* Close by id (ipk_svc_sock_id) without the handle, e.g. from a thread that does
  * not own it; the handle, if any, must then only be freed with ipk_svc_close (which
  * gets -EBADF). Returns 0, -EBADF (no such socket of this application: another

@@ -319,8 +319,20 @@ static void pl_finish_locked(struct pl_sock *s)
 		ipk_svc_close(a->so);
 		free(a);
 	}
-	if (s->so)
+	if (s->so && s->abort) {
+		ipk_svc_abort(s->so);
+		/* none left (the close waited for them); were one dropped, it would
+		 * complete no more and its buffer would be ours */
+		while (s->tx_ops) {
+			struct pl_txq *q = &s->txq[s->txq_head];
+			s->txq_head = (s->txq_head + 1) % PL_TXOPS;
+			ipk_svc_buf_free(svc, q->b, q->len);
+			s->tx_bytes -= q->len;
+			s->tx_ops--;
+		}
+	} else if (s->so) {
 		ipk_svc_close(s->so);
+	}
 	s->so = NULL;
 	pthread_cond_broadcast(&s->cv); /* a synchronous operation waiting ends */
 	for (int i = 0; i < 2; i++) {
@@ -349,8 +361,14 @@ void pl_sock_release(struct pl_sock *s)
 	pthread_mutex_lock(&s->mu);
 	s->closing = 1;
 	pl_levels(s, 0);
+	/* SO_LINGER {1, 0}: an abortive close: a reset, no FIN. Linux sends what a
+	 * send() already put on the wire first, so the SENDs in flight still go into
+	 * the stack (the close waits for them, as any close); not for a connection
+	 * another process may hold */
+	s->abort = s->linger.l_onoff && s->linger.l_linger == 0 && !s->fam && s->so &&
+	           s->type == SOCK_STREAM && s->state == PL_CONNECTED;
 	now = (s->tx_ops == 0 && s->gb_ops == 0) || !s->so;
-	if (!now && !s->fam && !s->wr_shut && s->state == PL_CONNECTED &&
+	if (!now && !s->abort && !s->fam && !s->wr_shut && s->state == PL_CONNECTED &&
 	    s->type == SOCK_STREAM) {
 		/* SENDs still in flight: the close waits for them, but the FIN
 		 * need not. It follows the last byte at once, in ipkitd's same

@@ -118,6 +118,7 @@ struct pl_sock {
 	struct ipk_svc_sock *so;
 	enum pl_state state;
 	int nonblock, so_error, rd_shut, wr_shut, eof, closing;
+	int abort;           /* closing with SO_LINGER {1, 0}: ipkitd resets */
 	int in_lvl, out_lvl; /* the eventfds' counters are set */
 	int in_true;         /* readable when the level was last computed (in_lvl
 	                      * without it: a stale level, cleared lazily) */

@@ -239,6 +239,53 @@ def test_preload_socat_accepted_socket_name(rig):
     assert st["ipk"] >= 1 and st["kern"] == 0 and st["accepts"] >= 2, st
 
 
+# A server that sends 5 bytes and closes with SO_LINGER {1, 0} (an abortive close),
+# and a client that reads until the stream ends and says how it ended.
+LINGER_SERVER = r"""
+import socket, struct, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(4)
+print("ready", flush=True)
+for _ in range(2):
+    c, _ = s.accept()
+    c.sendall(b"hello")
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.close()
+"""
+LINGER_CLIENT = r"""
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20)
+got = b""
+try:
+    while True:
+        b = c.recv(100)
+        if not b:
+            print("eof", got.decode(), flush=True)
+            break
+        got += b
+except ConnectionResetError:
+    print("reset", got.decode(), flush=True)
+"""
+
+
+def test_preload_linger0_close_resets_linux_peer(rig):
+    """A python3 server under the shim sends 5 bytes and closes with SO_LINGER
+    {1, 0}: the Linux client reads the 5 bytes, then the connection is reset (not
+    an end of stream), as from a server on Linux's sockets. Before, the shim kept
+    the option and closed with a FIN."""
+    link = rig.link
+    srv = shimmed(rig, "/usr/bin/python3", "-c", LINGER_SERVER, "9006")
+    line = srv.stdout.readline().decode()
+    assert "ready" in line, line + srv.stderr.read().decode()
+    for _ in range(2):
+        r = link.run("/usr/bin/python3", "-c", LINGER_CLIENT, link.ipk_ip, "9006", timeout=30)
+        assert r.stdout.decode().split() == ["reset", "hello"], r.stdout + r.stderr
+    rc, _, err = finish(srv, 30)
+    assert rc == 0, err
+    st = stats(err)
+    assert st["ipk"] >= 1 and st["kern"] == 0 and st["accepts"] == 2, st
+
+
 def test_preload_nc_both_ways(rig, tmp_path):
     """Debian's nc (OpenBSD) under the shim, both directions, 32 MiB each."""
     if subprocess.run(["sh", "-c", "command -v nc"], capture_output=True).returncode:

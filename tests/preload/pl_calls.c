@@ -737,6 +737,37 @@ static void t_mmsg(void)
 	R(close(s));
 }
 
+/* linger0: close() with SO_LINGER {1, 0} resets the connection: the peer's recv
+ * fails with ECONNRESET (not an end of stream), its send after that with EPIPE;
+ * and with bytes still queued. A plain close is an end of stream. */
+static void t_linger0(void)
+{
+	struct linger lg = {1, 0};
+	char b[8];
+	int l = listener(), c, v, i;
+	SAY("linger0\n");
+	for (i = 0; i < 2; i++) {
+		v = pair(l, &c);
+		R(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg));
+		if (i == 1) /* bytes the peer reads before the reset, or not: Linux
+		             * delivers them (they arrived first), so must we */
+			R(send(c, "abc", 3, 0));
+		R(close(c));
+		usleep(200000); /* the reset reaches the peer */
+		if (i == 1)
+			R(recv(v, b, sizeof b, 0));
+		R(recv(v, b, sizeof b, 0));
+		R(recv(v, b, sizeof b, 0));
+		R(close(v));
+	}
+	v = pair(l, &c);
+	R(close(c));
+	usleep(200000);
+	R(recv(v, b, sizeof b, 0));
+	R(close(v));
+	R(close(l));
+}
+
 /* names: getsockname after connect gives the address and port the connection
  * really uses (not 0.0.0.0:0): nonzero to the echo, and through our own listener
  * the client's name is the accepted socket's peer; the accepted socket's name
@@ -1913,7 +1944,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer}, {"defer_threads", t_defer_threads}, {"epoll_rearm", t_epoll_rearm}, {"reap", t_reap},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"linger0", t_linger0}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer}, {"defer_threads", t_defer_threads}, {"epoll_rearm", t_epoll_rearm}, {"reap", t_reap},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold}, {"hold_ep", t_hold_ep}, {"v6", t_v6},
 };
 

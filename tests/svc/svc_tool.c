@@ -21,6 +21,7 @@
  *   svc_tool [--socket PATH] lhold PORT GOFILE     listen on PORT, never accept; close
  *                                                  the listener once GOFILE exists (30 s),
  *                                                  then stay 10 s
+ *   svc_tool [--socket PATH] abortpair IP PORT N   N loop pairs closed, abort or not
  *   svc_tool [--socket PATH] acceptn PORT N        N connections held open at once,
  *                                                   then each echoes its 4 bytes
  *   svc_tool [--socket PATH] hold SECONDS          one socket, prints "id N", sleeps
@@ -819,6 +820,80 @@ static int mode_closex(struct ipk_svc *svc, char **av)
 	return fails ? 1 : 0;
 }
 
+/* abortpair IP PORT N: N pairs through ipkitd's own loop (a listener on PORT, a
+ * client connecting to IP:PORT, both ours). Pair i: the client sends 3 bytes and
+ * is closed, with ipk_svc_abort for even i and ipk_svc_close for odd i; the
+ * accepted side then reads the 3 bytes and, after an abort, -ECONNRESET, after a
+ * close 0 (the end of stream). Prints "abortpair R/N resets E ends". With
+ * --workers 2 the two ends of a pair may be different workers' sockets, so the
+ * CLOSE and its ABORT flag cross between them (svc/d_msg.c D_MSG_CLOSE). */
+static int mode_abortpair(struct ipk_svc *svc, char **av)
+{
+	struct ipk_svc_sock *l, *c, *w;
+	struct ipk_svc_sqe e;
+	struct ipk_svc_cqe q;
+	struct ipk_svc_addr a;
+	struct in_addr ip;
+	int n = atoi(av[2]), i, resets = 0, ends = 0, rc;
+	uint16_t port = (uint16_t)atoi(av[1]);
+	uint8_t *buf = (uint8_t *)ipk_svc_buf_alloc(svc, 64);
+	if (!buf || n <= 0 || inet_pton(AF_INET, av[0], &ip) != 1 ||
+	    ipk_svc_socket(svc, IPK_SVC_TCP, 8, 64, &l) < 0)
+		return 2;
+	memset(&e, 0, sizeof e);
+	ipk_svc_addr_ip4(&a, 0, port);
+	ipk_svc_prep_bind(&e, &a);
+	rc = one(l, &e, NULL);
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_listen(&e, 16);
+	if (rc == 0)
+		rc = one(l, &e, NULL);
+	CHECK(rc == 0, "bind/listen %d", rc);
+	if (rc)
+		return 1;
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_accept(&e, 8, 16); /* multishot: one completion per pair */
+	*ipk_svc_get_sqe(l) = e;
+	ipk_svc_submit(l);
+	for (i = 0; i < n; i++) {
+		int got;
+		CHECK(ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &c) == 0, "socket %d", i);
+		memset(&e, 0, sizeof e);
+		ipk_svc_addr_ip4(&a, ip.s_addr, port);
+		ipk_svc_prep_connect(&e, &a);
+		CHECK(one(c, &e, NULL) == 0, "connect %d", i);
+		CHECK(take(l, &q) == 0 && q.res == 0 && ipk_svc_accepted(svc, &q, &w) == 0,
+		      "accept %d", i);
+		if (fails)
+			return 1;
+		memcpy(buf, "abc", 3);
+		memset(&e, 0, sizeof e);
+		ipk_svc_prep_send(c, &e, buf, 3);
+		CHECK(one(c, &e, NULL) == 3, "send %d", i);
+		CHECK((i % 2 ? ipk_svc_close(c) : ipk_svc_abort(c)) == 0, "close %d", i);
+		for (got = 0; got < 3;) { /* the bytes first, as Linux delivers them */
+			memset(&e, 0, sizeof e);
+			ipk_svc_prep_recv(w, &e, buf + 8, 8);
+			rc = one(w, &e, NULL);
+			if (rc <= 0)
+				break;
+			got += rc;
+		}
+		CHECK(got == 3, "pair %d: %d bytes before the end (%d)", i, got, rc);
+		memset(&e, 0, sizeof e);
+		ipk_svc_prep_recv(w, &e, buf + 8, 8);
+		rc = one(w, &e, NULL);
+		if (i % 2 == 0 && rc == -ECONNRESET)
+			resets++;
+		if (i % 2 == 1 && rc == 0)
+			ends++;
+		ipk_svc_close(w);
+	}
+	ipk_svc_close(l);
+	printf("abortpair %d/%d resets %d ends\n", resets, (n + 1) / 2, ends);
+	return resets == (n + 1) / 2 && ends == n / 2 && !fails ? 0 : 1;
+}
+
 /* A listener that never accepts: connections wait in its queue until GOFILE
  * appears (at most 30 s), then the listener is closed (they are reset). */
 static int mode_lhold(struct ipk_svc *svc, char **av)
@@ -1042,6 +1117,8 @@ int main(int argc, char **argv)
 		rc = mode_adoptfork(svc, argv + i + 1, path);
 	else if (!strcmp(argv[i], "scope6") && argc - i >= 4)
 		rc = mode_scope6(svc, argv + i + 1, argc - i - 1);
+	else if (!strcmp(argv[i], "abortpair") && argc - i >= 4)
+		rc = mode_abortpair(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "acceptn") && argc - i >= 3)
 		rc = mode_acceptn(svc, argv + i + 1);
 	else if (!strcmp(argv[i], "hold") && argc - i >= 2)

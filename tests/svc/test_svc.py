@@ -448,6 +448,15 @@ def case_wake(rig):
     assert rc == 0 and "wake rc 0" in out, out + err
 
 
+def case_abort(rig):
+    """ipk_svc_abort (CLOSE with IPK_SVC_SQE_F_ABORT) against ipk_svc_close, 8 pairs
+    through ipkitd's own loop: after 3 bytes, an aborted end's peer reads them and
+    then -ECONNRESET, a closed end's peer reads them and then 0. With --workers 2
+    the ends are on different workers in turn (the flag crosses in D_MSG_CLOSE)."""
+    rc, out, err = rig.run_tool("abortpair", OUR_IP, "24500", "8")
+    assert rc == 0 and "abortpair 4/4 resets 4 ends" in out, out + err
+
+
 def case_many_sockets(rig):
     """10,000 sockets across 4 applications at once, a NOP on each: all complete.
     Then each application, its 2,500 sockets open, sends 1,000 NOPs on one of them:
