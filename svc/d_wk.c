@@ -433,10 +433,15 @@ static void d_wk_run(struct ipk_workers *ws, unsigned idx, void *arg)
 	struct d_daemon *d = (struct d_daemon *)arg;
 	struct d_wk *w = &d->wk[idx];
 	uint64_t last_work = 0, spin = (uint64_t)d->cfg.spin_us * 1000u;
+	unsigned dumped = d_dump_gen();
 	d_cur_wk = (int)idx;
 	d_wlock(w);
 	while (!ipk_workers_stopping(ws)) {
 		int work = 0, ovf, seen = 0;
+		if (d_dump_gen() != dumped) { /* SIGUSR1: our own context, under W */
+			dumped = d_dump_gen();
+			d_stack_report(d, idx);
+		}
 		__atomic_store_n(&w->in_pass, 1, __ATOMIC_RELAXED);
 		d_overlap_look(d, w, &seen);
 		work += d_serve(d, idx);

@@ -689,6 +689,11 @@ struct d_sock *d_port_udp(struct d_daemon *d, uint16_t port_be, uint32_t from_ip
  * index; 0 for every other address) */
 void d_scope_fill(const struct d_daemon *d, struct ipk_svc_addr *a);
 
+/* ipkitd.c: SIGUSR1's request count, and one worker's stack counters on stderr
+ * (by the thread that owns its context, or after the workers stopped) */
+unsigned d_dump_gen(void);
+void d_stack_report(struct d_daemon *d, unsigned i);
+
 /* d_loop.c */
 int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);
 /* addr6: the IPv6 address the CONNECT named, or NULL and ip4_be the IPv4 one */

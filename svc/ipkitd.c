@@ -75,12 +75,56 @@ static const char d_help[] =
 	"  --config FILE        read options from FILE, one 'option value' a line ('#' comments)\n"
 	"  --verbose            log each application\n"
 	"  --help               this text\n"
-	"Stops cleanly on SIGTERM or SIGINT: sockets reset, regions unmapped, socket file removed.\n";
+	"Stops cleanly on SIGTERM or SIGINT: sockets reset, regions unmapped, socket file removed.\n"
+	"SIGUSR1, and the stop, log each worker's stack counters (connections free, opens,\n"
+	"resets, retransmissions, TIME_WAIT recycled, drops by reason).\n";
 
 static void d_on_signal(int sig)
 {
 	(void)sig;
 	d_stop = 1;
+}
+
+/* SIGUSR1: every worker logs its stack's counters (d_stack_report) at its next
+ * turn; the count of requests, compared by each against the last it answered. */
+static unsigned d_dump_n; /* atomic (lock-free: safe in the handler) */
+
+static void d_on_usr1(int sig)
+{
+	(void)sig;
+	__atomic_add_fetch(&d_dump_n, 1u, __ATOMIC_RELAXED);
+}
+
+unsigned d_dump_gen(void) { return __atomic_load_n(&d_dump_n, __ATOMIC_RELAXED); }
+
+void d_stack_report(struct d_daemon *d, unsigned i)
+{
+	struct ipk_ctx *ctx = d->wk[i].node ? ipk_node_ctx(d->wk[i].node) : NULL;
+	const struct ipk_counters *c = ctx ? ipk_counters(ctx) : NULL;
+	char drops[1024];
+	size_t at = 0;
+	unsigned r;
+	if (!c)
+		return;
+	drops[0] = 0;
+	for (r = 0; r < IPK_DROP__COUNT && at < sizeof drops; r++)
+		if (c->drop[r]) {
+			int k = snprintf(drops + at, sizeof drops - at, " %s %llu",
+			                 ipk_drop_name((enum ipk_drop)r), (unsigned long long)c->drop[r]);
+			at += k > 0 ? (size_t)k : 0;
+		}
+	fprintf(stderr, "ipkitd: worker %u stack: conns_free %u/%u rx_frames %llu tx_frames %llu "
+	        "tcp_passive_opens %llu tcp_active_opens %llu tcp_rst_tx %llu tcp_rst_rx %llu "
+	        "tcp_retransmits %llu tcp_rto %llu tcp_tw_recycled %llu tcp_tw_reused %llu "
+	        "tcp_syncookies_sent %llu udp_rx %llu udp_tx %llu drops:%s\n", i,
+	        ipk_conns_free(ctx), d->cfg.conns, (unsigned long long)c->rx_frames,
+	        (unsigned long long)c->tx_frames, (unsigned long long)c->tcp_passive_opens,
+	        (unsigned long long)c->tcp_active_opens, (unsigned long long)c->tcp_rst_tx,
+	        (unsigned long long)c->tcp_rst_rx, (unsigned long long)c->tcp_retransmits,
+	        (unsigned long long)c->tcp_rto, (unsigned long long)c->tcp_tw_recycled,
+	        (unsigned long long)c->tcp_tw_reused, (unsigned long long)c->tcp_syncookies_sent,
+	        (unsigned long long)c->udp_rx, (unsigned long long)c->udp_tx,
+	        drops[0] ? drops : " none");
 }
 
 static int d_parse_ip4(const char *s, uint32_t *ip_be, uint8_t *prefix)
@@ -649,8 +693,13 @@ static void d_loop(struct d_daemon *d)
 	unsigned idle_checks = 0;
 	uint64_t last_work = 0, spin = (uint64_t)d->cfg.spin_us * 1000u;
 	struct ipk_node *node = d->wk[0].node;
+	unsigned dumped = d_dump_gen();
 	while (!d_stop) {
 		int work = 0, ovf;
+		if (d_dump_gen() != dumped) {
+			dumped = d_dump_gen();
+			d_stack_report(d, 0);
+		}
 		work += d_serve(d, 0);
 		work += ipk_node_poll(node, 0) > 0;
 		d_wake_apps(d, 0);
@@ -691,6 +740,8 @@ static void d_shutdown(struct d_daemon *d)
 			fprintf(stderr, "ipkitd: %u messages between workers undelivered at shutdown\n", left);
 		d_wk_report(d);
 	}
+	for (i = 0; i < d->nw; i++) /* one thread from here: every context is ours */
+		d_stack_report(d, i);
 	while (d->apps)
 		d_app_reclaim(d, d->apps, "disconnected at shutdown");
 	for (i = 0; i < d->nw; i++)
@@ -747,12 +798,15 @@ int main(int argc, char **argv)
 	sa.sa_handler = d_on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = d_on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (d->cfg.workers > 1) { /* the workers' threads leave the signals to us */
 		sigset_t set;
 		sigemptyset(&set);
 		sigaddset(&set, SIGTERM);
 		sigaddset(&set, SIGINT);
+		sigaddset(&set, SIGUSR1);
 		pthread_sigmask(SIG_BLOCK, &set, NULL);
 	}
 	rc = d_start(d, err, sizeof err);
@@ -761,6 +815,7 @@ int main(int argc, char **argv)
 		sigemptyset(&set);
 		sigaddset(&set, SIGTERM);
 		sigaddset(&set, SIGINT);
+		sigaddset(&set, SIGUSR1);
 		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	}
 	if (rc < 0) {

@@ -361,6 +361,13 @@ def test_ipkitd_time_wait_never_refuses_a_peer(make_link, tmp_path):
     rc, out, err = finish(app, 30)
     assert crc == 0 and "conneof done" in cout, cout + cerr + svc.log()
     assert "rlisten got %d" % n in out, out + err
+    # the daemon's own count (SIGUSR1: each worker logs its stack's counters):
+    # every connection past the pool's 64 took a TIME_WAIT's object
+    svc.daemon.send_signal(signal.SIGUSR1)
+    svc.wait_log(r"worker 0 stack: ")
+    m = re.search(r"worker 0 stack: conns_free (\d+)/64 .* tcp_passive_opens (\d+) .* "
+                  r"tcp_tw_recycled (\d+) ", svc.log())
+    assert m and int(m.group(2)) == n and int(m.group(3)) >= n - 64, svc.log()
 
 
 def test_ipkitd_reuseport_linux_clients(svc):
