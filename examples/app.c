@@ -22,6 +22,9 @@ const char app_common_help[] =
 	"  --dad-transmits N  Neighbor Solicitations per address for duplicate address\n"
 	"                   detection, one second apart (RFC 4862 DupAddrDetectTransmits;\n"
 	"                   0 to 10, default 1; 0: addresses are used at once)\n"
+	"  --conn-pool N    TCP connections the stack holds, open or in TIME_WAIT\n"
+	"                   (default 1024; when none is free a new one takes the\n"
+	"                   oldest TIME_WAIT's place)\n"
 	"  --busy-poll      never sleep (lowest latency, one core at 100%)\n"
 	"  --cpu N          pin the stack thread to CPU N\n"
 	"  --pcap FILE      also write every frame to FILE\n"
@@ -163,6 +166,8 @@ static void app_core_tweak(struct ipk_config *c, void *app)
 	}
 	if (app_tw.o->dad_transmits >= 0)
 		c->ip6_dad_transmits = (uint8_t)app_tw.o->dad_transmits;
+	while (c->conn_hash_buckets < app_tw.o->conn_pool && c->conn_hash_buckets < (1u << 22))
+		c->conn_hash_buckets <<= 1; /* a bucket a connection, as the default */
 	if (app_tw.tweak)
 		app_tw.tweak(c, app);
 }
@@ -203,6 +208,16 @@ int app_opt(struct app_opts *o, int argc, char **argv, int *i)
 			return -1;
 		}
 		o->dad_transmits = (int)n;
+		return r;
+	}
+	if ((r = app_arg("--conn-pool", argc, argv, i, &v)) != 0) {
+		char *end;
+		long n = r > 0 ? strtol(v, &end, 10) : 0;
+		if (r > 0 && (end == v || *end || n < 16 || n > (1L << 22))) {
+			fprintf(stderr, "--conn-pool: '%s' is not a count from 16 to 4194304\n", v);
+			return -1;
+		}
+		o->conn_pool = (uint32_t)n;
 		return r;
 	}
 	if ((r = app_arg("--gw", argc, argv, i, &v)) != 0) {
@@ -249,6 +264,8 @@ struct ipk_node *app_node(const struct app_opts *o, const struct ipk_ops *events
 	cfg.prefix_len = o->prefix_len;
 	cfg.gateway_be = o->gw_be;
 	cfg.busy_poll = o->busy_poll;
+	if (o->conn_pool)
+		cfg.conns = o->conn_pool;
 	cfg.cpu = o->cpu;
 	cfg.events = events;
 	cfg.app = app;

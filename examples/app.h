@@ -29,6 +29,7 @@ struct app_opts {
 	uint8_t ip6_addr[16];
 	uint8_t ip6_plen;
 	int dad_transmits; /* --dad-transmits N; -1: the core's default (1) */
+	uint32_t conn_pool; /* --conn-pool N; 0: the node's default (1024) */
 };
 
 /* Help text for the options above, for each program's --help. */

@@ -327,6 +327,8 @@ static void ew_core_tweak(struct ipk_config *c, void *app)
 {
 	const struct app_opts *ao = (const struct app_opts *)app;
 
+	while (c->conn_hash_buckets < ao->conn_pool && c->conn_hash_buckets < (1u << 22))
+		c->conn_hash_buckets <<= 1; /* --conn-pool: a bucket a connection */
 	if (!ao->ip6)
 		return;
 	c->ip6_enable = 1;
@@ -355,6 +357,8 @@ int ew_main(const struct app_opts *ao, const struct ew_opts *o)
 	cfg.node.prefix_len = ao->prefix_len;
 	cfg.node.gateway_be = ao->gw_be;
 	cfg.node.busy_poll = ao->busy_poll;
+	if (ao->conn_pool)
+		cfg.node.conns = ao->conn_pool; /* per worker */
 	cfg.node.core_tweak = ew_core_tweak;
 	cfg.node.app = (void *)(uintptr_t)ao; /* what core_tweak gets (no cfg.run) */
 	cfg.nworkers = o->nworkers;

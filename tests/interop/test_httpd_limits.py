@@ -159,3 +159,36 @@ def test_httpd_body_larger_than_it_takes_gets_413_and_close(tap):
     assert "Connection: close\r\n" in out["resp"], out
     assert out["eof"] and not out["reset"] and out["secs"] < 5, out
     get_ok(tap)
+
+
+# N keep-alive connections open at once, then a GET on each, every response read:
+# prints how many got "200".
+MANY = r"""
+import resource, socket, sys
+ip, n = sys.argv[1], int(sys.argv[2])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, n + 64)), hard))
+cs = [socket.create_connection((ip, 80), timeout=30) for _ in range(n)]
+for c in cs:
+    c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+ok = 0
+for c in cs:
+    got = b""
+    while b"\r\n\r\n" not in got:
+        b = c.recv(4096)
+        if not b:
+            break
+        got += b
+    ok += got.startswith(b"HTTP/1.1 200")
+print(ok)
+"""
+
+
+def test_httpd_conn_pool_holds_more_than_the_default(tap):
+    """--conn-pool 4096: 1,500 connections from Linux open at once (the node's
+    default pool is 1,024 connections), each answered 200 on a GET."""
+    tap.start_ipk("ipkit-httpd", "--size", "1k", "--conn-pool", "4096")
+    tap.wait_reachable()
+    r = tap.run("/usr/bin/python3", "-c", MANY, tap.ipk_ip, "1500", timeout=240)
+    assert r.stdout.decode().strip() == "1500", r
+    get_ok(tap)
