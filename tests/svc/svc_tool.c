@@ -149,6 +149,23 @@ static int one(struct ipk_svc_sock *so, struct ipk_svc_sqe *sqe_init, struct ipk
 	return rc < 0 ? rc : c.res;
 }
 
+/* Bind l to 0.0.0.0:port and listen (backlog): 0 or the failing step's res. */
+static int listen_any(struct ipk_svc_sock *l, uint16_t port, uint32_t backlog)
+{
+	struct ipk_svc_sqe e;
+	struct ipk_svc_addr a;
+	int rc;
+	memset(&e, 0, sizeof e);
+	ipk_svc_addr_ip4(&a, 0, port);
+	ipk_svc_prep_bind(&e, &a);
+	rc = one(l, &e, NULL);
+	memset(&e, 0, sizeof e);
+	ipk_svc_prep_listen(&e, backlog);
+	if (rc == 0)
+		rc = one(l, &e, NULL);
+	return rc;
+}
+
 /* ------------------------------------------------------------ transfer */
 
 /* SVC_TOOL_SCRIBBLE=1: connect / listen transfers overwrite every send buffer
@@ -840,14 +857,7 @@ static int mode_abortpair(struct ipk_svc *svc, char **av)
 	if (!buf || n <= 0 || inet_pton(AF_INET, av[0], &ip) != 1 ||
 	    ipk_svc_socket(svc, IPK_SVC_TCP, 8, 64, &l) < 0)
 		return 2;
-	memset(&e, 0, sizeof e);
-	ipk_svc_addr_ip4(&a, 0, port);
-	ipk_svc_prep_bind(&e, &a);
-	rc = one(l, &e, NULL);
-	memset(&e, 0, sizeof e);
-	ipk_svc_prep_listen(&e, 16);
-	if (rc == 0)
-		rc = one(l, &e, NULL);
+	rc = listen_any(l, port, 16);
 	CHECK(rc == 0, "bind/listen %d", rc);
 	if (rc)
 		return 1;
@@ -899,19 +909,10 @@ static int mode_abortpair(struct ipk_svc *svc, char **av)
 static int mode_lhold(struct ipk_svc *svc, char **av)
 {
 	struct ipk_svc_sock *l;
-	struct ipk_svc_sqe e;
-	struct ipk_svc_addr a;
 	int rc, i;
 	if (ipk_svc_socket(svc, IPK_SVC_TCP, 8, 16, &l) < 0)
 		return 1;
-	memset(&e, 0, sizeof e);
-	ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
-	ipk_svc_prep_bind(&e, &a);
-	rc = one(l, &e, NULL);
-	memset(&e, 0, sizeof e);
-	ipk_svc_prep_listen(&e, 16);
-	if (rc == 0)
-		rc = one(l, &e, NULL);
+	rc = listen_any(l, (uint16_t)atoi(av[0]), 16);
 	if (rc < 0) {
 		printf("lhold bind/listen %d\n", rc);
 		return 1;
@@ -936,21 +937,13 @@ static int mode_acceptn(struct ipk_svc *svc, char **av)
 	long n = atol(av[1]), got = 0, ok = 0, i;
 	struct ipk_svc_sock *l, **v;
 	struct ipk_svc_sqe e;
-	struct ipk_svc_addr a;
 	uint8_t *buf;
 	int rc;
 	v = (struct ipk_svc_sock **)calloc((size_t)(n > 0 ? n : 1), sizeof *v);
 	buf = (uint8_t *)ipk_svc_buf_alloc(svc, (uint32_t)(n > 0 ? n : 1) * 8u);
 	if (!v || !buf || n <= 0 || ipk_svc_socket(svc, IPK_SVC_TCP, 8, 256, &l) < 0)
 		return 2;
-	memset(&e, 0, sizeof e);
-	ipk_svc_addr_ip4(&a, 0, (uint16_t)atoi(av[0]));
-	ipk_svc_prep_bind(&e, &a);
-	rc = one(l, &e, NULL);
-	memset(&e, 0, sizeof e);
-	ipk_svc_prep_listen(&e, 128);
-	if (rc == 0)
-		rc = one(l, &e, NULL);
+	rc = listen_any(l, (uint16_t)atoi(av[0]), 128);
 	if (rc < 0) {
 		printf("acceptn bind/listen %d\n", rc);
 		return 1;
