@@ -361,12 +361,14 @@ void pl_sock_release(struct pl_sock *s)
 	pthread_mutex_lock(&s->mu);
 	s->closing = 1;
 	pl_levels(s, 0);
-	/* SO_LINGER {1, 0}: an abortive close: a reset, no FIN. Linux sends what a
-	 * send() already put on the wire first, so the SENDs in flight still go into
-	 * the stack (the close waits for them, as any close); not for a connection
-	 * another process may hold */
-	s->abort = s->linger.l_onoff && s->linger.l_linger == 0 && !s->fam && s->so &&
-	           s->type == SOCK_STREAM && s->state == PL_CONNECTED;
+	/* An abortive close: a reset, no FIN, as Linux's close() does with SO_LINGER
+	 * {1, 0}, and when bytes received were never read (tcp_close: "unread data
+	 * was tossed, zap the connection"; here, those in the shim's receive
+	 * buffers). Linux sends what a send() already put on the wire first, so the
+	 * SENDs in flight still go into the stack (the close waits for them, as any
+	 * close). Not for a connection another process may hold. */
+	s->abort = ((s->linger.l_onoff && s->linger.l_linger == 0) || pl_rx_avail(s) > 0) &&
+	           !s->fam && s->so && s->type == SOCK_STREAM && s->state == PL_CONNECTED;
 	now = (s->tx_ops == 0 && s->gb_ops == 0) || !s->so;
 	if (!now && !s->abort && !s->fam && !s->wr_shut && s->state == PL_CONNECTED &&
 	    s->type == SOCK_STREAM) {

@@ -253,8 +253,10 @@ for _ in range(2):
     c.close()
 """
 LINGER_CLIENT = r"""
-import socket, sys
+import socket, sys, time
 c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20)
+if len(sys.argv) > 3:  # bytes the server will not read
+    c.sendall(sys.argv[3].encode())
 got = b""
 try:
     while True:
@@ -279,6 +281,40 @@ def test_preload_linger0_close_resets_linux_peer(rig):
     assert "ready" in line, line + srv.stderr.read().decode()
     for _ in range(2):
         r = link.run("/usr/bin/python3", "-c", LINGER_CLIENT, link.ipk_ip, "9006", timeout=30)
+        assert r.stdout.decode().split() == ["reset", "hello"], r.stdout + r.stderr
+    rc, _, err = finish(srv, 30)
+    assert rc == 0, err
+    st = stats(err)
+    assert st["ipk"] >= 1 and st["kern"] == 0 and st["accepts"] == 2, st
+
+
+# A server that sends 5 bytes, waits until its peer's bytes are in, and closes
+# without reading them.
+UNREAD_SERVER = r"""
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(4)
+print("ready", flush=True)
+for _ in range(2):
+    c, _ = s.accept()
+    c.sendall(b"hello")
+    time.sleep(0.5)
+    c.close()
+"""
+
+
+def test_preload_close_with_unread_bytes_resets_linux_peer(rig):
+    """A python3 server under the shim closes a connection whose peer's 3 bytes it
+    never read: the Linux client reads the server's 5 bytes, then the connection
+    is reset, as from a server on Linux's sockets (tcp_close's "unread data was
+    tossed"). Before, the shim ended it with a FIN."""
+    link = rig.link
+    srv = shimmed(rig, "/usr/bin/python3", "-c", UNREAD_SERVER, "9007")
+    line = srv.stdout.readline().decode()
+    assert "ready" in line, line + srv.stderr.read().decode()
+    for _ in range(2):
+        r = link.run("/usr/bin/python3", "-c", LINGER_CLIENT, link.ipk_ip, "9007", "xyz",
+                     timeout=30)
         assert r.stdout.decode().split() == ["reset", "hello"], r.stdout + r.stderr
     rc, _, err = finish(srv, 30)
     assert rc == 0, err

@@ -768,6 +768,29 @@ static void t_linger0(void)
 	R(close(l));
 }
 
+/* unread: close() with received bytes the program never read resets the
+ * connection (Linux's tcp_close: the peer's recv fails with ECONNRESET); with
+ * everything read it is an end of stream. */
+static void t_unread(void)
+{
+	char b[8];
+	int l = listener(), c, v, i;
+	SAY("unread\n");
+	for (i = 0; i < 2; i++) {
+		v = pair(l, &c);
+		R(send(c, "abc", 3, 0));
+		usleep(200000); /* the bytes reach v */
+		if (i == 1)
+			R(read_n(v, b, 3));
+		R(close(v));
+		usleep(200000); /* the reset or the FIN reaches c */
+		R(recv(c, b, sizeof b, 0));
+		R(recv(c, b, sizeof b, 0));
+		R(close(c));
+	}
+	R(close(l));
+}
+
 /* names: getsockname after connect gives the address and port the connection
  * really uses (not 0.0.0.0:0): nonzero to the echo, and through our own listener
  * the client's name is the accepted socket's peer; the accepted socket's name
@@ -1944,7 +1967,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"linger0", t_linger0}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer}, {"defer_threads", t_defer_threads}, {"epoll_rearm", t_epoll_rearm}, {"reap", t_reap},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"linger0", t_linger0}, {"unread", t_unread}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer}, {"defer_threads", t_defer_threads}, {"epoll_rearm", t_epoll_rearm}, {"reap", t_reap},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold}, {"hold_ep", t_hold_ep}, {"v6", t_v6},
 };
 
