@@ -52,9 +52,9 @@ int pl_fork_child_keep(struct pl_sock *s)
 	if (s->state == PL_CONNECTED)
 		return pl_fam_child_keep(s);
 	if (s->type != SOCK_STREAM || s->state != PL_LISTEN || s->closing || s->fd < 0 ||
-	    s->lfd < 0 || s->ofd < 0)
+	    s->lfd < 0)
 		return 0;
-	if (pl_fork_fresh_efd(s->fd) < 0 || pl_fork_fresh_efd(s->ofd) < 0 ||
+	if (pl_fork_fresh_efd(s->fd) < 0 || (s->ofd >= 0 && pl_fork_fresh_efd(s->ofd) < 0) ||
 	    pl_r.dup3(s->fd, s->lfd, O_CLOEXEC) < 0)
 		return 0;
 	s->in_lvl = s->out_lvl = s->in_true = 0;
@@ -217,9 +217,9 @@ void pl_fam_parent(void)
 static int pl_fam_child_keep(struct pl_sock *s)
 {
 	if (s->type != SOCK_STREAM || s->state != PL_CONNECTED || !s->fam || s->closing ||
-	    s->fd < 0 || s->lfd < 0 || s->ofd < 0)
+	    s->fd < 0 || s->lfd < 0)
 		return 0;
-	if (pl_fork_fresh_efd(s->fd) < 0 || pl_fork_fresh_efd(s->ofd) < 0 ||
+	if (pl_fork_fresh_efd(s->fd) < 0 || (s->ofd >= 0 && pl_fork_fresh_efd(s->ofd) < 0) ||
 	    pl_r.dup3(s->fd, s->lfd, O_CLOEXEC) < 0)
 		return 0;
 	for (int i = 0; i < 2; i++) { /* the parent's region is not ours */

@@ -55,7 +55,7 @@ static int pl_pset_build(struct pl_pset *p, struct pollfd *fds, nfds_t n)
 		p->k[nk].fd = (fds[i].events & PL_IN_BITS) || !(fds[i].events & POLLOUT) ?
 		              fds[i].fd : -1; /* the program's number: an alias of the eventfd */
 		p->k[nk++].events = POLLIN;
-		p->k[nk].fd = (fds[i].events & POLLOUT) ? s->ofd : -1;
+		p->k[nk].fd = (fds[i].events & POLLOUT) ? pl_ofd(s) : -1;
 		p->k[nk++].events = POLLIN;
 	}
 	p->nk = nk;
@@ -305,6 +305,8 @@ struct pl_ereg {
 	int on, disarmed;
 	int emul;             /* level-triggered kept by the shim (edge in the kernel) */
 	int carried;          /* on the set's lt list */
+	int oreg;             /* the socket's writable eventfd is in the kernel set too
+	                       * (made and added when EPOLLOUT is first asked: pl_ofd) */
 	uint64_t serial;      /* the socket's: a closed socket's number reused by another
 	                       * (even in the same reused memory) makes a stale entry */
 	uint64_t round;       /* the wait that last reported it (one entry per wait) */
@@ -484,7 +486,8 @@ static int pl_ep_carry(struct pl_eset *e, int fd)
 	return 0;
 }
 
-static int pl_ep_kernel(int epfd, int op, int fd, struct pl_sock *s, uint32_t ev)
+static int pl_ep_kernel(int epfd, int op, int fd, struct pl_sock *s, uint32_t ev,
+                        struct pl_ereg *g)
 {
 	struct epoll_event k[2];
 	/* EPOLLEXCLUSIVE too: the kernel wakes one of the sets waiting on the eventfd,
@@ -500,9 +503,23 @@ static int pl_ep_kernel(int epfd, int op, int fd, struct pl_sock *s, uint32_t ev
 	r = pl_r.epoll_ctl(epfd, op, fd, op == EPOLL_CTL_DEL ? NULL : &k[0]);
 	if (r < 0)
 		return -errno;
-	/* the hidden half: its errors (a dup'd socket added twice) change nothing the
-	 * user can see beyond the first registration */
-	pl_r.epoll_ctl(epfd, op, s->ofd, op == EPOLL_CTL_DEL ? NULL : &k[1]);
+	/* the hidden half, only once EPOLLOUT is asked (the eventfd is made then);
+	 * its errors (a dup'd socket added twice) change nothing the user can see
+	 * beyond the first registration */
+	if (op == EPOLL_CTL_ADD)
+		g->oreg = 0;
+	if (op == EPOLL_CTL_DEL) {
+		int o = __atomic_load_n(&s->ofd, __ATOMIC_ACQUIRE);
+		if (g->oreg && o >= 0)
+			pl_r.epoll_ctl(epfd, EPOLL_CTL_DEL, o, NULL);
+		g->oreg = 0;
+	} else if ((ev & EPOLLOUT) || g->oreg) {
+		int o = (ev & EPOLLOUT) ? pl_ofd(s) : __atomic_load_n(&s->ofd, __ATOMIC_ACQUIRE);
+		if (o >= 0) {
+			pl_r.epoll_ctl(epfd, g->oreg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, o, &k[1]);
+			g->oreg = 1;
+		}
+	}
 	return 0;
 }
 
@@ -531,7 +548,7 @@ static int pl_ep_ctl(struct pl_eset *e, int epfd, int op, int fd, struct pl_sock
 		emul = 1; /* level-triggered by the shim: edge-triggered in the kernel */
 		kev |= EPOLLET;
 	}
-	rc = pl_ep_kernel(epfd, op, fd, s, kev);
+	rc = pl_ep_kernel(epfd, op, fd, s, kev, g);
 	if (rc < 0)
 		return rc;
 	if (op == EPOLL_CTL_ADD)
@@ -606,7 +623,7 @@ static uint32_t pl_ep_user(struct pl_eset *e, int fd, epoll_data_t *data)
 		 * behind it; Linux disarms only what it reports: armed again (the stale
 		 * level cleared above first), else the next arrival would be lost */
 		if (!m && (g->events & EPOLLONESHOT))
-			pl_ep_kernel(e->epfd, EPOLL_CTL_MOD, fd, s, g->events);
+			pl_ep_kernel(e->epfd, EPOLL_CTL_MOD, fd, s, g->events, g);
 		*data = g->data;
 		if (m && (g->events & EPOLLONESHOT))
 			g->disarmed = 1;

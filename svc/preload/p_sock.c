@@ -70,10 +70,10 @@ static int pl_make(struct ipk_svc_sock *so, int flags, int kind, int domain,
 		return -ENOMEM;
 	s->domain = domain;
 	s->fd = eventfd(0, EFD_NONBLOCK | ((flags & SOCK_CLOEXEC) ? EFD_CLOEXEC : 0));
-	s->ofd = pl_hide_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+	s->ofd = -1; /* made when first wanted (pl_ofd) */
 	s->lfd = s->fd < 0 ? -1 : pl_hide_fd(pl_r.fcntl(s->fd, F_DUPFD_CLOEXEC, 0));
 	s->nonblock = !!(flags & SOCK_NONBLOCK);
-	rc = s->fd < 0 || s->ofd < 0 || s->lfd < 0 ? -EMFILE : 0;
+	rc = s->fd < 0 || s->lfd < 0 ? -EMFILE : 0;
 	if (rc == 0 && !so)
 		rc = ipk_svc_socket(svc, kind == SOCK_DGRAM ? IPK_SVC_UDP : IPK_SVC_TCP, 128, 256,
 		                    &so);

@@ -909,6 +909,23 @@ void pl_unstale(struct pl_sock *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
+int pl_ofd(struct pl_sock *s)
+{
+	int o;
+	pthread_mutex_lock(&s->mu);
+	o = s->ofd;
+	if (o < 0 && !s->closing) {
+		o = pl_hide_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+		if (o >= 0) {
+			s->out_lvl = 0;
+			pl_lvl(o, &s->out_lvl, pl_writable(s), 0);
+			__atomic_store_n(&s->ofd, o, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return o;
+}
+
 void pl_levels(struct pl_sock *s, int edge)
 {
 	/* a closed socket shows nothing (its hidden writable eventfd stays open
@@ -949,7 +966,9 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms)
 	int r;
 	if (!out)
 		pl_unstale(s); /* else a stale level ends the sleep at once, every time */
-	p.fd = out ? s->ofd : s->lfd;
+	p.fd = out ? pl_ofd(s) : s->lfd;
+	if (p.fd < 0)
+		return -EMFILE; /* no descriptor for the writable level */
 	p.events = POLLIN;
 	p.revents = 0;
 	pl_sig_clear();
@@ -969,8 +988,9 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms)
 
 /* Where the shim's own descriptors go: above the soft RLIMIT_NOFILE the program
  * started with, whose limit is raised to make room (to 4 x, at least 4,096 more,
- * never past the hard limit). Every ipkit socket costs two descriptors (its
- * number and its writable level); this way the program's numbers and the point
+ * never past the hard limit). Every ipkit socket costs a hidden descriptor
+ * (the shim's own copy of its number), two once something asks whether it is
+ * writable (its writable level, pl_ofd); this way the program's numbers and the point
  * where it runs out of them stay Linux's. Without room (hard = soft) they go to
  * the limit's top quarter. */
 static long pl_hide_base(void)

@@ -238,6 +238,11 @@ void pl_reap_disarm(void);
 /* Sleep until ofd (out) or fd (in) is signalled, or timeout_ms (-1: none). Returns 0,
  * -EAGAIN (timed out), -EINTR. */
 int pl_wait(struct pl_sock *s, int out, int timeout_ms);
+/* The hidden writable eventfd, made when first wanted (EPOLLOUT, POLLOUT, a
+ * blocking send or connect): most sockets are never asked whether they are
+ * writable, and each would cost four system calls more. Takes s->mu. Returns it,
+ * or -1 (no descriptor left). */
+int pl_ofd(struct pl_sock *s);
 int pl_post_recv(struct pl_sock *s); /* under s->mu */
 int pl_arm_accept(struct pl_sock *s); /* under s->mu */
 void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c); /* pump, under s->mu */
