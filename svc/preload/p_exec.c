@@ -157,7 +157,7 @@ static void pl_ex_adopt(const struct pl_ex_ent *e)
 	pl_r.close(n);
 	s->fd = e->fd;
 	s->ofd = pl_hide_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-	s->lfd = pl_hide_fd(pl_r.fcntl(s->fd, F_DUPFD_CLOEXEC, 0));
+	s->lfd = pl_hide_dup(s->fd);
 	s->nonblock = e->nonblock;
 	s->backlog = e->backlog;
 	s->domain = AF_INET;

@@ -71,7 +71,7 @@ static int pl_make(struct ipk_svc_sock *so, int flags, int kind, int domain,
 	s->domain = domain;
 	s->fd = eventfd(0, EFD_NONBLOCK | ((flags & SOCK_CLOEXEC) ? EFD_CLOEXEC : 0));
 	s->ofd = -1; /* made when first wanted (pl_ofd) */
-	s->lfd = s->fd < 0 ? -1 : pl_hide_fd(pl_r.fcntl(s->fd, F_DUPFD_CLOEXEC, 0));
+	s->lfd = pl_hide_dup(s->fd);
 	s->nonblock = !!(flags & SOCK_NONBLOCK);
 	rc = s->fd < 0 || s->lfd < 0 ? -EMFILE : 0;
 	if (rc == 0 && !so)

@@ -1016,6 +1016,15 @@ static long pl_hide_base(void)
 	return base;
 }
 
+int pl_hide_dup(int fd)
+{
+	long base = pl_hide_base();
+	int h = fd < 0 ? -1 : pl_r.fcntl(fd, F_DUPFD_CLOEXEC, (int)(base > 0 ? base : 0));
+	if (h < 0 && fd >= 0 && base > 0) /* nothing free up there: anywhere */
+		h = pl_r.fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	return h;
+}
+
 int pl_hide_fd(int fd)
 {
 	long base = pl_hide_base();

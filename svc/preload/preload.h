@@ -251,6 +251,8 @@ uint32_t pl_rx_avail(const struct pl_sock *s); /* bytes received, not yet read *
  * application sees allocated (Linux gives the lowest free number): see
  * pl_hide_base. */
 int pl_hide_fd(int fd);
+/* A CLOEXEC duplicate of fd among the hidden numbers, in one call (-1: none). */
+int pl_hide_dup(int fd);
 
 /* user_data of the shim's operations: the kind in the top 4 bits (RECV: the
  * buffer's index in bit 0). Nothing else is taken from a completion but res, which
