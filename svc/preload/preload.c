@@ -305,12 +305,14 @@ static void pl_unlink_locked(struct pl_sock *s)
 	s->lnext = s->lprev = NULL;
 }
 
-/* Under g_mu (the pump is not looking at s): close the daemon's socket, free the
- * region buffers, the queued accepted connections and the hidden eventfd. */
-static void pl_finish_locked(struct pl_sock *s)
+/* After pl_unlink_locked (the pump no longer finds s): close the daemon's socket,
+ * free the region buffers, the queued accepted connections and the hidden
+ * eventfds. Not under g_mu: a CLOSE is a round trip to ipkitd, and every other
+ * thread's completions (pl_pump_round, an epoll wait's reaping) would wait for it
+ * behind g_mu (one close per request for a server that closes its connections). */
+static void pl_finish_close(struct pl_sock *s)
 {
 	struct ipk_svc *svc = g_svc;
-	pl_unlink_locked(s);
 	pthread_mutex_lock(&s->mu); /* a thread still in a call on it sees so == NULL */
 	pl_txfull(s, 0);
 	while (s->acc_h) {
@@ -353,6 +355,13 @@ static void pl_finish_locked(struct pl_sock *s)
 	}
 }
 
+/* Both, under g_mu (exit's flush: nothing else runs then). */
+static void pl_finish_locked(struct pl_sock *s)
+{
+	pl_unlink_locked(s);
+	pl_finish_close(s);
+}
+
 void pl_sock_release(struct pl_sock *s)
 {
 	int now;
@@ -389,8 +398,9 @@ void pl_sock_release(struct pl_sock *s)
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (now && (s->lnext || s->lprev || g_live == s)) {
-		pl_finish_locked(s);
+		pl_unlink_locked(s);
 		pthread_mutex_unlock(&g_mu);
+		pl_finish_close(s);
 		pl_put(s); /* the list's reference */
 		return;
 	}
@@ -404,7 +414,7 @@ void pl_sock_release(struct pl_sock *s)
  * finished here. */
 static int pl_pump_round(void)
 {
-	struct pl_sock *s, *next;
+	struct pl_sock *s, *next, *done = NULL;
 	int n = 0;
 	pthread_mutex_lock(&g_mu);
 	for (s = g_live; s; s = next) {
@@ -420,12 +430,18 @@ static int pl_pump_round(void)
 		}
 		fin = s->closing && s->tx_ops == 0 && s->gb_ops == 0;
 		pthread_mutex_unlock(&s->mu);
-		if (fin) {
-			pl_finish_locked(s);
-			pl_put(s);
+		if (fin) { /* finished below, once g_mu is free */
+			pl_unlink_locked(s);
+			s->dnext = done;
+			done = s;
 		}
 	}
 	pthread_mutex_unlock(&g_mu);
+	while ((s = done) != NULL) {
+		done = s->dnext;
+		pl_finish_close(s);
+		pl_put(s); /* the list's reference */
+	}
 	return n;
 }
 

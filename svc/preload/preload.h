@@ -166,6 +166,7 @@ struct pl_sock {
 	struct pl_sock *pnext;         /* the deferred list */
 	struct pl_sock *lnext, *lprev; /* the pump's list */
 	struct pl_sock *fnext;         /* free list */
+	struct pl_sock *dnext;         /* a pump round's finished sockets */
 };
 
 /* Lookup of a descriptor: the socket with a reference taken, or NULL for a kernel
