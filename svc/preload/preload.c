@@ -930,11 +930,11 @@ int pl_ofd(struct pl_sock *s)
 	int o;
 	pthread_mutex_lock(&s->mu);
 	o = s->ofd;
-	if (o < 0 && !s->closing) {
+	if (o < 0 && s->lfd >= 0) { /* not once finished (pl_finish_close) */
 		o = pl_hide_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 		if (o >= 0) {
 			s->out_lvl = 0;
-			pl_lvl(o, &s->out_lvl, pl_writable(s), 0);
+			pl_lvl(o, &s->out_lvl, !s->closing && pl_writable(s), 0);
 			__atomic_store_n(&s->ofd, o, __ATOMIC_RELEASE);
 		}
 	}
