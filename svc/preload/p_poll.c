@@ -533,9 +533,12 @@ static int pl_ep_ctl(struct pl_eset *e, int epfd, int op, int fd, struct pl_sock
 	int on, rc, emul = 0;
 	if (!g)
 		return -ENOMEM;
+	/* a registration of a socket whose number was reused since (another serial)
+	 * is stale: the kernel dropped it with that socket's last descriptor, or
+	 * drops it then, and a DEL by number could not reach it anyway (it names
+	 * the number's file now, the new socket's): never in the kernel set (one
+	 * system call per accepted connection for a server that reuses numbers) */
 	on = g->on && g->serial == s->serial;
-	if (op == EPOLL_CTL_ADD && g->on && g->serial != s->serial)
-		pl_r.epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL); /* stale: the number was reused */
 	if (op == EPOLL_CTL_ADD && on)
 		return -EEXIST;
 	if (op != EPOLL_CTL_ADD && !on)
