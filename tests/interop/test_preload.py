@@ -239,8 +239,10 @@ def test_preload_socat_accepted_socket_name(rig):
     assert st["ipk"] >= 1 and st["kern"] == 0 and st["accepts"] >= 2, st
 
 
-# A server that sends 5 bytes and closes with SO_LINGER {1, 0} (an abortive close),
-# and a client that reads until the stream ends and says how it ended.
+# A server that waits for its client's "go", sends 5 bytes and closes with SO_LINGER
+# {1, 0} (an abortive close), and a client that reads until the stream ends and says
+# how it ended. The "go": a reset that reaches the client before its connect()
+# returned fails the connect (ECONNRESET), on Linux too.
 LINGER_SERVER = r"""
 import socket, struct, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -248,6 +250,12 @@ s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(4)
 print("ready", flush=True)
 for _ in range(2):
     c, _ = s.accept()
+    got = b""
+    while len(got) < 2:
+        b = c.recv(2 - len(got))
+        if not b:
+            break
+        got += b
     c.sendall(b"hello")
     c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     c.close()
@@ -255,7 +263,7 @@ for _ in range(2):
 LINGER_CLIENT = r"""
 import socket, sys, time
 c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20)
-if len(sys.argv) > 3:  # bytes the server will not read
+if len(sys.argv) > 3:  # "go", or bytes the server will not read
     c.sendall(sys.argv[3].encode())
 got = b""
 try:
@@ -280,7 +288,8 @@ def test_preload_linger0_close_resets_linux_peer(rig):
     line = srv.stdout.readline().decode()
     assert "ready" in line, line + srv.stderr.read().decode()
     for _ in range(2):
-        r = link.run("/usr/bin/python3", "-c", LINGER_CLIENT, link.ipk_ip, "9006", timeout=30)
+        r = link.run("/usr/bin/python3", "-c", LINGER_CLIENT, link.ipk_ip, "9006", "go",
+                     timeout=30)
         assert r.stdout.decode().split() == ["reset", "hello"], r.stdout + r.stderr
     rc, _, err = finish(srv, 30)
     assert rc == 0, err
@@ -288,17 +297,18 @@ def test_preload_linger0_close_resets_linux_peer(rig):
     assert st["ipk"] >= 1 and st["kern"] == 0 and st["accepts"] == 2, st
 
 
-# A server that sends 5 bytes, waits until its peer's bytes are in, and closes
+# A server that sends 5 bytes, waits until its peer's bytes are in (the client
+# sends them once its connect() returned: no reset can beat that), and closes
 # without reading them.
 UNREAD_SERVER = r"""
-import socket, sys, time
+import select, socket, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(4)
 print("ready", flush=True)
 for _ in range(2):
     c, _ = s.accept()
     c.sendall(b"hello")
-    time.sleep(0.5)
+    select.select([c], [], [], 20)
     c.close()
 """
 
