@@ -777,9 +777,12 @@ static void t_unread(void)
 	int l = listener(), c, v, i;
 	SAY("unread\n");
 	for (i = 0; i < 2; i++) {
+		struct pollfd p;
 		v = pair(l, &c);
 		R(send(c, "abc", 3, 0));
-		usleep(200000); /* the bytes reach v */
+		p.fd = v; /* the bytes reached v (poll reads nothing) */
+		p.events = POLLIN;
+		R(poll(&p, 1, 10000));
 		if (i == 1)
 			R(read_n(v, b, 3));
 		R(close(v));
