@@ -726,6 +726,13 @@ int ipk_svc_close(struct ipk_svc_sock *so) { return svc_close(so, 0); }
 
 int ipk_svc_abort(struct ipk_svc_sock *so) { return svc_close(so, IPK_SVC_SQE_F_ABORT); }
 
+int ipk_svc_close_flags(struct ipk_svc_sock *so, unsigned flags)
+{
+	if (flags & ~(IPK_SVC_SQE_F_ABORT | IPK_SVC_SQE_F_RST_UNREAD))
+		return -EINVAL;
+	return svc_close(so, (uint8_t)flags);
+}
+
 /* ------------------------------------------------------------ buffers */
 
 static unsigned svc_class_of(uint32_t len)

@@ -311,7 +311,7 @@ static int d_msg_close(struct d_daemon *d, unsigned wk, struct d_msg *m)
 		return d_msg_post(d, wk, o, D_MSG_CLOSE, m->app_id, m->sock_id, m->arg, m->res,
 		                  NULL);
 	if (s)
-		d_sock_destroy(d, s, !m->res); /* res: 1 for an abortive CLOSE */
+		d_sock_destroy(d, s, d_close_graceful(s, m->res)); /* res: the CLOSE's flags */
 	else
 		res = -EBADF;
 	return d_msg_post(d, wk, 0, D_MSG_CLOSED, m->app_id, 0, m->arg, res, NULL);

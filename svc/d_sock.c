@@ -263,6 +263,14 @@ static void d_sock_free_rx(struct d_sock *s)
 	s->dq_bytes = 0;
 }
 
+int d_close_graceful(const struct d_sock *s, int how)
+{
+	int unread = s->rxh != NULL || s->rxp.n > 0 || s->gb_pos < s->gb_len;
+	if (how & IPK_SVC_SQE_F_ABORT)
+		return 0;
+	return !((how & IPK_SVC_SQE_F_RST_UNREAD) && unread);
+}
+
 /* Tear a socket down: connection reset (or FIN when graceful), waiting accepted
  * connections reset, ports freed, held data freed, rings back to the allocator.
  * No completion is posted. */
@@ -517,8 +525,9 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 		d_family_adopt(ctl, e);
 		return;
 	case IPK_SVC_OP_CLOSE: {
-		/* IPK_SVC_SQE_F_ABORT: a connection is reset, not ended with a FIN */
-		int abort = (e->flags & IPK_SVC_SQE_F_ABORT) != 0;
+		/* IPK_SVC_SQE_F_ABORT, IPK_SVC_SQE_F_RST_UNREAD: decided by the
+		 * socket's owner (d_close_graceful), which holds its received bytes */
+		int how = e->flags & (IPK_SVC_SQE_F_ABORT | IPK_SVC_SQE_F_RST_UNREAD);
 		unsigned o;
 		s = d_sock_find_wk(ctl->app, (uint32_t)e->arg, ctl->wk, &o);
 		if (!s && (o >= d->nw || !d_sock_find(ctl->app, (uint32_t)e->arg))) {
@@ -530,11 +539,11 @@ static void d_ctl_op(struct d_daemon *d, struct d_sock *ctl, const struct ipk_sv
 			/* another worker's socket: destroyed by its owner, which answers
 			 * (d_msg.c d_msg_close); the completion comes a pass later */
 			if (d_msg_post(d, ctl->wk, o, D_MSG_CLOSE, ctl->app->id, (uint32_t)e->arg,
-			               e->user_data, abort, NULL) < 0)
+			               e->user_data, how, NULL) < 0)
 				d_post_res(ctl, e->user_data, -ENOMEM);
 			return;
 		}
-		d_sock_destroy(d, s, !abort);
+		d_sock_destroy(d, s, d_close_graceful(s, how));
 		d_post_res(ctl, e->user_data, 0);
 		return;
 	}

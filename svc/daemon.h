@@ -694,6 +694,11 @@ void d_scope_fill(const struct d_daemon *d, struct ipk_svc_addr *a);
 unsigned d_dump_gen(void);
 void d_stack_report(struct d_daemon *d, unsigned i);
 
+/* d_sock.c: whether a CLOSE with flags `how` (IPK_SVC_SQE_F_ABORT,
+ * IPK_SVC_SQE_F_RST_UNREAD) ends s's connection with a FIN (1) or a reset (0);
+ * by s's owner, which holds its received bytes */
+int d_close_graceful(const struct d_sock *s, int how);
+
 /* d_loop.c */
 int d_loop_addr(const struct d_daemon *d, uint32_t ip4_be);
 /* addr6: the IPv6 address the CONNECT named, or NULL and ip4_be the IPv4 one */

@@ -136,6 +136,10 @@ struct ipk_svc_sqe {
 /* CLOSE: an abortive close: a TCP connection is reset (RST) at once, data not yet
  * acknowledged is dropped (Linux's close with SO_LINGER {1, 0}; ipk_svc_abort) */
 #define IPK_SVC_SQE_F_ABORT 8u
+/* CLOSE: reset a TCP connection (as IPK_SVC_SQE_F_ABORT) when ipkitd still holds
+ * received bytes no RECV took, else end it with a FIN: Linux's close() with
+ * unread data ("unread data was tossed"). An older ipkitd ignores it. */
+#define IPK_SVC_SQE_F_RST_UNREAD 16u
 
 #define IPK_SVC_CQE_F_MORE 1u    /* multishot: more completions follow for this sqe */
 #define IPK_SVC_CQE_F_RINGERR 2u /* the daemon found this socket's ring indices bad */
@@ -222,6 +226,9 @@ int ipk_svc_close(struct ipk_svc_sock *so);
  * Other sockets close as with ipk_svc_close. Returns as ipk_svc_close (an ipkitd
  * older than this call ignores the flag and sends a FIN). */
 int ipk_svc_abort(struct ipk_svc_sock *so);
+/* ipk_svc_close with CLOSE flags: 0, IPK_SVC_SQE_F_ABORT, IPK_SVC_SQE_F_RST_UNREAD
+ * (any other bit: -EINVAL, the socket left open). Returns as ipk_svc_close. */
+int ipk_svc_close_flags(struct ipk_svc_sock *so, unsigned flags);
 /* Close by id (ipk_svc_sock_id) without the handle, e.g. from a thread that does
  * not own it; the handle, if any, must then only be freed with ipk_svc_close (which
  * gets -EBADF). Returns 0, -EBADF (no such socket of this application: another

@@ -332,6 +332,10 @@ static void pl_finish_close(struct pl_sock *s)
 			s->tx_bytes -= q->len;
 			s->tx_ops--;
 		}
+	} else if (s->so && !s->fam && s->type == SOCK_STREAM && s->state == PL_CONNECTED) {
+		/* bytes ipkitd holds beyond our buffers, never read: a reset, as
+		 * Linux's close() (ours were looked at in pl_sock_release) */
+		ipk_svc_close_flags(s->so, IPK_SVC_SQE_F_RST_UNREAD);
 	} else if (s->so) {
 		ipk_svc_close(s->so);
 	}

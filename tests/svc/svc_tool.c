@@ -841,7 +841,10 @@ static int mode_closex(struct ipk_svc *svc, char **av)
  * client connecting to IP:PORT, both ours). Pair i: the client sends 3 bytes and
  * is closed, with ipk_svc_abort for even i and ipk_svc_close for odd i; the
  * accepted side then reads the 3 bytes and, after an abort, -ECONNRESET, after a
- * close 0 (the end of stream). Prints "abortpair R/N resets E ends". With
+ * close 0 (the end of stream). With SVC_TOOL_RST_UNREAD set, the accepted side
+ * closes instead, with IPK_SVC_SQE_F_RST_UNREAD, leaving the 3 bytes unread in
+ * ipkitd (even i: the client reads -ECONNRESET) or after reading them (odd i: 0).
+ * Prints "abortpair R/N resets E ends". With
  * --workers 2 the two ends of a pair may be different workers' sockets, so the
  * CLOSE and its ABORT flag cross between them (svc/d_msg.c D_MSG_CLOSE). */
 static int mode_abortpair(struct ipk_svc *svc, char **av)
@@ -852,6 +855,7 @@ static int mode_abortpair(struct ipk_svc *svc, char **av)
 	struct ipk_svc_addr a;
 	struct in_addr ip;
 	int n = atoi(av[2]), i, resets = 0, ends = 0, rc;
+	int rst_unread = getenv("SVC_TOOL_RST_UNREAD") != NULL;
 	uint16_t port = (uint16_t)atoi(av[1]);
 	uint8_t *buf = (uint8_t *)ipk_svc_buf_alloc(svc, 64);
 	if (!buf || n <= 0 || inet_pton(AF_INET, av[0], &ip) != 1 ||
@@ -880,6 +884,26 @@ static int mode_abortpair(struct ipk_svc *svc, char **av)
 		memset(&e, 0, sizeof e);
 		ipk_svc_prep_send(c, &e, buf, 3);
 		CHECK(one(c, &e, NULL) == 3, "send %d", i);
+		if (rst_unread) {
+			/* the other way round: c's bytes wait in ipkitd for w, which
+			 * never reads them (pairs i even) or reads them first (odd);
+			 * w closes with IPK_SVC_SQE_F_RST_UNREAD, c reads the end */
+			if (i % 2) {
+				memset(&e, 0, sizeof e);
+				ipk_svc_prep_recv(w, &e, buf + 8, 8);
+				CHECK(one(w, &e, NULL) == 3, "pair %d: read the 3 bytes", i);
+			}
+			CHECK(ipk_svc_close_flags(w, IPK_SVC_SQE_F_RST_UNREAD) == 0, "close %d", i);
+			memset(&e, 0, sizeof e); /* c has no bytes coming: only the end */
+			ipk_svc_prep_recv(c, &e, buf + 8, 8);
+			rc = one(c, &e, NULL);
+			if (i % 2 == 0 && rc == -ECONNRESET)
+				resets++;
+			if (i % 2 == 1 && rc == 0)
+				ends++;
+			ipk_svc_close(c);
+			continue;
+		}
 		CHECK((i % 2 ? ipk_svc_close(c) : ipk_svc_abort(c)) == 0, "close %d", i);
 		for (got = 0; got < 3;) { /* the bytes first, as Linux delivers them */
 			memset(&e, 0, sizeof e);

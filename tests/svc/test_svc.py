@@ -455,6 +455,11 @@ def case_abort(rig):
     the ends are on different workers in turn (the flag crosses in D_MSG_CLOSE)."""
     rc, out, err = rig.run_tool("abortpair", OUR_IP, "24500", "8")
     assert rc == 0 and "abortpair 4/4 resets 4 ends" in out, out + err
+    # IPK_SVC_SQE_F_RST_UNREAD: a close that leaves received bytes unread in
+    # ipkitd resets (the peer reads -ECONNRESET), one after reading them ends
+    rc, out, err = rig.run_tool("abortpair", OUR_IP, "24501", "8",
+                                env={"SVC_TOOL_RST_UNREAD": "1"})
+    assert rc == 0 and "abortpair 4/4 resets 4 ends" in out, out + err
 
 
 def case_many_sockets(rig):
