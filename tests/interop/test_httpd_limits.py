@@ -167,7 +167,12 @@ MANY = r"""
 import resource, socket, sys
 ip, n = sys.argv[1], int(sys.argv[2])
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, n + 64)), hard))
+try:
+    if soft < n + 64:  # root may raise the hard limit too (up to fs.nr_open)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n + 64, max(hard, n + 64)))
+except (ValueError, OSError):
+    print("nofile", hard)
+    sys.exit(0)
 cs = [socket.create_connection((ip, 80), timeout=30) for _ in range(n)]
 for c in cs:
     c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -190,5 +195,8 @@ def test_httpd_conn_pool_holds_more_than_the_default(tap):
     tap.start_ipk("ipkit-httpd", "--size", "1k", "--conn-pool", "4096")
     tap.wait_reachable()
     r = tap.run("/usr/bin/python3", "-c", MANY, tap.ipk_ip, "1500", timeout=240)
+    if r.stdout.decode().startswith("nofile"):
+        pytest.skip("the client cannot hold 1,500 descriptors (RLIMIT_NOFILE %s)"
+                    % r.stdout.decode().split()[1])
     assert r.stdout.decode().strip() == "1500", r
     get_ok(tap)
