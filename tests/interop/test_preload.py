@@ -278,23 +278,30 @@ except ConnectionResetError:
 """
 
 
-def test_preload_linger0_close_resets_linux_peer(rig):
-    """A python3 server under the shim sends 5 bytes and closes with SO_LINGER
-    {1, 0}: the Linux client reads the 5 bytes, then the connection is reset (not
-    an end of stream), as from a server on Linux's sockets. Before, the shim kept
-    the option and closed with a FIN."""
+def reset_twice(rig, server, port, send):
+    """server (python3 under the shim) on port; a Linux LINGER_CLIENT sending
+    `send` twice: each reads "hello", then the connection is reset; the server's
+    two accepts went through ipkitd."""
     link = rig.link
-    srv = shimmed(rig, "/usr/bin/python3", "-c", LINGER_SERVER, "9006")
+    srv = shimmed(rig, "/usr/bin/python3", "-c", server, port)
     line = srv.stdout.readline().decode()
     assert "ready" in line, line + srv.stderr.read().decode()
     for _ in range(2):
-        r = link.run("/usr/bin/python3", "-c", LINGER_CLIENT, link.ipk_ip, "9006", "go",
+        r = link.run("/usr/bin/python3", "-c", LINGER_CLIENT, link.ipk_ip, port, send,
                      timeout=30)
         assert r.stdout.decode().split() == ["reset", "hello"], r.stdout + r.stderr
     rc, _, err = finish(srv, 30)
     assert rc == 0, err
     st = stats(err)
     assert st["ipk"] >= 1 and st["kern"] == 0 and st["accepts"] == 2, st
+
+
+def test_preload_linger0_close_resets_linux_peer(rig):
+    """A python3 server under the shim sends 5 bytes and closes with SO_LINGER
+    {1, 0}: the Linux client reads the 5 bytes, then the connection is reset (not
+    an end of stream), as from a server on Linux's sockets. Before, the shim kept
+    the option and closed with a FIN."""
+    reset_twice(rig, LINGER_SERVER, "9006", "go")
 
 
 # A server that sends 5 bytes, waits until its peer's bytes are in (the client
@@ -318,18 +325,7 @@ def test_preload_close_with_unread_bytes_resets_linux_peer(rig):
     never read: the Linux client reads the server's 5 bytes, then the connection
     is reset, as from a server on Linux's sockets (tcp_close's "unread data was
     tossed"). Before, the shim ended it with a FIN."""
-    link = rig.link
-    srv = shimmed(rig, "/usr/bin/python3", "-c", UNREAD_SERVER, "9007")
-    line = srv.stdout.readline().decode()
-    assert "ready" in line, line + srv.stderr.read().decode()
-    for _ in range(2):
-        r = link.run("/usr/bin/python3", "-c", LINGER_CLIENT, link.ipk_ip, "9007", "xyz",
-                     timeout=30)
-        assert r.stdout.decode().split() == ["reset", "hello"], r.stdout + r.stderr
-    rc, _, err = finish(srv, 30)
-    assert rc == 0, err
-    st = stats(err)
-    assert st["ipk"] >= 1 and st["kern"] == 0 and st["accepts"] == 2, st
+    reset_twice(rig, UNREAD_SERVER, "9007", "xyz")
 
 
 def test_preload_nc_both_ways(rig, tmp_path):
