@@ -69,6 +69,7 @@ void ipk_svc_opts_default(struct ipk_svc_opts *o)
 	o->buf_bytes = 16u << 20;
 	o->ring_bytes = 4u << 20;
 	o->ctl_entries = 64;
+	o->flags = 0;
 }
 
 static int svc_connect_ctl(const char *path)
@@ -194,6 +195,7 @@ static int svc_handshake(struct ipk_svc *svc, const struct ipk_svc_opts *o)
 	hi.magic = IPK_SVC_MAGIC;
 	hi.version = IPK_SVC_VERSION;
 	hi.ctl_entries = o->ctl_entries;
+	hi.flags = o->flags;
 	hi.buf_bytes = o->buf_bytes;
 	hi.ring_bytes = o->ring_bytes;
 	/* a daemon that refuses us (allow-list) may answer and hang up before our
@@ -658,6 +660,12 @@ int ipk_svc_socket_prio(struct ipk_svc *svc, int type, uint32_t sq_entries,
 int ipk_svc_adopt(struct ipk_svc *svc, uint32_t parent_id, uint32_t sq_entries,
                   uint32_t cq_entries, struct ipk_svc_sock **out)
 {
+	return ipk_svc_adopt_from(svc, 0, parent_id, sq_entries, cq_entries, out);
+}
+
+int ipk_svc_adopt_from(struct ipk_svc *svc, uint32_t app_id, uint32_t sock_id,
+                       uint32_t sq_entries, uint32_t cq_entries, struct ipk_svc_sock **out)
+{
 	struct ipk_svc_sqe e;
 	struct ipk_svc_cqe c;
 	int rc;
@@ -665,7 +673,8 @@ int ipk_svc_adopt(struct ipk_svc *svc, uint32_t parent_id, uint32_t sq_entries,
 		return -EINVAL;
 	memset(&e, 0, sizeof e);
 	e.opcode = IPK_SVC_OP_ADOPT;
-	e.arg = parent_id;
+	e.arg = sock_id;
+	e.buf_off = app_id; /* 0: the parent process's application, as before */
 	e.len = sq_entries;
 	e.arg2 = cq_entries;
 	rc = svc_ctl(svc, &e, &c);
@@ -970,6 +979,20 @@ int ipk_svc_move_fds(struct ipk_svc *svc, int min_fd)
 	if (rc == 0 && svc->ev_fd >= 0)
 		rc = svc_move_fd(&svc->ev_fd, min_fd);
 	return rc;
+}
+
+uint32_t ipk_svc_app_id(const struct ipk_svc *svc)
+{
+	return svc ? svc->hdr->app_id : 0;
+}
+
+int ipk_svc_keep_on_exec(struct ipk_svc *svc)
+{
+	if (!svc)
+		return -EINVAL;
+	if (fcntl(svc->ctl_fd, F_SETFD, 0) < 0)
+		return -errno;
+	return svc->ctl_fd;
 }
 
 int ipk_svc_wake_fd(const struct ipk_svc *svc)

@@ -4,6 +4,8 @@
  */
 #include "daemon.h"
 
+#include <stddef.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -377,11 +379,16 @@ static void d_ctl_readable(struct d_daemon *d, struct d_app *a)
 		d_app_doom(a, "refused");
 		return;
 	}
+	if ((size_t)r == offsetof(struct ipk_svc_hello, flags)) {
+		hi.flags = 0; /* an older client's shorter hello */
+		r = sizeof hi;
+	}
 	if (a->ready || (size_t)r != sizeof hi) {
 		/* nothing else is ever sent on the socket: a protocol error ends it */
 		d_app_doom(a, "sent garbage on the control socket");
 		return;
 	}
+	a->exit_fin = !!(hi.flags & IPK_SVC_OPEN_EXIT_FIN);
 	if (d_app_hello(d, a, &hi) < 0)
 		d_app_doom(a, "refused at set-up");
 }
@@ -459,9 +466,13 @@ void d_app_reclaim(struct d_daemon *d, struct d_app *a, const char *why)
 	uint32_t i, n = a->nlive;
 	int k;
 	d->reclaiming = 1; /* every worker's sockets are ours here (under the lock) */
-	for (i = 1; i < a->nsocks; i++)
-		if (*d_slot(a, i))
-			d_sock_destroy(d, *d_slot(a, i), d->cfg.graceful);
+	for (i = 1; i < a->nsocks; i++) {
+		struct d_sock *s = *d_slot(a, i);
+		if (s)
+			d_sock_destroy(d, s,
+			               d->cfg.graceful ||
+			                   (a->exit_fin && d_close_graceful(s, IPK_SVC_SQE_F_RST_UNREAD)));
+	}
 	d_xfer_reclaim(d, a);
 	d->reclaiming = 0;
 	if (a->ctl.txq.v)

@@ -163,20 +163,30 @@ static void d_fam_link(struct d_sock *p, struct d_sock *n)
 
 #define D_ALL_HELD 0x100u /* every worker's W is held (the world stopped) */
 
-/* The parent's application holding socket id, if the child may share it: same
- * uid, set up, not dying, and the owner table has the id's index live (a parent
- * with several sessions: the first such). The application list changes only
- * while every W is held, so the caller's own W is enough to read it. */
-static struct d_app *d_fam_parent_app(struct d_app *child, uint32_t id)
+/* The application holding socket id that the child may share it with: same uid,
+ * set up, not dying, the owner table has the id's index live, and either
+ * - app_id 0: one of the child's parent process (a parent with several sessions:
+ *   the first such), or
+ * - app_id: that application, if it is the parent process's or another of the
+ *   child's own process (a connection kept across exec: the old image's socket
+ *   is adopted by a bridge application of the same process whose control socket
+ *   survives exec, and the new image adopts it from there; p_exec.c). A process
+ *   could use its own sockets anyway; the pid was read by SO_PEERCRED at hello,
+ *   and a live application's pid cannot be reused.
+ * The application list changes only while every W is held, so the caller's own W
+ * is enough to read it. */
+static struct d_app *d_fam_parent_app(struct d_app *child, uint32_t app_id, uint32_t id)
 {
 	struct d_app *a;
 	pid_t pp = d_family_ppid(child->pid);
-	if (pp <= 0)
-		return NULL;
-	for (a = child->d->apps; a; a = a->next)
-		if (a->pid == pp && a->ready && !a->dying && a->uid == child->uid &&
+	for (a = child->d->apps; a; a = a->next) {
+		if (a == child || !a->ready || a->dying || a->uid != child->uid ||
+		    (app_id && a->id != app_id))
+			continue;
+		if (((pp > 0 && a->pid == pp) || (app_id && a->pid == child->pid)) &&
 		    d_sock_own(a, id) != 0xffu)
 			return a;
+	}
 	return NULL;
 }
 
@@ -217,7 +227,9 @@ static void d_family_adopt_locked(struct d_sock *ctl, const struct ipk_svc_sqe *
 void d_family_adopt(struct d_sock *ctl, const struct ipk_svc_sqe *e)
 {
 	struct d_daemon *d = ctl->app->d;
-	struct d_app *pa = d_fam_parent_app(ctl->app, (uint32_t)e->arg);
+	struct d_app *pa = e->buf_off > 0xffffffffu
+	                       ? NULL
+	                       : d_fam_parent_app(ctl->app, (uint32_t)e->buf_off, (uint32_t)e->arg);
 	struct d_wk *w = &d->wk[ctl->wk];
 	unsigned o = pa ? d_sock_own(pa, (uint32_t)e->arg) : 0xffu, again, tries;
 	for (tries = 0; d->mt && !d->big && tries < 4; tries++) {

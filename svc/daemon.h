@@ -316,6 +316,7 @@ struct d_app {
 	struct d_ev ev_ctl, ev_bell, ev_pid;
 	int ready;                   /* hello done, region mapped */
 	int refused;                 /* not allowed: answered, waiting to close */
+	int exit_fin;                /* IPK_SVC_OPEN_EXIT_FIN at hello */
 	uint8_t *base;
 	uint64_t size;
 	struct ipk_svc_region *hdr;

@@ -144,6 +144,10 @@ struct ipk_svc_hello {
 	uint32_t version;
 	uint32_t ctl_entries;
 	uint64_t buf_bytes, ring_bytes;
+	/* IPK_SVC_OPEN_* (ipkit/svc.h). A hello without these 8 bytes (a client
+	 * older than them) is taken with flags 0. */
+	uint32_t flags;
+	uint32_t pad;
 };
 struct ipk_svc_welcome {
 	uint64_t magic;

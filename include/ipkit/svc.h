@@ -94,7 +94,9 @@ enum ipk_svc_op {
 	IPK_SVC_OP_RECVFROM,     /* UDP: buf_off, len; cqe->addr = sender */
 	IPK_SVC_OP_ADOPT,        /* control ring only: a forked child's socket on the
 	                          * connection its parent's socket arg holds (len, arg2:
-	                          * ring sizes; res, sock, ring_off as SOCKET; svc/d_family.c) */
+	                          * ring sizes; buf_off: 0, or the id of the application
+	                          * holding it, the parent's or one of this process's
+	                          * own; res, sock, ring_off as SOCKET; svc/d_family.c) */
 	IPK_SVC_OP_CLAIM,        /* TCP: this process takes the connection's received
 	                          * data from the family member that had it, whose
 	                          * RECVs complete with -EXDEV (-EAGAIN: its SENDs are
@@ -173,7 +175,14 @@ struct ipk_svc_opts {
 	uint64_t buf_bytes;   /* buffer area, default 16 MiB (the daemon caps it) */
 	uint64_t ring_bytes;  /* ring area, default 4 MiB (the daemon caps it) */
 	uint32_t ctl_entries; /* control ring entries, default 64 */
+	uint32_t flags;       /* IPK_SVC_OPEN_*, default 0 */
 };
+/* When this application dies (its control socket hangs up without a CLOSE of its
+ * sockets: _exit, a signal, exec), ipkitd ends its TCP connections as Linux ends
+ * a process's sockets then: a FIN after the data already in the stack, or a
+ * reset where received bytes were never taken by a RECV. Without it they are
+ * reset (ipkitd --graceful-close: a FIN for every application). */
+#define IPK_SVC_OPEN_EXIT_FIN 1u
 /* Fill *o with the defaults above; NULL: nothing. */
 void ipk_svc_opts_default(struct ipk_svc_opts *o);
 
@@ -215,6 +224,27 @@ int ipk_svc_accepted(struct ipk_svc *svc, const struct ipk_svc_cqe *cqe,
  * Thread-safe. */
 int ipk_svc_adopt(struct ipk_svc *svc, uint32_t parent_id, uint32_t sq_entries,
                   uint32_t cq_entries, struct ipk_svc_sock **out);
+/* ipk_svc_adopt, naming the application that holds socket sock_id: app_id
+ * (ipk_svc_app_id there; 0: the parent process's, as ipk_svc_adopt). That
+ * application must have the same uid and belong to the caller's parent process
+ * or to the caller's own process: a connection kept across exec goes from the
+ * old image's application to another one of the same process (a "bridge" whose
+ * control socket survives exec, ipk_svc_keep_on_exec) and from there to the new
+ * image's (svc/preload/README.md, "exec"). Returns as ipk_svc_adopt (-EBADF also
+ * when no such application holds it). An ipkitd older than this call ignores
+ * app_id and looks in the parent process's applications. Thread-safe. */
+int ipk_svc_adopt_from(struct ipk_svc *svc, uint32_t app_id, uint32_t sock_id,
+                       uint32_t sq_entries, uint32_t cq_entries, struct ipk_svc_sock **out);
+/* This application's id at ipkitd (its logs name it; ipk_svc_adopt_from takes
+ * it); 0 for NULL. */
+uint32_t ipk_svc_app_id(const struct ipk_svc *svc);
+/* Let the control socket survive exec (clears its FD_CLOEXEC): ipkitd keeps the
+ * application, its sockets and their connections until the new image closes
+ * the returned descriptor number (or the process ends). The region and every
+ * other descriptor still go at exec; only ADOPT from another application of the
+ * process (ipk_svc_adopt_from) can use the sockets afterwards. Returns the
+ * number, or -errno (-EINVAL for NULL). */
+int ipk_svc_keep_on_exec(struct ipk_svc *svc);
 /* Close the socket: a TCP connection gets FIN after the data already in the stack
  * (sends not yet completed are dropped), a listener or UDP port is freed. Operations
  * still in flight get no completion; their buffers are the application's again when

@@ -176,6 +176,9 @@ void pl_fork_child_relisten(struct pl_sock *list)
  * that closes or dies hands it to another (svc/d_family.c). */
 
 static int g_fam_pipe[2] = {-1, -1};
+static uint32_t g_fam_app; /* the parent's application at ipkitd: after an exec
+                            * one pid may have several until ipkitd has seen the
+                            * old image's go, so the child names it */
 
 /* Before fork (g_mu held): a pipe the child closes once its ADOPTs are done. */
 void pl_fam_prepare(struct pl_sock *list)
@@ -186,6 +189,7 @@ void pl_fam_prepare(struct pl_sock *list)
 			break;
 	if (s && pipe2(g_fam_pipe, O_CLOEXEC) < 0)
 		g_fam_pipe[0] = g_fam_pipe[1] = -1;
+	g_fam_app = s ? ipk_svc_app_id(pl_svc()) : 0;
 	for (s = list; s; s = s->lnext) {
 		if (s->type == SOCK_STREAM && s->state == PL_CONNECTED && s->so) {
 			s->fam = 1;
@@ -240,7 +244,7 @@ static void pl_fam_adopt(struct pl_sock *s)
 {
 	struct ipk_svc *svc = pl_svc();
 	struct ipk_svc_sock *so = NULL;
-	int rc = svc ? ipk_svc_adopt(svc, s->fam_id, 128, 256, &so) : -ENETDOWN;
+	int rc = svc ? ipk_svc_adopt_from(svc, g_fam_app, s->fam_id, 128, 256, &so) : -ENETDOWN;
 	pthread_mutex_lock(&s->mu);
 	s->adopt = 0;
 	if (rc < 0) {

@@ -113,6 +113,9 @@ static void pl_open_locked(void)
 	 * touched; each TCP socket uses 2 x 64 KiB to receive and rings of ~24 KiB */
 	o.buf_bytes = 256ull << 20;
 	o.ring_bytes = 64ull << 20;
+	/* a process that dies without exit()'s flush (_exit, a signal) ends its
+	 * connections as on Linux: FIN, or RST where bytes were never read */
+	o.flags = IPK_SVC_OPEN_EXIT_FIN;
 	g_svc = ipk_svc_open(NULL, &o, &err);
 	if (g_svc)
 		ipk_svc_move_fds(g_svc, pl_hide_base());
@@ -173,6 +176,23 @@ static struct pl_sock *pl_tbl_load(int fd)
 }
 
 int pl_is_ipk(int fd) { return pl_tbl_load(fd) != NULL; }
+
+int pl_tbl_next(int from)
+{
+	if (from < 0 || !__atomic_load_n(&t_any, __ATOMIC_RELAXED))
+		return -1;
+	for (int fd = from; fd < PL_CHUNK * PL_CHUNKS;) {
+		struct pl_sock **c = __atomic_load_n(&t_chunk[fd / PL_CHUNK], __ATOMIC_ACQUIRE);
+		if (!c) {
+			fd = (fd / PL_CHUNK + 1) * PL_CHUNK;
+			continue;
+		}
+		if (__atomic_load_n(&c[fd % PL_CHUNK], __ATOMIC_ACQUIRE))
+			return fd;
+		fd++;
+	}
+	return -1;
+}
 int pl_any_sock(void) { return __atomic_load_n(&t_any, __ATOMIC_RELAXED); }
 
 struct pl_sock *pl_get(int fd)
@@ -1013,6 +1033,8 @@ int pl_wait(struct pl_sock *s, int out, int timeout_ms)
  * writable (its writable level, pl_ofd); this way the program's numbers and the point
  * where it runs out of them stay Linux's. Without room (hard = soft) they go to
  * the limit's top quarter. */
+long pl_hide_min(void) { return pl_hide_base(); }
+
 static long pl_hide_base(void)
 {
 	static long base = -1;

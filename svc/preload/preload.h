@@ -174,6 +174,10 @@ struct pl_sock {
 struct pl_sock *pl_get(int fd);
 void pl_put(struct pl_sock *s);
 int pl_is_ipk(int fd);
+/* The lowest descriptor number >= from that names an ipkit socket, or -1. */
+int pl_tbl_next(int from);
+/* The first of the hidden numbers (pl_hide_fd). */
+long pl_hide_min(void);
 /* Table edits (under the table lock): name `s` by fd (a reference), drop a name. */
 void pl_tbl_set(int fd, struct pl_sock *s);
 struct pl_sock *pl_tbl_take(int fd, int *last);
@@ -318,6 +322,11 @@ void pl_fam_release(struct pl_sock *s);
 void pl_exec_note(struct pl_sock *s);
 void pl_exec_fork_child(struct pl_sock *list);
 void pl_exec_adopt_all(void);
+/* Before an exec (the exec calls, p_exec.c): connected sockets whose numbers
+ * survive it go to a bridge application the new image adopts them from; 1 when
+ * one was made (pl_exec_undo after a failed exec). */
+int pl_exec_prepare(void);
+void pl_exec_undo(int made);
 
 /* epoll: forget the registrations of a closed epoll descriptor. */
 void pl_ep_forget(int epfd);

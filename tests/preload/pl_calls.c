@@ -897,6 +897,147 @@ static void t_exec(void)
 	close(pfd[1]);
 }
 
+/* exec_conn_child FD CLOEXEC_FD (the new image): the connected socket FD, kept
+ * across exec, still has the 4 bytes the old image received and did not read;
+ * answer them with "got:" and them, then echo 4 more, and close. Exit code:
+ * 0 done, 2 the CLOEXEC socket was still open, 3 the name was lost, 1 else. */
+static int exec_conn_child(char **argv)
+{
+	int s = atoi(argv[2]), cx = atoi(argv[3]);
+	struct sockaddr_in p;
+	socklen_t pl = sizeof p;
+	char b[8];
+	alarm(20);
+	if (fcntl(cx, F_GETFD) >= 0 || errno != EBADF)
+		return 2;
+	if (getpeername(s, (struct sockaddr *)&p, &pl) < 0 || p.sin_family != AF_INET ||
+	    p.sin_port == 0 || p.sin_addr.s_addr == 0)
+		return 3;
+	if (read_n(s, b + 4, 4) != 4)
+		return 1;
+	memcpy(b, "got:", 4);
+	if (write(s, b, 8) != 8 || read_n(s, b, 4) != 4 || write(s, b, 4) != 4)
+		return 1;
+	return close(s) == 0 ? 0 : 1;
+}
+
+/* exec_conn: a connected socket without FD_CLOEXEC stays usable in the new image,
+ * with the bytes the old image had received and not read (Linux keeps them in
+ * the socket): exec in place by a process that alone held the connection, then
+ * a forked child that execs (inetd, CGI) while the parent still holds it and
+ * closes it afterwards. A SOCK_CLOEXEC one is closed; an exec that fails leaves
+ * the socket as it was, unread bytes too. */
+static void t_exec_conn(void)
+{
+	int l = listener(), i;
+	SAY("exec_conn\n");
+	for (i = 0; i < 2; i++) {
+		int s = -1, c = -1, st = -1;
+		char b[8], a1[16], a2[16];
+		char *args[] = {"pl_calls", "exec_conn_child", a1, a2, NULL};
+		struct timeval tv = {15, 0};
+		pid_t pid;
+		if (i == 0) {
+			/* the child connects, reads half of 8 bytes and execs */
+			pid = fork();
+			if (pid == 0) {
+				int k = connected(&loop_a), cx = connected(&loop_a);
+				fcntl(cx, F_SETFD, FD_CLOEXEC);
+				if (write(k, "k", 1) != 1 || read_n(k, b, 4) != 4 ||
+				    memcmp(b, "AAAA", 4) != 0)
+					_exit(4);
+				snprintf(a1, sizeof a1, "%d", k);
+				snprintf(a2, sizeof a2, "%d", cx);
+				/* an exec that fails leaves the socket as it was */
+				if (execv("/nonexistent/pl_calls", args) == 0 || errno != ENOENT)
+					_exit(5);
+				if (read_n(k, b, 2) != 2 || memcmp(b, "BB", 2) != 0)
+					_exit(6);
+				execv("/proc/self/exe", args);
+				_exit(127);
+			}
+			s = accept(l, NULL, NULL);
+			{ /* the other is the CLOEXEC one: k says "k" */
+				int x = accept(l, NULL, NULL), t;
+				struct pollfd p[2] = {{s, POLLIN, 0}, {x, POLLIN, 0}};
+				R(x >= 0);
+				R(poll(p, 2, 15000) >= 1);
+				if (!(p[0].revents & POLLIN))
+					t = s, s = x, x = t;
+				R(read(s, b, 1));
+				R(send(s, "AAAABBBBBB", 10, 0));
+				setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+				R(read_n(s, b, 8));
+				SAY("  in place: %.8s\n", b);
+				R(send(s, "CCCC", 4, 0));
+				R(read_n(s, b, 4));
+				SAY("  in place: %.4s\n", b);
+				R(read(s, b, 1)); /* the new image's close: end of stream */
+				close(x);
+			}
+			R(close(s));
+		} else {
+			/* the parent reads half, a child execs with the socket, the
+			 * parent closes its copy */
+			int cx = tcp(SOCK_CLOEXEC);
+			s = pair(l, &c);
+			R(send(c, "AAAABBBB", 8, 0));
+			R(read_n(s, b, 4));
+			snprintf(a1, sizeof a1, "%d", s);
+			snprintf(a2, sizeof a2, "%d", cx);
+			pid = fork();
+			if (pid == 0) {
+				execvp("/proc/self/exe", args);
+				_exit(127);
+			}
+			R(close(s));
+			R(close(cx));
+			setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+			R(read_n(c, b, 8));
+			SAY("  fork+exec: %.8s\n", b);
+			R(send(c, "DDDD", 4, 0));
+			R(read_n(c, b, 4));
+			SAY("  fork+exec: %.4s\n", b);
+			R(read(c, b, 1));
+			R(close(c));
+		}
+		R(waitpid(pid, &st, 0) == pid);
+		SAY("  exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	R(close(l));
+}
+
+/* exit_fin: a process that leaves with _exit (no exit handlers: dash, a forked
+ * child) while its connection still has bytes going out: Linux sends them and a
+ * FIN, the peer reads everything and the end of the stream. */
+static void t_exit_fin(void)
+{
+	int l = listener(), s, st = -1;
+	static char b[65536];
+	long got = 0, n;
+	pid_t pid;
+	struct timeval tv = {15, 0};
+	SAY("exit_fin\n");
+	pid = fork();
+	if (pid == 0) {
+		int c = connected(&loop_a);
+		memset(b, 'x', sizeof b);
+		if (write(c, b, sizeof b) != (ssize_t)sizeof b)
+			_exit(1);
+		_exit(0);
+	}
+	s = accept(l, NULL, NULL);
+	R(s >= 0);
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	while ((n = read(s, b, sizeof b)) > 0)
+		got += n;
+	SAY("  read %ld bytes, then %ld %s\n", got, n, ename(n < 0 ? errno : 0));
+	R(waitpid(pid, &st, 0) == pid);
+	SAY("  exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	R(close(s));
+	R(close(l));
+}
+
 /* fork_conn: a connected client socket used in a forked child (it sends and
  * reads the echo), then by the parent after the child is gone: the socket stays
  * open across the child's exit, and both processes see the same stream; a second
@@ -1970,7 +2111,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"names", t_names}, {"linger0", t_linger0}, {"unread", t_unread}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer}, {"defer_threads", t_defer_threads}, {"epoll_rearm", t_epoll_rearm}, {"reap", t_reap},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"exec_conn", t_exec_conn}, {"exit_fin", t_exit_fin}, {"names", t_names}, {"linger0", t_linger0}, {"unread", t_unread}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer}, {"defer_threads", t_defer_threads}, {"epoll_rearm", t_epoll_rearm}, {"reap", t_reap},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold}, {"hold_ep", t_hold_ep}, {"v6", t_v6},
 };
 
@@ -1980,6 +2121,8 @@ int main(int argc, char **argv)
 	int any = 0;
 	if (argc == 5 && strcmp(argv[1], "exec_child") == 0)
 		return exec_child(argv);
+	if (argc == 4 && strcmp(argv[1], "exec_conn_child") == 0)
+		return exec_conn_child(argv);
 	if (argc != 7) {
 		fprintf(stderr, "usage: pl_calls FAMILY ECHO_IP ECHO_PORT LOOP_IP PORT CLOSED_PORT\n");
 		return 2;
