@@ -8,25 +8,41 @@
  * (its own listener takes them; new sockets are placed round robin, so the
  * connections are on every worker). Then K children, one after the other, each
  * opens its own session, ADOPTs all N of the parent's connecting sockets and
- * closes them again. Prints "adoptfork DONE/K*N"; exit 0 when every ADOPT
- * worked.
+ * closes them again (half by naming the parent's application,
+ * ipk_svc_adopt_from). Prints "adoptfork DONE/K*N"; exit 0 when every ADOPT
+ * worked and every one that must be refused was: an application id that is not
+ * the holder's, a grandchild naming its grandparent's application (neither its
+ * parent's nor its own process's), a second session of the parent's own process
+ * without naming the application (app id 0 looks in the parent process only).
+ * A second session of the parent's process naming it adopts (exec's bridge).
  */
 #include <sys/wait.h>
 
 /* In a forked child: adopt each id, close it; the number adopted as exit code
  * (0..n, n <= 100). */
-static void af_child(const char *path, const uint32_t *ids, int n)
+static void af_child(const char *path, const uint32_t *ids, int n, uint32_t papp)
 {
 	struct ipk_svc_opts o;
 	struct ipk_svc *c;
-	int i, ok = 0, err;
+	struct ipk_svc_sock *x;
+	int i, ok = 0, err, st = -1;
+	pid_t g;
 	ipk_svc_opts_default(&o);
 	c = ipk_svc_open(path, &o, &err);
 	if (!c)
 		_exit(200);
+	if (ipk_svc_adopt_from(c, papp + 1000, ids[0], 16, 32, &x) != -EBADF)
+		_exit(201); /* not the holder */
+	g = fork();
+	if (g == 0) { /* the grandchild: not a child of the holder's process */
+		struct ipk_svc *gc = ipk_svc_open(path, &o, &err);
+		_exit(gc && ipk_svc_adopt_from(gc, papp, ids[0], 16, 32, &x) == -EBADF ? 0 : 1);
+	}
+	if (g < 0 || waitpid(g, &st, 0) != g || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		_exit(202);
 	for (i = 0; i < n; i++) {
-		struct ipk_svc_sock *x;
-		if (ipk_svc_adopt(c, ids[i], 16, 32, &x) == 0) {
+		if ((i & 1 ? ipk_svc_adopt_from(c, papp, ids[i], 16, 32, &x)
+		           : ipk_svc_adopt(c, ids[i], 16, 32, &x)) == 0) {
 			ok++;
 			ipk_svc_close(x);
 		}
@@ -74,11 +90,25 @@ static int mode_adoptfork(struct ipk_svc *svc, char **av, const char *path)
 	}
 	printf("connected\n");
 	fflush(stdout);
+	{ /* a second session of this process: only by naming the application */
+		struct ipk_svc_opts o;
+		struct ipk_svc *b;
+		struct ipk_svc_sock *x;
+		int err;
+		ipk_svc_opts_default(&o);
+		b = ipk_svc_open(path, &o, &err);
+		if (!b || ipk_svc_adopt(b, ids[0], 16, 32, &x) != -EBADF ||
+		    ipk_svc_adopt_from(b, ipk_svc_app_id(svc), ids[0], 16, 32, &x) != 0) {
+			printf("adoptfork own-process session: wrong answers\n");
+			return 1;
+		}
+		ipk_svc_close_all(b); /* a member leaves: the connection goes on */
+	}
 	for (i = 0; i < k; i++) {
 		int st = 0;
 		pid_t p = fork();
 		if (p == 0)
-			af_child(path, ids, n);
+			af_child(path, ids, n, ipk_svc_app_id(svc));
 		if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st))
 			break;
 		done += WEXITSTATUS(st) <= n ? WEXITSTATUS(st) : 0;
