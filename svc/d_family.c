@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,54 @@ static struct d_sock *d_fam_holder(struct d_sock *s)
 		m = m->fam_next;
 	} while (m && m != s);
 	return NULL;
+}
+
+/* Whether member m's process can still take bytes: its control socket not hung
+ * up, its process not gone. ipkitd notices a death a pass later (epoll), and a
+ * hand-over in between (another member closing or leaving) must not pick a
+ * member that has died or exec'd: the bytes its RECVs took would be lost with
+ * its region. One poll(0) per member looked at; hand-overs are rare (fork
+ * families only). The descriptors stay open until the application is reclaimed,
+ * which every worker's W excludes. */
+static int d_fam_alive(const struct d_sock *m)
+{
+	const struct d_app *a = m->app;
+	struct pollfd p[2];
+	nfds_t n = 0;
+	if (a->ctl_fd >= 0) {
+		p[n].fd = a->ctl_fd;
+		p[n].events = POLLRDHUP;
+		p[n++].revents = 0;
+	}
+	if (a->pid_fd >= 0) {
+		p[n].fd = a->pid_fd;
+		p[n].events = POLLIN;
+		p[n++].revents = 0;
+	}
+	return n == 0 || poll(p, n, 0) == 0;
+}
+
+/* The member after s to hand the connection to: the first one alive, else the
+ * next (every other member is dying: the connection ends with them). */
+static struct d_sock *d_fam_next_live(struct d_sock *s)
+{
+	struct d_sock *m;
+	for (m = s->fam_next; m && m != s; m = m->fam_next)
+		if (d_fam_alive(m))
+			return m;
+	return s->fam_next;
+}
+
+/* The first member alive going round from n (n itself first), else n. */
+static struct d_sock *d_fam_live_from(struct d_sock *n)
+{
+	struct d_sock *m = n;
+	do {
+		if (d_fam_alive(m))
+			return m;
+		m = m->fam_next;
+	} while (m && m != n);
+	return n;
 }
 
 /* Move the connection (and what it received) from h to n, both of one family and
@@ -353,7 +402,7 @@ static int d_fam_claim(struct d_daemon *d, struct d_sock *s, uint32_t arg)
 			return 0;
 		if (s->txq.n || s->zc_h)
 			return -EAGAIN; /* its bytes go out first */
-		d_fam_hand(d, s, s->fam_next);
+		d_fam_hand(d, s, d_fam_next_live(s));
 		return 0;
 	}
 	if (!s->fam_away)
@@ -443,6 +492,7 @@ void d_family_leave(struct d_daemon *d, struct d_sock *s)
 		if (n == p && n->fam_next == n)
 			n->fam_next = NULL;
 		if (!s->fam_away) {
+			n = d_fam_live_from(n);
 			d_fam_move(s, n);
 			n->fam_want = 0;
 			d_rx_deliver(d, n);
