@@ -158,23 +158,39 @@ static void no_conn(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 	ipk_drop(ctx, IPK_DROP_TCP_NO_CONN);
 }
 
-/* ops->tcp_accept's verdict; a refused SYN gets a RST. */
+/* ops->tcp_accept's (tcp_accept6's) answer for t: > 0 take it, 0 refuse, < 0
+ * no room now. */
+static int accept_verdict(struct ipk_ctx *ctx, const struct ipk_tuple *t)
+{
+	struct ipk_atuple at;
+
+	if (ipk_tcp_is6(t)) {
+		if (!IPK_OPS(ctx)->tcp_accept6)
+			return 1;
+		return ipk_tcp6_atuple(ctx, t, &at) == IPK_OK
+		               ? IPK_OPS(ctx)->tcp_accept6(ctx, &at, IPK_OPQ(ctx))
+		               : 0;
+	}
+	return IPK_OPS(ctx)->tcp_accept ? IPK_OPS(ctx)->tcp_accept(ctx, t, IPK_OPQ(ctx)) : 1;
+}
+
+/* The verdict on a SYN: a refused one gets a RST, one the application has no
+ * room for now (a negative answer) none: the peer sends it again. */
 static int accept_ok(struct ipk_ctx *ctx, struct ipk_tcp_seg *s)
 {
 	struct ipk_tuple t;
-	struct ipk_atuple at;
+	int v;
 
 	t.local_ip4_be = s->dst_be;
 	t.peer_ip4_be = s->src_be;
 	t.local_port_be = s->h.dport_be;
 	t.peer_port_be = s->h.sport_be;
-	if (ipk_tcp_is6(&t)) {
-		if (!IPK_OPS(ctx)->tcp_accept6 || (ipk_tcp6_atuple(ctx, &t, &at) == IPK_OK &&
-		                                   IPK_OPS(ctx)->tcp_accept6(ctx, &at, IPK_OPQ(ctx))))
-			return 1;
-	} else if (!IPK_OPS(ctx)->tcp_accept ||
-	           IPK_OPS(ctx)->tcp_accept(ctx, &t, IPK_OPQ(ctx))) {
+	v = accept_verdict(ctx, &t);
+	if (v > 0)
 		return 1;
+	if (v < 0) {
+		ipk_drop(ctx, IPK_DROP_TCP_BACKLOG);
+		return 0;
 	}
 	ipk_tcp_send_rst_for(ctx, s);
 	ipk_drop(ctx, IPK_DROP_TCP_REFUSED);
@@ -618,6 +634,19 @@ static int syn_rcvd_ack(struct ipk_ctx *ctx, struct ipk_conn *c, const struct ip
 		ipk_tcp_send_rst_for(ctx, s);
 		ipk_drop(ctx, IPK_DROP_TCP_BAD_ACK);
 		return 0;
+	}
+	/* A passive open's handshake completes only while the application has room
+	 * for it (ops->tcp_room): else the ACK is dropped and the connection stays
+	 * half-open, its SYN-ACK retransmission asking the peer again later, as
+	 * Linux does while the accept queue is full. */
+	if (!(c->fl & IPK_TCPF_ACTIVE) && IPK_OPS(ctx)->tcp_room) {
+		struct ipk_atuple at;
+
+		if (ipk_tcp_atuple(ctx, c, &at) == IPK_OK &&
+		    !IPK_OPS(ctx)->tcp_room(ctx, &at, IPK_OPQ(ctx))) {
+			ipk_drop(ctx, IPK_DROP_TCP_BACKLOG);
+			return 0;
+		}
 	}
 	ipk_tcp_backlog_release(ctx, c);
 	ipk_tcp_enter(ctx, c, (c->fl & IPK_TCPF_FIN_QUEUED) ? IPK_TCP_FIN_WAIT_1 :

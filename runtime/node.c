@@ -204,6 +204,7 @@ static void node_ops_init(struct ipk_node *n)
 	n->ops.arp_learned = ev->arp_learned;
 	n->ops.tcp_accept = ev->tcp_accept;
 	n->ops.tcp_accept6 = ev->tcp_accept6;
+	n->ops.tcp_room = ev->tcp_room;
 	n->ops.tcp_accepted = ev->tcp_accepted;
 	n->ops.tcp_connected = ev->tcp_connected;
 	n->ops.tcp_payload = ev->tcp_payload;

@@ -784,24 +784,40 @@ void d_op_start(struct d_daemon *d, struct d_sock *s, const struct d_op *op)
 /* ------------------------------------------------------------ core events */
 
 /* A SYN: the port's listeners are known without the port lock while the ports
- * have not changed (d_pcache.c); else asked under it and remembered. */
+ * have not changed (d_pcache.c); else asked under it and remembered. 1: one takes
+ * it; -1: the port has listeners for the family but every backlog is full, so
+ * the SYN is dropped without an answer and the peer tries again (Linux drops a
+ * SYN while the accept queue is full; a RST would fail the client's connect with
+ * "connection refused" under a burst); 0: none (RST). */
 static int d_syn_ok(struct d_daemon *d, unsigned wk, uint16_t port_be, unsigned fam)
 {
 	struct d_sock *l;
 	struct d_pref r;
+	int v;
 	if (d_syn_ref(d, wk, port_be, fam, 0, &r))
 		return 1;
 	d_plock(d);
 	l = d_port_listener(d, port_be, 0, fam);
 	d_syn_remember(d, wk, port_be, fam);
+	v = l ? 1 : d_port_listening(d, port_be, fam) ? -1 : 0;
 	d_punlock(d);
-	return l != NULL;
+	return v; /* -1: the core counts it as a full backlog (tcp_backlog) */
 }
 
 static int ev_accept(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opq)
 {
 	(void)ctx; /* an AF_INET6 V6ONLY listener alone: RST, as Linux */
 	return d_syn_ok(D(opq), W(opq)->idx, t->local_port_be, D_FAM4);
+}
+
+/* The handshake's last ACK: no room in any listener's backlog (-1) drops it, the
+ * SYN-ACK's retransmission asks again; a port with no listener left goes on
+ * (ev_accepted resets it). */
+static int ev_room(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opq)
+{
+	(void)ctx;
+	return d_syn_ok(D(opq), W(opq)->idx, t->local_port_be,
+	                t->peer.family == IPK_AF_INET6 ? D_FAM6 : D_FAM4) >= 0;
 }
 
 /* A SYN over IPv6 (issue 17): only a listener bound AF_INET6 takes it. */
@@ -1092,6 +1108,7 @@ const struct ipk_ops d_events = {
 	.tcp_accept6 = ev_accept6,
 	.udp_recv6 = ev_udp6,
 	.tcp_accept = ev_accept,
+	.tcp_room = ev_room,
 	.tcp_accepted = ev_accepted,
 	.tcp_connected = ev_connected,
 	.tcp_payload = ev_payload,

@@ -231,6 +231,22 @@ struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, u
 	return NULL;
 }
 
+/* Whether a listener of the port serves family fam (room or not). Under the port
+ * lock. */
+int d_port_listening(struct d_daemon *d, uint16_t port_be, unsigned fam)
+{
+	struct d_sock *h = d->tcp_port[port_be], *m;
+	if (!h)
+		return 0;
+	m = h;
+	do {
+		if (m->listening && d_fam_ok(m, fam))
+			return 1;
+		m = m->port_next;
+	} while (m != h);
+	return 0;
+}
+
 /* Which of n sockets (counted from the head, those taking the family) the
  * datagrams from ip:port go to: the same sender always gets the same one. */
 unsigned d_port_udp_pick(uint32_t from_ip_be, uint16_t from_port_be, unsigned n)

@@ -679,6 +679,7 @@ void d_family_tx_idle(struct d_daemon *d, struct d_sock *s);
 uint32_t d_family_rx_copy(struct d_sock *s, const struct ipk_svc_sqe *e);
 void d_port_release(struct d_daemon *d, struct d_sock *s);
 struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, unsigned fam);
+int d_port_listening(struct d_daemon *d, uint16_t port_be, unsigned fam);
 int d_port_members(struct d_daemon *d, int type, uint16_t port_be, unsigned fam,
                    struct d_sock **out, unsigned max);
 unsigned d_port_udp_pick(uint32_t from_ip_be, uint16_t from_port_be, unsigned n);

@@ -819,7 +819,7 @@ static const struct ipk_ops iipk_ops = {
 	iipk_tcp_payload, NULL /* tcp_acked: per packet, tcp_acked_pkt */, iipk_tcp_closed,
 	iipk_udp_recv, iipk_icmp_reply, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	NULL /* tcp_accept6 */, iipk_tcp_acked_pkt,
-	iipk_rx_peek};
+	iipk_rx_peek, NULL /* tcp_room */};
 
 #define IPK_OPS_STATIC iipk_ops
 #include "ipkit_unity.c"

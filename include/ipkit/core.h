@@ -501,9 +501,14 @@ struct ipk_ops {
 
 	/* -- TCP events ------------------------------------------------------ */
 
-	/* (optional) A SYN arrived for a listening port: return nonzero to accept.
-	 * NULL accepts everything up to the backlog. A refusal is counted
-	 * (IPK_DROP_TCP_REFUSED). Decide only: must not call the core. */
+	/* (optional) A SYN arrived for a listening port: return a positive value to
+	 * accept; 0 refuses it with a RST (counted IPK_DROP_TCP_REFUSED); a
+	 * negative value drops it without an answer (counted IPK_DROP_TCP_BACKLOG):
+	 * "no room now", as Linux drops a SYN while the listener's accept queue is
+	 * full, so the peer's SYN retransmission tries again instead of failing with
+	 * "connection refused" (tcp_room decides again at the handshake's end).
+	 * NULL accepts everything up to the backlog. Decide only: must not call the
+	 * core. */
 	int (*tcp_accept)(struct ipk_ctx *ctx, const struct ipk_tuple *t, void *opaque);
 	/* (optional) A passive open completed (the handshake's ACK arrived); the return
 	 * value becomes the connection's user pointer (ipk_tcp_user), passed to its later
@@ -589,9 +594,9 @@ struct ipk_ops {
 	/* (optional) Told of every IPv6 -> MAC binding learned from ND (NA, or the
 	 * source link-layer option of an NS or RA). */
 	void (*nd_learned)(const uint8_t ip6[16], const uint8_t mac[6], void *opaque);
-	/* (optional) tcp_accept for a SYN over IPv6 (t's family IPK_AF_INET6): nonzero
-	 * accepts. NULL accepts up to the backlog (tcp_accept is asked about IPv4 SYNs
-	 * only). Decide only: must not call the core. */
+	/* (optional) tcp_accept for a SYN over IPv6 (t's family IPK_AF_INET6), with
+	 * the same answers. NULL accepts up to the backlog (tcp_accept is asked about
+	 * IPv4 SYNs only). Decide only: must not call the core. */
 	int (*tcp_accept6)(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opaque);
 
 	/* -- send objects shown when acknowledged (issue 20) ------------------- */
@@ -627,6 +632,14 @@ struct ipk_ops {
 	 * (ipk_tcp_listen, ipk_udp_bind, ...). NULL: nothing is called (with
 	 * IPK_OPS_STATIC the tests compile away). */
 	void (*rx_peek)(struct ipk_ctx *ctx, void *pkt, void *opaque);
+	/* (optional) A passive open's handshake is about to complete (its last ACK
+	 * arrived; t names the connection, either family): return nonzero when the
+	 * application has room for it now. 0 drops that ACK (counted
+	 * IPK_DROP_TCP_BACKLOG): the connection stays half-open and its SYN-ACK
+	 * retransmission asks the peer again later, as Linux does while a
+	 * listener's accept queue is full; the peer's data waits meanwhile. NULL:
+	 * the handshake always completes. Decide only: must not call the core. */
+	int (*tcp_room)(struct ipk_ctx *ctx, const struct ipk_atuple *t, void *opaque);
 };
 
 /* Engine configuration. ipk_config_default fills every field with a documented

@@ -324,7 +324,7 @@ static const struct ipk_ops g_ops = {
 	o_alloc, o_free, o_data, o_len, o_set_len, o_adj, o_trim, o_clone, o_append, o_next,
 	o_cut, o_tx, o_flush, NULL, NULL, o_random, NULL, NULL, NULL, o_accept, o_accepted,
 	o_connected, o_payload, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-	NULL, NULL, NULL};
+	NULL, NULL, NULL, NULL};
 #define IPK_OPS_STATIC g_ops
 #include "ipkit_unity.c"
 

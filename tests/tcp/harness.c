@@ -132,7 +132,15 @@ static int op_accept(struct ipk_ctx *ctx, const struct ipk_tuple *tu, void *opaq
 {
 	(void)ctx;
 	(void)tu;
-	return !((struct th *)opaque)->refuse;
+	int r = ((struct th *)opaque)->refuse;
+	return r < 0 ? -1 : !r; /* refuse -1: "no room now" */
+}
+
+static int op_room(struct ipk_ctx *ctx, const struct ipk_atuple *tu, void *opaque)
+{
+	(void)ctx;
+	(void)tu;
+	return !((struct th *)opaque)->noroom;
 }
 
 static void *op_accepted(struct ipk_ctx *ctx, struct ipk_conn *c, void *opaque)
@@ -233,6 +241,7 @@ static struct th *th_make(int self, int peer, void (*tweak)(struct ipk_config *c
 	t->ops.tx_offload = op_tx_offload;
 	t->ops.random = op_random;
 	t->ops.tcp_accept = op_accept;
+	t->ops.tcp_room = op_room;
 	t->ops.tcp_accepted = op_accepted;
 	t->ops.tcp_connected = op_connected;
 	t->ops.tcp_payload = op_payload;

@@ -71,6 +71,7 @@ struct th {
 	/* events */
 	struct ipk_conn *conn;  /* last accepted/connected */
 	int accepted, connected, closed, fins, refuse;
+	int noroom; /* ops->tcp_room answers 0 */
 	enum ipk_close_reason why;
 	struct ipk_conn *closed_conn;
 	uint8_t *rx;            /* payload received, in order */

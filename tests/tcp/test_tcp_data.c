@@ -462,6 +462,60 @@ static void test_listen_accept_refused_rst(void)
 	finish(t);
 }
 
+/* "No room now" (a negative answer): the SYN is dropped without a RST, counted
+ * as a full backlog, and the peer's retransmitted SYN is taken once there is
+ * room: Linux's behaviour while a listener's accept queue is full. */
+static void test_listen_accept_no_room_drops_silently(void)
+{
+	struct th *t = th_new(NULL);
+	struct tseg s;
+
+	t->refuse = -1;
+	ipk_tcp_listen(t->ctx, be(80), 4);
+	th_seg(t, IPK_TCP_SYN, IRS, 0, W, NULL, 0);
+	CHECK(!th_next(t, &s));
+	CHECK_EQ(t->ctx->cnt.drop[IPK_DROP_TCP_BACKLOG], 1);
+	CHECK_EQ(t->ctx->cnt.drop[IPK_DROP_TCP_REFUSED], 0);
+	t->refuse = 0;
+	th_seg(t, IPK_TCP_SYN, IRS, 0, W, NULL, 0); /* the retransmission */
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.flags, IPK_TCP_SYN | A);
+	CHECK_EQ(s.h.ack, IRS + 1);
+	th_run_for(t, 200 * SEC); /* the half-open connection gives up */
+	finish(t);
+}
+
+/* No room when the handshake's ACK arrives: the ACK is dropped (no RST, no
+ * tcp_accepted), the connection stays half-open, and its SYN-ACK retransmission
+ * brings the peer's ACK again, which completes it once there is room. */
+static void test_listen_no_room_at_ack_keeps_half_open(void)
+{
+	struct th *t = th_new(NULL);
+	struct tseg s;
+	uint32_t iss;
+
+	ipk_tcp_listen(t->ctx, be(80), 4);
+	th_seg(t, IPK_TCP_SYN, IRS, 0, W, NULL, 0);
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.flags, IPK_TCP_SYN | A);
+	iss = s.h.seq;
+	t->noroom = 1;
+	th_seg(t, A, IRS + 1, iss + 1, W, NULL, 0);
+	CHECK(!th_next(t, &s));
+	CHECK_EQ(t->accepted, 0);
+	CHECK_EQ(t->ctx->cnt.drop[IPK_DROP_TCP_BACKLOG], 1);
+	t->noroom = 0;
+	th_run_for(t, 3 * SEC); /* the SYN-ACK again */
+	CHECK(th_next(t, &s));
+	CHECK_EQ(s.h.flags, IPK_TCP_SYN | A);
+	CHECK_EQ(s.h.seq, iss);
+	th_seg(t, A, IRS + 1, iss + 1, W, NULL, 0);
+	CHECK_EQ(t->accepted, 1);
+	CHECK(t->conn != NULL);
+	ipk_tcp_abort(t->ctx, t->conn, t->now);
+	finish(t);
+}
+
 static void eph3(struct ipk_config *c)
 {
 	c->eph_port_lo = 50000;
@@ -880,6 +934,8 @@ int main(void)
 	RUN(test_syn_sent_retries_exhausted_timeout);
 	RUN(test_listen_backlog_full_drops_syn);
 	RUN(test_listen_accept_refused_rst);
+	RUN(test_listen_accept_no_room_drops_silently);
+	RUN(test_listen_no_room_at_ack_keeps_half_open);
 	RUN(test_connect_ephemeral_ports_skip_used);
 	RUN(test_established_nagle_on_holds_small_segment);
 	RUN(test_established_nagle_off_sends_at_once);
