@@ -213,15 +213,28 @@ static int d_port_listener_turn(struct d_daemon *d, uint16_t port_be, int take, 
 struct d_sock *d_port_listener(struct d_daemon *d, uint16_t port_be, int take, unsigned fam)
 {
 	struct d_sock *h = d->tcp_port[port_be], *m;
+	int forked = 0;
 	if (!h)
 		return NULL;
 	if (d_port_listener_turn(d, port_be, take, fam, &m))
 		return m;
 	if (take && (m = d_family_waiting(d, port_be, fam)) != NULL)
 		return m;
+	/* A fork family (a member joined with IPK_SVC_SQE_F_INHERIT): only a
+	 * listener whose program waits for connections (an ACCEPT armed) takes one.
+	 * On Linux the family shares one queue that any process may take from; here
+	 * a connection given to a listener that never accepts (nginx's master) would
+	 * wait there forever. So while none waits with room the port has no room:
+	 * the SYN, or the handshake's last ACK, is dropped and comes again (a full
+	 * backlog, d_net.c d_syn_ok), by when a worker waits. */
 	m = h;
 	do {
-		if (m->listening && d_acc_room(m) && d_fam_ok(m, fam)) {
+		forked |= m->inherit;
+		m = m->port_next;
+	} while (m != h);
+	do {
+		if (m->listening && d_acc_room(m) && d_fam_ok(m, fam) &&
+		    (!forked || d_acc_armed(m))) {
 			if (take)
 				d->tcp_port[port_be] = m->port_next;
 			return m;

@@ -351,6 +351,79 @@ def test_preload_full_backlog_makes_clients_wait_not_fail(rig):
     assert m and int(m.group(1)) >= 1, rig.log()
 
 
+# nginx's shape: the parent listens and never accepts; two forked children start
+# accepting after a second and serve until no connection came for 3 s.
+FORK_LATE_ACCEPT = r"""
+import os, socket, time
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("0.0.0.0", 9015))
+l.listen(16)
+kids = []
+for k in range(2):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(1.0)
+        l.settimeout(3.0)
+        n = 0
+        try:
+            while True:
+                c, _ = l.accept()
+                c.sendall(b"child")
+                c.close()
+                n += 1
+        except socket.timeout:
+            pass
+        os._exit(0 if n else 1)
+    kids.append(pid)
+print("listening", flush=True)
+bad = sum(1 for p in kids if os.waitpid(p, 0)[1] != 0)
+print("done", bad, flush=True)
+"""
+
+# N Linux clients at once on port 9015, each reads to the end of the stream.
+LATE_CLIENT = r"""
+import socket, sys, threading
+ip, n = sys.argv[1], int(sys.argv[2])
+res = [None] * n
+def one(i):
+    try:
+        s = socket.create_connection((ip, 9015), timeout=20)
+        got = b""
+        while True:
+            k = s.recv(64)
+            if not k:
+                break
+            got += k
+        res[i] = "ok" if got == b"child" else "bad %r" % got
+    except Exception as e:
+        res[i] = "error %r" % e
+th = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+[t.start() for t in th]
+[t.join() for t in th]
+print("\n".join(res))
+"""
+
+
+def test_preload_fork_family_never_queues_on_a_parent_that_does_not_accept(rig):
+    """A python3 server under the shim in nginx's shape: the parent listens, forks
+    two children and never accepts; the children start accepting a second later.
+    Six Linux clients connect at once, before any child waits. On Linux they wait
+    in the shared queue and the children serve them all. ipkitd gave some of them
+    to the parent's listener, where they waited forever (the clients timed out);
+    now a fork family's connection goes only to a listener that waits, and until
+    one does the port has no room (the SYN comes again)."""
+    link = rig.link
+    srv = shimmed(rig, "/usr/bin/python3", "-c", FORK_LATE_ACCEPT)
+    line = srv.stdout.readline().decode()
+    assert "listening" in line, line
+    r = link.run("/usr/bin/python3", "-c", LATE_CLIENT, link.ipk_ip, "6", timeout=120)
+    lines = r.stdout.decode().split("\n")
+    assert r.returncode == 0 and lines[:6] == ["ok"] * 6, r.stdout.decode() + r.stderr.decode()
+    rc, out, err = finish(srv, 60)
+    assert rc == 0 and "done 0" in out, out + err
+
+
 # socat's LISTEN addresses tell the program they start the accepted socket's own
 # address and its peer's (getsockname, getpeername), as the socat manual says.
 NAMES = "SYSTEM:echo $SOCAT_SOCKADDR $SOCAT_SOCKPORT $SOCAT_PEERADDR"
