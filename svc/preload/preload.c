@@ -1174,6 +1174,58 @@ static void pl_exit_flush(void)
 	pthread_mutex_unlock(&g_mu);
 }
 
+/* _exit and _Exit: no exit handlers, but on Linux what write() took is in the
+ * kernel and goes out after the process is gone. Here a write is a SEND that
+ * ipkitd may not have taken yet: the process waits until its SENDs are in the
+ * stack (bounded as exit's wait, IPKIT_PRELOAD_LINGER), hands connections it
+ * shares with other processes to them, and goes; ipkitd then ends its
+ * connections with a FIN (IPK_SVC_OPEN_EXIT_FIN). Nothing is closed here, and a
+ * vfork child (another pid in this memory) goes at once. */
+static pid_t g_pid; /* this process (set at start and in a fork child) */
+
+static void pl_quick_exit_flush(void)
+{
+	const char *e = getenv("IPKIT_PRELOAD_LINGER");
+	long ms = (e ? atol(e) : 30) * 1000, i;
+	int need;
+	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) != 1 || getpid() != g_pid)
+		return;
+	pl_exit_handover();
+	pl_ring();
+	need = pl_pump_need();
+	for (i = 0; i < ms && pl_tx_ops_all() > 0; i++)
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	pl_pump_unneed(need);
+}
+
+typedef void (*pl_exit_fn)(int);
+
+void _exit(int status)
+{
+	static pl_exit_fn real;
+	if (!real)
+		real = (pl_exit_fn)dlsym(RTLD_NEXT, "_exit");
+	pl_quick_exit_flush();
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status); /* not reached with a C library */
+	for (;;)
+		;
+}
+
+void _Exit(int status)
+{
+	static pl_exit_fn real;
+	if (!real)
+		real = (pl_exit_fn)dlsym(RTLD_NEXT, "_Exit");
+	pl_quick_exit_flush();
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status);
+	for (;;)
+		;
+}
+
 static int pl_stats_on;
 
 /* fork (this landing): the child is a new application of ipkitd. The region, the
@@ -1197,6 +1249,7 @@ static void pl_fork_parent(void)
 static void pl_fork_child(void)
 {
 	struct pl_sock *s, *next, *keep = NULL;
+	g_pid = getpid();
 	for (s = g_live; s; s = next) {
 		next = s->lnext;
 		pthread_mutex_init(&s->mu, NULL);
@@ -1258,6 +1311,7 @@ __attribute__((constructor)) static void pl_init(void)
 	pl_resolve();
 	pl_cfg();
 	pl_stats_on = e && *e && strcmp(e, "0") != 0;
+	g_pid = getpid();
 	e = getenv("IPKIT_PRELOAD_DEFER");
 	g_defer = !(e && strcmp(e, "0") == 0);
 	pthread_atfork(pl_fork_prepare, pl_fork_parent, pl_fork_child);

@@ -279,6 +279,31 @@ def test_preload_connection_kept_across_exec_socat_nofork(rig):
     finish(srv, 30)
 
 
+def test_preload_exit_without_handlers_keeps_written_bytes(rig):
+    """inetd's pattern with a shell's builtin: socat TCP-LISTEN,fork execs a
+    script whose `printf` (dash's builtin) writes 1,000 lines and whose dash then
+    leaves with _exit, no exit handlers, at once. On Linux the bytes are in the
+    kernel when write returns and go out with the FIN; under the shim they were
+    SENDs in the ring that ipkitd might not have taken before it saw the process
+    go. 20 connections, each must get all 1,000 lines and the end of the stream."""
+    link = rig.link
+    sc = rig.data / "lines.sh"
+    sc.write_text("#!/bin/sh\ni=0\nwhile [ $i -lt 1000 ]; do printf 'line %d\\n' $i; "
+                  "i=$((i+1)); done\n")
+    sc.chmod(0o755)
+    srv = shimmed(rig, "socat", "TCP-LISTEN:9016,fork,reuseaddr", "EXEC:%s,nofork" % sc)
+    time.sleep(0.5)
+    want = "".join("line %d\n" % i for i in range(1000))
+    try:
+        for k in range(20):
+            r = link.run("socat", "-u", "TCP:%s:9016" % link.ipk_ip, "-", timeout=30)
+            assert r.returncode == 0 and r.stdout.decode() == want, \
+                (k, len(r.stdout), r.stderr.decode())
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        finish(srv, 30)
+
+
 # A server with a backlog of 1 that takes its time: listens, says so, sleeps
 # 1.5 s, then accepts N connections one by one, answering each one's 4 bytes.
 SLOW_ACCEPT = r"""
