@@ -38,7 +38,7 @@ DEB_PKGS := meson ninja-build gcc g++ clang libclang-rt-14-dev tshark \
             libxdp-dev libbpf-dev python3-pytest socat iperf3 curl iproute2 ethtool \
             iputils-ping wrk xdp-tools tcpdump libdpdk-dev dpdk-dev python3-scapy \
             netcat-openbsd libns3-dev libgsl-dev libsqlite3-dev \
-            qemu-system-x86 busybox-static
+            qemu-system-x86 busybox-static nodejs
 
 # Only `make bench` needs these (plots); make test does not.
 BENCH_PKGS := python3-matplotlib

@@ -510,13 +510,16 @@ static ssize_t pl_sendv(struct pl_sock *s, const struct iovec *iov, int n, int f
 /* A datagram through iovecs: gathered into / scattered from one buffer. */
 static ssize_t pl_dgram_msg(struct pl_sock *s, struct msghdr *m, int flags, int out)
 {
-	static __thread uint8_t d[65536];
+	enum { DSZ = 65536 };
+	uint8_t *d = (uint8_t *)pl_scratch(PL_SCR_DGRAM, DSZ);
 	size_t len = 0, i, off = 0;
 	ssize_t n;
+	if (!d)
+		return -ENOMEM;
 	for (i = 0; i < m->msg_iovlen; i++)
 		len += m->msg_iov[i].iov_len;
-	if (len > sizeof d)
-		len = sizeof d;
+	if (len > DSZ)
+		len = DSZ;
 	if (out) {
 		for (i = 0; i < m->msg_iovlen && off < len; i++) {
 			size_t k = m->msg_iov[i].iov_len < len - off ? m->msg_iov[i].iov_len : len - off;
@@ -852,13 +855,16 @@ int getpeername(int fd, struct sockaddr *a, socklen_t *len)
  * send; a non-blocking socket takes what fits. Returns bytes sent or -errno. */
 static ssize_t pl_sendfile(struct pl_sock *s, int in, off_t *offp, size_t count)
 {
-	static __thread uint8_t chunk[64 << 10];
+	enum { CSZ = 64 << 10 };
+	uint8_t *chunk = (uint8_t *)pl_scratch(PL_SCR_SENDFILE, CSZ);
 	off_t off = offp ? *offp : lseek(in, 0, SEEK_CUR);
 	size_t done = 0;
 	if (off < 0)
 		return -errno == -ESPIPE ? -EINVAL : -errno; /* pipes: splice, next landing */
+	if (!chunk)
+		return -ENOMEM;
 	while (done < count) {
-		size_t want = count - done < sizeof chunk ? count - done : sizeof chunk;
+		size_t want = count - done < CSZ ? count - done : CSZ;
 		ssize_t r = pread(in, chunk, want, off + (off_t)done), w;
 		if (r < 0 && !done)
 			return -errno;

@@ -55,17 +55,19 @@ static ssize_t pl_send_all(int s, const uint8_t *b, size_t n)
 
 static ssize_t pl_pipe_to_sock(int in, int out, size_t len, unsigned flags)
 {
-	static __thread uint8_t b[PL_SPLICE_CHUNK];
+	uint8_t *b = (uint8_t *)pl_scratch(PL_SCR_SPLICE_IN, PL_SPLICE_CHUNK);
 	struct pl_sock *s = pl_get(out);
 	int nb = s && s->nonblock;
 	ssize_t r;
 	if (s)
 		pl_put(s);
+	if (!b)
+		return errno = ENOMEM, -1;
 	if (nb && !pl_ready(out, POLLOUT))
 		return errno = EAGAIN, -1;
 	if ((flags & SPLICE_F_NONBLOCK) && !pl_ready(in, POLLIN))
 		return errno = EAGAIN, -1;
-	r = read(in, b, len < sizeof b ? len : sizeof b);
+	r = read(in, b, len < PL_SPLICE_CHUNK ? len : PL_SPLICE_CHUNK);
 	if (r <= 0)
 		return r;
 	return pl_send_all(out, b, (size_t)r);
@@ -73,10 +75,12 @@ static ssize_t pl_pipe_to_sock(int in, int out, size_t len, unsigned flags)
 
 static ssize_t pl_sock_to_pipe(int in, int out, size_t len, unsigned flags)
 {
-	static __thread uint8_t b[PL_SPLICE_CHUNK];
+	uint8_t *b = (uint8_t *)pl_scratch(PL_SCR_SPLICE_OUT, PL_SPLICE_CHUNK);
 	int cap = pl_r.fcntl(out, F_GETPIPE_SZ), used = 0;
 	size_t room;
 	ssize_t r;
+	if (!b)
+		return errno = ENOMEM, -1;
 	if (cap <= 0 || pl_r.ioctl(out, FIONREAD, &used) < 0)
 		return errno = EINVAL, -1;
 	room = used < cap ? (size_t)(cap - used) : 0;
@@ -84,7 +88,7 @@ static ssize_t pl_sock_to_pipe(int in, int out, size_t len, unsigned flags)
 		return errno = EAGAIN, -1; /* a full pipe: Linux would wait for a reader */
 	if (len > room)
 		len = room;
-	r = recv(in, b, len < sizeof b ? len : sizeof b,
+	r = recv(in, b, len < PL_SPLICE_CHUNK ? len : PL_SPLICE_CHUNK,
 	         (flags & SPLICE_F_NONBLOCK) ? MSG_DONTWAIT : 0);
 	if (r <= 0)
 		return r;

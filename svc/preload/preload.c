@@ -1228,6 +1228,40 @@ void _Exit(int status)
 
 static int pl_stats_on;
 
+static pthread_key_t g_scr_key;
+static pthread_once_t g_scr_once = PTHREAD_ONCE_INIT;
+static int g_scr_key_ok;
+static __thread void *t_scr[PL_SCR__N];
+
+static void pl_scratch_free(void *p)
+{
+	void **v = (void **)p;
+	for (int i = 0; i < PL_SCR__N; i++) {
+		free(v[i]);
+		v[i] = NULL;
+	}
+}
+
+static void pl_scratch_key(void)
+{
+	g_scr_key_ok = pthread_key_create(&g_scr_key, pl_scratch_free) == 0;
+}
+
+void *pl_scratch(int slot, size_t n)
+{
+	if (!t_scr[slot]) {
+		t_scr[slot] = malloc(n);
+		if (!t_scr[slot]) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		pthread_once(&g_scr_once, pl_scratch_key);
+		if (g_scr_key_ok)
+			pthread_setspecific(g_scr_key, t_scr); /* freed at the thread's exit */
+	}
+	return t_scr[slot];
+}
+
 /* fork (this landing): the child is a new application of ipkitd. The region, the
  * rings and the pump belong to the parent: the child forgets them (it must never
  * touch the parent's rings), its inherited ipkit descriptors answer EBADF (their

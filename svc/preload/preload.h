@@ -265,6 +265,13 @@ int pl_hide_dup(int fd);
 enum { PL_OP_RECV = 1, PL_OP_SEND, PL_OP_ACCEPT, PL_OP_CONNECT, PL_OP_SHUT, PL_OP_BIND,
        PL_OP_GB };
 
+/* Per-thread scratch buffers of n bytes (one slot, one size each), made on first
+ * use and freed at the thread's exit; NULL (errno ENOMEM) when malloc fails. Not
+ * static __thread arrays: a preloaded library's static TLS is carved from every
+ * thread's stack, so 256 KiB of it made pthread_create fail with EINVAL for a
+ * program's small-stack threads (node's). */
+enum { PL_SCR_DGRAM, PL_SCR_SENDFILE, PL_SCR_SPLICE_IN, PL_SCR_SPLICE_OUT, PL_SCR__N };
+void *pl_scratch(int slot, size_t n);
 /* ------------------------------------------------------------ stats */
 struct pl_stats {
 	uint64_t sock_ipk, sock_kernel, sock_passthrough;

@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -1005,6 +1006,37 @@ static void t_exec_conn(void)
 		SAY("  exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	}
 	R(close(l));
+}
+
+static void *small_stack_fn(void *arg)
+{
+	int *fd = (int *)arg;
+	char b[4];
+	/* a socket call from the small stack: a send and the echo */
+	if (send(*fd, "sst", 3, 0) != 3 || read_n(*fd, b, 3) != 3 || memcmp(b, "sst", 3) != 0)
+		*fd = -1;
+	return NULL;
+}
+
+/* small_stack: a thread with the smallest stack POSIX allows (node makes such
+ * threads) starts and uses a socket. The shim's static TLS is carved from every
+ * thread's stack: 256 KiB of it made pthread_create fail with EINVAL. */
+static void t_small_stack(void)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	int c = connected(&echo_a), rc;
+	SAY("small_stack\n");
+	pthread_attr_init(&a);
+	R(pthread_attr_setstacksize(&a, PTHREAD_STACK_MIN));
+	rc = pthread_create(&t, &a, small_stack_fn, &c);
+	SAY("  pthread_create = %s\n", ename(rc));
+	if (rc == 0)
+		R(pthread_join(t, NULL));
+	SAY("  echo from the thread: %s\n", c >= 0 ? "ok" : "failed");
+	pthread_attr_destroy(&a);
+	if (c >= 0)
+		R(close(c));
 }
 
 /* exit_fin: a process that leaves with _exit (no exit handlers: dash, a forked
@@ -2111,7 +2143,7 @@ static const struct fam fams[] = {
 	{"select", t_select}, {"epoll_lt", t_lt}, {"epoll_et", t_et}, {"epoll_oneshot", t_os},
 	{"epoll_rdhup", t_epoll_rdhup}, {"epoll_mixed", t_epoll_mixed}, {"opts", t_opts},
 	{"signals", t_signals}, {"threads", t_threads}, {"sendfile", t_sendfile},
-	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"exec_conn", t_exec_conn}, {"exit_fin", t_exit_fin}, {"names", t_names}, {"linger0", t_linger0}, {"unread", t_unread}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer}, {"defer_threads", t_defer_threads}, {"epoll_rearm", t_epoll_rearm}, {"reap", t_reap},
+	{"udp", t_udp}, {"fork", t_fork}, {"splice", t_splice}, {"fork_conn", t_fork_conn}, {"fork_accept", t_fork_accept}, {"fork_both", t_fork_both}, {"fork_handoff", t_fork_handoff}, {"stale", t_stale}, {"fork_idle", t_fork_idle}, {"exec", t_exec}, {"exec_conn", t_exec_conn}, {"exit_fin", t_exit_fin}, {"small_stack", t_small_stack}, {"names", t_names}, {"linger0", t_linger0}, {"unread", t_unread}, {"mmsg", t_mmsg}, {"fork_listen", t_fork_listen}, {"epoll_more", t_epoll_more}, {"epoll_ltlist", t_epoll_ltlist}, {"defer", t_defer}, {"defer_threads", t_defer_threads}, {"epoll_rearm", t_epoll_rearm}, {"reap", t_reap},
 	{"many", t_many}, {"reuse", t_reuse}, {"hold", t_hold}, {"hold_ep", t_hold_ep}, {"v6", t_v6},
 };
 
