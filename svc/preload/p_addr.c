@@ -53,6 +53,18 @@ int pl_sa_mapped(const union pl_sa *a)
 	return a->sa.sa_family == AF_INET6 && !memcmp(a->in6.sin6_addr.s6_addr, pl_mapped, 12);
 }
 
+int pl_sa_loopback(const union pl_sa *a)
+{
+	static const uint8_t lo6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	if (a->sa.sa_family == AF_INET)
+		return (ntohl(a->in.sin_addr.s_addr) >> 24) == 127;
+	if (a->sa.sa_family != AF_INET6)
+		return 0;
+	if (pl_sa_mapped(a))
+		return a->in6.sin6_addr.s6_addr[12] == 127;
+	return !memcmp(a->in6.sin6_addr.s6_addr, lo6, 16);
+}
+
 /* The user's address for a socket of `domain`, checked in Linux's order
  * (inet_bind, inet6_bind, tcp_v6_connect): too short -EINVAL (an AF_INET6
  * socket takes the 24 bytes of RFC 2133's sockaddr_in6, without sin6_scope_id),

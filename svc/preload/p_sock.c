@@ -473,6 +473,118 @@ static int pl_connect_start(struct pl_sock *s, const union pl_sa *in)
 	return -EINPROGRESS;
 }
 
+/* ------------------------------------------------------------ loopback
+ *
+ * A connection to a loopback address that no ipkit application listens on goes
+ * to the kernel: a program under the shim reaches the kernel's local servers (a
+ * database, a backend nginx proxies to, a local resolver over TCP) as it would
+ * without the shim, while ipkit applications still reach each other through
+ * ipkitd. ipkitd decides a loopback CONNECT at once (svc/d_loop.c), so connect()
+ * waits for that answer even on a non-blocking socket (one round trip to ipkitd);
+ * a refusal turns the socket into a kernel one under the same number (options
+ * the program set carried over) and the kernel connects it. Only a socket that
+ * is new (not bound), named by one number and in no epoll set yet. */
+
+static int pl_loop_candidate(const struct pl_sock *s, const union pl_sa *in)
+{
+	return s->type == SOCK_STREAM && s->state == PL_NEW && s->nfds == 1 &&
+	       __atomic_load_n(&s->nsets, __ATOMIC_RELAXED) == 0 && pl_route_all() &&
+	       pl_sa_loopback(in);
+}
+
+/* s (fd's socket, connect refused by ipkitd) as a kernel socket under fd; the
+ * options set through the shim carried over. 0, or -1 (stays as it is). */
+static int pl_to_kernel(struct pl_sock *s, int fd)
+{
+	int fdfl = pl_r.fcntl(fd, F_GETFD), one = 1, last;
+	int k = pl_r.socket(s->domain, SOCK_STREAM | (s->nonblock ? SOCK_NONBLOCK : 0) | SOCK_CLOEXEC,
+	                    0);
+	struct pl_sock *t;
+	if (k < 0 || fdfl < 0) {
+		if (k >= 0)
+			pl_r.close(k);
+		return -1;
+	}
+	if (s->domain == AF_INET6 && s->v6only)
+		pl_r.setsockopt(k, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	if (s->reuseaddr)
+		pl_r.setsockopt(k, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (s->keepalive)
+		pl_r.setsockopt(k, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+	if (s->nodelay)
+		pl_r.setsockopt(k, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (s->linger.l_onoff)
+		pl_r.setsockopt(k, SOL_SOCKET, SO_LINGER, &s->linger, sizeof s->linger);
+	if (s->rcvtimeo.tv_sec || s->rcvtimeo.tv_usec)
+		pl_r.setsockopt(k, SOL_SOCKET, SO_RCVTIMEO, &s->rcvtimeo, sizeof s->rcvtimeo);
+	if (s->sndtimeo.tv_sec || s->sndtimeo.tv_usec)
+		pl_r.setsockopt(k, SOL_SOCKET, SO_SNDTIMEO, &s->sndtimeo, sizeof s->sndtimeo);
+	if (s->kidle != 7200)
+		pl_r.setsockopt(k, IPPROTO_TCP, TCP_KEEPIDLE, &s->kidle, sizeof s->kidle);
+	if (s->kintvl != 75)
+		pl_r.setsockopt(k, IPPROTO_TCP, TCP_KEEPINTVL, &s->kintvl, sizeof s->kintvl);
+	if (s->kcnt != 9)
+		pl_r.setsockopt(k, IPPROTO_TCP, TCP_KEEPCNT, &s->kcnt, sizeof s->kcnt);
+	/* the number names the kernel socket from here on: no ipkit call sees it */
+	t = pl_tbl_take(fd, &last);
+	if (pl_r.dup3(k, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+		if (t)
+			pl_tbl_set(fd, t), pl_put(t);
+		pl_r.close(k);
+		return -1;
+	}
+	pl_r.close(k);
+	if (t) {
+		pl_sock_release(t); /* its ipkitd socket goes */
+		pl_put(t);
+	}
+	PL_COUNT(sock_kernel, 1);
+	PL_COUNT(loop_kernel, 1);
+	return 0;
+}
+
+/* connect() of a loopback candidate: ipkitd's answer first. Returns what connect
+ * returns, or 1: the kernel's connect(2) is to be called (the socket is a kernel
+ * one now). */
+static int pl_connect_loop(struct pl_sock *s, int fd, const union pl_sa *in)
+{
+	int rc, st, err;
+	pthread_mutex_lock(&s->mu);
+	rc = pl_connect_start(s, in);
+	pthread_mutex_unlock(&s->mu);
+	if (rc != -EINPROGRESS)
+		return rc < 0 ? PL_ERR(-rc) : 0;
+	for (int i = 0; i < 200; i++) { /* ipkitd answers in its next pass: 2 s bound */
+		pthread_mutex_lock(&s->mu);
+		st = s->state;
+		pthread_mutex_unlock(&s->mu);
+		if (st != PL_CONNECTING)
+			break;
+		if (pl_wait(s, 1, 10) == -EINTR)
+			continue; /* the program's handler ran; the answer still comes */
+	}
+	pthread_mutex_lock(&s->mu);
+	st = s->state;
+	err = s->so_error;
+	if (st == PL_CONNECTED && !s->nonblock)
+		s->conn_unseen = 0;
+	if (st == PL_FAILED && err == ECONNREFUSED) {
+		s->state = PL_NEW; /* not reported: the kernel's connect answers */
+		s->so_error = 0;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (st == PL_FAILED && err == ECONNREFUSED && pl_to_kernel(s, fd) == 0)
+		return 1;
+	if (st == PL_CONNECTED)
+		return s->nonblock ? PL_ERR(EINPROGRESS) : 0; /* as before for a non-blocking one */
+	if (st == PL_CONNECTING)
+		return s->nonblock ? PL_ERR(EINPROGRESS) : PL_ERR(ETIMEDOUT);
+	pthread_mutex_lock(&s->mu);
+	rc = pl_connect_start(s, in); /* takes the error */
+	pthread_mutex_unlock(&s->mu);
+	return rc < 0 ? PL_ERR(-rc) : 0;
+}
+
 int connect(int fd, const struct sockaddr *a, socklen_t len)
 {
 	struct pl_sock *s = pl_get(fd);
@@ -488,6 +600,11 @@ int connect(int fd, const struct sockaddr *a, socklen_t len)
 		return rc < 0 ? PL_ERR(-rc) : 0;
 	}
 	rc = pl_sa_in(a, len, s->domain, &in);
+	if (rc == 0 && pl_loop_candidate(s, &in)) {
+		rc = pl_connect_loop(s, fd, &in);
+		pl_put(s);
+		return rc == 1 ? pl_r.connect(fd, a, len) : rc;
+	}
 	pthread_mutex_lock(&s->mu);
 	if (rc == 0)
 		rc = pl_connect_start(s, &in);

@@ -1094,7 +1094,7 @@ static void pl_stats_print(void)
 	        "other_sockets %llu ipkit_tx %llu ipkit_rx %llu accepts %llu connects %llu "
 	        "ipkitd_tx %llu ipkitd_rx %llu bad_completions %llu ipkit_tx_failed %llu "
 	        "pump_cqes %llu reap_cqes %llu pump_wakes %llu ipkitd_futex_wakes %llu "
-	        "ipkitd_ev_wakes %llu\n",
+	        "ipkitd_ev_wakes %llu loopback_to_kernel %llu\n",
 	        (int)getpid(), (unsigned long long)pl_st.sock_ipk,
 	        (unsigned long long)pl_st.sock_kernel,
 	        (unsigned long long)pl_st.sock_passthrough, (unsigned long long)pl_st.tx_ipk,
@@ -1104,7 +1104,7 @@ static void pl_stats_print(void)
 	        (unsigned long long)pl_st.bad_cqe, (unsigned long long)pl_st.tx_failed,
 	        (unsigned long long)pl_st.pump_cqes, (unsigned long long)pl_st.reap_cqes,
 	        (unsigned long long)pl_st.pump_wakes, (unsigned long long)d.futex_wakes,
-	        (unsigned long long)d.ev_wakes);
+	        (unsigned long long)d.ev_wakes, (unsigned long long)pl_st.loop_kernel);
 }
 
 /* At exit Linux keeps sending what the process wrote and then ends each

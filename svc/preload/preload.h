@@ -80,6 +80,7 @@ void pl_sa_any(union pl_sa *a, int domain);
 void pl_sa_from_svc(union pl_sa *a, int domain, const struct ipk_svc_addr *x);
 void pl_sa_to_svc(struct ipk_svc_addr *x, const union pl_sa *a);
 int pl_sa_mapped(const union pl_sa *a);
+int pl_sa_loopback(const union pl_sa *a); /* 127.0.0.0/8, ::1, ::ffff:127.x */
 int pl_sa_in(const struct sockaddr *a, socklen_t len, int domain, union pl_sa *out);
 void pl_sa_out(struct sockaddr *to, socklen_t *len, const union pl_sa *a);
 
@@ -285,6 +286,7 @@ struct pl_stats {
 	uint64_t pump_cqes;  /* completions the pump thread handled */
 	uint64_t reap_cqes;  /* completions a waiting thread handled itself (pl_reap) */
 	uint64_t pump_wakes; /* the pump's sleeps ended by ipkitd's futex wake-up */
+	uint64_t loop_kernel; /* loopback connects no ipkit application took: kernel */
 };
 extern struct pl_stats pl_st;
 #define PL_COUNT(f, n) __atomic_add_fetch(&pl_st.f, (n), __ATOMIC_RELAXED)

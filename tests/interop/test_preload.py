@@ -357,6 +357,40 @@ def test_preload_nodejs_http_server(rig, tmp_path):
     through_ipkitd(stats(err), tx=4 * SIZE, rx=SIZE)
 
 
+def test_preload_loopback_to_kernel_servers(rig, tmp_path):
+    """A program under the shim reaches the kernel's own local servers: Linux's
+    python3 http.server on 127.0.0.1 (no ipkit application listens there), curl
+    under the shim fetches 32 MiB from it (SHA-256), asyncio under the shim too
+    (a non-blocking connect); a port nobody listens on is refused as on Linux.
+    ipkit applications still reach each other over loopback through ipkitd
+    (preload_redis, pl_calls). Before, every loopback connect went to ipkitd and
+    a kernel server was unreachable ("connection refused")."""
+    link = rig.link
+    big = rig.data / "big"
+    link.start("/usr/bin/python3", "-m", "http.server", "--bind", "127.0.0.1", "8001",
+               "--directory", str(rig.data))
+    url = "http://127.0.0.1:8001/big"
+    wait_http(link, url)
+    got = tmp_path / "got"
+    rc, _, err = finish(shimmed(rig, "curl", "-s", "-o", str(got), url))
+    assert rc == 0 and sha(got) == sha(big), err[-2000:]
+    m = re.search(r"loopback_to_kernel (\d+)", err)
+    assert m and int(m.group(1)) == 1, err[-2000:]
+    rc, out, err = finish(shimmed(rig, "/usr/bin/python3", "-c", r"""
+import asyncio, hashlib
+async def main():
+    r, w = await asyncio.open_connection("127.0.0.1", 8001)
+    w.write(b"GET /big HTTP/1.0\r\n\r\n")
+    await w.drain()
+    d = await r.read()
+    print(hashlib.sha256(d.split(b"\r\n\r\n", 1)[1]).hexdigest())
+asyncio.run(main())
+"""))
+    assert rc == 0 and out.strip() == sha(big), out + err[-2000:]
+    rc, out, err = finish(shimmed(rig, "curl", "-s", "-o", "/dev/null", "http://127.0.0.1:8009/"))
+    assert rc == 7, (rc, err[-1000:])  # curl: couldn't connect, as on Linux
+
+
 # A server with a backlog of 1 that takes its time: listens, says so, sleeps
 # 1.5 s, then accepts N connections one by one, answering each one's 4 bytes.
 SLOW_ACCEPT = r"""
