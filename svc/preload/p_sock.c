@@ -142,9 +142,10 @@ int socket(int domain, int type, int protocol)
 	return fd;
 }
 
-/* IPKIT_PRELOAD=ports:LIST: a kernel TCP socket whose port is listed becomes an
- * ipkit socket at bind/connect, under the same number (dup3 over it). Returns the
- * socket (a reference) or NULL to stay on the kernel. */
+/* IPKIT_PRELOAD=ports:LIST or addrs:LIST: a kernel TCP or UDP socket whose port
+ * or address is listed becomes an ipkit socket at bind/connect,
+ * under the same number (dup3 over it). Returns the socket (a reference) or NULL
+ * to stay on the kernel. */
 static struct pl_sock *pl_migrate(int fd, const struct sockaddr *a, socklen_t len)
 {
 	union pl_sa in;
@@ -152,7 +153,8 @@ static struct pl_sock *pl_migrate(int fd, const struct sockaddr *a, socklen_t le
 	int type = 0, dom = 0, fl, fdfl, tmp;
 	socklen_t l = sizeof type;
 	if (pl_route_all() || !a || len < (socklen_t)sizeof(sa_family_t) ||
-	    pl_sa_in(a, len, a->sa_family, &in) < 0 || !pl_route_port(ntohs(in.in.sin_port)))
+	    pl_sa_in(a, len, a->sa_family, &in) < 0 ||
+	    !(pl_route_port(ntohs(in.in.sin_port)) || pl_route_addr(&in.sa)))
 		return NULL;
 	if (pl_r.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 || (type != SOCK_STREAM && type != SOCK_DGRAM))
 		return NULL;

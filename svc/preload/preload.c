@@ -2,6 +2,7 @@
  * libipkit-preload: start-up switch, real symbols, descriptor table, the completion
  * pump and the statistics (svc/preload/README.md).
  */
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -46,11 +47,70 @@ void pl_resolve(void)
 
 /* ------------------------------------------------------------ the switch */
 
-/* IPKIT_PRELOAD: all (default) | none | ports:P1,P2,...  — which AF_INET sockets go
- * to ipkitd. IPKIT_PRELOAD_FALLBACK: kernel (default) | fail — what happens when
+/* IPKIT_PRELOAD: all (default) | none | ports:P1,P2,... | addrs:A[/N],... (ports
+ * and addrs may be joined by '+') — which AF_INET and AF_INET6 sockets go to
+ * ipkitd. IPKIT_PRELOAD_FALLBACK: kernel (default) | fail — what happens when
  * ipkitd is unreachable. */
-static int cfg_mode = -1; /* 0 none, 1 all, 2 ports */
+static int cfg_mode = -1; /* 0 none, 1 all, 2 listed */
 static uint8_t cfg_ports[65536 / 8];
+#define PL_CFG_ADDRS 32
+static struct pl_cfg_net {
+	int family; /* AF_INET, AF_INET6 */
+	uint8_t a[16];
+	unsigned bits;
+} cfg_addrs[PL_CFG_ADDRS];
+static int cfg_naddrs;
+
+static void pl_cfg_ports(const char *p, const char *stop)
+{
+	while (p < stop && *p) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+		if (end == p)
+			break;
+		if (v < 65536)
+			cfg_ports[v / 8] |= (uint8_t)(1u << (v % 8));
+		p = *end == ',' ? end + 1 : end;
+	}
+}
+
+/* "A" or "A/N", IPv4 or IPv6, comma separated; a malformed entry is skipped
+ * (said once on stderr). */
+static void pl_cfg_addrs(const char *p, const char *stop)
+{
+	while (p < stop && *p && cfg_naddrs < PL_CFG_ADDRS) {
+		char one[64], *slash;
+		size_t n = strcspn(p, ",+");
+		struct pl_cfg_net *c = &cfg_addrs[cfg_naddrs];
+		if (n >= sizeof one)
+			n = sizeof one - 1;
+		memcpy(one, p, n);
+		one[n] = 0;
+		p += n;
+		p += *p == ',';
+		slash = strchr(one, '/');
+		if (slash)
+			*slash++ = 0;
+		c->family = strchr(one, ':') ? AF_INET6 : AF_INET;
+		c->bits = c->family == AF_INET ? 32 : 128;
+		if (slash) {
+			char *end;
+			unsigned long b = strtoul(slash, &end, 10);
+			c->bits = *end || b > c->bits ? 999 : (unsigned)b;
+		}
+		if (c->bits == 999 || inet_pton(c->family, one, c->a) != 1) {
+			fprintf(stderr, "ipkit-preload: IPKIT_PRELOAD: not an address: %s\n", one);
+			continue;
+		}
+		if (c->family == AF_INET6 && c->bits >= 96 &&
+		    !memcmp(c->a, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) {
+			memmove(c->a, c->a + 12, 4); /* ::ffff:a.b.c.d: the IPv4 address */
+			c->family = AF_INET;
+			c->bits -= 96;
+		}
+		cfg_naddrs++;
+	}
+}
 
 static void pl_cfg(void)
 {
@@ -59,21 +119,53 @@ static void pl_cfg(void)
 		return;
 	if (e && strcmp(e, "none") == 0) {
 		cfg_mode = 0;
-	} else if (e && strncmp(e, "ports:", 6) == 0) {
-		const char *p = e + 6;
+	} else if (e && (strncmp(e, "ports:", 6) == 0 || strncmp(e, "addrs:", 6) == 0)) {
+		const char *p = e;
 		while (*p) {
-			char *end;
-			unsigned long v = strtoul(p, &end, 10);
-			if (end == p)
-				break;
-			if (v < 65536)
-				cfg_ports[v / 8] |= (uint8_t)(1u << (v % 8));
-			p = *end == ',' ? end + 1 : end;
+			const char *stop = strchr(p, '+');
+			if (!stop)
+				stop = p + strlen(p);
+			if (strncmp(p, "ports:", 6) == 0)
+				pl_cfg_ports(p + 6, stop);
+			else if (strncmp(p, "addrs:", 6) == 0)
+				pl_cfg_addrs(p + 6, stop);
+			p = *stop ? stop + 1 : stop;
 		}
 		cfg_mode = 2;
 	} else {
 		cfg_mode = 1;
 	}
+}
+
+int pl_route_addr(const struct sockaddr *sa)
+{
+	const uint8_t *a;
+	int fam = sa->sa_family;
+	pl_cfg();
+	if (cfg_mode == 1)
+		return 1;
+	if (cfg_mode != 2)
+		return 0;
+	if (fam == AF_INET)
+		a = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
+	else if (fam == AF_INET6)
+		a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+	else
+		return 0;
+	if (fam == AF_INET6 && !memcmp(a, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) {
+		fam = AF_INET; /* ::ffff:a.b.c.d is the IPv4 address it carries */
+		a += 12;
+	}
+	for (int i = 0; i < cfg_naddrs; i++) {
+		const struct pl_cfg_net *c = &cfg_addrs[i];
+		unsigned full = c->bits / 8, rest = c->bits % 8;
+		if (c->family != fam || memcmp(a, c->a, full) != 0)
+			continue;
+		if (rest && ((a[full] ^ c->a[full]) & (uint8_t)(0xff00u >> rest)))
+			continue;
+		return 1;
+	}
+	return 0;
 }
 
 int pl_route_all(void)

@@ -188,6 +188,7 @@ struct ipk_svc *pl_svc(void);
 /* Whether a socket of this port goes to ipkit (the IPKIT_PRELOAD switch). */
 int pl_route_all(void);
 int pl_route_port(unsigned port);
+int pl_route_addr(const struct sockaddr *a); /* its address is listed (addrs:) */
 
 struct pl_sock *pl_sock_new(int type);
 void pl_sock_link(struct pl_sock *s);

@@ -185,7 +185,9 @@ def case_fallback():
 
 def case_ports_switch():
     """IPKIT_PRELOAD=ports:7 sends connections to port 7 to ipkitd and the rest to
-    the kernel; none sends everything to the kernel."""
+    the kernel; none sends everything to the kernel; addrs:LIST sends those to a
+    listed address or prefix (IPv4, IPv6, ::ffff:a.b.c.d; '+' joins it to a
+    ports list)."""
     echo = Echo()
     rig = Rig()
     try:
@@ -208,6 +210,27 @@ def case_ports_switch():
         assert rc == 0, out + err
         ipk, kern = stats(err)[:2]
         assert ipk == 0 and kern == 1, err
+        # addrs: listed addresses and prefixes (the issue's "listed ports/
+        # addresses"); a malformed entry is said and skipped; '+' joins lists
+        code2 = ("import socket\n"
+                 "a = socket.create_connection((%r, 7), timeout=5); a.sendall(b'x');"
+                 " assert a.recv(1) == b'x'\n"
+                 "c = socket.create_connection(('127.0.0.1', %d), timeout=5)\n"
+                 "b = socket.create_connection(('127.0.0.1', %d), timeout=5); b.sendall(b'y');"
+                 " assert b.recv(1) == b'y'\n" % (PEER_IP, echo.port, echo.port))
+        for spec in ("addrs:%s" % PEER_IP, "addrs:10.9.0.0/16", "addrs:nonsense,10.9.0.1/32",
+                     "ports:9+addrs:%s" % PEER_IP, "addrs:::ffff:10.9.0.1"):
+            rc, out, err = run(["/usr/bin/python3", "-c", code2],
+                               env=shim_env(rig, IPKIT_PRELOAD=spec))
+            assert rc == 0, (spec, out + err)
+            ipk, kern, tx, rx, _, conns = stats(err)[:6]
+            assert ipk == 1 and kern == 2 and tx == 1 and rx == 1 and conns == 1, (spec, err)
+            assert ("not an address: nonsense" in err) == ("nonsense" in spec), (spec, err)
+        # 127.0.0.1 is not in 127.0.0.0/32 nor in 10.9.0.0/16: the kernel's (only
+        # loopback here: the kernel would route the memlink's address elsewhere)
+        rc, out, err = run(["/usr/bin/python3", "-c", code],
+                           env=shim_env(rig, IPKIT_PRELOAD="addrs:127.0.0.0/32,10.9.0.0/16"))
+        assert rc == 0 and stats(err)[:2] == [0, 1], out + err
     finally:
         rig.close()
         echo.close()
