@@ -102,6 +102,8 @@ static int pl_fork_relisten(struct pl_sock *s)
 		ipk_svc_prep_listen(&e, s->backlog > 0 ? (uint32_t)s->backlog : 128);
 		rc = pl_sync_op(s, &e);
 	}
+	if (rc == 0)
+		pl_mirror_listen(s); /* after exec (a fork child kept the parent's) */
 	return rc;
 }
 
@@ -158,6 +160,7 @@ void pl_fork_child_relisten(struct pl_sock *list)
 			pl_listen_want_now(s);
 	pl_fam_child_adopt(list);
 	pl_exec_fork_child(list);
+	pl_mirror_fork_child(list);
 }
 
 /* ------------------------------------------------------------ connections

@@ -333,6 +333,7 @@ int listen(int fd, int backlog)
 		pl_levels(s, 0);
 		pthread_mutex_unlock(&s->mu);
 		pl_exec_note(s); /* exec keeps it unless FD_CLOEXEC (p_exec.c) */
+		pl_mirror_listen(s); /* the kernel's loopback reaches it too */
 	}
 out:
 	pl_put(s);
@@ -416,6 +417,13 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		if (a) {
 			rc = pl_accept_new(s, a, flags, addr, len);
 			break;
+		}
+		/* the kernel's loopback, once its watcher saw a connection there (no
+		 * system call for a program that only gets ipkitd's) */
+		if (rc == -EAGAIN && __atomic_load_n(&s->kpend, __ATOMIC_ACQUIRE)) {
+			rc = pl_mirror_accept(s, addr, len, flags);
+			if (rc >= 0)
+				break;
 		}
 		if (rc != -EAGAIN || s->nonblock)
 			break;

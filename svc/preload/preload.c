@@ -383,6 +383,7 @@ struct pl_sock *pl_sock_new(int type)
 	s->type = type;
 	s->domain = AF_INET; /* pl_make sets the socket's own */
 	s->fd = s->lfd = s->ofd = -1;
+	s->kfd[0] = s->kfd[1] = -1;
 	s->direct_epfd = -1;
 	s->rcvbuf = 131072;
 	s->sndbuf = 16384;
@@ -425,6 +426,8 @@ static void pl_unlink_locked(struct pl_sock *s)
 static void pl_finish_close(struct pl_sock *s)
 {
 	struct ipk_svc *svc = g_svc;
+	if (s->mlisted || s->kfd[0] >= 0 || s->kfd[1] >= 0)
+		pl_mirror_drop(s); /* its kernel sockets on loopback */
 	pthread_mutex_lock(&s->mu); /* a thread still in a call on it sees so == NULL */
 	pl_txfull(s, 0);
 	while (s->acc_h) {
@@ -867,7 +870,7 @@ static int pl_readable(const struct pl_sock *s)
 	if (s->state == PL_FAILED || s->so_error || s->rd_shut)
 		return 1;
 	if (s->state == PL_LISTEN)
-		return s->acc_n > 0;
+		return s->acc_n > 0 || __atomic_load_n(&s->kpend, __ATOMIC_ACQUIRE);
 	return s->state == PL_CONNECTED && (pl_rx_avail(s) > 0 || s->eof);
 }
 

@@ -168,6 +168,11 @@ struct pl_sock {
 	struct pl_sock *lnext, *lprev; /* the pump's list */
 	struct pl_sock *fnext;         /* free list */
 	struct pl_sock *dnext;         /* a pump round's finished sockets */
+	/* a listener's kernel sockets on loopback (p_mirror.c): 127.0.0.1, ::1 */
+	int kfd[2];
+	int kpend;                     /* atomic: one of them has a connection */
+	int mlisted;                   /* on the watcher's list (its mutex) */
+	struct pl_sock *mnext;
 };
 
 /* Lookup of a descriptor: the socket with a reference taken, or NULL for a kernel
@@ -338,6 +343,14 @@ void pl_exec_adopt_all(void);
 int pl_exec_prepare(void);
 void pl_exec_undo(int made);
 
+/* The kernel's loopback to a listener (p_mirror.c): after listen (or its
+ * re-creation after exec), kernel listening sockets on loopback; accept's
+ * turn at them once ipkitd's queue is empty (a descriptor or -EAGAIN); the
+ * listener is finished; a fork child's list rebuilt from its listeners. */
+void pl_mirror_listen(struct pl_sock *s);
+int pl_mirror_accept(struct pl_sock *s, struct sockaddr *addr, socklen_t *len, int flags);
+void pl_mirror_drop(struct pl_sock *s);
+void pl_mirror_fork_child(struct pl_sock *list);
 /* epoll: forget the registrations of a closed epoll descriptor. */
 void pl_ep_forget(int epfd);
 

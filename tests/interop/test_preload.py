@@ -391,6 +391,38 @@ asyncio.run(main())
     assert rc == 7, (rc, err[-1000:])  # curl: couldn't connect, as on Linux
 
 
+def test_preload_kernel_loopback_reaches_shimmed_listener(rig, tmp_path):
+    """The other way: Linux's curl (on the kernel's sockets) fetches 32 MiB over
+    127.0.0.1 from python3 -m http.server under the shim, three at once, while
+    a Linux curl over the link fetches it through ipkitd; and a socat under the
+    shim with fork (a fork family) answers kernel clients over loopback from its
+    children. On Linux a server on 0.0.0.0 answers on loopback too; before, a
+    listener under the shim listened on ipkitd only and the kernel's loopback
+    found nobody (connection refused)."""
+    link = rig.link
+    big = rig.data / "big"
+    srv = shimmed(rig, "/usr/bin/python3", "-m", "http.server", "--bind", "0.0.0.0", "8002",
+                  "--directory", str(rig.data))
+    wait_http(link, "http://127.0.0.1:8002/big")
+    outs = [tmp_path / ("lo%d" % i) for i in range(3)]
+    ps = [link.start("curl", "-s", "-o", str(o), "http://127.0.0.1:8002/big") for o in outs]
+    ps.append(link.start("curl", "-s", "-o", str(tmp_path / "wire"),
+                         "http://%s:8002/big" % link.ipk_ip))
+    for p in ps:
+        assert finish(p, 120)[0] == 0
+    for o in outs + [tmp_path / "wire"]:
+        assert sha(o) == sha(big)
+    srv.send_signal(signal.SIGINT)
+    finish(srv, 30)
+    srv = shimmed(rig, "socat", "TCP-LISTEN:8003,fork,reuseaddr", "SYSTEM:echo hello")
+    time.sleep(0.5)
+    for _ in range(3):
+        r = link.run("socat", "-u", "TCP:127.0.0.1:8003", "-", timeout=30)
+        assert r.returncode == 0 and r.stdout == b"hello\n", r.stderr.decode()
+    srv.send_signal(signal.SIGTERM)
+    finish(srv, 30)
+
+
 # A server with a backlog of 1 that takes its time: listens, says so, sleeps
 # 1.5 s, then accepts N connections one by one, answering each one's 4 bytes.
 SLOW_ACCEPT = r"""
