@@ -438,8 +438,14 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sock
                socklen_t alen)
 {
 	struct pl_sock *s = pl_get(fd);
+	union pl_sa to;
 	if (!s)
 		return pl_r.sendto(fd, buf, len, flags, a, alen);
+	if (s->type == SOCK_DGRAM && a && pl_sa_in(a, alen, s->domain, &to) == 0 &&
+	    pl_udp_loop_kernel(s, fd, &to)) {
+		pl_put(s);
+		return pl_r.sendto(fd, buf, len, flags, a, alen);
+	}
 	PL_RET(PL_OUT(s, buf, len, flags, a, alen)); /* TCP ignores the address (Linux) */
 }
 

@@ -506,9 +506,8 @@ static int pl_loop_candidate(const struct pl_sock *s, const union pl_sa *in)
  * options set through the shim carried over. 0, or -1 (stays as it is). */
 static int pl_to_kernel(struct pl_sock *s, int fd)
 {
-	int fdfl = pl_r.fcntl(fd, F_GETFD), one = 1, last;
-	int k = pl_r.socket(s->domain, SOCK_STREAM | (s->nonblock ? SOCK_NONBLOCK : 0) | SOCK_CLOEXEC,
-	                    0);
+	int fdfl = pl_r.fcntl(fd, F_GETFD), one = 1, last, tcp = s->type == SOCK_STREAM;
+	int k = pl_r.socket(s->domain, s->type | (s->nonblock ? SOCK_NONBLOCK : 0) | SOCK_CLOEXEC, 0);
 	struct pl_sock *t;
 	if (k < 0 || fdfl < 0) {
 		if (k >= 0)
@@ -519,9 +518,11 @@ static int pl_to_kernel(struct pl_sock *s, int fd)
 		pl_r.setsockopt(k, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
 	if (s->reuseaddr)
 		pl_r.setsockopt(k, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (s->keepalive)
+	if (s->reuseport)
+		pl_r.setsockopt(k, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+	if (tcp && s->keepalive)
 		pl_r.setsockopt(k, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-	if (s->nodelay)
+	if (tcp && s->nodelay)
 		pl_r.setsockopt(k, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	if (s->linger.l_onoff)
 		pl_r.setsockopt(k, SOL_SOCKET, SO_LINGER, &s->linger, sizeof s->linger);
@@ -529,11 +530,11 @@ static int pl_to_kernel(struct pl_sock *s, int fd)
 		pl_r.setsockopt(k, SOL_SOCKET, SO_RCVTIMEO, &s->rcvtimeo, sizeof s->rcvtimeo);
 	if (s->sndtimeo.tv_sec || s->sndtimeo.tv_usec)
 		pl_r.setsockopt(k, SOL_SOCKET, SO_SNDTIMEO, &s->sndtimeo, sizeof s->sndtimeo);
-	if (s->kidle != 7200)
+	if (tcp && s->kidle != 7200)
 		pl_r.setsockopt(k, IPPROTO_TCP, TCP_KEEPIDLE, &s->kidle, sizeof s->kidle);
-	if (s->kintvl != 75)
+	if (tcp && s->kintvl != 75)
 		pl_r.setsockopt(k, IPPROTO_TCP, TCP_KEEPINTVL, &s->kintvl, sizeof s->kintvl);
-	if (s->kcnt != 9)
+	if (tcp && s->kcnt != 9)
 		pl_r.setsockopt(k, IPPROTO_TCP, TCP_KEEPCNT, &s->kcnt, sizeof s->kcnt);
 	/* the number names the kernel socket from here on: no ipkit call sees it */
 	t = pl_tbl_take(fd, &last);
@@ -551,6 +552,46 @@ static int pl_to_kernel(struct pl_sock *s, int fd)
 	PL_COUNT(sock_kernel, 1);
 	PL_COUNT(loop_kernel, 1);
 	return 0;
+}
+
+/* UDP: does a kernel socket hold this loopback address and port? A probe bind
+ * without SO_REUSEADDR/SO_REUSEPORT fails with EADDRINUSE when one does (bound
+ * there, or to the wildcard). */
+static int pl_kernel_holds_udp(const union pl_sa *to)
+{
+	union pl_sa a = *to;
+	int k, rc;
+	if (pl_sa_mapped(&a)) { /* ::ffff:127.x: the IPv4 socket's port */
+		uint16_t port = a.in6.sin6_port;
+		uint32_t ip;
+		memcpy(&ip, &a.in6.sin6_addr.s6_addr[12], 4);
+		memset(&a, 0, sizeof a);
+		a.in.sin_family = AF_INET;
+		a.in.sin_addr.s_addr = ip;
+		a.in.sin_port = port;
+	}
+	k = pl_r.socket(a.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (k < 0)
+		return 0;
+	rc = pl_r.bind(k, &a.sa, pl_sa_len(&a));
+	rc = rc < 0 && errno == EADDRINUSE;
+	pl_r.close(k);
+	return rc;
+}
+
+/* A UDP socket about to talk to a loopback address (connect, or its first
+ * sendto) that a kernel socket holds and no ipkit application could: the
+ * socket becomes a kernel one under fd (1: the caller makes the kernel call),
+ * so a program under the shim reaches a local resolver, statsd or syslog
+ * daemon on the kernel. 0: it stays ipkitd's. Only a new, unbound socket named
+ * by one number and in no epoll set. */
+int pl_udp_loop_kernel(struct pl_sock *s, int fd, const union pl_sa *to)
+{
+	if (s->type != SOCK_DGRAM || s->state != PL_NEW || s->nfds != 1 ||
+	    __atomic_load_n(&s->nsets, __ATOMIC_RELAXED) != 0 || !pl_route_all() ||
+	    !pl_sa_loopback(to) || !pl_kernel_holds_udp(to))
+		return 0;
+	return pl_to_kernel(s, fd) == 0;
 }
 
 /* connect() of a loopback candidate: ipkitd's answer first. Returns what connect
@@ -605,6 +646,10 @@ int connect(int fd, const struct sockaddr *a, socklen_t len)
 	if (!s && !(s = pl_migrate(fd, a, len)))
 		return pl_r.connect(fd, a, len);
 	if (s->type == SOCK_DGRAM) {
+		if (pl_sa_in(a, len, s->domain, &in) == 0 && pl_udp_loop_kernel(s, fd, &in)) {
+			pl_put(s);
+			return pl_r.connect(fd, a, len);
+		}
 		rc = pl_udp_connect(s, a, len);
 		pl_put(s);
 		return rc < 0 ? PL_ERR(-rc) : 0;

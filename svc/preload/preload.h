@@ -312,6 +312,9 @@ ssize_t pl_udp_recv(struct pl_sock *s, void *buf, size_t len, int flags,
 ssize_t pl_udp_send(struct pl_sock *s, const void *buf, size_t len,
                     const union pl_sa *to);
 int pl_udp_connect(struct pl_sock *s, const struct sockaddr *a, socklen_t alen);
+/* A loopback peer a kernel socket holds: s becomes a kernel socket under fd (1;
+ * the caller makes the kernel call), else 0 (p_sock.c). */
+int pl_udp_loop_kernel(struct pl_sock *s, int fd, const union pl_sa *to);
 
 /* SA_RESTART (p_sig.c): clear before a sleep; after EINTR, whether to restart. */
 void pl_sig_clear(void);

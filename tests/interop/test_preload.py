@@ -361,7 +361,9 @@ def test_preload_loopback_to_kernel_servers(rig, tmp_path):
     """A program under the shim reaches the kernel's own local servers: Linux's
     python3 http.server on 127.0.0.1 (no ipkit application listens there), curl
     under the shim fetches 32 MiB from it (SHA-256), asyncio under the shim too
-    (a non-blocking connect); a port nobody listens on is refused as on Linux.
+    (a non-blocking connect); a port nobody listens on is refused as on Linux;
+    a connected and an unconnected UDP socket under the shim get answers from a
+    kernel UDP server on 127.0.0.1.
     ipkit applications still reach each other over loopback through ipkitd
     (preload_redis, pl_calls). Before, every loopback connect went to ipkitd and
     a kernel server was unreachable ("connection refused")."""
@@ -389,6 +391,32 @@ asyncio.run(main())
     assert rc == 0 and out.strip() == sha(big), out + err[-2000:]
     rc, out, err = finish(shimmed(rig, "curl", "-s", "-o", "/dev/null", "http://127.0.0.1:8009/"))
     assert rc == 7, (rc, err[-1000:])  # curl: couldn't connect, as on Linux
+    # UDP: a kernel echo on 127.0.0.1 (a local resolver's place): a connected
+    # socket and an unconnected one under the shim both get their answers
+    link.start("/usr/bin/python3", "-c", r"""
+import socket
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("127.0.0.1", 8053))
+while True:
+    b, a = u.recvfrom(2048)
+    u.sendto(b"re:" + b, a)
+""")
+    time.sleep(0.3)
+    rc, out, err = finish(shimmed(rig, "/usr/bin/python3", "-c", r"""
+import socket
+a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+a.settimeout(5)
+a.connect(("127.0.0.1", 8053))
+a.send(b"one")
+print(a.recv(100).decode())
+b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+b.settimeout(5)
+b.sendto(b"two", ("127.0.0.1", 8053))
+print(b.recvfrom(100)[0].decode())
+"""))
+    assert rc == 0 and out.split() == ["re:one", "re:two"], out + err[-2000:]
+    m = re.search(r"loopback_to_kernel (\d+)", err)
+    assert m and int(m.group(1)) == 2, err[-2000:]
 
 
 def test_preload_kernel_loopback_reaches_shimmed_listener(rig, tmp_path):
