@@ -355,6 +355,31 @@ static struct pl_eset *pl_eset(int epfd, int create)
 	return e;
 }
 
+int pl_ep_handover(const struct pl_sock *s, int fd)
+{
+	int n = 0;
+	for (int epfd = 0; epfd < PL_EP_MAX; epfd++) {
+		struct pl_eset *e = __atomic_load_n(&e_sets[epfd], __ATOMIC_ACQUIRE);
+		struct epoll_event ev;
+		int on = 0;
+		if (!e)
+			continue;
+		pthread_mutex_lock(&e->mu);
+		if (fd < e->cap && e->r[fd].on && e->r[fd].serial == s->serial) {
+			ev.events = e->r[fd].events; /* what the program asked */
+			ev.data = e->r[fd].data;
+			e->r[fd].on = 0; /* the shim's entry goes (its lt list drops it) */
+			on = 1;
+		}
+		pthread_mutex_unlock(&e->mu);
+		/* the number now names the kernel socket: the program's own registration
+		 * of it, beside the old file's (which goes when that file is closed) */
+		if (on && pl_r.epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0)
+			n++;
+	}
+	return n;
+}
+
 void pl_ep_forget(int epfd)
 {
 	struct pl_eset *e;

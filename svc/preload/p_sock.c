@@ -493,12 +493,13 @@ static int pl_connect_start(struct pl_sock *s, const union pl_sa *in)
  * waits for that answer even on a non-blocking socket (one round trip to ipkitd);
  * a refusal turns the socket into a kernel one under the same number (options
  * the program set carried over) and the kernel connects it. Only a socket that
- * is new (not bound), named by one number and in no epoll set yet. */
+ * is new (not bound) and named by one number; the epoll sets it is in get the
+ * kernel socket instead (pl_ep_handover: nginx adds an upstream socket to its
+ * set before connect). */
 
 static int pl_loop_candidate(const struct pl_sock *s, const union pl_sa *in)
 {
-	return s->type == SOCK_STREAM && s->state == PL_NEW && s->nfds == 1 &&
-	       __atomic_load_n(&s->nsets, __ATOMIC_RELAXED) == 0 && pl_route_all() &&
+	return s->type == SOCK_STREAM && s->state == PL_NEW && s->nfds == 1 && pl_route_all() &&
 	       pl_sa_loopback(in);
 }
 
@@ -545,6 +546,8 @@ static int pl_to_kernel(struct pl_sock *s, int fd)
 		return -1;
 	}
 	pl_r.close(k);
+	if (__atomic_load_n(&s->nsets, __ATOMIC_RELAXED))
+		pl_ep_handover(s, fd); /* nginx adds an upstream socket before connect */
 	if (t) {
 		pl_sock_release(t); /* its ipkitd socket goes */
 		pl_put(t);
@@ -584,11 +587,10 @@ static int pl_kernel_holds_udp(const union pl_sa *to)
  * socket becomes a kernel one under fd (1: the caller makes the kernel call),
  * so a program under the shim reaches a local resolver, statsd or syslog
  * daemon on the kernel. 0: it stays ipkitd's. Only a new, unbound socket named
- * by one number and in no epoll set. */
+ * by one number (its epoll sets get the kernel socket, as for TCP). */
 int pl_udp_loop_kernel(struct pl_sock *s, int fd, const union pl_sa *to)
 {
-	if (s->type != SOCK_DGRAM || s->state != PL_NEW || s->nfds != 1 ||
-	    __atomic_load_n(&s->nsets, __ATOMIC_RELAXED) != 0 || !pl_route_all() ||
+	if (s->type != SOCK_DGRAM || s->state != PL_NEW || s->nfds != 1 || !pl_route_all() ||
 	    !pl_sa_loopback(to) || !pl_kernel_holds_udp(to))
 		return 0;
 	return pl_to_kernel(s, fd) == 0;

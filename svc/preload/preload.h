@@ -354,6 +354,9 @@ void pl_mirror_listen(struct pl_sock *s);
 int pl_mirror_accept(struct pl_sock *s, struct sockaddr *addr, socklen_t *len, int flags);
 void pl_mirror_drop(struct pl_sock *s);
 void pl_mirror_fork_child(struct pl_sock *list);
+/* epoll: s's number fd now names a kernel socket (p_sock.c, loopback): each set
+ * that had s gets fd with the program's events and data; returns how many. */
+int pl_ep_handover(const struct pl_sock *s, int fd);
 /* epoll: forget the registrations of a closed epoll descriptor. */
 void pl_ep_forget(int epfd);
 

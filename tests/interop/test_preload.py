@@ -878,6 +878,73 @@ def redis_dir():
     return d if ok else None
 
 
+NGINX_PROXY_CONF = """master_process on;
+user root;
+daemon off;
+worker_processes 2;
+error_log %(d)s/error.log;
+pid %(d)s/nginx.pid;
+events { worker_connections 256; }
+http {
+  access_log off;
+  client_body_temp_path %(d)s/tmp; proxy_temp_path %(d)s/tmp; fastcgi_temp_path %(d)s/tmp;
+  uwsgi_temp_path %(d)s/tmp; scgi_temp_path %(d)s/tmp;
+  upstream wire { server %(linux)s:8000; keepalive 8; }
+  upstream lo { server 127.0.0.1:8004; }
+  server { listen 8080;
+    location /wire/ { proxy_pass http://wire/; proxy_http_version 1.1;
+                      proxy_set_header Connection ""; }
+    location /lo/ { proxy_pass http://lo/; }
+  }
+}
+"""
+
+
+def test_preload_nginx_reverse_proxy_to_wire_and_loopback(rig, tmp_path):
+    """Debian's nginx under the shim (a master, two workers) as a reverse proxy:
+    to Linux's http.server over the link (upstream keep-alive) and to another on
+    the kernel's 127.0.0.1. Linux curls fetch 32 MiB through each three times
+    (SHA-256; nginx spools to its temp files), then wrk runs 2 s through the link
+    upstream with no error. nginx adds its upstream socket to epoll before
+    connect(): the loopback one must move to the kernel with that registration
+    (before: "connect() failed (111: Connection refused) while connecting to
+    upstream", a 502)."""
+    d = redis_dir()  # the same unpack (tests/preload/debroot.sh)
+    nginx = os.path.join(d, "usr", "sbin", "nginx") if d else None
+    if not nginx or not os.path.exists(nginx):
+        pytest.skip("no unpacked nginx (tests/preload/debroot.sh)")
+    link = rig.link
+    big = rig.data / "big"
+    (rig.data / "small").write_bytes(b"ipkit\n")
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "nginx.conf").write_text(NGINX_PROXY_CONF % {"d": tmp_path,
+                                                             "linux": link.linux_ip})
+    link.start("/usr/bin/python3", "-m", "http.server", "--bind", link.linux_ip, "8000",
+               "--directory", str(rig.data))
+    link.start("/usr/bin/python3", "-m", "http.server", "--bind", "127.0.0.1", "8004",
+               "--directory", str(rig.data))
+    wait_http(link, "http://%s:8000/small" % link.linux_ip)
+    wait_http(link, "http://127.0.0.1:8004/small")
+    srv = shimmed(rig, nginx, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"))
+    wait_http(link, "http://%s:8080/wire/small" % link.ipk_ip, timeout=30)
+    for path in ("wire", "lo"):
+        for k in range(3):
+            out = tmp_path / ("got_%s%d" % (path, k))
+            r = link.run("curl", "-s", "-o", str(out), "-w", "%{http_code}",
+                         "http://%s:8080/%s/big" % (link.ipk_ip, path), timeout=120)
+            assert r.stdout == b"200" and sha(out) == sha(big), (path, k, r.stdout,
+                                                                  (tmp_path / "error.log").read_text()[-2000:])
+    r = link.run("wrk", "-t", "2", "-c", "16", "-d", "2",
+                 "http://%s:8080/wire/small" % link.ipk_ip, timeout=60)
+    out = r.stdout.decode()
+    assert r.returncode == 0 and "Socket errors" not in out and "Non-2xx" not in out, out
+    srv.send_signal(signal.SIGTERM)
+    finish(srv, 30)
+    log = (tmp_path / "error.log").read_text()  # nginx's stderr: the shim's lines too
+    m = [int(x) for x in re.findall(r"loopback_to_kernel (\d+)", log)]
+    assert sum(m) >= 3, log[-3000:]  # the three loopback upstream connections
+
+
 def test_preload6_redis_default_bind_both_families(rig6, tmp_path):
     """Debian's redis-server under the shim with its default bind (`* -::*`: an
     AF_INET socket on 0.0.0.0 and an AF_INET6 V6ONLY one on ::, the same port);
