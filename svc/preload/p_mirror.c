@@ -71,7 +71,7 @@ static void *pl_mirror_run(void *arg)
 		pthread_mutex_unlock(&m_mu);
 		for (int i = 0; i < n; i++)
 			p[i].revents = 0;
-		if (poll(p, (nfds_t)n, -1) < 0 && errno != EINTR)
+		if (pl_r.poll(p, (nfds_t)n, -1) < 0 && errno != EINTR) /* not the shim's: no waiter */
 			continue;
 		if (p[0].revents) {
 			uint64_t v;
