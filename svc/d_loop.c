@@ -129,7 +129,16 @@ static void d_loop_connect_locked(struct d_daemon *d, struct d_sock *s, const st
 {
 	struct d_sock *l = d_port_listener(d, op->e.addr.port_be, 1, addr6 ? D_FAM6 : D_FAM4), *w;
 	if (!l) {
-		d_post_res(s, op->e.user_data, -ECONNREFUSED);
+		struct ipk_svc_cqe c;
+		memset(&c, 0, sizeof c);
+		c.user_data = op->e.user_data;
+		c.res = -ECONNREFUSED;
+		/* listeners there, none with room (full, or a fork family none of whose
+		 * processes waits yet): said, so the shim does not take the kernel's
+		 * loopback instead (its own listeners answer there too) */
+		if (d_port_listening(d, op->e.addr.port_be, addr6 ? D_FAM6 : D_FAM4))
+			c.flags = IPK_SVC_CQE_F_NOROOM;
+		d_post(s, &c);
 		return;
 	}
 	w = d_sock_alloc(l->app, IPK_SVC_TCP);

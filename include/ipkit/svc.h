@@ -149,6 +149,10 @@ struct ipk_svc_sqe {
                                   * took the connection (CLAIM); answer with a
                                   * GIVEBACK of what was received and not read,
                                   * even none (svc/d_family.c) */
+/* CONNECT, res -ECONNREFUSED, between two applications of ipkitd: the port has
+ * listeners, none with room now (their backlogs full, or a fork family none of
+ * whose processes waits in ACCEPT yet). Without it: nobody listens there. */
+#define IPK_SVC_CQE_F_NOROOM 8u
 
 /* Completion entry: 64 bytes. */
 struct ipk_svc_cqe {

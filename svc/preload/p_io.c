@@ -190,6 +190,7 @@ void pl_on_cqe(struct pl_sock *s, const struct ipk_svc_cqe *c)
 		} else {
 			s->state = PL_FAILED;
 			s->so_error = -c->res;
+			s->conn_noroom = (c->flags & IPK_SVC_CQE_F_NOROOM) != 0;
 		}
 		break;
 	case PL_OP_BIND:

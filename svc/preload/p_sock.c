@@ -619,6 +619,8 @@ static int pl_connect_loop(struct pl_sock *s, int fd, const union pl_sa *in)
 	pthread_mutex_lock(&s->mu);
 	st = s->state;
 	err = s->so_error;
+	if (st == PL_FAILED && err == ECONNREFUSED && s->conn_noroom)
+		err = 0; /* ipkit listeners, full: no kernel (ours answer there too) */
 	if (st == PL_CONNECTED && !s->nonblock)
 		s->conn_unseen = 0;
 	if (st == PL_FAILED && err == ECONNREFUSED) {

@@ -136,6 +136,7 @@ struct pl_sock {
 	} rx[2];
 	int rx_head;
 	int conn_unseen; /* a non-blocking connect completed that no connect() reported */
+	int conn_noroom; /* its refusal: ipkit listeners there, none with room */
 	uint32_t tx_bytes, tx_ops;
 	/* the SENDs in flight, oldest first (they complete in order): the buffers are
 	 * found here, never from what the daemon writes back */
