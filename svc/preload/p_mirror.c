@@ -152,7 +152,8 @@ void pl_mirror_listen(struct pl_sock *s)
 	const union pl_sa *l = &s->local;
 	int v4 = 0, v6 = 0;
 	uint16_t port = l->in.sin_port;
-	if (s->type != SOCK_STREAM || port == 0 || s->kfd[0] >= 0 || s->kfd[1] >= 0)
+	if (s->type != SOCK_STREAM || port == 0 || s->kfd[0] >= 0 || s->kfd[1] >= 0 ||
+	    !pl_loop_kernel())
 		return;
 	if (l->sa.sa_family == AF_INET) {
 		v4 = l->in.sin_addr.s_addr == htonl(INADDR_ANY) || pl_sa_loopback(l);

@@ -500,7 +500,7 @@ static int pl_connect_start(struct pl_sock *s, const union pl_sa *in)
 static int pl_loop_candidate(const struct pl_sock *s, const union pl_sa *in)
 {
 	return s->type == SOCK_STREAM && s->state == PL_NEW && s->nfds == 1 && pl_route_all() &&
-	       pl_sa_loopback(in);
+	       pl_loop_kernel() && pl_sa_loopback(in);
 }
 
 /* s (fd's socket, connect refused by ipkitd) as a kernel socket under fd; the
@@ -591,7 +591,7 @@ static int pl_kernel_holds_udp(const union pl_sa *to)
 int pl_udp_loop_kernel(struct pl_sock *s, int fd, const union pl_sa *to)
 {
 	if (s->type != SOCK_DGRAM || s->state != PL_NEW || s->nfds != 1 || !pl_route_all() ||
-	    !pl_sa_loopback(to) || !pl_kernel_holds_udp(to))
+	    !pl_loop_kernel() || !pl_sa_loopback(to) || !pl_kernel_holds_udp(to))
 		return 0;
 	return pl_to_kernel(s, fd) == 0;
 }

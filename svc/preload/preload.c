@@ -137,6 +137,16 @@ static void pl_cfg(void)
 	}
 }
 
+int pl_loop_kernel(void)
+{
+	static int v = -1;
+	if (v < 0) {
+		const char *e = getenv("IPKIT_PRELOAD_LOOPBACK");
+		v = !(e && strcmp(e, "ipkit") == 0);
+	}
+	return v;
+}
+
 int pl_route_addr(const struct sockaddr *sa)
 {
 	const uint8_t *a;

@@ -195,6 +195,10 @@ struct ipk_svc *pl_svc(void);
 int pl_route_all(void);
 int pl_route_port(unsigned port);
 int pl_route_addr(const struct sockaddr *a); /* its address is listed (addrs:) */
+/* IPKIT_PRELOAD_LOOPBACK: kernel (default: loopback connects no ipkit application
+ * takes go to the kernel, listeners answer the kernel's loopback too) | ipkit
+ * (loopback is ipkitd's alone). */
+int pl_loop_kernel(void);
 
 struct pl_sock *pl_sock_new(int type);
 void pl_sock_link(struct pl_sock *s);
