@@ -875,6 +875,11 @@ def case_workers_accept_cross(rig):
             r, nc.returncode, dt)
         if r % 2 == 0:  # reset by the close, not by the reclaim of lhold's exit
             assert lis.poll() is None, "lhold ended before the reset"
+            # its CLOSE completed (the owner's answer reached the control ring)
+            # before it is ended: else that answer may find the application gone
+            # (msg_gone below), a race of the test's, not of ipkitd's
+            line = lis.stdout.readline().strip()
+            assert line == b"closed 0", line
             lis.terminate()
         lis.communicate(timeout=30)
         if os.path.exists(go):
