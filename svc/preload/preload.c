@@ -1257,20 +1257,29 @@ static void pl_exit_handover(void)
 	}
 }
 
-static void pl_exit_flush(void)
+/* Shared connections handed over, then the SENDs in flight into the stack
+ * (bounded: IPKIT_PRELOAD_LINGER seconds, default 30). 0: no ipkitd session. */
+static int pl_exit_wait(void)
 {
 	const char *e = getenv("IPKIT_PRELOAD_LINGER");
 	long ms = (e ? atol(e) : 30) * 1000, i;
 	int need;
 	struct timespec t = {0, 1000000};
 	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) != 1)
-		return;
+		return 0;
 	pl_exit_handover();
 	pl_ring();
 	need = pl_pump_need(); /* not parked: it completes them meanwhile */
 	for (i = 0; i < ms && pl_tx_ops_all() > 0; i++)
 		nanosleep(&t, NULL); /* the pump completes them meanwhile */
 	pl_pump_unneed(need);
+	return 1;
+}
+
+static void pl_exit_flush(void)
+{
+	if (!pl_exit_wait())
+		return;
 	pthread_mutex_lock(&g_mu);
 	while (g_live) {
 		struct pl_sock *s = g_live;
@@ -1288,29 +1297,18 @@ static void pl_exit_flush(void)
  * vfork child (another pid in this memory) goes at once. */
 static pid_t g_pid; /* this process (set at start and in a fork child) */
 
-static void pl_quick_exit_flush(void)
-{
-	const char *e = getenv("IPKIT_PRELOAD_LINGER");
-	long ms = (e ? atol(e) : 30) * 1000, i;
-	int need;
-	if (__atomic_load_n(&g_svc_state, __ATOMIC_ACQUIRE) != 1 || getpid() != g_pid)
-		return;
-	pl_exit_handover();
-	pl_ring();
-	need = pl_pump_need();
-	for (i = 0; i < ms && pl_tx_ops_all() > 0; i++)
-		nanosleep(&(struct timespec){0, 1000000}, NULL);
-	pl_pump_unneed(need);
-}
-
 typedef void (*pl_exit_fn)(int);
 
-void _exit(int status)
+/* The wait, then the C library's own call (name) in *slot. */
+__attribute__((noreturn)) static void pl_exit_via(pl_exit_fn *slot, const char *name, int status)
 {
-	static pl_exit_fn real;
-	if (!real)
-		real = (pl_exit_fn)dlsym(RTLD_NEXT, "_exit");
-	pl_quick_exit_flush();
+	pl_exit_fn real = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (!real) {
+		real = (pl_exit_fn)dlsym(RTLD_NEXT, name);
+		__atomic_store_n(slot, real, __ATOMIC_RELEASE);
+	}
+	if (getpid() == g_pid)
+		pl_exit_wait();
 	if (real)
 		real(status);
 	syscall(SYS_exit_group, status); /* not reached with a C library */
@@ -1318,18 +1316,10 @@ void _exit(int status)
 		;
 }
 
-void _Exit(int status)
-{
-	static pl_exit_fn real;
-	if (!real)
-		real = (pl_exit_fn)dlsym(RTLD_NEXT, "_Exit");
-	pl_quick_exit_flush();
-	if (real)
-		real(status);
-	syscall(SYS_exit_group, status);
-	for (;;)
-		;
-}
+static pl_exit_fn r_exit, r_Exit;
+
+void _exit(int status) { pl_exit_via(&r_exit, "_exit", status); }
+void _Exit(int status) { pl_exit_via(&r_Exit, "_Exit", status); }
 
 static int pl_stats_on;
 

@@ -475,15 +475,18 @@ for _ in range(n):
 print("served", n, flush=True)
 """
 
-# N Linux clients at once, each sends 4 bytes and reads the answer.
+# N Linux clients at once on PORT, each sends SEND (its number, 4 digits, when
+# "num"; nothing when "-"), reads to the end of the stream and wants WANT and then
+# what it sent; prints one line each: "ok" or what went wrong.
 BURST_CLIENT = r"""
 import socket, sys, threading
-ip, n = sys.argv[1], int(sys.argv[2])
+ip, port, n, send, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], \
+    sys.argv[5].encode()
 res = [None] * n
 def one(i):
     try:
-        s = socket.create_connection((ip, 9014), timeout=30)
-        m = b"%04d" % i
+        s = socket.create_connection((ip, port), timeout=30)
+        m = b"%04d" % i if send == "num" else b""
         s.sendall(m)
         got = b""
         while True:
@@ -491,7 +494,7 @@ def one(i):
             if not k:
                 break
             got += k
-        res[i] = "ok" if got == b"ok" + m else "bad %r" % got
+        res[i] = "ok" if got == want + m else "bad %r" % got
     except Exception as e:
         res[i] = "error %r" % e
 th = [threading.Thread(target=one, args=(i,)) for i in range(n)]
@@ -512,7 +515,8 @@ def test_preload_full_backlog_makes_clients_wait_not_fail(rig):
     srv = shimmed(rig, "/usr/bin/python3", "-c", SLOW_ACCEPT, "8")
     line = srv.stdout.readline().decode()
     assert "listening" in line, line
-    r = link.run("/usr/bin/python3", "-c", BURST_CLIENT, link.ipk_ip, "8", timeout=120)
+    r = link.run("/usr/bin/python3", "-c", BURST_CLIENT, link.ipk_ip, "9014", "8", "num", "ok",
+                 timeout=120)
     lines = r.stdout.decode().split("\n")
     assert r.returncode == 0 and lines[:8] == ["ok"] * 8, r.stdout.decode() + r.stderr.decode()
     rc, out, err = finish(srv, 30)
@@ -553,28 +557,6 @@ bad = sum(1 for p in kids if os.waitpid(p, 0)[1] != 0)
 print("done", bad, flush=True)
 """
 
-# N Linux clients at once on port 9015, each reads to the end of the stream.
-LATE_CLIENT = r"""
-import socket, sys, threading
-ip, n = sys.argv[1], int(sys.argv[2])
-res = [None] * n
-def one(i):
-    try:
-        s = socket.create_connection((ip, 9015), timeout=20)
-        got = b""
-        while True:
-            k = s.recv(64)
-            if not k:
-                break
-            got += k
-        res[i] = "ok" if got == b"child" else "bad %r" % got
-    except Exception as e:
-        res[i] = "error %r" % e
-th = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-[t.start() for t in th]
-[t.join() for t in th]
-print("\n".join(res))
-"""
 
 
 def test_preload_fork_family_never_queues_on_a_parent_that_does_not_accept(rig):
@@ -589,7 +571,8 @@ def test_preload_fork_family_never_queues_on_a_parent_that_does_not_accept(rig):
     srv = shimmed(rig, "/usr/bin/python3", "-c", FORK_LATE_ACCEPT)
     line = srv.stdout.readline().decode()
     assert "listening" in line, line
-    r = link.run("/usr/bin/python3", "-c", LATE_CLIENT, link.ipk_ip, "6", timeout=120)
+    r = link.run("/usr/bin/python3", "-c", BURST_CLIENT, link.ipk_ip, "9015", "6", "-", "child",
+                 timeout=120)
     lines = r.stdout.decode().split("\n")
     assert r.returncode == 0 and lines[:6] == ["ok"] * 6, r.stdout.decode() + r.stderr.decode()
     rc, out, err = finish(srv, 60)
